@@ -1,0 +1,349 @@
+"""Compiled kernels of overspill: the same contract as overspill/_native.py.
+
+The pure-Python twin is the specification: every function here returns what
+its namesake there returns and raises the same exception types, checked by
+the differential tests.  Argument checking reuses the twin's helpers so the
+two cannot drift apart in what they accept.  The loops live in
+overspill_simd.h; this module only checks arguments and reaches the bytes.
+"""
+
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from libc.stdint cimport uint8_t
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcpy
+
+from overspill_simd cimport (
+    osp_boundary_at_or_after, osp_boundary_at_or_before, osp_count_upto, osp_find_nth, osp_page,
+    osp_prefix_fitting, osp_rfind_nth, osp_suffix_fitting, osp_utf8_length,
+)
+
+from overspill._native import _byte_view
+
+cdef extern from "Python.h":
+    # CPython's own storage of a str: `kind` bytes per code point.
+    int PyUnicode_KIND(object text)
+    void *PyUnicode_DATA(object text)
+    Py_ssize_t PyUnicode_GET_LENGTH(object text)
+    bint PyUnicode_IS_ASCII(object text)
+    const Py_ssize_t PY_SSIZE_T_MAX
+
+# Below this many bytes, dropping and retaking the GIL costs more than it frees.
+cdef enum:
+    NOGIL_BYTES = 65536
+    NEWLINE = 10
+
+_KEEP_MODES = ("head", "head_tail")
+
+
+cdef Py_ssize_t _check_int(object value, str name, Py_ssize_t minimum) except -1:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, not {value}")
+    if value >= PY_SSIZE_T_MAX:
+        return PY_SSIZE_T_MAX
+    return value
+
+
+cdef Py_ssize_t _newlines(const void *data, Py_ssize_t n, int width, Py_ssize_t limit) noexcept:
+    """Newlines in data[0:n); with limit >= 0, min(newlines, limit)."""
+    cdef Py_ssize_t found
+    if n * width >= NOGIL_BYTES:
+        with nogil:
+            found = osp_count_upto(data, n, width, NEWLINE, limit)
+    else:
+        found = osp_count_upto(data, n, width, NEWLINE, limit)
+    return found if limit < 0 or found < limit else limit
+
+
+def count_lines(data, stop=None, /):
+    """Lines in ``data`` as ``len(data.split("\\n"))`` counts them; see _native.count_lines."""
+    cdef Py_ssize_t limit = -1
+    cdef const unsigned char[::1] buf
+    if stop is not None:
+        limit = _check_int(stop, "stop", 0)
+    if isinstance(data, str):
+        return _newlines(PyUnicode_DATA(data), PyUnicode_GET_LENGTH(data), PyUnicode_KIND(data), limit) + 1
+    if isinstance(data, bytes):
+        return _newlines(PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), 1, limit) + 1
+    view = _byte_view(data)
+    try:
+        buf = view
+        if buf.shape[0] == 0:
+            return 1
+        return _newlines(&buf[0], buf.shape[0], 1, limit) + 1
+    finally:
+        buf = None
+        view.release()
+
+
+def utf8_length(text, /):
+    """Bytes in the stored form of ``text``; see _native.utf8_length."""
+    cdef Py_ssize_t n, total
+    cdef int kind
+    cdef void *data
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}")
+    n = PyUnicode_GET_LENGTH(text)
+    if PyUnicode_IS_ASCII(text):
+        return n
+    kind = PyUnicode_KIND(text)
+    data = PyUnicode_DATA(text)
+    if n * kind >= NOGIL_BYTES:
+        with nogil:
+            total = osp_utf8_length(data, n, kind)
+    else:
+        total = osp_utf8_length(data, n, kind)
+    return total
+
+
+def page_bounds(buffer, offset, limit, final=True, /):
+    """The page ``(start, end)`` a read at ``offset`` returns; see _native.page_bounds."""
+    cdef Py_ssize_t c_offset, c_limit, start = 0, end = 0
+    cdef const unsigned char[::1] buf
+    if isinstance(buffer, str):
+        raise TypeError("buffer must be a bytes-like object, not str")
+    c_offset = _check_int(offset, "offset", 0)
+    c_limit = _check_int(limit, "limit", 1)
+    if not isinstance(final, bool):
+        raise TypeError(f"final must be a bool, not {type(final).__name__}")
+    view = _byte_view(buffer)
+    try:
+        buf = view
+        if buf.shape[0] > 0:
+            osp_page(&buf[0], buf.shape[0], c_offset, c_limit, final is True, &start, &end)
+        return start, end
+    finally:
+        buf = None
+        view.release()
+
+
+cdef (Py_ssize_t, Py_ssize_t) _shares(Py_ssize_t head_size, Py_ssize_t tail_size, Py_ssize_t max_bytes) noexcept:
+    """Byte budgets of head and tail; what one side cannot use goes to the other."""
+    cdef Py_ssize_t head_share = max_bytes - max_bytes // 2, tail_share = max_bytes // 2
+    if head_size < head_share:
+        return head_size, tail_share + head_share - head_size
+    if tail_size < tail_share:
+        return head_share + tail_share - tail_size, tail_size
+    return head_share, tail_share
+
+
+cdef bint _line_regions(const void *data, Py_ssize_t n, int width, Py_ssize_t max_lines,
+                        Py_ssize_t *head_region, Py_ssize_t *tail_region) noexcept:
+    """Set the head region's end and the tail region's start when there are
+    more than max_lines lines; return whether there are."""
+    cdef Py_ssize_t tail_lines = max_lines // 2
+    if _newlines(data, n, width, max_lines) < max_lines:
+        return False
+    head_region[0] = osp_find_nth(data, n, width, NEWLINE, max_lines - tail_lines)
+    tail_region[0] = osp_rfind_nth(data, n, width, NEWLINE, tail_lines) + 1 if tail_lines else n
+    return True
+
+
+cdef tuple _preview_bytes(const uint8_t *data, Py_ssize_t size, Py_ssize_t max_lines, Py_ssize_t max_bytes):
+    cdef Py_ssize_t head_region = size, tail_region = 0, head_share, tail_share, head_end, tail_start
+    if not _line_regions(data, size, 1, max_lines, &head_region, &tail_region):
+        if size <= max_bytes:
+            return size, size, size, size
+    if head_region + size - tail_region <= max_bytes:
+        return head_region, tail_region, head_region, tail_region
+    head_share, tail_share = _shares(head_region, size - tail_region, max_bytes)
+    head_end = osp_boundary_at_or_before(data, size, head_share, 0, 1)
+    tail_start = osp_boundary_at_or_after(data, size, size - tail_share, 1)
+    return head_end, tail_start, head_end, tail_start
+
+
+cdef Py_ssize_t _capped_length(const void *data, int width, Py_ssize_t start, Py_ssize_t end,
+                               Py_ssize_t cap) noexcept:
+    """min(stored bytes of [start, end), cap), reading at most cap code points."""
+    cdef Py_ssize_t n = min(end - start, cap)
+    return min(osp_utf8_length(<const char *>data + start * width, n, width), cap)
+
+
+cdef tuple _preview_text(str text, Py_ssize_t max_lines, Py_ssize_t max_bytes):
+    cdef Py_ssize_t length = PyUnicode_GET_LENGTH(text)
+    cdef Py_ssize_t size = utf8_length(text)
+    cdef int width = PyUnicode_KIND(text)
+    cdef const void *data = PyUnicode_DATA(text)
+    cdef Py_ssize_t head_region = length, tail_region = 0, cap = max_bytes + 1
+    cdef Py_ssize_t head_size, tail_size, head_share, tail_share, head_index, tail_index
+    if not _line_regions(data, length, width, max_lines, &head_region, &tail_region):
+        if size <= max_bytes:
+            return size, size, length, length
+    # Comparisons below are against at most max_bytes: lengths capped just
+    # above it decide them exactly, at a cost bounded by the preview.
+    head_size = _capped_length(data, width, 0, head_region, cap)
+    tail_size = _capped_length(data, width, max(tail_region, length - cap), length, cap)
+    if head_size + tail_size <= max_bytes:
+        return head_size, size - tail_size, head_region, tail_region
+    head_share, tail_share = _shares(head_size, tail_size, max_bytes)
+    head_index = osp_prefix_fitting(data, width, 0, head_region, head_share)
+    tail_index = osp_suffix_fitting(data, width, tail_region, length, tail_share)
+    return (osp_utf8_length(data, head_index, width),
+            size - osp_utf8_length(<const char *>data + tail_index * width, length - tail_index, width),
+            head_index, tail_index)
+
+
+def preview_cuts(content, max_lines, max_bytes, /):
+    """Where the head+tail preview cuts ``content``; see _native.preview_cuts."""
+    cdef Py_ssize_t c_lines = _check_int(max_lines, "max_lines", 1)
+    cdef Py_ssize_t c_bytes = _check_int(max_bytes, "max_bytes", 1)
+    cdef const unsigned char[::1] buf
+    if isinstance(content, str):
+        return _preview_text(content, c_lines, c_bytes)
+    if isinstance(content, bytes):
+        return _preview_bytes(<const uint8_t *>PyBytes_AS_STRING(content), PyBytes_GET_SIZE(content),
+                              c_lines, c_bytes)
+    view = _byte_view(content)
+    try:
+        buf = view
+        if buf.shape[0] == 0:
+            return 0, 0, 0, 0
+        return _preview_bytes(&buf[0], buf.shape[0], c_lines, c_bytes)
+    finally:
+        buf = None
+        view.release()
+
+
+cdef class StreamCap:
+    """A streaming byte cap: retains at most ``max_bytes`` and counts everything.
+
+    See _native.StreamCap for the contract.  Both buffers grow with what is
+    fed, up to their share of ``max_bytes``; the tail is a ring once full.
+    """
+
+    cdef Py_ssize_t _max_bytes, _head_cap, _ring_cap
+    cdef Py_ssize_t _head_len, _head_alloc, _ring_len, _ring_alloc, _ring_pos
+    cdef Py_ssize_t _total_bytes, _newline_count
+    cdef unsigned char *_head
+    cdef unsigned char *_ring
+    cdef str _keep
+
+    def __cinit__(self, *args, **kwargs):
+        self._head = NULL
+        self._ring = NULL
+
+    def __init__(self, max_bytes, *, keep="head"):
+        self._max_bytes = _check_int(max_bytes, "max_bytes", 1)
+        if not isinstance(keep, str):
+            raise TypeError(f"keep must be a str, not {type(keep).__name__}")
+        if keep not in _KEEP_MODES:
+            raise ValueError(f"keep must be 'head' or 'head_tail', not {keep!r}")
+        self._keep = keep
+        self._head_cap = self._max_bytes if keep == "head" else self._max_bytes - self._max_bytes // 2
+        self._ring_cap = self._max_bytes - self._head_cap
+
+    def __dealloc__(self):
+        free(self._head)
+        free(self._ring)
+
+    cdef int _reserve(self, unsigned char **buffer, Py_ssize_t *allocated, Py_ssize_t needed,
+                      Py_ssize_t cap) except -1:
+        """Grow a buffer geometrically to hold `needed` bytes, never past `cap`."""
+        cdef Py_ssize_t size = allocated[0]
+        cdef unsigned char *grown
+        if needed <= size:
+            return 0
+        size = max(needed, min(max(size * 2, 4096), cap))
+        grown = <unsigned char *>realloc(buffer[0], size)
+        if grown == NULL:
+            raise MemoryError()
+        buffer[0] = grown
+        allocated[0] = size
+        return 0
+
+    cdef int _feed(self, const unsigned char *data, Py_ssize_t size) except -1:
+        cdef Py_ssize_t room = self._head_cap - self._head_len, take, first
+        self._total_bytes += size
+        self._newline_count += _newlines(data, size, 1, -1)
+        if room > 0:
+            take = min(room, size)
+            self._reserve(&self._head, &self._head_alloc, self._head_len + take, self._head_cap)
+            memcpy(self._head + self._head_len, data, take)
+            self._head_len += take
+            data += take
+            size -= take
+        if size == 0 or self._ring_cap == 0:
+            return 0
+        if size > self._ring_cap:
+            data += size - self._ring_cap
+            size = self._ring_cap
+        if self._ring_len < self._ring_cap:
+            # Still filling: append until full; only then does it wrap.
+            take = min(size, self._ring_cap - self._ring_len)
+            self._reserve(&self._ring, &self._ring_alloc, self._ring_len + take, self._ring_cap)
+            memcpy(self._ring + self._ring_len, data, take)
+            self._ring_len += take
+            self._ring_pos = self._ring_len % self._ring_cap
+            data += take
+            size -= take
+        if size:
+            first = min(size, self._ring_cap - self._ring_pos)
+            memcpy(self._ring + self._ring_pos, data, first)
+            memcpy(self._ring, data + first, size - first)
+            self._ring_pos = (self._ring_pos + size) % self._ring_cap
+        return 0
+
+    def feed(self, chunk, /):
+        """Count ``chunk`` and retain what the cap allows.
+
+        :raises TypeError: ``chunk`` is not a contiguous bytes-like object.
+        """
+        cdef const unsigned char[::1] buf
+        if isinstance(chunk, str):
+            raise TypeError("chunk must be a bytes-like object, not str")
+        if isinstance(chunk, bytes):
+            self._feed(<const unsigned char *>PyBytes_AS_STRING(chunk), PyBytes_GET_SIZE(chunk))
+            return
+        view = _byte_view(chunk)
+        try:
+            buf = view
+            if buf.shape[0]:
+                self._feed(&buf[0], buf.shape[0])
+        finally:
+            buf = None
+            view.release()
+
+    @property
+    def max_bytes(self):
+        return self._max_bytes
+
+    @property
+    def keep(self):
+        return self._keep
+
+    @property
+    def head(self):
+        """The retained start of the stream."""
+        return self._head[:self._head_len] if self._head_len else b""
+
+    @property
+    def tail(self):
+        """The retained end of the stream (always empty for ``keep="head"``)."""
+        if self._ring_len == 0:
+            return b""
+        if self._ring_len < self._ring_cap:
+            return self._ring[:self._ring_len]
+        return self._ring[self._ring_pos:self._ring_cap] + self._ring[:self._ring_pos]
+
+    @property
+    def total_bytes(self):
+        return self._total_bytes
+
+    @property
+    def total_lines(self):
+        """Lines in everything fed, counted as ``count_lines`` would."""
+        return self._newline_count + 1
+
+    @property
+    def truncated(self):
+        return self._total_bytes > self._head_len + self._ring_len
+
+    def value(self):
+        """The retained bytes: the head, then the tail."""
+        return self.head + self.tail
+
+    def __repr__(self):
+        return (f"StreamCap(max_bytes={self._max_bytes}, keep={self._keep!r}, "
+                f"total_bytes={self._total_bytes}, truncated={self.truncated})")

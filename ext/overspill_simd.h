@@ -1,0 +1,296 @@
+/* SIMD helpers for overspill's kernels.
+ *
+ * Every function reads code units of one width (1, 2 or 4 bytes: bytes, or the
+ * storage of a CPython str of that kind) and never writes.  On x86-64 the AVX2
+ * path is chosen at run time; SSE2 is the x86-64 baseline, and every other
+ * machine gets the portable scalar loop.  All paths return identical results.
+ */
+#ifndef OVERSPILL_SIMD_H
+#define OVERSPILL_SIMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Counting happens in blocks so a bounded search ("stop after k newlines")
+ * reads at most one block past the answer. */
+#define OSP_BLOCK ((ptrdiff_t)4096)
+
+static ptrdiff_t osp_count_scalar(const void *data, ptrdiff_t n, int width, uint32_t unit) {
+    ptrdiff_t count = 0, i;
+    if (width == 1) {
+        const uint8_t *p = (const uint8_t *)data;
+        for (i = 0; i < n; i++) count += (p[i] == unit);
+    } else if (width == 2) {
+        const uint16_t *p = (const uint16_t *)data;
+        for (i = 0; i < n; i++) count += (p[i] == unit);
+    } else {
+        const uint32_t *p = (const uint32_t *)data;
+        for (i = 0; i < n; i++) count += (p[i] == unit);
+    }
+    return count;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define OSP_X86 1
+
+/* Bytes: compare 128 bytes per step and subtract the 0/-1 masks into byte
+ * accumulators; every 255 steps (before a lane can overflow) fold them into
+ * 64-bit sums with SAD.  This is the compare-and-accumulate loop that keeps up
+ * with memory bandwidth; movemask+popcount per vector costs ~2x the uops. */
+__attribute__((target("avx2")))
+static ptrdiff_t osp_count_u8_avx2(const uint8_t *p, ptrdiff_t n, uint8_t byte) {
+    const __m256i needle = _mm256_set1_epi8((char)byte);
+    const __m256i zero = _mm256_setzero_si256();
+    __m256i sums = _mm256_setzero_si256();
+    ptrdiff_t i = 0;
+    while (n - i >= 128) {
+        __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+        ptrdiff_t steps = (n - i) / 128;
+        if (steps > 255) steps = 255;
+        for (ptrdiff_t s = 0; s < steps; s++, i += 128) {
+            a0 = _mm256_sub_epi8(a0, _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(p + i)), needle));
+            a1 = _mm256_sub_epi8(a1, _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(p + i + 32)), needle));
+            a2 = _mm256_sub_epi8(a2, _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(p + i + 64)), needle));
+            a3 = _mm256_sub_epi8(a3, _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(p + i + 96)), needle));
+        }
+        sums = _mm256_add_epi64(sums, _mm256_sad_epu8(a0, zero));
+        sums = _mm256_add_epi64(sums, _mm256_sad_epu8(a1, zero));
+        sums = _mm256_add_epi64(sums, _mm256_sad_epu8(a2, zero));
+        sums = _mm256_add_epi64(sums, _mm256_sad_epu8(a3, zero));
+    }
+    ptrdiff_t count = _mm256_extract_epi64(sums, 0) + _mm256_extract_epi64(sums, 1) +
+                      _mm256_extract_epi64(sums, 2) + _mm256_extract_epi64(sums, 3);
+    for (; n - i >= 32; i += 32) {
+        __m256i eq = _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(p + i)), needle);
+        count += __builtin_popcount((unsigned)_mm256_movemask_epi8(eq));
+    }
+    return count + osp_count_scalar(p + i, n - i, 1, byte);
+}
+
+/* Wider units: one compare per lane; movemask yields `width` bits per match. */
+__attribute__((target("avx2,popcnt")))
+static ptrdiff_t osp_count_wide_avx2(const void *data, ptrdiff_t n, int width, uint32_t unit) {
+    const uint8_t *p = (const uint8_t *)data;
+    const ptrdiff_t bytes = n * width;
+    ptrdiff_t i = 0, bits = 0;
+    if (width == 2) {
+        const __m256i needle = _mm256_set1_epi16((short)unit);
+        for (; bytes - i >= 64; i += 64) {
+            __m256i e0 = _mm256_cmpeq_epi16(_mm256_loadu_si256((const __m256i *)(p + i)), needle);
+            __m256i e1 = _mm256_cmpeq_epi16(_mm256_loadu_si256((const __m256i *)(p + i + 32)), needle);
+            bits += __builtin_popcountll(((uint64_t)(unsigned)_mm256_movemask_epi8(e1) << 32) |
+                                         (unsigned)_mm256_movemask_epi8(e0));
+        }
+    } else {
+        const __m256i needle = _mm256_set1_epi32((int)unit);
+        for (; bytes - i >= 64; i += 64) {
+            __m256i e0 = _mm256_cmpeq_epi32(_mm256_loadu_si256((const __m256i *)(p + i)), needle);
+            __m256i e1 = _mm256_cmpeq_epi32(_mm256_loadu_si256((const __m256i *)(p + i + 32)), needle);
+            bits += __builtin_popcountll(((uint64_t)(unsigned)_mm256_movemask_epi8(e1) << 32) |
+                                         (unsigned)_mm256_movemask_epi8(e0));
+        }
+    }
+    return bits / width + osp_count_scalar(p + i, (bytes - i) / width, width, unit);
+}
+
+/* SSE2 is always present on x86-64: the fallback when AVX2 is not. */
+static ptrdiff_t osp_count_sse2(const void *data, ptrdiff_t n, int width, uint32_t unit) {
+    const uint8_t *p = (const uint8_t *)data;
+    const ptrdiff_t bytes = n * width;
+    ptrdiff_t i = 0, bits = 0;
+    __m128i needle = width == 1 ? _mm_set1_epi8((char)unit)
+                   : width == 2 ? _mm_set1_epi16((short)unit) : _mm_set1_epi32((int)unit);
+    for (; bytes - i >= 16; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+        __m128i eq = width == 1 ? _mm_cmpeq_epi8(v, needle)
+                   : width == 2 ? _mm_cmpeq_epi16(v, needle) : _mm_cmpeq_epi32(v, needle);
+        unsigned mask = (unsigned)_mm_movemask_epi8(eq);
+        while (mask) { bits++; mask &= mask - 1; }
+    }
+    return bits / width + osp_count_scalar(p + i, (bytes - i) / width, width, unit);
+}
+
+static int osp_has_avx2(void) {
+    static int cached = -1;
+    if (cached < 0) {
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+    }
+    return cached;
+}
+#endif
+
+/* Number of `unit` code units in data[0:n). */
+static ptrdiff_t osp_count(const void *data, ptrdiff_t n, int width, uint32_t unit) {
+#ifdef OSP_X86
+    if (osp_has_avx2())
+        return width == 1 ? osp_count_u8_avx2((const uint8_t *)data, n, (uint8_t)unit)
+                          : osp_count_wide_avx2(data, n, width, unit);
+    return osp_count_sse2(data, n, width, unit);
+#else
+    return osp_count_scalar(data, n, width, unit);
+#endif
+}
+
+static inline uint32_t osp_unit(const void *data, int width, ptrdiff_t i) {
+    return width == 1 ? ((const uint8_t *)data)[i]
+         : width == 2 ? ((const uint16_t *)data)[i] : ((const uint32_t *)data)[i];
+}
+
+/* Newlines in data[0:n), but stop counting at the first block boundary after
+ * `limit` are seen (limit < 0: count all).  The result is exact when below
+ * `limit`; at or above it, only "at least limit" is promised. */
+static ptrdiff_t osp_count_upto(const void *data, ptrdiff_t n, int width, uint32_t unit, ptrdiff_t limit) {
+    if (limit < 0) return osp_count(data, n, width, unit);
+    const uint8_t *p = (const uint8_t *)data;
+    ptrdiff_t found = 0, block = 16 * OSP_BLOCK / width;
+    for (ptrdiff_t i = 0; i < n && found < limit; i += block) {
+        ptrdiff_t len = n - i < block ? n - i : block;
+        found += osp_count(p + i * width, len, width, unit);
+    }
+    return found;
+}
+
+/* Index of the k-th (k >= 1) `unit` from the start of data[0:n), or -1. */
+static ptrdiff_t osp_find_nth(const void *data, ptrdiff_t n, int width, uint32_t unit, ptrdiff_t k) {
+    const uint8_t *p = (const uint8_t *)data;
+    ptrdiff_t block = OSP_BLOCK / width;
+    for (ptrdiff_t i = 0; i < n; i += block) {
+        ptrdiff_t len = n - i < block ? n - i : block;
+        ptrdiff_t c = osp_count(p + i * width, len, width, unit);
+        if (c < k) { k -= c; continue; }
+        for (ptrdiff_t j = i; j < i + len; j++)
+            if (osp_unit(data, width, j) == unit && --k == 0) return j;
+    }
+    return -1;
+}
+
+/* Index of the k-th (k >= 1) `unit` counting back from the end, or -1. */
+static ptrdiff_t osp_rfind_nth(const void *data, ptrdiff_t n, int width, uint32_t unit, ptrdiff_t k) {
+    const uint8_t *p = (const uint8_t *)data;
+    ptrdiff_t block = OSP_BLOCK / width;
+    for (ptrdiff_t end = n; end > 0; end -= block) {
+        ptrdiff_t start = end > block ? end - block : 0;
+        ptrdiff_t c = osp_count(p + start * width, end - start, width, unit);
+        if (c < k) { k -= c; continue; }
+        for (ptrdiff_t j = end - 1; j >= start; j--)
+            if (osp_unit(data, width, j) == unit && --k == 0) return j;
+    }
+    return -1;
+}
+
+/* Bytes of the stored form (UTF-8, surrogateescape, other lone surrogates as
+ * U+FFFD) of n code units of a str of the given kind.  Branch-free so that
+ * -O3 vectorises it. */
+static ptrdiff_t osp_utf8_length(const void *data, ptrdiff_t n, int width) {
+    ptrdiff_t total = n, i;
+    if (width == 1) {
+        const uint8_t *p = (const uint8_t *)data;
+        for (i = 0; i < n; i++) total += p[i] >> 7;
+    } else if (width == 2) {
+        const uint16_t *p = (const uint16_t *)data;
+        for (i = 0; i < n; i++) {
+            uint32_t c = p[i];
+            total += (c >= 0x80) + (c >= 0x800) - 2 * ((c & 0xFF80) == 0xDC80);
+        }
+    } else {
+        const uint32_t *p = (const uint32_t *)data;
+        for (i = 0; i < n; i++) {
+            uint32_t c = p[i];
+            total += (c >= 0x80) + (c >= 0x800) + (c >= 0x10000) - 2 * ((c & 0xFFFFFF80) == 0xDC80);
+        }
+    }
+    return total;
+}
+
+/* Stored-form bytes of one code point (see osp_utf8_length). */
+static inline int osp_utf8_width(uint32_t c) {
+    if (c < 0x80) return 1;
+    if (c < 0x800) return 2;
+    if ((c & 0xFFFFFF80) == 0xDC80) return 1;
+    if (c < 0x10000) return 3;
+    return 4;
+}
+
+/* ---- UTF-8 boundaries of byte buffers (see overspill/_native.py) ---- */
+
+static inline int osp_is_continuation(uint8_t b) { return (b & 0xC0) == 0x80; }
+
+/* Bytes announced by a well-formed lead byte; 0 for any other byte. */
+static inline int osp_sequence_length(uint8_t b) {
+    if (b >= 0xC2 && b <= 0xDF) return 2;
+    if (b >= 0xE0 && b <= 0xEF) return 3;
+    if (b >= 0xF0 && b <= 0xF4) return 4;
+    return 0;
+}
+
+/* Whether a page may start or end at pos (0 <= pos <= n).  With final == 0
+ * the buffer is a prefix of the file: its end is no boundary and a sequence cut
+ * off by it is assumed to go on. */
+static int osp_is_boundary(const uint8_t *b, ptrdiff_t n, ptrdiff_t pos, int final) {
+    if (pos >= n) return final;
+    if (pos == 0 || !osp_is_continuation(b[pos])) return 1;
+    for (ptrdiff_t lead = pos - 1; lead >= 0 && lead >= pos - 3; lead--) {
+        if (osp_is_continuation(b[lead])) continue;
+        ptrdiff_t end = lead + osp_sequence_length(b[lead]);
+        if (end <= pos) return 1;
+        ptrdiff_t known = end < n ? end : n;
+        for (ptrdiff_t r = pos + 1; r < known; r++)
+            if (!osp_is_continuation(b[r])) return 1;
+        return end > n && final;
+    }
+    return 1;
+}
+
+/* A run of non-boundaries is at most 3 long, so both walks take O(1) steps. */
+static ptrdiff_t osp_boundary_at_or_after(const uint8_t *b, ptrdiff_t n, ptrdiff_t pos, int final) {
+    while (pos < n && !osp_is_boundary(b, n, pos, final)) pos++;
+    return pos;
+}
+
+static ptrdiff_t osp_boundary_at_or_before(const uint8_t *b, ptrdiff_t n, ptrdiff_t pos, ptrdiff_t floor, int final) {
+    while (pos > floor && !osp_is_boundary(b, n, pos, final)) pos--;
+    return pos;
+}
+
+static void osp_page(const uint8_t *b, ptrdiff_t n, ptrdiff_t offset, ptrdiff_t limit, int final,
+                     ptrdiff_t *start_out, ptrdiff_t *end_out) {
+    ptrdiff_t start = osp_boundary_at_or_after(b, n, offset < n ? offset : n, final);
+    ptrdiff_t end = osp_boundary_at_or_before(b, n, limit < n - start ? start + limit : n, start, final);
+    if (end == start && start < n) {
+        /* Not even one character fits in the limit: the page is that character. */
+        end = osp_boundary_at_or_after(b, n, start + 1, final);
+        if (end == n && !final) end = start;
+    }
+    *start_out = start;
+    *end_out = end;
+}
+
+/* ---- stored-form sizes of str slices, for bounded preview cuts ---- */
+
+
+/* Largest i in [start, end] whose slice [start, i) fits in budget bytes. */
+static ptrdiff_t osp_prefix_fitting(const void *data, int width, ptrdiff_t start, ptrdiff_t end, ptrdiff_t budget) {
+    ptrdiff_t used = 0, i = start;
+    for (; i < end; i++) {
+        int w = osp_utf8_width(osp_unit(data, width, i));
+        if (used + w > budget) break;
+        used += w;
+    }
+    return i;
+}
+
+/* Smallest j in [start, end] whose slice [j, end) fits in budget bytes. */
+static ptrdiff_t osp_suffix_fitting(const void *data, int width, ptrdiff_t start, ptrdiff_t end, ptrdiff_t budget) {
+    ptrdiff_t used = 0, j = end;
+    for (; j > start; j--) {
+        int w = osp_utf8_width(osp_unit(data, width, j - 1));
+        if (used + w > budget) break;
+        used += w;
+    }
+    return j;
+}
+
+#endif

@@ -1,0 +1,14 @@
+# C declarations of overspill_simd.h, cimported by _speedups.pyx.
+from libc.stdint cimport uint8_t, uint32_t
+
+cdef extern from "overspill_simd.h" nogil:
+    Py_ssize_t osp_count_upto(const void *data, Py_ssize_t n, int width, uint32_t unit, Py_ssize_t limit)
+    Py_ssize_t osp_find_nth(const void *data, Py_ssize_t n, int width, uint32_t unit, Py_ssize_t k)
+    Py_ssize_t osp_rfind_nth(const void *data, Py_ssize_t n, int width, uint32_t unit, Py_ssize_t k)
+    Py_ssize_t osp_utf8_length(const void *data, Py_ssize_t n, int width)
+    Py_ssize_t osp_boundary_at_or_after(const uint8_t *b, Py_ssize_t n, Py_ssize_t pos, int final)
+    Py_ssize_t osp_boundary_at_or_before(const uint8_t *b, Py_ssize_t n, Py_ssize_t pos, Py_ssize_t floor, int final)
+    void osp_page(const uint8_t *b, Py_ssize_t n, Py_ssize_t offset, Py_ssize_t limit, int final,
+                  Py_ssize_t *start_out, Py_ssize_t *end_out)
+    Py_ssize_t osp_prefix_fitting(const void *data, int width, Py_ssize_t start, Py_ssize_t end, Py_ssize_t budget)
+    Py_ssize_t osp_suffix_fitting(const void *data, int width, Py_ssize_t start, Py_ssize_t end, Py_ssize_t budget)

@@ -1,0 +1,56 @@
+"""Every error overspill raises on purpose.
+
+Each one is an ``OverspillError`` and also the built-in exception it means, so
+callers can catch either::
+
+    OverspillError
+     ├── InvalidResourceError    (ValueError)      not a well-formed tool-output:// URI
+     ├── ResourceNotFoundError   (LookupError)     missing, malformed or size-mismatched
+     │    └── ResourceCorruptError                 a checksum does not match the payload
+     ├── AccessDeniedError       (PermissionError) another session's resource
+     ├── ConfigError             (ValueError)      a bad setting, naming the key and its source
+     └── StorageError            (OSError)         a write failed; nothing was left behind
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AccessDeniedError",
+    "ConfigError",
+    "InvalidResourceError",
+    "OverspillError",
+    "ResourceCorruptError",
+    "ResourceNotFoundError",
+    "StorageError",
+]
+
+
+class OverspillError(Exception):
+    """Base class of every error overspill raises on purpose."""
+
+
+class InvalidResourceError(OverspillError, ValueError):
+    """The string is not a well-formed ``tool-output://`` URI or resource id.
+
+    Raised before any file is touched.
+    """
+
+
+class ResourceNotFoundError(OverspillError, LookupError):
+    """The resource does not exist, or its files are malformed or inconsistent."""
+
+
+class ResourceCorruptError(ResourceNotFoundError):
+    """The payload does not match the checksums recorded when it was written."""
+
+
+class AccessDeniedError(OverspillError, PermissionError):
+    """The resource belongs to another session."""
+
+
+class ConfigError(OverspillError, ValueError):
+    """A configuration value is invalid; the message names the key and its source."""
+
+
+class StorageError(OverspillError, OSError):
+    """Writing failed (for example, the disk is full); nothing was left behind."""

@@ -1,0 +1,91 @@
+"""Text rules built on the kernels: the head+tail preview and the content policy."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Union
+
+from . import _kernels
+from ._native import _byte_view as byte_view
+
+__all__ = ["Preview", "encode_content", "preview"]
+
+Content = Union[str, bytes, bytearray, memoryview]
+
+# Lone surrogates that surrogateescape cannot store; the policy stores U+FFFD.
+_UNSTORABLE_SURROGATE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
+
+
+@dataclass(frozen=True)
+class Preview:
+    """A bounded head+tail view of some content.
+
+    ``head`` is a prefix and ``tail`` a suffix of the content; they never
+    overlap and never split a character.  ``head_end`` and ``tail_start`` are
+    the cuts as byte offsets in the stored (UTF-8) form: the omitted part is
+    ``[head_end, tail_start)``, empty when ``truncated`` is false.
+    """
+
+    head: str
+    tail: str
+    truncated: bool
+    head_end: int
+    tail_start: int
+
+
+def _decode(data: memoryview) -> str:
+    return str(data, "utf-8", "replace")
+
+
+def preview(content: Content, max_lines: int, max_bytes: int) -> Preview:
+    """The head+tail preview of ``content`` within ``max_lines`` and ``max_bytes``.
+
+    Not truncated when the content has at most ``max_lines`` lines and at most
+    ``max_bytes`` bytes: then ``head`` is all of it.  Otherwise, with more than
+    ``max_lines`` lines, the head region is the first ``ceil(max_lines / 2)``
+    lines and the tail region the last ``floor(max_lines / 2)`` (else both are
+    the whole content); if the regions together exceed ``max_bytes``, the head
+    keeps up to ``ceil(max_bytes / 2)`` bytes of its region and the tail up to
+    ``floor(max_bytes / 2)`` of its own, a share one side cannot use going to
+    the other.  Cuts fall on character boundaries.  The cost grows with the
+    preview, not with the content.
+
+    :param content: a ``str`` (head and tail are slices of it) or bytes-like
+        content (head and tail are decoded with ``errors="replace"``),
+        ``mmap`` included.
+    :param max_lines: at least 1.
+    :param max_bytes: at least 1, counted in UTF-8 bytes of the stored form.
+    :raises TypeError: wrong argument types (a bool is not an int).
+    :raises ValueError: a limit below 1.
+    """
+    head_end, tail_start, head_index, tail_index = _kernels.preview_cuts(content, max_lines, max_bytes)
+    truncated = head_end < tail_start
+    if isinstance(content, str):
+        if not truncated:
+            return Preview(content, "", False, head_end, tail_start)
+        return Preview(content[:head_index], content[tail_index:], True, head_end, tail_start)
+    with byte_view(content) as view:
+        if not truncated:
+            return Preview(_decode(view), "", False, head_end, tail_start)
+        return Preview(_decode(view[:head_index]), _decode(view[tail_index:]), True, head_end, tail_start)
+
+
+def encode_content(content: Content) -> bytes:
+    """The stored form of ``content``.
+
+    Bytes-like content is stored exactly.  A ``str`` is encoded as UTF-8 with
+    ``surrogateescape`` (so text decoded that way round-trips to its original
+    bytes), and any other lone surrogate becomes U+FFFD: this never raises.
+
+    :raises TypeError: ``content`` is neither ``str`` nor bytes-like.
+    """
+    if isinstance(content, str):
+        try:
+            return content.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            return _UNSTORABLE_SURROGATE.sub("\ufffd", content).encode("utf-8", "surrogateescape")
+    try:
+        return bytes(memoryview(content))
+    except TypeError:
+        raise TypeError(f"content must be str or bytes-like, not {type(content).__name__}") from None

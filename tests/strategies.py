@@ -1,0 +1,29 @@
+"""Hypothesis strategies shared by the test modules.
+
+They lean towards the inputs that break text code: newlines of every kind,
+NUL, multi-byte and 4-byte characters, lone surrogates and invalid UTF-8.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+_AWKWARD_CHARS = ["\n", "\r\n", "\r", "\x00", "é", "€", "中", "😀", "\udcc3", "\udca9", "\ud800", "\udfff",
+                  "\udc80", "\udc7f", "a"]
+
+#: Text with every awkward code point the content policy must handle.
+texts = st.lists(
+    st.one_of(st.sampled_from(_AWKWARD_CHARS), st.characters(codec=None)), max_size=60
+).map("".join)
+
+# Bytes that form, break and interleave UTF-8 sequences.
+_AWKWARD_BYTES = [0x0A, 0x0D, 0x00, 0x41, 0x7F, 0x80, 0x8F, 0xBF, 0xC0, 0xC2, 0xC3, 0xDF, 0xE0, 0xE2,
+                  0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF]
+raw_bytes = st.one_of(
+    st.lists(st.sampled_from(_AWKWARD_BYTES), max_size=60).map(bytes),
+    st.binary(max_size=60),
+    texts.map(lambda text: text.encode("utf-8", "surrogatepass")),
+)
+
+contents = st.one_of(texts, raw_bytes)
+limits = st.integers(min_value=1, max_value=80)

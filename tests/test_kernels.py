@@ -1,0 +1,470 @@
+"""The kernels: examples, properties against deliberately naive references,
+and the compiled module checked against its pure-Python twin."""
+
+from __future__ import annotations
+
+import array
+import mmap
+import math
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+from strategies import contents, limits, raw_bytes, texts
+
+import overspill
+from overspill import _kernels, _native
+
+
+# ---------------------------------------------------------------- references
+def stored(content: str | bytes) -> bytes:
+    """The content policy, written out the slow, obvious way."""
+    if isinstance(content, bytes):
+        return content
+    out = bytearray()
+    for char in content:
+        if "\udc80" <= char <= "\udcff":
+            out.append(ord(char) - 0xDC00)
+        elif "\ud800" <= char <= "\udfff":
+            out += "\ufffd".encode()
+        else:
+            out += char.encode()
+    return bytes(out)
+
+
+def naive_boundaries(data: bytes, final: bool = True) -> set[int]:
+    """Every boundary position, straight from the structural definition."""
+    inside = set()
+    for lead, byte in enumerate(data):
+        length = 2 if 0xC2 <= byte <= 0xDF else 3 if 0xE0 <= byte <= 0xEF else 4 if 0xF0 <= byte <= 0xF4 else 0
+        if not length:
+            continue
+        known = data[lead + 1 : lead + length]
+        if all(0x80 <= b <= 0xBF for b in known) and (lead + length <= len(data) or not final):
+            inside.update(range(lead + 1, min(lead + length, len(data) + 1)))
+    positions = set(range(len(data))) - inside
+    if final:
+        positions.add(len(data))
+    return positions
+
+
+def naive_page(data: bytes, offset: int, limit: int) -> tuple[int, int]:
+    bounds = sorted(naive_boundaries(data))
+    start = min(b for b in bounds if b >= min(offset, len(data)))
+    fitting = [b for b in bounds if start < b <= start + limit]
+    if fitting:
+        return start, max(fitting)
+    return start, min((b for b in bounds if b > start), default=start)
+
+
+def naive_cuts(content: str | bytes, max_lines: int, max_bytes: int) -> tuple[int, int, int, int]:
+    """preview_cuts from the rules as the issue states them, on whole lists."""
+    if isinstance(content, str):
+        widths = [len(stored(char)) for char in content]
+        positions = set(range(len(content) + 1))
+    else:
+        widths = [1] * len(content)
+        positions = naive_boundaries(content)
+    offsets = [0]
+    for width in widths:
+        offsets.append(offsets[-1] + width)
+    size, length = offsets[-1], len(content)
+    lines = content.split("\n" if isinstance(content, str) else b"\n")
+    if len(lines) <= max_lines and size <= max_bytes:
+        return size, size, length, length
+    if len(lines) > max_lines:
+        head_lines, tail_lines = math.ceil(max_lines / 2), max_lines // 2
+        joiner = "\n" if isinstance(content, str) else b"\n"
+        head_region = len(joiner.join(lines[:head_lines]))
+        tail_region = length - len(joiner.join(lines[len(lines) - tail_lines :])) if tail_lines else length
+    else:
+        head_region, tail_region = length, 0
+    head_size, tail_size = offsets[head_region], size - offsets[tail_region]
+    if head_size + tail_size <= max_bytes:
+        return offsets[head_region], offsets[tail_region], head_region, tail_region
+    head_share, tail_share = math.ceil(max_bytes / 2), max_bytes // 2
+    if head_size < head_share:
+        head_share, tail_share = head_size, tail_share + head_share - head_size
+    elif tail_size < tail_share:
+        head_share, tail_share = head_share + tail_share - tail_size, tail_size
+    head_index = max(i for i in positions if i <= head_region and offsets[i] <= head_share)
+    tail_index = min(i for i in positions if i >= tail_region and size - offsets[i] <= tail_share)
+    return offsets[head_index], offsets[tail_index], head_index, tail_index
+
+
+# ---------------------------------------------------------------- count_lines
+@pytest.mark.parametrize(
+    ("data", "lines"),
+    [("", 1), ("a", 1), ("\n", 2), ("a\nb", 2), ("a\nb\n", 3), ("\r\n\r", 2), ("x\x00\ny", 2),
+     ("é\n中\n😀", 3), ("\udcc3\n\ud800", 2), (b"", 1), (b"\n\n", 3), (b"\xff\n\xe2\x82", 2)],
+)
+def test_count_lines_examples(data, lines):
+    assert overspill.count_lines(data) == lines
+
+
+@pytest.mark.parametrize("wrap", [bytes, bytearray, memoryview, lambda b: array.array("B", b)])
+def test_count_lines_accepts_every_buffer(wrap):
+    assert overspill.count_lines(wrap(b"a\nb\nc")) == 3
+
+
+def test_count_lines_reads_mmap(tmp_path):
+    path = tmp_path / "data"
+    path.write_bytes(b"line\n" * 100_000)
+    with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        assert overspill.count_lines(view) == 100_001
+        assert overspill.count_lines(view, 10) == 11
+        # The kernel released its view: the map can still be closed.
+    assert view.closed
+
+
+@pytest.mark.parametrize("kind", ["ascii", "latin1", "ucs2", "ucs4"])
+def test_count_lines_str_of_every_kind(kind):
+    char = {"ascii": "a", "latin1": "é", "ucs2": "中", "ucs4": "😀"}[kind]
+    # Long enough that the vector loops and block boundaries are crossed.
+    text = (char * 37 + "\n") * 5000
+    assert overspill.count_lines(text) == 5001
+    assert overspill.count_lines(text, 4999) == 5000
+    assert overspill.count_lines(text, 5000) == 5001
+    assert overspill.count_lines(text, 10**6) == 5001
+
+
+def test_count_lines_stop():
+    assert overspill.count_lines("a\nb\nc", 0) == 1
+    assert overspill.count_lines("a\nb\nc", 1) == 2
+    assert overspill.count_lines("a\nb\nc", 2) == 3
+    assert overspill.count_lines("a\nb\nc", 99) == 3
+    assert overspill.count_lines(b"\n" * 100_000, 2000) == 2001
+    assert overspill.count_lines(b"\n" * 10, 2**80) == 11
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [((None,), TypeError), ((42,), TypeError), ((["a"],), TypeError), (("a", True), TypeError),
+     (("a", 1.0), TypeError), (("a", "1"), TypeError), (("a", -1), ValueError),
+     ((memoryview(b"abcd")[::2],), TypeError)],
+)
+def test_count_lines_rejects(args, error):
+    with pytest.raises(error):
+        overspill.count_lines(*args)
+
+
+@given(contents, st.one_of(st.none(), st.integers(0, 70)))
+def test_count_lines_matches_split(content, stop):
+    lines = len(content.split("\n" if isinstance(content, str) else b"\n"))
+    expected = lines if stop is None else min(lines, stop + 1)
+    assert overspill.count_lines(content, stop) == expected
+
+
+# ---------------------------------------------------------------- utf8_length
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("", 0), ("abc", 3), ("é", 2), ("€", 3), ("😀", 4), ("\udcc3", 1), ("\udc80\udcff", 2),
+     ("\udc7f", 3), ("\ud800", 3), ("\ud83d\ude00", 6), ("a\x00b", 3)],
+)
+def test_utf8_length_examples(text, size):
+    assert overspill.utf8_length(text) == size
+
+
+@given(texts)
+@example("\udcc3\udca9" * 40_000)
+def test_utf8_length_is_size_of_stored_form(text):
+    assert overspill.utf8_length(text) == len(stored(text))
+
+
+@pytest.mark.parametrize("bad", [b"abc", None, 3, ["a"]])
+def test_utf8_length_rejects_non_str(bad):
+    with pytest.raises(TypeError):
+        overspill.utf8_length(bad)
+
+
+# ---------------------------------------------------------------- page_bounds
+def pages(data: bytes, limit: int) -> list[tuple[int, int]]:
+    out, offset = [], 0
+    while offset < len(data):
+        start, end = _kernels.page_bounds(data, offset, limit)
+        assert start == offset and end > start, "pages must neither skip nor stall"
+        out.append((start, end))
+        offset = end
+    return out
+
+
+def test_page_bounds_examples():
+    euro = "€".encode()  # three bytes
+    data = b"a" + euro + b"b"
+    assert _kernels.page_bounds(data, 0, 1) == (0, 1)
+    assert _kernels.page_bounds(data, 1, 1) == (1, 4)  # one character longer than the limit
+    assert _kernels.page_bounds(data, 2, 10) == (4, 5)  # a mid-character offset moves forward
+    assert _kernels.page_bounds(data, 0, 3) == (0, 1)
+    assert _kernels.page_bounds(data, 0, 4) == (0, 4)
+    assert _kernels.page_bounds(data, 99, 4) == (5, 5)
+    assert _kernels.page_bounds(b"", 0, 4) == (0, 0)
+    # A truncated sequence at the end of the file is three separate bytes.
+    assert _kernels.page_bounds(b"\xf0\x9f\x98", 0, 1) == (0, 1)
+    # Not the end of the file: the last character may go on, the end is no boundary.
+    assert _kernels.page_bounds(b"ab\xf0\x9f\x98", 0, 10, False) == (0, 2)
+    assert _kernels.page_bounds(b"ab", 0, 10, False) == (0, 1)
+    assert _kernels.page_bounds(b"\xf0\x9f", 0, 10, False) == (0, 0)
+
+
+@given(raw_bytes, st.integers(0, 70), st.integers(1, 9))
+def test_page_bounds_match_naive_definition(data, offset, limit):
+    assert _kernels.page_bounds(data, offset, limit) == naive_page(data, offset, limit)
+
+
+@given(raw_bytes, st.integers(1, 9))
+def test_pages_tile_the_buffer(data, limit):
+    tiles = pages(data, limit)
+    assert b"".join(data[start:end] for start, end in tiles) == data
+    boundaries = naive_boundaries(data)
+    assert all(start in boundaries and end in boundaries for start, end in tiles)
+
+
+@given(raw_bytes, st.integers(0, 70), st.integers(1, 9))
+def test_partial_buffer_pages_agree_with_the_whole(data, offset, limit):
+    """A page found in a prefix is a page of the whole file (when it is not empty)."""
+    prefix = data[: len(data) * 2 // 3]
+    start, end = _kernels.page_bounds(prefix, offset, limit, False)
+    if end > start:
+        full_start, full_end = _kernels.page_bounds(data, offset, limit)
+        assert full_start == start and end <= full_end
+        assert end in naive_boundaries(data)
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [(("abc", 0, 1), TypeError), ((b"abc", -1, 1), ValueError), ((b"abc", 0, 0), ValueError),
+     ((b"abc", True, 1), TypeError), ((b"abc", 0, 1.5), TypeError), ((b"abc", 0, 1, 1), TypeError),
+     ((object(), 0, 1), TypeError)],
+)
+def test_page_bounds_rejects(args, error):
+    with pytest.raises(error):
+        _kernels.page_bounds(*args)
+
+
+# ---------------------------------------------------------------- preview
+def test_preview_under_limits_is_identity():
+    result = overspill.preview("a\nb", 2, 3)
+    assert result == overspill.Preview("a\nb", "", False, 3, 3)
+    assert overspill.preview(b"caf\xc3\xa9", 5, 5) == overspill.Preview("café", "", False, 5, 5)
+
+
+def test_preview_by_lines():
+    text = "\n".join(str(i) for i in range(10))
+    result = overspill.preview(text, 4, 10_000)
+    assert (result.head, result.tail, result.truncated) == ("0\n1", "8\n9", True)
+    assert (result.head_end, result.tail_start) == (3, len(text) - 3)
+    odd = overspill.preview(text, 3, 10_000)
+    assert (odd.head, odd.tail) == ("0\n1", "9")
+    single = overspill.preview(text, 1, 10_000)
+    assert (single.head, single.tail, single.tail_start) == ("0", "", len(text))
+
+
+def test_preview_by_bytes_hands_unused_budget_over():
+    result = overspill.preview("x" * 100, 10, 10)
+    assert (result.head, result.tail) == ("x" * 5, "x" * 5)
+    # A short head region gives its unused share to the tail.
+    lines = "ab\n" + "\n".join(["y" * 50] * 3)
+    short = overspill.preview(lines, 2, 20)
+    assert short.head == "ab" and short.tail == "y" * 18
+
+
+def test_preview_never_splits_a_character():
+    result = overspill.preview("😀" * 10, 100, 10)
+    assert result.head == "😀" and result.tail == "😀"
+    assert (result.head_end, result.tail_start) == (4, 36)
+    raw = overspill.preview("😀".encode() * 10, 100, 3)
+    assert raw.head == "" and raw.tail == "" and raw.truncated
+
+
+def test_preview_keeps_lone_surrogates_of_str():
+    text = "\udcc3\udca9" + "z" * 50
+    result = overspill.preview(text, 10, 10)
+    assert result.head == "\udcc3\udca9zzz"
+
+
+def test_preview_of_mmap(tmp_path):
+    path = tmp_path / "log"
+    path.write_bytes(b"".join(b"line %d\n" % i for i in range(10_000)))
+    with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        result = overspill.preview(view, 4, 1000)
+    assert result.head == "line 0\nline 1" and result.tail == "line 9999\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [(("abc", 0, 10), ValueError), (("abc", 10, 0), ValueError), (("abc", True, 10), TypeError),
+     (("abc", 10, None), TypeError), ((123, 10, 10), TypeError), ((["abc"], 10, 10), TypeError)],
+)
+def test_preview_rejects(args, error):
+    with pytest.raises(error):
+        overspill.preview(*args)
+
+
+@given(contents, limits, limits)
+@example("a\n" * 3, 2, 1)
+@example(b"\xf0\x9f\x98\x80" * 3, 5, 5)
+def test_preview_cuts_match_the_rules(content, max_lines, max_bytes):
+    assert _kernels.preview_cuts(content, max_lines, max_bytes) == naive_cuts(content, max_lines, max_bytes)
+
+
+@given(contents, limits, limits)
+def test_preview_properties(content, max_lines, max_bytes):
+    result = overspill.preview(content, max_lines, max_bytes)
+    form = stored(content)
+    text = content if isinstance(content, str) else content.decode("utf-8", "replace")
+    assert result.head_end <= result.tail_start <= len(form)
+    if not result.truncated:
+        assert result.head == text and result.tail == ""
+        return
+    assert result.head_end + len(form) - result.tail_start <= max_bytes
+    if isinstance(content, str):
+        assert content.startswith(result.head) and content.endswith(result.tail)
+        assert len(stored(result.head)) == result.head_end
+        assert len(stored(result.tail)) == len(form) - result.tail_start
+    else:
+        boundaries = naive_boundaries(content)
+        assert result.head_end in boundaries and result.tail_start in boundaries
+        assert result.head == content[: result.head_end].decode("utf-8", "replace")
+        assert result.tail == content[result.tail_start :].decode("utf-8", "replace")
+
+
+# ---------------------------------------------------------------- StreamCap
+def retained(data: bytes, max_bytes: int, keep: str) -> tuple[bytes, bytes]:
+    head_cap = max_bytes if keep == "head" else math.ceil(max_bytes / 2)
+    tail_cap = max_bytes - head_cap
+    return data[:head_cap], data[head_cap:][-tail_cap:] if tail_cap else b""
+
+
+def test_stream_cap_head():
+    cap = overspill.StreamCap(5)
+    for chunk in (b"ab\n", b"cd\nef", b"", b"gh"):
+        cap.feed(chunk)
+    assert (cap.head, cap.tail, cap.value()) == (b"ab\ncd", b"", b"ab\ncd")
+    assert (cap.total_bytes, cap.total_lines, cap.truncated) == (10, 3, True)
+    assert (cap.max_bytes, cap.keep) == (5, "head")
+
+
+def test_stream_cap_head_tail_keeps_the_end():
+    cap = overspill.StreamCap(7, keep="head_tail")
+    for chunk in [b"0123456789"] * 100 + [b"ERROR"]:
+        cap.feed(chunk)
+    assert cap.head == b"0123" and cap.tail == b"ROR"
+    assert cap.value() == b"0123ROR" and cap.truncated and cap.total_bytes == 1005
+
+
+def test_stream_cap_untruncated_and_empty():
+    cap = overspill.StreamCap(10, keep="head_tail")
+    assert (cap.value(), cap.total_lines, cap.truncated) == (b"", 1, False)
+    cap.feed(bytearray(b"abcdefg"))
+    assert (cap.head, cap.tail, cap.truncated) == (b"abcde", b"fg", False)
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "error"),
+    [((0,), {}, ValueError), ((-5,), {}, ValueError), ((True,), {}, TypeError), (("9",), {}, TypeError),
+     ((5,), {"keep": "tail"}, ValueError), ((5,), {"keep": None}, TypeError), ((), {}, TypeError)],
+)
+def test_stream_cap_rejects(args, kwargs, error):
+    with pytest.raises(error):
+        overspill.StreamCap(*args, **kwargs)
+
+
+@pytest.mark.parametrize("chunk", ["text", 12, None, memoryview(b"abcdef")[::2]])
+def test_stream_cap_feed_rejects(chunk):
+    cap = overspill.StreamCap(4)
+    with pytest.raises(TypeError):
+        cap.feed(chunk)
+    assert cap.total_bytes == 0
+
+
+@given(st.lists(raw_bytes, max_size=12), st.integers(1, 40), st.sampled_from(["head", "head_tail"]))
+def test_stream_cap_any_chunking_equals_one_chunk(chunks, max_bytes, keep):
+    data = b"".join(chunks)
+    streamed = overspill.StreamCap(max_bytes, keep=keep)
+    for chunk in chunks:
+        streamed.feed(chunk)
+    whole = overspill.StreamCap(max_bytes, keep=keep)
+    whole.feed(data)
+    head, tail = retained(data, max_bytes, keep)
+    for cap in (streamed, whole):
+        assert (cap.head, cap.tail, cap.value()) == (head, tail, head + tail)
+        assert cap.total_bytes == len(data)
+        assert cap.total_lines == data.count(b"\n") + 1
+        assert cap.truncated == (len(data) > max_bytes)
+        assert len(cap.value()) <= max_bytes
+
+
+def test_stream_cap_large_chunks_cross_the_ring():
+    cap = overspill.StreamCap(1 << 20, keep="head_tail")
+    block = bytes(range(256)) * 4096  # 1 MiB
+    for _ in range(5):
+        cap.feed(block)
+    assert cap.head == block[: 1 << 19] and cap.tail == block[-(1 << 19) :]
+    assert cap.total_lines == 5 * 4096 + 1
+
+
+# ---------------------------------------------------------------- differential
+def outcome(function, *args):
+    try:
+        return ("ok", function(*args))
+    except Exception as error:  # noqa: BLE001 - the type is what is compared
+        return ("error", type(error))
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    try:
+        from overspill import _speedups
+    except ImportError:
+        pytest.skip("compiled extension unavailable")
+    return _speedups
+
+
+_ARGUMENTS = st.one_of(st.none(), st.booleans(), st.integers(-3, 70), st.floats(), st.text(max_size=3))
+
+
+@given(st.one_of(contents, _ARGUMENTS, st.lists(st.integers(0, 255)).map(bytearray)), _ARGUMENTS)
+def test_twins_agree_on_count_lines(compiled, data, stop):
+    assert outcome(compiled.count_lines, data, stop) == outcome(_native.count_lines, data, stop)
+
+
+@given(st.one_of(texts, _ARGUMENTS, raw_bytes))
+def test_twins_agree_on_utf8_length(compiled, text):
+    assert outcome(compiled.utf8_length, text) == outcome(_native.utf8_length, text)
+
+
+@given(st.one_of(raw_bytes, texts, _ARGUMENTS), _ARGUMENTS, _ARGUMENTS, st.one_of(st.booleans(), _ARGUMENTS))
+def test_twins_agree_on_page_bounds(compiled, buffer, offset, limit, final):
+    args = (buffer, offset, limit, final)
+    assert outcome(compiled.page_bounds, *args) == outcome(_native.page_bounds, *args)
+
+
+@given(st.one_of(contents, _ARGUMENTS), st.one_of(limits, _ARGUMENTS), st.one_of(limits, _ARGUMENTS))
+def test_twins_agree_on_preview_cuts(compiled, content, max_lines, max_bytes):
+    args = (content, max_lines, max_bytes)
+    assert outcome(compiled.preview_cuts, *args) == outcome(_native.preview_cuts, *args)
+
+
+@given(st.lists(st.one_of(raw_bytes, _ARGUMENTS), max_size=6), st.one_of(st.integers(1, 30), _ARGUMENTS),
+       st.sampled_from(["head", "head_tail", "tail"]))
+def test_twins_agree_on_stream_cap(compiled, chunks, max_bytes, keep):
+    def run(module):
+        cap = module.StreamCap(max_bytes, keep=keep)
+        for chunk in chunks:
+            try:
+                cap.feed(chunk)
+            except TypeError:
+                pass
+        return cap.head, cap.tail, cap.total_bytes, cap.total_lines, cap.truncated
+
+    assert outcome(run, compiled) == outcome(run, _native)
+
+
+def test_twins_agree_on_large_text(compiled):
+    text = ("ascii line\n" + "中文 and emoji 😀 line\n" + "\udcc3 escaped\n") * 20_000
+    data = text.encode("utf-8", "surrogateescape")
+    for content in (text, data):
+        assert compiled.count_lines(content, 1000) == _native.count_lines(content, 1000)
+        assert compiled.preview_cuts(content, 2000, 51200) == _native.preview_cuts(content, 2000, 51200)
+        assert compiled.preview_cuts(content, 10**6, 51200) == _native.preview_cuts(content, 10**6, 51200)
+    assert compiled.utf8_length(text) == _native.utf8_length(text) == len(data)
