@@ -181,26 +181,54 @@ static ptrdiff_t osp_rfind_nth(const void *data, ptrdiff_t n, int width, uint32_
     return -1;
 }
 
+/* Bytes >= 0x80 in p[0:n): the extra bytes a Latin-1 str needs in UTF-8. */
+static ptrdiff_t osp_count_high_scalar(const uint8_t *p, ptrdiff_t n) {
+    ptrdiff_t count = 0;
+    for (ptrdiff_t i = 0; i < n; i++) count += p[i] >> 7;
+    return count;
+}
+
+#ifdef OSP_X86
+__attribute__((target("avx2,popcnt")))
+static ptrdiff_t osp_count_high_avx2(const uint8_t *p, ptrdiff_t n) {
+    ptrdiff_t i = 0, count = 0;
+    for (; n - i >= 64; i += 64) {
+        unsigned lo = (unsigned)_mm256_movemask_epi8(_mm256_loadu_si256((const __m256i *)(p + i)));
+        unsigned hi = (unsigned)_mm256_movemask_epi8(_mm256_loadu_si256((const __m256i *)(p + i + 32)));
+        count += __builtin_popcountll(((uint64_t)hi << 32) | lo);
+    }
+    return count + osp_count_high_scalar(p + i, n - i);
+}
+#endif
+
 /* Bytes of the stored form (UTF-8, surrogateescape, other lone surrogates as
- * U+FFFD) of n code units of a str of the given kind.  Branch-free so that
- * -O3 vectorises it. */
+ * U+FFFD) of n code units of a str of the given kind.  The wide kinds sum
+ * into 32-bit block totals, a branch-free loop that -O3 vectorises. */
 static ptrdiff_t osp_utf8_length(const void *data, ptrdiff_t n, int width) {
-    ptrdiff_t total = n, i;
+    ptrdiff_t total = n;
     if (width == 1) {
-        const uint8_t *p = (const uint8_t *)data;
-        for (i = 0; i < n; i++) total += p[i] >> 7;
-    } else if (width == 2) {
-        const uint16_t *p = (const uint16_t *)data;
-        for (i = 0; i < n; i++) {
-            uint32_t c = p[i];
-            total += (c >= 0x80) + (c >= 0x800) - 2 * ((c & 0xFF80) == 0xDC80);
+#ifdef OSP_X86
+        if (osp_has_avx2()) return total + osp_count_high_avx2((const uint8_t *)data, n);
+#endif
+        return total + osp_count_high_scalar((const uint8_t *)data, n);
+    }
+    for (ptrdiff_t start = 0; start < n; start += 1 << 20) {
+        ptrdiff_t end = n - start < (1 << 20) ? n : start + (1 << 20);
+        uint32_t extra = 0;
+        if (width == 2) {
+            const uint16_t *p = (const uint16_t *)data;
+            for (ptrdiff_t i = start; i < end; i++) {
+                uint32_t c = p[i];
+                extra += (c >= 0x80) + (c >= 0x800) - 2 * ((c & 0xFF80) == 0xDC80);
+            }
+        } else {
+            const uint32_t *p = (const uint32_t *)data;
+            for (ptrdiff_t i = start; i < end; i++) {
+                uint32_t c = p[i];
+                extra += (c >= 0x80) + (c >= 0x800) + (c >= 0x10000) - 2 * ((c & 0xFFFFFF80) == 0xDC80);
+            }
         }
-    } else {
-        const uint32_t *p = (const uint32_t *)data;
-        for (i = 0; i < n; i++) {
-            uint32_t c = p[i];
-            total += (c >= 0x80) + (c >= 0x800) + (c >= 0x10000) - 2 * ((c & 0xFFFFFF80) == 0xDC80);
-        }
+        total += extra;
     }
     return total;
 }
@@ -271,9 +299,21 @@ static void osp_page(const uint8_t *b, ptrdiff_t n, ptrdiff_t offset, ptrdiff_t 
 /* ---- stored-form sizes of str slices, for bounded preview cuts ---- */
 
 
+/* Code points measured at once by the fitting walks below: whole blocks go
+ * through the vectorised osp_utf8_length, only the last one code point by
+ * code point. */
+#define OSP_FIT_BLOCK ((ptrdiff_t)256)
+
 /* Largest i in [start, end] whose slice [start, i) fits in budget bytes. */
 static ptrdiff_t osp_prefix_fitting(const void *data, int width, ptrdiff_t start, ptrdiff_t end, ptrdiff_t budget) {
+    const uint8_t *p = (const uint8_t *)data;
     ptrdiff_t used = 0, i = start;
+    while (end - i >= OSP_FIT_BLOCK) {
+        ptrdiff_t block = osp_utf8_length(p + i * width, OSP_FIT_BLOCK, width);
+        if (used + block > budget) break;
+        used += block;
+        i += OSP_FIT_BLOCK;
+    }
     for (; i < end; i++) {
         int w = osp_utf8_width(osp_unit(data, width, i));
         if (used + w > budget) break;
@@ -284,7 +324,14 @@ static ptrdiff_t osp_prefix_fitting(const void *data, int width, ptrdiff_t start
 
 /* Smallest j in [start, end] whose slice [j, end) fits in budget bytes. */
 static ptrdiff_t osp_suffix_fitting(const void *data, int width, ptrdiff_t start, ptrdiff_t end, ptrdiff_t budget) {
+    const uint8_t *p = (const uint8_t *)data;
     ptrdiff_t used = 0, j = end;
+    while (j - start >= OSP_FIT_BLOCK) {
+        ptrdiff_t block = osp_utf8_length(p + (j - OSP_FIT_BLOCK) * width, OSP_FIT_BLOCK, width);
+        if (used + block > budget) break;
+        used += block;
+        j -= OSP_FIT_BLOCK;
+    }
     for (; j > start; j--) {
         int w = osp_utf8_width(osp_unit(data, width, j - 1));
         if (used + w > budget) break;

@@ -1,0 +1,70 @@
+"""Deterministic, realistic benchmark data, shared by the benchmark modules.
+
+``OVERSPILL_BENCH_MIB`` sets the size of the large inputs (256 by default).
+Each input is built once per session from a seeded generator: log-like
+80-character lines, in an ASCII variant and a variant with about 30 % CJK
+and emoji characters.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import random
+
+import pytest
+
+LARGE_MIB = int(os.environ.get("OVERSPILL_BENCH_MIB", "256"))
+_WORDS = ["error", "warning", "compiling", "module", "test_case", "passed", "failed", "src/app.py",
+          "0x7f3a", "GET", "/api/v1/items", "200", "latency=12ms", "retry", "connection", "timeout"]
+_WIDE = ["中文", "日本語", "한국어", "测试", "通过", "失败", "😀", "🚀", "✅", "❌"]
+
+
+def _lines(rng: random.Random, wide: bool) -> str:
+    lines = []
+    for number in range(20_000):
+        words, size = [f"{number:06d}"], 6
+        while size < 73:
+            word = rng.choice(_WIDE) if wide and rng.random() < 0.3 else rng.choice(_WORDS)
+            words.append(word)
+            size += len(word) + 1
+        lines.append(" ".join(words)[:79])
+    return "\n".join(lines) + "\n"
+
+
+def make_text(mib: float, wide: bool) -> str:
+    """About ``mib`` MiB (in UTF-8) of log-like text."""
+    block = _lines(random.Random(7 if wide else 3), wide)
+    block_size = len(block.encode())
+    return block * max(1, round(mib * 2**20 / block_size))
+
+
+@pytest.fixture(scope="session", params=["ascii", "cjk"])
+def variant(request) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def large_texts() -> dict[str, str]:
+    return {"ascii": make_text(LARGE_MIB, False), "cjk": make_text(LARGE_MIB, True)}
+
+
+@pytest.fixture(scope="session")
+def large_bytes(large_texts) -> dict[str, bytes]:
+    return {name: text.encode() for name, text in large_texts.items()}
+
+
+@pytest.fixture(scope="session")
+def large_maps(large_bytes, tmp_path_factory):
+    maps, files = {}, []
+    for name, data in large_bytes.items():
+        path = tmp_path_factory.mktemp("bench") / f"{name}.txt"
+        path.write_bytes(data)
+        file = open(path, "rb")
+        files.append(file)
+        maps[name] = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+    yield maps
+    for view in maps.values():
+        view.close()
+    for file in files:
+        file.close()
