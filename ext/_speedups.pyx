@@ -9,12 +9,12 @@ overspill_simd.h; this module only checks arguments and reaches the bytes.
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from libc.stdint cimport uint8_t
+from libc.stdint cimport uint8_t, uint32_t
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 
 from overspill_simd cimport (
-    osp_boundary_at_or_after, osp_boundary_at_or_before, osp_count_upto, osp_find_nth, osp_page,
+    osp_boundary_at_or_after, osp_boundary_at_or_before, osp_count_upto, osp_crc_init, osp_crc32, osp_find_nth, osp_page,
     osp_prefix_fitting, osp_rfind_nth, osp_suffix_fitting, osp_utf8_length,
 )
 
@@ -34,6 +34,9 @@ cdef enum:
     NEWLINE = 10
 
 _KEEP_MODES = ("head", "head_tail")
+
+# The CRC table is built once here, before any thread can race to build it.
+osp_crc_init()
 
 
 cdef Py_ssize_t _check_int(object value, str name, Py_ssize_t minimum) except -1:
@@ -201,6 +204,30 @@ def preview_cuts(content, max_lines, max_bytes, /):
         if buf.shape[0] == 0:
             return 0, 0, 0, 0
         return _preview_bytes(&buf[0], buf.shape[0], c_lines, c_bytes)
+    finally:
+        buf = None
+        view.release()
+
+
+def crc32(data, value=0, /):
+    """zlib's CRC-32 of ``data``, continuing from ``value``; see _native.crc32."""
+    cdef Py_ssize_t start = _check_int(value, "value", 0)
+    cdef uint32_t crc
+    cdef const unsigned char[::1] buf
+    if isinstance(data, str):
+        raise TypeError("data must be a bytes-like object, not str")
+    if start > 0xFFFFFFFF:
+        raise ValueError(f"value must be at most 4294967295, not {value}")
+    crc = <uint32_t>start
+    view = _byte_view(data)
+    try:
+        buf = view
+        if buf.shape[0] >= NOGIL_BYTES:
+            with nogil:
+                crc = osp_crc32(crc, &buf[0], buf.shape[0])
+        elif buf.shape[0]:
+            crc = osp_crc32(crc, &buf[0], buf.shape[0])
+        return crc
     finally:
         buf = None
         view.release()

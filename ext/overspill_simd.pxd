@@ -12,3 +12,5 @@ cdef extern from "overspill_simd.h" nogil:
                   Py_ssize_t *start_out, Py_ssize_t *end_out)
     Py_ssize_t osp_prefix_fitting(const void *data, int width, Py_ssize_t start, Py_ssize_t end, Py_ssize_t budget)
     Py_ssize_t osp_suffix_fitting(const void *data, int width, Py_ssize_t start, Py_ssize_t end, Py_ssize_t budget)
+    uint32_t osp_crc32(uint32_t crc, const uint8_t *p, Py_ssize_t n)
+    void osp_crc_init()

@@ -12,6 +12,17 @@ from overspill import errors
 
 PUBLIC_NAMES = {
     "IMPLEMENTATION",
+    "MAX_BYTES",
+    "MAX_LINES",
+    "MAX_READ_BYTES",
+    "RETENTION",
+    "CleanupReport",
+    "Limits",
+    "Page",
+    "Record",
+    "Resource",
+    "ToolOutputStore",
+    "TruncateResult",
     "AccessDeniedError",
     "ConfigError",
     "InvalidResourceError",
@@ -49,6 +60,13 @@ def test_implementation_in_use(implementation):
 def test_each_error_is_also_the_builtin_it_means(error, builtin):
     assert issubclass(error, errors.OverspillError) and issubclass(error, builtin)
     assert getattr(overspill, error.__name__) is error
+
+
+def test_store_constants():
+    from datetime import timedelta
+
+    assert (overspill.MAX_LINES, overspill.MAX_BYTES, overspill.MAX_READ_BYTES) == (2000, 51200, 51200)
+    assert overspill.RETENTION == timedelta(days=7)
 
 
 def test_corrupt_is_a_not_found():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from . import _kernels
 from ._kernels import StreamCap, count_lines, utf8_length
+from .config import MAX_BYTES, MAX_LINES, MAX_READ_BYTES, RETENTION, Limits
 from .errors import (
     AccessDeniedError,
     ConfigError,
@@ -17,6 +18,9 @@ from .errors import (
     ResourceNotFoundError,
     StorageError,
 )
+from .records import Record, Resource
+from .retention import CleanupReport
+from .store import Page, ToolOutputStore, TruncateResult
 from .text import Preview, preview
 
 __version__ = "0.1.0"
@@ -26,15 +30,26 @@ IMPLEMENTATION: str = _kernels.IMPLEMENTATION
 
 __all__ = [
     "IMPLEMENTATION",
+    "MAX_BYTES",
+    "MAX_LINES",
+    "MAX_READ_BYTES",
+    "RETENTION",
     "AccessDeniedError",
+    "CleanupReport",
     "ConfigError",
     "InvalidResourceError",
+    "Limits",
     "OverspillError",
+    "Page",
     "Preview",
+    "Record",
+    "Resource",
     "ResourceCorruptError",
     "ResourceNotFoundError",
     "StorageError",
     "StreamCap",
+    "ToolOutputStore",
+    "TruncateResult",
     "count_lines",
     "preview",
     "utf8_length",

@@ -19,12 +19,13 @@ __all__ = [
     "KERNEL_NAMES",
     "StreamCap",
     "count_lines",
+    "crc32",
     "page_bounds",
     "preview_cuts",
     "utf8_length",
 ]
 
-KERNEL_NAMES = ("count_lines", "utf8_length", "page_bounds", "preview_cuts", "StreamCap")
+KERNEL_NAMES = ("count_lines", "utf8_length", "page_bounds", "preview_cuts", "crc32", "StreamCap")
 _CHOICES = ("auto", "cython", "python")
 
 
@@ -72,5 +73,6 @@ count_lines = _native.count_lines
 utf8_length = _native.utf8_length
 page_bounds = _native.page_bounds
 preview_cuts = _native.preview_cuts
+crc32 = _native.crc32
 StreamCap = _native.StreamCap
 use(os.environ.get("OVERSPILL_IMPLEMENTATION", "auto").strip().lower() or "auto")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import sys
+import zlib
 from typing import Union
 
 BytesLike = Union[bytes, bytearray, memoryview]
@@ -378,6 +379,21 @@ def preview_cuts(content: str | BytesLike, max_lines: int, max_bytes: int, /) ->
         return _preview_bytes(content, _Haystack(content, None), max_lines, max_bytes)
     with _byte_view(content) as view:
         return _preview_bytes(view, _Haystack(view, view), max_lines, max_bytes)
+
+
+def crc32(data: BytesLike, value: int = 0, /) -> int:
+    """zlib's CRC-32 of ``data``, continuing from ``value`` (as ``zlib.crc32``).
+
+    :raises TypeError: ``data`` is not a contiguous buffer or ``value`` not an int.
+    :raises ValueError: ``value`` is outside 0 to 2**32 - 1.
+    """
+    if isinstance(data, str):
+        raise TypeError("data must be a bytes-like object, not str")
+    value = _check_int(value, "value", 0)
+    if value > 0xFFFFFFFF:
+        raise ValueError(f"value must be at most 4294967295, not {value}")
+    with _byte_view(data) as view:
+        return zlib.crc32(view, value)
 
 
 class StreamCap:

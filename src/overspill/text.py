@@ -9,7 +9,7 @@ from typing import Union
 from . import _kernels
 from ._native import _byte_view as byte_view
 
-__all__ = ["Preview", "encode_content", "preview"]
+__all__ = ["Preview", "encode_content", "preview", "preview_from_cuts", "truncation_marker"]
 
 Content = Union[str, bytes, bytearray, memoryview]
 
@@ -59,7 +59,12 @@ def preview(content: Content, max_lines: int, max_bytes: int) -> Preview:
     :raises TypeError: wrong argument types (a bool is not an int).
     :raises ValueError: a limit below 1.
     """
-    head_end, tail_start, head_index, tail_index = _kernels.preview_cuts(content, max_lines, max_bytes)
+    return preview_from_cuts(content, _kernels.preview_cuts(content, max_lines, max_bytes))
+
+
+def preview_from_cuts(content: Content, cuts: tuple[int, int, int, int]) -> Preview:
+    """The ``Preview`` of ``content`` for cuts that ``preview_cuts`` computed."""
+    head_end, tail_start, head_index, tail_index = cuts
     truncated = head_end < tail_start
     if isinstance(content, str):
         if not truncated:
@@ -69,6 +74,17 @@ def preview(content: Content, max_lines: int, max_bytes: int) -> Preview:
         if not truncated:
             return Preview(_decode(view), "", False, head_end, tail_start)
         return Preview(_decode(view[:head_index]), _decode(view[tail_index:]), True, head_end, tail_start)
+
+
+def truncation_marker(uri: str, size: int, lines: int, resume_offset: int) -> str:
+    """The line between head and tail: where the full output is and where to go on.
+
+    Under 200 bytes for any size below a petabyte; it ends with `` ...``.
+    """
+    return (
+        f"... output truncated; full content available as {uri} "
+        f"({size} bytes, {lines} lines); the omitted part starts at byte offset {resume_offset} ..."
+    )
 
 
 def encode_content(content: Content) -> bytes:

@@ -1,0 +1,84 @@
+"""The file operations the store is allowed: exclusive creation, no symlink
+followed, regular files only, and atomic publication by rename.
+
+Every function here raises ``OSError``; the store turns those into its own
+errors, so that this module stays a thin, testable layer over ``os``.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+__all__ = [
+    "FILE_MODE",
+    "DIRECTORY_MODE",
+    "create_exclusive",
+    "ensure_directory",
+    "fsync_directory",
+    "open_regular",
+    "remove_quietly",
+    "write_all",
+]
+
+FILE_MODE = 0o600
+DIRECTORY_MODE = 0o700
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+# A FIFO planted under a resource's name must not block the reader's open().
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+def ensure_directory(path: Path) -> None:
+    """Create ``path`` (and parents) as ``0700`` if missing; it must be a directory."""
+    os.makedirs(path, mode=DIRECTORY_MODE, exist_ok=True)
+    if not stat.S_ISDIR(os.stat(path).st_mode):
+        raise NotADirectoryError(20, "not a directory", str(path))
+
+
+def create_exclusive(path: Path) -> int:
+    """A new ``0600`` file opened for writing; ``FileExistsError`` if the name is taken."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, FILE_MODE)
+
+
+def open_regular(path: Path) -> tuple[int, os.stat_result]:
+    """Open an existing regular file for reading, never through a symlink.
+
+    :raises OSError: missing, a symlink (``ELOOP``), or not a regular file.
+    """
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(0, "not a regular file", str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
+
+
+def write_all(fd: int, data: memoryview) -> None:
+    """Write every byte of ``data``, across short writes."""
+    while data:
+        written = os.write(fd, data)
+        data = data[written:]
+
+
+def fsync_directory(path: Path) -> None:
+    """Make renames and unlinks in ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY | _CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def remove_quietly(path: Path) -> int:
+    """Unlink ``path`` if it exists; return the bytes freed (0 when already gone)."""
+    try:
+        size = os.lstat(path).st_size
+        os.unlink(path)
+    except FileNotFoundError:
+        return 0
+    return size

@@ -1,0 +1,161 @@
+"""Limits and where they come from: defaults, environment, configuration, call.
+
+Precedence, highest first: per-call arguments > ``config`` (later sources win
+key by key) > ``OVERSPILL_MAX_LINES`` / ``OVERSPILL_MAX_BYTES`` > defaults.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Union
+
+from .errors import ConfigError
+
+__all__ = [
+    "MAX_BYTES",
+    "MAX_LINES",
+    "MAX_READ_BYTES",
+    "RETENTION",
+    "ConfigSource",
+    "Limits",
+    "default_data_dir",
+    "positive_int",
+    "resolve_limits",
+]
+
+MAX_LINES = 2000
+MAX_BYTES = 50 * 1024
+MAX_READ_BYTES = 50 * 1024
+RETENTION = timedelta(days=7)
+
+_SECTION = "tool_output"
+_KEYS = ("max_lines", "max_bytes")
+_ENVIRONMENT = {"max_lines": "OVERSPILL_MAX_LINES", "max_bytes": "OVERSPILL_MAX_BYTES"}
+
+PathLike = Union[str, "os.PathLike[str]"]
+ConfigSource = Union[Mapping[str, Any], PathLike, Sequence[Union[Mapping[str, Any], PathLike]]]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much of an output the model sees before it is truncated."""
+
+    max_lines: int = MAX_LINES
+    max_bytes: int = MAX_BYTES
+
+
+def positive_int(value: object, key: str, source: str) -> int:
+    """``value`` if it is a positive int (a bool is not).
+
+    :raises ConfigError: naming ``key`` and ``source`` otherwise.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{key} from {source} must be a positive integer, not {value!r}")
+    return value
+
+
+def _from_environment(environ: Mapping[str, str]) -> dict[str, int]:
+    values = {}
+    for key, variable in _ENVIRONMENT.items():
+        raw = environ.get(variable)
+        if raw is None or raw.strip() == "":
+            continue
+        text = raw.strip()
+        if not (text.isascii() and text.isdigit()):
+            raise ConfigError(f"{variable} (environment) must be a positive integer, not {raw!r}")
+        values[key] = positive_int(int(text), variable, "the environment")
+    return values
+
+
+def _read_file(path: Path) -> Mapping[str, Any]:
+    source = str(path)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise ConfigError(f"cannot read configuration file {source}: {error.strerror or error}") from None
+    try:
+        if path.suffix.lower() == ".toml":
+            try:
+                import tomllib
+            except ImportError:  # Python < 3.11 has no TOML reader in the standard library
+                raise ConfigError(f"{source}: TOML configuration needs Python 3.11 or newer") from None
+            parsed = tomllib.loads(data.decode("utf-8"))
+        else:
+            parsed = json.loads(data)
+    except ConfigError:
+        raise
+    except (ValueError, RecursionError) as error:  # JSON, TOML and UTF-8 errors are ValueErrors
+        raise ConfigError(f"{source} is not valid {path.suffix.lstrip('.').upper() or 'JSON'}: {error}") from None
+    if not isinstance(parsed, Mapping):
+        raise ConfigError(f"{source} must hold an object at the top level")
+    return parsed
+
+
+def _section(document: Mapping[str, Any], source: str) -> dict[str, int]:
+    section = document.get(_SECTION)
+    if section is None:
+        return {}
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"{_SECTION} from {source} must be a table of settings")
+    values = {}
+    for key, value in section.items():
+        if key not in _KEYS:
+            raise ConfigError(f"{_SECTION}.{key} from {source} is not a setting (expected one of {', '.join(_KEYS)})")
+        values[key] = positive_int(value, f"{_SECTION}.{key}", source)
+    return values
+
+
+def _sources(config: ConfigSource | None) -> list[tuple[Mapping[str, Any], str]]:
+    if config is None:
+        return []
+    items: Sequence[Any]
+    if isinstance(config, (Mapping, str, os.PathLike)):
+        items = [config]
+    elif isinstance(config, Sequence) and not isinstance(config, (bytes, bytearray)):
+        items = config
+    else:
+        raise ConfigError(f"config must be a mapping, a path or a sequence of them, not {type(config).__name__}")
+    documents = []
+    for position, item in enumerate(items):
+        if isinstance(item, Mapping):
+            documents.append((item, f"config[{position}]" if len(items) > 1 else "config"))
+        elif isinstance(item, (str, os.PathLike)):
+            path = Path(item)
+            documents.append((_read_file(path), str(path)))
+        else:
+            raise ConfigError(f"config[{position}] must be a mapping or a path, not {type(item).__name__}")
+    return documents
+
+
+def resolve_limits(
+    config: ConfigSource | None = None, environ: Mapping[str, str] | None = None
+) -> Limits:
+    """The limits in force for a store built with ``config``.
+
+    :param config: a mapping, a path to a JSON or TOML file, or a sequence of
+        them (later ones win key by key); each may hold
+        ``{"tool_output": {"max_lines": N, "max_bytes": N}}``.
+    :param environ: the environment to read (``os.environ`` by default).
+    :raises ConfigError: a file cannot be read or parsed, or a value is not a
+        positive integer; the message names the key and its source.
+    """
+    values: dict[str, int] = {}
+    values.update(_from_environment(os.environ if environ is None else environ))
+    for document, source in _sources(config):
+        values.update(_section(document, source))
+    return Limits(**values)
+
+
+def default_data_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """``$OVERSPILL_DATA_DIR``, else ``$XDG_DATA_HOME/overspill``, else ``~/.local/share/overspill``."""
+    env = os.environ if environ is None else environ
+    if env.get("OVERSPILL_DATA_DIR"):
+        return Path(env["OVERSPILL_DATA_DIR"])
+    if env.get("XDG_DATA_HOME"):
+        return Path(env["XDG_DATA_HOME"]) / "overspill"
+    return Path.home() / ".local" / "share" / "overspill"

@@ -1,0 +1,242 @@
+"""Resource ids, ``tool-output://`` URIs and the ``{id}.json`` commit record.
+
+The record is the one KiloCode and opencode write (``version`` 1, ``id``,
+``uri``, ``sessionID``, ``toolCallID``, ``mime``, optional ``name``, ``size``,
+``created`` in ms) plus overspill's ``checksums`` of the payload, which those
+tools ignore.  Records without checksums (written by them) stay readable.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from . import _files
+from .errors import InvalidResourceError, ResourceNotFoundError
+
+__all__ = [
+    "CHECKSUM_CHUNK",
+    "ID_LENGTH",
+    "SCHEME",
+    "Record",
+    "Resource",
+    "is_resource_id",
+    "load_record",
+    "new_id",
+    "parse_record",
+    "parse_uri",
+    "record_json",
+    "uri_for",
+]
+
+SCHEME = "tool-output://"
+ID_LENGTH = 26
+#: Bytes covered by each CRC-32 of the payload: a page read verifies one or two.
+CHECKSUM_CHUNK = 256 * 1024
+# Larger records are refused unread: checksums of a 1 TiB payload fit easily.
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+
+_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+# [0-9a-f] and friends are ASCII-only ranges; fullmatch refuses a trailing newline.
+_ID_PATTERN = re.compile(r"[0-9a-f]{12}[0-9A-Za-z]{14}")
+_URI_PATTERN = re.compile(r"tool-output://([0-9a-f]{12}[0-9A-Za-z]{14})")
+_HEX = re.compile(r"(?:[0-9a-f]{8})*")
+
+
+class _IdClock:
+    """The 48-bit time part of ids: milliseconds times 16, strictly increasing
+    within a process so that ids sort by creation even within a millisecond."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last = 0
+
+    def next(self) -> int:
+        with self._lock:
+            self._last = max(time.time_ns() // 1_000_000 * 16, self._last + 1)
+            return self._last
+
+    def reset_after_fork(self) -> None:
+        # The lock may have been held by a thread that does not exist in the child.
+        self._lock = threading.Lock()
+
+
+_CLOCK = _IdClock()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_CLOCK.reset_after_fork)
+
+
+def new_id() -> str:
+    """A fresh id: 12 lowercase hex digits of time, then 14 base62 from ``secrets``.
+
+    The random part (83 bits) comes from the OS, so ids stay unique across
+    threads, processes and forks; the time part makes them sort by creation.
+    """
+    random_part = "".join(secrets.choice(_BASE62) for _ in range(14))
+    return f"{_CLOCK.next() % (1 << 48):012x}{random_part}"
+
+
+def is_resource_id(text: str) -> bool:
+    return _ID_PATTERN.fullmatch(text) is not None
+
+
+def uri_for(resource_id: str) -> str:
+    return SCHEME + resource_id
+
+
+def parse_uri(uri: object) -> str:
+    """The id named by a ``tool-output://`` URI.
+
+    :raises InvalidResourceError: ``uri`` is not exactly ``tool-output://`` and
+        a well-formed id (ASCII only; no path, no trailing characters).
+    """
+    if not isinstance(uri, str):
+        raise InvalidResourceError(f"a resource URI must be a str, not {type(uri).__name__}")
+    match = _URI_PATTERN.fullmatch(uri)
+    if match is None:
+        shown = uri if len(uri) <= 80 else uri[:77] + "..."
+        raise InvalidResourceError(
+            f"{shown!r} is not a tool-output URI (expected tool-output:// and a {ID_LENGTH}-character id)"
+        )
+    return match.group(1)
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A stored output: its URI, MIME type, size in bytes and optional name."""
+
+    uri: str
+    mime: str
+    size: int
+    name: Optional[str] = None
+
+    @property
+    def id(self) -> str:
+        return self.uri[len(SCHEME) :]
+
+
+@dataclass(frozen=True)
+class Record:
+    """A validated ``{id}.json``."""
+
+    resource: Resource
+    session_id: str
+    tool_call_id: str
+    created_ms: float
+    checksums: Optional[bytes]  # big-endian CRC-32 per CHECKSUM_CHUNK, or None when absent
+    checksum_chunk: int
+
+    @property
+    def id(self) -> str:
+        return self.resource.id
+
+
+def record_json(record: Record) -> bytes:
+    """The serialized record, keys in the reference store's order."""
+    resource = record.resource
+    document: dict[str, Any] = {
+        "version": 1,
+        "id": resource.id,
+        "uri": resource.uri,
+        "sessionID": record.session_id,
+        "toolCallID": record.tool_call_id,
+        "mime": resource.mime,
+    }
+    if resource.name is not None:
+        document["name"] = resource.name
+    document["size"] = resource.size
+    document["created"] = int(record.created_ms)
+    if record.checksums is not None:
+        document["checksums"] = {
+            "algorithm": "crc32",
+            "chunk": record.checksum_chunk,
+            "values": record.checksums.hex(),
+        }
+    return json.dumps(document, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
+def _invalid(resource_id: str, why: str) -> ResourceNotFoundError:
+    return ResourceNotFoundError(f"resource {resource_id} has an invalid record: {why}")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _checksums(document: dict[str, Any], resource_id: str, size: int) -> tuple[Optional[bytes], int]:
+    if "checksums" not in document:
+        return None, CHECKSUM_CHUNK
+    entry = document["checksums"]
+    if not isinstance(entry, dict) or entry.get("algorithm") != "crc32":
+        raise _invalid(resource_id, "unknown checksums")
+    chunk, values = entry.get("chunk"), entry.get("values")
+    if not _is_int(chunk) or chunk < 1 or not isinstance(values, str) or not _HEX.fullmatch(values):
+        raise _invalid(resource_id, "malformed checksums")
+    if len(values) != 8 * -(-size // chunk):
+        raise _invalid(resource_id, "checksums do not cover the size")
+    return bytes.fromhex(values), chunk
+
+
+def parse_record(data: bytes, resource_id: str) -> Record:
+    """Validate a ``{id}.json`` the way the reference store does, and more.
+
+    :raises ResourceNotFoundError: the record is not UTF-8 JSON of the expected
+        shape (wrong version, types or id, negative or non-integer size, a
+        non-finite ``created``, malformed checksums, nesting too deep).
+    """
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise _invalid(resource_id, "not JSON") from None
+    if not isinstance(document, dict):
+        raise _invalid(resource_id, "not an object")
+    version, size, created = document.get("version"), document.get("size"), document.get("created")
+    if not _is_int(version) or version != 1:
+        raise _invalid(resource_id, "unsupported version")
+    if document.get("id") != resource_id or document.get("uri") != uri_for(resource_id):
+        raise _invalid(resource_id, "id or uri does not match the file name")
+    for key in ("sessionID", "toolCallID", "mime"):
+        if not isinstance(document.get(key), str):
+            raise _invalid(resource_id, f"{key} is not a string")
+    name = document.get("name")
+    if name is not None and not isinstance(name, str):
+        raise _invalid(resource_id, "name is not a string")
+    if not _is_int(size) or size < 0:
+        raise _invalid(resource_id, "size is not a non-negative integer")
+    if isinstance(created, bool) or not isinstance(created, (int, float)) or not math.isfinite(created):
+        raise _invalid(resource_id, "created is not a finite number")
+    checksums, chunk = _checksums(document, resource_id, size)
+    resource = Resource(uri_for(resource_id), document["mime"], size, name)
+    return Record(resource, document["sessionID"], document["toolCallID"], created, checksums, chunk)
+
+
+def load_record(path: Path, resource_id: str) -> Record:
+    """Read and validate the record file at ``path`` (never through a symlink).
+
+    :raises ResourceNotFoundError: missing, not a regular file, oversized,
+        unreadable or invalid.
+    """
+    uri = uri_for(resource_id)
+    try:
+        fd, info = _files.open_regular(path)
+    except FileNotFoundError:
+        raise ResourceNotFoundError(f"no resource {uri}") from None
+    except OSError:
+        raise ResourceNotFoundError(f"resource {uri} has no readable record") from None
+    try:
+        if info.st_size > MAX_RECORD_BYTES:
+            raise ResourceNotFoundError(f"resource {uri} has an oversized record")
+        data = b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
+    except OSError:
+        raise ResourceNotFoundError(f"resource {uri} has no readable record") from None
+    finally:
+        os.close(fd)
+    return parse_record(data, resource_id)

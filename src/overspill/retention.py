@@ -1,0 +1,150 @@
+"""The retention sweep: what cleanup removes from a managed folder, and what it leaves.
+
+Removed:
+* a valid resource whose ``created`` is older than the retention;
+* a pair whose record is valid but whose payload is missing, not a regular
+  file, or of the wrong size;
+* once older than the grace period: a payload without a record, a pair whose
+  record is unreadable or invalid, and the store's own temporary files.
+Every other file is left alone.  One process sweeps a folder at a time
+(``.cleanup.lock``); the others skip.  A record goes before its payload, so a
+reader never finds a published record without the bytes it names.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+from . import _files
+from .errors import ResourceNotFoundError
+from .records import Record, load_record
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: sweeps are not serialised there
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["CleanupReport", "LOCK_NAME", "TEMPORARY_PATTERN", "sweep"]
+
+LOCK_NAME = ".cleanup.lock"
+_ID = r"[0-9a-f]{12}[0-9A-Za-z]{14}"
+_PAIR_MEMBER = re.compile(rf"({_ID})\.(txt|json)")
+#: The names of the store's temporary record files: ``.{id}.{8 hex}.tmp``.
+TEMPORARY_PATTERN = re.compile(rf"\.{_ID}\.[0-9a-f]{{8}}\.tmp")
+
+
+@dataclass(frozen=True)
+class CleanupReport:
+    """What one sweep removed.
+
+    ``removed`` counts resources (pairs or lone payloads and records),
+    ``temporaries`` leftover temporary files, ``bytes_freed`` all bytes
+    unlinked; ``skipped`` is true when another process was sweeping.
+    """
+
+    removed: int = 0
+    bytes_freed: int = 0
+    temporaries: int = 0
+    skipped: bool = False
+    removed_ids: tuple[str, ...] = field(default=(), repr=False)
+
+
+def _read_record(path: Path, resource_id: str) -> Record | None:
+    """The valid record at ``path``, or None when it is unreadable or invalid."""
+    try:
+        return load_record(path, resource_id)
+    except ResourceNotFoundError:
+        return None
+
+
+def _age(info: os.stat_result | None, now: float) -> float:
+    return float("inf") if info is None else now - info.st_mtime
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+
+
+class _Sweep:
+    def __init__(self, directory: Path, now: float, retention: timedelta, grace: timedelta) -> None:
+        self.directory = directory
+        self.now = now
+        self.retention_ms = retention.total_seconds() * 1000
+        self.grace = grace.total_seconds()
+        self.removed: list[str] = []
+        self.bytes_freed = 0
+        self.temporaries = 0
+
+    def remove_pair(self, resource_id: str) -> None:
+        freed = _files.remove_quietly(self.directory / f"{resource_id}.json")
+        freed += _files.remove_quietly(self.directory / f"{resource_id}.txt")
+        self.removed.append(resource_id)
+        self.bytes_freed += freed
+
+    def resource(self, resource_id: str, has_record: bool) -> None:
+        payload = _lstat(self.directory / f"{resource_id}.txt")
+        if not has_record:
+            if payload is not None and _age(payload, self.now) > self.grace:
+                self.remove_pair(resource_id)
+            return
+        record_path = self.directory / f"{resource_id}.json"
+        record = _read_record(record_path, resource_id)
+        if record is None:
+            # Unreadable or invalid: wait out the grace period of the newer file.
+            newest = payload if payload is not None else _lstat(record_path)
+            if _age(newest, self.now) > self.grace:
+                self.remove_pair(resource_id)
+            return
+        expired = self.now * 1000 - record.created_ms > self.retention_ms
+        broken = payload is None or not stat.S_ISREG(payload.st_mode) or payload.st_size != record.resource.size
+        if expired or broken:
+            self.remove_pair(resource_id)
+
+    def temporary(self, name: str) -> None:
+        path = self.directory / name
+        info = _lstat(path)
+        if info is not None and _age(info, self.now) > self.grace:
+            self.bytes_freed += _files.remove_quietly(path)
+            self.temporaries += 1
+
+    def run(self) -> CleanupReport:
+        records: set[str] = set()
+        payloads: set[str] = set()
+        for name in os.listdir(self.directory):
+            member = _PAIR_MEMBER.fullmatch(name)
+            if member is not None:
+                (records if member.group(2) == "json" else payloads).add(member.group(1))
+            elif TEMPORARY_PATTERN.fullmatch(name):
+                self.temporary(name)
+        for resource_id in sorted(records | payloads):
+            self.resource(resource_id, resource_id in records)
+        return CleanupReport(len(self.removed), self.bytes_freed, self.temporaries, False, tuple(self.removed))
+
+
+def sweep(directory: Path, now: float, retention: timedelta, grace: timedelta) -> CleanupReport:
+    """One cleanup pass over ``directory`` at time ``now`` (seconds since the epoch).
+
+    :raises OSError: the folder or its lock file cannot be opened.
+    """
+    lock_fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+                      | getattr(os, "O_CLOEXEC", 0), _files.FILE_MODE)
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as error:
+                if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    return CleanupReport(skipped=True)
+                raise
+        return _Sweep(directory, now, retention, grace).run()
+    finally:
+        os.close(lock_fd)  # also releases the lock
