@@ -1,0 +1,607 @@
+"""ToolOutputStore: the truncate/read contract, on-disk format, config and promises."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import contents, texts
+
+import overspill
+from overspill import (
+    AccessDeniedError,
+    ConfigError,
+    InvalidResourceError,
+    ResourceCorruptError,
+    ResourceNotFoundError,
+    ToolOutputStore,
+)
+from overspill.records import CHECKSUM_CHUNK
+
+
+@pytest.fixture
+def store(tmp_path):
+    with ToolOutputStore(tmp_path, durable=False) as opened:
+        yield opened
+
+
+def big_text(lines: int = 5000) -> str:
+    return "\n".join(f"line {i} of the output" for i in range(lines))
+
+
+def read_all(store: ToolOutputStore, session: str, uri: str, data: bytes, limit: int | None = None) -> list:
+    """Follow ``next`` from 0, checking each page against the stored ``data``."""
+    pages, offset = [], 0
+    while True:
+        page = store.read(session, uri, offset=offset, limit=limit)
+        end = len(data) if page.next is None else page.next
+        assert page.offset == offset and (end > offset or not data)
+        assert page.content == data[offset:end].decode("utf-8", "replace")
+        pages.append(page)
+        if page.next is None:
+            return pages
+        offset = page.next
+
+
+def files_in(store: ToolOutputStore) -> set[str]:
+    return {name for name in os.listdir(store.directory) if name != ".cleanup.lock"}
+
+
+# ----------------------------------------------------------------- truncate
+def test_small_output_goes_back_untouched(store):
+    result = store.truncate("s", "c", "hello\nworld")
+    assert result == overspill.TruncateResult("hello\nworld", False, None)
+    assert files_in(store) == set()
+
+
+def test_small_bytes_output_is_decoded(store):
+    result = store.truncate("s", "c", b"caf\xc3\xa9 \xff")
+    assert result.content == "café \ufffd" and not result.truncated and result.resource is None
+    assert files_in(store) == set()
+
+
+def test_large_output_is_persisted_with_a_preview(store):
+    text = big_text()
+    result = store.truncate("s", "call-1", text)
+    assert result.truncated and result.resource is not None
+    resource = result.resource
+    assert resource.size == len(text.encode()) and resource.mime == "text/plain"
+    preview = overspill.preview(text, 2000, 50 * 1024)
+    head, marker, tail = result.content.split("\n\n")
+    assert (head, tail) == (preview.head, preview.tail)
+    assert marker.startswith(f"... output truncated; full content available as {resource.uri}")
+    assert marker.endswith(" ...") and len(marker.encode()) < 200
+    assert f"{resource.size} bytes" in marker and "5000 lines" in marker
+    assert f"byte offset {preview.head_end}" in marker
+    # The marker's offset is where the omitted part begins.
+    page = store.read("s", resource.uri, offset=preview.head_end, limit=100)
+    assert text.encode()[preview.head_end :].startswith(page.content.encode())
+    assert files_in(store) == {f"{resource.id}.txt", f"{resource.id}.json"}
+
+
+def test_marker_without_tail(store):
+    result = store.truncate("s", "c", "x\n" * 10, max_lines=1)
+    assert result.truncated
+    head, marker = result.content.split("\n\n")
+    assert head == "x" and marker.endswith(" ...")
+
+
+def test_per_call_limits_and_metadata(store):
+    result = store.truncate("s", "c", "abcdef" * 10, max_bytes=10, mime="text/x-log", name="build.log")
+    assert result.truncated
+    assert (result.resource.mime, result.resource.name) == ("text/x-log", "build.log")
+    assert result.content.startswith("abcde\n\n") and result.content.endswith("\n\nbcdef")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [({"max_lines": 0}, ValueError), ({"max_bytes": -1}, ValueError), ({"max_lines": True}, TypeError),
+     ({"max_bytes": 1.5}, TypeError), ({"mime": ""}, ValueError), ({"name": 3}, TypeError)],
+)
+def test_truncate_rejects_bad_arguments(store, kwargs, error):
+    with pytest.raises(error):
+        store.truncate("s", "c", "text", **kwargs)
+
+
+@pytest.mark.parametrize("session", ["", None, 3])
+def test_ids_must_be_strings(store, session):
+    with pytest.raises((TypeError, ValueError)):
+        store.truncate(session, "c", "x" * 100_000)
+    with pytest.raises((TypeError, ValueError)):
+        store.write("s", session, "x")
+    assert files_in(store) == set()
+
+
+def test_truncate_rejects_non_text(store):
+    with pytest.raises(TypeError):
+        store.truncate("s", "c", 12345)
+    with pytest.raises(TypeError):
+        store.write("s", "c", ["a"])
+
+
+# ----------------------------------------------------------------- content policy
+def test_surrogateescape_text_round_trips_to_the_original_bytes(store):
+    original = b"ok \xff\xfe\x80 binary \xe2\x82"
+    resource = store.write("s", "c", original.decode("utf-8", "surrogateescape"))
+    assert (store.directory / f"{resource.id}.txt").read_bytes() == original
+
+
+def test_other_lone_surrogates_become_replacement_characters(store):
+    resource = store.write("s", "c", "a\ud800b\udfffc")
+    assert (store.directory / f"{resource.id}.txt").read_bytes() == "a\ufffdb\ufffdc".encode()
+    assert resource.size == overspill.utf8_length("a\ud800b\udfffc")
+
+
+def test_bytes_are_stored_exactly(store):
+    data = bytes(range(256)) * 3
+    for content in (data, bytearray(data), memoryview(data)):
+        resource = store.write("s", "c", content, mime="application/octet-stream")
+        assert (store.directory / f"{resource.id}.txt").read_bytes() == data
+
+
+@given(texts)
+@settings(max_examples=25)
+def test_write_and_truncate_never_raise_on_any_str(tmp_path_factory, text):
+    with ToolOutputStore(tmp_path_factory.mktemp("policy"), durable=False) as store:
+        store.write("s", "c", text)
+        store.truncate("s", "c", text * 50, max_bytes=16)
+
+
+# ----------------------------------------------------------------- on disk
+def peer_validates(document: dict, file_id: str) -> bool:
+    """The reference store's validation of a record, as the issue lists it."""
+    return (
+        document.get("version") == 1 and type(document["version"]) is int
+        and document.get("id") == file_id and document.get("uri") == f"tool-output://{file_id}"
+        and all(isinstance(document.get(key), str) for key in ("sessionID", "toolCallID", "mime"))
+        and ("name" not in document or isinstance(document["name"], str))
+        and type(document.get("size")) is int and document["size"] >= 0
+        and isinstance(document.get("created"), (int, float)) and not isinstance(document["created"], bool)
+    )
+
+
+def test_record_format_and_permissions(store):
+    resource = store.write("ses", "call", "payload", name="out.txt")
+    document = json.loads((store.directory / f"{resource.id}.json").read_text())
+    assert peer_validates(document, resource.id)
+    assert document["sessionID"] == "ses" and document["toolCallID"] == "call" and document["name"] == "out.txt"
+    assert abs(document["created"] - time.time() * 1000) < 60_000
+    assert document["checksums"]["algorithm"] == "crc32"
+    unnamed = store.write("ses", "call", "payload")
+    assert "name" not in json.loads((store.directory / f"{unnamed.id}.json").read_text())
+    for name in files_in(store):
+        assert stat.S_IMODE(os.stat(store.directory / name).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(store.directory).st_mode) == 0o700
+
+
+def test_ids_are_26_characters_and_sort_by_creation(store):
+    ids = [store.write("s", "c", str(i)).id for i in range(50)]
+    assert all(len(i) == 26 and i[:12] == i[:12].lower() and int(i[:12], 16) >= 0 for i in ids)
+    assert ids == sorted(ids) and len(set(ids)) == 50
+    assert [r.id for r in store.resources("s")] == ids
+
+
+def write_peer_pair(directory, resource_id: str, data: bytes, session: str = "s", created: float | None = None):
+    """A pair as KiloCode/opencode write it: no integrity fields."""
+    (directory / f"{resource_id}.txt").write_bytes(data)
+    document = {"version": 1, "id": resource_id, "uri": f"tool-output://{resource_id}", "sessionID": session,
+                "toolCallID": "peer", "mime": "text/plain", "size": len(data),
+                "created": time.time() * 1000 if created is None else created}
+    (directory / f"{resource_id}.json").write_text(json.dumps(document))
+
+
+def test_peer_written_pairs_are_readable_and_cleanable(store):
+    peer_id = "0123456789abPEERpeer012345"
+    write_peer_pair(store.directory, peer_id, "pair from a peer — ok".encode())
+    page = store.read("s", f"tool-output://{peer_id}")
+    assert page.content == "pair from a peer — ok" and page.next is None
+    assert [r.id for r in store.resources("s")] == [peer_id]
+    write_peer_pair(store.directory, "0123456789acPEERpeer012345", b"old", created=1000.0)
+    report = store.cleanup()
+    assert report.removed == 1 and files_in(store) == {f"{peer_id}.txt", f"{peer_id}.json"}
+
+
+# ----------------------------------------------------------------- read
+@pytest.mark.parametrize("limit", [1, 2, 3, 5, 7, 64, 50 * 1024])
+def test_pages_tile_the_content(store, limit):
+    text = "héllo wörld 中文 😀 \udcff\n" * 40
+    resource = store.write("s", "c", text)
+    pages = read_all(store, "s", resource.uri, overspill.text.encode_content(text), limit)
+    assert pages[-1].next is None and not pages[-1].truncated
+    assert all(page.truncated for page in pages[:-1])
+
+
+def test_pages_tile_invalid_utf8(store):
+    raw = b"\xf0\x9f\x98 \xe2\x82\xac\xff\xc3\n\xed\xa0\x80" * 5
+    resource = store.write("s", "c", raw)
+    for limit in (1, 2, 3, 4, 9):
+        read_all(store, "s", resource.uri, raw, limit)
+
+
+def test_read_offsets_and_limits_are_clamped(store):
+    resource = store.write("s", "c", "a€b")  # bytes: a, 3-byte euro, b
+    assert store.read("s", resource.uri, offset=2).offset == 4  # mid-character: the next one
+    assert store.read("s", resource.uri, offset=-10).offset == 0
+    end = store.read("s", resource.uri, offset=10**9)
+    assert (end.offset, end.content, end.truncated, end.next) == (5, "", False, None)
+    assert store.read("s", resource.uri, limit=0).content == "a"
+    assert store.read("s", resource.uri, offset=1, limit=1).content == "€"  # one character at least
+    large = store.write("s", "c", "x" * 200_000)
+    page = store.read("s", large.uri, limit=10**9)
+    assert len(page.content) == overspill.MAX_READ_BYTES and page.next == overspill.MAX_READ_BYTES
+
+
+@pytest.mark.parametrize(("kwargs", "error"), [({"offset": True}, TypeError), ({"offset": 1.0}, TypeError),
+                                               ({"limit": "5"}, TypeError), ({"limit": False}, TypeError)])
+def test_read_rejects_non_int_offsets(store, kwargs, error):
+    resource = store.write("s", "c", "abc")
+    with pytest.raises(error):
+        store.read("s", resource.uri, **kwargs)
+
+
+def test_empty_resource(store):
+    resource = store.write("s", "c", "")
+    assert store.read("s", resource.uri) == overspill.Page(resource, "", 0, False, None)
+
+
+def test_other_sessions_are_denied(store):
+    resource = store.write("alice", "c", "secret")
+    with pytest.raises(AccessDeniedError):
+        store.read("bob", resource.uri)
+    assert store.resources("bob") == []
+
+
+VALID_ID = "0123456789abcdefghijklmnop"  # 12 hex digits, 14 base62
+BAD_URIS = [
+    "", "tool-output://", "tool-output://../../etc/passwd", f"tool-output://{VALID_ID[:12]}/{VALID_ID[13:]}",
+    f"tool-output://{VALID_ID[:12]}\\{VALID_ID[13:]}", f"tool-output://{VALID_ID[:-1]}\x00",
+    f"tool-output://{VALID_ID}\n", f"tool-output://{VALID_ID[:-1]}", f"tool-output://{VALID_ID}q",
+    f"file:///{VALID_ID}", f"TOOL-OUTPUT://{VALID_ID}", f"tool-output://0123456789AB{VALID_ID[12:]}",
+    f"tool-output://٠١٢٣٤٥٦٧٨٩ab{VALID_ID[12:]}", f"tool-output://{VALID_ID[:-1]}é", "tool-output://..",
+    f" tool-output://{VALID_ID}", VALID_ID, f"tool-output://{VALID_ID[:20]}.json.", f"tool-output:/{VALID_ID}",
+    f"tool-output://{VALID_ID}/", f"tool-output://{VALID_ID[:-2]}..",
+]
+
+
+@pytest.mark.parametrize("uri", BAD_URIS)
+def test_bad_uris_are_rejected_before_any_file_is_touched(tmp_path, uri):
+    store = ToolOutputStore(tmp_path / "data", durable=False)
+    os.rmdir(store.directory)  # were any file touched, this would be ResourceNotFoundError
+    with pytest.raises(InvalidResourceError):
+        store.read("s", uri)
+
+
+def test_non_string_uri(store):
+    with pytest.raises(InvalidResourceError):
+        store.read("s", f"tool-output://{VALID_ID}".encode())
+
+
+def test_the_valid_id_is_valid_and_missing(store):
+    with pytest.raises(ResourceNotFoundError):
+        store.read("s", f"tool-output://{VALID_ID}")
+
+
+# ----------------------------------------------------------------- corruption
+@pytest.fixture
+def stored(store):
+    data = ("0123456789abcdef" * 40_000).encode()  # several checksum chunks
+    resource = store.write("s", "c", data)
+    return store, resource, data
+
+
+def tamper(path, position: int, value: bytes) -> None:
+    info = os.stat(path)
+    with open(path, "r+b") as file:
+        file.seek(position)
+        file.write(value)
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))  # even with the mtime put back
+
+
+def test_bit_flip_is_detected_even_after_a_verified_read(stored):
+    store, resource, data = stored
+    position = CHECKSUM_CHUNK + 12345
+    assert store.read("s", resource.uri, offset=position, limit=100).content.encode() == data[position : position + 100]
+    tamper(store.directory / f"{resource.id}.txt", position, bytes([data[position] ^ 1]))
+    with pytest.raises(ResourceCorruptError):
+        store.read("s", resource.uri, offset=position, limit=100)
+    # Other chunks are intact and still served.
+    assert store.read("s", resource.uri, offset=0, limit=10).content.encode() == data[:10]
+
+
+def test_zero_filled_payload_is_corrupt(stored):
+    store, resource, data = stored
+    tamper(store.directory / f"{resource.id}.txt", 0, bytes(len(data)))
+    with pytest.raises(ResourceCorruptError):
+        store.read("s", resource.uri)
+
+
+def test_truncated_payload_is_not_found(stored):
+    store, resource, data = stored
+    os.truncate(store.directory / f"{resource.id}.txt", len(data) - 1)
+    with pytest.raises(ResourceNotFoundError):
+        store.read("s", resource.uri)
+
+
+def edit_record(store, resource, change) -> None:
+    path = store.directory / f"{resource.id}.json"
+    document = json.loads(path.read_text())
+    change(document)
+    path.write_text(json.dumps(document))
+
+
+RECORD_DAMAGE = {
+    "truncated JSON": lambda raw: raw[: len(raw) // 2],
+    "empty": lambda raw: b"",
+    "huge": lambda raw: b" " * (65 * 1024 * 1024) + raw,
+    "deeply nested": lambda raw: b"[" * 100_000 + b"]" * 100_000,
+    "not an object": lambda raw: b"[1, 2]",
+    "not UTF-8": lambda raw: b"\xff\xfe" + raw,
+    "size true": lambda raw: raw.replace(b'"size":', b'"size":true,"x":'),
+    "size negative": lambda raw: raw.replace(b'"size":', b'"size":-1,"x":'),
+    "NaN created": lambda raw: raw.replace(b'"created":', b'"created":NaN,"x":'),
+    "wrong version": lambda raw: raw.replace(b'"version":1', b'"version":2'),
+    "session not a string": lambda raw: raw.replace(b'"sessionID":"s"', b'"sessionID":7'),
+    "wrong id": lambda raw: raw.replace(b'"id":"', b'"id":"x'),
+    "bad checksums": lambda raw: raw.replace(b'"values":"', b'"values":"zz'),
+}
+
+
+@pytest.mark.parametrize("damage", RECORD_DAMAGE)
+def test_damaged_records_are_not_found(stored, damage):
+    store, resource, _ = stored
+    path = store.directory / f"{resource.id}.json"
+    path.write_bytes(RECORD_DAMAGE[damage](path.read_bytes()))
+    with pytest.raises(ResourceNotFoundError):
+        store.read("s", resource.uri)
+    assert store.resources("s") == []
+
+
+def test_hand_edited_created_is_legitimate(stored):
+    store, resource, data = stored
+    edit_record(store, resource, lambda document: document.update(created=12345))
+    assert store.read("s", resource.uri, limit=5).content == data[:5].decode()
+
+
+def test_symlinked_payload_is_not_followed(stored, tmp_path):
+    store, resource, data = stored
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(data)
+    payload = store.directory / f"{resource.id}.txt"
+    payload.unlink()
+    payload.symlink_to(outside)
+    with pytest.raises(ResourceNotFoundError):
+        store.read("s", resource.uri)
+
+
+def test_symlinked_record_is_not_followed(stored, tmp_path):
+    store, resource, _ = stored
+    record = store.directory / f"{resource.id}.json"
+    outside = tmp_path / "record.json"
+    outside.write_bytes(record.read_bytes())
+    record.unlink()
+    record.symlink_to(outside)
+    with pytest.raises(ResourceNotFoundError):
+        store.read("s", resource.uri)
+
+
+def test_fifo_payload_does_not_hang(stored):
+    store, resource, _ = stored
+    payload = store.directory / f"{resource.id}.txt"
+    payload.unlink()
+    os.mkfifo(payload)
+    with pytest.raises(ResourceNotFoundError):
+        store.read("s", resource.uri)
+
+
+def test_replaced_payload_is_never_served_from_cache(stored):
+    store, resource, data = stored
+    store.read("s", resource.uri, limit=10)
+    payload = store.directory / f"{resource.id}.txt"
+    replacement = store.directory / "replacement"
+    replacement.write_bytes(data.upper())
+    os.replace(replacement, payload)
+    with pytest.raises(ResourceCorruptError):
+        store.read("s", resource.uri, limit=10)
+
+
+# ----------------------------------------------------------------- configuration
+def test_limits_default_and_environment(tmp_path, monkeypatch):
+    assert ToolOutputStore(tmp_path).limits() == overspill.Limits(2000, 51200)
+    monkeypatch.setenv("OVERSPILL_MAX_LINES", "10")
+    monkeypatch.setenv("OVERSPILL_MAX_BYTES", "99")
+    assert ToolOutputStore(tmp_path).limits() == overspill.Limits(10, 99)
+    config = {"tool_output": {"max_lines": 7}}
+    assert ToolOutputStore(tmp_path, config=config).limits() == overspill.Limits(7, 99)
+
+
+def test_config_sources_later_wins_key_by_key(tmp_path):
+    json_file = tmp_path / "a.json"
+    json_file.write_text(json.dumps({"tool_output": {"max_lines": 5, "max_bytes": 500}}))
+    toml_file = tmp_path / "b.toml"
+    toml_file.write_text("[tool_output]\nmax_bytes = 800\n")
+    store = ToolOutputStore(tmp_path, config=[json_file, str(toml_file), {"other": 1}])
+    assert store.limits() == overspill.Limits(5, 800)
+    result = store.truncate("s", "c", "x\n" * 10)
+    assert result.truncated
+    assert not store.truncate("s", "c", "x\n" * 10, max_lines=100).truncated
+
+
+@pytest.mark.parametrize(
+    ("config", "fragment"),
+    [({"tool_output": {"max_lines": 0}}, "max_lines"), ({"tool_output": {"max_bytes": True}}, "max_bytes"),
+     ({"tool_output": {"max_bytes": "10"}}, "max_bytes"), ({"tool_output": {"max_lines": 2.5}}, "max_lines"),
+     ({"tool_output": {"max_line": 5}}, "max_line"), ({"tool_output": [1]}, "tool_output"), (42, "config")],
+)
+def test_bad_config_names_the_key(tmp_path, config, fragment):
+    with pytest.raises(ConfigError, match=fragment):
+        ToolOutputStore(tmp_path, config=config)
+
+
+def test_bad_config_file_names_the_file(tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text("{nope")
+    with pytest.raises(ConfigError, match="broken.json"):
+        ToolOutputStore(tmp_path, config=broken)
+    with pytest.raises(ConfigError, match="missing.toml"):
+        ToolOutputStore(tmp_path, config=tmp_path / "missing.toml")
+
+
+def test_bad_environment_names_the_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv("OVERSPILL_MAX_BYTES", "lots")
+    with pytest.raises(ConfigError, match="OVERSPILL_MAX_BYTES"):
+        ToolOutputStore(tmp_path)
+
+
+def test_default_data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("OVERSPILL_DATA_DIR", str(tmp_path / "explicit"))
+    assert ToolOutputStore().directory == tmp_path / "explicit" / "tool-output" / "managed"
+    monkeypatch.delenv("OVERSPILL_DATA_DIR")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert ToolOutputStore().directory == tmp_path / "xdg" / "overspill" / "tool-output" / "managed"
+    monkeypatch.delenv("XDG_DATA_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert ToolOutputStore().directory == tmp_path / "home" / ".local/share/overspill/tool-output/managed"
+
+
+def test_unwritable_folder_is_a_storage_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(overspill.StorageError):
+        ToolOutputStore(blocker)
+
+
+# ----------------------------------------------------------------- durability
+def test_durable_writes_fsync_payload_record_and_folder(tmp_path, monkeypatch):
+    calls = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real_fsync(fd))[1])
+    ToolOutputStore(tmp_path / "d").write("s", "c", "data")
+    assert len(calls) == 3
+    calls.clear()
+    ToolOutputStore(tmp_path / "n", durable=False).write("s", "c", "data")
+    assert calls == []
+
+
+# ----------------------------------------------------------------- cleanup
+def test_cleanup_removes_expired_and_broken_and_keeps_the_rest(tmp_path):
+    store = ToolOutputStore(tmp_path, durable=False, retention=timedelta(days=7), grace=timedelta(hours=1))
+    fresh = store.write("s", "c", "fresh")
+    expired = store.write("s", "c", "old")
+    edit_record(store, expired, lambda d: d.update(created=d["created"] - 8 * 86400 * 1000))
+    no_payload = store.write("s", "c", "gone")
+    (store.directory / f"{no_payload.id}.txt").unlink()
+    wrong_size = store.write("s", "c", "resized")
+    with open(store.directory / f"{wrong_size.id}.txt", "ab") as file:
+        file.write(b"!")
+    orphan = store.write("s", "c", "orphan")
+    (store.directory / f"{orphan.id}.json").unlink()
+    invalid = store.write("s", "c", "invalid")
+    (store.directory / f"{invalid.id}.json").write_text("{")
+    temporary = store.directory / f".{fresh.id}.0123abcd.tmp"
+    temporary.write_text("{}")
+    unrelated = store.directory / "notes.md"
+    unrelated.write_text("mine")
+
+    report = store.cleanup()
+    assert report.removed == 3  # expired, payload missing, wrong size; leftovers wait out the grace
+    assert files_in(store) == {f"{fresh.id}.txt", f"{fresh.id}.json", f"{orphan.id}.txt", f"{invalid.id}.txt",
+                               f"{invalid.id}.json", temporary.name, "notes.md"}
+    with pytest.raises(ResourceNotFoundError):
+        store.read("s", expired.uri)
+
+    later = store.cleanup(now=datetime.now(timezone.utc) + timedelta(hours=2))
+    assert later.removed == 2 and later.temporaries == 1 and later.bytes_freed > 0
+    assert files_in(store) == {f"{fresh.id}.txt", f"{fresh.id}.json", "notes.md"}
+    assert store.cleanup(now=time.time() + 7200) == overspill.CleanupReport()  # idempotent
+    assert store.read("s", fresh.uri).content == "fresh"
+
+
+def test_cleanup_skips_while_another_process_holds_the_lock(store):
+    import fcntl
+
+    with open(store.directory / ".cleanup.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        assert store.cleanup().skipped
+    assert not store.cleanup().skipped
+
+
+def test_start_cleanup_runs_at_once_and_close_stops_it(tmp_path):
+    store = ToolOutputStore(tmp_path, durable=False, retention=timedelta(0))
+    store.write("s", "c", "expires at once")
+    time.sleep(0.01)
+    store.start_cleanup(interval=0.05)
+    with pytest.raises(RuntimeError):
+        store.start_cleanup()
+    deadline = time.monotonic() + 10
+    while files_in(store) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert files_in(store) == set()
+    store.close()
+    assert not any(t.name == "overspill-cleanup" for t in threading.enumerate())
+
+
+@pytest.mark.parametrize("interval", [0, -1, "1", True])
+def test_start_cleanup_rejects_bad_intervals(store, interval):
+    with pytest.raises((TypeError, ValueError)):
+        store.start_cleanup(interval)
+
+
+# ----------------------------------------------------------------- ids, concurrency
+def test_ids_are_unique_across_threads(store):
+    ids: list[str] = []
+
+    def writer():
+        for _ in range(50):
+            ids.append(store.write("s", "c", "x").id)
+
+    threads = [threading.Thread(target=writer) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(ids)) == 400 == len(store.resources("s"))
+
+
+def test_ids_are_unique_after_fork(store):
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child writes and reports its ids
+        try:
+            child_ids = ",".join(store.write("s", "c", "child").id for _ in range(20))
+            os.write(write_end, child_ids.encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    parent_ids = [store.write("s", "c", "parent").id for _ in range(20)]
+    os.waitpid(pid, 0)
+    child_ids = os.read(read_end, 100_000).decode().split(",")
+    os.close(read_end)
+    assert len(set(parent_ids) | set(child_ids)) == 40
+
+
+# ----------------------------------------------------------------- properties
+@given(contents, st.integers(1, 40), st.integers(1, 120), st.integers(0, 200), st.integers(1, 30))
+@settings(max_examples=60)
+def test_truncate_and_paging_properties(tmp_path_factory, content, max_lines, max_bytes, offset, limit):
+    store = ToolOutputStore(tmp_path_factory.mktemp("prop"), durable=False)
+    result = store.truncate("s", "c", content, max_lines=max_lines, max_bytes=max_bytes)
+    preview = overspill.preview(content, max_lines, max_bytes)
+    if not preview.truncated:
+        assert not result.truncated and result.resource is None
+        return
+    assert result.truncated and result.content.startswith(preview.head + "\n\n... output truncated")
+    assert result.content.endswith(" ..." if not preview.tail else "\n\n" + preview.tail)
+    data = overspill.text.encode_content(content)
+    assert (store.directory / f"{result.resource.id}.txt").read_bytes() == data
+    page = store.read("s", result.resource.uri, offset=offset, limit=limit)
+    end = page.next if page.next is not None else len(data)
+    assert page.offset == min(offset, len(data)) or 0 < page.offset - min(offset, len(data)) <= 3
+    assert data[page.offset : end].decode("utf-8", "replace") == page.content
+    assert end - page.offset <= max(limit, 4)
