@@ -8,6 +8,7 @@ overspill_simd.h; this module only checks arguments and reaches the bytes.
 """
 
 cimport cython
+from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_FillInfo
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport uint8_t, uint32_t
 from libc.stdlib cimport free, realloc
@@ -15,7 +16,7 @@ from libc.string cimport memcpy
 
 from overspill_simd cimport (
     osp_boundary_at_or_after, osp_boundary_at_or_before, osp_count_upto, osp_crc_init, osp_crc32, osp_find_nth, osp_page,
-    osp_prefix_fitting, osp_rfind_nth, osp_suffix_fitting, osp_utf8_length,
+    osp_prefix_fitting, osp_rfind_nth, osp_simd_cap, osp_suffix_fitting, osp_utf8_length,
 )
 
 from overspill._native import _byte_view
@@ -58,6 +59,16 @@ cdef Py_ssize_t _newlines(const void *data, Py_ssize_t n, int width, Py_ssize_t 
     else:
         found = osp_count_upto(data, n, width, NEWLINE, limit)
     return found if limit < 0 or found < limit else limit
+
+
+def _set_simd_cap(level, /):
+    """For the tests: cap the instruction sets used (0 portable C ... 3 AVX-512); return the old cap."""
+    global osp_simd_cap
+    cdef int previous = osp_simd_cap
+    if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 3:
+        raise ValueError("level must be 0, 1, 2 or 3")
+    osp_simd_cap = level
+    return previous
 
 
 def count_lines(data, stop=None, /):
@@ -207,6 +218,32 @@ def preview_cuts(content, max_lines, max_bytes, /):
     finally:
         buf = None
         view.release()
+
+
+cdef class _AsciiStorage:
+    """Exports an ASCII str's own storage, which is its UTF-8 form, read-only."""
+
+    cdef str _text
+
+    def __getbuffer__(self, Py_buffer *buffer, int flags):
+        if flags & PyBUF_WRITABLE:
+            raise BufferError("the storage of a str is read-only")
+        PyBuffer_FillInfo(buffer, self, PyUnicode_DATA(self._text), PyUnicode_GET_LENGTH(self._text), 1, flags)
+
+    def __releasebuffer__(self, Py_buffer *buffer):
+        pass
+
+
+def ascii_view(text, /):
+    """A read-only view of the stored form of an ASCII ``text``, or None; see _native.ascii_view."""
+    cdef _AsciiStorage storage
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}")
+    if not PyUnicode_IS_ASCII(text):
+        return None
+    storage = _AsciiStorage.__new__(_AsciiStorage)
+    storage._text = text
+    return memoryview(storage)
 
 
 def crc32(data, value=0, /):

@@ -14,3 +14,4 @@ cdef extern from "overspill_simd.h" nogil:
     Py_ssize_t osp_suffix_fitting(const void *data, int width, Py_ssize_t start, Py_ssize_t end, Py_ssize_t budget)
     uint32_t osp_crc32(uint32_t crc, const uint8_t *p, Py_ssize_t n)
     void osp_crc_init()
+    int osp_simd_cap

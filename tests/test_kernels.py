@@ -468,3 +468,35 @@ def test_twins_agree_on_large_text(compiled):
         assert compiled.preview_cuts(content, 2000, 51200) == _native.preview_cuts(content, 2000, 51200)
         assert compiled.preview_cuts(content, 10**6, 51200) == _native.preview_cuts(content, 10**6, 51200)
     assert compiled.utf8_length(text) == _native.utf8_length(text) == len(data)
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+def test_every_instruction_set_path_agrees(compiled, level):
+    """The dispatchers pick the widest path this CPU has; force each narrower one."""
+    import random
+    import zlib
+
+    rng = random.Random(level)
+    previous = compiled._set_simd_cap(level)
+    try:
+        for size in [0, 1, 15, 16, 63, 64, 65, 255, 256, 257, 1000, 4096, 70_001, 300_000]:
+            data = bytes(rng.choice(b"ab\n\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\x00\xff") for _ in range(size))
+            assert compiled.crc32(data) == zlib.crc32(data)
+            assert compiled.crc32(data, 0xDEADBEEF) == zlib.crc32(data, 0xDEADBEEF)
+            assert compiled.count_lines(data) == data.count(b"\n") + 1
+            for text in (data.decode("latin-1"), data.decode("utf-8", "replace"), data.decode("utf-8", "replace") + "😀"):
+                assert compiled.count_lines(text) == text.count("\n") + 1
+                assert compiled.count_lines(text, 3) == min(text.count("\n") + 1, 4)
+                assert compiled.utf8_length(text) == _native.utf8_length(text)
+                assert compiled.preview_cuts(text, 5, 40) == _native.preview_cuts(text, 5, 40)
+    finally:
+        compiled._set_simd_cap(previous)
+
+
+def test_ascii_view_is_the_stored_form(compiled):
+    for module in (compiled, _native):
+        view = module.ascii_view("plain ascii\n")
+        assert bytes(view) == b"plain ascii\n" and view.readonly
+        assert module.ascii_view("é") is None
+        with pytest.raises(TypeError):
+            module.ascii_view(b"bytes")

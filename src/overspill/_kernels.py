@@ -18,6 +18,7 @@ __all__ = [
     "IMPLEMENTATION",
     "KERNEL_NAMES",
     "StreamCap",
+    "ascii_view",
     "count_lines",
     "crc32",
     "page_bounds",
@@ -25,7 +26,9 @@ __all__ = [
     "utf8_length",
 ]
 
-KERNEL_NAMES = ("count_lines", "utf8_length", "page_bounds", "preview_cuts", "crc32", "StreamCap")
+KERNEL_NAMES = (
+    "count_lines", "utf8_length", "page_bounds", "preview_cuts", "crc32", "ascii_view", "StreamCap",
+)
 _CHOICES = ("auto", "cython", "python")
 
 
@@ -74,5 +77,6 @@ utf8_length = _native.utf8_length
 page_bounds = _native.page_bounds
 preview_cuts = _native.preview_cuts
 crc32 = _native.crc32
+ascii_view = _native.ascii_view
 StreamCap = _native.StreamCap
 use(os.environ.get("OVERSPILL_IMPLEMENTATION", "auto").strip().lower() or "auto")

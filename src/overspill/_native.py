@@ -381,6 +381,20 @@ def preview_cuts(content: str | BytesLike, max_lines: int, max_bytes: int, /) ->
         return _preview_bytes(view, _Haystack(view, view), max_lines, max_bytes)
 
 
+def ascii_view(text: str, /) -> memoryview | None:
+    """The stored form of ``text`` as a read-only byte view when it is ASCII, else None.
+
+    (The compiled twin shares the str's own storage; this one copies.)
+
+    :raises TypeError: ``text`` is not a ``str``.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}")
+    if not text.isascii():
+        return None
+    return memoryview(text.encode("ascii"))
+
+
 def crc32(data: BytesLike, value: int = 0, /) -> int:
     """zlib's CRC-32 of ``data``, continuing from ``value`` (as ``zlib.crc32``).
 

@@ -40,7 +40,7 @@ from .records import (
     uri_for,
 )
 from .retention import CleanupReport, sweep
-from .text import Content, encode_content, preview_from_cuts, truncation_marker
+from .text import Content, preview_from_cuts, stored_pieces, truncation_marker
 
 __all__ = ["Page", "ToolOutputStore", "TruncateResult"]
 
@@ -88,11 +88,6 @@ def _check_offset(value: object, name: str) -> int:
 
 def _storage_error(action: str, error: OSError) -> StorageError:
     return StorageError(error.errno, f"{action}: {error.strerror or error}")
-
-
-def _as_byte_view(data: Union[bytes, bytearray, memoryview]) -> memoryview:
-    view = memoryview(data)
-    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
 
 
 class _PayloadWriter:
@@ -305,11 +300,12 @@ class ToolOutputStore:
                 raise _storage_error("cannot store the resource", error) from None
             raise
 
-    def _write_bytes(self, session_id: str, tool_call_id: str, data: memoryview,
-                     mime: str, name: Optional[str]) -> Resource:
+    def _write_content(self, session_id: str, tool_call_id: str, content: Content,
+                       mime: str, name: Optional[str]) -> Resource:
         writer = self._writer()
         try:
-            writer.write(data)
+            for piece in stored_pieces(content):
+                writer.write(piece)
         except BaseException as error:
             writer.abort()
             if isinstance(error, OSError):
@@ -337,10 +333,9 @@ class ToolOutputStore:
         :raises StorageError: the write failed; nothing was left visible.
         """
         self._check_write_arguments(session_id, tool_call_id, mime, name)
-        data = encode_content(content) if isinstance(content, str) else None
-        view = _as_byte_view(data if data is not None else _checked_buffer(content))
-        with view:
-            return self._write_bytes(session_id, tool_call_id, view, mime, name)
+        if not isinstance(content, str):
+            content = _checked_buffer(content)
+        return self._write_content(session_id, tool_call_id, content, mime, name)
 
     def truncate(self, session_id: str, tool_call_id: str, content: Content, *,
                  max_lines: Optional[int] = None, max_bytes: Optional[int] = None,
@@ -370,10 +365,8 @@ class ToolOutputStore:
             if isinstance(content, str):
                 return TruncateResult(content, False, None)
             return TruncateResult(preview_from_cuts(content, cuts).head, False, None)
-        data = encode_content(content) if isinstance(content, str) else content
-        with _as_byte_view(data) as view:
-            resource = self._write_bytes(session_id, tool_call_id, view, mime, name)
-            lines = _kernels.count_lines(view)
+        resource = self._write_content(session_id, tool_call_id, content, mime, name)
+        lines = _kernels.count_lines(content)
         preview = preview_from_cuts(content, cuts)
         return TruncateResult(_compose(preview.head, preview.tail, resource, lines, preview.head_end), True, resource)
 

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Union
 
 from . import _kernels
 from ._native import _byte_view as byte_view
 
-__all__ = ["Preview", "encode_content", "preview", "preview_from_cuts", "truncation_marker"]
+__all__ = ["Preview", "encode_content", "preview", "preview_from_cuts", "stored_pieces", "truncation_marker"]
 
 Content = Union[str, bytes, bytearray, memoryview]
+
+# Code points encoded (or bytes yielded) at a time by stored_pieces: each
+# piece stays in cache from the write to the checksum.
+_ENCODE_SLICE = 1 << 18
 
 # Lone surrogates that surrogateescape cannot store; the policy stores U+FFFD.
 _UNSTORABLE_SURROGATE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
@@ -105,3 +110,27 @@ def encode_content(content: Content) -> bytes:
         return bytes(memoryview(content))
     except TypeError:
         raise TypeError(f"content must be str or bytes-like, not {type(content).__name__}") from None
+
+
+def stored_pieces(content: Content) -> Iterator[memoryview]:
+    """The stored form of ``content`` as consecutive flat byte views.
+
+    A ``str`` is encoded a slice at a time (each code point encodes on its
+    own, so slices join into exactly ``encode_content(content)``), which
+    never holds a second copy of a large text.
+
+    :raises TypeError: ``content`` is neither ``str`` nor bytes-like.
+    """
+    if isinstance(content, str):
+        ascii_form = _kernels.ascii_view(content)
+        if ascii_form is not None:
+            with ascii_form:
+                # Slices keep what a write just copied in cache for the checksum.
+                for start in range(0, len(ascii_form), _ENCODE_SLICE):
+                    yield ascii_form[start : start + _ENCODE_SLICE]
+            return
+        for start in range(0, len(content), _ENCODE_SLICE):
+            yield memoryview(encode_content(content[start : start + _ENCODE_SLICE]))
+        return
+    with byte_view(content) as view:
+        yield view
