@@ -13,6 +13,12 @@ from overspill import errors
 PUBLIC_NAMES = {
     "IMPLEMENTATION",
     "MAX_BYTES",
+    "MAX_CAPTURE_BYTES",
+    "Collected",
+    "ProcessResult",
+    "arun",
+    "collect_stream",
+    "run",
     "MAX_LINES",
     "MAX_READ_BYTES",
     "RETENTION",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from . import _kernels
 from ._kernels import StreamCap, count_lines, utf8_length
+from .capture import MAX_CAPTURE_BYTES, Collected, ProcessResult, arun, collect_stream, run
 from .config import MAX_BYTES, MAX_LINES, MAX_READ_BYTES, RETENTION, Limits
 from .errors import (
     AccessDeniedError,
@@ -31,17 +32,20 @@ IMPLEMENTATION: str = _kernels.IMPLEMENTATION
 __all__ = [
     "IMPLEMENTATION",
     "MAX_BYTES",
+    "MAX_CAPTURE_BYTES",
     "MAX_LINES",
     "MAX_READ_BYTES",
     "RETENTION",
     "AccessDeniedError",
     "CleanupReport",
+    "Collected",
     "ConfigError",
     "InvalidResourceError",
     "Limits",
     "OverspillError",
     "Page",
     "Preview",
+    "ProcessResult",
     "Record",
     "Resource",
     "ResourceCorruptError",
@@ -50,7 +54,10 @@ __all__ = [
     "StreamCap",
     "ToolOutputStore",
     "TruncateResult",
+    "arun",
+    "collect_stream",
     "count_lines",
     "preview",
+    "run",
     "utf8_length",
 ]

@@ -8,6 +8,7 @@ and the same session reads the rest in UTF-8-safe pages through ``mmap``.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import secrets
@@ -15,6 +16,7 @@ import stat
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -40,7 +42,9 @@ from .records import (
     uri_for,
 )
 from .retention import CleanupReport, sweep
-from .text import Content, preview_from_cuts, stored_pieces, truncation_marker
+from ._native import BytesLike
+from ._native import _byte_view as byte_view
+from .text import Content, Preview, preview, preview_from_cuts, stored_pieces, truncation_marker
 
 __all__ = ["Page", "ToolOutputStore", "TruncateResult"]
 
@@ -300,11 +304,11 @@ class ToolOutputStore:
                 raise _storage_error("cannot store the resource", error) from None
             raise
 
-    def _write_content(self, session_id: str, tool_call_id: str, content: Content,
-                       mime: str, name: Optional[str]) -> Resource:
+    def _write_pieces(self, session_id: str, tool_call_id: str, pieces: Iterable[memoryview],
+                      mime: str, name: Optional[str]) -> Resource:
         writer = self._writer()
         try:
-            for piece in stored_pieces(content):
+            for piece in pieces:
                 writer.write(piece)
         except BaseException as error:
             writer.abort()
@@ -335,7 +339,7 @@ class ToolOutputStore:
         self._check_write_arguments(session_id, tool_call_id, mime, name)
         if not isinstance(content, str):
             content = _checked_buffer(content)
-        return self._write_content(session_id, tool_call_id, content, mime, name)
+        return self._write_pieces(session_id, tool_call_id, stored_pieces(content), mime, name)
 
     def truncate(self, session_id: str, tool_call_id: str, content: Content, *,
                  max_lines: Optional[int] = None, max_bytes: Optional[int] = None,
@@ -365,10 +369,85 @@ class ToolOutputStore:
             if isinstance(content, str):
                 return TruncateResult(content, False, None)
             return TruncateResult(preview_from_cuts(content, cuts).head, False, None)
-        resource = self._write_content(session_id, tool_call_id, content, mime, name)
+        resource = self._write_pieces(session_id, tool_call_id, stored_pieces(content), mime, name)
         lines = _kernels.count_lines(content)
         preview = preview_from_cuts(content, cuts)
         return TruncateResult(_compose(preview.head, preview.tail, resource, lines, preview.head_end), True, resource)
+
+    # ------------------------------------------------------------------ streams
+    def write_stream(self, session_id: str, tool_call_id: str, chunks: Iterable[BytesLike], *,
+                     mime: str = "text/plain", name: Optional[str] = None) -> Resource:
+        """Persist an output that arrives as byte chunks, holding one chunk at a time.
+
+        :raises TypeError: a chunk is not bytes-like, or another argument is of the wrong type.
+        :raises StorageError: the write failed; nothing was left visible.
+        """
+        self._check_write_arguments(session_id, tool_call_id, mime, name)
+        return self._write_pieces(session_id, tool_call_id, map(_chunk_view, chunks), mime, name)
+
+    def truncate_stream(self, session_id: str, tool_call_id: str, chunks: Iterable[BytesLike], *,
+                        max_lines: Optional[int] = None, max_bytes: Optional[int] = None,
+                        mime: Optional[str] = None, name: Optional[str] = None) -> TruncateResult:
+        """``truncate`` for an output that arrives as byte chunks, in bounded memory.
+
+        Chunks are held only while the output is still under the limits (at
+        most ``max_bytes``); past them they go straight to the payload, and
+        the preview is cut from the stored bytes, so it equals what
+        ``truncate`` gives for the joined content.  Under the limits the
+        content is returned decoded with ``errors="replace"`` and nothing is
+        written.
+
+        :raises TypeError: a chunk is not bytes-like, or another argument is of the wrong type.
+        :raises ValueError: a limit below 1, or an empty id or mime.
+        :raises StorageError: the write failed; nothing was left visible.
+        """
+        mime = "text/plain" if mime is None else mime
+        self._check_write_arguments(session_id, tool_call_id, mime, name)
+        lines_limit = self._limits.max_lines if max_lines is None else _limit(max_lines, "max_lines")
+        bytes_limit = self._limits.max_bytes if max_bytes is None else _limit(max_bytes, "max_bytes")
+        held = bytearray()
+        newlines = 0
+        size = 0
+        writer: Optional[_PayloadWriter] = None
+        try:
+            for chunk in chunks:
+                with _chunk_view(chunk) as view:
+                    newlines += _kernels.count_lines(view) - 1
+                    size += len(view)
+                    if writer is None and size <= bytes_limit and newlines < lines_limit:
+                        held += view
+                        continue
+                    if writer is None:
+                        writer = self._writer()
+                        writer.write(memoryview(held))
+                        held = bytearray()
+                    writer.write(view)
+        except BaseException as error:
+            if writer is not None:
+                writer.abort()
+            if isinstance(error, OSError) and not isinstance(error, StorageError):
+                raise _storage_error("cannot store the resource", error) from None
+            raise
+        if writer is None:
+            return TruncateResult(held.decode("utf-8", "replace"), False, None)
+        resource = self._publish(writer, session_id, tool_call_id, mime, name)
+        preview = self._preview_payload(resource, lines_limit, bytes_limit)
+        return TruncateResult(_compose(preview.head, preview.tail, resource, newlines + 1, preview.head_end),
+                              True, resource)
+
+    def _preview_payload(self, resource: Resource, max_lines: int, max_bytes: int) -> Preview:
+        """The preview of a just-published payload, read through a map (bounded cost)."""
+        path = self._path(resource.id, ".txt")
+        try:
+            fd, _ = _files.open_regular(path)
+            try:
+                mapping = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+            finally:
+                os.close(fd)
+        except OSError as error:
+            raise _storage_error(f"cannot read back {resource.uri}", error) from None
+        with mapping:
+            return preview(mapping, max_lines, max_bytes)
 
     # ------------------------------------------------------------------ reading
     def _path(self, resource_id: str, suffix: str) -> Path:
@@ -456,6 +535,35 @@ class ToolOutputStore:
                 )
             entry.verified[index] = 1
 
+    def _owned_record(self, session_id: str, resource_id: str) -> Record:
+        record = self._record(resource_id)
+        if record.session_id != session_id:
+            raise AccessDeniedError(f"resource {record.resource.uri} belongs to another session")
+        return record
+
+    @contextlib.contextmanager
+    def view(self, session_id: str, uri: str) -> Iterator[tuple[Resource, memoryview]]:
+        """The whole verified payload as a read-only view, for scans such as grep.
+
+        Every checksum chunk is verified (once per file change) before the
+        view is given out; it is valid only inside the ``with`` block.
+
+        :raises InvalidResourceError: ``uri`` is not a well-formed URI.
+        :raises AccessDeniedError: another session wrote the resource.
+        :raises ResourceNotFoundError: it does not exist or its files are broken.
+        :raises ResourceCorruptError: its bytes do not match their checksums.
+        """
+        resource_id = parse_uri(uri)
+        _check_id_string(session_id, "session_id")
+        record = self._owned_record(session_id, resource_id)
+        entry = self._mapped(record)
+        if entry.map is None:
+            yield record.resource, memoryview(b"")
+            return
+        with memoryview(entry.map) as whole:
+            self._verify(record, entry, whole, 0, record.resource.size)
+            yield record.resource, whole
+
     def read(self, session_id: str, uri: str, *, offset: int = 0, limit: Optional[int] = None) -> Page:
         """A page of a resource that this session wrote.
 
@@ -474,9 +582,7 @@ class ToolOutputStore:
         _check_id_string(session_id, "session_id")
         offset = _check_offset(offset, "offset")
         limit = MAX_READ_BYTES if limit is None else _check_offset(limit, "limit")
-        record = self._record(resource_id)
-        if record.session_id != session_id:
-            raise AccessDeniedError(f"resource {uri} belongs to another session")
+        record = self._owned_record(session_id, resource_id)
         size = record.resource.size
         offset = min(max(offset, 0), size)
         limit = min(max(limit, 1), MAX_READ_BYTES)
@@ -575,6 +681,20 @@ class ToolOutputStore:
             except StorageError:
                 pass  # the folder vanished or is unreadable: try again next time
             self._stop.wait(interval)
+
+
+def _limit(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, not {value}")
+    return value
+
+
+def _chunk_view(chunk: object) -> memoryview:
+    if isinstance(chunk, str):
+        raise TypeError("chunks must be bytes-like, not str")
+    return byte_view(chunk)
 
 
 def _checked_buffer(content: object) -> Union[bytes, bytearray, memoryview]:

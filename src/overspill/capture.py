@@ -1,0 +1,327 @@
+"""Running a command without ever holding more of its output than the caps allow.
+
+Both pipes are drained concurrently (one ``poll`` loop, 1 MiB reads, 1 MiB
+pipe buffers where Linux allows) through a ``StreamCap`` each, and keep being
+drained after the caps are reached, so the child never blocks on a full pipe.
+On timeout the whole process group is terminated, then killed after a grace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional, Union
+
+from . import _kernels
+from .records import Resource
+
+if TYPE_CHECKING:
+    from .store import ToolOutputStore
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on POSIX
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["MAX_CAPTURE_BYTES", "Collected", "ProcessResult", "arun", "collect_stream", "run"]
+
+MAX_CAPTURE_BYTES = 1024 * 1024
+_READ_SIZE = 1024 * 1024
+_PIPE_SIZE = 1024 * 1024
+# After SIGTERM, how long the group has to exit before SIGKILL.
+_TERMINATE_GRACE = 2.0
+# How often the loop wakes without I/O, to notice a deadline or an abort.
+_TICK = 0.1
+
+Command = Union[str, Sequence[str]]
+Spill = tuple["ToolOutputStore", str, str]
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """What a command did: exit code, the retained bytes of each stream and the totals.
+
+    ``exit_code`` is negative (minus the signal number) when a signal ended the
+    process.  ``resource`` holds the complete combined output when ``spill``
+    was given.
+    """
+
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+    stdout_truncated: bool
+    stderr_truncated: bool
+    stdout_bytes: int
+    stderr_bytes: int
+    timed_out: bool
+    duration: float
+    resource: Optional[Resource] = None
+
+
+@dataclass(frozen=True)
+class Collected:
+    """The first ``max_bytes`` of a stream, with how much it held in all."""
+
+    data: bytes
+    total_bytes: int
+    truncated: bool
+
+
+def collect_stream(chunks: Iterable[Union[bytes, bytearray, memoryview]], max_bytes: int) -> Collected:
+    """Keep the first ``max_bytes`` bytes of an iterable of byte chunks; count all.
+
+    :raises TypeError: a chunk is not bytes-like, or ``max_bytes`` not an int.
+    :raises ValueError: ``max_bytes`` below 1.
+    """
+    cap = _kernels.StreamCap(max_bytes, keep="head")
+    for chunk in chunks:
+        cap.feed(chunk)
+    return Collected(cap.value(), cap.total_bytes, cap.truncated)
+
+
+def _check_cap(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, not {value}")
+    return value
+
+
+def _enlarge_pipe(fd: int) -> None:
+    if fcntl is not None and hasattr(fcntl, "F_SETPIPE_SZ"):
+        with contextlib.suppress(OSError):  # above the system's pipe-max-size: keep the default
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
+
+
+def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sig)
+
+
+class _Capture:
+    """One running command: ``chunks()`` drives it and yields its output as it comes."""
+
+    def __init__(self, command: Command, *, cwd: Optional[Union[str, os.PathLike[str]]],
+                 env: Optional[Mapping[str, str]], timeout: Optional[float], stdin: Optional[Union[bytes, str]],
+                 max_output_bytes: int, max_error_bytes: int, keep: str,
+                 abort: Optional[threading.Event] = None) -> None:
+        if isinstance(command, str):
+            argv: Union[str, list[str]] = command
+            shell = True
+        elif isinstance(command, Sequence) and command and all(isinstance(part, str) for part in command):
+            argv, shell = list(command), False
+        else:
+            raise TypeError("command must be a str (run by the shell) or a non-empty list of str")
+        if timeout is not None:
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+                raise TypeError(f"timeout must be a number of seconds, not {type(timeout).__name__}")
+            if not timeout > 0:
+                raise ValueError("timeout must be positive")
+        if stdin is not None and not isinstance(stdin, (bytes, str)):
+            raise TypeError(f"stdin must be bytes or str, not {type(stdin).__name__}")
+        self._caps = (
+            _kernels.StreamCap(_check_cap(max_output_bytes, "max_output_bytes"), keep=keep),
+            _kernels.StreamCap(_check_cap(max_error_bytes, "max_error_bytes"), keep=keep),
+        )
+        self._stdin = stdin.encode("utf-8", "surrogateescape") if isinstance(stdin, str) else stdin
+        self._timeout = timeout
+        self._abort = abort
+        self._timed_out = False
+        self._started = time.monotonic()
+        self._process = subprocess.Popen(
+            argv, shell=shell, cwd=cwd, env=None if env is None else dict(env),
+            stdin=subprocess.PIPE if self._stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
+            start_new_session=True,  # its own process group, so a timeout reaches grandchildren
+        )
+        self._finished: Optional[float] = None
+
+    def chunks(self) -> Iterator[tuple[int, bytes]]:
+        """Yield ``(stream, chunk)`` (0 stdout, 1 stderr) until both pipes close.
+
+        Closing the generator early kills the process group; either way the
+        child is reaped before this returns.
+        """
+        process = self._process
+        assert process.stdout is not None and process.stderr is not None
+        selector = selectors.DefaultSelector()
+        pending = memoryview(self._stdin) if self._stdin is not None else None
+        for index, pipe in enumerate((process.stdout, process.stderr)):
+            _enlarge_pipe(pipe.fileno())
+            selector.register(pipe.fileno(), selectors.EVENT_READ, index)
+        if process.stdin is not None:
+            os.set_blocking(process.stdin.fileno(), False)
+            selector.register(process.stdin.fileno(), selectors.EVENT_WRITE, -1)
+        deadline = None if self._timeout is None else self._started + self._timeout
+        kill_at = None
+        open_pipes = 2
+        try:
+            while open_pipes:
+                now = time.monotonic()
+                aborted = self._abort is not None and self._abort.is_set()
+                if kill_at is None and (aborted or (deadline is not None and now >= deadline)):
+                    self._timed_out = not aborted
+                    _signal_group(process, signal.SIGTERM)
+                    kill_at = now + _TERMINATE_GRACE
+                if kill_at is not None and now >= kill_at:
+                    _signal_group(process, signal.SIGKILL)
+                    kill_at = float("inf")
+                wake = [_TICK]
+                if deadline is not None and kill_at is None:
+                    wake.append(deadline - now)
+                elif kill_at is not None and kill_at != float("inf"):
+                    wake.append(kill_at - now)
+                for key, _ in selector.select(max(min(wake), 0)):
+                    if key.data == -1:
+                        pending = self._feed_stdin(selector, pending)
+                        continue
+                    try:
+                        chunk = os.read(key.fd, _READ_SIZE)
+                    except BlockingIOError:
+                        continue
+                    if not chunk:
+                        selector.unregister(key.fd)
+                        open_pipes -= 1
+                        continue
+                    self._caps[key.data].feed(chunk)
+                    yield key.data, chunk
+        finally:
+            selector.close()
+            if open_pipes:
+                # Closed early (an error downstream, or the consumer stopped): end the group.
+                _signal_group(process, signal.SIGKILL)
+            self._reap()
+
+    def _feed_stdin(self, selector: selectors.BaseSelector, pending: Optional[memoryview]) -> Optional[memoryview]:
+        stdin = self._process.stdin
+        assert stdin is not None
+        try:
+            if pending:
+                written = os.write(stdin.fileno(), pending[:_PIPE_SIZE])
+                pending = pending[written:]
+        except BlockingIOError:
+            return pending
+        except OSError as error:
+            if error.errno not in (errno.EPIPE, errno.EINVAL):
+                raise
+            pending = None  # the child closed its stdin: what it did not read is dropped
+        if not pending:
+            selector.unregister(stdin.fileno())
+            with contextlib.suppress(OSError):
+                stdin.close()
+            return None
+        return pending
+
+    def _reap(self) -> None:
+        process = self._process
+        for pipe in (process.stdout, process.stderr, process.stdin):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        try:
+            process.wait(timeout=_TERMINATE_GRACE)
+        except subprocess.TimeoutExpired:
+            _signal_group(process, signal.SIGKILL)
+            process.wait()
+        if self._finished is None:
+            self._finished = time.monotonic()
+
+    def drain(self) -> None:
+        for _ in self.chunks():
+            pass
+
+    def result(self, resource: Optional[Resource] = None) -> ProcessResult:
+        out, err = self._caps
+        finished = self._finished if self._finished is not None else time.monotonic()
+        return ProcessResult(
+            exit_code=self._process.returncode if self._process.returncode is not None else -1,
+            stdout=out.value(), stderr=err.value(),
+            stdout_truncated=out.truncated, stderr_truncated=err.truncated,
+            stdout_bytes=out.total_bytes, stderr_bytes=err.total_bytes,
+            timed_out=self._timed_out, duration=finished - self._started, resource=resource,
+        )
+
+
+def _spill_target(spill: object) -> Optional[Spill]:
+    if spill is None:
+        return None
+    if not (isinstance(spill, tuple) and len(spill) == 3):
+        raise TypeError("spill must be (store, session_id, tool_call_id)")
+    return spill  # type: ignore[return-value]
+
+
+def _run(command: Command, *, cwd, env, timeout, stdin, max_output_bytes, max_error_bytes, keep, spill,
+         abort: Optional[threading.Event] = None) -> ProcessResult:
+    target = _spill_target(spill)
+    capture = _Capture(command, cwd=cwd, env=env, timeout=timeout, stdin=stdin, max_output_bytes=max_output_bytes,
+                       max_error_bytes=max_error_bytes, keep=keep, abort=abort)
+    if target is None:
+        capture.drain()
+        return capture.result()
+    store, session_id, tool_call_id = target
+    chunks = capture.chunks()
+    try:
+        resource = store.write_stream(session_id, tool_call_id, (chunk for _, chunk in chunks))
+    finally:
+        chunks.close()
+    return capture.result(resource)
+
+
+def run(command: Command, *, cwd: Optional[Union[str, os.PathLike[str]]] = None,
+        env: Optional[Mapping[str, str]] = None, timeout: Optional[float] = None,
+        stdin: Optional[Union[bytes, str]] = None, max_output_bytes: int = MAX_CAPTURE_BYTES,
+        max_error_bytes: int = MAX_CAPTURE_BYTES, keep: str = "head_tail",
+        spill: Optional[Spill] = None) -> ProcessResult:
+    """Run ``command`` and capture its output within the caps.
+
+    :param command: a ``str`` runs through the shell; a list of ``str`` runs directly.
+    :param timeout: seconds; then the process group gets SIGTERM and, after a
+        short grace, SIGKILL; what was captured is returned with ``timed_out``.
+    :param stdin: bytes (or text, encoded as UTF-8) given to the command.
+    :param max_output_bytes: the most stdout bytes kept in memory.
+    :param max_error_bytes: the most stderr bytes kept in memory.
+    :param keep: ``"head_tail"`` keeps the start and the true end of each
+        stream; ``"head"`` only the start.
+    :param spill: ``(store, session_id, tool_call_id)``: also stream the whole
+        combined output into that store; the result's ``resource`` names it.
+    :raises TypeError: a malformed command or argument.
+    :raises ValueError: a cap below 1, an unknown ``keep`` or a non-positive timeout.
+    :raises OSError: the command could not be started (for example, a missing
+        program or ``cwd``).
+    :raises StorageError: spilling failed; the process was killed.
+    """
+    return _run(command, cwd=cwd, env=env, timeout=timeout, stdin=stdin, max_output_bytes=max_output_bytes,
+                max_error_bytes=max_error_bytes, keep=keep, spill=spill)
+
+
+async def arun(command: Command, *, cwd: Optional[Union[str, os.PathLike[str]]] = None,
+               env: Optional[Mapping[str, str]] = None, timeout: Optional[float] = None,
+               stdin: Optional[Union[bytes, str]] = None, max_output_bytes: int = MAX_CAPTURE_BYTES,
+               max_error_bytes: int = MAX_CAPTURE_BYTES, keep: str = "head_tail",
+               spill: Optional[Spill] = None) -> ProcessResult:
+    """``run`` for asyncio: the same arguments and the same result.
+
+    The capture loop runs in a worker thread; cancelling the awaiting task
+    terminates the process group (SIGTERM, then SIGKILL) before it returns.
+    """
+    abort = threading.Event()
+    task = asyncio.get_running_loop().run_in_executor(
+        None, lambda: _run(command, cwd=cwd, env=env, timeout=timeout, stdin=stdin,
+                           max_output_bytes=max_output_bytes, max_error_bytes=max_error_bytes, keep=keep,
+                           spill=spill, abort=abort))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        abort.set()
+        with contextlib.suppress(Exception):
+            await task
+        raise
