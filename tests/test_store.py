@@ -605,3 +605,70 @@ def test_truncate_and_paging_properties(tmp_path_factory, content, max_lines, ma
     assert page.offset == min(offset, len(data)) or 0 < page.offset - min(offset, len(data)) <= 3
     assert data[page.offset : end].decode("utf-8", "replace") == page.content
     assert end - page.offset <= max(limit, 4)
+
+
+# ----------------------------------------------------------------- streams
+def chunked(data: bytes, size: int) -> list[bytes]:
+    return [data[i : i + size] for i in range(0, len(data), size)]
+
+
+@given(st.binary(max_size=400) | texts.map(lambda t: t.encode("utf-8", "surrogatepass")),
+       st.integers(1, 50), st.integers(1, 12), st.integers(1, 80))
+@settings(max_examples=80)
+def test_truncate_stream_equals_truncate_of_the_joined_content(tmp_path_factory, data, chunk, max_lines, max_bytes):
+    store = ToolOutputStore(tmp_path_factory.mktemp("stream"), durable=False)
+    streamed = store.truncate_stream("s", "c", chunked(data, chunk), max_lines=max_lines, max_bytes=max_bytes)
+    whole = store.truncate("s", "c", data, max_lines=max_lines, max_bytes=max_bytes)
+    assert streamed.truncated == whole.truncated
+    if not whole.truncated:
+        assert streamed.content == whole.content and streamed.resource is None
+        return
+    assert streamed.content.replace(streamed.resource.uri, "URI") == whole.content.replace(whole.resource.uri, "URI")
+    assert (store.directory / f"{streamed.resource.id}.txt").read_bytes() == data
+
+
+def test_truncate_stream_of_long_lines_and_many_lines(store):
+    few_long = [b"x" * 100_000 + b"\n" for _ in range(30)]
+    many = [b"".join(b"line %d\n" % i for i in range(j * 1000, (j + 1) * 1000)) for j in range(10)]
+    for chunks in (few_long, many):
+        data = b"".join(chunks)
+        streamed = store.truncate_stream("s", "c", chunks, mime="text/x-log", name="log")
+        whole = store.truncate("s", "c", data)
+        assert streamed.content.replace(streamed.resource.uri, "U") == whole.content.replace(whole.resource.uri, "U")
+        assert (streamed.resource.mime, streamed.resource.name) == ("text/x-log", "log")
+
+
+def test_write_stream(store):
+    resource = store.write_stream("s", "c", [b"ab", bytearray(b"cd"), memoryview(b"ef")], name="x")
+    assert store.read("s", resource.uri).content == "abcdef" and resource.name == "x"
+    with pytest.raises(TypeError):
+        store.write_stream("s", "c", [b"ok", "text"])
+    with pytest.raises(TypeError):
+        store.truncate_stream("s", "c", [b"ok", 5])
+    assert [r.id for r in store.resources("s")] == [resource.id]  # nothing of the failed ones is left
+
+
+def test_a_failing_stream_leaves_nothing(store):
+    def chunks():
+        yield b"x" * 100_000
+        raise RuntimeError("the producer died")
+
+    with pytest.raises(RuntimeError):
+        store.truncate_stream("s", "c", chunks())
+    assert files_in(store) == set()
+
+
+def test_view_verifies_the_whole_payload(store):
+    resource = store.write("s", "c", b"0123456789" * 100_000)
+    with store.view("s", resource.uri) as (seen, view):
+        assert seen == resource and bytes(view[:10]) == b"0123456789" and len(view) == resource.size
+    with pytest.raises(AccessDeniedError):
+        with store.view("other", resource.uri):
+            pass
+    path = store.directory / f"{resource.id}.txt"
+    with open(path, "r+b") as file:
+        file.seek(999_999)
+        file.write(b"!")
+    with pytest.raises(ResourceCorruptError):
+        with store.view("s", resource.uri):
+            pass

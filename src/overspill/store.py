@@ -431,23 +431,24 @@ class ToolOutputStore:
         if writer is None:
             return TruncateResult(held.decode("utf-8", "replace"), False, None)
         resource = self._publish(writer, session_id, tool_call_id, mime, name)
-        preview = self._preview_payload(resource, lines_limit, bytes_limit)
+        preview = self._preview_payload(resource, newlines + 1, lines_limit, bytes_limit)
         return TruncateResult(_compose(preview.head, preview.tail, resource, newlines + 1, preview.head_end),
                               True, resource)
 
-    def _preview_payload(self, resource: Resource, max_lines: int, max_bytes: int) -> Preview:
-        """The preview of a just-published payload, read through a map (bounded cost)."""
+    def _preview_payload(self, resource: Resource, lines: int, max_lines: int, max_bytes: int) -> Preview:
+        """The preview of a just-published payload, touching only what decides it."""
         path = self._path(resource.id, ".txt")
         try:
             fd, _ = _files.open_regular(path)
             try:
-                mapping = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+                if lines <= max_lines:
+                    return _byte_cut_preview(fd, resource.size, max_bytes)
+                with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mapping:
+                    return preview(mapping, max_lines, max_bytes)
             finally:
                 os.close(fd)
         except OSError as error:
             raise _storage_error(f"cannot read back {resource.uri}", error) from None
-        with mapping:
-            return preview(mapping, max_lines, max_bytes)
 
     # ------------------------------------------------------------------ reading
     def _path(self, resource_id: str, suffix: str) -> Path:
@@ -681,6 +682,27 @@ class ToolOutputStore:
             except StorageError:
                 pass  # the folder vanished or is unreadable: try again next time
             self._stop.wait(interval)
+
+
+# A code-point boundary depends on at most 3 bytes either side of it.
+_BOUNDARY_REACH = 4
+
+
+def _byte_cut_preview(fd: int, size: int, max_bytes: int) -> Preview:
+    """``preview`` of a file over ``max_bytes`` whose lines are within the limit.
+
+    Then the regions are the whole content and only two byte cuts decide the
+    preview, so two windows of the file settle it, whatever its size.
+    """
+    head_share, tail_share = max_bytes - max_bytes // 2, max_bytes // 2
+    head_window = os.pread(fd, head_share + _BOUNDARY_REACH, 0)
+    _, end = _kernels.page_bounds(head_window, 0, head_share, len(head_window) == size)
+    head_end = end if end <= head_share else 0  # the first character alone is over the share
+    window_start = max(size - tail_share - _BOUNDARY_REACH, 0)
+    tail_window = os.pread(fd, size - window_start, window_start)
+    tail_offset, _ = _kernels.page_bounds(tail_window, size - tail_share - window_start, 1, True)
+    return Preview(str(head_window[:head_end], "utf-8", "replace"), str(tail_window[tail_offset:], "utf-8", "replace"),
+                   True, head_end, window_start + tail_offset)
 
 
 def _limit(value: object, name: str) -> int:

@@ -1,0 +1,228 @@
+"""Process capture with real processes: caps, concurrency, timeouts, spill, memory."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import overspill
+from overspill import ToolOutputStore, collect_stream, run
+
+PY = sys.executable
+
+
+def python(code: str) -> list[str]:
+    return [PY, "-c", textwrap.dedent(code)]
+
+
+@pytest.fixture
+def store(tmp_path):
+    with ToolOutputStore(tmp_path, durable=False) as opened:
+        yield opened
+
+
+def test_shell_and_list_commands():
+    shell = run("echo out; echo err >&2; exit 3")
+    assert (shell.exit_code, shell.stdout, shell.stderr) == (3, b"out\n", b"err\n")
+    assert not shell.timed_out and shell.duration >= 0 and shell.resource is None
+    listed = run([PY, "-c", "import sys; print(sys.argv[1])", "a b; echo not-a-shell"])
+    assert listed.stdout == b"a b; echo not-a-shell\n"
+
+
+def test_empty_output():
+    result = run("true")
+    assert (result.stdout, result.stderr, result.stdout_bytes, result.stdout_truncated) == (b"", b"", 0, False)
+
+
+def test_cwd_env_and_stdin(tmp_path):
+    result = run("pwd; echo $OVERSPILL_TEST; cat", cwd=tmp_path, env={**os.environ, "OVERSPILL_TEST": "yes"},
+                 stdin="héllo")
+    assert result.stdout == f"{tmp_path}\nyes\nhéllo".encode()
+    big = run("wc -c", stdin=b"x" * 5_000_000)
+    assert big.stdout.strip() == b"5000000"
+
+
+def test_stdin_the_child_does_not_read():
+    result = run("exit 0", stdin=b"x" * 10_000_000)
+    assert result.exit_code == 0
+
+
+@pytest.mark.parametrize("size", [0, 1, 99, 100, 101, 3_000_000])
+def test_caps_keep_head_and_true_tail(size):
+    code = f"import sys; data = bytes(i % 251 for i in range({size})); sys.stdout.buffer.write(data)"
+    data = bytes(i % 251 for i in range(size))
+    both = run([PY, "-c", code], max_output_bytes=100)
+    assert both.stdout_bytes == size and both.stdout_truncated == (size > 100)
+    assert both.stdout == (data if size <= 100 else data[:50] + data[-50:])
+    head = run([PY, "-c", code], max_output_bytes=100, keep="head")
+    assert head.stdout == data[:100]
+
+
+def test_binary_and_invalid_utf8_are_kept_exactly():
+    payload = b"\x00\xff\xfe\xc3(\xe2\x82\n\xf0\x9f\x98"
+    result = run(python(f"import sys; sys.stdout.buffer.write({payload!r})"))
+    assert result.stdout == payload
+
+
+def test_a_child_filling_stderr_while_stdout_is_idle_does_not_block():
+    result = run(python("""
+        import sys
+        sys.stderr.buffer.write(b"e" * 20_000_000)
+        sys.stderr.flush()
+        print("done")
+    """), timeout=60)
+    assert not result.timed_out and result.stdout == b"done\n"
+    assert result.stderr_bytes == 20_000_000 and result.stderr_truncated and len(result.stderr) == 1024 * 1024
+
+
+def group_is_gone(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_timeout_terminates_the_process_group():
+    started = time.monotonic()
+    result = run("echo partial; sleep 30", timeout=0.5)
+    assert result.timed_out and result.stdout == b"partial\n" and result.exit_code == -signal.SIGTERM
+    assert time.monotonic() - started < 10
+
+
+def test_a_child_ignoring_sigterm_is_killed():
+    result = run(python("""
+        import signal, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print("ignoring", flush=True)
+        time.sleep(60)
+    """), timeout=0.5)
+    assert result.timed_out and result.exit_code == -signal.SIGKILL and result.stdout == b"ignoring\n"
+    assert result.duration < 10
+
+
+def test_grandchildren_holding_the_pipes_are_ended_at_the_timeout():
+    started = time.monotonic()
+    result = run("sleep 60 & echo $!; echo leader-exits", timeout=1)
+    assert time.monotonic() - started < 10 and result.timed_out
+    grandchild = int(result.stdout.split()[0])
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(grandchild, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("the grandchild survived the timeout")
+
+
+def test_no_zombie_is_left():
+    result = run("exit 5")
+    assert result.exit_code == 5
+    children = subprocess.run(["ps", "-o", "stat=", "--ppid", str(os.getpid())], capture_output=True, text=True)
+    assert "Z" not in children.stdout
+
+
+def test_spill_stores_the_whole_combined_output(store):
+    result = run(python("""
+        import sys
+        for i in range(200_000):
+            sys.stdout.write(f"line {i}\\n")
+    """), max_output_bytes=1000, spill=(store, "s", "call"))
+    expected = "".join(f"line {i}\n" for i in range(200_000)).encode()
+    assert result.stdout_truncated and result.resource is not None and result.resource.size == len(expected)
+    assert (store.directory / f"{result.resource.id}.txt").read_bytes() == expected
+
+
+def test_spill_of_both_streams_keeps_every_byte(store):
+    result = run("for i in $(seq 1000); do echo out$i; echo err$i >&2; done", spill=(store, "s", "c"))
+    stored = (store.directory / f"{result.resource.id}.txt").read_bytes()
+    assert sorted(stored.splitlines()) == sorted([f"out{i}".encode() for i in range(1, 1001)]
+                                                 + [f"err{i}".encode() for i in range(1, 1001)])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [({"command": 42}, TypeError), ({"command": []}, TypeError), ({"command": ["ls", 3]}, TypeError),
+     ({"command": "true", "timeout": 0}, ValueError), ({"command": "true", "timeout": "1"}, TypeError),
+     ({"command": "true", "max_output_bytes": 0}, ValueError), ({"command": "true", "keep": "tail"}, ValueError),
+     ({"command": "true", "stdin": 5}, TypeError), ({"command": "true", "spill": ("x",)}, TypeError)],
+)
+def test_run_rejects_bad_arguments(kwargs, error):
+    with pytest.raises(error):
+        run(**kwargs)
+
+
+def test_a_missing_program_is_an_os_error():
+    with pytest.raises(FileNotFoundError):
+        run(["/nonexistent/program"])
+
+
+def test_arun_gives_the_same_result():
+    result = asyncio.run(overspill.arun("printf 'a\\nb'; echo e >&2; exit 2"))
+    assert (result.exit_code, result.stdout, result.stderr) == (2, b"a\nb", b"e\n")
+
+
+def test_cancelling_arun_ends_the_process():
+    async def main():
+        task = asyncio.create_task(overspill.arun("echo $$; sleep 60"))
+        await asyncio.sleep(0.5)
+        task.cancel()
+        started = time.monotonic()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return time.monotonic() - started
+
+    assert asyncio.run(main()) < 10
+
+
+def test_collect_stream():
+    collected = collect_stream([b"abc", bytearray(b"def"), memoryview(b"ghi")], 5)
+    assert collected == overspill.Collected(b"abcde", 9, True)
+    assert collect_stream([], 3) == overspill.Collected(b"", 0, False)
+    with pytest.raises(TypeError):
+        collect_stream(["text"], 3)
+
+
+MEMORY_PROBE = """
+import json, resource, sys, tempfile
+from overspill import ToolOutputStore, run
+store = ToolOutputStore(tempfile.mkdtemp(), durable=False)
+producer = [sys.executable, "-c",
+            "import os\\nblock = b'0123456789abcdef' * 65536 + b'\\\\n'\\n"
+            "for _ in range(200): os.write(1, block)"]
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+result = run(producer, spill=(store, "s", "c"))
+after_run = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+def chunks():
+    block = b"0123456789abcdef" * 65536 + b"\\n"
+    for _ in range(200):
+        yield block
+
+truncated = store.truncate_stream("s", "c", chunks())
+after_stream = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"before": before, "after_run": after_run, "after_stream": after_stream,
+                  "stdout_bytes": result.stdout_bytes, "spilled": result.resource.size,
+                  "stream_size": truncated.resource.size}))
+"""
+
+
+def test_200_mib_through_run_and_truncate_stream_in_bounded_memory(subprocess_env):
+    probe = subprocess.run([PY, "-c", MEMORY_PROBE], capture_output=True, text=True, env=subprocess_env, timeout=300)
+    assert probe.returncode == 0, probe.stderr
+    figures = json.loads(probe.stdout)
+    expected = 200 * (16 * 65536 + 1)
+    assert figures["stdout_bytes"] == figures["spilled"] == figures["stream_size"] == expected
+    # ru_maxrss is in KiB on Linux: the 200 MiB never came near memory.
+    assert figures["after_run"] - figures["before"] < 64 * 1024
+    assert figures["after_stream"] - figures["before"] < 64 * 1024
