@@ -32,7 +32,7 @@ try:
 except ImportError:  # pragma: no cover - not on POSIX
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["MAX_CAPTURE_BYTES", "Collected", "ProcessResult", "arun", "collect_stream", "run"]
+__all__ = ["MAX_CAPTURE_BYTES", "Collected", "ProcessResult", "RunningCommand", "arun", "collect_stream", "run"]
 
 MAX_CAPTURE_BYTES = 1024 * 1024
 _READ_SIZE = 1024 * 1024
@@ -107,8 +107,13 @@ def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
         os.killpg(process.pid, sig)
 
 
-class _Capture:
-    """One running command: ``chunks()`` drives it and yields its output as it comes."""
+class RunningCommand:
+    """A started command: ``chunks()`` drives it and yields its output as it comes.
+
+    For callers that consume the combined output as a stream (the bash tool
+    spills it through ``store.truncate_stream``); ``run`` is built on it.
+    Arguments are those of ``run``.
+    """
 
     def __init__(self, command: Command, *, cwd: Optional[Union[str, os.PathLike[str]]],
                  env: Optional[Mapping[str, str]], timeout: Optional[float], stdin: Optional[Union[bytes, str]],
@@ -262,7 +267,7 @@ def _spill_target(spill: object) -> Optional[Spill]:
 def _run(command: Command, *, cwd, env, timeout, stdin, max_output_bytes, max_error_bytes, keep, spill,
          abort: Optional[threading.Event] = None) -> ProcessResult:
     target = _spill_target(spill)
-    capture = _Capture(command, cwd=cwd, env=env, timeout=timeout, stdin=stdin, max_output_bytes=max_output_bytes,
+    capture = RunningCommand(command, cwd=cwd, env=env, timeout=timeout, stdin=stdin, max_output_bytes=max_output_bytes,
                        max_error_bytes=max_error_bytes, keep=keep, abort=abort)
     if target is None:
         capture.drain()

@@ -1,0 +1,44 @@
+"""What every tool returns, and the limits the tools share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from ..records import Resource
+from ..store import TruncateResult
+
+__all__ = ["MAX_LINE_LENGTH", "MAX_READ_LINES", "MAX_RESPONSE_BYTES", "MAX_SEARCH_BYTES", "ToolResult",
+           "bounded", "failure"]
+
+MAX_READ_LINES = 2000
+MAX_LINE_LENGTH = 2000
+MAX_RESPONSE_BYTES = 5 * 1024 * 1024
+MAX_SEARCH_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A tool's answer for the model.
+
+    ``output`` is what the model reads; ``is_error`` marks a failure it should
+    see (with a one-line reason as the output); ``truncated`` and ``resource``
+    say whether and where the whole output was stored; ``metadata`` is for the
+    host (exit codes, sizes, offsets) and never needed by the model.
+    """
+
+    output: str
+    is_error: bool = False
+    truncated: bool = False
+    resource: Optional[Resource] = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def failure(reason: str, **metadata: Any) -> ToolResult:
+    """A one-line error for the model."""
+    return ToolResult(" ".join(reason.split()), True, False, None, metadata)
+
+
+def bounded(result: TruncateResult, *, is_error: bool = False, **metadata: Any) -> ToolResult:
+    """A tool output as ``store.truncate`` bounded it."""
+    return ToolResult(result.content, is_error, result.truncated, result.resource, metadata)

@@ -1,0 +1,151 @@
+"""The read tool: a page of a stored output, or numbered lines of a file."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO, Optional, Union
+
+from ..config import MAX_READ_BYTES
+from ..errors import OverspillError
+from ..store import ToolOutputStore
+from ._result import MAX_LINE_LENGTH, MAX_READ_LINES, ToolResult, failure
+
+__all__ = ["read"]
+
+# A file whose first bytes hold a NUL is treated as binary.
+_SNIFF_BYTES = 8192
+# Longest raw line read at once; the rest of a longer line is skipped unread.
+_LINE_READ = MAX_LINE_LENGTH * 4 + 1
+
+
+def _whole_number(value: object, name: str, minimum: int) -> Optional[str]:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"{name} must be an integer"
+    if value < minimum:
+        return f"{name} must be at least {minimum}"
+    return None
+
+
+def read(store: ToolOutputStore, session_id: str, tool_call_id: str, *, resource: Optional[str] = None,
+         path: Optional[str] = None, offset: Optional[int] = None, limit: Optional[int] = None,
+         cwd: Union[str, "os.PathLike[str]", None] = None) -> ToolResult:
+    """Read a page of a ``tool-output://`` resource, or lines of a file.
+
+    With ``resource``: ``offset`` and ``limit`` are bytes (as ``store.read``),
+    and a closing hint names the next offset when more follows.  With
+    ``path``: ``offset`` is the first line (1-based), ``limit`` the number of
+    lines (default ``MAX_READ_LINES``), at most ``MAX_READ_BYTES`` bytes; lines
+    are numbered and each is cut at ``MAX_LINE_LENGTH`` characters.
+
+    :param cwd: the folder a relative ``path`` is read from (the host's choice).
+    """
+    if (resource is None) == (path is None):
+        return failure("give exactly one of resource (a tool-output:// URI) or path (a file)")
+    if resource is not None:
+        return _read_resource(store, session_id, resource, offset, limit)
+    return _read_file(path, offset, limit, cwd)
+
+
+def _read_resource(store: ToolOutputStore, session_id: str, uri: object, offset: Optional[int],
+                   limit: Optional[int]) -> ToolResult:
+    problem = (_whole_number(offset, "offset", 0) if offset is not None else None) or (
+        _whole_number(limit, "limit", 1) if limit is not None else None)
+    if problem:
+        return failure(problem)
+    try:
+        page = store.read(session_id, uri, offset=offset or 0, limit=limit)  # type: ignore[arg-type]
+    except OverspillError as error:
+        return failure(str(error))
+    size = page.resource.size
+    metadata = {"offset": page.offset, "next": page.next, "size": size, "uri": page.resource.uri}
+    if page.next is None:
+        return ToolResult(page.content, False, False, None, metadata)
+    hint = (f"\n\n[{size - page.next} more bytes of {page.resource.uri}: "
+            f"read again with offset={page.next} to continue]")
+    return ToolResult(page.content + hint, False, True, None, metadata)
+
+
+def _read_line(file: BinaryIO) -> Optional[tuple[bytes, bool]]:
+    """The next line (without its newline) cut to a bounded length, and whether
+    it was cut; None at the end of the file."""
+    raw = file.readline(_LINE_READ)
+    if not raw:
+        return None
+    if raw.endswith(b"\n"):
+        return raw[:-1].removesuffix(b"\r"), False
+    if len(raw) < _LINE_READ:
+        return raw, False  # the last line, without a newline
+    while True:  # skip the rest of an overlong line
+        rest = file.readline(1 << 20)
+        if not rest or rest.endswith(b"\n"):
+            return raw, True
+
+
+def _read_file(path: object, offset: Optional[int], limit: Optional[int],
+               cwd: Union[str, "os.PathLike[str]", None]) -> ToolResult:
+    if not isinstance(path, str) or not path:
+        return failure("path must be a non-empty string")
+    problem = (_whole_number(offset, "offset", 1) if offset is not None else None) or (
+        _whole_number(limit, "limit", 1) if limit is not None else None)
+    if problem:
+        return failure(problem)
+    first = offset or 1
+    count = limit or MAX_READ_LINES
+    target = Path(cwd or ".") / path
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        return failure(f"no such file: {path}")
+    except OSError as error:
+        return failure(f"cannot read {path}: {error.strerror}")
+    if stat.S_ISDIR(info.st_mode):
+        return failure(f"{path} is a directory, not a file; list it with bash or search it with grep")
+    if not stat.S_ISREG(info.st_mode):
+        return failure(f"{path} is not a regular file")
+    try:
+        with open(target, "rb") as file:
+            if b"\0" in file.read(_SNIFF_BYTES):
+                return failure(f"{path} looks binary (it contains NUL bytes); it cannot be read as text")
+            file.seek(0)
+            return _numbered_lines(file, path, first, count)
+    except OSError as error:
+        return failure(f"cannot read {path}: {error.strerror}")
+
+
+def _numbered_lines(file: BinaryIO, path: str, first: int, count: int) -> ToolResult:
+    number = 0
+    lines: list[str] = []
+    used = 0
+    more = False
+    while True:
+        line = _read_line(file)
+        if line is None:
+            break
+        number += 1
+        if number < first:
+            continue
+        if len(lines) == count:
+            more = True
+            break
+        raw, cut = line
+        text = raw.decode("utf-8", "replace")
+        if cut or len(text) > MAX_LINE_LENGTH:
+            text = text[:MAX_LINE_LENGTH] + f"… [line cut at {MAX_LINE_LENGTH} characters]"
+        numbered = f"{number:>6}\t{text}"
+        size = len(numbered.encode("utf-8", "surrogateescape")) + 1
+        if lines and used + size > MAX_READ_BYTES:
+            more = True
+            break
+        lines.append(numbered)
+        used += size
+    if not lines:
+        if number == 0:
+            return ToolResult("(empty file)", False, False, None, {"lines": 0})
+        return failure(f"offset {first} is past the end of {path}, which has {number} lines")
+    last = first + len(lines) - 1
+    output = "\n".join(lines)
+    if more:
+        output += f"\n\n[more lines follow: read again with offset={last + 1} to continue]"
+    return ToolResult(output, False, more, None, {"first_line": first, "last_line": last})

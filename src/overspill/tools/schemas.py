@@ -1,0 +1,190 @@
+"""The six tools' JSON definitions for the model, and one-line dispatch of its calls."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..config import MAX_BYTES, MAX_LINES, MAX_READ_BYTES
+from ..store import ToolOutputStore
+from ._result import MAX_READ_LINES, ToolResult, failure
+from .bash import bash
+from .grep import grep
+from .read import read
+from .skill import skill
+from .webfetch import FORMATS, webfetch
+from .websearch import websearch
+
+__all__ = ["STYLES", "call", "schemas"]
+
+STYLES = ("openai", "anthropic")
+
+_PAGING = (f"Output over {MAX_LINES} lines or {MAX_BYTES // 1024} KB is truncated: you see its head and tail "
+           "around a marker naming tool-output://ID, its size, and the byte offset where the omitted part "
+           "starts. To see more, call read with resource set to that URI and offset set to that byte offset "
+           "(each page names the next offset), or grep with resource set to the URI to find the lines you need.")
+
+_TOOLS: dict[str, dict[str, Any]] = {
+    "bash": {
+        "description": "Run a shell command and return its stdout, then its stderr, then a non-zero exit "
+                       "code. " + _PAGING,
+        "properties": {
+            "command": {"type": "string", "description": "The command line, run by /bin/sh."},
+            "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600,
+                        "description": "Seconds before the command is stopped (default 120)."},
+        },
+        "required": ["command"],
+    },
+    "read": {
+        "description": "Read a page of a stored output (resource: a tool-output:// URI; offset and limit in "
+                       f"bytes, at most {MAX_READ_BYTES // 1024} KB a page) or lines of a file (path; offset is "
+                       f"the first line, from 1; limit the number of lines, default {MAX_READ_LINES}). "
+                       "Give exactly one of resource or path; follow the offset the answer names to continue.",
+        "properties": {
+            "resource": {"type": "string", "description": "A tool-output://ID URI from a truncated output."},
+            "path": {"type": "string", "description": "A file to read."},
+            "offset": {"type": "integer", "minimum": 0,
+                       "description": "Byte offset into the resource, or first line (from 1) of the file."},
+            "limit": {"type": "integer", "minimum": 1,
+                      "description": "Bytes of the resource, or lines of the file, to read."},
+        },
+        "required": [],
+    },
+    "webfetch": {
+        "description": "Fetch an http or https URL (at most 5 MB of text) and return it as Markdown, text "
+                       "or HTML. " + _PAGING,
+        "properties": {
+            "url": {"type": "string", "description": "The http(s) URL."},
+            "format": {"type": "string", "enum": list(FORMATS), "description": "How to return HTML pages."},
+            "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": 120, "description": "Seconds."},
+        },
+        "required": ["url"],
+    },
+    "websearch": {
+        "description": "Search the web and return the results. " + _PAGING,
+        "properties": {"query": {"type": "string", "description": "What to search for."}},
+        "required": ["query"],
+    },
+    "skill": {
+        "description": "Load the instructions of a named skill (its SKILL.md). An unknown name lists the "
+                       "available skills. " + _PAGING,
+        "properties": {"name": {"type": "string", "description": "The skill's name."}},
+        "required": ["name"],
+    },
+    "grep": {
+        "description": "Search files for a regular expression (results as file:line:text), or search a "
+                       "stored output with resource=tool-output://ID (results as offset:text, the byte "
+                       "offset to pass to read). " + _PAGING,
+        "properties": {
+            "pattern": {"type": "string", "description": "A regular expression."},
+            "path": {"type": "string", "description": "File or folder to search (default: the current one)."},
+            "resource": {"type": "string", "description": "A tool-output:// URI to search instead of files."},
+            "glob": {"type": "string", "description": "Only files matching this glob, e.g. *.py."},
+            "ignore_case": {"type": "boolean", "description": "Match regardless of case."},
+            "max_matches": {"type": "integer", "minimum": 1, "maximum": 1000,
+                            "description": "Most results listed (default 100)."},
+        },
+        "required": ["pattern"],
+    },
+}
+
+# What the host decides, per tool: passed through ``call``'s options, never seen by the model.
+_HOST_OPTIONS = {
+    "bash": ("cwd", "env", "spill"),
+    "read": ("cwd",),
+    "webfetch": (),
+    "websearch": ("provider",),
+    "skill": ("roots",),
+    "grep": ("cwd",),
+}
+_FUNCTIONS: dict[str, Callable[..., ToolResult]] = {
+    "bash": bash, "read": read, "webfetch": webfetch, "websearch": websearch, "skill": skill, "grep": grep}
+_REQUIRED_OPTIONS = {"websearch": {"provider": None}, "skill": {"roots": None}}
+
+
+def _parameters(name: str) -> dict[str, Any]:
+    spec = _TOOLS[name]
+    return {"type": "object", "properties": copy.deepcopy(spec["properties"]), "required": list(spec["required"]),
+            "additionalProperties": False}
+
+
+def schemas(style: str = "openai") -> list[dict[str, Any]]:
+    """The JSON definitions of bash, read, webfetch, websearch, skill and grep.
+
+    :param style: ``"openai"`` (function calling) or ``"anthropic"`` (tools).
+    :raises ValueError: an unknown style.
+    """
+    if style == "openai":
+        return [{"type": "function", "function": {"name": name, "description": spec["description"],
+                                                  "parameters": _parameters(name)}}
+                for name, spec in _TOOLS.items()]
+    if style == "anthropic":
+        return [{"name": name, "description": spec["description"], "input_schema": _parameters(name)}
+                for name, spec in _TOOLS.items()]
+    raise ValueError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
+
+
+_JSON_TYPES: dict[str, Callable[[object], bool]] = {
+    "string": lambda value: isinstance(value, str),
+    "integer": lambda value: isinstance(value, int) and not isinstance(value, bool),
+    "number": lambda value: isinstance(value, (int, float)) and not isinstance(value, bool),
+    "boolean": lambda value: isinstance(value, bool),
+}
+
+
+def _invalid_argument(name: str, arguments: Mapping[str, Any]) -> str | None:
+    """Why ``arguments`` do not fit the tool's schema, or None when they do."""
+    spec = _TOOLS[name]
+    properties = spec["properties"]
+    for key in spec["required"]:
+        if key not in arguments:
+            return f"{name} needs the argument {key!r}"
+    for key, value in arguments.items():
+        if key not in properties:
+            return f"{name} has no argument {key!r} (it takes {', '.join(properties)})"
+        rule = properties[key]
+        if not _JSON_TYPES[rule["type"]](value):
+            return f"{name}'s argument {key!r} must be a {rule['type']}, not {type(value).__name__}"
+        if "enum" in rule and value not in rule["enum"]:
+            return f"{name}'s argument {key!r} must be one of {', '.join(rule['enum'])}"
+        if "minimum" in rule and value < rule["minimum"]:
+            return f"{name}'s argument {key!r} must be at least {rule['minimum']}"
+        if "exclusiveMinimum" in rule and value <= rule["exclusiveMinimum"]:
+            return f"{name}'s argument {key!r} must be more than {rule['exclusiveMinimum']}"
+        if "maximum" in rule and value > rule["maximum"]:
+            return f"{name}'s argument {key!r} must be at most {rule['maximum']}"
+    return None
+
+
+def call(store: ToolOutputStore, session_id: str, tool_call_id: str, name: str,
+         arguments: Mapping[str, Any] | str | None, **options: Any) -> ToolResult:
+    """Validate a model's tool call against the schemas and run it.
+
+    :param name: the tool the model called.
+    :param arguments: what the model chose: a mapping, or its JSON text.
+    :param options: what the host decides (``cwd``, ``env``, ``spill``,
+        ``provider``, ``roots``); each tool takes the ones it uses and ignores
+        the rest, so one set can be passed for every call.
+    :returns: the tool's result; an unknown tool or arguments that do not fit
+        its schema come back as ``is_error`` results the model can act on.
+    """
+    if name not in _FUNCTIONS:
+        return failure(f"unknown tool {name!r}; the tools are {', '.join(_FUNCTIONS)}")
+    if arguments is None:
+        arguments = {}
+    if isinstance(arguments, (str, bytes)):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except ValueError as error:
+            return failure(f"the arguments of {name} are not valid JSON: {error}")
+    if not isinstance(arguments, Mapping):
+        return failure(f"the arguments of {name} must be a JSON object")
+    problem = _invalid_argument(name, arguments)
+    if problem:
+        return failure(problem)
+    host = {key: options[key] for key in _HOST_OPTIONS[name] if key in options}
+    for key, default in _REQUIRED_OPTIONS.get(name, {}).items():
+        host.setdefault(key, default)
+    return _FUNCTIONS[name](store, session_id, tool_call_id, **arguments, **host)
