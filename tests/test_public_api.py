@@ -110,3 +110,14 @@ def test_forcing_a_missing_extension_fails_loudly(subprocess_env, tmp_path):
     subprocess_env["OVERSPILL_IMPLEMENTATION"] = "auto"
     fallback = run_python("import overspill; print(overspill.IMPLEMENTATION)", subprocess_env)
     assert fallback.stdout.strip() == "python", fallback.stderr
+
+
+def test_tool_names_are_pinned():
+    from overspill import tools
+
+    assert set(tools.__all__) == {
+        "MAX_LINE_LENGTH", "MAX_READ_LINES", "MAX_RESPONSE_BYTES", "MAX_SEARCH_BYTES", "ToolResult",
+        "bash", "call", "grep", "read", "schemas", "skill", "webfetch", "websearch",
+    }
+    assert (tools.MAX_READ_LINES, tools.MAX_LINE_LENGTH) == (2000, 2000)
+    assert (tools.MAX_RESPONSE_BYTES, tools.MAX_SEARCH_BYTES) == (5 * 1024 * 1024, 256 * 1024)

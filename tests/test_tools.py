@@ -1,0 +1,420 @@
+"""The tools end to end: real processes, files, and an http.server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import http.server
+import importlib
+import json
+import os
+import shutil
+import threading
+
+import pytest
+
+from overspill import ToolOutputStore, tools
+
+# The submodule, not the function that tools/__init__ exports under the same name.
+grep_module = importlib.import_module("overspill.tools.grep")
+
+
+@pytest.fixture
+def store(tmp_path):
+    with ToolOutputStore(tmp_path / "data", durable=False) as opened:
+        yield opened
+
+
+# ------------------------------------------------------------------ bash
+def test_bash_composes_stdout_stderr_and_exit_code(store):
+    result = tools.bash(store, "s", "c", "echo out; echo err >&2; exit 4")
+    assert result.output == "out\n[stderr]\nerr\n[exit code: 4]"
+    assert not result.is_error and not result.truncated and result.resource is None
+    assert result.metadata["exit_code"] == 4
+    assert tools.bash(store, "s", "c", "true").output == "(no output)"
+
+
+def test_bash_cwd_and_env(store, tmp_path):
+    result = tools.bash(store, "s", "c", "pwd; echo $GREETING", cwd=tmp_path, env={**os.environ, "GREETING": "hi"})
+    assert result.output == f"{tmp_path}\nhi"
+
+
+def test_bash_timeout_is_an_error_with_a_note(store):
+    result = tools.bash(store, "s", "c", "echo started; sleep 30", timeout=0.5)
+    assert result.is_error and result.metadata["timed_out"]
+    assert result.output.startswith("started\n[timed out after 0.5 seconds")
+
+
+def test_bash_large_output_is_stored_and_advertised(store):
+    result = tools.bash(store, "s", "c", "seq 1 100000")
+    assert result.truncated and result.resource is not None
+    assert result.resource.uri in result.output
+    stored = (store.directory / f"{result.resource.id}.txt").read_text()
+    assert stored == "\n".join(str(i) for i in range(1, 100001))
+
+
+def test_bash_capture_drop_advertises_no_uri(store):
+    result = tools.bash(store, "s", "c", "yes 0123456789 | head -c 5000000; echo; echo THE-END")
+    assert result.truncated and result.resource is None
+    assert "tool-output://" not in result.output
+    assert f"{5000000 + 9 - 1024 * 1024} bytes of output were dropped at capture" in result.output
+    assert "rerun with spill" in result.output and result.output.rstrip().endswith("THE-END")
+    assert result.metadata["dropped_bytes"] == 5000000 + 9 - 1024 * 1024
+    assert store.resources("s") == []
+
+
+def test_bash_spill_stores_everything_and_advertises_it(store):
+    result = tools.bash(store, "s", "c", "yes 0123456789 | head -c 5000000; echo THE-END; exit 1", spill=True)
+    assert result.truncated and result.resource is not None and result.resource.uri in result.output
+    assert result.resource.size == 5000000 + 8
+    assert result.output.endswith("THE-END\n[exit code: 1]")
+    marker_offset = int(result.output.split("starts at byte offset ")[1].split()[0])
+    page = store.read("s", result.resource.uri, offset=marker_offset, limit=20)
+    assert page.offset == marker_offset and page.content.startswith(("0123456789"[marker_offset % 11 :], "\n"))
+
+
+def test_bash_rejects_an_empty_command_and_a_missing_cwd(store, tmp_path):
+    assert tools.bash(store, "s", "c", "  ").is_error
+    missing = tools.bash(store, "s", "c", "true", cwd=tmp_path / "missing")
+    assert missing.is_error and "could not run" in missing.output
+
+
+# ------------------------------------------------------------------ read
+def test_read_resource_pages_with_a_hint(store):
+    resource = store.write("s", "c", "abcdefghij" * 10)
+    page = tools.read(store, "s", "c", resource=resource.uri, offset=10, limit=20)
+    assert page.output.startswith("abcdefghij" * 2) and "offset=30" in page.output and page.truncated
+    last = tools.read(store, "s", "c", resource=resource.uri, offset=90)
+    assert last.output == "abcdefghij" and not last.truncated
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [({"resource": "tool-output://nope"}, "not a tool-output URI"), ({}, "exactly one"),
+     ({"resource": "x", "path": "y"}, "exactly one"), ({"resource": "tool-output://0123456789abcdefghijklmnop"},
+                                                         "no resource"),
+     ({"path": "f", "offset": 0}, "at least 1"), ({"path": "f", "limit": True}, "integer")],
+)
+def test_read_failures_are_one_line(store, kwargs, fragment):
+    result = tools.read(store, "s", "c", **kwargs)
+    assert result.is_error and fragment in result.output and "\n" not in result.output
+
+
+def test_read_other_session_is_refused(store):
+    resource = store.write("alice", "c", "secret")
+    result = tools.read(store, "bob", "c", resource=resource.uri)
+    assert result.is_error and "another session" in result.output
+
+
+@pytest.fixture
+def text_file(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("".join(f"line {i}\n" for i in range(1, 3001)) + "x" * 5000 + "\nlast")
+    return path
+
+
+def test_read_file_numbers_lines_and_hints(store, text_file):
+    result = tools.read(store, "s", "c", path=str(text_file))
+    lines = result.output.split("\n")
+    assert lines[0] == "     1\tline 1" and lines[1999] == "  2000\tline 2000"
+    assert result.output.endswith("[more lines follow: read again with offset=2001 to continue]")
+    page = tools.read(store, "s", "c", path=text_file.name, offset=2999, limit=5, cwd=text_file.parent)
+    assert page.output.split("\n")[0] == "  2999\tline 2999"
+    long_line = page.output.split("\n")[2]
+    assert long_line.startswith("  3001\t" + "x" * 2000 + "… [line cut at 2000 characters]")
+    assert page.output.split("\n")[3] == "  3002\tlast" and not page.truncated
+
+
+def test_read_file_is_bounded_in_bytes(store, tmp_path):
+    path = tmp_path / "wide.txt"
+    path.write_text(("y" * 1000 + "\n") * 200)
+    result = tools.read(store, "s", "c", path=str(path))
+    assert len(result.output.encode()) <= 51200 + 100 and "offset=" in result.output
+
+
+@pytest.mark.parametrize(("setup", "fragment"), [("missing", "no such file"), ("folder", "is a directory"),
+                                                 ("binary", "binary"), ("past", "past the end")])
+def test_read_file_refusals(store, tmp_path, setup, fragment):
+    path = tmp_path / "target"
+    if setup == "folder":
+        path.mkdir()
+    elif setup == "binary":
+        path.write_bytes(b"PK\x03\x04\x00\x00binary")
+    elif setup == "past":
+        path.write_text("one\ntwo\n")
+    result = tools.read(store, "s", "c", path=str(path), offset=50 if setup == "past" else None)
+    assert result.is_error and fragment in result.output
+
+
+def test_read_empty_file(store, tmp_path):
+    (tmp_path / "empty").write_text("")
+    assert tools.read(store, "s", "c", path=str(tmp_path / "empty")).output == "(empty file)"
+
+
+# ------------------------------------------------------------------ webfetch
+class _Handler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):  # keep test output clean
+        pass
+
+    def send(self, status: int, content_type: str, body: bytes, length: int | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body) if length is None else length))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):  # noqa: N802 - the http.server API
+        if self.path == "/page":
+            html = ("<html><head><meta charset='iso-8859-1'><script>alert(1)</script><style>p{}</style></head>"
+                    "<body><h1>Caf\xe9</h1><p>Read <a href='/doc'>the doc</a>, <em>now</em>.</p>"
+                    "<ul><li>one</li><li>two</li></ul><pre>x = 1\n  y</pre>"
+                    "<table><tr><th>k</th><th>v</th></tr><tr><td>a</td><td>1</td></tr></table></body></html>")
+            self.send(200, "text/html; charset=iso-8859-1", html.encode("latin-1"))
+        elif self.path == "/big":
+            self.send(200, "text/plain", b"x" * (6 * 1024 * 1024))
+        elif self.path == "/lying":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", "10")
+            self.end_headers()
+            self.wfile.write(b"0123456789" + b"EXTRA" * 1000)
+        elif self.path == "/unbounded":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            try:
+                for _ in range(6 * 16):
+                    self.wfile.write(b"z" * 65536)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client refused the body part way, as it should
+        elif self.path == "/redirect":
+            self.send_response(302)
+            self.send_header("Location", "/page")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif self.path in ("/to-file", "/to-ftp"):
+            self.send_response(302)
+            self.send_header("Location", "file:///etc/passwd" if self.path == "/to-file" else "ftp://127.0.0.1/x")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif self.path == "/image":
+            self.send(200, "image/png", b"\x89PNG\r\n\x1a\n" + b"\0" * 100)
+        elif self.path == "/json":
+            self.send(200, "application/json", json.dumps({"key": "välue"}).encode())
+        else:
+            self.send(404, "text/plain", b"missing")
+
+
+@pytest.fixture(scope="module")
+def server():
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_webfetch_html_as_markdown_text_and_html(store, server):
+    markdown = tools.webfetch(store, "s", "c", f"{server}/page")
+    assert not markdown.is_error
+    assert "# Café" in markdown.output and "[the doc](/doc)" in markdown.output and "*now*" in markdown.output
+    assert "- one\n- two" in markdown.output and "```\nx = 1\n  y\n```" in markdown.output
+    assert "| k | v |" in markdown.output and "alert" not in markdown.output and "p{}" not in markdown.output
+    text = tools.webfetch(store, "s", "c", f"{server}/page", format="text")
+    assert "Café" in text.output and "[the doc]" not in text.output and "#" not in text.output
+    raw = tools.webfetch(store, "s", "c", f"{server}/page", format="html")
+    assert raw.output.startswith("<html>") and "<script>" in raw.output
+
+
+def test_webfetch_refuses_a_large_body_and_keeps_nothing(store, server):
+    for path in ("/big", "/unbounded"):
+        result = tools.webfetch(store, "s", "c", f"{server}{path}")
+        assert result.is_error and "refused" in result.output and "limit" in result.output
+    assert store.resources("s") == []
+
+
+def test_webfetch_lying_content_length_is_held_to_it(store, server):
+    result = tools.webfetch(store, "s", "c", f"{server}/lying")
+    assert result.output == "0123456789"
+
+
+def test_webfetch_follows_http_redirects_only(store, server):
+    assert "# Café" in tools.webfetch(store, "s", "c", f"{server}/redirect").output
+    for path in ("/to-file", "/to-ftp"):
+        refused = tools.webfetch(store, "s", "c", server + path)
+        assert refused.is_error and "redirect" in refused.output.lower()
+
+
+@pytest.mark.parametrize(("url", "fragment"), [("/image", "not text"), ("/missing", "HTTP 404")])
+def test_webfetch_refusals(store, server, url, fragment):
+    result = tools.webfetch(store, "s", "c", server + url)
+    assert result.is_error and fragment in result.output
+
+
+def test_webfetch_json_is_text(store, server):
+    assert json.loads(tools.webfetch(store, "s", "c", f"{server}/json").output) == {"key": "välue"}
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://example.com/x", "not a url", "http://"])
+def test_webfetch_only_http(store, url):
+    result = tools.webfetch(store, "s", "c", url)
+    assert result.is_error and "http" in result.output
+
+
+def test_webfetch_bad_format(store, server):
+    assert tools.webfetch(store, "s", "c", f"{server}/page", format="pdf").is_error
+
+
+def test_webfetch_unreachable(store):
+    result = tools.webfetch(store, "s", "c", "http://127.0.0.1:1/", timeout=5)
+    assert result.is_error and "could not fetch" in result.output
+
+
+# ------------------------------------------------------------------ websearch
+def test_websearch(store):
+    assert tools.websearch(store, "s", "c", "q", provider=lambda q: f"results for {q}").output == "results for q"
+    assert tools.websearch(store, "s", "c", "q", provider=lambda q: "é".encode()).output == "é"
+
+
+def test_websearch_cuts_at_256_kib_with_a_note(store):
+    answer = "é" * 200_000  # 400,000 bytes
+    result = tools.websearch(store, "s", "c", "q", provider=lambda q: answer)
+    stored = (store.directory / f"{result.resource.id}.txt").read_bytes()
+    assert len(stored) <= 256 * 1024 and stored.endswith(b"[search results cut at 262144 of 400000 bytes]")
+    assert stored.decode()  # the cut split no character
+    assert result.metadata == {"bytes": 400000, "cut": True}
+
+
+@pytest.mark.parametrize("provider", [None, lambda q: 1 / 0, lambda q: 42])
+def test_websearch_failures(store, provider):
+    result = tools.websearch(store, "s", "c", "q", provider=provider)
+    assert result.is_error
+
+
+# ------------------------------------------------------------------ skill
+@pytest.fixture
+def skill_roots(tmp_path):
+    first, second = tmp_path / "skills-a", tmp_path / "skills-b"
+    (first / "pdf").mkdir(parents=True)
+    (first / "pdf" / "SKILL.md").write_text("---\nname: pdf-tools\ndescription: Work with PDFs\n---\n# PDF\nUse it.")
+    (second / "plain").mkdir(parents=True)
+    (second / "plain" / "SKILL.md").write_text("# No front matter\n")
+    (second / "empty").mkdir()
+    return [first, str(second)]
+
+
+def test_skill_loads_by_front_matter_name(store, skill_roots):
+    result = tools.skill(store, "s", "c", "pdf-tools", roots=skill_roots)
+    assert not result.is_error and result.output.endswith("# PDF\nUse it.")
+    assert result.metadata["description"] == "Work with PDFs"
+    assert tools.skill(store, "s", "c", "plain", roots=skill_roots).output.endswith("# No front matter\n")
+
+
+def test_unknown_skill_lists_the_available_ones(store, skill_roots):
+    result = tools.skill(store, "s", "c", "nope", roots=skill_roots)
+    assert result.is_error and "pdf-tools" in result.output and "plain" in result.output
+    assert tools.skill(store, "s", "c", "pdf", roots=None).is_error
+
+
+# ------------------------------------------------------------------ grep
+@pytest.fixture
+def tree(tmp_path):
+    root = tmp_path / "tree"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("import os\ndef main():\n    return TODO\n")
+    (root / "src" / "util.txt").write_text("todo: nothing\n")
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text("TODO in git\n")
+    (root / "image.bin").write_bytes(b"\0\0TODO\0")
+    (root / "long.txt").write_text("TODO " + "w" * 3000 + "\n")
+    return root
+
+
+@pytest.fixture(params=["python", "ripgrep"])
+def engine(request, monkeypatch):
+    if request.param == "python":
+        monkeypatch.setattr(grep_module, "_ripgrep", lambda: None)
+    elif shutil.which("rg") is None:
+        pytest.skip("rg is not on PATH")
+    return request.param
+
+
+def test_grep_files(store, tree, engine):
+    result = tools.grep(store, "s", "c", "TODO", cwd=tree)
+    lines = result.output.split("\n")
+    assert lines[0] == ("long.txt:1:TODO " + "w" * 3000)[:2000] + "… [line cut]"  # each result line is cut
+    assert lines[1:] == ["src/app.py:3:    return TODO"]
+    insensitive = tools.grep(store, "s", "c", "todo", path="src", ignore_case=True, cwd=tree)
+    assert insensitive.output.split("\n") == ["src/app.py:3:    return TODO", "src/util.txt:1:todo: nothing"]
+    globbed = tools.grep(store, "s", "c", "o", glob="*.txt", path="src", cwd=tree)
+    assert globbed.output == "src/util.txt:1:todo: nothing"
+
+
+def test_grep_limits_and_counts_the_rest(store, tmp_path, engine):
+    (tmp_path / "many.txt").write_text("hit\n" * 250)
+    result = tools.grep(store, "s", "c", "hit", cwd=tmp_path, max_matches=10)
+    assert result.output.count("\n") == 10 and result.output.endswith("[240 more matches not shown; narrow "
+                                                                        "the pattern, path or glob]")
+    assert result.metadata["matches"] == 250
+
+
+def test_grep_no_match_and_bad_input(store, tree, engine):
+    assert tools.grep(store, "s", "c", "absent-word", cwd=tree).output == "no matches for 'absent-word'"
+    assert tools.grep(store, "s", "c", "(unclosed", cwd=tree).is_error
+    assert tools.grep(store, "s", "c", "x", path="missing", cwd=tree).is_error
+    assert tools.grep(store, "s", "c", "x", max_matches=0, cwd=tree).is_error
+
+
+def test_grep_a_stored_output_gives_offsets_for_read(store):
+    text = "".join(f"line {i}\n" for i in range(100_000)) + "ERROR: disk full\n" + "tail\n" * 10
+    resource = store.write("s", "c", text)
+    result = tools.grep(store, "s", "c", r"^ERROR", resource=resource.uri)
+    offset_text, line = result.output.split(":", 1)
+    assert line == "ERROR: disk full"
+    page = tools.read(store, "s", "c", resource=resource.uri, offset=int(offset_text), limit=16)
+    assert page.output.startswith("ERROR: disk full")
+    many = tools.grep(store, "s", "c", r"line 9999\d$", resource=resource.uri, max_matches=3)
+    assert many.metadata["matches"] == 10 and "7 more matches" in many.output
+    assert tools.grep(store, "other", "c", "x", resource=resource.uri).is_error
+
+
+# ------------------------------------------------------------------ schemas and call
+@pytest.mark.parametrize("style", ["openai", "anthropic"])
+def test_schemas_describe_six_tools_and_the_paging_protocol(style):
+    definitions = tools.schemas(style)
+    if style == "openai":
+        definitions = [definition["function"] for definition in definitions]
+        key = "parameters"
+    else:
+        key = "input_schema"
+    assert [d["name"] for d in definitions] == ["bash", "read", "webfetch", "websearch", "skill", "grep"]
+    for definition in definitions:
+        assert definition[key]["type"] == "object" and definition[key]["additionalProperties"] is False
+    bash_description = definitions[0]["description"]
+    assert "tool-output://" in bash_description and "offset" in bash_description and "read" in bash_description
+    json.dumps(definitions)  # serialisable as they are
+    with pytest.raises(ValueError):
+        tools.schemas("gemini")
+
+
+def test_call_validates_and_dispatches(store, tmp_path, skill_roots):
+    assert tools.call(store, "s", "c", "bash", '{"command": "echo hi"}', cwd=tmp_path, roots=skill_roots).output == "hi"
+    assert tools.call(store, "s", "c", "skill", {"name": "pdf-tools"}, roots=skill_roots).output.endswith("Use it.")
+    found = tools.call(store, "s", "c", "websearch", {"query": "x"}, provider=lambda q: "ok", cwd=tmp_path)
+    assert found.output == "ok"
+    assert tools.call(store, "s", "c", "websearch", {"query": "x"}).is_error  # no provider configured
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "fragment"),
+    [("nope", {}, "unknown tool"), ("bash", {}, "needs the argument 'command'"),
+     ("bash", {"command": "x", "shell": "zsh"}, "has no argument 'shell'"),
+     ("bash", {"command": ["ls"]}, "must be a string"), ("read", {"path": "x", "offset": True}, "integer"),
+     ("read", {"path": "x", "limit": 0}, "at least 1"), ("webfetch", {"url": "http://x", "format": "pdf"}, "one of"),
+     ("grep", {"pattern": "x", "max_matches": 5000}, "at most"), ("bash", "{not json", "not valid JSON"),
+     ("bash", "[1, 2]", "JSON object"), ("bash", {"command": "x", "timeout": 0}, "more than 0")],
+)
+def test_call_rejects_arguments_that_do_not_fit(store, name, arguments, fragment):
+    result = tools.call(store, "s", "c", name, arguments)
+    assert result.is_error and fragment in result.output
