@@ -75,8 +75,9 @@ def _lstat(path: Path) -> os.stat_result | None:
 
 
 class _Sweep:
-    def __init__(self, directory: Path, now: float, retention: timedelta, grace: timedelta) -> None:
+    def __init__(self, directory: Path, now: float, retention: timedelta, grace: timedelta, dry_run: bool) -> None:
         self.directory = directory
+        self.dry_run = dry_run
         self.now = now
         self.retention_ms = retention.total_seconds() * 1000
         self.grace = grace.total_seconds()
@@ -84,9 +85,16 @@ class _Sweep:
         self.bytes_freed = 0
         self.temporaries = 0
 
+    def remove(self, path: Path) -> int:
+        """Unlink ``path`` (in a dry run, only measure it); return the bytes it held."""
+        if not self.dry_run:
+            return _files.remove_quietly(path)
+        info = _lstat(path)
+        return 0 if info is None else info.st_size
+
     def remove_pair(self, resource_id: str) -> None:
-        freed = _files.remove_quietly(self.directory / f"{resource_id}.json")
-        freed += _files.remove_quietly(self.directory / f"{resource_id}.txt")
+        freed = self.remove(self.directory / f"{resource_id}.json")
+        freed += self.remove(self.directory / f"{resource_id}.txt")
         self.removed.append(resource_id)
         self.bytes_freed += freed
 
@@ -113,7 +121,7 @@ class _Sweep:
         path = self.directory / name
         info = _lstat(path)
         if info is not None and _age(info, self.now) > self.grace:
-            self.bytes_freed += _files.remove_quietly(path)
+            self.bytes_freed += self.remove(path)
             self.temporaries += 1
 
     def run(self) -> CleanupReport:
@@ -130,8 +138,11 @@ class _Sweep:
         return CleanupReport(len(self.removed), self.bytes_freed, self.temporaries, False, tuple(self.removed))
 
 
-def sweep(directory: Path, now: float, retention: timedelta, grace: timedelta) -> CleanupReport:
+def sweep(directory: Path, now: float, retention: timedelta, grace: timedelta, *,
+          dry_run: bool = False) -> CleanupReport:
     """One cleanup pass over ``directory`` at time ``now`` (seconds since the epoch).
+
+    With ``dry_run`` nothing is removed: the report says what would be.
 
     :raises OSError: the folder or its lock file cannot be opened.
     """
@@ -145,6 +156,6 @@ def sweep(directory: Path, now: float, retention: timedelta, grace: timedelta) -
                 if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                     return CleanupReport(skipped=True)
                 raise
-        return _Sweep(directory, now, retention, grace).run()
+        return _Sweep(directory, now, retention, grace, dry_run).run()
     finally:
         os.close(lock_fd)  # also releases the lock

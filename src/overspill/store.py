@@ -632,11 +632,12 @@ class ToolOutputStore:
         return [record.resource for record in self.records(session_id)]
 
     # ------------------------------------------------------------------ cleanup
-    def cleanup(self, now: Union[datetime, float, None] = None) -> CleanupReport:
+    def cleanup(self, now: Union[datetime, float, None] = None, *, dry_run: bool = False) -> CleanupReport:
         """Remove expired resources, broken pairs and old leftovers.
 
         :param now: the current time (a datetime, or seconds since the epoch);
             the clock by default.
+        :param dry_run: remove nothing; report what would be removed.
         :raises StorageError: the folder cannot be read.
         """
         if now is None:
@@ -648,9 +649,11 @@ class ToolOutputStore:
         else:
             raise TypeError(f"now must be a datetime or seconds since the epoch, not {type(now).__name__}")
         try:
-            report = sweep(self._directory, now_seconds, self._retention, self._grace)
+            report = sweep(self._directory, now_seconds, self._retention, self._grace, dry_run=dry_run)
         except OSError as error:
             raise _storage_error(f"cannot clean {self._directory}", error) from None
+        if dry_run:
+            return report
         with self._lock:
             for resource_id in report.removed_ids:
                 self._maps.pop(resource_id, None)

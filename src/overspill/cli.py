@@ -1,0 +1,342 @@
+"""The ``overspill`` command line: run, read, truncate, ls, cleanup, stats.
+
+Exit codes: the command's own for ``run``; otherwise 0 on success, 2 for
+usage errors and bad input, 3 for an unknown, invalid or foreign resource,
+4 for a storage failure.  Errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shlex
+import signal
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any, BinaryIO, NoReturn, Optional
+
+from . import __version__
+from .config import MAX_READ_BYTES
+from .errors import (
+    AccessDeniedError,
+    ConfigError,
+    InvalidResourceError,
+    OverspillError,
+    ResourceNotFoundError,
+    StorageError,
+)
+from .store import ToolOutputStore
+from .tools import bash
+
+__all__ = ["main"]
+
+EXIT_USAGE = 2
+EXIT_RESOURCE = 3
+EXIT_STORAGE = 4
+_CHUNK = 1024 * 1024
+_EXIT_CODES = """exit codes:
+  0  success (run: the command's own exit code)
+  2  usage error or bad input
+  3  unknown, invalid or another session's resource
+  4  storage failure (for example, the disk is full)"""
+_SESSION_HELP = "session id (default: $OVERSPILL_SESSION, else 'cli')"
+_DATA_HELP = "data folder (default: $OVERSPILL_DATA_DIR, $XDG_DATA_HOME/overspill or ~/.local/share/overspill)"
+
+
+class _UsageError(Exception):
+    """Bad input found after parsing: reported like a usage error (exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors are one line on stderr and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.partition(" ")[2]
+        self.exit(EXIT_USAGE, f"overspill: error: {command + ': ' if command else ''}{message}\n")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, not {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, not {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, not {text!r}")
+    return value
+
+
+def _parser() -> _Parser:
+    common = _Parser(add_help=False)
+    common.add_argument("--session", help=_SESSION_HELP)
+    common.add_argument("--data-dir", help=_DATA_HELP)
+    common.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    limits = _Parser(add_help=False)
+    limits.add_argument("--max-lines", type=_positive, help="lines the preview may show (default 2000)")
+    limits.add_argument("--max-bytes", type=_positive, help="bytes the preview may show (default 51200)")
+
+    parser = _Parser(prog="overspill", description="Bound tool outputs for LLM agents: preview the head and "
+                     "tail, keep the whole output, and read it back in pages.",
+                     epilog=_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"overspill {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    def add(name: str, help_text: str, parents: Sequence[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+        return commands.add_parser(name, help=help_text, description=help_text, parents=list(parents),
+                                   epilog=_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    run = add("run", "run a command and print its bounded output; exits with the command's exit code",
+              [common, limits])
+    run.add_argument("--timeout", type=_seconds, default=120.0, help="seconds before it is stopped (default 120)")
+    run.add_argument("--spill", action="store_true", help="store the whole output, however large")
+    run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]",
+                     help="the command: one argument runs through the shell; several run as they are")
+
+    read = add("read", "print a page of a stored output, or all of it", [common])
+    read.add_argument("uri", help="tool-output://ID")
+    read.add_argument("--offset", type=_non_negative, default=0, help="byte offset of the page (default 0)")
+    read.add_argument("--limit", type=_positive, help=f"bytes in the page (default and most {MAX_READ_BYTES})")
+    read.add_argument("--all", action="store_true", help="write the whole resource, its exact bytes, to stdout")
+
+    truncate = add("truncate", "bound any text (a file, or stdin of any size) and print the preview",
+                   [common, limits])
+    truncate.add_argument("file", nargs="?", default="-", help="a file, or - for stdin (the default)")
+    truncate.add_argument("--name", help="a name to store with the resource")
+
+    ls = add("ls", "list stored outputs with size, age, name and session", [common])
+    ls.add_argument("--all-sessions", action="store_true", help="every session's, not only this one's")
+
+    cleanup = add("cleanup", "remove expired outputs and leftovers", [common])
+    cleanup.add_argument("--dry-run", action="store_true", help="only report what would be removed")
+
+    add("stats", "count, bytes, oldest and per-session totals of stored outputs", [common])
+    return parser
+
+
+def _store(args: argparse.Namespace) -> ToolOutputStore:
+    config = {"tool_output": {key: value for key, value in (("max_lines", getattr(args, "max_lines", None)),
+                                                           ("max_bytes", getattr(args, "max_bytes", None)))
+                              if value is not None}}
+    return ToolOutputStore(args.data_dir, config=config)
+
+
+def _session(args: argparse.Namespace) -> str:
+    return args.session or os.environ.get("OVERSPILL_SESSION") or "cli"
+
+
+def _as_json(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {field.name: _as_json(getattr(value, field.name)) for field in dataclasses.fields(value)
+                if field.repr}
+    if isinstance(value, (list, tuple)):
+        return [_as_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _as_json(item) for key, item in value.items()}
+    return value
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(_as_json(value), ensure_ascii=False) + "\n")
+
+
+def _print_text(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _exit_status(exit_code: int) -> int:
+    return 128 - exit_code if exit_code < 0 else min(exit_code, 255)
+
+
+def _command_run(args: argparse.Namespace) -> int:
+    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    if not argv:
+        raise _UsageError("run needs a command after --")
+    command = argv[0] if len(argv) == 1 else shlex.join(argv)
+    store = _store(args)
+    result = bash(store, _session(args), f"cli-{time.time_ns()}", command, timeout=args.timeout, spill=args.spill)
+    if args.json:
+        _print_json(result)
+    else:
+        _print_text(result.output)
+    if "exit_code" not in result.metadata:
+        return EXIT_USAGE  # the command could not even be started
+    return _exit_status(result.metadata["exit_code"])
+
+
+def _write_all(out: BinaryIO, chunks: Iterator[memoryview]) -> None:
+    for chunk in chunks:
+        out.write(chunk)
+    out.flush()
+
+
+def _command_read(args: argparse.Namespace) -> int:
+    store = _store(args)
+    session = _session(args)
+    if args.all:
+        with store.view(session, args.uri) as (resource, data):
+            if args.json:
+                _print_json({"resource": resource, "content": str(data, "utf-8", "replace")})
+            else:
+                _write_all(sys.stdout.buffer, (data[i : i + _CHUNK] for i in range(0, len(data), _CHUNK)))
+        return 0
+    page = store.read(session, args.uri, offset=args.offset, limit=args.limit)
+    if args.json:
+        _print_json(page)
+    elif page.next is None:
+        _print_text(page.content)
+    else:
+        _print_text(f"{page.content}\n\n[{page.resource.size - page.next} more bytes: "
+                    f"overspill read {page.resource.uri} --offset {page.next}]")
+    return 0
+
+
+def _chunks_of(stream: BinaryIO) -> Iterator[bytes]:
+    while chunk := stream.read(_CHUNK):
+        yield chunk
+
+
+def _command_truncate(args: argparse.Namespace) -> int:
+    store = _store(args)
+    session = _session(args)
+    call = f"cli-{time.time_ns()}"
+    name = args.name if args.name is not None else (None if args.file == "-" else os.path.basename(args.file))
+    if args.file == "-":
+        result = store.truncate_stream(session, call, _chunks_of(sys.stdin.buffer), name=name)
+    else:
+        try:
+            source = open(args.file, "rb")
+        except OSError as error:
+            raise _UsageError(f"cannot read {args.file}: {error.strerror}") from None
+        with source:
+            result = store.truncate_stream(session, call, _chunks_of(source), name=name)
+    if args.json:
+        _print_json(result)
+    else:
+        _print_text(result.content)
+    return 0
+
+
+def _age(created_ms: float) -> str:
+    seconds = max(time.time() - created_ms / 1000, 0)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
+
+
+def _command_ls(args: argparse.Namespace) -> int:
+    store = _store(args)
+    records = store.records(None if args.all_sessions else _session(args))
+    if args.json:
+        _print_json({"resources": [{"uri": r.resource.uri, "size": r.resource.size, "mime": r.resource.mime,
+                                    "name": r.resource.name, "session": r.session_id,
+                                    "tool_call": r.tool_call_id, "created": r.created_ms} for r in records]})
+        return 0
+    if not records:
+        _print_text("no stored outputs")
+        return 0
+    rows = [(r.resource.uri, str(r.resource.size), _age(r.created_ms), r.resource.name or "-", r.session_id)
+            for r in records]
+    header = ("URI", "BYTES", "AGE", "NAME", "SESSION")
+    widths = [max(len(row[column]) for row in [header, *rows]) for column in range(5)]
+    for row in [header, *rows]:
+        sys.stdout.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() + "\n")
+    return 0
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
+def _command_cleanup(args: argparse.Namespace) -> int:
+    report = _store(args).cleanup(dry_run=args.dry_run)
+    if args.json:
+        _print_json({**_as_json(report), "dry_run": args.dry_run})
+    elif report.skipped:
+        _print_text("another process is cleaning this folder; nothing done")
+    else:
+        verb = "would remove" if args.dry_run else "removed"
+        _print_text(f"{verb} {_count(report.removed, 'output')} and {_count(report.temporaries, 'leftover file')}, "
+                    f"{report.bytes_freed} bytes")
+    return 0
+
+
+def _command_stats(args: argparse.Namespace) -> int:
+    records = _store(args).records()
+    sessions: dict[str, dict[str, int]] = {}
+    for record in records:
+        entry = sessions.setdefault(record.session_id, {"count": 0, "bytes": 0})
+        entry["count"] += 1
+        entry["bytes"] += record.resource.size
+    oldest = min((record.created_ms for record in records), default=None)
+    summary = {"count": len(records), "bytes": sum(r.resource.size for r in records),
+               "oldest": None if oldest is None else int(oldest), "sessions": sessions}
+    if args.json:
+        _print_json(summary)
+        return 0
+    lines = [f"{_count(summary['count'], 'output')}, {summary['bytes']} bytes"]
+    if oldest is not None:
+        lines.append(f"oldest: {_age(oldest)} ago")
+    lines += [f"  {session}: {_count(entry['count'], 'output')}, {entry['bytes']} bytes"
+              for session, entry in sessions.items()]
+    _print_text("\n".join(lines))
+    return 0
+
+
+_COMMANDS = {"run": _command_run, "read": _command_read, "truncate": _command_truncate, "ls": _command_ls,
+             "cleanup": _command_cleanup, "stats": _command_stats}
+
+
+def _fail(status: int, message: str) -> int:
+    sys.stderr.write(f"overspill: error: {' '.join(message.split())}\n")
+    return status
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command line; return (and, as a console script, exit with) its status."""
+    args = _parser().parse_args(argv)
+    try:
+        return _COMMANDS[args.command](args)
+    except _UsageError as error:
+        return _fail(EXIT_USAGE, str(error))
+    except (InvalidResourceError, ResourceNotFoundError, AccessDeniedError) as error:
+        return _fail(EXIT_RESOURCE, str(error))
+    except ConfigError as error:
+        return _fail(EXIT_USAGE, str(error))
+    except StorageError as error:
+        return _fail(EXIT_STORAGE, str(error))
+    except OverspillError as error:
+        return _fail(EXIT_USAGE, str(error))
+    except BrokenPipeError:
+        # The reader (head, less) went away: not an error; keep Python from complaining at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        return 128 + signal.SIGINT
+
+
+if __name__ == "__main__":  # pragma: no cover - python -m overspill.cli
+    sys.exit(main())
