@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Union
 
 from . import _kernels
+from ._arguments import whole_number
 from .records import Resource
 
 if TYPE_CHECKING:
@@ -88,14 +89,6 @@ def collect_stream(chunks: Iterable[Union[bytes, bytearray, memoryview]], max_by
     return Collected(cap.value(), cap.total_bytes, cap.truncated)
 
 
-def _check_cap(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, not {value}")
-    return value
-
-
 def _enlarge_pipe(fd: int) -> None:
     if fcntl is not None and hasattr(fcntl, "F_SETPIPE_SZ"):
         with contextlib.suppress(OSError):  # above the system's pipe-max-size: keep the default
@@ -134,8 +127,8 @@ class RunningCommand:
         if stdin is not None and not isinstance(stdin, (bytes, str)):
             raise TypeError(f"stdin must be bytes or str, not {type(stdin).__name__}")
         self._caps = (
-            _kernels.StreamCap(_check_cap(max_output_bytes, "max_output_bytes"), keep=keep),
-            _kernels.StreamCap(_check_cap(max_error_bytes, "max_error_bytes"), keep=keep),
+            _kernels.StreamCap(whole_number(max_output_bytes, "max_output_bytes", 1), keep=keep),
+            _kernels.StreamCap(whole_number(max_error_bytes, "max_error_bytes", 1), keep=keep),
         )
         self._stdin = stdin.encode("utf-8", "surrogateescape") if isinstance(stdin, str) else stdin
         self._timeout = timeout

@@ -58,24 +58,23 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"overspill: error: {command + ': ' if command else ''}{message}\n")
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}")
-    return value
+def _integer(minimum: int, meaning: str):
+    """An argparse type: an int of at least ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {meaning}, not {text!r}")
+        return value
+
+    return parse
 
 
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, not {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, not {text!r}")
-    return value
+_positive = _integer(1, "a positive integer")
+_non_negative = _integer(0, "a non-negative integer")
 
 
 def _seconds(text: str) -> float:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from . import _files, _kernels
+from ._arguments import whole_number
 from .config import MAX_READ_BYTES, RETENTION, ConfigSource, Limits, default_data_dir, resolve_limits
 from .errors import (
     AccessDeniedError,
@@ -81,12 +82,6 @@ def _check_id_string(value: object, name: str) -> str:
         raise TypeError(f"{name} must be a str, not {type(value).__name__}")
     if not value:
         raise ValueError(f"{name} must not be empty")
-    return value
-
-
-def _check_offset(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
     return value
 
 
@@ -403,8 +398,8 @@ class ToolOutputStore:
         """
         mime = "text/plain" if mime is None else mime
         self._check_write_arguments(session_id, tool_call_id, mime, name)
-        lines_limit = self._limits.max_lines if max_lines is None else _limit(max_lines, "max_lines")
-        bytes_limit = self._limits.max_bytes if max_bytes is None else _limit(max_bytes, "max_bytes")
+        lines_limit = self._limits.max_lines if max_lines is None else whole_number(max_lines, "max_lines", 1)
+        bytes_limit = self._limits.max_bytes if max_bytes is None else whole_number(max_bytes, "max_bytes", 1)
         held = bytearray()
         newlines = 0
         size = 0
@@ -581,8 +576,8 @@ class ToolOutputStore:
         """
         resource_id = parse_uri(uri)
         _check_id_string(session_id, "session_id")
-        offset = _check_offset(offset, "offset")
-        limit = MAX_READ_BYTES if limit is None else _check_offset(limit, "limit")
+        offset = whole_number(offset, "offset")  # clamped below, as the reference store does
+        limit = MAX_READ_BYTES if limit is None else whole_number(limit, "limit")
         record = self._owned_record(session_id, resource_id)
         size = record.resource.size
         offset = min(max(offset, 0), size)
@@ -706,14 +701,6 @@ def _byte_cut_preview(fd: int, size: int, max_bytes: int) -> Preview:
     tail_offset, _ = _kernels.page_bounds(tail_window, size - tail_share - window_start, 1, True)
     return Preview(str(head_window[:head_end], "utf-8", "replace"), str(tail_window[tail_offset:], "utf-8", "replace"),
                    True, head_end, window_start + tail_offset)
-
-
-def _limit(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, not {value}")
-    return value
 
 
 def _chunk_view(chunk: object) -> memoryview:

@@ -16,6 +16,8 @@ _DROPPED = {"script", "style", "noscript", "template", "svg", "head", "iframe", 
 _VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
 _BLOCKS = {"p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "form", "figure",
            "figcaption", "dl", "dt", "dd", "address", "details", "summary", "body", "html"}
+# Markdown for inline elements, the same on both sides (code inside pre is left plain).
+_INLINE_MARKERS = {"strong": "**", "b": "**", "em": "*", "i": "*", "code": "`"}
 _SPACE = re.compile(r"\s+")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
 
@@ -103,12 +105,8 @@ class _Converter(HTMLParser):
             else:
                 bullet = "- " if self.markdown else "• "
             self.emit("  " * depth + bullet)
-        elif tag in ("strong", "b"):
-            self.inline("**")
-        elif tag in ("em", "i"):
-            self.inline("*")
-        elif tag == "code" and not self.pre:
-            self.inline("`")
+        elif tag in _INLINE_MARKERS and not (tag == "code" and self.pre):
+            self.inline(_INLINE_MARKERS[tag])
         elif tag == "pre":
             self.newlines(2)
             self.inline("```\n")
@@ -148,12 +146,8 @@ class _Converter(HTMLParser):
             if self.lists:
                 self.lists.pop()
             self.newlines(2 if not self.lists else 1)
-        elif tag in ("strong", "b"):
-            self.inline("**")
-        elif tag in ("em", "i"):
-            self.inline("*")
-        elif tag == "code" and not self.pre:
-            self.inline("`")
+        elif tag in _INLINE_MARKERS and not (tag == "code" and self.pre):
+            self.inline(_INLINE_MARKERS[tag])
         elif tag == "pre":
             self.pre = max(self.pre - 1, 0)
             if self.markdown:
