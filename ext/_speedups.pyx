@@ -7,7 +7,6 @@ two cannot drift apart in what they accept.  The loops live in
 overspill_simd.h; this module only checks arguments and reaches the bytes.
 """
 
-cimport cython
 from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_FillInfo
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport uint8_t, uint32_t

@@ -39,6 +39,7 @@ PUBLIC_NAMES = {
     "StorageError",
     "StreamCap",
     "count_lines",
+    "page_bounds",
     "preview",
     "utf8_length",
 }

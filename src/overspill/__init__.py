@@ -7,7 +7,7 @@ sees a head+tail preview with a ``tool-output://`` marker it can page through.
 from __future__ import annotations
 
 from . import _kernels
-from ._kernels import StreamCap, count_lines, utf8_length
+from ._kernels import StreamCap, count_lines, page_bounds, utf8_length
 from .capture import MAX_CAPTURE_BYTES, Collected, ProcessResult, arun, collect_stream, run
 from .config import MAX_BYTES, MAX_LINES, MAX_READ_BYTES, RETENTION, Limits
 from .errors import (
@@ -57,6 +57,7 @@ __all__ = [
     "arun",
     "collect_stream",
     "count_lines",
+    "page_bounds",
     "preview",
     "run",
     "utf8_length",

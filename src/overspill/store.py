@@ -556,7 +556,12 @@ class ToolOutputStore:
         if entry.map is None:
             yield record.resource, memoryview(b"")
             return
-        with memoryview(entry.map) as whole:
+        try:
+            whole = memoryview(entry.map)
+        except ValueError:
+            # The map was closed by close() in another thread.
+            raise ResourceNotFoundError(f"resource {uri} is no longer open") from None
+        with whole:
             self._verify(record, entry, whole, 0, record.resource.size)
             yield record.resource, whole
 
