@@ -418,3 +418,14 @@ def test_call_validates_and_dispatches(store, tmp_path, skill_roots):
 def test_call_rejects_arguments_that_do_not_fit(store, name, arguments, fragment):
     result = tools.call(store, "s", "c", name, arguments)
     assert result.is_error and fragment in result.output
+
+
+def test_a_multi_megabyte_page_converts_whole():
+    """Regression: the converter re-joined its whole output per text node, so a
+    2 MB page took minutes; it now looks only at the end of what it wrote."""
+    from overspill.tools._html import html_to_markdown
+
+    html = "<html><body>" + "<p>Some <b>bold</b> and a <a href='/x'>link</a>.</p>" * 40_000 + "</body></html>"
+    markdown = html_to_markdown(html)
+    assert markdown.count("Some **bold** and a [link](/x).") == 40_000
+    assert "\n\n\n" not in markdown

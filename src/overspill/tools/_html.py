@@ -33,6 +33,7 @@ class _Converter(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.markdown = markdown
         self.out: list[str] = []
+        self.visible = False  # whether anything but white space was output yet
         self.dropping = 0  # depth inside dropped elements
         self.pre = 0
         self.lists: list[list[int]] = []  # per open list: [is_ordered, next number]
@@ -43,28 +44,44 @@ class _Converter(HTMLParser):
         self.rows_in_table: list[int] = []
 
     # -- output helpers
-    def _text(self) -> str:
-        return "".join(self.out)
+    # The output is only ever inspected at its end, a few characters at a
+    # time: joining all of it per text node would make a large page quadratic.
+    @staticmethod
+    def _ending(parts: list[str], size: int) -> str:
+        """The last ``size`` characters of ``parts`` joined, reading only the pieces that needs."""
+        tail: list[str] = []
+        have = 0
+        for piece in reversed(parts):
+            tail.append(piece)
+            have += len(piece)
+            if have >= size:
+                break
+        return "".join(reversed(tail))[-size:]
+
+    def _put(self, piece: str) -> None:
+        self.out.append(piece)
+        if not self.visible and piece.strip():
+            self.visible = True
 
     def emit(self, text: str) -> None:
         if self.cell is not None:
             self.cell.append(text)
         else:
-            self.out.append(text)
+            self._put(text)
 
     def newlines(self, count: int) -> None:
         """End the current line and leave ``count - 1`` blank lines (never more)."""
         if self.cell is not None:
             self.cell.append(" ")
             return
-        text = self._text()
-        if not text.strip():
+        if not self.visible:
             return
-        trailing = len(text) - len(text.rstrip("\n"))
+        ending = self._ending(self.out, count)
+        trailing = len(ending) - len(ending.rstrip("\n"))
         if trailing < count:
-            self.out.append("\n" * (count - trailing))
+            self._put("\n" * (count - trailing))
         if self.quote and self.markdown:
-            self.out.append("> " * self.quote)
+            self._put("> " * self.quote)
 
     def inline(self, marker: str) -> None:
         if self.markdown:
@@ -151,7 +168,7 @@ class _Converter(HTMLParser):
         elif tag == "pre":
             self.pre = max(self.pre - 1, 0)
             if self.markdown:
-                if not self._text().endswith("\n"):
+                if self._ending(self.out, 1) != "\n":
                     self.emit("\n")
                 self.emit("```")
             self.newlines(2)
@@ -178,11 +195,11 @@ class _Converter(HTMLParser):
         if not row:
             return
         if self.markdown:
-            self.out.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |\n")
+            self._put("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |\n")
             if self.rows_in_table and self.rows_in_table[-1] == 0:
-                self.out.append("|" + "|".join(" --- " for _ in row) + "|\n")
+                self._put("|" + "|".join(" --- " for _ in row) + "|\n")
         else:
-            self.out.append("\t".join(row) + "\n")
+            self._put("\t".join(row) + "\n")
         if self.rows_in_table:
             self.rows_in_table[-1] += 1
 
@@ -195,12 +212,11 @@ class _Converter(HTMLParser):
         text = _SPACE.sub(" ", data)
         if not text.strip():
             # Whitespace between inline elements is one space; at a line start, none.
-            current = self._text() if self.cell is None else "".join(self.cell)
-            if current and not current.endswith((" ", "\n")):
+            last = self._ending(self.out if self.cell is None else self.cell, 1)
+            if last and last not in (" ", "\n"):
                 self.emit(" ")
             return
-        current = self._text() if self.cell is None else "".join(self.cell)
-        if not current or current.endswith("\n"):
+        if self._ending(self.out if self.cell is None else self.cell, 1) in ("", "\n"):
             text = text.lstrip()
         self.emit(text)
 
@@ -210,7 +226,7 @@ def _convert(html: str, markdown: bool) -> str:
     converter.feed(html)
     converter.close()
     converter.finish_row()
-    lines = [line.rstrip() for line in converter._text().split("\n")]
+    lines = [line.rstrip() for line in "".join(converter.out).split("\n")]
     text = "\n".join(lines)
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
 
