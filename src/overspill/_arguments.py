@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-__all__ = ["whole_number"]
+__all__ = ["positive_seconds", "whole_number"]
 
 
 def whole_number(value: object, name: str, minimum: Optional[int] = None) -> int:
@@ -18,3 +18,16 @@ def whole_number(value: object, name: str, minimum: Optional[int] = None) -> int
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, not {value}")
     return value
+
+
+def positive_seconds(value: object, name: str) -> float:
+    """``value`` as seconds if it is a positive int or float (a bool is not).
+
+    :raises TypeError: not a number.
+    :raises ValueError: zero, negative or NaN.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    if not value > 0:
+        raise ValueError(f"{name} must be positive")
+    return float(value)

@@ -26,6 +26,8 @@ import sys
 import zlib
 from typing import Union
 
+from ._arguments import whole_number
+
 BytesLike = Union[bytes, bytearray, memoryview]
 
 # Large enough that per-block overhead vanishes, small enough that a bounded
@@ -39,11 +41,8 @@ _KEEP_MODES = ("head", "head_tail")
 
 
 def _check_int(value: object, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, not {value}")
-    return min(int(value), sys.maxsize)
+    """``whole_number``, clamped to what a C ``Py_ssize_t`` holds (as the compiled twin does)."""
+    return min(int(whole_number(value, name, minimum)), sys.maxsize)
 
 
 def _byte_view(data: object) -> memoryview:

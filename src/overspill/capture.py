@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Union
 
 from . import _kernels
-from ._arguments import whole_number
+from ._arguments import positive_seconds, whole_number
 from .records import Resource
 
 if TYPE_CHECKING:
@@ -120,10 +120,7 @@ class RunningCommand:
         else:
             raise TypeError("command must be a str (run by the shell) or a non-empty list of str")
         if timeout is not None:
-            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-                raise TypeError(f"timeout must be a number of seconds, not {type(timeout).__name__}")
-            if not timeout > 0:
-                raise ValueError("timeout must be positive")
+            positive_seconds(timeout, "timeout")
         if stdin is not None and not isinstance(stdin, (bytes, str)):
             raise TypeError(f"stdin must be bytes or str, not {type(stdin).__name__}")
         self._caps = (

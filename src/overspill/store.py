@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from . import _files, _kernels
-from ._arguments import whole_number
+from ._arguments import positive_seconds, whole_number
 from .config import MAX_READ_BYTES, RETENTION, ConfigSource, Limits, default_data_dir, resolve_limits
 from .errors import (
     AccessDeniedError,
@@ -666,15 +666,12 @@ class ToolOutputStore:
         :raises ValueError: ``interval`` is not positive.
         :raises RuntimeError: already started.
         """
-        if isinstance(interval, bool) or not isinstance(interval, (int, float)):
-            raise TypeError(f"interval must be a number of seconds, not {type(interval).__name__}")
-        if not interval > 0:
-            raise ValueError("interval must be positive")
+        seconds = positive_seconds(interval, "interval")
         if self._cleaner is not None:
             raise RuntimeError("cleanup is already running")
         self._stop.clear()
         self._cleaner = threading.Thread(
-            target=self._clean_periodically, args=(float(interval),), name="overspill-cleanup", daemon=True
+            target=self._clean_periodically, args=(seconds,), name="overspill-cleanup", daemon=True
         )
         self._cleaner.start()
 
