@@ -196,6 +196,16 @@ class RunningCommand:
                 _signal_group(process, signal.SIGKILL)
             self._reap()
 
+    @contextlib.contextmanager
+    def combined_output(self) -> Iterator[Iterator[bytes]]:
+        """Both streams' chunks in arrival order, for a consumer such as
+        ``store.write_stream``; leaving the block early kills the command."""
+        chunks = self.chunks()
+        try:
+            yield (chunk for _, chunk in chunks)
+        finally:
+            chunks.close()
+
     def _feed_stdin(self, selector: selectors.BaseSelector, pending: Optional[memoryview]) -> Optional[memoryview]:
         stdin = self._process.stdin
         assert stdin is not None
@@ -263,11 +273,8 @@ def _run(command: Command, *, cwd, env, timeout, stdin, max_output_bytes, max_er
         capture.drain()
         return capture.result()
     store, session_id, tool_call_id = target
-    chunks = capture.chunks()
-    try:
-        resource = store.write_stream(session_id, tool_call_id, (chunk for _, chunk in chunks))
-    finally:
-        chunks.close()
+    with capture.combined_output() as output:
+        resource = store.write_stream(session_id, tool_call_id, output)
     return capture.result(resource)
 
 

@@ -96,11 +96,8 @@ def _spilled(store: ToolOutputStore, session_id: str, tool_call_id: str, command
              timeout: Optional[float], cwd: PathArg, env: Optional[Mapping[str, str]]) -> ToolResult:
     running = RunningCommand(command, cwd=cwd, env=env, timeout=timeout, stdin=None,
                              max_output_bytes=MAX_CAPTURE_BYTES, max_error_bytes=MAX_CAPTURE_BYTES, keep="head_tail")
-    chunks = running.chunks()
-    try:
-        outcome = store.truncate_stream(session_id, tool_call_id, (chunk for _, chunk in chunks))
-    finally:
-        chunks.close()
+    with running.combined_output() as output:
+        outcome = store.truncate_stream(session_id, tool_call_id, output)
     result = running.result(outcome.resource)
     notes = _notes(result.exit_code, result.timed_out, timeout)
     body = outcome.content.rstrip("\n") if outcome.content else ("" if notes else "(no output)")
