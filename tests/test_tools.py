@@ -10,6 +10,7 @@ import shutil
 import threading
 
 import pytest
+from processes import alive_in_group, wait_until, zombies_of
 
 from overspill import ToolOutputStore, tools
 
@@ -69,6 +70,37 @@ def test_bash_spill_stores_everything_and_advertises_it(store):
     marker_offset = int(result.output.split("starts at byte offset ")[1].split()[0])
     page = store.read("s", result.resource.uri, offset=marker_offset, limit=20)
     assert page.offset == marker_offset and page.content.startswith(("0123456789"[marker_offset % 11 :], "\n"))
+
+
+@pytest.mark.parametrize("spill", [False, True])
+def test_bash_reports_progress_and_the_stored_numbers(store, spill):
+    totals: list[int] = []
+    result = tools.call(store, "s", "c", "bash", {"command": "seq 1 100000"}, spill=spill, progress=totals.append)
+    expected = "".join(f"{i}\n" for i in range(1, 100001)).encode()
+    assert totals and totals == sorted(set(totals)) and totals[-1] == len(expected)
+    assert result.resource is not None and result.resource.size in (len(expected), len(expected) - 1)
+    assert result.metadata["lines"] in (100000, 100001)  # how a final newline counts is the counting rule's business
+    # next_offset is where the preview's head stops: the stored bytes before it are the head the model sees.
+    offset = result.metadata["next_offset"]
+    assert 0 < offset < len(expected) and result.output.startswith(expected[:offset].decode().rstrip("\n"))
+    assert store.read("s", result.resource.uri, offset=offset, limit=10).content == expected[offset : offset + 10].decode()
+
+
+def test_bash_abort_ends_the_process_group(store, tmp_path):
+    pid_file = tmp_path / "pid"
+    abort = threading.Event()
+    results = []
+    command = f"echo $$ > {pid_file}; sleep 1000 & sleep 1000; wait"
+    worker = threading.Thread(target=lambda: results.append(tools.call(
+        store, "s", "c", "bash", {"command": command, "timeout": 3600}, spill=True, abort=abort)))
+    worker.start()
+    assert wait_until(lambda: pid_file.exists() and pid_file.read_text().strip())
+    group = int(pid_file.read_text())
+    assert alive_in_group(group)
+    abort.set()
+    worker.join(60)
+    assert not worker.is_alive() and results[0].metadata["exit_code"] < 0
+    assert wait_until(lambda: not alive_in_group(group)) and zombies_of(os.getpid()) == []
 
 
 def test_bash_rejects_an_empty_command_and_a_missing_cwd(store, tmp_path):
@@ -283,7 +315,7 @@ def test_websearch_cuts_at_256_kib_with_a_note(store):
     stored = (store.directory / f"{result.resource.id}.txt").read_bytes()
     assert len(stored) <= 256 * 1024 and stored.endswith(b"[search results cut at 262144 of 400000 bytes]")
     assert stored.decode()  # the cut split no character
-    assert result.metadata == {"bytes": 400000, "cut": True}
+    assert result.metadata == {"bytes": 400000, "cut": True, "lines": 3, "next_offset": result.metadata["next_offset"]}
 
 
 @pytest.mark.parametrize("provider", [None, lambda q: 1 / 0, lambda q: 42])

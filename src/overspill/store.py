@@ -55,11 +55,18 @@ _CACHED_RECORDS = 1024
 
 @dataclass(frozen=True)
 class TruncateResult:
-    """What the model sees of an output: all of it, or a preview and a resource."""
+    """What the model sees of an output: all of it, or a preview and a resource.
+
+    When truncated, ``lines`` is the stored output's line count and
+    ``next_offset`` the byte offset where the part the preview omits begins
+    (the numbers the marker gives the model); both are None otherwise.
+    """
 
     content: str
     truncated: bool
     resource: Optional[Resource]
+    lines: Optional[int] = None
+    next_offset: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -367,7 +374,8 @@ class ToolOutputStore:
         resource = self._write_pieces(session_id, tool_call_id, stored_pieces(content), mime, name)
         lines = _kernels.count_lines(content)
         preview = preview_from_cuts(content, cuts)
-        return TruncateResult(_compose(preview.head, preview.tail, resource, lines, preview.head_end), True, resource)
+        return TruncateResult(_compose(preview.head, preview.tail, resource, lines, preview.head_end), True, resource,
+                              lines, preview.head_end)
 
     # ------------------------------------------------------------------ streams
     def write_stream(self, session_id: str, tool_call_id: str, chunks: Iterable[BytesLike], *,
@@ -428,7 +436,7 @@ class ToolOutputStore:
         resource = self._publish(writer, session_id, tool_call_id, mime, name)
         preview = self._preview_payload(resource, newlines + 1, lines_limit, bytes_limit)
         return TruncateResult(_compose(preview.head, preview.tail, resource, newlines + 1, preview.head_end),
-                              True, resource)
+                              True, resource, newlines + 1, preview.head_end)
 
     def _preview_payload(self, resource: Resource, lines: int, max_lines: int, max_bytes: int) -> Preview:
         """The preview of a just-published payload, touching only what decides it."""
@@ -534,7 +542,7 @@ class ToolOutputStore:
     def _owned_record(self, session_id: str, resource_id: str) -> Record:
         record = self._record(resource_id)
         if record.session_id != session_id:
-            raise AccessDeniedError(f"resource {record.resource.uri} belongs to another session")
+            raise AccessDeniedError(f"resource {record.resource.uri} not found in this session (another session wrote it)")
         return record
 
     @contextlib.contextmanager

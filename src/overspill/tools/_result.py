@@ -9,7 +9,7 @@ from ..records import Resource
 from ..store import TruncateResult
 
 __all__ = ["MAX_LINE_LENGTH", "MAX_READ_LINES", "MAX_RESPONSE_BYTES", "MAX_SEARCH_BYTES", "ToolResult",
-           "bounded", "failure"]
+           "bounded", "failure", "stored_metadata"]
 
 MAX_READ_LINES = 2000
 MAX_LINE_LENGTH = 2000
@@ -39,6 +39,16 @@ def failure(reason: str, **metadata: Any) -> ToolResult:
     return ToolResult(" ".join(reason.split()), True, False, None, metadata)
 
 
+def stored_metadata(result: TruncateResult) -> dict[str, Any]:
+    """What the marker tells the model about a stored output, for the host:
+    ``lines`` and ``next_offset`` (where the omitted part begins); empty when
+    nothing was stored."""
+    if result.resource is None:
+        return {}
+    return {"lines": result.lines, "next_offset": result.next_offset}
+
+
 def bounded(result: TruncateResult, *, is_error: bool = False, **metadata: Any) -> ToolResult:
     """A tool output as ``store.truncate`` bounded it."""
-    return ToolResult(result.content, is_error, result.truncated, result.resource, metadata)
+    return ToolResult(result.content, is_error, result.truncated, result.resource,
+                      {**metadata, **stored_metadata(result)})

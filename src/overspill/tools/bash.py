@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from typing import Optional, Union
 
-from ..capture import MAX_CAPTURE_BYTES, ProcessResult, RunningCommand, run
+from ..capture import MAX_CAPTURE_BYTES, ProcessResult, RunningCommand
 from ..store import ToolOutputStore
 from ..text import preview
-from ._result import ToolResult, bounded, failure
+from ._result import ToolResult, bounded, failure, stored_metadata
 
 __all__ = ["bash"]
 
 PathArg = Union[str, "os.PathLike[str]", None]
+Progress = Callable[[int], None]
 
 
 def _decode(data: bytes) -> str:
@@ -53,9 +55,22 @@ def _compose(result: ProcessResult, timeout: Optional[float]) -> str:
     return "\n".join(parts) if parts else "(no output)"
 
 
+def _counted(chunks: Iterator[bytes], progress: Optional[Progress]) -> Iterator[bytes]:
+    """``chunks``, telling ``progress`` the running total of bytes after each one."""
+    if progress is None:
+        yield from chunks
+        return
+    total = 0
+    for chunk in chunks:
+        total += len(chunk)
+        progress(total)
+        yield chunk
+
+
 def bash(store: ToolOutputStore, session_id: str, tool_call_id: str, command: str, *,
          timeout: float = 120.0, cwd: PathArg = None, env: Optional[Mapping[str, str]] = None,
-         spill: bool = False) -> ToolResult:
+         spill: bool = False, abort: Optional[threading.Event] = None,
+         progress: Optional[Progress] = None) -> ToolResult:
     """Run ``command`` through the shell; return its bounded output.
 
     The text is stdout, then stderr (marked, only when non-empty), then the
@@ -70,15 +85,27 @@ def bash(store: ToolOutputStore, session_id: str, tool_call_id: str, command: st
     :param cwd: the working directory (the host's choice).
     :param env: the environment (the host's choice).
     :param spill: store the complete output however large it is.
+    :param abort: when set (from another thread), the command's process group
+        is terminated as on a timeout (the host's cancellation).
+    :param progress: called from the running thread with the bytes of output
+        so far, after each chunk that arrives (the host's progress reports).
     """
     if not isinstance(command, str) or not command.strip():
         return failure("command must be a non-empty string")
     try:
-        if spill:
-            return _spilled(store, session_id, tool_call_id, command, timeout, cwd, env)
-        result = run(command, cwd=cwd, env=env, timeout=timeout)
+        running = RunningCommand(command, cwd=cwd, env=env, timeout=timeout, stdin=None,
+                                 max_output_bytes=MAX_CAPTURE_BYTES, max_error_bytes=MAX_CAPTURE_BYTES,
+                                 keep="head_tail", abort=abort)
     except (OSError, ValueError, TypeError) as error:
         return failure(f"could not run the command: {getattr(error, 'strerror', None) or error}")
+    try:
+        if spill:
+            return _spilled(store, session_id, tool_call_id, running, timeout, progress)
+        for _ in _counted((chunk for _, chunk in running.chunks()), progress):
+            pass
+    except (OSError, ValueError, TypeError) as error:
+        return failure(f"could not run the command: {getattr(error, 'strerror', None) or error}")
+    result = running.result()
     text = _compose(result, timeout)
     metadata = _metadata(result)
     dropped = result.stdout_bytes - len(result.stdout) + result.stderr_bytes - len(result.stderr)
@@ -92,14 +119,13 @@ def bash(store: ToolOutputStore, session_id: str, tool_call_id: str, command: st
     return ToolResult(output, result.timed_out, True, None, {**metadata, "dropped_bytes": dropped})
 
 
-def _spilled(store: ToolOutputStore, session_id: str, tool_call_id: str, command: str,
-             timeout: Optional[float], cwd: PathArg, env: Optional[Mapping[str, str]]) -> ToolResult:
-    running = RunningCommand(command, cwd=cwd, env=env, timeout=timeout, stdin=None,
-                             max_output_bytes=MAX_CAPTURE_BYTES, max_error_bytes=MAX_CAPTURE_BYTES, keep="head_tail")
+def _spilled(store: ToolOutputStore, session_id: str, tool_call_id: str, running: RunningCommand,
+             timeout: Optional[float], progress: Optional[Progress]) -> ToolResult:
     with running.combined_output() as output:
-        outcome = store.truncate_stream(session_id, tool_call_id, output)
+        outcome = store.truncate_stream(session_id, tool_call_id, _counted(output, progress))
     result = running.result(outcome.resource)
     notes = _notes(result.exit_code, result.timed_out, timeout)
     body = outcome.content.rstrip("\n") if outcome.content else ("" if notes else "(no output)")
     output = "\n".join([body, *notes]) if body else "\n".join(notes)
-    return ToolResult(output, result.timed_out, outcome.truncated, outcome.resource, _metadata(result))
+    return ToolResult(output, result.timed_out, outcome.truncated, outcome.resource,
+                      {**_metadata(result), **stored_metadata(outcome)})

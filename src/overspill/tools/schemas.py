@@ -92,7 +92,7 @@ _TOOLS: dict[str, dict[str, Any]] = {
 
 # What the host decides, per tool: passed through ``call``'s options, never seen by the model.
 _HOST_OPTIONS = {
-    "bash": ("cwd", "env", "spill"),
+    "bash": ("cwd", "env", "spill", "abort", "progress"),
     "read": ("cwd",),
     "webfetch": (),
     "websearch": ("provider",),
@@ -165,7 +165,7 @@ def call(store: ToolOutputStore, session_id: str, tool_call_id: str, name: str,
     :param name: the tool the model called.
     :param arguments: what the model chose: a mapping, or its JSON text.
     :param options: what the host decides (``cwd``, ``env``, ``spill``,
-        ``provider``, ``roots``); each tool takes the ones it uses and ignores
+        ``abort``, ``progress``, ``provider``, ``roots``); each tool takes the ones it uses and ignores
         the rest, so one set can be passed for every call.
     :returns: the tool's result; an unknown tool or arguments that do not fit
         its schema come back as ``is_error`` results the model can act on.

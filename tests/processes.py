@@ -1,0 +1,45 @@
+"""What /proc says about processes, for the tests that check nothing is left running."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable
+
+
+def _stat(pid: str) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as file:
+            # The command name may hold spaces and parentheses: split after the last ')'.
+            return file.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def processes() -> list[tuple[int, str, int, int]]:
+    """``(pid, state, parent pid, process group)`` of every process."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (fields := _stat(entry)) is not None:
+            found.append((int(entry), fields[0], int(fields[1]), int(fields[2])))
+    return found
+
+
+def alive_in_group(group: int) -> list[int]:
+    """Processes of ``group`` that still run (a zombie has stopped running)."""
+    return [pid for pid, state, _, pgrp in processes() if pgrp == group and state != "Z"]
+
+
+def zombies_of(parent: int) -> list[int]:
+    """Children of ``parent`` that exited and were never reaped."""
+    return [pid for pid, state, ppid, _ in processes() if ppid == parent and state == "Z"]
+
+
+def wait_until(condition: Callable[[], object], limit: float = 30.0) -> bool:
+    """Poll ``condition`` until it holds or ``limit`` seconds pass (a liveness bound, not a timing claim)."""
+    deadline = time.monotonic() + limit
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
