@@ -1,0 +1,195 @@
+"""The backend protocol: where one resource's bytes and record live.
+
+``ToolOutputStore`` is the policy (limits, previews, markers, ids, session
+checks, retention settings); a backend only stores and serves bytes and
+records.  It knows nothing of previews, limits or which session may read
+what, and it never imports the store.  The store never touches a file or a
+socket itself: everything below goes through these two protocols.
+
+Lifecycle of one resource::
+
+    writer = backend.create(resource_id)         # id chosen by the store
+    writer.write(view); writer.write(view) ...   # streaming, any sizes
+    record = writer.publish(session_id, tool_call_id, mime, name, retention=...)
+        # atomic: before it returns nothing is visible, after it all is
+    # or, on any failure:  writer.abort()         # leaves nothing visible
+
+    record = backend.record(resource_id)         # validated record
+    with backend.read(record, start, end) as view:   # verified bytes [start, end)
+        ...
+    backend.records(session_id)                  # listing, id (creation) order
+    backend.delete(resource_id)                  # one resource, record first
+    backend.sweep(now, retention, grace)         # retention and leftovers
+
+Contract every backend keeps:
+
+* **Checksums.**  A writer computes a big-endian CRC-32 (zlib's polynomial,
+  ``overspill._kernels.crc32``) per fixed-size chunk of the payload, chunk
+  size of the backend's choosing (the local folder: 64 KiB; Redis: one per
+  chunk key, e.g. 1 MiB), and puts both in the ``Record``
+  (``checksums``, ``checksum_chunk``).  ``read`` verifies every chunk that
+  overlaps the returned range on every call (no "verified once" trust) and
+  raises ``ResourceCorruptError`` naming the byte range on a mismatch.
+* **Atomic publication.**  A resource is visible (to ``record``, ``read``,
+  ``records``) only once ``publish`` returned; a writer killed mid-way leaves
+  nothing readable, and its leftovers are removed by ``sweep`` once older
+  than ``grace``.  Published payloads are immutable.
+* **Ids.**  The store chooses ids (``overspill.records.new_id``: they sort by
+  creation time).  ``create`` raises ``FileExistsError`` when the id is
+  already taken (the store then draws another).
+* **Errors.**  Lookups and reads raise ``ResourceNotFoundError`` (missing,
+  invalid record, payload missing or of the wrong size) or
+  ``ResourceCorruptError``; storage failures raise ``OSError`` — preferably
+  ``StorageError`` with a message that names the location but never a
+  password.  No other exception type leaves a backend for bad data.
+* **Threads.**  One backend object is used by many threads at once; a writer
+  by one thread at a time.
+* **Memory.**  ``write`` holds at most a chunk; ``read`` of a range holds at
+  most that range (the local backend returns a view of a shared map: no
+  copy at all).  The store reads large payloads a range at a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Optional, Protocol, runtime_checkable
+
+from ..records import Record
+
+__all__ = ["Backend", "CleanupReport", "Writer"]
+
+
+@dataclass(frozen=True)
+class CleanupReport:
+    """What one sweep removed.
+
+    ``removed`` counts resources (pairs or lone payloads and records),
+    ``temporaries`` leftover temporary files (or partial writes), ``bytes_freed``
+    all bytes released; ``skipped`` is true when another process was sweeping.
+    """
+
+    removed: int = 0
+    bytes_freed: int = 0
+    temporaries: int = 0
+    skipped: bool = False
+    removed_ids: tuple[str, ...] = field(default=(), repr=False)
+
+
+@runtime_checkable
+class Writer(Protocol):
+    """One resource being written: streaming writes, then ``publish`` or ``abort``."""
+
+    @property
+    def id(self) -> str:
+        """The resource id given to ``Backend.create``."""
+        ...
+
+    @property
+    def size(self) -> int:
+        """Bytes written so far."""
+        ...
+
+    def write(self, data: memoryview, /) -> None:
+        """Append ``data`` (a flat byte view of any length) to the payload.
+
+        The writer must not keep a reference to ``data`` after returning: the
+        caller may reuse or mutate the buffer.
+
+        :raises OSError: the bytes could not be stored (the caller then calls
+            ``abort``).
+        """
+        ...
+
+    def publish(self, session_id: str, tool_call_id: str, mime: str, name: Optional[str], *,
+                retention: timedelta) -> Record:
+        """Make the resource visible, atomically, and return its record.
+
+        Makes the payload durable first when the backend was opened durable.
+        ``created_ms`` is the backend's clock at publication; ``retention`` lets
+        a backend with native expiry (Redis ``EXPIRE``) expire every key of the
+        resource at ``created + retention`` — the local folder ignores it and
+        leaves expiry to ``sweep``.
+
+        :raises OSError: publication failed; nothing is visible (the caller
+            then calls ``abort``, which must still clean up).
+        """
+        ...
+
+    def abort(self) -> None:
+        """Remove whatever this writer created, published or not; never raises.
+
+        What cannot be removed now is left for ``sweep`` after the grace period.
+        """
+        ...
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Stores and serves resources' bytes and records.  See the module docstring."""
+
+    def create(self, resource_id: str, /) -> Writer:
+        """A writer for a new resource named ``resource_id`` (well-formed, from the store).
+
+        :raises FileExistsError: the id is taken (the store draws another).
+        :raises OSError: the backend cannot create anything (full, unreachable).
+        """
+        ...
+
+    def record(self, resource_id: str, /) -> Record:
+        """The validated, published record of ``resource_id`` (may be cached).
+
+        :raises ResourceNotFoundError: not published, or its record is invalid.
+        """
+        ...
+
+    def read(self, record: Record, start: int, end: int, /) -> memoryview:
+        """The payload bytes ``[start, end)``, every overlapping checksum chunk verified.
+
+        ``0 <= start <= end <= record.resource.size`` (the store clamps).  The
+        result is a read-only flat byte view of exactly ``end - start`` bytes;
+        the caller releases it (``with backend.read(...) as view``).  For a
+        record without checksums (written by another tool), only the size is
+        checked.
+
+        :raises ResourceNotFoundError: the payload is missing, not of the
+            record's size, or can no longer be read.
+        :raises ResourceCorruptError: a chunk does not match its checksum.
+        """
+        ...
+
+    def records(self, session_id: Optional[str] = None, /) -> list[Record]:
+        """Valid published records in id (creation) order, of one session or of all.
+
+        Broken or vanishing resources are skipped (``sweep`` deals with them).
+
+        :raises OSError: the listing itself failed.
+        """
+        ...
+
+    def delete(self, resource_id: str, /) -> int:
+        """Remove one resource (record first, so no reader finds a record
+        without its bytes); return the bytes freed, 0 when it was gone.
+
+        :raises OSError: it could not be removed.
+        """
+        ...
+
+    def sweep(self, now: float, retention: timedelta, grace: timedelta, *,
+              dry_run: bool = False) -> CleanupReport:
+        """One retention pass at ``now`` (seconds since the epoch).
+
+        Removes resources created more than ``retention`` before ``now``,
+        published resources whose payload is missing or of the wrong size,
+        and — once older than ``grace`` — leftovers of unfinished writes and
+        invalid records.  With ``dry_run`` nothing is removed; the report says
+        what would be.  ``skipped`` is true when another process holds the
+        sweep (one sweeper at a time per location).
+
+        :raises OSError: the location cannot be read.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release maps, connections and caches; the backend is not used after."""
+        ...
