@@ -20,7 +20,7 @@ from .errors import (
     StorageError,
 )
 from .records import Record, Resource
-from .retention import CleanupReport
+from .backends.base import CleanupReport
 from .store import Page, ToolOutputStore, TruncateResult
 from .text import Preview, preview
 

@@ -1,56 +1,52 @@
 """ToolOutputStore: bound an output, persist the whole of it, read it back in pages.
 
-A small output goes back untouched (no disk, no id).  A large one is written
-as ``{id}.txt`` (the exact bytes) and published by its ``{id}.json`` record;
-the caller gets a head+tail preview with a marker naming ``tool-output://ID``,
-and the same session reads the rest in UTF-8-safe pages through ``mmap``.
+A small output goes back untouched (no storage, no id).  A large one is
+written whole through a backend (``overspill.backends``: the local folder's
+``{id}.txt`` payload published by its ``{id}.json`` record); the caller gets a
+head+tail preview with a marker naming ``tool-output://ID``, and the same
+session reads the rest in UTF-8-safe, verified pages.
+
+This module is the policy — limits, previews, markers, ids, session checks,
+retention settings; it never touches a file or a socket itself.
 """
 
 from __future__ import annotations
 
 import contextlib
-import mmap
+import errno
 import os
-import secrets
-import stat
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Optional, Union
 
-from . import _files, _kernels
+from . import _kernels
 from ._arguments import positive_seconds, whole_number
 from .config import MAX_READ_BYTES, RETENTION, ConfigSource, Limits, default_data_dir, resolve_limits
 from .errors import (
     AccessDeniedError,
-    ResourceCorruptError,
     ResourceNotFoundError,
     StorageError,
 )
-from .records import (
-    CHECKSUM_CHUNK,
-    Record,
-    Resource,
-    is_resource_id,
-    load_record,
-    new_id,
-    parse_uri,
-    record_json,
-    uri_for,
-)
-from .retention import CleanupReport, sweep
+from .backends.base import Backend, CleanupReport, Writer
+from .backends.local import LocalBackend
+from .records import Record, Resource, new_id, parse_uri
 from ._native import BytesLike
 from ._native import _byte_view as byte_view
 from .text import Content, Preview, preview, preview_from_cuts, stored_pieces, truncation_marker
 
 __all__ = ["Page", "ToolOutputStore", "TruncateResult"]
 
-_OPEN_MAPS = 16
-_CACHED_RECORDS = 1024
+# Draws of a fresh id before giving up: a clash needs 83 random bits to repeat.
+_ID_ATTEMPTS = 8
+# Bytes read around a page so that its character boundaries are decided
+# exactly as over the whole payload (a boundary depends on 3 bytes each side).
+_PAGE_MARGIN = 16
+# A code-point boundary depends on at most 3 bytes either side of it.
+_BOUNDARY_REACH = 4
 
 
 @dataclass(frozen=True)
@@ -96,112 +92,6 @@ def _storage_error(action: str, error: OSError) -> StorageError:
     return StorageError(error.errno, f"{action}: {error.strerror or error}")
 
 
-class _PayloadWriter:
-    """Writes one resource: the payload under a fresh id, then the record.
-
-    Nothing is visible until ``publish`` renames the record into place; on any
-    failure ``abort`` removes whatever this writer created.
-    """
-
-    def __init__(self, directory: Path, durable: bool) -> None:
-        self._directory = directory
-        self._durable = durable
-        self._temporary: Optional[Path] = None
-        self._published = False
-        self.size = 0
-        self._checksums = bytearray()
-        self._crc = 0
-        self._filled = 0  # bytes of the current checksum chunk seen so far
-        for _ in range(8):
-            self.id = new_id()
-            try:
-                self._fd = _files.create_exclusive(self.payload_path)
-                return
-            except FileExistsError:
-                continue
-        raise StorageError(17, "could not find a free resource id")
-
-    @property
-    def payload_path(self) -> Path:
-        return self._directory / f"{self.id}.txt"
-
-    @property
-    def record_path(self) -> Path:
-        return self._directory / f"{self.id}.json"
-
-    def write(self, data: memoryview) -> None:
-        _files.write_all(self._fd, data)
-        self.size += len(data)
-        position = 0
-        while position < len(data):
-            take = min(CHECKSUM_CHUNK - self._filled, len(data) - position)
-            self._crc = _kernels.crc32(data[position : position + take], self._crc)
-            self._filled += take
-            position += take
-            if self._filled == CHECKSUM_CHUNK:
-                self._checksums += self._crc.to_bytes(4, "big")
-                self._crc, self._filled = 0, 0
-
-    def publish(self, session_id: str, tool_call_id: str, mime: str, name: Optional[str]) -> Record:
-        if self._filled:
-            self._checksums += self._crc.to_bytes(4, "big")
-            self._crc, self._filled = 0, 0
-        if self._durable:
-            os.fsync(self._fd)
-        fd, self._fd = self._fd, -1
-        os.close(fd)
-        record = Record(
-            Resource(uri_for(self.id), mime, self.size, name), session_id, tool_call_id,
-            time.time_ns() // 1_000_000, bytes(self._checksums), CHECKSUM_CHUNK,
-        )
-        self._temporary = self._directory / f".{self.id}.{secrets.token_hex(4)}.tmp"
-        temporary_fd = _files.create_exclusive(self._temporary)
-        try:
-            _files.write_all(temporary_fd, memoryview(record_json(record)))
-            if self._durable:
-                os.fsync(temporary_fd)
-        finally:
-            os.close(temporary_fd)
-        os.rename(self._temporary, self.record_path)
-        self._published = True
-        self._temporary = None
-        if self._durable:
-            _files.fsync_directory(self._directory)
-        return record
-
-    def abort(self) -> None:
-        """Remove everything this writer created; never raises."""
-        if self._fd >= 0:
-            try:
-                os.close(self._fd)
-            except OSError:
-                pass
-            self._fd = -1
-        paths = [self.payload_path, self._temporary, self.record_path if self._published else None]
-        for path in paths:
-            if path is not None:
-                try:
-                    _files.remove_quietly(path)
-                except OSError:
-                    pass  # left for cleanup, which removes leftovers after the grace period
-
-
-class _Mapped:
-    """An open map of one payload and which of its checksum chunks were verified."""
-
-    __slots__ = ("identity", "map", "verified")
-
-    def __init__(self, identity: tuple[int, ...], mapping: Optional[mmap.mmap], chunks: int) -> None:
-        self.identity = identity
-        self.map = mapping
-        self.verified = bytearray(chunks)
-
-
-def _identity(info: os.stat_result) -> tuple[int, ...]:
-    """What changes whenever a file's bytes may have: the cache key."""
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-
-
 class ToolOutputStore:
     """Bounds tool outputs, persists the large ones and serves them back in pages.
 
@@ -238,14 +128,13 @@ class ToolOutputStore:
         self._retention = retention
         self._grace = grace
         root = default_data_dir() if data_dir is None else Path(data_dir)
-        self._directory = root / "tool-output" / "managed"
+        self._root = root
+        directory = root / "tool-output" / "managed"
         try:
-            _files.ensure_directory(self._directory)
+            self._backend: Backend = LocalBackend(directory, durable=self._durable)
         except OSError as error:
-            raise _storage_error(f"cannot create {self._directory}", error) from None
-        self._lock = threading.Lock()
-        self._maps: OrderedDict[str, _Mapped] = OrderedDict()
-        self._records: OrderedDict[str, tuple[tuple[int, ...], Record]] = OrderedDict()
+            raise _storage_error(f"cannot create {directory}", error) from None
+        self._directory = directory
         self._cleaner: Optional[threading.Thread] = None
         self._stop = threading.Event()
 
@@ -270,7 +159,7 @@ class ToolOutputStore:
         self.close()
 
     def __repr__(self) -> str:
-        return f"ToolOutputStore({str(self._directory.parent.parent)!r}, durable={self._durable})"
+        return f"ToolOutputStore({str(self._root)!r}, durable={self._durable})"
 
     def close(self) -> None:
         """Stop the background cleanup and drop the cached maps."""
@@ -278,28 +167,26 @@ class ToolOutputStore:
         cleaner, self._cleaner = self._cleaner, None
         if cleaner is not None and cleaner is not threading.current_thread():
             cleaner.join()
-        with self._lock:
-            maps = list(self._maps.values())
-            self._maps.clear()
-            self._records.clear()
-        for entry in maps:
-            if entry.map is not None:
-                try:
-                    entry.map.close()
-                except BufferError:
-                    pass  # a page is being decoded from it; it closes when released
+        self._backend.close()
 
     # ------------------------------------------------------------------ writing
-    def _writer(self) -> _PayloadWriter:
-        try:
-            return _PayloadWriter(self._directory, self._durable)
-        except OSError as error:
-            raise _storage_error("cannot create a resource", error) from None
+    def _writer(self) -> Writer:
+        """A backend writer under a fresh id (ids are the store's: they sort by time)."""
+        for _ in range(_ID_ATTEMPTS):
+            try:
+                return self._backend.create(new_id())
+            except FileExistsError:
+                continue
+            except OSError as error:
+                if isinstance(error, StorageError):
+                    raise
+                raise _storage_error("cannot create a resource", error) from None
+        raise StorageError(17, "could not find a free resource id")
 
-    def _publish(self, writer: _PayloadWriter, session_id: str, tool_call_id: str,
-                 mime: str, name: Optional[str]) -> Resource:
+    def _publish(self, writer: Writer, session_id: str, tool_call_id: str,
+                 mime: str, name: Optional[str]) -> Record:
         try:
-            return writer.publish(session_id, tool_call_id, mime, name).resource
+            return writer.publish(session_id, tool_call_id, mime, name, retention=self._retention)
         except BaseException as error:
             writer.abort()
             if isinstance(error, OSError) and not isinstance(error, StorageError):
@@ -314,10 +201,10 @@ class ToolOutputStore:
                 writer.write(piece)
         except BaseException as error:
             writer.abort()
-            if isinstance(error, OSError):
+            if isinstance(error, OSError) and not isinstance(error, StorageError):
                 raise _storage_error("cannot store the resource", error) from None
             raise
-        return self._publish(writer, session_id, tool_call_id, mime, name)
+        return self._publish(writer, session_id, tool_call_id, mime, name).resource
 
     @staticmethod
     def _check_write_arguments(session_id: object, tool_call_id: object, mime: object, name: object) -> None:
@@ -411,7 +298,7 @@ class ToolOutputStore:
         held = bytearray()
         newlines = 0
         size = 0
-        writer: Optional[_PayloadWriter] = None
+        writer: Optional[Writer] = None
         try:
             for chunk in chunks:
                 with _chunk_view(chunk) as view:
@@ -433,114 +320,64 @@ class ToolOutputStore:
             raise
         if writer is None:
             return TruncateResult(held.decode("utf-8", "replace"), False, None)
-        resource = self._publish(writer, session_id, tool_call_id, mime, name)
-        preview = self._preview_payload(resource, newlines + 1, lines_limit, bytes_limit)
+        record = self._publish(writer, session_id, tool_call_id, mime, name)
+        resource = record.resource
+        preview = self._preview_payload(record, newlines + 1, lines_limit, bytes_limit)
         return TruncateResult(_compose(preview.head, preview.tail, resource, newlines + 1, preview.head_end),
                               True, resource, newlines + 1, preview.head_end)
 
-    def _preview_payload(self, resource: Resource, lines: int, max_lines: int, max_bytes: int) -> Preview:
-        """The preview of a just-published payload, touching only what decides it."""
-        path = self._path(resource.id, ".txt")
+    def _preview_payload(self, record: Record, lines: int, max_lines: int, max_bytes: int) -> Preview:
+        """The preview of a just-published payload, from verified windows of it.
+
+        Only the first and last ``max_bytes`` (and a few) bytes decide a
+        preview, so two windows settle it whatever the size: memory stays
+        bounded and a remote backend sends only those bytes.
+        """
+        size = record.resource.size
+        window = max_bytes + _PAGE_MARGIN
         try:
-            fd, _ = _files.open_regular(path)
-            try:
-                if lines <= max_lines:
-                    return _byte_cut_preview(fd, resource.size, max_bytes)
-                with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mapping:
-                    return preview(mapping, max_lines, max_bytes)
-            finally:
-                os.close(fd)
-        except OSError as error:
-            raise _storage_error(f"cannot read back {resource.uri}", error) from None
+            if lines <= max_lines:
+                return self._byte_cut_preview(record, max_bytes)
+            if size <= 2 * window:
+                with self._backend.read(record, 0, size) as whole:
+                    return preview(whole, max_lines, max_bytes)
+            with self._backend.read(record, 0, window) as view:
+                head = bytes(view)
+            with self._backend.read(record, size - window, size) as view:
+                tail = bytes(view)
+        except (OSError, ResourceNotFoundError) as error:
+            raise StorageError(getattr(error, "errno", None) or errno.EIO,
+                               f"cannot read back {record.resource.uri}: {error}") from None
+        # The omitted middle only matters through its newlines: enough of them
+        # that both line regions end exactly where they do in the payload, or
+        # beyond its windows when they do (then only the byte shares decide).
+        filler = b"\n" * max(0, max_lines - (_kernels.count_lines(head) - 1) - (_kernels.count_lines(tail) - 1))
+        cut = preview(head + filler + tail, max_lines, max_bytes)
+        shift = size - (2 * window + len(filler))
+        return Preview(cut.head, cut.tail, cut.truncated, cut.head_end, cut.tail_start + shift)
+
+    def _byte_cut_preview(self, record: Record, max_bytes: int) -> Preview:
+        """``preview`` of a payload over ``max_bytes`` whose lines are within the limit.
+
+        Then the regions are the whole content and only two byte cuts decide the
+        preview, so two windows of the payload settle it, whatever its size.
+        """
+        size = record.resource.size
+        head_share, tail_share = max_bytes - max_bytes // 2, max_bytes // 2
+        head_stop = min(head_share + _BOUNDARY_REACH, size)
+        with self._backend.read(record, 0, head_stop) as head_window:
+            _, end = _kernels.page_bounds(head_window, 0, head_share, head_stop == size)
+            head_end = end if end <= head_share else 0  # the first character alone is over the share
+            head = str(head_window[:head_end], "utf-8", "replace")
+        window_start = max(size - tail_share - _BOUNDARY_REACH, 0)
+        with self._backend.read(record, window_start, size) as tail_window:
+            tail_offset, _ = _kernels.page_bounds(tail_window, size - tail_share - window_start, 1, True)
+            tail = str(tail_window[tail_offset:], "utf-8", "replace")
+        return Preview(head, tail, True, head_end, window_start + tail_offset)
 
     # ------------------------------------------------------------------ reading
-    def _path(self, resource_id: str, suffix: str) -> Path:
-        return self._directory / f"{resource_id}{suffix}"
-
-    def _record(self, resource_id: str) -> Record:
-        """The validated record of ``resource_id``, from cache while its file is unchanged."""
-        path = self._path(resource_id, ".json")
-        try:
-            info = os.lstat(path)
-        except FileNotFoundError:
-            raise ResourceNotFoundError(f"no resource {uri_for(resource_id)}") from None
-        except OSError as error:
-            raise ResourceNotFoundError(f"cannot read resource {uri_for(resource_id)}: {error.strerror}") from None
-        identity = _identity(info)
-        with self._lock:
-            cached = self._records.get(resource_id)
-            if cached is not None and cached[0] == identity:
-                self._records.move_to_end(resource_id)
-                return cached[1]
-        record = load_record(path, resource_id)
-        with self._lock:
-            self._records[resource_id] = (identity, record)
-            if len(self._records) > _CACHED_RECORDS:
-                self._records.popitem(last=False)
-        return record
-
-    def _mapped(self, record: Record) -> _Mapped:
-        """An open map of the payload, revalidated against the file on every call."""
-        resource_id = record.id
-        path = self._path(resource_id, ".txt")
-        uri = record.resource.uri
-        try:
-            info = os.lstat(path)
-        except OSError:
-            self._forget_map(resource_id)
-            raise ResourceNotFoundError(f"resource {uri} has no payload") from None
-        if not stat.S_ISREG(info.st_mode) or info.st_size != record.resource.size:
-            self._forget_map(resource_id)
-            raise ResourceNotFoundError(f"resource {uri} has a missing or mismatched payload")
-        identity = _identity(info)
-        with self._lock:
-            entry = self._maps.get(resource_id)
-            if entry is not None and entry.identity == identity:
-                self._maps.move_to_end(resource_id)
-                return entry
-        try:
-            fd, opened = _files.open_regular(path)
-        except OSError:
-            raise ResourceNotFoundError(f"resource {uri} has no readable payload") from None
-        try:
-            if _identity(opened) != identity:
-                raise ResourceNotFoundError(f"resource {uri} changed while being opened")
-            mapping = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if info.st_size else None
-        except OSError:
-            raise ResourceNotFoundError(f"resource {uri} cannot be mapped") from None
-        finally:
-            os.close(fd)
-        chunks = -(-info.st_size // record.checksum_chunk)
-        entry = _Mapped(identity, mapping, chunks)
-        with self._lock:
-            self._maps[resource_id] = entry
-            if len(self._maps) > _OPEN_MAPS:
-                self._maps.popitem(last=False)  # closed by the GC once no reader holds it
-        return entry
-
-    def _forget_map(self, resource_id: str) -> None:
-        with self._lock:
-            self._maps.pop(resource_id, None)
-
-    @staticmethod
-    def _verify(record: Record, entry: _Mapped, view: memoryview, start: int, end: int) -> None:
-        """Check the chunks under [start, end) against the record's checksums, once each."""
-        if record.checksums is None or start >= end:
-            return
-        chunk = record.checksum_chunk
-        for index in range(start // chunk, (end - 1) // chunk + 1):
-            if entry.verified[index]:
-                continue
-            actual = _kernels.crc32(view[index * chunk : (index + 1) * chunk])
-            if actual.to_bytes(4, "big") != record.checksums[4 * index : 4 * index + 4]:
-                raise ResourceCorruptError(
-                    f"resource {record.resource.uri} is corrupt: bytes {index * chunk} to "
-                    f"{min((index + 1) * chunk, record.resource.size)} do not match their checksum"
-                )
-            entry.verified[index] = 1
-
     def _owned_record(self, session_id: str, resource_id: str) -> Record:
-        record = self._record(resource_id)
+        record = self._backend.record(resource_id)
         if record.session_id != session_id:
             raise AccessDeniedError(f"resource {record.resource.uri} not found in this session (another session wrote it)")
         return record
@@ -549,8 +386,8 @@ class ToolOutputStore:
     def view(self, session_id: str, uri: str) -> Iterator[tuple[Resource, memoryview]]:
         """The whole verified payload as a read-only view, for scans such as grep.
 
-        Every checksum chunk is verified (once per file change) before the
-        view is given out; it is valid only inside the ``with`` block.
+        Every checksum chunk is verified before the view is given out; it is
+        valid only inside the ``with`` block.
 
         :raises InvalidResourceError: ``uri`` is not a well-formed URI.
         :raises AccessDeniedError: another session wrote the resource.
@@ -560,17 +397,7 @@ class ToolOutputStore:
         resource_id = parse_uri(uri)
         _check_id_string(session_id, "session_id")
         record = self._owned_record(session_id, resource_id)
-        entry = self._mapped(record)
-        if entry.map is None:
-            yield record.resource, memoryview(b"")
-            return
-        try:
-            whole = memoryview(entry.map)
-        except ValueError:
-            # The map was closed by close() in another thread.
-            raise ResourceNotFoundError(f"resource {uri} is no longer open") from None
-        with whole:
-            self._verify(record, entry, whole, 0, record.resource.size)
+        with self._backend.read(record, 0, record.resource.size) as whole:
             yield record.resource, whole
 
     def read(self, session_id: str, uri: str, *, offset: int = 0, limit: Optional[int] = None) -> Page:
@@ -595,44 +422,36 @@ class ToolOutputStore:
         size = record.resource.size
         offset = min(max(offset, 0), size)
         limit = min(max(limit, 1), MAX_READ_BYTES)
-        entry = self._mapped(record)
-        if entry.map is None:
-            return Page(record.resource, "", 0, False, None)
-        try:
-            with memoryview(entry.map) as view:
-                start, end = _kernels.page_bounds(view, offset, limit, True)
-                self._verify(record, entry, view, start, end)
-                content = str(view[start:end], "utf-8", "replace")
-        except ValueError:
-            # The map was closed by close() in another thread.
-            raise ResourceNotFoundError(f"resource {uri} is no longer open") from None
+        # The page's boundaries depend on a few bytes either side of it, so a
+        # window with a margin decides them exactly as the whole payload would.
+        low = max(offset - _PAGE_MARGIN, 0)
+        high = min(offset + limit + _PAGE_MARGIN, size)
+        with self._backend.read(record, low, high) as view:
+            if not view:
+                return Page(record.resource, "", 0, False, None)
+            start, end = _kernels.page_bounds(view, offset - low, limit, high == size)
+            content = str(view[start:end], "utf-8", "replace")
+        start += low
+        end += low
         more = end < size
         return Page(record.resource, content, start, more, end if more else None)
 
     # ------------------------------------------------------------------ listing
-    def _published_ids(self) -> list[str]:
-        try:
-            names = os.listdir(self._directory)
-        except OSError as error:
-            raise _storage_error(f"cannot list {self._directory}", error) from None
-        return sorted(name[:-5] for name in names if name.endswith(".json") and is_resource_id(name[:-5]))
-
     def records(self, session_id: Optional[str] = None) -> list[Record]:
         """Valid records in id (creation) order, of one session or of all.
 
         Broken or vanishing resources are skipped: cleanup deals with them.
+
+        :raises StorageError: the listing failed.
         """
         if session_id is not None:
             _check_id_string(session_id, "session_id")
-        found = []
-        for resource_id in self._published_ids():
-            try:
-                record = self._record(resource_id)
-            except ResourceNotFoundError:
-                continue
-            if session_id is None or record.session_id == session_id:
-                found.append(record)
-        return found
+        try:
+            return self._backend.records(session_id)
+        except OSError as error:
+            if isinstance(error, StorageError):
+                raise
+            raise _storage_error(f"cannot list {self._directory}", error) from None
 
     def resources(self, session_id: str) -> list[Resource]:
         """That session's resources in the order they were written (id order)."""
@@ -657,16 +476,11 @@ class ToolOutputStore:
         else:
             raise TypeError(f"now must be a datetime or seconds since the epoch, not {type(now).__name__}")
         try:
-            report = sweep(self._directory, now_seconds, self._retention, self._grace, dry_run=dry_run)
+            return self._backend.sweep(now_seconds, self._retention, self._grace, dry_run=dry_run)
         except OSError as error:
+            if isinstance(error, StorageError):
+                raise
             raise _storage_error(f"cannot clean {self._directory}", error) from None
-        if dry_run:
-            return report
-        with self._lock:
-            for resource_id in report.removed_ids:
-                self._maps.pop(resource_id, None)
-                self._records.pop(resource_id, None)
-        return report
 
     def start_cleanup(self, interval: float = 3600.0) -> None:
         """Run ``cleanup`` now and then every ``interval`` seconds on a daemon thread.
@@ -694,23 +508,6 @@ class ToolOutputStore:
 
 # A code-point boundary depends on at most 3 bytes either side of it.
 _BOUNDARY_REACH = 4
-
-
-def _byte_cut_preview(fd: int, size: int, max_bytes: int) -> Preview:
-    """``preview`` of a file over ``max_bytes`` whose lines are within the limit.
-
-    Then the regions are the whole content and only two byte cuts decide the
-    preview, so two windows of the file settle it, whatever its size.
-    """
-    head_share, tail_share = max_bytes - max_bytes // 2, max_bytes // 2
-    head_window = os.pread(fd, head_share + _BOUNDARY_REACH, 0)
-    _, end = _kernels.page_bounds(head_window, 0, head_share, len(head_window) == size)
-    head_end = end if end <= head_share else 0  # the first character alone is over the share
-    window_start = max(size - tail_share - _BOUNDARY_REACH, 0)
-    tail_window = os.pread(fd, size - window_start, window_start)
-    tail_offset, _ = _kernels.page_bounds(tail_window, size - tail_share - window_start, 1, True)
-    return Preview(str(head_window[:head_end], "utf-8", "replace"), str(tail_window[tail_offset:], "utf-8", "replace"),
-                   True, head_end, window_start + tail_offset)
 
 
 def _chunk_view(chunk: object) -> memoryview:

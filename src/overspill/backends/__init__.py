@@ -8,5 +8,6 @@ only inside their own module, so ``import overspill`` never imports it.
 from __future__ import annotations
 
 from .base import Backend, CleanupReport, Writer
+from .local import LocalBackend
 
-__all__ = ["Backend", "CleanupReport", "Writer"]
+__all__ = ["Backend", "CleanupReport", "LocalBackend", "Writer"]

@@ -1,4 +1,4 @@
-"""The retention sweep: what cleanup removes from a managed folder, and what it leaves.
+"""The local folder's retention sweep: what cleanup removes from a managed folder, and what it leaves.
 
 Removed:
 * a valid resource whose ``created`` is older than the retention;
@@ -17,13 +17,13 @@ import errno
 import os
 import re
 import stat
-from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from . import _files
-from .errors import ResourceNotFoundError
-from .records import Record, load_record
+from .. import _files
+from ..errors import ResourceNotFoundError
+from ..records import Record, load_record
+from .base import CleanupReport
 
 try:
     import fcntl
@@ -37,22 +37,6 @@ _ID = r"[0-9a-f]{12}[0-9A-Za-z]{14}"
 _PAIR_MEMBER = re.compile(rf"({_ID})\.(txt|json)")
 #: The names of the store's temporary record files: ``.{id}.{8 hex}.tmp``.
 TEMPORARY_PATTERN = re.compile(rf"\.{_ID}\.[0-9a-f]{{8}}\.tmp")
-
-
-@dataclass(frozen=True)
-class CleanupReport:
-    """What one sweep removed.
-
-    ``removed`` counts resources (pairs or lone payloads and records),
-    ``temporaries`` leftover temporary files, ``bytes_freed`` all bytes
-    unlinked; ``skipped`` is true when another process was sweeping.
-    """
-
-    removed: int = 0
-    bytes_freed: int = 0
-    temporaries: int = 0
-    skipped: bool = False
-    removed_ids: tuple[str, ...] = field(default=(), repr=False)
 
 
 def _read_record(path: Path, resource_id: str) -> Record | None:

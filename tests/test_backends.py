@@ -1,0 +1,147 @@
+"""The backend seam: the local backend keeps the ``Backend`` protocol, backends
+never import the store, and the store's window-based previews and pages equal
+what the whole payload gives."""
+
+from __future__ import annotations
+
+import ast
+import os
+import pathlib
+from datetime import timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import overspill
+from overspill import ResourceCorruptError, ResourceNotFoundError, ToolOutputStore
+from overspill.backends import Backend, CleanupReport, Writer
+from overspill.backends.local import LocalBackend
+from overspill.records import new_id
+
+BACKENDS = pathlib.Path(overspill.__file__).parent / "backends"
+
+
+@pytest.fixture
+def backend(tmp_path):
+    opened = LocalBackend(tmp_path / "managed", durable=False)
+    yield opened
+    opened.close()
+
+
+def publish(backend, data: bytes, session: str = "s"):
+    writer = backend.create(new_id())
+    for start in range(0, len(data), 70_000):
+        writer.write(memoryview(data[start : start + 70_000]))
+    return writer.publish(session, "call", "text/plain", None, retention=timedelta(days=1))
+
+
+def test_local_backend_keeps_the_protocol(backend):
+    assert isinstance(backend, Backend)
+    writer = backend.create(new_id())
+    try:
+        assert isinstance(writer, Writer)
+    finally:
+        writer.abort()
+    assert CleanupReport is overspill.CleanupReport
+
+
+def test_no_backend_imports_the_store_or_a_higher_layer():
+    for path in BACKENDS.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] + [alias.name for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                assert name.split(".")[-1] not in ("store", "capture", "tools", "cli", "mcp"), (path.name, name)
+
+
+def test_the_store_touches_no_file_itself():
+    source = (pathlib.Path(overspill.__file__).parent / "store.py").read_text()
+    for call in ("os.open", "os.pread", "os.lstat", "os.stat", "os.listdir", "mmap", "_files"):
+        assert call not in source, call
+
+
+def test_publish_read_ranges_verified(backend):
+    data = bytes(range(256)) * 2000  # 512,000 bytes: several checksum chunks
+    record = publish(backend, data)
+    assert record.resource.size == len(data) and record.session_id == "s"
+    assert backend.record(record.id) == record
+    for start, end in [(0, 0), (0, 1), (5, 70_000), (262_140, 262_150), (len(data) - 3, len(data))]:
+        with backend.read(record, start, end) as view:
+            assert bytes(view) == data[start:end]
+    assert [r.id for r in backend.records("s")] == [record.id]
+    assert backend.records("other") == []
+
+
+def test_a_changed_byte_is_corrupt_for_the_chunks_that_cover_it(backend):
+    data = b"x" * 600_000
+    record = publish(backend, data)
+    path = backend.directory / f"{record.id}.txt"
+    with open(path, "r+b") as file:
+        file.seek(500_000)
+        file.write(b"y")
+    with pytest.raises(ResourceCorruptError):
+        backend.read(record, 499_990, 500_010).release()
+    with backend.read(record, 0, 10) as view:  # another chunk still reads
+        assert bytes(view) == b"x" * 10
+
+
+def test_abort_leaves_nothing_and_a_taken_id_is_refused(backend):
+    resource_id = new_id()
+    writer = backend.create(resource_id)
+    writer.write(memoryview(b"partial"))
+    with pytest.raises(FileExistsError):
+        backend.create(resource_id)
+    writer.abort()
+    assert {name for name in os.listdir(backend.directory) if not name.startswith(".cleanup")} == set()
+    with pytest.raises(ResourceNotFoundError):
+        backend.record(resource_id)
+
+
+def test_delete_removes_the_pair(backend):
+    record = publish(backend, b"abc" * 10)
+    assert backend.delete(record.id) > 30
+    assert backend.delete(record.id) == 0
+    with pytest.raises(ResourceNotFoundError):
+        backend.record(record.id)
+
+
+def test_sweep_through_the_backend(backend):
+    record = publish(backend, b"old")
+    report = backend.sweep(4e12, timedelta(days=7), timedelta(hours=1))
+    assert report.removed_ids == (record.id,) and report.removed == 1
+
+
+# Lines of awkward bytes, many of them, so that previews cut by lines and by
+# bytes far from both ends, where the store reads only two windows.
+_line = st.lists(st.sampled_from([b"a", b"\xc3\xa9", b"\xe4\xb8\xad", b"\xf0\x9f\x98\x80", b"\xc3", b"\x80", b"\r"]),
+                 max_size=40).map(b"".join)
+_payloads = st.lists(_line, min_size=1, max_size=400).map(b"\n".join)
+
+
+@given(_payloads, st.integers(1, 60), st.integers(1, 200), st.integers(1, 997))
+@settings(max_examples=120)
+def test_windowed_stream_preview_equals_the_whole_preview(tmp_path_factory, data, max_lines, max_bytes, chunk):
+    store = ToolOutputStore(tmp_path_factory.mktemp("windows"), durable=False)
+    chunks = [data[i : i + chunk] for i in range(0, len(data), chunk)]
+    streamed = store.truncate_stream("s", "c", chunks, max_lines=max_lines, max_bytes=max_bytes)
+    whole = store.truncate("s", "c", data, max_lines=max_lines, max_bytes=max_bytes)
+    assert streamed.truncated == whole.truncated
+    if whole.truncated:
+        assert streamed.content.replace(streamed.resource.uri, "U") == whole.content.replace(whole.resource.uri, "U")
+
+
+@given(_payloads, st.integers(0, 20_000), st.integers(1, 64))
+@settings(max_examples=120)
+def test_windowed_pages_equal_pages_of_the_whole(tmp_path_factory, data, offset, limit):
+    store = ToolOutputStore(tmp_path_factory.mktemp("pages"), durable=False)
+    resource = store.write("s", "c", data)
+    page = store.read("s", resource.uri, offset=offset, limit=limit)
+    start, end = overspill.page_bounds(data, min(offset, len(data)), limit, True)
+    assert (page.offset, page.content) == (start, data[start:end].decode("utf-8", "replace"))
+    assert page.next == (end if end < len(data) else None)
