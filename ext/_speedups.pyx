@@ -10,15 +10,16 @@ overspill_simd.h; this module only checks arguments and reaches the bytes.
 from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_FillInfo
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport uint8_t, uint32_t
-from libc.stdlib cimport free, realloc
+from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
 from overspill_simd cimport (
+    osp_hit, osp_needs_view, osp_pattern, osp_scan, osp_scan_free, osp_scan_init, osp_scan_region, osp_view,
     osp_boundary_at_or_after, osp_boundary_at_or_before, osp_count_upto, osp_crc_init, osp_crc32, osp_find_nth, osp_page,
     osp_prefix_fitting, osp_rfind_nth, osp_simd_cap, osp_suffix_fitting, osp_utf8_length,
 )
 
-from overspill._native import _byte_view
+from overspill._native import _byte_view, _check_flags, _check_patterns
 
 cdef extern from "Python.h":
     # CPython's own storage of a str: `kind` bytes per code point.
@@ -154,7 +155,47 @@ cdef bint _line_regions(const void *data, Py_ssize_t n, int width, Py_ssize_t ma
     return True
 
 
-cdef tuple _preview_bytes(const uint8_t *data, Py_ssize_t size, Py_ssize_t max_lines, Py_ssize_t max_bytes):
+cdef Py_ssize_t _last_newline(const void *data, int width, Py_ssize_t low, Py_ssize_t high) noexcept nogil:
+    """Index of the last newline in [low, high), or -1."""
+    cdef Py_ssize_t found
+    if low >= high:
+        return -1
+    found = osp_rfind_nth(<const char *>data + low * width, high - low, width, NEWLINE, 1)
+    return -1 if found < 0 else low + found
+
+
+cdef Py_ssize_t _first_newline(const void *data, int width, Py_ssize_t low, Py_ssize_t high) noexcept nogil:
+    """Index of the first newline in [low, high), or -1."""
+    cdef Py_ssize_t found
+    if low >= high:
+        return -1
+    found = osp_find_nth(<const char *>data + low * width, high - low, width, NEWLINE, 1)
+    return -1 if found < 0 else low + found
+
+
+cdef Py_ssize_t _head_cut(const uint8_t *data, Py_ssize_t size, Py_ssize_t share, Py_ssize_t slack) noexcept:
+    """The head's end: see _native._head_cut."""
+    cdef Py_ssize_t cut = osp_boundary_at_or_before(data, size, share, 0, 1), newline
+    if slack:
+        newline = _last_newline(data, 1, max(share - slack, 1) - 1, cut)
+        if newline >= 0:
+            return newline + 1
+    return cut
+
+
+cdef Py_ssize_t _tail_cut(const uint8_t *data, Py_ssize_t size, Py_ssize_t share, Py_ssize_t slack) noexcept:
+    """The tail's start: see _native._tail_cut."""
+    cdef Py_ssize_t low = size - share, newline
+    cdef Py_ssize_t cut = osp_boundary_at_or_after(data, size, low, 1)
+    if slack:
+        newline = _first_newline(data, 1, max(cut - 1, 0), min(low + slack, size - 1))
+        if newline >= 0:
+            return newline + 1
+    return cut
+
+
+cdef tuple _preview_bytes(const uint8_t *data, Py_ssize_t size, Py_ssize_t max_lines, Py_ssize_t max_bytes,
+                          Py_ssize_t slack):
     cdef Py_ssize_t head_region = size, tail_region = 0, head_share, tail_share, head_end, tail_start
     if not _line_regions(data, size, 1, max_lines, &head_region, &tail_region):
         if size <= max_bytes:
@@ -162,8 +203,8 @@ cdef tuple _preview_bytes(const uint8_t *data, Py_ssize_t size, Py_ssize_t max_l
     if head_region + size - tail_region <= max_bytes:
         return head_region, tail_region, head_region, tail_region
     head_share, tail_share = _shares(head_region, size - tail_region, max_bytes)
-    head_end = osp_boundary_at_or_before(data, size, head_share, 0, 1)
-    tail_start = osp_boundary_at_or_after(data, size, size - tail_share, 1)
+    head_end = _head_cut(data, size, head_share, slack if head_share < head_region else 0)
+    tail_start = _tail_cut(data, size, tail_share, slack if size - tail_share > tail_region else 0)
     return head_end, tail_start, head_end, tail_start
 
 
@@ -174,13 +215,14 @@ cdef Py_ssize_t _capped_length(const void *data, int width, Py_ssize_t start, Py
     return min(osp_utf8_length(<const char *>data + start * width, n, width), cap)
 
 
-cdef tuple _preview_text(str text, Py_ssize_t max_lines, Py_ssize_t max_bytes):
+cdef tuple _preview_text(str text, Py_ssize_t max_lines, Py_ssize_t max_bytes, Py_ssize_t slack):
     cdef Py_ssize_t length = PyUnicode_GET_LENGTH(text)
     cdef Py_ssize_t size = utf8_length(text)
     cdef int width = PyUnicode_KIND(text)
     cdef const void *data = PyUnicode_DATA(text)
     cdef Py_ssize_t head_region = length, tail_region = 0, cap = max_bytes + 1
     cdef Py_ssize_t head_size, tail_size, head_share, tail_share, head_index, tail_index
+    cdef Py_ssize_t head_end, tail_start, newline, end, start
     if not _line_regions(data, length, width, max_lines, &head_region, &tail_region):
         if size <= max_bytes:
             return size, size, length, length
@@ -193,27 +235,43 @@ cdef tuple _preview_text(str text, Py_ssize_t max_lines, Py_ssize_t max_bytes):
     head_share, tail_share = _shares(head_size, tail_size, max_bytes)
     head_index = osp_prefix_fitting(data, width, 0, head_region, head_share)
     tail_index = osp_suffix_fitting(data, width, tail_region, length, tail_share)
-    return (osp_utf8_length(data, head_index, width),
-            size - osp_utf8_length(<const char *>data + tail_index * width, length - tail_index, width),
-            head_index, tail_index)
+    head_end = osp_utf8_length(data, head_index, width)
+    tail_start = size - osp_utf8_length(<const char *>data + tail_index * width, length - tail_index, width)
+    if slack and head_index < head_region:
+        # See _native._preview_text: a newline within `slack` bytes of the share.
+        newline = _last_newline(data, width, max(head_index - slack - 1, 0), head_index)
+        if newline >= 0:
+            end = head_end - osp_utf8_length(<const char *>data + (newline + 1) * width,
+                                             head_index - newline - 1, width)
+            if head_share - end <= slack:
+                head_index, head_end = newline + 1, end
+    if slack and tail_index > tail_region:
+        newline = _first_newline(data, width, max(tail_index - 1, 0), min(tail_index + slack, length - 1))
+        if newline >= 0:
+            start = tail_start + osp_utf8_length(<const char *>data + tail_index * width,
+                                                 newline + 1 - tail_index, width)
+            if start - (size - tail_share) <= slack:
+                tail_index, tail_start = newline + 1, start
+    return head_end, tail_start, head_index, tail_index
 
 
-def preview_cuts(content, max_lines, max_bytes, /):
+def preview_cuts(content, max_lines, max_bytes, line_slack=0, /):
     """Where the head+tail preview cuts ``content``; see _native.preview_cuts."""
     cdef Py_ssize_t c_lines = _check_int(max_lines, "max_lines", 1)
     cdef Py_ssize_t c_bytes = _check_int(max_bytes, "max_bytes", 1)
+    cdef Py_ssize_t c_slack = _check_int(line_slack, "line_slack", 0)
     cdef const unsigned char[::1] buf
     if isinstance(content, str):
-        return _preview_text(content, c_lines, c_bytes)
+        return _preview_text(content, c_lines, c_bytes, c_slack)
     if isinstance(content, bytes):
         return _preview_bytes(<const uint8_t *>PyBytes_AS_STRING(content), PyBytes_GET_SIZE(content),
-                              c_lines, c_bytes)
+                              c_lines, c_bytes, c_slack)
     view = _byte_view(content)
     try:
         buf = view
         if buf.shape[0] == 0:
             return 0, 0, 0, 0
-        return _preview_bytes(&buf[0], buf.shape[0], c_lines, c_bytes)
+        return _preview_bytes(&buf[0], buf.shape[0], c_lines, c_bytes, c_slack)
     finally:
         buf = None
         view.release()
@@ -410,3 +468,95 @@ cdef class StreamCap:
     def __repr__(self):
         return (f"StreamCap(max_bytes={self._max_bytes}, keep={self._keep!r}, "
                 f"total_bytes={self._total_bytes}, truncated={self.truncated})")
+
+
+# ---------------------------------------------------------------- views
+VIEW_ANSI = 1
+VIEW_CR = 2
+
+
+def view_bytes(buffer, flags, /):
+    """What a reader is shown of ``buffer``, or None when it is the buffer itself; see _native.view_bytes."""
+    cdef int c_flags
+    cdef Py_ssize_t n, length
+    cdef const unsigned char[::1] buf
+    cdef uint8_t *out
+    if isinstance(buffer, str):
+        raise TypeError("buffer must be a bytes-like object, not str")
+    c_flags = _check_flags(flags)
+    view = _byte_view(buffer)
+    try:
+        buf = view
+        n = buf.shape[0]
+        if n == 0 or not osp_needs_view(&buf[0], n, c_flags):
+            return None
+        out = <uint8_t *>malloc(n)
+        if out == NULL:
+            raise MemoryError()
+        try:
+            if n >= NOGIL_BYTES:
+                with nogil:
+                    length = osp_view(&buf[0], n, c_flags, out)
+            else:
+                length = osp_view(&buf[0], n, c_flags, out)
+            return out[:length]
+        finally:
+            free(out)
+    finally:
+        buf = None
+        view.release()
+
+
+def signal_lines(buffer, start, end, patterns, flags, limit, /):
+    """Lines of ``buffer[start:end]`` whose view matches a signal pattern; see _native.signal_lines."""
+    cdef Py_ssize_t c_start, c_end, c_limit, n, k
+    cdef int c_flags, count, failed = 0
+    cdef const unsigned char[::1] buf
+    cdef osp_pattern *table = NULL
+    cdef osp_scan scan
+    if isinstance(buffer, str):
+        raise TypeError("buffer must be a bytes-like object, not str")
+    c_start = _check_int(start, "start", 0)
+    c_end = _check_int(end, "end", 0)
+    checked = _check_patterns(patterns)
+    c_flags = _check_flags(flags)
+    c_limit = _check_int(limit, "limit", 0)
+    kinds = max([entry[0] for entry in checked], default=-1) + 1
+    view = _byte_view(buffer)
+    try:
+        buf = view
+        n = buf.shape[0]
+        if c_end > n or c_start > c_end:
+            raise ValueError(f"start and end must satisfy 0 <= start <= end <= {n}")
+        if not checked or c_start == c_end:
+            return [], [0] * kinds
+        count = len(checked)
+        table = <osp_pattern *>malloc(count * sizeof(osp_pattern))
+        if table == NULL:
+            raise MemoryError()
+        for k in range(count):
+            literal = checked[k][3]
+            table[k].kind = checked[k][0]
+            table[k].anchored = checked[k][1]
+            table[k].caseless = checked[k][2]
+            table[k].literal = <const uint8_t *>PyBytes_AS_STRING(literal)
+            table[k].length = PyBytes_GET_SIZE(literal)
+        if osp_scan_init(&scan, table, count, c_flags, c_limit) < 0:
+            osp_scan_free(&scan)
+            raise MemoryError()
+        try:
+            # The literals stay alive in `checked`, which this frame holds.
+            with nogil:
+                failed = osp_scan_region(&scan, &buf[c_start], c_end - c_start, c_flags)
+            if failed < 0:
+                raise MemoryError()
+            hits = [(c_start + scan.hits[k].start, c_start + scan.hits[k].end, scan.hits[k].kind)
+                    for k in range(scan.hit_count)]
+            totals = [scan.totals[k] for k in range(kinds)]
+            return hits, totals
+        finally:
+            osp_scan_free(&scan)
+    finally:
+        free(table)
+        buf = None
+        view.release()

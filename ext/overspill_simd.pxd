@@ -15,3 +15,25 @@ cdef extern from "overspill_simd.h" nogil:
     uint32_t osp_crc32(uint32_t crc, const uint8_t *p, Py_ssize_t n)
     void osp_crc_init()
     int osp_simd_cap
+
+cdef extern from "overspill_text.h" nogil:
+    ctypedef struct osp_pattern:
+        int kind
+        int anchored
+        int caseless
+        const uint8_t *literal
+        Py_ssize_t length
+    ctypedef struct osp_hit:
+        Py_ssize_t start
+        Py_ssize_t end
+        int kind
+    ctypedef struct osp_scan:
+        int kinds
+        Py_ssize_t *totals
+        osp_hit *hits
+        Py_ssize_t hit_count
+    int osp_needs_view(const uint8_t *p, Py_ssize_t n, int flags)
+    Py_ssize_t osp_view(const uint8_t *p, Py_ssize_t n, int flags, uint8_t *out)
+    int osp_scan_init(osp_scan *scan, const osp_pattern *patterns, int count, int flags, Py_ssize_t limit)
+    int osp_scan_region(osp_scan *scan, const uint8_t *s, Py_ssize_t n, int flags)
+    void osp_scan_free(osp_scan *scan)

@@ -23,11 +23,14 @@ __all__ = [
     "crc32",
     "page_bounds",
     "preview_cuts",
+    "signal_lines",
     "utf8_length",
+    "view_bytes",
 ]
 
 KERNEL_NAMES = (
     "count_lines", "utf8_length", "page_bounds", "preview_cuts", "crc32", "ascii_view", "StreamCap",
+    "view_bytes", "signal_lines",
 )
 _CHOICES = ("auto", "cython", "python")
 
@@ -79,4 +82,6 @@ preview_cuts = _native.preview_cuts
 crc32 = _native.crc32
 ascii_view = _native.ascii_view
 StreamCap = _native.StreamCap
+view_bytes = _native.view_bytes
+signal_lines = _native.signal_lines
 use(os.environ.get("OVERSPILL_IMPLEMENTATION", "auto").strip().lower() or "auto")

@@ -288,7 +288,49 @@ def _shares(head_size: int, tail_size: int, max_bytes: int) -> tuple[int, int]:
     return head_share, tail_share
 
 
-def _preview_bytes(view: BytesLike, hay: _Haystack, max_lines: int, max_bytes: int) -> tuple[int, int, int, int]:
+def _newline_before(view: BytesLike, low: int, high: int) -> int:
+    """Index of the last newline in [low, high), or -1 (a bounded window)."""
+    return -1 if low >= high else _rfind_in(bytes(view[low:high]), low)
+
+
+def _rfind_in(window: bytes, base: int) -> int:
+    found = window.rfind(b"\n")
+    return -1 if found < 0 else base + found
+
+
+def _newline_after(view: BytesLike, low: int, high: int) -> int:
+    """Index of the first newline in [low, high), or -1 (a bounded window)."""
+    if low >= high:
+        return -1
+    found = bytes(view[low:high]).find(b"\n")
+    return -1 if found < 0 else low + found
+
+
+def _head_cut(view: BytesLike, size: int, share: int, slack: int) -> int:
+    """The head's end: the last boundary within ``share``, or just after a
+    newline when one ends at most ``slack`` bytes before ``share``."""
+    cut = _boundary_at_or_before(view, size, share, 0, True)
+    if slack:
+        newline = _newline_before(view, max(share - slack, 1) - 1, cut)
+        if newline >= 0:
+            return newline + 1
+    return cut
+
+
+def _tail_cut(view: BytesLike, size: int, share: int, slack: int) -> int:
+    """The tail's start: the first boundary leaving at most ``share`` bytes,
+    or just after a newline at most ``slack`` bytes later (never the end)."""
+    low = size - share
+    cut = _boundary_at_or_after(view, size, low, True)
+    if slack:
+        newline = _newline_after(view, max(cut - 1, 0), min(low + slack, size - 1))
+        if newline >= 0:
+            return newline + 1
+    return cut
+
+
+def _preview_bytes(view: BytesLike, hay: _Haystack, max_lines: int, max_bytes: int,
+                   slack: int) -> tuple[int, int, int, int]:
     size = len(view)
     regions = _line_regions(hay, size, max_lines)
     if regions is None:
@@ -299,8 +341,9 @@ def _preview_bytes(view: BytesLike, hay: _Haystack, max_lines: int, max_bytes: i
     if head_region + size - tail_region <= max_bytes:
         return head_region, tail_region, head_region, tail_region
     head_share, tail_share = _shares(head_region, size - tail_region, max_bytes)
-    head_end = _boundary_at_or_before(view, size, head_share, 0, True)
-    tail_start = _boundary_at_or_after(view, size, size - tail_share, True)
+    # A side that fits whole is cut at its region; only a real cut gives up slack.
+    head_end = _head_cut(view, size, head_share, slack if head_share < head_region else 0)
+    tail_start = _tail_cut(view, size, tail_share, slack if size - tail_share > tail_region else 0)
     return head_end, tail_start, head_end, tail_start
 
 
@@ -333,7 +376,7 @@ def _capped_length(text: str, start: int, end: int, cap: int) -> int:
     return min(utf8_length(text[start : min(end, start + cap)]), cap)
 
 
-def _preview_text(text: str, max_lines: int, max_bytes: int) -> tuple[int, int, int, int]:
+def _preview_text(text: str, max_lines: int, max_bytes: int, slack: int) -> tuple[int, int, int, int]:
     length = len(text)
     size = utf8_length(text)
     regions = _line_regions(_Haystack(text, None), length, max_lines)
@@ -354,10 +397,25 @@ def _preview_text(text: str, max_lines: int, max_bytes: int) -> tuple[int, int, 
     tail_index = _suffix_fitting(text, tail_region, tail_share)
     head_end = utf8_length(text[:head_index])
     tail_start = size - utf8_length(text[tail_index:])
+    if slack and head_index < head_region:
+        # Same rule as for bytes: a newline ending at most `slack` bytes
+        # before the share; it lies within `slack` code points of the cut.
+        newline = text.rfind("\n", max(head_index - slack - 1, 0), head_index)
+        if newline >= 0:
+            end = head_end - utf8_length(text[newline + 1 : head_index])
+            if head_share - end <= slack:
+                head_index, head_end = newline + 1, end
+    if slack and tail_index > tail_region:
+        newline = text.find("\n", max(tail_index - 1, 0), min(tail_index + slack, length - 1))
+        if newline >= 0:
+            start = tail_start + utf8_length(text[tail_index : newline + 1])
+            if start - (size - tail_share) <= slack:
+                tail_index, tail_start = newline + 1, start
     return head_end, tail_start, head_index, tail_index
 
 
-def preview_cuts(content: str | BytesLike, max_lines: int, max_bytes: int, /) -> tuple[int, int, int, int]:
+def preview_cuts(content: str | BytesLike, max_lines: int, max_bytes: int, line_slack: int = 0, /
+                 ) -> tuple[int, int, int, int]:
     """Where the head+tail preview of ``content`` cuts it.
 
     Returns ``(head_end, tail_start, head_index, tail_index)``: the head is
@@ -365,19 +423,22 @@ def preview_cuts(content: str | BytesLike, max_lines: int, max_bytes: int, /) ->
     ``head_end`` and ``tail_start`` are the same cuts as byte offsets in the
     stored form (equal to the indexes for bytes-like content).  The content
     was truncated exactly when ``head_end < tail_start``; otherwise all four
-    are the content's length.  The rules are those of ``overspill.preview``.
+    are the content's length.  The rules are those of ``overspill.preview``;
+    ``line_slack`` is the most bytes a byte cut gives up to land just after a
+    newline (0: cut at the last character boundary, as before).
 
     :raises TypeError: wrong argument types (a bool is not an int).
-    :raises ValueError: ``max_lines`` or ``max_bytes`` below 1.
+    :raises ValueError: ``max_lines`` or ``max_bytes`` below 1, ``line_slack`` negative.
     """
     max_lines = _check_int(max_lines, "max_lines", 1)
     max_bytes = _check_int(max_bytes, "max_bytes", 1)
+    slack = _check_int(line_slack, "line_slack", 0)
     if isinstance(content, str):
-        return _preview_text(content, max_lines, max_bytes)
+        return _preview_text(content, max_lines, max_bytes, slack)
     if isinstance(content, (bytes, bytearray)):
-        return _preview_bytes(content, _Haystack(content, None), max_lines, max_bytes)
+        return _preview_bytes(content, _Haystack(content, None), max_lines, max_bytes, slack)
     with _byte_view(content) as view:
-        return _preview_bytes(view, _Haystack(view, view), max_lines, max_bytes)
+        return _preview_bytes(view, _Haystack(view, view), max_lines, max_bytes, slack)
 
 
 def ascii_view(text: str, /) -> memoryview | None:
@@ -511,3 +572,228 @@ class StreamCap:
     def __repr__(self) -> str:
         return (f"StreamCap(max_bytes={self._max_bytes}, keep={self._keep!r}, "
                 f"total_bytes={self._total_bytes}, truncated={self.truncated})")
+
+
+# ---------------------------------------------------------------- views
+VIEW_ANSI = 1
+VIEW_CR = 2
+_VIEW_FLAGS = VIEW_ANSI | VIEW_CR
+
+# ESC and what follows it, per ECMA-48: a CSI (ESC [ parameters intermediates
+# final), an OSC (ESC ] text, ended by BEL or ESC \), or another escape
+# (intermediates, then one final byte: charset selection, keypad modes, save
+# and restore cursor).  A sequence cut short by the end of the data or by a
+# byte that cannot continue it ends there; none of them crosses a newline.
+_ESCAPE = re.compile(
+    rb"\x1b(?:\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[\x20-\x2f]*[\x30-\x7e]?)"
+)
+# A line holding a lone carriage return (one not ending the line as \r\n).
+_REDRAWN_LINE = re.compile(rb"[^\n]*\r(?!\n)[^\n]*")
+
+
+def _check_flags(flags: object) -> int:
+    value = _check_int(flags, "flags", 0)
+    if value > _VIEW_FLAGS:
+        raise ValueError(f"flags must be a combination of VIEW_ANSI (1) and VIEW_CR (2), not {flags}")
+    return value
+
+
+def _has_lone_cr(data: bytes) -> bool:
+    return data.count(b"\r") != data.count(b"\r\n")
+
+
+def _collapse(data: bytes) -> bytes:
+    size = len(data)
+
+    def redraw(match: re.Match[bytes]) -> bytes:
+        line = match.group()
+        # A \r just before the \n is the line's ending and stays.
+        ending = b"\r" if line.endswith(b"\r") and match.end() < size else b""
+        segments = (line[:-1] if ending else line).split(b"\r")
+        shown = next((segment for segment in reversed(segments) if segment), b"")
+        return shown + ending
+
+    return _REDRAWN_LINE.sub(redraw, data)
+
+
+def view_bytes(buffer: BytesLike, flags: int, /) -> bytes | None:
+    """What a reader is shown of ``buffer``: escapes removed, redraws collapsed.
+
+    With ``VIEW_ANSI`` (1), ANSI escape sequences (CSI, OSC, charset selection
+    and the other ESC-introduced ones) are removed.  Then, with ``VIEW_CR``
+    (2), each line (newlines are never removed) keeps only its last non-empty
+    segment between lone carriage returns, as a terminal shows a redrawn
+    progress line; ``\\r\\n`` is a line ending and stays.  Returns None when
+    the view is ``buffer`` itself (no ESC, no lone ``\\r`` for the flags given).
+
+    :raises TypeError: ``buffer`` is not a contiguous buffer, ``flags`` not an int.
+    :raises ValueError: ``flags`` outside 0 to 3.
+    """
+    if isinstance(buffer, str):
+        raise TypeError("buffer must be a bytes-like object, not str")
+    flags = _check_flags(flags)
+    with _byte_view(buffer) as view:
+        data = view.tobytes()
+    escapes = bool(flags & VIEW_ANSI) and b"\x1b" in data
+    redraws = bool(flags & VIEW_CR) and _has_lone_cr(data)
+    if not (escapes or redraws):
+        return None
+    if escapes:
+        data = _ESCAPE.sub(b"", data)
+    if flags & VIEW_CR and b"\r" in data:
+        data = _collapse(data)
+    return data
+
+
+# ---------------------------------------------------------------- signals
+_WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_MAX_PATTERNS = 64
+_MAX_KINDS = 8
+
+
+def _check_patterns(patterns: object) -> list[tuple[int, bool, bool, bytes]]:
+    """Validated ``(kind, anchored, caseless, literal)`` signal patterns."""
+    if not isinstance(patterns, (tuple, list)):
+        raise TypeError(f"patterns must be a tuple or list, not {type(patterns).__name__}")
+    if len(patterns) > _MAX_PATTERNS:
+        raise ValueError(f"at most {_MAX_PATTERNS} patterns, not {len(patterns)}")
+    checked = []
+    for entry in patterns:
+        if not isinstance(entry, tuple) or len(entry) != 4:
+            raise TypeError("each pattern must be a tuple (kind, anchored, caseless, literal)")
+        kind, anchored, caseless, literal = entry
+        kind = _check_int(kind, "kind", 0)
+        if kind >= _MAX_KINDS:
+            raise ValueError(f"kind must be below {_MAX_KINDS}, not {kind}")
+        if not isinstance(anchored, bool) or not isinstance(caseless, bool):
+            raise TypeError("anchored and caseless must be bools")
+        if not isinstance(literal, bytes):
+            raise TypeError(f"literal must be bytes, not {type(literal).__name__}")
+        if not 1 <= len(literal) <= 255 or b"\n" in literal:
+            raise ValueError("a literal must hold 1 to 255 bytes and no newline")
+        checked.append((kind, anchored, caseless, literal))
+    return checked
+
+
+def _pattern_regex(anchored: bool, caseless: bool, literal: bytes) -> bytes:
+    """One signal pattern as a regex over a view: word edges need a word boundary.
+
+    A boundary lies between a word byte (ASCII letter or digit) and anything
+    else, or between a lowercase and an uppercase letter (``ValueError``).
+    """
+    body = re.escape(literal)
+    if caseless:
+        body = b"(?i:" + body + b")"
+    if anchored:
+        return b"^" + body
+    left = b"(?:(?<![A-Za-z0-9])|(?<=[a-z])(?=[A-Z]))" if literal[0] in _WORD else b""
+    right = b"(?:(?![A-Za-z0-9])|(?<=[a-z])(?=[A-Z]))" if literal[-1] in _WORD else b""
+    return left + body + right
+
+
+_REGEX_CACHE: dict[tuple[tuple[int, bool, bool, bytes], ...], list[tuple[int, re.Pattern[bytes]]]] = {}
+
+
+def _kind_regexes(patterns: list[tuple[int, bool, bool, bytes]]) -> list[tuple[int, re.Pattern[bytes]]]:
+    key = tuple(patterns)
+    cached = _REGEX_CACHE.get(key)
+    if cached is None:
+        kinds = sorted({kind for kind, _, _, _ in patterns})
+        cached = [
+            (kind, re.compile(b"|".join(_pattern_regex(a, c, lit) for k, a, c, lit in patterns if k == kind),
+                              re.MULTILINE))
+            for kind in kinds
+        ]
+        if len(_REGEX_CACHE) > 32:
+            _REGEX_CACHE.clear()
+        _REGEX_CACHE[key] = cached
+    return cached
+
+
+def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags: int, limit: int, /
+                 ) -> tuple[list[tuple[int, int, int]], list[int]]:
+    """Lines of ``buffer[start:end]`` whose view matches a signal pattern.
+
+    The region is split at newlines (its first and last lines may be parts of
+    lines of the buffer); each line's view (``view_bytes`` with ``flags``) is
+    matched against ``patterns``, tuples ``(kind, anchored, caseless,
+    literal)``: ``literal`` (ASCII case-insensitively when ``caseless``) at the
+    start of the view when ``anchored``, else anywhere with a word boundary at
+    each edge that is a letter or digit.  A line's kind is the lowest kind it
+    matches.  Returns ``(hits, totals)``: ``hits`` lists ``(line_start,
+    line_end, kind)`` (offsets in ``buffer``, the newline excluded) in order,
+    at most ``limit`` lines of each kind; ``totals[kind]`` counts every
+    matching line of that kind (its length is the highest kind plus one).
+
+    :raises TypeError: wrong argument types.
+    :raises ValueError: ``start``/``end`` outside the buffer or reversed,
+        malformed patterns, ``flags`` outside 0 to 3, ``limit`` negative.
+    """
+    if isinstance(buffer, str):
+        raise TypeError("buffer must be a bytes-like object, not str")
+    start = _check_int(start, "start", 0)
+    end = _check_int(end, "end", 0)
+    checked = _check_patterns(patterns)
+    flags = _check_flags(flags)
+    limit = _check_int(limit, "limit", 0)
+    kinds = max((kind for kind, _, _, _ in checked), default=-1) + 1
+    totals = [0] * kinds
+    with _byte_view(buffer) as view:
+        if end > len(view) or start > end:
+            raise ValueError(f"start and end must satisfy 0 <= start <= end <= {len(view)}")
+        region = view[start:end].tobytes()
+    if not checked or not region:
+        return [], totals
+    shown = view_bytes(region, flags) if flags else None
+    text = region if shown is None else shown
+    # Lowest kind first: a line already claimed by a lower kind is skipped.
+    claimed: dict[int, int] = {}
+    for kind, regex in _kind_regexes(checked):
+        position = 0
+        while True:
+            match = regex.search(text, position)
+            if match is None:
+                break
+            line_start = text.rfind(b"\n", 0, match.start()) + 1
+            line_end = text.find(b"\n", match.start())
+            line_end = len(text) if line_end < 0 else line_end
+            position = line_end + 1
+            if line_start not in claimed:
+                claimed[line_start] = kind
+    hits: list[tuple[int, int, int]] = []
+    kept = [0] * kinds
+    stored = _LineMap(region, text) if shown is not None else None
+    for line_start in sorted(claimed):
+        kind = claimed[line_start]
+        totals[kind] += 1
+        if kept[kind] >= limit:
+            continue
+        kept[kind] += 1
+        if stored is None:
+            line_end = text.find(b"\n", line_start)
+            hits.append((start + line_start, start + (len(text) if line_end < 0 else line_end), kind))
+        else:
+            first, last = stored.line_at(line_start)
+            hits.append((start + first, start + last, kind))
+    return hits, totals
+
+
+class _LineMap:
+    """Maps a line of a view (by its start) to the same line of the stored
+    bytes: the view keeps every newline, so the n-th lines correspond."""
+
+    __slots__ = ("_stored", "_view", "_view_pos", "_stored_pos")
+
+    def __init__(self, stored: bytes, view: bytes) -> None:
+        self._stored = stored
+        self._view = view
+        self._view_pos = 0
+        self._stored_pos = 0
+
+    def line_at(self, view_start: int) -> tuple[int, int]:
+        """``(start, end)`` in the stored bytes; calls come in increasing order."""
+        for _ in range(self._view.count(b"\n", self._view_pos, view_start)):
+            self._stored_pos = self._stored.index(b"\n", self._stored_pos) + 1
+        self._view_pos = view_start
+        end = self._stored.find(b"\n", self._stored_pos)
+        return self._stored_pos, len(self._stored) if end < 0 else end

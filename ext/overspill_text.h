@@ -1,0 +1,269 @@
+/* Views and signal scanning for overspill's kernels (see overspill/_native.py,
+ * the readable specification: view_bytes and signal_lines).
+ *
+ * Everything here reads bytes and writes only into buffers it is given or
+ * allocates itself; nothing touches Python objects, so callers may drop the
+ * GIL around it.
+ */
+#ifndef OVERSPILL_TEXT_H
+#define OVERSPILL_TEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OSP_VIEW_ANSI 1
+#define OSP_VIEW_CR 2
+#define OSP_ESC 0x1b
+
+/* Length of the escape sequence that starts at p[0] == ESC (at least 1):
+ * CSI (ESC [ params intermediates final?), OSC (ESC ] text up to BEL or
+ * ESC \, never past a newline or another ESC), or ESC intermediates final?. */
+static ptrdiff_t osp_escape_length(const uint8_t *p, ptrdiff_t n) {
+    ptrdiff_t j = 1;
+    if (j < n && p[j] == '[') {
+        j++;
+        while (j < n && p[j] >= 0x30 && p[j] <= 0x3f) j++;
+        while (j < n && p[j] >= 0x20 && p[j] <= 0x2f) j++;
+        if (j < n && p[j] >= 0x40 && p[j] <= 0x7e) j++;
+        return j;
+    }
+    if (j < n && p[j] == ']') {
+        j++;
+        while (j < n && p[j] != 0x07 && p[j] != OSP_ESC && p[j] != '\n') j++;
+        if (j < n && p[j] == 0x07) j++;
+        else if (j + 1 < n && p[j] == OSP_ESC && p[j + 1] == '\\') j += 2;
+        return j;
+    }
+    while (j < n && p[j] >= 0x20 && p[j] <= 0x2f) j++;
+    if (j < n && p[j] >= 0x30 && p[j] <= 0x7e) j++;
+    return j;
+}
+
+/* Whether the view of p[0:n) differs from it: an ESC (with ANSI) or a lone
+ * \r, one not followed by \n (with CR). */
+static int osp_needs_view(const uint8_t *p, ptrdiff_t n, int flags) {
+    if ((flags & OSP_VIEW_ANSI) && n && memchr(p, OSP_ESC, (size_t)n)) return 1;
+    if (flags & OSP_VIEW_CR) {
+        const uint8_t *q = p, *end = p + n;
+        while (q < end && (q = (const uint8_t *)memchr(q, '\r', (size_t)(end - q))) != NULL) {
+            if (q + 1 >= end || q[1] != '\n') return 1;
+            q += 2;
+        }
+    }
+    return 0;
+}
+
+/* A line's segment between lone \r: keep it if non-empty (it replaces what
+ * was kept), else keep the earlier one.  out[line:seg) is what is kept,
+ * out[seg:pos) the segment just ended; returns the new pos (= new seg). */
+static ptrdiff_t osp_end_segment(uint8_t *out, ptrdiff_t line, ptrdiff_t seg, ptrdiff_t pos) {
+    if (pos > seg) {
+        memmove(out + line, out + seg, (size_t)(pos - seg));
+        return line + (pos - seg);
+    }
+    return seg;
+}
+
+/* The view of in[0:n) into out (room for n bytes); returns its length.
+ * Escapes are removed first; then each line keeps its last non-empty segment
+ * between lone \r, and a \r just before \n stays as the line's ending. */
+static ptrdiff_t osp_view(const uint8_t *in, ptrdiff_t n, int flags, uint8_t *out) {
+    ptrdiff_t i = 0, pos = 0, line = 0, seg = 0;
+    int pending = 0, ansi = flags & OSP_VIEW_ANSI, cr = flags & OSP_VIEW_CR;
+    while (i < n) {
+        uint8_t b = in[i];
+        if (b == OSP_ESC && ansi) {
+            i += osp_escape_length(in + i, n - i);
+            continue;
+        }
+        i++;
+        if (cr && b == '\r') {
+            if (pending) seg = pos = osp_end_segment(out, line, seg, pos);
+            pending = 1;
+            continue;
+        }
+        if (cr && b == '\n') {
+            pos = osp_end_segment(out, line, seg, pos);
+            if (pending) out[pos++] = '\r';
+            out[pos++] = '\n';
+            line = seg = pos;
+            pending = 0;
+            continue;
+        }
+        if (pending) {
+            seg = pos = osp_end_segment(out, line, seg, pos);
+            pending = 0;
+        }
+        out[pos++] = b;
+    }
+    if (cr) {
+        if (pending) seg = pos = osp_end_segment(out, line, seg, pos);
+        pos = osp_end_segment(out, line, seg, pos);
+    }
+    return pos;
+}
+
+/* ---------------------------------------------------------------- signals */
+
+typedef struct {
+    int kind;
+    int anchored;
+    int caseless;
+    const uint8_t *literal;
+    ptrdiff_t length;
+} osp_pattern;
+
+typedef struct {
+    ptrdiff_t start, end;
+    int kind;
+} osp_hit;
+
+typedef struct {
+    const osp_pattern *patterns;
+    int count;
+    int kinds;
+    int min_kind;
+    uint64_t first[256];       /* unanchored patterns that may start with a byte */
+    uint8_t special[256];      /* bytes that change a line's view */
+    ptrdiff_t limit;           /* hits kept per kind */
+    ptrdiff_t *totals;         /* per kind */
+    ptrdiff_t *kept;           /* per kind */
+    osp_hit *hits;
+    ptrdiff_t hit_count, hit_room;
+    uint8_t *scratch;
+    ptrdiff_t scratch_room;
+} osp_scan;
+
+static inline int osp_is_word(uint8_t b) {
+    return (b >= '0' && b <= '9') || (b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z');
+}
+static inline uint8_t osp_fold(uint8_t b) { return (b >= 'A' && b <= 'Z') ? (uint8_t)(b + 32) : b; }
+
+/* A word boundary between a and b: not two word bytes, or lowercase then uppercase. */
+static inline int osp_boundary(uint8_t a, uint8_t b) {
+    return !(osp_is_word(a) && osp_is_word(b)) || (a >= 'a' && a <= 'z' && b >= 'A' && b <= 'Z');
+}
+
+static int osp_literal_at(const uint8_t *s, ptrdiff_t n, ptrdiff_t i, const osp_pattern *p) {
+    ptrdiff_t k, len = p->length;
+    if (i + len > n) return 0;
+    if (p->caseless) {
+        for (k = 0; k < len; k++) if (osp_fold(s[i + k]) != osp_fold(p->literal[k])) return 0;
+    } else if (memcmp(s + i, p->literal, (size_t)len) != 0) {
+        return 0;
+    }
+    if (p->anchored) return 1;
+    if (osp_is_word(p->literal[0]) && i > 0 && !osp_boundary(s[i - 1], s[i])) return 0;
+    if (osp_is_word(p->literal[len - 1]) && i + len < n && !osp_boundary(s[i + len - 1], s[i + len])) return 0;
+    return 1;
+}
+
+/* The lowest kind matched in the line s[0:n) (already a view), or kinds. */
+static int osp_line_kind(const osp_scan *scan, const uint8_t *s, ptrdiff_t n) {
+    int best = scan->kinds, k;
+    ptrdiff_t i;
+    for (k = 0; k < scan->count; k++) {
+        const osp_pattern *p = &scan->patterns[k];
+        if (p->anchored && p->kind < best && osp_literal_at(s, n, 0, p)) best = p->kind;
+    }
+    for (i = 0; i < n && best > scan->min_kind; i++) {
+        uint64_t mask = scan->first[s[i]];
+        while (mask) {
+            int index = __builtin_ctzll(mask);
+            const osp_pattern *p = &scan->patterns[index];
+            mask &= mask - 1;
+            if (p->kind < best && osp_literal_at(s, n, i, p)) best = p->kind;
+        }
+    }
+    return best;
+}
+
+static int osp_scan_init(osp_scan *scan, const osp_pattern *patterns, int count, int flags, ptrdiff_t limit) {
+    int k, kinds = 0, min_kind = 1 << 30;
+    memset(scan, 0, sizeof(*scan));
+    scan->patterns = patterns;
+    scan->count = count;
+    scan->limit = limit;
+    for (k = 0; k < count; k++) {
+        const osp_pattern *p = &patterns[k];
+        if (p->kind + 1 > kinds) kinds = p->kind + 1;
+        if (p->kind < min_kind) min_kind = p->kind;
+        if (p->anchored) continue;
+        uint8_t b = p->literal[0];
+        scan->first[b] |= (uint64_t)1 << k;
+        if (p->caseless) {
+            if (b >= 'a' && b <= 'z') scan->first[b - 32] |= (uint64_t)1 << k;
+            if (b >= 'A' && b <= 'Z') scan->first[b + 32] |= (uint64_t)1 << k;
+        }
+    }
+    scan->kinds = kinds;
+    scan->min_kind = min_kind;
+    if (flags & OSP_VIEW_ANSI) scan->special[OSP_ESC] = 1;
+    if (flags & OSP_VIEW_CR) scan->special['\r'] = 1;
+    scan->totals = (ptrdiff_t *)calloc((size_t)(kinds + 1), sizeof(ptrdiff_t));
+    scan->kept = (ptrdiff_t *)calloc((size_t)(kinds + 1), sizeof(ptrdiff_t));
+    return (scan->totals && scan->kept) ? 0 : -1;
+}
+
+static void osp_scan_free(osp_scan *scan) {
+    free(scan->totals);
+    free(scan->kept);
+    free(scan->hits);
+    free(scan->scratch);
+}
+
+static int osp_scan_record(osp_scan *scan, ptrdiff_t start, ptrdiff_t end, int kind) {
+    scan->totals[kind]++;
+    if (scan->kept[kind] >= scan->limit) return 0;
+    if (scan->hit_count == scan->hit_room) {
+        ptrdiff_t room = scan->hit_room ? scan->hit_room * 2 : 64;
+        osp_hit *grown = (osp_hit *)realloc(scan->hits, (size_t)room * sizeof(osp_hit));
+        if (!grown) return -1;
+        scan->hits = grown;
+        scan->hit_room = room;
+    }
+    scan->hits[scan->hit_count].start = start;
+    scan->hits[scan->hit_count].end = end;
+    scan->hits[scan->hit_count].kind = kind;
+    scan->hit_count++;
+    scan->kept[kind]++;
+    return 0;
+}
+
+/* The kind of the line s[0:n), through its view when it has special bytes. */
+static int osp_view_line_kind(osp_scan *scan, const uint8_t *s, ptrdiff_t n, int flags) {
+    if (n > scan->scratch_room) {
+        uint8_t *grown = (uint8_t *)realloc(scan->scratch, (size_t)n);
+        if (!grown) return -1;
+        scan->scratch = grown;
+        scan->scratch_room = n;
+    }
+    return osp_line_kind(scan, scan->scratch, osp_view(s, n, flags, scan->scratch));
+}
+
+/* Scan the region s[0:n) line by line (offsets recorded relative to s).
+ * Clean lines are matched in place in one pass; a line with an ESC or \r is
+ * matched through its view.  Returns 0, or -1 when memory ran out. */
+static int osp_scan_region(osp_scan *scan, const uint8_t *s, ptrdiff_t n, int flags) {
+    ptrdiff_t line = 0;
+    while (line < n) {
+        const uint8_t *newline = (const uint8_t *)memchr(s + line, '\n', (size_t)(n - line));
+        ptrdiff_t end = newline ? newline - s : n;
+        int kind, dirty = 0;
+        if (scan->special[OSP_ESC] && end > line) dirty = memchr(s + line, OSP_ESC, (size_t)(end - line)) != NULL;
+        if (!dirty && scan->special['\r'] && end > line) dirty = memchr(s + line, '\r', (size_t)(end - line)) != NULL;
+        if (dirty) {
+            kind = osp_view_line_kind(scan, s + line, end - line, flags);
+            if (kind < 0) return -1;
+        } else {
+            kind = osp_line_kind(scan, s + line, end - line);
+        }
+        if (kind < scan->kinds && osp_scan_record(scan, line, end, kind) < 0) return -1;
+        line = end + 1;
+    }
+    return 0;
+}
+
+#endif

@@ -1,0 +1,295 @@
+"""The view, signal and line-slack kernels: naive references, properties,
+and the compiled module against its pure-Python twin."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+from strategies import contents, limits, raw_bytes
+
+from overspill import _kernels, _native
+
+ANSI, CR = _native.VIEW_ANSI, _native.VIEW_CR
+
+# Pieces of terminal output: escapes whole and cut short, redraws, line ends.
+_NOISE = [b"\x1b[31m", b"\x1b[0m", b"\x1b[1;32;40m", b"\x1b[2K", b"\x1b[?25l", b"\x1b]0;title\x07",
+          b"\x1b]8;;http://x\x1b\\", b"\x1b(B", b"\x1b=", b"\x1b", b"\x1b[", b"\x1b[12", b"\x1b]",
+          b"\r", b"\r\n", b"\n", b"\r\r", b"a", b"ok", b" 42%", b"\xc3\xa9", b"\xe2\x80", b"error", b"Error",
+          b"warning", b"E   ", b"-Werror", b"ValueError:", b"errors", b"\x07", b"\\", b"[", b";", b"m"]
+noisy = st.one_of(raw_bytes, st.lists(st.sampled_from(_NOISE), max_size=30).map(b"".join))
+flag_sets = st.integers(0, 3)
+
+
+# ---------------------------------------------------------------- references
+def naive_escape_end(data: bytes, i: int) -> int:
+    """Where the escape sequence starting at data[i] == ESC ends, char by char."""
+    n = len(data)
+    j = i + 1
+    if j < n and data[j] == ord("["):
+        j += 1
+        while j < n and 0x30 <= data[j] <= 0x3F:
+            j += 1
+        while j < n and 0x20 <= data[j] <= 0x2F:
+            j += 1
+        return j + 1 if j < n and 0x40 <= data[j] <= 0x7E else j
+    if j < n and data[j] == ord("]"):
+        j += 1
+        while j < n and data[j] not in (0x07, 0x1B, 0x0A):
+            j += 1
+        if j < n and data[j] == 0x07:
+            return j + 1
+        return j + 2 if data[j : j + 2] == b"\x1b\\" else j
+    while j < n and 0x20 <= data[j] <= 0x2F:
+        j += 1
+    return j + 1 if j < n and 0x30 <= data[j] <= 0x7E else j
+
+
+def naive_view(data: bytes, flags: int) -> bytes:
+    if flags & ANSI:
+        out, i = bytearray(), 0
+        while i < len(data):
+            if data[i] == 0x1B:
+                i = naive_escape_end(data, i)
+            else:
+                out.append(data[i])
+                i += 1
+        data = bytes(out)
+    if not flags & CR:
+        return data
+    lines = data.split(b"\n")
+    shown = []
+    for number, line in enumerate(lines):
+        ending = b""
+        if line.endswith(b"\r") and number < len(lines) - 1:
+            line, ending = line[:-1], b"\r"
+        segments = [segment for segment in line.split(b"\r") if segment]
+        shown.append((segments[-1] if segments else b"") + ending)
+    return b"\n".join(shown)
+
+
+def is_word(byte: int) -> bool:
+    return chr(byte).isascii() and chr(byte).isalnum()
+
+
+def boundary(a: int, b: int) -> bool:
+    return not (is_word(a) and is_word(b)) or (chr(a).islower() and chr(b).isupper())
+
+
+def naive_matches(line: bytes, pattern: tuple[int, bool, bool, bytes]) -> bool:
+    _, anchored, caseless, literal = pattern
+    fold = (lambda b: b.lower()) if caseless else (lambda b: b)
+    for i in range(len(line) - len(literal) + 1):
+        if fold(line[i : i + len(literal)]) != fold(literal):
+            continue
+        if anchored:
+            return i == 0
+        end = i + len(literal)
+        if is_word(literal[0]) and i > 0 and not boundary(line[i - 1], line[i]):
+            continue
+        if is_word(literal[-1]) and end < len(line) and not boundary(line[end - 1], line[end]):
+            continue
+        return True
+    return False
+
+
+def naive_signals(data: bytes, start: int, end: int, patterns, flags: int, limit: int):
+    kinds = max((p[0] for p in patterns), default=-1) + 1
+    totals, hits, kept = [0] * kinds, [], [0] * kinds
+    position = start
+    for line in data[start:end].split(b"\n"):
+        shown = naive_view(line, flags)
+        matched = [p[0] for p in patterns if naive_matches(shown, p)]
+        if matched:
+            kind = min(matched)
+            totals[kind] += 1
+            if kept[kind] < limit:
+                kept[kind] += 1
+                hits.append((position, position + len(line), kind))
+        position += len(line) + 1
+    return hits, totals
+
+
+PATTERNS = ((0, False, True, b"error"), (0, True, False, b"E   "), (1, False, True, b"warning"),
+            (0, False, False, b"ValueError:"), (2, False, True, b"42%"))
+
+
+# ---------------------------------------------------------------- views
+@pytest.mark.parametrize(("data", "flags", "shown"), [
+    (b"\x1b[31mred\x1b[0m plain\n", ANSI | CR, b"red plain\n"),
+    (b" 10%\r 50%\r100%\n", ANSI | CR, b"100%\n"),
+    (b"line\r\nnext\r\n", ANSI | CR, None),
+    (b"done\r", CR, b"done"),
+    (b"\x1b]0;title\x07text", ANSI, b"text"),
+    (b"\x1b[1m\x1b[31mE   assert 1 == 2\x1b[0m\r\n", ANSI | CR, b"E   assert 1 == 2\r\n"),
+    (b"a\rb", ANSI, None),
+    (b"\x1b[31mx", CR, None),
+    (b"plain text\n", ANSI | CR, None),
+])
+def test_view_examples(data, flags, shown):
+    assert _kernels.view_bytes(data, flags) == shown
+
+
+@given(noisy, flag_sets)
+@example(b"a\r\x1b[0m\n", ANSI | CR)
+@example(b"\x1b]8;;x\x1b\\y", ANSI)
+def test_view_matches_naive_reference(data, flags):
+    shown = _kernels.view_bytes(data, flags)
+    expected = naive_view(data, flags)
+    assert (data if shown is None else shown) == expected
+    # None exactly when nothing changes: the text is returned as it is.
+    assert (shown is None) == (expected == data)
+
+
+@given(noisy, flag_sets)
+def test_view_keeps_lines_and_never_grows(data, flags):
+    shown = _kernels.view_bytes(data, flags)
+    shown = data if shown is None else shown
+    assert shown.count(b"\n") == data.count(b"\n") and len(shown) <= len(data)
+
+
+@given(noisy, flag_sets)
+def test_view_is_line_local(data, flags):
+    # Each line is shown on its own (a \r ending a line stays with it): so a
+    # window of whole lines can be viewed apart from the rest.
+    data += b"\n"
+    whole = _kernels.view_bytes(data, flags)
+    whole = data if whole is None else whole
+    lines = data.split(b"\n")[:-1]
+    parts = [_kernels.view_bytes(line + b"\n", flags) for line in lines]
+    assert b"".join(line + b"\n" if part is None else part for line, part in zip(lines, parts)) == whole
+
+
+@given(st.binary(max_size=40).filter(lambda b: b"\x1b" not in b and b"\r" not in b), flag_sets)
+def test_clean_bytes_are_untouched(data, flags):
+    assert _kernels.view_bytes(data, flags) is None
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    (("text", 3), TypeError), ((b"x", 4), ValueError), ((b"x", -1), ValueError), ((b"x", True), TypeError),
+    ((b"x", None), TypeError), ((memoryview(b"abcd")[::2], 3), TypeError),
+])
+def test_view_rejects(args, error):
+    with pytest.raises(error):
+        _kernels.view_bytes(*args)
+
+
+# ---------------------------------------------------------------- signals
+def test_signal_examples():
+    data = (b"ok\n\x1b[31mValueError: bad\x1b[0m\n-Werror=format\nE   assert 0\nwarning: x\n"
+            b"stderr: fine\n10%\r 42%\n")
+    hits, totals = _kernels.signal_lines(data, 0, len(data), PATTERNS, ANSI | CR, 10)
+    lines = [(data[start:end], kind) for start, end, kind in hits]
+    assert lines == [(b"\x1b[31mValueError: bad\x1b[0m", 0), (b"E   assert 0", 0), (b"warning: x", 1),
+                     (b"10%\r 42%", 2)]
+    assert totals == [2, 1, 1]
+
+
+@given(noisy, st.data(), flag_sets, st.integers(0, 4))
+@example(b"error\nerror\nwarning", None, 3, 1)
+def test_signals_match_naive_reference(data, draw, flags, limit):
+    start, end = 0, len(data)
+    if draw is not None:
+        start = draw.draw(st.integers(0, len(data)))
+        end = draw.draw(st.integers(start, len(data)))
+    assert _kernels.signal_lines(data, start, end, PATTERNS, flags, limit) == naive_signals(
+        data, start, end, PATTERNS, flags, limit)
+
+
+@given(noisy, flag_sets)
+def test_signal_offsets_point_at_their_lines(data, flags):
+    hits, _ = _kernels.signal_lines(data, 0, len(data), PATTERNS, flags, 100)
+    for start, end, _ in hits:
+        assert start == 0 or data[start - 1] == 0x0A
+        assert b"\n" not in data[start:end] and (end == len(data) or data[end] == 0x0A)
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    (("text", 0, 0, PATTERNS, 0, 1), TypeError),
+    ((b"abc", 0, 4, PATTERNS, 0, 1), ValueError),
+    ((b"abc", 2, 1, PATTERNS, 0, 1), ValueError),
+    ((b"abc", 0, 3, [(0, False, True, "str")], 0, 1), TypeError),
+    ((b"abc", 0, 3, [(0, False, True, b"")], 0, 1), ValueError),
+    ((b"abc", 0, 3, [(0, False, True, b"a\nb")], 0, 1), ValueError),
+    ((b"abc", 0, 3, [(9, False, True, b"a")], 0, 1), ValueError),
+    ((b"abc", 0, 3, [(0, 1, True, b"a")], 0, 1), TypeError),
+    ((b"abc", 0, 3, [(0, False, True)], 0, 1), TypeError),
+    ((b"abc", 0, 3, "abc", 0, 1), TypeError),
+    ((b"abc", 0, 3, PATTERNS, 5, 1), ValueError),
+    ((b"abc", 0, 3, PATTERNS, 0, -1), ValueError),
+    ((b"abc", 0, 3, [(0, False, True, b"a")] * 65, 0, 1), ValueError),
+])
+def test_signals_reject(args, error):
+    with pytest.raises(error):
+        _kernels.signal_lines(*args)
+
+
+# ---------------------------------------------------------------- line slack
+@given(contents, limits, limits)
+def test_zero_slack_is_the_old_rule(content, max_lines, max_bytes):
+    assert _kernels.preview_cuts(content, max_lines, max_bytes, 0) == _kernels.preview_cuts(
+        content, max_lines, max_bytes)
+
+
+@given(contents, limits, st.integers(1, 120), st.integers(0, 30))
+@example(b"aaaa\nbbbb\ncccc\ndddd\n", 100, 8, 3)
+def test_slack_cuts_land_after_newlines(content, max_lines, max_bytes, slack):
+    stored = content if isinstance(content, bytes) else content.encode("utf-8", "surrogateescape") \
+        if not any("\ud800" <= c <= "\udfff" and not "\udc80" <= c <= "\udcff" for c in content) else None
+    plain = _kernels.preview_cuts(content, max_lines, max_bytes, 0)
+    cuts = _kernels.preview_cuts(content, max_lines, max_bytes, slack)
+    head_end, tail_start, head_index, tail_index = cuts
+    assert (head_end < tail_start) == (plain[0] < plain[1])
+    assert plain[0] - slack <= head_end <= plain[0] and plain[1] <= tail_start <= plain[1] + slack
+    if head_end != plain[0]:
+        assert content[head_index - 1] in ("\n", 10)
+    if tail_start != plain[1]:
+        assert content[tail_index - 1] in ("\n", 10) and tail_index < len(content)
+    if stored is not None and head_end < tail_start:
+        # A str is cut where its stored form is: never inside a character.
+        assert _kernels.preview_cuts(stored, max_lines, max_bytes, slack)[:2] == (head_end, tail_start)
+
+
+def test_slack_example():
+    data = b"first line\nsecond line\nthird line\n" * 3
+    assert _kernels.preview_cuts(data, 100, 30, 0)[:2] == (15, len(data) - 15)
+    head_end, tail_start, _, _ = _kernels.preview_cuts(data, 100, 30, 5)
+    assert data[:head_end] == b"first line\n" and data[tail_start:] == b"third line\n"
+
+
+# ---------------------------------------------------------------- differential
+def outcome(function, *args):
+    try:
+        return ("ok", function(*args))
+    except Exception as error:  # noqa: BLE001 - the type is what is compared
+        return ("error", type(error))
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    try:
+        from overspill import _speedups
+    except ImportError:
+        pytest.skip("compiled extension unavailable")
+    return _speedups
+
+
+_ARGUMENTS = st.one_of(st.none(), st.booleans(), st.integers(-3, 70), st.text(max_size=3))
+
+
+@given(st.one_of(noisy, _ARGUMENTS), st.one_of(flag_sets, _ARGUMENTS))
+def test_twins_agree_on_view_bytes(compiled, data, flags):
+    assert outcome(compiled.view_bytes, data, flags) == outcome(_native.view_bytes, data, flags)
+
+
+@given(noisy, st.one_of(st.integers(0, 40), _ARGUMENTS), st.one_of(st.integers(0, 40), _ARGUMENTS),
+       st.one_of(flag_sets, _ARGUMENTS), st.one_of(st.integers(0, 3), _ARGUMENTS))
+def test_twins_agree_on_signal_lines(compiled, data, start, end, flags, limit):
+    args = (data, start, end, PATTERNS, flags, limit)
+    assert outcome(compiled.signal_lines, *args) == outcome(_native.signal_lines, *args)
+
+
+@given(st.one_of(contents, _ARGUMENTS), limits, limits, st.one_of(st.integers(0, 20), _ARGUMENTS))
+def test_twins_agree_on_preview_cuts_with_slack(compiled, content, max_lines, max_bytes, slack):
+    args = (content, max_lines, max_bytes, slack)
+    assert outcome(compiled.preview_cuts, *args) == outcome(_native.preview_cuts, *args)
