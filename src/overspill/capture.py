@@ -8,7 +8,6 @@ On timeout the whole process group is terminated, then killed after a grace.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import os
@@ -315,6 +314,8 @@ async def arun(command: Command, *, cwd: Optional[Union[str, os.PathLike[str]]] 
     The capture loop runs in a worker thread; cancelling the awaiting task
     terminates the process group (SIGTERM, then SIGKILL) before it returns.
     """
+    import asyncio  # here, not at the top: it alone would triple ``import overspill``'s time
+
     abort = threading.Event()
     task = asyncio.get_running_loop().run_in_executor(
         None, lambda: _run(command, cwd=cwd, env=env, timeout=timeout, stdin=stdin,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import shlex
 import signal
@@ -29,7 +28,6 @@ from .errors import (
     StorageError,
 )
 from .store import ToolOutputStore
-from .tools import bash
 
 __all__ = ["main"]
 
@@ -157,6 +155,8 @@ def _as_json(value: Any) -> Any:
 
 
 def _print_json(value: Any) -> None:
+    import json  # only --json needs it
+
     sys.stdout.write(json.dumps(_as_json(value), ensure_ascii=False) + "\n")
 
 
@@ -173,6 +173,10 @@ def _command_run(args: argparse.Namespace) -> int:
     if not argv:
         raise _UsageError("run needs a command after --")
     command = argv[0] if len(argv) == 1 else shlex.join(argv)
+    # Imported here: the tools bring the capture machinery (subprocess, selectors),
+    # which no other command needs.
+    from .tools import bash
+
     store = _store(args)
     result = bash(store, _session(args), f"cli-{time.time_ns()}", command, timeout=args.timeout, spill=args.spill)
     if args.json:
@@ -315,6 +319,10 @@ def _fail(status: int, message: str) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line; return (and, as a console script, exit with) its status."""
+    if (sys.argv[1:] if argv is None else list(argv)) == ["--version"]:
+        # What argparse's version action prints, without building seven sub-parsers first.
+        sys.stdout.write(f"overspill {__version__}\n")
+        return 0
     args = _parser().parse_args(argv)
     try:
         return _COMMANDS[args.command](args)

@@ -6,7 +6,6 @@ key by key) > ``OVERSPILL_MAX_LINES`` / ``OVERSPILL_MAX_BYTES`` > defaults.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -86,6 +85,8 @@ def _read_file(path: Path) -> Mapping[str, Any]:
                 raise ConfigError(f"{source}: TOML configuration needs Python 3.11 or newer") from None
             parsed = tomllib.loads(data.decode("utf-8"))
         else:
+            import json  # only a configuration file needs it
+
             parsed = json.loads(data)
     except ConfigError:
         raise

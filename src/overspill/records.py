@@ -8,11 +8,9 @@ tools ignore.  Records without checksums (written by them) stay readable.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
-import secrets
 import threading
 import time
 from dataclasses import dataclass
@@ -74,14 +72,34 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_CLOCK.reset_after_fork)
 
 
+# The random part is one draw of 88 bits from os.urandom, read as 14 base62
+# digits.  Draws at or above the largest multiple of 62**14 that fits are
+# redrawn (about 4 % of them), so every digit string is equally likely.  One
+# system call, where ``secrets.choice`` per digit made fourteen; and importing
+# ``secrets`` (hmac, hashlib, OpenSSL) cost more than the rest of the store.
+_RANDOM_SPACE = 62**14
+_RANDOM_LIMIT = (1 << 88) // _RANDOM_SPACE * _RANDOM_SPACE
+
+
+def _random_base62() -> str:
+    value = int.from_bytes(os.urandom(11), "big")
+    while value >= _RANDOM_LIMIT:
+        value = int.from_bytes(os.urandom(11), "big")
+    value %= _RANDOM_SPACE
+    digits = []
+    for _ in range(14):
+        value, digit = divmod(value, 62)
+        digits.append(_BASE62[digit])
+    return "".join(digits)
+
+
 def new_id() -> str:
-    """A fresh id: 12 lowercase hex digits of time, then 14 base62 from ``secrets``.
+    """A fresh id: 12 lowercase hex digits of time, then 14 base62 from ``os.urandom``.
 
     The random part (83 bits) comes from the OS, so ids stay unique across
     threads, processes and forks; the time part makes them sort by creation.
     """
-    random_part = "".join(secrets.choice(_BASE62) for _ in range(14))
-    return f"{_CLOCK.next() % (1 << 48):012x}{random_part}"
+    return f"{_CLOCK.next() % (1 << 48):012x}{_random_base62()}"
 
 
 def is_resource_id(text: str) -> bool:
@@ -160,6 +178,8 @@ def record_json(record: Record) -> bytes:
             "chunk": record.checksum_chunk,
             "values": record.checksums.hex(),
         }
+    import json  # here, not at the top: most processes that import overspill never touch a record
+
     return json.dumps(document, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
@@ -192,6 +212,8 @@ def parse_record(data: bytes, resource_id: str) -> Record:
         shape (wrong version, types or id, negative or non-integer size, a
         non-finite ``created``, malformed checksums, nesting too deep).
     """
+    import json
+
     try:
         document = json.loads(data)
     except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors

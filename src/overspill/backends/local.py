@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import secrets
 import stat
 import threading
 import time
@@ -96,7 +95,7 @@ class _LocalWriter:
             Resource(uri_for(self._id), mime, self._size, name), session_id, tool_call_id,
             time.time_ns() // 1_000_000, bytes(self._checksums), CHECKSUM_CHUNK,
         )
-        self._temporary = self._directory / f".{self._id}.{secrets.token_hex(4)}.tmp"
+        self._temporary = self._directory / f".{self._id}.{os.urandom(4).hex()}.tmp"
         temporary_fd = _files.create_exclusive(self._temporary)
         try:
             _files.write_all(temporary_fd, memoryview(record_json(record)))

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+# http.client, urllib.request and html.parser (with email, ssl and socket behind
+# them) cost more than the rest of overspill together, and only a fetch needs
+# them: they are imported inside ``webfetch``, so ``import overspill.tools``
+# (the CLI, the MCP server) stays cheap.
 import codecs
-import http.client
-import socket
-import urllib.error
-import urllib.request
 from typing import Optional
 from urllib.parse import urlsplit
 
 from ..store import ToolOutputStore
-from ._html import html_to_markdown, html_to_text, sniff_charset
 from ._result import MAX_RESPONSE_BYTES, ToolResult, bounded, failure
 
 __all__ = ["FORMATS", "webfetch"]
@@ -25,17 +24,29 @@ _READ_SIZE = 64 * 1024
 _USER_AGENT = "overspill-webfetch/0.1"
 
 
-class _RefusedRedirect(urllib.error.URLError):
-    pass
+_redirect_classes: Optional[tuple[type, type]] = None
 
 
-class _HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):
-    """Follows redirects only to http and https (urllib would also follow ftp)."""
+def _redirect_handling() -> tuple[type, type]:
+    """The refused-redirect error and the handler raising it, defined on first use."""
+    global _redirect_classes
+    if _redirect_classes is None:
+        import urllib.error
+        import urllib.request
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
-        if urlsplit(newurl).scheme.lower() not in ("http", "https"):
-            raise _RefusedRedirect(f"refused a redirect to {newurl}")
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
+        class _RefusedRedirect(urllib.error.URLError):
+            pass
+
+        class _HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):
+            """Follows redirects only to http and https (urllib would also follow ftp)."""
+
+            def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+                if urlsplit(newurl).scheme.lower() not in ("http", "https"):
+                    raise _RefusedRedirect(f"refused a redirect to {newurl}")
+                return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+        _redirect_classes = (_RefusedRedirect, _HttpOnlyRedirects)
+    return _redirect_classes
 
 
 def _is_text(content_type: str) -> bool:
@@ -44,6 +55,8 @@ def _is_text(content_type: str) -> bool:
 
 
 def _charset(declared: Optional[str], body: bytes, is_html: bool) -> str:
+    from ._html import sniff_charset
+
     for candidate in (declared, sniff_charset(body) if is_html else None):
         if candidate:
             try:
@@ -74,7 +87,15 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
         return failure(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         return failure("timeout must be a positive number of seconds")
-    opener = urllib.request.build_opener(_HttpOnlyRedirects)
+    import http.client
+    import socket
+    import urllib.error
+    import urllib.request
+
+    from ._html import html_to_markdown, html_to_text
+
+    refused_redirect, http_only_redirects = _redirect_handling()
+    opener = urllib.request.build_opener(http_only_redirects)
     request = urllib.request.Request(url.strip(), headers={
         "User-Agent": _USER_AGENT, "Accept": "text/html, text/markdown, text/plain;q=0.9, */*;q=0.5"})
     try:
@@ -96,7 +117,7 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
             status = response.status
     except urllib.error.HTTPError as error:
         return failure(f"HTTP {error.code} {error.reason} from {url}")
-    except _RefusedRedirect as error:
+    except refused_redirect as error:
         return failure(str(error.reason))
     except urllib.error.URLError as error:
         return failure(f"could not fetch {url}: {error.reason}")

@@ -1,0 +1,134 @@
+"""What importing overspill loads: heavy or optional modules only where they are used.
+
+Each check runs in a fresh interpreter, so modules this test process already
+imported cannot hide a regression.  (Timings are for benchmarks/, not here.)
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# Never loaded by ``import overspill``: the optional extras' clients, and the
+# standard-library modules that cost more than the package itself.
+NEVER_ON_IMPORT = ["asyncio", "concurrent.futures", "ssl", "http", "http.client", "html", "html.parser",
+                   "urllib.request", "email", "json", "secrets", "hmac", "redis", "mcp"]
+# Only running a command needs these.
+CAPTURE_ONLY = ["subprocess", "selectors", "overspill.capture"]
+
+
+def loaded_after(code: str, env: dict[str, str]) -> set[str]:
+    """The modules ``code`` added to sys.modules in a fresh interpreter."""
+    probe = (
+        "import sys\nbefore = set(sys.modules)\n"
+        f"{code}\n"
+        "print('--- loaded ---')\nprint('\\n'.join(sorted(set(sys.modules) - before)))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return set(result.stdout.split("--- loaded ---\n")[1].split())
+
+
+def bare(env: dict[str, str]) -> set[str]:
+    result = subprocess.run([sys.executable, "-c", "import sys; print('\\n'.join(sys.modules))"],
+                            capture_output=True, text=True, env=env, timeout=60)
+    return set(result.stdout.split())
+
+
+def test_import_overspill_loads_no_heavy_or_optional_module(subprocess_env):
+    preloaded = bare(subprocess_env)
+    loaded = loaded_after("import overspill", subprocess_env)
+    assert "overspill.store" in loaded
+    for name in NEVER_ON_IMPORT + CAPTURE_ONLY:
+        if name not in preloaded:
+            assert name not in loaded, f"import overspill imported {name}"
+    # The test is meaningful only if the probe could have seen these appear.
+    assert "asyncio" not in preloaded and "redis" not in preloaded and "mcp" not in preloaded
+
+
+def test_asyncio_only_with_arun(subprocess_env):
+    loaded = loaded_after("import asyncio, overspill\n"
+                          "print(asyncio.run(overspill.arun('echo hi')).stdout)", subprocess_env)
+    assert "overspill.capture" in loaded
+
+
+def test_tools_and_store_use_load_no_network_or_html_module(subprocess_env, tmp_path):
+    preloaded = bare(subprocess_env)
+    code = ("import overspill, overspill.tools, overspill.cli\n"
+            f"store = overspill.ToolOutputStore({str(tmp_path)!r})\n"
+            "uri = store.truncate('s', 'c', 'x\\n' * 5000).resource.uri\n"
+            "store.read('s', uri)\n"
+            "store.records('s')\n"
+            "overspill.tools.schemas()\n")
+    loaded = loaded_after(code, subprocess_env)
+    for name in ["asyncio", "concurrent.futures", "ssl", "http.client", "html.parser", "urllib.request",
+                 "email", "redis", "mcp"]:
+        if name not in preloaded:
+            assert name not in loaded, f"the store, tools and CLI imported {name} without a fetch"
+
+
+def test_webfetch_still_loads_what_it_needs(subprocess_env):
+    # The deferred imports resolve (a refused URL never opens a socket, but a
+    # valid-looking one runs the whole path up to the connection).
+    code = ("import tempfile, overspill, overspill.tools as t\n"
+            "store = overspill.ToolOutputStore(tempfile.mkdtemp())\n"
+            "r = t.webfetch(store, 's', 'c', 'http://127.0.0.1:9/', timeout=5)\n"
+            "assert r.is_error and 'could not fetch' in r.output, r.output\n")
+    loaded = loaded_after(code, subprocess_env)
+    assert {"http.client", "urllib.request", "overspill.tools._html"} <= loaded
+
+
+def test_capture_names_load_on_first_use(subprocess_env):
+    code = ("import sys, overspill\n"
+            "assert 'overspill.capture' not in sys.modules\n"
+            "from overspill import run, ProcessResult\n"
+            "import overspill.capture as capture\n"
+            "assert run is capture.run and ProcessResult is capture.ProcessResult\n"
+            "assert overspill.arun is capture.arun and overspill.MAX_CAPTURE_BYTES == capture.MAX_CAPTURE_BYTES\n"
+            "assert {'run', 'arun', 'collect_stream', 'Collected'} <= set(dir(overspill))\n"
+            "ns = {}\n"
+            "exec('from overspill import *', ns)\n"
+            "assert set(overspill.__all__) <= set(ns)\n"
+            "try:\n"
+            "    overspill.no_such_name\n"
+            "except AttributeError as error:\n"
+            "    assert 'no_such_name' in str(error)\n"
+            "else:\n"
+            "    raise AssertionError('no AttributeError')\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+def test_version_fast_path_matches_argparse(subprocess_env):
+    import overspill
+
+    script = Path(sys.executable).with_name("overspill")
+    for command in ([str(script), "--version"], [sys.executable, "-m", "overspill", "--version"]):
+        result = subprocess.run(command, capture_output=True, text=True, env=subprocess_env, timeout=60)
+        assert (result.returncode, result.stdout, result.stderr) == (0, f"overspill {overspill.__version__}\n", "")
+    # The parser still knows the option (in help, and when combined with others).
+    helped = subprocess.run([str(script), "--help"], capture_output=True, text=True, env=subprocess_env,
+                            timeout=60)
+    assert "--version" in helped.stdout
+    combined = subprocess.run([str(script), "--version", "ls"], capture_output=True, text=True,
+                              env=subprocess_env, timeout=60)
+    assert combined.returncode == 0 and combined.stdout == f"overspill {overspill.__version__}\n"
+
+
+@pytest.mark.parametrize("draws", [3000])
+def test_ids_use_every_base62_digit(draws):
+    from overspill.records import ID_LENGTH, is_resource_id, new_id
+
+    ids = [new_id() for _ in range(draws)]
+    assert len(set(ids)) == draws and ids == sorted(ids)
+    assert all(len(i) == ID_LENGTH and is_resource_id(i) for i in ids)
+    digits = "".join(i[12:] for i in ids)
+    # 42,000 digits over 62 values: each expected 677 times; a missing or
+    # halved digit would mean a biased draw.
+    counts = {c: digits.count(c) for c in "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"}
+    assert min(counts.values()) > 677 * 0.75 and max(counts.values()) < 677 * 1.25
