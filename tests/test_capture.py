@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -139,6 +140,46 @@ def zombie_children() -> list[int]:
         if fields[0] == "Z" and int(fields[1]) == os.getpid():
             zombies.append(int(entry))
     return zombies
+
+
+def test_the_timeout_is_a_deadline_even_when_a_process_outside_the_group_holds_the_pipe():
+    # Promise: run(timeout=T) returns at T whoever holds the pipe (issue 9, item 7).
+    escaped = []
+    try:
+        for merge in (False, True):
+            started = time.monotonic()
+            result = run("setsid sleep 25 & echo $!; echo hi", timeout=2, merge_stderr=merge)
+            elapsed = time.monotonic() - started
+            pid, said = result.stdout.split()
+            escaped.append(int(pid))
+            assert said == b"hi" and result.timed_out
+            assert elapsed < 10  # not the 25 s the escaped grandchild keeps the pipe for
+    finally:
+        for pid in escaped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_leader_that_closed_its_pipes_is_still_waited_for():
+    result = run("exec >&- 2>&-; sleep 0.5; exit 3", timeout=30)
+    assert result.exit_code == 3 and not result.timed_out and result.duration >= 0.5
+
+
+def test_merge_stderr_gives_one_stream_in_terminal_order():
+    code = """
+        import sys
+        for i in range(300):
+            stream = sys.stdout if i % 2 else sys.stderr
+            stream.write(f"line {i} on {stream.name}\\n")
+            stream.flush()
+    """
+    merged = run(python(code), merge_stderr=True)
+    expected = "".join(f"line {i} on {'<stdout>' if i % 2 else '<stderr>'}\n" for i in range(300)).encode()
+    assert merged.stdout == expected and merged.stderr == b"" and merged.stderr_bytes == 0
+    assert merged.stdout_bytes == len(expected)
+    separate = run(python(code))
+    assert separate.stdout.count(b"\n") == separate.stderr.count(b"\n") == 150
+    assert asyncio.run(overspill.arun(python(code), merge_stderr=True)).stdout == expected
 
 
 def test_no_zombie_is_left():

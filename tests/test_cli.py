@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import shlex
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -42,13 +47,13 @@ def test_run_read_round_trip(cli):
     # The omitted part begins with the newline that ended the head.
     assert page.stdout.decode().startswith("\n1000\n1001\n") and f"overspill read {uri} --offset" in page.stdout.decode()
     whole = cli("read", uri, "--all")
-    assert whole.stdout == "\n".join(str(i) for i in range(100000)).encode()
+    assert whole.stdout == "".join(f"{i}\n" for i in range(100000)).encode()
 
 
 def test_run_exits_with_the_commands_code_and_takes_a_shell_line(cli):
     result = cli("run", "--", "echo out; echo err >&2; exit 7")
     assert result.returncode == 7
-    assert result.stdout.decode() == "out\n[stderr]\nerr\n[exit code: 7]\n"
+    assert result.stdout.decode() == "out\nerr\n[exit code 7]\n"
 
 
 def test_run_json_and_limits(cli):
@@ -62,7 +67,9 @@ def test_run_spill_and_timeout(cli):
     spilled = cli("run", "--spill", "--", "yes abc | head -c 3000000")
     assert spilled.returncode == 0 and "tool-output://" in spilled.stdout.decode()
     timed = cli("run", "--timeout", "0.5", "--", "sleep 30")
-    assert timed.returncode == 128 + 15 and b"timed out" in timed.stdout
+    assert timed.returncode == 124 and timed.stdout == b"[timed out after 0.5 s; process group killed]\n"
+    unspilled = cli("run", "--no-spill", "--", "yes abc | head -c 3000000")
+    assert unspilled.returncode == 0 and b"tool-output://" not in unspilled.stdout
 
 
 def test_sessions_are_isolated(cli):
@@ -114,7 +121,7 @@ def test_truncate_file_and_stdin(cli, tmp_path):
 
 def test_ls_stats_cleanup(cli):
     cli("run", "--session", "a", "--", "seq 1 100000")
-    cli("run", "--session", "b", "--", "seq 1 120000")  # under the 1 MiB capture cap: stored
+    cli("run", "--session", "b", "--", "seq 1 120000")
     assert cli("ls").stdout == b"no stored outputs\n"
     assert b"tool-output://" in cli("ls", "--all-sessions").stdout
     text = cli("ls", "--session", "a").stdout.decode().splitlines()
@@ -155,3 +162,254 @@ def test_100_mib_stdin_in_bounded_memory(cli, subprocess_env, tmp_path):
     assert int(peak_kib) < 80 * 1024  # the 100 MiB never sat in memory
     listed = subprocess.run([str(SCRIPT), "ls", "--json"], capture_output=True, env=subprocess_env, timeout=60)
     assert json.loads(listed.stdout)["resources"][0]["size"] == 100 * 1024 * 1024
+
+
+# ------------------------------------------------------------------ run: the exact output, in order
+def redirected(command: str, tmp_path: Path) -> bytes:
+    """What ``sh -c 'COMMAND > file 2>&1'`` leaves in the file: the reference for ``run``."""
+    target = tmp_path / "redirected"
+    subprocess.run(["sh", "-c", f"{{ {command}\n}} > {target} 2>&1"], check=False, timeout=120)
+    return target.read_bytes()
+
+
+def stored_output(cli, ran: subprocess.CompletedProcess) -> bytes:
+    """The bytes ``run`` stored, read back with ``read --all`` (b"" and no URI when nothing was stored)."""
+    document = json.loads(ran.stdout)
+    if document["resource"] is None:
+        return b""
+    whole = cli("read", document["resource"]["uri"], "--all")
+    assert whole.returncode == 0, whole.stderr
+    return whole.stdout
+
+
+TEXT_NO_NEWLINE = "printf 'first\\nsecond\\nno newline at the end'; seq 1 20000 | tr '\\n' ' '"
+
+
+@pytest.mark.parametrize("command", [
+    "seq 1 100000",
+    TEXT_NO_NEWLINE,
+    "head -c 300000 /bin/sh; seq 1 100000 | gzip -c",
+    "for i in $(seq 1 3000); do echo out $i; echo err $i >&2; done; printf 'tail without newline' >&2",
+])
+def test_run_stores_exactly_what_a_redirect_writes(cli, tmp_path, command):
+    # Promise: `overspill read URI --all` after `overspill run` gives the bytes of `COMMAND > file 2>&1`.
+    ran = cli("run", "--json", "--", command)
+    assert ran.returncode == 0, ran.stderr
+    stored = stored_output(cli, ran)
+    assert stored == redirected(command, tmp_path) and len(stored) > 51200
+    document = json.loads(ran.stdout)
+    assert document["metadata"]["stored_bytes"] == document["metadata"]["output_bytes"] == len(stored)
+
+
+def test_run_interleaved_flushed_writes_keep_the_terminal_order(cli, tmp_path):
+    program = ("import sys\n"
+               "for i in range(20000):\n"
+               "    stream = sys.stdout if i % 3 else sys.stderr\n"
+               "    stream.write(f'{stream.name} line {i}' + '\\n' * (i % 2))\n"
+               "    stream.flush()\n")
+    (tmp_path / "interleave.py").write_text(program)
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(tmp_path / 'interleave.py'))}"
+    ran = cli("run", "--json", "--", command)
+    stored = stored_output(cli, ran)
+    assert stored == redirected(command, tmp_path)
+    assert b"<stderr> line 0<stdout> line 1\n" in stored
+
+
+@pytest.mark.parametrize(("size", "stored"), [(0, False), (1, False), (100, False), (101, True)])
+def test_run_at_the_byte_limit(cli, size, stored):
+    ran = cli("run", "--json", "--max-bytes", "100", "--", f"head -c {size} /dev/zero | tr '\\0' x")
+    document = json.loads(ran.stdout)
+    assert (document["resource"] is not None) == stored
+    if stored:
+        assert stored_output(cli, ran) == b"x" * size
+    else:
+        assert document["output"] == ("x" * size or "(no output)")
+
+
+@pytest.mark.parametrize(("lines", "stored"), [(4, False), (5, True)])
+def test_run_at_the_line_limit(cli, lines, stored):
+    # The fit rule counts "1\n...\n5\n" as 6 lines (str.split); people and the counts shown say 5.
+    ran = cli("run", "--json", "--max-lines", "5", "--", f"seq 1 {lines}")
+    document = json.loads(ran.stdout)
+    assert (document["resource"] is not None) == stored
+    expected = "".join(f"{i}\n" for i in range(1, lines + 1)).encode()
+    if stored:
+        assert stored_output(cli, ran) == expected
+    else:
+        assert document["output"] == expected.decode().rstrip("\n")
+    assert document["metadata"]["output_lines"] == lines
+
+
+def test_run_binary_output_is_described_not_replaced(cli):
+    ran = cli("run", "--", "head -c 300000 /bin/sh")
+    text = ran.stdout.decode()
+    assert ran.returncode == 0 and "\ufffd" not in text and len(text.splitlines()) == 1
+    assert text.startswith("[binary output, ") and "it begins 7f 45 4c 46" in text
+    uri = uri_in(ran.stdout)
+    listed = json.loads(cli("ls", "--json").stdout)["resources"]
+    assert [(entry["uri"], entry["mime"]) for entry in listed] == [(uri, "application/octet-stream")]
+    with open("/bin/sh", "rb") as source:
+        assert cli("read", uri, "--all").stdout == source.read(300000)
+
+
+def test_run_passes_its_stdin_to_the_command(cli):
+    assert cli("run", "--", "cat", stdin=b"hi\n").stdout == b"hi\n"
+    big = cli("run", "--json", "--", "cat", stdin=b"0123456789\n" * 500000)
+    assert stored_output(cli, big) == b"0123456789\n" * 500000
+
+
+def test_run_times_out_with_124(cli):
+    timed = cli("run", "--timeout", "0.5", "--", "echo started; sleep 30")
+    assert timed.returncode == 124
+    assert timed.stdout == b"started\n[timed out after 0.5 s; process group killed]\n"
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes whose process group is ``pgid``, from /proc."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as file:
+                fields = file.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] not in "ZX":
+            members.append(int(entry))
+    return members
+
+
+def group_ends(pgid: int) -> bool:
+    """Whether the group is empty within a few seconds (SIGKILL is delivered asynchronously)."""
+    deadline = time.monotonic() + 5
+    while group_members(pgid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_signal_to_run_reaches_the_commands_group_and_leaves_no_process(cli, tmp_path, subprocess_env, signum):
+    # Promise: nothing `overspill run` started outlives it.
+    pidfile = tmp_path / "pgid"
+    # A member that ignores the signal too, so only the follow-up SIGKILL ends it.
+    command = f"echo $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; (trap '' TERM HUP INT; sleep 304) & sleep 304"
+    subprocess_env["OVERSPILL_DATA_DIR"] = str(tmp_path / "data")
+    child = subprocess.Popen([str(SCRIPT), "run", "--", command], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=subprocess_env)
+    try:
+        deadline = time.monotonic() + 30
+        while not pidfile.exists():
+            assert time.monotonic() < deadline and child.poll() is None, "the command never started"
+            time.sleep(0.05)
+        pgid = int(pidfile.read_text())
+        while len(group_members(pgid)) < 3:  # sh, the subshell's sleep, sleep
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        child.send_signal(signum)
+        out, _ = child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 128 + signum
+    assert group_ends(pgid), group_members(pgid)
+    assert out.decode().endswith(f"[terminated by {signal.Signals(signum).name}]\n")
+
+
+# ------------------------------------------------------------------ run: storage failures
+@pytest.fixture
+def tmpfs(tmp_path):
+    """A 2 MiB tmpfs (root only; skipped where mounting is not allowed)."""
+    mountpoint = tmp_path / "tmpfs"
+    mountpoint.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(mountpoint)],
+                             capture_output=True, timeout=30)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield mountpoint
+    finally:
+        subprocess.run(["umount", "-l", str(mountpoint)], capture_output=True, timeout=30)
+
+
+def assert_storage_failure_with_preview(ran: subprocess.CompletedProcess) -> None:
+    assert ran.returncode == 4, ran.stderr
+    errors = ran.stderr.decode().splitlines()
+    assert len(errors) == 1 and errors[0].startswith("overspill: error: the output could not be kept")
+    out = ran.stdout.decode()
+    # The preview came from memory: the true start and the true end, and no URI.
+    assert out.startswith("1\n2\n3\n") and out.endswith("\n1000000\n") and "tool-output://" not in out
+    assert "could not be stored" in out
+
+
+def test_run_on_a_full_tmpfs_exits_4_with_the_preview(cli, tmpfs):
+    ran = cli("run", "--data-dir", str(tmpfs), "--", "seq 1 1000000")
+    assert_storage_failure_with_preview(ran)
+    assert not any(name.endswith(".json") for name in os.listdir(tmpfs / "tool-output" / "managed"))
+
+
+def test_run_on_a_read_only_folder_exits_4_with_the_preview(cli, tmpfs):
+    assert cli("stats", "--data-dir", str(tmpfs)).returncode == 0  # the folders exist
+    remounted = subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], capture_output=True, timeout=30)
+    assert remounted.returncode == 0, remounted.stderr
+    assert_storage_failure_with_preview(cli("run", "--data-dir", str(tmpfs), "--", "seq 1 1000000"))
+    # A data folder that cannot even be created is the same failure.
+    assert_storage_failure_with_preview(cli("run", "--data-dir", str(tmpfs / "new"), "--", "seq 1 1000000"))
+
+
+FILE_SIZE_PROBE = """
+import resource, subprocess, sys
+resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))  # writes past 200 kB fail with EFBIG
+ran = subprocess.run(sys.argv[1:], capture_output=True)
+sys.stdout.buffer.write(ran.stdout)
+sys.stderr.buffer.write(ran.stderr)
+sys.exit(ran.returncode)
+"""
+
+
+def test_run_past_the_file_size_limit_exits_4_with_the_preview(cli, subprocess_env, tmp_path):
+    subprocess_env["OVERSPILL_DATA_DIR"] = str(tmp_path / "data")
+    ran = subprocess.run([sys.executable, "-c", FILE_SIZE_PROBE, str(SCRIPT), "run", "--", "seq 1 1000000"],
+                         capture_output=True, env=subprocess_env, timeout=120)
+    assert_storage_failure_with_preview(ran)
+
+
+# ------------------------------------------------------------------ run: 1 GiB in bounded memory
+GIB_COMMAND = "yes 0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU | head -c 1073741824"
+
+PEAK_PROBE = """
+import resource, subprocess, sys
+ran = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE)
+sys.stdout.write(f"{ran.returncode} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}\\n")
+sys.stdout.write(ran.stdout.decode())
+"""
+
+
+def peak_of(args: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """Exit status and peak resident KiB of ``args`` (and what it waited for), with its output."""
+    probe = subprocess.run([sys.executable, "-c", PEAK_PROBE, *args], capture_output=True, text=True, env=env,
+                           timeout=600)
+    first, _, output = probe.stdout.partition("\n")
+    status, peak = first.split()
+    assert status == "0", probe.stderr
+    return int(peak), output
+
+
+def test_run_of_1_gib_is_stored_whole_in_bounded_memory(subprocess_env, tmp_path):
+    subprocess_env["OVERSPILL_DATA_DIR"] = str(tmp_path / "data")
+    idle, _ = peak_of([str(SCRIPT), "run", "--", "true"], subprocess_env)
+    peak, output = peak_of([str(SCRIPT), "run", "--json", "--", GIB_COMMAND], subprocess_env)
+    assert peak - idle < 64 * 1024, (idle, peak)  # KiB: growth under 64 MiB for 1 GiB of output
+    document = json.loads(output)
+    assert document["metadata"]["output_bytes"] == document["metadata"]["stored_bytes"] == 1 << 30
+    payload = tmp_path / "data" / "tool-output" / "managed" / (document["resource"]["uri"][len("tool-output://"):] + ".txt")
+    digest = hashlib.sha256()
+    with open(payload, "rb") as stored:
+        while block := stored.read(1 << 22):
+            digest.update(block)
+    expected = subprocess.run(["sh", "-c", f"{GIB_COMMAND} | sha256sum"], capture_output=True, text=True,
+                              timeout=600).stdout.split()[0]
+    assert digest.hexdigest() == expected

@@ -25,12 +25,15 @@ def store(tmp_path):
 
 
 # ------------------------------------------------------------------ bash
-def test_bash_composes_stdout_stderr_and_exit_code(store):
-    result = tools.bash(store, "s", "c", "echo out; echo err >&2; exit 4")
-    assert result.output == "out\n[stderr]\nerr\n[exit code: 4]"
+def test_bash_one_stream_then_a_status_line(store):
+    result = tools.bash(store, "s", "c", "echo out; echo err >&2; echo out2; exit 4")
+    assert result.output == "out\nerr\nout2\n[exit code 4]"
     assert not result.is_error and not result.truncated and result.resource is None
-    assert result.metadata["exit_code"] == 4
+    assert result.metadata["exit_code"] == 4 and result.metadata["output_bytes"] == 13
+    assert result.metadata["output_lines"] == 3 and result.metadata["stored_bytes"] == 0
+    assert "stdout_bytes" not in result.metadata and "stderr_bytes" not in result.metadata
     assert tools.bash(store, "s", "c", "true").output == "(no output)"
+    assert tools.bash(store, "s", "c", "kill -TERM $$").output == "[terminated by SIGTERM]"
 
 
 def test_bash_cwd_and_env(store, tmp_path):
@@ -38,35 +41,31 @@ def test_bash_cwd_and_env(store, tmp_path):
     assert result.output == f"{tmp_path}\nhi"
 
 
-def test_bash_timeout_is_an_error_with_a_note(store):
+def test_bash_gives_the_command_dev_null(store):
+    assert tools.bash(store, "s", "c", "cat; echo done").output == "done"
+
+
+def test_bash_timeout_is_an_error_with_a_status_line(store):
     result = tools.bash(store, "s", "c", "echo started; sleep 30", timeout=0.5)
     assert result.is_error and result.metadata["timed_out"]
-    assert result.output.startswith("started\n[timed out after 0.5 seconds")
+    assert result.output == "started\n[timed out after 0.5 s; process group killed]"
 
 
-def test_bash_large_output_is_stored_and_advertised(store):
+def test_bash_large_output_is_stored_exactly_and_advertised(store):
     result = tools.bash(store, "s", "c", "seq 1 100000")
     assert result.truncated and result.resource is not None
     assert result.resource.uri in result.output
-    stored = (store.directory / f"{result.resource.id}.txt").read_text()
-    assert stored == "\n".join(str(i) for i in range(1, 100001))
+    stored = (store.directory / f"{result.resource.id}.txt").read_bytes()
+    assert stored == b"".join(b"%d\n" % i for i in range(1, 100001))
+    assert result.metadata["stored_bytes"] == result.metadata["output_bytes"] == len(stored)
+    assert result.metadata["output_lines"] == 100000
 
 
-def test_bash_capture_drop_advertises_no_uri(store):
-    result = tools.bash(store, "s", "c", "yes 0123456789 | head -c 5000000; echo; echo THE-END")
-    assert result.truncated and result.resource is None
-    assert "tool-output://" not in result.output
-    assert f"{5000000 + 9 - 1024 * 1024} bytes of output were dropped at capture" in result.output
-    assert "rerun with spill" in result.output and result.output.rstrip().endswith("THE-END")
-    assert result.metadata["dropped_bytes"] == 5000000 + 9 - 1024 * 1024
-    assert store.resources("s") == []
-
-
-def test_bash_spill_stores_everything_and_advertises_it(store):
-    result = tools.bash(store, "s", "c", "yes 0123456789 | head -c 5000000; echo THE-END; exit 1", spill=True)
+def test_bash_spills_by_default_past_the_capture_cap(store):
+    result = tools.bash(store, "s", "c", "yes 0123456789 | head -c 5000000; echo THE-END; exit 1")
     assert result.truncated and result.resource is not None and result.resource.uri in result.output
-    assert result.resource.size == 5000000 + 8
-    assert result.output.endswith("THE-END\n[exit code: 1]")
+    assert result.resource.size == 5000000 + 8 and "rerun" not in result.output
+    assert result.output.endswith("THE-END\n[exit code 1]")
     marker_offset = int(result.output.split("starts at byte offset ")[1].split()[0])
     page = store.read("s", result.resource.uri, offset=marker_offset, limit=20)
     assert page.offset == marker_offset and page.content.startswith(("0123456789"[marker_offset % 11 :], "\n"))
@@ -101,6 +100,29 @@ def test_bash_abort_ends_the_process_group(store, tmp_path):
     worker.join(60)
     assert not worker.is_alive() and results[0].metadata["exit_code"] < 0
     assert wait_until(lambda: not alive_in_group(group)) and zombies_of(os.getpid()) == []
+
+
+def test_bash_without_spill_keeps_what_capture_held(store):
+    result = tools.bash(store, "s", "c", "yes 0123456789 | head -c 5000000; echo; echo THE-END", spill=False)
+    assert result.truncated and result.resource is None
+    assert "tool-output://" not in result.output and "rerun" not in result.output
+    omitted = int(result.output.split("... ")[1].split()[0])
+    assert omitted > 5000000 + 9 - 1024 * 1024 and "not stored" in result.output
+    assert result.output.endswith("THE-END") and result.metadata["stored_bytes"] == 0
+    assert store.resources("s") == []
+    small = tools.bash(store, "s", "c2", "seq 1 100000", spill=False)
+    assert small.resource is not None and small.resource.size == len(b"".join(b"%d\n" % i for i in range(1, 100001)))
+
+
+def test_bash_binary_output_is_stored_and_described(store, tmp_path):
+    data = bytes(range(256)) * 4
+    (tmp_path / "blob").write_bytes(data)
+    result = tools.bash(store, "s", "c", "cat blob", cwd=tmp_path)
+    assert result.resource is not None and result.resource.mime == "application/octet-stream"
+    assert (store.directory / f"{result.resource.id}.txt").read_bytes() == data
+    assert result.output == (f"[binary output, 1024 bytes, stored as {result.resource.uri}; "
+                             "it begins 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f ...]")
+    assert "\ufffd" not in result.output
 
 
 def test_bash_rejects_an_empty_command_and_a_missing_cwd(store, tmp_path):
@@ -461,3 +483,14 @@ def test_a_multi_megabyte_page_converts_whole():
     markdown = html_to_markdown(html)
     assert markdown.count("Some **bold** and a [link](/x).") == 40_000
     assert "\n\n\n" not in markdown
+
+
+def test_bash_storage_failure_is_a_tool_error_with_the_preview(store):
+    shutil.rmtree(store.directory)
+    store.directory.write_text("a file where the managed folder was")
+    result = tools.bash(store, "s", "c", "seq 1 1000000; exit 3")
+    assert result.is_error and result.resource is None and result.truncated
+    assert result.output.startswith("1\n2\n") and "\n1000000\n" in result.output
+    assert "[the output could not be kept: " in result.output and result.output.endswith("[exit code 3]")
+    assert result.metadata["stored_bytes"] == 0 and result.metadata["output_bytes"] == 6888896
+    assert result.metadata["storage_error"]

@@ -32,6 +32,8 @@ try:
 except ImportError:  # pragma: no cover - not on POSIX
     fcntl = None  # type: ignore[assignment]
 
+_waitid = getattr(os, "waitid", None)
+
 __all__ = ["MAX_CAPTURE_BYTES", "Collected", "ProcessResult", "RunningCommand", "arun", "collect_stream", "run"]
 
 MAX_CAPTURE_BYTES = 1024 * 1024
@@ -102,15 +104,22 @@ def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
 class RunningCommand:
     """A started command: ``chunks()`` drives it and yields its output as it comes.
 
-    For callers that consume the combined output as a stream (the bash tool
-    spills it through ``store.truncate_stream``); ``run`` is built on it.
-    Arguments are those of ``run``.
+    For callers that consume the output as a stream (the bash tool spills it
+    through ``store.truncate_stream``); ``run`` is built on it.  Arguments are
+    those of ``run``, plus ``inherit_stdin`` (give the command this process's
+    own stdin instead of ``stdin``'s bytes or ``/dev/null``).
+
+    The timeout is a deadline for the whole call: at it the process group gets
+    SIGTERM, and once the command itself has exited (or after a grace, with
+    SIGKILL) the call returns, even if a process outside the group still holds
+    the pipe open.
     """
 
     def __init__(self, command: Command, *, cwd: Optional[Union[str, os.PathLike[str]]],
                  env: Optional[Mapping[str, str]], timeout: Optional[float], stdin: Optional[Union[bytes, str]],
                  max_output_bytes: int, max_error_bytes: int, keep: str,
-                 abort: Optional[threading.Event] = None) -> None:
+                 abort: Optional[threading.Event] = None, merge_stderr: bool = False,
+                 inherit_stdin: bool = False) -> None:
         if isinstance(command, str):
             argv: Union[str, list[str]] = command
             shell = True
@@ -122,6 +131,8 @@ class RunningCommand:
             positive_seconds(timeout, "timeout")
         if stdin is not None and not isinstance(stdin, (bytes, str)):
             raise TypeError(f"stdin must be bytes or str, not {type(stdin).__name__}")
+        if stdin is not None and inherit_stdin:
+            raise ValueError("give stdin or inherit_stdin, not both")
         self._caps = (
             _kernels.StreamCap(whole_number(max_output_bytes, "max_output_bytes", 1), keep=keep),
             _kernels.StreamCap(whole_number(max_error_bytes, "max_error_bytes", 1), keep=keep),
@@ -129,52 +140,122 @@ class RunningCommand:
         self._stdin = stdin.encode("utf-8", "surrogateescape") if isinstance(stdin, str) else stdin
         self._timeout = timeout
         self._abort = abort
+        self._merged = bool(merge_stderr)
         self._timed_out = False
+        # Set once the group was told to stop (deadline, abort or a forwarded signal).
+        self._stop_at: Optional[float] = None
+        self._kill_at: Optional[float] = None
+        self._killed = False
+        self._ends_with_newline = False
         self._started = time.monotonic()
+        if self._stdin is not None:
+            stdin_target: object = subprocess.PIPE
+        else:
+            stdin_target = None if inherit_stdin else subprocess.DEVNULL
         self._process = subprocess.Popen(
             argv, shell=shell, cwd=cwd, env=None if env is None else dict(env),
-            stdin=subprocess.PIPE if self._stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
+            stdin=stdin_target, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if self._merged else subprocess.PIPE, bufsize=0,
             start_new_session=True,  # its own process group, so a timeout reaches grandchildren
         )
         self._finished: Optional[float] = None
 
-    def chunks(self) -> Iterator[tuple[int, bytes]]:
-        """Yield ``(stream, chunk)`` (0 stdout, 1 stderr) until both pipes close.
+    @property
+    def pid(self) -> int:
+        """The command's process id, which is also its process group id."""
+        return self._process.pid
 
-        Closing the generator early kills the process group; either way the
-        child is reaped before this returns.
+    def send_signal(self, signum: int) -> None:
+        """Forward ``signum`` to the command's process group and stop waiting for it.
+
+        The group gets the signal now, and SIGKILL if it is still there after a
+        grace; the call then returns as after a timeout (without ``timed_out``).
+        Safe to call from a signal handler; does nothing once the command was reaped.
+        """
+        if self._process.returncode is not None:
+            return
+        _signal_group(self._process, signum)
+        self._begin_stop(time.monotonic())
+
+    def _begin_stop(self, now: float) -> None:
+        if self._stop_at is None:
+            self._stop_at = now
+            self._kill_at = now + _TERMINATE_GRACE
+
+    def _leader_exited(self) -> bool:
+        """Whether the command itself has exited, without reaping it.
+
+        Not reaping keeps its zombie in the group, so the group id cannot be
+        reused and ``killpg`` still reaches only the command's processes.
+        """
+        if self._process.returncode is not None:
+            return True
+        if _waitid is None:  # pragma: no cover - platforms without waitid
+            return self._process.poll() is not None
+        try:
+            return _waitid(os.P_PID, self._process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:
+            return True
+
+    def chunks(self) -> Iterator[tuple[int, bytes]]:
+        """Yield ``(stream, chunk)`` (0 stdout, 1 stderr) until the command is done.
+
+        Done means: both pipes closed and the command exited; or, after the
+        deadline, an abort or a forwarded signal, the command exited (what is
+        still buffered in the pipes is read first).  Closing the generator
+        early kills the process group; either way the child is reaped before
+        this returns.
         """
         process = self._process
-        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout is not None
         selector = selectors.DefaultSelector()
         pending = memoryview(self._stdin) if self._stdin is not None else None
-        for index, pipe in enumerate((process.stdout, process.stderr)):
+        pipes = [process.stdout] if self._merged else [process.stdout, process.stderr]
+        for index, pipe in enumerate(pipes):
+            assert pipe is not None
             _enlarge_pipe(pipe.fileno())
             selector.register(pipe.fileno(), selectors.EVENT_READ, index)
         if process.stdin is not None:
             os.set_blocking(process.stdin.fileno(), False)
             selector.register(process.stdin.fileno(), selectors.EVENT_WRITE, -1)
         deadline = None if self._timeout is None else self._started + self._timeout
-        kill_at = None
-        open_pipes = 2
+        open_pipes = len(pipes)
+        finished = False
         try:
-            while open_pipes:
+            while True:
                 now = time.monotonic()
-                aborted = self._abort is not None and self._abort.is_set()
-                if kill_at is None and (aborted or (deadline is not None and now >= deadline)):
-                    self._timed_out = not aborted
-                    _signal_group(process, signal.SIGTERM)
-                    kill_at = now + _TERMINATE_GRACE
-                if kill_at is not None and now >= kill_at:
-                    _signal_group(process, signal.SIGKILL)
-                    kill_at = float("inf")
-                wake = [_TICK]
-                if deadline is not None and kill_at is None:
-                    wake.append(deadline - now)
-                elif kill_at is not None and kill_at != float("inf"):
-                    wake.append(kill_at - now)
-                for key, _ in selector.select(max(min(wake), 0)):
+                if self._stop_at is None:
+                    aborted = self._abort is not None and self._abort.is_set()
+                    if aborted or (deadline is not None and now >= deadline):
+                        self._timed_out = not aborted
+                        _signal_group(process, signal.SIGTERM)
+                        self._begin_stop(now)
+                stopping = self._stop_at is not None
+                if stopping or not open_pipes:
+                    if self._leader_exited():
+                        if stopping:
+                            # Whoever else holds the pipe (a process that left the
+                            # group) does not hold up the call: end the group, take
+                            # what is already buffered, and return.
+                            _signal_group(process, signal.SIGKILL)
+                            for data in self._drain_buffered(selector):
+                                yield data
+                            break
+                        if not open_pipes:
+                            break
+                    assert self._kill_at is not None or not stopping
+                    if stopping and not self._killed and now >= self._kill_at:  # type: ignore[operator]
+                        _signal_group(process, signal.SIGKILL)
+                        self._killed = True
+                wake = _TICK
+                if deadline is not None and not stopping:
+                    wake = min(wake, deadline - now)
+                elif stopping and not self._killed:
+                    wake = min(wake, self._kill_at - now)  # type: ignore[operator]
+                if not open_pipes and process.stdin is None:
+                    time.sleep(max(wake, 0.001))
+                    continue
+                for key, _ in selector.select(max(wake, 0)):
                     if key.data == -1:
                         pending = self._feed_stdin(selector, pending)
                         continue
@@ -187,23 +268,54 @@ class RunningCommand:
                         open_pipes -= 1
                         continue
                     self._caps[key.data].feed(chunk)
+                    self._ends_with_newline = chunk[-1] == 10
                     yield key.data, chunk
+            finished = True
         finally:
             selector.close()
-            if open_pipes:
+            if not finished:
                 # Closed early (an error downstream, or the consumer stopped): end the group.
                 _signal_group(process, signal.SIGKILL)
             self._reap()
+
+    def _drain_buffered(self, selector: selectors.BaseSelector) -> Iterator[tuple[int, bytes]]:
+        """What the pipes hold right now, without waiting for more."""
+        for key in list(selector.get_map().values()):
+            if key.data == -1:
+                continue
+            os.set_blocking(key.fd, False)
+            while True:
+                try:
+                    chunk = os.read(key.fd, _READ_SIZE)
+                except (BlockingIOError, InterruptedError):
+                    break
+                if not chunk:
+                    break
+                self._caps[key.data].feed(chunk)
+                self._ends_with_newline = chunk[-1] == 10
+                yield key.data, chunk
+
+    def output(self) -> Iterator[bytes]:
+        """The output's chunks in arrival order (both streams), driving the command.
+
+        Closing the iterator before the end kills the command (see ``chunks``).
+        """
+        chunks = self.chunks()
+        try:
+            for _, chunk in chunks:
+                yield chunk
+        finally:
+            chunks.close()
 
     @contextlib.contextmanager
     def combined_output(self) -> Iterator[Iterator[bytes]]:
         """Both streams' chunks in arrival order, for a consumer such as
         ``store.write_stream``; leaving the block early kills the command."""
-        chunks = self.chunks()
+        output = self.output()
         try:
-            yield (chunk for _, chunk in chunks)
+            yield output
         finally:
-            chunks.close()
+            output.close()
 
     def _feed_stdin(self, selector: selectors.BaseSelector, pending: Optional[memoryview]) -> Optional[memoryview]:
         stdin = self._process.stdin
@@ -243,6 +355,20 @@ class RunningCommand:
         for _ in self.chunks():
             pass
 
+    @property
+    def output_lines(self) -> int:
+        """Lines of output so far as ``wc -l`` counts them, plus one for a final
+        line without a newline (``seq 1 10`` is 10 lines; no output is 0)."""
+        newlines = sum(cap.total_lines - 1 for cap in self._caps)
+        total = sum(cap.total_bytes for cap in self._caps)
+        return newlines + (1 if total and not self._ends_with_newline else 0)
+
+    def captured(self) -> tuple[bytes, int, bool]:
+        """The output kept in memory (stdout's cap; the whole stream when merged):
+        the retained bytes, the total written and whether the cap dropped some."""
+        cap = self._caps[0]
+        return cap.value(), cap.total_bytes, cap.truncated
+
     def result(self, resource: Optional[Resource] = None) -> ProcessResult:
         out, err = self._caps
         finished = self._finished if self._finished is not None else time.monotonic()
@@ -264,10 +390,10 @@ def _spill_target(spill: object) -> Optional[Spill]:
 
 
 def _run(command: Command, *, cwd, env, timeout, stdin, max_output_bytes, max_error_bytes, keep, spill,
-         abort: Optional[threading.Event] = None) -> ProcessResult:
+         merge_stderr, abort: Optional[threading.Event] = None) -> ProcessResult:
     target = _spill_target(spill)
     capture = RunningCommand(command, cwd=cwd, env=env, timeout=timeout, stdin=stdin, max_output_bytes=max_output_bytes,
-                       max_error_bytes=max_error_bytes, keep=keep, abort=abort)
+                             max_error_bytes=max_error_bytes, keep=keep, abort=abort, merge_stderr=merge_stderr)
     if target is None:
         capture.drain()
         return capture.result()
@@ -281,12 +407,14 @@ def run(command: Command, *, cwd: Optional[Union[str, os.PathLike[str]]] = None,
         env: Optional[Mapping[str, str]] = None, timeout: Optional[float] = None,
         stdin: Optional[Union[bytes, str]] = None, max_output_bytes: int = MAX_CAPTURE_BYTES,
         max_error_bytes: int = MAX_CAPTURE_BYTES, keep: str = "head_tail",
-        spill: Optional[Spill] = None) -> ProcessResult:
+        spill: Optional[Spill] = None, merge_stderr: bool = False) -> ProcessResult:
     """Run ``command`` and capture its output within the caps.
 
     :param command: a ``str`` runs through the shell; a list of ``str`` runs directly.
-    :param timeout: seconds; then the process group gets SIGTERM and, after a
-        short grace, SIGKILL; what was captured is returned with ``timed_out``.
+    :param timeout: a deadline for the call, in seconds: then the process group
+        gets SIGTERM (SIGKILL after a short grace) and the call returns what was
+        captured, with ``timed_out``, as soon as the command itself has exited,
+        even if a process that left the group still holds the pipe.
     :param stdin: bytes (or text, encoded as UTF-8) given to the command.
     :param max_output_bytes: the most stdout bytes kept in memory.
     :param max_error_bytes: the most stderr bytes kept in memory.
@@ -294,6 +422,9 @@ def run(command: Command, *, cwd: Optional[Union[str, os.PathLike[str]]] = None,
         stream; ``"head"`` only the start.
     :param spill: ``(store, session_id, tool_call_id)``: also stream the whole
         combined output into that store; the result's ``resource`` names it.
+    :param merge_stderr: give the command one pipe for stdout and stderr (as
+        ``2>&1`` does), so the output keeps the order a terminal shows;
+        ``stdout`` then holds it all and ``stderr`` is empty.
     :raises TypeError: a malformed command or argument.
     :raises ValueError: a cap below 1, an unknown ``keep`` or a non-positive timeout.
     :raises OSError: the command could not be started (for example, a missing
@@ -301,14 +432,14 @@ def run(command: Command, *, cwd: Optional[Union[str, os.PathLike[str]]] = None,
     :raises StorageError: spilling failed; the process was killed.
     """
     return _run(command, cwd=cwd, env=env, timeout=timeout, stdin=stdin, max_output_bytes=max_output_bytes,
-                max_error_bytes=max_error_bytes, keep=keep, spill=spill)
+                max_error_bytes=max_error_bytes, keep=keep, spill=spill, merge_stderr=merge_stderr)
 
 
 async def arun(command: Command, *, cwd: Optional[Union[str, os.PathLike[str]]] = None,
                env: Optional[Mapping[str, str]] = None, timeout: Optional[float] = None,
                stdin: Optional[Union[bytes, str]] = None, max_output_bytes: int = MAX_CAPTURE_BYTES,
                max_error_bytes: int = MAX_CAPTURE_BYTES, keep: str = "head_tail",
-               spill: Optional[Spill] = None) -> ProcessResult:
+               spill: Optional[Spill] = None, merge_stderr: bool = False) -> ProcessResult:
     """``run`` for asyncio: the same arguments and the same result.
 
     The capture loop runs in a worker thread; cancelling the awaiting task
@@ -320,7 +451,7 @@ async def arun(command: Command, *, cwd: Optional[Union[str, os.PathLike[str]]] 
     task = asyncio.get_running_loop().run_in_executor(
         None, lambda: _run(command, cwd=cwd, env=env, timeout=timeout, stdin=stdin,
                            max_output_bytes=max_output_bytes, max_error_bytes=max_error_bytes, keep=keep,
-                           spill=spill, abort=abort))
+                           spill=spill, merge_stderr=merge_stderr, abort=abort))
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:

@@ -15,10 +15,10 @@ import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any, BinaryIO, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, Optional
 
 from . import __version__
-from .config import MAX_READ_BYTES
+from .config import MAX_READ_BYTES, resolve_limits
 from .errors import (
     AccessDeniedError,
     ConfigError,
@@ -29,6 +29,9 @@ from .errors import (
 )
 from .store import ToolOutputStore
 
+if TYPE_CHECKING:
+    from .capture import RunningCommand
+
 __all__ = ["main"]
 
 EXIT_USAGE = 2
@@ -36,7 +39,8 @@ EXIT_RESOURCE = 3
 EXIT_STORAGE = 4
 _CHUNK = 1024 * 1024
 _EXIT_CODES = """exit codes:
-  0  success (run: the command's own exit code)
+  0  success (run: the command's own exit code; 124 when it timed out;
+     128+N when overspill got signal N, which it passed on to the command)
   2  usage error or bad input
   3  unknown, invalid or another session's resource
   4  storage failure (for example, the disk is full)"""
@@ -104,10 +108,14 @@ def _parser() -> _Parser:
         return commands.add_parser(name, help=help_text, description=help_text, parents=list(parents),
                                    epilog=_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
 
-    run = add("run", "run a command and print its bounded output; exits with the command's exit code",
+    run = add("run", "run a command and print its bounded output (stdout and stderr as one stream, "
+              "stored whole when over the limits); exits with the command's exit code, 124 on timeout",
               [common, limits])
     run.add_argument("--timeout", type=_seconds, default=120.0, help="seconds before it is stopped (default 120)")
-    run.add_argument("--spill", action="store_true", help="store the whole output, however large")
+    run.add_argument("--spill", dest="spill", action="store_true", default=True,
+                     help="store the whole output, however large (the default)")
+    run.add_argument("--no-spill", dest="spill", action="store_false",
+                     help="keep only what fits in memory (the first and last 512 KiB)")
     run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]",
                      help="the command: one argument runs through the shell; several run as they are")
 
@@ -132,11 +140,14 @@ def _parser() -> _Parser:
     return parser
 
 
+def _config(args: argparse.Namespace) -> dict[str, Any]:
+    return {"tool_output": {key: value for key, value in (("max_lines", getattr(args, "max_lines", None)),
+                                                         ("max_bytes", getattr(args, "max_bytes", None)))
+                            if value is not None}}
+
+
 def _store(args: argparse.Namespace) -> ToolOutputStore:
-    config = {"tool_output": {key: value for key, value in (("max_lines", getattr(args, "max_lines", None)),
-                                                           ("max_bytes", getattr(args, "max_bytes", None)))
-                              if value is not None}}
-    return ToolOutputStore(args.data_dir, config=config)
+    return ToolOutputStore(args.data_dir, config=_config(args))
 
 
 def _session(args: argparse.Namespace) -> str:
@@ -168,6 +179,39 @@ def _exit_status(exit_code: int) -> int:
     return 128 - exit_code if exit_code < 0 else min(exit_code, 255)
 
 
+_FORWARDED_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, name))
+EXIT_TIMEOUT = 124  # as timeout(1)
+
+
+class _Forwarder:
+    """Signal handlers that pass SIGTERM, SIGHUP and SIGINT on to the running
+    command's process group, so nothing it started outlives ``overspill run``."""
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self._running: Optional[RunningCommand] = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _Forwarder:
+        for signum in _FORWARDED_SIGNALS:
+            self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        self.received.append(signum)
+        if self._running is not None:
+            self._running.send_signal(signum)
+
+    def started(self, running: RunningCommand) -> None:
+        self._running = running
+        for signum in self.received[:1]:  # a signal that came before the command did
+            running.send_signal(signum)
+
+
 def _command_run(args: argparse.Namespace) -> int:
     argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     if not argv:
@@ -175,17 +219,34 @@ def _command_run(args: argparse.Namespace) -> int:
     command = argv[0] if len(argv) == 1 else shlex.join(argv)
     # Imported here: the tools bring the capture machinery (subprocess, selectors),
     # which no other command needs.
-    from .tools import bash
+    from .tools.bash import execute
 
-    store = _store(args)
-    result = bash(store, _session(args), f"cli-{time.time_ns()}", command, timeout=args.timeout, spill=args.spill)
-    if args.json:
-        _print_json(result)
-    else:
-        _print_text(result.output)
-    if "exit_code" not in result.metadata:
-        return EXIT_USAGE  # the command could not even be started
-    return _exit_status(result.metadata["exit_code"])
+    limits = resolve_limits(_config(args))
+    store: Optional[ToolOutputStore]
+    try:
+        store = _store(args)
+        store_error = None
+    except StorageError as error:
+        store, store_error = None, str(error)
+    with _Forwarder() as forwarder:
+        try:
+            ran = execute(store, _session(args), f"cli-{time.time_ns()}", command, timeout=args.timeout,
+                          spill=args.spill, inherit_stdin=True, limits=limits, started=forwarder.started)
+        except (OSError, ValueError) as error:
+            raise _UsageError(f"could not run the command: {getattr(error, 'strerror', None) or error}") from None
+        storage_error = store_error or ran.storage_error
+        if args.json:
+            _print_json(ran.tool_result(args.timeout))
+        else:
+            _print_text(ran.text(args.timeout))  # the preview, from memory if it could not be stored
+        sys.stdout.flush()
+    if storage_error is not None:
+        return _fail(EXIT_STORAGE, f"the output could not be kept: {storage_error}")
+    if forwarder.received:
+        return 128 + forwarder.received[0]
+    if ran.process.timed_out:
+        return EXIT_TIMEOUT
+    return _exit_status(ran.process.exit_code)
 
 
 def _write_all(out: BinaryIO, chunks: Iterator[memoryview]) -> None:

@@ -1,58 +1,155 @@
-"""The bash tool: run a command and bound what the model sees of its output."""
+"""The bash tool: run a command and bound what the model sees of its output.
+
+The command's stdout and stderr share one pipe (as ``2>&1`` does), so the
+stored bytes are exactly what a terminal would have shown, in order.  Status
+(exit code, timeout) never enters those bytes: it is metadata, and one short
+line the model sees after the preview.
+"""
 
 from __future__ import annotations
 
+import codecs
+import itertools
 import os
+import signal
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from typing import Optional, Union
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Callable, Optional, Union
 
 from ..capture import MAX_CAPTURE_BYTES, ProcessResult, RunningCommand
+from ..config import Limits
+from ..errors import StorageError
+from ..records import Resource
 from ..store import ToolOutputStore
 from ..text import preview
-from ._result import ToolResult, bounded, failure, stored_metadata
+from ._result import ToolResult, failure, stored_metadata
 
 __all__ = ["bash"]
 
 PathArg = Union[str, "os.PathLike[str]", None]
 Progress = Callable[[int], None]
 
-
-def _decode(data: bytes) -> str:
-    return data.decode("utf-8", "replace")
-
-
-def _stream_text(data: bytes, total: int, truncated: bool) -> str:
-    """A captured stream, with a visible mark where capture dropped its middle."""
-    if not truncated:
-        return _decode(data)
-    head_size = MAX_CAPTURE_BYTES - MAX_CAPTURE_BYTES // 2
-    dropped = total - len(data)
-    return f"{_decode(data[:head_size])}\n[... {dropped} bytes dropped at capture ...]\n{_decode(data[head_size:])}"
+BINARY_MIME = "application/octet-stream"
+# How much of the start of an output decides whether it is text.
+_SNIFF_BYTES = 8192
+# Bytes shown (as hex) of a binary output.
+_HEX_BYTES = 16
 
 
-def _notes(exit_code: int, timed_out: bool, timeout: Optional[float]) -> list[str]:
-    notes = []
-    if timed_out:
-        notes.append(f"[timed out after {timeout:g} seconds; the command's process group was terminated]")
-    if exit_code != 0:
-        notes.append(f"[exit code: {exit_code}]")
-    return notes
+def is_binary(sample: bytes) -> bool:
+    """Whether an output starting with ``sample`` is binary rather than text.
+
+    Binary: a NUL byte, or mostly invalid UTF-8 (more than a quarter of the
+    bytes are not part of a valid sequence; random bytes come to about half,
+    text in a legacy 8-bit encoding to a few percent).  A sequence cut by the
+    end of the sample counts as valid.
+    """
+    if b"\0" in sample:
+        return True
+    decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+    text = decoder.decode(sample, final=False)
+    invalid = sum(1 for character in text if "\udc80" <= character <= "\udcff")
+    return invalid * 4 > len(sample)
 
 
-def _metadata(result: ProcessResult) -> dict[str, object]:
-    return {"exit_code": result.exit_code, "timed_out": result.timed_out, "duration": result.duration,
-            "stdout_bytes": result.stdout_bytes, "stderr_bytes": result.stderr_bytes}
+def _describe_binary(size: int, start: bytes, uri: Optional[str]) -> str:
+    first = start[:_HEX_BYTES].hex(" ")
+    more = " ..." if size > _HEX_BYTES else ""
+    where = f"stored as {uri}" if uri else "not stored"
+    return f"[binary output, {size} bytes, {where}; it begins {first}{more}]"
 
 
-def _compose(result: ProcessResult, timeout: Optional[float]) -> str:
-    parts = []
-    if result.stdout_bytes:
-        parts.append(_stream_text(result.stdout, result.stdout_bytes, result.stdout_truncated).rstrip("\n"))
-    if result.stderr_bytes:
-        parts.append("[stderr]\n" + _stream_text(result.stderr, result.stderr_bytes, result.stderr_truncated).rstrip("\n"))
-    parts += _notes(result.exit_code, result.timed_out, timeout)
-    return "\n".join(parts) if parts else "(no output)"
+def status_line(result: ProcessResult, timeout: Optional[float]) -> str:
+    """The line the model sees after the output: timeout, signal or exit code ("" for success)."""
+    if result.timed_out:
+        return f"[timed out after {timeout:g} s; process group killed]"
+    if result.exit_code < 0:
+        number = -result.exit_code
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        return f"[terminated by {name}]"
+    if result.exit_code:
+        return f"[exit code {result.exit_code}]"
+    return ""
+
+
+@dataclass(frozen=True)
+class CommandOutput:
+    """A command run for a model: what it did and what the model is shown of it.
+
+    ``shown`` is the preview (or a binary description), without the status
+    line; ``storage_error`` says why the output could not be kept, if it could
+    not (then ``shown`` was built from the bytes held in memory).
+    """
+
+    process: ProcessResult
+    shown: str
+    truncated: bool
+    resource: Optional[Resource]
+    lines: int
+    storage_error: Optional[str]
+    # What the marker tells the model (``lines``, ``next_offset``), for the host.
+    marker: dict[str, object]
+
+    def text(self, timeout: Optional[float], note: str = "") -> str:
+        """The preview (or "(no output)"), a note if any, and the status line."""
+        status = status_line(self.process, timeout)
+        body = self.shown if self.shown or status or note else "(no output)"
+        return "\n".join(part for part in (body, note, status) if part)
+
+    def tool_result(self, timeout: Optional[float]) -> ToolResult:
+        """The bash tool's answer: a timeout or a storage failure is an error for the model."""
+        if self.storage_error is not None:
+            note = f"[the output could not be kept: {' '.join(self.storage_error.split())}]"
+            return ToolResult(self.text(timeout, note), True, self.truncated, None,
+                              {**self.metadata(), "storage_error": self.storage_error})
+        return ToolResult(self.text(timeout), self.process.timed_out, self.truncated, self.resource, self.metadata())
+
+    def metadata(self) -> dict[str, object]:
+        return {"exit_code": self.process.exit_code, "timed_out": self.process.timed_out,
+                "duration": self.process.duration, "output_bytes": self.process.stdout_bytes,
+                "output_lines": self.lines,
+                "stored_bytes": self.resource.size if self.resource is not None else 0, **self.marker}
+
+
+class _Sniffed:
+    """The output's first chunks, held until they make up the sniffing sample."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self.held: list[bytes] = []
+        size = 0
+        for chunk in chunks:
+            self.held.append(chunk)
+            size += len(chunk)
+            if size >= _SNIFF_BYTES:
+                break
+        self.start = b"".join(self.held)[:_SNIFF_BYTES]
+        self.binary = is_binary(self.start)
+
+
+def _strip_newline(text: str) -> str:
+    return text[:-1] if text.endswith("\n") else text
+
+
+def _memory_view(running: RunningCommand, limits: Limits, binary: bool, note: str) -> tuple[str, bool]:
+    """What the model sees when nothing was stored: a preview of the bytes held in memory."""
+    data, total, dropped = running.captured()
+    if binary:
+        return _describe_binary(total, data, None), True
+    shown = preview(data, limits.max_lines, limits.max_bytes)
+    if not shown.truncated and not dropped:
+        return _strip_newline(shown.head), False
+    if not shown.truncated:
+        # The held bytes are a start and an end with a gap between them: cut
+        # the preview there too, so the note marks where the gap is.
+        shown = preview(data, limits.max_lines, len(data) - 1)
+    omitted = total - shown.head_end - (len(data) - shown.tail_start)
+    middle = f"... {omitted} bytes of output omitted here; {note} ..."
+    body = f"{shown.head}\n\n{middle}"
+    return (f"{body}\n\n{_strip_newline(shown.tail)}" if shown.tail else body), True
 
 
 def _counted(chunks: Iterator[bytes], progress: Optional[Progress]) -> Iterator[bytes]:
@@ -67,24 +164,99 @@ def _counted(chunks: Iterator[bytes], progress: Optional[Progress]) -> Iterator[
         yield chunk
 
 
+def execute(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str, command: str, *,
+            timeout: Optional[float], cwd: PathArg = None, env: Optional[Mapping[str, str]] = None,
+            spill: bool = True, inherit_stdin: bool = False, limits: Optional[Limits] = None,
+            started: Optional[Callable[[RunningCommand], None]] = None,
+            abort: Optional[threading.Event] = None, progress: Optional[Progress] = None) -> CommandOutput:
+    """Run ``command`` for a model (the bash tool and ``overspill run``).
+
+    :param store: where the output is kept; None when it cannot be opened
+        (then the output is previewed from memory and ``storage_error`` says so).
+    :param spill: stream the whole output into the store; otherwise only what
+        capture kept (1 MiB: the start and the true end) can be stored.
+    :param inherit_stdin: give the command this process's stdin (else /dev/null).
+    :param limits: the preview's limits (default: the store's).
+    :param started: called with the running command as soon as it started
+        (the CLI forwards signals to it).
+    :param abort: when set (from another thread), the command's process group
+        is terminated as on a timeout (the host's cancellation).
+    :param progress: called with the bytes of output so far after each chunk.
+    :raises OSError: the command could not be started.
+    """
+    if limits is None:
+        limits = store.limits() if store is not None else Limits()
+    running = RunningCommand(command, cwd=cwd, env=env, timeout=timeout, stdin=None,
+                             max_output_bytes=MAX_CAPTURE_BYTES, max_error_bytes=1, keep="head_tail",
+                             merge_stderr=True, inherit_stdin=inherit_stdin, abort=abort)
+    if started is not None:
+        started(running)
+    output = running.output()
+    resource: Optional[Resource] = None
+    marker: dict[str, object] = {}
+    error: Optional[str] = None
+    shown, truncated = "", False
+    try:
+        counted = _counted(output, progress)
+        sniffed = _Sniffed(counted)
+        chunks = itertools.chain(sniffed.held, counted)
+        try:
+            if store is None:
+                raise StorageError(0, "the output folder could not be opened")
+            if spill and sniffed.binary:
+                resource = store.write_stream(session_id, tool_call_id, chunks, mime=BINARY_MIME)
+            elif spill:
+                outcome = store.truncate_stream(session_id, tool_call_id, chunks,
+                                                max_lines=limits.max_lines, max_bytes=limits.max_bytes)
+                resource, truncated = outcome.resource, outcome.truncated
+                shown, marker = _strip_newline(outcome.content), stored_metadata(outcome)
+            else:
+                for _ in chunks:
+                    pass
+                data, _, dropped = running.captured()
+                if not dropped and sniffed.binary:
+                    resource = store.write(session_id, tool_call_id, data, mime=BINARY_MIME)
+                elif not dropped:
+                    outcome = store.truncate(session_id, tool_call_id, data,
+                                             max_lines=limits.max_lines, max_bytes=limits.max_bytes)
+                    resource, truncated = outcome.resource, outcome.truncated
+                    shown, marker = _strip_newline(outcome.content), stored_metadata(outcome)
+                else:
+                    shown, truncated = _memory_view(running, limits, sniffed.binary,
+                                                    "spilling was off, so the output was not stored")
+        except StorageError as problem:
+            error = str(problem)
+            resource, marker = None, {}
+            for _ in counted:  # the command runs to its end; what it says is still previewed
+                pass
+            shown, truncated = _memory_view(running, limits, sniffed.binary, "the output could not be stored")
+        if resource is not None and sniffed.binary:
+            shown, truncated = _describe_binary(resource.size, sniffed.start, resource.uri), True
+    finally:
+        output.close()  # kills the command if anything above failed before its end
+    return CommandOutput(running.result(resource), shown, truncated, resource, running.output_lines, error, marker)
+
+
 def bash(store: ToolOutputStore, session_id: str, tool_call_id: str, command: str, *,
          timeout: float = 120.0, cwd: PathArg = None, env: Optional[Mapping[str, str]] = None,
-         spill: bool = False, abort: Optional[threading.Event] = None,
+         spill: bool = True, abort: Optional[threading.Event] = None,
          progress: Optional[Progress] = None) -> ToolResult:
     """Run ``command`` through the shell; return its bounded output.
 
-    The text is stdout, then stderr (marked, only when non-empty), then the
-    exit code when it is not 0 and a note on timeout (a timeout is an error
-    for the model; a non-zero exit code is the command's own answer).  Each stream is
-    captured within 1 MiB (its start and its end); when capture dropped bytes
-    the preview says how many and no resource is advertised, since the stored
-    copy would not be the whole output.  With ``spill`` the whole combined
-    output streams into the store and its URI is advertised.
+    stdout and stderr share one pipe, so the output is what a terminal would
+    show, in order.  Over the limits it is stored whole (its exact bytes) and
+    the model sees a preview naming its URI; binary output is stored and
+    described in one line.  After the output comes one status line when there
+    is something to say (``[exit code 1]``, ``[timed out after 120 s; process
+    group killed]``).  A timeout is an error for the model; a non-zero exit
+    code is the command's own answer.  The command's stdin is ``/dev/null``.
 
     :param timeout: seconds before the command's process group is terminated.
     :param cwd: the working directory (the host's choice).
     :param env: the environment (the host's choice).
-    :param spill: store the complete output however large it is.
+    :param spill: store the complete output however large it is (the
+        default); False keeps only what capture holds in memory (1 MiB, its
+        start and its end), stored when nothing was dropped.
     :param abort: when set (from another thread), the command's process group
         is terminated as on a timeout (the host's cancellation).
     :param progress: called from the running thread with the bytes of output
@@ -93,39 +265,8 @@ def bash(store: ToolOutputStore, session_id: str, tool_call_id: str, command: st
     if not isinstance(command, str) or not command.strip():
         return failure("command must be a non-empty string")
     try:
-        running = RunningCommand(command, cwd=cwd, env=env, timeout=timeout, stdin=None,
-                                 max_output_bytes=MAX_CAPTURE_BYTES, max_error_bytes=MAX_CAPTURE_BYTES,
-                                 keep="head_tail", abort=abort)
+        ran = execute(store, session_id, tool_call_id, command, timeout=timeout, cwd=cwd, env=env, spill=spill,
+                      abort=abort, progress=progress)
     except (OSError, ValueError, TypeError) as error:
         return failure(f"could not run the command: {getattr(error, 'strerror', None) or error}")
-    try:
-        if spill:
-            return _spilled(store, session_id, tool_call_id, running, timeout, progress)
-        for _ in _counted((chunk for _, chunk in running.chunks()), progress):
-            pass
-    except (OSError, ValueError, TypeError) as error:
-        return failure(f"could not run the command: {getattr(error, 'strerror', None) or error}")
-    result = running.result()
-    text = _compose(result, timeout)
-    metadata = _metadata(result)
-    dropped = result.stdout_bytes - len(result.stdout) + result.stderr_bytes - len(result.stderr)
-    if not dropped:
-        return bounded(store.truncate(session_id, tool_call_id, text), is_error=result.timed_out, **metadata)
-    limits = store.limits()
-    view = preview(text, limits.max_lines, limits.max_bytes)
-    note = (f"... {dropped} bytes of output were dropped at capture, so it was not stored; "
-            f"rerun with spill to keep all of it ...")
-    output = f"{view.head}\n\n{note}\n\n{view.tail}" if view.tail else f"{view.head}\n\n{note}"
-    return ToolResult(output, result.timed_out, True, None, {**metadata, "dropped_bytes": dropped})
-
-
-def _spilled(store: ToolOutputStore, session_id: str, tool_call_id: str, running: RunningCommand,
-             timeout: Optional[float], progress: Optional[Progress]) -> ToolResult:
-    with running.combined_output() as output:
-        outcome = store.truncate_stream(session_id, tool_call_id, _counted(output, progress))
-    result = running.result(outcome.resource)
-    notes = _notes(result.exit_code, result.timed_out, timeout)
-    body = outcome.content.rstrip("\n") if outcome.content else ("" if notes else "(no output)")
-    output = "\n".join([body, *notes]) if body else "\n".join(notes)
-    return ToolResult(output, result.timed_out, outcome.truncated, outcome.resource,
-                      {**_metadata(result), **stored_metadata(outcome)})
+    return ran.tool_result(timeout)

@@ -28,8 +28,9 @@ _PAGING = (f"Output over {MAX_LINES} lines or {MAX_BYTES // 1024} KB is truncate
 
 _TOOLS: dict[str, dict[str, Any]] = {
     "bash": {
-        "description": "Run a shell command and return its stdout, then its stderr, then a non-zero exit "
-                       "code. " + _PAGING,
+        "description": "Run a shell command (stdin is empty) and return its output, stdout and stderr "
+                       "together in the order written, then a status line for a non-zero exit code or a "
+                       "timeout. " + _PAGING,
         "properties": {
             "command": {"type": "string", "description": "The command line, run by /bin/sh."},
             "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600,
