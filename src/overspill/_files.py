@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Union
 
 __all__ = [
     "FILE_MODE",
@@ -42,7 +43,7 @@ def create_exclusive(path: Path) -> int:
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, FILE_MODE)
 
 
-def open_regular(path: Path) -> tuple[int, os.stat_result]:
+def open_regular(path: Union[str, Path]) -> tuple[int, os.stat_result]:
     """Open an existing regular file for reading, never through a symlink.
 
     :raises OSError: missing, a symlink (``ELOOP``), or not a regular file.

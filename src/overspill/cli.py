@@ -258,12 +258,14 @@ def _write_all(out: BinaryIO, chunks: Iterator[memoryview]) -> None:
 def _command_read(args: argparse.Namespace) -> int:
     store = _store(args)
     session = _session(args)
-    if args.all:
+    if args.all and args.json:
         with store.view(session, args.uri) as (resource, data):
-            if args.json:
-                _print_json({"resource": resource, "content": str(data, "utf-8", "replace")})
-            else:
-                _write_all(sys.stdout.buffer, (data[i : i + _CHUNK] for i in range(0, len(data), _CHUNK)))
+            _print_json({"resource": resource, "content": str(data, "utf-8", "replace")})
+        return 0
+    if args.all:
+        # Verified range by range as it is written: the first bytes go out at
+        # once and memory stays flat, whatever the size.
+        _write_all(sys.stdout.buffer, store.iter_bytes(session, args.uri))
         return 0
     page = store.read(session, args.uri, offset=args.offset, limit=args.limit)
     if args.json:

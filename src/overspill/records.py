@@ -15,7 +15,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from . import _files
 from .errors import InvalidResourceError, ResourceNotFoundError
@@ -23,6 +23,7 @@ from .errors import InvalidResourceError, ResourceNotFoundError
 __all__ = [
     "CHECKSUM_CHUNK",
     "ID_LENGTH",
+    "LEGACY_CHECKSUM_CHUNK",
     "SCHEME",
     "Record",
     "Resource",
@@ -31,14 +32,18 @@ __all__ = [
     "new_id",
     "parse_record",
     "parse_uri",
+    "read_record",
     "record_json",
     "uri_for",
 ]
 
 SCHEME = "tool-output://"
 ID_LENGTH = 26
-#: Bytes covered by each CRC-32 of the payload: a page read verifies one or two.
-CHECKSUM_CHUNK = 256 * 1024
+#: Bytes covered by each CRC-32 of a new payload: every page read verifies the
+#: one or two chunks under it, every time, so they are kept small.
+CHECKSUM_CHUNK = 64 * 1024
+#: The chunk of records that do not name one (written before ``chunk`` existed).
+LEGACY_CHECKSUM_CHUNK = 256 * 1024
 # Larger records are refused unread: checksums of a 1 TiB payload fit easily.
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 
@@ -46,7 +51,6 @@ _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 # [0-9a-f] and friends are ASCII-only ranges; fullmatch refuses a trailing newline.
 _ID_PATTERN = re.compile(r"[0-9a-f]{12}[0-9A-Za-z]{14}")
 _URI_PATTERN = re.compile(r"tool-output://([0-9a-f]{12}[0-9A-Za-z]{14})")
-_HEX = re.compile(r"(?:[0-9a-f]{8})*")
 
 
 class _IdClock:
@@ -149,7 +153,7 @@ class Record:
     session_id: str
     tool_call_id: str
     created_ms: float
-    checksums: Optional[bytes]  # big-endian CRC-32 per CHECKSUM_CHUNK, or None when absent
+    checksums: Optional[bytes]  # big-endian CRC-32 per ``checksum_chunk`` bytes, or None when absent
     checksum_chunk: int
 
     @property
@@ -178,6 +182,9 @@ def record_json(record: Record) -> bytes:
             "chunk": record.checksum_chunk,
             "values": record.checksums.hex(),
         }
+        # Said twice on purpose: readers of the first format look inside
+        # ``checksums``; the record's own ``chunk`` is the documented field.
+        document["chunk"] = record.checksum_chunk
     import json  # here, not at the top: most processes that import overspill never touch a record
 
     return json.dumps(document, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
@@ -193,16 +200,30 @@ def _is_int(value: object) -> bool:
 
 def _checksums(document: dict[str, Any], resource_id: str, size: int) -> tuple[Optional[bytes], int]:
     if "checksums" not in document:
-        return None, CHECKSUM_CHUNK
+        return None, LEGACY_CHECKSUM_CHUNK
     entry = document["checksums"]
     if not isinstance(entry, dict) or entry.get("algorithm") != "crc32":
         raise _invalid(resource_id, "unknown checksums")
-    chunk, values = entry.get("chunk"), entry.get("values")
-    if not _is_int(chunk) or chunk < 1 or not isinstance(values, str) or not _HEX.fullmatch(values):
+    values = entry.get("values")
+    # The chunk size: the record's ``chunk``, else the one inside ``checksums``,
+    # else 256 KiB (records written before either existed); two must agree.
+    named = [value for value in (document.get("chunk"), entry.get("chunk")) if value is not None]
+    chunk = named[0] if named else LEGACY_CHECKSUM_CHUNK
+    if any(value != chunk for value in named):
+        raise _invalid(resource_id, "two different checksum chunk sizes")
+    if not _is_int(chunk) or chunk < 1 or not isinstance(values, str):
         raise _invalid(resource_id, "malformed checksums")
     if len(values) != 8 * -(-size // chunk):
         raise _invalid(resource_id, "checksums do not cover the size")
-    return bytes.fromhex(values), chunk
+    # fromhex is a C loop (a regex over a 1 GiB payload's 128 KB of hex was
+    # most of a cold read); it allows upper case and spaces, which we do not.
+    try:
+        checksums = bytes.fromhex(values)
+    except ValueError:
+        raise _invalid(resource_id, "malformed checksums") from None
+    if 2 * len(checksums) != len(values) or values != values.lower():
+        raise _invalid(resource_id, "malformed checksums")
+    return checksums, chunk
 
 
 def parse_record(data: bytes, resource_id: str) -> Record:
@@ -240,8 +261,9 @@ def parse_record(data: bytes, resource_id: str) -> Record:
     return Record(resource, document["sessionID"], document["toolCallID"], created, checksums, chunk)
 
 
-def load_record(path: Path, resource_id: str) -> Record:
-    """Read and validate the record file at ``path`` (never through a symlink).
+def read_record(path: Union[str, Path], resource_id: str) -> tuple[Record, os.stat_result]:
+    """Read and validate the record file at ``path`` (never through a symlink),
+    with the ``fstat`` of the file it was read from.
 
     :raises ResourceNotFoundError: missing, not a regular file, oversized,
         unreadable or invalid.
@@ -256,9 +278,21 @@ def load_record(path: Path, resource_id: str) -> Record:
     try:
         if info.st_size > MAX_RECORD_BYTES:
             raise ResourceNotFoundError(f"resource {uri} has an oversized record")
-        data = b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
+        # One read for a file that stays as fstat saw it; more only if it grew.
+        data = os.read(fd, info.st_size + 1)
+        if len(data) > info.st_size:
+            data += b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
     except OSError:
         raise ResourceNotFoundError(f"resource {uri} has no readable record") from None
     finally:
         os.close(fd)
-    return parse_record(data, resource_id)
+    return parse_record(data, resource_id), info
+
+
+def load_record(path: Union[str, Path], resource_id: str) -> Record:
+    """Read and validate the record file at ``path`` (never through a symlink).
+
+    :raises ResourceNotFoundError: missing, not a regular file, oversized,
+        unreadable or invalid.
+    """
+    return read_record(path, resource_id)[0]

@@ -47,6 +47,9 @@ _ID_ATTEMPTS = 8
 _PAGE_MARGIN = 16
 # A code-point boundary depends on at most 3 bytes either side of it.
 _BOUNDARY_REACH = 4
+# Bytes per range that ``iter_bytes`` verifies and yields (rounded to whole
+# checksum chunks, so that no chunk is verified twice).
+_STREAM_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -424,6 +427,32 @@ class ToolOutputStore:
         with self._backend.read(record, 0, record.resource.size) as whole:
             yield record.resource, whole
 
+    def iter_bytes(self, session_id: str, uri: str) -> Iterator[memoryview]:
+        """The exact stored bytes, in order, one verified range at a time.
+
+        Each range (about 1 MiB, whole checksum chunks) is verified just before
+        it is yielded, so a consumer that stops early (``read --all | head``)
+        pays only for what it took, and memory stays flat whatever the size.
+        A yielded view is valid until the next one is requested; copy it to keep it.
+
+        :raises InvalidResourceError: ``uri`` is not a well-formed URI.
+        :raises AccessDeniedError: another session wrote the resource.
+        :raises ResourceNotFoundError: it does not exist or its files are broken.
+        :raises ResourceCorruptError: a range does not match its checksums (the
+            ranges before it were already yielded).
+        """
+        resource_id = parse_uri(uri)
+        _check_id_string(session_id, "session_id")
+        record = self._owned_record(session_id, resource_id)
+        return self._ranges(record)
+
+    def _ranges(self, record: Record) -> Iterator[memoryview]:
+        size = record.resource.size
+        step = max(_STREAM_BYTES // record.checksum_chunk, 1) * record.checksum_chunk
+        for start in range(0, size, step):
+            with self._backend.read(record, start, min(start + step, size)) as view:
+                yield view
+
     def read(self, session_id: str, uri: str, *, offset: int = 0, limit: Optional[int] = None) -> Page:
         """A page of a resource that this session wrote.
 
@@ -532,6 +561,9 @@ class ToolOutputStore:
 
 # A code-point boundary depends on at most 3 bytes either side of it.
 _BOUNDARY_REACH = 4
+# Bytes per range that ``iter_bytes`` verifies and yields (rounded to whole
+# checksum chunks, so that no chunk is verified twice).
+_STREAM_BYTES = 1 << 20
 
 
 def _chunk_view(chunk: object) -> memoryview:

@@ -2,10 +2,15 @@
 
 A resource is written as ``{id}.txt`` (the exact bytes, ``0600``, created
 exclusively) and published by renaming its record into ``{id}.json``; payloads
-are never rewritten, so a shared read-only ``mmap`` of one cannot fault.  Pages
-are served from those maps (cached, revalidated by the file's identity on
-every read) as zero-copy views, after checking the CRC-32 of the chunks they
-cover.  Cleanup is ``_sweep``: one process at a time per folder.
+are never rewritten, so a shared read-only ``mmap`` of one cannot fault.
+
+Reads: per id, the paths are built once and the parsed record is kept with
+the identity (inode, size, times) of the file it came from.  A page comes from
+a cached map of the payload as a zero-copy view, after one ``lstat`` of the
+payload and a check of the CRC-32 of every 64 KiB chunk under it, on every
+read.  Ranges of 1 MiB and more get a map of their own, dropped when the
+caller releases the view, so streaming a payload keeps memory flat.  Cleanup
+is ``_sweep``: one process at a time per folder.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import Optional
 
 from .. import _files, _kernels
 from ..errors import ResourceCorruptError, ResourceNotFoundError
-from ..records import CHECKSUM_CHUNK, Record, Resource, is_resource_id, load_record, record_json, uri_for
+from ..records import CHECKSUM_CHUNK, Record, Resource, is_resource_id, read_record, record_json, uri_for
 from ._sweep import sweep
 from .base import CleanupReport
 
@@ -31,6 +36,9 @@ __all__ = ["LocalBackend"]
 
 _OPEN_MAPS = 16
 _CACHED_RECORDS = 1024
+# Ranges this large get a map of their own, dropped with the caller's view:
+# streaming a payload range by range keeps memory flat, whatever its size.
+_PRIVATE_MAP_BYTES = 1 << 20
 
 
 class _LocalWriter:
@@ -127,20 +135,25 @@ class _LocalWriter:
                     pass  # left for cleanup, which removes leftovers after the grace period
 
 
-class _Mapped:
-    """An open map of one payload and which of its checksum chunks were verified."""
+class _Entry:
+    """What this process knows of one resource: its paths (built once), its
+    parsed record with the file identity it was read under, the record's
+    checksums as integers, and an open map of the payload with its identity."""
 
-    __slots__ = ("identity", "map", "verified")
+    # ``parsed`` and ``mapped`` are (identity, value) pairs replaced whole, so a
+    # reader without the lock never pairs one identity with another's value.
+    __slots__ = ("record_path", "payload_path", "parsed", "mapped")
 
-    def __init__(self, identity: tuple[int, ...], mapping: Optional[mmap.mmap], chunks: int) -> None:
-        self.identity = identity
-        self.map = mapping
-        self.verified = bytearray(chunks)
+    def __init__(self, directory: str, resource_id: str) -> None:
+        self.record_path = f"{directory}/{resource_id}.json"
+        self.payload_path = f"{directory}/{resource_id}.txt"
+        self.parsed: tuple[Optional[tuple[int, ...]], Optional[Record]] = (None, None)
+        self.mapped: tuple[Optional[tuple[int, ...]], Optional[mmap.mmap]] = (None, None)
 
 
 def _identity(info: os.stat_result) -> tuple[int, ...]:
     """What changes whenever a file's bytes may have: the cache key."""
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    return (info.st_ino, info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_dev)
 
 
 class LocalBackend:
@@ -156,9 +169,12 @@ class LocalBackend:
         self._directory = Path(directory)
         self._durable = bool(durable)
         _files.ensure_directory(self._directory)
+        self._folder = str(self._directory)
+        # Readers look entries up without the lock (a dict lookup is atomic);
+        # the lock serialises insertions, evictions and map bookkeeping.
         self._lock = threading.Lock()
-        self._maps: OrderedDict[str, _Mapped] = OrderedDict()
-        self._records: OrderedDict[str, tuple[tuple[int, ...], Record]] = OrderedDict()
+        self._entries: dict[str, _Entry] = {}
+        self._mapped_ids: OrderedDict[str, None] = OrderedDict()  # ids with an open map, oldest first
 
     @property
     def directory(self) -> Path:
@@ -176,105 +192,155 @@ class LocalBackend:
         return _LocalWriter(self._directory, resource_id, self._durable)
 
     # ------------------------------------------------------------------ reading
-    def _path(self, resource_id: str, suffix: str) -> Path:
-        return self._directory / f"{resource_id}{suffix}"
+    def _entry(self, resource_id: str) -> _Entry:
+        entry = self._entries.get(resource_id)
+        if entry is None:
+            entry = _Entry(self._folder, resource_id)
+            with self._lock:
+                entry = self._entries.setdefault(resource_id, entry)
+                if len(self._entries) > _CACHED_RECORDS:
+                    # Oldest first (dicts keep insertion order); a dropped
+                    # entry's map closes once no reader holds a view of it.
+                    dropped = next(iter(self._entries))
+                    self._mapped_ids.pop(dropped, None)
+                    del self._entries[dropped]
+        return entry
 
     def record(self, resource_id: str, /) -> Record:
-        """The validated record of ``resource_id``, from cache while its file is unchanged."""
-        path = self._path(resource_id, ".json")
-        try:
-            info = os.lstat(path)
-        except FileNotFoundError:
-            raise ResourceNotFoundError(f"no resource {uri_for(resource_id)}") from None
-        except OSError as error:
-            raise ResourceNotFoundError(f"cannot read resource {uri_for(resource_id)}: {error.strerror}") from None
-        identity = _identity(info)
-        with self._lock:
-            cached = self._records.get(resource_id)
-            if cached is not None and cached[0] == identity:
-                self._records.move_to_end(resource_id)
-                return cached[1]
-        record = load_record(path, resource_id)
-        with self._lock:
-            self._records[resource_id] = (identity, record)
-            if len(self._records) > _CACHED_RECORDS:
-                self._records.popitem(last=False)
+        """The validated record of ``resource_id``, parsed again only when its file changed."""
+        entry = self._entry(resource_id)
+        known, record = entry.parsed
+        if record is not None:
+            try:
+                info = os.lstat(entry.record_path)
+            except FileNotFoundError:
+                raise ResourceNotFoundError(f"no resource {uri_for(resource_id)}") from None
+            except OSError as error:
+                raise ResourceNotFoundError(
+                    f"cannot read resource {uri_for(resource_id)}: {error.strerror}") from None
+            if _identity(info) == known:
+                return record
+        # Parsed from the file that was opened, keyed by that file's fstat.
+        record, info = read_record(entry.record_path, resource_id)
+        entry.parsed = (_identity(info), record)
         return record
 
-    def _mapped(self, record: Record) -> _Mapped:
-        """An open map of the payload, revalidated against the file on every call."""
-        resource_id = record.id
-        path = self._path(resource_id, ".txt")
+    def _map(self, entry: _Entry, record: Record, identity: Optional[tuple[int, ...]]) -> mmap.mmap:
+        """Open and map the payload (whose lstat gave ``identity``, if one was
+        taken: a cold read opens without one); cache the map."""
         uri = record.resource.uri
         try:
-            info = os.lstat(path)
+            fd, opened = _files.open_regular(entry.payload_path)
         except OSError:
-            self._forget_map(resource_id)
-            raise ResourceNotFoundError(f"resource {uri} has no payload") from None
-        if not stat.S_ISREG(info.st_mode) or info.st_size != record.resource.size:
-            self._forget_map(resource_id)
-            raise ResourceNotFoundError(f"resource {uri} has a missing or mismatched payload")
-        identity = _identity(info)
-        with self._lock:
-            entry = self._maps.get(resource_id)
-            if entry is not None and entry.identity == identity:
-                self._maps.move_to_end(resource_id)
-                return entry
+            raise ResourceNotFoundError(f"resource {uri} has no readable payload") from None
         try:
-            fd, opened = _files.open_regular(path)
+            if identity is None:
+                if opened.st_size != record.resource.size:
+                    raise ResourceNotFoundError(f"resource {uri} has a missing or mismatched payload")
+                identity = _identity(opened)
+            elif _identity(opened) != identity:
+                raise ResourceNotFoundError(f"resource {uri} changed while being opened")
+            mapping = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        except OSError:
+            raise ResourceNotFoundError(f"resource {uri} cannot be mapped") from None
+        finally:
+            os.close(fd)
+        with self._lock:
+            entry.mapped = (identity, mapping)
+            self._mapped_ids[record.id] = None
+            self._mapped_ids.move_to_end(record.id)
+            if len(self._mapped_ids) > _OPEN_MAPS:
+                oldest, _ = self._mapped_ids.popitem(last=False)
+                evicted = self._entries.get(oldest)
+                if evicted is not None:
+                    # Closed by the GC once no reader holds a view of it.
+                    evicted.mapped = (None, None)
+        return mapping
+
+    def read(self, record: Record, start: int, end: int, /) -> memoryview:
+        """The bytes ``[start, end)`` as a view of the payload's map (no copy).
+
+        One ``lstat`` of the payload per call revalidates the cached map; the
+        checksum chunks under the range are verified on every call, so a byte
+        changed in place (even through a shared writable map, which changes
+        no timestamp) is never served.
+        """
+        entry = self._entry(record.id)
+        uri = record.resource.uri
+        known, mapping = entry.mapped
+        if mapping is not None or end - start >= _PRIVATE_MAP_BYTES or start >= end:
+            # The one stat of a read: the cached map is still this file's.
+            try:
+                info = os.lstat(entry.payload_path)
+            except OSError:
+                entry.mapped = (None, None)
+                raise ResourceNotFoundError(f"resource {uri} has no payload") from None
+            if not stat.S_ISREG(info.st_mode) or info.st_size != record.resource.size:
+                entry.mapped = (None, None)
+                raise ResourceNotFoundError(f"resource {uri} has a missing or mismatched payload")
+            if start >= end:
+                return memoryview(b"")
+            identity = _identity(info)
+            if end - start >= _PRIVATE_MAP_BYTES:
+                return self._read_large(entry, record, identity, start, end)
+            if known != identity:
+                mapping = self._map(entry, record, identity)
+        else:
+            mapping = self._map(entry, record, None)  # cold: open and fstat, no stat by name first
+        try:
+            whole = memoryview(mapping)  # type: ignore[arg-type]
+        except ValueError:
+            # The map was closed by close() in another thread.
+            raise ResourceNotFoundError(f"resource {uri} is no longer open") from None
+        with whole:
+            if record.checksums is not None:
+                self._verify(record, whole, 0, start, end)
+            # The slice keeps the map's buffer exported after ``whole`` is released.
+            return whole[start:end]
+
+    def _read_large(self, entry: _Entry, record: Record, identity: tuple[int, ...],
+                    start: int, end: int) -> memoryview:
+        """A large range from a map of its own, unmapped when the caller releases
+        the view: streaming a payload range by range keeps memory flat."""
+        uri = record.resource.uri
+        chunk = record.checksum_chunk
+        first = start // chunk * chunk
+        if record.checksums is not None:
+            last = min(-(-end // chunk) * chunk, record.resource.size)
+        else:
+            last = end
+        base = first - first % mmap.ALLOCATIONGRANULARITY
+        try:
+            fd, opened = _files.open_regular(entry.payload_path)
         except OSError:
             raise ResourceNotFoundError(f"resource {uri} has no readable payload") from None
         try:
             if _identity(opened) != identity:
                 raise ResourceNotFoundError(f"resource {uri} changed while being opened")
-            mapping = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if info.st_size else None
+            mapping = mmap.mmap(fd, last - base, access=mmap.ACCESS_READ, offset=base)
         except OSError:
             raise ResourceNotFoundError(f"resource {uri} cannot be mapped") from None
         finally:
             os.close(fd)
-        chunks = -(-info.st_size // record.checksum_chunk)
-        entry = _Mapped(identity, mapping, chunks)
-        with self._lock:
-            self._maps[resource_id] = entry
-            if len(self._maps) > _OPEN_MAPS:
-                self._maps.popitem(last=False)  # closed by the GC once no reader holds it
-        return entry
-
-    def _forget_map(self, resource_id: str) -> None:
-        with self._lock:
-            self._maps.pop(resource_id, None)
+        with memoryview(mapping) as part:
+            if record.checksums is not None:
+                self._verify(record, part, base, start, end)
+            return part[start - base : end - base]
 
     @staticmethod
-    def _verify(record: Record, entry: _Mapped, view: memoryview, start: int, end: int) -> None:
-        """Check the chunks under [start, end) against the record's checksums, once each."""
-        if record.checksums is None or start >= end:
-            return
+    def _verify(record: Record, view: memoryview, base: int, start: int, end: int) -> None:
+        """Check every chunk under ``[start, end)``; ``view`` holds the payload from ``base``."""
         chunk = record.checksum_chunk
+        checksums = record.checksums
+        crc32 = _kernels.crc32
         for index in range(start // chunk, (end - 1) // chunk + 1):
-            if entry.verified[index]:
-                continue
-            actual = _kernels.crc32(view[index * chunk : (index + 1) * chunk])
-            if actual.to_bytes(4, "big") != record.checksums[4 * index : 4 * index + 4]:
+            low = index * chunk - base
+            # The native CRC reads the map in place: no copy of the chunk.
+            if crc32(view[low : low + chunk]).to_bytes(4, "big") != checksums[4 * index : 4 * index + 4]:  # type: ignore[index]
                 raise ResourceCorruptError(
                     f"resource {record.resource.uri} is corrupt: bytes {index * chunk} to "
                     f"{min((index + 1) * chunk, record.resource.size)} do not match their checksum"
                 )
-            entry.verified[index] = 1
-
-    def read(self, record: Record, start: int, end: int, /) -> memoryview:
-        """The verified bytes ``[start, end)`` as a view of the shared map (no copy)."""
-        entry = self._mapped(record)
-        if entry.map is None or start >= end:
-            return memoryview(b"")
-        try:
-            whole = memoryview(entry.map)
-        except ValueError:
-            # The map was closed by close() in another thread.
-            raise ResourceNotFoundError(f"resource {record.resource.uri} is no longer open") from None
-        with whole:
-            self._verify(record, entry, whole, start, end)
-            # The slice keeps the map's buffer exported after ``whole`` is released.
-            return whole[start:end]
 
     # ------------------------------------------------------------------ listing
     def _published_ids(self) -> list[str]:
@@ -296,13 +362,13 @@ class LocalBackend:
     def _forget(self, resource_ids: Iterable[str]) -> None:
         with self._lock:
             for resource_id in resource_ids:
-                self._maps.pop(resource_id, None)
-                self._records.pop(resource_id, None)
+                self._mapped_ids.pop(resource_id, None)
+                self._entries.pop(resource_id, None)
 
     def delete(self, resource_id: str, /) -> int:
         """Remove the pair, record first; the bytes freed (0 when it was gone)."""
-        freed = _files.remove_quietly(self._path(resource_id, ".json"))
-        freed += _files.remove_quietly(self._path(resource_id, ".txt"))
+        freed = _files.remove_quietly(self._directory / f"{resource_id}.json")
+        freed += _files.remove_quietly(self._directory / f"{resource_id}.txt")
         self._forget([resource_id])
         return freed
 
@@ -316,12 +382,11 @@ class LocalBackend:
     def close(self) -> None:
         """Drop the cached records and maps (a map in use closes when its last view goes)."""
         with self._lock:
-            maps = list(self._maps.values())
-            self._maps.clear()
-            self._records.clear()
-        for entry in maps:
-            if entry.map is not None:
-                try:
-                    entry.map.close()
-                except BufferError:
-                    pass  # a page is being decoded from it; it closes when released
+            maps = [entry.mapped[1] for entry in self._entries.values() if entry.mapped[1] is not None]
+            self._entries = {}
+            self._mapped_ids.clear()
+        for mapping in maps:
+            try:
+                mapping.close()
+            except BufferError:
+                pass  # a page is being decoded from it; it closes when released

@@ -1,0 +1,147 @@
+"""Read-path benchmarks (issue 11 goals 1, 2 and 5), each against its baseline in one run.
+
+Run: ``python -m pytest benchmarks/test_bench_read.py --benchmark-only``.
+
+* a 50 KB page at random offsets of a 64 MiB resource, verified on every
+  read, against ``os.pread`` of the same bytes plus ``decode``;
+* the first read by a store that has never seen the resource, against a warm read;
+* ``overspill read URI --all | head -c 10`` of a 500 MB resource, against
+  ``python -c pass`` plus ``head -c 10 FILE``; peak memory of a whole
+  ``read --all`` in ``extra_info``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import make_text
+
+from overspill import ToolOutputStore, _kernels
+
+IMPLEMENTATIONS = ["cython", "python"]
+PAGE = 50 * 1024
+SCRIPT = Path(sys.executable).with_name("overspill")
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def implementation(request):
+    previous = _kernels.IMPLEMENTATION
+    _kernels.use(request.param)
+    yield request.param
+    _kernels.use(previous)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("reads")
+
+
+@pytest.fixture(scope="module")
+def store(folder):
+    with ToolOutputStore(folder, durable=False) as opened:
+        yield opened
+
+
+@pytest.fixture(scope="module")
+def resource_64mib(store):
+    data = make_text(64, True).encode()[: 64 * 2**20]
+    return store.write("bench", "c", data)
+
+
+@pytest.fixture(scope="module")
+def offsets(resource_64mib):
+    """2,000 deterministic random page offsets, cycled."""
+    rng = random.Random(11)
+    return [rng.randrange(0, resource_64mib.size - PAGE) for _ in range(2000)]
+
+
+# ------------------------------------------------------------ goal 1: warm pages
+def test_random_page_read(benchmark, implementation, store, resource_64mib, offsets):
+    benchmark.group = "50 KB page at random offsets of 64 MiB (verified)"
+    uri = resource_64mib.uri
+    for offset in offsets:  # warm: record parsed, map open, pages faulted in
+        store.read("bench", uri, offset=offset)
+    cycle = itertools.cycle(offsets)
+    page = benchmark(lambda: store.read("bench", uri, offset=next(cycle)))
+    assert len(page.content.encode()) > PAGE - 4
+
+
+def test_random_page_read_baseline_pread(benchmark, store, resource_64mib, offsets):
+    benchmark.group = "50 KB page at random offsets of 64 MiB (verified)"
+    fd = os.open(store.directory / f"{resource_64mib.id}.txt", os.O_RDONLY)
+    try:
+        for offset in offsets:
+            os.pread(fd, PAGE, offset)
+        cycle = itertools.cycle(offsets)
+        benchmark(lambda: os.pread(fd, PAGE, next(cycle)).decode("utf-8", "replace"))
+    finally:
+        os.close(fd)
+
+
+# ------------------------------------------------------------ goal 2: cold first read
+def test_first_read_by_a_cold_store(benchmark, implementation, folder, resource_64mib, offsets):
+    benchmark.group = "first read by a cold store vs a warm read"
+    opened: list[ToolOutputStore] = []
+
+    def setup():
+        while opened:
+            opened.pop().close()
+        opened.append(ToolOutputStore(folder, durable=False))  # construction is not timed
+
+    offset = offsets[0]
+    benchmark.pedantic(lambda: opened[-1].read("bench", resource_64mib.uri, offset=offset),
+                       setup=setup, rounds=300, warmup_rounds=5)
+    while opened:
+        opened.pop().close()
+
+
+def test_first_read_baseline_warm_read(benchmark, store, resource_64mib, offsets):
+    benchmark.group = "first read by a cold store vs a warm read"
+    offset = offsets[0]
+    store.read("bench", resource_64mib.uri, offset=offset)
+    benchmark.pedantic(lambda: store.read("bench", resource_64mib.uri, offset=offset), rounds=300,
+                       warmup_rounds=5)
+
+
+# ------------------------------------------------------------ goal 5: read --all streams
+STREAM_MIB = int(os.environ.get("OVERSPILL_BENCH_STREAM_MIB", "500"))
+
+
+@pytest.fixture(scope="module")
+def resource_500mb(store):
+    block = make_text(1, False).encode()
+    return store.write_stream("bench", "c", (block for _ in range(STREAM_MIB * 2**20 // len(block))))
+
+
+def _environment(folder: Path, implementation: str) -> dict[str, str]:
+    return {**os.environ, "OVERSPILL_DATA_DIR": str(folder), "OVERSPILL_SESSION": "bench",
+            "OVERSPILL_IMPLEMENTATION": implementation}
+
+
+def test_read_all_head(benchmark, implementation, folder, resource_500mb):
+    benchmark.group = "read --all | head -c 10 of 500 MB"
+    command = f"'{SCRIPT}' read {resource_500mb.uri} --all | head -c 10 > /dev/null"
+    env = _environment(folder, implementation)
+    benchmark.pedantic(lambda: subprocess.run(["sh", "-c", command], env=env, check=True), rounds=10,
+                       warmup_rounds=1)
+    # Peak memory of a whole read --all to a pipe, whatever the size.
+    child = subprocess.Popen([str(SCRIPT), "read", resource_500mb.uri, "--all"], stdout=subprocess.PIPE, env=env)
+    total = 0
+    while block := child.stdout.read(1 << 20):
+        total += len(block)
+    _, status, usage = os.wait4(child.pid, 0)
+    assert status == 0 and total == resource_500mb.size
+    benchmark.extra_info["read_all_peak_rss_mib"] = round(usage.ru_maxrss / 1024, 1)
+
+
+def test_read_all_head_baseline(benchmark, folder, resource_500mb):
+    benchmark.group = "read --all | head -c 10 of 500 MB"
+    path = folder / "tool-output" / "managed" / f"{resource_500mb.id}.txt"
+    command = f"'{sys.executable}' -c pass; head -c 10 '{path}' > /dev/null"
+    benchmark.pedantic(lambda: subprocess.run(["sh", "-c", command], check=True), rounds=10, warmup_rounds=1)

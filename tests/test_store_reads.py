@@ -1,0 +1,186 @@
+"""The local read path: every read verifies what it returns, every time
+(README promise 2), records name their 64 KiB checksum chunk, older records
+still read, and ``read --all`` streams in flat memory."""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+from overspill import ResourceCorruptError, ResourceNotFoundError, ToolOutputStore
+from overspill.records import CHECKSUM_CHUNK, LEGACY_CHECKSUM_CHUNK, new_id
+
+SCRIPT = Path(sys.executable).with_name("overspill")
+
+
+@pytest.fixture
+def store(tmp_path):
+    with ToolOutputStore(tmp_path, durable=False) as opened:
+        yield opened
+
+
+def payload(size: int) -> bytes:
+    line = b"0123456789 abcdefghij \xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80 line\n"
+    return (line * (size // len(line) + 1))[:size]
+
+
+def flip_through_shared_map(path: Path, position: int) -> None:
+    """Change one byte in place through a shared writable map (as a buggy or
+    hostile process could), without msync: nothing the store stats need change."""
+    with open(path, "r+b") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_WRITE) as shared:
+        shared[position] ^= 0x01
+
+
+def test_warm_store_detects_a_byte_changed_through_a_shared_writable_mmap(store):
+    """Promise 2: never readable-but-wrong, even for a warm store and no stat change.
+
+    A write to a page that is already dirty in a shared map changes no
+    timestamp, so a store that trusted chunks "verified since the file's stat
+    last changed" served the changed byte.
+    """
+    data = payload(400_000)
+    resource = store.write("s", "c", data)
+    position = 3 * CHECKSUM_CHUNK + 100
+    path = store.directory / f"{resource.id}.txt"
+    with open(path, "r+b") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_WRITE) as shared:
+        shared[position] = shared[position]  # dirties the page: its one timestamp change
+        page = store.read("s", resource.uri, offset=position - 10, limit=50)  # warm, verified under that stat
+        assert page.content.encode() == data[position - 10 : position + 40]
+        before = os.stat(path)
+        shared[position] ^= 0x01
+        assert os.stat(path) == before  # nothing a stat shows has changed
+        with pytest.raises(ResourceCorruptError, match=f"bytes {3 * CHECKSUM_CHUNK} to {4 * CHECKSUM_CHUNK}"):
+            store.read("s", resource.uri, offset=position - 10, limit=50)
+        with pytest.raises(ResourceCorruptError), store.view("s", resource.uri):
+            pass
+        with pytest.raises(ResourceCorruptError):
+            b"".join(store.iter_bytes("s", resource.uri))
+        # The chunks around it were not changed and still read.
+        assert store.read("s", resource.uri, offset=0, limit=20).content.encode() == data[:20]
+
+
+def test_every_view_verifies_again(store):
+    data = payload(200_000)
+    resource = store.write("s", "c", data)
+    path = store.directory / f"{resource.id}.txt"
+    with open(path, "r+b") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_WRITE) as shared:
+        shared[150_000] = shared[150_000]
+        with store.view("s", resource.uri) as (_, whole):
+            assert bytes(whole) == data
+        shared[150_000] ^= 0x01
+        with pytest.raises(ResourceCorruptError), store.view("s", resource.uri):
+            pass
+
+
+def test_new_records_name_their_64_kib_chunk(store):
+    data = payload(3 * 65536 + 5)
+    resource = store.write("s", "c", data)
+    document = json.loads((store.directory / f"{resource.id}.json").read_text())
+    assert CHECKSUM_CHUNK == 65536 and document["chunk"] == 65536
+    assert document["checksums"]["algorithm"] == "crc32" and document["checksums"]["chunk"] == 65536
+    expected = b"".join(zlib.crc32(data[i : i + 65536]).to_bytes(4, "big") for i in range(0, len(data), 65536))
+    assert document["checksums"]["values"] == expected.hex()
+
+
+def write_old_pair(directory: Path, data: bytes, checksums: dict | None, **extra) -> str:
+    resource_id = new_id()
+    (directory / f"{resource_id}.txt").write_bytes(data)
+    document = {"version": 1, "id": resource_id, "uri": f"tool-output://{resource_id}", "sessionID": "s",
+                "toolCallID": "c", "mime": "text/plain", "size": len(data), "created": 1.0e12 * 2, **extra}
+    if checksums is not None:
+        document["checksums"] = checksums
+    (directory / f"{resource_id}.json").write_text(json.dumps(document))
+    return resource_id
+
+
+def legacy_values(data: bytes) -> str:
+    step = LEGACY_CHECKSUM_CHUNK
+    return b"".join(zlib.crc32(data[i : i + step]).to_bytes(4, "big") for i in range(0, len(data), step)).hex()
+
+
+@pytest.mark.parametrize("inner_chunk", [True, False], ids=["chunk inside checksums", "no chunk anywhere"])
+def test_records_without_chunk_are_256_kib_and_still_read(store, inner_chunk):
+    data = payload(700_000)
+    checksums = {"algorithm": "crc32", "values": legacy_values(data)}
+    if inner_chunk:
+        checksums["chunk"] = LEGACY_CHECKSUM_CHUNK
+    resource_id = write_old_pair(store.directory, data, checksums)
+    uri = f"tool-output://{resource_id}"
+    page = store.read("s", uri, offset=300_000, limit=1000)
+    assert page.content.encode() == data[300_000 : 300_000 + len(page.content.encode())]
+    assert b"".join(bytes(view) for view in store.iter_bytes("s", uri)) == data
+    flip_through_shared_map(store.directory / f"{resource_id}.txt", 600_000)
+    with pytest.raises(ResourceCorruptError, match=f"bytes {2 * LEGACY_CHECKSUM_CHUNK} to 700000"):
+        store.read("s", uri, offset=599_000, limit=2000)
+
+
+def test_records_whose_two_chunk_sizes_disagree_are_invalid(store):
+    data = payload(1000)
+    checksums = {"algorithm": "crc32", "chunk": 65536, "values": zlib.crc32(data).to_bytes(4, "big").hex()}
+    resource_id = write_old_pair(store.directory, data, checksums, chunk=1024)
+    with pytest.raises(ResourceNotFoundError, match="chunk"):
+        store.read("s", f"tool-output://{resource_id}")
+
+
+def test_iter_bytes_yields_the_exact_bytes_in_ranges(store):
+    data = payload(5 * 1024 * 1024 + 17)
+    resource = store.write("s", "c", data)
+    views = []
+    for view in store.iter_bytes("s", resource.uri):
+        assert len(view) <= 1024 * 1024 and (not views or len(views[-1]) % CHECKSUM_CHUNK == 0)
+        views.append(bytes(view))
+    assert b"".join(views) == data
+    empty = store.write("s", "c", b"")
+    assert list(store.iter_bytes("s", empty.uri)) == []
+
+
+def test_iter_bytes_yields_the_good_ranges_before_a_corrupt_one(store):
+    data = payload(3 * 1024 * 1024)
+    resource = store.write("s", "c", data)
+    flip_through_shared_map(store.directory / f"{resource.id}.txt", 2 * 1024 * 1024 + 5)
+    taken = []
+    with pytest.raises(ResourceCorruptError):
+        for view in store.iter_bytes("s", resource.uri):
+            taken.append(bytes(view))
+    assert b"".join(taken) == data[: 2 * 1024 * 1024]
+
+
+STREAM_PROBE = r"""
+import os, subprocess, sys
+script, uri, sink = sys.argv[1:4]
+child = subprocess.Popen([script, "read", uri, "--all"], stdout=subprocess.PIPE)
+if sink == "head":
+    first = child.stdout.read(10)
+    child.stdout.close()
+    total = len(first)
+else:
+    total = 0
+    while block := child.stdout.read(1 << 20):
+        total += len(block)
+_, status, usage = os.wait4(child.pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss, total)
+"""
+
+
+@pytest.mark.parametrize("sink", ["all", "head"])
+def test_read_all_streams_in_flat_memory(tmp_path, subprocess_env, sink):
+    assert SCRIPT.exists(), f"the console script is not installed beside {sys.executable}"
+    size = 192 * 1024 * 1024
+    with ToolOutputStore(tmp_path / "data", durable=False) as store:
+        block = payload(1024 * 1024)
+        resource = store.write_stream("cli", "c", (block for _ in range(size // len(block))))
+    subprocess_env["OVERSPILL_DATA_DIR"] = str(tmp_path / "data")
+    subprocess_env["OVERSPILL_SESSION"] = "cli"
+    probe = subprocess.run([sys.executable, "-c", STREAM_PROBE, str(SCRIPT), resource.uri, sink],
+                           capture_output=True, text=True, env=subprocess_env, timeout=300)
+    status, peak_kib, total = probe.stdout.split()
+    assert int(total) == (10 if sink == "head" else size), probe.stderr
+    assert status == "0" or sink == "head", probe.stderr  # a closed pipe may end the writer
+    assert int(peak_kib) < 64 * 1024, f"read --all peaked at {int(peak_kib) // 1024} MiB"
