@@ -6,10 +6,11 @@ import fnmatch
 import os
 import re
 import shutil
+import stat
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Optional, Union
+from typing import BinaryIO, Optional, Union
 
 from ..errors import OverspillError
 from ..store import ToolOutputStore
@@ -123,14 +124,51 @@ def _search_resource(store: ToolOutputStore, session_id: str, uri: object, patte
     return None
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    if root.is_file():
-        yield root
+def _walk(root: Path) -> Iterator[tuple[Path, bool]]:
+    """Regular files under ``root``, each with whether it was given by name.
+
+    FIFOs, devices and sockets are never yielded (opening one can block for
+    ever: a FIFO without a writer, ``/proc/self/fd/0``); symlinks inside the
+    tree are not followed, as ``rg`` does not follow them.
+    """
+    try:
+        info = os.stat(root)  # the path the caller named is followed
+    except OSError:
+        return
+    if stat.S_ISREG(info.st_mode):
+        yield root, True
+        return
+    if not stat.S_ISDIR(info.st_mode):
         return
     for folder, folders, files in os.walk(root):
         folders[:] = sorted(name for name in folders if name not in _SKIPPED_FOLDERS)
         for name in sorted(files):
-            yield Path(folder) / name
+            file = Path(folder) / name
+            try:
+                if stat.S_ISREG(os.lstat(file).st_mode):
+                    yield file, False
+            except OSError:
+                continue  # vanished: not a match
+
+
+def _open_regular(file: Path, named: bool) -> BinaryIO:
+    """``file`` opened for reading if it is still a regular file (it may have been
+    replaced since it was listed): O_NONBLOCK so that a FIFO put in its place
+    cannot block the open, and fstat decides.
+
+    :raises OSError: not a regular file, or it cannot be opened.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+    if not named:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    descriptor = os.open(file, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(f"{file} is not a regular file")
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
 
 
 def _search_files(root: Path, shown_root: str, regex: re.Pattern[str], pattern: str, glob: Optional[str],
@@ -139,12 +177,12 @@ def _search_files(root: Path, shown_root: str, regex: re.Pattern[str], pattern: 
     if ripgrep is not None:
         return _ripgrep_search(ripgrep, shown_root, pattern, glob, ignore_case, cwd, found)
     base = Path(cwd or ".")
-    for file in _walk(root):
+    for file, named in _walk(root):
         shown = os.path.relpath(file, base) if not os.path.isabs(shown_root) else str(file)
         if glob and not (fnmatch.fnmatch(file.name, glob) or fnmatch.fnmatch(Path(shown).as_posix(), glob)):
             continue
         try:
-            with open(file, "rb") as handle:
+            with _open_regular(file, named) as handle:
                 if b"\0" in handle.read(_SNIFF_BYTES):
                     continue
                 handle.seek(0)
