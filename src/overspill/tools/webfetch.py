@@ -80,8 +80,12 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
     """
     if not isinstance(url, str):
         return failure("url must be a string")
-    parts = urlsplit(url.strip())
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(url.strip())
+        hostname = parts.hostname
+    except ValueError as error:  # "http://[::1": urlsplit refuses an unclosed IPv6 address
+        return failure(f"invalid URL {url!r}: {error}")
+    if parts.scheme.lower() not in ("http", "https") or not hostname:
         return failure(f"only http and https URLs can be fetched, not {url!r}")
     if format not in FORMATS:
         return failure(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
