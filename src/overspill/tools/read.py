@@ -35,7 +35,7 @@ def read(store: ToolOutputStore, session_id: str, tool_call_id: str, *, resource
 
     With ``resource``: ``offset`` and ``limit`` are bytes (as ``store.read``),
     and a closing hint names the next offset when more follows.  With
-    ``path``: ``offset`` is the first line (1-based), ``limit`` the number of
+    ``path``: ``offset`` is the first line (1-based; 0 also means the first), ``limit`` the number of
     lines (default ``MAX_READ_LINES``), at most ``MAX_READ_BYTES`` bytes; lines
     are numbered and each is cut at ``MAX_LINE_LENGTH`` characters.
 
@@ -87,11 +87,12 @@ def _read_file(path: object, offset: Optional[int], limit: Optional[int],
                cwd: Union[str, "os.PathLike[str]", None]) -> ToolResult:
     if not isinstance(path, str) or not path:
         return failure("path must be a non-empty string")
-    problem = (_whole_number(offset, "offset", 1) if offset is not None else None) or (
+    # The schema shares ``offset`` (minimum 0) with resources, so 0 is valid here too: the first line.
+    problem = (_whole_number(offset, "offset", 0) if offset is not None else None) or (
         _whole_number(limit, "limit", 1) if limit is not None else None)
     if problem:
         return failure(problem)
-    first = offset or 1
+    first = max(offset or 1, 1)
     count = limit or MAX_READ_LINES
     target = Path(cwd or ".") / path
     try:

@@ -47,7 +47,8 @@ _TOOLS: dict[str, dict[str, Any]] = {
             "resource": {"type": "string", "description": "A tool-output://ID URI from a truncated output."},
             "path": {"type": "string", "description": "A file to read."},
             "offset": {"type": "integer", "minimum": 0,
-                       "description": "Byte offset into the resource, or first line (from 1) of the file."},
+                       "description": "Byte offset into the resource, or first line (from 1; 0 also means the "
+                                      "first line) of the file."},
             "limit": {"type": "integer", "minimum": 1,
                       "description": "Bytes of the resource, or lines of the file, to read."},
         },
@@ -135,6 +136,9 @@ _JSON_TYPES: dict[str, Callable[[object], bool]] = {
 }
 
 
+_ARTICLES = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "a boolean"}
+
+
 def _invalid_argument(name: str, arguments: Mapping[str, Any]) -> str | None:
     """Why ``arguments`` do not fit the tool's schema, or None when they do."""
     spec = _TOOLS[name]
@@ -147,7 +151,7 @@ def _invalid_argument(name: str, arguments: Mapping[str, Any]) -> str | None:
             return f"{name} has no argument {key!r} (it takes {', '.join(properties)})"
         rule = properties[key]
         if not _JSON_TYPES[rule["type"]](value):
-            return f"{name}'s argument {key!r} must be a {rule['type']}, not {type(value).__name__}"
+            return f"{name}'s argument {key!r} must be {_ARTICLES[rule['type']]}, not {type(value).__name__}"
         if "enum" in rule and value not in rule["enum"]:
             return f"{name}'s argument {key!r} must be one of {', '.join(rule['enum'])}"
         if "minimum" in rule and value < rule["minimum"]:
