@@ -7,6 +7,8 @@ import importlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -198,6 +200,20 @@ def test_read_file_refusals(store, tmp_path, setup, fragment):
     assert result.is_error and fragment in result.output
 
 
+def test_read_schema_and_tool_agree_on_offset_zero_for_a_path(store, text_file):
+    """Regression (issue 9, item 15): the schema allowed ``offset: 0`` for a path, the tool refused it.
+    Protects "Tool descriptions in the schemas teach the paging protocol": what the schema allows works."""
+    schema = next(d for d in tools.schemas("anthropic") if d["name"] == "read")["input_schema"]
+    minimum = schema["properties"]["offset"]["minimum"]
+    result = tools.call(store, "s", "c", "read", {"path": text_file.name, "offset": minimum, "limit": 2},
+                        cwd=text_file.parent)
+    assert not result.is_error and result.output.split("\n")[:2] == ["     1\tline 1", "     2\tline 2"]
+    assert tools.read(store, "s", "c", path=str(text_file), offset=0).output == tools.read(
+        store, "s", "c", path=str(text_file)).output
+    wrong = tools.call(store, "s", "c", "read", {"path": "x", "offset": "3"})
+    assert wrong.is_error and "must be an integer, not str" in wrong.output
+
+
 def test_read_empty_file(store, tmp_path):
     (tmp_path / "empty").write_text("")
     assert tools.read(store, "s", "c", path=str(tmp_path / "empty")).output == "(empty file)"
@@ -316,6 +332,16 @@ def test_webfetch_only_http(store, url):
     assert result.is_error and "http" in result.output
 
 
+@pytest.mark.parametrize("url", ["http://[::1", "http://[::1/x", "https://[zz]/", "http://127.0.0.1:99999/",
+                                 "http://[::1]:port/"])
+def test_webfetch_malformed_url_is_a_tool_error(store, url):
+    """Regression (issue 9, item 10): ``http://[::1`` raised ValueError out of the tool.
+    Protects "Errors for the model are one line": a tool returns an error, never raises."""
+    for result in (tools.webfetch(store, "s", "c", url, timeout=5),
+                   tools.call(store, "s", "c", "webfetch", {"url": url})):
+        assert result.is_error and "\n" not in result.output
+
+
 def test_webfetch_bad_format(store, server):
     assert tools.webfetch(store, "s", "c", f"{server}/page", format="pdf").is_error
 
@@ -418,6 +444,51 @@ def test_grep_no_match_and_bad_input(store, tree, engine):
     assert tools.grep(store, "s", "c", "(unclosed", cwd=tree).is_error
     assert tools.grep(store, "s", "c", "x", path="missing", cwd=tree).is_error
     assert tools.grep(store, "s", "c", "x", max_matches=0, cwd=tree).is_error
+
+
+def test_grep_never_opens_a_fifo(store, tmp_path, engine):
+    """Regression (issue 9, item 9): a FIFO in the searched folder hung the Python engine for
+    ever. Protects "Commands run through overspill never hold ..." — a tool call returns."""
+    (tmp_path / "a.txt").write_text("needle\n")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    results = []
+    worker = threading.Thread(target=lambda: results.append(tools.grep(store, "s", "c", "needle", cwd=tmp_path)),
+                              daemon=True)
+    worker.start()
+    worker.join(120)  # a guard against a hang, not a timing assertion
+    if worker.is_alive():
+        with open(fifo, "wb"):  # release the blocked reader so the thread can end
+            pass
+        worker.join()
+        pytest.fail("grep opened a FIFO and blocked on it")
+    assert results[0].output == "a.txt:1:needle"
+
+
+def test_grep_of_proc_self_does_not_hang(subprocess_env, tmp_path):
+    """Regression (issue 9, item 9): ``path: /proc/self`` opened /proc/self/fd/0 (a pipe held
+    open by the parent) and never returned. Only regular files are searched."""
+    code = ("import importlib, sys\n"
+            "from overspill import ToolOutputStore, tools\n"
+            "importlib.import_module('overspill.tools.grep')._ripgrep = lambda: None\n"
+            "with ToolOutputStore(sys.argv[1], durable=False) as store:\n"
+            "    result = tools.grep(store, 's', 'c', 'no-such-text-zq', path='/proc/self')\n"
+            "print(result.output)\n")
+    stdin_read, stdin_write = os.pipe()  # the write end stays open here: a read of fd 0 would block
+    try:
+        child = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdin=stdin_read,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=subprocess_env, text=True)
+        try:
+            output, errors = child.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+            pytest.fail("grep of /proc/self hung")
+    finally:
+        os.close(stdin_read)
+        os.close(stdin_write)
+    assert child.returncode == 0, errors
+    assert output.strip() == "no matches for 'no-such-text-zq'"
 
 
 def test_grep_a_stored_output_gives_offsets_for_read(store):
