@@ -147,7 +147,7 @@ def test_read_resource_pages_with_a_hint(store):
     [({"resource": "tool-output://nope"}, "not a tool-output URI"), ({}, "exactly one"),
      ({"resource": "x", "path": "y"}, "exactly one"), ({"resource": "tool-output://0123456789abcdefghijklmnop"},
                                                          "no resource"),
-     ({"path": "f", "offset": 0}, "at least 1"), ({"path": "f", "limit": True}, "integer")],
+     ({"path": "f", "offset": -1}, "at least 0"), ({"path": "f", "limit": True}, "integer")],
 )
 def test_read_failures_are_one_line(store, kwargs, fragment):
     result = tools.read(store, "s", "c", **kwargs)
