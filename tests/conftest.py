@@ -22,6 +22,9 @@ settings.register_profile(
 settings.register_profile("quick", max_examples=20, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
+# Tests choose their stores explicitly; a developer's own store URL must not redirect them.
+os.environ.pop("OVERSPILL_STORE_URL", None)
+
 _FORCED = os.environ.get("OVERSPILL_IMPLEMENTATION", "auto").strip().lower()
 IMPLEMENTATIONS = [_FORCED] if _FORCED in ("python", "cython") else ["python", "cython"]
 # Release builds and CI must not silently lose the compiled half of the suite.
@@ -58,3 +61,42 @@ def subprocess_env(implementation: str) -> dict[str, str]:
     env = dict(os.environ)
     env["OVERSPILL_IMPLEMENTATION"] = implementation
     return env
+
+
+# ------------------------------------------------------------------ real Redis servers
+# Started once per test session, on free loopback ports, and stopped by pid.
+# OVERSPILL_REQUIRE_REDIS=1 (CI) turns "cannot run here" into a failure.
+_REDIS_REQUIRED = os.environ.get("OVERSPILL_REQUIRE_REDIS", "") not in ("", "0")
+
+
+def _redis_or_skip() -> None:
+    from redis_servers import missing_reason
+
+    reason = missing_reason()
+    if reason is not None:
+        if _REDIS_REQUIRED:
+            pytest.fail(f"OVERSPILL_REQUIRE_REDIS is set, but {reason}")
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory):
+    """One ``redis-server`` (no persistence) for the whole run: a ``RedisServer``."""
+    _redis_or_skip()
+    from redis_servers import start_server
+
+    server = start_server(parent=tmp_path_factory.mktemp("redis"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory):
+    """A 3-master Redis Cluster for the whole run: a list of ``RedisServer``."""
+    _redis_or_skip()
+    from redis_servers import start_cluster
+
+    servers = start_cluster(3, parent=tmp_path_factory.mktemp("redis-cluster"))
+    yield servers
+    for server in servers:
+        server.stop()

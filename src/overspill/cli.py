@@ -45,6 +45,8 @@ _EXIT_CODES = """exit codes:
   3  unknown, invalid or another session's resource
   4  storage failure (for example, the disk is full)"""
 _SESSION_HELP = "session id (default: $OVERSPILL_SESSION, else 'cli')"
+_URL_HELP = ("keep outputs in Redis instead: redis://HOST:PORT/DB, rediss://... (TLS) or redis+cluster://HOST:PORT "
+             "(default: $OVERSPILL_STORE_URL); a path or file:///PATH is a data folder")
 _DATA_HELP = "data folder (default: $OVERSPILL_DATA_DIR, $XDG_DATA_HOME/overspill or ~/.local/share/overspill)"
 
 
@@ -93,6 +95,7 @@ def _parser() -> _Parser:
     common = _Parser(add_help=False)
     common.add_argument("--session", help=_SESSION_HELP)
     common.add_argument("--data-dir", help=_DATA_HELP)
+    common.add_argument("--store-url", help=_URL_HELP)
     common.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     limits = _Parser(add_help=False)
     limits.add_argument("--max-lines", type=_positive, help="lines the preview may show (default 2000)")
@@ -147,7 +150,9 @@ def _config(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _store(args: argparse.Namespace) -> ToolOutputStore:
-    return ToolOutputStore(args.data_dir, config=_config(args))
+    if args.data_dir is not None and args.store_url is not None:
+        raise _UsageError("give --data-dir or --store-url, not both")
+    return ToolOutputStore(args.data_dir, url=args.store_url, config=_config(args))
 
 
 def _session(args: argparse.Namespace) -> str:

@@ -25,12 +25,13 @@ from typing import Optional, Union
 
 from . import _kernels
 from ._arguments import positive_seconds, whole_number
-from .config import MAX_READ_BYTES, RETENTION, ConfigSource, Limits, default_data_dir, resolve_limits
+from .config import MAX_READ_BYTES, RETENTION, ConfigSource, Limits, resolve_limits
 from .errors import (
     AccessDeniedError,
     ResourceNotFoundError,
     StorageError,
 )
+from .backends._location import locate, open_url
 from .backends.base import Backend, CleanupReport, Writer
 from .backends.local import LocalBackend
 from .records import Record, Resource, new_id, parse_uri
@@ -121,26 +122,34 @@ class ToolOutputStore:
     :param data_dir: the data folder; by default ``$OVERSPILL_DATA_DIR``, else
         ``$XDG_DATA_HOME/overspill``, else ``~/.local/share/overspill``.  The
         store manages ``data_dir/tool-output/managed`` (``store.directory``).
+    :param url: where to keep resources instead: ``redis://host:port/db``,
+        ``rediss://...`` (TLS) or ``redis+cluster://host:port`` for Redis
+        (``pip install 'overspill[redis]'``), a path or ``file:///path`` for
+        a data folder.  Without ``url`` or ``data_dir``, ``$OVERSPILL_STORE_URL``
+        is read the same way.  A password in it is never shown.
     :param config: limits from a mapping, JSON/TOML file path(s) or a sequence
         of them (see ``overspill.config.resolve_limits``).
     :param durable: fsync payload, record and folder before a write returns.
     :param retention: how long ``cleanup`` keeps a resource.
     :param grace: how long ``cleanup`` leaves leftovers of unfinished writes.
-    :raises ConfigError: invalid configuration.
-    :raises StorageError: the folder cannot be created.
+    :raises ValueError: both ``data_dir`` and ``url`` were given.
+    :raises ConfigError: invalid configuration, an unsupported URL, or a
+        Redis URL without the redis client installed.
+    :raises StorageError: the folder cannot be created, or the server cannot
+        be reached (the message names its address).
     """
 
     def __init__(
         self,
         data_dir: Union[str, os.PathLike[str], None] = None,
         *,
+        url: Optional[str] = None,
         config: Optional[ConfigSource] = None,
         durable: bool = True,
         retention: timedelta = RETENTION,
         grace: timedelta = timedelta(hours=1),
     ) -> None:
-        if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
-            raise TypeError(f"data_dir must be a path, not {type(data_dir).__name__}")
+        location = locate(data_dir, url)
         for value, name in ((retention, "retention"), (grace, "grace")):
             if not isinstance(value, timedelta):
                 raise TypeError(f"{name} must be a timedelta, not {type(value).__name__}")
@@ -150,22 +159,35 @@ class ToolOutputStore:
         self._durable = bool(durable)
         self._retention = retention
         self._grace = grace
-        root = default_data_dir() if data_dir is None else Path(data_dir)
-        self._root = root
-        directory = root / "tool-output" / "managed"
-        try:
-            self._backend: Backend = LocalBackend(directory, durable=self._durable)
-        except OSError as error:
-            raise _storage_error(f"cannot create {directory}", error) from None
-        self._directory = directory
+        self._url: Optional[str] = None
+        self._directory: Optional[Path] = None
+        if location.url is not None:
+            self._url = location.shown  # without its password
+            self._where = self._url
+            self._backend: Backend = open_url(location.url)
+        else:
+            assert location.folder is not None
+            self._root = location.folder
+            directory = location.folder / "tool-output" / "managed"
+            try:
+                self._backend = LocalBackend(directory, durable=self._durable)
+            except OSError as error:
+                raise _storage_error(f"cannot create {directory}", error) from None
+            self._directory = directory
+            self._where = str(directory)
         self._cleaner: Optional[threading.Thread] = None
         self._stop = threading.Event()
 
     # ------------------------------------------------------------------ basics
     @property
-    def directory(self) -> Path:
-        """The managed folder: ``data_dir/tool-output/managed``."""
+    def directory(self) -> Optional[Path]:
+        """The managed folder, ``data_dir/tool-output/managed``; None when the store is on a server."""
         return self._directory
+
+    @property
+    def url(self) -> Optional[str]:
+        """The server's URL without its password; None when the store is a local folder."""
+        return self._url
 
     @property
     def durable(self) -> bool:
@@ -182,6 +204,8 @@ class ToolOutputStore:
         self.close()
 
     def __repr__(self) -> str:
+        if self._url is not None:
+            return f"ToolOutputStore(url={self._url!r})"
         return f"ToolOutputStore({str(self._root)!r}, durable={self._durable})"
 
     def close(self) -> None:
@@ -504,7 +528,7 @@ class ToolOutputStore:
         except OSError as error:
             if isinstance(error, StorageError):
                 raise
-            raise _storage_error(f"cannot list {self._directory}", error) from None
+            raise _storage_error(f"cannot list {self._where}", error) from None
 
     def resources(self, session_id: str) -> list[Resource]:
         """That session's resources in the order they were written (id order)."""
@@ -533,7 +557,7 @@ class ToolOutputStore:
         except OSError as error:
             if isinstance(error, StorageError):
                 raise
-            raise _storage_error(f"cannot clean {self._directory}", error) from None
+            raise _storage_error(f"cannot clean {self._where}", error) from None
 
     def start_cleanup(self, interval: float = 3600.0) -> None:
         """Run ``cleanup`` now and then every ``interval`` seconds on a daemon thread.

@@ -1,0 +1,136 @@
+"""Which backend a store opens: a local folder, or a server named by a URL.
+
+``ToolOutputStore(data_dir=None, *, url=None)`` decides, first match wins:
+
+1. ``url``: ``redis://``, ``rediss://`` (TLS), ``redis+cluster://`` or
+   ``rediss+cluster://`` opens Redis; ``file:///abs/path`` or a plain path is
+   the local folder;
+2. ``data_dir``: the local folder;
+3. ``$OVERSPILL_STORE_URL``, read like ``url``;
+4. the default data folder (``$OVERSPILL_DATA_DIR``, ``$XDG_DATA_HOME/overspill``,
+   ``~/.local/share/overspill``).
+
+A URL is only ever shown through ``redacted_url``: a password never reaches
+an error message or a ``repr``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Union
+
+from ..config import default_data_dir
+from ..errors import ConfigError
+
+__all__ = ["REDIS_SCHEMES", "STORE_URL_VARIABLE", "Location", "locate", "open_url", "redacted_url"]
+
+REDIS_SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster")
+STORE_URL_VARIABLE = "OVERSPILL_STORE_URL"
+
+
+def redacted_url(url: str) -> str:
+    """``url`` as it may be shown: the password replaced by ``***``, no query
+    or fragment (they may carry one too)."""
+    from urllib.parse import urlsplit  # only when a URL is given: start-up stays lean
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return "<a malformed URL>"
+    user, password = parts.username, parts.password
+    if password is not None:
+        credentials = f"{user or ''}:***@"
+    else:
+        credentials = f"{user}@" if user else ""
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{parts.scheme}://{credentials}{host}{'' if port is None else f':{port}'}{parts.path}"
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a store keeps its resources: ``folder`` (the data folder) or ``url``."""
+
+    folder: Optional[Path] = None
+    url: Optional[str] = field(default=None, repr=False)  # may hold a password: never shown
+
+    @property
+    def shown(self) -> str:
+        return str(self.folder) if self.url is None else redacted_url(self.url)
+
+
+# RFC 3986's scheme; one letter is a Windows drive ("C:\\..."), which is a path.
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
+
+
+def _scheme(url: str) -> str:
+    match = _SCHEME.match(url)
+    return match.group(1).lower() if match else ""
+
+
+def _from_url(url: str, source: str) -> Location:
+    if url == "":
+        raise ConfigError(f"the store URL from {source} is empty")
+    scheme = _scheme(url)
+    if scheme in REDIS_SCHEMES:
+        return Location(url=url)
+    if scheme == "file":
+        from urllib.parse import unquote, urlsplit
+
+        parts = urlsplit(url)
+        path = unquote(parts.path)
+        if not url.lower().startswith("file://") or parts.netloc not in ("", "localhost") or not path.startswith("/"):
+            raise ConfigError(f"the store URL from {source} must be file:///absolute/path, "
+                              f"not {redacted_url(url)}")
+        return Location(folder=Path(path))
+    if scheme == "":
+        return Location(folder=Path(url))
+    raise ConfigError(f"the store URL from {source} has an unsupported scheme {scheme!r} (expected a path, "
+                      f"file://, {', '.join(s + '://' for s in REDIS_SCHEMES)})")
+
+
+def locate(data_dir: Union[str, os.PathLike[str], None], url: Optional[str],
+           environ: Optional[Mapping[str, str]] = None) -> Location:
+    """Where a store with these arguments keeps its resources (see the module docstring).
+
+    :raises TypeError: ``url`` is not a str, or ``data_dir`` not a path.
+    :raises ValueError: both ``data_dir`` and ``url`` were given.
+    :raises ConfigError: the URL (argument or environment) is empty or of an
+        unsupported form.
+    """
+    if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
+        raise TypeError(f"data_dir must be a path, not {type(data_dir).__name__}")
+    if url is not None and not isinstance(url, str):
+        raise TypeError(f"url must be a str, not {type(url).__name__}")
+    if url is not None and data_dir is not None:
+        raise ValueError("give data_dir or url, not both")
+    if url is not None:
+        return _from_url(url, "the url argument")
+    if data_dir is not None:
+        return Location(folder=Path(data_dir))
+    environment = os.environ if environ is None else environ
+    variable = environment.get(STORE_URL_VARIABLE, "").strip()
+    if variable:
+        return _from_url(variable, f"{STORE_URL_VARIABLE} (environment)")
+    return Location(folder=default_data_dir())
+
+
+def open_url(url: str):  # -> Backend; the optional client is imported only here
+    """The backend a server URL names (today: Redis).
+
+    :raises ConfigError: its client library is not installed.
+    :raises StorageError: the server cannot be reached.
+    """
+    try:
+        from .redis import RedisBackend
+    except ImportError as error:
+        if error.name != "redis" and not str(error.name or "").startswith("redis."):
+            raise
+        raise ConfigError(f"{redacted_url(url)} needs the redis client: pip install 'overspill[redis]'") from None
+    return RedisBackend(url)
