@@ -1,0 +1,452 @@
+"""One contract, every backend: the store over a local folder, one Redis server
+and a 3-node Redis Cluster, through one fixture (as the kernels' suite runs
+against both implementations).
+
+The Redis servers are real ``redis-server`` processes (tests/redis_servers.py),
+emptied before each test; only the fixture's helpers reach past the store's
+public API, to damage a payload or to look at what is left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import traceback
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from overspill import (
+    AccessDeniedError,
+    InvalidResourceError,
+    ResourceCorruptError,
+    ResourceNotFoundError,
+    StorageError,
+    ToolOutputStore,
+    tools,
+)
+
+MiB = 1024 * 1024
+BACKINGS = ["local", "redis", "redis-cluster"]
+
+
+@dataclass
+class Backing:
+    """Where a contract test's stores keep their resources, and how to look inside."""
+
+    kind: str
+    data_dir: Optional[Path] = None
+    url: Optional[str] = None
+    servers: list = field(default_factory=list)
+
+    def store(self, **options: Any) -> ToolOutputStore:
+        options.setdefault("durable", False)
+        if self.url is not None:
+            return ToolOutputStore(url=self.url, **options)
+        return ToolOutputStore(self.data_dir, **options)
+
+    @property
+    def location(self) -> str:
+        """What ``--store-url`` / ``OVERSPILL_STORE_URL`` would say for this backing."""
+        return self.url if self.url is not None else str(self.data_dir)
+
+    # ------------------------------------------------------------ looking inside
+    def _nodes(self) -> list:
+        import redis
+
+        return [redis.Redis(host=server.host, port=server.port) for server in self.servers]
+
+    def client(self) -> Any:
+        """A client of the whole keyspace (cluster-aware for the Cluster)."""
+        import redis
+        import redis.cluster
+
+        first = self.servers[0]
+        if self.kind == "redis-cluster":
+            return redis.cluster.RedisCluster(host=first.host, port=first.port)
+        return redis.Redis(host=first.host, port=first.port)
+
+    def flush(self) -> None:
+        for node in self._nodes():
+            node.flushall()
+            node.close()
+
+    def leftovers(self, resource_id: str) -> list:
+        """Whatever still holds this resource's bytes or record."""
+        if self.kind == "local":
+            return sorted(name for name in os.listdir(self.data_dir / "tool-output" / "managed")
+                          if resource_id in name)
+        found = []
+        for node in self._nodes():
+            found += node.keys(f"ovs:{{{resource_id}}}:*".encode())
+            node.close()
+        return sorted(found)
+
+    def flip(self, resource_id: str, offset: int) -> None:
+        """Change one payload byte in place, keeping the size."""
+        if self.kind == "local":
+            path = self.data_dir / "tool-output" / "managed" / f"{resource_id}.txt"
+            stat = path.stat()
+            with open(path, "r+b") as file:
+                file.seek(offset)
+                byte = file.read(1)
+                file.seek(offset)
+                file.write(bytes([byte[0] ^ 0x20]))
+            os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+            return
+        from overspill.backends.redis import CHUNK_BYTES
+
+        key = f"ovs:{{{resource_id}}}:c:{offset // CHUNK_BYTES}".encode()
+        client = self.client()
+        try:
+            byte = client.getrange(key, offset % CHUNK_BYTES, offset % CHUNK_BYTES)
+            assert len(byte) == 1, f"no chunk key {key!r}"
+            client.setrange(key, offset % CHUNK_BYTES, bytes([byte[0] ^ 0x20]))
+        finally:
+            client.close()
+
+
+@pytest.fixture(params=BACKINGS)
+def backing(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backing]:
+    if request.param == "local":
+        yield Backing("local", data_dir=tmp_path)
+        return
+    if request.param == "redis":
+        server = request.getfixturevalue("redis_server")
+        chosen = Backing("redis", url=server.url, servers=[server])
+    else:
+        nodes = request.getfixturevalue("redis_cluster")
+        chosen = Backing("redis-cluster", url=f"redis+cluster://{nodes[0].address}", servers=nodes)
+    chosen.flush()
+    yield chosen
+    chosen.flush()
+
+
+@pytest.fixture
+def store(backing: Backing) -> Iterator[ToolOutputStore]:
+    with backing.store() as opened:
+        yield opened
+
+
+@pytest.fixture
+def session() -> str:
+    return f"session-{uuid.uuid4().hex[:8]}"
+
+
+def lines_of(count: int, width: int = 0) -> str:
+    return "\n".join(f"line {i} of the output, ünïcødé ✓ {'x' * width}" for i in range(count))
+
+
+def read_all(store: ToolOutputStore, session: str, uri: str, data: bytes, limit: Optional[int] = None) -> list:
+    """Follow ``next`` from 0; the pages must tile ``data`` exactly."""
+    pages, offset = [], 0
+    while True:
+        page = store.read(session, uri, offset=offset, limit=limit)
+        end = len(data) if page.next is None else page.next
+        assert page.offset == offset and (end > offset or not data)
+        assert page.content == data[offset:end].decode("utf-8", "replace")
+        pages.append(page)
+        if page.next is None:
+            return pages
+        offset = page.next
+
+
+# ------------------------------------------------------------------ truncate and read
+def test_small_output_is_returned_untouched_and_nothing_is_stored(store, session):
+    result = store.truncate(session, "call", "hello\nworld")
+    assert (result.content, result.truncated, result.resource) == ("hello\nworld", False, None)
+    assert store.resources(session) == []
+
+
+def test_large_output_is_previewed_stored_whole_and_paged_back(store, session):
+    text = lines_of(20_000)
+    data = text.encode()
+    result = store.truncate(session, "call", text)
+    assert result.truncated and result.resource.size == len(data)
+    assert f"full content available as {result.resource.uri} ({len(data)} bytes, 20000 lines)" in result.content
+    assert result.content.startswith("line 0 of the output") and result.content.endswith("line 19999 of the output, ünïcødé ✓ ")
+    pages = read_all(store, session, result.resource.uri, data)
+    assert "".join(page.content for page in pages) == text
+    assert store.resources(session) == [result.resource]
+
+
+def test_pages_tile_the_bytes_across_chunk_keys_with_split_characters(store, session):
+    # 4-byte characters straddle every 1 MiB chunk key and every checksum block.
+    data = ("a" + "😀" * (3 * MiB // 4)).encode() + b"\xff\xfe tail"
+    resource = store.write(session, "call", data)
+    with store.view(session, resource.uri) as (_, whole):
+        assert bytes(whole) == data
+    read_all(store, session, resource.uri, data)
+    for offset in (MiB - 2, MiB - 1, MiB, 2 * MiB + 1, len(data) - 3):
+        page = store.read(session, resource.uri, offset=offset, limit=10)
+        assert page.offset >= offset and page.offset - offset < 4
+        assert data[page.offset : page.next].decode("utf-8", "replace") == page.content
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=3000) | st.text(max_size=1000).map(lambda t: t.encode("utf-8", "surrogatepass")),
+       limit=st.integers(1, 700))
+def test_any_bytes_page_back_exactly(backing, data, limit):
+    with backing.store() as store:
+        resource = store.write("hypothesis", "call", data)
+        read_all(store, "hypothesis", resource.uri, data, limit)
+
+
+def test_truncate_stream_equals_truncate_and_write_stream_stores_exactly(store, session):
+    text = lines_of(8_000, width=40)
+    data = text.encode()
+    pieces = [data[i : i + 70_001] for i in range(0, len(data), 70_001)]
+    streamed = store.truncate_stream(session, "a", iter(pieces))
+    whole = store.truncate(session, "b", text)
+    assert streamed.content.replace(streamed.resource.uri, "U") == whole.content.replace(whole.resource.uri, "U")
+    assert (streamed.lines, streamed.next_offset) == (whole.lines, whole.next_offset)
+    written = store.write_stream(session, "c", iter(pieces), name="build.log")
+    assert written.size == len(data) and written.name == "build.log"
+    read_all(store, session, written.uri, data)
+    assert [r.uri for r in store.resources(session)] == [streamed.resource.uri, whole.resource.uri, written.uri]
+
+
+def test_empty_and_tiny_resources(store, session):
+    empty = store.write(session, "call", b"")
+    page = store.read(session, empty.uri, offset=5)
+    assert (page.content, page.offset, page.next, page.truncated) == ("", 0, None, False)
+    one = store.write(session, "call", "é")
+    assert store.read(session, one.uri, limit=1).content == "é"
+
+
+# ------------------------------------------------------------------ sessions and errors
+def test_only_the_writing_session_reads_lists_or_views(store, session):
+    resource = store.truncate(session, "call", lines_of(5_000)).resource
+    with pytest.raises(AccessDeniedError):
+        store.read("someone-else", resource.uri)
+    with pytest.raises(AccessDeniedError):
+        with store.view("someone-else", resource.uri):
+            pass
+    assert store.resources("someone-else") == []
+    assert [record.resource for record in store.records()] == [resource]
+
+
+def test_typed_errors(store, session):
+    with pytest.raises(InvalidResourceError):
+        store.read(session, "tool-output://../../etc/passwd")
+    with pytest.raises(ResourceNotFoundError):
+        store.read(session, "tool-output://000000000000AAAAAAAAAAAAAA")
+    resource = store.write(session, "call", "x" * 100)
+    with pytest.raises(TypeError):
+        store.read(session, resource.uri, offset="0")
+    with pytest.raises(TypeError):
+        store.read(session, resource.uri, limit=True)
+    with pytest.raises(TypeError):
+        store.write_stream(session, "call", ["text is not bytes"])
+    assert store.resources(session) == [resource]  # the failed stream left nothing
+
+
+def test_a_flipped_byte_is_corrupt_only_where_it_lies(backing, store, session):
+    data = lines_of(60_000).encode()
+    resource = store.write(session, "call", data)
+    offset = len(data) - 1000
+    backing.flip(resource.id, offset)
+    with pytest.raises(ResourceCorruptError, match="corrupt"):
+        store.read(session, resource.uri, offset=offset - 10, limit=100)
+    with pytest.raises(ResourceCorruptError):
+        with store.view(session, resource.uri):
+            pass
+    assert store.read(session, resource.uri, offset=0, limit=1000).content == data[:1000].decode()
+    # A fresh store object (another process, another machine) sees it too.
+    with backing.store() as other:
+        with pytest.raises(ResourceCorruptError):
+            other.read(session, resource.uri, offset=offset - 10, limit=100)
+
+
+# ------------------------------------------------------------------ retention and cleanup
+def test_retention_and_cleanup(backing, session):
+    with backing.store(retention=timedelta(days=2)) as store:
+        kept = store.write(session, "call", "x" * 5000)
+        now = time.time()
+        assert store.cleanup(now=now + 86_400).removed == 0
+        assert store.read(session, kept.uri).content == "x" * 5000
+        dry = store.cleanup(now=now + 3 * 86_400, dry_run=True)
+        assert dry.removed == 1 and store.resources(session) == [kept]
+        report = store.cleanup(now=now + 3 * 86_400)
+        assert report.removed == 1 and report.bytes_freed >= 5000
+        assert store.resources(session) == []
+        with pytest.raises(ResourceNotFoundError):
+            store.read(session, kept.uri)
+        assert backing.leftovers(kept.id) == []
+
+
+def test_deleted_elsewhere_reads_as_not_found(backing, store, session):
+    resource = store.write(session, "call", "y" * 300_000)
+    assert store.read(session, resource.uri, limit=10).content == "y" * 10  # now cached here
+    with backing.store() as cleaner:
+        cleaner.cleanup(now=time.time() + 30 * 86_400)
+    with pytest.raises(ResourceNotFoundError):
+        store.read(session, resource.uri, offset=100_000)
+
+
+def test_a_killed_writer_leaves_nothing_readable_and_cleanup_takes_the_rest(backing, session, subprocess_env):
+    script = textwrap.dedent("""
+        import os, signal, sys
+        from overspill import ToolOutputStore
+        from overspill.backends import _location
+        location = sys.argv[1]
+        store = ToolOutputStore(url=location) if "://" in location else ToolOutputStore(location)
+        def chunks():
+            for _ in range(5):
+                yield b"z" * (1024 * 1024)
+            print(os.getpid(), flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+        store.write_stream(sys.argv[2], "call", chunks())
+    """)
+    child = subprocess.run([sys.executable, "-c", script, backing.location, session], env=subprocess_env,
+                           capture_output=True, text=True, timeout=120)
+    assert child.returncode == -9, child.stderr
+    with backing.store(grace=timedelta(0)) as store:
+        assert store.resources(session) == [] and store.records() == []
+        report = store.cleanup(now=time.time() + 3600)
+        assert report.removed + report.temporaries >= 1
+        if backing.kind == "local":
+            assert [n for n in os.listdir(backing.data_dir / "tool-output" / "managed") if n != ".cleanup.lock"] == []
+        else:
+            for node in backing._nodes():
+                assert [k for k in node.keys(b"ovs:{*") if b"meta" not in k] == []
+                node.close()
+            client = backing.client()
+            assert client.zcard(b"ovs:pending") == 0
+            client.close()
+
+
+# ------------------------------------------------------------------ big and across processes
+@pytest.mark.slow
+def test_truncate_stream_of_a_gibibyte_in_bounded_memory(backing, session, subprocess_env):
+    script = textwrap.dedent("""
+        import json, sys
+        from overspill import ToolOutputStore
+
+        def peak_kib():
+            # VmHWM is this program's own peak: ru_maxrss would carry the parent's over exec.
+            with open("/proc/self/status") as status:
+                return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+        location, session = sys.argv[1], sys.argv[2]
+        line = b"0123456789abcdef" * 4 + b"\\n"
+        block = line * (1024 * 1024 // len(line)) + b"\\n" * (1024 * 1024 % len(line))
+        store = ToolOutputStore(url=location, durable=False) if "://" in location else ToolOutputStore(location, durable=False)
+        result = store.truncate_stream(session, "call", (block for _ in range(1024)))
+        page = store.read(session, result.resource.uri, offset=result.next_offset, limit=1000)
+        start = page.offset % len(block)
+        page_ok = page.content.encode() == (block * 2)[start : start + len(page.content)]
+        tail = store.read(session, result.resource.uri, offset=result.resource.size - 100)
+        print(json.dumps({"size": result.resource.size, "lines": result.lines, "kib": peak_kib(),
+                          "head": result.content[:64], "page_ok": page_ok, "tail": tail.content, "next": tail.next,
+                          "limits": str(store.limits()), "impl": __import__("overspill").IMPLEMENTATION}))
+        store.cleanup(now=10**11)
+    """)
+    child = subprocess.run([sys.executable, "-c", script, backing.location, session], env=subprocess_env,
+                           capture_output=True, text=True, timeout=600)
+    assert child.returncode == 0, child.stderr[-3000:]
+    found = json.loads(child.stdout)
+    assert found["size"] == 1024 * MiB
+    assert found["lines"] == 1024 * (MiB // 65 + MiB % 65) + 1
+    assert found["head"] == "0123456789abcdef" * 4 and found["page_ok"]
+    assert found["next"] is None and found["tail"].endswith("\n")
+    # The GiB never came near memory.
+    assert found["kib"] < 100 * 1024, found
+
+
+def test_one_process_truncates_through_bash_another_pages_and_greps(backing, session, subprocess_env):
+    script = textwrap.dedent("""
+        import json, sys
+        from overspill import ToolOutputStore, tools
+        location, session = sys.argv[1], sys.argv[2]
+        store = ToolOutputStore(url=location) if "://" in location else ToolOutputStore(location)
+        command = "for i in $(seq 1 60000); do echo \\"row $i\\"; done; echo needle-at-the-end"
+        answer = tools.bash(store, session, "call-1", command, spill=True)
+        print(json.dumps({"uri": answer.resource.uri, "size": answer.resource.size, "output": answer.output}))
+    """)
+    child = subprocess.run([sys.executable, "-c", script, backing.location, session], env=subprocess_env,
+                           capture_output=True, text=True, timeout=120)
+    assert child.returncode == 0, child.stderr[-3000:]
+    written = json.loads(child.stdout)
+    expected = "".join(f"row {i}\n" for i in range(1, 60001)).encode() + b"needle-at-the-end\n"
+    assert written["size"] == len(expected) and written["uri"] in written["output"]
+    with backing.store() as reader:  # another store object, as on another machine
+        read_all(reader, session, written["uri"], expected)
+        found = tools.grep(reader, session, "call-2", r"needle|row 59999$", resource=written["uri"])
+        assert not found.is_error, found.output
+        assert "needle-at-the-end" in found.output and "row 59999" in found.output
+        denied = tools.read(reader, "another-session", "call-3", resource=written["uri"])
+        assert denied.is_error
+
+
+# ------------------------------------------------------------------ Redis only
+@pytest.fixture
+def redis_backing(backing: Backing) -> Backing:
+    if backing.kind == "local":
+        pytest.skip("Redis only")
+    return backing
+
+
+def test_every_key_of_a_resource_shares_one_slot_and_expires_at_created_plus_retention(redis_backing, session):
+    with redis_backing.store(retention=timedelta(hours=5)) as store:
+        resource = store.write(session, "call", os.urandom(3 * MiB + 5))
+        record = store.records(session)[0]
+    keys, ttls, slots = [], [], set()
+    for node in redis_backing._nodes():
+        for key in node.keys(f"ovs:{{{resource.id}}}:*".encode()):
+            keys.append(key)
+            ttls.append(node.pexpiretime(key))
+            slots.add(node.cluster("keyslot", key) if redis_backing.kind == "redis-cluster" else 0)
+        node.close()
+    assert len(keys) == 1 + 4 and len(slots) == 1
+    expected = record.created_ms + 5 * 3600 * 1000
+    assert all(abs(ttl - expected) < 2000 for ttl in ttls), (ttls, expected)
+
+
+def test_listing_never_scans_the_keyspace(redis_backing, session):
+    with redis_backing.store() as store:
+        for index in range(3):
+            store.write(session, f"call-{index}", f"output {index}" * 1000)
+        for node in redis_backing._nodes():
+            node.config_resetstat()
+            node.close()
+        assert len(store.resources(session)) == 3 and len(store.records()) == 3
+        store.cleanup()
+    for node in redis_backing._nodes():
+        stats = node.info("commandstats")
+        node.close()
+        assert not any(name in stats for name in ("cmdstat_keys", "cmdstat_scan")), sorted(stats)
+
+
+def test_a_password_never_shows(redis_backing, tmp_path):
+    if redis_backing.kind != "redis":
+        pytest.skip("one server is enough")
+    from redis_servers import start_server
+
+    secret = "s3cr3t-Pa55"
+    guarded = start_server("--requirepass", secret, parent=tmp_path)
+    try:
+        with ToolOutputStore(url=f"redis://:{secret}@{guarded.address}/0") as store:
+            assert secret not in repr(store) and secret not in str(store.url)
+            resource = store.write("s", "c", "fine")
+            assert store.read("s", resource.uri).content == "fine"
+        for url in (f"redis://:wrong-{secret}@{guarded.address}/0", f"redis://user:{secret}@127.0.0.1:1/0",
+                    f"redis+cluster://:{secret}@127.0.0.1:1", f"redis://:{secret}@127.0.0.1:99999/0"):
+            with pytest.raises((StorageError, ValueError)) as caught:
+                ToolOutputStore(url=url)
+            shown = "".join(traceback.format_exception(caught.type, caught.value, caught.tb))
+            assert secret not in shown and secret not in repr(caught.value)
+        with pytest.raises(StorageError, match="127.0.0.1:1"):
+            ToolOutputStore(url="redis://127.0.0.1:1/0")
+    finally:
+        guarded.stop()

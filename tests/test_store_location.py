@@ -1,0 +1,153 @@
+"""Choosing a backend: ``data_dir``, ``url``, ``$OVERSPILL_STORE_URL``, the CLI's
+``--store-url``; the optional client stays optional; the extras are advertised."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from overspill import ConfigError, StorageError, ToolOutputStore
+from overspill.backends._location import locate, redacted_url
+
+SCRIPT = Path(sys.executable).with_name("overspill")
+
+
+def test_a_path_or_file_url_is_the_local_folder(tmp_path, monkeypatch):
+    monkeypatch.delenv("OVERSPILL_STORE_URL", raising=False)
+    for given in (str(tmp_path), f"file://{tmp_path}", f"file://localhost{tmp_path}"):
+        with ToolOutputStore(url=given) as store:
+            assert store.directory == tmp_path / "tool-output" / "managed" and store.url is None
+    assert locate(tmp_path, None).folder == tmp_path
+
+
+@pytest.mark.parametrize("url", ["", "ftp://host/x", "file://elsewhere/tmp/x", "file:relative", "memcached://h:1"])
+def test_unsupported_urls_are_config_errors(url):
+    with pytest.raises(ConfigError):
+        ToolOutputStore(url=url)
+
+
+def test_bad_argument_types_and_both_locations(tmp_path):
+    with pytest.raises(TypeError):
+        ToolOutputStore(url=b"redis://127.0.0.1:6379")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        ToolOutputStore(42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not both"):
+        ToolOutputStore(tmp_path, url="redis://127.0.0.1:6379/0")
+
+
+def test_the_environment_url_applies_only_without_arguments(tmp_path, monkeypatch, redis_server):
+    monkeypatch.setenv("OVERSPILL_STORE_URL", redis_server.url)
+    with ToolOutputStore() as store:
+        assert store.url == redis_server.url and store.directory is None
+        resource = store.write("env", "call", "through the environment")
+    with ToolOutputStore(tmp_path) as local:  # an explicit folder wins over the environment
+        assert local.url is None and local.records() == []
+    with ToolOutputStore(url=redis_server.url) as again:
+        assert again.read("env", resource.uri).content == "through the environment"
+        again.cleanup(now=10**11)
+    monkeypatch.setenv("OVERSPILL_STORE_URL", "gopher://nowhere")
+    with pytest.raises(ConfigError, match="OVERSPILL_STORE_URL"):
+        ToolOutputStore()
+
+
+def test_redacted_urls_hide_the_password_and_the_query():
+    assert redacted_url("redis://:pw@h:1/0") == "redis://:***@h:1/0"
+    assert redacted_url("rediss://user:pw@h/2?password=pw&ssl_cert_reqs=none") == "rediss://user:***@h/2"
+    assert redacted_url("redis+cluster://h:7000") == "redis+cluster://h:7000"
+    assert redacted_url("redis://u@[::1]:6379") == "redis://u@[::1]:6379"
+    assert "pw" not in redacted_url("redis://:pw@h:999999/0")
+
+
+def test_an_unreachable_server_is_a_storage_error_naming_it():
+    with pytest.raises(StorageError, match=r"redis://127\.0\.0\.1:1/0"):
+        ToolOutputStore(url="redis://127.0.0.1:1/0")
+
+
+def test_import_overspill_never_imports_the_redis_client(tmp_path, subprocess_env):
+    code = textwrap.dedent(f"""
+        import sys
+        import overspill, overspill.cli, overspill.tools, overspill.backends
+        with overspill.ToolOutputStore({str(tmp_path)!r}) as store:
+            store.truncate("s", "c", "x\\n" * 10000)
+        print(sorted(name for name in sys.modules if name == "redis" or name.startswith("redis.")))
+    """)
+    child = subprocess.run([sys.executable, "-c", code], env=subprocess_env, capture_output=True, text=True,
+                           timeout=60)
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.strip() == "[]"
+
+
+def test_without_the_client_a_redis_url_says_what_to_install(subprocess_env):
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["redis"] = None  # as if it were not installed
+        from overspill import ConfigError, ToolOutputStore
+        try:
+            ToolOutputStore(url="redis://:pw@127.0.0.1:6379/0")
+        except ConfigError as error:
+            print(error)
+    """)
+    child = subprocess.run([sys.executable, "-c", code], env=subprocess_env, capture_output=True, text=True,
+                           timeout=60)
+    assert child.returncode == 0, child.stderr
+    assert "pip install 'overspill[redis]'" in child.stdout and "pw" not in child.stdout
+
+
+def test_the_extras_are_advertised():
+    info = metadata.metadata("overspill")
+    extras = set(info.get_all("Provides-Extra") or [])
+    assert {"redis", "mcp", "test"} <= extras
+    requirements = info.get_all("Requires-Dist") or []
+    redis_requirements = [r for r in requirements if r.startswith("redis") and 'extra == "redis"' in r]
+    assert redis_requirements and ">=5" in redis_requirements[0]
+    # The core itself needs nothing beyond the standard library.
+    assert all("extra ==" in r for r in requirements), requirements
+
+
+# ------------------------------------------------------------------ the command line
+@pytest.fixture
+def cli(tmp_path, subprocess_env):
+    assert SCRIPT.exists(), f"the console script is not installed beside {sys.executable}"
+    subprocess_env.pop("OVERSPILL_STORE_URL", None)
+    subprocess_env["OVERSPILL_DATA_DIR"] = str(tmp_path / "data")
+
+    def invoke(*args: str, stdin: bytes | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([str(SCRIPT), *args], input=stdin, capture_output=True, timeout=120,
+                              env={**subprocess_env, **(env or {})})
+
+    return invoke
+
+
+def test_cli_store_url_on_every_subcommand(cli, redis_server):
+    for command in ("run", "read", "truncate", "ls", "cleanup", "stats"):
+        shown = cli(command, "--help")
+        assert b"--store-url" in shown.stdout, command
+    url = redis_server.url
+    text = "".join(f"row {i}\n" for i in range(5000)).encode()
+    truncated = cli("truncate", "--store-url", url, "--session", "cli-redis", "--json", stdin=text)
+    assert truncated.returncode == 0, truncated.stderr
+    uri = json.loads(truncated.stdout)["resource"]["uri"]
+    whole = cli("read", uri, "--all", "--session", "cli-redis", env={"OVERSPILL_STORE_URL": url})
+    assert whole.returncode == 0 and whole.stdout == text
+    listed = cli("ls", "--store-url", url, "--session", "cli-redis", "--json")
+    assert uri in listed.stdout.decode()
+    local = cli("ls", "--session", "cli-redis", "--json")  # the data folder holds nothing of it
+    assert uri not in local.stdout.decode()
+    assert cli("cleanup", "--store-url", url).returncode == 0
+
+
+def test_cli_store_url_errors(cli, tmp_path):
+    both = cli("ls", "--data-dir", str(tmp_path), "--store-url", "redis://127.0.0.1:1/0")
+    assert both.returncode == 2 and b"not both" in both.stderr
+    down = cli("ls", "--store-url", "redis://:hunter2@127.0.0.1:1/0")
+    assert down.returncode == 4, down.stderr
+    assert b"127.0.0.1:1" in down.stderr and b"hunter2" not in down.stderr + down.stdout
+    assert down.stderr.count(b"\n") == 1
+    odd = cli("ls", "--store-url", "ftp://x")
+    assert odd.returncode == 2 and odd.stderr.startswith(b"overspill: error:")
