@@ -235,6 +235,8 @@ def test_run_at_the_line_limit(cli, lines, stored):
     expected = "".join(f"{i}\n" for i in range(1, lines + 1)).encode()
     if stored:
         assert stored_output(cli, ran) == expected
+        assert f"({len(expected)} bytes, {lines} lines)" in document["output"]
+        assert document["metadata"]["lines"] == lines
     else:
         assert document["output"] == expected.decode().rstrip("\n")
     assert document["metadata"]["output_lines"] == lines
@@ -413,3 +415,34 @@ def test_run_of_1_gib_is_stored_whole_in_bounded_memory(subprocess_env, tmp_path
     expected = subprocess.run(["sh", "-c", f"{GIB_COMMAND} | sha256sum"], capture_output=True, text=True,
                               timeout=600).stdout.split()[0]
     assert digest.hexdigest() == expected
+
+
+# ------------------------------------------------------------------ run: the cap, the quota, the counts
+def test_run_past_the_stored_cap_keeps_the_start_and_shows_the_true_end(cli, tmp_path):
+    cap = 3 * 1024 * 1024
+    command = "seq 1 2000000"
+    ran = cli("run", "--json", "--", command, env={"OVERSPILL_MAX_STORED_BYTES": str(cap)})
+    document = json.loads(ran.stdout)
+    whole = redirected(command, tmp_path)
+    assert stored_output(cli, ran) == whole[:cap]
+    assert document["metadata"]["output_bytes"] == len(whole) and document["metadata"]["stored_bytes"] == cap
+    assert f"the stored copy holds the first {cap} of {len(whole)} bytes" in document["output"]
+    assert document["output"].endswith("1999999\n2000000")  # the true end, from memory
+    uri = document["resource"]["uri"]
+    record = json.loads((tmp_path / "data" / "tool-output" / "managed" / f"{uri[14:]}.json").read_bytes())
+    assert record["capture"] == {"total": len(whole), "stored": cap} and record["size"] == cap
+
+
+def test_truncate_counts_lines_as_people_do(cli):
+    ran = cli("truncate", "--max-lines", "4", stdin="".join(f"{i}\n" for i in range(1, 11)).encode())
+    assert "(21 bytes, 10 lines)" in ran.stdout.decode()
+    unterminated = cli("truncate", "--max-lines", "4", stdin=b"1\n2\n3\n4\n5\n6\n7\n8\n9\n10")
+    assert "(20 bytes, 10 lines)" in unterminated.stdout.decode()
+
+
+def test_stats_shows_use_against_the_quota(cli):
+    cli("run", "--", "seq 1 100000")
+    stats = json.loads(cli("stats", "--json", env={"OVERSPILL_MAX_TOTAL_BYTES": "10000000"}).stdout)
+    assert stats["quota"] == 10000000 and stats["bytes"] == 588895
+    text = cli("stats", env={"OVERSPILL_MAX_TOTAL_BYTES": "10000000"}).stdout.decode()
+    assert "quota: 588895 of 10000000 bytes used (5.9%)" in text

@@ -355,7 +355,8 @@ def _command_cleanup(args: argparse.Namespace) -> int:
 
 
 def _command_stats(args: argparse.Namespace) -> int:
-    records = _store(args).records()
+    store = _store(args)
+    records = store.records()
     sessions: dict[str, dict[str, int]] = {}
     for record in records:
         entry = sessions.setdefault(record.session_id, {"count": 0, "bytes": 0})
@@ -363,13 +364,17 @@ def _command_stats(args: argparse.Namespace) -> int:
         entry["bytes"] += record.resource.size
     oldest = min((record.created_ms for record in records), default=None)
     summary = {"count": len(records), "bytes": sum(r.resource.size for r in records),
-               "oldest": None if oldest is None else int(oldest), "sessions": sessions}
+               "oldest": None if oldest is None else int(oldest), "sessions": sessions,
+               "quota": store.limits().max_total_bytes}
     if args.json:
         _print_json(summary)
         return 0
     lines = [f"{_count(summary['count'], 'output')}, {summary['bytes']} bytes"]
     if oldest is not None:
         lines.append(f"oldest: {_age(oldest)} ago")
+    quota = summary["quota"]
+    lines.append(f"quota: {summary['bytes']} of {quota} bytes used ({100 * summary['bytes'] / quota:.1f}%); "
+                 "the oldest outputs go first when a new one needs the room")
     lines += [f"  {session}: {_count(entry['count'], 'output')}, {entry['bytes']} bytes"
               for session, entry in sessions.items()]
     _print_text("\n".join(lines))

@@ -1,7 +1,8 @@
 """Limits and where they come from: defaults, environment, configuration, call.
 
 Precedence, highest first: per-call arguments > ``config`` (later sources win
-key by key) > ``OVERSPILL_MAX_LINES`` / ``OVERSPILL_MAX_BYTES`` > defaults.
+key by key) > ``OVERSPILL_MAX_LINES`` / ``OVERSPILL_MAX_BYTES`` /
+``OVERSPILL_MAX_STORED_BYTES`` / ``OVERSPILL_MAX_TOTAL_BYTES`` > defaults.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ __all__ = [
     "MAX_BYTES",
     "MAX_LINES",
     "MAX_READ_BYTES",
+    "MAX_STORED_BYTES",
+    "MAX_TOTAL_BYTES",
     "RETENTION",
     "ConfigSource",
     "Limits",
@@ -30,11 +33,16 @@ __all__ = [
 MAX_LINES = 2000
 MAX_BYTES = 50 * 1024
 MAX_READ_BYTES = 50 * 1024
+#: The most bytes one output's stored copy holds (its first bytes; the rest is counted).
+MAX_STORED_BYTES = 1024**3
+#: The most bytes of payloads the managed folder holds; the oldest go first.
+MAX_TOTAL_BYTES = 4 * 1024**3
 RETENTION = timedelta(days=7)
 
 _SECTION = "tool_output"
-_KEYS = ("max_lines", "max_bytes")
-_ENVIRONMENT = {"max_lines": "OVERSPILL_MAX_LINES", "max_bytes": "OVERSPILL_MAX_BYTES"}
+_KEYS = ("max_lines", "max_bytes", "max_stored_bytes", "max_total_bytes")
+_ENVIRONMENT = {"max_lines": "OVERSPILL_MAX_LINES", "max_bytes": "OVERSPILL_MAX_BYTES",
+                "max_stored_bytes": "OVERSPILL_MAX_STORED_BYTES", "max_total_bytes": "OVERSPILL_MAX_TOTAL_BYTES"}
 
 PathLike = Union[str, "os.PathLike[str]"]
 ConfigSource = Union[Mapping[str, Any], PathLike, Sequence[Union[Mapping[str, Any], PathLike]]]
@@ -42,10 +50,13 @@ ConfigSource = Union[Mapping[str, Any], PathLike, Sequence[Union[Mapping[str, An
 
 @dataclass(frozen=True)
 class Limits:
-    """How much of an output the model sees before it is truncated."""
+    """How much of an output the model sees before it is truncated, and how
+    much of it, and of all outputs together, the store keeps."""
 
     max_lines: int = MAX_LINES
     max_bytes: int = MAX_BYTES
+    max_stored_bytes: int = MAX_STORED_BYTES
+    max_total_bytes: int = MAX_TOTAL_BYTES
 
 
 def positive_int(value: object, key: str, source: str) -> int:
@@ -140,7 +151,8 @@ def resolve_limits(
 
     :param config: a mapping, a path to a JSON or TOML file, or a sequence of
         them (later ones win key by key); each may hold
-        ``{"tool_output": {"max_lines": N, "max_bytes": N}}``.
+        ``{"tool_output": {"max_lines": N, "max_bytes": N, "max_stored_bytes": N,
+        "max_total_bytes": N}}``.
     :param environ: the environment to read (``os.environ`` by default).
     :raises ConfigError: a file cannot be read or parsed, or a value is not a
         positive integer; the message names the key and its source.

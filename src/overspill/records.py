@@ -2,7 +2,9 @@
 
 The record is the one KiloCode and opencode write (``version`` 1, ``id``,
 ``uri``, ``sessionID``, ``toolCallID``, ``mime``, optional ``name``, ``size``,
-``created`` in ms) plus overspill's ``checksums`` of the payload, which those
+``created`` in ms) plus overspill's ``checksums`` of the payload and, when the
+output was larger than the stored copy, ``capture`` (``{"total": T, "stored":
+S}``: the payload holds the first S of the T bytes the output had), which those
 tools ignore.  Records without checksums (written by them) stay readable.
 """
 
@@ -155,6 +157,9 @@ class Record:
     created_ms: float
     checksums: Optional[bytes]  # big-endian CRC-32 per ``checksum_chunk`` bytes, or None when absent
     checksum_chunk: int
+    # (total, stored): the output had ``total`` bytes, the payload holds its first
+    # ``stored`` (== resource.size); None when the payload is the whole output.
+    capture: Optional[tuple[int, int]] = None
 
     @property
     def id(self) -> str:
@@ -185,6 +190,8 @@ def record_json(record: Record) -> bytes:
         # Said twice on purpose: readers of the first format look inside
         # ``checksums``; the record's own ``chunk`` is the documented field.
         document["chunk"] = record.checksum_chunk
+    if record.capture is not None:
+        document["capture"] = {"total": record.capture[0], "stored": record.capture[1]}
     import json  # here, not at the top: most processes that import overspill never touch a record
 
     return json.dumps(document, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
@@ -226,6 +233,18 @@ def _checksums(document: dict[str, Any], resource_id: str, size: int) -> tuple[O
     return checksums, chunk
 
 
+def _capture(document: dict[str, Any], resource_id: str, size: int) -> Optional[tuple[int, int]]:
+    if "capture" not in document:
+        return None
+    entry = document["capture"]
+    if not isinstance(entry, dict):
+        raise _invalid(resource_id, "malformed capture")
+    total, stored = entry.get("total"), entry.get("stored")
+    if not (_is_int(total) and _is_int(stored)) or stored != size or total < stored:
+        raise _invalid(resource_id, "capture does not match the size")
+    return total, stored
+
+
 def parse_record(data: bytes, resource_id: str) -> Record:
     """Validate a ``{id}.json`` the way the reference store does, and more.
 
@@ -257,8 +276,9 @@ def parse_record(data: bytes, resource_id: str) -> Record:
     if isinstance(created, bool) or not isinstance(created, (int, float)) or not math.isfinite(created):
         raise _invalid(resource_id, "created is not a finite number")
     checksums, chunk = _checksums(document, resource_id, size)
+    capture = _capture(document, resource_id, size)
     resource = Resource(uri_for(resource_id), document["mime"], size, name)
-    return Record(resource, document["sessionID"], document["toolCallID"], created, checksums, chunk)
+    return Record(resource, document["sessionID"], document["toolCallID"], created, checksums, chunk, capture)
 
 
 def read_record(path: Union[str, Path], resource_id: str) -> tuple[Record, os.stat_result]:

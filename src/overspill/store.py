@@ -17,6 +17,7 @@ import errno
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -37,7 +38,7 @@ from .backends.local import LocalBackend
 from .records import Record, Resource, new_id, parse_uri
 from ._native import BytesLike
 from ._native import _byte_view as byte_view
-from .text import Content, Preview, preview, preview_from_cuts, stored_pieces, truncation_marker
+from .text import Content, Preview, human_lines, preview, preview_from_cuts, stored_pieces, truncation_marker
 
 __all__ = ["Page", "ToolOutputStore", "TruncateResult"]
 
@@ -51,6 +52,29 @@ _BOUNDARY_REACH = 4
 # Bytes per range that ``iter_bytes`` verifies and yields (rounded to whole
 # checksum chunks, so that no chunk is verified twice).
 _STREAM_BYTES = 1 << 20
+# What a capped stream keeps of its true end, in memory, for the preview's tail.
+_TRUE_TAIL_BYTES = 1024 * 1024
+# How often (bytes written) a long write makes room under the folder's quota.
+_QUOTA_STEP = 64 * 1024 * 1024
+
+
+class _TrueTail:
+    """The last ``_TRUE_TAIL_BYTES`` (or a little more) of a stream, as the chunks
+    that hold them (``bytes`` chunks are kept by reference, others copied)."""
+
+    def __init__(self) -> None:
+        self._chunks: deque[bytes] = deque()
+        self._size = 0
+
+    def feed(self, chunk: object, view: memoryview) -> None:
+        data = chunk if type(chunk) is bytes else bytes(view)
+        self._chunks.append(data)  # type: ignore[arg-type]
+        self._size += len(view)
+        while self._size - len(self._chunks[0]) >= _TRUE_TAIL_BYTES:
+            self._size -= len(self._chunks.popleft())
+
+    def value(self) -> bytes:
+        return b"".join(self._chunks)[-_TRUE_TAIL_BYTES:]
 
 
 @dataclass(frozen=True)
@@ -230,10 +254,48 @@ class ToolOutputStore:
                 raise _storage_error("cannot create a resource", error) from None
         raise StorageError(17, "could not find a free resource id")
 
-    def _publish(self, writer: Writer, session_id: str, tool_call_id: str,
-                 mime: str, name: Optional[str]) -> Record:
+    def _stored_cap(self) -> int:
+        """The most bytes one stored copy holds: one output never passes the folder's quota."""
+        return min(self._limits.max_stored_bytes, self._limits.max_total_bytes)
+
+    def _make_room(self) -> None:
+        """Evict the oldest resources until the folder is within its quota.
+
+        The folder's own files count, unfinished payloads (this writer's
+        included) too; only published resources are evicted, oldest
+        ``created`` first, under the cleanup lock.  A backend without quotas
+        (no ``make_room``) is left alone.
+        """
+        make_room = getattr(self._backend, "make_room", None)
+        if make_room is None:
+            return
         try:
-            return writer.publish(session_id, tool_call_id, mime, name, retention=self._retention)
+            make_room(self._limits.max_total_bytes)
+        except OSError as error:
+            if isinstance(error, StorageError):
+                raise
+            raise _storage_error(f"cannot make room in {self._directory}", error) from None
+
+    def _write_capped(self, writer: Writer, data: memoryview, cap: int) -> None:
+        """Write what of ``data`` fits under ``cap``; make room under the quota as the payload grows."""
+        room = cap - writer.size
+        if room <= 0:
+            return
+        before = writer.size
+        writer.write(data if len(data) <= room else data[:room])
+        if before // _QUOTA_STEP != writer.size // _QUOTA_STEP:
+            self._make_room()
+
+    def _publish(self, writer: Writer, session_id: str, tool_call_id: str,
+                 mime: str, name: Optional[str], total: Optional[int] = None) -> Record:
+        """Publish ``writer``'s resource; ``total`` is the output's size when it was capped."""
+        capture = None if total is None or total <= writer.size else (total, writer.size)
+        try:
+            self._make_room()
+            if capture is None:
+                return writer.publish(session_id, tool_call_id, mime, name, retention=self._retention)
+            return writer.publish(session_id, tool_call_id, mime, name, retention=self._retention,
+                                  capture=capture)
         except BaseException as error:
             writer.abort()
             if isinstance(error, OSError) and not isinstance(error, StorageError):
@@ -241,17 +303,21 @@ class ToolOutputStore:
             raise
 
     def _write_pieces(self, session_id: str, tool_call_id: str, pieces: Iterable[memoryview],
-                      mime: str, name: Optional[str]) -> Resource:
+                      mime: str, name: Optional[str]) -> Record:
+        """Store ``pieces`` (their first ``max_stored_bytes``; the rest is counted)."""
+        cap = self._stored_cap()
         writer = self._writer()
+        total = 0
         try:
             for piece in pieces:
-                writer.write(piece)
+                total += len(piece)
+                self._write_capped(writer, piece, cap)
         except BaseException as error:
             writer.abort()
             if isinstance(error, OSError) and not isinstance(error, StorageError):
                 raise _storage_error("cannot store the resource", error) from None
             raise
-        return self._publish(writer, session_id, tool_call_id, mime, name).resource
+        return self._publish(writer, session_id, tool_call_id, mime, name, total)
 
     @staticmethod
     def _check_write_arguments(session_id: object, tool_call_id: object, mime: object, name: object) -> None:
@@ -266,7 +332,9 @@ class ToolOutputStore:
         """Persist ``content`` whole, whatever its size, and return its resource.
 
         A ``str`` is stored as UTF-8 (``surrogateescape``; other lone surrogates
-        as U+FFFD); bytes-like content is stored exactly.
+        as U+FFFD); bytes-like content is stored exactly.  Past
+        ``max_stored_bytes`` (or the folder's ``max_total_bytes``) only the
+        first that many bytes are stored, and the record's ``capture`` says so.
 
         :raises TypeError: an argument of the wrong type.
         :raises ValueError: an empty ``session_id``, ``tool_call_id`` or ``mime``.
@@ -275,7 +343,7 @@ class ToolOutputStore:
         self._check_write_arguments(session_id, tool_call_id, mime, name)
         if not isinstance(content, str):
             content = _checked_buffer(content)
-        return self._write_pieces(session_id, tool_call_id, stored_pieces(content), mime, name)
+        return self._write_pieces(session_id, tool_call_id, stored_pieces(content), mime, name).resource
 
     def truncate(self, session_id: str, tool_call_id: str, content: Content, *,
                  max_lines: Optional[int] = None, max_bytes: Optional[int] = None,
@@ -309,11 +377,13 @@ class ToolOutputStore:
             if isinstance(content, str):
                 return _unchanged(content)
             return _unchanged(preview_from_cuts(content, cuts).head)
-        resource = self._write_pieces(session_id, tool_call_id, stored_pieces(content), mime, name)
-        lines = _kernels.count_lines(content)
+        record = self._write_pieces(session_id, tool_call_id, stored_pieces(content), mime, name)
+        resource = record.resource
+        lines = human_lines(content)
         preview = preview_from_cuts(content, cuts)
-        return TruncateResult(_compose(preview.head, preview.tail, resource, lines, preview.head_end), True, resource,
-                              lines, preview.head_end)
+        total = record.capture[0] if record.capture is not None else None
+        return TruncateResult(_compose(preview.head, preview.tail, resource, lines, preview.head_end, total), True,
+                              resource, lines, preview.head_end)
 
     # ------------------------------------------------------------------ streams
     def write_stream(self, session_id: str, tool_call_id: str, chunks: Iterable[BytesLike], *,
@@ -324,7 +394,7 @@ class ToolOutputStore:
         :raises StorageError: the write failed; nothing was left visible.
         """
         self._check_write_arguments(session_id, tool_call_id, mime, name)
-        return self._write_pieces(session_id, tool_call_id, map(_chunk_view, chunks), mime, name)
+        return self._write_pieces(session_id, tool_call_id, map(_chunk_view, chunks), mime, name).resource
 
     def truncate_stream(self, session_id: str, tool_call_id: str, chunks: Iterable[BytesLike], *,
                         max_lines: Optional[int] = None, max_bytes: Optional[int] = None,
@@ -336,7 +406,10 @@ class ToolOutputStore:
         the preview is cut from the stored bytes, so it equals what
         ``truncate`` gives for the joined content.  Under the limits the
         content is returned decoded with ``errors="replace"`` and nothing is
-        written.
+        written.  Past ``max_stored_bytes`` (or the folder's
+        ``max_total_bytes``) the payload stops growing, the last 1 MiB is kept
+        in memory, and the preview's tail is the output's true end; the
+        record's ``capture`` and the marker say how much was stored.
 
         :raises TypeError: a chunk is not bytes-like, or another argument is of the wrong type.
         :raises ValueError: a limit below 1, or an empty id or mime.
@@ -349,20 +422,30 @@ class ToolOutputStore:
         held = bytearray()
         newlines = 0
         size = 0
+        last_newline = False
+        cap = self._stored_cap()
+        true_tail = _TrueTail()
         writer: Optional[Writer] = None
         try:
             for chunk in chunks:
                 with _chunk_view(chunk) as view:
+                    if not view:
+                        continue
                     newlines += _kernels.count_lines(view) - 1
                     size += len(view)
+                    last_newline = view[-1] == 10
                     if writer is None and size <= bytes_limit and newlines < lines_limit:
                         held += view
                         continue
                     if writer is None:
                         writer = self._writer()
-                        writer.write(memoryview(held))
+                        self._write_capped(writer, memoryview(held), cap)
+                        if size - len(view) > cap - _TRUE_TAIL_BYTES:
+                            true_tail.feed(bytes(held), memoryview(held))
                         held = bytearray()
-                    writer.write(view)
+                    if size > cap - _TRUE_TAIL_BYTES:
+                        true_tail.feed(chunk, view)
+                    self._write_capped(writer, view, cap)
         except BaseException as error:
             if writer is not None:
                 writer.abort()
@@ -371,11 +454,43 @@ class ToolOutputStore:
             raise
         if writer is None:
             return TruncateResult(held.decode("utf-8", "replace"), False, None)
-        record = self._publish(writer, session_id, tool_call_id, mime, name)
+        record = self._publish(writer, session_id, tool_call_id, mime, name, size)
         resource = record.resource
-        preview = self._preview_payload(record, newlines + 1, lines_limit, bytes_limit)
-        return TruncateResult(_compose(preview.head, preview.tail, resource, newlines + 1, preview.head_end),
-                              True, resource, newlines + 1, preview.head_end)
+        lines = newlines + (1 if size and not last_newline else 0)
+        if record.capture is None:
+            preview = self._preview_payload(record, newlines + 1, lines_limit, bytes_limit)
+        else:
+            preview = self._preview_capped(record, true_tail.value(), size, newlines + 1, lines_limit, bytes_limit)
+        total = record.capture[0] if record.capture is not None else None
+        return TruncateResult(_compose(preview.head, preview.tail, resource, lines, preview.head_end, total),
+                              True, resource, lines, preview.head_end)
+
+    def _preview_capped(self, record: Record, tail: bytes, total: int, lines: int, max_lines: int,
+                        max_bytes: int) -> Preview:
+        """The preview of an output whose stored copy holds only its start.
+
+        The head comes from the stored payload, the tail from the true end
+        kept in memory; what lies between is known only by its size (and the
+        output's line count), as for ``_preview_payload``'s windows.  Offsets
+        are the output's: ``head_end`` is also an offset in the stored copy.
+        """
+        stored = record.resource.size
+        head_stop = min(max_bytes + _PAGE_MARGIN, stored)
+        try:
+            with self._backend.read(record, 0, head_stop) as view:
+                head = bytes(view)
+        except (OSError, ResourceNotFoundError) as error:
+            raise StorageError(getattr(error, "errno", None) or errno.EIO,
+                               f"cannot read back {record.resource.uri}: {error}") from None
+        tail_start = total - len(tail)
+        if tail_start < len(head):  # the true end and the head overlap: no gap at all
+            tail, tail_start = tail[len(head) - tail_start :], len(head)
+        filler = b""
+        if tail_start > len(head) and lines > max_lines:
+            filler = b"\n" * max(0, max_lines - (_kernels.count_lines(head) - 1) - (_kernels.count_lines(tail) - 1))
+        cut = preview(head + filler + tail, max_lines, max_bytes)
+        shift = total - (len(head) + len(filler) + len(tail))
+        return Preview(cut.head, cut.tail, cut.truncated, cut.head_end, cut.tail_start + shift)
 
     def _preview_payload(self, record: Record, lines: int, max_lines: int, max_bytes: int) -> Preview:
         """The preview of a just-published payload, from verified windows of it.
@@ -604,6 +719,7 @@ def _checked_buffer(content: object) -> Union[bytes, bytearray, memoryview]:
     return content  # type: ignore[return-value]
 
 
-def _compose(head: str, tail: str, resource: Resource, lines: int, resume_offset: int) -> str:
-    marker = truncation_marker(resource.uri, resource.size, lines, resume_offset)
+def _compose(head: str, tail: str, resource: Resource, lines: int, resume_offset: int,
+             total: Optional[int] = None) -> str:
+    marker = truncation_marker(resource.uri, resource.size, lines, resume_offset, total)
     return f"{head}\n\n{marker}\n\n{tail}" if tail else f"{head}\n\n{marker}"

@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Union
+from typing import Optional, Union
 
 from . import _kernels
 from ._native import _byte_view as byte_view
 
-__all__ = ["Preview", "encode_content", "preview", "preview_from_cuts", "stored_pieces", "truncation_marker"]
+__all__ = ["Preview", "encode_content", "human_lines", "preview", "preview_from_cuts", "stored_pieces",
+           "truncation_marker"]
 
 Content = Union[str, bytes, bytearray, memoryview]
 
@@ -81,15 +82,33 @@ def preview_from_cuts(content: Content, cuts: tuple[int, int, int, int]) -> Prev
         return Preview(_decode(view[:head_index]), _decode(view[tail_index:]), True, head_end, tail_start)
 
 
-def truncation_marker(uri: str, size: int, lines: int, resume_offset: int) -> str:
+def truncation_marker(uri: str, size: int, lines: int, resume_offset: int, total: Optional[int] = None) -> str:
     """The line between head and tail: where the full output is and where to go on.
 
-    Under 200 bytes for any size below a petabyte; it ends with `` ...``.
+    ``lines`` is the count a person gives (``wc -l``, plus one for a final
+    line without a newline).  ``total`` is the output's size when the stored
+    copy holds only its first ``size`` bytes.  Under 200 bytes for any size
+    below a petabyte; it ends with `` ...``.
     """
+    if total is not None and total > size:
+        return (
+            f"... output truncated; the stored copy holds the first {size} of {total} bytes "
+            f"({lines} lines in all) as {uri}; the omitted part starts at byte offset {resume_offset} ..."
+        )
     return (
         f"... output truncated; full content available as {uri} "
         f"({size} bytes, {lines} lines); the omitted part starts at byte offset {resume_offset} ..."
     )
+
+
+def human_lines(content: Content) -> int:
+    """Lines as a person counts them: ``wc -l``, plus one for a final line
+    without a newline (``"1\\n2\\n"`` is 2 lines, ``""`` is 0)."""
+    newlines = _kernels.count_lines(content) - 1
+    if isinstance(content, str):
+        return newlines + (1 if content and content[-1] != "\n" else 0)
+    with byte_view(content) as view:
+        return newlines + (1 if len(view) and view[-1] != 10 else 0)
 
 
 def encode_content(content: Content) -> bytes:

@@ -13,10 +13,12 @@ reader never finds a published record without the bytes it names.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
 import stat
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -30,7 +32,7 @@ try:
 except ImportError:  # pragma: no cover - Windows: sweeps are not serialised there
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["CleanupReport", "LOCK_NAME", "TEMPORARY_PATTERN", "sweep"]
+__all__ = ["CleanupReport", "LOCK_NAME", "TEMPORARY_PATTERN", "folder_bytes", "make_room", "sweep", "sweep_lock"]
 
 LOCK_NAME = ".cleanup.lock"
 _ID = r"[0-9a-f]{12}[0-9A-Za-z]{14}"
@@ -122,6 +124,29 @@ class _Sweep:
         return CleanupReport(len(self.removed), self.bytes_freed, self.temporaries, False, tuple(self.removed))
 
 
+@contextlib.contextmanager
+def sweep_lock(directory: Path, *, wait: bool) -> Iterator[bool]:
+    """Hold the folder's cleanup lock; yields False (without it) when another
+    process holds it and ``wait`` is false.
+
+    :raises OSError: the lock file cannot be opened.
+    """
+    lock_fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+                      | getattr(os, "O_CLOEXEC", 0), _files.FILE_MODE)
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(lock_fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except OSError as error:
+                if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    yield False
+                    return
+                raise
+        yield True
+    finally:
+        os.close(lock_fd)  # also releases the lock
+
+
 def sweep(directory: Path, now: float, retention: timedelta, grace: timedelta, *,
           dry_run: bool = False) -> CleanupReport:
     """One cleanup pass over ``directory`` at time ``now`` (seconds since the epoch).
@@ -130,16 +155,49 @@ def sweep(directory: Path, now: float, retention: timedelta, grace: timedelta, *
 
     :raises OSError: the folder or its lock file cannot be opened.
     """
-    lock_fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-                      | getattr(os, "O_CLOEXEC", 0), _files.FILE_MODE)
-    try:
-        if fcntl is not None:
-            try:
-                fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as error:
-                if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    return CleanupReport(skipped=True)
-                raise
+    with sweep_lock(directory, wait=False) as locked:
+        if not locked:
+            return CleanupReport(skipped=True)
         return _Sweep(directory, now, retention, grace, dry_run).run()
-    finally:
-        os.close(lock_fd)  # also releases the lock
+
+
+def folder_bytes(directory: Path) -> int:
+    """Bytes held by the folder's regular files: payloads (finished or not), records, temporaries."""
+    used = 0
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            try:
+                if entry.is_file(follow_symlinks=False):
+                    used += entry.stat(follow_symlinks=False).st_size
+            except FileNotFoundError:
+                continue  # removed while listing
+    return used
+
+
+def make_room(directory: Path, limit: int, records: Callable[[], list[Record]],
+              delete: Callable[[str], int]) -> CleanupReport:
+    """Remove published resources, oldest ``created`` first, until the folder's
+    files take at most ``limit`` bytes (or none is left to remove).
+
+    Runs under the cleanup lock, waiting for a sweep in progress, so two
+    writers never both evict for the same room and a sweep never races it.
+    Each resource goes record first, as in a sweep: a reader that already
+    holds its record finds no payload (``ResourceNotFoundError``), never
+    other bytes.
+
+    :raises OSError: the folder cannot be read.
+    """
+    if folder_bytes(directory) <= limit:  # the common case, without the lock
+        return CleanupReport()
+    with sweep_lock(directory, wait=True):
+        used = folder_bytes(directory)
+        removed: list[str] = []
+        freed = 0
+        for record in sorted(records(), key=lambda record: (record.created_ms, record.id)):
+            if used <= limit:
+                break
+            released = delete(record.id)
+            used -= released
+            freed += released
+            removed.append(record.id)
+        return CleanupReport(len(removed), freed, 0, False, tuple(removed))

@@ -29,7 +29,7 @@ from typing import Optional
 from .. import _files, _kernels
 from ..errors import ResourceCorruptError, ResourceNotFoundError
 from ..records import CHECKSUM_CHUNK, Record, Resource, is_resource_id, read_record, record_json, uri_for
-from ._sweep import sweep
+from ._sweep import folder_bytes, make_room, sweep
 from .base import CleanupReport
 
 __all__ = ["LocalBackend"]
@@ -90,7 +90,7 @@ class _LocalWriter:
                 self._crc, self._filled = 0, 0
 
     def publish(self, session_id: str, tool_call_id: str, mime: str, name: Optional[str], *,
-                retention: timedelta) -> Record:
+                retention: timedelta, capture: Optional[tuple[int, int]] = None) -> Record:
         del retention  # the folder expires by sweep, which reads ``created``
         if self._filled:
             self._checksums += self._crc.to_bytes(4, "big")
@@ -101,7 +101,7 @@ class _LocalWriter:
         os.close(fd)
         record = Record(
             Resource(uri_for(self._id), mime, self._size, name), session_id, tool_call_id,
-            time.time_ns() // 1_000_000, bytes(self._checksums), CHECKSUM_CHUNK,
+            time.time_ns() // 1_000_000, bytes(self._checksums), CHECKSUM_CHUNK, capture,
         )
         self._temporary = self._directory / f".{self._id}.{os.urandom(4).hex()}.tmp"
         temporary_fd = _files.create_exclusive(self._temporary)
@@ -377,6 +377,25 @@ class LocalBackend:
         report = sweep(self._directory, now, retention, grace, dry_run=dry_run)
         if not dry_run:
             self._forget(report.removed_ids)
+        return report
+
+    def usage(self) -> int:
+        """Bytes the folder's files take now (payloads finished or not, records, temporaries).
+
+        :raises OSError: the folder cannot be read.
+        """
+        return folder_bytes(self._directory)
+
+    def make_room(self, limit: int, /) -> CleanupReport:
+        """Evict published resources, oldest ``created`` first (any session),
+        until the folder takes at most ``limit`` bytes; see ``_sweep.make_room``.
+
+        An optional capability beside the ``Backend`` protocol: the store
+        enforces ``max_total_bytes`` through it where a backend has it.
+
+        :raises OSError: the folder cannot be read or a resource not removed.
+        """
+        report = make_room(self._directory, limit, self.records, self.delete)
         return report
 
     def close(self) -> None:

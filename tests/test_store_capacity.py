@@ -1,0 +1,186 @@
+"""How much the store keeps: the per-output cap (max_stored_bytes), the folder's
+quota (max_total_bytes, oldest evicted first) and the counts the marker gives."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from overspill import ConfigError, Limits, ResourceNotFoundError, ToolOutputStore
+from overspill.config import MAX_STORED_BYTES, MAX_TOTAL_BYTES, resolve_limits
+from overspill.records import parse_record, record_json
+
+MIB = 1024 * 1024
+
+
+def open_store(path, **limits) -> ToolOutputStore:
+    return ToolOutputStore(path, config={"tool_output": limits}, durable=False)
+
+
+def numbered(count: int, start: int = 0) -> list[bytes]:
+    """Chunks of numbered lines, 1000 lines a chunk: every line says where it is."""
+    return [b"".join(b"line %08d\n" % i for i in range(first, min(first + 1000, start + count)))
+            for first in range(start, start + count, 1000)]
+
+
+def record_document(store: ToolOutputStore, resource) -> dict:
+    return json.loads((store.directory / f"{resource.id}.json").read_bytes())
+
+
+def payload(store: ToolOutputStore, resource) -> bytes:
+    return (store.directory / f"{resource.id}.txt").read_bytes()
+
+
+# ------------------------------------------------------------------ configuration
+def test_the_new_limits_have_defaults_config_keys_and_environment_variables(tmp_path):
+    assert Limits().max_stored_bytes == MAX_STORED_BYTES == 1024**3
+    assert Limits().max_total_bytes == MAX_TOTAL_BYTES == 4 * 1024**3
+    limits = resolve_limits({"tool_output": {"max_stored_bytes": 5 * MIB, "max_total_bytes": 50 * MIB}}, environ={})
+    assert (limits.max_stored_bytes, limits.max_total_bytes) == (5 * MIB, 50 * MIB)
+    environment = {"OVERSPILL_MAX_STORED_BYTES": "7000", "OVERSPILL_MAX_TOTAL_BYTES": "9000"}
+    assert resolve_limits(None, environ=environment) == Limits(max_stored_bytes=7000, max_total_bytes=9000)
+    assert resolve_limits({"tool_output": {"max_total_bytes": 8000}}, environ=environment).max_total_bytes == 8000
+    with pytest.raises(ConfigError, match="max_stored_bytes"):
+        resolve_limits({"tool_output": {"max_stored_bytes": 0}}, environ={})
+    with pytest.raises(ConfigError, match="OVERSPILL_MAX_TOTAL_BYTES"):
+        resolve_limits(None, environ={"OVERSPILL_MAX_TOTAL_BYTES": "4GiB"})
+
+
+# ------------------------------------------------------------------ the per-output cap
+def test_a_stream_past_the_cap_stores_its_start_and_previews_its_true_end(tmp_path):
+    store = open_store(tmp_path, max_stored_bytes=3 * MIB)
+    chunks = numbered(1_000_000)  # 14 MB
+    whole = b"".join(chunks)
+    result = store.truncate_stream("s", "c", iter(chunks))
+    assert result.truncated and result.resource.size == 3 * MIB
+    assert payload(store, result.resource) == whole[: 3 * MIB]
+    assert record_document(store, result.resource)["capture"] == {"total": len(whole), "stored": 3 * MIB}
+    assert f"the stored copy holds the first {3 * MIB} of {len(whole)} bytes" in result.content
+    assert "(1000000 lines in all)" in result.content and result.lines == 1000000
+    # The tail is the output's true end, not the end of the stored copy.
+    assert result.content.endswith("line 00999998\nline 00999999\n")
+    assert result.content.startswith("line 00000000\nline 00000001\n")
+    # The stored copy reads back (verified) and says what it is.
+    assert store.read("s", result.resource.uri, offset=3 * MIB - 10).content == whole[3 * MIB - 10 : 3 * MIB].decode()
+    assert store.records()[0].capture == (len(whole), 3 * MIB)
+
+
+def test_a_stream_just_past_the_cap_keeps_its_whole_tail(tmp_path):
+    store = open_store(tmp_path, max_stored_bytes=2 * MIB)
+    chunks = [b"x" * (2 * MIB - 5) + b"\n", b"tail\n" * 3]
+    result = store.truncate_stream("s", "c", iter(chunks))
+    assert result.resource.size == 2 * MIB and result.content.endswith("\ntail\ntail\ntail\n")
+    assert record_document(store, result.resource)["capture"] == {"total": 2 * MIB + 11, "stored": 2 * MIB}
+
+
+@pytest.mark.parametrize("size", [2 * MIB - 1, 2 * MIB])
+def test_at_the_cap_the_output_is_stored_whole(tmp_path, size):
+    store = open_store(tmp_path, max_stored_bytes=2 * MIB)
+    data = bytes(i % 251 for i in range(size))
+    result = store.truncate_stream("s", "c", [data[: size // 3], data[size // 3 :]])
+    assert payload(store, result.resource) == data and "capture" not in record_document(store, result.resource)
+    assert "full content available as" in result.content
+
+
+def test_write_and_truncate_are_capped_too(tmp_path):
+    store = open_store(tmp_path, max_stored_bytes=MIB)
+    data = b"".join(numbered(200_000))
+    written = store.write("s", "c", data)
+    assert written.size == MIB and payload(store, written) == data[:MIB]
+    assert record_document(store, written)["capture"] == {"total": len(data), "stored": MIB}
+    text = data.decode()
+    truncated = store.truncate("s", "c", text)
+    assert truncated.resource.size == MIB and truncated.content.endswith("line 00199999\n")
+    assert f"holds the first {MIB} of {len(data)} bytes" in truncated.content
+    streamed = store.write_stream("s", "c", iter(numbered(200_000)))
+    assert streamed.size == MIB
+
+
+def test_records_with_a_capture_round_trip_and_bad_ones_are_refused(tmp_path):
+    store = open_store(tmp_path, max_stored_bytes=1000)
+    resource = store.write("s", "c", b"y" * 5000)
+    record = store.records()[0]
+    assert parse_record(record_json(record), resource.id) == record and record.capture == (5000, 1000)
+    document = record_document(store, resource)
+    for bad in ({"total": 999, "stored": 1000}, {"total": 5000, "stored": 999}, {"total": "5000", "stored": 1000},
+                [5000, 1000]):
+        with pytest.raises(ResourceNotFoundError, match="capture"):
+            parse_record(json.dumps({**document, "capture": bad}).encode(), resource.id)
+
+
+# ------------------------------------------------------------------ the folder's quota
+def folder_bytes(store: ToolOutputStore) -> int:
+    return sum(path.stat().st_size for path in store.directory.iterdir() if path.is_file())
+
+
+def test_the_quota_evicts_the_oldest_first_across_sessions_and_stores(tmp_path):
+    quota = 2 * MIB
+    first = open_store(tmp_path, max_total_bytes=quota)
+    second = open_store(tmp_path, max_total_bytes=quota)
+    written = []
+    for index in range(6):  # alternating stores and sessions, 600 kB each
+        store = (first, second)[index % 2]
+        session = f"session-{index % 2}"
+        written.append((store, session, store.write(session, f"call-{index}", bytes([65 + index]) * 600_000)))
+        assert folder_bytes(first) <= quota
+    survivors = {record.id for record in first.records()}
+    # 3 x 600 kB fit in 2 MiB with their records; the three oldest went, in order.
+    assert survivors == {resource.id for _, _, resource in written[3:]}
+    for store, session, resource in written[:3]:
+        with pytest.raises(ResourceNotFoundError):
+            store.read(session, resource.uri)
+    for store, session, resource in written[3:]:
+        assert store.read(session, resource.uri, limit=10).content == chr(65 + written.index((store, session, resource))) * 10
+
+
+def test_an_output_larger_than_the_quota_is_capped_to_it(tmp_path):
+    store = open_store(tmp_path, max_total_bytes=MIB, max_stored_bytes=10 * MIB)
+    old = store.write("s", "old", b"o" * 100_000)
+    result = store.truncate_stream("s", "c", iter(numbered(300_000)))
+    assert result.resource.size == MIB and "holds the first" in result.content
+    # Room for it: the older output went.
+    assert [record.id for record in store.records()] == [result.resource.id]
+    with pytest.raises(ResourceNotFoundError):
+        store.read("s", old.uri)
+
+
+def test_a_reader_racing_the_eviction_gets_not_found_never_other_bytes(tmp_path):
+    quota = 3 * MIB
+    writer_store = open_store(tmp_path, max_total_bytes=quota)
+    reader_store = open_store(tmp_path, max_total_bytes=quota)
+    expected: dict[str, bytes] = {}
+    lock = threading.Lock()
+    stop = threading.Event()
+    problems: list[str] = []
+    outcomes = {"read": 0, "gone": 0}
+
+    def read_continually() -> None:
+        while not stop.is_set():
+            with lock:
+                items = list(expected.items())
+            for uri, data in items:
+                for offset in (0, 250_000, 499_990):
+                    try:
+                        page = reader_store.read("s", uri, offset=offset, limit=1000)
+                    except ResourceNotFoundError:
+                        outcomes["gone"] += 1
+                        continue
+                    outcomes["read"] += 1
+                    if page.content.encode() != data[page.offset : page.offset + len(page.content.encode())]:
+                        problems.append(f"{uri} at {offset}: other bytes")
+
+    reader = threading.Thread(target=read_continually)
+    reader.start()
+    try:
+        for index in range(40):
+            data = bytes([48 + index % 40]) * 500_000
+            resource = writer_store.write("s", f"c{index}", data)
+            with lock:
+                expected[resource.uri] = data
+    finally:
+        stop.set()
+        reader.join()
+    assert problems == [] and outcomes["read"] > 0, outcomes
+    assert folder_bytes(writer_store) <= quota and len(writer_store.records()) < 40
