@@ -217,6 +217,18 @@ def test_truncate_stream_equals_truncate_and_write_stream_stores_exactly(store, 
     assert [r.uri for r in store.resources(session)] == [streamed.resource.uri, whole.resource.uri, written.uri]
 
 
+def test_a_capped_stream_stores_its_start_records_the_capture_and_previews_the_true_end(backing, session):
+    with backing.store(config={"tool_output": {"max_stored_bytes": 2 * MiB}}) as store:
+        chunks = [b"".join(b"row %07d\n" % i for i in range(first, first + 1000)) for first in range(0, 500_000, 1000)]
+        whole = b"".join(chunks)
+        result = store.truncate_stream(session, "c", iter(chunks))
+        assert result.resource.size == 2 * MiB and result.content.endswith("row 0499999\n")
+        assert f"the stored copy holds the first {2 * MiB} of {len(whole)} bytes" in result.content
+        assert [record.capture for record in store.records(session)] == [(len(whole), 2 * MiB)]
+        tail = store.read(session, result.resource.uri, offset=2 * MiB - 100)
+        assert tail.content.encode() == whole[2 * MiB - 100 : 2 * MiB] and tail.next is None
+
+
 def test_empty_and_tiny_resources(store, session):
     empty = store.write(session, "call", b"")
     page = store.read(session, empty.uri, offset=5)
