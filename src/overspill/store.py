@@ -194,7 +194,9 @@ class ToolOutputStore:
             self._root = location.folder
             directory = location.folder / "tool-output" / "managed"
             try:
-                self._backend = LocalBackend(directory, durable=self._durable)
+                # The listing index is a cache beside the managed folder, never in it.
+                self._backend = LocalBackend(directory, durable=self._durable,
+                                             index=location.folder / "tool-output" / "index")
             except OSError as error:
                 raise _storage_error(f"cannot create {directory}", error) from None
             self._directory = directory

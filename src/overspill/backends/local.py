@@ -29,6 +29,7 @@ from typing import Optional
 from .. import _files, _kernels
 from ..errors import ResourceCorruptError, ResourceNotFoundError
 from ..records import CHECKSUM_CHUNK, Record, Resource, is_resource_id, read_record, record_json, uri_for
+from ._index import ListingIndex
 from ._sweep import folder_bytes, make_room, sweep
 from .base import CleanupReport
 
@@ -162,14 +163,21 @@ class LocalBackend:
     :param directory: the managed folder itself (the store passes
         ``data_dir/tool-output/managed``).
     :param durable: fsync payload, record and folder before ``publish`` returns.
+    :param index: where to keep the listing index (``backends/_index.py``), a
+        cache outside ``directory`` that makes listing a session cost what its
+        own records do; None lists by reading every record.  The store passes
+        ``data_dir/tool-output/index``.
     :raises OSError: the folder cannot be created or is not a directory.
     """
 
-    def __init__(self, directory: Path, *, durable: bool = True) -> None:
+    def __init__(self, directory: Path, *, durable: bool = True, index: Optional[Path] = None) -> None:
         self._directory = Path(directory)
         self._durable = bool(durable)
         _files.ensure_directory(self._directory)
         self._folder = str(self._directory)
+        if index is not None and Path(os.path.abspath(index)).is_relative_to(os.path.abspath(self._directory)):
+            raise ValueError("the listing index must be outside the managed folder")
+        self._index = None if index is None else ListingIndex(self._directory, Path(index), durable=self._durable)
         # Readers look entries up without the lock (a dict lookup is atomic);
         # the lock serialises insertions, evictions and map bookkeeping.
         self._lock = threading.Lock()
@@ -347,9 +355,21 @@ class LocalBackend:
         names = os.listdir(self._directory)
         return sorted(name[:-5] for name in names if name.endswith(".json") and is_resource_id(name[:-5]))
 
+    def _valid_record(self, resource_id: str) -> Optional[Record]:
+        try:
+            return self.record(resource_id)
+        except ResourceNotFoundError:
+            return None
+
     def records(self, session_id: Optional[str] = None, /) -> list[Record]:
+        """Valid records in id order; through the index when there is one, so
+        that one session's listing reads that session's records only."""
+        if self._index is None:
+            candidates = self._published_ids()
+        else:
+            candidates = self._index.candidates(session_id, self._valid_record)
         found = []
-        for resource_id in self._published_ids():
+        for resource_id in candidates:
             try:
                 record = self.record(resource_id)
             except ResourceNotFoundError:

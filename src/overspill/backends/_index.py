@@ -1,0 +1,360 @@
+"""The local backend's listing index: which ids each session has, kept beside the managed folder.
+
+Listing one session by reading every record costs about 30 µs per resource
+of *any* session, and a busy host keeps 100,000 of them for the retention.
+This index lets a listing read only its own session's records.
+
+The pairs stay the truth; the index only proposes candidates:
+
+* A listing loads each candidate's record from the pair and keeps it only if
+  it is valid and of the session asked for, so a stale or extra entry costs
+  one failed look-up and is never shown.
+* A missing entry is the only way the index could mislead, so it is trusted
+  only while it is known to be complete: ``state`` holds the managed folder's
+  identity and ``st_mtime_ns`` as of the last complete catch-up.  Every pair
+  written, renamed or removed — by this package, by another process, or by
+  the peer that shares the layout — changes that time, and the next listing
+  catches up: one ``listdir``, the names compared with the ids the index
+  holds, only the new ids' records read.
+* File times tick coarsely (a jiffy, or seconds on some file systems): a
+  change in the same tick as the catch-up's ``stat`` would leave the time as
+  it was.  A catch-up therefore marks the index complete only when the
+  folder's time is more than ``RACY_NS`` in the past (git's "racily clean"
+  rule); otherwise the next listing catches up again.
+* A record that cannot be read yet (a peer still writing it) keeps the index
+  incomplete, so it is looked at again by the next listing.
+* Every index file is written whole to a temporary file and renamed into
+  place (fsynced first when the backend is durable), under an ``flock`` that
+  serialises catch-ups across processes; readers take no lock.  Each file
+  ends with its line count and CRC-32: a torn, truncated or foreign file is
+  detected and the index is rebuilt from the records.  If the index cannot
+  be written (a read-only folder), listings stay correct and just catch up
+  every time.
+
+Layout, in ``location`` (``data_dir/tool-output/index``)::
+
+    state                 folder identity + mtime at the last complete catch-up
+    ids                   every indexed id and its session key
+    sessions/s-{session}  one session's ids (ids that are safe file names)
+    sessions/h-{hash}     one session's ids (any other session id)
+    lock                  serialises catch-ups
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Optional, Union
+
+from .. import _files
+from ..records import ID_LENGTH, Record, is_resource_id
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no index, listings scan the folder
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["RACY_NS", "ListingIndex", "session_key"]
+
+#: A folder time this close to the catch-up's clock may hide a change made in
+#: the same tick; such a catch-up does not mark the index complete.
+RACY_NS = 2_000_000_000
+_VERSION = "overspill-index 1"
+_SAFE = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_")
+_JSON_NAME_LENGTH = ID_LENGTH + len(".json")
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+Loader = Callable[[str], Optional[Record]]
+
+
+class _Corrupt:
+    """The type of ``_CORRUPT``: an index file that exists but is not intact."""
+
+
+_CORRUPT = _Corrupt()
+
+
+def session_key(session_id: str) -> str:
+    """The file name of a session's id list: readable when the id is a safe
+    name, else a hash.  Two sessions sharing a key is harmless (listings
+    check each record's session), so a short non-cryptographic hash will do."""
+    if 0 < len(session_id) <= 64 and _SAFE.issuperset(session_id):
+        return "s-" + session_id
+    data = session_id.encode("utf-8", "surrogatepass")
+    return f"h-{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data) & 0xFFFF:04x}"
+
+
+def _seal(lines: list[str]) -> bytes:
+    """The file's text: a version line, ``lines``, and a trailer with their count and CRC-32."""
+    body = ("\n".join(lines) + "\n" if lines else "").encode("utf-8", "surrogatepass")
+    return f"{_VERSION}\n".encode() + body + f"end {len(lines)} {zlib.crc32(body):08x}\n".encode()
+
+
+def _unseal(data: bytes) -> Optional[list[str]]:
+    """The lines of a sealed file, or None when it is torn, truncated or not ours."""
+    header = _VERSION.encode() + b"\n"
+    if not data.startswith(header) or not data.endswith(b"\n"):
+        return None
+    trailer_start = data.rfind(b"\n", 0, len(data) - 1) + 1
+    if trailer_start < len(header):
+        return None
+    body, trailer = data[len(header) : trailer_start], data[trailer_start:-1].split(b" ")
+    if len(trailer) != 3 or trailer[0] != b"end" or not trailer[1].isdigit():
+        return None
+    if trailer[2] != f"{zlib.crc32(body):08x}".encode():
+        return None
+    try:
+        lines = body.decode("utf-8", "surrogatepass").split("\n")[:-1]
+    except UnicodeDecodeError:
+        return None
+    return lines if len(lines) == int(trailer[1]) else None
+
+
+class ListingIndex:
+    """The index of one managed folder.  See the module docstring.
+
+    :param folder: the managed folder (the pairs).
+    :param location: where the index lives; created ``0700`` on first write.
+        Must not be inside ``folder``.
+    :param durable: fsync index files before they replace the old ones.
+    """
+
+    def __init__(self, folder: Path, location: Path, *, durable: bool) -> None:
+        self._folder = str(folder)
+        self._location = str(location)
+        self._sessions = os.path.join(self._location, "sessions")
+        self._state = os.path.join(self._location, "state")
+        self._all = os.path.join(self._location, "ids")
+        self._durable = durable
+        self._lock = threading.Lock()  # one catch-up per process at a time
+
+    @property
+    def location(self) -> Path:
+        return Path(self._location)
+
+    # ------------------------------------------------------------------ reading
+    def candidates(self, session_id: Optional[str], load: Loader) -> list[str]:
+        """Sorted ids that include every published resource of ``session_id``
+        (of every session when None); they may include others.
+
+        ``load`` returns an id's valid record or None; a catch-up calls it for
+        ids the index does not hold yet.
+
+        :raises OSError: the managed folder cannot be listed.
+        """
+        key = None if session_id is None else session_key(session_id)
+        found = self._read_if_complete(key)
+        if isinstance(found, list):
+            return found
+        with self._lock:
+            return self._catch_up(key, load)
+
+    def _folder_stamp(self) -> tuple[int, int, int]:
+        info = os.stat(self._folder)
+        return info.st_dev, info.st_ino, info.st_mtime_ns
+
+    @staticmethod
+    def _read(path: str) -> Union[list[str], None, _Corrupt]:
+        """A sealed file's lines; None when missing; ``_CORRUPT`` when not intact."""
+        try:
+            with open(path, "rb") as file:
+                data = file.read()
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return _CORRUPT
+        lines = _unseal(data)
+        return _CORRUPT if lines is None else lines
+
+    def _read_if_complete(self, key: Optional[str]) -> Union[list[str], None, _Corrupt]:
+        """The ids under ``key`` (all when None) if the index is complete for
+        the folder as it is now; None when it is not; ``_CORRUPT`` when a file
+        that should be intact is not (the catch-up then rebuilds)."""
+        state = self._read(self._state)
+        if not isinstance(state, list):
+            return state
+        try:
+            stamp = self._folder_stamp()
+        except OSError:
+            return None  # the catch-up reports it
+        if state != [" ".join(map(str, stamp))]:
+            return None
+        if key is None:
+            known = self._known()
+            ids = None if known is None else sorted(name[:ID_LENGTH] for name in known)
+        else:
+            ids = self._read(os.path.join(self._sessions, key))
+            if ids is None:
+                return []  # a session with nothing stored: catch-ups delete empty lists
+        # Ids become file names: never trust one that is not well-formed.
+        if not isinstance(ids, list) or not all(map(is_resource_id, ids)):
+            return _CORRUPT
+        return ids
+
+    # ------------------------------------------------------------------ catching up
+    def _known(self) -> Optional[dict[str, str]]:
+        """Every indexed record's file name (``{id}.json``) and its session key;
+        None when the list is missing or not intact.
+
+        The file holds the count, the names, then the keys in the same order,
+        so that it is read (and compared with the folder) by C loops: a
+        catch-up over 100,000 names spends its time in ``listdir``.
+        """
+        lines = self._read(self._all)
+        if not isinstance(lines, list) or not lines or not lines[0].isdigit():
+            return None
+        count = int(lines[0])
+        if len(lines) != 1 + 2 * count:
+            return None
+        return dict(zip(lines[1 : 1 + count], lines[1 + count :]))
+
+    def _catch_up(self, key: Optional[str], load: Loader) -> list[str]:
+        """Bring the index up to the folder (rebuilding it from every record when
+        its id list is missing or not intact) and return the ids under ``key``."""
+        lock_fd = self._acquire()
+        try:
+            if lock_fd is not None:
+                # Another process may have caught up while this one waited.
+                found = self._read_if_complete(key)
+                if isinstance(found, list):
+                    return found
+            clock = time.time_ns()
+            stamp = self._folder_stamp()  # before listing: a later change moves it
+            # The one Python loop over the folder; the comparisons below are C set operations.
+            records = {name for name in os.listdir(self._folder) if name[-5:] == ".json"}
+            previous = None if lock_fd is None else self._known()
+            known = {} if previous is None else dict(previous)
+            gone = list(known.keys() - records)
+            for name in gone:
+                del known[name]
+            complete = True
+            added = []
+            for name in sorted(records.difference(known)):
+                if len(name) != _JSON_NAME_LENGTH or not is_resource_id(name[:ID_LENGTH]):
+                    continue
+                record = load(name[:ID_LENGTH])
+                if record is None:
+                    complete = False  # unreadable for now (a peer still writing?): look again next time
+                    continue
+                known[name] = session_key(record.session_id)
+                added.append(name)
+            if previous is None:
+                lists: dict[str, list[str]] = {}
+                for name in sorted(known):
+                    lists.setdefault(known[name], []).append(name[:ID_LENGTH])
+                changed = set(lists)
+            else:
+                additions: dict[str, list[str]] = {}
+                for name in added:
+                    additions.setdefault(known[name], []).append(name[:ID_LENGTH])
+                changed = set(additions) | {previous[name] for name in gone}
+                lists = {k: self._session_list(k, known, additions.get(k, [])) for k in changed}
+                if key is not None and key not in lists and not self._intact(key, known):
+                    lists[key] = self._session_list(key, known, [])  # repaired: it was damaged
+            if lock_fd is not None:
+                if previous is None or lists:
+                    complete &= self._store(known, lists, rebuild=previous is None)
+                settled = clock - stamp[2] > RACY_NS
+                self._write_state(stamp if settled and complete else None)
+            if key is None:
+                return sorted(name[:ID_LENGTH] for name in known)
+            if key in lists:
+                return lists[key]
+            return self._session_list(key, known, [])
+        finally:
+            if lock_fd is not None:
+                os.close(lock_fd)  # also releases the flock
+
+    def _intact(self, key: str, known: dict[str, str]) -> bool:
+        """Whether ``key``'s list is readable, well-formed, and present when ``known`` has ids under it."""
+        found = self._read(os.path.join(self._sessions, key))
+        if found is None:
+            return key not in known.values()
+        return isinstance(found, list) and all(map(is_resource_id, found))
+
+    def _session_list(self, key: str, known: dict[str, str], added: list[str]) -> list[str]:
+        """The ids under ``key`` after a catch-up: its file's ids that are still
+        known there, and the ids just added; from ``known`` alone when the
+        file is not intact."""
+        found = self._read(os.path.join(self._sessions, key))
+        if isinstance(found, list) and all(map(is_resource_id, found)):
+            ids = {i for i in found if known.get(i + ".json") == key}
+            ids.update(added)
+        else:
+            ids = {name[:ID_LENGTH] for name, k in known.items() if k == key}
+        return sorted(ids)
+
+    def _acquire(self) -> Optional[int]:
+        """The index's lock, held; None when the index cannot be written (then
+        the catch-up still answers, from the folder alone, and writes nothing)."""
+        if fcntl is None:
+            return None
+        try:
+            _files.ensure_directory(Path(self._sessions))
+            fd = os.open(os.path.join(self._location, "lock"), os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC,
+                         _files.FILE_MODE)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            os.close(fd)
+            return None
+        return fd
+
+    # ------------------------------------------------------------------ writing
+    def _replace(self, path: str, data: bytes) -> None:
+        """Write ``data`` to a temporary file and rename it over ``path``."""
+        directory = os.path.dirname(path)
+        temporary = os.path.join(directory, f".{os.path.basename(path)}.{os.urandom(4).hex()}.tmp")
+        fd = _files.create_exclusive(Path(temporary))
+        try:
+            try:
+                _files.write_all(fd, memoryview(data))
+                if self._durable:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temporary, path)
+        except BaseException:
+            _files.remove_quietly(Path(temporary))
+            raise
+
+    def _store(self, known: dict[str, str], lists: dict[str, list[str]], *, rebuild: bool) -> bool:
+        """Rewrite the session lists in ``lists`` (and, rebuilding, remove all
+        others), then the id list; True when all of it was written."""
+        try:
+            for key in sorted(lists):
+                path = os.path.join(self._sessions, key)
+                if lists[key]:
+                    self._replace(path, _seal(lists[key]))
+                else:
+                    _files.remove_quietly(Path(path))  # emptied: a missing list is an empty one
+            if rebuild:
+                for name in set(os.listdir(self._sessions)).difference(lists):
+                    _files.remove_quietly(Path(self._sessions, name))
+            names = list(known)
+            self._replace(self._all, _seal([str(len(names)), *names, *known.values()]))
+            if self._durable:
+                _files.fsync_directory(Path(self._sessions))
+        except OSError:
+            return False
+        return True
+
+    def _write_state(self, stamp: Optional[tuple[int, int, int]]) -> None:
+        """Mark the index complete for the folder at ``stamp``, or (None) not complete."""
+        try:
+            if stamp is None:
+                _files.remove_quietly(Path(self._state))
+            else:
+                self._replace(self._state, _seal([" ".join(map(str, stamp))]))
+                if self._durable:
+                    _files.fsync_directory(Path(self._location))
+        except OSError:
+            pass  # not marked complete: the next listing catches up again

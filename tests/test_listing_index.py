@@ -1,0 +1,298 @@
+"""The local backend's listing index (backends/_index.py): a cache that never
+shows what the pairs do not hold, and never hides what they do."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from overspill import ToolOutputStore
+from overspill.backends._index import RACY_NS, ListingIndex, session_key
+from overspill.backends.local import LocalBackend
+from overspill.records import new_id, uri_for
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the index needs flock")
+
+
+def settle(store: ToolOutputStore) -> None:
+    """Age the managed folder's time past the racy window, as if the last
+    change were long ago (what a real folder looks like between writes)."""
+    past = time.time_ns() - 10 * RACY_NS
+    os.utime(store.directory, ns=(past, past))
+
+
+def index_dir(data: Path) -> Path:
+    return data / "tool-output" / "index"
+
+
+def fresh(data: Path) -> ToolOutputStore:
+    return ToolOutputStore(data, durable=False)
+
+
+def uris(store: ToolOutputStore, session: str | None) -> list[str]:
+    return [record.resource.uri for record in store.records(session)]
+
+
+def peer_pair(directory: Path, session: str, content: bytes = b"written by the peer\n") -> str:
+    """A pair as the peer (KiloCode/opencode) writes it: no checksums, plain files."""
+    resource_id = new_id()
+    (directory / f"{resource_id}.txt").write_bytes(content)
+    (directory / f"{resource_id}.json").write_text(json.dumps({
+        "version": 1, "id": resource_id, "uri": uri_for(resource_id), "sessionID": session,
+        "toolCallID": "peer-call", "mime": "text/plain", "size": len(content), "created": time.time() * 1000,
+    }))
+    return uri_for(resource_id)
+
+
+@pytest.fixture
+def data(tmp_path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def filled(data) -> dict[str, list[str]]:
+    """Three sessions, interleaved, and the uris each wrote, in order."""
+    written: dict[str, list[str]] = {"a": [], "b": [], "c": []}
+    with fresh(data) as store:
+        for number in range(30):
+            session = "abc"[number % 3]
+            written[session].append(store.write(session, f"call-{number}", f"output {number}\n").uri)
+    return written
+
+
+def test_listing_matches_the_pairs_and_builds_the_index(data, filled):
+    with fresh(data) as store:
+        settle(store)
+        for session, expected in filled.items():
+            assert uris(store, session) == expected
+        assert uris(store, None) == sorted(uri for session in filled.values() for uri in session)
+        assert uris(store, "nobody") == []
+    assert (index_dir(data) / "state").exists()
+    assert (index_dir(data) / "sessions" / session_key("a")).exists()
+    assert not (store.directory / "index").exists()  # nothing of the index inside managed/
+
+
+def test_complete_index_is_read_without_listing_the_folder(data, filled):
+    with fresh(data) as store:
+        settle(store)
+        assert uris(store, "a") == filled["a"]
+    # White box: a pair planted while the folder's time is put back is
+    # invisible to a trusted index, which shows the listing did not scan.
+    # (Real changes always move the time; see test_a_new_pair_appears.)
+    before = os.stat(store.directory).st_mtime_ns
+    hidden = peer_pair(store.directory, "a")
+    os.utime(store.directory, ns=(before, before))
+    with fresh(data) as again:
+        assert uris(again, "a") == filled["a"]
+        os.utime(store.directory)  # any change moves it: now it is seen
+        assert uris(again, "a") == [*filled["a"], hidden]
+
+
+def test_a_new_pair_appears(data, filled):
+    with fresh(data) as store:
+        settle(store)
+        assert uris(store, "b") == filled["b"]
+    with fresh(data) as writer:
+        added = writer.write("b", "late", "late output\n").uri
+    with fresh(data) as reader:
+        assert uris(reader, "b") == [*filled["b"], added]
+        assert added in uris(reader, None)
+
+
+def test_write_in_the_same_tick_as_the_catch_up_is_not_missed(data):
+    # The folder's time right after a write is within the racy window: the
+    # catch-up must not mark the index complete, or a write landing in the
+    # same coarse tick would stay hidden.
+    with fresh(data) as store:
+        listed = []
+        for number in range(20):
+            listed.append(store.write("s", f"c{number}", f"{number}\n").uri)
+            with fresh(data) as reader:
+                assert uris(reader, "s") == listed
+    assert not (index_dir(data) / "state").exists()
+
+
+def test_peer_pairs_appear_in_a_first_build_and_in_a_catch_up(data, filled):
+    with fresh(data) as store:
+        first = peer_pair(store.directory, "a")
+        settle(store)
+        assert uris(store, "a") == [*filled["a"], first]
+        settle(store)
+        assert uris(store, "a") == [*filled["a"], first]  # index now complete
+        second = peer_pair(store.directory, "peer-only")
+    with fresh(data) as reader:
+        assert uris(reader, "peer-only") == [second]
+        assert reader.records("peer-only")[0].checksums is None
+
+
+def test_a_record_still_being_written_is_looked_at_again(data, filled):
+    with fresh(data) as store:
+        resource_id = new_id()
+        (store.directory / f"{resource_id}.txt").write_bytes(b"x\n")
+        record_path = store.directory / f"{resource_id}.json"
+        record_path.write_text("")  # the peer created the file, has not written it yet
+        settle(store)
+        assert uris(store, "c") == filled["c"]
+        assert not (index_dir(data) / "state").exists()  # incomplete: one record was unreadable
+        # Written in place: the folder's time does not move, the listing still finds it.
+        before = os.stat(store.directory).st_mtime_ns
+        record_path.write_text(json.dumps({
+            "version": 1, "id": resource_id, "uri": uri_for(resource_id), "sessionID": "c",
+            "toolCallID": "t", "mime": "text/plain", "size": 2, "created": time.time() * 1000}))
+        os.utime(store.directory, ns=(before, before))
+    with fresh(data) as reader:
+        assert uris(reader, "c") == [*filled["c"], uri_for(resource_id)]
+
+
+def test_deleted_pairs_disappear_and_empty_sessions_lose_their_list(data, filled):
+    with fresh(data) as store:
+        settle(store)
+        assert uris(store, "a") == filled["a"]
+        for uri in filled["a"][:5]:
+            resource_id = uri.split("://")[1]
+            os.unlink(store.directory / f"{resource_id}.json")
+            os.unlink(store.directory / f"{resource_id}.txt")
+    with fresh(data) as reader:
+        assert uris(reader, "a") == filled["a"][5:]
+        for uri in filled["a"][5:]:
+            reader._backend.delete(uri.split("://")[1])
+    with fresh(data) as reader:
+        assert uris(reader, "a") == []
+        assert uris(reader, "b") == filled["b"]
+    assert not (index_dir(data) / "sessions" / session_key("a")).exists()
+
+
+def test_cleanup_and_the_listing_agree(data, filled):
+    with fresh(data) as store:
+        settle(store)
+        assert uris(store, None)
+        report = store.cleanup(now=time.time() + 8 * 86400)
+        assert report.removed == 30
+        assert uris(store, None) == [] and uris(store, "a") == []
+
+
+@pytest.mark.parametrize("victim", ["state", "ids", "session", "bad-id", "sealed-junk"])
+def test_a_corrupt_index_is_rebuilt_not_trusted(data, filled, victim):
+    with fresh(data) as store:
+        settle(store)
+        assert uris(store, "a") == filled["a"]
+        assert uris(store, None)
+    index = index_dir(data)
+    session_file = index / "sessions" / session_key("a")
+    if victim == "state":
+        (index / "state").write_bytes(b"garbage")
+    elif victim == "ids":
+        (index / "ids").write_bytes((index / "ids").read_bytes()[:-7])
+    elif victim == "session":
+        session_file.write_bytes(session_file.read_bytes()[:40])
+    elif victim == "bad-id":
+        # Well sealed (right count and CRC), but an id that would be a path.
+        import zlib
+
+        body = b"../../../../etc/passwd\n"
+        session_file.write_bytes(b"overspill-index 1\n" + body + b"end 1 %08x\n" % zlib.crc32(body))
+    else:
+        session_file.write_bytes(b"\x00\xff not an index at all")
+    with fresh(data) as reader:
+        assert uris(reader, "a") == filled["a"]
+        assert uris(reader, None) == sorted(u for s in filled.values() for u in s)
+        settle(reader)
+        assert uris(reader, "a") == filled["a"]
+    # Rebuilt whole: the damaged file is valid again.
+    assert session_file.read_bytes().startswith(b"overspill-index 1\n")
+    assert (index / "state").read_bytes().startswith(b"overspill-index 1\n")
+
+
+def test_an_unwritable_index_leaves_listings_correct(tmp_path, filled, data):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the index would go")
+    backend = LocalBackend(data / "tool-output" / "managed", durable=False, index=blocker / "index")
+    try:
+        assert [record.resource.uri for record in backend.records("b")] == filled["b"]
+    finally:
+        backend.close()
+
+
+def test_index_inside_the_managed_folder_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="outside"):
+        LocalBackend(tmp_path / "managed", index=tmp_path / "managed" / "index")
+
+
+def test_a_catch_up_reads_only_new_records(data, filled):
+    with fresh(data) as store:
+        settle(store)
+        store.records(None)  # complete index
+        added = store.write("a", "new", "new\n").uri
+        settle(store)
+        loaded: list[str] = []
+        backend = LocalBackend(store.directory, durable=False)
+
+        def load(resource_id):
+            loaded.append(resource_id)
+            return backend.record(resource_id)
+
+        index = ListingIndex(store.directory, index_dir(data), durable=False)
+        ids = index.candidates("a", load)
+        assert loaded == [added.split("://")[1]]
+        assert [uri_for(i) for i in ids] == [*filled["a"], added]
+        loaded.clear()
+        assert index.candidates("a", load) == ids and loaded == []  # complete again: no catch-up
+        backend.close()
+
+
+def test_session_keys_are_file_names():
+    assert session_key("cli") == "s-cli"
+    for session in ["../x", "a/b", ".hidden", "x" * 65, "ünï", "\udc80", " ", "a b"]:
+        key = session_key(session)
+        assert key.startswith("h-") and "/" not in key and len(key) < 40
+    assert session_key("a/b") != session_key("a/c")
+
+
+WORKER = r"""
+import sys
+from overspill import ToolOutputStore
+data, session, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+written = []
+with ToolOutputStore(data, durable=False) as store:
+    for number in range(count):
+        written.append(store.write(session, f"c{number}", f"{session} {number}\n").uri)
+        if number % 3 == 0:
+            with ToolOutputStore(data, durable=False) as reader:
+                listed = [r.resource.uri for r in reader.records(session)]
+            assert listed == written, (session, number, len(listed), len(written))
+            if number % 9 == 0:
+                with ToolOutputStore(data, durable=False) as reader:
+                    everything = {r.resource.uri for r in reader.records()}
+                assert set(written) <= everything
+print(" ".join(written))
+"""
+
+
+def test_concurrent_writers_and_listers_in_many_processes(data, filled):
+    with fresh(data) as store:
+        settle(store)
+        store.records("a")
+    workers = [subprocess.Popen([sys.executable, "-c", WORKER, str(data), f"w{n}", "40"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in range(4)]
+    results = {}
+    for number, worker in enumerate(workers):
+        out, err = worker.communicate(timeout=300)
+        assert worker.returncode == 0, err
+        results[f"w{number}"] = out.split()
+    with fresh(data) as reader:
+        for session, expected in results.items():
+            assert uris(reader, session) == expected
+        assert uris(reader, "a") == filled["a"]
+        settle(reader)
+        everything = uris(reader, None)
+        assert everything == sorted([*sum(results.values(), []), *sum(filled.values(), [])])
+    # And the index those processes left is intact and complete.
+    with fresh(data) as reader:
+        for session, expected in results.items():
+            assert uris(reader, session) == expected
