@@ -184,3 +184,19 @@ def test_read_all_streams_in_flat_memory(tmp_path, subprocess_env, sink):
     assert int(total) == (10 if sink == "head" else size), probe.stderr
     assert status == "0" or sink == "head", probe.stderr  # a closed pipe may end the writer
     assert int(peak_kib) < 64 * 1024, f"read --all peaked at {int(peak_kib) // 1024} MiB"
+
+
+def test_pages_are_ordinary_frozen_pages(store):
+    import dataclasses
+
+    from overspill import Page
+
+    data = payload(100_000)
+    resource = store.write("s", "c", data)
+    page = store.read("s", resource.uri, offset=10, limit=1000)
+    assert page == Page(resource, data[10 : page.next].decode(), 10, True, page.next)
+    assert dataclasses.asdict(page)["offset"] == 10 and hash(page) == hash(dataclasses.replace(page))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        page.offset = 0  # type: ignore[misc]
+    last = store.read("s", resource.uri, offset=len(data) - 5)
+    assert (last.truncated, last.next, last.content) == (False, None, data[-5:].decode("utf-8", "replace"))

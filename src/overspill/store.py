@@ -628,7 +628,16 @@ class ToolOutputStore:
         start += low
         end += low
         more = end < size
-        return Page(record.resource, content, start, more, end if more else None)
+        # As ``_unchanged`` does for TruncateResult: an equal frozen instance
+        # without a frozen ``__init__``'s per-field ``object.__setattr__``.
+        page = _new_instance(Page)
+        fields = page.__dict__
+        fields["resource"] = record.resource
+        fields["content"] = content
+        fields["offset"] = start
+        fields["truncated"] = more
+        fields["next"] = end if more else None
+        return page
 
     # ------------------------------------------------------------------ listing
     def records(self, session_id: Optional[str] = None) -> list[Record]:
