@@ -46,6 +46,38 @@ def test_local_backend_keeps_the_protocol(backend):
     assert CleanupReport is overspill.CleanupReport
 
 
+def _backend_classes():
+    from overspill.backends.local import LocalBackend, _LocalWriter
+
+    found = [(LocalBackend, _LocalWriter)]
+    try:
+        from overspill.backends import redis as redis_backend
+    except ImportError:  # the optional client is not installed: only the local backend to compare
+        return found
+    return found + [(redis_backend.RedisBackend, redis_backend._RedisWriter)]
+
+
+@pytest.mark.parametrize("protocol", [Backend, Writer], ids=["Backend", "Writer"])
+def test_every_backend_has_the_protocol_methods_with_the_same_signatures(protocol):
+    import inspect
+
+    def shape(function):
+        return [(p.name, p.kind) for p in inspect.signature(function).parameters.values()
+                if p.kind is not p.VAR_KEYWORD and p.default is p.empty]
+
+    names = [name for name in vars(protocol) if not name.startswith("_")]
+    assert {"create", "record", "read", "records", "delete", "sweep", "close"} <= set(vars(Backend))
+    for classes in _backend_classes():
+        implementation = classes[0] if protocol is Backend else classes[1]
+        for name in names:
+            if isinstance(vars(protocol)[name], property):
+                continue  # ``id`` and ``size`` may be instance attributes: checked on live writers elsewhere
+            member = getattr(implementation, name, None)
+            assert callable(member), f"{implementation.__name__} lacks {name}"
+            # Required parameters agree in name and kind; extra ones must be optional.
+            assert shape(member) == shape(getattr(protocol, name)), (implementation.__name__, name)
+
+
 def test_no_backend_imports_the_store_or_a_higher_layer():
     for path in BACKENDS.glob("*.py"):
         tree = ast.parse(path.read_text())

@@ -237,6 +237,17 @@ def test_empty_and_tiny_resources(store, session):
     assert store.read(session, one.uri, limit=1).content == "é"
 
 
+def test_iter_bytes_streams_the_exact_bytes_in_whole_checksum_chunks(store, session):
+    data = ("a" + "😀" * (5 * MiB // 8)).encode() + b"\xff tail"
+    resource = store.write(session, "call", data)
+    views = [bytes(view) for view in store.iter_bytes(session, resource.uri)]
+    assert b"".join(views) == data and len(views) >= 3
+    assert all(len(view) == len(views[0]) for view in views[:-1])
+    with pytest.raises(AccessDeniedError):
+        store.iter_bytes("someone-else", resource.uri)
+    assert list(store.iter_bytes(session, store.write(session, "call", b"").uri)) == []
+
+
 # ------------------------------------------------------------------ sessions and errors
 def test_only_the_writing_session_reads_lists_or_views(store, session):
     resource = store.truncate(session, "call", lines_of(5_000)).resource
