@@ -431,7 +431,9 @@ def test_every_key_of_a_resource_shares_one_slot_and_expires_at_created_plus_ret
             ttls.append(node.pexpiretime(key))
             slots.add(node.cluster("keyslot", key) if redis_backing.kind == "redis-cluster" else 0)
         node.close()
-    assert len(keys) == 1 + 4 and len(slots) == 1
+    from overspill.backends.redis import CHUNK_BYTES
+
+    assert len(keys) == 1 + -(-(3 * MiB + 5) // CHUNK_BYTES) and len(slots) == 1
     expected = record.created_ms + 5 * 3600 * 1000
     assert all(abs(ttl - expected) < 2000 for ttl in ttls), (ttls, expected)
 
@@ -473,3 +475,19 @@ def test_a_password_never_shows(redis_backing, tmp_path):
             ToolOutputStore(url="redis://127.0.0.1:1/0")
     finally:
         guarded.stop()
+
+
+def test_redis_memory_is_about_the_payload(redis_backing, session):
+    def used() -> int:
+        nodes = redis_backing._nodes()
+        total = sum(node.info("memory")["used_memory"] for node in nodes)
+        for node in nodes:
+            node.close()
+        return total
+
+    before = used()
+    with redis_backing.store() as store:
+        store.write_stream(session, "call", (os.urandom(64 * 1024) for _ in range(800)))  # 50 MiB
+    grown = used() - before
+    # Chunk keys sized to the allocator's classes: whole MiB values would cost 1.25x.
+    assert 50 * MiB <= grown < 1.05 * 50 * MiB, grown / (50 * MiB)
