@@ -350,6 +350,51 @@ def test_a_killed_writer_leaves_nothing_readable_and_cleanup_takes_the_rest(back
             client.close()
 
 
+def test_the_quota_evicts_the_oldest_first_across_sessions_and_stores(backing):
+    quota = 2 * MiB
+    config = {"tool_output": {"max_total_bytes": quota}}
+    with backing.store(config=config) as first, backing.store(config=config) as second:
+        written = []
+        for index in range(6):  # alternating stores and sessions, 600 kB each
+            store = (first, second)[index % 2]
+            session = f"quota-{index % 2}"
+            written.append((store, session, store.write(session, f"call-{index}", bytes([65 + index]) * 600_000)))
+            assert sum(record.resource.size for record in first.records()) <= quota
+        # 3 x 600 kB fit in 2 MiB with their records; the three oldest went, in order.
+        assert {record.id for record in first.records()} == {resource.id for _, _, resource in written[3:]}
+        for store, session, resource in written[:3]:
+            with pytest.raises(ResourceNotFoundError):
+                store.read(session, resource.uri)
+        for index, (store, session, resource) in enumerate(written[3:], start=3):
+            assert store.read(session, resource.uri, limit=10).content == chr(65 + index) * 10
+        # One output larger than the quota is stored capped to it, the rest evicted for it.
+        result = first.truncate_stream("quota-0", "big", iter([b"row\n" * 250_000] * 3))
+        assert result.resource.size == quota and "holds the first" in result.content
+        assert [record.id for record in second.records()] == [result.resource.id]
+
+
+def test_redis_usage_follows_writes_deletes_and_expiry(redis_backing, session):
+    with redis_backing.store(config={"tool_output": {"max_total_bytes": 30 * MiB}}) as store:
+        backend = store._backend
+        assert backend.usage() == 0
+        kept = store.write(session, "a", b"k" * (5 * MiB))
+        used = backend.usage()
+        assert 5 * MiB < used < 5 * MiB + 4096
+        gone = store.write(session, "b", b"g" * (3 * MiB))
+        assert backend.usage() > used + 3 * MiB
+        store.cleanup(now=time.time() + 30 * 86_400)  # both expire by the store's retention
+        assert backend.usage() == 0 and store.records() == []
+        # Keys that Redis expired on its own are recounted when the quota is reached.
+        kept = store.write(session, "c", b"k" * (20 * MiB))
+        client = redis_backing.client()
+        for key in [f"ovs:{{{kept.id}}}:meta"]:
+            client.delete(key.encode())  # as if expired
+        client.close()
+        store.write(session, "d", b"d" * (15 * MiB))  # 35 MiB counted: the recount finds 15
+        assert 15 * MiB < backend.usage() < 16 * MiB
+        assert gone.id not in {record.id for record in store.records()}
+
+
 # ------------------------------------------------------------------ big and across processes
 @pytest.mark.slow
 def test_truncate_stream_of_a_gibibyte_in_bounded_memory(backing, session, subprocess_env):

@@ -11,7 +11,8 @@ live in one slot and one Lua script can touch them atomically::
     ovs:session:SESSION  sorted set: the session's ids, scored by creation (ms)
     ovs:sessions         sorted set: sessions, scored by their latest write (ms)
     ovs:pending          sorted set: unfinished writers, scored by their heartbeat (ms)
-    ovs:cleanup-lock     held by the one process sweeping
+    ovs:cleanup-lock     held by the one process sweeping or evicting
+    ovs:{usage}:bytes    the quota's running total, and ovs:{usage}:by-id its bytes per resource
 
 How the promises of the local folder carry over:
 
@@ -30,12 +31,17 @@ How the promises of the local folder carry over:
   retention than they were written with, records whose chunks are gone, and
   partial writes whose writer stopped beating.
 * **Listing** reads the per-session sorted set, never ``KEYS`` or ``SCAN``.
+* **The quota** (``make_room``, as the local folder's): writers add their
+  bytes to the running total; when it passes the limit, the evictor (under
+  the cleanup lock) first drops the bookkeeping of resources that expired or
+  whose writer died, then removes the oldest published resources.
 * **Durability** is the server's: configure AOF or replicas there;
   ``durable`` has no meaning here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import secrets
@@ -43,7 +49,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from typing import Any, Optional
 from urllib.parse import urlsplit
@@ -78,6 +84,13 @@ _REDIS_ERRORS = (redis.exceptions.RedisError, redis.exceptions.RedisClusterExcep
 _SESSIONS = b"ovs:sessions"
 _PENDING = b"ovs:pending"
 _LOCK = b"ovs:cleanup-lock"
+# The quota's bookkeeping, in one slot so that one script updates both: bytes
+# per resource (published or being written) and their running total.
+_USED = b"ovs:{usage}:bytes"
+_BY_ID = b"ovs:{usage}:by-id"
+# A writer accounts its chunks this often (and the rest when it publishes).
+_ACCOUNT_STEP = 8 * 1024 * 1024
+_LOCK_WAIT_SECONDS = 60.0
 _LOCK_MS = 10 * 60 * 1000
 _UNLINK_BATCH = 256
 
@@ -96,6 +109,34 @@ if ARGV[3] == '1' then redis.call('SET', KEYS[last], ARGV[4]) end
 for i = 2, last do redis.call('PEXPIRE', KEYS[i], ARGV[2]) end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return -1
+"""
+
+# KEYS: total, per-id hash.  ARGV: id, bytes to add.
+_ACCOUNT = """
+redis.call('HINCRBY', KEYS[2], ARGV[1], ARGV[2])
+return redis.call('INCRBY', KEYS[1], ARGV[2])
+"""
+
+# KEYS: total, per-id hash.  ARGV: ids whose bytes are gone.  Returns the bytes released.
+_UNACCOUNT = """
+local freed = 0
+for i = 1, #ARGV do
+  local bytes = redis.call('HGET', KEYS[2], ARGV[i])
+  if bytes then
+    freed = freed + tonumber(bytes)
+    redis.call('HDEL', KEYS[2], ARGV[i])
+  end
+end
+if freed ~= 0 then redis.call('DECRBY', KEYS[1], freed) end
+return freed
+"""
+
+# KEYS: total, per-id hash.  The total, recomputed from the hash.
+_RECOUNT = """
+local total = 0
+for _, bytes in ipairs(redis.call('HVALS', KEYS[2])) do total = total + tonumber(bytes) end
+redis.call('SET', KEYS[1], total)
+return total
 """
 
 _RELEASE = """
@@ -161,9 +202,13 @@ class RedisBackend:
             raise self._error("cannot connect to Redis", error) from None
         self._publish = self._client.register_script(_PUBLISH)
         self._release = self._client.register_script(_RELEASE)
+        self._account_script = self._client.register_script(_ACCOUNT)
+        self._unaccount_script = self._client.register_script(_UNACCOUNT)
+        self._recount_script = self._client.register_script(_RECOUNT)
         self._lock = threading.Lock()
         self._records: OrderedDict[str, tuple[Record, int]] = OrderedDict()
-        self._live: weakref.WeakSet[_RedisWriter] = weakref.WeakSet()
+        self._live: weakref.WeakSet[_RedisWriter] = weakref.WeakSet()  # writers with chunks in Redis
+        self._open: weakref.WeakSet[_RedisWriter] = weakref.WeakSet()  # every unfinished writer
         self._keeper: Optional[threading.Thread] = None
         self._closed = threading.Event()
 
@@ -214,7 +259,10 @@ class RedisBackend:
             raise self._error("cannot create a resource", error) from None
         if taken:
             raise FileExistsError(errno.EEXIST, f"resource id {resource_id} is taken")
-        return _RedisWriter(self, resource_id)
+        writer = _RedisWriter(self, resource_id)
+        with self._lock:
+            self._open.add(writer)
+        return writer
 
     def _enlist(self, writer: _RedisWriter) -> None:
         """Keep ``writer``'s partial keys alive from a daemon thread while it lives."""
@@ -228,6 +276,13 @@ class RedisBackend:
     def _delist(self, writer: _RedisWriter) -> None:
         with self._lock:
             self._live.discard(writer)
+            self._open.discard(writer)
+
+    def _unaccounted(self) -> int:
+        """Bytes this process's unfinished writers hold that the total does not count yet."""
+        with self._lock:
+            writers = list(self._open)
+        return sum(max(writer.size - writer.accounted, 0) for writer in writers)
 
     def _keep_alive(self) -> None:
         while not self._closed.wait(_HEARTBEAT_SECONDS):
@@ -406,6 +461,7 @@ class RedisBackend:
         removed = self._client.delete(*keys)
         self._client.zrem(_session_key(record.session_id), record.id)
         self._forget(record.id)
+        self._unaccount(record.id)
         return record.resource.size if removed else 0
 
     def delete(self, resource_id: str, /) -> int:
@@ -415,22 +471,103 @@ class RedisBackend:
             except ResourceNotFoundError:
                 self._client.delete(_meta_key(resource_id))
                 self._forget(resource_id)
+                self._unaccount(resource_id)
                 return self._unlink_unknown(resource_id)
             return self._remove(record, self._chunk_of(record))
         except _REDIS_ERRORS as error:
             raise self._error(f"cannot delete {uri_for(resource_id)}", error) from None
 
+    # ------------------------------------------------------------------ the quota
+    def _account(self, resource_id: str, delta: int) -> None:
+        if delta:
+            self._account_script(keys=[_USED, _BY_ID], args=[resource_id, delta])
+
+    def _unaccount(self, *resource_ids: str) -> int:
+        if not resource_ids:
+            return 0
+        return int(self._unaccount_script(keys=[_USED, _BY_ID], args=list(resource_ids)))
+
+    def usage(self) -> int:
+        """Bytes the store's resources take in Redis (published or being written,
+        records included), as the quota counts them.
+
+        :raises StorageError: the server cannot be reached.
+        """
+        try:
+            return int(self._client.get(_USED) or 0)
+        except _REDIS_ERRORS as error:
+            raise self._error("cannot read the usage", error) from None
+
+    def _recount(self) -> int:
+        """Drop the bookkeeping of resources that expired or whose writer died; the exact total."""
+        ids = [member.decode("ascii", "replace") for member in self._client.hkeys(_BY_ID)]
+        if ids:
+            pipe = self._client.pipeline(transaction=False)
+            for resource_id in ids:
+                pipe.exists(_meta_key(resource_id))
+            published = pipe.execute()
+            pending = self._client.zmscore(_PENDING, ids)
+            self._unaccount(*(resource_id for resource_id, live, score in zip(ids, published, pending)
+                              if not live and score is None))
+        return int(self._recount_script(keys=[_USED, _BY_ID]))
+
+    def make_room(self, limit: int, /) -> CleanupReport:
+        """Evict published resources, oldest ``created`` first (any session),
+        until the store takes at most ``limit`` bytes, under the cleanup lock.
+
+        The capability the store enforces ``max_total_bytes`` through (as the
+        local folder's).  A reader racing an eviction gets
+        ``ResourceNotFoundError``, never other bytes: all keys of a resource
+        go in one ``DEL``.
+
+        :raises StorageError: the server failed, or the lock stayed held
+            longer than a minute.
+        """
+        try:
+            if self.usage() + self._unaccounted() <= limit:  # the common case: one GET, no lock
+                return CleanupReport()
+            with self._locked(wait=True):
+                used = self._recount() + self._unaccounted()
+                removed: list[str] = []
+                freed = 0
+                if used > limit:
+                    for record in sorted(self.records(), key=lambda record: (record.created_ms, record.id)):
+                        if used <= limit:
+                            break
+                        freed += self._remove(record, self._chunk_of(record))
+                        removed.append(record.id)
+                        used = self.usage() + self._unaccounted()
+                return CleanupReport(len(removed), freed, 0, False, tuple(removed))
+        except _REDIS_ERRORS as error:
+            raise self._error("cannot make room", error) from None
+
     # ------------------------------------------------------------------ sweeping
+    @contextlib.contextmanager
+    def _locked(self, wait: bool) -> Iterator[bool]:
+        """Hold the one cleanup lock (a key with an expiry); yields False when
+        not waiting and another process holds it."""
+        token = secrets.token_hex(16)
+        deadline = time.monotonic() + _LOCK_WAIT_SECONDS
+        while not self._client.set(_LOCK, token, nx=True, px=_LOCK_MS):
+            if not wait:
+                yield False
+                return
+            if time.monotonic() > deadline:
+                raise StorageError(errno.EBUSY, f"the cleanup lock at {self._shown} stayed held for "
+                                                f"{_LOCK_WAIT_SECONDS:.0f} s")
+            time.sleep(0.05)
+        try:
+            yield True
+        finally:
+            self._release(keys=[_LOCK], args=[token])
+
     def sweep(self, now: float, retention: timedelta, grace: timedelta, *,
               dry_run: bool = False) -> CleanupReport:
-        token = secrets.token_hex(16)
         try:
-            if not self._client.set(_LOCK, token, nx=True, px=_LOCK_MS):
-                return CleanupReport(skipped=True)
-            try:
+            with self._locked(wait=False) as held:
+                if not held:
+                    return CleanupReport(skipped=True)
                 return _Sweep(self, now, retention, grace, dry_run).run()
-            finally:
-                self._release(keys=[_LOCK], args=[token])
         except _REDIS_ERRORS as error:
             raise self._error("cannot clean", error) from None
 
@@ -487,6 +624,7 @@ class _Sweep:
                 self.remove(resource_id, record, chunk)
         if stale and not self.dry_run:
             self.client.zrem(key, *stale)
+            self.backend._unaccount(*stale)
         if not self.dry_run and self.client.zcard(key) == 0:
             # A writer adds to its session's set before ``ovs:sessions``: the
             # second look puts back a session that gained a resource meanwhile.
@@ -502,6 +640,8 @@ class _Sweep:
             if not self.client.exists(_meta_key(resource_id)):
                 self.bytes_freed += self.backend._unlink_unknown(resource_id, self.dry_run)
                 self.temporaries += 1
+                if not self.dry_run:
+                    self.backend._unaccount(resource_id)
             if not self.dry_run:
                 self.client.zrem(_PENDING, member)
 
@@ -525,7 +665,18 @@ class _RedisWriter:
         self._checksums = bytearray()
         self._finished = False
         self._beating = False
-        self._last_beat = 0.0
+        self._accounted = 0  # bytes counted against the quota so far
+
+    @property
+    def accounted(self) -> int:
+        return self._accounted
+
+    def _account_to(self, total: int) -> None:
+        try:
+            self._backend._account(self._id, total - self._accounted)
+        except _REDIS_ERRORS as error:
+            raise self._backend._error("cannot store the resource", error) from None
+        self._accounted = total
 
     @property
     def id(self) -> str:
@@ -552,6 +703,8 @@ class _RedisWriter:
         except _REDIS_ERRORS as error:
             raise self._backend._error("cannot store the resource", error) from None
         self._flushed += 1
+        if self._flushed * CHUNK_BYTES - self._accounted >= _ACCOUNT_STEP:
+            self._account_to(self._flushed * CHUNK_BYTES)
 
     def beat(self) -> None:
         """Renew the expiry of the chunks written so far; never raises."""
@@ -609,6 +762,7 @@ class _RedisWriter:
             # The index first: a crash before the record leaves an entry the sweep drops.
             self._client.zadd(_session_key(session_id), {self._id: created})
             self._client.zadd(_SESSIONS, {session_id.encode("utf-8", "surrogatepass"): created}, gt=True)
+            self._account_to(self.size + len(document))
             outcome = backend._publish(keys=keys, args=[document, ttl, 1 if tail else 0, tail])
         except _REDIS_ERRORS as error:
             raise backend._error("cannot publish the resource", error) from None
@@ -638,6 +792,8 @@ class _RedisWriter:
                 self._backend.delete(self._id)
             elif self._flushed:
                 self._client.unlink(*(_chunk_key(self._id, index) for index in range(self._flushed)))
+            if self._accounted and not published:
+                self._backend._unaccount(self._id)
             if self._beating:
                 self._client.zrem(_PENDING, self._id)
         except (*_REDIS_ERRORS, OSError):
