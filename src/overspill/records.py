@@ -245,6 +245,15 @@ def _capture(document: dict[str, Any], resource_id: str, size: int) -> Optional[
     return total, stored
 
 
+def _finite(number: float) -> bool:
+    # An int too large for a float (a 401-digit ``created``) is no time at all:
+    # math.isfinite would raise OverflowError out of every read and listing.
+    try:
+        return math.isfinite(number)
+    except OverflowError:
+        return False
+
+
 def parse_record(data: bytes, resource_id: str) -> Record:
     """Validate a ``{id}.json`` the way the reference store does, and more.
 
@@ -273,7 +282,7 @@ def parse_record(data: bytes, resource_id: str) -> Record:
         raise _invalid(resource_id, "name is not a string")
     if not _is_int(size) or size < 0:
         raise _invalid(resource_id, "size is not a non-negative integer")
-    if isinstance(created, bool) or not isinstance(created, (int, float)) or not math.isfinite(created):
+    if isinstance(created, bool) or not isinstance(created, (int, float)) or not _finite(created):
         raise _invalid(resource_id, "created is not a finite number")
     checksums, chunk = _checksums(document, resource_id, size)
     capture = _capture(document, resource_id, size)
