@@ -1,4 +1,4 @@
-"""The ``overspill`` command line: run, read, truncate, ls, cleanup, stats.
+"""The ``overspill`` command line: run, read, truncate, ls, cleanup, stats, mcp.
 
 Exit codes: the command's own for ``run``; otherwise 0 on success, 2 for
 usage errors and bad input, 3 for an unknown, invalid or foreign resource,
@@ -140,6 +140,16 @@ def _parser() -> _Parser:
     cleanup.add_argument("--dry-run", action="store_true", help="only report what would be removed")
 
     add("stats", "count, bytes, oldest and per-session totals of stored outputs", [common])
+
+    mcp = add("mcp", "serve the bash, read, grep and webfetch tools to an MCP client over stdio "
+              "(needs the mcp extra: pip install 'overspill[mcp]')", [])
+    mcp.add_argument("--session", help="session id shared across restarts (default: a fresh one per server)")
+    mcp.add_argument("--data-dir", help=_DATA_HELP)
+    mcp.add_argument("--cwd", help="folder commands run in and relative paths start from (default: the current one)")
+    mcp.add_argument("--max-lines", type=_positive, help="lines a preview may show (default 400)")
+    mcp.add_argument("--max-bytes", type=_positive, help="bytes a preview may show (default 8192)")
+    mcp.add_argument("--timeout", type=_seconds, default=120.0,
+                     help="seconds a command runs when the model names no timeout (default 120, at most 3600)")
     return parser
 
 
@@ -381,8 +391,33 @@ def _command_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _command_mcp(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    try:
+        installed = importlib.util.find_spec("mcp") is not None  # without importing it (a second's work)
+    except (ImportError, ValueError):
+        installed = False
+    if not installed:
+        raise _UsageError("overspill mcp needs the mcp extra: pip install 'overspill[mcp]'")
+    if args.cwd is not None and not os.path.isdir(args.cwd):
+        raise _UsageError(f"--cwd {args.cwd} is not a folder")
+    if args.timeout > 3600:
+        raise _UsageError(f"--timeout must be at most 3600 seconds, not {args.timeout:g}")
+    try:
+        from . import mcp_server  # the SDK is imported only here, never by ``import overspill``
+    except ImportError as error:  # an mcp too old or broken to serve
+        raise _UsageError(f"overspill mcp needs the mcp extra (mcp>=2.3,<3): pip install 'overspill[mcp]' "
+                          f"({error})") from None
+
+    store = ToolOutputStore(args.data_dir, config=mcp_server.limits_config(args.max_lines, args.max_bytes))
+    with store:
+        mcp_server.serve(store, args.session, cwd=args.cwd, timeout=args.timeout)
+    return 0
+
+
 _COMMANDS = {"run": _command_run, "read": _command_read, "truncate": _command_truncate, "ls": _command_ls,
-             "cleanup": _command_cleanup, "stats": _command_stats}
+             "cleanup": _command_cleanup, "stats": _command_stats, "mcp": _command_mcp}
 
 
 def _fail(status: int, message: str) -> int:

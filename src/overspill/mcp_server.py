@@ -1,0 +1,367 @@
+"""``overspill mcp``: the tools as a Model Context Protocol server over stdio.
+
+Needs the ``mcp`` extra (``pip install 'overspill[mcp]'``); ``import overspill``
+never imports this module, and the CLI imports it only for ``overspill mcp``.
+
+What a client gets:
+
+- tools ``bash``, ``read``, ``grep`` and ``webfetch``, with the names,
+  descriptions and input schemas of ``overspill.tools.schemas`` (one source of
+  truth), dispatched through ``overspill.tools.call``;
+- each result is a text block with the bounded output; when the whole output
+  was stored, also a ``resource_link`` to ``tool-output://ID``; and
+  ``structuredContent`` with ``uri``, ``size``, ``lines``, ``next_offset`` and
+  ``exit_code`` where they apply.  A failure is ``isError`` with one line;
+- the resource template ``tool-output://{id}{?offset,limit}``: ``resources/read``
+  returns that page, with ``offset``, ``next_offset`` and ``size`` in the
+  contents' ``_meta``;
+- one session per server process (a fresh id unless one is given), so another
+  session's URI is "not found in this session";
+- ``bash`` streams into the store as the command runs, reports the bytes so far
+  every second to a client that sent a progress token, and a cancelled call
+  ends the command's process group.
+
+The low-level ``mcp.server.Server`` is used rather than ``MCPServer``: the
+input schemas must be exactly ``tools.schemas``'s, not ones inferred from a
+Python signature, and results carry ``structuredContent`` without an output
+schema (its fields depend on what the tool stored).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Optional, Union
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+from mcp import types
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from . import __version__, tools
+from .config import MAX_READ_BYTES
+from .errors import InvalidResourceError, OverspillError
+from .records import SCHEME, new_id
+from .store import ToolOutputStore
+from .tools import ToolResult
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_LINES",
+    "DEFAULT_TIMEOUT",
+    "MAX_TIMEOUT",
+    "RESOURCE_TEMPLATE",
+    "TOOLS",
+    "create_server",
+    "limits_config",
+    "serve",
+]
+
+#: The tools served.
+TOOLS = ("bash", "read", "grep", "webfetch")
+#: Sized so a preview (plus its marker) passes the ~10 KB cut of Codex and Copilot CLI untouched.
+DEFAULT_MAX_BYTES = 8 * 1024
+DEFAULT_MAX_LINES = 400
+#: Seconds a command runs when the model names no timeout, and the most it may name.
+DEFAULT_TIMEOUT = 120.0
+MAX_TIMEOUT = 3600.0
+RESOURCE_TEMPLATE = SCHEME + "{id}{?offset,limit}"
+
+# The JSON-RPC code MCP gives a resource that cannot be found, and the generic invalid-params one.
+_RESOURCE_NOT_FOUND = -32002
+_INVALID_PARAMS = -32602
+# How often a running command's byte count is reported.
+_PROGRESS_INTERVAL = 1.0
+_ENVIRONMENT = {"max_lines": "OVERSPILL_MAX_LINES", "max_bytes": "OVERSPILL_MAX_BYTES"}
+_READ_ONLY = {"read", "grep"}
+
+logger = logging.getLogger(__name__)
+
+PathArg = Union[str, "os.PathLike[str]", None]
+
+
+def limits_config(max_lines: Optional[int] = None, max_bytes: Optional[int] = None,
+                  environ: Optional[Mapping[str, str]] = None) -> dict[str, dict[str, int]]:
+    """The store configuration for the server: the given limits, else the
+    environment's (``OVERSPILL_MAX_LINES``/``OVERSPILL_MAX_BYTES``), else the
+    MCP defaults (``DEFAULT_MAX_LINES``, ``DEFAULT_MAX_BYTES``).
+
+    :param environ: the environment to consult (``os.environ`` by default).
+    """
+    env = os.environ if environ is None else environ
+    section = {}
+    for key, given, default in (("max_lines", max_lines, DEFAULT_MAX_LINES),
+                                ("max_bytes", max_bytes, DEFAULT_MAX_BYTES)):
+        if given is not None:
+            section[key] = given
+        elif not env.get(_ENVIRONMENT[key], "").strip():
+            section[key] = default
+        # else: the store reads the environment itself (and reports a bad value there)
+    return {"tool_output": section}
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=_one_line(message))], is_error=True)
+
+
+def _structured(name: str, result: ToolResult) -> dict[str, Any]:
+    """The numbers a client pages with: ``uri``, ``size``, ``lines``, ``next_offset``, ``exit_code``."""
+    meta = result.metadata
+    data: dict[str, Any] = {}
+    if result.resource is not None:
+        data["uri"] = result.resource.uri
+        data["size"] = result.resource.size
+        for key in ("lines", "next_offset"):
+            if meta.get(key) is not None:
+                data[key] = meta[key]
+    elif name == "read" and meta.get("uri") is not None:  # a page of a stored output
+        data["uri"] = meta["uri"]
+        data["size"] = meta.get("size")
+        if meta.get("next") is not None:
+            data["next_offset"] = meta["next"]
+    elif name == "read" and result.truncated and meta.get("last_line") is not None:  # lines of a file
+        data["next_offset"] = meta["last_line"] + 1
+    if meta.get("exit_code") is not None:
+        data["exit_code"] = meta["exit_code"]
+    return data
+
+
+def _tool_result(name: str, result: ToolResult) -> types.CallToolResult:
+    # A failure's output is already one line; a timed-out command's is its preview and a note.
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=result.output)]
+    if result.resource is not None:
+        resource = result.resource
+        content.append(types.ResourceLink(
+            type="resource_link", uri=resource.uri, name=resource.name or resource.id, mime_type=resource.mime,
+            size=resource.size, description="The whole output: page through it with read (resource=this URI, "
+                                            "offset) or resources/read of this URI with ?offset=N."))
+    structured = _structured(name, result)
+    return types.CallToolResult(content=content, structured_content=structured or None, is_error=result.is_error)
+
+
+async def _in_thread(function: Callable[[], ToolResult], abort: Optional[threading.Event],
+                     report: Optional[Callable[[], Any]]) -> ToolResult:
+    """Run a blocking tool on its own thread without blocking the event loop.
+
+    ``report`` (an async callable) runs beside it once a second.  When the
+    awaiting task is cancelled (the client's ``notifications/cancelled``, or the
+    server shutting down), ``abort`` is set and the thread is waited for, so the
+    command's process group is gone and reaped before the cancellation goes on.
+    A tool without ``abort`` is abandoned to finish on its own (a daemon thread).
+    """
+    finished = threading.Event()
+    outcome: list[Any] = []
+
+    def target() -> None:
+        try:
+            outcome.append(function())
+        except BaseException as error:  # handed to the awaiting task
+            outcome.append(error)
+        finally:
+            finished.set()
+
+    threading.Thread(target=target, name="overspill-mcp-tool", daemon=True).start()
+    try:
+        async with anyio.create_task_group() as group:
+            if report is not None:
+                group.start_soon(_every_second, report)
+            # The thread is ours, so abandoning this wait on cancellation loses nothing.
+            await anyio.to_thread.run_sync(finished.wait, abandon_on_cancel=True)
+            group.cancel_scope.cancel()
+    finally:
+        if not finished.is_set() and abort is not None:
+            abort.set()
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(finished.wait)
+    value = outcome[0]
+    if isinstance(value, BaseException):
+        raise value
+    return value
+
+
+async def _every_second(report: Callable[[], Any]) -> None:
+    while True:
+        await anyio.sleep(_PROGRESS_INTERVAL)
+        await report()
+
+
+def create_server(store: ToolOutputStore, session_id: Optional[str] = None, *, cwd: PathArg = None,
+                  timeout: float = DEFAULT_TIMEOUT) -> Server[Any]:
+    """An MCP server (the SDK's low-level ``Server``) over ``store`` for one session.
+
+    :param session_id: the session every call and read belongs to; a fresh
+        ``mcp-…`` id when None (named in the server's instructions).
+    :param cwd: the folder commands run in and relative paths start from
+        (default: the server's own).
+    :param timeout: seconds a command runs when the model names no timeout.
+    :raises TypeError: ``session_id`` is not a str.
+    :raises ValueError: ``session_id`` is empty, or ``timeout`` is not in (0, 3600].
+    """
+    if session_id is None:
+        session_id = f"mcp-{new_id()}"
+    if not isinstance(session_id, str):
+        raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
+    if not session_id:
+        raise ValueError("session_id must not be empty")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT:
+        raise ValueError(f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, not {timeout!r}")
+    session = session_id
+    limits = store.limits()
+    calls = itertools.count(1)
+    by_name = {spec["name"]: spec for spec in tools.schemas("anthropic")}
+    definitions = [by_name[name] for name in TOOLS]
+    listed = [
+        types.Tool(name=spec["name"], description=spec["description"], input_schema=spec["input_schema"],
+                   annotations=types.ToolAnnotations(read_only_hint=spec["name"] in _READ_ONLY,
+                                                     open_world_hint=spec["name"] == "webfetch"))
+        for spec in definitions
+    ]
+    template = types.ResourceTemplate(
+        name="tool-output", uri_template=RESOURCE_TEMPLATE, mime_type="text/plain",
+        description=f"A page (at most {MAX_READ_BYTES} bytes) of an output a tool stored in this session; "
+                    "offset and limit are bytes. The contents' _meta names next_offset, absent at the end.")
+    instructions = (
+        f"Tool outputs over {limits.max_lines} lines or {limits.max_bytes} bytes come back as a head and a tail "
+        f"around a marker naming a {SCHEME}ID resource that holds the whole output; page through it with read "
+        f"(resource, offset) or search it with grep (resource). This server's session is {session}: "
+        "resources of other sessions are not found.")
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listed)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        name = params.name
+        if name not in TOOLS:
+            return _error(f"unknown tool {name!r}; the tools are {', '.join(TOOLS)}")
+        arguments: Any = params.arguments if params.arguments is not None else {}
+        options: dict[str, Any] = {"cwd": cwd}
+        abort = None
+        report = None
+        if name == "bash":
+            if isinstance(arguments, Mapping) and "timeout" not in arguments:
+                arguments = {**arguments, "timeout": timeout}
+            abort = threading.Event()
+            written = [0]
+            reported = [0]
+
+            async def report() -> None:
+                # Progress must increase with each notification: report only when bytes came.
+                if written[0] > reported[0]:
+                    reported[0] = written[0]
+                    await ctx.session.report_progress(float(written[0]), None,
+                                                      f"{written[0]} bytes of output so far")
+
+            options.update(spill=True, abort=abort, progress=functools.partial(written.__setitem__, 0))
+        call_id = f"mcp-{time.time_ns()}-{next(calls)}"
+        work = functools.partial(tools.call, store, session, call_id, name, arguments, **options)
+        try:
+            result = await _in_thread(work, abort, report)
+        except Exception as error:  # a bug or an unexpected failure: still one line for the model
+            logger.exception("tool %s failed", name)
+            return _error(f"{name} failed: {type(error).__name__}: {error}")
+        return _tool_result(name, result)
+
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        records = await anyio.to_thread.run_sync(store.records, session)
+        return types.ListResourcesResult(resources=[
+            types.Resource(uri=record.resource.uri, name=record.resource.name or record.resource.id,
+                           mime_type=record.resource.mime, size=record.resource.size)
+            for record in reversed(records)])  # newest first
+
+    async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[template])
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        base, offset, limit = _page_request(uri)
+        try:
+            page = await anyio.to_thread.run_sync(functools.partial(store.read, session, base, offset=offset,
+                                                                    limit=limit))
+        except InvalidResourceError as error:
+            raise MCPError(_INVALID_PARAMS, _one_line(str(error))) from None
+        except OverspillError as error:
+            raise MCPError(_RESOURCE_NOT_FOUND, _one_line(str(error))) from None
+        meta = {"offset": page.offset, "next_offset": page.next, "size": page.resource.size}
+        return types.ReadResourceResult(contents=[
+            types.TextResourceContents(uri=uri, mime_type=page.resource.mime, text=page.content, _meta=meta)])
+
+    return Server(
+        "overspill", version=__version__, title="overspill",
+        description="Shell, file, search and fetch tools whose large outputs are stored whole and read in pages.",
+        instructions=instructions, on_list_tools=list_tools, on_call_tool=call_tool,
+        on_list_resources=list_resources, on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+    )
+
+
+def _page_request(uri: str) -> tuple[str, int, Optional[int]]:
+    """``tool-output://ID?offset=N&limit=M`` as (the resource's URI, offset, limit).
+
+    :raises MCPError: (invalid params) a malformed query.
+    """
+    parts = urlsplit(uri)
+    base = uri.split("?", 1)[0].split("#", 1)[0]
+    try:
+        query = parse_qs(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))
+    except ValueError:
+        raise MCPError(_INVALID_PARAMS, f"malformed query in {uri}") from None
+    unknown = sorted(set(query) - {"offset", "limit"})
+    if unknown:
+        raise MCPError(_INVALID_PARAMS, f"{SCHEME}ID takes offset and limit, not {', '.join(unknown)}")
+    numbers: dict[str, Optional[int]] = {"offset": None, "limit": None}
+    for key, minimum in (("offset", 0), ("limit", 1)):
+        values = query.get(key)
+        if not values:
+            continue
+        text = values[-1]
+        if len(values) > 1 or not (text.isascii() and text.isdigit()) or int(text) < minimum:
+            raise MCPError(_INVALID_PARAMS, f"{key} must be one integer of at least {minimum}, not {text!r}")
+        numbers[key] = int(text)
+    return base, numbers["offset"] or 0, numbers["limit"]
+
+
+def serve(store: ToolOutputStore, session_id: Optional[str] = None, *, cwd: PathArg = None,
+          timeout: float = DEFAULT_TIMEOUT) -> None:
+    """Serve ``create_server(...)`` over this process's stdin and stdout until the
+    client closes stdin or the process gets SIGTERM, SIGHUP or SIGINT; running
+    commands are ended (their process groups killed and reaped) before it returns.
+
+    Arguments and errors are ``create_server``'s.
+    """
+    server = create_server(store, session_id, cwd=cwd, timeout=timeout)
+    received: list[int] = []
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            async with anyio.create_task_group() as group:
+
+                async def stop_on_signal() -> None:
+                    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP, signal.SIGINT) as signals:
+                        async for number in signals:
+                            received.append(number)
+                            group.cancel_scope.cancel()  # every handler ends its command, then run returns
+                            return
+
+                group.start_soon(stop_on_signal)
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+                group.cancel_scope.cancel()
+            if received:
+                # The SDK reads stdin on a thread blocked in read(), which no cancellation reaches; the
+                # commands are already ended and reaped, so leave without waiting for the client's EOF.
+                sys.stderr.flush()
+                os._exit(128 + received[0])
+
+    anyio.run(main)

@@ -1,0 +1,387 @@
+"""``overspill mcp`` driven by the MCP SDK's own client: in memory for the fast
+cases, and over stdio against the installed ``overspill`` console script for
+the end-to-end ones (real processes, real store)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from processes import alive_in_group, wait_until, zombies_of
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install 'overspill[mcp]'")
+
+import anyio  # noqa: E402  (installed with the extra)
+from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
+
+from overspill import ToolOutputStore, tools  # noqa: E402
+from overspill.mcp_server import (  # noqa: E402
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_LINES,
+    RESOURCE_TEMPLATE,
+    TOOLS,
+    create_server,
+    limits_config,
+)
+
+SEQ = "".join(f"{i}\n" for i in range(1, 100001)).encode()  # what `seq 1 100000` writes
+
+
+def overspill_script() -> str:
+    """The installed console script: beside this interpreter (a venv), else on PATH."""
+    beside = Path(sys.executable).with_name("overspill")
+    found = str(beside) if beside.exists() else shutil.which("overspill")
+    if found is None:
+        pytest.fail("the overspill console script is not installed (pip install -e '.[mcp]')")
+    return found
+
+
+@pytest.fixture
+def store(tmp_path):
+    with ToolOutputStore(tmp_path / "data", durable=False, config=limits_config(environ={})) as opened:
+        yield opened
+
+
+def text_of(result) -> str:
+    return "".join(block.text for block in result.content if block.type == "text")
+
+
+def links_of(result) -> list:
+    return [block for block in result.content if block.type == "resource_link"]
+
+
+def page_bytes(result) -> bytes:
+    """The stored bytes one read result holds, without the hint that names the next offset."""
+    data = text_of(result).encode()
+    structured = result.structured_content
+    if structured.get("next_offset") is None:
+        return data
+    return data[: structured["next_offset"] - structured.get("offset", 0)]
+
+
+async def page_with_read(client: Client, uri: str) -> bytes:
+    offset, pages = 0, []
+    while True:
+        result = await client.call_tool("read", {"resource": uri, "offset": offset})
+        assert not result.is_error, text_of(result)
+        structured = dict(result.structured_content, offset=offset)
+        assert structured["uri"] == uri
+        data = text_of(result).encode()
+        nxt = structured.get("next_offset")
+        pages.append(data if nxt is None else data[: nxt - offset])
+        if nxt is None:
+            return b"".join(pages)
+        assert nxt > offset
+        offset = nxt
+
+
+async def page_with_resources_read(client: Client, uri: str, limit: int) -> bytes:
+    offset, pages = 0, []
+    while True:
+        result = await client.read_resource(f"{uri}?offset={offset}&limit={limit}")
+        (contents,) = result.contents
+        assert contents.meta["offset"] == offset
+        pages.append(contents.text.encode())
+        if contents.meta.get("next_offset") is None:
+            return b"".join(pages)
+        offset = contents.meta["next_offset"]
+
+
+# ------------------------------------------------------------------ in memory
+def test_the_tools_are_the_schemas_tools(store):
+    async def main():
+        async with Client(create_server(store)) as client:
+            listed = (await client.list_tools()).tools
+        expected = {spec["name"]: spec for spec in tools.schemas("anthropic")}
+        assert [tool.name for tool in listed] == list(TOOLS) == ["bash", "read", "grep", "webfetch"]
+        for tool in listed:
+            assert tool.input_schema == expected[tool.name]["input_schema"]
+            assert tool.description == expected[tool.name]["description"]
+
+    anyio.run(main)
+
+
+def test_defaults_for_mcp_clients_and_the_session_in_the_instructions(store):
+    assert (DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES) == (8192, 400)
+    assert store.limits().max_bytes == 8192 and store.limits().max_lines == 400
+    assert limits_config(10, None, environ={"OVERSPILL_MAX_BYTES": "999"}) == {"tool_output": {"max_lines": 10}}
+
+    async def main():
+        async with Client(create_server(store, "the-session")) as client:
+            assert "the-session" in client.instructions and "8192 bytes" in client.instructions
+        async with Client(create_server(store)) as first, Client(create_server(store)) as second:
+            assert first.instructions != second.instructions  # a fresh session per server
+
+    anyio.run(main)
+
+
+def test_small_output_and_a_failing_command(store):
+    async def main():
+        async with Client(create_server(store)) as client:
+            small = await client.call_tool("bash", {"command": "echo hello"})
+            assert not small.is_error and text_of(small) == "hello" and not links_of(small)
+            assert small.structured_content == {"exit_code": 0}
+            failing = await client.call_tool("bash", {"command": "echo broken; exit 3"})
+            assert not failing.is_error and failing.structured_content == {"exit_code": 3}
+            assert "broken" in text_of(failing) and "3" in text_of(failing)
+
+    anyio.run(main)
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "fragment"),
+    [("bash", {"command": 5}, "must be a string"), ("bash", {}, "needs the argument 'command'"),
+     ("bash", {"command": "true", "timeout": 3601}, "at most 3600"), ("bash", {"command": "true", "x": 1}, "no argument"),
+     ("read", {"resource": "tool-output://0123456789abZZZZZZZZZZZZZZ"}, "no resource"),
+     ("read", {"resource": "nope"}, "tool-output"), ("grep", {"pattern": "("}, ""),
+     ("websearch", {"query": "q"}, "unknown tool")],
+)
+def test_bad_calls_are_one_line_errors(store, name, arguments, fragment):
+    async def main():
+        async with Client(create_server(store)) as client:
+            result = await client.call_tool(name, arguments)
+        assert result.is_error and len(result.content) == 1
+        assert fragment in text_of(result) and "\n" not in text_of(result) and "Traceback" not in text_of(result)
+
+    anyio.run(main)
+
+
+def test_large_output_pages_and_reads_back_exactly(store):
+    async def main():
+        async with Client(create_server(store)) as client:
+            result = await client.call_tool("bash", {"command": "seq 1 100000"})
+            (link,) = links_of(result)
+            structured = result.structured_content
+            assert structured["uri"] == link.uri and structured["size"] == link.size == len(SEQ)
+            assert structured["exit_code"] == 0 and structured["lines"] in (100000, 100001)
+            assert SEQ.startswith(text_of(result).encode()[: structured["next_offset"]])
+            assert await page_with_read(client, link.uri) == SEQ
+            assert await page_with_resources_read(client, link.uri, 30000) == SEQ
+            first = (await client.read_resource(link.uri)).contents[0]
+            assert first.meta.get("next_offset") == len(first.text.encode()) <= 50 * 1024
+            listed = (await client.list_resources()).resources
+            assert [resource.uri for resource in listed] == [link.uri]
+            templates = (await client.list_resource_templates()).resource_templates
+            assert [template.uri_template for template in templates] == [RESOURCE_TEMPLATE]
+
+    anyio.run(main)
+
+
+@pytest.mark.parametrize("query", ["?offset=-1", "?offset=x", "?limit=0", "?offset=1&offset=2", "?page=2"])
+def test_resources_read_refuses_a_malformed_query(store, query):
+    uri = store.write("s", "c", "abc" * 10).uri
+
+    async def main():
+        async with Client(create_server(store, "s")) as client:
+            with pytest.raises(MCPError) as caught:
+                await client.read_resource(uri + query)
+        assert "\n" not in caught.value.message
+
+    anyio.run(main)
+
+
+def test_another_session_cannot_read(store):
+    uri = store.write("alice", "c", "secret\n" * 10000).uri
+
+    async def main():
+        async with Client(create_server(store, "bob")) as client:
+            result = await client.call_tool("read", {"resource": uri})
+            assert result.is_error and "not found in this session" in text_of(result)
+            grepped = await client.call_tool("grep", {"pattern": "secret", "resource": uri})
+            assert grepped.is_error and "secret\n" not in text_of(grepped)
+            with pytest.raises(MCPError) as caught:
+                await client.read_resource(uri)
+            assert "not found in this session" in caught.value.message
+            assert (await client.list_resources()).resources == []
+
+    anyio.run(main)
+
+
+def test_grep_and_read_a_file_in_the_servers_folder(store, tmp_path):
+    (tmp_path / "notes.txt").write_text("alpha\nbeta\ngamma\n")
+
+    async def main():
+        async with Client(create_server(store, cwd=tmp_path)) as client:
+            found = await client.call_tool("grep", {"pattern": "beta", "path": "notes.txt"})
+            assert not found.is_error and "beta" in text_of(found)
+            lines = await client.call_tool("read", {"path": "notes.txt", "offset": 2, "limit": 1})
+            assert "beta" in text_of(lines) and lines.structured_content == {"next_offset": 3}
+
+    anyio.run(main)
+
+
+def test_progress_reports_bytes_so_far(store, tmp_path):
+    flag = tmp_path / "flag"
+    reports: list[float] = []
+
+    async def progress(value: float, total, message) -> None:
+        reports.append(value)
+        flag.touch()  # the command finishes only once a report came
+
+    async def main():
+        async with Client(create_server(store)) as client:
+            command = f"seq 1 5000; while [ ! -e {flag} ]; do sleep 0.05; done; seq 1 5000"
+            return await client.call_tool("bash", {"command": command, "timeout": 60}, progress_callback=progress)
+
+    result = anyio.run(main)
+    assert not result.is_error and result.structured_content["exit_code"] == 0
+    assert reports and reports == sorted(set(reports)) and reports[0] >= len("".join(f"{i}\n" for i in range(1, 5001)))
+
+
+# ------------------------------------------------------------------ over stdio, the installed script
+def stdio(data_dir: Path, env: dict[str, str], *extra: str) -> Client:
+    parameters = StdioServerParameters(command=overspill_script(), args=["mcp", "--data-dir", str(data_dir), *extra],
+                                       env=env)
+    return Client(parameters, mode="legacy")  # the initialize handshake, as today's clients do
+
+
+def test_stdio_end_to_end(tmp_path, subprocess_env):
+    async def main():
+        async with stdio(tmp_path / "data", subprocess_env) as client:
+            assert client.server_info.name == "overspill"
+            listed = {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
+            assert listed == {spec["name"]: spec["input_schema"] for spec in tools.schemas("anthropic")
+                              if spec["name"] in TOOLS}
+
+            result = await client.call_tool("bash", {"command": "seq 1 100000"})
+            assert not result.is_error and len(text_of(result).encode()) < 8 * 1024
+            (link,) = links_of(result)
+            assert link.uri.startswith("tool-output://") and link.size == len(SEQ)
+            assert await page_with_read(client, link.uri) == SEQ
+            assert await page_with_resources_read(client, link.uri, 50 * 1024) == SEQ
+
+            found = await client.call_tool("grep", {"pattern": "^99999$", "resource": link.uri})
+            assert not found.is_error and "99999" in text_of(found)
+            failing = await client.call_tool("bash", {"command": "echo nope >&2; exit 7"})
+            assert not failing.is_error and failing.structured_content["exit_code"] == 7
+            bad = await client.call_tool("bash", {"command": ["not", "a", "string"]})
+            assert bad.is_error and "\n" not in text_of(bad)
+            return link.uri
+
+    uri = anyio.run(main)
+
+    async def other():
+        async with stdio(tmp_path / "data", subprocess_env) as client:  # a second connection: another session
+            result = await client.call_tool("read", {"resource": uri})
+            assert result.is_error and "not found in this session" in text_of(result)
+            with pytest.raises(MCPError):
+                await client.read_resource(uri)
+
+    anyio.run(other)
+
+
+def test_stdio_session_shared_across_restarts(tmp_path, subprocess_env):
+    async def write():
+        async with stdio(tmp_path / "data", subprocess_env, "--session", "kept") as client:
+            return links_of(await client.call_tool("bash", {"command": "seq 1 100000"}))[0].uri
+
+    uri = anyio.run(write)
+
+    async def read():
+        async with stdio(tmp_path / "data", subprocess_env, "--session", "kept") as client:
+            return await page_with_read(client, uri)
+
+    assert anyio.run(read) == SEQ
+
+
+def test_stdio_cancellation_kills_the_process_group(tmp_path, subprocess_env):
+    pid_file = tmp_path / "pids"
+    # $$ is the shell (the group's leader), $PPID the server that started it.
+    command = f"sleep 1000 & echo $$ $PPID > {pid_file}; sleep 1000; wait"
+
+    async def main():
+        async with stdio(tmp_path / "data", subprocess_env) as client:
+            async with anyio.create_task_group() as group:
+
+                async def call() -> None:
+                    await client.call_tool("bash", {"command": command, "timeout": 3600})
+                    pytest.fail("the call should have been cancelled")
+
+                group.start_soon(call)
+                await anyio.to_thread.run_sync(wait_until, lambda: pid_file.exists() and pid_file.read_text().strip())
+                group.cancel_scope.cancel()  # the client sends notifications/cancelled
+            leader, server = map(int, pid_file.read_text().split())
+            assert await anyio.to_thread.run_sync(wait_until, lambda: not alive_in_group(leader))
+            assert await anyio.to_thread.run_sync(wait_until, lambda: not zombies_of(server))
+            after = await client.call_tool("bash", {"command": "echo still serving"})
+            assert text_of(after) == "still serving"
+
+    anyio.run(main)
+
+
+def test_stdio_server_ends_running_commands_when_the_client_goes(tmp_path, subprocess_env):
+    pid_file = tmp_path / "pids"
+    command = f"echo $$ > {pid_file}; sleep 1000"
+
+    async def main():
+        async with stdio(tmp_path / "data", subprocess_env) as client:
+            async with anyio.create_task_group() as group:
+                group.start_soon(client.call_tool, "bash", {"command": command, "timeout": 3600})
+                await anyio.to_thread.run_sync(wait_until, lambda: pid_file.exists() and pid_file.read_text().strip())
+                group.cancel_scope.cancel()
+                return None
+
+    anyio.run(main)  # leaving the block closes the server's stdin
+    leader = int(pid_file.read_text())
+    assert wait_until(lambda: not alive_in_group(leader))
+
+
+def test_stdio_progress_and_sigterm(tmp_path, subprocess_env):
+    flag, pid_file = tmp_path / "flag", tmp_path / "pids"
+    reports: list[float] = []
+
+    async def progress(value: float, total, message) -> None:
+        reports.append(value)
+        flag.touch()
+
+    async def main():
+        async with stdio(tmp_path / "data", subprocess_env) as client:
+            command = f"seq 1 5000; while [ ! -e {flag} ]; do sleep 0.05; done; echo done"
+            result = await client.call_tool("bash", {"command": command, "timeout": 60}, progress_callback=progress)
+            assert text_of(result).endswith("done") and reports and reports == sorted(set(reports))
+            async with anyio.create_task_group() as group:
+
+                async def call() -> None:
+                    with pytest.raises(MCPError):  # the server went away mid-call
+                        await client.call_tool("bash", {"command": f"echo $$ $PPID > {pid_file}; sleep 1000"})
+
+                group.start_soon(call)
+                await anyio.to_thread.run_sync(wait_until, lambda: pid_file.exists() and pid_file.read_text().strip())
+                leader, server = map(int, pid_file.read_text().split())
+                os.kill(server, signal.SIGTERM)
+                assert await anyio.to_thread.run_sync(wait_until, lambda: not alive_in_group(leader))
+
+    anyio.run(main)
+
+
+def test_without_the_extra_it_exits_2_with_the_install_command(tmp_path, subprocess_env):
+    code = ("import sys; sys.modules['mcp'] = None; from overspill.cli import main; "
+            "sys.exit(main(['mcp', '--data-dir', sys.argv[1]]))")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                          env=subprocess_env, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "pip install 'overspill[mcp]'" in done.stderr
+
+
+def test_importing_overspill_does_not_import_the_sdk(subprocess_env):
+    code = ("import sys, overspill, overspill.tools, overspill.cli; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types', 'anyio', 'pydantic') "
+            "or m == 'overspill.mcp_server'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env,
+                          timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_cli_usage_errors(tmp_path, subprocess_env):
+    for arguments, fragment in ((["--timeout", "4000"], "at most 3600"), (["--cwd", str(tmp_path / "no")], "not a folder"),
+                                (["--max-bytes", "0"], "positive integer")):
+        done = subprocess.run([overspill_script(), "mcp", *arguments], capture_output=True, text=True,
+                              env=subprocess_env, timeout=60, stdin=subprocess.DEVNULL)
+        assert done.returncode == 2 and fragment in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert os.path.exists(overspill_script())
