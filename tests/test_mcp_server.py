@@ -98,11 +98,13 @@ def test_the_tools_are_the_schemas_tools(store):
     async def main():
         async with Client(create_server(store)) as client:
             listed = (await client.list_tools()).tools
-        expected = {spec["name"]: spec for spec in tools.schemas("anthropic")}
+        expected = {spec["name"]: spec for spec in tools.schemas("anthropic", limits=store.limits())}
         assert [tool.name for tool in listed] == list(TOOLS) == ["bash", "read", "grep", "webfetch"]
         for tool in listed:
             assert tool.input_schema == expected[tool.name]["input_schema"]
             assert tool.description == expected[tool.name]["description"]
+        # The descriptions name the limits this server applies, not the library's defaults.
+        assert "over 400 lines or 8 KB" in listed[0].description and "2000" not in listed[0].description
 
     anyio.run(main)
 

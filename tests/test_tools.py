@@ -523,6 +523,20 @@ def test_schemas_describe_six_tools_and_the_paging_protocol(style):
         tools.schemas("gemini")
 
 
+def test_schemas_name_the_limits_the_host_applies():
+    from overspill import Limits
+
+    default = tools.schemas("anthropic")
+    assert "over 2000 lines or 50 KB" in default[0]["description"]
+    assert tools.schemas("anthropic", limits=Limits()) == default
+    sized = tools.schemas("anthropic", limits=Limits(max_lines=400, max_bytes=8192))
+    assert "over 400 lines or 8 KB" in sized[0]["description"] and "2000" not in sized[0]["description"]
+    assert "over 10 lines or 1000 bytes" in tools.schemas("openai", limits=Limits(10, 1000))[5]["function"]["description"]
+    assert [d["input_schema"] for d in sized] == [d["input_schema"] for d in default]
+    with pytest.raises(TypeError):
+        tools.schemas("anthropic", limits=(400, 8192))
+
+
 def test_call_validates_and_dispatches(store, tmp_path, skill_roots):
     assert tools.call(store, "s", "c", "bash", '{"command": "echo hi"}', cwd=tmp_path, roots=skill_roots).output == "hi"
     assert tools.call(store, "s", "c", "skill", {"name": "pdf-tools"}, roots=skill_roots).output.endswith("Use it.")

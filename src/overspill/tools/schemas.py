@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..config import MAX_BYTES, MAX_LINES, MAX_READ_BYTES
+from ..config import MAX_BYTES, MAX_LINES, MAX_READ_BYTES, Limits
 from ..store import ToolOutputStore
 from ._result import MAX_READ_LINES, ToolResult, failure
 from .bash import bash
@@ -21,10 +21,18 @@ __all__ = ["STYLES", "call", "schemas"]
 
 STYLES = ("openai", "anthropic")
 
-_PAGING = (f"Output over {MAX_LINES} lines or {MAX_BYTES // 1024} KB is truncated: you see its head and tail "
-           "around a marker naming tool-output://ID, its size, and the byte offset where the omitted part "
-           "starts. To see more, call read with resource set to that URI and offset set to that byte offset "
-           "(each page names the next offset), or grep with resource set to the URI to find the lines you need.")
+
+
+def _paging(max_lines: int, max_bytes: int) -> str:
+    """The two sentences that teach the paging protocol, naming the limits in force."""
+    size = f"{max_bytes // 1024} KB" if max_bytes % 1024 == 0 else f"{max_bytes} bytes"
+    return (f"Output over {max_lines} lines or {size} is truncated: you see its head and tail "
+            "around a marker naming tool-output://ID, its size, and the byte offset where the omitted part "
+            "starts. To see more, call read with resource set to that URI and offset set to that byte offset "
+            "(each page names the next offset), or grep with resource set to the URI to find the lines you need.")
+
+
+_PAGING = _paging(MAX_LINES, MAX_BYTES)
 
 _TOOLS: dict[str, dict[str, Any]] = {
     "bash": {
@@ -112,19 +120,29 @@ def _parameters(name: str) -> dict[str, Any]:
             "additionalProperties": False}
 
 
-def schemas(style: str = "openai") -> list[dict[str, Any]]:
+def schemas(style: str = "openai", *, limits: Limits | None = None) -> list[dict[str, Any]]:
     """The JSON definitions of bash, read, webfetch, websearch, skill and grep.
 
     :param style: ``"openai"`` (function calling) or ``"anthropic"`` (tools).
+    :param limits: the limits the host's store applies (``store.limits()``),
+        which the descriptions then name; the defaults when None.
     :raises ValueError: an unknown style.
+    :raises TypeError: ``limits`` is not a ``Limits``.
     """
+    if limits is not None and not isinstance(limits, Limits):
+        raise TypeError(f"limits must be a Limits (store.limits()), not {type(limits).__name__}")
+    paging = _PAGING if limits is None else _paging(limits.max_lines, limits.max_bytes)
+
+    def describe(name: str) -> str:
+        return _TOOLS[name]["description"].replace(_PAGING, paging)
+
     if style == "openai":
-        return [{"type": "function", "function": {"name": name, "description": spec["description"],
+        return [{"type": "function", "function": {"name": name, "description": describe(name),
                                                   "parameters": _parameters(name)}}
-                for name, spec in _TOOLS.items()]
+                for name in _TOOLS]
     if style == "anthropic":
-        return [{"name": name, "description": spec["description"], "input_schema": _parameters(name)}
-                for name, spec in _TOOLS.items()]
+        return [{"name": name, "description": describe(name), "input_schema": _parameters(name)}
+                for name in _TOOLS]
     raise ValueError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
 
 
