@@ -56,22 +56,13 @@ def links_of(result) -> list:
     return [block for block in result.content if block.type == "resource_link"]
 
 
-def page_bytes(result) -> bytes:
-    """The stored bytes one read result holds, without the hint that names the next offset."""
-    data = text_of(result).encode()
-    structured = result.structured_content
-    if structured.get("next_offset") is None:
-        return data
-    return data[: structured["next_offset"] - structured.get("offset", 0)]
-
-
 async def page_with_read(client: Client, uri: str) -> bytes:
     offset, pages = 0, []
     while True:
         result = await client.call_tool("read", {"resource": uri, "offset": offset})
         assert not result.is_error, text_of(result)
-        structured = dict(result.structured_content, offset=offset)
-        assert structured["uri"] == uri
+        structured = result.structured_content
+        assert structured["uri"] == uri and structured["offset"] == offset and structured["size"] == len(SEQ)
         data = text_of(result).encode()
         nxt = structured.get("next_offset")
         pages.append(data if nxt is None else data[: nxt - offset])

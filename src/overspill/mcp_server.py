@@ -118,7 +118,8 @@ def _error(message: str) -> types.CallToolResult:
 
 
 def _structured(name: str, result: ToolResult) -> dict[str, Any]:
-    """The numbers a client pages with: ``uri``, ``size``, ``lines``, ``next_offset``, ``exit_code``."""
+    """The numbers a client pages with: ``uri``, ``size``, ``lines``, ``next_offset``, ``exit_code``
+    (and a page's ``offset``)."""
     meta = result.metadata
     data: dict[str, Any] = {}
     if result.resource is not None:
@@ -130,6 +131,7 @@ def _structured(name: str, result: ToolResult) -> dict[str, Any]:
     elif name == "read" and meta.get("uri") is not None:  # a page of a stored output
         data["uri"] = meta["uri"]
         data["size"] = meta.get("size")
+        data["offset"] = meta.get("offset")  # where the page starts: a mid-character offset moves on
         if meta.get("next") is not None:
             data["next_offset"] = meta["next"]
     elif name == "read" and result.truncated and meta.get("last_line") is not None:  # lines of a file
