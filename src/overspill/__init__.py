@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import _kernels
-from ._kernels import StreamCap, count_lines, page_bounds, utf8_length
 from .config import MAX_BYTES, MAX_LINES, MAX_READ_BYTES, RETENTION, Limits
 from .errors import (
     AccessDeniedError,
@@ -26,6 +24,7 @@ from .store import Page, ToolOutputStore, TruncateResult
 from .text import Preview, preview
 
 if TYPE_CHECKING:
+    from ._kernels import IMPLEMENTATION, StreamCap, count_lines, page_bounds, utf8_length
     from .capture import MAX_CAPTURE_BYTES, Collected, ProcessResult, arun, collect_stream, run
 
 __version__ = "0.1.0"
@@ -35,6 +34,10 @@ __version__ = "0.1.0"
 # so a process that only stores and reads does not pay for them.
 _LAZY = {name: "capture" for name in ("MAX_CAPTURE_BYTES", "Collected", "ProcessResult", "arun",
                                       "collect_stream", "run")}
+# The kernels are chosen by OVERSPILL_IMPLEMENTATION on first use (see _kernels):
+# IMPLEMENTATION says which is in use, "cython" (compiled) or "python" (the pure twin).
+_LAZY.update({name: "_kernels" for name in ("IMPLEMENTATION", "StreamCap", "count_lines", "page_bounds",
+                                           "utf8_length")})
 
 
 def __getattr__(name: str) -> Any:
@@ -51,9 +54,6 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
-
-#: Which kernels are in use: "cython" (compiled) or "python" (the pure twin).
-IMPLEMENTATION: str = _kernels.IMPLEMENTATION
 
 __all__ = [
     "IMPLEMENTATION",

@@ -4,6 +4,8 @@
 module when it imports), ``cython`` (the compiled module or an ImportError) or
 ``python`` (the pure twin).  Other modules call the kernels through this
 module's attributes, so that the test suite can switch implementations.
+The choice is made when a kernel (or ``IMPLEMENTATION``) is first looked up:
+an invalid value raises ``ConfigError`` there, never at ``import overspill``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ __all__ = [
     "crc32",
     "page_bounds",
     "preview_cuts",
+    "requested",
     "signal_lines",
     "utf8_length",
     "view_bytes",
@@ -43,10 +46,7 @@ def _compiled() -> ModuleType:
 
 def _load(requested: str) -> tuple[str, ModuleType]:
     if requested not in _CHOICES:
-        raise ConfigError(
-            f"OVERSPILL_IMPLEMENTATION (environment) must be one of {', '.join(_CHOICES)}, "
-            f"not {requested!r}"
-        )
+        raise ConfigError(f"the implementation must be one of {', '.join(_CHOICES)}, not {requested!r}")
     if requested == "python":
         return "python", _native
     try:
@@ -74,14 +74,24 @@ def use(requested: str) -> str:
     return name
 
 
-IMPLEMENTATION = "python"
-count_lines = _native.count_lines
-utf8_length = _native.utf8_length
-page_bounds = _native.page_bounds
-preview_cuts = _native.preview_cuts
-crc32 = _native.crc32
-ascii_view = _native.ascii_view
-StreamCap = _native.StreamCap
-view_bytes = _native.view_bytes
-signal_lines = _native.signal_lines
-use(os.environ.get("OVERSPILL_IMPLEMENTATION", "auto").strip().lower() or "auto")
+def requested() -> str:
+    """The implementation ``$OVERSPILL_IMPLEMENTATION`` asks for (``auto`` when unset).
+
+    :raises ConfigError: a value other than auto, cython or python.
+    """
+    value = os.environ.get("OVERSPILL_IMPLEMENTATION", "auto").strip().lower() or "auto"
+    if value not in _CHOICES:
+        raise ConfigError(
+            f"OVERSPILL_IMPLEMENTATION (environment) must be one of {', '.join(_CHOICES)}, not {value!r}"
+        )
+    return value
+
+
+def __getattr__(name: str) -> object:
+    # The kernels are bound on first use, not at import: ``import overspill``
+    # never fails on the environment, and the command line can report a bad
+    # OVERSPILL_IMPLEMENTATION as one line (exit 2) instead of a traceback.
+    if name in KERNEL_NAMES or name == "IMPLEMENTATION":
+        use(requested())
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
