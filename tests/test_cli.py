@@ -95,6 +95,78 @@ def test_errors_are_one_line_with_their_exit_code(cli, args, status):
     assert len(lines) == 1 and lines[0].startswith("overspill: error: ") and b"Traceback" not in result.stderr
 
 
+def one_error_line(result: subprocess.CompletedProcess) -> str:
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("overspill: error: "), result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("args", [("--version",), ("ls",), ("run", "--", "true")])
+def test_a_bad_implementation_is_one_line_exit_2(cli, args):
+    """Regression (issue 9, item 14): OVERSPILL_IMPLEMENTATION=bogus printed a traceback (exit 1).
+    Protects "Errors are one line on stderr: exit 2 for usage and bad input"."""
+    result = cli(*args, env={"OVERSPILL_IMPLEMENTATION": "bogus"})
+    assert result.returncode == 2 and result.stdout == b""
+    assert "OVERSPILL_IMPLEMENTATION" in one_error_line(result)
+
+
+@pytest.mark.parametrize("command", ["", "   "])
+def test_run_of_an_empty_command_is_a_usage_error_on_stderr(cli, command):
+    """Regression (issue 9, item 14): ``overspill run ''`` printed its error on stdout."""
+    result = cli("run", command)
+    assert result.returncode == 2 and result.stdout == b"" and "needs a command" in one_error_line(result)
+
+
+def test_ls_and_stats_escape_control_characters(cli):
+    """Regression (issue 9, item 14): ``truncate --name $'\\e[2J'`` then ``ls`` sent the escape code to the
+    terminal. Protects "names ... from callers never become" anything but data: printed escaped."""
+    session = "s\x1b]0;title\x07"
+    made = cli("truncate", "--name", "\x1b[2J\u009b31m\u202ename", "--session", session, "--max-bytes", "10",
+               stdin=b"x" * 100)
+    assert made.returncode == 0, made.stderr
+    for args in (("ls", "--session", session), ("ls", "--all-sessions"), ("stats",)):
+        shown = cli(*args).stdout.decode()
+        assert not any(ord(c) < 32 and c != "\n" or 0x7F <= ord(c) < 0xA0 or c == "\u202e" for c in shown), shown
+        assert "\\x1b" in shown
+    assert "\\x1b[2J\\x9b31m\\u202ename" in cli("ls", "--session", session).stdout.decode()
+    listed = cli("ls", "--session", session, "--json").stdout
+    assert b"\x1b" not in listed and "\u009b".encode() not in listed
+    assert json.loads(listed)["resources"][0]["name"] == "\x1b[2J\u009b31m\u202ename"  # the JSON keeps the name
+
+
+def test_read_all_refuses_offset_and_limit(cli):
+    """Regression (issue 9, item 14): ``read URI --all --offset 5`` silently ignored the offset."""
+    uri = uri_in(cli("run", "--", "seq 1 100000").stdout)
+    for extra in (("--offset", "5"), ("--offset", "0"), ("--limit", "10")):
+        result = cli("read", uri, "--all", *extra)
+        assert result.returncode == 2 and result.stdout == b"" and "--all" in one_error_line(result)
+
+
+def test_read_past_the_end_says_so(cli):
+    """Regression (issue 9, item 14): an offset past the end printed an empty page and exit 0."""
+    uri = uri_in(cli("run", "--", "seq 1 100000").stdout)
+    size = json.loads(cli("read", uri, "--json").stdout)["resource"]["size"]
+    assert cli("read", uri, "--offset", str(size - 1)).stdout == b"\n"
+    for offset in (size, size + 1, 10**12):
+        result = cli("read", uri, "--offset", str(offset))
+        assert result.returncode == 2 and result.stdout == b""
+        assert f"offset {offset} is past the end" in one_error_line(result)
+
+
+def test_the_continuation_hint_repeats_session_and_folder(cli, tmp_path):
+    """Regression (issue 9, item 14): the hint of ``read --session foo`` dropped ``--session foo``,
+    so running it read as another session. Protects "the marker must let it continue without guessing"."""
+    folder = tmp_path / "other folder"
+    uri = uri_in(cli("run", "--session", "foo bar", "--data-dir", str(folder), "--", "seq 1 100000").stdout)
+    page = cli("read", uri, "--session", "foo bar", "--data-dir", str(folder), "--limit", "100")
+    hint = page.stdout.decode().rstrip().rsplit("\n", 1)[1]
+    command = shlex.split(hint.split(": ", 1)[1].rstrip("]"))
+    assert command[:2] == ["overspill", "read"] and "--session" in command and "foo bar" in command
+    following = cli(*command[1:])
+    whole = "".join(f"{i}\n" for i in range(1, 100001)).encode()
+    assert following.returncode == 0 and following.stdout.startswith(whole[100:200])
+
+
 def test_storage_failure_exits_4(cli, tmp_path):
     blocker = tmp_path / "blocker"
     blocker.write_text("a file where the data folder should be")

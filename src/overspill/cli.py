@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, Optional
 
-from . import __version__
+from . import __version__, _kernels
 from .config import MAX_READ_BYTES, resolve_limits
 from .errors import (
     AccessDeniedError,
@@ -124,7 +124,7 @@ def _parser() -> _Parser:
 
     read = add("read", "print a page of a stored output, or all of it", [common])
     read.add_argument("uri", help="tool-output://ID")
-    read.add_argument("--offset", type=_non_negative, default=0, help="byte offset of the page (default 0)")
+    read.add_argument("--offset", type=_non_negative, help="byte offset of the page (default 0)")
     read.add_argument("--limit", type=_positive, help=f"bytes in the page (default and most {MAX_READ_BYTES})")
     read.add_argument("--all", action="store_true", help="write the whole resource, its exact bytes, to stdout")
 
@@ -180,10 +180,29 @@ def _as_json(value: Any) -> Any:
     return value
 
 
+def _escape(character: str) -> str:
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def _shown(text: str) -> str:
+    """``text`` with every non-printable character (controls, escape codes,
+    bidi overrides) written as a Python escape: names and session ids come from
+    callers, and printed raw they could drive the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(character if character.isprintable() else _escape(character) for character in text)
+
+
+# json.dumps escapes U+0000-U+001F itself; DEL and the C1 controls (U+009B is
+# an escape sequence introducer on some terminals) are escaped here.
+_JSON_CONTROLS = {code: f"\\u{code:04x}" for code in range(0x7F, 0xA0)}
+
+
 def _print_json(value: Any) -> None:
     import json  # only --json needs it
 
-    sys.stdout.write(json.dumps(_as_json(value), ensure_ascii=False) + "\n")
+    sys.stdout.write(json.dumps(_as_json(value), ensure_ascii=False).translate(_JSON_CONTROLS) + "\n")
 
 
 def _print_text(text: str) -> None:
@@ -229,7 +248,7 @@ class _Forwarder:
 
 def _command_run(args: argparse.Namespace) -> int:
     argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
-    if not argv:
+    if not argv or (len(argv) == 1 and not argv[0].strip()):
         raise _UsageError("run needs a command after --")
     command = argv[0] if len(argv) == 1 else shlex.join(argv)
     # Imported here: the tools bring the capture machinery (subprocess, selectors),
@@ -270,7 +289,18 @@ def _write_all(out: BinaryIO, chunks: Iterator[memoryview]) -> None:
     out.flush()
 
 
+def _continue_command(args: argparse.Namespace, uri: str, offset: int) -> str:
+    """The command that reads on from ``offset``: the same session, folder and page size as this one."""
+    words = ["overspill", "read", uri, "--offset", str(offset)]
+    for option, value in (("--limit", args.limit), ("--session", args.session), ("--data-dir", args.data_dir)):
+        if value is not None:
+            words += [option, str(value)]
+    return shlex.join(words)
+
+
 def _command_read(args: argparse.Namespace) -> int:
+    if args.all and (args.offset is not None or args.limit is not None):
+        raise _UsageError("read: --all writes the whole resource; it takes no --offset or --limit")
     store = _store(args)
     session = _session(args)
     if args.all and args.json:
@@ -282,14 +312,18 @@ def _command_read(args: argparse.Namespace) -> int:
         # once and memory stays flat, whatever the size.
         _write_all(sys.stdout.buffer, store.iter_bytes(session, args.uri))
         return 0
-    page = store.read(session, args.uri, offset=args.offset, limit=args.limit)
+    offset = args.offset or 0
+    page = store.read(session, args.uri, offset=offset, limit=args.limit)
+    if offset and offset >= page.resource.size:  # the store clamps it; the user should hear about it
+        raise _UsageError(f"read: offset {offset} is past the end of {page.resource.uri}, "
+                          f"which has {_count(page.resource.size, 'byte')}")
     if args.json:
         _print_json(page)
     elif page.next is None:
         _print_text(page.content)
     else:
         _print_text(f"{page.content}\n\n[{page.resource.size - page.next} more bytes: "
-                    f"overspill read {page.resource.uri} --offset {page.next}]")
+                    f"{_continue_command(args, page.resource.uri, page.next)}]")
     return 0
 
 
@@ -338,8 +372,8 @@ def _command_ls(args: argparse.Namespace) -> int:
     if not records:
         _print_text("no stored outputs")
         return 0
-    rows = [(r.resource.uri, str(r.resource.size), _age(r.created_ms), r.resource.name or "-", r.session_id)
-            for r in records]
+    rows = [(r.resource.uri, str(r.resource.size), _age(r.created_ms), _shown(r.resource.name or "-"),
+             _shown(r.session_id)) for r in records]
     header = ("URI", "BYTES", "AGE", "NAME", "SESSION")
     widths = [max(len(row[column]) for row in [header, *rows]) for column in range(5)]
     for row in [header, *rows]:
@@ -385,7 +419,7 @@ def _command_stats(args: argparse.Namespace) -> int:
     quota = summary["quota"]
     lines.append(f"quota: {summary['bytes']} of {quota} bytes used ({100 * summary['bytes'] / quota:.1f}%); "
                  "the oldest outputs go first when a new one needs the room")
-    lines += [f"  {session}: {_count(entry['count'], 'output')}, {entry['bytes']} bytes"
+    lines += [f"  {_shown(session)}: {_count(entry['count'], 'output')}, {entry['bytes']} bytes"
               for session, entry in sessions.items()]
     _print_text("\n".join(lines))
     return 0
@@ -421,12 +455,16 @@ _COMMANDS = {"run": _command_run, "read": _command_read, "truncate": _command_tr
 
 
 def _fail(status: int, message: str) -> int:
-    sys.stderr.write(f"overspill: error: {' '.join(message.split())}\n")
+    sys.stderr.write(f"overspill: error: {_shown(' '.join(message.split()))}\n")
     return status
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line; return (and, as a console script, exit with) its status."""
+    try:
+        _kernels.requested()  # a bad OVERSPILL_IMPLEMENTATION is one line, whatever the command
+    except ConfigError as error:
+        return _fail(EXIT_USAGE, str(error))
     if (sys.argv[1:] if argv is None else list(argv)) == ["--version"]:
         # What argparse's version action prints, without building seven sub-parsers first.
         sys.stdout.write(f"overspill {__version__}\n")
@@ -449,6 +487,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    # Whatever else goes wrong is still one line: bad input (an over-long
+    # session id, OVERSPILL_IMPLEMENTATION=cython without the extension) is
+    # exit 2, a failure of the system (reading stdin, a full disk) exit 4.
+    except (ValueError, TypeError, ImportError) as error:
+        return _fail(EXIT_USAGE, str(error))
+    except OSError as error:
+        return _fail(EXIT_STORAGE, str(error))
     except KeyboardInterrupt:
         return 128 + signal.SIGINT
 
