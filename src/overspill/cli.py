@@ -292,7 +292,8 @@ def _write_all(out: BinaryIO, chunks: Iterator[memoryview]) -> None:
 def _continue_command(args: argparse.Namespace, uri: str, offset: int) -> str:
     """The command that reads on from ``offset``: the same session, folder and page size as this one."""
     words = ["overspill", "read", uri, "--offset", str(offset)]
-    for option, value in (("--limit", args.limit), ("--session", args.session), ("--data-dir", args.data_dir)):
+    for option, value in (("--limit", args.limit), ("--session", args.session), ("--data-dir", args.data_dir),
+                          ("--store-url", args.store_url)):
         if value is not None:
             words += [option, str(value)]
     return shlex.join(words)
