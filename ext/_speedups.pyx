@@ -215,7 +215,7 @@ cdef Py_ssize_t _capped_length(const void *data, int width, Py_ssize_t start, Py
     return min(osp_utf8_length(<const char *>data + start * width, n, width), cap)
 
 
-cdef tuple _preview_text(str text, Py_ssize_t max_lines, Py_ssize_t max_bytes, Py_ssize_t slack):
+cdef tuple _preview_text(object text, Py_ssize_t max_lines, Py_ssize_t max_bytes, Py_ssize_t slack):
     cdef Py_ssize_t length = PyUnicode_GET_LENGTH(text)
     cdef Py_ssize_t size = utf8_length(text)
     cdef int width = PyUnicode_KIND(text)
@@ -280,7 +280,8 @@ def preview_cuts(content, max_lines, max_bytes, line_slack=0, /):
 cdef class _AsciiStorage:
     """Exports an ASCII str's own storage, which is its UTF-8 form, read-only."""
 
-    cdef str _text
+    # object, not str: a Cython str attribute refuses subclasses of str.
+    cdef object _text
 
     def __getbuffer__(self, Py_buffer *buffer, int flags):
         if flags & PyBUF_WRITABLE:
@@ -351,7 +352,8 @@ cdef class StreamCap:
             raise TypeError(f"keep must be a str, not {type(keep).__name__}")
         if keep not in _KEEP_MODES:
             raise ValueError(f"keep must be 'head' or 'head_tail', not {keep!r}")
-        self._keep = keep
+        # The mode's own constant: a Cython str attribute refuses subclasses of str.
+        self._keep = "head" if keep == "head" else "head_tail"
         self._head_cap = self._max_bytes if keep == "head" else self._max_bytes - self._max_bytes // 2
         self._ring_cap = self._max_bytes - self._head_cap
 

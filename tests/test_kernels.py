@@ -10,7 +10,7 @@ import math
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
-from strategies import contents, limits, raw_bytes, texts
+from strategies import BytearraySubclass, BytesSubclass, StrSubclass, contents, limits, raw_bytes, texts
 
 import overspill
 from overspill import _kernels, _native
@@ -19,8 +19,8 @@ from overspill import _kernels, _native
 # ---------------------------------------------------------------- references
 def stored(content: str | bytes) -> bytes:
     """The content policy, written out the slow, obvious way."""
-    if isinstance(content, bytes):
-        return content
+    if not isinstance(content, str):
+        return bytes(content)
     out = bytearray()
     for char in content:
         if "\udc80" <= char <= "\udcff":
@@ -500,3 +500,34 @@ def test_ascii_view_is_the_stored_form(compiled):
         assert module.ascii_view("é") is None
         with pytest.raises(TypeError):
             module.ascii_view(b"bytes")
+
+
+@given(st.one_of(texts, raw_bytes, _ARGUMENTS))
+def test_twins_agree_on_ascii_view(compiled, text):
+    def run(module, value):
+        view = module.ascii_view(value)
+        return None if view is None else (bytes(view), view.readonly)
+
+    assert outcome(run, compiled, text) == outcome(run, _native, text)
+
+
+def test_str_and_bytes_subclasses_are_accepted_by_every_kernel():
+    """Regression (issue 9, item 16): the compiled kernels refused ``class S(str)`` (as smolagents'
+    AgentText is) where the pure twin accepted it. Protects "both implementations give the same
+    results ... for every input": a subclass is what its base class is."""
+    text = StrSubclass("ascii\n" * 50 + "é 😀\n" * 50)
+    data = BytesSubclass(text.encode())
+    for content, plain in ((text, str(text)), (data, bytes(data)), (BytearraySubclass(data), bytes(data))):
+        assert _kernels.count_lines(content) == _kernels.count_lines(plain)
+        assert _kernels.preview_cuts(content, 3, 40) == _kernels.preview_cuts(plain, 3, 40)
+        assert _kernels.preview_cuts(content, 3, 40, 5) == _kernels.preview_cuts(plain, 3, 40, 5)
+        assert overspill.preview(content, 3, 40) == overspill.preview(plain, 3, 40)
+    assert _kernels.utf8_length(text) == _kernels.utf8_length(str(text))
+    assert bytes(_kernels.ascii_view(StrSubclass("plain"))) == b"plain"
+    for buffer in (data, BytearraySubclass(data), memoryview(data)):
+        assert _kernels.crc32(buffer) == _kernels.crc32(bytes(data))
+        assert _kernels.page_bounds(buffer, 3, 10) == _kernels.page_bounds(bytes(data), 3, 10)
+    cap = _kernels.StreamCap(10, keep=StrSubclass("head_tail"))
+    cap.feed(BytesSubclass(b"0123456789"))
+    cap.feed(BytearraySubclass(b"abcdef"))
+    assert (cap.head, cap.tail, cap.keep) == (b"01234", b"bcdef", "head_tail") and type(cap.keep) is str

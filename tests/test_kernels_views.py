@@ -234,7 +234,7 @@ def test_zero_slack_is_the_old_rule(content, max_lines, max_bytes):
 @given(contents, limits, st.integers(1, 120), st.integers(0, 30))
 @example(b"aaaa\nbbbb\ncccc\ndddd\n", 100, 8, 3)
 def test_slack_cuts_land_after_newlines(content, max_lines, max_bytes, slack):
-    stored = content if isinstance(content, bytes) else content.encode("utf-8", "surrogateescape") \
+    stored = bytes(content) if not isinstance(content, str) else content.encode("utf-8", "surrogateescape") \
         if not any("\ud800" <= c <= "\udfff" and not "\udc80" <= c <= "\udcff" for c in content) else None
     plain = _kernels.preview_cuts(content, max_lines, max_bytes, 0)
     cuts = _kernels.preview_cuts(content, max_lines, max_bytes, slack)

@@ -672,3 +672,26 @@ def test_view_verifies_the_whole_payload(store):
     with pytest.raises(ResourceCorruptError):
         with store.view("s", resource.uri):
             pass
+
+
+def test_str_and_bytes_subclasses_are_accepted_by_the_store(store):
+    """Regression (issue 9, item 16): under the compiled kernels ``truncate`` raised TypeError for a
+    str subclass (smolagents' AgentText). Protects "`bytes` content is stored exactly; a `str` is stored
+    as UTF-8": a subclass is stored as its base class is, by both implementations."""
+    from strategies import BytearraySubclass, BytesSubclass, StrSubclass
+
+    small = store.truncate(StrSubclass("s"), StrSubclass("c"), StrSubclass("short"))
+    assert small.content == "short" and small.resource is None
+    text = StrSubclass("line é\n" * 10_000)
+    for content, form in ((text, str(text).encode()), (BytesSubclass(b"x\n" * 30_000), b"x\n" * 30_000),
+                          (BytearraySubclass(b"y\n" * 30_000), b"y\n" * 30_000)):
+        result = store.truncate(StrSubclass("s"), StrSubclass("c"), content, name=StrSubclass("n"),
+                                mime=StrSubclass("text/plain"))
+        assert result.resource is not None and result.resource.name == "n"
+        with store.view("s", StrSubclass(result.resource.uri)) as (_, data):
+            assert bytes(data) == form
+        written = store.write(StrSubclass("s"), StrSubclass("c"), content)
+        assert store.read("s", written.uri, offset=0, limit=16).content == form[:16].decode()
+    streamed = store.truncate_stream("s", "c", iter([BytesSubclass(b"z\n" * 20_000), BytearraySubclass(b"end")]))
+    with store.view("s", streamed.resource.uri) as (_, data):
+        assert bytes(data) == b"z\n" * 20_000 + b"end"

@@ -493,7 +493,7 @@ class StreamCap:
             raise TypeError(f"keep must be a str, not {type(keep).__name__}")
         if keep not in _KEEP_MODES:
             raise ValueError(f"keep must be 'head' or 'head_tail', not {keep!r}")
-        self._keep = keep
+        self._keep = "head" if keep == "head" else "head_tail"  # the mode's constant, as the compiled twin keeps
         self._head_cap = self._max_bytes if keep == "head" else (self._max_bytes + 1) // 2
         self._ring_cap = self._max_bytes - self._head_cap
         # Both grow with what is fed, up to their share of max_bytes.
