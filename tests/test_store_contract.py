@@ -536,3 +536,41 @@ def test_redis_memory_is_about_the_payload(redis_backing, session):
     grown = used() - before
     # Chunk keys sized to the allocator's classes: whole MiB values would cost 1.25x.
     assert 50 * MiB <= grown < 1.05 * 50 * MiB, grown / (50 * MiB)
+
+
+def test_a_slow_writer_keeps_its_chunks_alive_and_a_silent_one_loses_them(redis_backing, session, monkeypatch):
+    from overspill.backends import redis as backend_module
+
+    # Shrink the partial writes' expiry and the heartbeat so that the test waits seconds, not minutes.
+    monkeypatch.setattr(backend_module, "PARTIAL_TTL", timedelta(seconds=1))
+    monkeypatch.setattr(backend_module, "_HEARTBEAT_SECONDS", 0.2)
+    chunk = backend_module.CHUNK_BYTES
+
+    def slow_output():
+        yield b"a" * chunk  # written with a 1 s expiry ...
+        time.sleep(2.5)  # ... outlived by this pause: only the heartbeat keeps it
+        yield b"b" * 1000
+
+    with redis_backing.store() as store:
+        resource = store.write_stream(session, "slow", slow_output())
+        assert resource.size == chunk + 1000
+        assert store.read(session, resource.uri, offset=chunk - 2, limit=10).content == "aabbbbbbbb"
+        # Keys of a published resource carry the retention, no longer the partial expiry.
+        client = redis_backing.client()
+        try:
+            assert client.pttl(f"ovs:{{{resource.id}}}:c:0".encode()) > 86_400_000
+        finally:
+            client.close()
+    # Without the heartbeat (another process died mid-write), the chunk expires and
+    # publishing reports it: nothing half-written becomes visible.
+    monkeypatch.setattr(backend_module, "_HEARTBEAT_SECONDS", 3600.0)
+    with redis_backing.store() as store:
+        with pytest.raises(StorageError, match="expired before it was published"):
+            store.write_stream(session, "silent", slow_output())
+        assert [r.uri for r in store.resources(session)] == [resource.uri]
+        client = redis_backing.client()
+        try:  # the failed write took back its index entry and its count
+            assert client.zcard(f"ovs:session:{session}".encode()) == 1
+            assert client.hlen(b"ovs:{usage}:by-id") == 1
+        finally:
+            client.close()

@@ -666,6 +666,7 @@ class _RedisWriter:
         self._finished = False
         self._beating = False
         self._accounted = 0  # bytes counted against the quota so far
+        self._indexed_in: Optional[str] = None  # the session whose index lists this id
 
     @property
     def accounted(self) -> int:
@@ -761,6 +762,7 @@ class _RedisWriter:
         try:
             # The index first: a crash before the record leaves an entry the sweep drops.
             self._client.zadd(_session_key(session_id), {self._id: created})
+            self._indexed_in = session_id
             self._client.zadd(_SESSIONS, {session_id.encode("utf-8", "surrogatepass"): created}, gt=True)
             self._account_to(self.size + len(document))
             outcome = backend._publish(keys=keys, args=[document, ttl, 1 if tail else 0, tail])
@@ -794,6 +796,8 @@ class _RedisWriter:
                 self._client.unlink(*(_chunk_key(self._id, index) for index in range(self._flushed)))
             if self._accounted and not published:
                 self._backend._unaccount(self._id)
+            if self._indexed_in is not None and not published:
+                self._client.zrem(_session_key(self._indexed_in), self._id)
             if self._beating:
                 self._client.zrem(_PENDING, self._id)
         except (*_REDIS_ERRORS, OSError):
