@@ -251,9 +251,9 @@ def test_collect_stream():
 
 
 MEMORY_PROBE = """
-import json, resource, sys, tempfile
+import json, resource, sys
 from overspill import ToolOutputStore, run
-store = ToolOutputStore(tempfile.mkdtemp(), durable=False)
+store = ToolOutputStore(sys.argv[1], durable=False)
 producer = [sys.executable, "-c",
             "import os\\nblock = b'0123456789abcdef' * 65536 + b'\\\\n'\\n"
             "for _ in range(200): os.write(1, block)"]
@@ -274,8 +274,9 @@ print(json.dumps({"before": before, "after_run": after_run, "after_stream": afte
 """
 
 
-def test_200_mib_through_run_and_truncate_stream_in_bounded_memory(subprocess_env):
-    probe = subprocess.run([PY, "-c", MEMORY_PROBE], capture_output=True, text=True, env=subprocess_env, timeout=300)
+def test_200_mib_through_run_and_truncate_stream_in_bounded_memory(subprocess_env, tmp_path):
+    # The probe's 400 MB go to the test's own folder, removed with it.
+    probe = subprocess.run([PY, "-c", MEMORY_PROBE, str(tmp_path)], capture_output=True, text=True, env=subprocess_env, timeout=300)
     assert probe.returncode == 0, probe.stderr
     figures = json.loads(probe.stdout)
     expected = 200 * (16 * 65536 + 1)
