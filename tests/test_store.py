@@ -528,8 +528,10 @@ def test_cleanup_skips_while_another_process_holds_the_lock(store):
 
     with open(store.directory / ".cleanup.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        assert store.cleanup().skipped
-    assert not store.cleanup().skipped
+        report = store.cleanup()
+        assert report.skipped and report.busy
+    report = store.cleanup()
+    assert not report.skipped and not report.busy
 
 
 def test_start_cleanup_runs_at_once_and_close_stops_it(tmp_path):

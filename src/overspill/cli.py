@@ -390,12 +390,14 @@ def _command_cleanup(args: argparse.Namespace) -> int:
     report = _store(args).cleanup(dry_run=args.dry_run)
     if args.json:
         _print_json({**_as_json(report), "dry_run": args.dry_run})
-    elif report.skipped:
+    elif report.busy:
         _print_text("another process is cleaning this folder; nothing done")
     else:
         verb = "would remove" if args.dry_run else "removed"
+        left = (f"; {report.skipped} {'entry' if report.skipped == 1 else 'entries'} could not be removed"
+                if report.skipped else "")
         _print_text(f"{verb} {_count(report.removed, 'output')} and {_count(report.temporaries, 'leftover file')}, "
-                    f"{report.bytes_freed} bytes")
+                    f"{report.bytes_freed} bytes{left}")
     return 0
 
 

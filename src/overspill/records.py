@@ -26,6 +26,7 @@ __all__ = [
     "CHECKSUM_CHUNK",
     "ID_LENGTH",
     "LEGACY_CHECKSUM_CHUNK",
+    "MAX_METADATA_BYTES",
     "SCHEME",
     "Record",
     "Resource",
@@ -48,6 +49,10 @@ CHECKSUM_CHUNK = 64 * 1024
 LEGACY_CHECKSUM_CHUNK = 256 * 1024
 # Larger records are refused unread: checksums of a 1 TiB payload fit easily.
 MAX_RECORD_BYTES = 64 * 1024 * 1024
+#: The most UTF-8 bytes of each caller string a record holds (session id, tool
+#: call id, mime, name): a write with a longer one is refused, so that no
+#: record is written that could not be read back.
+MAX_METADATA_BYTES = 1024
 
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 # [0-9a-f] and friends are ASCII-only ranges; fullmatch refuses a trailing newline.

@@ -35,7 +35,7 @@ from .errors import (
 from .backends._location import locate, open_url
 from .backends.base import Backend, CleanupReport, Writer
 from .backends.local import LocalBackend
-from .records import Record, Resource, new_id, parse_uri
+from .records import MAX_METADATA_BYTES, Record, Resource, new_id, parse_uri
 from ._native import BytesLike
 from ._native import _byte_view as byte_view
 from .text import Content, Preview, human_lines, preview, preview_from_cuts, stored_pieces, truncation_marker
@@ -56,6 +56,8 @@ _STREAM_BYTES = 1 << 20
 _TRUE_TAIL_BYTES = 1024 * 1024
 # How often (bytes written) a long write makes room under the folder's quota.
 _QUOTA_STEP = 64 * 1024 * 1024
+# Ids, call ids and mimes this short are within MAX_METADATA_BYTES whatever they hold (4 bytes a code point).
+_INLINE_ID_LENGTH = MAX_METADATA_BYTES // 4
 
 
 class _TrueTail:
@@ -311,7 +313,7 @@ class ToolOutputStore:
         writer = self._writer()
         total = 0
         try:
-            for piece in pieces:
+            for piece in _stable_pieces(pieces):
                 total += len(piece)
                 self._write_capped(writer, piece, cap)
         except BaseException as error:
@@ -323,11 +325,13 @@ class ToolOutputStore:
 
     @staticmethod
     def _check_write_arguments(session_id: object, tool_call_id: object, mime: object, name: object) -> None:
-        _check_id_string(session_id, "session_id")
-        _check_id_string(tool_call_id, "tool_call_id")
-        _check_id_string(mime, "mime")
-        if name is not None and not isinstance(name, str):
-            raise TypeError(f"name must be a str or None, not {type(name).__name__}")
+        _check_metadata(_check_id_string(session_id, "session_id"), "session_id")
+        _check_metadata(_check_id_string(tool_call_id, "tool_call_id"), "tool_call_id")
+        _check_metadata(_check_id_string(mime, "mime"), "mime")
+        if name is not None:
+            if not isinstance(name, str):
+                raise TypeError(f"name must be a str or None, not {type(name).__name__}")
+            _check_metadata(name, "name")
 
     def write(self, session_id: str, tool_call_id: str, content: Content, *,
               mime: str = "text/plain", name: Optional[str] = None) -> Resource:
@@ -367,8 +371,9 @@ class ToolOutputStore:
         mime = "text/plain" if mime is None else mime
         # Nearly every output is small and comes with plain str ids: that case is
         # checked inline (the full check gives the same verdict, at 3x the cost).
-        if not (type(session_id) is str and session_id and type(tool_call_id) is str and tool_call_id
-                and type(mime) is str and mime and name is None):
+        if not (type(session_id) is str and 0 < len(session_id) <= _INLINE_ID_LENGTH and type(tool_call_id) is str
+                and 0 < len(tool_call_id) <= _INLINE_ID_LENGTH and type(mime) is str and mime
+                and len(mime) <= _INLINE_ID_LENGTH and name is None):
             self._check_write_arguments(session_id, tool_call_id, mime, name)
         lines_limit = self._limits.max_lines if max_lines is None else max_lines
         bytes_limit = self._limits.max_bytes if max_bytes is None else max_bytes
@@ -447,7 +452,8 @@ class ToolOutputStore:
                         held = bytearray()
                     if size > cap - _TRUE_TAIL_BYTES:
                         true_tail.feed(chunk, view)
-                    self._write_capped(writer, view, cap)
+                    for piece in _stable(view):
+                        self._write_capped(writer, piece, cap)
         except BaseException as error:
             if writer is not None:
                 writer.abort()
@@ -459,13 +465,28 @@ class ToolOutputStore:
         record = self._publish(writer, session_id, tool_call_id, mime, name, size)
         resource = record.resource
         lines = newlines + (1 if size and not last_newline else 0)
-        if record.capture is None:
-            preview = self._preview_payload(record, newlines + 1, lines_limit, bytes_limit)
-        else:
-            preview = self._preview_capped(record, true_tail.value(), size, newlines + 1, lines_limit, bytes_limit)
+        try:
+            if record.capture is None:
+                preview = self._preview_payload(record, newlines + 1, lines_limit, bytes_limit)
+            else:
+                preview = self._preview_capped(record, true_tail.value(), size, newlines + 1, lines_limit,
+                                               bytes_limit)
+        except BaseException:
+            # The preview is read back from the published payload; when that
+            # fails the caller gets an error, so no resource may stay behind.
+            self._discard(record.id)
+            raise
         total = record.capture[0] if record.capture is not None else None
         return TruncateResult(_compose(preview.head, preview.tail, resource, lines, preview.head_end, total),
                               True, resource, lines, preview.head_end)
+
+    def _discard(self, resource_id: str) -> None:
+        """Remove a resource this store just published; never raises (a pair
+        left behind is a complete resource, which cleanup expires)."""
+        try:
+            self._backend.delete(resource_id)
+        except Exception:  # noqa: BLE001 - the caller is already raising the error that matters
+            pass
 
     def _preview_capped(self, record: Record, tail: bytes, total: int, lines: int, max_lines: int,
                         max_bytes: int) -> Preview:
@@ -701,11 +722,21 @@ class ToolOutputStore:
         self._cleaner.start()
 
     def _clean_periodically(self, interval: float) -> None:
+        # Nothing a sweep meets ends this thread, and nothing is hidden: each
+        # failure, and each sweep that left something it could not remove, is
+        # logged to the "overspill" logger; the next sweep tries again.
+        import logging
+
+        log = logging.getLogger("overspill")
         while not self._stop.is_set():
             try:
-                self.cleanup()
-            except StorageError:
-                pass  # the folder vanished or is unreadable: try again next time
+                report = self.cleanup()
+            except Exception:  # noqa: BLE001 - the periodic cleaner must outlive any one sweep
+                log.exception("periodic cleanup of %s failed; trying again in %s seconds", self._where, interval)
+            else:
+                if report.skipped and not report.busy:
+                    log.warning("periodic cleanup of %s could not remove %d entries (a directory under a "
+                                "resource's name, or no permission)", self._where, report.skipped)
             self._stop.wait(interval)
 
 
@@ -714,6 +745,38 @@ _BOUNDARY_REACH = 4
 # Bytes per range that ``iter_bytes`` verifies and yields (rounded to whole
 # checksum chunks, so that no chunk is verified twice).
 _STREAM_BYTES = 1 << 20
+
+
+# Writable buffers are copied this much at a time before they are written (see _stable).
+_COPY_BYTES = 1 << 20
+
+
+def _stable(view: memoryview) -> Iterator[memoryview]:
+    """``view`` as pieces that cannot change while they are written and checksummed.
+
+    A read-only view (bytes, a str's stored form, a read-only map) is itself.
+    A writable one (a bytearray another thread may be changing) is copied a
+    MiB at a time, so the checksum and the payload always cover the same bytes.
+    """
+    if view.readonly:
+        yield view
+        return
+    for start in range(0, len(view), _COPY_BYTES):
+        yield memoryview(bytes(view[start : start + _COPY_BYTES]))
+
+
+def _stable_pieces(pieces: Iterable[memoryview]) -> Iterator[memoryview]:
+    for piece in pieces:
+        yield from _stable(piece)
+
+
+def _check_metadata(value: str, name: str) -> None:
+    # A record must stay small enough to be read back: each caller string is
+    # bounded in UTF-8 bytes (a lone surrogate counts as the 3 bytes it takes).
+    if len(value) > MAX_METADATA_BYTES // 4:
+        size = len(value.encode("utf-8", "surrogatepass"))
+        if size > MAX_METADATA_BYTES:
+            raise ValueError(f"{name} must be at most {MAX_METADATA_BYTES} UTF-8 bytes, not {size}")
 
 
 def _chunk_view(chunk: object) -> memoryview:

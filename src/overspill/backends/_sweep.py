@@ -5,8 +5,11 @@ Removed:
 * a pair whose record is valid but whose payload is missing, not a regular
   file, or of the wrong size;
 * once older than the grace period: a payload without a record, a pair whose
-  record is unreadable or invalid, and the store's own temporary files.
-Every other file is left alone.  One process sweeps a folder at a time
+  record is unreadable or invalid, and the store's own temporary files —
+  unless a live writer holds the payload's lock (``writer_lock``): a writer
+  that pauses for longer than the grace period keeps its files.
+Every other file is left alone; what cannot be removed (a directory under a
+resource's name, no permission) is counted in ``skipped`` and the sweep goes on.  One process sweeps a folder at a time
 (``.cleanup.lock``); the others skip.  A record goes before its payload, so a
 reader never finds a published record without the bytes it names.
 """
@@ -32,13 +35,52 @@ try:
 except ImportError:  # pragma: no cover - Windows: sweeps are not serialised there
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["CleanupReport", "LOCK_NAME", "TEMPORARY_PATTERN", "folder_bytes", "make_room", "sweep", "sweep_lock"]
+__all__ = ["CleanupReport", "LOCK_NAME", "TEMPORARY_PATTERN", "folder_bytes", "make_room", "sweep", "sweep_lock",
+           "writer_lock"]
 
 LOCK_NAME = ".cleanup.lock"
 _ID = r"[0-9a-f]{12}[0-9A-Za-z]{14}"
 _PAIR_MEMBER = re.compile(rf"({_ID})\.(txt|json)")
 #: The names of the store's temporary record files: ``.{id}.{8 hex}.tmp``.
 TEMPORARY_PATTERN = re.compile(rf"\.{_ID}\.[0-9a-f]{{8}}\.tmp")
+
+
+def writer_lock(fd: int) -> bool:
+    """Take the exclusive lock a live writer holds on its payload for its whole
+    life (until its record is published or its files removed); False when
+    someone else holds it.  Without ``fcntl`` (Windows) there is no lock: True.
+
+    ``flock`` locks belong to the open file, so a sweep in the writer's own
+    process is kept off it as well as one in another process.
+
+    :raises OSError: the lock call failed for another reason.
+    """
+    if fcntl is None:  # pragma: no cover - Windows
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as error:
+        if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+    return True
+
+
+@contextlib.contextmanager
+def _unless_written(path: Path) -> Iterator[bool]:
+    """Hold the writer lock of the payload at ``path`` while the body removes
+    what belongs to it; yields False (hands off) when a live writer holds it.
+    A payload that is missing or cannot be opened has no writer: True."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        yield True
+        return
+    try:
+        yield writer_lock(fd)
+    finally:
+        os.close(fd)
 
 
 def _read_record(path: Path, resource_id: str) -> Record | None:
@@ -70,25 +112,43 @@ class _Sweep:
         self.removed: list[str] = []
         self.bytes_freed = 0
         self.temporaries = 0
+        self.skipped = 0
 
-    def remove(self, path: Path) -> int:
-        """Unlink ``path`` (in a dry run, only measure it); return the bytes it held."""
+    def remove(self, path: Path) -> int | None:
+        """Unlink ``path`` (in a dry run, only measure it); return the bytes it
+        held, or None when it could not be removed (counted in ``skipped``)."""
         if not self.dry_run:
-            return _files.remove_quietly(path)
+            try:
+                return _files.remove_quietly(path)
+            except OSError:
+                # A directory under a resource's name, no permission: leave it,
+                # and go on with the rest, so that one entry never stops expiry.
+                self.skipped += 1
+                return None
         info = _lstat(path)
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            self.skipped += 1
+            return None
         return 0 if info is None else info.st_size
 
-    def remove_pair(self, resource_id: str) -> None:
+    def remove_pair(self, resource_id: str, has_record: bool = True) -> None:
         freed = self.remove(self.directory / f"{resource_id}.json")
-        freed += self.remove(self.directory / f"{resource_id}.txt")
+        if freed is None:
+            return  # the record stays, so its payload stays: never a record without its bytes
+        payload = self.remove(self.directory / f"{resource_id}.txt")
+        if payload is None and not has_record:
+            return  # nothing was removed
         self.removed.append(resource_id)
-        self.bytes_freed += freed
+        self.bytes_freed += freed + (payload or 0)
 
     def resource(self, resource_id: str, has_record: bool) -> None:
-        payload = _lstat(self.directory / f"{resource_id}.txt")
+        payload_path = self.directory / f"{resource_id}.txt"
+        payload = _lstat(payload_path)
         if not has_record:
             if payload is not None and _age(payload, self.now) > self.grace:
-                self.remove_pair(resource_id)
+                with _unless_written(payload_path) as unowned:
+                    if unowned:
+                        self.remove_pair(resource_id, has_record=False)
             return
         record_path = self.directory / f"{resource_id}.json"
         record = _read_record(record_path, resource_id)
@@ -107,8 +167,14 @@ class _Sweep:
         path = self.directory / name
         info = _lstat(path)
         if info is not None and _age(info, self.now) > self.grace:
-            self.bytes_freed += self.remove(path)
-            self.temporaries += 1
+            # ``.{id}.{hex}.tmp`` is the record a writer is publishing: its payload's lock says it is live.
+            with _unless_written(self.directory / f"{name[1:27]}.txt") as unowned:
+                if not unowned:
+                    return
+                freed = self.remove(path)
+            if freed is not None:
+                self.bytes_freed += freed
+                self.temporaries += 1
 
     def run(self) -> CleanupReport:
         records: set[str] = set()
@@ -121,7 +187,7 @@ class _Sweep:
                 self.temporary(name)
         for resource_id in sorted(records | payloads):
             self.resource(resource_id, resource_id in records)
-        return CleanupReport(len(self.removed), self.bytes_freed, self.temporaries, False, tuple(self.removed))
+        return CleanupReport(len(self.removed), self.bytes_freed, self.temporaries, self.skipped, tuple(self.removed))
 
 
 @contextlib.contextmanager
@@ -157,7 +223,7 @@ def sweep(directory: Path, now: float, retention: timedelta, grace: timedelta, *
     """
     with sweep_lock(directory, wait=False) as locked:
         if not locked:
-            return CleanupReport(skipped=True)
+            return CleanupReport(skipped=1, busy=True)
         return _Sweep(directory, now, retention, grace, dry_run).run()
 
 
@@ -200,4 +266,4 @@ def make_room(directory: Path, limit: int, records: Callable[[], list[Record]],
             used -= released
             freed += released
             removed.append(record.id)
-        return CleanupReport(len(removed), freed, 0, False, tuple(removed))
+        return CleanupReport(len(removed), freed, 0, 0, tuple(removed))

@@ -66,14 +66,19 @@ class CleanupReport:
 
     ``removed`` counts resources (pairs or lone payloads and records),
     ``temporaries`` leftover temporary files (or partial writes), ``bytes_freed``
-    all bytes released; ``skipped`` is true when another process was sweeping.
+    all bytes released.  ``skipped`` counts what the sweep left that it would
+    have removed: entries it could not remove (a directory under a
+    resource's name, no permission), and the whole location (1, with ``busy``)
+    when another process was sweeping it.  So ``if report.skipped`` means
+    "something was not cleaned".
     """
 
     removed: int = 0
     bytes_freed: int = 0
     temporaries: int = 0
-    skipped: bool = False
+    skipped: int = 0
     removed_ids: tuple[str, ...] = field(default=(), repr=False)
+    busy: bool = False
 
 
 @runtime_checkable
@@ -188,8 +193,9 @@ class Backend(Protocol):
         published resources whose payload is missing or of the wrong size,
         and — once older than ``grace`` — leftovers of unfinished writes and
         invalid records.  With ``dry_run`` nothing is removed; the report says
-        what would be.  ``skipped`` is true when another process holds the
-        sweep (one sweeper at a time per location).
+        what would be.  When another process holds the sweep (one sweeper at a
+        time per location) the report is ``skipped=1, busy=True``; what could
+        not be removed is skipped, counted in ``skipped``, and the sweep goes on.
 
         :raises OSError: the location cannot be read.
         """

@@ -30,7 +30,7 @@ from .. import _files, _kernels
 from ..errors import ResourceCorruptError, ResourceNotFoundError
 from ..records import CHECKSUM_CHUNK, Record, Resource, is_resource_id, read_record, record_json, uri_for
 from ._index import ListingIndex
-from ._sweep import folder_bytes, make_room, sweep
+from ._sweep import folder_bytes, make_room, sweep, writer_lock
 from .base import CleanupReport
 
 __all__ = ["LocalBackend"]
@@ -46,7 +46,10 @@ class _LocalWriter:
     """Writes one resource: the payload under its id, then the record.
 
     Nothing is visible until ``publish`` renames the record into place; on any
-    failure ``abort`` removes whatever this writer created.
+    failure ``abort`` removes whatever this writer created.  The payload's
+    descriptor stays open, holding the writer lock, until the record is in
+    place or the files are gone: a cleanup (in this process or another) never
+    sweeps a live writer's files, however long its producer pauses.
     """
 
     def __init__(self, directory: Path, resource_id: str, durable: bool) -> None:
@@ -60,6 +63,21 @@ class _LocalWriter:
         self._crc = 0
         self._filled = 0  # bytes of the current checksum chunk seen so far
         self._fd = _files.create_exclusive(self.payload_path)  # FileExistsError: the store draws again
+        try:
+            # A sweep with a zero grace period can take the new file between
+            # its creation and this lock, and unlink it: then the name no
+            # longer leads to this file, and the store draws another id.
+            try:
+                taken = not writer_lock(self._fd) or not os.path.samestat(os.fstat(self._fd),
+                                                                          os.lstat(self.payload_path))
+            except FileNotFoundError:
+                taken = True
+            if taken:
+                raise FileExistsError(17, "a cleanup took the new payload", str(self.payload_path))
+        except BaseException:
+            os.close(self._fd)
+            self._fd = -1
+            raise
 
     @property
     def id(self) -> str:
@@ -98,8 +116,6 @@ class _LocalWriter:
             self._crc, self._filled = 0, 0
         if self._durable:
             os.fsync(self._fd)
-        fd, self._fd = self._fd, -1
-        os.close(fd)
         record = Record(
             Resource(uri_for(self._id), mime, self._size, name), session_id, tool_call_id,
             time.time_ns() // 1_000_000, bytes(self._checksums), CHECKSUM_CHUNK, capture,
@@ -117,6 +133,8 @@ class _LocalWriter:
         self._temporary = None
         if self._durable:
             _files.fsync_directory(self._directory)
+        fd, self._fd = self._fd, -1
+        os.close(fd)  # releases the writer lock: the pair is complete and published
         return record
 
     def abort(self) -> None:

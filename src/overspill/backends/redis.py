@@ -537,7 +537,7 @@ class RedisBackend:
                         freed += self._remove(record, self._chunk_of(record))
                         removed.append(record.id)
                         used = self.usage() + self._unaccounted()
-                return CleanupReport(len(removed), freed, 0, False, tuple(removed))
+                return CleanupReport(len(removed), freed, 0, 0, tuple(removed))
         except _REDIS_ERRORS as error:
             raise self._error("cannot make room", error) from None
 
@@ -566,7 +566,7 @@ class RedisBackend:
         try:
             with self._locked(wait=False) as held:
                 if not held:
-                    return CleanupReport(skipped=True)
+                    return CleanupReport(skipped=1, busy=True)
                 return _Sweep(self, now, retention, grace, dry_run).run()
         except _REDIS_ERRORS as error:
             raise self._error("cannot clean", error) from None
@@ -649,7 +649,7 @@ class _Sweep:
         for session in self.client.zrange(_SESSIONS, 0, -1):
             self.session(session)
         self.pending()
-        return CleanupReport(len(self.removed), self.bytes_freed, self.temporaries, False, tuple(self.removed))
+        return CleanupReport(len(self.removed), self.bytes_freed, self.temporaries, 0, tuple(self.removed))
 
 
 class _RedisWriter:

@@ -1,0 +1,224 @@
+"""Regressions of the hardening issue (issue 9) for the store and its local
+folder: each test names the README promise it protects and failed before
+its fix.  Real files, real processes; faults are injected by wrapping one
+call, as in test_store_faults."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+
+from overspill import CleanupReport, ResourceNotFoundError, StorageError, ToolOutputStore
+from overspill import _files
+from overspill.records import new_id
+
+OLD = time.time() - 30 * 86400  # a month ago: older than any grace period
+
+
+def pending_payloads(store: ToolOutputStore) -> list[str]:
+    """Payloads without a record: the ones a writer is still filling."""
+    names = set(os.listdir(store.directory))
+    return [name for name in names if name.endswith(".txt") and name[:-4] + ".json" not in names]
+
+
+def sweep_from_another_process(store: ToolOutputStore, env: dict[str, str]) -> None:
+    ran = subprocess.run([sys.executable, "-m", "overspill", "cleanup", "--data-dir",
+                          str(store.directory.parent.parent)], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert ran.returncode == 0, ran.stderr
+
+
+# ------------------------------------------------------------------ item 1
+@pytest.mark.parametrize("operation", ["write_stream", "truncate_stream"])
+def test_a_slow_writer_keeps_its_payload_through_concurrent_cleanups(tmp_path, subprocess_env, operation):
+    """Issue 9 item 1: a producer that paused longer than ``grace`` had its payload swept by a
+    concurrent cleanup, and the write then "succeeded" with no payload. Protects promise 1 ("a
+    failure at any step leaves the whole resource or nothing") and 8 ("safe while other processes
+    write, read and clean"): a live writer's files are never swept, however long it pauses."""
+    store = ToolOutputStore(tmp_path, durable=False, grace=timedelta(0))
+    other = ToolOutputStore(tmp_path, durable=False, grace=timedelta(0))
+    block = b"0123456789abcdef" * 4096 + b"\n"
+
+    def slow_producer():
+        for index in range(4):
+            yield block
+            for name in pending_payloads(store):  # the pause: the payload looks abandoned
+                os.utime(store.directory / name, (OLD, OLD))
+            if index == 0:
+                sweep_from_another_process(store, subprocess_env)
+            else:
+                assert not store.cleanup().removed and not other.cleanup().removed
+            assert len(pending_payloads(store)) == 1
+
+    if operation == "write_stream":
+        resource = store.write_stream("s", "c", slow_producer())
+    else:
+        resource = store.truncate_stream("s", "c", slow_producer(), max_bytes=100).resource
+    with store.view("s", resource.uri) as (_, data):
+        assert bytes(data) == block * 4
+    # Once the writer is done, its pair is an ordinary resource, and abandoned payloads still go.
+    abandoned = store.directory / f"{new_id()}.txt"
+    abandoned.write_bytes(b"left by a crash")
+    os.utime(abandoned, (OLD, OLD))
+    assert other.cleanup().removed == 1 and not abandoned.exists()
+    assert store.read("s", resource.uri, limit=16).content == "0123456789abcdef"
+
+
+def test_a_cleanup_between_create_and_lock_makes_the_writer_draw_again(tmp_path, monkeypatch):
+    """Issue 9 item 1: with a zero grace period a sweep can unlink a payload in the instant
+    between its creation and its writer's lock; the writer notices and uses another id."""
+    store = ToolOutputStore(tmp_path, durable=False, grace=timedelta(0))
+    real = _files.create_exclusive
+    swept = []
+
+    def create_then_sweep(path):
+        fd = real(path)
+        if not swept:
+            swept.append(store.cleanup())
+        return fd
+
+    monkeypatch.setattr(_files, "create_exclusive", create_then_sweep)
+    resource = store.write("s", "c", b"x\n" * 100)
+    assert swept[0].removed == 1
+    assert store.read("s", resource.uri).content == "x\n" * 100
+
+
+def test_truncate_stream_leaves_nothing_when_reading_back_fails(tmp_path, monkeypatch):
+    """Issue 9 item 1: ``truncate_stream`` raised StorageError from the preview's read-back but
+    left the published record behind. Protects promise 1: an error leaves nothing visible."""
+    store = ToolOutputStore(tmp_path, durable=False)
+    backend = store._backend
+
+    def failing_read(record, start, end):
+        raise OSError(errno.EMFILE, "Too many open files (injected)")
+
+    monkeypatch.setattr(backend, "read", failing_read)
+    with pytest.raises(StorageError):
+        store.truncate_stream("s", "c", iter([b"line\n" * 50_000]))
+    monkeypatch.undo()
+    assert store.records() == [] and sorted(os.listdir(store.directory)) in ([], [".cleanup.lock"])
+
+
+# ------------------------------------------------------------------ item 3
+@pytest.mark.parametrize("operation", ["write", "truncate", "write_stream", "truncate_stream"])
+def test_a_buffer_changed_during_the_write_is_stored_as_it_was_checksummed(tmp_path, monkeypatch, operation):
+    """Issue 9 item 3: a bytearray changed (by another thread) between the write and the checksum
+    was published with checksums that did not match, unreadable for ever. Protects promise 2
+    ("never readable-but-wrong") and 1: what is published reads back whole."""
+    store = ToolOutputStore(tmp_path, durable=False)
+    content = bytearray(b"a" * 200_000 + b"\n")
+    real = _files.write_all
+
+    def write_then_change(fd, data):
+        real(fd, data)
+        if bytes(data[:1]) == b"a":  # the content's bytes went out; now, before their checksum, change them
+            content[:] = b"b" * len(content)
+
+    monkeypatch.setattr(_files, "write_all", write_then_change)
+    if operation == "write":
+        resource = store.write("s", "c", content)
+    elif operation == "truncate":
+        resource = store.truncate("s", "c", content).resource
+    elif operation == "write_stream":
+        resource = store.write_stream("s", "c", iter([content]))
+    else:
+        resource = store.truncate_stream("s", "c", iter([b"start\n" * 20_000, content])).resource
+    monkeypatch.undo()
+    with store.view("s", resource.uri) as (_, data):  # verifies every chunk
+        stored = bytes(data)
+    assert stored.endswith(b"a" * 200_000 + b"\n")
+
+
+# ------------------------------------------------------------------ item 4
+@pytest.mark.parametrize("field", ["session_id", "tool_call_id", "mime", "name"])
+@pytest.mark.parametrize("operation", ["write", "truncate", "write_stream", "truncate_stream"])
+def test_metadata_over_1024_utf8_bytes_is_refused_at_write_time(tmp_path, field, operation):
+    """Issue 9 item 4: a 72 MB session id was written, then its record was "oversized" and the
+    resource lost. Protects promise 1: a write either returns a resource that reads back, or
+    raises and leaves nothing. Each caller string is at most 1,024 UTF-8 bytes."""
+    store = ToolOutputStore(tmp_path, durable=False)
+    arguments = {"session_id": "s", "tool_call_id": "c", "mime": "text/plain", "name": "n"}
+    big = b"x\n" * 100_000
+
+    def attempt(value):
+        given = {**arguments, field: value}
+        extra = {"mime": given["mime"], "name": given["name"]}
+        if operation == "write":
+            return store.write(given["session_id"], given["tool_call_id"], big, **extra)
+        if operation == "truncate":
+            return store.truncate(given["session_id"], given["tool_call_id"], big, **extra).resource
+        if operation == "write_stream":
+            return store.write_stream(given["session_id"], given["tool_call_id"], iter([big]), **extra)
+        return store.truncate_stream(given["session_id"], given["tool_call_id"], iter([big]), **extra).resource
+
+    for too_long in ("x" * 1025, "é" * 513, "😀" * 256 + "x", "x" * 72_000_000):
+        with pytest.raises(ValueError, match="at most 1024 UTF-8 bytes"):
+            attempt(too_long)
+    assert store.records() == [] and not [name for name in os.listdir(store.directory) if name.endswith(".txt")]
+    longest = "é" * 512  # exactly 1,024 bytes
+    resource = attempt(longest)
+    (record,) = store.records()
+    assert getattr(record, field, None) == longest or getattr(record.resource, field, None) == longest
+    assert store.read(record.session_id, resource.uri, limit=2).content == "x\n"
+
+
+# ------------------------------------------------------------------ item 6
+def test_cleanup_skips_what_it_cannot_remove_and_goes_on(tmp_path):
+    """Issue 9 item 6: a directory named ``{id}.txt`` or ``{id}.json`` made every cleanup raise
+    and stop, so nothing after it ever expired. Protects promise 8 ("cleanup removes expired
+    resources ... leaves every other file alone")."""
+    store = ToolOutputStore(tmp_path, durable=False, grace=timedelta(0))
+    first = store.write("s", "c", "expires")
+    blocked = [new_id(), new_id()]
+    (store.directory / f"{blocked[0]}.txt").mkdir()
+    (store.directory / f"{blocked[1]}.json").mkdir()
+    for name in (f"{blocked[0]}.txt", f"{blocked[1]}.json"):
+        os.utime(store.directory / name, (OLD, OLD))
+    last = store.write("s", "c", "expires too")
+    dry = store.cleanup(now=time.time() + 30 * 86400, dry_run=True)
+    assert dry.removed == 2 and dry.skipped == 2 and not dry.busy
+    report = store.cleanup(now=time.time() + 30 * 86400)
+    assert report.removed == 2 and report.skipped == 2 and not report.busy
+    assert set(report.removed_ids) == {first.id, last.id}
+    assert (store.directory / f"{blocked[0]}.txt").is_dir()  # left alone, and counted
+    assert store.cleanup(now=time.time() + 30 * 86400) == CleanupReport(skipped=2)
+
+
+def test_the_periodic_cleaner_logs_and_survives_failures(tmp_path, caplog, monkeypatch):
+    """Issue 9 items 5 and 6: a failing sweep ended the ``start_cleanup`` thread, or was
+    swallowed without a word. Each failure and each skipped entry is logged to the
+    ``overspill`` logger, and the thread goes on."""
+    store = ToolOutputStore(tmp_path, durable=False, grace=timedelta(0))
+    (store.directory / f"{new_id()}.json").mkdir()
+    os.utime(next(store.directory.glob("*.json")), (OLD, OLD))
+    real_sweep = store._backend.sweep
+    calls = []
+
+    def sweep_failing_first(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise OverflowError("int too large to convert to float (injected)")
+        return real_sweep(*args, **kwargs)
+
+    monkeypatch.setattr(store._backend, "sweep", sweep_failing_first)
+    caplog.set_level(logging.WARNING, logger="overspill")
+    store.start_cleanup(interval=0.01)
+    try:
+        deadline = time.monotonic() + 60  # a bound on the wait, not a timing assertion
+        while len(calls) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert store._cleaner is not None and store._cleaner.is_alive()
+    finally:
+        store.close()
+    assert len(calls) >= 3
+    messages = [record.getMessage() for record in caplog.records if record.name == "overspill"]
+    assert any("failed" in message for message in messages)
+    assert any("could not remove 1 entries" in message for message in messages)
