@@ -15,7 +15,8 @@ wrote one more pair (the folder changed, so the listing catches up: one
 
 Run: ``python -m pytest benchmarks/test_bench_listing.py --benchmark-only``
 (``OVERSPILL_BENCH_LIST_OTHERS=100000`` other resources by default; building
-the folder takes a minute or two).
+that folder takes from one minute to many on a busy machine, so
+``OVERSPILL_BENCH_LIST_DATA=/some/dir`` keeps it between runs).
 """
 
 from __future__ import annotations
@@ -71,9 +72,19 @@ def _fill(data: Path, others: int) -> None:
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory) -> dict[str, Path]:
-    crowded, alone = tmp_path_factory.mktemp("crowded"), tmp_path_factory.mktemp("alone")
-    _fill(crowded, OTHERS)
+    alone = tmp_path_factory.mktemp("alone")
     _fill(alone, 0)
+    kept = os.environ.get("OVERSPILL_BENCH_LIST_DATA")
+    if kept:
+        # A crowded folder kept between runs (building it is most of the time).
+        crowded = Path(kept)
+        marker = crowded / f"bench-listing-{OTHERS}"
+        if not marker.exists():
+            _fill(crowded, OTHERS)
+            marker.touch()
+    else:
+        crowded = tmp_path_factory.mktemp("crowded")
+        _fill(crowded, OTHERS)
     time.sleep(RACY_NS / 1e9 + 0.1)  # the folders' times settle, so a catch-up can mark the index complete
     for data in (crowded, alone):
         _list("store", data, "cython")  # builds the index (reads every record once)
