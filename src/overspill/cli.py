@@ -437,6 +437,8 @@ def _command_mcp(args: argparse.Namespace) -> int:
         installed = False
     if not installed:
         raise _UsageError("overspill mcp needs the mcp extra: pip install 'overspill[mcp]'")
+    if args.session is not None and not args.session.strip():
+        raise _UsageError("--session must not be empty")
     if args.cwd is not None and not os.path.isdir(args.cwd):
         raise _UsageError(f"--cwd {args.cwd} is not a folder")
     if args.timeout > 3600:
