@@ -197,9 +197,11 @@ def test_ls_stats_cleanup(cli):
     assert cli("ls").stdout == b"no stored outputs\n"
     assert b"tool-output://" in cli("ls", "--all-sessions").stdout
     text = cli("ls", "--session", "a").stdout.decode().splitlines()
-    assert text[0].split() == ["URI", "BYTES", "AGE", "NAME", "SESSION"] and text[1].split()[-1] == "a"
+    assert text[0].split() == ["URI", "BYTES", "LINES", "AGE", "NAME", "SESSION"] and text[1].split()[-1] == "a"
+    assert text[1].split()[2] == "100000"  # as wc -l counts them
     stats = json.loads(cli("stats", "--json").stdout)
     assert stats["count"] == 2 and set(stats["sessions"]) == {"a", "b"} and stats["oldest"] > 0
+    assert stats["lines"] == 220000 and stats["sessions"]["a"]["lines"] == 100000
     dry = json.loads(cli("cleanup", "--dry-run", "--json").stdout)
     assert dry["removed"] == 0 and dry["dry_run"] is True
     assert cli("cleanup").stdout.startswith(b"removed 0 outputs")
@@ -369,7 +371,9 @@ def test_a_signal_to_run_reaches_the_commands_group_and_leaves_no_process(cli, t
     # Promise: nothing `overspill run` started outlives it.
     pidfile = tmp_path / "pgid"
     # A member that ignores the signal too, so only the follow-up SIGKILL ends it.
-    command = f"echo $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; (trap '' TERM HUP INT; sleep 304) & sleep 304"
+    # (The last "echo" keeps the shell from exec-ing its last command: it stays the group's leader.)
+    command = (f"echo $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; (trap '' TERM HUP INT; sleep 304) & "
+               "sleep 304; echo after")
     subprocess_env["OVERSPILL_DATA_DIR"] = str(tmp_path / "data")
     child = subprocess.Popen([str(SCRIPT), "run", "--", command], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              env=subprocess_env)

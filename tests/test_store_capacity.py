@@ -98,6 +98,21 @@ def test_write_and_truncate_are_capped_too(tmp_path):
     assert streamed.size == MIB
 
 
+def test_records_count_lines_as_people_do(tmp_path):
+    store = open_store(tmp_path)
+    for content, lines in ((b"1\n2\n", 2), (b"1\n2", 2), (b"x", 1), (b"", 0), (b"\n\n", 2)):
+        store.write("s", "c", content)
+        assert store.records()[-1].lines == lines
+    streamed = store.truncate_stream("s", "c", iter(numbered(5000)), max_lines=10)
+    assert streamed.lines == store.records()[-1].lines == 5000 and "5000 lines)" in streamed.content
+    document = record_document(store, streamed.resource)
+    assert document["lines"] == 5000
+    with pytest.raises(ResourceNotFoundError, match="lines"):
+        parse_record(json.dumps({**document, "lines": -1}).encode(), streamed.resource.id)
+    del document["lines"]
+    assert parse_record(json.dumps(document).encode(), streamed.resource.id).lines is None  # older records
+
+
 def test_records_with_a_capture_round_trip_and_bad_ones_are_refused(tmp_path):
     store = open_store(tmp_path, max_stored_bytes=1000)
     resource = store.write("s", "c", b"y" * 5000)

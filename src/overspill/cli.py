@@ -366,17 +366,18 @@ def _command_ls(args: argparse.Namespace) -> int:
     store = _store(args)
     records = store.records(None if args.all_sessions else _session(args))
     if args.json:
-        _print_json({"resources": [{"uri": r.resource.uri, "size": r.resource.size, "mime": r.resource.mime,
+        _print_json({"resources": [{"uri": r.resource.uri, "size": r.resource.size, "lines": r.lines,
+                                    "mime": r.resource.mime,
                                     "name": r.resource.name, "session": r.session_id,
                                     "tool_call": r.tool_call_id, "created": r.created_ms} for r in records]})
         return 0
     if not records:
         _print_text("no stored outputs")
         return 0
-    rows = [(r.resource.uri, str(r.resource.size), _age(r.created_ms), _shown(r.resource.name or "-"),
-             _shown(r.session_id)) for r in records]
-    header = ("URI", "BYTES", "AGE", "NAME", "SESSION")
-    widths = [max(len(row[column]) for row in [header, *rows]) for column in range(5)]
+    rows = [(r.resource.uri, str(r.resource.size), "-" if r.lines is None else str(r.lines), _age(r.created_ms),
+             _shown(r.resource.name or "-"), _shown(r.session_id)) for r in records]
+    header = ("URI", "BYTES", "LINES", "AGE", "NAME", "SESSION")
+    widths = [max(len(row[column]) for row in [header, *rows]) for column in range(len(header))]
     for row in [header, *rows]:
         sys.stdout.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() + "\n")
     return 0
@@ -406,23 +407,26 @@ def _command_stats(args: argparse.Namespace) -> int:
     records = store.records()
     sessions: dict[str, dict[str, int]] = {}
     for record in records:
-        entry = sessions.setdefault(record.session_id, {"count": 0, "bytes": 0})
+        entry = sessions.setdefault(record.session_id, {"count": 0, "bytes": 0, "lines": 0})
         entry["count"] += 1
         entry["bytes"] += record.resource.size
+        entry["lines"] += record.lines or 0  # records of other tools do not say
     oldest = min((record.created_ms for record in records), default=None)
     summary = {"count": len(records), "bytes": sum(r.resource.size for r in records),
+               "lines": sum(r.lines or 0 for r in records),
                "oldest": None if oldest is None else int(oldest), "sessions": sessions,
                "quota": store.limits().max_total_bytes}
     if args.json:
         _print_json(summary)
         return 0
-    lines = [f"{_count(summary['count'], 'output')}, {summary['bytes']} bytes"]
+    lines = [f"{_count(summary['count'], 'output')}, {summary['bytes']} bytes, {_count(summary['lines'], 'line')}"]
     if oldest is not None:
         lines.append(f"oldest: {_age(oldest)} ago")
     quota = summary["quota"]
     lines.append(f"quota: {summary['bytes']} of {quota} bytes used ({100 * summary['bytes'] / quota:.1f}%); "
                  "the oldest outputs go first when a new one needs the room")
-    lines += [f"  {_shown(session)}: {_count(entry['count'], 'output')}, {entry['bytes']} bytes"
+    lines += [f"  {_shown(session)}: {_count(entry['count'], 'output')}, {entry['bytes']} bytes, "
+              f"{_count(entry['lines'], 'line')}"
               for session, entry in sessions.items()]
     _print_text("\n".join(lines))
     return 0

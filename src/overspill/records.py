@@ -165,6 +165,9 @@ class Record:
     # (total, stored): the output had ``total`` bytes, the payload holds its first
     # ``stored`` (== resource.size); None when the payload is the whole output.
     capture: Optional[tuple[int, int]] = None
+    # Lines of the whole output as ``wc -l`` counts them, plus one for a final
+    # line without a newline; None in records that do not say (older, other tools').
+    lines: Optional[int] = None
 
     @property
     def id(self) -> str:
@@ -197,6 +200,8 @@ def record_json(record: Record) -> bytes:
         document["chunk"] = record.checksum_chunk
     if record.capture is not None:
         document["capture"] = {"total": record.capture[0], "stored": record.capture[1]}
+    if record.lines is not None:
+        document["lines"] = record.lines
     import json  # here, not at the top: most processes that import overspill never touch a record
 
     return json.dumps(document, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
@@ -291,8 +296,12 @@ def parse_record(data: bytes, resource_id: str) -> Record:
         raise _invalid(resource_id, "created is not a finite number")
     checksums, chunk = _checksums(document, resource_id, size)
     capture = _capture(document, resource_id, size)
+    lines = document.get("lines")
+    if lines is not None and (not _is_int(lines) or lines < 0):
+        raise _invalid(resource_id, "lines is not a non-negative integer")
     resource = Resource(uri_for(resource_id), document["mime"], size, name)
-    return Record(resource, document["sessionID"], document["toolCallID"], created, checksums, chunk, capture)
+    return Record(resource, document["sessionID"], document["toolCallID"], created, checksums, chunk, capture,
+                  lines)
 
 
 def read_record(path: Union[str, Path], resource_id: str) -> tuple[Record, os.stat_result]:

@@ -291,15 +291,19 @@ class ToolOutputStore:
             self._make_room()
 
     def _publish(self, writer: Writer, session_id: str, tool_call_id: str,
-                 mime: str, name: Optional[str], total: Optional[int] = None) -> Record:
-        """Publish ``writer``'s resource; ``total`` is the output's size when it was capped."""
+                 mime: str, name: Optional[str], total: Optional[int] = None,
+                 lines: Optional[int] = None) -> Record:
+        """Publish ``writer``'s resource; ``total`` is the output's size when it was
+        capped, ``lines`` its line count as people give it."""
         capture = None if total is None or total <= writer.size else (total, writer.size)
+        extra: dict[str, object] = {}
+        if capture is not None:
+            extra["capture"] = capture
+        if lines is not None:
+            extra["lines"] = lines
         try:
             self._make_room()
-            if capture is None:
-                return writer.publish(session_id, tool_call_id, mime, name, retention=self._retention)
-            return writer.publish(session_id, tool_call_id, mime, name, retention=self._retention,
-                                  capture=capture)
+            return writer.publish(session_id, tool_call_id, mime, name, retention=self._retention, **extra)
         except BaseException as error:
             writer.abort()
             if isinstance(error, OSError) and not isinstance(error, StorageError):
@@ -312,16 +316,23 @@ class ToolOutputStore:
         cap = self._stored_cap()
         writer = self._writer()
         total = 0
+        newlines = 0
+        last_newline = False
         try:
             for piece in _stable_pieces(pieces):
+                if not len(piece):
+                    continue
                 total += len(piece)
+                newlines += _kernels.count_lines(piece) - 1
+                last_newline = piece[-1] == 10
                 self._write_capped(writer, piece, cap)
         except BaseException as error:
             writer.abort()
             if isinstance(error, OSError) and not isinstance(error, StorageError):
                 raise _storage_error("cannot store the resource", error) from None
             raise
-        return self._publish(writer, session_id, tool_call_id, mime, name, total)
+        lines = newlines + (1 if total and not last_newline else 0)
+        return self._publish(writer, session_id, tool_call_id, mime, name, total, lines)
 
     @staticmethod
     def _check_write_arguments(session_id: object, tool_call_id: object, mime: object, name: object) -> None:
@@ -462,9 +473,9 @@ class ToolOutputStore:
             raise
         if writer is None:
             return TruncateResult(held.decode("utf-8", "replace"), False, None)
-        record = self._publish(writer, session_id, tool_call_id, mime, name, size)
-        resource = record.resource
         lines = newlines + (1 if size and not last_newline else 0)
+        record = self._publish(writer, session_id, tool_call_id, mime, name, size, lines)
+        resource = record.resource
         try:
             if record.capture is None:
                 preview = self._preview_payload(record, newlines + 1, lines_limit, bytes_limit)

@@ -107,13 +107,16 @@ class Writer(Protocol):
         ...
 
     def publish(self, session_id: str, tool_call_id: str, mime: str, name: Optional[str], *,
-                retention: timedelta, capture: Optional[tuple[int, int]] = None) -> Record:
+                retention: timedelta, capture: Optional[tuple[int, int]] = None,
+                lines: Optional[int] = None) -> Record:
         """Make the resource visible, atomically, and return its record.
 
         ``capture`` is ``(total, stored)`` when the output was larger than what
         was written (the store caps a stored copy): it goes into the record as
         ``Record.capture`` (``"capture": {"total": T, "stored": S}`` in JSON).
-        The store passes it only when the copy was capped.
+        The store passes it only when the copy was capped.  ``lines`` is the
+        output's line count (``wc -l``, plus one for a final line without a
+        newline), kept as ``Record.lines`` (``"lines"`` in JSON).
 
         Makes the payload durable first when the backend was opened durable.
         ``created_ms`` is the backend's clock at publication; ``retention`` lets

@@ -109,7 +109,8 @@ class _LocalWriter:
                 self._crc, self._filled = 0, 0
 
     def publish(self, session_id: str, tool_call_id: str, mime: str, name: Optional[str], *,
-                retention: timedelta, capture: Optional[tuple[int, int]] = None) -> Record:
+                retention: timedelta, capture: Optional[tuple[int, int]] = None,
+                lines: Optional[int] = None) -> Record:
         del retention  # the folder expires by sweep, which reads ``created``
         if self._filled:
             self._checksums += self._crc.to_bytes(4, "big")
@@ -118,7 +119,7 @@ class _LocalWriter:
             os.fsync(self._fd)
         record = Record(
             Resource(uri_for(self._id), mime, self._size, name), session_id, tool_call_id,
-            time.time_ns() // 1_000_000, bytes(self._checksums), CHECKSUM_CHUNK, capture,
+            time.time_ns() // 1_000_000, bytes(self._checksums), CHECKSUM_CHUNK, capture, lines,
         )
         self._temporary = self._directory / f".{self._id}.{os.urandom(4).hex()}.tmp"
         temporary_fd = _files.create_exclusive(self._temporary)

@@ -745,7 +745,8 @@ class _RedisWriter:
         self.size += total
 
     def publish(self, session_id: str, tool_call_id: str, mime: str, name: Optional[str], *,
-                retention: timedelta, capture: Optional[tuple[int, int]] = None) -> Record:
+                retention: timedelta, capture: Optional[tuple[int, int]] = None,
+                lines: Optional[int] = None) -> Record:
         if self._finished:
             raise ValueError("publish after publish or abort")
         tail = bytes(self._buffer)
@@ -753,7 +754,7 @@ class _RedisWriter:
         chunks = self._flushed + (1 if tail else 0)
         created = time.time_ns() // 1_000_000
         record = Record(Resource(uri_for(self._id), mime, self.size, name), session_id, tool_call_id,
-                        created, bytes(self._checksums), CHECKSUM_BYTES, capture)
+                        created, bytes(self._checksums), CHECKSUM_BYTES, capture, lines)
         document = record_json(record)[:-1] + b',"chunkBytes":%d}' % CHUNK_BYTES
         # At least a second, so the caller can read what it was just given.
         ttl = max(int(min(retention.total_seconds(), 1e11) * 1000), 1000)
