@@ -530,3 +530,24 @@ def test_stats_shows_use_against_the_quota(cli):
     assert stats["quota"] == 10000000 and stats["bytes"] == 588895
     text = cli("stats", env={"OVERSPILL_MAX_TOTAL_BYTES": "10000000"}).stdout.decode()
     assert "quota: 588895 of 10000000 bytes used (5.9%)" in text
+
+
+@pytest.mark.parametrize("command", [("ls",), ("ls", "--all-sessions", "--json"), ("stats",), ("stats", "--json"),
+                                     ("cleanup",), ("cleanup", "--dry-run"),
+                                     ("read", "tool-output://0123456789abcdefghijklmnop")])
+def test_read_only_commands_never_create_the_data_folder(cli, tmp_path, command):
+    """Regression (issue 9, item 13): ``overspill stats --data-dir /nonexistent/dir`` created
+    ``/nonexistent/dir/tool-output/managed``. A missing folder holds no stored outputs."""
+    missing = tmp_path / "nonexistent" / "dir"
+    result = cli(*command, "--data-dir", str(missing))
+    assert not (tmp_path / "nonexistent").exists()
+    if command[0] == "read":
+        assert result.returncode == 3 and "no resource" in one_error_line(result)
+    else:
+        assert result.returncode == 0 and result.stderr == b""
+    if command == ("ls",):
+        assert result.stdout == b"no stored outputs\n"
+    if command == ("stats", "--json"):
+        assert json.loads(result.stdout)["count"] == 0
+    written = cli("truncate", "--data-dir", str(missing), "--max-bytes", "10", stdin=b"x" * 100)
+    assert written.returncode == 0 and (missing / "tool-output" / "managed").is_dir()  # a write makes it

@@ -222,3 +222,23 @@ def test_the_periodic_cleaner_logs_and_survives_failures(tmp_path, caplog, monke
     messages = [record.getMessage() for record in caplog.records if record.name == "overspill"]
     assert any("failed" in message for message in messages)
     assert any("could not remove 1 entries" in message for message in messages)
+
+
+# ------------------------------------------------------------------ item 13
+def test_a_store_with_create_false_reads_a_missing_folder_as_empty(tmp_path):
+    """Issue 9 item 13: reading, listing and cleaning created the data folder. With
+    ``create=False`` a missing folder holds nothing and is made by the first write only."""
+    missing = tmp_path / "never" / "written"
+    store = ToolOutputStore(missing, create=False)
+    assert store.records() == [] and store.resources("s") == []
+    assert store.cleanup() == CleanupReport() and store.cleanup(dry_run=True) == CleanupReport()
+    with pytest.raises(ResourceNotFoundError):
+        store.read("s", "tool-output://0123456789abcdefghijklmnop")
+    assert not (tmp_path / "never").exists()
+    resource = store.write("s", "c", "now it exists")
+    assert store.read("s", resource.uri).content == "now it exists"
+    assert [record.resource for record in store.records()] == [resource]
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the folder should be")
+    with pytest.raises(StorageError):
+        ToolOutputStore(blocker, create=False)

@@ -159,10 +159,18 @@ def _config(args: argparse.Namespace) -> dict[str, Any]:
                             if value is not None}}
 
 
-def _store(args: argparse.Namespace) -> ToolOutputStore:
+def _reader(args: argparse.Namespace) -> ToolOutputStore:
+    """The store for ls, stats, read and cleanup: a missing data folder is not
+    created by them; it holds no stored outputs."""
+    return _store(args, create=False)
+
+
+def _store(args: argparse.Namespace, create: bool = True) -> ToolOutputStore:
     if args.data_dir is not None and args.store_url is not None:
         raise _UsageError("give --data-dir or --store-url, not both")
-    return ToolOutputStore(args.data_dir, url=args.store_url, config=_config(args))
+    if args.store_url is not None:
+        return ToolOutputStore(url=args.store_url, config=_config(args))
+    return ToolOutputStore(args.data_dir, config=_config(args), create=create)
 
 
 def _session(args: argparse.Namespace) -> str:
@@ -302,7 +310,7 @@ def _continue_command(args: argparse.Namespace, uri: str, offset: int) -> str:
 def _command_read(args: argparse.Namespace) -> int:
     if args.all and (args.offset is not None or args.limit is not None):
         raise _UsageError("read: --all writes the whole resource; it takes no --offset or --limit")
-    store = _store(args)
+    store = _reader(args)
     session = _session(args)
     if args.all and args.json:
         with store.view(session, args.uri) as (resource, data):
@@ -363,7 +371,7 @@ def _age(created_ms: float) -> str:
 
 
 def _command_ls(args: argparse.Namespace) -> int:
-    store = _store(args)
+    store = _reader(args)
     records = store.records(None if args.all_sessions else _session(args))
     if args.json:
         _print_json({"resources": [{"uri": r.resource.uri, "size": r.resource.size, "lines": r.lines,
@@ -388,7 +396,7 @@ def _count(number: int, noun: str) -> str:
 
 
 def _command_cleanup(args: argparse.Namespace) -> int:
-    report = _store(args).cleanup(dry_run=args.dry_run)
+    report = _reader(args).cleanup(dry_run=args.dry_run)
     if args.json:
         _print_json({**_as_json(report), "dry_run": args.dry_run})
     elif report.busy:
@@ -403,7 +411,7 @@ def _command_cleanup(args: argparse.Namespace) -> int:
 
 
 def _command_stats(args: argparse.Namespace) -> int:
-    store = _store(args)
+    store = _reader(args)
     records = store.records()
     sessions: dict[str, dict[str, int]] = {}
     for record in records:

@@ -158,6 +158,9 @@ class ToolOutputStore:
     :param durable: fsync payload, record and folder before a write returns.
     :param retention: how long ``cleanup`` keeps a resource.
     :param grace: how long ``cleanup`` leaves leftovers of unfinished writes.
+    :param create: create the local folder now (the default); with False a
+        missing folder is created by the first write, and until then reads,
+        listings and cleanups find nothing and create nothing.
     :raises ValueError: both ``data_dir`` and ``url`` were given.
     :raises ConfigError: invalid configuration, an unsupported URL, or a
         Redis URL without the redis client installed.
@@ -174,6 +177,7 @@ class ToolOutputStore:
         durable: bool = True,
         retention: timedelta = RETENTION,
         grace: timedelta = timedelta(hours=1),
+        create: bool = True,
     ) -> None:
         location = locate(data_dir, url)
         for value, name in ((retention, "retention"), (grace, "grace")):
@@ -198,7 +202,7 @@ class ToolOutputStore:
             try:
                 # The listing index is a cache beside the managed folder, never in it.
                 self._backend = LocalBackend(directory, durable=self._durable,
-                                             index=location.folder / "tool-output" / "index")
+                                             index=location.folder / "tool-output" / "index", create=create)
             except OSError as error:
                 raise _storage_error(f"cannot create {directory}", error) from None
             self._directory = directory

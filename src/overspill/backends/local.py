@@ -186,13 +186,27 @@ class LocalBackend:
         cache outside ``directory`` that makes listing a session cost what its
         own records do; None lists by reading every record.  The store passes
         ``data_dir/tool-output/index``.
+    :param create: make the folder now (the default); with False a missing
+        folder is made by the first write, and until then reads, listings
+        and sweeps find nothing and create nothing (``overspill ls`` of a
+        folder that was never written leaves no trace).
     :raises OSError: the folder cannot be created or is not a directory.
     """
 
-    def __init__(self, directory: Path, *, durable: bool = True, index: Optional[Path] = None) -> None:
+    def __init__(self, directory: Path, *, durable: bool = True, index: Optional[Path] = None,
+                 create: bool = True) -> None:
         self._directory = Path(directory)
         self._durable = bool(durable)
-        _files.ensure_directory(self._directory)
+        if create:
+            _files.ensure_directory(self._directory)
+            self._created = True
+        else:
+            try:
+                if not stat.S_ISDIR(os.stat(self._directory).st_mode):
+                    raise NotADirectoryError(20, "not a directory", str(self._directory))
+                self._created = True
+            except FileNotFoundError:
+                self._created = False  # made by the first write, not by a reader
         self._folder = str(self._directory)
         if index is not None and Path(os.path.abspath(index)).is_relative_to(os.path.abspath(self._directory)):
             raise ValueError("the listing index must be outside the managed folder")
@@ -216,7 +230,14 @@ class LocalBackend:
 
     # ------------------------------------------------------------------ writing
     def create(self, resource_id: str, /) -> _LocalWriter:
+        if not self._created:
+            _files.ensure_directory(self._directory)
+            self._created = True
         return _LocalWriter(self._directory, resource_id, self._durable)
+
+    def _missing(self) -> bool:
+        """Whether a folder left to the first write does not exist yet: it holds nothing."""
+        return not self._created and not os.path.isdir(self._directory)
 
     # ------------------------------------------------------------------ reading
     def _entry(self, resource_id: str) -> _Entry:
@@ -383,6 +404,8 @@ class LocalBackend:
     def records(self, session_id: Optional[str] = None, /) -> list[Record]:
         """Valid records in id order; through the index when there is one, so
         that one session's listing reads that session's records only."""
+        if self._missing():
+            return []  # never written: nothing to list, and no index folder made for it
         if self._index is None:
             candidates = self._published_ids()
         else:
@@ -413,6 +436,8 @@ class LocalBackend:
 
     def sweep(self, now: float, retention: timedelta, grace: timedelta, *,
               dry_run: bool = False) -> CleanupReport:
+        if self._missing():
+            return CleanupReport()  # never written: nothing to clean, and no lock file made for it
         report = sweep(self._directory, now, retention, grace, dry_run=dry_run)
         if not dry_run:
             self._forget(report.removed_ids)
@@ -423,7 +448,7 @@ class LocalBackend:
 
         :raises OSError: the folder cannot be read.
         """
-        return folder_bytes(self._directory)
+        return 0 if self._missing() else folder_bytes(self._directory)
 
     def make_room(self, limit: int, /) -> CleanupReport:
         """Evict published resources, oldest ``created`` first (any session),
