@@ -14,7 +14,7 @@ from datetime import timedelta
 
 import pytest
 
-from overspill import ResourceNotFoundError
+from overspill import ResourceNotFoundError, ToolOutputStore, tools
 
 from test_store_contract import Backing, backing, session  # noqa: F401  (fixtures)
 
@@ -59,3 +59,35 @@ def test_a_record_whose_created_overflows_a_float_is_invalid_not_a_crash(backing
     assert bad.id in report.removed_ids
     assert fresh.read(session, kept.uri).content.startswith("a\n")
     fresh.close()
+
+
+def test_run_whose_output_fits_needs_no_store_and_keeps_the_commands_exit_code(tmp_path):
+    """Issue 8 item 8: exit 4 is for a failure to store. An output under the limits
+    needs no storing, so an unusable data folder (or an unreachable Redis) does
+    not turn `overspill run`'s answer into a storage failure: the output is
+    printed whole and the command's own exit code comes back."""
+    blocker = tmp_path / "a-file"
+    blocker.write_bytes(b"")
+    unusable = blocker / "data"  # below a regular file: it can never be created
+    ran = subprocess.run([sys.executable, "-m", "overspill", "run", "--data-dir", str(unusable), "--",
+                          "echo small; exit 3"], capture_output=True, text=True, timeout=60)
+    assert (ran.returncode, ran.stdout, ran.stderr) == (3, "small\n[exit code 3]\n", "")
+    # Over the limits the output must be stored: that is still a storage failure.
+    ran = subprocess.run([sys.executable, "-m", "overspill", "run", "--data-dir", str(unusable),
+                          "--max-lines", "3", "--", "seq 1 100"], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 4 and ran.stdout.startswith("1\n2\n") and "could not be stored" in ran.stdout
+    assert ran.stderr.count("\n") == 1 and "could not be kept" in ran.stderr
+
+
+def test_a_capped_binary_output_is_described_with_its_true_size(tmp_path):
+    """Issue 8 items 3 and 5: a binary output past max_stored_bytes is described
+    with the bytes the command wrote, and says the stored copy holds only the
+    first S of T bytes (as the text marker does), not the stored size as if it
+    were the whole output."""
+    store = ToolOutputStore(tmp_path, durable=False,
+                            config={"tool_output": {"max_stored_bytes": 100_000}})
+    result = tools.bash(store, "s", "c", "head -c 300000 /dev/urandom | tr '\\000' '\\001'; printf '\\0'")
+    assert result.resource is not None and result.resource.size == 100_000
+    assert result.metadata["output_bytes"] == 300_001 and result.metadata["stored_bytes"] == 100_000
+    assert result.output.startswith("[binary output, 300001 bytes")
+    assert "the stored copy holds the first 100000 of 300001 bytes" in result.output

@@ -276,7 +276,8 @@ def _command_run(args: argparse.Namespace) -> int:
                           spill=args.spill, inherit_stdin=True, limits=limits, started=forwarder.started)
         except (OSError, ValueError) as error:
             raise _UsageError(f"could not run the command: {getattr(error, 'strerror', None) or error}") from None
-        storage_error = store_error or ran.storage_error
+        # Not opening the store matters only when the output needed storing.
+        storage_error = (store_error or ran.storage_error) if ran.storage_error is not None else None
         if args.json:
             _print_json(ran.tool_result(args.timeout))
         else:

@@ -53,10 +53,12 @@ def is_binary(sample: bytes) -> bool:
     return invalid * 4 > len(sample)
 
 
-def _describe_binary(size: int, start: bytes, uri: Optional[str]) -> str:
+def _describe_binary(size: int, start: bytes, uri: Optional[str], stored: Optional[int] = None) -> str:
     first = start[:_HEX_BYTES].hex(" ")
     more = " ..." if size > _HEX_BYTES else ""
     where = f"stored as {uri}" if uri else "not stored"
+    if uri and stored is not None and stored < size:
+        where += f" (the stored copy holds the first {stored} of {size} bytes)"
     return f"[binary output, {size} bytes, {where}; it begins {first}{more}]"
 
 
@@ -202,8 +204,14 @@ def execute(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str
         chunks = itertools.chain(sniffed.held, counted)
         try:
             if store is None:
-                raise StorageError(0, "the output folder could not be opened")
-            if spill and sniffed.binary:
+                # Without a store only an output that needs no storing is whole:
+                # one under the limits (text) is shown as it is, not a failure.
+                for _ in chunks:
+                    pass
+                shown, truncated = _memory_view(running, limits, sniffed.binary, "the output could not be stored")
+                if truncated:
+                    raise StorageError(0, "the output folder could not be opened")
+            elif spill and sniffed.binary:
                 resource = store.write_stream(session_id, tool_call_id, chunks, mime=BINARY_MIME)
             elif spill:
                 outcome = store.truncate_stream(session_id, tool_call_id, chunks,
@@ -231,7 +239,8 @@ def execute(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str
                 pass
             shown, truncated = _memory_view(running, limits, sniffed.binary, "the output could not be stored")
         if resource is not None and sniffed.binary:
-            shown, truncated = _describe_binary(resource.size, sniffed.start, resource.uri), True
+            total = running.captured()[1]  # the bytes written; past max_stored_bytes the copy holds fewer
+            shown, truncated = _describe_binary(total, sniffed.start, resource.uri, resource.size), True
     finally:
         output.close()  # kills the command if anything above failed before its end
     return CommandOutput(running.result(resource), shown, truncated, resource, running.output_lines, error, marker)
