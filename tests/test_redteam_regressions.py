@@ -91,3 +91,25 @@ def test_a_capped_binary_output_is_described_with_its_true_size(tmp_path):
     assert result.metadata["output_bytes"] == 300_001 and result.metadata["stored_bytes"] == 100_000
     assert result.output.startswith("[binary output, 300001 bytes")
     assert "the stored copy holds the first 100000 of 300001 bytes" in result.output
+
+
+@pytest.mark.parametrize("password", ["Pq9z@Zx7k/Wk3m", "Sx4t@Rv8w/Q2?y7Lm", "Aa1x@Bb2y@Cc3z/Dd4w"])
+def test_a_password_with_reserved_characters_never_shows(password):
+    """Issue 10 item 3: a URL with a password never appears in an error message or
+    repr. A password with an unencoded '@' and '/' splits the URL elsewhere than
+    its writer meant (urlsplit takes the host from inside the password), so
+    part of the password lands in the host or path: such a URL is refused as
+    malformed before any connection, and the message holds no part of it."""
+    from overspill import ConfigError
+
+    url = f"redis://user:{password}@127.0.0.1:1/0"
+    with pytest.raises(ConfigError) as raised:
+        ToolOutputStore(url=url)
+    message = str(raised.value)
+    for piece in re.split(r"[@/?#]", password):
+        assert piece not in message, (piece, message)
+    ran = subprocess.run([sys.executable, "-m", "overspill", "ls", "--store-url", url],
+                         capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 2 and ran.stderr.count("\n") == 1, ran.stderr
+    for piece in re.split(r"[@/?#]", password):
+        assert piece not in ran.stderr + ran.stdout, (piece, ran.stderr)

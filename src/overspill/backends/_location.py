@@ -21,15 +21,25 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 from ..config import default_data_dir
 from ..errors import ConfigError
 
-__all__ = ["REDIS_SCHEMES", "STORE_URL_VARIABLE", "Location", "locate", "open_url", "redacted_url"]
+if TYPE_CHECKING:
+    from urllib.parse import SplitResult
+
+__all__ = ["REDIS_SCHEMES", "STORE_URL_VARIABLE", "Location", "ambiguous_credentials", "locate", "open_url", "redacted_url"]
 
 REDIS_SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster")
 STORE_URL_VARIABLE = "OVERSPILL_STORE_URL"
+
+
+def ambiguous_credentials(parts: SplitResult) -> bool:
+    """Whether a split URL has an '@' past its host: an unencoded '@' with '/',
+    '?' or '#' in a password (``redis://:p@ss/w0rd@host``) splits it there, so
+    the "host", path or query hold pieces of the password."""
+    return "@" in parts.path or "@" in parts.query or "@" in parts.fragment
 
 
 def redacted_url(url: str) -> str:
@@ -42,6 +52,8 @@ def redacted_url(url: str) -> str:
         host = parts.hostname or ""
         port = parts.port
     except ValueError:
+        return "<a malformed URL>"
+    if ambiguous_credentials(parts):
         return "<a malformed URL>"
     user, password = parts.username, parts.password
     if password is not None:

@@ -61,7 +61,7 @@ import redis.exceptions
 from .. import _kernels
 from ..errors import ConfigError, ResourceCorruptError, ResourceNotFoundError, StorageError
 from ..records import Record, Resource, parse_record, record_json, uri_for
-from ._location import REDIS_SCHEMES, redacted_url
+from ._location import REDIS_SCHEMES, ambiguous_credentials, redacted_url
 from .base import CleanupReport
 
 __all__ = ["CHECKSUM_BYTES", "CHUNK_BYTES", "PARTIAL_TTL", "RedisBackend"]
@@ -186,6 +186,9 @@ class RedisBackend:
             parts.port  # noqa: B018 - raises ValueError for a port out of range
         except ValueError:
             raise ConfigError(f"malformed Redis URL {self._shown}") from None
+        if ambiguous_credentials(parts):
+            raise ConfigError(f"malformed Redis URL {self._shown}: percent-encode '@', '/', '?' and '#' "
+                              "in the user name and password") from None
         self._cluster = scheme.lower().endswith("+cluster")
         client_url = scheme.lower().split("+")[0] + "://" + rest
         options = {"socket_connect_timeout": 5, "socket_timeout": 60}
