@@ -296,3 +296,18 @@ def test_concurrent_writers_and_listers_in_many_processes(data, filled):
     with fresh(data) as reader:
         for session, expected in results.items():
             assert uris(reader, session) == expected
+
+
+def test_leftovers_of_a_killed_catch_up_are_removed(data, filled):
+    index = index_dir(data)
+    with fresh(data) as store:
+        settle(store)
+        assert uris(store, "a") == filled["a"]
+    leftovers = [index / ".ids.0badf00d.tmp", index / "sessions" / ".s-a.0badf00d.tmp"]
+    for leftover in leftovers:
+        leftover.write_bytes(b"half of a list")
+    (index / "ids").write_bytes(b"torn")  # the id list damaged too: a rebuild
+    with fresh(data) as reader:
+        assert uris(reader, None) == sorted(u for s in filled.values() for u in s)
+        assert uris(reader, "a") == filled["a"]
+    assert not any(leftover.exists() for leftover in leftovers)

@@ -306,6 +306,14 @@ class ListingIndex:
         except OSError:
             os.close(fd)
             return None
+        # Temporary files of a catch-up killed mid-write: no writer can be live
+        # while this process holds the lock.
+        try:
+            for name in os.listdir(self._location):
+                if name.startswith(".") and name.endswith(".tmp"):
+                    _files.remove_quietly(Path(self._location, name))
+        except OSError:
+            pass
         return fd
 
     # ------------------------------------------------------------------ writing
