@@ -242,3 +242,52 @@ def test_a_store_with_create_false_reads_a_missing_folder_as_empty(tmp_path):
     blocker.write_text("a file where the folder should be")
     with pytest.raises(StorageError):
         ToolOutputStore(blocker, create=False)
+
+
+# ------------------------------------------------------------------ item 8
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_reads_and_starts_its_own_cleaner(tmp_path):
+    """Issue 9 item 8: ``os.fork()`` while another thread held the store's lock deadlocked the
+    child at its first read, and the child could not ``start_cleanup`` ("already running").
+    Protects promise 6 ("unique across threads, processes and forks") and 8: a forked worker
+    uses the store it inherited."""
+    store = ToolOutputStore(tmp_path, durable=False)
+    resource = store.write("s", "c", "x\n" * 50_000)
+    store.read("s", resource.uri)  # a warm cache and an open map, as in a busy process
+    store.start_cleanup(interval=3600)
+    held, release = threading.Event(), threading.Event()
+
+    def hold_the_lock():
+        with store._backend._lock:  # a reader or writer caught mid-update when the fork happens
+            held.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold_the_lock, daemon=True)
+    holder.start()
+    held.wait()
+    pid = os.fork()
+    if pid == 0:  # the child: report through the exit status only
+        status = 1
+        try:
+            for _ in range(20):  # many reads: entries, maps and their evictions all take the lock
+                store.read("s", store.write("s", "c", "y\n" * 30_000).uri)
+            assert store.read("s", resource.uri, limit=4).content == "x\nx\n"
+            store.start_cleanup(interval=3600)
+            store.close()
+            status = 0
+        finally:
+            os._exit(status)
+    release.set()
+    holder.join()
+    deadline = time.monotonic() + 120  # a bound on the wait, not a timing assertion
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child deadlocked")
+    store.close()
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -17,6 +17,7 @@ import errno
 import os
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -209,6 +210,15 @@ class ToolOutputStore:
             self._where = str(directory)
         self._cleaner: Optional[threading.Thread] = None
         self._stop = threading.Event()
+        _OPEN_STORES.add(self)
+
+    def _reset_after_fork(self) -> None:
+        """In a forked child: no cleaner thread (it was not forked), fresh locks and caches."""
+        self._cleaner = None
+        self._stop = threading.Event()
+        reset = getattr(self._backend, "reset_after_fork", None)
+        if reset is not None:
+            reset()
 
     # ------------------------------------------------------------------ basics
     @property
@@ -761,6 +771,20 @@ _BOUNDARY_REACH = 4
 # checksum chunks, so that no chunk is verified twice).
 _STREAM_BYTES = 1 << 20
 
+
+# Every store of this process, so that a forked child can reset them: a lock
+# held by a thread that exists only in the parent would deadlock the child's
+# first read, and the parent's cleaner thread is not in the child.
+_OPEN_STORES: "weakref.WeakSet[ToolOutputStore]" = weakref.WeakSet()
+
+
+def _reset_stores_after_fork() -> None:
+    for store in list(_OPEN_STORES):
+        store._reset_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_stores_after_fork)
 
 # Writable buffers are copied this much at a time before they are written (see _stable).
 _COPY_BYTES = 1 << 20

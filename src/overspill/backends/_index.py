@@ -134,6 +134,10 @@ class ListingIndex:
         self._durable = durable
         self._lock = threading.Lock()  # one catch-up per process at a time
 
+    def reset_after_fork(self) -> None:
+        """In a forked child: a fresh lock (the parent's may have been held by a thread that is not here)."""
+        self._lock = threading.Lock()
+
     @property
     def location(self) -> Path:
         return Path(self._location)

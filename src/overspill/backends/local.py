@@ -462,6 +462,19 @@ class LocalBackend:
         report = make_room(self._directory, limit, self.records, self.delete)
         return report
 
+    def reset_after_fork(self) -> None:
+        """In a forked child: a fresh lock and empty caches.
+
+        Another thread of the parent may have held the lock (it is not in the
+        child to release it) or been half-way through a cache update; the
+        child starts from nothing and maps what it reads itself.
+        """
+        self._lock = threading.Lock()
+        self._entries = {}
+        self._mapped_ids = OrderedDict()
+        if self._index is not None:
+            self._index.reset_after_fork()
+
     def close(self) -> None:
         """Drop the cached records and maps (a map in use closes when its last view goes)."""
         with self._lock:
