@@ -574,3 +574,20 @@ def test_a_slow_writer_keeps_its_chunks_alive_and_a_silent_one_loses_them(redis_
             assert client.hlen(b"ovs:{usage}:by-id") == 1
         finally:
             client.close()
+
+
+def test_a_forked_child_reads_through_the_parents_store(backing, session):
+    with backing.store() as store:
+        resource = store.write(session, "call", "forked " * 20_000)
+        store.read(session, resource.uri, limit=10)  # caches and connections in use
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child reports through its exit status
+            try:
+                page = store.read(session, resource.uri, offset=7, limit=14)
+                again = store.write(session, "child", "from the child " * 10_000)
+                os._exit(0 if page.content == "forked forked " and again.size == 150_000 else 1)
+            except BaseException:
+                os._exit(2)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert len(store.resources(session)) == 2

@@ -242,6 +242,16 @@ class RedisBackend:
             number = errno.ECONNREFUSED if isinstance(error, redis.exceptions.ConnectionError) else errno.EIO
         return StorageError(number, f"{action} at {self._shown}: {reason}")
 
+    def reset_after_fork(self) -> None:
+        """In a forked child: fresh lock, no writers or heartbeat of the parent's,
+        empty caches (redis-py opens new connections after a fork by itself)."""
+        self._lock = threading.Lock()
+        self._records = OrderedDict()
+        self._live = weakref.WeakSet()
+        self._open = weakref.WeakSet()
+        self._keeper = None
+        self._closed = threading.Event()
+
     def close(self) -> None:
         self._closed.set()
         keeper, self._keeper = self._keeper, None
