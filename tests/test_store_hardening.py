@@ -291,3 +291,110 @@ def test_a_forked_child_reads_and_starts_its_own_cleaner(tmp_path):
         pytest.fail("the forked child deadlocked")
     store.close()
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+# ------------------------------------------------------------------ item 11
+# Promise 5 (nothing escapes the folder): the two folders the store makes,
+# tool-output and managed, are its own — never a symlink, never another
+# user's, never open to others.
+@pytest.mark.parametrize("component", ["tool-output", "tool-output/managed"])
+@pytest.mark.parametrize("create", [True, False])
+def test_a_symlinked_store_folder_is_refused(tmp_path, component, create):
+    data, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
+    (elsewhere / "managed").mkdir(parents=True)
+    victim = elsewhere / "managed" / f"{new_id()}.txt"
+    victim.write_bytes(b"not the store's")
+    link = data / component
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(elsewhere if component == "tool-output" else elsewhere / "managed")
+    with pytest.raises(StorageError, match="symlink"):
+        ToolOutputStore(data, create=create)
+    assert victim.read_bytes() == b"not the store's"
+    assert os.listdir(elsewhere / "managed") == [victim.name]
+
+
+def test_an_open_store_folder_is_tightened_to_0700(tmp_path):
+    managed = tmp_path / "data" / "tool-output" / "managed"
+    managed.mkdir(parents=True)
+    for folder in (managed, managed.parent):
+        os.chmod(folder, 0o777)
+    with ToolOutputStore(tmp_path / "data", durable=False) as store:
+        store.truncate("s", "c", "x\n" * 5000)
+    for folder in (managed, managed.parent):
+        assert os.stat(folder).st_mode & 0o777 == 0o700
+    assert os.stat(tmp_path / "data").st_mode & 0o777 != 0  # the caller's own folder is left as it is
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+@pytest.mark.parametrize("create", [True, False])
+def test_a_store_folder_owned_by_another_user_is_refused(tmp_path, create):
+    managed = tmp_path / "data" / "tool-output" / "managed"
+    managed.mkdir(parents=True, mode=0o700)
+    os.chown(managed, 65534, 65534)
+    with pytest.raises(StorageError, match="another user"):
+        ToolOutputStore(tmp_path / "data", create=create)
+
+
+# ------------------------------------------------------------------ item 12
+# Promise 2 (never readable-but-wrong) and honest errors: a resource that is
+# there but cannot be opened now (no descriptors left, no permission) is a
+# storage failure (CLI exit 4), not "not found" (exit 3); and a sweep never
+# removes a good pair because its record could not be opened for a moment.
+def failing_open(monkeypatch, error: int, suffix: str) -> None:
+    real_open = os.open
+
+    def open_or_fail(path, *args, **kwargs):
+        if str(path).endswith(suffix):
+            raise OSError(error, os.strerror(error), str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(_files.os, "open", open_or_fail)
+
+
+@pytest.mark.parametrize("error", [errno.EMFILE, errno.EACCES])
+@pytest.mark.parametrize("suffix", [".txt", ".json"])
+def test_a_payload_or_record_that_cannot_be_opened_is_a_storage_error(tmp_path, monkeypatch, error, suffix):
+    with ToolOutputStore(tmp_path, durable=False) as writer:
+        uri = writer.truncate("s", "c", "line\n" * 20000).resource.uri
+    failing_open(monkeypatch, error, suffix)
+    with ToolOutputStore(tmp_path, durable=False) as cold:
+        with pytest.raises(StorageError) as raised:
+            cold.read("s", uri)
+        assert raised.value.errno == error and not isinstance(raised.value, ResourceNotFoundError)
+    monkeypatch.undo()
+    with ToolOutputStore(tmp_path, durable=False) as later:
+        assert later.read("s", uri).offset == 0  # nothing was lost
+
+
+def test_a_sweep_skips_a_record_it_cannot_open_instead_of_removing_the_pair(tmp_path, monkeypatch):
+    with ToolOutputStore(tmp_path, durable=False) as store:
+        uri = store.truncate("s", "c", "line\n" * 20000).resource.uri
+        failing_open(monkeypatch, errno.EMFILE, ".json")
+        report = store.cleanup(now=time.time() + 3600 * 24)  # past the grace, well within retention
+        monkeypatch.undo()
+        assert report.removed == 0 and report.skipped == 1
+        assert store.read("s", uri).offset == 0
+
+
+def test_ls_that_cannot_read_the_records_says_so_and_exits_4(tmp_path, subprocess_env):
+    data = tmp_path / "data"
+    with ToolOutputStore(data, durable=False) as store:
+        store.truncate("cli", "c", "line\n" * 20000)
+    # Every descriptor taken after a first listing (which loads what ls imports).
+    code = ("import resource, sys, os\n"
+            "from overspill.cli import main\n"
+            "assert main(['ls', '--data-dir', sys.argv[1]]) == 0\n"
+            "held = []\n"
+            "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+            "resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))\n"
+            "try:\n"
+            "    while True: held.append(os.open(os.devnull, os.O_RDONLY))\n"
+            "except OSError: pass\n"
+            "status = main(['ls', '--data-dir', sys.argv[1]])\n"
+            "for fd in held: os.close(fd)\n"
+            "sys.exit(status)\n")
+    ran = subprocess.run([sys.executable, "-c", code, str(data)], env=subprocess_env, capture_output=True,
+                         text=True, timeout=120)
+    assert ran.returncode == 4, (ran.stdout, ran.stderr)
+    assert "no stored outputs" not in ran.stdout
+    assert ran.stderr.startswith("overspill: error:") and len(ran.stderr.strip().splitlines()) == 1

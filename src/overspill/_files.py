@@ -7,6 +7,7 @@ errors, so that this module stays a thin, testable layer over ``os``.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -16,6 +17,7 @@ __all__ = [
     "FILE_MODE",
     "DIRECTORY_MODE",
     "create_exclusive",
+    "check_owned_directory",
     "ensure_directory",
     "fsync_directory",
     "open_regular",
@@ -31,11 +33,38 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
-def ensure_directory(path: Path) -> None:
-    """Create ``path`` (and parents) as ``0700`` if missing; it must be a directory."""
+def ensure_directory(path: Path, owned: int = 2) -> None:
+    """Create ``path`` (and parents) as ``0700`` if missing; it must be a directory.
+
+    The last ``owned`` components are the store's own folders: each must be a
+    real directory (never a symlink, which would send payloads elsewhere and
+    let cleanup delete there) owned by this user, and is tightened to ``0700``.
+
+    :raises OSError: not a directory, a symlink (``ELOOP``), or owned by
+        another user (``EPERM``).
+    """
     os.makedirs(path, mode=DIRECTORY_MODE, exist_ok=True)
-    if not stat.S_ISDIR(os.stat(path).st_mode):
-        raise NotADirectoryError(20, "not a directory", str(path))
+    check_owned_directory(path, owned)
+
+
+def check_owned_directory(path: Path, owned: int = 2) -> None:
+    """Check (and tighten) the last ``owned`` components of an existing ``path``.
+
+    :raises OSError: as for :func:`ensure_directory`; ``FileNotFoundError``
+        when a component is missing.
+    """
+    components = [path, *list(path.parents)[: max(owned - 1, 0)]]
+    for component in reversed(components):
+        info = os.lstat(component)
+        if stat.S_ISLNK(info.st_mode):
+            raise OSError(errno.ELOOP, "a symlink, refused as the store's folder", str(component))
+        if not stat.S_ISDIR(info.st_mode):
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(component))
+        if info.st_uid != os.geteuid():
+            raise PermissionError(errno.EPERM, "owned by another user, refused as the store's folder",
+                                  str(component))
+        if stat.S_IMODE(info.st_mode) & 0o077:
+            os.chmod(component, DIRECTORY_MODE)
 
 
 def create_exclusive(path: Path) -> int:

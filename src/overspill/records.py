@@ -10,6 +10,7 @@ tools ignore.  Records without checksums (written by them) stay readable.
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import re
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from . import _files
-from .errors import InvalidResourceError, ResourceNotFoundError
+from .errors import InvalidResourceError, OverspillError, ResourceNotFoundError, StorageError
 
 __all__ = [
     "CHECKSUM_CHUNK",
@@ -36,6 +37,7 @@ __all__ = [
     "parse_record",
     "parse_uri",
     "read_record",
+    "unreadable",
     "record_json",
     "uri_for",
 ]
@@ -207,6 +209,28 @@ def record_json(record: Record) -> bytes:
     return json.dumps(document, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
+# Errors that mean the file is not there as a resource's file (gone, a
+# symlink, not a regular file); any other failure to open or read it (no
+# descriptors left, no permission, an I/O error) is the storage's, not the
+# resource's: reporting it as "not found" would hide it, and let a listing or
+# a sweep treat a good resource as missing.
+_ABSENT = frozenset({0, errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.ENXIO, errno.ENODEV})
+
+
+def unreadable(uri: str, what: str, error: OSError) -> OverspillError:
+    """The error for a resource file that could not be opened, read or mapped.
+
+    :param uri: the resource's URI, for the message.
+    :param what: what is wrong when the file is absent ("has no readable payload").
+    :param error: the ``OSError`` raised.
+    :returns: ``ResourceNotFoundError`` when the file is missing or not a
+        regular file, else ``StorageError`` with the error's errno.
+    """
+    if error.errno is None or error.errno in _ABSENT:
+        return ResourceNotFoundError(f"resource {uri} {what}")
+    return StorageError(error.errno, f"cannot read resource {uri}: {error.strerror or error}")
+
+
 def _invalid(resource_id: str, why: str) -> ResourceNotFoundError:
     return ResourceNotFoundError(f"resource {resource_id} has an invalid record: {why}")
 
@@ -316,8 +340,8 @@ def read_record(path: Union[str, Path], resource_id: str) -> tuple[Record, os.st
         fd, info = _files.open_regular(path)
     except FileNotFoundError:
         raise ResourceNotFoundError(f"no resource {uri}") from None
-    except OSError:
-        raise ResourceNotFoundError(f"resource {uri} has no readable record") from None
+    except OSError as error:
+        raise unreadable(uri, "has no readable record", error) from None
     try:
         if info.st_size > MAX_RECORD_BYTES:
             raise ResourceNotFoundError(f"resource {uri} has an oversized record")
@@ -325,8 +349,8 @@ def read_record(path: Union[str, Path], resource_id: str) -> tuple[Record, os.st
         data = os.read(fd, info.st_size + 1)
         if len(data) > info.st_size:
             data += b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
-    except OSError:
-        raise ResourceNotFoundError(f"resource {uri} has no readable record") from None
+    except OSError as error:
+        raise unreadable(uri, "has no readable record", error) from None
     finally:
         os.close(fd)
     return parse_record(data, resource_id), info

@@ -26,7 +26,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from .. import _files
-from ..errors import ResourceNotFoundError
+from ..errors import ResourceNotFoundError, StorageError
 from ..records import Record, load_record
 from .base import CleanupReport
 
@@ -151,7 +151,12 @@ class _Sweep:
                         self.remove_pair(resource_id, has_record=False)
             return
         record_path = self.directory / f"{resource_id}.json"
-        record = _read_record(record_path, resource_id)
+        try:
+            record = _read_record(record_path, resource_id)
+        except StorageError:
+            # Unreadable for now (no descriptors, no permission): not a broken pair to remove.
+            self.skipped += 1
+            return
         if record is None:
             # Unreadable or invalid: wait out the grace period of the newer file.
             newest = payload if payload is not None else _lstat(record_path)

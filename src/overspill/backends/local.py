@@ -28,7 +28,8 @@ from typing import Optional
 
 from .. import _files, _kernels
 from ..errors import ResourceCorruptError, ResourceNotFoundError
-from ..records import CHECKSUM_CHUNK, Record, Resource, is_resource_id, read_record, record_json, uri_for
+from ..records import (CHECKSUM_CHUNK, Record, Resource, is_resource_id, read_record, record_json,
+                       unreadable, uri_for)
 from ._index import ListingIndex
 from ._sweep import folder_bytes, make_room, sweep, writer_lock
 from .base import CleanupReport
@@ -202,8 +203,7 @@ class LocalBackend:
             self._created = True
         else:
             try:
-                if not stat.S_ISDIR(os.stat(self._directory).st_mode):
-                    raise NotADirectoryError(20, "not a directory", str(self._directory))
+                _files.check_owned_directory(self._directory)
                 self._created = True
             except FileNotFoundError:
                 self._created = False  # made by the first write, not by a reader
@@ -264,8 +264,7 @@ class LocalBackend:
             except FileNotFoundError:
                 raise ResourceNotFoundError(f"no resource {uri_for(resource_id)}") from None
             except OSError as error:
-                raise ResourceNotFoundError(
-                    f"cannot read resource {uri_for(resource_id)}: {error.strerror}") from None
+                raise unreadable(uri_for(resource_id), "has no readable record", error) from None
             if _identity(info) == known:
                 return record
         # Parsed from the file that was opened, keyed by that file's fstat.
@@ -279,8 +278,8 @@ class LocalBackend:
         uri = record.resource.uri
         try:
             fd, opened = _files.open_regular(entry.payload_path)
-        except OSError:
-            raise ResourceNotFoundError(f"resource {uri} has no readable payload") from None
+        except OSError as error:
+            raise unreadable(uri, "has no readable payload", error) from None
         try:
             if identity is None:
                 if opened.st_size != record.resource.size:
@@ -289,8 +288,8 @@ class LocalBackend:
             elif _identity(opened) != identity:
                 raise ResourceNotFoundError(f"resource {uri} changed while being opened")
             mapping = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-        except OSError:
-            raise ResourceNotFoundError(f"resource {uri} cannot be mapped") from None
+        except OSError as error:
+            raise unreadable(uri, "cannot be mapped", error) from None
         finally:
             os.close(fd)
         with self._lock:
@@ -320,9 +319,9 @@ class LocalBackend:
             # The one stat of a read: the cached map is still this file's.
             try:
                 info = os.lstat(entry.payload_path)
-            except OSError:
+            except OSError as error:
                 entry.mapped = (None, None)
-                raise ResourceNotFoundError(f"resource {uri} has no payload") from None
+                raise unreadable(uri, "has no payload", error) from None
             if not stat.S_ISREG(info.st_mode) or info.st_size != record.resource.size:
                 entry.mapped = (None, None)
                 raise ResourceNotFoundError(f"resource {uri} has a missing or mismatched payload")
@@ -360,14 +359,14 @@ class LocalBackend:
         base = first - first % mmap.ALLOCATIONGRANULARITY
         try:
             fd, opened = _files.open_regular(entry.payload_path)
-        except OSError:
-            raise ResourceNotFoundError(f"resource {uri} has no readable payload") from None
+        except OSError as error:
+            raise unreadable(uri, "has no readable payload", error) from None
         try:
             if _identity(opened) != identity:
                 raise ResourceNotFoundError(f"resource {uri} changed while being opened")
             mapping = mmap.mmap(fd, last - base, access=mmap.ACCESS_READ, offset=base)
-        except OSError:
-            raise ResourceNotFoundError(f"resource {uri} cannot be mapped") from None
+        except OSError as error:
+            raise unreadable(uri, "cannot be mapped", error) from None
         finally:
             os.close(fd)
         with memoryview(mapping) as part:
