@@ -127,6 +127,8 @@ typedef struct {
     int min_kind;
     uint64_t first[256];       /* unanchored patterns that may start with a byte */
     uint8_t special[256];      /* bytes that change a line's view */
+    uint64_t pairs[1024];      /* folded first two bytes of any pattern (65536 bits) */
+    uint64_t anchored_first[256]; /* anchored patterns by first byte */
     ptrdiff_t limit;           /* hits kept per kind */
     ptrdiff_t *totals;         /* per kind */
     ptrdiff_t *kept;           /* per kind */
@@ -190,12 +192,22 @@ static int osp_scan_init(osp_scan *scan, const osp_pattern *patterns, int count,
         const osp_pattern *p = &patterns[k];
         if (p->kind + 1 > kinds) kinds = p->kind + 1;
         if (p->kind < min_kind) min_kind = p->kind;
-        if (p->anchored) continue;
         uint8_t b = p->literal[0];
-        scan->first[b] |= (uint64_t)1 << k;
+        uint64_t *table = p->anchored ? scan->anchored_first : scan->first;
+        table[b] |= (uint64_t)1 << k;
         if (p->caseless) {
-            if (b >= 'a' && b <= 'z') scan->first[b - 32] |= (uint64_t)1 << k;
-            if (b >= 'A' && b <= 'Z') scan->first[b + 32] |= (uint64_t)1 << k;
+            if (b >= 'a' && b <= 'z') table[b - 32] |= (uint64_t)1 << k;
+            if (b >= 'A' && b <= 'Z') table[b + 32] |= (uint64_t)1 << k;
+        }
+        /* The pair filter works on folded bytes: a superset of every match. */
+        if (p->length == 1) {
+            for (int second = 0; second < 256; second++) {
+                unsigned index = ((unsigned)osp_fold(b) << 8) | (unsigned)second;
+                scan->pairs[index >> 6] |= (uint64_t)1 << (index & 63);
+            }
+        } else {
+            unsigned index = ((unsigned)osp_fold(b) << 8) | (unsigned)osp_fold(p->literal[1]);
+            scan->pairs[index >> 6] |= (uint64_t)1 << (index & 63);
         }
     }
     scan->kinds = kinds;
@@ -243,25 +255,85 @@ static int osp_view_line_kind(osp_scan *scan, const uint8_t *s, ptrdiff_t n, int
     return osp_line_kind(scan, scan->scratch, osp_view(s, n, flags, scan->scratch));
 }
 
-/* Scan the region s[0:n) line by line (offsets recorded relative to s).
- * Clean lines are matched in place in one pass; a line with an ESC or \r is
- * matched through its view.  Returns 0, or -1 when memory ran out. */
-static int osp_scan_region(osp_scan *scan, const uint8_t *s, ptrdiff_t n, int flags) {
-    ptrdiff_t line = 0;
-    while (line < n) {
-        const uint8_t *newline = (const uint8_t *)memchr(s + line, '\n', (size_t)(n - line));
-        ptrdiff_t end = newline ? newline - s : n;
-        int kind, dirty = 0;
-        if (scan->special[OSP_ESC] && end > line) dirty = memchr(s + line, OSP_ESC, (size_t)(end - line)) != NULL;
-        if (!dirty && scan->special['\r'] && end > line) dirty = memchr(s + line, '\r', (size_t)(end - line)) != NULL;
-        if (dirty) {
-            kind = osp_view_line_kind(scan, s + line, end - line, flags);
-            if (kind < 0) return -1;
-        } else {
-            kind = osp_line_kind(scan, s + line, end - line);
+static inline ptrdiff_t osp_line_end(const uint8_t *s, ptrdiff_t from, ptrdiff_t n) {
+    const uint8_t *newline = from < n ? (const uint8_t *)memchr(s + from, '\n', (size_t)(n - from)) : NULL;
+    return newline ? newline - s : n;
+}
+
+/* Whole lines s[a:b) that are their own view (a at a line start): a pair
+ * filter over the folded bytes finds the few places worth checking, so the
+ * common bytes cost a table lookup each and lines are never walked twice. */
+static int osp_scan_clean(osp_scan *scan, const uint8_t *s, ptrdiff_t a, ptrdiff_t b) {
+    ptrdiff_t i = a, line = a;
+    while (i < b) {
+        unsigned index = ((unsigned)osp_fold(s[i]) << 8) | (unsigned)(i + 1 < b ? osp_fold(s[i + 1]) : 0);
+        if (s[i] == '\n') line = i + 1;
+        if (i + 1 < b && !((scan->pairs[index >> 6] >> (index & 63)) & 1)) {
+            i++;
+            continue;
         }
+        if (i + 1 >= b && !scan->first[s[i]] && !scan->anchored_first[s[i]]) {
+            i++;
+            continue;
+        }
+        /* A candidate: settle its whole line from here, then jump past it. */
+        ptrdiff_t end = osp_line_end(s, i, b);
+        int best = scan->kinds;
+        const uint8_t *text = s + line;
+        ptrdiff_t length = end - line, j;
+        uint64_t mask;
+        if (i == line) {
+            for (mask = scan->anchored_first[s[i]]; mask; mask &= mask - 1) {
+                const osp_pattern *p = &scan->patterns[__builtin_ctzll(mask)];
+                if (p->kind < best && osp_literal_at(text, length, 0, p)) best = p->kind;
+            }
+        }
+        for (j = i - line; j < length && best > scan->min_kind; j++) {
+            if (j + 1 < length) {
+                unsigned pair = ((unsigned)osp_fold(text[j]) << 8) | (unsigned)osp_fold(text[j + 1]);
+                if (!((scan->pairs[pair >> 6] >> (pair & 63)) & 1)) continue;
+            }
+            for (mask = scan->first[text[j]]; mask; mask &= mask - 1) {
+                const osp_pattern *p = &scan->patterns[__builtin_ctzll(mask)];
+                if (p->kind < best && osp_literal_at(text, length, j, p)) best = p->kind;
+            }
+        }
+        if (best < scan->kinds && osp_scan_record(scan, line, end, best) < 0) return -1;
+        i = line = end + 1;
+    }
+    return 0;
+}
+
+static inline ptrdiff_t osp_next_byte(const uint8_t *s, ptrdiff_t from, ptrdiff_t n, uint8_t byte, int wanted) {
+    const uint8_t *found;
+    if (!wanted || from >= n) return n;
+    found = (const uint8_t *)memchr(s + from, byte, (size_t)(n - from));
+    return found ? found - s : n;
+}
+
+/* Scan the region s[0:n) (offsets recorded relative to s): runs of clean
+ * lines through the pair filter, and each line holding an ESC or \r through
+ * its view.  Returns 0, or -1 when memory ran out. */
+static int osp_scan_region(osp_scan *scan, const uint8_t *s, ptrdiff_t n, int flags) {
+    ptrdiff_t position = 0;
+    int ansi = scan->special[OSP_ESC], cr = scan->special['\r'];
+    ptrdiff_t next_escape = osp_next_byte(s, 0, n, OSP_ESC, ansi);
+    ptrdiff_t next_return = osp_next_byte(s, 0, n, '\r', cr);
+    while (position < n) {
+        ptrdiff_t dirty = next_escape < next_return ? next_escape : next_return;
+        ptrdiff_t line, end;
+        int kind;
+        if (dirty >= n) return osp_scan_clean(scan, s, position, n);
+        line = dirty;
+        while (line > position && s[line - 1] != '\n') line--;
+        if (osp_scan_clean(scan, s, position, line) < 0) return -1;
+        end = osp_line_end(s, dirty, n);
+        kind = osp_view_line_kind(scan, s + line, end - line, flags);
+        if (kind < 0) return -1;
         if (kind < scan->kinds && osp_scan_record(scan, line, end, kind) < 0) return -1;
-        line = end + 1;
+        position = end + 1;
+        if (next_escape < position) next_escape = osp_next_byte(s, position, n, OSP_ESC, ansi);
+        if (next_return < position) next_return = osp_next_byte(s, position, n, '\r', cr);
     }
     return 0;
 }

@@ -19,7 +19,8 @@ from overspill import ResourceCorruptError, ResourceNotFoundError, ToolOutputSto
 def writer(folder: str, seed: int, seconds: float) -> dict:
     rng = random.Random(seed)
     session = f"writer-{seed}"
-    store = ToolOutputStore(folder, durable=False)
+    # Raw views: every page must be exactly its stored bytes, decoded.
+    store = ToolOutputStore(folder, durable=False, config={"tool_output": {"views": []}})
     alive: dict[str, bytes] = {}
     expired: set[str] = set()
     problems: list[str] = []

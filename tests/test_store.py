@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from strategies import contents, texts
 
 import overspill
+from overspill.text import line_slack
 from overspill import (
     AccessDeniedError,
     ConfigError,
@@ -76,10 +77,13 @@ def test_large_output_is_persisted_with_a_preview(store):
     preview = overspill.preview(text, 2000, 50 * 1024)
     head, marker, tail = result.content.split("\n\n")
     assert (head, tail) == (preview.head, preview.tail)
-    assert marker.startswith(f"... output truncated; full content available as {resource.uri}")
-    assert marker.endswith(" ...") and len(marker.encode()) < 200
-    assert f"{resource.size} bytes" in marker and "5000 lines" in marker
-    assert f"byte offset {preview.head_end}" in marker
+    # One marker for every tool: size, lines, the offset, the exact next calls.
+    assert marker == (
+        f"... output truncated ({resource.size} bytes, 5000 lines in all); the omitted part starts at byte offset "
+        f"{preview.head_end} ...\n"
+        f'next: read(resource="{resource.uri}", offset={preview.head_end}) or '
+        f'grep(resource="{resource.uri}", pattern="...")')
+    assert len(marker.encode()) < 300
     # The marker's offset is where the omitted part begins.
     page = store.read("s", resource.uri, offset=preview.head_end, limit=100)
     assert text.encode()[preview.head_end :].startswith(page.content.encode())
@@ -90,7 +94,7 @@ def test_marker_without_tail(store):
     result = store.truncate("s", "c", "x\n" * 10, max_lines=1)
     assert result.truncated
     head, marker = result.content.split("\n\n")
-    assert head == "x" and marker.endswith(" ...")
+    assert head == "x" and marker.endswith('pattern="...")')
 
 
 def test_per_call_limits_and_metadata(store):
@@ -592,14 +596,16 @@ def test_ids_are_unique_after_fork(store):
 @given(contents, st.integers(1, 40), st.integers(1, 120), st.integers(0, 200), st.integers(1, 30))
 @settings(max_examples=60)
 def test_truncate_and_paging_properties(tmp_path_factory, content, max_lines, max_bytes, offset, limit):
-    store = ToolOutputStore(tmp_path_factory.mktemp("prop"), durable=False)
+    # Raw text, no signal lines: the preview rules alone (views and signals: test_economy.py).
+    store = ToolOutputStore(tmp_path_factory.mktemp("prop"), durable=False,
+                            config={"tool_output": {"views": [], "signals": []}})
     result = store.truncate("s", "c", content, max_lines=max_lines, max_bytes=max_bytes)
-    preview = overspill.preview(content, max_lines, max_bytes)
+    preview = overspill.preview(content, max_lines, max_bytes, line_slack=line_slack(max_bytes))
     if not preview.truncated:
         assert not result.truncated and result.resource is None
         return
     assert result.truncated and result.content.startswith(preview.head + "\n\n... output truncated")
-    assert result.content.endswith(" ..." if not preview.tail else "\n\n" + preview.tail)
+    assert result.content.endswith('pattern="...")' if not preview.tail else "\n\n" + preview.tail)
     data = overspill.text.encode_content(content)
     assert (store.directory / f"{result.resource.id}.txt").read_bytes() == data
     page = store.read("s", result.resource.uri, offset=offset, limit=limit)

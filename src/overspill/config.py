@@ -23,6 +23,9 @@ __all__ = [
     "MAX_STORED_BYTES",
     "MAX_TOTAL_BYTES",
     "RETENTION",
+    "DEFAULT_SIGNALS",
+    "DEFAULT_VIEWS",
+    "VIEWS",
     "ConfigSource",
     "Limits",
     "default_data_dir",
@@ -39,8 +42,27 @@ MAX_STORED_BYTES = 1024**3
 MAX_TOTAL_BYTES = 4 * 1024**3
 RETENTION = timedelta(days=7)
 
+#: Views the model is shown by default: ANSI escapes removed, \r redraws collapsed.
+VIEWS = ("ansi", "cr")
+DEFAULT_VIEWS = VIEWS
+#: What marks a line of an omitted part as worth showing: (kind, pattern).
+#: Errors are shown before warnings.  A pattern is ASCII text matched in a
+#: line (ASCII case-insensitively when it has no uppercase letter), with a
+#: word boundary at each end that is a letter or digit (``Error`` in
+#: ``ValueError`` counts; ``error`` in ``-Werror`` or ``errors`` does not); a
+#: leading ``^`` anchors it at the start of the line.
+DEFAULT_SIGNALS = (
+    ("error", "error"), ("error", "fatal"), ("error", "exception"), ("error", "traceback"),
+    ("error", "failed"), ("error", "failure"), ("error", "FAIL"), ("error", "panic"), ("error", "panicked"),
+    ("error", "^E   "), ("error", "abort"), ("error", "aborted"), ("error", "segmentation fault"),
+    ("error", "core dumped"), ("error", "undefined reference"), ("error", "no such file or directory"),
+    ("error", "permission denied"), ("error", "command not found"), ("error", "errno"),
+    ("warning", "warning"), ("warning", "warn"), ("warning", "deprecated"), ("warning", "deprecation"),
+)
+_SIGNAL_KINDS = ("error", "warning")
+
 _SECTION = "tool_output"
-_KEYS = ("max_lines", "max_bytes", "max_stored_bytes", "max_total_bytes")
+_KEYS = ("max_lines", "max_bytes", "max_stored_bytes", "max_total_bytes", "views", "signals")
 _ENVIRONMENT = {"max_lines": "OVERSPILL_MAX_LINES", "max_bytes": "OVERSPILL_MAX_BYTES",
                 "max_stored_bytes": "OVERSPILL_MAX_STORED_BYTES", "max_total_bytes": "OVERSPILL_MAX_TOTAL_BYTES"}
 
@@ -57,6 +79,41 @@ class Limits:
     max_bytes: int = MAX_BYTES
     max_stored_bytes: int = MAX_STORED_BYTES
     max_total_bytes: int = MAX_TOTAL_BYTES
+    #: ``tool_output.views``: which views the model is shown (``[]`` for the raw text).
+    views: tuple[str, ...] = DEFAULT_VIEWS
+    #: ``tool_output.signals``: ``(kind, pattern)`` pairs, see ``DEFAULT_SIGNALS``.
+    signals: tuple[tuple[str, str], ...] = DEFAULT_SIGNALS
+
+
+def _views(value: object, key: str, source: str) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(name, str) for name in value):
+        raise ConfigError(f"{key} from {source} must be a list of view names, not {value!r}")
+    unknown = [name for name in value if name not in VIEWS]
+    if unknown:
+        raise ConfigError(f"{key} from {source}: unknown view {unknown[0]!r} (expected some of {', '.join(VIEWS)})")
+    return tuple(dict.fromkeys(value))
+
+
+def _signals(value: object, key: str, source: str) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{key} from {source} must be a list of {{kind, pattern}} tables, not {value!r}")
+    entries = []
+    for entry in value:
+        if not isinstance(entry, Mapping) or set(entry) != {"kind", "pattern"}:
+            raise ConfigError(f"{key} from {source}: each entry must be a table with kind and pattern, not {entry!r}")
+        kind, pattern = entry["kind"], entry["pattern"]
+        if kind not in _SIGNAL_KINDS:
+            raise ConfigError(f"{key} from {source}: kind must be one of {', '.join(_SIGNAL_KINDS)}, not {kind!r}")
+        literal = pattern[1:] if isinstance(pattern, str) and pattern.startswith("^") else pattern
+        if (not isinstance(pattern, str) or not literal or not pattern.isascii() or "\n" in pattern
+                or len(literal) > 255):
+            raise ConfigError(f"{key} from {source}: pattern must be 1 to 255 ASCII characters on one line, "
+                              f"not {pattern!r}")
+        entries.append((kind, pattern))
+    if len(entries) > 64:
+        raise ConfigError(f"{key} from {source}: at most 64 patterns, not {len(entries)}")
+    return tuple(entries)
+
 
 
 def positive_int(value: object, key: str, source: str) -> int:
@@ -108,7 +165,10 @@ def _read_file(path: Path) -> Mapping[str, Any]:
     return parsed
 
 
-def _section(document: Mapping[str, Any], source: str) -> dict[str, int]:
+_CHECKS = {"max_lines": positive_int, "max_bytes": positive_int, "views": _views, "signals": _signals}
+
+
+def _section(document: Mapping[str, Any], source: str) -> dict[str, Any]:
     section = document.get(_SECTION)
     if section is None:
         return {}
@@ -118,7 +178,7 @@ def _section(document: Mapping[str, Any], source: str) -> dict[str, int]:
     for key, value in section.items():
         if key not in _KEYS:
             raise ConfigError(f"{_SECTION}.{key} from {source} is not a setting (expected one of {', '.join(_KEYS)})")
-        values[key] = positive_int(value, f"{_SECTION}.{key}", source)
+        values[key] = _CHECKS[key](value, f"{_SECTION}.{key}", source)
     return values
 
 
@@ -157,7 +217,7 @@ def resolve_limits(
     :raises ConfigError: a file cannot be read or parsed, or a value is not a
         positive integer; the message names the key and its source.
     """
-    values: dict[str, int] = {}
+    values: dict[str, Any] = {}
     values.update(_from_environment(os.environ if environ is None else environ))
     for document, source in _sources(config):
         values.update(_section(document, source))

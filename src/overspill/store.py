@@ -19,7 +19,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -38,8 +38,26 @@ from .backends.base import Backend, CleanupReport, Writer
 from .backends.local import LocalBackend
 from .records import MAX_METADATA_BYTES, Record, Resource, new_id, parse_uri
 from ._native import BytesLike
+from ._native import VIEW_ANSI, VIEW_CR
 from ._native import _byte_view as byte_view
-from .text import Content, Preview, human_lines, preview, preview_from_cuts, stored_pieces, truncation_marker
+from .text import (
+    SIGNAL_LINES,
+    SIGNAL_PERCENT,
+    Content,
+    Preview,
+    SignalCollector,
+    compile_signals,
+    encode_content,
+    human_lines,
+    line_slack,
+    preview,
+    preview_from_cuts,
+    shown_text,
+    stored_pieces,
+    truncation_marker,
+    view_flags,
+    view_preview,
+)
 
 __all__ = ["Page", "ToolOutputStore", "TruncateResult"]
 
@@ -187,6 +205,8 @@ class ToolOutputStore:
             if value < timedelta(0):
                 raise ValueError(f"{name} must not be negative")
         self._limits = resolve_limits(config)
+        self._views = view_flags(self._limits.views)
+        self._signals = compile_signals(self._limits.signals)
         self._durable = bool(durable)
         self._retention = retention
         self._grace = grace
@@ -381,11 +401,19 @@ class ToolOutputStore:
                  mime: Optional[str] = None, name: Optional[str] = None) -> TruncateResult:
         """Bound ``content`` for the model, persisting it whole when it is over.
 
-        Under both limits the content comes back unchanged (decoded with
-        ``errors="replace"`` if it was bytes) and nothing is written.  Over
-        them the resource is written and the content is
-        ``head + "\\n\\n" + marker + "\\n\\n" + tail`` (without the last part when
-        the tail is empty), head and tail as ``overspill.preview`` gives them.
+        The model is shown a view of the content (``tool_output.views``: ANSI
+        escapes removed, ``\\r`` redraws collapsed; text without ESC or lone
+        ``\\r`` is its own view), and the limits count the view.  Within
+        them the view comes back (decoded with ``errors="replace"`` if it was
+        bytes) and nothing is written.  Over them the content is stored
+        exactly and the result is ``head + "\\n\\n" + marker`` followed by
+        the signal lines, if any, and ``"\\n\\n" + tail`` when the tail is
+        not empty.  Head and tail are those of ``overspill.preview`` of the
+        view with ``line_slack`` 10% of a side's budget; signal lines are up
+        to 20 lines of the omitted part that look like errors or warnings
+        (``tool_output.signals``), each with its byte offset, and their bytes
+        and lines come out of the preview's budget.  Every offset is a byte
+        offset in the stored bytes.
 
         :param max_lines: overrides the store's limit for this call.
         :param max_bytes: overrides the store's limit for this call.
@@ -402,20 +430,83 @@ class ToolOutputStore:
             self._check_write_arguments(session_id, tool_call_id, mime, name)
         lines_limit = self._limits.max_lines if max_lines is None else max_lines
         bytes_limit = self._limits.max_bytes if max_bytes is None else max_bytes
+        flags = self._views
         if not isinstance(content, str):
             content = _checked_buffer(content)
-        cuts = _kernels.preview_cuts(content, lines_limit, bytes_limit)
-        if cuts[0] >= cuts[1]:
-            if isinstance(content, str):
+        elif flags and _needs_view(content, flags):
+            # The view is cut from the stored form, where offsets are counted.
+            content = _kernels.ascii_view(content) or memoryview(encode_content(content))
+        if isinstance(content, str):
+            cuts = _kernels.preview_cuts(content, lines_limit, bytes_limit, line_slack(bytes_limit))
+            if cuts[0] >= cuts[1]:
                 return _unchanged(content)
-            return _unchanged(preview_from_cuts(content, cuts).head)
+            shaped = preview_from_cuts(content, cuts)
+            text = content
+
+            def recut(lines: int, size: int) -> Preview:
+                return preview_from_cuts(text, _kernels.preview_cuts(text, lines, size, line_slack(size)))
+        else:
+            shaped = view_preview(content, lines_limit, bytes_limit, flags, line_slack(bytes_limit))
+            if not shaped.truncated:
+                return _unchanged(shaped.head)
+            data = content
+
+            def recut(lines: int, size: int) -> Preview:
+                return view_preview(data, lines, size, flags, line_slack(size))
         record = self._write_pieces(session_id, tool_call_id, stored_pieces(content), mime, name)
-        resource = record.resource
         lines = human_lines(content)
-        preview = preview_from_cuts(content, cuts)
+        shaped, signals = self._with_signals(record, shaped, recut, lines_limit, bytes_limit)
         total = record.capture[0] if record.capture is not None else None
-        return TruncateResult(_compose(preview.head, preview.tail, resource, lines, preview.head_end, total), True,
-                              resource, lines, preview.head_end)
+        return TruncateResult(_compose(shaped, record.resource, lines, signals, total), True, record.resource,
+                              lines, shaped.head_end)
+
+    def _with_signals(self, record: Record, shaped: Preview, recut: Callable[[int, int], Preview],
+                      max_lines: int, max_bytes: int) -> tuple[Preview, list[str]]:
+        """The preview with the signal lines of its omitted part, within the same limits.
+
+        The omitted part is scanned once; when signal lines are found, the
+        preview is cut again with their lines and bytes taken out of its
+        budget, and only the two bands that this adds to the omitted part
+        are scanned besides.  When the stored bytes cannot be read back, the
+        preview comes without signal lines.
+        """
+        if not self._signals or not shaped.truncated:
+            return shaped, []
+
+        drop = getattr(self._backend, "drop_pages", None)
+
+        @contextlib.contextmanager
+        def read(start: int, end: int) -> Iterator[memoryview]:
+            with self._backend.read(record, start, end) as view:
+                yield view
+            if drop is not None:
+                drop(record, start, end)
+
+        # Only the stored copy can be read (it may hold only the output's start).
+        stored = record.resource.size
+
+        def scan(start: int, end: int) -> None:
+            if start < min(end, stored):
+                collector.scan(read, start, min(end, stored))
+
+        collector = SignalCollector(self._signals, self._views)
+        try:
+            scan(shaped.head_end, shaped.tail_start)
+            block = collector.render(min(SIGNAL_LINES + 1, max_lines - 1), max_bytes * SIGNAL_PERCENT // 100)
+            if not block:
+                return shaped, []
+            used_lines = len(block)
+            used_bytes = sum(len(line.encode("utf-8", "surrogateescape")) + 1 for line in block)
+            narrower = recut(max(max_lines - used_lines, 1), max(max_bytes - used_bytes, 1))
+            if narrower.head_end < shaped.head_end:
+                scan(narrower.head_end, shaped.head_end)
+            if narrower.tail_start > shaped.tail_start:
+                scan(shaped.tail_start, narrower.tail_start)
+        except (OSError, ResourceNotFoundError):
+            # The output is stored and the preview stands; the signal lines are
+            # a help, not worth failing (or unpublishing) the call for.
+            return shaped, []
+        return narrower, collector.render(used_lines, used_bytes)
 
     # ------------------------------------------------------------------ streams
     def write_stream(self, session_id: str, tool_call_id: str, chunks: Iterable[BytesLike], *,
@@ -486,24 +577,37 @@ class ToolOutputStore:
                 raise _storage_error("cannot store the resource", error) from None
             raise
         if writer is None:
-            return TruncateResult(held.decode("utf-8", "replace"), False, None)
-        lines = newlines + (1 if size and not last_newline else 0)
+            return TruncateResult(shown_text(held, self._views), False, None)
+        lines = newlines + (1 if size and not last_newline else 0)  # as a person counts them
         record = self._publish(writer, session_id, tool_call_id, mime, name, size, lines)
-        resource = record.resource
+        count = newlines + 1  # as the preview's line rule counts them
+        recut: Callable[[int, int], Preview]
         try:
             if record.capture is None:
-                preview = self._preview_payload(record, newlines + 1, lines_limit, bytes_limit)
+                shaped = self._preview_payload(record, count, lines_limit, bytes_limit)
+
+                def recut(max_lines: int, max_bytes: int) -> Preview:
+                    return self._preview_payload(record, count, max_lines, max_bytes)
             else:
-                preview = self._preview_capped(record, true_tail.value(), size, newlines + 1, lines_limit,
-                                               bytes_limit)
+                end = true_tail.value()
+                shaped = self._preview_capped(record, end, size, count, lines_limit, bytes_limit)
+
+                def recut(max_lines: int, max_bytes: int) -> Preview:
+                    return self._preview_capped(record, end, size, count, max_lines, max_bytes)
         except BaseException:
             # The preview is read back from the published payload; when that
             # fails the caller gets an error, so no resource may stay behind.
             self._discard(record.id)
             raise
+        if not shaped.truncated:
+            # Over the limits as stored, within them once cleaned: the view is
+            # what the model gets, and nothing stays stored.
+            self._discard(record.id)
+            return TruncateResult(shaped.head, False, None)
+        shaped, signals = self._with_signals(record, shaped, recut, lines_limit, bytes_limit)
         total = record.capture[0] if record.capture is not None else None
-        return TruncateResult(_compose(preview.head, preview.tail, resource, lines, preview.head_end, total),
-                              True, resource, lines, preview.head_end)
+        return TruncateResult(_compose(shaped, record.resource, lines, signals, total), True, record.resource,
+                              lines, shaped.head_end)
 
     def _discard(self, resource_id: str) -> None:
         """Remove a resource this store just published; never raises (a pair
@@ -536,58 +640,50 @@ class ToolOutputStore:
         filler = b""
         if tail_start > len(head) and lines > max_lines:
             filler = b"\n" * max(0, max_lines - (_kernels.count_lines(head) - 1) - (_kernels.count_lines(tail) - 1))
-        cut = preview(head + filler + tail, max_lines, max_bytes)
+        cut = view_preview(head + filler + tail, max_lines, max_bytes, self._views, line_slack(max_bytes))
         shift = total - (len(head) + len(filler) + len(tail))
         return Preview(cut.head, cut.tail, cut.truncated, cut.head_end, cut.tail_start + shift)
 
     def _preview_payload(self, record: Record, lines: int, max_lines: int, max_bytes: int) -> Preview:
-        """The preview of a just-published payload, from verified windows of it.
+        """The view preview of a just-published payload, from verified windows of it.
 
-        Only the first and last ``max_bytes`` (and a few) bytes decide a
-        preview, so two windows settle it whatever the size: memory stays
-        bounded and a remote backend sends only those bytes.
+        Only the first and last bytes decide a preview (``max_bytes`` and a
+        few, or four times that when views may shrink them), so two windows
+        settle it whatever the size: memory stays bounded and a remote
+        backend sends only those bytes.
         """
         size = record.resource.size
-        window = max_bytes + _PAGE_MARGIN
+        flags = self._views
+        slack = line_slack(max_bytes)
+        window = (4 * max_bytes if flags else max_bytes) + _PAGE_MARGIN
         try:
-            if lines <= max_lines:
-                return self._byte_cut_preview(record, max_bytes)
             if size <= 2 * window:
                 with self._backend.read(record, 0, size) as whole:
-                    return preview(whole, max_lines, max_bytes)
+                    return view_preview(whole, max_lines, max_bytes, flags, slack)
             with self._backend.read(record, 0, window) as view:
                 head = bytes(view)
             with self._backend.read(record, size - window, size) as view:
                 tail = bytes(view)
+            filler = b""
+            if lines > max_lines:
+                # The omitted middle only matters through its newlines: enough
+                # of them that both line regions end exactly where they do in
+                # the payload, or beyond its windows when they do.
+                filler = b"\n" * max(0, max_lines - (_kernels.count_lines(head) - 1)
+                                      - (_kernels.count_lines(tail) - 1))
+            cut = view_preview(head + filler + tail, max_lines, max_bytes, flags, slack)
+            if not cut.truncated:
+                # Views shrank both windows under the limits: only the whole decides.
+                with self._backend.read(record, 0, size) as whole:
+                    return view_preview(whole, max_lines, max_bytes, flags, slack)
         except (OSError, ResourceNotFoundError) as error:
             raise StorageError(getattr(error, "errno", None) or errno.EIO,
                                f"cannot read back {record.resource.uri}: {error}") from None
-        # The omitted middle only matters through its newlines: enough of them
-        # that both line regions end exactly where they do in the payload, or
-        # beyond its windows when they do (then only the byte shares decide).
-        filler = b"\n" * max(0, max_lines - (_kernels.count_lines(head) - 1) - (_kernels.count_lines(tail) - 1))
-        cut = preview(head + filler + tail, max_lines, max_bytes)
         shift = size - (2 * window + len(filler))
-        return Preview(cut.head, cut.tail, cut.truncated, cut.head_end, cut.tail_start + shift)
-
-    def _byte_cut_preview(self, record: Record, max_bytes: int) -> Preview:
-        """``preview`` of a payload over ``max_bytes`` whose lines are within the limit.
-
-        Then the regions are the whole content and only two byte cuts decide the
-        preview, so two windows of the payload settle it, whatever its size.
-        """
-        size = record.resource.size
-        head_share, tail_share = max_bytes - max_bytes // 2, max_bytes // 2
-        head_stop = min(head_share + _BOUNDARY_REACH, size)
-        with self._backend.read(record, 0, head_stop) as head_window:
-            _, end = _kernels.page_bounds(head_window, 0, head_share, head_stop == size)
-            head_end = end if end <= head_share else 0  # the first character alone is over the share
-            head = str(head_window[:head_end], "utf-8", "replace")
-        window_start = max(size - tail_share - _BOUNDARY_REACH, 0)
-        with self._backend.read(record, window_start, size) as tail_window:
-            tail_offset, _ = _kernels.page_bounds(tail_window, size - tail_share - window_start, 1, True)
-            tail = str(tail_window[tail_offset:], "utf-8", "replace")
-        return Preview(head, tail, True, head_end, window_start + tail_offset)
+        # Cuts stay inside their windows (the middle is not in them).
+        head_end = min(cut.head_end, window)
+        tail_start = max(cut.tail_start, window + len(filler)) + shift
+        return Preview(cut.head, cut.tail, True, head_end, tail_start)
 
     # ------------------------------------------------------------------ reading
     def _owned_record(self, session_id: str, resource_id: str) -> Record:
@@ -670,7 +766,7 @@ class ToolOutputStore:
             if not view:
                 return Page(record.resource, "", 0, False, None)
             start, end = _kernels.page_bounds(view, offset - low, limit, high == size)
-            content = str(view[start:end], "utf-8", "replace")
+            content = shown_text(view[start:end], self._views)
         start += low
         end += low
         more = end < size
@@ -832,7 +928,16 @@ def _checked_buffer(content: object) -> Union[bytes, bytearray, memoryview]:
     return content  # type: ignore[return-value]
 
 
-def _compose(head: str, tail: str, resource: Resource, lines: int, resume_offset: int,
-             total: Optional[int] = None) -> str:
-    marker = truncation_marker(resource.uri, resource.size, lines, resume_offset, total)
-    return f"{head}\n\n{marker}\n\n{tail}" if tail else f"{head}\n\n{marker}"
+def _needs_view(text: str, flags: int) -> bool:
+    """Whether ``text`` differs from its view: an ESC or a lone ``\\r``."""
+    if flags & VIEW_ANSI and "\x1b" in text:
+        return True
+    return bool(flags & VIEW_CR) and text.count("\r") != text.count("\r\n")
+
+
+def _compose(shaped: Preview, resource: Resource, lines: int, signals: list[str], total: Optional[int] = None) -> str:
+    marker = truncation_marker(resource.uri, resource.size, lines, shaped.head_end, total)
+    content = f"{shaped.head}\n\n{marker}"
+    if signals:
+        content += "\n" + "\n".join(signals)
+    return f"{content}\n\n{shaped.tail}" if shaped.tail else content

@@ -389,6 +389,23 @@ class LocalBackend:
                     f"{min((index + 1) * chunk, record.resource.size)} do not match their checksum"
                 )
 
+    def drop_pages(self, record: Record, start: int, end: int, /) -> None:
+        """A hint after a long scan of ``[start, end)``: its mapped pages are not needed soon.
+
+        A scan through the shared map (the store's signal scan of an omitted
+        middle) would otherwise keep every page it touched resident in this
+        process.  The file's page cache is untouched; never raises.
+        """
+        with self._lock:
+            entry = self._maps.get(record.id)
+        if entry is None or entry.map is None or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        first = start - start % mmap.PAGESIZE
+        try:
+            entry.map.madvise(mmap.MADV_DONTNEED, first, max(min(end, len(entry.map)) - first, 0))
+        except (OSError, ValueError):
+            pass  # closed meanwhile, or refused: it was only a hint
+
     # ------------------------------------------------------------------ listing
     def _published_ids(self) -> list[str]:
         names = os.listdir(self._directory)

@@ -1,0 +1,223 @@
+"""What the model sees: views, signal lines, line-aligned cuts, one marker.
+
+Properties over generated noisy outputs, and examples from real ones (a
+coloured pytest failure, a progress bar, gcc errors in the middle of a
+build, a traceback at the end of a log), for both kernel implementations.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from overspill import ConfigError, ToolOutputStore, page_bounds
+from overspill.text import encode_content, truncation_marker
+
+_NOISE = [b"\x1b[31m", b"\x1b[0m", b"\x1b[1;32m", b"\x1b[2K", b"\x1b]0;t\x07", b"\r", b"\r\n", b"\n", b"\n",
+          b"ok ", b"line ", b"42", b"\xc3\xa9", b"\xe2\x82\xac", b"error: boom", b"warning: hm", b"Traceback",
+          b"E   assert", b"x" * 30, b"passed "]
+noisy = st.lists(st.sampled_from(_NOISE), max_size=120).map(b"".join)
+MARKER = re.compile(r"\.\.\. output truncated \((\d+) bytes, (\d+) lines in all\); the omitted part starts at byte "
+                    r"offset (\d+) \.\.\.\nnext: read\(resource=\"(tool-output://\w+)\", offset=\3\) or "
+                    r"grep\(resource=\"\4\", pattern=\"\.\.\.\"\)")
+
+
+@pytest.fixture
+def store(tmp_path):
+    with ToolOutputStore(tmp_path, durable=False) as opened:
+        yield opened
+
+
+def parts(content: str) -> tuple[str, re.Match[str], list[str], str]:
+    """Head, marker match, signal lines and tail of a truncated content."""
+    marker = MARKER.search(content)
+    assert marker is not None, content
+    head = content[: marker.start()]
+    assert head.endswith("\n\n")
+    rest = content[marker.end() :]
+    signals, _, tail = rest.partition("\n\n")
+    return head[:-2], marker, [line for line in signals.split("\n") if line], tail
+
+
+def utf8(text: str) -> int:
+    return len(text.encode("utf-8", "surrogateescape"))
+
+
+# ---------------------------------------------------------------- properties
+@given(noisy, st.integers(1, 30), st.integers(1, 400))
+@settings(max_examples=60)
+def test_views_keep_stored_bytes_and_limits(tmp_path_factory, data, max_lines, max_bytes):
+    store = ToolOutputStore(tmp_path_factory.mktemp("views"), durable=False)
+    result = store.truncate("s", "c", data, max_lines=max_lines, max_bytes=max_bytes)
+    if not result.truncated:
+        # Fits once cleaned: the view, nothing stored.
+        assert result.resource is None and store.resources("s") == []
+        assert "\x1b" not in result.content and utf8(result.content) <= max_bytes
+        assert result.content.count("\n") < max_lines
+        return
+    with store.view("s", result.resource.uri) as (_, stored):
+        assert bytes(stored) == data  # views never change the stored bytes
+    head, marker, signals, tail = parts(result.content)
+    size, lines, offset, uri = int(marker[1]), int(marker[2]), int(marker[3]), marker[4]
+    assert (size, lines, offset, uri) == (len(data), data.count(b"\n") + 1, result.next_offset, result.resource.uri)
+    assert len(marker[0].encode()) < 300
+    # Within the limits plus the marker: signal lines come out of the preview's budget.
+    shown = head + tail + "".join(line + "\n" for line in signals)
+    assert utf8(shown) <= max_bytes
+    assert "\x1b" not in head + tail
+    # The marker's offset is where the head ends in the stored bytes, on a character boundary.
+    assert page_bounds(data, offset, 1)[0] == offset
+    for line in signals[1:]:
+        position, _, text = line.partition(":")
+        start = int(position)
+        assert offset <= start < len(data)
+        assert start == offset or data[start - 1] == 0x0A  # the start of that line
+        end = data.find(b"\n", start)
+        stored_line = data[start : len(data) if end < 0 else end]
+        page = store.read("s", uri, offset=start, limit=max(len(stored_line), 1))
+        assert page.offset == start
+        shown_line = re.sub(r" \[×\d+\]$", "", text).removesuffix("…")
+        assert shown_line.strip() in page.content
+
+
+@given(st.text(alphabet="ab é\n€", max_size=300), st.integers(1, 30), st.integers(1, 200))
+@settings(max_examples=60)
+def test_text_without_escapes_is_untouched(tmp_path_factory, text, max_lines, max_bytes):
+    store = ToolOutputStore(tmp_path_factory.mktemp("clean"), durable=False)
+    result = store.truncate("s", "c", text, max_lines=max_lines, max_bytes=max_bytes)
+    if not result.truncated:
+        assert result.content == text
+        return
+    head, marker, _, tail = parts(result.content)
+    stored = encode_content(text)
+    # Line-aligned cuts never split a character; the head is the stored prefix up to the offset.
+    assert head.encode() == stored[: int(marker[3])]
+    assert stored.endswith(tail.encode())
+    assert page_bounds(stored, int(marker[3]), 1)[0] == int(marker[3])
+
+
+@given(noisy)
+@settings(max_examples=40)
+def test_pages_show_the_view_of_exact_bytes(tmp_path_factory, data):
+    store = ToolOutputStore(tmp_path_factory.mktemp("pages"), durable=False)
+    raw = ToolOutputStore(tmp_path_factory.mktemp("raw"), durable=False, config={"tool_output": {"views": []}})
+    resource = store.write("s", "c", data)
+    page = store.read("s", resource.uri, limit=len(data) or 1)
+    assert "\x1b" not in page.content and page.offset == 0
+    raw_resource = raw.write("s", "c", data)
+    assert raw.read("s", raw_resource.uri, limit=len(data) or 1).content == data.decode("utf-8", "replace")
+
+
+# ---------------------------------------------------------------- configuration
+def test_views_and_signals_are_configurable(tmp_path):
+    data = b"\x1b[31mred\x1b[0m\n" * 10
+    with ToolOutputStore(tmp_path, config={"tool_output": {"views": []}}) as raw:
+        assert raw.truncate("s", "c", data).content == data.decode()
+    with ToolOutputStore(tmp_path) as viewed:
+        assert viewed.truncate("s", "c", data).content == "red\n" * 10
+    log = "\n".join([f"step {i}" for i in range(500)] + ["BOOM here"] + [f"step {i}" for i in range(500)])
+    config = {"tool_output": {"signals": [{"kind": "error", "pattern": "BOOM"}], "max_lines": 100}}
+    with ToolOutputStore(tmp_path, config=config) as custom:
+        _, _, signals, _ = parts(custom.truncate("s", "c", log).content)
+        offset = log.encode().index(b"BOOM")
+        assert signals[1:] == [f"{offset}:BOOM here"]
+    for bad in ({"views": ["colour"]}, {"views": "ansi"}, {"signals": [{"kind": "bad", "pattern": "x"}]},
+                {"signals": [{"kind": "error", "pattern": ""}]}, {"signals": [{"kind": "error"}]},
+                {"signals": [{"kind": "error", "pattern": "é"}]}):
+        with pytest.raises(ConfigError):
+            ToolOutputStore(tmp_path, config={"tool_output": bad})
+
+
+def test_marker_has_room_for_a_note():
+    marker = truncation_marker("tool-output://" + "a" * 26, 10**15, 10**14, 10**15 - 1)
+    assert len(marker.encode()) < 300 and marker.count("\n") == 1
+    noted = truncation_marker("tool-output://x", 1, 1, 0, note="capture: the stored copy was capped at 1 GiB")
+    assert noted.split("\n")[1] == "(capture: the stored copy was capped at 1 GiB)"
+
+
+# ---------------------------------------------------------------- real outputs
+def run(command: list[str], **kwargs) -> bytes:
+    return subprocess.run(command, capture_output=True, timeout=120, **kwargs).stdout
+
+
+def test_coloured_pytest_failure(store, tmp_path):
+    tests = tmp_path / "test_many.py"
+    tests.write_text(textwrap.dedent("""
+        import pytest
+        @pytest.mark.parametrize("n", range(3000))
+        def test_passes(n):
+            print("noise", n)
+        def test_breaks():
+            assert 1 + 1 == 3, "arithmetic is broken"
+    """))
+    output = run([sys.executable, "-m", "pytest", "-v", "--color=yes", "-p", "no:cacheprovider", str(tests)],
+                 cwd=tmp_path)
+    assert b"\x1b[" in output
+    result = store.truncate("s", "c", output)
+    assert result.truncated and "\x1b" not in result.content
+    assert "test_breaks FAILED" in result.content or "FAILED" in result.content
+    assert "arithmetic is broken" in result.content
+    with store.view("s", result.resource.uri) as (_, stored):
+        assert bytes(stored) == output
+
+
+def test_progress_bar_is_collapsed(store):
+    script = "import sys\nfor i in range(2001):\n    sys.stdout.write(f'\\r\\x1b[32m{i / 20:6.1f}%\\x1b[0m')\nprint()\nprint('done')"
+    output = run([sys.executable, "-c", script])
+    assert len(output) > 20_000
+    result = store.truncate("s", "c", output, max_bytes=2_000)
+    # Noise that fits once cleaned is shown cleaned and not stored.
+    assert not result.truncated and result.resource is None
+    assert result.content == " 100.0%\ndone\n"
+
+
+def test_gcc_errors_in_the_middle_are_signalled(store, tmp_path):
+    units = []
+    for i in range(400):
+        source = tmp_path / f"unit{i}.c"
+        names = {140: "undeclared_alpha", 210: "undeclared_beta"}
+        body = f"int f(void) {{ return {names[i]}; }}\n" if i in names else "int f(int *p) { return (int)p; }\n"
+        source.write_text(body)
+        units.append(str(source))
+    completed = subprocess.run(["gcc", "-fsyntax-only", "-Wall", "-Wextra", "-Wpointer-to-int-cast", *units],
+                               capture_output=True, timeout=300, cwd=tmp_path)
+    output = completed.stderr
+    errors = [line for line in output.decode().splitlines() if ": error:" in line]
+    assert len(errors) == 2
+    result = store.truncate("s", "c", output, max_bytes=8_000)
+    assert result.truncated
+    head, marker, signals, tail = parts(result.content)
+    assert all(error not in head + tail for error in errors)
+    shown = "\n".join(signals)
+    for error in errors:
+        offset = output.index(error.encode())
+        assert f"{offset}:{error}" in signals
+    # The 398 identical warnings (but for their numbers) are one line with a count.
+    assert sum("[-Wpointer-to-int-cast] [×" in line for line in signals) == 1
+    assert signals.index(f"{output.index(errors[0].encode())}:{errors[0]}") < len(signals) - 1  # errors first
+
+
+def test_traceback_at_the_end_of_a_log(store):
+    script = textwrap.dedent("""
+        import logging, sys
+        logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(levelname)s %(message)s")
+        for i in range(10000):
+            logging.info("processed record %d of the batch", i)
+        logging.warning("disk almost full: %d%% used", 97)
+        for i in range(10000, 20100):
+            logging.info("processed record %d of the batch", i)
+        raise OSError(28, "No space left on device")
+    """)
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    output = completed.stdout + completed.stderr
+    result = store.truncate("s", "c", output)
+    assert result.truncated
+    _, _, signals, tail = parts(result.content)
+    assert "OSError: [Errno 28] No space left on device" in tail
+    assert any("WARNING disk almost full: 97% used" in line for line in signals)
