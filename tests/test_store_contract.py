@@ -27,6 +27,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from overspill.config import DEFAULT_VIEWS
+from overspill.text import shown_text, view_flags
 from overspill import (
     AccessDeniedError,
     InvalidResourceError,
@@ -144,6 +146,11 @@ def session() -> str:
     return f"session-{uuid.uuid4().hex[:8]}"
 
 
+def shown(data: bytes) -> str:
+    """What a page of ``data`` shows the model: its view (escapes removed, redraws collapsed)."""
+    return shown_text(data, view_flags(DEFAULT_VIEWS))
+
+
 def lines_of(count: int, width: int = 0) -> str:
     return "\n".join(f"line {i} of the output, ünïcødé ✓ {'x' * width}" for i in range(count))
 
@@ -155,7 +162,7 @@ def read_all(store: ToolOutputStore, session: str, uri: str, data: bytes, limit:
         page = store.read(session, uri, offset=offset, limit=limit)
         end = len(data) if page.next is None else page.next
         assert page.offset == offset and (end > offset or not data)
-        assert page.content == data[offset:end].decode("utf-8", "replace")
+        assert page.content == shown(data[offset:end])
         pages.append(page)
         if page.next is None:
             return pages
@@ -174,7 +181,8 @@ def test_large_output_is_previewed_stored_whole_and_paged_back(store, session):
     data = text.encode()
     result = store.truncate(session, "call", text)
     assert result.truncated and result.resource.size == len(data)
-    assert f"full content available as {result.resource.uri} ({len(data)} bytes, 20000 lines)" in result.content
+    assert f"({len(data)} bytes, 20000 lines in all)" in result.content
+    assert f'read(resource="{result.resource.uri}", offset={result.next_offset})' in result.content
     assert result.content.startswith("line 0 of the output") and result.content.endswith("line 19999 of the output, ünïcødé ✓ ")
     pages = read_all(store, session, result.resource.uri, data)
     assert "".join(page.content for page in pages) == text
@@ -191,7 +199,7 @@ def test_pages_tile_the_bytes_across_chunk_keys_with_split_characters(store, ses
     for offset in (MiB - 2, MiB - 1, MiB, 2 * MiB + 1, len(data) - 3):
         page = store.read(session, resource.uri, offset=offset, limit=10)
         assert page.offset >= offset and page.offset - offset < 4
-        assert data[page.offset : page.next].decode("utf-8", "replace") == page.content
+        assert shown(data[page.offset : page.next]) == page.content
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

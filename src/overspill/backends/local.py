@@ -396,13 +396,13 @@ class LocalBackend:
         middle) would otherwise keep every page it touched resident in this
         process.  The file's page cache is untouched; never raises.
         """
-        with self._lock:
-            entry = self._maps.get(record.id)
-        if entry is None or entry.map is None or not hasattr(mmap, "MADV_DONTNEED"):
+        entry = self._entries.get(record.id)
+        mapping = None if entry is None else entry.mapped[1]
+        if mapping is None or not hasattr(mmap, "MADV_DONTNEED"):
             return
         first = start - start % mmap.PAGESIZE
         try:
-            entry.map.madvise(mmap.MADV_DONTNEED, first, max(min(end, len(entry.map)) - first, 0))
+            mapping.madvise(mmap.MADV_DONTNEED, first, max(min(end, len(mapping)) - first, 0))
         except (OSError, ValueError):
             pass  # closed meanwhile, or refused: it was only a hint
 
