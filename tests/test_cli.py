@@ -310,7 +310,7 @@ def test_run_at_the_line_limit(cli, lines, stored):
     expected = "".join(f"{i}\n" for i in range(1, lines + 1)).encode()
     if stored:
         assert stored_output(cli, ran) == expected
-        assert f"({len(expected)} bytes, {lines} lines)" in document["output"]
+        assert f"({len(expected)} bytes, {lines} lines in all)" in document["output"]
         assert document["metadata"]["lines"] == lines
     else:
         assert document["output"] == expected.decode().rstrip("\n")
@@ -519,9 +519,9 @@ def test_run_past_the_stored_cap_keeps_the_start_and_shows_the_true_end(cli, tmp
 
 def test_truncate_counts_lines_as_people_do(cli):
     ran = cli("truncate", "--max-lines", "4", stdin="".join(f"{i}\n" for i in range(1, 11)).encode())
-    assert "(21 bytes, 10 lines)" in ran.stdout.decode()
+    assert "(21 bytes, 10 lines in all)" in ran.stdout.decode()
     unterminated = cli("truncate", "--max-lines", "4", stdin=b"1\n2\n3\n4\n5\n6\n7\n8\n9\n10")
-    assert "(20 bytes, 10 lines)" in unterminated.stdout.decode()
+    assert "(20 bytes, 10 lines in all)" in unterminated.stdout.decode()
 
 
 def test_stats_shows_use_against_the_quota(cli):

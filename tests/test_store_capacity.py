@@ -81,7 +81,7 @@ def test_at_the_cap_the_output_is_stored_whole(tmp_path, size):
     data = bytes(i % 251 for i in range(size))
     result = store.truncate_stream("s", "c", [data[: size // 3], data[size // 3 :]])
     assert payload(store, result.resource) == data and "capture" not in record_document(store, result.resource)
-    assert "full content available as" in result.content
+    assert f"({size} bytes, " in result.content and "the stored copy holds" not in result.content
 
 
 def test_write_and_truncate_are_capped_too(tmp_path):

@@ -165,7 +165,8 @@ def _read_file(path: Path) -> Mapping[str, Any]:
     return parsed
 
 
-_CHECKS = {"max_lines": positive_int, "max_bytes": positive_int, "views": _views, "signals": _signals}
+_CHECKS = {"max_lines": positive_int, "max_bytes": positive_int, "max_stored_bytes": positive_int,
+           "max_total_bytes": positive_int, "views": _views, "signals": _signals}
 
 
 def _section(document: Mapping[str, Any], source: str) -> dict[str, Any]:
