@@ -128,6 +128,16 @@ def _parser() -> _Parser:
     read.add_argument("--limit", type=_positive, help=f"bytes in the page (default and most {MAX_READ_BYTES})")
     read.add_argument("--all", action="store_true", help="write the whole resource, its exact bytes, to stdout")
 
+    grep = add("grep", "search a stored output as text: each matching line with its byte offset (offset:line), "
+               "then the count of matching lines; exits 1 when nothing matches", [common])
+    grep.add_argument("uri", help="tool-output://ID")
+    grep.add_argument("pattern", help="a Python regular expression, matched against each line's text")
+    grep.add_argument("-i", "--ignore-case", action="store_true", help="match regardless of case")
+    grep.add_argument("-C", "--context", type=_non_negative, default=0, metavar="N",
+                      help="lines shown before and after each match (offset-line)")
+    grep.add_argument("-m", "--max-count", type=_positive, default=100, metavar="N",
+                      help="matching lines listed (default 100; all are counted)")
+
     truncate = add("truncate", "bound any text (a file, or stdin of any size) and print the preview",
                    [common, limits])
     truncate.add_argument("file", nargs="?", default="-", help="a file, or - for stdin (the default)")
@@ -337,6 +347,25 @@ def _command_read(args: argparse.Namespace) -> int:
     return 0
 
 
+def _command_grep(args: argparse.Namespace) -> int:
+    from .tools.grep import search_resource
+
+    store = _store(args)
+    try:
+        found = search_resource(store, _session(args), args.uri, args.pattern, ignore_case=args.ignore_case,
+                                context=args.context, max_matches=args.max_count)
+    except OverspillError:
+        raise
+    except ValueError as error:  # a bad pattern
+        raise _UsageError(str(error)) from None
+    if args.json:
+        _print_json({"lines": list(found.lines), "total": found.total, "listed": found.listed})
+    elif found.lines:
+        more = f"; {found.total - found.listed} not listed (raise --max-count)" if found.total > found.listed else ""
+        _print_text("\n".join(found.lines) + f"\n[{found.total} matching line{'s' if found.total != 1 else ''}{more}]")
+    return 0 if found.total else 1
+
+
 def _chunks_of(stream: BinaryIO) -> Iterator[bytes]:
     while chunk := stream.read(_CHUNK):
         yield chunk
@@ -468,8 +497,8 @@ def _command_mcp(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"run": _command_run, "read": _command_read, "truncate": _command_truncate, "ls": _command_ls,
-             "cleanup": _command_cleanup, "stats": _command_stats, "mcp": _command_mcp}
+_COMMANDS = {"run": _command_run, "read": _command_read, "grep": _command_grep, "truncate": _command_truncate,
+             "ls": _command_ls, "cleanup": _command_cleanup, "stats": _command_stats, "mcp": _command_mcp}
 
 
 def _fail(status: int, message: str) -> int:

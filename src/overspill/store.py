@@ -255,6 +255,11 @@ class ToolOutputStore:
     def durable(self) -> bool:
         return self._durable
 
+    @property
+    def views(self) -> tuple[str, ...]:
+        """The views the model is shown of stored bytes (``tool_output.views``; ``()`` for raw text)."""
+        return self._limits.views
+
     def limits(self) -> Limits:
         """The limits ``truncate`` applies when a call names none."""
         return self._limits
@@ -647,15 +652,17 @@ class ToolOutputStore:
     def _preview_payload(self, record: Record, lines: int, max_lines: int, max_bytes: int) -> Preview:
         """The view preview of a just-published payload, from verified windows of it.
 
-        Only the first and last bytes decide a preview (``max_bytes`` and a
-        few, or four times that when views may shrink them), so two windows
-        settle it whatever the size: memory stays bounded and a remote
-        backend sends only those bytes.
+        Only the first and last ``max_bytes`` (and a few) bytes decide a
+        preview of text that is its own view there, so two windows settle it
+        whatever the size: memory stays bounded and a remote backend sends
+        only those bytes.  When a window holds escapes or redraws, what the
+        view shows depends on whole lines, so the preview is cut from the
+        whole payload (through the local map, only the parts it reads).
         """
         size = record.resource.size
         flags = self._views
         slack = line_slack(max_bytes)
-        window = (4 * max_bytes if flags else max_bytes) + _PAGE_MARGIN
+        window = max_bytes + _PAGE_MARGIN
         try:
             if size <= 2 * window:
                 with self._backend.read(record, 0, size) as whole:
@@ -664,6 +671,10 @@ class ToolOutputStore:
                 head = bytes(view)
             with self._backend.read(record, size - window, size) as view:
                 tail = bytes(view)
+            if flags and (_kernels.view_bytes(head, flags) is not None
+                          or _kernels.view_bytes(tail, flags) is not None):
+                with self._backend.read(record, 0, size) as whole:
+                    return view_preview(whole, max_lines, max_bytes, flags, slack)
             filler = b""
             if lines > max_lines:
                 # The omitted middle only matters through its newlines: enough
@@ -672,17 +683,12 @@ class ToolOutputStore:
                 filler = b"\n" * max(0, max_lines - (_kernels.count_lines(head) - 1)
                                       - (_kernels.count_lines(tail) - 1))
             cut = view_preview(head + filler + tail, max_lines, max_bytes, flags, slack)
-            if not cut.truncated:
-                # Views shrank both windows under the limits: only the whole decides.
-                with self._backend.read(record, 0, size) as whole:
-                    return view_preview(whole, max_lines, max_bytes, flags, slack)
         except (OSError, ResourceNotFoundError) as error:
             raise StorageError(getattr(error, "errno", None) or errno.EIO,
                                f"cannot read back {record.resource.uri}: {error}") from None
         shift = size - (2 * window + len(filler))
-        # Cuts stay inside their windows (the middle is not in them).
-        head_end = min(cut.head_end, window)
-        tail_start = max(cut.tail_start, window + len(filler)) + shift
+        head_end = cut.head_end
+        tail_start = cut.tail_start + shift
         return Preview(cut.head, cut.tail, True, head_end, tail_start)
 
     # ------------------------------------------------------------------ reading

@@ -8,15 +8,21 @@ import re
 import shutil
 import stat
 import subprocess
+from bisect import bisect_right
+from collections import deque
 from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import BinaryIO, Optional, Union
 
+from .. import _kernels
 from ..errors import OverspillError
 from ..store import ToolOutputStore
+from ..text import view_flags
 from ._result import MAX_LINE_LENGTH, ToolResult, bounded, failure
 
-__all__ = ["grep"]
+__all__ = ["ResourceMatches", "grep", "search_resource"]
 
 _SKIPPED_FOLDERS = {".git", ".hg", ".svn"}
 _SNIFF_BYTES = 8192
@@ -35,13 +41,15 @@ def _cut(line: str) -> str:
 
 def grep(store: ToolOutputStore, session_id: str, tool_call_id: str, pattern: str, *, path: str = ".",
          resource: Optional[str] = None, glob: Optional[str] = None, ignore_case: bool = False,
-         max_matches: int = 100, cwd: PathArg = None) -> ToolResult:
+         max_matches: int = 100, context: int = 0, cwd: PathArg = None) -> ToolResult:
     """Search files under ``path``, or the stored output ``resource``, for a regex.
 
     File results are ``file:line:text``; resource results are
-    ``offset:text``, the byte offset of the line to give ``read``.  Each line
-    is cut at ``MAX_LINE_LENGTH``; at most ``max_matches`` are listed, with a
-    count of the rest.  Files are searched with ``rg`` when it is on PATH,
+    ``offset:text``, the byte offset of the line to give ``read`` (the output
+    is searched as text, see ``search_resource``; ``context`` lines around
+    each match are ``offset-text``), then the count of matching lines.  Each
+    line is cut at ``MAX_LINE_LENGTH``; at most ``max_matches`` are listed,
+    with a count of the rest.  Files are searched with ``rg`` when it is on PATH,
     else in Python, skipping ``.git`` and binary files.
 
     :param glob: only files whose path or name matches this pattern.
@@ -58,16 +66,15 @@ def grep(store: ToolOutputStore, session_id: str, tool_call_id: str, pattern: st
         regex = re.compile(pattern, flags)
     except re.error as error:
         return failure(f"invalid pattern {pattern!r}: {error}")
-    found = _Matches(max_matches)
     if resource is not None:
-        problem = _search_resource(store, session_id, resource, pattern, flags, found)
-    else:
-        if not isinstance(path, str) or not path:
-            return failure("path must be a non-empty string")
-        root = Path(cwd or ".") / path
-        if not root.exists():
-            return failure(f"no such file or folder: {path}")
-        problem = _search_files(root, path, regex, pattern, glob, ignore_case, cwd, found)
+        return _grep_resource(store, session_id, tool_call_id, resource, pattern, ignore_case, context, max_matches)
+    found = _Matches(max_matches)
+    if not isinstance(path, str) or not path:
+        return failure("path must be a non-empty string")
+    root = Path(cwd or ".") / path
+    if not root.exists():
+        return failure(f"no such file or folder: {path}")
+    problem = _search_files(root, path, regex, pattern, glob, ignore_case, cwd, found)
     if problem is not None:
         return problem
     if not found.total:
@@ -93,35 +100,151 @@ class _Matches:
             self.lines.append(_cut(line))
 
 
-def _search_resource(store: ToolOutputStore, session_id: str, uri: object, pattern: str,
-                     flags: int, found: _Matches) -> Optional[ToolResult]:
+# ---------------------------------------------------------------- stored outputs
+# Bytes of a stored output decoded and searched at a time (cut after a newline).
+_SEARCH_BLOCK = 8 << 20
+
+
+@dataclass(frozen=True)
+class ResourceMatches:
+    """What ``search_resource`` found: result lines and the count of matching lines.
+
+    ``lines`` holds ``offset:text`` for a matching line and ``offset-text``
+    for a context line (``offset`` is the byte offset of the line in the
+    stored bytes, for ``read``), and ``--`` between groups that are not
+    adjacent; ``total`` counts every matching line, listed or not.
+    """
+
+    lines: tuple[str, ...]
+    total: int
+    listed: int
+
+
+def _display(text: str) -> str:
+    """A decoded line as shown: invalid bytes as U+FFFD, cut at MAX_LINE_LENGTH."""
+    if not text.isascii():
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return _cut(text.removesuffix("\r"))
+
+
+def search_resource(store: ToolOutputStore, session_id: str, uri: str, pattern: str, *,
+                    ignore_case: bool = False, context: int = 0, max_matches: int = 100) -> ResourceMatches:
+    """Search a stored output as text, line by line, with byte offsets.
+
+    The pattern is a Python regular expression matched against each line of
+    what the model is shown of the output (its view, decoded from UTF-8; an
+    invalid byte is one character), so ``.`` matches one character and
+    ``(?i)`` folds any letter; ``^`` and ``$`` anchor at the line.  Each
+    result names the byte offset of its line in the stored bytes.
+
+    :param ignore_case: match regardless of case.
+    :param context: lines shown before and after each matching line (``-C``).
+    :param max_matches: matching lines listed (the rest are counted).
+    :raises ValueError: an invalid pattern or argument.
+    :raises InvalidResourceError, AccessDeniedError, ResourceNotFoundError: as ``store.read``.
+    """
+    if isinstance(context, bool) or not isinstance(context, int) or context < 0:
+        raise ValueError("context must be a non-negative integer")
+    if isinstance(max_matches, bool) or not isinstance(max_matches, int) or max_matches < 1:
+        raise ValueError("max_matches must be a positive integer")
     try:
-        # MULTILINE: ^ and $ anchor at the lines of the output, as they do in a file search.
-        regex = re.compile(pattern.encode("utf-8", "surrogateescape"), flags | re.MULTILINE)
+        regex = re.compile(pattern, re.MULTILINE | (re.IGNORECASE if ignore_case else 0))
     except re.error as error:
-        return failure(f"invalid pattern {pattern!r}: {error}")
-    try:
-        with store.view(session_id, uri) as (_, data):  # type: ignore[arg-type]
-            line_end = -1
-            for match in regex.finditer(data):
-                if match.start() < line_end:
+        raise ValueError(f"invalid pattern {pattern!r}: {error}") from None
+    flags = view_flags(store.views)
+    results = _Results(context, max_matches)
+    with store.view(session_id, uri) as (_, data):
+        size = len(data)
+        position = 0
+        number = 0  # line number of the block's first line
+        while position < size:
+            stop = min(size, position + _SEARCH_BLOCK)
+            raw = bytes(data[position:stop])
+            if stop < size:
+                newline = raw.rfind(b"\n")
+                if newline >= 0:
+                    raw = raw[: newline + 1]
+            shown = _kernels.view_bytes(raw, flags) if flags else None
+            text = (raw if shown is None else shown).decode("utf-8", "surrogateescape")
+            texts = text.split("\n")
+            if raw.endswith(b"\n"):
+                texts.pop()  # the empty line after the last newline belongs to the next block
+            char_starts = list(accumulate((len(line) + 1 for line in texts), initial=0))
+            offsets = list(accumulate((len(line) + 1 for line in raw.split(b"\n")), initial=position))
+            cursor = 0  # the next line of this block not yet passed
+            for match in regex.finditer(text):
+                index = bisect_right(char_starts, match.start()) - 1
+                if index < cursor or index >= len(texts):
                     continue  # one result per line
-                window_start = max(match.start() - _LINE_WINDOW, 0)
-                before = bytes(data[window_start : match.start()])
-                newline = before.rfind(b"\n")
-                start = window_start + newline + 1 if newline >= 0 else window_start
-                if newline < 0 and window_start > 0:
-                    start = match.start()  # a very long line: read from the match
-                after = bytes(data[match.start() : match.start() + _LINE_WINDOW])
-                ends = after.find(b"\n")
-                line_end = match.start() + (ends if ends >= 0 else len(after))
-                line = bytes(data[start:line_end]).decode("utf-8", "replace")
-                found.add(f"{start}:{line}")
-                if match.end() > line_end:
-                    line_end = match.end()
+                for between in range(cursor, index):
+                    results.pass_line(number + between, offsets[between], texts[between])
+                results.match(number + index, offsets[index], texts[index])
+                cursor = index + 1
+            for between in range(cursor, len(texts)):
+                results.pass_line(number + between, offsets[between], texts[between])
+            number += len(texts)
+            position += max(len(raw), 1)
+    return ResourceMatches(tuple(results.lines), results.total, results.listed)
+
+
+class _Results:
+    """Result lines with context, as grep -C prints them, for listed matches."""
+
+    def __init__(self, context: int, limit: int) -> None:
+        self.context = context
+        self.limit = limit
+        self.lines: list[str] = []
+        self.total = 0
+        self.listed = 0
+        self._before: deque[tuple[int, int, str]] = deque(maxlen=context)
+        self._after = 0
+        self._last = -1  # number of the last line shown
+
+    def _show(self, number: int, offset: int, text: str, separator: str) -> None:
+        if self.context and self.lines and number > self._last + 1:
+            self.lines.append("--")
+        self.lines.append(f"{offset}{separator}{_display(text)}")
+        self._last = number
+
+    def pass_line(self, number: int, offset: int, text: str) -> None:
+        """A line that does not match: trailing context, or kept for the next match."""
+        if self._after:
+            self._show(number, offset, text, "-")
+            self._after -= 1
+        elif self.context:
+            self._before.append((number, offset, text))
+
+    def match(self, number: int, offset: int, text: str) -> None:
+        self.total += 1
+        if self.listed >= self.limit:
+            self._before.clear()
+            self._after = 0
+            return
+        for before in self._before:
+            self._show(*before, "-")
+        self._before.clear()
+        self._show(number, offset, text, ":")
+        self.listed += 1
+        self._after = self.context
+
+
+def _grep_resource(store: ToolOutputStore, session_id: str, tool_call_id: str, uri: object, pattern: str,
+                   ignore_case: bool, context: object, max_matches: int) -> ToolResult:
+    if isinstance(context, bool) or not isinstance(context, int) or context < 0:
+        return failure("context must be a non-negative integer")
+    try:
+        found = search_resource(store, session_id, uri, pattern, ignore_case=ignore_case,  # type: ignore[arg-type]
+                                context=context, max_matches=max_matches)
     except OverspillError as error:
         return failure(str(error))
-    return None
+    except ValueError as error:
+        return failure(str(error))
+    if not found.total:
+        return ToolResult(f"no matches for {pattern!r} in {uri}", False, False, None, {"matches": 0})
+    text = "\n".join(found.lines) + f"\n[{found.total} matching line{'s' if found.total != 1 else ''}"
+    if found.total > found.listed:
+        text += f"; {found.total - found.listed} not listed: narrow the pattern or raise max_matches"
+    return bounded(store.truncate(session_id, tool_call_id, text + "]"), matches=found.total)
 
 
 def _walk(root: Path) -> Iterator[tuple[Path, bool]]:

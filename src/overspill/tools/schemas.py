@@ -85,8 +85,9 @@ _TOOLS: dict[str, dict[str, Any]] = {
     },
     "grep": {
         "description": "Search files for a regular expression (results as file:line:text), or search a "
-                       "stored output with resource=tool-output://ID (results as offset:text, the byte "
-                       "offset to pass to read). " + _PAGING,
+                       "stored output with resource=tool-output://ID as text, line by line (results as "
+                       "offset:text, the byte offset to pass to read; context lines as offset-text; then the "
+                       "count of matching lines). " + _PAGING,
         "properties": {
             "pattern": {"type": "string", "description": "A regular expression."},
             "path": {"type": "string", "description": "File or folder to search (default: the current one)."},
@@ -95,6 +96,8 @@ _TOOLS: dict[str, dict[str, Any]] = {
             "ignore_case": {"type": "boolean", "description": "Match regardless of case."},
             "max_matches": {"type": "integer", "minimum": 1, "maximum": 1000,
                             "description": "Most results listed (default 100)."},
+            "context": {"type": "integer", "minimum": 0, "maximum": 20,
+                        "description": "With resource: lines shown before and after each match (default 0)."},
         },
         "required": ["pattern"],
     },

@@ -1,0 +1,148 @@
+"""grep of a stored output: matched as decoded text, line by line, with byte offsets."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from overspill import ToolOutputStore, tools
+from overspill.tools.grep import search_resource
+
+SCRIPT = Path(sys.executable).with_name("overspill")
+
+
+@pytest.fixture
+def store(tmp_path):
+    with ToolOutputStore(tmp_path, durable=False) as opened:
+        yield opened
+
+
+def stored(store: ToolOutputStore, data: bytes) -> str:
+    return store.write("s", "c", data).uri
+
+
+def test_dot_matches_a_character_and_case_folds_beyond_ascii(store):
+    data = "unit.c:3:9: error: ‘counter’ undeclared (first use in this function)\nÉCHEC du test\nok\n".encode()
+    uri = stored(store, data)
+    # gcc's quotes are 3 bytes each: `.` is one character of the text, as in a file search.
+    found = search_resource(store, "s", uri, r"error: .counter. undeclared")
+    assert found.lines == ("0:unit.c:3:9: error: ‘counter’ undeclared (first use in this function)",)
+    assert found.total == 1
+    offset = data.index("ÉCHEC".encode())
+    assert search_resource(store, "s", uri, "(?i)échec").lines == (f"{offset}:ÉCHEC du test",)
+    assert search_resource(store, "s", uri, "échec", ignore_case=True).total == 1
+    assert search_resource(store, "s", uri, "échec").total == 0
+
+
+def test_context_lines_and_separators(store):
+    data = "".join(f"line {i}\n" for i in range(20)).encode()
+    uri = stored(store, data)
+    found = search_resource(store, "s", uri, r"^line (3|4|12)$", context=1)
+    offset = {i: data.index(f"line {i}\n".encode()) for i in range(20)}
+    assert found.lines == (
+        f"{offset[2]}-line 2", f"{offset[3]}:line 3", f"{offset[4]}:line 4", f"{offset[5]}-line 5", "--",
+        f"{offset[11]}-line 11", f"{offset[12]}:line 12", f"{offset[13]}-line 13")
+    assert (found.total, found.listed) == (3, 3)
+
+
+def test_matches_are_counted_and_listing_is_bounded(store):
+    uri = stored(store, b"".join(b"hit %d\n" % i for i in range(5000)))
+    found = search_resource(store, "s", uri, "hit", max_matches=10)
+    assert (found.total, found.listed, len(found.lines)) == (5000, 10, 10)
+    answer = tools.grep(store, "s", "g", "hit", resource=uri)
+    assert not answer.is_error and answer.metadata["matches"] == 5000
+    assert answer.output.endswith("[5000 matching lines; 4900 not listed: narrow the pattern or raise max_matches]")
+
+
+def test_the_view_is_searched_and_offsets_are_stored_bytes(store):
+    data = b"\x1b[32mok\x1b[0m\n  50%\r100%\n\x1b[31merror\x1b[0m: boom\n"
+    uri = stored(store, data)
+    red = data.index(b"\x1b[31m")
+    assert search_resource(store, "s", uri, "^error: boom$").lines == (f"{red}:error: boom",)
+    assert search_resource(store, "s", uri, "^100%$").lines == (f"{data.index(b'  50%')}:100%",)
+    raw = ToolOutputStore(store.directory.parent.parent, config={"tool_output": {"views": []}})
+    assert raw.views == () and search_resource(raw, "s", uri, "^error: boom$").total == 0
+
+
+def test_long_outputs_cross_search_blocks(store, monkeypatch):
+    monkeypatch.setattr(sys.modules["overspill.tools.grep"], "_SEARCH_BLOCK", 64)
+    data = b"".join(b"row %03d %s\n" % (i, b"needle" if i % 7 == 0 else b"hay") for i in range(100))
+    uri = stored(store, data)
+    found = search_resource(store, "s", uri, "needle", context=1)
+    expected = search_resource_naive(data, "needle", 1)
+    assert found.lines == expected
+
+
+def search_resource_naive(data: bytes, pattern: str, context: int) -> tuple[str, ...]:
+    """grep -C over ``data.split(b"\\n")``, the obvious way (no views: data without ESC or \\r)."""
+    lines = data.split(b"\n")
+    if data.endswith(b"\n"):
+        lines.pop()
+    offsets, position = [], 0
+    for line in lines:
+        offsets.append(position)
+        position += len(line) + 1
+    texts = [line.decode("utf-8", "surrogateescape") for line in lines]
+    matched = [i for i, text in enumerate(texts) if re.search(pattern, text, re.MULTILINE)]
+    shown: dict[int, str] = {}
+    for i in matched:
+        for j in range(max(0, i - context), min(len(lines), i + context + 1)):
+            shown.setdefault(j, "-")
+        shown[i] = ":"
+    out, last = [], None
+    for j in sorted(shown):
+        if context and last is not None and j > last + 1:
+            out.append("--")
+        text = texts[j].encode("utf-8", "surrogateescape").decode("utf-8", "replace").removesuffix("\r")
+        out.append(f"{offsets[j]}{shown[j]}{text}")
+        last = j
+    return tuple(out)
+
+
+@given(st.lists(st.sampled_from([b"alpha", b"beta", b"\xc3\xa9t\xc3\xa9", b"\xff", b" ", b"\n", b"\n", b"x"]),
+                max_size=60).map(b"".join), st.sampled_from(["a", "^b", "é.é", "x$", "(?i)ÉTÉ", "."]),
+       st.integers(0, 2))
+@settings(max_examples=60)
+def test_search_matches_a_naive_reference(tmp_path_factory, data, pattern, context):
+    store = ToolOutputStore(tmp_path_factory.mktemp("grep"), durable=False)
+    uri = stored(store, data)
+    assert search_resource(store, "s", uri, pattern, context=context, max_matches=1000).lines == \
+        search_resource_naive(data, pattern, context)
+
+
+def test_bad_arguments_are_one_line_errors(store):
+    uri = stored(store, b"abc\n")
+    assert tools.grep(store, "s", "g", "(", resource=uri).is_error
+    assert tools.grep(store, "s", "g", "a", resource=uri, context=-1).is_error
+    assert tools.grep(store, "s", "g", "a", resource="tool-output://nope").is_error
+    assert tools.grep(store, "other", "g", "a", resource=uri).is_error
+    with pytest.raises(ValueError):
+        search_resource(store, "s", uri, "(")
+
+
+def test_cli_grep(tmp_path, subprocess_env):
+    env = {**subprocess_env, "OVERSPILL_DATA_DIR": str(tmp_path / "data")}
+    env.pop("OVERSPILL_SESSION", None)
+
+    def cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([str(SCRIPT), *args], input=stdin, capture_output=True, timeout=120, env=env)
+
+    data = "".join(f"step {i}\n" for i in range(30000)) + "fatal: ‘disk’ full\n" + "done\n"
+    ran = cli("truncate", "-", stdin=data.encode())
+    uri = "tool-output://" + ran.stdout.decode().split("tool-output://")[1][:26]
+    offset = data.encode().index("fatal".encode())
+    found = cli("grep", uri, "FATAL: .disk. full", "-i", "-C", "1")
+    assert found.returncode == 0
+    assert found.stdout.decode().splitlines() == [
+        f"{offset - len('step 29999') - 1}-step 29999", f"{offset}:fatal: ‘disk’ full", f"{data.encode().index(b'done')}-done",
+        "[1 matching line]"]
+    assert cli("grep", uri, "nothing here").returncode == 1
+    assert cli("grep", uri, "(").returncode == 2
+    assert cli("grep", "tool-output://" + "0" * 26, "x").returncode == 3
+    assert cli("grep", uri, "step", "--json", "-m", "2").stdout.decode().startswith('{"lines": ["0:step 0", "7:step 1"], "total": 30000')
