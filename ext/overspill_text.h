@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "overspill_simd.h"
+
 #define OSP_VIEW_ANSI 1
 #define OSP_VIEW_CR 2
 #define OSP_ESC 0x1b
@@ -129,6 +131,8 @@ typedef struct {
     uint8_t special[256];      /* bytes that change a line's view */
     uint64_t pairs[1024];      /* folded first two bytes of any pattern (65536 bits) */
     uint64_t anchored_first[256]; /* anchored patterns by first byte */
+    int pair_count;            /* distinct first-two-byte pairs, each byte OR 0x20, for SIMD */
+    uint8_t pair_first[64], pair_second[64];
     ptrdiff_t limit;           /* hits kept per kind */
     ptrdiff_t *totals;         /* per kind */
     ptrdiff_t *kept;           /* per kind */
@@ -209,6 +213,23 @@ static int osp_scan_init(osp_scan *scan, const osp_pattern *patterns, int count,
             unsigned index = ((unsigned)osp_fold(b) << 8) | (unsigned)osp_fold(p->literal[1]);
             scan->pairs[index >> 6] |= (uint64_t)1 << (index & 63);
         }
+        /* The SIMD filter compares bytes OR 0x20 (fold(x) | 0x20 == x | 0x20,
+         * so it passes every position the exact pair table passes). */
+        if (scan->pair_count >= 0) {
+            uint8_t first = (uint8_t)(b | 0x20), second = (uint8_t)(p->length > 1 ? (p->literal[1] | 0x20) : 0);
+            int seen = 0;
+            if (p->length == 1) {
+                scan->pair_count = -1;  /* any second byte: no pair filter */
+            } else {
+                for (int q = 0; q < scan->pair_count; q++)
+                    seen |= scan->pair_first[q] == first && scan->pair_second[q] == second;
+                if (!seen) {
+                    scan->pair_first[scan->pair_count] = first;
+                    scan->pair_second[scan->pair_count] = second;
+                    scan->pair_count++;
+                }
+            }
+        }
     }
     scan->kinds = kinds;
     scan->min_kind = min_kind;
@@ -260,48 +281,105 @@ static inline ptrdiff_t osp_line_end(const uint8_t *s, ptrdiff_t from, ptrdiff_t
     return newline ? newline - s : n;
 }
 
-/* Whole lines s[a:b) that are their own view (a at a line start): a pair
- * filter over the folded bytes finds the few places worth checking, so the
- * common bytes cost a table lookup each and lines are never walked twice. */
-static int osp_scan_clean(osp_scan *scan, const uint8_t *s, ptrdiff_t a, ptrdiff_t b) {
-    ptrdiff_t i = a, line = a;
-    while (i < b) {
-        unsigned index = ((unsigned)osp_fold(s[i]) << 8) | (unsigned)(i + 1 < b ? osp_fold(s[i + 1]) : 0);
-        if (s[i] == '\n') line = i + 1;
-        if (i + 1 < b && !((scan->pairs[index >> 6] >> (index & 63)) & 1)) {
-            i++;
-            continue;
-        }
-        if (i + 1 >= b && !scan->first[s[i]] && !scan->anchored_first[s[i]]) {
-            i++;
-            continue;
-        }
-        /* A candidate: settle its whole line from here, then jump past it. */
-        ptrdiff_t end = osp_line_end(s, i, b);
-        int best = scan->kinds;
-        const uint8_t *text = s + line;
-        ptrdiff_t length = end - line, j;
-        uint64_t mask;
-        if (i == line) {
-            for (mask = scan->anchored_first[s[i]]; mask; mask &= mask - 1) {
-                const osp_pattern *p = &scan->patterns[__builtin_ctzll(mask)];
-                if (p->kind < best && osp_literal_at(text, length, 0, p)) best = p->kind;
-            }
-        }
-        for (j = i - line; j < length && best > scan->min_kind; j++) {
-            if (j + 1 < length) {
-                unsigned pair = ((unsigned)osp_fold(text[j]) << 8) | (unsigned)osp_fold(text[j + 1]);
-                if (!((scan->pairs[pair >> 6] >> (pair & 63)) & 1)) continue;
-            }
-            for (mask = scan->first[text[j]]; mask; mask &= mask - 1) {
-                const osp_pattern *p = &scan->patterns[__builtin_ctzll(mask)];
-                if (p->kind < best && osp_literal_at(text, length, j, p)) best = p->kind;
-            }
-        }
-        if (best < scan->kinds && osp_scan_record(scan, line, end, best) < 0) return -1;
-        i = line = end + 1;
+static inline int osp_exact_candidate(const osp_scan *scan, const uint8_t *s, ptrdiff_t i, ptrdiff_t b) {
+    if (i + 1 < b) {
+        unsigned index = ((unsigned)osp_fold(s[i]) << 8) | (unsigned)osp_fold(s[i + 1]);
+        return (int)((scan->pairs[index >> 6] >> (index & 63)) & 1);
     }
+    return scan->first[s[i]] || scan->anchored_first[s[i]];
+}
+
+/* What a clean-region scan knows of the line it is in. */
+typedef struct {
+    ptrdiff_t known;      /* a line start at or before every candidate still to come */
+    ptrdiff_t start, end; /* the current line [start, end); end < 0 when there is none */
+    ptrdiff_t skip;       /* candidates before this are settled */
+    int best;
+} osp_line_state;
+
+static inline int osp_finish_line(osp_scan *scan, osp_line_state *st) {
+    if (st->end >= 0 && st->best < scan->kinds && osp_scan_record(scan, st->start, st->end, st->best) < 0) return -1;
+    st->end = -1;
     return 0;
+}
+
+/* A position the pair filter passed: if the exact pair table agrees, check
+ * the patterns there, in the line that holds it.  -1 when memory ran out. */
+static inline int osp_candidate(osp_scan *scan, osp_line_state *st, const uint8_t *s, ptrdiff_t pos, ptrdiff_t b) {
+    uint64_t mask;
+    const uint8_t *text;
+    ptrdiff_t length, j;
+    if (pos < st->skip || !osp_exact_candidate(scan, s, pos, b)) return 0;
+    if (st->end < 0 || pos > st->end) {
+        ptrdiff_t line = pos;
+        if (osp_finish_line(scan, st) < 0) return -1;
+        while (line > st->known && s[line - 1] != '\n') line--;
+        st->start = line;
+        st->end = osp_line_end(s, pos, b);
+        st->known = st->end + 1;
+        st->best = scan->kinds;
+    }
+    text = s + st->start;
+    length = st->end - st->start;
+    j = pos - st->start;
+    if (j == 0) {
+        for (mask = scan->anchored_first[s[pos]]; mask; mask &= mask - 1) {
+            const osp_pattern *p = &scan->patterns[__builtin_ctzll(mask)];
+            if (p->kind < st->best && osp_literal_at(text, length, 0, p)) st->best = p->kind;
+        }
+    }
+    for (mask = scan->first[s[pos]]; mask; mask &= mask - 1) {
+        const osp_pattern *p = &scan->patterns[__builtin_ctzll(mask)];
+        if (p->kind < st->best && osp_literal_at(text, length, j, p)) st->best = p->kind;
+    }
+    if (st->best <= scan->min_kind) st->skip = st->end + 1;  /* nothing lower left to find in this line */
+    return 0;
+}
+
+#if defined(OSP_X86)
+/* The pair filter 32 bytes at a time: each position whose two bytes OR 0x20
+ * form a pattern's pair goes to osp_candidate.  Returns where it stopped
+ * (fewer than 33 bytes left), or -1 when memory ran out. */
+__attribute__((target("avx2")))
+static ptrdiff_t osp_scan_clean_avx2(osp_scan *scan, osp_line_state *st, const uint8_t *s, ptrdiff_t i, ptrdiff_t b) {
+    const __m256i lower = _mm256_set1_epi8(0x20);
+    __m256i firsts[64], seconds[64];
+    int count = scan->pair_count, k;
+    for (k = 0; k < count; k++) {
+        firsts[k] = _mm256_set1_epi8((char)scan->pair_first[k]);
+        seconds[k] = _mm256_set1_epi8((char)scan->pair_second[k]);
+    }
+    for (; i + 33 <= b; i += 32) {
+        __m256i x = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(s + i)), lower);
+        __m256i y = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(s + i + 1)), lower);
+        __m256i hit = _mm256_setzero_si256();
+        unsigned mask;
+        for (k = 0; k < count; k++)
+            hit = _mm256_or_si256(hit, _mm256_and_si256(_mm256_cmpeq_epi8(x, firsts[k]), _mm256_cmpeq_epi8(y, seconds[k])));
+        mask = (unsigned)_mm256_movemask_epi8(hit);
+        if (mask && i + 32 <= st->skip) continue;  /* all in a settled line */
+        for (; mask; mask &= mask - 1)
+            if (osp_candidate(scan, st, s, i + __builtin_ctz(mask), b) < 0) return -1;
+    }
+    return i;
+}
+#endif
+
+/* Whole lines s[a:b) that are their own view (a at a line start): a pair
+ * filter over the folded bytes (SIMD when it can) finds the few positions
+ * worth checking, and only those are looked at. */
+static int osp_scan_clean(osp_scan *scan, const uint8_t *s, ptrdiff_t a, ptrdiff_t b) {
+    osp_line_state st = {a, 0, -1, a, 0};
+    ptrdiff_t i = a;
+#if defined(OSP_X86)
+    if (scan->pair_count > 0 && osp_has_avx2()) {
+        i = osp_scan_clean_avx2(scan, &st, s, i, b);
+        if (i < 0) return -1;
+    }
+#endif
+    for (; i < b; i++)
+        if (osp_candidate(scan, &st, s, i, b) < 0) return -1;
+    return osp_finish_line(scan, &st);
 }
 
 static inline ptrdiff_t osp_next_byte(const uint8_t *s, ptrdiff_t from, ptrdiff_t n, uint8_t byte, int wanted) {

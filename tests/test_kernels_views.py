@@ -293,3 +293,17 @@ def test_twins_agree_on_signal_lines(compiled, data, start, end, flags, limit):
 def test_twins_agree_on_preview_cuts_with_slack(compiled, content, max_lines, max_bytes, slack):
     args = (content, max_lines, max_bytes, slack)
     assert outcome(compiled.preview_cuts, *args) == outcome(_native.preview_cuts, *args)
+
+
+@given(st.lists(st.sampled_from(_NOISE + [b"x" * 40, b"abort", b"deprecated", b"\n"]), max_size=80).map(b"".join),
+       flag_sets)
+def test_signal_scan_is_the_same_on_every_instruction_set(compiled, data, flags):
+    # Long lines go through the SIMD pair filter; capped, the portable loop does it all.
+    results = []
+    for level in (0, 3):
+        previous = compiled._set_simd_cap(level)
+        try:
+            results.append(compiled.signal_lines(data, 0, len(data), PATTERNS, flags, 50))
+        finally:
+            compiled._set_simd_cap(previous)
+    assert results[0] == results[1] == naive_signals(data, 0, len(data), PATTERNS, flags, 50)

@@ -1,0 +1,349 @@
+"""A corpus of real large tool outputs, made on this machine, with their key facts.
+
+``python benchmarks/corpus.py`` runs ~18 real commands (pip -v building this
+package, pytest with failures buried in passing lines, in colour in a pty,
+gcc with errors among warnings, make -k, find, grep -rn, git log -p,
+ls -laR, a log ending in a traceback, JSON and CSV dumps, minified one-line
+JS, a coloured progress bar in a pty, dpkg -l...), keeps each output in
+memory with the facts a model needs from it (error lines, failing test
+names, summary lines), and scores what the model sees of each:
+
+* before: the previous rule (head+tail preview of the raw bytes, byte cuts
+  mid-line, the old one-line marker);
+* after: ``ToolOutputStore.truncate`` with its defaults (views, signal
+  lines, line-aligned cuts, the new marker).
+
+Facts kept and o200k tokens (``quicktok``'s bundled o200k_base, tiktoken's
+encoding, works offline) are printed per output and in total.  Nothing
+large is committed: the outputs are made afresh each run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from overspill import ToolOutputStore, preview
+
+ROOT = Path(__file__).resolve().parent.parent
+MAX_LINES, MAX_BYTES = 2000, 50 * 1024
+
+
+@dataclass
+class Output:
+    name: str
+    data: bytes
+    facts: list[str]
+
+
+def sh(command: str, cwd: Path | str | None = None, timeout: int = 600) -> bytes:
+    """stdout and stderr as one stream, in the order written (as overspill's bash runs commands)."""
+    return subprocess.run(command, shell=True, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=timeout).stdout
+
+
+def in_pty(argv: list[str], cwd: Path | str | None = None) -> bytes:
+    """What a program writes to a terminal (colours, \\r redraws), through a real pty."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        if cwd:
+            os.chdir(cwd)
+        os.environ["TERM"] = "xterm-256color"
+        os.execvp(argv[0], argv)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.waitpid(pid, 0)
+    os.close(fd)
+    return b"".join(chunks)
+
+
+def lines_with(data: bytes, pattern: str) -> list[str]:
+    text = re.sub(r"\x1b\[[0-9;?]*[ -/]*[@-~]", "", data.decode("utf-8", "replace"))
+    return [line.strip().split("\r")[-1].strip() for line in text.splitlines() if re.search(pattern, line)]
+
+
+# ---------------------------------------------------------------- the outputs
+def pip_verbose_build(work: Path) -> Output:
+    data = sh(f"{sys.executable} -m pip install -v --no-deps --no-build-isolation --target {work / 'pip-target'} "
+              f"{ROOT}", timeout=900)
+    return Output("pip -v install (builds the C extension)", data,
+                  lines_with(data, r"Successfully installed|Building wheel for overspill")[:2])
+
+
+PYTEST_FILE = textwrap.dedent("""
+    import pytest
+
+    @pytest.mark.parametrize("n", range(2500))
+    def test_parser_accepts(n):
+        assert n >= 0
+
+    def test_config_loads_defaults():
+        config = {"retries": 3}
+        assert config["retries"] == 5, "retries default changed"
+
+    @pytest.mark.parametrize("n", range(2500))
+    def test_renderer_output(n):
+        assert str(n).isdigit()
+
+    def test_cache_eviction():
+        cache = list(range(10))
+        assert len(cache) == 8
+
+    @pytest.mark.parametrize("n", range(1500))
+    def test_more(n):
+        pass
+""")
+
+
+def pytest_buried(work: Path, colour: bool) -> Output:
+    folder = work / ("pytest-colour" if colour else "pytest-plain")
+    folder.mkdir()
+    (folder / "test_suite.py").write_text(PYTEST_FILE)
+    argv = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p", "no:randomly",
+            "--color=yes" if colour else "--color=no", "test_suite.py"]
+    data = in_pty(argv, folder) if colour else sh(" ".join(argv), folder)
+    facts = ["test_config_loads_defaults FAILED", "test_cache_eviction FAILED", "retries default changed",
+             "2 failed, 6500 passed"]
+    return Output("pytest -v, failures buried" + (" (colour, pty)" if colour else ""), data, facts)
+
+
+def gcc_errors(work: Path) -> Output:
+    folder = work / "gcc"
+    folder.mkdir()
+    names = {140: "undeclared_counter", 210: "undeclared_buffer"}
+    units = []
+    for i in range(400):
+        body = (f"int f{i}(void) {{ return {names[i]}; }}\n" if i in names
+                else f"int f{i}(int *p) {{ int unused_{i}; return (int)p; }}\n")
+        (folder / f"unit{i}.c").write_text(body)
+        units.append(f"unit{i}.c")
+    data = sh("gcc -fsyntax-only -Wall -Wextra " + " ".join(units), folder)
+    return Output("gcc, 2 errors among 800 warnings", data, lines_with(data, r": error: "))
+
+
+def make_k(work: Path) -> Output:
+    folder = work / "make"
+    folder.mkdir()
+    rules = ["all: " + " ".join(f"t{i}" for i in range(1500))]
+    for i in range(1500):
+        command = "exit 2" if i == 700 else f"echo building component {i} of the tree; echo compiled {i} objects"
+        rules.append(f"t{i}:\n\t@{command}")
+    (folder / "Makefile").write_text("\n".join(rules) + "\n")
+    data = sh("make -k", folder)
+    return Output("make -k, one target failing", data, lines_with(data, r"\*\*\*|not remade"))
+
+
+def find_tree() -> Output:
+    data = sh("find /usr/share/doc /nonexistent/path /usr/lib/python3* -maxdepth 4")
+    return Output("find with a missing path in the middle", data, lines_with(data, r"No such file"))
+
+
+def grep_rn() -> Output:
+    data = sh("grep -rn 'def ' /usr/lib/python3/dist-packages /no/such/dir /usr/lib/python3.*/json 2>&1 | head -c 3000000")
+    return Output("grep -rn over libraries", data, lines_with(data, r"No such file"))
+
+
+def git_log() -> Output:
+    data = sh("git log -p --stat", ROOT)
+    subjects = sh("git log --format=%s", ROOT).decode().splitlines()
+    return Output("git log -p of this repository", data, [subjects[0], subjects[-1]])
+
+
+def ls_recursive() -> Output:
+    data = sh("ls -laR /usr/lib/x86_64-linux-gnu /no/such/folder /usr/share/zoneinfo 2>&1")
+    return Output("ls -laR with a missing folder", data, lines_with(data, r"cannot access"))
+
+
+def traceback_log(work: Path) -> Output:
+    script = textwrap.dedent("""
+        import logging, sys
+        logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+        for i in range(12000):
+            logging.info("processed record %d of batch 7", i)
+        logging.warning("connection pool exhausted; falling back to a single connection")
+        for i in range(12000, 24000):
+            logging.info("processed record %d of batch 7", i)
+        raise TimeoutError("database did not answer within 30 s")
+    """)
+    data = sh(f"{sys.executable} -c '{script}'")
+    return Output("a log ending in a traceback", data,
+                  ["connection pool exhausted", "TimeoutError: database did not answer within 30 s"])
+
+
+def json_dump() -> Output:
+    data = sh(f"{sys.executable} -m pip inspect")
+    document = json.loads(data)
+    names = [item["metadata"]["name"] for item in document["installed"]]
+    return Output("pip inspect (JSON)", data, ['"version": "1"', names[0], names[-1]])
+
+
+def minified_js() -> Output:
+    rng = random.Random(7)
+    parts = [f"function f{i}(a,b){{return a*{rng.randint(1, 99)}+b}}" for i in range(20000)]
+    parts.insert(10000, 'throw new Error("unreachable state in reducer")')
+    data = (";".join(parts) + ";\n").encode()
+    return Output("minified one-line JS", data, ["function f0(a,b)", "function f19999(a,b)"])
+
+
+def csv_dump() -> Output:
+    rng = random.Random(3)
+    rows = ["id,name,amount,currency,status"]
+    for i in range(40000):
+        rows.append(f"{i},customer-{rng.randint(1, 9999)},{rng.random() * 1000:.2f},EUR,"
+                    f"{'FAILED' if i == 17000 else 'ok'}")
+    data = ("\n".join(rows) + "\n").encode()
+    return Output("CSV export", data, ["id,name,amount,currency,status", "17000,", rows[-1]])
+
+
+def progress_pty(work: Path) -> Output:
+    script = textwrap.dedent("""
+        import sys, time
+        for f in range(40):
+            for p in range(0, 101, 2):
+                bar = "#" * (p // 4)
+                sys.stdout.write(f"\\r\\x1b[2K\\x1b[36mfile {f:02d}\\x1b[0m [\\x1b[32m{bar:<25}\\x1b[0m] {p:3d}%")
+            sys.stdout.write("\\n")
+            if f == 23:
+                print("\\x1b[31mERROR: checksum mismatch for file 23, retrying\\x1b[0m")
+        print("\\x1b[1mdownloaded 40 files, 1 retry\\x1b[0m")
+    """)
+    path = work / "progress.py"
+    path.write_text(script)
+    data = in_pty([sys.executable, str(path)])
+    return Output("coloured progress bars in a pty", data,
+                  ["ERROR: checksum mismatch for file 23", "downloaded 40 files, 1 retry"])
+
+
+def pip_progress(work: Path) -> Output:
+    script = textwrap.dedent("""
+        import sys
+        for i in range(1, 201):
+            sys.stdout.write(f"\\r   \\x1b[38;5;197m{'━' * (i // 5)}\\x1b[0m\\x1b[38;5;237m{'━' * (40 - i // 5)}\\x1b[0m "
+                             f"\\x1b[32m{i / 10:.1f}/20.0 MB\\x1b[0m \\x1b[31m3.1 MB/s\\x1b[0m eta \\x1b[36m0:00:0{9 - i // 25}\\x1b[0m")
+        print()
+        print("Successfully installed numpy-2.1.0")
+    """)
+    path = work / "pip_progress.py"
+    path.write_text(script)
+    data = in_pty([sys.executable, str(path)])
+    return Output("a pip progress bar just under the limit", data, ["Successfully installed numpy-2.1.0", "20.0/20.0 MB"])
+
+
+def deprecation_warnings(work: Path) -> Output:
+    script = textwrap.dedent("""
+        import warnings
+        for i in range(30000):
+            print(f"step {i}: loss={1 / (i + 1):.6f}")
+            if i == 9000:
+                warnings.warn("the 'lr' argument is deprecated; use 'learning_rate'", DeprecationWarning)
+        print("training finished: 30000 steps")
+    """)
+    path = work / "train.py"
+    path.write_text(script)
+    data = sh(f"{sys.executable} -W always -u {path}")
+    return Output("a training log with a deprecation warning", data,
+                  ["the 'lr' argument is deprecated", "training finished: 30000 steps"])
+
+
+def dpkg_list() -> Output:
+    data = sh("dpkg -l; dpkg -s no-such-package-xyz; dpkg -l | tail -n 300")
+    return Output("dpkg -l with an error", data, lines_with(data, r"is not installed")[:1])
+
+
+def unittest_failures(work: Path) -> Output:
+    script = textwrap.dedent("""
+        import unittest
+        class T(unittest.TestCase):
+            pass
+        for i in range(4000):
+            setattr(T, f"test_{i:04d}", lambda self: None)
+        def broken(self):
+            self.assertEqual(sum([1, 2]), 4)
+        T.test_2500_sum = broken
+        unittest.main(argv=["x", "-v"])
+    """)
+    path = work / "ut.py"
+    path.write_text(script)
+    data = sh(f"{sys.executable} {path}")
+    return Output("unittest -v with one failure", data, ["FAIL: test_2500_sum", "AssertionError: 3 != 4",
+                                                        "FAILED (failures=1)"])
+
+
+MAKERS: list[Callable[..., Output]] = [
+    pip_verbose_build, lambda w: pytest_buried(w, False), lambda w: pytest_buried(w, True), gcc_errors, make_k,
+    lambda w: find_tree(), lambda w: grep_rn(), lambda w: git_log(), lambda w: ls_recursive(), traceback_log,
+    lambda w: json_dump(), lambda w: minified_js(), lambda w: csv_dump(), progress_pty, pip_progress,
+    deprecation_warnings, lambda w: dpkg_list(), unittest_failures,
+]
+
+
+def build(work: Path) -> list[Output]:
+    outputs = []
+    for make in MAKERS:
+        output = make(work)
+        assert output.facts and all(output.facts), f"{output.name}: no key facts found"
+        outputs.append(output)
+    return outputs
+
+
+# ---------------------------------------------------------------- scoring
+def before(data: bytes) -> str:
+    """What the previous rule showed: the raw preview, byte cuts mid-line, the one-line marker."""
+    cut = preview(data, MAX_LINES, MAX_BYTES)
+    if not cut.truncated:
+        return cut.head
+    lines = data.count(b"\n") + 1
+    marker = (f"... output truncated; full content available as tool-output://1a23948a4b70BwljiozMcZbctq "
+              f"({len(data)} bytes, {lines} lines); the omitted part starts at byte offset {cut.head_end} ...")
+    return f"{cut.head}\n\n{marker}\n\n{cut.tail}" if cut.tail else f"{cut.head}\n\n{marker}"
+
+
+def kept(content: str, facts: list[str]) -> int:
+    return sum(fact in content for fact in facts)
+
+
+def main() -> None:
+    import quicktok
+
+    encoding = quicktok.get_encoding("o200k_base")
+    work = Path(tempfile.mkdtemp(prefix="overspill-corpus-"))
+    try:
+        outputs = build(work)
+        store = ToolOutputStore(work / "store", durable=False)
+        rows = []
+        for output in outputs:
+            old = before(output.data)
+            new = store.truncate("corpus", "c", output.data).content
+            rows.append((output.name, len(output.data), len(output.facts), kept(old, output.facts),
+                         kept(new, output.facts), len(encoding.encode(old)), len(encoding.encode(new))))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"| output | bytes | facts | kept before | kept after | tokens before | tokens after |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, size, facts, old_kept, new_kept, old_tokens, new_tokens in rows:
+        print(f"| {name} | {size:,} | {facts} | {old_kept} | {new_kept} | {old_tokens:,} | {new_tokens:,} |")
+    totals = [sum(row[i] for row in rows) for i in range(1, 7)]
+    print(f"| **total ({len(rows)} outputs)** | {totals[0]:,} | {totals[1]} | {totals[2]} | {totals[3]} | "
+          f"{totals[4]:,} | {totals[5]:,} |")
+
+
+if __name__ == "__main__":
+    main()

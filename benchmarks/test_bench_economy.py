@@ -1,0 +1,96 @@
+"""Views and signal lines: compiled, pure twin and ``re`` over bytes, on the same data.
+
+The signal scan reads the whole omitted middle of a large output, so it is
+measured on ``OVERSPILL_ECONOMY_MIB`` (1024 by default: 1 GiB) of a build
+log with a few errors and warnings; the view on a coloured, redrawn output.
+
+Run: ``python -m pytest benchmarks/test_bench_economy.py --benchmark-only``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+
+import pytest
+
+from overspill import ToolOutputStore, _native, _speedups
+from overspill.config import DEFAULT_SIGNALS
+from overspill.text import compile_signals
+
+MIB = int(os.environ.get("OVERSPILL_ECONOMY_MIB", "1024"))
+PATTERNS = compile_signals(DEFAULT_SIGNALS)
+# A GiB is slow for the twin and for re: one round of each is enough there.
+ROUNDS = 1 if MIB >= 512 else 3
+WARMUP = 0 if MIB >= 512 else 1
+# The baseline: one regex of the same words, case-insensitive, over the bytes.
+BASELINE = re.compile(rb"(?i:" + b"|".join(re.escape(p[3]) for p in PATTERNS if not p[1]) + rb")")
+
+
+def run(benchmark, function, *args):
+    return benchmark.pedantic(function, args=args, rounds=ROUNDS, iterations=1, warmup_rounds=WARMUP)
+
+
+@pytest.fixture(scope="module")
+def build_log() -> bytes:
+    rng = random.Random(5)
+    lines = []
+    for number in range(40_000):
+        unit = f"src/module_{rng.randint(1, 400)}/file_{number % 997}.c"
+        lines.append(f"[{number:6d}/40000] gcc -O2 -Wall -c {unit} -o build/{unit[:-2]}.o -I include -DNDEBUG")
+        if number % 9973 == 0:
+            lines.append(f"{unit}:12:5: warning: unused variable 'tmp' [-Wunused-variable]")
+    block = ("\n".join(lines) + "\n").encode()
+    data = block * max(1, MIB * 2**20 // len(block))
+    middle = len(data) // 2
+    return data[:middle] + b"src/core/alloc.c:88:3: error: 'size' undeclared\n" + data[middle:]
+
+
+@pytest.fixture(scope="module")
+def coloured() -> bytes:
+    rng = random.Random(9)
+    lines = []
+    for number in range(20_000):
+        lines.append(f"\x1b[32mtests/test_{number % 300}.py::test_case_{number}\x1b[0m \x1b[1m\x1b[32mPASSED\x1b[0m"
+                     f"\x1b[32m [{number // 200:3d}%]\x1b[0m")
+        if number % 50 == 0:
+            lines.append("".join(f"\r\x1b[2K{p:3d}% |{'#' * (p // 5):<20}|" for p in range(0, 101, rng.choice((5, 10)))))
+    block = ("\r\n".join(lines) + "\r\n").encode()
+    return block * max(1, 64 * 2**20 // len(block))
+
+
+SCANNERS = {
+    "cython": lambda data: _speedups.signal_lines(data, 0, len(data), PATTERNS, 3, 256)[1],
+    "python": lambda data: _native.signal_lines(data, 0, len(data), PATTERNS, 3, 256)[1],
+    "re over bytes": lambda data: sum(1 for _ in BASELINE.finditer(data)),
+}
+
+
+@pytest.mark.parametrize("scanner", SCANNERS)
+def test_signal_scan(benchmark, scanner, build_log):
+    benchmark.group = f"signal scan, build log, {len(build_log) >> 20} MiB"
+    assert run(benchmark, SCANNERS[scanner], build_log)
+
+
+VIEWERS = {
+    "cython": lambda data: _speedups.view_bytes(data, 3),
+    "python": lambda data: _native.view_bytes(data, 3),
+    "re.sub of CSI": lambda data: re.sub(rb"\x1b\[[0-?]*[ -/]*[@-~]", b"", data),
+}
+
+
+@pytest.mark.parametrize("viewer", VIEWERS)
+def test_view(benchmark, viewer, coloured):
+    benchmark.group = f"view, coloured output with redraws, {len(coloured) >> 20} MiB"
+    assert len(run(benchmark, VIEWERS[viewer], coloured)) < len(coloured)
+
+
+@pytest.mark.parametrize("setting", ["defaults", "raw (no views, no signals)"])
+def test_truncate_of_the_build_log(benchmark, setting, build_log, tmp_path_factory):
+    benchmark.group = f"truncate of {len(build_log) >> 20} MiB bytes, durable=False"
+    config = None if setting == "defaults" else {"tool_output": {"views": [], "signals": []}}
+    store = ToolOutputStore(tmp_path_factory.mktemp("economy"), durable=False, config=config)
+    result = run(benchmark, store.truncate, "s", "c", build_log)
+    assert result.truncated and (setting != "defaults" or "error: 'size' undeclared" in result.content)
+    store.cleanup(now=10**11)
