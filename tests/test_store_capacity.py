@@ -104,7 +104,7 @@ def test_records_count_lines_as_people_do(tmp_path):
         store.write("s", "c", content)
         assert store.records()[-1].lines == lines
     streamed = store.truncate_stream("s", "c", iter(numbered(5000)), max_lines=10)
-    assert streamed.lines == store.records()[-1].lines == 5000 and "5000 lines)" in streamed.content
+    assert streamed.lines == store.records()[-1].lines == 5000 and "5000 lines in all)" in streamed.content
     document = record_document(store, streamed.resource)
     assert document["lines"] == 5000
     with pytest.raises(ResourceNotFoundError, match="lines"):
