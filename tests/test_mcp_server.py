@@ -103,6 +103,17 @@ def test_the_tools_are_the_schemas_tools(store):
     anyio.run(main)
 
 
+def test_the_bash_schema_names_the_servers_command_timeout(store):
+    async def main():
+        async with Client(create_server(store, timeout=900)) as client:
+            listed = (await client.list_tools()).tools
+        timeout = listed[0].input_schema["properties"]["timeout"]
+        assert timeout["description"] == "Seconds before the command is stopped (default 900)."
+        assert listed[0].input_schema == tools.schemas("anthropic", limits=store.limits(), timeout=900)[0]["input_schema"]
+
+    anyio.run(main)
+
+
 def test_defaults_for_mcp_clients_and_the_session_in_the_instructions(store):
     assert (DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES) == (8192, 400)
     assert store.limits().max_bytes == 8192 and store.limits().max_lines == 400

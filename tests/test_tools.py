@@ -580,3 +580,16 @@ def test_bash_storage_failure_is_a_tool_error_with_the_preview(store):
     assert "[the output could not be kept: " in result.output and result.output.endswith("[exit code 3]")
     assert result.metadata["stored_bytes"] == 0 and result.metadata["output_bytes"] == 6888896
     assert result.metadata["storage_error"]
+
+
+def test_schemas_name_the_command_timeout_the_host_applies():
+    default = tools.schemas("anthropic")
+    bash_timeout = default[0]["input_schema"]["properties"]["timeout"]["description"]
+    assert bash_timeout == "Seconds before the command is stopped (default 120)."
+    assert tools.schemas("anthropic", timeout=120) == default
+    longer = tools.schemas("openai", timeout=600)[0]["function"]["parameters"]["properties"]["timeout"]
+    assert longer["description"] == "Seconds before the command is stopped (default 600)."
+    with pytest.raises(ValueError):
+        tools.schemas("anthropic", timeout=0)
+    with pytest.raises(TypeError):
+        tools.schemas("anthropic", timeout="600")

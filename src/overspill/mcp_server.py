@@ -223,7 +223,7 @@ def create_server(store: ToolOutputStore, session_id: Optional[str] = None, *, c
     session = session_id
     limits = store.limits()
     calls = itertools.count(1)
-    by_name = {spec["name"]: spec for spec in tools.schemas("anthropic", limits=limits)}
+    by_name = {spec["name"]: spec for spec in tools.schemas("anthropic", limits=limits, timeout=timeout)}
     definitions = [by_name[name] for name in TOOLS]
     listed = [
         types.Tool(name=spec["name"], description=spec["description"], input_schema=spec["input_schema"],

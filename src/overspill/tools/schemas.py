@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._arguments import positive_seconds
 from ..config import MAX_BYTES, MAX_LINES, MAX_READ_BYTES, Limits
 from ..store import ToolOutputStore
 from ._result import MAX_READ_LINES, ToolResult, failure
@@ -117,23 +118,32 @@ _FUNCTIONS: dict[str, Callable[..., ToolResult]] = {
 _REQUIRED_OPTIONS = {"websearch": {"provider": None}, "skill": {"roots": None}}
 
 
-def _parameters(name: str) -> dict[str, Any]:
+def _parameters(name: str, timeout: float | None) -> dict[str, Any]:
     spec = _TOOLS[name]
-    return {"type": "object", "properties": copy.deepcopy(spec["properties"]), "required": list(spec["required"]),
+    properties = copy.deepcopy(spec["properties"])
+    if name == "bash" and timeout is not None:
+        properties["timeout"]["description"] = f"Seconds before the command is stopped (default {timeout:g})."
+    return {"type": "object", "properties": properties, "required": list(spec["required"]),
             "additionalProperties": False}
 
 
-def schemas(style: str = "openai", *, limits: Limits | None = None) -> list[dict[str, Any]]:
+def schemas(style: str = "openai", *, limits: Limits | None = None,
+            timeout: float | None = None) -> list[dict[str, Any]]:
     """The JSON definitions of bash, read, webfetch, websearch, skill and grep.
 
     :param style: ``"openai"`` (function calling) or ``"anthropic"`` (tools).
     :param limits: the limits the host's store applies (``store.limits()``),
         which the descriptions then name; the defaults when None.
-    :raises ValueError: an unknown style.
-    :raises TypeError: ``limits`` is not a ``Limits``.
+    :param timeout: the seconds a command runs when the model names none, as
+        the host applies it, which bash's ``timeout`` description then names;
+        120 when None.
+    :raises ValueError: an unknown style, or ``timeout`` not positive.
+    :raises TypeError: ``limits`` is not a ``Limits``, or ``timeout`` not a number.
     """
     if limits is not None and not isinstance(limits, Limits):
         raise TypeError(f"limits must be a Limits (store.limits()), not {type(limits).__name__}")
+    if timeout is not None:
+        timeout = positive_seconds(timeout, "timeout")
     paging = _PAGING if limits is None else _paging(limits.max_lines, limits.max_bytes)
 
     def describe(name: str) -> str:
@@ -141,10 +151,10 @@ def schemas(style: str = "openai", *, limits: Limits | None = None) -> list[dict
 
     if style == "openai":
         return [{"type": "function", "function": {"name": name, "description": describe(name),
-                                                  "parameters": _parameters(name)}}
+                                                  "parameters": _parameters(name, timeout)}}
                 for name in _TOOLS]
     if style == "anthropic":
-        return [{"name": name, "description": describe(name), "input_schema": _parameters(name)}
+        return [{"name": name, "description": describe(name), "input_schema": _parameters(name, timeout)}
                 for name in _TOOLS]
     raise ValueError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
 
