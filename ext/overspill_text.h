@@ -133,6 +133,14 @@ typedef struct {
     uint64_t anchored_first[256]; /* anchored patterns by first byte */
     int pair_count;            /* distinct first-two-byte pairs, each byte OR 0x20, for SIMD */
     uint8_t pair_first[64], pair_second[64];
+    /* The SIMD filter's tables: pair q is in bucket q % 8; a byte b (OR 0x20)
+     * may be a pair's first byte only if first_low[b & 15] & first_high[b >> 4]
+     * has its bucket's bit (likewise second_*), so their AND over both bytes
+     * passes every pair, and some others that the exact table then drops. */
+    uint8_t first_low[16], first_high[16], second_low[16], second_high[16];
+    /* Every pattern starts with a word byte, so a match needs a word boundary
+     * before it (anchored ones a newline, which is one too). */
+    int word_starts;
     ptrdiff_t limit;           /* hits kept per kind */
     ptrdiff_t *totals;         /* per kind */
     ptrdiff_t *kept;           /* per kind */
@@ -231,6 +239,15 @@ static int osp_scan_init(osp_scan *scan, const osp_pattern *patterns, int count,
             }
         }
     }
+    scan->word_starts = count > 0;
+    for (k = 0; k < count; k++) scan->word_starts &= osp_is_word(patterns[k].literal[0]);
+    for (k = 0; k < scan->pair_count; k++) {
+        uint8_t bit = (uint8_t)(1u << (k & 7)), first = scan->pair_first[k], second = scan->pair_second[k];
+        scan->first_low[first & 15] |= bit;
+        scan->first_high[first >> 4] |= bit;
+        scan->second_low[second & 15] |= bit;
+        scan->second_high[second >> 4] |= bit;
+    }
     scan->kinds = kinds;
     scan->min_kind = min_kind;
     if (flags & OSP_VIEW_ANSI) scan->special[OSP_ESC] = 1;
@@ -291,6 +308,7 @@ static inline int osp_exact_candidate(const osp_scan *scan, const uint8_t *s, pt
 
 /* What a clean-region scan knows of the line it is in. */
 typedef struct {
+    ptrdiff_t origin;     /* where the region starts (a line start) */
     ptrdiff_t known;      /* a line start at or before every candidate still to come */
     ptrdiff_t start, end; /* the current line [start, end); end < 0 when there is none */
     ptrdiff_t skip;       /* candidates before this are settled */
@@ -303,13 +321,30 @@ static inline int osp_finish_line(osp_scan *scan, osp_line_state *st) {
     return 0;
 }
 
+/* Whether a pattern matches at pos of the region s[origin:b) (origin a line
+ * start).  The verdict is the one osp_line_kind gives in pos's line: no
+ * literal holds a newline, and a newline is no word byte, so the line's edges
+ * add nothing to the region's.  Most filter hits are pairs inside words, and
+ * this settles them before their line is looked for. */
+static inline int osp_match_at(const osp_scan *scan, const uint8_t *s, ptrdiff_t origin, ptrdiff_t pos, ptrdiff_t b) {
+    uint64_t mask;
+    const uint8_t *region = s + origin;
+    ptrdiff_t n = b - origin, i = pos - origin;
+    for (mask = scan->first[s[pos]]; mask; mask &= mask - 1)
+        if (osp_literal_at(region, n, i, &scan->patterns[__builtin_ctzll(mask)])) return 1;
+    if (i == 0 || s[pos - 1] == '\n')
+        for (mask = scan->anchored_first[s[pos]]; mask; mask &= mask - 1)
+            if (osp_literal_at(region, n, i, &scan->patterns[__builtin_ctzll(mask)])) return 1;
+    return 0;
+}
+
 /* A position the pair filter passed: if the exact pair table agrees, check
  * the patterns there, in the line that holds it.  -1 when memory ran out. */
 static inline int osp_candidate(osp_scan *scan, osp_line_state *st, const uint8_t *s, ptrdiff_t pos, ptrdiff_t b) {
     uint64_t mask;
     const uint8_t *text;
     ptrdiff_t length, j;
-    if (pos < st->skip || !osp_exact_candidate(scan, s, pos, b)) return 0;
+    if (pos < st->skip || !osp_exact_candidate(scan, s, pos, b) || !osp_match_at(scan, s, st->origin, pos, b)) return 0;
     if (st->end < 0 || pos > st->end) {
         ptrdiff_t line = pos;
         if (osp_finish_line(scan, st) < 0) return -1;
@@ -337,26 +372,51 @@ static inline int osp_candidate(osp_scan *scan, osp_line_state *st, const uint8_
 }
 
 #if defined(OSP_X86)
-/* The pair filter 32 bytes at a time: each position whose two bytes OR 0x20
- * form a pattern's pair goes to osp_candidate.  Returns where it stopped
- * (fewer than 33 bytes left), or -1 when memory ran out. */
+/* Bytes of v (unsigned) in [low, low + span]. */
+__attribute__((target("avx2")))
+static inline __m256i osp_in_range(__m256i v, char low, char span) {
+    __m256i shifted = _mm256_sub_epi8(v, _mm256_set1_epi8(low));
+    return _mm256_cmpeq_epi8(_mm256_min_epu8(shifted, _mm256_set1_epi8(span)), shifted);
+}
+
+/* Bucket bits of the bytes of v (already OR 0x20) by two nibble tables. */
+__attribute__((target("avx2")))
+static inline __m256i osp_buckets(__m256i v, __m256i low, __m256i high) {
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    return _mm256_and_si256(_mm256_shuffle_epi8(low, _mm256_and_si256(v, nibble)),
+                            _mm256_shuffle_epi8(high, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble)));
+}
+
+/* The pair filter 32 bytes at a time: a position passes when its two bytes
+ * (OR 0x20) may form a pattern's pair (nibble tables, 8 buckets) and, when
+ * every pattern starts with a word byte, a word boundary lies before it.
+ * What passes goes to osp_candidate.  Starts at i > origin (it reads s[i - 1]);
+ * returns where it stopped (fewer than 33 bytes left), or -1 when memory ran out. */
 __attribute__((target("avx2")))
 static ptrdiff_t osp_scan_clean_avx2(osp_scan *scan, osp_line_state *st, const uint8_t *s, ptrdiff_t i, ptrdiff_t b) {
     const __m256i lower = _mm256_set1_epi8(0x20);
-    __m256i firsts[64], seconds[64];
-    int count = scan->pair_count, k;
-    for (k = 0; k < count; k++) {
-        firsts[k] = _mm256_set1_epi8((char)scan->pair_first[k]);
-        seconds[k] = _mm256_set1_epi8((char)scan->pair_second[k]);
-    }
+    const __m256i first_low = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)scan->first_low));
+    const __m256i first_high = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)scan->first_high));
+    const __m256i second_low = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)scan->second_low));
+    const __m256i second_high = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)scan->second_high));
+    const __m256i zero = _mm256_setzero_si256();
+    const int word_starts = scan->word_starts;
     for (; i + 33 <= b; i += 32) {
-        __m256i x = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(s + i)), lower);
+        __m256i here = _mm256_loadu_si256((const __m256i *)(s + i));
+        __m256i x = _mm256_or_si256(here, lower);
         __m256i y = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(s + i + 1)), lower);
-        __m256i hit = _mm256_setzero_si256();
-        unsigned mask;
-        for (k = 0; k < count; k++)
-            hit = _mm256_or_si256(hit, _mm256_and_si256(_mm256_cmpeq_epi8(x, firsts[k]), _mm256_cmpeq_epi8(y, seconds[k])));
-        mask = (unsigned)_mm256_movemask_epi8(hit);
+        __m256i pairs = _mm256_and_si256(osp_buckets(x, first_low, first_high), osp_buckets(y, second_low, second_high));
+        unsigned mask = ~(unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(pairs, zero));
+        if (mask && word_starts) {
+            /* osp_boundary(before, here) for a word byte here: before is no
+             * word byte, or a lowercase letter before an uppercase one. */
+            __m256i before = _mm256_loadu_si256((const __m256i *)(s + i - 1));
+            __m256i letter = osp_in_range(_mm256_or_si256(before, lower), 'a', 25);
+            __m256i word = _mm256_or_si256(letter, osp_in_range(before, '0', 9));
+            __m256i case_step = _mm256_and_si256(_mm256_and_si256(letter, _mm256_cmpeq_epi8(_mm256_and_si256(before, lower), lower)),
+                                                 osp_in_range(here, 'A', 25));
+            mask &= ~(unsigned)_mm256_movemask_epi8(_mm256_andnot_si256(case_step, word));
+        }
         if (mask && i + 32 <= st->skip) continue;  /* all in a settled line */
         for (; mask; mask &= mask - 1)
             if (osp_candidate(scan, st, s, i + __builtin_ctz(mask), b) < 0) return -1;
@@ -369,11 +429,12 @@ static ptrdiff_t osp_scan_clean_avx2(osp_scan *scan, osp_line_state *st, const u
  * filter over the folded bytes (SIMD when it can) finds the few positions
  * worth checking, and only those are looked at. */
 static int osp_scan_clean(osp_scan *scan, const uint8_t *s, ptrdiff_t a, ptrdiff_t b) {
-    osp_line_state st = {a, 0, -1, a, 0};
+    osp_line_state st = {a, a, 0, -1, a, 0};
     ptrdiff_t i = a;
 #if defined(OSP_X86)
-    if (scan->pair_count > 0 && osp_has_avx2()) {
-        i = osp_scan_clean_avx2(scan, &st, s, i, b);
+    if (scan->pair_count > 0 && osp_has_avx2() && i < b) {
+        if (osp_candidate(scan, &st, s, i, b) < 0) return -1;
+        i = osp_scan_clean_avx2(scan, &st, s, i + 1, b);
         if (i < 0) return -1;
     }
 #endif

@@ -295,15 +295,25 @@ def test_twins_agree_on_preview_cuts_with_slack(compiled, content, max_lines, ma
     assert outcome(compiled.preview_cuts, *args) == outcome(_native.preview_cuts, *args)
 
 
-@given(st.lists(st.sampled_from(_NOISE + [b"x" * 40, b"abort", b"deprecated", b"\n"]), max_size=80).map(b"".join),
-       flag_sets)
-def test_signal_scan_is_the_same_on_every_instruction_set(compiled, data, flags):
+# Patterns that start with a word byte let the SIMD filter require a word
+# boundary before a candidate; one that does not (``[fail]``) turns that off.
+_WORD_EDGES = [b"someError", b"x9warning", b"_error", b"3error", b"ERROR", b"eRRor", b"\x05rror", b"[fail]",
+               b"[FAIL]", b"a[fail]", b"aE   ", b"WARNING42%"]
+BRACKETED = PATTERNS + ((1, False, True, b"[fail]"),)
+
+
+@given(st.lists(st.sampled_from(_NOISE + _WORD_EDGES + [b"x" * 40, b"abort", b"deprecated", b"\n"]),
+                max_size=80).map(b"".join),
+       flag_sets, st.sampled_from([PATTERNS, BRACKETED]))
+@example(b"x" * 40 + b"someError x9warning _error 3error" + b"x" * 40, 0, PATTERNS)
+@example(b"x" * 40 + b"a[fail]" + b"x" * 40 + b"\nx" + b"x" * 40 + b"someError" + b"x" * 40, 0, BRACKETED)
+def test_signal_scan_is_the_same_on_every_instruction_set(compiled, data, flags, patterns):
     # Long lines go through the SIMD pair filter; capped, the portable loop does it all.
     results = []
     for level in (0, 3):
         previous = compiled._set_simd_cap(level)
         try:
-            results.append(compiled.signal_lines(data, 0, len(data), PATTERNS, flags, 50))
+            results.append(compiled.signal_lines(data, 0, len(data), patterns, flags, 50))
         finally:
             compiled._set_simd_cap(previous)
-    assert results[0] == results[1] == naive_signals(data, 0, len(data), PATTERNS, flags, 50)
+    assert results[0] == results[1] == naive_signals(data, 0, len(data), patterns, flags, 50)
