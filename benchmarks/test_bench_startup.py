@@ -20,13 +20,12 @@ from __future__ import annotations
 import os
 import resource
 import shutil
-import statistics
 import time
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import time_alternating
 
 ROUNDS = int(os.environ.get("OVERSPILL_BENCH_STARTUP_ROUNDS", "30"))
 IMPLEMENTATIONS = ["cython", "python"]
@@ -43,12 +42,8 @@ pytestmark = pytest.mark.benchmark(timer=CLOCK)
 
 
 @pytest.fixture(scope="module")
-def environment(tmp_path_factory) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPYCACHEPREFIX"] = str(tmp_path_factory.mktemp("pycache"))
-    env["OVERSPILL_DATA_DIR"] = str(tmp_path_factory.mktemp("data"))
-    return env
+def environment(bytecode_environment, tmp_path_factory) -> dict[str, str]:
+    return {**bytecode_environment, "OVERSPILL_DATA_DIR": str(tmp_path_factory.mktemp("data"))}
 
 
 def _console_script() -> str:
@@ -64,30 +59,7 @@ BASELINE = [sys.executable, "-c", "pass"]
 
 
 def _time(benchmark, command: list[str], env: dict[str, str], request) -> None:
-    """Time ``command``; before each round, untimed by the table, time the
-    baseline, so that the two alternate and a load spike hits both alike."""
-    baseline: list[float] = []
-
-    def spawn(command: list[str] = command) -> None:
-        subprocess.run(command, env=env, stdout=subprocess.DEVNULL, check=True)
-
-    def spawn_baseline() -> None:
-        start = CLOCK()
-        spawn(BASELINE)
-        baseline.append(CLOCK() - start)
-
-    spawn()  # writes the bytecode cache, warms the page cache
-    spawn_baseline()
-    baseline.clear()
-    benchmark.pedantic(spawn, setup=spawn_baseline, rounds=ROUNDS, iterations=1, warmup_rounds=1)
-    ours, theirs = benchmark.stats.stats.median, statistics.median(baseline)
-    benchmark.extra_info.update(baseline_median_s=theirs, ratio=ours / theirs)
-    plugins = request.config.pluginmanager
-    reporter, capture = plugins.getplugin("terminalreporter"), plugins.getplugin("capturemanager")
-    if reporter is not None and capture is not None:
-        with capture.global_and_fixture_disabled():
-            reporter.write_line(f"\n{request.node.name}: {ours * 1000:.1f} ms; `python -c pass` alternating "
-                                f"with it: {theirs * 1000:.1f} ms; ratio {ours / theirs:.2f}x")
+    time_alternating(benchmark, command, BASELINE, env, request, ROUNDS, CLOCK)
 
 
 def _with(env: dict[str, str], implementation: str) -> dict[str, str]:
