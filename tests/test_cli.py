@@ -102,6 +102,17 @@ def one_error_line(result: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
+@pytest.mark.parametrize("args", [("--version",), ("ls",), ("run", "--", "touch ran"), ("truncate", "-")])
+def test_a_closed_stdout_is_one_line_exit_4(cli, subprocess_env, tmp_path, args):
+    # `overspill ... >&-`: Python sets sys.stdout to None; the command still runs.
+    result = subprocess.run([str(SCRIPT), *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, cwd=tmp_path, timeout=120, env=subprocess_env,
+                            preexec_fn=lambda: os.close(1))
+    assert result.returncode == 4
+    assert one_error_line(result) == "overspill: error: standard output is closed: nothing could be written"
+    assert (tmp_path / "ran").exists() == (args[0] == "run")
+
+
 @pytest.mark.parametrize("args", [("--version",), ("ls",), ("run", "--", "true")])
 def test_a_bad_implementation_is_one_line_exit_2(cli, args):
     """Regression (issue 9, item 14): OVERSPILL_IMPLEMENTATION=bogus printed a traceback (exit 1).

@@ -15,7 +15,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, Optional, TextIO
 
 from . import __version__, _kernels
 from .config import MAX_READ_BYTES, resolve_limits
@@ -217,14 +217,22 @@ def _shown(text: str) -> str:
 _JSON_CONTROLS = {code: f"\\u{code:04x}" for code in range(0x7F, 0xA0)}
 
 
+def _stdout() -> TextIO:
+    """Standard output; an OSError (exit 4, one line) when the caller closed
+    it (``>&-``), for which Python sets ``sys.stdout`` to None."""
+    if sys.stdout is None:
+        raise OSError("standard output is closed: nothing could be written")
+    return sys.stdout
+
+
 def _print_json(value: Any) -> None:
     import json  # only --json needs it
 
-    sys.stdout.write(json.dumps(_as_json(value), ensure_ascii=False).translate(_JSON_CONTROLS) + "\n")
+    _stdout().write(json.dumps(_as_json(value), ensure_ascii=False).translate(_JSON_CONTROLS) + "\n")
 
 
 def _print_text(text: str) -> None:
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    _stdout().write(text if text.endswith("\n") else text + "\n")
 
 
 def _exit_status(exit_code: int) -> int:
@@ -292,7 +300,7 @@ def _command_run(args: argparse.Namespace) -> int:
             _print_json(ran.tool_result(args.timeout))
         else:
             _print_text(ran.text(args.timeout))  # the preview, from memory if it could not be stored
-        sys.stdout.flush()
+        _stdout().flush()
     if storage_error is not None:
         return _fail(EXIT_STORAGE, f"the output could not be kept: {storage_error}")
     if forwarder.received:
@@ -330,7 +338,7 @@ def _command_read(args: argparse.Namespace) -> int:
     if args.all:
         # Verified range by range as it is written: the first bytes go out at
         # once and memory stays flat, whatever the size.
-        _write_all(sys.stdout.buffer, store.iter_bytes(session, args.uri))
+        _write_all(_stdout().buffer, store.iter_bytes(session, args.uri))
         return 0
     offset = args.offset or 0
     page = store.read(session, args.uri, offset=offset, limit=args.limit)
@@ -417,7 +425,7 @@ def _command_ls(args: argparse.Namespace) -> int:
     header = ("URI", "BYTES", "LINES", "AGE", "NAME", "SESSION")
     widths = [max(len(row[column]) for row in [header, *rows]) for column in range(len(header))]
     for row in [header, *rows]:
-        sys.stdout.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() + "\n")
+        _stdout().write("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() + "\n")
     return 0
 
 
@@ -502,6 +510,8 @@ _COMMANDS = {"run": _command_run, "read": _command_read, "grep": _command_grep, 
 
 
 def _fail(status: int, message: str) -> int:
+    if sys.stderr is None:  # closed by the caller (2>&-): the status alone tells
+        return status
     sys.stderr.write(f"overspill: error: {_shown(' '.join(message.split()))}\n")
     return status
 
@@ -512,12 +522,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _kernels.requested()  # a bad OVERSPILL_IMPLEMENTATION is one line, whatever the command
     except ConfigError as error:
         return _fail(EXIT_USAGE, str(error))
-    if (sys.argv[1:] if argv is None else list(argv)) == ["--version"]:
-        # What argparse's version action prints, without building seven sub-parsers first.
-        sys.stdout.write(f"overspill {__version__}\n")
-        return 0
-    args = _parser().parse_args(argv)
     try:
+        if (sys.argv[1:] if argv is None else list(argv)) == ["--version"]:
+            # What argparse's version action prints, without building seven sub-parsers first.
+            _stdout().write(f"overspill {__version__}\n")
+            return 0
+        args = _parser().parse_args(argv)
         return _COMMANDS[args.command](args)
     except _UsageError as error:
         return _fail(EXIT_USAGE, str(error))
