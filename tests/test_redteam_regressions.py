@@ -113,3 +113,41 @@ def test_a_password_with_reserved_characters_never_shows(password):
     assert ran.returncode == 2 and ran.stderr.count("\n") == 1, ran.stderr
     for piece in re.split(r"[@/?#]", password):
         assert piece not in ran.stderr + ran.stdout, (piece, ran.stderr)
+
+
+def _preview_lines_are_the_outputs(content: str, count: int) -> tuple[str, str]:
+    """Every numbered line a preview shows is a whole line of the output, and
+    the lines on each side of the marker run on without a jump."""
+    head, _, rest = content.partition("\n\n... output truncated")
+    head = head.removesuffix("\n")  # a head cut by bytes keeps its last newline
+    tail = rest.partition("\n\n")[2].removesuffix("\n")
+    for part in (head, tail):
+        lines = part.split("\n")
+        assert all(re.fullmatch(r"line \d{8}", line) for line in lines), [
+            line for line in lines if not re.fullmatch(r"line \d{8}", line)][:3]
+        numbers = [int(line[5:]) for line in lines]
+        assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))
+    assert int(tail.split("\n")[-1][5:]) == count - 1  # the true end
+    return head, tail
+
+
+@pytest.mark.parametrize("cap, limits", [
+    (3 * 1024 * 1024, {"max_lines": 10**7, "max_bytes": 4 * 1024 * 1024}),  # the tail wants more than 1 MiB
+    (1000, {}),  # the head wants more than the stored copy holds
+    (1000, {"max_lines": 10**6}),
+])
+def test_a_capped_preview_never_splices_the_stored_start_onto_the_true_end(tmp_path, cap, limits):
+    """Issue 8 item 3: past max_stored_bytes the preview's head comes from the
+    stored copy and its tail from the true end; when a preview wants more than
+    either holds, it shows less, never bytes glued across the gap between them
+    (``...277\\n204\\n150205`` from ``seq``) that the command never wrote."""
+    count = 300_000
+    chunks = [b"".join(b"line %08d\n" % i for i in range(first, min(first + 1000, count)))
+              for first in range(0, count, 1000)]
+    store = ToolOutputStore(tmp_path, config={"tool_output": {"max_stored_bytes": cap, **limits}}, durable=False)
+    result = store.truncate_stream("s", "c", iter(chunks))
+    assert result.truncated and f"the stored copy holds the first {cap} of {count * 14} bytes" in result.content
+    head, tail = _preview_lines_are_the_outputs(result.content, count)
+    assert len(head) + len(tail) <= limits.get("max_bytes", 51200)
+    assert head.count("\n") + tail.count("\n") + 2 <= limits.get("max_lines", 2000)
+    assert result.next_offset <= cap  # the marker's offset is one the stored copy has

@@ -645,9 +645,36 @@ class ToolOutputStore:
         filler = b""
         if tail_start > len(head) and lines > max_lines:
             filler = b"\n" * max(0, max_lines - (_kernels.count_lines(head) - 1) - (_kernels.count_lines(tail) - 1))
-        cut = view_preview(head + filler + tail, max_lines, max_bytes, self._views, line_slack(max_bytes))
+        slack = line_slack(max_bytes)
+        cut = view_preview(head + filler + tail, max_lines, max_bytes, self._views, slack)
+        gap = tail_start > len(head)
+        if gap and (not cut.truncated or cut.head_end > len(head) or cut.tail_start < len(head) + len(filler)):
+            # The cut lies across the gap (the preview wants more than the
+            # stored start or the kept end holds): joined, the two would show
+            # lines the command never wrote, so each is cut on its own.
+            return self._preview_apart(head, tail, tail_start, max_lines, max_bytes, slack)
         shift = total - (len(head) + len(filler) + len(tail))
         return Preview(cut.head, cut.tail, cut.truncated, cut.head_end, cut.tail_start + shift)
+
+    def _preview_apart(self, head: bytes, tail: bytes, tail_start: int, max_lines: int, max_bytes: int,
+                       slack: int) -> Preview:
+        """A preview of a stored start (``head``) and a kept end (``tail``, at
+        ``tail_start`` in the output) with a gap between them: whole lines of
+        each, half the budget for the start, what it leaves for the end."""
+        newline = head.rfind(b"\n")
+        if newline >= 0:  # the stored copy ends inside a line: show up to its last full line
+            head = head[:newline]
+        first = _bounded(head, max(1, max_lines // 2), max(1, max_bytes // 2), self._views, slack)
+        head_end = first.head_end if first.truncated else len(head)
+        newline = tail.find(b"\n")
+        if 0 <= newline < len(tail) - 1:  # the kept end starts inside a line: from the next one
+            tail, tail_start = tail[newline + 1 :], tail_start + newline + 1
+        lines_left = max(1, max_lines - first.head.count("\n") - 1)
+        bytes_left = max(1, max_bytes - len(first.head.encode("utf-8", "surrogatepass")))
+        last = _bounded(tail, lines_left, bytes_left, self._views, slack)
+        if last.truncated:
+            return Preview(first.head, last.tail, True, head_end, tail_start + last.tail_start)
+        return Preview(first.head, last.head, True, head_end, tail_start)
 
     def _preview_payload(self, record: Record, lines: int, max_lines: int, max_bytes: int) -> Preview:
         """The view preview of a just-published payload, from verified windows of it.
@@ -939,6 +966,19 @@ def _needs_view(text: str, flags: int) -> bool:
     if flags & VIEW_ANSI and "\x1b" in text:
         return True
     return bool(flags & VIEW_CR) and text.count("\r") != text.count("\r\n")
+
+
+def _bounded(data: bytes, max_lines: int, max_bytes: int, flags: int, slack: int) -> Preview:
+    """A preview whose ``head`` and ``tail`` (all of ``data`` when not
+    truncated) are each within the limits: the preview rule gives each about
+    half of them, so twice the limits are tried first."""
+    whole = view_preview(data, max_lines, max_bytes, flags, slack)
+    if not whole.truncated:
+        return whole
+    wider = view_preview(data, 2 * max_lines, 2 * max_bytes, flags, slack)
+    fits = all(part.count("\n") < max_lines and len(part.encode("utf-8", "surrogatepass")) <= max_bytes
+               for part in (wider.head, wider.tail))
+    return wider if wider.truncated and fits else whole
 
 
 def _compose(shaped: Preview, resource: Resource, lines: int, signals: list[str], total: Optional[int] = None) -> str:
