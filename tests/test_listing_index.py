@@ -209,6 +209,27 @@ def test_a_corrupt_index_is_rebuilt_not_trusted(data, filled, victim):
     assert (index / "state").read_bytes().startswith(b"overspill-index 1\n")
 
 
+@pytest.mark.parametrize("change", ["deleted", "replaced by another session's", "moved aside"])
+def test_a_session_list_removed_by_hand_is_not_an_empty_session(data, filled, change):
+    # A complete index reads a missing session list as "nothing stored": a
+    # list deleted or swapped by hand (the folder unchanged) hid the session.
+    with fresh(data) as store:
+        settle(store)
+        assert uris(store, "a") == filled["a"] and uris(store, "b") == filled["b"]
+    sessions = index_dir(data) / "sessions"
+    if change == "deleted":
+        (sessions / session_key("a")).unlink()
+    elif change == "moved aside":
+        os.rename(sessions / session_key("a"), sessions / "s-a.bak")
+    else:
+        os.replace(sessions / session_key("b"), sessions / session_key("a"))
+    for _ in range(2):  # the catch-up, then the index it left
+        with fresh(data) as reader:
+            assert uris(reader, "a") == filled["a"]
+            assert uris(reader, "b") == filled["b"]
+            assert uris(reader, "c") == filled["c"]
+
+
 def test_an_unwritable_index_leaves_listings_correct(tmp_path, filled, data):
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the index would go")

@@ -23,6 +23,10 @@ The pairs stay the truth; the index only proposes candidates:
   rule); otherwise the next listing catches up again.
 * A record that cannot be read yet (a peer still writing it) keeps the index
   incomplete, so it is looked at again by the next listing.
+* A missing session list means "nothing stored" only while ``sessions/`` is
+  as the last catch-up left it: ``state`` and ``ids`` also hold that folder's
+  identity and time, so a list deleted, renamed or swapped by hand makes the
+  next listing catch up, and that catch-up rewrites every list from ``ids``.
 * Every index file is written whole to a temporary file and renamed into
   place (fsynced first when the backend is durable), under an ``flock`` that
   serialises catch-ups across processes; readers take no lock.  Each file
@@ -33,8 +37,10 @@ The pairs stay the truth; the index only proposes candidates:
 
 Layout, in ``location`` (``data_dir/tool-output/index``)::
 
-    state                 folder identity + mtime at the last complete catch-up
-    ids                   every indexed id and its session key
+    state                 folder identity + mtime at the last complete catch-up,
+                          then those of ``sessions/`` as the catch-up left it
+    ids                   every indexed id and its session key, then ``sessions/``
+                          as the catch-up that wrote it left it
     sessions/s-{session}  one session's ids (ids that are safe file names)
     sessions/h-{hash}     one session's ids (any other session id)
     lock                  serialises catch-ups
@@ -163,6 +169,14 @@ class ListingIndex:
         info = os.stat(self._folder)
         return info.st_dev, info.st_ino, info.st_mtime_ns
 
+    def _sessions_line(self) -> Optional[str]:
+        """``sessions/``'s identity and time as a line; None when it cannot be seen."""
+        try:
+            info = os.stat(self._sessions)
+        except OSError:
+            return None
+        return f"{info.st_dev} {info.st_ino} {info.st_mtime_ns}"
+
     @staticmethod
     def _read(path: str) -> Union[list[str], None, _Corrupt]:
         """A sealed file's lines; None when missing; ``_CORRUPT`` when not intact."""
@@ -187,10 +201,10 @@ class ListingIndex:
             stamp = self._folder_stamp()
         except OSError:
             return None  # the catch-up reports it
-        if state != [" ".join(map(str, stamp))]:
+        if state != [" ".join(map(str, stamp)), self._sessions_line()]:
             return None
         if key is None:
-            known = self._known()
+            known = self._known()[0]
             ids = None if known is None else sorted(name[:ID_LENGTH] for name in known)
         else:
             ids = self._read(os.path.join(self._sessions, key))
@@ -202,21 +216,23 @@ class ListingIndex:
         return ids
 
     # ------------------------------------------------------------------ catching up
-    def _known(self) -> Optional[dict[str, str]]:
-        """Every indexed record's file name (``{id}.json``) and its session key;
-        None when the list is missing or not intact.
+    def _known(self) -> tuple[Optional[dict[str, str]], Optional[str]]:
+        """Every indexed record's file name (``{id}.json``) and its session key,
+        and ``sessions/`` as the catch-up that wrote them left it; (None, None)
+        when the list is missing or not intact.
 
-        The file holds the count, the names, then the keys in the same order,
-        so that it is read (and compared with the folder) by C loops: a
-        catch-up over 100,000 names spends its time in ``listdir``.
+        The file holds the count, the names, the keys in the same order, then
+        the line of ``sessions/``, so that it is read (and compared with the
+        folder) by C loops: a catch-up over 100,000 names spends its time in
+        ``listdir``.
         """
         lines = self._read(self._all)
         if not isinstance(lines, list) or not lines or not lines[0].isdigit():
-            return None
+            return None, None
         count = int(lines[0])
-        if len(lines) != 1 + 2 * count:
-            return None
-        return dict(zip(lines[1 : 1 + count], lines[1 + count :]))
+        if len(lines) != 2 + 2 * count:
+            return None, None
+        return dict(zip(lines[1 : 1 + count], lines[1 + count : -1])), lines[-1]
 
     def _catch_up(self, key: Optional[str], load: Loader) -> list[str]:
         """Bring the index up to the folder (rebuilding it from every record when
@@ -232,8 +248,11 @@ class ListingIndex:
             stamp = self._folder_stamp()  # before listing: a later change moves it
             # The one Python loop over the folder; the comparisons below are C set operations.
             records = {name for name in os.listdir(self._folder) if name[-5:] == ".json"}
-            previous = None if lock_fd is None else self._known()
+            previous, lists_line = (None, None) if lock_fd is None else self._known()
             known = {} if previous is None else dict(previous)
+            # Lists changed by someone other than a catch-up (deleted, renamed
+            # or swapped by hand) are not caught up from: all are rewritten.
+            relist = previous is not None and lists_line != self._sessions_line()
             gone = list(known.keys() - records)
             for name in gone:
                 del known[name]
@@ -248,7 +267,7 @@ class ListingIndex:
                     continue
                 known[name] = session_key(record.session_id)
                 added.append(name)
-            if previous is None:
+            if previous is None or relist:
                 lists: dict[str, list[str]] = {}
                 for name in sorted(known):
                     lists.setdefault(known[name], []).append(name[:ID_LENGTH])
@@ -262,8 +281,8 @@ class ListingIndex:
                 if key is not None and key not in lists and not self._intact(key, known):
                     lists[key] = self._session_list(key, known, [])  # repaired: it was damaged
             if lock_fd is not None:
-                if previous is None or lists:
-                    complete &= self._store(known, lists, rebuild=previous is None)
+                if previous is None or relist or lists:
+                    complete &= self._store(known, lists, rebuild=previous is None or relist)
                 settled = clock - stamp[2] > RACY_NS
                 self._write_state(stamp if settled and complete else None)
             if key is None:
@@ -351,10 +370,13 @@ class ListingIndex:
             if rebuild:
                 for name in set(os.listdir(self._sessions)).difference(lists):
                     _files.remove_quietly(Path(self._sessions, name))
-            names = list(known)
-            self._replace(self._all, _seal([str(len(names)), *names, *known.values()]))
             if self._durable:
                 _files.fsync_directory(Path(self._sessions))
+            names = list(known)
+            sessions = self._sessions_line()
+            if sessions is None:
+                return False
+            self._replace(self._all, _seal([str(len(names)), *names, *known.values(), sessions]))
         except OSError:
             return False
         return True
@@ -362,10 +384,11 @@ class ListingIndex:
     def _write_state(self, stamp: Optional[tuple[int, int, int]]) -> None:
         """Mark the index complete for the folder at ``stamp``, or (None) not complete."""
         try:
-            if stamp is None:
+            sessions = self._sessions_line()
+            if stamp is None or sessions is None:
                 _files.remove_quietly(Path(self._state))
             else:
-                self._replace(self._state, _seal([" ".join(map(str, stamp))]))
+                self._replace(self._state, _seal([" ".join(map(str, stamp)), sessions]))
                 if self._durable:
                     _files.fsync_directory(Path(self._location))
         except OSError:
