@@ -230,6 +230,25 @@ def test_a_session_list_removed_by_hand_is_not_an_empty_session(data, filled, ch
             assert uris(reader, "c") == filled["c"]
 
 
+def test_an_id_list_copied_from_another_folder_is_not_trusted(tmp_path, data, filled):
+    # Well sealed, so not "damaged": a complete index served it as this
+    # folder's ids to every listing of all sessions (stats, cleanup's room).
+    other = tmp_path / "other"
+    with fresh(other) as elsewhere:
+        foreign = [elsewhere.write("a", "x", "elsewhere\n").uri for _ in range(2)]
+        settle(elsewhere)
+        assert uris(elsewhere, None) == foreign
+    everything = sorted(u for s in filled.values() for u in s)
+    with fresh(data) as store:
+        settle(store)
+        assert uris(store, None) == everything
+    (index_dir(data) / "ids").write_bytes((index_dir(other) / "ids").read_bytes())
+    for _ in range(2):
+        with fresh(data) as reader:
+            assert uris(reader, None) == everything
+            assert uris(reader, "a") == filled["a"]
+
+
 def test_an_unwritable_index_leaves_listings_correct(tmp_path, filled, data):
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the index would go")

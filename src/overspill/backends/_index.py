@@ -201,10 +201,13 @@ class ListingIndex:
             stamp = self._folder_stamp()
         except OSError:
             return None  # the catch-up reports it
-        if state != [" ".join(map(str, stamp)), self._sessions_line()]:
+        sessions = self._sessions_line()
+        if state != [" ".join(map(str, stamp)), sessions]:
             return None
         if key is None:
-            known = self._known()[0]
+            known, lists_line = self._known()
+            if known is not None and lists_line != sessions:
+                return None  # not the list this index's catch-ups wrote (copied from another folder?)
             ids = None if known is None else sorted(name[:ID_LENGTH] for name in known)
         else:
             ids = self._read(os.path.join(self._sessions, key))
