@@ -107,11 +107,18 @@ def time_alternating(benchmark, command: list[str], baseline_command: list[str],
     spawn_baseline()
     baseline.clear()
     benchmark.pedantic(spawn, setup=spawn_baseline, rounds=rounds, iterations=1, warmup_rounds=1)
-    ours, theirs = benchmark.stats.stats.median, statistics.median(baseline)
-    benchmark.extra_info.update(baseline_median_s=theirs, ratio=ours / theirs)
+    report_ratio(benchmark, request, statistics.median(baseline), f"{' '.join(baseline_command)!r} alternating with it",
+                 "baseline_median_s")
+
+
+def report_ratio(benchmark, request, theirs: float, label: str, key: str, digits: int = 1) -> None:
+    """Put the baseline's median (under ``key``) and the ratio of the medians
+    into ``extra_info``, and print them beside the benchmark's own median."""
+    ours = benchmark.stats.stats.median
+    benchmark.extra_info.update({key: theirs, "ratio": ours / theirs})
     plugins = request.config.pluginmanager
     reporter, capture = plugins.getplugin("terminalreporter"), plugins.getplugin("capturemanager")
     if reporter is not None and capture is not None:
         with capture.global_and_fixture_disabled():
-            reporter.write_line(f"\n{request.node.name}: {ours * 1000:.1f} ms; {' '.join(baseline_command)!r} "
-                                f"alternating with it: {theirs * 1000:.1f} ms; ratio {ours / theirs:.2f}x")
+            reporter.write_line(f"\n{request.node.name}: {ours * 1000:.{digits}f} ms; {label}: "
+                                f"{theirs * 1000:.{digits}f} ms; ratio {ours / theirs:.2f}x")

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import report_ratio
 
 from overspill import ToolOutputStore
 from overspill.backends._index import RACY_NS
@@ -118,14 +119,8 @@ def _bench(benchmark, request, mode: str, data: Path, baseline: Path, implementa
         alone.append(_list("store", baseline, implementation))
 
     benchmark.pedantic(listing, setup=before_each, rounds=rounds, iterations=1, warmup_rounds=1)
-    ours, theirs = benchmark.stats.stats.median, statistics.median(alone[1:])
-    benchmark.extra_info.update(alone_median_s=theirs, ratio=ours / theirs)
-    plugins = request.config.pluginmanager
-    reporter, capture = plugins.getplugin("terminalreporter"), plugins.getplugin("capturemanager")
-    if reporter is not None and capture is not None:
-        with capture.global_and_fixture_disabled():
-            reporter.write_line(f"\n{request.node.name}: {ours * 1000:.2f} ms; the 100 alone (store, "
-                                f"alternating): {theirs * 1000:.2f} ms; ratio {ours / theirs:.2f}x")
+    report_ratio(benchmark, request, statistics.median(alone[1:]), "the 100 alone (store, alternating)",
+                 "alone_median_s", digits=2)
 
 
 @pytest.mark.parametrize("implementation", ["cython", "python"])
