@@ -151,3 +151,21 @@ def test_a_capped_preview_never_splices_the_stored_start_onto_the_true_end(tmp_p
     assert len(head) + len(tail) <= limits.get("max_bytes", 51200)
     assert head.count("\n") + tail.count("\n") + 2 <= limits.get("max_lines", 2000)
     assert result.next_offset <= cap  # the marker's offset is one the stored copy has
+
+
+@pytest.mark.parametrize("cap", [100, 1000, 40_000])
+def test_a_capped_output_kept_whole_in_memory_never_points_past_the_stored_copy(tmp_path, cap):
+    """Issue 8 item 3, below 1 MiB: the true end kept in memory is the whole
+    output, so the stored start and it overlap; the preview's head still comes
+    from the stored copy alone, and the marker's ``read`` offset is one that
+    copy has (``OVERSPILL_MAX_STORED_BYTES=100 overspill run -- 'seq 1 20000'``
+    offered ``offset=3892`` of a 100-byte copy)."""
+    count = 20_000
+    chunks = [b"".join(b"line %08d\n" % i for i in range(first, min(first + 1000, count)))
+              for first in range(0, count, 1000)]
+    store = ToolOutputStore(tmp_path, config={"tool_output": {"max_stored_bytes": cap}}, durable=False)
+    result = store.truncate_stream("s", "c", iter(chunks))
+    assert result.truncated and f"the stored copy holds the first {cap} of {count * 14} bytes" in result.content
+    head, _ = _preview_lines_are_the_outputs(result.content, count)
+    assert result.next_offset <= cap and len(head) <= cap
+    assert f"offset={result.next_offset})" in result.content

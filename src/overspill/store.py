@@ -648,10 +648,13 @@ class ToolOutputStore:
         slack = line_slack(max_bytes)
         cut = view_preview(head + filler + tail, max_lines, max_bytes, self._views, slack)
         gap = tail_start > len(head)
-        if gap and (not cut.truncated or cut.head_end > len(head) or cut.tail_start < len(head) + len(filler)):
+        if cut.head_end > len(head) or (gap and (not cut.truncated or cut.tail_start < len(head) + len(filler))):
             # The cut lies across the gap (the preview wants more than the
             # stored start or the kept end holds): joined, the two would show
-            # lines the command never wrote, so each is cut on its own.
+            # lines the command never wrote, so each is cut on its own.  With
+            # no gap (the kept end is the whole output) a head reaching past
+            # the stored copy would send the model to read where it holds
+            # nothing: the head is cut from the stored copy alone.
             return self._preview_apart(head, tail, tail_start, max_lines, max_bytes, slack)
         shift = total - (len(head) + len(filler) + len(tail))
         return Preview(cut.head, cut.tail, cut.truncated, cut.head_end, cut.tail_start + shift)
