@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from overspill import cli as cli_module
+
 SCRIPT = Path(sys.executable).with_name("overspill")
 
 
@@ -100,6 +102,27 @@ def one_error_line(result: subprocess.CompletedProcess) -> str:
     lines = result.stderr.decode().splitlines()
     assert len(lines) == 1 and lines[0].startswith("overspill: error: "), result.stderr
     return lines[0]
+
+
+@pytest.mark.parametrize("command", ["run", "read", "grep", "truncate", "ls", "cleanup", "stats", "mcp"])
+def test_a_commands_own_parser_is_the_one_the_whole_parser_holds(command, capsys):
+    # main() builds only the named command's parser; its help, defaults and
+    # errors must be those of the full parser's.
+    def sub(parser):
+        return parser._subparsers._group_actions[0].choices[command]
+
+    whole, alone = sub(cli_module._parser()), sub(cli_module._parser(command))
+    assert alone.format_help() == whole.format_help() and alone.prog == whole.prog == f"overspill {command}"
+    assert list(cli_module._parser(command)._subparsers._group_actions[0].choices) == [command]
+    for args in ([command, "--no-such-option"], [command]):
+        outcomes = []
+        for parser in (cli_module._parser(), cli_module._parser(command)):
+            try:
+                outcomes.append(vars(parser.parse_args(args)))
+            except SystemExit as stop:
+                outcomes.append(stop.code)
+            outcomes.append(capsys.readouterr())
+        assert outcomes[:2] == outcomes[2:]
 
 
 @pytest.mark.parametrize("args", [("--version",), ("ls",), ("run", "--", "touch ran"), ("truncate", "-")])
