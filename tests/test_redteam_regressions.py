@@ -169,3 +169,16 @@ def test_a_capped_output_kept_whole_in_memory_never_points_past_the_stored_copy(
     head, _ = _preview_lines_are_the_outputs(result.content, count)
     assert result.next_offset <= cap and len(head) <= cap
     assert f"offset={result.next_offset})" in result.content
+
+
+@pytest.mark.parametrize("cap", [100, 100_000])
+def test_a_capped_output_whose_view_fits_is_shown_whole(tmp_path, cap):
+    """Over the limits as stored, within them once its ``\\r`` redraws are
+    collapsed: the view is what the model gets, capped or not (a cut of the
+    stored start showed a redraw that never appeared, ``progress 00``, and
+    dropped the real last line)."""
+    chunks = [b"\rprogress %06d%%" % i for i in range(10_000)] + [b"\ndone\n"]
+    store = ToolOutputStore(tmp_path, config={"tool_output": {"max_stored_bytes": cap}}, durable=False)
+    result = store.truncate_stream("s", "c", iter(chunks))
+    assert not result.truncated and result.resource is None
+    assert result.content == "progress 009999%\ndone\n"

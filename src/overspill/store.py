@@ -648,7 +648,8 @@ class ToolOutputStore:
         slack = line_slack(max_bytes)
         cut = view_preview(head + filler + tail, max_lines, max_bytes, self._views, slack)
         gap = tail_start > len(head)
-        if cut.head_end > len(head) or (gap and (not cut.truncated or cut.tail_start < len(head) + len(filler))):
+        if (cut.truncated and cut.head_end > len(head)) or (
+                gap and (not cut.truncated or cut.tail_start < len(head) + len(filler))):
             # The cut lies across the gap (the preview wants more than the
             # stored start or the kept end holds): joined, the two would show
             # lines the command never wrote, so each is cut on its own.  With
