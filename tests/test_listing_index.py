@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from overspill import ToolOutputStore
+from overspill.backends import _index
 from overspill.backends._index import RACY_NS, ListingIndex, session_key
 from overspill.backends.local import LocalBackend
 from overspill.records import new_id, uri_for
@@ -193,10 +194,7 @@ def test_a_corrupt_index_is_rebuilt_not_trusted(data, filled, victim):
         session_file.write_bytes(session_file.read_bytes()[:40])
     elif victim == "bad-id":
         # Well sealed (right count and CRC), but an id that would be a path.
-        import zlib
-
-        body = b"../../../../etc/passwd\n"
-        session_file.write_bytes(b"overspill-index 1\n" + body + b"end 1 %08x\n" % zlib.crc32(body))
+        session_file.write_bytes(_index._seal(["../../../../etc/passwd"], session_file.name))
     else:
         session_file.write_bytes(b"\x00\xff not an index at all")
     with fresh(data) as reader:
@@ -205,11 +203,12 @@ def test_a_corrupt_index_is_rebuilt_not_trusted(data, filled, victim):
         settle(reader)
         assert uris(reader, "a") == filled["a"]
     # Rebuilt whole: the damaged file is valid again.
-    assert session_file.read_bytes().startswith(b"overspill-index 1\n")
-    assert (index / "state").read_bytes().startswith(b"overspill-index 1\n")
+    assert _index._unseal(session_file.read_bytes(), session_file.name) is not None
+    assert _index._unseal((index / "state").read_bytes(), "state") is not None
 
 
-@pytest.mark.parametrize("change", ["deleted", "replaced by another session's", "moved aside"])
+@pytest.mark.parametrize("change", ["deleted", "replaced by another session's", "moved aside",
+                                    "overwritten in place with another session's"])
 def test_a_session_list_removed_by_hand_is_not_an_empty_session(data, filled, change):
     # A complete index reads a missing session list as "nothing stored": a
     # list deleted or swapped by hand (the folder unchanged) hid the session.
@@ -221,6 +220,9 @@ def test_a_session_list_removed_by_hand_is_not_an_empty_session(data, filled, ch
         (sessions / session_key("a")).unlink()
     elif change == "moved aside":
         os.rename(sessions / session_key("a"), sessions / "s-a.bak")
+    elif change.startswith("overwritten"):
+        # cp s-b s-a: neither the sessions folder's time nor its inode changes.
+        (sessions / session_key("a")).write_bytes((sessions / session_key("b")).read_bytes())
     else:
         os.replace(sessions / session_key("b"), sessions / session_key("a"))
     for _ in range(2):  # the catch-up, then the index it left

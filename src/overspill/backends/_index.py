@@ -30,8 +30,10 @@ The pairs stay the truth; the index only proposes candidates:
 * Every index file is written whole to a temporary file and renamed into
   place (fsynced first when the backend is durable), under an ``flock`` that
   serialises catch-ups across processes; readers take no lock.  Each file
-  ends with its line count and CRC-32: a torn, truncated or foreign file is
-  detected and the index is rebuilt from the records.  If the index cannot
+  ends with its line count and a CRC-32 of its own name and lines: a torn,
+  truncated or foreign file, or one copied over another (``cp s-b s-a``
+  changes neither the folder's time nor its inode), is detected and the
+  index is rebuilt from the records.  If the index cannot
   be written (a read-only folder), listings stay correct and just catch up
   every time.
 
@@ -69,7 +71,7 @@ __all__ = ["RACY_NS", "ListingIndex", "session_key"]
 #: A folder time this close to the catch-up's clock may hide a change made in
 #: the same tick; such a catch-up does not mark the index complete.
 RACY_NS = 2_000_000_000
-_VERSION = "overspill-index 1"
+_VERSION = "overspill-index 2"
 _SAFE = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_")
 _JSON_NAME_LENGTH = ID_LENGTH + len(".json")
 
@@ -96,14 +98,23 @@ def session_key(session_id: str) -> str:
     return f"h-{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data) & 0xFFFF:04x}"
 
 
-def _seal(lines: list[str]) -> bytes:
-    """The file's text: a version line, ``lines``, and a trailer with their count and CRC-32."""
+def _crc(name: str, body: bytes) -> str:
+    # The file's own name is sealed with its lines: a list copied over another
+    # (``cp s-b s-a``, which changes neither the folder's time nor its inode)
+    # is not intact under its new name.
+    return f"{zlib.crc32(body, zlib.crc32(name.encode() + b'/')):08x}"
+
+
+def _seal(lines: list[str], name: str) -> bytes:
+    """The text of the index file ``name``: a version line, ``lines``, and a
+    trailer with their count and a CRC-32 of the name and the lines."""
     body = ("\n".join(lines) + "\n" if lines else "").encode("utf-8", "surrogatepass")
-    return f"{_VERSION}\n".encode() + body + f"end {len(lines)} {zlib.crc32(body):08x}\n".encode()
+    return f"{_VERSION}\n".encode() + body + f"end {len(lines)} {_crc(name, body)}\n".encode()
 
 
-def _unseal(data: bytes) -> Optional[list[str]]:
-    """The lines of a sealed file, or None when it is torn, truncated or not ours."""
+def _unseal(data: bytes, name: str) -> Optional[list[str]]:
+    """The lines of the index file ``name``, or None when it is torn,
+    truncated, not ours, or sealed under another name."""
     header = _VERSION.encode() + b"\n"
     if not data.startswith(header) or not data.endswith(b"\n"):
         return None
@@ -113,7 +124,7 @@ def _unseal(data: bytes) -> Optional[list[str]]:
     body, trailer = data[len(header) : trailer_start], data[trailer_start:-1].split(b" ")
     if len(trailer) != 3 or trailer[0] != b"end" or not trailer[1].isdigit():
         return None
-    if trailer[2] != f"{zlib.crc32(body):08x}".encode():
+    if trailer[2] != _crc(name, body).encode():
         return None
     try:
         lines = body.decode("utf-8", "surrogatepass").split("\n")[:-1]
@@ -187,7 +198,7 @@ class ListingIndex:
             return None
         except OSError:
             return _CORRUPT
-        lines = _unseal(data)
+        lines = _unseal(data, os.path.basename(path))
         return _CORRUPT if lines is None else lines
 
     def _read_if_complete(self, key: Optional[str]) -> Union[list[str], None, _Corrupt]:
@@ -367,7 +378,7 @@ class ListingIndex:
             for key in sorted(lists):
                 path = os.path.join(self._sessions, key)
                 if lists[key]:
-                    self._replace(path, _seal(lists[key]))
+                    self._replace(path, _seal(lists[key], key))
                 else:
                     _files.remove_quietly(Path(path))  # emptied: a missing list is an empty one
             if rebuild:
@@ -379,7 +390,7 @@ class ListingIndex:
             sessions = self._sessions_line()
             if sessions is None:
                 return False
-            self._replace(self._all, _seal([str(len(names)), *names, *known.values(), sessions]))
+            self._replace(self._all, _seal([str(len(names)), *names, *known.values(), sessions], "ids"))
         except OSError:
             return False
         return True
@@ -391,7 +402,7 @@ class ListingIndex:
             if stamp is None or sessions is None:
                 _files.remove_quietly(Path(self._state))
             else:
-                self._replace(self._state, _seal([" ".join(map(str, stamp)), sessions]))
+                self._replace(self._state, _seal([" ".join(map(str, stamp)), sessions], "state"))
                 if self._durable:
                     _files.fsync_directory(Path(self._location))
         except OSError:
