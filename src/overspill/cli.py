@@ -15,7 +15,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, Optional, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, Optional, TextIO, Union
 
 from . import __version__, _kernels
 from .config import MAX_READ_BYTES, resolve_limits
@@ -119,7 +119,8 @@ def _parser(only: Optional[str] = None) -> _Parser:
     parser.add_argument("--version", action="version", version=f"overspill {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
-    def add(name: str, help_text: str, parents: Sequence[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    def add(name: str, help_text: str,
+            parents: Sequence[argparse.ArgumentParser]) -> Union[argparse.ArgumentParser, _Detached]:
         if only is not None and name != only:
             return _Detached()
         return commands.add_parser(name, help=help_text, description=help_text, parents=list(parents),
