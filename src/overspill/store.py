@@ -13,7 +13,6 @@ retention settings; it never touches a file or a socket itself.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import threading
 import time
@@ -40,21 +39,18 @@ from .records import MAX_METADATA_BYTES, Record, Resource, new_id, parse_uri
 from ._native import BytesLike
 from ._native import VIEW_ANSI, VIEW_CR
 from ._native import _byte_view as byte_view
+from ._preview import BOUNDARY_MARGIN, compose, stored_preview
 from .text import (
-    SIGNAL_LINES,
-    SIGNAL_PERCENT,
     Content,
     Preview,
-    SignalCollector,
+    Reader,
     compile_signals,
     encode_content,
     human_lines,
     line_slack,
-    preview,
     preview_from_cuts,
     shown_text,
     stored_pieces,
-    truncation_marker,
     view_flags,
     view_preview,
 )
@@ -64,10 +60,8 @@ __all__ = ["Page", "ToolOutputStore", "TruncateResult"]
 # Draws of a fresh id before giving up: a clash needs 83 random bits to repeat.
 _ID_ATTEMPTS = 8
 # Bytes read around a page so that its character boundaries are decided
-# exactly as over the whole payload (a boundary depends on 3 bytes each side).
-_PAGE_MARGIN = 16
-# A code-point boundary depends on at most 3 bytes either side of it.
-_BOUNDARY_REACH = 4
+# exactly as over the whole payload.
+_PAGE_MARGIN = BOUNDARY_MARGIN
 # Bytes per range that ``iter_bytes`` verifies and yields (rounded to whole
 # checksum chunks, so that no chunk is verified twice).
 _STREAM_BYTES = 1 << 20
@@ -446,72 +440,35 @@ class ToolOutputStore:
             if cuts[0] >= cuts[1]:
                 return _unchanged(content)
             shaped = preview_from_cuts(content, cuts)
-            text = content
-
-            def recut(lines: int, size: int) -> Preview:
-                return preview_from_cuts(text, _kernels.preview_cuts(text, lines, size, line_slack(size)))
         else:
             shaped = view_preview(content, lines_limit, bytes_limit, flags, line_slack(bytes_limit))
             if not shaped.truncated:
                 return _unchanged(shaped.head)
-            data = content
-
-            def recut(lines: int, size: int) -> Preview:
-                return view_preview(data, lines, size, flags, line_slack(size))
         record = self._write_pieces(session_id, tool_call_id, stored_pieces(content), mime, name)
         lines = human_lines(content)
-        shaped, signals = self._with_signals(record, shaped, recut, lines_limit, bytes_limit)
-        total = record.capture[0] if record.capture is not None else None
-        return TruncateResult(_compose(shaped, record.resource, lines, signals, total), True, record.resource,
-                              lines, shaped.head_end)
+        total = record.capture[0] if record.capture is not None else record.resource.size
+        shaped, signals = stored_preview(
+            self._reader(record), uri=record.resource.uri, stored=record.resource.size, total=total,
+            max_lines=lines_limit, max_bytes=bytes_limit, flags=flags, signals=self._signals, content=content, first=shaped, release=self._releaser(record))
+        return self._truncated(record, shaped, signals, lines)
 
-    def _with_signals(self, record: Record, shaped: Preview, recut: Callable[[int, int], Preview],
-                      max_lines: int, max_bytes: int) -> tuple[Preview, list[str]]:
-        """The preview with the signal lines of its omitted part, within the same limits.
+    def _reader(self, record: Record) -> Reader:
+        """``read(start, end)``: verified views of ``record``'s stored bytes."""
+        backend = self._backend
+        return lambda start, end: backend.read(record, start, end)
 
-        The omitted part is scanned once; when signal lines are found, the
-        preview is cut again with their lines and bytes taken out of its
-        budget, and only the two bands that this adds to the omitted part
-        are scanned besides.  When the stored bytes cannot be read back, the
-        preview comes without signal lines.
-        """
-        if not self._signals or not shaped.truncated:
-            return shaped, []
-
+    def _releaser(self, record: Record) -> Optional[Callable[[int, int], None]]:
+        """The backend's hint that a scanned range of ``record`` is not needed soon, if it has one."""
         drop = getattr(self._backend, "drop_pages", None)
+        if drop is None:
+            return None
+        return lambda start, end: drop(record, start, end)
 
-        @contextlib.contextmanager
-        def read(start: int, end: int) -> Iterator[memoryview]:
-            with self._backend.read(record, start, end) as view:
-                yield view
-            if drop is not None:
-                drop(record, start, end)
-
-        # Only the stored copy can be read (it may hold only the output's start).
-        stored = record.resource.size
-
-        def scan(start: int, end: int) -> None:
-            if start < min(end, stored):
-                collector.scan(read, start, min(end, stored))
-
-        collector = SignalCollector(self._signals, self._views)
-        try:
-            scan(shaped.head_end, shaped.tail_start)
-            block = collector.render(min(SIGNAL_LINES + 1, max_lines - 1), max_bytes * SIGNAL_PERCENT // 100)
-            if not block:
-                return shaped, []
-            used_lines = len(block)
-            used_bytes = sum(len(line.encode("utf-8", "surrogateescape")) + 1 for line in block)
-            narrower = recut(max(max_lines - used_lines, 1), max(max_bytes - used_bytes, 1))
-            if narrower.head_end < shaped.head_end:
-                scan(narrower.head_end, shaped.head_end)
-            if narrower.tail_start > shaped.tail_start:
-                scan(shaped.tail_start, narrower.tail_start)
-        except (OSError, ResourceNotFoundError):
-            # The output is stored and the preview stands; the signal lines are
-            # a help, not worth failing (or unpublishing) the call for.
-            return shaped, []
-        return narrower, collector.render(used_lines, used_bytes)
+    @staticmethod
+    def _truncated(record: Record, shaped: Preview, signals: list[str], lines: int) -> TruncateResult:
+        total = record.capture[0] if record.capture is not None else None
+        content = compose(shaped, signals, record.resource.uri, record.resource.size, lines, total)
+        return TruncateResult(content, True, record.resource, lines, shaped.head_end)
 
     # ------------------------------------------------------------------ streams
     def write_stream(self, session_id: str, tool_call_id: str, chunks: Iterable[BytesLike], *,
@@ -586,19 +543,12 @@ class ToolOutputStore:
         lines = newlines + (1 if size and not last_newline else 0)  # as a person counts them
         record = self._publish(writer, session_id, tool_call_id, mime, name, size, lines)
         count = newlines + 1  # as the preview's line rule counts them
-        recut: Callable[[int, int], Preview]
         try:
-            if record.capture is None:
-                shaped = self._preview_payload(record, count, lines_limit, bytes_limit)
-
-                def recut(max_lines: int, max_bytes: int) -> Preview:
-                    return self._preview_payload(record, count, max_lines, max_bytes)
-            else:
-                end = true_tail.value()
-                shaped = self._preview_capped(record, end, size, count, lines_limit, bytes_limit)
-
-                def recut(max_lines: int, max_bytes: int) -> Preview:
-                    return self._preview_capped(record, end, size, count, max_lines, max_bytes)
+            shaped, signals = stored_preview(
+                self._reader(record), uri=record.resource.uri, stored=record.resource.size, total=size,
+                count=count, max_lines=lines_limit, max_bytes=bytes_limit, flags=self._views,
+                signals=self._signals, kept_end=None if record.capture is None else true_tail.value(),
+                release=self._releaser(record))
         except BaseException:
             # The preview is read back from the published payload; when that
             # fails the caller gets an error, so no resource may stay behind.
@@ -609,10 +559,7 @@ class ToolOutputStore:
             # what the model gets, and nothing stays stored.
             self._discard(record.id)
             return TruncateResult(shaped.head, False, None)
-        shaped, signals = self._with_signals(record, shaped, recut, lines_limit, bytes_limit)
-        total = record.capture[0] if record.capture is not None else None
-        return TruncateResult(_compose(shaped, record.resource, lines, signals, total), True, record.resource,
-                              lines, shaped.head_end)
+        return self._truncated(record, shaped, signals, lines)
 
     def _discard(self, resource_id: str) -> None:
         """Remove a resource this store just published; never raises (a pair
@@ -621,106 +568,6 @@ class ToolOutputStore:
             self._backend.delete(resource_id)
         except Exception:  # noqa: BLE001 - the caller is already raising the error that matters
             pass
-
-    def _preview_capped(self, record: Record, tail: bytes, total: int, lines: int, max_lines: int,
-                        max_bytes: int) -> Preview:
-        """The preview of an output whose stored copy holds only its start.
-
-        The head comes from the stored payload, the tail from the true end
-        kept in memory; what lies between is known only by its size (and the
-        output's line count), as for ``_preview_payload``'s windows.  Offsets
-        are the output's: ``head_end`` is also an offset in the stored copy.
-        """
-        stored = record.resource.size
-        head_stop = min(max_bytes + _PAGE_MARGIN, stored)
-        try:
-            with self._backend.read(record, 0, head_stop) as view:
-                head = bytes(view)
-        except (OSError, ResourceNotFoundError) as error:
-            raise StorageError(getattr(error, "errno", None) or errno.EIO,
-                               f"cannot read back {record.resource.uri}: {error}") from None
-        tail_start = total - len(tail)
-        if tail_start < len(head):  # the true end and the head overlap: no gap at all
-            tail, tail_start = tail[len(head) - tail_start :], len(head)
-        filler = b""
-        if tail_start > len(head) and lines > max_lines:
-            filler = b"\n" * max(0, max_lines - (_kernels.count_lines(head) - 1) - (_kernels.count_lines(tail) - 1))
-        slack = line_slack(max_bytes)
-        cut = view_preview(head + filler + tail, max_lines, max_bytes, self._views, slack)
-        gap = tail_start > len(head)
-        if (cut.truncated and cut.head_end > len(head)) or (
-                gap and (not cut.truncated or cut.tail_start < len(head) + len(filler))):
-            # The cut lies across the gap (the preview wants more than the
-            # stored start or the kept end holds): joined, the two would show
-            # lines the command never wrote, so each is cut on its own.  With
-            # no gap (the kept end is the whole output) a head reaching past
-            # the stored copy would send the model to read where it holds
-            # nothing: the head is cut from the stored copy alone.
-            return self._preview_apart(head, tail, tail_start, max_lines, max_bytes, slack)
-        shift = total - (len(head) + len(filler) + len(tail))
-        return Preview(cut.head, cut.tail, cut.truncated, cut.head_end, cut.tail_start + shift)
-
-    def _preview_apart(self, head: bytes, tail: bytes, tail_start: int, max_lines: int, max_bytes: int,
-                       slack: int) -> Preview:
-        """A preview of a stored start (``head``) and a kept end (``tail``, at
-        ``tail_start`` in the output) with a gap between them: whole lines of
-        each, half the budget for the start, what it leaves for the end."""
-        newline = head.rfind(b"\n")
-        if newline >= 0:  # the stored copy ends inside a line: show up to its last full line
-            head = head[:newline]
-        first = _bounded(head, max(1, max_lines // 2), max(1, max_bytes // 2), self._views, slack)
-        head_end = first.head_end if first.truncated else len(head)
-        newline = tail.find(b"\n")
-        if 0 <= newline < len(tail) - 1:  # the kept end starts inside a line: from the next one
-            tail, tail_start = tail[newline + 1 :], tail_start + newline + 1
-        lines_left = max(1, max_lines - first.head.count("\n") - 1)
-        bytes_left = max(1, max_bytes - len(first.head.encode("utf-8", "surrogatepass")))
-        last = _bounded(tail, lines_left, bytes_left, self._views, slack)
-        if last.truncated:
-            return Preview(first.head, last.tail, True, head_end, tail_start + last.tail_start)
-        return Preview(first.head, last.head, True, head_end, tail_start)
-
-    def _preview_payload(self, record: Record, lines: int, max_lines: int, max_bytes: int) -> Preview:
-        """The view preview of a just-published payload, from verified windows of it.
-
-        Only the first and last ``max_bytes`` (and a few) bytes decide a
-        preview of text that is its own view there, so two windows settle it
-        whatever the size: memory stays bounded and a remote backend sends
-        only those bytes.  When a window holds escapes or redraws, what the
-        view shows depends on whole lines, so the preview is cut from the
-        whole payload (through the local map, only the parts it reads).
-        """
-        size = record.resource.size
-        flags = self._views
-        slack = line_slack(max_bytes)
-        window = max_bytes + _PAGE_MARGIN
-        try:
-            if size <= 2 * window:
-                with self._backend.read(record, 0, size) as whole:
-                    return view_preview(whole, max_lines, max_bytes, flags, slack)
-            with self._backend.read(record, 0, window) as view:
-                head = bytes(view)
-            with self._backend.read(record, size - window, size) as view:
-                tail = bytes(view)
-            if flags and (_kernels.view_bytes(head, flags) is not None
-                          or _kernels.view_bytes(tail, flags) is not None):
-                with self._backend.read(record, 0, size) as whole:
-                    return view_preview(whole, max_lines, max_bytes, flags, slack)
-            filler = b""
-            if lines > max_lines:
-                # The omitted middle only matters through its newlines: enough
-                # of them that both line regions end exactly where they do in
-                # the payload, or beyond its windows when they do.
-                filler = b"\n" * max(0, max_lines - (_kernels.count_lines(head) - 1)
-                                      - (_kernels.count_lines(tail) - 1))
-            cut = view_preview(head + filler + tail, max_lines, max_bytes, flags, slack)
-        except (OSError, ResourceNotFoundError) as error:
-            raise StorageError(getattr(error, "errno", None) or errno.EIO,
-                               f"cannot read back {record.resource.uri}: {error}") from None
-        shift = size - (2 * window + len(filler))
-        head_end = cut.head_end
-        tail_start = cut.tail_start + shift
-        return Preview(cut.head, cut.tail, True, head_end, tail_start)
 
     # ------------------------------------------------------------------ reading
     def _owned_record(self, session_id: str, resource_id: str) -> Record:
@@ -898,13 +745,6 @@ class ToolOutputStore:
             self._stop.wait(interval)
 
 
-# A code-point boundary depends on at most 3 bytes either side of it.
-_BOUNDARY_REACH = 4
-# Bytes per range that ``iter_bytes`` verifies and yields (rounded to whole
-# checksum chunks, so that no chunk is verified twice).
-_STREAM_BYTES = 1 << 20
-
-
 # Every store of this process, so that a forked child can reset them: a lock
 # held by a thread that exists only in the parent would deadlock the child's
 # first read, and the parent's cleaner thread is not in the child.
@@ -970,24 +810,3 @@ def _needs_view(text: str, flags: int) -> bool:
     if flags & VIEW_ANSI and "\x1b" in text:
         return True
     return bool(flags & VIEW_CR) and text.count("\r") != text.count("\r\n")
-
-
-def _bounded(data: bytes, max_lines: int, max_bytes: int, flags: int, slack: int) -> Preview:
-    """A preview whose ``head`` and ``tail`` (all of ``data`` when not
-    truncated) are each within the limits: the preview rule gives each about
-    half of them, so twice the limits are tried first."""
-    whole = view_preview(data, max_lines, max_bytes, flags, slack)
-    if not whole.truncated:
-        return whole
-    wider = view_preview(data, 2 * max_lines, 2 * max_bytes, flags, slack)
-    fits = all(part.count("\n") < max_lines and len(part.encode("utf-8", "surrogatepass")) <= max_bytes
-               for part in (wider.head, wider.tail))
-    return wider if wider.truncated and fits else whole
-
-
-def _compose(shaped: Preview, resource: Resource, lines: int, signals: list[str], total: Optional[int] = None) -> str:
-    marker = truncation_marker(resource.uri, resource.size, lines, shaped.head_end, total)
-    content = f"{shaped.head}\n\n{marker}"
-    if signals:
-        content += "\n" + "\n".join(signals)
-    return f"{content}\n\n{shaped.tail}" if shaped.tail else content

@@ -1,0 +1,282 @@
+"""Previews of stored outputs: the head+tail the model is shown of an output
+too large to return whole, and the signal lines of the part it omits.
+
+One entry, ``stored_preview``: the store calls it once per truncated output,
+after the payload is published, with a ``read(start, end)`` callable over the
+stored copy.  The preview is cut from the output in memory when the caller
+still holds it (``content``), else from verified windows of the stored copy
+and, when that copy holds only the output's start, the output's true end kept
+in memory (``kept_end``).  ``compose`` joins the preview, the marker and the
+signal lines into what the model reads.
+
+This module never touches a file or a socket: every byte comes through
+``read``.  Every offset it returns is a byte offset in the output (for a
+stored copy, the same as in the stored bytes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+from collections.abc import Callable, Iterator
+from typing import Optional
+
+from . import _kernels
+from .errors import ResourceNotFoundError, StorageError
+from .text import (
+    SIGNAL_LINES,
+    SIGNAL_PERCENT,
+    Content,
+    Preview,
+    Reader,
+    SignalCollector,
+    SignalPatterns,
+    line_slack,
+    preview_from_cuts,
+    truncation_marker,
+    view_preview,
+)
+
+__all__ = ["BOUNDARY_MARGIN", "compose", "stored_preview"]
+
+# Bytes read around a window so that its character boundaries are decided
+# exactly as over the whole payload (a boundary depends on 3 bytes each side).
+BOUNDARY_MARGIN = 16
+
+Recut = Callable[[int, int], Preview]
+
+
+def stored_preview(read: Reader, *, uri: str, stored: int, total: int, max_lines: int, max_bytes: int,
+                   flags: int, signals: SignalPatterns, count: Optional[int] = None,
+                   content: Optional[Content] = None,
+                   kept_end: Optional[bytes] = None, first: Optional[Preview] = None,
+                   release: Optional[Callable[[int, int], None]] = None) -> tuple[Preview, list[str]]:
+    """The preview of a stored output and the signal lines of the part it omits.
+
+    :param read: ``read(start, end)`` gives a verified view of ``[start, end)``
+        of the stored copy, usable as a context manager.
+    :param uri: the resource's URI, named by read-back errors.
+    :param stored: bytes in the stored copy.
+    :param total: bytes in the output (more than ``stored`` when it was capped).
+    :param max_lines: the preview's line limit.
+    :param max_bytes: the preview's byte limit.
+    :param flags: the views shown (``text.view_flags``).
+    :param signals: the compiled signal patterns; empty for none.
+    :param count: the output's lines by the preview's rule (newlines + 1);
+        needed when ``content`` is not given.
+    :param content: the whole output, when the caller holds it: a ``str``
+        that is its own view, or the stored form (bytes-like) to view.
+    :param kept_end: the output's true end when the stored copy holds only
+        its start (and ``content`` is not given).
+    :param first: the preview of the full limits, when the caller already cut it.
+    :param release: called with ``(start, end)`` after a signal scan read
+        that range (a hint that its pages are not needed soon).
+    :returns: the preview and the signal lines shown after the marker (their
+        lines and bytes come out of the preview's budget); no signal lines
+        when the preview is not truncated or the stored copy cannot be read.
+    :raises StorageError: a window of the stored copy cannot be read back.
+    """
+    recut = _cutter(read, uri, stored, total, count, flags, content, kept_end)
+    shaped = recut(max_lines, max_bytes) if first is None else first
+    if not signals or not shaped.truncated:
+        return shaped, []
+    return _with_signals(read, release, stored, shaped, recut, max_lines, max_bytes, signals, flags)
+
+
+def compose(shaped: Preview, signals: list[str], uri: str, size: int, lines: int,
+            total: Optional[int] = None) -> str:
+    """What the model reads of a truncated output: ``head``, the marker, the
+    signal lines and ``tail`` (see ``ToolOutputStore.truncate``)."""
+    marker = truncation_marker(uri, size, lines, shaped.head_end, total)
+    text = f"{shaped.head}\n\n{marker}"
+    if signals:
+        text += "\n" + "\n".join(signals)
+    return f"{text}\n\n{shaped.tail}" if shaped.tail else text
+
+
+def _cutter(read: Reader, uri: str, stored: int, total: int, count: Optional[int], flags: int,
+            content: Optional[Content], kept_end: Optional[bytes]) -> Recut:
+    """``recut(max_lines, max_bytes)``: the preview within those limits, from the best source."""
+    if isinstance(content, str):
+        text = content
+
+        def recut(lines: int, size: int) -> Preview:
+            return preview_from_cuts(text, _kernels.preview_cuts(text, lines, size, line_slack(size)))
+    elif content is not None:
+        data = content
+
+        def recut(lines: int, size: int) -> Preview:
+            return view_preview(data, lines, size, flags, line_slack(size))
+    elif count is None:
+        raise TypeError("count is needed when content is not given")
+    elif kept_end is not None:
+        end = kept_end
+
+        def recut(lines: int, size: int) -> Preview:
+            return _capped(read, uri, stored, end, total, count, lines, size, flags)
+    else:
+        def recut(lines: int, size: int) -> Preview:
+            return _payload(read, uri, stored, count, lines, size, flags)
+    return recut
+
+
+@contextlib.contextmanager
+def _reading_back(uri: str) -> Iterator[None]:
+    """The one wording of a failed read-back: a ``StorageError`` naming the resource."""
+    try:
+        yield
+    except (OSError, ResourceNotFoundError) as error:
+        raise StorageError(getattr(error, "errno", None) or errno.EIO,
+                           f"cannot read back {uri}: {error}") from None
+
+
+def _filler(head: bytes, tail: bytes, lines: int, max_lines: int) -> bytes:
+    """Newlines that stand for an omitted middle of an output of ``lines`` lines.
+
+    The middle only matters through its newlines: enough of them that both
+    line regions end exactly where they do in the output, or beyond its
+    windows when they do.
+    """
+    if lines <= max_lines:
+        return b""
+    return b"\n" * max(0, max_lines - (_kernels.count_lines(head) - 1) - (_kernels.count_lines(tail) - 1))
+
+
+def _payload(read: Reader, uri: str, size: int, lines: int, max_lines: int, max_bytes: int,
+             flags: int) -> Preview:
+    """The view preview of a just-published payload, from verified windows of it.
+
+    Only the first and last ``max_bytes`` (and a few) bytes decide a preview
+    of text that is its own view there, so two windows settle it whatever the
+    size: memory stays bounded and a remote backend sends only those bytes.
+    When a window holds escapes or redraws, what the view shows depends on
+    whole lines, so the preview is cut from the whole payload (through the
+    local map, only the parts it reads).
+    """
+    slack = line_slack(max_bytes)
+    window = max_bytes + BOUNDARY_MARGIN
+    with _reading_back(uri):
+        if size <= 2 * window:
+            with read(0, size) as whole:
+                return view_preview(whole, max_lines, max_bytes, flags, slack)
+        with read(0, window) as view:
+            head = bytes(view)
+        with read(size - window, size) as view:
+            tail = bytes(view)
+        if flags and (_kernels.view_bytes(head, flags) is not None
+                      or _kernels.view_bytes(tail, flags) is not None):
+            with read(0, size) as whole:
+                return view_preview(whole, max_lines, max_bytes, flags, slack)
+        filler = _filler(head, tail, lines, max_lines)
+        cut = view_preview(head + filler + tail, max_lines, max_bytes, flags, slack)
+    shift = size - (2 * window + len(filler))
+    return Preview(cut.head, cut.tail, True, cut.head_end, cut.tail_start + shift)
+
+
+def _capped(read: Reader, uri: str, stored: int, tail: bytes, total: int, lines: int, max_lines: int,
+            max_bytes: int, flags: int) -> Preview:
+    """The preview of an output whose stored copy holds only its start.
+
+    The head comes from the stored payload, the tail from the true end kept
+    in memory; what lies between is known only by its size (and the output's
+    line count), as for ``_payload``'s windows.  Offsets are the output's:
+    ``head_end`` is also an offset in the stored copy.
+    """
+    with _reading_back(uri), read(0, min(max_bytes + BOUNDARY_MARGIN, stored)) as view:
+        head = bytes(view)
+    tail_start = total - len(tail)
+    if tail_start < len(head):  # the true end and the head overlap: no gap at all
+        tail, tail_start = tail[len(head) - tail_start :], len(head)
+    gap = tail_start > len(head)
+    filler = _filler(head, tail, lines, max_lines) if gap else b""
+    slack = line_slack(max_bytes)
+    cut = view_preview(head + filler + tail, max_lines, max_bytes, flags, slack)
+    if (cut.truncated and cut.head_end > len(head)) or (
+            gap and (not cut.truncated or cut.tail_start < len(head) + len(filler))):
+        # The cut lies across the gap (the preview wants more than the stored
+        # start or the kept end holds): joined, the two would show lines the
+        # command never wrote, so each is cut on its own.  With no gap (the
+        # kept end is the whole output) a head reaching past the stored copy
+        # would send the model to read where it holds nothing: the head is
+        # cut from the stored copy alone.
+        return _apart(head, tail, tail_start, max_lines, max_bytes, flags, slack)
+    shift = total - (len(head) + len(filler) + len(tail))
+    return Preview(cut.head, cut.tail, cut.truncated, cut.head_end, cut.tail_start + shift)
+
+
+def _apart(head: bytes, tail: bytes, tail_start: int, max_lines: int, max_bytes: int, flags: int,
+           slack: int) -> Preview:
+    """A preview of a stored start (``head``) and a kept end (``tail``, at
+    ``tail_start`` in the output) with a gap between them: whole lines of
+    each, half the budget for the start, what it leaves for the end."""
+    newline = head.rfind(b"\n")
+    if newline >= 0:  # the stored copy ends inside a line: show up to its last full line
+        head = head[:newline]
+    first = _bounded(head, max(1, max_lines // 2), max(1, max_bytes // 2), flags, slack)
+    head_end = first.head_end if first.truncated else len(head)
+    newline = tail.find(b"\n")
+    if 0 <= newline < len(tail) - 1:  # the kept end starts inside a line: from the next one
+        tail, tail_start = tail[newline + 1 :], tail_start + newline + 1
+    lines_left = max(1, max_lines - first.head.count("\n") - 1)
+    bytes_left = max(1, max_bytes - len(first.head.encode("utf-8", "surrogatepass")))
+    last = _bounded(tail, lines_left, bytes_left, flags, slack)
+    if last.truncated:
+        return Preview(first.head, last.tail, True, head_end, tail_start + last.tail_start)
+    return Preview(first.head, last.head, True, head_end, tail_start)
+
+
+def _bounded(data: bytes, max_lines: int, max_bytes: int, flags: int, slack: int) -> Preview:
+    """A preview whose ``head`` and ``tail`` (all of ``data`` when not
+    truncated) are each within the limits: the preview rule gives each about
+    half of them, so twice the limits are tried first."""
+    whole = view_preview(data, max_lines, max_bytes, flags, slack)
+    if not whole.truncated:
+        return whole
+    wider = view_preview(data, 2 * max_lines, 2 * max_bytes, flags, slack)
+    fits = all(part.count("\n") < max_lines and len(part.encode("utf-8", "surrogatepass")) <= max_bytes
+               for part in (wider.head, wider.tail))
+    return wider if wider.truncated and fits else whole
+
+
+def _with_signals(read: Reader, release: Optional[Callable[[int, int], None]], stored: int,
+                  shaped: Preview, recut: Recut, max_lines: int, max_bytes: int, signals: SignalPatterns,
+                  flags: int) -> tuple[Preview, list[str]]:
+    """The truncated preview with the signal lines of its omitted part, within the same limits.
+
+    The omitted part is scanned once; when signal lines are found, the
+    preview is cut again with their lines and bytes taken out of its budget,
+    and only the two bands that this adds to the omitted part are scanned
+    besides.  When the stored bytes cannot be read back, the preview comes
+    without signal lines.
+    """
+
+    @contextlib.contextmanager
+    def scanned(start: int, end: int) -> Iterator[memoryview]:
+        with read(start, end) as view:
+            yield view
+        if release is not None:
+            release(start, end)
+
+    def scan(start: int, end: int) -> None:
+        # Only the stored copy can be read (it may hold only the output's start).
+        if start < min(end, stored):
+            collector.scan(scanned, start, min(end, stored))
+
+    collector = SignalCollector(signals, flags)
+    try:
+        scan(shaped.head_end, shaped.tail_start)
+        block = collector.render(min(SIGNAL_LINES + 1, max_lines - 1), max_bytes * SIGNAL_PERCENT // 100)
+        if not block:
+            return shaped, []
+        used_lines = len(block)
+        used_bytes = sum(len(line.encode("utf-8", "surrogateescape")) + 1 for line in block)
+        narrower = recut(max(max_lines - used_lines, 1), max(max_bytes - used_bytes, 1))
+        if narrower.head_end < shaped.head_end:
+            scan(narrower.head_end, shaped.head_end)
+        if narrower.tail_start > shaped.tail_start:
+            scan(shaped.tail_start, narrower.tail_start)
+    except (OSError, ResourceNotFoundError):
+        # The output is stored and the preview stands; the signal lines are a
+        # help, not worth failing (or unpublishing) the call for.
+        return shaped, []
+    return narrower, collector.render(used_lines, used_bytes)
