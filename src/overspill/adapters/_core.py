@@ -1,0 +1,201 @@
+"""What every framework adapter shares: bounding a result, sessions, call ids and the paging tools.
+
+A framework module only translates: it finds the session and the call id in
+the framework's own objects, hands the result to ``Bounder``, and wraps
+``paging_tools``' definitions in the framework's tool type.  The rules (limits,
+previews, markers, schemas, error wording) all come from the store and
+``overspill.tools``; nothing here imports a framework.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import uuid
+import weakref
+from dataclasses import dataclass
+from typing import Any, Optional, Union
+
+from ..store import ToolOutputStore
+from ..tools import ToolResult, call, schemas
+
+__all__ = ["PAGING_TOOLS", "Bounder", "PagingTool", "Sessions", "as_text", "check_session_id", "new_call_id",
+           "new_session_id", "open_store", "paging_tools"]
+
+#: The tools every adapter adds, so the model can page and search what was stored.
+PAGING_TOOLS = ("read", "grep")
+
+logger = logging.getLogger("overspill")
+
+Text = Union[str, bytes, bytearray, memoryview]
+
+
+def open_store(store: Optional[ToolOutputStore]) -> ToolOutputStore:
+    """The store an adapter uses: the given one, else the default ``ToolOutputStore()``.
+
+    :raises TypeError: ``store`` is neither None nor a ``ToolOutputStore``.
+    """
+    if store is None:
+        return ToolOutputStore()
+    if not isinstance(store, ToolOutputStore):
+        raise TypeError(f"store must be a ToolOutputStore or None, not {type(store).__name__}")
+    return store
+
+
+def check_session_id(session_id: object) -> Optional[str]:
+    """A session id given by the host: None (the adapter finds one) or a non-empty str.
+
+    :raises TypeError: not a str.
+    :raises ValueError: an empty str.
+    """
+    if session_id is None:
+        return None
+    if not isinstance(session_id, str):
+        raise TypeError(f"session_id must be a str or None, not {type(session_id).__name__}")
+    if not session_id:
+        raise ValueError("session_id must not be empty")
+    return session_id
+
+
+def new_session_id() -> str:
+    """A fresh session id, for a run or an agent the framework gives none."""
+    return "session_" + uuid.uuid4().hex
+
+
+def new_call_id() -> str:
+    """A fresh tool call id, for a call the framework gives none."""
+    return "call_" + uuid.uuid4().hex
+
+
+class Sessions:
+    """One fresh session id per object (a run, an agent), kept as long as the object lives.
+
+    Keyed weakly, so a finished run's entry goes with it; an object that
+    cannot be weakly referenced is keyed by identity for the life of this map.
+    """
+
+    def __init__(self) -> None:
+        self._ids: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+        self._strong: dict[int, tuple[Any, str]] = {}
+        self._lock = threading.Lock()
+
+    def of(self, owner: object) -> str:
+        """The session id of ``owner``, made on first use."""
+        try:
+            found = self._ids.get(owner)
+        except TypeError:  # not weakly referenceable, or unhashable
+            return self._of_strong(owner)
+        if found is not None:
+            return found
+        with self._lock:
+            return self._ids.setdefault(owner, new_session_id())
+
+    def _of_strong(self, owner: object) -> str:
+        with self._lock:
+            entry = self._strong.get(id(owner))
+            if entry is None or entry[0] is not owner:
+                entry = self._strong[id(owner)] = (owner, new_session_id())
+            return entry[1]
+
+
+def as_text(value: object) -> Optional[Text]:
+    """The text a tool result is bounded (and stored) as, or None when it has none.
+
+    A ``str`` is itself (a subclass as the plain ``str`` of its characters);
+    bytes-like values are their bytes; any other JSON-serialisable value is its
+    JSON text.  A value that cannot be serialised gives None and a warning on
+    the ``overspill`` logger: the caller passes it on unchanged.
+    """
+    if isinstance(value, str):
+        return value if type(value) is str else str.__str__(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError) as error:
+        logger.warning("overspill: a %s tool result is not text and cannot be serialised as JSON (%s); "
+                       "it is passed on unbounded", type(value).__name__, error)
+        return None
+
+
+class Bounder:
+    """Bounds tool results through one store's ``truncate``.
+
+    A result within the limits is returned as it came (not even copied); one
+    over them is stored whole and its preview with the marker (a ``str``) is
+    returned instead.
+    """
+
+    __slots__ = ("_fits", "store")
+
+    def __init__(self, store: ToolOutputStore) -> None:
+        self.store = store
+        limits = store.limits()
+        # Content of at most this many characters (or bytes) fits any limits in
+        # force whatever it holds: a character is at most 4 UTF-8 bytes and n
+        # characters hold at most n + 1 lines.  Such content needs no storage,
+        # so async callers bound it in place rather than on a worker thread.
+        self._fits = max(0, min(limits.max_bytes // 4, limits.max_lines - 1))
+
+    def text(self, session_id: str, call_id: str, text: Text) -> Optional[str]:
+        """The preview with its marker when ``text`` is over the limits (it is then stored), else None.
+
+        :raises StorageError: the store could not write the output.
+        """
+        result = self.store.truncate(session_id, call_id, text)
+        return result.content if result.truncated else None
+
+    async def atext(self, session_id: str, call_id: str, text: Text) -> Optional[str]:
+        """``text`` for async callers: a result that may be stored is written on a worker thread."""
+        if len(text) <= self._fits:
+            return self.text(session_id, call_id, text)
+        return await asyncio.to_thread(self.text, session_id, call_id, text)
+
+    def value(self, session_id: str, call_id: str, value: Any) -> Any:
+        """``value`` as it came when it fits (or cannot be serialised), else its bounded text.
+
+        :raises StorageError: the store could not write the output.
+        """
+        text = value if type(value) is str else as_text(value)
+        if text is None:
+            return value
+        bounded = self.text(session_id, call_id, text)
+        return value if bounded is None else bounded
+
+    async def avalue(self, session_id: str, call_id: str, value: Any) -> Any:
+        """``value`` for async callers."""
+        text = value if type(value) is str else as_text(value)
+        if text is None:
+            return value
+        bounded = await self.atext(session_id, call_id, text)
+        return value if bounded is None else bounded
+
+
+@dataclass(frozen=True)
+class PagingTool:
+    """One paging tool as ``overspill.tools.schemas`` defines it: its name,
+    description and JSON-schema parameters, and how to run it."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    store: ToolOutputStore
+
+    def run(self, session_id: str, call_id: str, arguments: Any) -> ToolResult:
+        """Validate the model's ``arguments`` (a mapping or its JSON text) and run the tool.
+
+        Failures come back as ``is_error`` results with one line for the model.
+        """
+        return call(self.store, session_id, call_id, self.name, arguments)
+
+    async def arun(self, session_id: str, call_id: str, arguments: Any) -> ToolResult:
+        """``run`` on a worker thread: a page is read from disk and a search scans the whole output."""
+        return await asyncio.to_thread(self.run, session_id, call_id, arguments)
+
+
+def paging_tools(store: ToolOutputStore) -> list[PagingTool]:
+    """``read`` and ``grep`` for ``store``, their descriptions naming its limits."""
+    found = {spec["function"]["name"]: spec["function"] for spec in schemas("openai", limits=store.limits())}
+    return [PagingTool(name, found[name]["description"], found[name]["parameters"], store) for name in PAGING_TOOLS]

@@ -1,0 +1,279 @@
+"""OpenAI Agents SDK adapter: ``Agent(tools=bound(tools))``.
+
+Needs the ``openai-agents`` extra (``pip install 'overspill[openai-agents]'``).
+
+``bound`` copies each ``FunctionTool`` with its ``on_invoke_tool`` wrapped, so
+its result (after the SDK's own failure handling, which turns an exception
+into the error text the model sees) is bounded by ``ToolOutputStore.truncate``,
+and adds ``read`` and ``grep``.  ``bound_servers`` does the same for the tools
+of MCP servers (``Agent(mcp_servers=bound_servers(servers))``).
+
+The session is ``session_id`` when given, else the run's thread: the run
+config's ``group_id`` (the SDK's "chat thread ID"), else the run's trace (its
+``trace_id``, or the trace object itself when tracing is disabled), else the
+agent.  The call id is the model's ``call_id``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable
+from typing import Any, Optional
+
+from agents import FunctionTool, Tool
+from agents.mcp import MCPServer
+from agents.tool import ToolOutputText
+from agents.tool_context import ToolContext
+from agents.tracing import get_current_trace
+
+from ..store import ToolOutputStore
+from ._core import PAGING_TOOLS, Bounder, PagingTool, Sessions, check_session_id, new_call_id, open_store, \
+    paging_tools
+
+__all__ = ["bound", "bound_servers"]
+
+# Shared by every bound() and bound_servers() call, so a run's tools and its
+# servers' tools agree on the session of a run that has no other id.
+_RUNS = Sessions()
+_NO_TRACE_ID = "no-op"  # the id of every trace when tracing is disabled
+
+
+def _session(fixed: Optional[str], context: Any, fallback: object) -> str:
+    if fixed is not None:
+        return fixed
+    run_config = getattr(context, "run_config", None)
+    group_id = getattr(run_config, "group_id", None)
+    if isinstance(group_id, str) and group_id:
+        return group_id
+    trace = get_current_trace()
+    if trace is not None:
+        trace_id = trace.trace_id
+        if isinstance(trace_id, str) and trace_id and trace_id != _NO_TRACE_ID:
+            return trace_id
+        return _RUNS.of(trace)
+    agent = getattr(context, "agent", None)
+    return _RUNS.of(agent if agent is not None else fallback)
+
+
+def _call_id(context: Any) -> str:
+    call_id = getattr(context, "tool_call_id", None)
+    return call_id if isinstance(call_id, str) and call_id else new_call_id()
+
+
+async def _bound_output(bounder: Bounder, session_id: str, call_id: str, output: Any) -> Any:
+    """A tool's output bounded: text, a text output item, or each text item of a list of them."""
+    if isinstance(output, ToolOutputText):
+        text = await bounder.atext(session_id, call_id, output.text)
+        return output if text is None else output.model_copy(update={"text": text})
+    if isinstance(output, dict) and output.get("type") == "text" and isinstance(output.get("text"), str):
+        text = await bounder.atext(session_id, call_id, output["text"])
+        return output if text is None else {**output, "text": text}
+    if isinstance(output, list) and any(isinstance(item, (ToolOutputText, dict)) for item in output):
+        # Structured items (text beside images or files): each text item is bounded on its own.
+        return [await _bound_output(bounder, session_id, f"{call_id}.{index}", item)
+                for index, item in enumerate(output)]
+    if output is None:
+        return output
+    return await bounder.avalue(session_id, call_id, output)
+
+
+class _BoundedInvoker:
+    """A ``FunctionTool``'s ``on_invoke_tool`` with its result bounded."""
+
+    def __init__(self, inner: FunctionTool, bounder: Bounder, session_id: Optional[str], owner: object,
+                 adapter: Any) -> None:
+        self._inner = inner  # the tool as it was (its invoker and output schema)
+        self._bounder = bounder
+        self._session_id = session_id
+        self._owner = owner
+        self._adapter = adapter
+
+    async def __call__(self, context: ToolContext[Any], input: str) -> Any:
+        output = await self._inner.on_invoke_tool(_inner_context(self._inner, context), input)
+        if self._adapter is not None and not isinstance(output, str):
+            # The copy no longer declares the output schema (a preview cannot match it):
+            # the output becomes the JSON text the SDK would have sent.
+            output = json.dumps(self._adapter.dump_python(self._adapter.validate_python(output), mode="json",
+                                                          by_alias=True), ensure_ascii=False, separators=(",", ":"))
+        return await _bound_output(self._bounder, _session(self._session_id, context, self._owner),
+                                   _call_id(context), output)
+
+
+def _inner_context(tool: FunctionTool, context: ToolContext[Any]) -> Any:
+    """The context the SDK would pass the unwrapped tool (it narrows it for wrappers that ask)."""
+    try:
+        from agents.tool import _get_function_tool_invoke_context
+    except ImportError:  # an SDK without the narrowing: every invoker gets the ToolContext
+        return context
+    return _get_function_tool_invoke_context(tool, context)
+
+
+def _wrapped(tool: FunctionTool, bounder: Bounder, session_id: Optional[str], owner: object) -> FunctionTool:
+    inner = copy.copy(tool)
+    adapter = None
+    wrapped = copy.copy(tool)
+    if tool.output_json_schema is not None or tool._output_type_adapter is not None:
+        adapter = tool._output_type_adapter
+        wrapped.output_json_schema = None
+        wrapped._output_type_adapter = None
+        if adapter is None:  # a schema without a Python type: any JSON value it dumps to
+            from pydantic import TypeAdapter
+
+            adapter = TypeAdapter(Any)
+    wrapped.on_invoke_tool = _BoundedInvoker(inner, bounder, session_id, owner, adapter)
+    return wrapped
+
+
+def _paging_tool(tool: PagingTool, session_id: Optional[str], owner: object) -> FunctionTool:
+    async def invoke(context: ToolContext[Any], input: str) -> str:
+        result = await tool.arun(_session(session_id, context, owner), _call_id(context), input or "{}")
+        return result.output
+
+    paging = FunctionTool(name=tool.name, description=tool.description, params_json_schema=tool.parameters,
+                          on_invoke_tool=invoke, strict_json_schema=False)
+    paging._overspill_paging = True  # type: ignore[attr-defined]
+    return paging
+
+
+def bound(tools: Iterable[Tool], store: Optional[ToolOutputStore] = None, *,
+          session_id: Optional[str] = None) -> list[Tool]:
+    """The given tools with every function tool's result bounded, plus ``read`` and ``grep``.
+
+    Each ``FunctionTool`` is copied with its ``on_invoke_tool`` wrapped (the
+    originals are left as they were); hosted tools, whose results the SDK never
+    sees, pass as they are.  A result within the store's limits reaches the
+    model untouched and nothing is stored; a larger one is stored whole and the
+    model gets its preview with the marker naming ``tool-output://ID``.  A
+    result that is not text is stored as its JSON text; one that cannot be
+    serialised passes unchanged, with a warning on the ``overspill`` logger.
+
+    :param tools: the agent's tools (``function_tool`` results and any other ``Tool``).
+    :param store: where outputs are stored; the default ``ToolOutputStore()`` when None.
+    :param session_id: the session every call uses; when None, each run's
+        thread (``RunConfig.group_id``), else the run's trace, else the agent.
+    :raises TypeError: ``store`` or ``session_id`` of the wrong type.
+    :raises ValueError: an empty ``session_id``, or a tool of the caller's named ``read`` or ``grep``.
+    """
+    store = open_store(store)
+    session_id = check_session_id(session_id)
+    bounder = Bounder(store)
+    owner = _Owner()
+    result: list[Tool] = []
+    for tool in tools:
+        if isinstance(tool, FunctionTool) and getattr(tool, "_overspill_paging", False):
+            continue  # bound() of a bound list: its paging tools are made anew below
+        if isinstance(tool, FunctionTool) and tool.name in PAGING_TOOLS:
+            raise ValueError(f"a tool named {tool.name!r} is already given; bound() adds its own read and grep")
+        if isinstance(tool, FunctionTool) and not isinstance(tool.on_invoke_tool, _BoundedInvoker):
+            tool = _wrapped(tool, bounder, session_id, owner)
+        result.append(tool)
+    result.extend(_paging_tool(tool, session_id, owner) for tool in paging_tools(store))
+    return result
+
+
+class _Owner:
+    """Stands for one bound() call: the session of a call outside any run and agent."""
+
+
+class _BoundedServer(MCPServer):
+    """An ``MCPServer`` whose tool results are bounded; everything else is the wrapped server's."""
+
+    def __init__(self, server: MCPServer, bounder: Bounder, session_id: Optional[str], owner: object) -> None:
+        # The base initialiser is not run: every attribute it would set is read from the wrapped server.
+        self.__dict__["_overspill_server"] = server
+        self.__dict__["_overspill_bounder"] = bounder
+        self.__dict__["_overspill_session_id"] = session_id
+        self.__dict__["_overspill_owner"] = owner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_overspill_server"], name)
+
+    @property
+    def name(self) -> str:
+        return self._overspill_server.name
+
+    async def connect(self) -> None:
+        await self._overspill_server.connect()
+
+    async def cleanup(self) -> None:
+        await self._overspill_server.cleanup()
+
+    async def list_tools(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._overspill_server.list_tools(*args, **kwargs)
+
+    async def list_prompts(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._overspill_server.list_prompts(*args, **kwargs)
+
+    async def get_prompt(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._overspill_server.get_prompt(*args, **kwargs)
+
+    async def list_resources(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._overspill_server.list_resources(*args, **kwargs)
+
+    async def list_resource_templates(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._overspill_server.list_resource_templates(*args, **kwargs)
+
+    async def read_resource(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._overspill_server.read_resource(*args, **kwargs)
+
+    async def call_tool(self, *args: Any, **kwargs: Any) -> Any:
+        result = await self._overspill_server.call_tool(*args, **kwargs)
+        # The SDK calls a server's tool from inside the run, so the run's trace is current;
+        # the MCP call carries no call id of the model's, so one is made.
+        session_id = _session(self._overspill_session_id, None, self._overspill_owner)
+        return await _bound_call_result(self._overspill_bounder, session_id, new_call_id(), result,
+                                        bool(getattr(self._overspill_server, "use_structured_content", False)))
+
+
+async def _bound_call_result(bounder: Bounder, session_id: str, call_id: str, result: Any,
+                             structured: bool) -> Any:
+    """An MCP ``CallToolResult`` with each text block bounded (and its structured content, when the
+    server shows that instead)."""
+    content = list(getattr(result, "content", None) or [])
+    changed: dict[str, Any] = {}
+    blocks = []
+    for index, block in enumerate(content):
+        text = getattr(block, "text", None)
+        if getattr(block, "type", None) == "text" and isinstance(text, str):
+            bounded = await bounder.atext(session_id, f"{call_id}.{index}", text)
+            if bounded is not None:
+                block = block.model_copy(update={"text": bounded})
+                changed["content"] = blocks
+        blocks.append(block)
+    structured_content = getattr(result, "structured_content", None)
+    if structured and structured_content is not None:
+        bounded = await bounder.atext(session_id, f"{call_id}.structured", json.dumps(structured_content,
+                                                                                       ensure_ascii=False))
+        if bounded is not None:
+            # A preview is not the declared structure: the model is shown it as text instead.
+            from mcp.types import TextContent
+
+            changed["structured_content"] = None
+            changed["content"] = [TextContent(type="text", text=bounded)]
+    return result.model_copy(update=changed) if changed else result
+
+
+def bound_servers(servers: Iterable[MCPServer], store: Optional[ToolOutputStore] = None, *,
+                  session_id: Optional[str] = None) -> list[MCPServer]:
+    """MCP servers whose tools' results are bounded as ``bound`` bounds function tools.
+
+    Each server is wrapped (connect, list and clean up as usual); a text block
+    of a tool result over the limits is stored and replaced by its preview.
+    Give the agent ``bound(...)``'s ``read`` and ``grep`` (with the same store
+    and ``session_id``) so the model can page what was stored.
+
+    :raises TypeError: ``store`` or ``session_id`` of the wrong type, or a server that is not an ``MCPServer``.
+    :raises ValueError: an empty ``session_id``.
+    """
+    store = open_store(store)
+    session_id = check_session_id(session_id)
+    bounder = Bounder(store)
+    owner = _Owner()
+    wrapped: list[MCPServer] = []
+    for server in servers:
+        if not isinstance(server, MCPServer):
+            raise TypeError(f"bound_servers takes MCPServer objects, not {type(server).__name__}")
+        wrapped.append(server if isinstance(server, _BoundedServer)
+                       else _BoundedServer(server, bounder, session_id, owner))
+    return wrapped

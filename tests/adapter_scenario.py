@@ -1,0 +1,150 @@
+"""The scenario every framework adapter is driven through, by that framework's own scripted model.
+
+``Script`` is the model's mind, free of any framework: given what the last tool
+call returned it chooses the next call.  A test's scripted model (the
+framework's own test model) asks it for each turn and translates.  The path:
+call ``big`` (200,000 lines), take the URI and offset from the marker, ``read``
+page after page to the end, then ``grep`` the stored output, then answer.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from typing import Any, Optional
+
+import pytest
+
+LINES = 200_000
+#: What the big tool returns: 200,000 numbered lines (about 1.3 MB, 26 pages of read).
+BIG = "".join(f"{n}\n" for n in range(LINES))
+SMALL = "a small result\nof two lines"
+NEEDLE = "123456"
+#: Enough turns for the whole scenario.
+MAX_TURNS = 100
+
+MARKER = re.compile(r'read\(resource="(tool-output://[0-9A-Za-z]+)", offset=(\d+)\)')
+# The read tool's closing hint when more follows: "[N more bytes of URI: read again with offset=K to continue]".
+HINT = re.compile(r"\n\n\[(\d+) more bytes of (tool-output://[0-9A-Za-z]+): read again with offset=(\d+) to continue\]$")
+
+# CI sets OVERSPILL_REQUIRE_ADAPTERS=1: a framework that cannot be imported is a failure there, not a skip.
+_REQUIRED = os.environ.get("OVERSPILL_REQUIRE_ADAPTERS", "") not in ("", "0")
+
+
+def framework(module: str) -> Any:
+    """Import a framework's module, or skip (fail under OVERSPILL_REQUIRE_ADAPTERS) when it is missing."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        if _REQUIRED:
+            pytest.fail(f"OVERSPILL_REQUIRE_ADAPTERS is set, but {module} cannot be imported: {error}")
+        pytest.skip(f"{module} is not installed: {error}")
+
+
+class Rendezvous:
+    """Two concurrent runs meet after each got its preview, and each learns the other's URI."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.uris: dict[int, str] = {}
+        self.both = asyncio.Event()
+
+    async def before(self, script: "Script", received: Optional[str]) -> None:
+        """Call before ``script.next(received)`` in an async scripted model."""
+        import asyncio
+
+        if script.uri is None and received is not None and "tool-output://" in received:
+            self.uris[id(script)] = marker(received)[0]
+            if len(self.uris) == 2:
+                self.both.set()
+            await asyncio.wait_for(self.both.wait(), 30)
+            script.foreign = next(uri for key, uri in self.uris.items() if key != id(script))
+
+
+def marker(preview: str) -> tuple[str, int]:
+    """The URI and the continue offset a preview's marker names."""
+    found = MARKER.search(preview)
+    assert found, f"no marker in {preview[:200]!r}..."
+    return found.group(1), int(found.group(2))
+
+
+class Script:
+    """The model's side of the scenario; ``steps`` records what it received and chose.
+
+    ``next(received)`` takes the text of the last tool result (None on the
+    first turn) and returns ``(tool name, arguments)`` or None to finish.
+    """
+
+    def __init__(self, tool: str = "big", *, pattern: str = "^" + NEEDLE + "$") -> None:
+        self.tool = tool
+        self.pattern = pattern
+        self.received: list[str] = []
+        self.preview: Optional[str] = None
+        self.uri: Optional[str] = None
+        self.offset: Optional[int] = None
+        self.pages: list[str] = []
+        self.grep: Optional[str] = None
+        #: Another run's URI to try first, once the preview came (set by a concurrent test), and the answer.
+        self.foreign: Optional[str] = None
+        self.foreign_answer: Optional[str] = None
+        self._state = "start"
+        self._calls = 0
+
+    def call_id(self) -> str:
+        self._calls += 1
+        return f"call-{id(self):x}-{self._calls}"
+
+    def next(self, received: Optional[str]) -> Optional[tuple[str, dict[str, Any]]]:
+        if received is not None:
+            self.received.append(received)
+        if self._state == "start":
+            self._state = "called"
+            return self.tool, {}
+        if self._state == "called":
+            assert received is not None
+            self.preview = received
+            self.uri, self.offset = marker(received)
+            if self.foreign is not None:
+                self._state = "peeking"
+                return "read", {"resource": self.foreign}
+            self._state = "paging"
+            return "read", {"resource": self.uri, "offset": self.offset}
+        if self._state == "peeking":
+            self.foreign_answer = received
+            self._state = "paging"
+            return "read", {"resource": self.uri, "offset": self.offset}
+        if self._state == "paging":
+            assert received is not None
+            hint = HINT.search(received)
+            if hint is not None:
+                assert hint.group(2) == self.uri
+                self.pages.append(received[:hint.start()])
+                return "read", {"resource": self.uri, "offset": int(hint.group(3))}
+            self.pages.append(received)
+            self._state = "grepping"
+            return "grep", {"resource": self.uri, "pattern": self.pattern}
+        if self._state == "grepping":
+            self.grep = received
+            self._state = "done"
+            return None
+        raise AssertionError(f"the script is over, but the model was called again with {received!r}")
+
+    def check(self, text: str = BIG) -> None:
+        """Assert what the model received at each step of a run over ``text``."""
+        assert self._state == "done", self._state
+        assert self.preview is not None and self.offset is not None
+        data = text.encode()
+        head = data[:self.offset].decode()
+        # The preview starts with the output's first lines, then the marker names the size and the lines.
+        assert self.preview.startswith(head.rstrip("\n").split("\n")[0])
+        assert f"({len(data)} bytes, {text.count(chr(10))} lines in all)" in self.preview
+        assert len(self.preview.encode()) < 60_000
+        # The pages, from the marker's offset on, are the output's exact bytes.
+        assert "".join(self.pages) == data[self.offset:].decode()
+        assert len(self.pages) > 1
+        # grep names the matching line with its byte offset in the stored output.
+        assert self.grep is not None
+        expected = data.index(NEEDLE.encode())
+        assert f"{expected}:{NEEDLE}" in self.grep, self.grep

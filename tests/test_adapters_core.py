@@ -1,0 +1,134 @@
+"""overspill.adapters._core: what the framework adapters share, and what importing overspill does not load."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import subprocess
+import sys
+
+import pytest
+
+from overspill import ToolOutputStore
+from overspill.adapters._core import Bounder, Sessions, as_text, check_session_id, open_store, paging_tools
+from overspill.tools import schemas
+
+# Each adapter's extra and the framework package it installs; the test extra takes them all.
+ADAPTER_EXTRAS = {"openai-agents": "openai-agents", "langchain": "langchain"}
+FRAMEWORKS = ("agents", "langchain", "langchain_core", "langgraph", "pydantic_ai", "smolagents", "openai", "mcp")
+
+
+@pytest.fixture
+def store(tmp_path):
+    with ToolOutputStore(tmp_path / "store") as opened:
+        yield opened
+
+
+def test_importing_overspill_imports_no_framework(subprocess_env):
+    code = ("import sys, overspill, overspill.tools, overspill.adapters, overspill.adapters._core\n"
+            f"print(sorted(m for m in sys.modules if m.split('.')[0] in {FRAMEWORKS!r}))")
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            env=subprocess_env).stdout
+    assert output.strip() == "[]"
+
+
+def test_small_values_come_back_as_they_came(store):
+    bounder = Bounder(store)
+    for value in ("short", b"bytes", {"a": 1}, [1, 2], 3, None):
+        assert bounder.value("s", "c", value) is value
+    assert store.records() == []
+
+
+def test_large_json_value_is_stored_as_its_json_text(store):
+    value = {"rows": list(range(30_000))}
+    preview = Bounder(store).value("s", "c", value)
+    assert isinstance(preview, str) and "tool-output://" in preview
+    (record,) = store.records()
+    stored = b"".join(bytes(piece) for piece in store.iter_bytes("s", record.resource.uri))
+    assert stored == json.dumps(value, ensure_ascii=False).encode()
+
+
+def test_unserialisable_value_passes_with_a_warning(store, caplog):
+    value = object()
+    with caplog.at_level(logging.WARNING, logger="overspill"):
+        assert Bounder(store).value("s", "c", value) is value
+    assert "cannot be serialised" in caplog.text and caplog.records[0].name == "overspill"
+    assert store.records() == []
+
+
+def test_str_subclass_is_bounded_as_plain_text(store):
+    class Text(str):
+        def __str__(self) -> str:
+            return "not the characters"
+
+    assert type(as_text(Text("abc"))) is str and as_text(Text("abc")) == "abc"
+    big = Text("x\n" * 5000)
+    preview = Bounder(store).value("s", "c", big)
+    assert type(preview) is str and preview.startswith("x\nx\n")
+    small = Text("abc")
+    assert Bounder(store).value("s", "c", small) is small
+
+
+def test_async_bounding_equals_sync(store):
+    bounder = Bounder(store)
+    text = "".join(f"{n}\n" for n in range(10_000))
+    sync = bounder.text("s", "c1", text)
+    asynchronous = asyncio.run(bounder.atext("s", "c2", text))
+    assert sync is not None and asynchronous is not None
+    assert sync.split("tool-output://")[0] == asynchronous.split("tool-output://")[0]
+    assert asyncio.run(bounder.avalue("s", "c3", "small")) == "small"
+    assert len(store.records()) == 2
+
+
+def test_sessions_one_id_per_object():
+    sessions = Sessions()
+
+    class Run:
+        pass
+
+    first, second = Run(), Run()
+    assert sessions.of(first) == sessions.of(first) != sessions.of(second)
+    unhashable = [1]
+    assert sessions.of(unhashable) == sessions.of(unhashable) != sessions.of([1])
+
+
+def test_session_id_and_store_checks(store):
+    assert check_session_id(None) is None and check_session_id("t") == "t"
+    with pytest.raises(TypeError):
+        check_session_id(3)
+    with pytest.raises(ValueError):
+        check_session_id("")
+    assert open_store(store) is store
+    with pytest.raises(TypeError, match="ToolOutputStore"):
+        open_store("/tmp/somewhere")
+
+
+def test_paging_tools_are_the_tools_own(tmp_path):
+    with ToolOutputStore(tmp_path / "store", config={"tool_output": {"max_lines": 50, "max_bytes": 4096}}) as store:
+        tools = {tool.name: tool for tool in paging_tools(store)}
+        expected = {spec["function"]["name"]: spec["function"] for spec in schemas(limits=store.limits())}
+        assert list(tools) == ["read", "grep"]
+        for name, tool in tools.items():
+            assert (tool.description, tool.parameters) == (expected[name]["description"],
+                                                           expected[name]["parameters"])
+        assert "50 lines" in tools["grep"].description
+        text = "".join(f"{n}\n" for n in range(1000))
+        result = store.truncate("s", "c", text)
+        page = tools["read"].run("s", "r", {"resource": result.resource.uri, "offset": result.next_offset})
+        assert not page.is_error and page.output == text[result.next_offset:]
+        denied = asyncio.run(tools["read"].arun("other", "r", json.dumps({"resource": result.resource.uri})))
+        assert denied.is_error and "not found in this session" in denied.output
+        bad = tools["grep"].run("s", "g", {"resource": result.resource.uri})
+        assert bad.is_error and "pattern" in bad.output
+
+
+def test_each_adapter_has_its_extra():
+    from importlib import metadata
+
+    info = metadata.metadata("overspill")
+    assert set(ADAPTER_EXTRAS) <= set(info.get_all("Provides-Extra") or [])
+    requirements = info.get_all("Requires-Dist") or []
+    for extra, package in ADAPTER_EXTRAS.items():
+        assert any(r.startswith(package) and f'extra == "{extra}"' in r for r in requirements), (extra, requirements)
+        assert any(r.startswith("overspill") and extra in r and 'extra == "test"' in r for r in requirements)

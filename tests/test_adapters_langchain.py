@@ -1,0 +1,200 @@
+"""overspill.adapters.langchain, driven by LangChain's GenericFakeChatModel with bind_tools (no network)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Optional
+
+import pytest
+
+from adapter_scenario import BIG, SMALL, Rendezvous, Script, framework
+from overspill import ToolOutputStore
+
+framework("langchain.agents")
+from langchain.agents import create_agent  # noqa: E402
+from langchain.tools import ToolRuntime  # noqa: E402
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
+from langchain_core.messages import AIMessage, ToolMessage  # noqa: E402
+from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
+from langchain_core.tools import tool  # noqa: E402
+from langgraph.types import Command  # noqa: E402
+
+from overspill.adapters.langchain import middleware  # noqa: E402
+
+RECURSION = {"recursion_limit": 500}
+
+
+@tool
+def big() -> str:
+    """Return a large output."""
+    return BIG
+
+
+@tool
+def small() -> str:
+    """Return a small output."""
+    return SMALL
+
+
+@tool
+def broken() -> str:
+    """Fail."""
+    raise RuntimeError("the disk is on fire")
+
+
+@tool
+def blocks() -> list:
+    """Return content blocks: a large text beside an image."""
+    return [{"type": "text", "text": BIG}, {"type": "image", "url": "https://example.invalid/a.png"}]
+
+
+@tool
+def command(runtime: ToolRuntime) -> Command:
+    """Return a Command whose update reports to the model."""
+    return Command(update={"messages": [ToolMessage(BIG, tool_call_id=runtime.tool_call_id)]})
+
+
+def _received(messages: list) -> Optional[str]:
+    last = messages[-1]
+    if not isinstance(last, ToolMessage):
+        return None
+    if isinstance(last.content, str):
+        return last.content
+    return "".join(block["text"] for block in last.content if isinstance(block, dict) and block.get("type") == "text")
+
+
+class ScriptedChat(GenericFakeChatModel):
+    """GenericFakeChatModel whose every answer asks a Script what to call next."""
+
+    script: Any
+    before: Any = None
+    messages: Any = iter(())  # the fake's canned answers: unused, the script answers instead
+    bound: list = []
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChat:
+        self.bound = list(tools)
+        return self
+
+    def _answer(self, received: Optional[str]) -> ChatResult:
+        chosen = self.script.next(received)
+        if chosen is None:
+            message = AIMessage(content="done")
+        else:
+            name, arguments = chosen
+            message = AIMessage(content="", tool_calls=[{"name": name, "args": arguments, "id": self.script.call_id()}])
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _generate(self, messages: list, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        return self._answer(_received(messages))
+
+    async def _agenerate(self, messages: list, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        received = _received(messages)
+        if self.before is not None:
+            await self.before(self.script, received)
+        return self._answer(received)
+
+
+@pytest.fixture
+def store(tmp_path):
+    with ToolOutputStore(tmp_path / "store") as opened:
+        yield opened
+
+
+def run(script: Script, tools: list, store: ToolOutputStore, **config: Any) -> dict:
+    agent = create_agent(ScriptedChat(script=script), tools=tools, middleware=[middleware(store)])
+    return agent.invoke({"messages": [("user", "go")]}, {**RECURSION, **config})
+
+
+def test_middleware_registers_read_and_grep_with_the_tools_schemas(store):
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    from overspill.tools import schemas
+
+    expected = {spec["function"]["name"]: spec for spec in schemas(limits=store.limits())}
+    added = middleware(store).tools
+    assert [tool.name for tool in added] == ["read", "grep"]
+    for tool in added:
+        assert convert_to_openai_tool(tool) == expected[tool.name]
+
+
+def test_scenario_sync(store):
+    script = Script()
+    result = run(script, [big], store)
+    assert result["messages"][-1].content == "done"
+    script.check()
+    (record,) = store.records()
+    assert record.tool_call_id.startswith("call-")
+
+
+def test_scenario_async_in_a_thread(store):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    script = Script()
+    agent = create_agent(ScriptedChat(script=script), tools=[big], middleware=[middleware(store)],
+                         checkpointer=InMemorySaver())
+    asyncio.run(agent.ainvoke({"messages": [("user", "go")]},
+                              {**RECURSION, "configurable": {"thread_id": "thread-7"}}))
+    script.check()
+    assert [record.session_id for record in store.records()] == ["thread-7"]
+
+
+def test_small_result_passes_untouched_and_nothing_is_stored(store):
+    script = Script("small")
+    with pytest.raises(AssertionError, match="no marker"):
+        run(script, [small], store)
+    assert script.received == [SMALL]
+    assert store.records() == []
+
+
+def test_content_blocks_each_text_block_is_bounded(store):
+    script = Script("blocks")
+    result = run(script, [blocks], store)
+    script.check()
+    (first,) = [m for m in result["messages"] if isinstance(m, ToolMessage) and m.name == "blocks"]
+    assert first.content[1] == {"type": "image", "url": "https://example.invalid/a.png"}
+
+
+def test_command_results_are_bounded(store):
+    script = Script("command")
+    run(script, [command], store)
+    script.check()
+
+
+def test_raising_tool_reaches_the_model_as_langchain_shows_errors(store):
+    from langchain.agents.middleware import ToolErrorMiddleware
+
+    # By default an exception ends the run, as without the middleware.
+    outcomes = []
+    for extra in ([], [middleware(store)]):
+        script = Script("broken")
+        agent = create_agent(ScriptedChat(script=script), tools=[broken], middleware=extra)
+        with pytest.raises(RuntimeError) as raised:
+            agent.invoke({"messages": [("user", "go")]}, RECURSION)
+        outcomes.append((str(raised.value), script.received))
+    assert outcomes[0] == outcomes[1] == ("the disk is on fire", [])
+    # With ToolErrorMiddleware, outside or inside ours, the model gets the error ToolMessage.
+    surface = ToolErrorMiddleware(on_error=lambda error, request: f"{type(error).__name__}: {error}")
+    for order in ([surface, middleware(store)], [middleware(store), surface]):
+        script = Script("broken")
+        agent = create_agent(ScriptedChat(script=script), tools=[broken], middleware=order)
+        with pytest.raises(AssertionError, match="no marker"):
+            agent.invoke({"messages": [("user", "go")]}, RECURSION)
+        assert script.received == ["RuntimeError: the disk is on fire"]
+    assert store.records() == []
+
+
+def test_concurrent_runs_do_not_see_each_others_uris(store):
+    rendezvous = Rendezvous()
+    scripts = [Script(), Script()]
+    shared = middleware(store)  # one middleware, so only the run tells the sessions apart
+
+    async def main() -> None:
+        await asyncio.gather(*(
+            create_agent(ScriptedChat(script=script, before=rendezvous.before), tools=[big], middleware=[shared])
+            .ainvoke({"messages": [("user", "go")]}, RECURSION) for script in scripts))
+
+    asyncio.run(main())
+    for script in scripts:
+        script.check()
+        assert "not found in this session" in script.foreign_answer
+    assert len({record.session_id for record in store.records()}) == 2

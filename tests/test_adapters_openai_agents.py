@@ -1,0 +1,192 @@
+"""overspill.adapters.openai_agents, driven by the SDK's own ScriptedModel (no network)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Optional
+
+import pytest
+
+from adapter_scenario import BIG, MAX_TURNS, SMALL, Rendezvous, Script, framework
+from overspill import ToolOutputStore
+
+agents = framework("agents")
+testing = framework("agents.testing")
+from overspill.adapters.openai_agents import bound  # noqa: E402
+
+agents.set_tracing_disabled(True)
+
+
+@agents.function_tool
+def big() -> str:
+    """Return a large output."""
+    return BIG
+
+
+@agents.function_tool
+def small() -> str:
+    """Return a small output."""
+    return SMALL
+
+
+@agents.function_tool
+def broken() -> str:
+    """Fail."""
+    raise RuntimeError("the disk is on fire")
+
+
+@agents.function_tool
+def table() -> dict:
+    """Return a large JSON value."""
+    return {"rows": [[n, f"row {n}"] for n in range(20_000)]}
+
+
+def _received(call: Any) -> Optional[str]:
+    """The text of the last tool result the model was sent, None on the first turn."""
+    last = call.input[-1] if isinstance(call.input, list) else None
+    if isinstance(last, dict) and last.get("type") == "function_call_output":
+        output = last["output"]
+        return output if isinstance(output, str) else "".join(item.get("text", "") for item in output)
+    return None
+
+
+def scripted(script: Script, *, before: Any = None) -> Any:
+    """A ScriptedModel whose every step asks ``script`` what to do next."""
+    model = testing.ScriptedModel()
+
+    async def respond(call: Any) -> Any:
+        received = _received(call)
+        if before is not None:
+            await before(script, received)
+        chosen = script.next(received)
+        if chosen is None:
+            return [testing.assistant_message("done")]
+        model.enqueue(testing.ModelStep.respond(respond))
+        name, arguments = chosen
+        return [testing.function_call(name, arguments, call_id=script.call_id())]
+
+    model.enqueue(testing.ModelStep.respond(respond))
+    return model
+
+
+@pytest.fixture
+def store(tmp_path):
+    with ToolOutputStore(tmp_path / "store") as opened:
+        yield opened
+
+
+def test_bound_adds_read_and_grep_with_the_tools_schemas(store):
+    from overspill.tools import schemas
+
+    tools = bound([big], store)
+    assert [tool.name for tool in tools] == ["big", "read", "grep"]
+    expected = {spec["function"]["name"]: spec["function"] for spec in schemas(limits=store.limits())}
+    for tool in tools[1:]:
+        assert tool.description == expected[tool.name]["description"]
+        assert tool.params_json_schema == expected[tool.name]["parameters"]
+    assert big.on_invoke_tool is not tools[0].on_invoke_tool  # the caller's tool is left as it was
+    with pytest.raises(ValueError, match="read"):
+        bound([tools[1].__class__(name="read", description="", params_json_schema={},
+                                  on_invoke_tool=tools[1].on_invoke_tool)], store)
+
+
+def test_scenario_sync(store):
+    script = Script()
+    agent = agents.Agent(name="a", model=scripted(script), tools=bound([big], store))
+    result = agents.Runner.run_sync(agent, "go", max_turns=MAX_TURNS)
+    assert result.final_output == "done"
+    script.check()
+    (record,) = store.records()
+    assert record.resource.size == len(BIG.encode()) and record.tool_call_id.startswith("call-")
+
+
+def test_scenario_async_with_a_session_id(store):
+    script = Script()
+    agent = agents.Agent(name="a", model=scripted(script), tools=bound([big], store, session_id="thread-7"))
+    asyncio.run(agents.Runner.run(agent, "go", max_turns=MAX_TURNS))
+    script.check()
+    assert [record.session_id for record in store.records()] == ["thread-7"]
+
+
+def test_group_id_is_the_session(store):
+    script = Script()
+    agent = agents.Agent(name="a", model=scripted(script), tools=bound([big], store))
+    agents.Runner.run_sync(agent, "go", max_turns=MAX_TURNS, run_config=agents.RunConfig(group_id="chat-42"))
+    script.check()
+    assert [record.session_id for record in store.records()] == ["chat-42"]
+
+
+def test_small_result_passes_untouched_and_nothing_is_stored(store):
+    script = Script("small")
+    agent = agents.Agent(name="a", model=scripted(script), tools=bound([small], store))
+    with pytest.raises(AssertionError, match="no marker"):
+        agents.Runner.run_sync(agent, "go", max_turns=MAX_TURNS)
+    assert script.received == [SMALL]
+    assert store.records() == []
+
+
+def test_json_result_is_stored_as_json_text(store):
+    import json
+
+    script = Script("table", pattern='"row 12345"')
+    agent = agents.Agent(name="a", model=scripted(script), tools=bound([table], store))
+    asyncio.run(agents.Runner.run(agent, "go", max_turns=MAX_TURNS))
+    text = json.dumps({"rows": [[n, f"row {n}"] for n in range(20_000)]}, ensure_ascii=False)
+    assert "".join(script.pages) == text.encode()[script.offset:].decode()
+    assert script.grep.startswith('0:{"rows": [[0, "row 0"]') and script.grep.endswith('[1 matching line]')
+
+
+def test_raising_tool_reaches_the_model_as_the_sdk_shows_errors(store):
+    received = []
+    for tools in ([broken], bound([broken], store)):
+        script = Script("broken")
+        agent = agents.Agent(name="a", model=scripted(script), tools=tools)
+        with pytest.raises(AssertionError, match="no marker"):
+            agents.Runner.run_sync(agent, "go", max_turns=MAX_TURNS)
+        received.append(script.received)
+    assert received[0] == received[1] and "error occurred" in received[1][0]
+    assert store.records() == []
+
+
+def test_concurrent_runs_do_not_see_each_others_uris(store):
+    tools = bound([big], store)  # one tool list and one agent for both runs
+    agent = agents.Agent(name="a", tools=tools)
+    rendezvous = Rendezvous()
+    scripts = [Script(), Script()]
+
+    async def main() -> None:
+        await asyncio.gather(*(agents.Runner.run(agent.clone(model=scripted(script, before=rendezvous.before)), "go", max_turns=MAX_TURNS)
+                               for script in scripts))
+
+    asyncio.run(main())
+    for script in scripts:
+        script.check()
+        assert "not found in this session" in script.foreign_answer
+    assert scripts[0].uri != scripts[1].uri
+    assert len({record.session_id for record in store.records()}) == 2
+
+
+def test_mcp_server_tools_are_bounded(store, tmp_path):
+    import os
+    import sys
+
+    from agents.mcp import MCPServerStdio
+
+    from overspill.adapters.openai_agents import bound_servers
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    script = Script()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
+
+    async def main() -> None:
+        server = MCPServerStdio({"command": sys.executable, "args": [os.path.join(here, "adapter_mcp_server.py")],
+                                 "env": env}, name="big-output", client_session_timeout_seconds=30)
+        (wrapped,) = bound_servers([server], store, session_id="mcp-run")
+        async with server:
+            agent = agents.Agent(name="a", model=scripted(script), tools=bound([], store, session_id="mcp-run"),
+                                 mcp_servers=[wrapped])
+            await agents.Runner.run(agent, "go", max_turns=MAX_TURNS)
+
+    asyncio.run(main())
+    script.check()
+    assert [record.session_id for record in store.records()] == ["mcp-run"]
