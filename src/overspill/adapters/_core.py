@@ -16,13 +16,13 @@ import threading
 import uuid
 import weakref
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from ..store import ToolOutputStore
 from ..tools import ToolResult, call, schemas
 
-__all__ = ["PAGING_TOOLS", "Bounder", "PagingTool", "Sessions", "as_text", "check_session_id", "new_call_id",
-           "new_session_id", "open_store", "paging_tools"]
+__all__ = ["PAGING_TOOLS", "Bounder", "PagingTool", "Sessions", "as_text", "check_session_id", "json_text",
+           "new_call_id", "new_session_id", "open_store", "paging_tools"]
 
 #: The tools every adapter adds, so the model can page and search what was stored.
 PAGING_TOOLS = ("read", "grep")
@@ -100,20 +100,30 @@ class Sessions:
             return entry[1]
 
 
-def as_text(value: object) -> Optional[Text]:
+def json_text(value: object) -> str:
+    """``value`` as JSON text (non-ASCII kept as it is).
+
+    :raises TypeError: a value JSON cannot represent.
+    :raises ValueError: a circular reference.
+    """
+    return json.dumps(value, ensure_ascii=False)
+
+
+def as_text(value: object, dumps: Callable[[Any], str] = json_text) -> Optional[Text]:
     """The text a tool result is bounded (and stored) as, or None when it has none.
 
     A ``str`` is itself (a subclass as the plain ``str`` of its characters);
-    bytes-like values are their bytes; any other JSON-serialisable value is its
-    JSON text.  A value that cannot be serialised gives None and a warning on
-    the ``overspill`` logger: the caller passes it on unchanged.
+    bytes-like values are their bytes; any other value is its JSON text, made
+    by ``dumps`` (a framework's own serialiser, where it has one).  A value
+    that cannot be serialised gives None and a warning on the ``overspill``
+    logger: the caller passes it on unchanged.
     """
     if isinstance(value, str):
         return value if type(value) is str else str.__str__(value)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return value
     try:
-        return json.dumps(value, ensure_ascii=False)
+        return dumps(value)
     except (TypeError, ValueError) as error:
         logger.warning("overspill: a %s tool result is not text and cannot be serialised as JSON (%s); "
                        "it is passed on unbounded", type(value).__name__, error)
@@ -153,20 +163,21 @@ class Bounder:
             return self.text(session_id, call_id, text)
         return await asyncio.to_thread(self.text, session_id, call_id, text)
 
-    def value(self, session_id: str, call_id: str, value: Any) -> Any:
+    def value(self, session_id: str, call_id: str, value: Any, dumps: Callable[[Any], str] = json_text) -> Any:
         """``value`` as it came when it fits (or cannot be serialised), else its bounded text.
 
+        :param dumps: how a value that is not text becomes JSON text (see ``as_text``).
         :raises StorageError: the store could not write the output.
         """
-        text = value if type(value) is str else as_text(value)
+        text = value if type(value) is str else as_text(value, dumps)
         if text is None:
             return value
         bounded = self.text(session_id, call_id, text)
         return value if bounded is None else bounded
 
-    async def avalue(self, session_id: str, call_id: str, value: Any) -> Any:
+    async def avalue(self, session_id: str, call_id: str, value: Any, dumps: Callable[[Any], str] = json_text) -> Any:
         """``value`` for async callers."""
-        text = value if type(value) is str else as_text(value)
+        text = value if type(value) is str else as_text(value, dumps)
         if text is None:
             return value
         bounded = await self.atext(session_id, call_id, text)

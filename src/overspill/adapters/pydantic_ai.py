@@ -1,0 +1,146 @@
+"""PydanticAI adapter: ``Agent(..., capabilities=[capability()])``.
+
+Needs the ``pydantic-ai`` extra (``pip install 'overspill[pydantic-ai]'``).
+
+The capability's ``after_tool_execute`` bounds every tool's result (a
+``ToolReturn``'s ``return_value``; multimodal content passes as it is), and
+its toolset gives the model ``read`` and ``grep``, whose failures reach the
+model as ``ToolFailed``.
+
+The session is the run's conversation (``RunContext.conversation_id``: one per
+run, kept by runs that continue its message history), else the run
+(``run_id``), else the agent.  The call id is the model's ``tool_call_id``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import pydantic_core
+from pydantic_ai import RunContext
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import ToolFailed
+from pydantic_ai.messages import BinaryContent, FileUrl, ToolCallPart, ToolReturn
+from pydantic_ai.tools import Tool, ToolDefinition
+from pydantic_ai.toolsets import FunctionToolset
+
+from ..store import ToolOutputStore
+from ._core import Bounder, PagingTool, Sessions, new_call_id, open_store, paging_tools
+
+__all__ = ["OverspillCapability", "capability", "toolset"]
+
+_AGENTS = Sessions()
+# Content the model is shown as media, not text: never bounded.
+_MEDIA = (BinaryContent, FileUrl)
+
+
+def _dumps(value: Any) -> str:
+    """PydanticAI's own JSON for a tool's return value (models, dataclasses, dates...)."""
+    try:
+        return pydantic_core.to_json(value).decode()
+    except pydantic_core.PydanticSerializationError as error:
+        raise TypeError(str(error)) from error
+
+
+def _session(context: RunContext[Any], fallback: object) -> str:
+    for session in (context.conversation_id, context.run_id):
+        if isinstance(session, str) and session:
+            return session
+    agent = context.agent
+    return _AGENTS.of(agent if agent is not None else fallback)
+
+
+def _call_id(context: RunContext[Any], call: Optional[ToolCallPart] = None) -> str:
+    call_id = call.tool_call_id if call is not None else context.tool_call_id
+    return call_id if isinstance(call_id, str) and call_id else new_call_id()
+
+
+def _has_media(value: Any) -> bool:
+    if isinstance(value, _MEDIA):
+        return True
+    return isinstance(value, (list, tuple)) and any(isinstance(item, _MEDIA) for item in value)
+
+
+def _paging_tool(tool: PagingTool, owner: object) -> Tool[Any]:
+    async def run(context: RunContext[Any], **arguments: Any) -> str:
+        result = await tool.arun(_session(context, owner), _call_id(context), arguments)
+        if result.is_error:
+            raise ToolFailed(result.output)
+        return result.output
+
+    return Tool.from_schema(run, name=tool.name, description=tool.description, json_schema=tool.parameters,
+                            takes_ctx=True)
+
+
+def toolset(store: Optional[ToolOutputStore] = None) -> FunctionToolset[Any]:
+    """``read`` and ``grep`` as a PydanticAI toolset, for agents that take toolsets rather than capabilities.
+
+    ``capability()`` already includes them; use this one only beside your own bounding.
+
+    :raises TypeError: ``store`` is not a ``ToolOutputStore``.
+    """
+    store = open_store(store)
+    return _toolset(store, object())
+
+
+def _toolset(store: ToolOutputStore, owner: object) -> FunctionToolset[Any]:
+    return FunctionToolset([_paging_tool(tool, owner) for tool in paging_tools(store)])
+
+
+@dataclass
+class OverspillCapability(AbstractCapability[Any]):
+    """Bounds every tool result through a ``ToolOutputStore`` and gives the model ``read`` and ``grep``."""
+
+    store: ToolOutputStore
+    _bounder: Bounder = field(init=False, repr=False)
+    _toolset: FunctionToolset[Any] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._bounder = Bounder(self.store)
+        self._toolset = _toolset(self.store, self)
+
+    @classmethod
+    def get_serialization_name(cls) -> Optional[str]:
+        return None  # holds a store: not part of an agent spec
+
+    def get_toolset(self) -> FunctionToolset[Any]:
+        return self._toolset
+
+    async def after_tool_execute(self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition,
+                                 args: Any, result: Any) -> Any:
+        """Bound ``result``, unless it is a page or search of this capability's own tools."""
+        if tool_def.name in self._toolset.tools:
+            return result  # a page is already bounded (and may hold more lines than a preview)
+        session_id = _session(ctx, self)
+        call_id = _call_id(ctx, call)
+        if isinstance(result, ToolReturn):
+            if _has_media(result.return_value):
+                return result
+            value = await self._bounder.avalue(session_id, call_id, result.return_value, _dumps)
+            return result if value is result.return_value else _with_return_value(result, value)
+        if result is None or _has_media(result):
+            return result
+        return await self._bounder.avalue(session_id, call_id, result, _dumps)
+
+
+def _with_return_value(result: ToolReturn[Any], value: Any) -> ToolReturn[Any]:
+    from dataclasses import replace
+
+    return replace(result, return_value=value)
+
+
+def capability(store: Optional[ToolOutputStore] = None) -> OverspillCapability:
+    """A capability bounding every tool result of the agent, with ``read`` and ``grep`` as its tools.
+
+    A result within the store's limits reaches the model untouched and
+    nothing is stored; a larger one is stored whole and the model gets its
+    preview with the marker naming ``tool-output://ID``.  A return value that
+    is not text is stored as its JSON text (as PydanticAI serialises it); one
+    that cannot be serialised passes unchanged, with a warning on the
+    ``overspill`` logger.
+
+    :param store: where outputs are stored; the default ``ToolOutputStore()`` when None.
+    :raises TypeError: ``store`` is not a ``ToolOutputStore``.
+    """
+    return OverspillCapability(open_store(store))

@@ -1,0 +1,174 @@
+"""overspill.adapters.pydantic_ai, driven by PydanticAI's FunctionModel (no network)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Optional
+
+import pytest
+
+from adapter_scenario import BIG, SMALL, Rendezvous, Script, framework
+from overspill import ToolOutputStore
+
+framework("pydantic_ai")
+from pydantic_ai import Agent  # noqa: E402
+from pydantic_ai.messages import ModelRequest, ModelResponse, RetryPromptPart, TextPart, ToolCallPart, \
+    ToolReturnPart  # noqa: E402
+from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
+
+from overspill.adapters.pydantic_ai import capability, toolset  # noqa: E402
+
+
+def big() -> str:
+    """Return a large output."""
+    return BIG
+
+
+def small() -> str:
+    """Return a small output."""
+    return SMALL
+
+
+def broken() -> str:
+    """Fail."""
+    raise RuntimeError("the disk is on fire")
+
+
+def table() -> dict:
+    """Return a large JSON value."""
+    return {"rows": [[n, f"row {n}"] for n in range(20_000)]}
+
+
+TOOLS = {tool.__name__: tool for tool in (big, small, broken, table)}
+
+
+def _received(messages: list) -> Optional[str]:
+    last = messages[-1]
+    if not isinstance(last, ModelRequest):
+        return None
+    for part in last.parts:
+        if isinstance(part, ToolReturnPart):
+            return part.content if isinstance(part.content, str) else part.model_response_str()
+        if isinstance(part, RetryPromptPart):
+            return part.model_response()
+    return None
+
+
+def scripted(script: Script, before: Any = None) -> FunctionModel:
+    def answer(received: Optional[str]) -> ModelResponse:
+        chosen = script.next(received)
+        if chosen is None:
+            return ModelResponse(parts=[TextPart("done")])
+        name, arguments = chosen
+        return ModelResponse(parts=[ToolCallPart(name, arguments, tool_call_id=script.call_id())])
+
+    async def respond(messages: list, info: AgentInfo) -> ModelResponse:
+        received = _received(messages)
+        if before is not None:
+            await before(script, received)
+        return answer(received)
+
+    return FunctionModel(respond)
+
+
+@pytest.fixture
+def store(tmp_path):
+    with ToolOutputStore(tmp_path / "store") as opened:
+        yield opened
+
+
+def agent(script: Script, store: ToolOutputStore, name: str = "big", **options: Any) -> Agent:
+    return Agent(scripted(script, **options), tools=[TOOLS[name]], capabilities=[capability(store)])
+
+
+def test_capability_provides_read_and_grep_with_the_tools_schemas(store):
+    from overspill.tools import schemas
+
+    expected = {spec["function"]["name"]: spec["function"] for spec in schemas(limits=store.limits())}
+    seen: dict[str, Any] = {}
+
+    def respond(messages: list, info: AgentInfo) -> ModelResponse:
+        seen.update({tool.name: tool for tool in info.function_tools})
+        return ModelResponse(parts=[TextPart("done")])
+
+    Agent(FunctionModel(respond), tools=[big], capabilities=[capability(store)]).run_sync("go")
+    assert set(seen) == {"big", "read", "grep"}
+    for name in ("read", "grep"):
+        assert (seen[name].description, seen[name].parameters_json_schema) == (
+            expected[name]["description"], expected[name]["parameters"])
+    assert set(toolset(store).tools) == {"read", "grep"}
+
+
+def test_scenario_sync(store):
+    script = Script()
+    result = agent(script, store).run_sync("go")
+    assert result.output == "done"
+    script.check()
+    (record,) = store.records()
+    assert record.tool_call_id.startswith("call-")
+    # The run's conversation is the session: a run continuing its history can read what it stored.
+    later = Script()
+    later.foreign = script.uri
+    agent(later, store).run_sync("go on", message_history=result.all_messages())
+    later.check()
+    assert later.foreign_answer.startswith(BIG[:20])
+
+
+def test_scenario_async(store):
+    script = Script()
+    asyncio.run(agent(script, store).run("go"))
+    script.check()
+    assert len(store.records()) == 1
+
+
+def test_small_result_passes_untouched_and_nothing_is_stored(store):
+    script = Script("small")
+    with pytest.raises(AssertionError, match="no marker"):
+        agent(script, store, "small").run_sync("go")
+    assert script.received == [SMALL]
+    assert store.records() == []
+
+
+def test_json_result_is_stored_as_json_text(store):
+    script = Script("table", pattern='"row 12345"')
+    asyncio.run(agent(script, store, "table").run("go"))
+    (record,) = store.records()
+    text = b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
+    assert json.loads(text) == table()
+    assert "".join(script.pages) == text.encode()[script.offset:].decode()
+
+
+def test_raising_tool_reaches_the_model_as_pydantic_ai_shows_errors(store):
+    outcomes = []
+    for capabilities in ([], [capability(store)]):
+        script = Script("broken")
+        with pytest.raises(RuntimeError) as raised:
+            Agent(scripted(script), tools=[broken], capabilities=capabilities).run_sync("go")
+        outcomes.append((str(raised.value), script.received))
+    assert outcomes[0] == outcomes[1] == ("the disk is on fire", [])
+    assert store.records() == []
+
+
+def test_paging_errors_reach_the_model_as_tool_failures(store):
+    script = Script()
+    script.foreign = "tool-output://0123456789abXXXXXXXXXXXXXX"
+    agent(script, store).run_sync("go")
+    script.check()
+    assert script.foreign_answer == "no resource tool-output://0123456789abXXXXXXXXXXXXXX"
+
+
+def test_concurrent_runs_do_not_see_each_others_uris(store):
+    rendezvous = Rendezvous()
+    scripts = [Script(), Script()]
+    shared = Agent(tools=[big], capabilities=[capability(store)])  # one agent for both runs
+
+    async def main() -> None:
+        await asyncio.gather(*(shared.run("go", model=scripted(script, before=rendezvous.before))
+                               for script in scripts))
+
+    asyncio.run(main())
+    for script in scripts:
+        script.check()
+        assert "not found in this session" in script.foreign_answer
+    assert len({record.session_id for record in store.records()}) == 2
