@@ -85,6 +85,7 @@ class Script:
         self.uri: Optional[str] = None
         self.offset: Optional[int] = None
         self.pages: list[str] = []
+        self.starts: list[int] = []  # the offset each page was asked for
         self.grep: Optional[str] = None
         #: Another run's URI to try first, once the preview came (set by a concurrent test), and the answer.
         self.foreign: Optional[str] = None
@@ -109,19 +110,17 @@ class Script:
             if self.foreign is not None:
                 self._state = "peeking"
                 return "read", {"resource": self.foreign}
-            self._state = "paging"
-            return "read", {"resource": self.uri, "offset": self.offset}
+            return self._read(self.offset)
         if self._state == "peeking":
             self.foreign_answer = received
-            self._state = "paging"
-            return "read", {"resource": self.uri, "offset": self.offset}
+            return self._read(self.offset)
         if self._state == "paging":
             assert received is not None
             hint = HINT.search(received)
             if hint is not None:
                 assert hint.group(2) == self.uri
                 self.pages.append(received[:hint.start()])
-                return "read", {"resource": self.uri, "offset": int(hint.group(3))}
+                return self._read(int(hint.group(3)))
             self.pages.append(received)
             self._state = "grepping"
             return "grep", {"resource": self.uri, "pattern": self.pattern}
@@ -131,8 +130,18 @@ class Script:
             return None
         raise AssertionError(f"the script is over, but the model was called again with {received!r}")
 
-    def check(self, text: str = BIG) -> None:
-        """Assert what the model received at each step of a run over ``text``."""
+    def _read(self, offset: int) -> tuple[str, dict[str, Any]]:
+        self._state = "paging"
+        self.starts.append(offset)
+        return "read", {"resource": self.uri, "offset": offset}
+
+    def check(self, text: str = BIG, *, stripped: bool = False) -> None:
+        """Assert what the model received at each step of a run over ``text``.
+
+        :param stripped: the framework strips each result's surrounding
+            whitespace before the model sees it (smolagents does): each page is
+            compared with its stored bytes stripped.
+        """
         assert self._state == "done", self._state
         assert self.preview is not None and self.offset is not None
         data = text.encode()
@@ -142,8 +151,14 @@ class Script:
         assert f"({len(data)} bytes, {text.count(chr(10))} lines in all)" in self.preview
         assert len(self.preview.encode()) < 60_000
         # The pages, from the marker's offset on, are the output's exact bytes.
-        assert "".join(self.pages) == data[self.offset:].decode()
-        assert len(self.pages) > 1
+        assert len(self.pages) == len(self.starts) > 1 and self.starts[0] == self.offset
+        if stripped:  # a page's end is stripped only on the last, where no hint follows it
+            ends = self.starts[1:] + [len(data)]
+            for index, (page, start, end) in enumerate(zip(self.pages, self.starts, ends)):
+                exact = data[start:end].decode()
+                assert page == (exact.strip() if index == len(self.pages) - 1 else exact.lstrip())
+        else:
+            assert "".join(self.pages) == data[self.offset:].decode()
         # grep names the matching line with its byte offset in the stored output.
         assert self.grep is not None
         expected = data.index(NEEDLE.encode())

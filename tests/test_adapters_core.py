@@ -15,7 +15,8 @@ from overspill.adapters._core import Bounder, Sessions, as_text, check_session_i
 from overspill.tools import schemas
 
 # Each adapter's extra and the framework package it installs; the test extra takes them all.
-ADAPTER_EXTRAS = {"openai-agents": "openai-agents", "langchain": "langchain", "pydantic-ai": "pydantic-ai-slim"}
+ADAPTER_EXTRAS = {"openai-agents": "openai-agents", "langchain": "langchain", "pydantic-ai": "pydantic-ai-slim",
+                  "smolagents": "smolagents"}
 FRAMEWORKS = ("agents", "langchain", "langchain_core", "langgraph", "pydantic_ai", "smolagents", "openai", "mcp")
 
 

@@ -1,0 +1,167 @@
+"""smolagents adapter: ``ToolCallingAgent(tools=bound(tools), ...)``, or ``BoundedToolCallingAgent``.
+
+Needs the ``smolagents`` extra (``pip install 'overspill[smolagents]'``).
+
+``bound`` wraps each ``Tool`` so its result is bounded by
+``ToolOutputStore.truncate`` (an ``AgentText`` or any other ``str`` subclass
+is bounded as its characters and comes back as the same type when it fits),
+and adds ``read`` and ``grep``; it works with any agent, ``CodeAgent``
+included.  ``BoundedToolCallingAgent`` instead bounds in its
+``execute_tool_call``, so every tool and managed agent it is given is covered
+without wrapping, and adds ``read`` and ``grep`` itself.
+
+smolagents has no run or thread id: the session is one per agent (per
+``bound`` list, which belongs to one agent), and each call's id is made.
+Image and audio results pass as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Optional
+
+from smolagents import Tool, ToolCallingAgent
+from smolagents.agent_types import AgentText
+
+from ..store import ToolOutputStore
+from ._core import PAGING_TOOLS, Bounder, PagingTool, new_call_id, new_session_id, open_store, paging_tools
+
+__all__ = ["BoundedToolCallingAgent", "bound"]
+
+# Results of these output types are media for the model, never text to bound.
+_MEDIA_TYPES = ("image", "audio")
+_FINAL_ANSWER = "final_answer"
+
+
+def _inputs(parameters: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A JSON schema's properties in smolagents' ``inputs`` form (optional ones nullable)."""
+    required = set(parameters.get("required", ()))
+    inputs = {}
+    for name, rule in parameters["properties"].items():
+        entry = {"type": rule["type"], "description": rule.get("description", name)}
+        if name not in required:
+            entry["nullable"] = True
+        inputs[name] = entry
+    return inputs
+
+
+def _bounded_value(bounder: Bounder, session_id: str, value: Any) -> Any:
+    """A tool result bounded; a ``str`` subclass that is cut comes back as its own type where it can."""
+    bounded = bounder.value(session_id, new_call_id(), value)
+    if bounded is value or not isinstance(value, AgentText):
+        return bounded
+    return AgentText(bounded)
+
+
+class _PagingTool(Tool):
+    """``read`` or ``grep`` as a smolagents ``Tool``, in one session."""
+
+    skip_forward_signature_validation = True  # the inputs come from the schemas; forward takes them as keywords
+    output_type = "string"
+
+    def __init__(self, tool: PagingTool, session_id: str) -> None:
+        self.name = tool.name
+        self.description = tool.description
+        self.inputs = _inputs(tool.parameters)
+        self._tool = tool
+        self._session_id = session_id
+        super().__init__()
+
+    def forward(self, **arguments: Any) -> str:
+        chosen = {key: value for key, value in arguments.items() if value is not None}
+        return self._tool.run(self._session_id, new_call_id(), chosen).output
+
+
+class _BoundedTool(Tool):
+    """A ``Tool`` whose results are bounded; its name, description and inputs are the wrapped tool's."""
+
+    skip_forward_signature_validation = True  # forward passes everything on to the wrapped tool
+
+    def __init__(self, tool: Tool, bounder: Bounder, session_id: str) -> None:
+        self.name = tool.name
+        self.description = tool.description
+        self.inputs = tool.inputs
+        self.output_type = tool.output_type
+        self.output_schema = getattr(tool, "output_schema", None)
+        self.wrapped = tool
+        self._bounder = bounder
+        self._session_id = session_id
+        super().__init__()
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        result = self.wrapped(*args, **kwargs)
+        if self.output_type in _MEDIA_TYPES:
+            return result
+        return _bounded_value(self._bounder, self._session_id, result)
+
+
+def _paging(store: ToolOutputStore, session_id: str) -> list[Tool]:
+    return [_PagingTool(tool, session_id) for tool in paging_tools(store)]
+
+
+def bound(tools: Iterable[Tool], store: Optional[ToolOutputStore] = None) -> list[Tool]:
+    """The given tools with their results bounded, plus ``read`` and ``grep``, for one agent.
+
+    A result within the store's limits reaches the model untouched and
+    nothing is stored; a larger one is stored whole and the model gets its
+    preview with the marker naming ``tool-output://ID``.  A result that is not
+    text is stored as its JSON text; one that cannot be serialised passes
+    unchanged, with a warning on the ``overspill`` logger.  The list is one
+    session: give each agent its own ``bound(...)``.
+
+    :param store: where outputs are stored; the default ``ToolOutputStore()`` when None.
+    :raises TypeError: ``store`` is not a ``ToolOutputStore``, or an item is not a smolagents ``Tool``.
+    :raises ValueError: a tool of the caller's named ``read`` or ``grep``.
+    """
+    store = open_store(store)
+    bounder = Bounder(store)
+    session_id = new_session_id()
+    result: list[Tool] = []
+    for tool in tools:
+        if isinstance(tool, _PagingTool):
+            continue  # bound() of a bound list: its paging tools are made anew below
+        if not isinstance(tool, Tool):
+            raise TypeError(f"bound takes smolagents Tool objects, not {type(tool).__name__}")
+        if tool.name in PAGING_TOOLS:
+            raise ValueError(f"a tool named {tool.name!r} is already given; bound() adds its own read and grep")
+        if isinstance(tool, _BoundedTool):
+            tool = tool.wrapped
+        result.append(tool if tool.name == _FINAL_ANSWER else _BoundedTool(tool, bounder, session_id))
+    return result + _paging(store, session_id)
+
+
+class BoundedToolCallingAgent(ToolCallingAgent):
+    """A ``ToolCallingAgent`` whose every tool call result (managed agents' included) is bounded.
+
+    Takes the ``ToolCallingAgent`` arguments plus ``store`` (the default
+    ``ToolOutputStore()`` when None), and adds ``read`` and ``grep`` to its
+    tools.  The agent is one session.  ``final_answer`` passes untouched.
+
+    :raises TypeError: ``store`` is not a ``ToolOutputStore``.
+    :raises ValueError: a tool of the caller's named ``read`` or ``grep``.
+    """
+
+    def __init__(self, tools: list[Tool], model: Any, *, store: Optional[ToolOutputStore] = None,
+                 **kwargs: Any) -> None:
+        store = open_store(store)
+        self.overspill_session = new_session_id()
+        self._overspill_bounder = Bounder(store)
+        tools = list(tools)
+        for tool in tools:
+            if getattr(tool, "name", None) in PAGING_TOOLS and not isinstance(tool, _PagingTool):
+                raise ValueError(f"a tool named {tool.name!r} is already given; the agent adds its own read and grep")
+        tools = [tool for tool in tools if not isinstance(tool, _PagingTool)] + _paging(store,
+                                                                                       self.overspill_session)
+        super().__init__(tools, model, **kwargs)
+
+    def execute_tool_call(self, tool_name: str, arguments: Any) -> Any:
+        """Run the call as ``ToolCallingAgent`` does, then bound its result.
+
+        Errors propagate as smolagents raises them, so the model sees them as it always does.
+        """
+        result = super().execute_tool_call(tool_name, arguments)
+        tool = self.tools.get(tool_name)
+        if tool_name == _FINAL_ANSWER or isinstance(tool, (_PagingTool, _BoundedTool)) or (
+                tool is not None and tool.output_type in _MEDIA_TYPES):
+            return result
+        return _bounded_value(self._overspill_bounder, self.overspill_session, result)

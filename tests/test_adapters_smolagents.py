@@ -1,0 +1,203 @@
+"""overspill.adapters.smolagents, driven by a scripted smolagents Model subclass (no network).
+
+smolagents runs agents synchronously only; concurrent runs are agents on threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Optional
+
+import pytest
+
+from adapter_scenario import BIG, SMALL, Script, framework, marker
+from overspill import ToolOutputStore
+
+framework("smolagents")
+from smolagents import ToolCallingAgent, tool  # noqa: E402
+from smolagents.agent_types import AgentText  # noqa: E402
+from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, MessageRole, \
+    Model  # noqa: E402
+
+from overspill.adapters.smolagents import BoundedToolCallingAgent, bound  # noqa: E402
+
+MAX_STEPS = 100
+OBSERVATION = "Observation:\n"
+
+
+@tool
+def big() -> str:
+    """Return a large output."""
+    return BIG
+
+
+@tool
+def small() -> str:
+    """Return a small output."""
+    return SMALL
+
+
+@tool
+def broken() -> str:
+    """Fail."""
+    raise RuntimeError("the disk is on fire")
+
+
+@tool
+def table() -> dict:
+    """Return a large JSON value."""
+    return {"rows": [[n, f"row {n}"] for n in range(20_000)]}
+
+
+class ScriptedModel(Model):
+    """A smolagents Model whose every answer asks a Script what to call next."""
+
+    def __init__(self, script: Script, before: Optional[Callable[[Script, Optional[str]], None]] = None) -> None:
+        super().__init__(model_id="scripted")
+        self.script = script
+        self.before = before
+        self.tool_names: list[str] = []
+
+    def generate(self, messages: list, stop_sequences: Any = None, response_format: Any = None,
+                 tools_to_call_from: Any = None, **kwargs: Any) -> ChatMessage:
+        self.tool_names = [tool.name for tool in tools_to_call_from or []]
+        last = messages[-1]
+        received = None
+        if last.role == MessageRole.TOOL_RESPONSE:
+            text = "".join(block["text"] for block in last.content if block.get("type") == "text")
+            received = text[len(OBSERVATION):] if text.startswith(OBSERVATION) else text
+        if self.before is not None:
+            self.before(self.script, received)
+        chosen = self.script.next(received)
+        name, arguments = ("final_answer", {"answer": "done"}) if chosen is None else chosen
+        call = ChatMessageToolCall(id=self.script.call_id(), type="function",
+                                   function=ChatMessageToolCallFunction(name=name, arguments=arguments))
+        return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
+
+
+@pytest.fixture
+def store(tmp_path):
+    with ToolOutputStore(tmp_path / "store") as opened:
+        yield opened
+
+
+def test_bound_adds_read_and_grep_with_the_tools_schemas(store):
+    from overspill.tools import schemas
+
+    tools = bound([big], store)
+    assert [tool.name for tool in tools] == ["big", "read", "grep"]
+    expected = {spec["function"]["name"]: spec["function"] for spec in schemas(limits=store.limits())}
+    for paging in tools[1:]:
+        parameters = expected[paging.name]["parameters"]
+        assert paging.description == expected[paging.name]["description"]
+        assert {name: (rule["type"], rule["description"]) for name, rule in paging.inputs.items()} == {
+            name: (rule["type"], rule["description"]) for name, rule in parameters["properties"].items()}
+        assert {name for name, rule in paging.inputs.items() if not rule.get("nullable")} == set(
+            parameters["required"])
+    assert (tools[0].name, tools[0].inputs, tools[0].output_type) == (big.name, big.inputs, big.output_type)
+    with pytest.raises(ValueError, match="read"):
+        bound([read], store)
+    assert [tool.name for tool in bound(tools, store)] == ["big", "read", "grep"]  # bound twice: wrapped once
+
+
+@tool
+def read() -> str:
+    """The caller's own tool named read."""
+    return ""
+
+
+def test_scenario_with_bound_tools(store):
+    script = Script()
+    agent = ToolCallingAgent(tools=bound([big], store), model=ScriptedModel(script), max_steps=MAX_STEPS,
+                             verbosity_level=0)
+    assert agent.run("go") == "done"
+    script.check(stripped=True)
+    (record,) = store.records()
+    assert record.resource.size == len(BIG.encode())
+
+
+def test_scenario_with_the_agent_subclass(store):
+    script = Script()
+    model = ScriptedModel(script)
+    agent = BoundedToolCallingAgent([big], model, store=store, max_steps=MAX_STEPS, verbosity_level=0)
+    assert agent.run("go") == "done"
+    assert set(model.tool_names) == {"big", "read", "grep", "final_answer"}
+    script.check(stripped=True)
+    assert [record.session_id for record in store.records()] == [agent.overspill_session]
+
+
+def test_agent_text_and_other_str_subclasses(store):
+    from overspill.adapters.smolagents import _bounded_value
+    from overspill.adapters._core import Bounder
+
+    bounder = Bounder(store)
+    small_text = AgentText(SMALL)
+    assert _bounded_value(bounder, "s", small_text) is small_text
+    preview = _bounded_value(bounder, "s", AgentText(BIG))
+    assert isinstance(preview, AgentText) and marker(str.__str__(preview))
+
+    class Label(str):
+        pass
+
+    assert type(_bounded_value(bounder, "s", Label(BIG))) is str
+    assert len(store.records()) == 2
+
+
+def test_small_result_passes_untouched_and_nothing_is_stored(store):
+    for make in (lambda model: ToolCallingAgent(tools=bound([small], store), model=model, verbosity_level=0),
+                 lambda model: BoundedToolCallingAgent([small], model, store=store, verbosity_level=0)):
+        script = Script("small")
+        with pytest.raises(Exception, match="no marker"):  # smolagents wraps it in AgentGenerationError
+            make(ScriptedModel(script)).run("go")
+        assert script.received == [SMALL]
+    assert store.records() == []
+
+
+def test_json_result_is_stored_as_json_text(store):
+    import json
+
+    script = Script("table", pattern='"row 12345"')
+    BoundedToolCallingAgent([table], ScriptedModel(script), store=store, max_steps=MAX_STEPS,
+                            verbosity_level=0).run("go")
+    (record,) = store.records()
+    text = b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
+    assert json.loads(text) == table()
+    assert script.grep.endswith("[1 matching line]")
+
+
+def test_raising_tool_reaches_the_model_as_smolagents_shows_errors(store):
+    received = []
+    for make in (lambda model: ToolCallingAgent(tools=[broken], model=model, verbosity_level=0),
+                 lambda model: ToolCallingAgent(tools=bound([broken], store), model=model, verbosity_level=0),
+                 lambda model: BoundedToolCallingAgent([broken], model, store=store, verbosity_level=0)):
+        script = Script("broken")
+        with pytest.raises(Exception, match="no marker"):  # smolagents wraps it in AgentGenerationError
+            make(ScriptedModel(script)).run("go")
+        received.append(script.received)
+    assert received[0] == received[1] == received[2]
+    assert "the disk is on fire" in received[0][0]
+    assert store.records() == []
+
+
+def test_concurrent_agents_do_not_see_each_others_uris(store):
+    uris: dict[int, str] = {}
+    barrier = threading.Barrier(2, timeout=30)
+
+    def before(script: Script, received: Optional[str]) -> None:
+        if script.uri is None and received is not None and "tool-output://" in received:
+            uris[id(script)] = marker(received)[0]
+            barrier.wait()
+            script.foreign = next(uri for key, uri in uris.items() if key != id(script))
+
+    scripts = [Script(), Script()]
+    agents = [ToolCallingAgent(tools=bound([big], store), model=ScriptedModel(scripts[0], before),
+                               max_steps=MAX_STEPS, verbosity_level=0),
+              BoundedToolCallingAgent([big], ScriptedModel(scripts[1], before), store=store, max_steps=MAX_STEPS,
+                                      verbosity_level=0)]
+    with ThreadPoolExecutor(2) as pool:
+        assert list(pool.map(lambda agent: agent.run("go"), agents)) == ["done", "done"]
+    for script in scripts:
+        script.check(stripped=True)
+        assert "not found in this session" in script.foreign_answer
+    assert len({record.session_id for record in store.records()}) == 2
