@@ -165,6 +165,24 @@ def test_a_leader_that_closed_its_pipes_is_still_waited_for():
     assert result.exit_code == 3 and not result.timed_out and result.duration >= 0.5
 
 
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "polled"])
+def test_the_exit_after_the_pipes_close_is_seen_with_or_without_a_pidfd(monkeypatch, pidfd):
+    from overspill import capture
+
+    if not pidfd:
+        def refused(pid: int) -> int:
+            raise OSError(38, "pidfd_open is not implemented")  # ENOSYS, as under an old kernel
+
+        monkeypatch.setattr(capture, "_pidfd_open", refused)
+    before = sorted(os.listdir("/proc/self/fd"))
+    for command, code in (("exec >&- 2>&-; sleep 0.2; exit 4", 4), ("exit 6", 6),
+                          ("exec >&- 2>&-; sleep 30", -signal.SIGTERM)):
+        result = run(command, timeout=None if code != -signal.SIGTERM else 0.5)
+        assert result.exit_code == code and result.timed_out == (code == -signal.SIGTERM)
+    assert sorted(os.listdir("/proc/self/fd")) == before  # the pidfd is closed
+    assert zombie_children() == []
+
+
 def test_merge_stderr_gives_one_stream_in_terminal_order():
     code = """
         import sys

@@ -33,6 +33,9 @@ except ImportError:  # pragma: no cover - not on POSIX
     fcntl = None  # type: ignore[assignment]
 
 _waitid = getattr(os, "waitid", None)
+# A pidfd (Linux 5.3+) turns readable when the process exits, so the loop can
+# wait for the exit in the same select as for the pipes, without a poll tick.
+_pidfd_open = getattr(os, "pidfd_open", None)
 
 __all__ = ["MAX_CAPTURE_BYTES", "Collected", "ProcessResult", "RunningCommand", "arun", "collect_stream", "run"]
 
@@ -41,8 +44,15 @@ _READ_SIZE = 1024 * 1024
 _PIPE_SIZE = 1024 * 1024
 # After SIGTERM, how long the group has to exit before SIGKILL.
 _TERMINATE_GRACE = 2.0
-# How often the loop wakes without I/O, to notice a deadline or an abort.
+# How often the loop wakes without I/O, to notice an abort (a deadline and the
+# command's exit wake it by themselves).
 _TICK = 0.1
+# Without a pidfd, how soon the loop looks again for the command's exit once the
+# pipes are closed; doubled up to _TICK, so a short command costs about a millisecond.
+_FIRST_EXIT_POLL = 0.0005
+# The selector key data of the pidfd (pipes are 0 and 1, stdin -1).
+_EXIT = -2
+_Selector = getattr(selectors, "PollSelector", selectors.SelectSelector)
 
 Command = Union[str, Sequence[str]]
 Spill = tuple["ToolOutputStore", str, str]
@@ -208,7 +218,9 @@ class RunningCommand:
         """
         process = self._process
         assert process.stdout is not None
-        selector = selectors.DefaultSelector()
+        # poll, as subprocess.communicate uses: no descriptor of its own to create and
+        # no system call per registration, which a short command would notice.
+        selector = _Selector()
         pending = memoryview(self._stdin) if self._stdin is not None else None
         pipes = [process.stdout] if self._merged else [process.stdout, process.stderr]
         for index, pipe in enumerate(pipes):
@@ -220,6 +232,11 @@ class RunningCommand:
             selector.register(process.stdin.fileno(), selectors.EVENT_WRITE, -1)
         deadline = None if self._timeout is None else self._started + self._timeout
         open_pipes = len(pipes)
+        # Opened only when the loop has to wait for the exit: most commands have
+        # exited by the time their pipes close, and then it costs nothing.
+        exit_fd: Optional[int] = None
+        exit_watched = False
+        exit_poll = _FIRST_EXIT_POLL
         finished = False
         try:
             while True:
@@ -243,6 +260,10 @@ class RunningCommand:
                             break
                         if not open_pipes:
                             break
+                    if not exit_watched:
+                        exit_watched = True
+                        exit_fd = self._watch_exit(selector)
+                        continue  # it may have exited meanwhile: look again before waiting
                     assert self._kill_at is not None or not stopping
                     if stopping and not self._killed and now >= self._kill_at:  # type: ignore[operator]
                         _signal_group(process, signal.SIGKILL)
@@ -252,10 +273,17 @@ class RunningCommand:
                     wake = min(wake, deadline - now)
                 elif stopping and not self._killed:
                     wake = min(wake, self._kill_at - now)  # type: ignore[operator]
-                if not open_pipes and process.stdin is None:
-                    time.sleep(max(wake, 0.001))
+                if not open_pipes and process.stdin is None and exit_fd is None:
+                    # No pidfd to wait on: look again soon, then less often.
+                    time.sleep(max(min(wake, exit_poll), 0.0))
+                    exit_poll = min(exit_poll * 2, _TICK)
                     continue
                 for key, _ in selector.select(max(wake, 0)):
+                    if key.data == _EXIT:
+                        # The command exited; the loop's next turn sees it (waitid).
+                        # Once is enough: a readable pidfd stays readable.
+                        selector.unregister(key.fd)
+                        continue
                     if key.data == -1:
                         pending = self._feed_stdin(selector, pending)
                         continue
@@ -273,15 +301,29 @@ class RunningCommand:
             finished = True
         finally:
             selector.close()
+            if exit_fd is not None:
+                os.close(exit_fd)
             if not finished:
                 # Closed early (an error downstream, or the consumer stopped): end the group.
                 _signal_group(process, signal.SIGKILL)
             self._reap()
 
+    def _watch_exit(self, selector: selectors.BaseSelector) -> Optional[int]:
+        """Register a pidfd of the command with ``selector``; its descriptor, or
+        None where pidfds are not to be had (then the loop polls for the exit)."""
+        if _pidfd_open is None:  # pragma: no cover - not Linux
+            return None
+        try:
+            fd = _pidfd_open(self._process.pid)
+        except OSError:  # pragma: no cover - a kernel before 5.3, or a seccomp filter
+            return None
+        selector.register(fd, selectors.EVENT_READ, _EXIT)
+        return fd
+
     def _drain_buffered(self, selector: selectors.BaseSelector) -> Iterator[tuple[int, bytes]]:
         """What the pipes hold right now, without waiting for more."""
         for key in list(selector.get_map().values()):
-            if key.data == -1:
+            if key.data < 0:  # stdin or the pidfd
                 continue
             os.set_blocking(key.fd, False)
             while True:
