@@ -14,7 +14,7 @@ from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
 from overspill_simd cimport (
-    osp_hit, osp_needs_view, osp_pattern, osp_scan, osp_scan_free, osp_scan_init, osp_scan_region, osp_view,
+    osp_hit, osp_needs_view, osp_pattern, osp_text_fits, osp_scan, osp_scan_free, osp_scan_init, osp_scan_region, osp_view,
     osp_boundary_at_or_after, osp_boundary_at_or_before, osp_count_upto, osp_crc_init, osp_crc32, osp_find_nth, osp_page,
     osp_prefix_fitting, osp_rfind_nth, osp_simd_cap, osp_suffix_fitting, osp_utf8_length,
 )
@@ -275,6 +275,18 @@ def preview_cuts(content, max_lines, max_bytes, line_slack=0, /):
     finally:
         buf = None
         view.release()
+
+
+def text_fits(text, max_lines, max_bytes, flags, /):
+    """Whether ``text`` is shown as it is, within the limits; see _native.text_fits."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}")
+    cdef Py_ssize_t c_lines = _check_int(max_lines, "max_lines", 1)
+    cdef Py_ssize_t c_bytes = _check_int(max_bytes, "max_bytes", 1)
+    # The flags every store passes take no call into the twin's checker.
+    cdef int c_flags = flags if type(flags) is int and 0 <= flags <= 3 else _check_flags(flags)
+    return osp_text_fits(PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text), PyUnicode_KIND(text),
+                         c_lines, c_bytes, c_flags) != 0
 
 
 cdef class _AsciiStorage:

@@ -33,6 +33,8 @@ cdef extern from "overspill_text.h" nogil:
         osp_hit *hits
         Py_ssize_t hit_count
     int osp_needs_view(const uint8_t *p, Py_ssize_t n, int flags)
+    int osp_text_fits(const void *data, Py_ssize_t n, int width, Py_ssize_t max_lines, Py_ssize_t max_bytes,
+                      int flags)
     Py_ssize_t osp_view(const uint8_t *p, Py_ssize_t n, int flags, uint8_t *out)
     int osp_scan_init(osp_scan *scan, const osp_pattern *patterns, int count, int flags, Py_ssize_t limit)
     int osp_scan_region(osp_scan *scan, const uint8_t *s, Py_ssize_t n, int flags)

@@ -57,6 +57,62 @@ static int osp_needs_view(const uint8_t *p, ptrdiff_t n, int flags) {
     return 0;
 }
 
+/* Whether the lone \r test fails anywhere in the str data[0:n): a \r whose
+ * next code unit is not \n. */
+static int osp_text_lone_cr(const void *data, ptrdiff_t n, int width) {
+    for (ptrdiff_t i = 0; i < n; i++)
+        if (osp_unit(data, width, i) == '\r' && (i + 1 >= n || osp_unit(data, width, i + 1) != '\n')) return 1;
+    return 0;
+}
+
+#if defined(OSP_X86)
+/* The one pass of osp_text_fits over a 1-byte-kind str: newlines, bytes that
+ * take two in UTF-8, ESC and \r, 32 bytes a step. */
+__attribute__((target("avx2,popcnt")))
+static int osp_text_fits_avx2(const uint8_t *p, ptrdiff_t n, ptrdiff_t max_lines, ptrdiff_t max_bytes, int flags) {
+    const __m256i newline = _mm256_set1_epi8('\n'), esc = _mm256_set1_epi8(OSP_ESC), cr = _mm256_set1_epi8('\r');
+    const int ansi = flags & OSP_VIEW_ANSI, redraw = flags & OSP_VIEW_CR;
+    ptrdiff_t newlines = 0, high = 0, i = 0;
+    for (; n - i >= 32; i += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(p + i));
+        unsigned returns = (unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, cr));
+        if (ansi && _mm256_movemask_epi8(_mm256_cmpeq_epi8(v, esc))) return 0;
+        if (redraw) {
+            for (; returns; returns &= returns - 1) {
+                ptrdiff_t at = i + __builtin_ctz(returns);
+                if (at + 1 >= n || p[at + 1] != '\n') return 0;
+            }
+        }
+        newlines += __builtin_popcount((unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, newline)));
+        high += __builtin_popcount((unsigned)_mm256_movemask_epi8(v));
+    }
+    for (; i < n; i++) {
+        uint8_t b = p[i];
+        if (ansi && b == OSP_ESC) return 0;
+        if (redraw && b == '\r' && (i + 1 >= n || p[i + 1] != '\n')) return 0;
+        newlines += b == '\n';
+        high += b >> 7;
+    }
+    return newlines < max_lines && n + high <= max_bytes;
+}
+#endif
+
+/* Whether a str (n code units of the given width) is shown as it is: its own
+ * view for flags (no ESC with ANSI, no lone \r with CR), fewer than max_lines
+ * newlines and at most max_bytes bytes in its stored form (osp_utf8_length).
+ * The check almost every tool output takes, so one pass where it can be. */
+static int osp_text_fits(const void *data, ptrdiff_t n, int width, ptrdiff_t max_lines, ptrdiff_t max_bytes,
+                         int flags) {
+    if (n > max_bytes) return 0;  /* every code point takes at least one byte */
+#if defined(OSP_X86)
+    if (width == 1 && osp_has_avx2()) return osp_text_fits_avx2((const uint8_t *)data, n, max_lines, max_bytes, flags);
+#endif
+    if ((flags & OSP_VIEW_ANSI) && osp_count(data, n, width, OSP_ESC)) return 0;
+    if ((flags & OSP_VIEW_CR) && osp_count(data, n, width, '\r') && osp_text_lone_cr(data, n, width)) return 0;
+    if (osp_count_upto(data, n, width, '\n', max_lines) >= max_lines) return 0;
+    return osp_utf8_length(data, n, width) <= max_bytes;
+}
+
 /* A line's segment between lone \r: keep it if non-empty (it replaces what
  * was kept), else keep the earlier one.  out[line:seg) is what is kept,
  * out[seg:pos) the segment just ended; returns the new pos (= new seg). */

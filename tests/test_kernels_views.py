@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
-from strategies import contents, limits, raw_bytes
+from strategies import contents, limits, raw_bytes, texts
 
 from overspill import _kernels, _native
 
@@ -317,3 +317,45 @@ def test_signal_scan_is_the_same_on_every_instruction_set(compiled, data, flags,
         finally:
             compiled._set_simd_cap(previous)
     assert results[0] == results[1] == naive_signals(data, 0, len(data), patterns, flags, 50)
+
+
+# ---------------------------------------------------------------- text_fits
+# Text long enough for the 32-byte steps of the SIMD pass, with an escape, a
+# redraw or a line end anywhere (a \r as the last byte of a step included).
+_TEXT_NOISE = ["\x1b", "\x1b[0m", "\r", "\r\n", "\n", "é", "中", "😀", "\udcc3", "a", "x" * 31, "y" * 15]
+long_texts = st.one_of(texts, st.lists(st.sampled_from(_TEXT_NOISE), max_size=40).map("".join))
+
+
+def naive_shown_as_is(text: str, flags: int) -> bool:
+    if flags & ANSI and "\x1b" in text:
+        return False
+    return not (flags & CR and any(c == "\r" and text[i + 1 : i + 2] != "\n" for i, c in enumerate(text)))
+
+
+@given(long_texts, st.integers(1, 12), st.integers(1, 400), flag_sets)
+@example("a\r", 5, 50, CR)
+@example("x" * 31 + "\r\n", 5, 50, CR)
+@example("é" * 10, 1, 19, 0)
+def test_text_fits_is_an_untruncated_preview_of_its_own_view(text, max_lines, max_bytes, flags):
+    head_end, tail_start, _, _ = _kernels.preview_cuts(text, max_lines, max_bytes)
+    expected = naive_shown_as_is(text, flags) and head_end >= tail_start
+    assert _kernels.text_fits(text, max_lines, max_bytes, flags) is expected
+
+
+@given(st.one_of(long_texts, _ARGUMENTS, raw_bytes), st.one_of(limits, _ARGUMENTS),
+       st.one_of(st.integers(1, 400), _ARGUMENTS), st.one_of(flag_sets, _ARGUMENTS))
+def test_twins_agree_on_text_fits(compiled, text, max_lines, max_bytes, flags):
+    args = (text, max_lines, max_bytes, flags)
+    assert outcome(compiled.text_fits, *args) == outcome(_native.text_fits, *args)
+
+
+@given(long_texts, st.integers(1, 12), st.integers(1, 400), flag_sets)
+def test_text_fits_is_the_same_on_every_instruction_set(compiled, text, max_lines, max_bytes, flags):
+    results = []
+    for level in (0, 1, 3):
+        previous = compiled._set_simd_cap(level)
+        try:
+            results.append(compiled.text_fits(text, max_lines, max_bytes, flags))
+        finally:
+            compiled._set_simd_cap(previous)
+    assert results == [_native.text_fits(text, max_lines, max_bytes, flags)] * 3

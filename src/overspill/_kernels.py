@@ -27,13 +27,14 @@ __all__ = [
     "preview_cuts",
     "requested",
     "signal_lines",
+    "text_fits",
     "utf8_length",
     "view_bytes",
 ]
 
 KERNEL_NAMES = (
     "count_lines", "utf8_length", "page_bounds", "preview_cuts", "crc32", "ascii_view", "StreamCap",
-    "view_bytes", "signal_lines",
+    "view_bytes", "signal_lines", "text_fits",
 )
 _CHOICES = ("auto", "cython", "python")
 

@@ -616,6 +616,30 @@ def _collapse(data: bytes) -> bytes:
     return _REDRAWN_LINE.sub(redraw, data)
 
 
+def text_fits(text: str, max_lines: int, max_bytes: int, flags: int, /) -> bool:
+    """Whether ``text`` is shown as it is: its own view for ``flags`` (no ESC
+    with ``VIEW_ANSI``, no lone ``\\r`` with ``VIEW_CR``), at most ``max_lines``
+    lines (as ``str.split("\\n")`` gives them) and at most ``max_bytes`` bytes
+    in its stored form (``utf8_length``): exactly when ``preview_cuts`` of it
+    would not truncate and its view is itself.
+
+    :raises TypeError: ``text`` is not a ``str``; a limit or ``flags`` not an int.
+    :raises ValueError: a limit below 1, ``flags`` outside 0 to 3.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}")
+    max_lines = _check_int(max_lines, "max_lines", 1)
+    max_bytes = _check_int(max_bytes, "max_bytes", 1)
+    flags = _check_flags(flags)
+    if len(text) > max_bytes:  # every code point takes at least one byte
+        return False
+    if flags & VIEW_ANSI and "\x1b" in text:
+        return False
+    if flags & VIEW_CR and text.count("\r") != text.count("\r\n"):
+        return False
+    return text.count("\n") < max_lines and utf8_length(text) <= max_bytes
+
+
 def view_bytes(buffer: BytesLike, flags: int, /) -> bytes | None:
     """What a reader is shown of ``buffer``: escapes removed, redraws collapsed.
 

@@ -430,6 +430,9 @@ class ToolOutputStore:
         lines_limit = self._limits.max_lines if max_lines is None else max_lines
         bytes_limit = self._limits.max_bytes if max_bytes is None else max_bytes
         flags = self._views
+        # The path almost every output takes: one kernel pass says it is shown as it is.
+        if type(content) is str and _kernels.text_fits(content, lines_limit, bytes_limit, flags):
+            return _unchanged(content)
         if not isinstance(content, str):
             content = _checked_buffer(content)
         elif flags and _needs_view(content, flags):
