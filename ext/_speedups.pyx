@@ -2,9 +2,10 @@
 
 The pure-Python twin is the specification: every function here returns what
 its namesake there returns and raises the same exception types, checked by
-the differential tests.  Argument checking reuses the twin's helpers so the
-two cannot drift apart in what they accept.  The loops live in
-overspill_simd.h; this module only checks arguments and reaches the bytes.
+the differential tests.  Argument checking uses the twin's own helpers
+(overspill._buffers), so the two cannot drift apart in what they accept.
+The loops live in overspill_simd.h; this module only checks arguments and
+reaches the bytes.
 """
 
 from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_FillInfo
@@ -19,7 +20,9 @@ from overspill_simd cimport (
     osp_prefix_fitting, osp_rfind_nth, osp_simd_cap, osp_suffix_fitting, osp_utf8_length,
 )
 
-from overspill._native import _byte_view, _check_flags, _check_patterns
+from overspill._buffers import byte_view as _byte_view
+from overspill._buffers import check_flags as _check_flags
+from overspill._buffers import check_patterns as _check_patterns
 
 cdef extern from "Python.h":
     # CPython's own storage of a str: `kind` bytes per code point.

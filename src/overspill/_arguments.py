@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-__all__ = ["positive_seconds", "whole_number"]
+__all__ = ["id_string", "positive_seconds", "whole_number"]
 
 
 def whole_number(value: object, name: str, minimum: Optional[int] = None) -> int:
@@ -31,3 +31,16 @@ def positive_seconds(value: object, name: str) -> float:
     if not value > 0:
         raise ValueError(f"{name} must be positive")
     return float(value)
+
+
+def id_string(value: object, name: str) -> str:
+    """``value`` if it is a non-empty ``str`` (a session id, a call id, a mime).
+
+    :raises TypeError: not a str.
+    :raises ValueError: empty.
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    if not value:
+        raise ValueError(f"{name} must not be empty")
+    return value

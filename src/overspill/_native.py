@@ -22,13 +22,14 @@ Conventions shared by every kernel:
 from __future__ import annotations
 
 import re
-import sys
 import zlib
-from typing import Union
 
-from ._arguments import whole_number
-
-BytesLike = Union[bytes, bytearray, memoryview]
+from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike
+from ._buffers import ESCAPE as _ESCAPE
+from ._buffers import byte_view as _byte_view
+from ._buffers import check_flags as _check_flags
+from ._buffers import check_int as _check_int
+from ._buffers import check_patterns as _check_patterns
 
 # Large enough that per-block overhead vanishes, small enough that a bounded
 # search ("is this over 2,000 lines?") reads little past its answer.
@@ -38,29 +39,6 @@ _BLOCK = 1 << 16
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 
 _KEEP_MODES = ("head", "head_tail")
-
-
-def _check_int(value: object, name: str, minimum: int) -> int:
-    """``whole_number``, clamped to what a C ``Py_ssize_t`` holds (as the compiled twin does)."""
-    return min(int(whole_number(value, name, minimum)), sys.maxsize)
-
-
-def _byte_view(data: object) -> memoryview:
-    """A flat ``"B"`` memoryview of any C-contiguous buffer (the caller releases it)."""
-    try:
-        view = memoryview(data)  # type: ignore[arg-type]
-    except TypeError:
-        raise TypeError(
-            f"expected str or a bytes-like object, not {type(data).__name__}"
-        ) from None
-    if not view.c_contiguous:
-        view.release()
-        raise TypeError("a bytes-like argument must be C-contiguous")
-    if view.format != "B" or view.ndim != 1:
-        flat = view.cast("B")
-        view.release()
-        return flat
-    return view
 
 
 class _Haystack:
@@ -575,27 +553,8 @@ class StreamCap:
 
 
 # ---------------------------------------------------------------- views
-VIEW_ANSI = 1
-VIEW_CR = 2
-_VIEW_FLAGS = VIEW_ANSI | VIEW_CR
-
-# ESC and what follows it, per ECMA-48: a CSI (ESC [ parameters intermediates
-# final), an OSC (ESC ] text, ended by BEL or ESC \), or another escape
-# (intermediates, then one final byte: charset selection, keypad modes, save
-# and restore cursor).  A sequence cut short by the end of the data or by a
-# byte that cannot continue it ends there; none of them crosses a newline.
-_ESCAPE = re.compile(
-    rb"\x1b(?:\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[\x20-\x2f]*[\x30-\x7e]?)"
-)
 # A line holding a lone carriage return (one not ending the line as \r\n).
 _REDRAWN_LINE = re.compile(rb"[^\n]*\r(?!\n)[^\n]*")
-
-
-def _check_flags(flags: object) -> int:
-    value = _check_int(flags, "flags", 0)
-    if value > _VIEW_FLAGS:
-        raise ValueError(f"flags must be a combination of VIEW_ANSI (1) and VIEW_CR (2), not {flags}")
-    return value
 
 
 def _has_lone_cr(data: bytes) -> bool:
@@ -671,32 +630,6 @@ def view_bytes(buffer: BytesLike, flags: int, /) -> bytes | None:
 
 # ---------------------------------------------------------------- signals
 _WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-_MAX_PATTERNS = 64
-_MAX_KINDS = 8
-
-
-def _check_patterns(patterns: object) -> list[tuple[int, bool, bool, bytes]]:
-    """Validated ``(kind, anchored, caseless, literal)`` signal patterns."""
-    if not isinstance(patterns, (tuple, list)):
-        raise TypeError(f"patterns must be a tuple or list, not {type(patterns).__name__}")
-    if len(patterns) > _MAX_PATTERNS:
-        raise ValueError(f"at most {_MAX_PATTERNS} patterns, not {len(patterns)}")
-    checked = []
-    for entry in patterns:
-        if not isinstance(entry, tuple) or len(entry) != 4:
-            raise TypeError("each pattern must be a tuple (kind, anchored, caseless, literal)")
-        kind, anchored, caseless, literal = entry
-        kind = _check_int(kind, "kind", 0)
-        if kind >= _MAX_KINDS:
-            raise ValueError(f"kind must be below {_MAX_KINDS}, not {kind}")
-        if not isinstance(anchored, bool) or not isinstance(caseless, bool):
-            raise TypeError("anchored and caseless must be bools")
-        if not isinstance(literal, bytes):
-            raise TypeError(f"literal must be bytes, not {type(literal).__name__}")
-        if not 1 <= len(literal) <= 255 or b"\n" in literal:
-            raise ValueError("a literal must hold 1 to 255 bytes and no newline")
-        checked.append((kind, anchored, caseless, literal))
-    return checked
 
 
 def _boundary(before: int, after: int) -> bool:

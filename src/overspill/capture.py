@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Optional, Union
 from . import _kernels
 from ._arguments import positive_seconds, whole_number
 from .records import Resource
+from .text import counted_lines
 
 if TYPE_CHECKING:
     from .store import ToolOutputStore
@@ -403,7 +404,7 @@ class RunningCommand:
         line without a newline (``seq 1 10`` is 10 lines; no output is 0)."""
         newlines = sum(cap.total_lines - 1 for cap in self._caps)
         total = sum(cap.total_bytes for cap in self._caps)
-        return newlines + (1 if total and not self._ends_with_newline else 0)
+        return counted_lines(newlines, total, self._ends_with_newline)
 
     def captured(self) -> tuple[bytes, int, bool]:
         """The output kept in memory (stdout's cap; the whole stream when merged):

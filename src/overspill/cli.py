@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, Optional, TextIO, Union
 
 from . import __version__, _kernels
+from ._frontend import DEFAULT_TIMEOUT, MAX_TIMEOUT, MCP_MAX_BYTES, MCP_MAX_LINES, one_line, read_page
 from .config import MAX_READ_BYTES, resolve_limits
 from .errors import (
     AccessDeniedError,
@@ -129,7 +130,8 @@ def _parser(only: Optional[str] = None) -> _Parser:
     run = add("run", "run a command and print its bounded output (stdout and stderr as one stream, "
               "stored whole when over the limits); exits with the command's exit code, 124 on timeout",
               [common, limits])
-    run.add_argument("--timeout", type=_seconds, default=120.0, help="seconds before it is stopped (default 120)")
+    run.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT,
+                     help=f"seconds before it is stopped (default {DEFAULT_TIMEOUT:g})")
     run.add_argument("--spill", dest="spill", action="store_true", default=True,
                      help="store the whole output, however large (the default)")
     run.add_argument("--no-spill", dest="spill", action="store_false",
@@ -171,10 +173,11 @@ def _parser(only: Optional[str] = None) -> _Parser:
     mcp.add_argument("--session", help="session id shared across restarts (default: a fresh one per server)")
     mcp.add_argument("--data-dir", help=_DATA_HELP)
     mcp.add_argument("--cwd", help="folder commands run in and relative paths start from (default: the current one)")
-    mcp.add_argument("--max-lines", type=_positive, help="lines a preview may show (default 400)")
-    mcp.add_argument("--max-bytes", type=_positive, help="bytes a preview may show (default 8192)")
-    mcp.add_argument("--timeout", type=_seconds, default=120.0,
-                     help="seconds a command runs when the model names no timeout (default 120, at most 3600)")
+    mcp.add_argument("--max-lines", type=_positive, help=f"lines a preview may show (default {MCP_MAX_LINES})")
+    mcp.add_argument("--max-bytes", type=_positive, help=f"bytes a preview may show (default {MCP_MAX_BYTES})")
+    mcp.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT,
+                     help=f"seconds a command runs when the model names no timeout (default {DEFAULT_TIMEOUT:g}, "
+                          f"at most {MAX_TIMEOUT:g})")
     return parser
 
 
@@ -356,7 +359,7 @@ def _command_read(args: argparse.Namespace) -> int:
         _write_all(_stdout().buffer, store.iter_bytes(session, args.uri))
         return 0
     offset = args.offset or 0
-    page = store.read(session, args.uri, offset=offset, limit=args.limit)
+    page = read_page(store, session, args.uri, offset, args.limit)
     if offset and offset >= page.resource.size:  # the store clamps it; the user should hear about it
         raise _UsageError(f"read: offset {offset} is past the end of {page.resource.uri}, "
                           f"which has {_count(page.resource.size, 'byte')}")
@@ -506,8 +509,8 @@ def _command_mcp(args: argparse.Namespace) -> int:
         raise _UsageError("--session must not be empty")
     if args.cwd is not None and not os.path.isdir(args.cwd):
         raise _UsageError(f"--cwd {args.cwd} is not a folder")
-    if args.timeout > 3600:
-        raise _UsageError(f"--timeout must be at most 3600 seconds, not {args.timeout:g}")
+    if args.timeout > MAX_TIMEOUT:
+        raise _UsageError(f"--timeout must be at most {MAX_TIMEOUT:g} seconds, not {args.timeout:g}")
     try:
         from . import mcp_server  # the SDK is imported only here, never by ``import overspill``
     except ImportError as error:  # an mcp too old or broken to serve
@@ -527,7 +530,7 @@ _COMMANDS = {"run": _command_run, "read": _command_read, "grep": _command_grep, 
 def _fail(status: int, message: str) -> int:
     if sys.stderr is None:  # closed by the caller (2>&-): the status alone tells
         return status
-    sys.stderr.write(f"overspill: error: {_shown(' '.join(message.split()))}\n")
+    sys.stderr.write(f"overspill: error: {_shown(one_line(message))}\n")
     return status
 
 

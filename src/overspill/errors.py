@@ -30,7 +30,8 @@ class OverspillError(Exception):
 
 
 class InvalidResourceError(OverspillError, ValueError):
-    """The string is not a well-formed ``tool-output://`` URI or resource id.
+    """The string is not a well-formed ``tool-output://`` URI or resource id, or
+    a page request's offset or limit is not a whole number in range.
 
     Raised before any file is touched.
     """

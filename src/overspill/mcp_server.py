@@ -48,6 +48,16 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from . import __version__, tools
+from ._frontend import (
+    DEFAULT_TIMEOUT,
+    MAX_TIMEOUT,
+    MCP_MAX_BYTES,
+    MCP_MAX_LINES,
+    check_session_id,
+    check_timeout,
+    one_line,
+    read_page,
+)
 from .config import MAX_READ_BYTES
 from .errors import InvalidResourceError, OverspillError
 from .records import SCHEME, new_id
@@ -69,11 +79,10 @@ __all__ = [
 #: The tools served.
 TOOLS = ("bash", "read", "grep", "webfetch")
 #: Sized so a preview (plus its marker) passes the ~10 KB cut of Codex and Copilot CLI untouched.
-DEFAULT_MAX_BYTES = 8 * 1024
-DEFAULT_MAX_LINES = 400
-#: Seconds a command runs when the model names no timeout, and the most it may name.
-DEFAULT_TIMEOUT = 120.0
-MAX_TIMEOUT = 3600.0
+DEFAULT_MAX_BYTES = MCP_MAX_BYTES
+DEFAULT_MAX_LINES = MCP_MAX_LINES
+# DEFAULT_TIMEOUT and MAX_TIMEOUT (seconds a command runs when the model names
+# no timeout, and the most it may name) are the front ends' (overspill._frontend).
 RESOURCE_TEMPLATE = SCHEME + "{id}{?offset,limit}"
 
 # The JSON-RPC code MCP gives a resource that cannot be found, and the generic invalid-params one.
@@ -109,12 +118,8 @@ def limits_config(max_lines: Optional[int] = None, max_bytes: Optional[int] = No
     return {"tool_output": section}
 
 
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
-
 def _error(message: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=_one_line(message))], is_error=True)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=one_line(message))], is_error=True)
 
 
 def _structured(name: str, result: ToolResult) -> dict[str, Any]:
@@ -214,13 +219,8 @@ def create_server(store: ToolOutputStore, session_id: Optional[str] = None, *, c
     """
     if session_id is None:
         session_id = f"mcp-{new_id()}"
-    if not isinstance(session_id, str):
-        raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
-    if not session_id:
-        raise ValueError("session_id must not be empty")
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT:
-        raise ValueError(f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, not {timeout!r}")
-    session = session_id
+    session = check_session_id(session_id)
+    check_timeout(timeout)
     limits = store.limits()
     calls = itertools.count(1)
     by_name = {spec["name"]: spec for spec in tools.schemas("anthropic", limits=limits, timeout=timeout)}
@@ -290,12 +290,11 @@ def create_server(store: ToolOutputStore, session_id: Optional[str] = None, *, c
         uri = str(params.uri)
         base, offset, limit = _page_request(uri)
         try:
-            page = await anyio.to_thread.run_sync(functools.partial(store.read, session, base, offset=offset,
-                                                                    limit=limit))
+            page = await anyio.to_thread.run_sync(functools.partial(read_page, store, session, base, offset, limit))
         except InvalidResourceError as error:
-            raise MCPError(_INVALID_PARAMS, _one_line(str(error))) from None
+            raise MCPError(_INVALID_PARAMS, one_line(str(error))) from None
         except OverspillError as error:
-            raise MCPError(_RESOURCE_NOT_FOUND, _one_line(str(error))) from None
+            raise MCPError(_RESOURCE_NOT_FOUND, one_line(str(error))) from None
         meta = {"offset": page.offset, "next_offset": page.next, "size": page.resource.size}
         return types.ReadResourceResult(contents=[
             types.TextResourceContents(uri=uri, mime_type=page.resource.mime, text=page.content, _meta=meta)])

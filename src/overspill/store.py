@@ -25,26 +25,21 @@ from pathlib import Path
 from typing import Optional, Union
 
 from . import _kernels
-from ._arguments import positive_seconds, whole_number
+from ._arguments import id_string, positive_seconds, whole_number
 from .config import MAX_READ_BYTES, RETENTION, ConfigSource, Limits, resolve_limits
-from .errors import (
-    AccessDeniedError,
-    ResourceNotFoundError,
-    StorageError,
-)
+from .errors import AccessDeniedError, StorageError
 from .backends._location import locate, open_url
 from .backends.base import Backend, CleanupReport, Writer
 from .backends.local import LocalBackend
 from .records import MAX_METADATA_BYTES, Record, Resource, new_id, parse_uri
-from ._native import BytesLike
-from ._native import VIEW_ANSI, VIEW_CR
-from ._native import _byte_view as byte_view
+from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike, byte_view
 from ._preview import BOUNDARY_MARGIN, compose, stored_preview
 from .text import (
     Content,
     Preview,
     Reader,
     compile_signals,
+    counted_lines,
     encode_content,
     human_lines,
     line_slack,
@@ -121,14 +116,6 @@ class Page:
     offset: int
     truncated: bool
     next: Optional[int]
-
-
-def _check_id_string(value: object, name: str) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
-    if not value:
-        raise ValueError(f"{name} must not be empty")
-    return value
 
 
 _new_instance = object.__new__
@@ -364,14 +351,14 @@ class ToolOutputStore:
             if isinstance(error, OSError) and not isinstance(error, StorageError):
                 raise _storage_error("cannot store the resource", error) from None
             raise
-        lines = newlines + (1 if total and not last_newline else 0)
+        lines = counted_lines(newlines, total, last_newline)
         return self._publish(writer, session_id, tool_call_id, mime, name, total, lines)
 
     @staticmethod
     def _check_write_arguments(session_id: object, tool_call_id: object, mime: object, name: object) -> None:
-        _check_metadata(_check_id_string(session_id, "session_id"), "session_id")
-        _check_metadata(_check_id_string(tool_call_id, "tool_call_id"), "tool_call_id")
-        _check_metadata(_check_id_string(mime, "mime"), "mime")
+        _check_metadata(id_string(session_id, "session_id"), "session_id")
+        _check_metadata(id_string(tool_call_id, "tool_call_id"), "tool_call_id")
+        _check_metadata(id_string(mime, "mime"), "mime")
         if name is not None:
             if not isinstance(name, str):
                 raise TypeError(f"name must be a str or None, not {type(name).__name__}")
@@ -543,7 +530,7 @@ class ToolOutputStore:
             raise
         if writer is None:
             return TruncateResult(shown_text(held, self._views), False, None)
-        lines = newlines + (1 if size and not last_newline else 0)  # as a person counts them
+        lines = counted_lines(newlines, size, last_newline)  # as a person counts them
         record = self._publish(writer, session_id, tool_call_id, mime, name, size, lines)
         count = newlines + 1  # as the preview's line rule counts them
         try:
@@ -592,7 +579,7 @@ class ToolOutputStore:
         :raises ResourceCorruptError: its bytes do not match their checksums.
         """
         resource_id = parse_uri(uri)
-        _check_id_string(session_id, "session_id")
+        id_string(session_id, "session_id")
         record = self._owned_record(session_id, resource_id)
         with self._backend.read(record, 0, record.resource.size) as whole:
             yield record.resource, whole
@@ -612,7 +599,7 @@ class ToolOutputStore:
             ranges before it were already yielded).
         """
         resource_id = parse_uri(uri)
-        _check_id_string(session_id, "session_id")
+        id_string(session_id, "session_id")
         record = self._owned_record(session_id, resource_id)
         return self._ranges(record)
 
@@ -638,7 +625,7 @@ class ToolOutputStore:
         :raises ResourceCorruptError: its bytes do not match their checksums.
         """
         resource_id = parse_uri(uri)
-        _check_id_string(session_id, "session_id")
+        id_string(session_id, "session_id")
         offset = whole_number(offset, "offset")  # clamped below, as the reference store does
         limit = MAX_READ_BYTES if limit is None else whole_number(limit, "limit")
         record = self._owned_record(session_id, resource_id)
@@ -677,7 +664,7 @@ class ToolOutputStore:
         :raises StorageError: the listing failed.
         """
         if session_id is not None:
-            _check_id_string(session_id, "session_id")
+            id_string(session_id, "session_id")
         try:
             return self._backend.records(session_id)
         except OSError as error:
@@ -687,7 +674,7 @@ class ToolOutputStore:
 
     def resources(self, session_id: str) -> list[Resource]:
         """That session's resources in the order they were written (id order)."""
-        _check_id_string(session_id, "session_id")
+        id_string(session_id, "session_id")
         return [record.resource for record in self.records(session_id)]
 
     # ------------------------------------------------------------------ cleanup

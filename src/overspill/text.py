@@ -11,14 +11,14 @@ from dataclasses import dataclass
 from typing import Optional, Union
 
 from . import _kernels
-from ._native import _ESCAPE as ESCAPE_SEQUENCE
-from ._native import VIEW_ANSI, VIEW_CR
-from ._native import _byte_view as byte_view
+from ._buffers import ESCAPE as ESCAPE_SEQUENCE
+from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike, byte_view
 
 __all__ = [
     "Preview",
     "SignalCollector",
     "compile_signals",
+    "counted_lines",
     "encode_content",
     "human_lines",
     "line_slack",
@@ -32,7 +32,6 @@ __all__ = [
 ]
 
 Content = Union[str, bytes, bytearray, memoryview]
-BytesLike = Union[bytes, bytearray, memoryview]
 
 # Code points encoded (or bytes yielded) at a time by stored_pieces: each
 # piece stays in cache from the write to the checksum.
@@ -133,9 +132,16 @@ def human_lines(content: Content) -> int:
     without a newline (``"1\\n2\\n"`` is 2 lines, ``""`` is 0)."""
     newlines = _kernels.count_lines(content) - 1
     if isinstance(content, str):
-        return newlines + (1 if content and content[-1] != "\n" else 0)
+        return counted_lines(newlines, len(content), content[-1:] == "\n")
     with byte_view(content) as view:
-        return newlines + (1 if len(view) and view[-1] != 10 else 0)
+        return counted_lines(newlines, len(view), len(view) > 0 and view[-1] == 10)
+
+
+def counted_lines(newlines: int, size: int, ends_with_newline: bool) -> int:
+    """The one line-count rule people use (``human_lines``), from an output's
+    newlines, its size and whether its last byte is a newline: for outputs
+    counted as they stream by."""
+    return newlines + (1 if size and not ends_with_newline else 0)
 
 
 def encode_content(content: Content) -> bytes:

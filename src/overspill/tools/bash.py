@@ -8,7 +8,6 @@ line the model sees after the preview.
 
 from __future__ import annotations
 
-import codecs
 import itertools
 import os
 import signal
@@ -17,12 +16,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
+from .._frontend import DEFAULT_TIMEOUT
 from ..capture import MAX_CAPTURE_BYTES, ProcessResult, RunningCommand
 from ..config import Limits
 from ..errors import StorageError
 from ..records import Resource
 from ..store import ToolOutputStore
 from ..text import preview
+from ._binary import SNIFF_BYTES, is_binary
 from ._result import ToolResult, failure, stored_metadata
 
 __all__ = ["bash"]
@@ -31,26 +32,8 @@ PathArg = Union[str, "os.PathLike[str]", None]
 Progress = Callable[[int], None]
 
 BINARY_MIME = "application/octet-stream"
-# How much of the start of an output decides whether it is text.
-_SNIFF_BYTES = 8192
 # Bytes shown (as hex) of a binary output.
 _HEX_BYTES = 16
-
-
-def is_binary(sample: bytes) -> bool:
-    """Whether an output starting with ``sample`` is binary rather than text.
-
-    Binary: a NUL byte, or mostly invalid UTF-8 (more than a quarter of the
-    bytes are not part of a valid sequence; random bytes come to about half,
-    text in a legacy 8-bit encoding to a few percent).  A sequence cut by the
-    end of the sample counts as valid.
-    """
-    if b"\0" in sample:
-        return True
-    decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
-    text = decoder.decode(sample, final=False)
-    invalid = sum(1 for character in text if "\udc80" <= character <= "\udcff")
-    return invalid * 4 > len(sample)
 
 
 def _describe_binary(size: int, start: bytes, uri: Optional[str], stored: Optional[int] = None) -> str:
@@ -126,9 +109,9 @@ class _Sniffed:
         for chunk in chunks:
             self.held.append(chunk)
             size += len(chunk)
-            if size >= _SNIFF_BYTES:
+            if size >= SNIFF_BYTES:
                 break
-        self.start = b"".join(self.held)[:_SNIFF_BYTES]
+        self.start = b"".join(self.held)[:SNIFF_BYTES]
         self.binary = is_binary(self.start)
 
 
@@ -247,7 +230,7 @@ def execute(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str
 
 
 def bash(store: ToolOutputStore, session_id: str, tool_call_id: str, command: str, *,
-         timeout: float = 120.0, cwd: PathArg = None, env: Optional[Mapping[str, str]] = None,
+         timeout: float = DEFAULT_TIMEOUT, cwd: PathArg = None, env: Optional[Mapping[str, str]] = None,
          spill: bool = True, abort: Optional[threading.Event] = None,
          progress: Optional[Progress] = None) -> ToolResult:
     """Run ``command`` through the shell; return its bounded output.

@@ -20,14 +20,12 @@ from .. import _kernels
 from ..errors import OverspillError
 from ..store import ToolOutputStore
 from ..text import view_flags
+from ._binary import file_is_binary
 from ._result import MAX_LINE_LENGTH, ToolResult, bounded, failure
 
 __all__ = ["ResourceMatches", "grep", "search_resource"]
 
 _SKIPPED_FOLDERS = {".git", ".hg", ".svn"}
-_SNIFF_BYTES = 8192
-# How far around a match in a stored output its line is looked for.
-_LINE_WINDOW = 8 * MAX_LINE_LENGTH
 PathArg = Union[str, "os.PathLike[str]", None]
 
 
@@ -306,9 +304,8 @@ def _search_files(root: Path, shown_root: str, regex: re.Pattern[str], pattern: 
             continue
         try:
             with _open_regular(file, named) as handle:
-                if b"\0" in handle.read(_SNIFF_BYTES):
+                if file_is_binary(handle):
                     continue
-                handle.seek(0)
                 for number, raw in enumerate(handle, 1):
                     line = raw.decode("utf-8", "replace").rstrip("\r\n")
                     if regex.search(line):

@@ -7,25 +7,17 @@ import stat
 from pathlib import Path
 from typing import BinaryIO, Optional, Union
 
+from .._frontend import page_argument_problem, read_page
 from ..config import MAX_READ_BYTES
 from ..errors import OverspillError
 from ..store import ToolOutputStore
+from ._binary import file_is_binary
 from ._result import MAX_LINE_LENGTH, MAX_READ_LINES, ToolResult, failure
 
 __all__ = ["read"]
 
-# A file whose first bytes hold a NUL is treated as binary.
-_SNIFF_BYTES = 8192
 # Longest raw line read at once; the rest of a longer line is skipped unread.
 _LINE_READ = MAX_LINE_LENGTH * 4 + 1
-
-
-def _whole_number(value: object, name: str, minimum: int) -> Optional[str]:
-    if isinstance(value, bool) or not isinstance(value, int):
-        return f"{name} must be an integer"
-    if value < minimum:
-        return f"{name} must be at least {minimum}"
-    return None
 
 
 def read(store: ToolOutputStore, session_id: str, tool_call_id: str, *, resource: Optional[str] = None,
@@ -50,12 +42,8 @@ def read(store: ToolOutputStore, session_id: str, tool_call_id: str, *, resource
 
 def _read_resource(store: ToolOutputStore, session_id: str, uri: object, offset: Optional[int],
                    limit: Optional[int]) -> ToolResult:
-    problem = (_whole_number(offset, "offset", 0) if offset is not None else None) or (
-        _whole_number(limit, "limit", 1) if limit is not None else None)
-    if problem:
-        return failure(problem)
     try:
-        page = store.read(session_id, uri, offset=offset or 0, limit=limit)  # type: ignore[arg-type]
+        page = read_page(store, session_id, uri, offset, limit)
     except OverspillError as error:
         return failure(str(error))
     size = page.resource.size
@@ -88,8 +76,7 @@ def _read_file(path: object, offset: Optional[int], limit: Optional[int],
     if not isinstance(path, str) or not path:
         return failure("path must be a non-empty string")
     # The schema shares ``offset`` (minimum 0) with resources, so 0 is valid here too: the first line.
-    problem = (_whole_number(offset, "offset", 0) if offset is not None else None) or (
-        _whole_number(limit, "limit", 1) if limit is not None else None)
+    problem = page_argument_problem(offset, limit)
     if problem:
         return failure(problem)
     first = max(offset or 1, 1)
@@ -107,9 +94,8 @@ def _read_file(path: object, offset: Optional[int], limit: Optional[int],
         return failure(f"{path} is not a regular file")
     try:
         with open(target, "rb") as file:
-            if b"\0" in file.read(_SNIFF_BYTES):
+            if file_is_binary(file):
                 return failure(f"{path} looks binary (it contains NUL bytes); it cannot be read as text")
-            file.seek(0)
             return _numbered_lines(file, path, first, count)
     except OSError as error:
         return failure(f"cannot read {path}: {error.strerror}")

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._arguments import positive_seconds
+from .._frontend import DEFAULT_TIMEOUT, MAX_TIMEOUT
 from ..config import MAX_BYTES, MAX_LINES, MAX_READ_BYTES, Limits
 from ..store import ToolOutputStore
 from ._result import MAX_READ_LINES, ToolResult, failure
@@ -35,6 +36,11 @@ def _paging(max_lines: int, max_bytes: int) -> str:
 
 _PAGING = _paging(MAX_LINES, MAX_BYTES)
 
+
+def _timeout_description(seconds: float) -> str:
+    return f"Seconds before the command is stopped (default {seconds:g})."
+
+
 _TOOLS: dict[str, dict[str, Any]] = {
     "bash": {
         "description": "Run a shell command (stdin is empty) and return its output, stdout and stderr "
@@ -42,8 +48,8 @@ _TOOLS: dict[str, dict[str, Any]] = {
                        "timeout. " + _PAGING,
         "properties": {
             "command": {"type": "string", "description": "The command line, run by /bin/sh."},
-            "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600,
-                        "description": "Seconds before the command is stopped (default 120)."},
+            "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": int(MAX_TIMEOUT),
+                        "description": _timeout_description(DEFAULT_TIMEOUT)},
         },
         "required": ["command"],
     },
@@ -122,7 +128,7 @@ def _parameters(name: str, timeout: float | None) -> dict[str, Any]:
     spec = _TOOLS[name]
     properties = copy.deepcopy(spec["properties"])
     if name == "bash" and timeout is not None:
-        properties["timeout"]["description"] = f"Seconds before the command is stopped (default {timeout:g})."
+        properties["timeout"]["description"] = _timeout_description(timeout)
     return {"type": "object", "properties": properties, "required": list(spec["required"]),
             "additionalProperties": False}
 
@@ -136,7 +142,7 @@ def schemas(style: str = "openai", *, limits: Limits | None = None,
         which the descriptions then name; the defaults when None.
     :param timeout: the seconds a command runs when the model names none, as
         the host applies it, which bash's ``timeout`` description then names;
-        120 when None.
+        ``DEFAULT_TIMEOUT`` (120) when None.
     :raises ValueError: an unknown style, or ``timeout`` not positive.
     :raises TypeError: ``limits`` is not a ``Limits``, or ``timeout`` not a number.
     """

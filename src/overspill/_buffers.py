@@ -1,0 +1,92 @@
+"""Argument checks and byte views shared by both kernel implementations.
+
+``overspill._native`` (the pure twin) and ``overspill._speedups`` (compiled)
+accept exactly the same arguments because both check them here; the text
+rules reach the view flags and byte views here too, so that no module but
+``_kernels`` imports an implementation.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Union
+
+from ._arguments import whole_number
+
+__all__ = ["ESCAPE", "MAX_KINDS", "MAX_PATTERNS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS", "BytesLike", "byte_view",
+           "check_flags", "check_int", "check_patterns"]
+
+BytesLike = Union[bytes, bytearray, memoryview]
+
+
+def check_int(value: object, name: str, minimum: int) -> int:
+    """``whole_number``, clamped to what a C ``Py_ssize_t`` holds (as the compiled twin does)."""
+    return min(int(whole_number(value, name, minimum)), sys.maxsize)
+
+
+def byte_view(data: object) -> memoryview:
+    """A flat ``"B"`` memoryview of any C-contiguous buffer (the caller releases it)."""
+    try:
+        view = memoryview(data)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(
+            f"expected str or a bytes-like object, not {type(data).__name__}"
+        ) from None
+    if not view.c_contiguous:
+        view.release()
+        raise TypeError("a bytes-like argument must be C-contiguous")
+    if view.format != "B" or view.ndim != 1:
+        flat = view.cast("B")
+        view.release()
+        return flat
+    return view
+
+
+# What a reader is shown of stored bytes (see _native.view_bytes).
+VIEW_ANSI = 1
+VIEW_CR = 2
+VIEW_FLAGS = VIEW_ANSI | VIEW_CR
+
+# ESC and what follows it, per ECMA-48: a CSI (ESC [ parameters intermediates
+# final), an OSC (ESC ] text, ended by BEL or ESC \), or another escape
+# (intermediates, then one final byte: charset selection, keypad modes, save
+# and restore cursor).  A sequence cut short by the end of the data or by a
+# byte that cannot continue it ends there; none of them crosses a newline.
+ESCAPE = re.compile(
+    rb"\x1b(?:\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[\x20-\x2f]*[\x30-\x7e]?)"
+)
+def check_flags(flags: object) -> int:
+    value = check_int(flags, "flags", 0)
+    if value > VIEW_FLAGS:
+        raise ValueError(f"flags must be a combination of VIEW_ANSI (1) and VIEW_CR (2), not {flags}")
+    return value
+
+
+# The most signal patterns, and kinds of them, a scan takes.
+MAX_PATTERNS = 64
+MAX_KINDS = 8
+
+
+def check_patterns(patterns: object) -> list[tuple[int, bool, bool, bytes]]:
+    """Validated ``(kind, anchored, caseless, literal)`` signal patterns."""
+    if not isinstance(patterns, (tuple, list)):
+        raise TypeError(f"patterns must be a tuple or list, not {type(patterns).__name__}")
+    if len(patterns) > MAX_PATTERNS:
+        raise ValueError(f"at most {MAX_PATTERNS} patterns, not {len(patterns)}")
+    checked = []
+    for entry in patterns:
+        if not isinstance(entry, tuple) or len(entry) != 4:
+            raise TypeError("each pattern must be a tuple (kind, anchored, caseless, literal)")
+        kind, anchored, caseless, literal = entry
+        kind = check_int(kind, "kind", 0)
+        if kind >= MAX_KINDS:
+            raise ValueError(f"kind must be below {MAX_KINDS}, not {kind}")
+        if not isinstance(anchored, bool) or not isinstance(caseless, bool):
+            raise TypeError("anchored and caseless must be bools")
+        if not isinstance(literal, bytes):
+            raise TypeError(f"literal must be bytes, not {type(literal).__name__}")
+        if not 1 <= len(literal) <= 255 or b"\n" in literal:
+            raise ValueError("a literal must hold 1 to 255 bytes and no newline")
+        checked.append((kind, anchored, caseless, literal))
+    return checked

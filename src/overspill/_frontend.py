@@ -1,0 +1,102 @@
+"""What every front end shares: defaults, argument rules, the error line, the page read.
+
+The CLI, the MCP server and the tools take their defaults (a command's
+timeout, the MCP preview limits), their checks (session ids, timeouts, page
+offsets) and the one-line error rule from here, and read a page of a stored
+output through ``read_page``, so that no front end holds a rule another one
+needs.  Importing this module imports neither the store nor a third-party
+library.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from ._arguments import id_string
+from .errors import InvalidResourceError
+
+if TYPE_CHECKING:
+    from .store import Page, ToolOutputStore
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "MAX_TIMEOUT",
+    "MCP_MAX_BYTES",
+    "MCP_MAX_LINES",
+    "check_session_id",
+    "check_timeout",
+    "one_line",
+    "page_argument_problem",
+    "read_page",
+]
+
+#: Seconds a command runs when the model names no timeout, and the most it may name.
+DEFAULT_TIMEOUT = 120.0
+MAX_TIMEOUT = 3600.0
+#: The MCP server's preview limits: sized so a preview (plus its marker) passes
+#: the ~10 KB cut of Codex and Copilot CLI untouched.
+MCP_MAX_LINES = 400
+MCP_MAX_BYTES = 8 * 1024
+
+
+def one_line(text: object) -> str:
+    """``text`` as one line: every run of whitespace (newlines included) is one space."""
+    return " ".join(str(text).split())
+
+
+def check_session_id(value: object) -> str:
+    """``value`` if it is a session id (a non-empty ``str``).
+
+    :raises TypeError: not a str.
+    :raises ValueError: empty.
+    """
+    return id_string(value, "session_id")
+
+
+def timeout_problem(value: object) -> Optional[str]:
+    """Why ``value`` is not a timeout in ``(0, MAX_TIMEOUT]`` seconds; None when it is one."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_TIMEOUT:
+        return f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, not {value!r}"
+    return None
+
+
+def check_timeout(value: object) -> float:
+    """``value`` if it is a timeout in ``(0, MAX_TIMEOUT]`` seconds.
+
+    :raises ValueError: it is not (a bool is not a number).
+    """
+    problem = timeout_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value  # type: ignore[return-value]
+
+
+def page_argument_problem(offset: object, limit: object) -> Optional[str]:
+    """Why ``offset`` (a byte offset, at least 0) or ``limit`` (bytes, at least 1)
+    is not what a page read takes; None when both are (or are None)."""
+    for value, name, minimum in ((offset, "offset", 0), (limit, "limit", 1)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"{name} must be an integer"
+        if value < minimum:
+            return f"{name} must be at least {minimum}"
+    return None
+
+
+def read_page(store: ToolOutputStore, session_id: str, uri: object, offset: Optional[int] = None,
+              limit: Optional[int] = None) -> Page:
+    """A page of a stored output, as every front end reads one.
+
+    :param offset: a byte offset (default 0); ``store.read`` clamps it to the size.
+    :param limit: the most bytes in the page (default ``MAX_READ_BYTES``).
+    :raises InvalidResourceError: ``offset`` or ``limit`` is not a whole number
+        of at least 0 or 1, or ``uri`` is not a well-formed URI.
+    :raises AccessDeniedError: another session wrote the resource.
+    :raises ResourceNotFoundError: it does not exist or its files are broken.
+    :raises ResourceCorruptError: its bytes do not match their checksums.
+    """
+    problem = page_argument_problem(offset, limit)
+    if problem is not None:
+        raise InvalidResourceError(problem)
+    return store.read(session_id, uri, offset=offset or 0, limit=limit)  # type: ignore[arg-type]
