@@ -133,3 +133,20 @@ def test_each_adapter_has_its_extra():
     for extra, package in ADAPTER_EXTRAS.items():
         assert any(r.startswith(package) and f'extra == "{extra}"' in r for r in requirements), (extra, requirements)
         assert any(r.startswith("overspill") and extra in r and 'extra == "test"' in r for r in requirements)
+
+
+@pytest.mark.parametrize(("module", "framework_module", "names"), [
+    ("openai_agents", "agents", {"bound", "bound_servers"}),
+    ("langchain", "langchain.agents", {"OverspillMiddleware", "middleware"}),
+    ("pydantic_ai", "pydantic_ai", {"OverspillCapability", "capability", "toolset"}),
+    ("smolagents", "smolagents", {"BoundedToolCallingAgent", "bound"}),
+])
+def test_adapter_public_names_are_pinned(module, framework_module, names):
+    from importlib import import_module
+
+    from adapter_scenario import framework
+
+    framework(framework_module)
+    adapter = import_module(f"overspill.adapters.{module}")
+    assert set(adapter.__all__) == names
+    assert all(callable(getattr(adapter, name)) for name in names)

@@ -91,7 +91,7 @@ class OverspillMiddleware(AgentMiddleware):
     # -------------------------------------------------------------- tool calls
     def _paging_tool(self, request: Any) -> Optional[PagingTool]:
         tool = self._paging.get(request.tool_call.get("name"))
-        if tool is None or (request.tool is not None and request.tool not in self.tools):
+        if tool is None or (request.tool is not None and not any(request.tool is own for own in self.tools)):
             return None  # not ours: another tool of that name is the agent's own
         return tool
 

@@ -27,6 +27,11 @@ from agents.tool import ToolOutputText
 from agents.tool_context import ToolContext
 from agents.tracing import get_current_trace
 
+try:  # how the SDK chooses the context an invoker gets (private, so its absence is allowed for)
+    from agents.tool import _get_function_tool_invoke_context as _narrowed_context
+except ImportError:
+    _narrowed_context = None
+
 from ..store import ToolOutputStore
 from ._core import PAGING_TOOLS, Bounder, PagingTool, Sessions, check_session_id, new_call_id, open_store, \
     paging_tools
@@ -88,9 +93,19 @@ class _BoundedInvoker:
         self._session_id = session_id
         self._owner = owner
         self._adapter = adapter
+        # Whether the SDK narrows the context for the inner invoker: it depends only on the invoker's
+        # signature, so it is learnt on the first call (the SDK inspects the signature every time).
+        self._narrows: Optional[bool] = None if _narrowed_context is not None else False
+
+    def _inner_context(self, context: ToolContext[Any]) -> Any:
+        if self._narrows is False:
+            return context
+        chosen = _narrowed_context(self._inner, context)
+        self._narrows = chosen is not context
+        return chosen
 
     async def __call__(self, context: ToolContext[Any], input: str) -> Any:
-        output = await self._inner.on_invoke_tool(_inner_context(self._inner, context), input)
+        output = await self._inner.on_invoke_tool(self._inner_context(context), input)
         if self._adapter is not None and not isinstance(output, str):
             # The copy no longer declares the output schema (a preview cannot match it):
             # the output becomes the JSON text the SDK would have sent.
@@ -98,15 +113,6 @@ class _BoundedInvoker:
                                                           by_alias=True), ensure_ascii=False, separators=(",", ":"))
         return await _bound_output(self._bounder, _session(self._session_id, context, self._owner),
                                    _call_id(context), output)
-
-
-def _inner_context(tool: FunctionTool, context: ToolContext[Any]) -> Any:
-    """The context the SDK would pass the unwrapped tool (it narrows it for wrappers that ask)."""
-    try:
-        from agents.tool import _get_function_tool_invoke_context
-    except ImportError:  # an SDK without the narrowing: every invoker gets the ToolContext
-        return context
-    return _get_function_tool_invoke_context(tool, context)
 
 
 def _wrapped(tool: FunctionTool, bounder: Bounder, session_id: Optional[str], owner: object) -> FunctionTool:
