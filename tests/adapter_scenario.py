@@ -32,6 +32,38 @@ HINT = re.compile(r"\n\n\[(\d+) more bytes of (tool-output://[0-9A-Za-z]+): read
 _REQUIRED = os.environ.get("OVERSPILL_REQUIRE_ADAPTERS", "") not in ("", "0")
 
 
+# The scenario's tools as plain functions: each test makes them its framework's tools.
+def big() -> str:
+    """Return a large output."""
+    return BIG
+
+
+def small() -> str:
+    """Return a small output."""
+    return SMALL
+
+
+def broken() -> str:
+    """Fail."""
+    raise RuntimeError("the disk is on fire")
+
+
+def table() -> dict:
+    """Return a large JSON value."""
+    return {"rows": [[n, f"row {n}"] for n in range(20_000)]}
+
+
+TOOLS = (big, small, broken, table)
+
+
+def expected_paging(store: Any) -> dict[str, dict[str, Any]]:
+    """``read`` and ``grep`` as ``overspill.tools.schemas`` defines them for ``store``: name -> function spec."""
+    from overspill.tools import schemas
+
+    return {spec["function"]["name"]: spec["function"] for spec in schemas(limits=store.limits())
+            if spec["function"]["name"] in ("read", "grep")}
+
+
 def framework(module: str) -> Any:
     """Import a framework's module, or skip (fail under OVERSPILL_REQUIRE_ADAPTERS) when it is missing."""
     try:

@@ -7,7 +7,8 @@ from typing import Any, Optional
 
 import pytest
 
-from adapter_scenario import BIG, SMALL, Rendezvous, Script, framework
+import adapter_scenario as scenario
+from adapter_scenario import BIG, SMALL, Rendezvous, Script, expected_paging, framework
 from overspill import ToolOutputStore
 
 framework("langchain.agents")
@@ -22,24 +23,10 @@ from langgraph.types import Command  # noqa: E402
 from overspill.adapters.langchain import middleware  # noqa: E402
 
 RECURSION = {"recursion_limit": 500}
+big, small, broken = (tool(function) for function in scenario.TOOLS[:3])
 
 
-@tool
-def big() -> str:
-    """Return a large output."""
-    return BIG
 
-
-@tool
-def small() -> str:
-    """Return a small output."""
-    return SMALL
-
-
-@tool
-def broken() -> str:
-    """Fail."""
-    raise RuntimeError("the disk is on fire")
 
 
 @tool

@@ -7,7 +7,8 @@ from typing import Any, Optional
 
 import pytest
 
-from adapter_scenario import BIG, MAX_TURNS, SMALL, Rendezvous, Script, framework
+import adapter_scenario as scenario
+from adapter_scenario import BIG, MAX_TURNS, SMALL, Rendezvous, Script, expected_paging, framework
 from overspill import ToolOutputStore
 
 agents = framework("agents")
@@ -15,30 +16,11 @@ testing = framework("agents.testing")
 from overspill.adapters.openai_agents import bound  # noqa: E402
 
 agents.set_tracing_disabled(True)
+big, small, broken, table = (agents.function_tool(function) for function in scenario.TOOLS)
 
 
-@agents.function_tool
-def big() -> str:
-    """Return a large output."""
-    return BIG
 
 
-@agents.function_tool
-def small() -> str:
-    """Return a small output."""
-    return SMALL
-
-
-@agents.function_tool
-def broken() -> str:
-    """Fail."""
-    raise RuntimeError("the disk is on fire")
-
-
-@agents.function_tool
-def table() -> dict:
-    """Return a large JSON value."""
-    return {"rows": [[n, f"row {n}"] for n in range(20_000)]}
 
 
 def _received(call: Any) -> Optional[str]:
@@ -76,11 +58,9 @@ def store(tmp_path):
 
 
 def test_bound_adds_read_and_grep_with_the_tools_schemas(store):
-    from overspill.tools import schemas
-
     tools = bound([big], store)
     assert [tool.name for tool in tools] == ["big", "read", "grep"]
-    expected = {spec["function"]["name"]: spec["function"] for spec in schemas(limits=store.limits())}
+    expected = expected_paging(store)
     for tool in tools[1:]:
         assert tool.description == expected[tool.name]["description"]
         assert tool.params_json_schema == expected[tool.name]["parameters"]

@@ -8,7 +8,8 @@ from typing import Any, Optional
 
 import pytest
 
-from adapter_scenario import BIG, SMALL, Rendezvous, Script, framework
+import adapter_scenario as scenario
+from adapter_scenario import BIG, SMALL, Rendezvous, Script, expected_paging, framework
 from overspill import ToolOutputStore
 
 framework("pydantic_ai")
@@ -21,27 +22,8 @@ from pydantic_ai.usage import RequestUsage  # noqa: E402
 from overspill.adapters.pydantic_ai import capability, toolset  # noqa: E402
 
 
-def big() -> str:
-    """Return a large output."""
-    return BIG
-
-
-def small() -> str:
-    """Return a small output."""
-    return SMALL
-
-
-def broken() -> str:
-    """Fail."""
-    raise RuntimeError("the disk is on fire")
-
-
-def table() -> dict:
-    """Return a large JSON value."""
-    return {"rows": [[n, f"row {n}"] for n in range(20_000)]}
-
-
-TOOLS = {tool.__name__: tool for tool in (big, small, broken, table)}
+TOOLS = {tool.__name__: tool for tool in scenario.TOOLS}
+big, broken, table = scenario.big, scenario.broken, scenario.table
 
 
 def _received(messages: list) -> Optional[str]:
@@ -87,9 +69,7 @@ def agent(script: Script, store: ToolOutputStore, name: str = "big", **options: 
 
 
 def test_capability_provides_read_and_grep_with_the_tools_schemas(store):
-    from overspill.tools import schemas
-
-    expected = {spec["function"]["name"]: spec["function"] for spec in schemas(limits=store.limits())}
+    expected = expected_paging(store)
     seen: dict[str, Any] = {}
 
     def respond(messages: list, info: AgentInfo) -> ModelResponse:

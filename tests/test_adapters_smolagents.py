@@ -11,7 +11,8 @@ from typing import Any, Callable, Optional
 
 import pytest
 
-from adapter_scenario import BIG, SMALL, Script, framework, marker
+import adapter_scenario as scenario
+from adapter_scenario import BIG, SMALL, Script, expected_paging, framework, marker
 from overspill import ToolOutputStore
 
 framework("smolagents")
@@ -24,30 +25,11 @@ from overspill.adapters.smolagents import BoundedToolCallingAgent, bound  # noqa
 
 MAX_STEPS = 100
 OBSERVATION = "Observation:\n"
+big, small, broken, table = (tool(function) for function in scenario.TOOLS)
 
 
-@tool
-def big() -> str:
-    """Return a large output."""
-    return BIG
 
 
-@tool
-def small() -> str:
-    """Return a small output."""
-    return SMALL
-
-
-@tool
-def broken() -> str:
-    """Fail."""
-    raise RuntimeError("the disk is on fire")
-
-
-@tool
-def table() -> dict:
-    """Return a large JSON value."""
-    return {"rows": [[n, f"row {n}"] for n in range(20_000)]}
 
 
 class ScriptedModel(Model):
@@ -83,11 +65,9 @@ def store(tmp_path):
 
 
 def test_bound_adds_read_and_grep_with_the_tools_schemas(store):
-    from overspill.tools import schemas
-
     tools = bound([big], store)
     assert [tool.name for tool in tools] == ["big", "read", "grep"]
-    expected = {spec["function"]["name"]: spec["function"] for spec in schemas(limits=store.limits())}
+    expected = expected_paging(store)
     for paging in tools[1:]:
         parameters = expected[paging.name]["parameters"]
         assert paging.description == expected[paging.name]["description"]
@@ -162,7 +142,7 @@ def test_json_result_is_stored_as_json_text(store):
                             verbosity_level=0).run("go")
     (record,) = store.records()
     text = b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
-    assert json.loads(text) == table()
+    assert json.loads(text) == scenario.table()
     assert script.grep.endswith("[1 matching line]")
 
 
