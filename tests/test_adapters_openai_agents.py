@@ -13,6 +13,7 @@ from overspill import ToolOutputStore
 
 agents = framework("agents")
 testing = framework("agents.testing")
+from pydantic import BaseModel  # noqa: E402  (installed with the SDK)
 from overspill.adapters.openai_agents import bound  # noqa: E402
 
 agents.set_tracing_disabled(True)
@@ -170,3 +171,52 @@ def test_mcp_server_tools_are_bounded(store, tmp_path):
     asyncio.run(main())
     script.check()
     assert [record.session_id for record in store.records()] == ["mcp-run"]
+
+
+class Count(BaseModel):
+    count: int
+
+
+def count() -> Count:
+    """Count."""
+    return Count(count=3)
+
+
+def rows() -> dict:
+    """Rows."""
+    return scenario.table()
+
+
+def test_typed_outputs_and_output_items(store):
+    import json
+
+    from agents.tool import ToolOutputImage, ToolOutputText
+
+    from overspill.adapters.openai_agents import _bound_output
+    from overspill.adapters._core import Bounder
+
+    received = []
+    for tools in ([agents.function_tool(count, output_type=Count)],
+                  bound([agents.function_tool(count, output_type=Count)], store)):
+        script = Script("count")
+        with pytest.raises(AssertionError, match="no marker"):
+            agents.Runner.run_sync(agents.Agent(name="a", model=scripted(script), tools=tools), "go")
+        received.append(script.received)
+    assert received[0] == received[1] == ['{"count":3}']  # a small typed output is the JSON the SDK sends
+
+    script = Script("rows", pattern='"row 12345"')
+    tool = agents.function_tool(rows, output_json_schema={"type": "object"})
+    agents.Runner.run_sync(agents.Agent(name="a", model=scripted(script), tools=bound([tool], store)), "go",
+                           max_turns=MAX_TURNS)
+    (record,) = store.records()
+    text = b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
+    assert json.loads(text) == scenario.table() and "".join(script.pages) == text[script.offset:]
+
+    async def items() -> list:
+        image = ToolOutputImage(image_url="https://example.invalid/a.png")
+        return await _bound_output(Bounder(store), "s", "c", [ToolOutputText(text=BIG), image,
+                                                              {"type": "text", "text": "short"}])
+
+    text_item, image, short = asyncio.run(items())
+    assert isinstance(text_item, ToolOutputText) and "tool-output://" in text_item.text
+    assert image.image_url == "https://example.invalid/a.png" and short == {"type": "text", "text": "short"}
