@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from overspill import ToolOutputStore
-from overspill.adapters._core import Bounder, Sessions, as_text, check_session_id, open_store, paging_tools
+from overspill.adapters._core import Bounder, Sessions, as_text, optional_session_id, open_store, paging_tools
 from overspill.tools import schemas
 
 # Each adapter's extra and the framework package it installs; the test extra takes them all.
@@ -95,11 +95,11 @@ def test_sessions_one_id_per_object():
 
 
 def test_session_id_and_store_checks(store):
-    assert check_session_id(None) is None and check_session_id("t") == "t"
+    assert optional_session_id(None) is None and optional_session_id("t") == "t"
     with pytest.raises(TypeError):
-        check_session_id(3)
+        optional_session_id(3)
     with pytest.raises(ValueError):
-        check_session_id("")
+        optional_session_id("")
     assert open_store(store) is store
     with pytest.raises(TypeError, match="ToolOutputStore"):
         open_store("/tmp/somewhere")

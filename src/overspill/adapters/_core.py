@@ -18,11 +18,12 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
+from .._frontend import check_session_id, one_line
 from ..store import ToolOutputStore
 from ..tools import ToolResult, call, schemas
 
-__all__ = ["PAGING_TOOLS", "Bounder", "PagingTool", "Sessions", "as_text", "check_session_id", "json_text",
-           "new_call_id", "new_session_id", "open_store", "paging_tools"]
+__all__ = ["PAGING_TOOLS", "Bounder", "PagingTool", "Sessions", "as_text", "json_text",
+           "new_call_id", "new_session_id", "open_store", "optional_session_id", "paging_tools"]
 
 #: The tools every adapter adds, so the model can page and search what was stored.
 PAGING_TOOLS = ("read", "grep")
@@ -44,19 +45,13 @@ def open_store(store: Optional[ToolOutputStore]) -> ToolOutputStore:
     return store
 
 
-def check_session_id(session_id: object) -> Optional[str]:
-    """A session id given by the host: None (the adapter finds one) or a non-empty str.
+def optional_session_id(session_id: object) -> Optional[str]:
+    """A session id given by the host: None (the adapter finds one) or a session id as the front ends take it.
 
-    :raises TypeError: not a str.
+    :raises TypeError: neither None nor a str.
     :raises ValueError: an empty str.
     """
-    if session_id is None:
-        return None
-    if not isinstance(session_id, str):
-        raise TypeError(f"session_id must be a str or None, not {type(session_id).__name__}")
-    if not session_id:
-        raise ValueError("session_id must not be empty")
-    return session_id
+    return None if session_id is None else check_session_id(session_id)
 
 
 def new_session_id() -> str:
@@ -126,7 +121,7 @@ def as_text(value: object, dumps: Callable[[Any], str] = json_text) -> Optional[
         return dumps(value)
     except (TypeError, ValueError) as error:
         logger.warning("overspill: a %s tool result is not text and cannot be serialised as JSON (%s); "
-                       "it is passed on unbounded", type(value).__name__, error)
+                       "it is passed on unbounded", type(value).__name__, one_line(error))
         return None
 
 

@@ -33,7 +33,7 @@ except ImportError:
     _narrowed_context = None
 
 from ..store import ToolOutputStore
-from ._core import PAGING_TOOLS, Bounder, PagingTool, Sessions, check_session_id, new_call_id, open_store, \
+from ._core import PAGING_TOOLS, Bounder, PagingTool, Sessions, optional_session_id, new_call_id, open_store, \
     paging_tools
 
 __all__ = ["bound", "bound_servers"]
@@ -162,7 +162,7 @@ def bound(tools: Iterable[Tool], store: Optional[ToolOutputStore] = None, *,
     :raises ValueError: an empty ``session_id``, or a tool of the caller's named ``read`` or ``grep``.
     """
     store = open_store(store)
-    session_id = check_session_id(session_id)
+    session_id = optional_session_id(session_id)
     bounder = Bounder(store)
     owner = _Owner()
     result: list[Tool] = []
@@ -273,7 +273,7 @@ def bound_servers(servers: Iterable[MCPServer], store: Optional[ToolOutputStore]
     :raises ValueError: an empty ``session_id``.
     """
     store = open_store(store)
-    session_id = check_session_id(session_id)
+    session_id = optional_session_id(session_id)
     bounder = Bounder(store)
     owner = _Owner()
     wrapped: list[MCPServer] = []
