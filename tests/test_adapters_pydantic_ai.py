@@ -131,6 +131,20 @@ def test_raising_tool_reaches_the_model_as_pydantic_ai_shows_errors(store):
             Agent(scripted(script), tools=[broken], capabilities=capabilities).run_sync("go")
         outcomes.append((str(raised.value), script.received))
     assert outcomes[0] == outcomes[1] == ("the disk is on fire", [])
+    # A tool asking for a retry reaches the model as PydanticAI's retry prompt, as without the capability.
+    from pydantic_ai import ModelRetry
+
+    def flaky() -> str:
+        """Ask for another try."""
+        raise ModelRetry("the disk is warming up")
+
+    received = []
+    for capabilities in ([], [capability(store)]):
+        script = Script("flaky")
+        with pytest.raises(AssertionError, match="no marker"):
+            Agent(scripted(script), tools=[flaky], capabilities=capabilities).run_sync("go")
+        received.append(script.received)
+    assert received[0] == received[1] and "the disk is warming up" in received[0][0]
     assert store.records() == []
 
 
