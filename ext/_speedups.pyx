@@ -577,3 +577,576 @@ def signal_lines(buffer, start, end, patterns, flags, limit, /):
         free(table)
         buf = None
         view.release()
+
+
+# ---------------------------------------------------------------- outline
+# The contract is _native.outline_lines / _native.JsonOutline; the loops here
+# touch Python objects only when a run, a commit or a reported entry begins.
+from libc.string cimport memchr, memcmp
+
+from overspill._buffers import JSON_LABEL_KEYS
+
+cdef enum:
+    TOKEN_CAP = 255
+    SUBJECT_CAP = 120
+    DEPTH_CAP = 32
+    KEY_CAP = 64
+    KEYS_CAP = 12
+    NESTING_CAP = 4096
+
+# Bytes that end a line's leading token (a ':' ends it unless "::").
+cdef bint _TOKEN_STOPS[256]
+for _byte in range(256):
+    _TOKEN_STOPS[_byte] = _byte in b" \t[(,;\"'=<>|{}"
+
+
+cdef inline Py_ssize_t _token_length(const uint8_t *p, Py_ssize_t n) noexcept:
+    cdef Py_ssize_t i = 0
+    while i < n and i < TOKEN_CAP:
+        if p[i] == 58:
+            if i + 1 < n and p[i + 1] == 58:
+                i += 2
+                continue
+            break
+        if _TOKEN_STOPS[p[i]]:
+            break
+        i += 1
+    return i if i < TOKEN_CAP else TOKEN_CAP
+
+
+cdef inline bint _is_section_header(const uint8_t *p, Py_ssize_t n) noexcept:
+    cdef Py_ssize_t i
+    cdef bint slash = False
+    if n < 2 or p[n - 1] != 58:
+        return False
+    for i in range(n - 1):
+        if p[i] == 32 or p[i] == 9 or p[i] == 58:
+            return False
+        if p[i] == 47:
+            slash = True
+    return slash or p[0] == 46
+
+
+cdef inline bint _is_pathlike(const uint8_t *p, Py_ssize_t n) noexcept:
+    cdef Py_ssize_t i
+    for i in range(n):
+        if p[i] == 47 or (p[i] == 58 and i + 1 < n and p[i + 1] == 58):
+            return True
+    return False
+
+
+cdef Py_ssize_t _part_ends(const uint8_t *p, Py_ssize_t n, Py_ssize_t *ends, Py_ssize_t cap) noexcept:
+    """The ends of the first `cap` non-empty parts of p[0:n) in `ends`; returns min(parts, cap)."""
+    cdef Py_ssize_t i = 0, start = 0, count = 0, width
+    while i < n:
+        if p[i] == 47:
+            width = 1
+        elif p[i] == 58 and i + 1 < n and p[i + 1] == 58:
+            width = 2
+        else:
+            i += 1
+            continue
+        if i > start:
+            if count == cap:
+                return count
+            ends[count] = i
+            count += 1
+        i += width
+        start = i
+    if n > start and count < cap:
+        ends[count] = n
+        count += 1
+    return count
+
+
+cdef inline bint _is_hex(uint8_t c) noexcept:
+    return (48 <= c <= 57) or (97 <= c <= 102)
+
+
+cdef Py_ssize_t _commit_digits(const uint8_t *p, Py_ssize_t n) noexcept:
+    """Hex digits of a `commit <hash>` line (7 or more), else 0."""
+    cdef Py_ssize_t end = 7
+    if n < 7 or memcmp(p, b"commit ", 7) != 0:
+        return 0
+    while end < n and _is_hex(p[end]):
+        end += 1
+    if end - 7 < 7 or (end < n and p[end] != 32):
+        return 0
+    return end - 7
+
+
+def outline_lines(buffer, start, end, section, max_depth, max_runs, max_commits, /):
+    """Runs of lines by path prefix, and commits; see _native.outline_lines."""
+    cdef Py_ssize_t c_start, c_end, c_depth, c_runs, c_commits, n, position, stop, length, offset
+    cdef Py_ssize_t lead = 0, lines = 0, keyed = 0, total = 0, d, token_length, parts, common, key_length
+    cdef Py_ssize_t previous_length = 0, previous_parts = 0, digits, s_length, i
+    cdef const unsigned char[::1] buf
+    cdef const uint8_t *line
+    cdef const uint8_t *token
+    cdef const uint8_t *found
+    cdef uint8_t section_copy[TOKEN_CAP]
+    cdef uint8_t previous[TOKEN_CAP]
+    cdef Py_ssize_t ends[DEPTH_CAP + 1]
+    cdef Py_ssize_t previous_ends[DEPTH_CAP + 1]
+    cdef Py_ssize_t run_count[DEPTH_CAP]
+    cdef Py_ssize_t run_lines[DEPTH_CAP]
+    cdef bint run_deeper[DEPTH_CAP]
+    cdef bint any_keyed = False, deeper
+    if isinstance(buffer, str):
+        raise TypeError("buffer must be a bytes-like object, not str")
+    c_start = _check_int(start, "start", 0)
+    c_end = _check_int(end, "end", 0)
+    if not isinstance(section, bytes):
+        raise TypeError(f"section must be bytes, not {type(section).__name__}")
+    c_depth = _check_int(max_depth, "max_depth", 1)
+    c_runs = _check_int(max_runs, "max_runs", 1)
+    c_commits = _check_int(max_commits, "max_commits", 0)
+    if c_depth > DEPTH_CAP:
+        raise ValueError(f"max_depth must be at most {DEPTH_CAP}, not {c_depth}")
+    s_length = PyBytes_GET_SIZE(section)
+    if s_length > TOKEN_CAP:
+        raise ValueError(f"section must be at most {TOKEN_CAP} bytes, not {s_length}")
+    memcpy(section_copy, PyBytes_AS_STRING(section), s_length)
+    runs = [[] for _ in range(c_depth)]
+    open_runs = [None] * c_depth  # [key, offset] of each depth's current run
+    first = []
+    last = []
+    pending = None
+    for d in range(c_depth):
+        run_count[d] = 0
+    view = _byte_view(buffer)
+    try:
+        buf = view
+        n = buf.shape[0]
+        if c_end > n or c_start > c_end:
+            raise ValueError(f"start and end must satisfy 0 <= start <= end <= {n}")
+        position = c_start
+        while position < c_end:
+            found = <const uint8_t *>memchr(&buf[position], NEWLINE, c_end - position)
+            stop = c_end if found == NULL else found - &buf[0]
+            line = &buf[position]
+            length = stop - position
+            if length and line[length - 1] == 13:
+                length -= 1
+            offset = position
+            position = stop + 1
+            lines += 1
+            digits = _commit_digits(line, length)
+            if digits:
+                total += 1
+                pending = [offset, line[7 : 7 + min(digits, 12)], None]
+                if len(first) < c_commits:
+                    first.append(pending)
+                elif c_commits:
+                    last.append(pending)
+                    if len(last) > c_commits:
+                        del last[0]
+            elif pending is not None and length > 4 and memcmp(line, b"    ", 4) == 0:
+                i = 4
+                while i < length and (line[i] == 32 or line[i] == 9):
+                    i += 1
+                key_length = length
+                while key_length > i and (line[key_length - 1] == 32 or line[key_length - 1] == 9):
+                    key_length -= 1
+                if key_length > i:
+                    pending[2] = line[i : min(key_length, i + SUBJECT_CAP)]
+                    pending = None
+            if _is_section_header(line, length):
+                s_length = min(length - 1, TOKEN_CAP)
+                memcpy(section_copy, line, s_length)
+                token = section_copy
+                token_length = s_length
+            else:
+                token_length = _token_length(line, length)
+                token = line
+                if not _is_pathlike(line, token_length):
+                    token = section_copy
+                    token_length = s_length
+            if token_length == 0:
+                if not any_keyed:
+                    lead += 1
+                else:
+                    for d in range(c_depth):
+                        run_lines[d] += 1
+                continue
+            keyed += 1
+            parts = _part_ends(token, token_length, ends, c_depth + 1)
+            common = 0
+            if any_keyed:
+                while common < token_length and common < previous_length and token[common] == previous[common]:
+                    common += 1
+            for d in range(c_depth):
+                key_length = ends[min(d + 1, parts) - 1] if parts else token_length
+                deeper = parts > d + 1
+                if any_keyed:
+                    i = previous_ends[min(d + 1, previous_parts) - 1] if previous_parts else previous_length
+                    if i == key_length and key_length <= common:
+                        run_lines[d] += 1
+                        run_deeper[d] = run_deeper[d] or deeper
+                        continue
+                if run_count[d] < 0:
+                    continue
+                if run_count[d] > 0:
+                    open_run = open_runs[d]
+                    runs[d].append((open_run[0], open_run[1], run_lines[d], bool(run_deeper[d])))
+                if run_count[d] >= c_runs:
+                    run_count[d] = -1
+                    runs[d] = None
+                    continue
+                run_count[d] += 1
+                open_runs[d] = (token[:key_length], offset)
+                run_lines[d] = 1
+                run_deeper[d] = deeper
+            any_keyed = True
+            memcpy(previous, token, token_length)
+            previous_length = token_length
+            previous_parts = parts
+            for d in range(parts):
+                previous_ends[d] = ends[d]
+    finally:
+        buf = None
+        view.release()
+    for d in range(c_depth):
+        if run_count[d] > 0:
+            open_run = open_runs[d]
+            runs[d].append((open_run[0], open_run[1], run_lines[d], bool(run_deeper[d])))
+    commits = [tuple(commit) for commit in first + last]
+    return runs, lead, lines, keyed, (<const uint8_t *>section_copy)[:s_length], commits, total
+
+
+cdef enum:
+    J_ROOT = 0
+    J_OBJECT = 1
+    J_ARRAY = 2
+
+ctypedef struct _JFrame:
+    int kind
+    bint reportable
+    bint expect_key
+    bint member_in_range
+    bint labelled
+    bint collect
+    int label_depth
+    Py_ssize_t index
+    Py_ssize_t first_index
+    Py_ssize_t last_index
+    Py_ssize_t count
+    Py_ssize_t first_offset
+    Py_ssize_t item_index
+    Py_ssize_t item_offset
+    Py_ssize_t key_length
+    uint8_t key[KEY_CAP]
+
+
+cdef class JsonOutline:
+    """A streaming scan of a JSON document for the structure of one part of it; see _native.JsonOutline.
+
+    Frames are C structs (one per open container); the Python objects of a
+    reported frame (its path, keys, labels) live in lists indexed by depth.
+    """
+
+    cdef Py_ssize_t _omit_start, _omit_end, _max_depth, _max_entries, _max_labels, _position
+    cdef _JFrame *_frames
+    cdef Py_ssize_t _depth, _allocated, _dropped
+    cdef bint _valid, _is_key
+    cdef int _state
+    cdef uint8_t _capture[KEY_CAP]
+    cdef Py_ssize_t _capture_length
+    cdef list _entries, _paths, _keys, _labels
+
+    def __cinit__(self, *args, **kwargs):
+        self._frames = NULL
+
+    def __init__(self, omit_start, omit_end, max_depth, max_entries, max_labels):
+        self._omit_start = _check_int(omit_start, "omit_start", 0)
+        self._omit_end = _check_int(omit_end, "omit_end", 0)
+        self._max_depth = _check_int(max_depth, "max_depth", 1)
+        self._max_entries = _check_int(max_entries, "max_entries", 1)
+        self._max_labels = _check_int(max_labels, "max_labels", 0)
+        if self._omit_start > self._omit_end:
+            raise ValueError("omit_start must not be after omit_end")
+        if self._max_depth > DEPTH_CAP:
+            raise ValueError(f"max_depth must be at most {DEPTH_CAP}, not {self._max_depth}")
+        free(self._frames)
+        self._allocated = 16
+        self._frames = <_JFrame *>malloc(self._allocated * sizeof(_JFrame))
+        if self._frames == NULL:
+            raise MemoryError()
+        self._depth = 0
+        self._position = 0
+        self._valid = True
+        self._state = 0
+        self._dropped = 0
+        self._capture_length = 0
+        self._is_key = False
+        self._entries = []
+        self._paths = [()]
+        self._keys = [[]]
+        self._labels = [[]]
+        self._init_frame(0, J_ROOT, True)
+
+    def __dealloc__(self):
+        free(self._frames)
+
+    cdef void _init_frame(self, Py_ssize_t depth, int kind, bint reportable) noexcept:
+        cdef _JFrame *frame = &self._frames[depth]
+        frame.kind = kind
+        frame.reportable = reportable
+        frame.expect_key = kind == J_OBJECT
+        frame.member_in_range = False
+        frame.labelled = False
+        frame.collect = False
+        frame.label_depth = 0
+        frame.index = 0
+        frame.first_index = -1
+        frame.last_index = -1
+        frame.count = 0
+        frame.first_offset = -1
+        frame.item_index = -1
+        frame.item_offset = -1
+        frame.key_length = 0
+
+    cdef bint _item(self, _JFrame *frame, Py_ssize_t offset) noexcept:
+        cdef Py_ssize_t index = frame.index
+        frame.index += 1
+        if not (frame.reportable and self._omit_start <= offset < self._omit_end):
+            return False
+        if frame.count == 0:
+            frame.first_index = index
+            frame.first_offset = offset
+        frame.last_index = index
+        frame.count += 1
+        return True
+
+    cdef int _open(self, int kind, Py_ssize_t offset) except -1:
+        cdef _JFrame *parent = &self._frames[self._depth]
+        cdef Py_ssize_t index = parent.index, depth = self._depth + 1
+        cdef bint omitted, reportable
+        cdef _JFrame *grown
+        cdef _JFrame *frame
+        omitted = self._item(parent, offset) if parent.kind != J_OBJECT else parent.member_in_range
+        if depth > NESTING_CAP:
+            self._valid = False
+            return 0
+        if parent.kind == J_OBJECT:
+            reportable = parent.reportable and depth <= self._max_depth
+            path = self._paths[self._depth] + ((<const uint8_t *>parent.key)[:parent.key_length],) if reportable else None
+        elif parent.kind == J_ROOT:
+            reportable = index == 0 and depth <= self._max_depth
+            path = ()
+        else:
+            reportable = False
+            path = None
+        if depth >= self._allocated:
+            grown = <_JFrame *>realloc(self._frames, 2 * self._allocated * sizeof(_JFrame))
+            if grown == NULL:
+                raise MemoryError()
+            self._frames = grown
+            self._allocated *= 2
+            parent = &self._frames[self._depth]
+        self._init_frame(depth, kind, reportable)
+        frame = &self._frames[depth]
+        if kind == J_OBJECT:
+            if parent.kind == J_ARRAY and parent.reportable and omitted:
+                frame.label_depth = 1
+                frame.item_index = index
+                frame.item_offset = offset
+                frame.collect = parent.count == 1
+            elif parent.kind == J_OBJECT and parent.label_depth == 1:
+                frame.label_depth = 2
+        self._depth = depth
+        while len(self._paths) <= depth:
+            self._paths.append(None)
+            self._keys.append(None)
+            self._labels.append(None)
+        self._paths[depth] = path
+        self._keys[depth] = [] if reportable or frame.collect else None
+        self._labels[depth] = [] if reportable else None
+        return 0
+
+    cdef int _emit(self, Py_ssize_t depth, Py_ssize_t end) except -1:
+        cdef _JFrame *frame = &self._frames[depth]
+        if not frame.reportable or frame.count == 0:
+            return 0
+        if len(self._entries) >= self._max_entries:
+            self._dropped += 1
+            return 0
+        kind = ("root", "object", "array")[frame.kind]
+        self._entries.append((None if frame.kind == J_ROOT else self._paths[depth], kind, frame.first_index,
+                              frame.last_index, frame.count, frame.first_offset, min(end, self._omit_end),
+                              tuple(self._keys[depth]), tuple(self._labels[depth])))
+        return 0
+
+    cdef int _scalar_done(self) except -1:
+        cdef _JFrame *frame = &self._frames[self._depth]
+        cdef Py_ssize_t item, owner
+        if frame.kind != J_OBJECT or frame.label_depth == 0:
+            return 0
+        key = (<const uint8_t *>frame.key)[:frame.key_length]
+        if key not in JSON_LABEL_KEYS:
+            return 0
+        item = self._depth if frame.label_depth == 1 else self._depth - 1
+        if self._frames[item].labelled:
+            return 0
+        self._frames[item].labelled = True
+        owner = item - 1
+        labels = self._labels[owner]
+        if len(labels) < self._max_labels:
+            labels.append((self._frames[item].item_index, self._frames[item].item_offset,
+                           (<const uint8_t *>self._capture)[:self._capture_length]))
+        return 0
+
+    cdef int _key_done(self) except -1:
+        cdef _JFrame *frame = &self._frames[self._depth]
+        memcpy(frame.key, self._capture, self._capture_length)
+        frame.key_length = self._capture_length
+        if frame.member_in_range or frame.collect:
+            text = (<const uint8_t *>self._capture)[:self._capture_length]
+            if frame.member_in_range and len(self._keys[self._depth]) < KEYS_CAP:
+                self._keys[self._depth].append(text)
+            if frame.collect and len(self._keys[self._depth - 1]) < KEYS_CAP:
+                self._keys[self._depth - 1].append(text)
+        return 0
+
+    cdef inline void _take(self, const uint8_t *data, Py_ssize_t count) noexcept:
+        cdef Py_ssize_t room = KEY_CAP - self._capture_length
+        if count > room:
+            count = room
+        if count > 0:
+            memcpy(self._capture + self._capture_length, data, count)
+            self._capture_length += count
+
+    cdef int _scan(self, const uint8_t *data, Py_ssize_t size, Py_ssize_t base) except -1:
+        cdef Py_ssize_t i = 0, stop
+        cdef uint8_t byte
+        cdef _JFrame *top
+        while i < size:
+            if self._state == 2:
+                self._take(&data[i], 1)
+                i += 1
+                self._state = 1
+                continue
+            if self._state == 1:
+                stop = i
+                while stop < size and data[stop] != 34 and data[stop] != 92:
+                    stop += 1
+                self._take(&data[i], stop - i)
+                if stop == size:
+                    return 0
+                if data[stop] == 92:
+                    self._take(&data[stop], 1)
+                    self._state = 2
+                    i = stop + 1
+                    continue
+                self._state = 0
+                i = stop + 1
+                if self._is_key:
+                    self._key_done()
+                else:
+                    self._scalar_done()
+                continue
+            if self._state == 3:
+                stop = i
+                while stop < size and not _JSON_LITERAL_STOPS[data[stop]]:
+                    stop += 1
+                self._take(&data[i], stop - i)
+                if stop == size:
+                    return 0
+                self._state = 0
+                i = stop
+                self._scalar_done()
+                continue
+            while i < size and (data[i] == 32 or data[i] == 10 or data[i] == 13 or data[i] == 9):
+                i += 1
+            if i == size:
+                return 0
+            byte = data[i]
+            top = &self._frames[self._depth]
+            if byte == 34:
+                if top.kind == J_OBJECT and top.expect_key:
+                    top.member_in_range = self._item(top, base + i)
+                    top.expect_key = False
+                    self._is_key = True
+                else:
+                    if top.kind != J_OBJECT:
+                        self._item(top, base + i)
+                    self._is_key = False
+                self._capture_length = 0
+                self._state = 1
+                i += 1
+            elif byte == 123 or byte == 91:
+                if top.kind == J_OBJECT and top.expect_key:
+                    self._valid = False
+                    return 0
+                self._open(J_OBJECT if byte == 123 else J_ARRAY, base + i)
+                if not self._valid:
+                    return 0
+                i += 1
+            elif byte == 125 or byte == 93:
+                if top.kind == J_ROOT or top.kind != (J_OBJECT if byte == 125 else J_ARRAY):
+                    self._valid = False
+                    return 0
+                self._depth -= 1
+                self._emit(self._depth + 1, base + i + 1)
+                i += 1
+            elif byte == 44:
+                if top.kind == J_OBJECT:
+                    top.expect_key = True
+                i += 1
+            elif byte == 58:
+                if top.kind != J_OBJECT or top.expect_key:
+                    self._valid = False
+                    return 0
+                i += 1
+            elif _JSON_LITERAL_STARTS[byte]:
+                if top.kind == J_OBJECT:
+                    if top.expect_key:
+                        self._valid = False
+                        return 0
+                else:
+                    self._item(top, base + i)
+                self._capture_length = 0
+                self._state = 3
+            else:
+                self._valid = False
+                return 0
+        return 0
+
+    def feed(self, buffer, /):
+        """Scan the next bytes of the document.
+
+        :raises TypeError: ``buffer`` is not a contiguous bytes-like object.
+        """
+        cdef const unsigned char[::1] buf
+        cdef Py_ssize_t size, take, base
+        if isinstance(buffer, str):
+            raise TypeError("buffer must be a bytes-like object, not str")
+        view = _byte_view(buffer)
+        try:
+            buf = view
+            size = buf.shape[0]
+            base = self._position
+            take = max(0, min(size, self._omit_end - base))
+            self._position = base + size
+            if self._valid and take:
+                self._scan(&buf[0], take, base)
+        finally:
+            buf = None
+            view.release()
+
+    def result(self):
+        """``(valid, records, entries, dropped)``; see _native.JsonOutline."""
+        cdef Py_ssize_t depth
+        saved = list(self._entries), self._dropped
+        for depth in range(self._depth, -1, -1):
+            self._emit(depth, self._omit_end)
+        entries, dropped = self._entries, self._dropped
+        self._entries, self._dropped = saved
+        return self._valid, self._frames[0].index, entries, dropped
+
+
+cdef bint _JSON_LITERAL_STOPS[256]
+cdef bint _JSON_LITERAL_STARTS[256]
+for _byte in range(256):
+    _JSON_LITERAL_STOPS[_byte] = _byte in b" \t\r\n,]}:[{\""
+    _JSON_LITERAL_STARTS[_byte] = _byte in b"-0123456789tfn"

@@ -14,7 +14,7 @@ from typing import Union
 
 from ._arguments import whole_number
 
-__all__ = ["ESCAPE", "MAX_KINDS", "MAX_PATTERNS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS", "BytesLike", "byte_view",
+__all__ = ["ESCAPE", "JSON_LABEL_KEYS", "MAX_KINDS", "MAX_PATTERNS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS", "BytesLike", "byte_view",
            "check_flags", "check_int", "check_patterns"]
 
 BytesLike = Union[bytes, bytearray, memoryview]
@@ -90,3 +90,8 @@ def check_patterns(patterns: object) -> list[tuple[int, bool, bool, bytes]]:
             raise ValueError("a literal must hold 1 to 255 bytes and no newline")
         checked.append((kind, anchored, caseless, literal))
     return checked
+
+
+#: Keys whose value names an array's object item (its label in the JSON outline).
+JSON_LABEL_KEYS = frozenset((b"name", b"id", b"title", b"key", b"package", b"path", b"file", b"filename",
+                             b"slug", b"label"))

@@ -18,11 +18,13 @@ from .errors import ConfigError
 
 __all__ = [
     "IMPLEMENTATION",
+    "JsonOutline",
     "KERNEL_NAMES",
     "StreamCap",
     "ascii_view",
     "count_lines",
     "crc32",
+    "outline_lines",
     "page_bounds",
     "preview_cuts",
     "requested",
@@ -34,7 +36,7 @@ __all__ = [
 
 KERNEL_NAMES = (
     "count_lines", "utf8_length", "page_bounds", "preview_cuts", "crc32", "ascii_view", "StreamCap",
-    "view_bytes", "signal_lines", "text_fits",
+    "view_bytes", "signal_lines", "text_fits", "outline_lines", "JsonOutline",
 )
 _CHOICES = ("auto", "cython", "python")
 

@@ -21,7 +21,7 @@ import errno
 from collections.abc import Callable, Iterator
 from typing import Optional
 
-from . import _kernels
+from . import _kernels, _outline
 from .errors import ResourceNotFoundError, StorageError
 from .text import (
     SIGNAL_LINES,
@@ -50,8 +50,9 @@ def stored_preview(read: Reader, *, uri: str, stored: int, total: int, max_lines
                    flags: int, signals: SignalPatterns, count: Optional[int] = None,
                    content: Optional[Content] = None,
                    kept_end: Optional[bytes] = None, first: Optional[Preview] = None,
-                   release: Optional[Callable[[int, int], None]] = None) -> tuple[Preview, list[str]]:
-    """The preview of a stored output and the signal lines of the part it omits.
+                   release: Optional[Callable[[int, int], None]] = None,
+                   outline: bool = False) -> tuple[Preview, list[str]]:
+    """The preview of a stored output, and the signal lines and outline of the part it omits.
 
     :param read: ``read(start, end)`` gives a verified view of ``[start, end)``
         of the stored copy, usable as a context manager.
@@ -69,18 +70,63 @@ def stored_preview(read: Reader, *, uri: str, stored: int, total: int, max_lines
     :param kept_end: the output's true end when the stored copy holds only
         its start (and ``content`` is not given).
     :param first: the preview of the full limits, when the caller already cut it.
-    :param release: called with ``(start, end)`` after a signal scan read
-        that range (a hint that its pages are not needed soon).
-    :returns: the preview and the signal lines shown after the marker (their
-        lines and bytes come out of the preview's budget); no signal lines
-        when the preview is not truncated or the stored copy cannot be read.
+    :param release: called with ``(start, end)`` after a signal or outline
+        scan read that range (a hint that its pages are not needed soon).
+    :param outline: add the outline of the omitted part (``overspill._outline``)
+        when the output is of a kind that has one.
+    :returns: the preview and the lines shown after the marker: the signal
+        lines, then the outline (their lines and bytes come out of the
+        preview's budget); none when the preview is not truncated, and none
+        of a kind when the stored copy cannot be read for it.
     :raises StorageError: a window of the stored copy cannot be read back.
     """
     recut = _cutter(read, uri, stored, total, count, flags, content, kept_end)
     shaped = recut(max_lines, max_bytes) if first is None else first
-    if not signals or not shaped.truncated:
+    if not shaped.truncated:
         return shaped, []
-    return _with_signals(read, release, stored, shaped, recut, max_lines, max_bytes, signals, flags)
+    kind = _outline_kind(read, stored) if outline else None
+    reserved = _outline.budget(max_lines, max_bytes) if kind else (0, 0)
+    if reserved[1]:
+        # The outline's share is set aside first: the signal lines and the
+        # preview share what is left, and the outline then describes exactly
+        # the part they omit.
+        max_lines, max_bytes = max_lines - reserved[0], max_bytes - reserved[1]
+        shaped = recut(max_lines, max_bytes)
+    lines: list[str] = []
+    if signals:
+        shaped, lines = _with_signals(read, release, stored, shaped, recut, max_lines, max_bytes, signals, flags)
+    if kind and reserved[1]:
+        lines = lines + _outlined(read, release, stored, shaped, kind, reserved)
+    return shaped, lines
+
+
+def _outline_kind(read: Reader, stored: int) -> Optional[str]:
+    """What kind of outline the output gets, from the start of its stored copy."""
+    try:
+        with read(0, min(stored, _outline.DETECT_BYTES)) as view:
+            return _outline.detect(bytes(view))
+    except (OSError, ResourceNotFoundError):
+        return None
+
+
+def _outlined(read: Reader, release: Optional[Callable[[int, int], None]], stored: int, shaped: Preview,
+              kind: str, reserved: tuple[int, int]) -> list[str]:
+    """The outline of ``shaped``'s omitted part within ``reserved`` (lines, bytes)."""
+
+    @contextlib.contextmanager
+    def scanned(start: int, end: int) -> Iterator[memoryview]:
+        with read(start, end) as view:
+            yield view
+        if release is not None:
+            release(start, end)
+
+    collector = _outline.Outline(kind, scanned)
+    try:
+        collector.scan(shaped.head_end, min(shaped.tail_start, stored))
+        return collector.render(*reserved)
+    except (OSError, ResourceNotFoundError):
+        # A help, like the signal lines: not worth failing the call for.
+        return []
 
 
 def compose(shaped: Preview, signals: list[str], uri: str, size: int, lines: int,

@@ -62,7 +62,7 @@ DEFAULT_SIGNALS = (
 _SIGNAL_KINDS = ("error", "warning")
 
 _SECTION = "tool_output"
-_KEYS = ("max_lines", "max_bytes", "max_stored_bytes", "max_total_bytes", "views", "signals")
+_KEYS = ("max_lines", "max_bytes", "max_stored_bytes", "max_total_bytes", "views", "signals", "outline")
 _ENVIRONMENT = {"max_lines": "OVERSPILL_MAX_LINES", "max_bytes": "OVERSPILL_MAX_BYTES",
                 "max_stored_bytes": "OVERSPILL_MAX_STORED_BYTES", "max_total_bytes": "OVERSPILL_MAX_TOTAL_BYTES"}
 
@@ -83,6 +83,8 @@ class Limits:
     views: tuple[str, ...] = DEFAULT_VIEWS
     #: ``tool_output.signals``: ``(kind, pattern)`` pairs, see ``DEFAULT_SIGNALS``.
     signals: tuple[tuple[str, str], ...] = DEFAULT_SIGNALS
+    #: ``tool_output.outline``: follow the marker with an outline of the omitted part.
+    outline: bool = True
 
 
 def _views(value: object, key: str, source: str) -> tuple[str, ...]:
@@ -114,6 +116,12 @@ def _signals(value: object, key: str, source: str) -> tuple[tuple[str, str], ...
         raise ConfigError(f"{key} from {source}: at most 64 patterns, not {len(entries)}")
     return tuple(entries)
 
+
+
+def _flag(value: object, key: str, source: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key} from {source} must be true or false, not {value!r}")
+    return value
 
 
 def positive_int(value: object, key: str, source: str) -> int:
@@ -166,7 +174,7 @@ def _read_file(path: Path) -> Mapping[str, Any]:
 
 
 _CHECKS = {"max_lines": positive_int, "max_bytes": positive_int, "max_stored_bytes": positive_int,
-           "max_total_bytes": positive_int, "views": _views, "signals": _signals}
+           "max_total_bytes": positive_int, "views": _views, "signals": _signals, "outline": _flag}
 
 
 def _section(document: Mapping[str, Any], source: str) -> dict[str, Any]:

@@ -439,7 +439,7 @@ class ToolOutputStore:
         total = record.capture[0] if record.capture is not None else record.resource.size
         shaped, signals = stored_preview(
             self._reader(record), uri=record.resource.uri, stored=record.resource.size, total=total,
-            max_lines=lines_limit, max_bytes=bytes_limit, flags=flags, signals=self._signals, content=content, first=shaped, release=self._releaser(record))
+            max_lines=lines_limit, max_bytes=bytes_limit, flags=flags, signals=self._signals, content=content, first=shaped, release=self._releaser(record), outline=self._limits.outline)
         return self._truncated(record, shaped, signals, lines)
 
     def _reader(self, record: Record) -> Reader:
@@ -538,7 +538,7 @@ class ToolOutputStore:
                 self._reader(record), uri=record.resource.uri, stored=record.resource.size, total=size,
                 count=count, max_lines=lines_limit, max_bytes=bytes_limit, flags=self._views,
                 signals=self._signals, kept_end=None if record.capture is None else true_tail.value(),
-                release=self._releaser(record))
+                release=self._releaser(record), outline=self._limits.outline)
         except BaseException:
             # The preview is read back from the published payload; when that
             # fails the caller gets an error, so no resource may stay behind.

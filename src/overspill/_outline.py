@@ -1,0 +1,380 @@
+"""The outline of a preview's omitted part: what kind of thing sits there, and where each part begins.
+
+Three kinds of output get one, chosen from what the preview's head shows:
+
+* JSON (a document, pretty or on one line, or JSON Lines): the paths and
+  sizes of the omitted structure, the keys of objects, and the names of the
+  omitted items of arrays of objects (``$.packages[12..480] (469 items) @ 40960``);
+* ``git log``: the commits of the omitted part (short hash and subject; the
+  first and last ones when there are many, with the count between);
+* listings and path-led logs (``find``, ``ls -R``, ``grep -rn``, test ids):
+  the distinct prefixes of the omitted lines at the deepest level that keeps
+  the outline short, with their line counts (``src/overspill/ 214 lines @ 10240``).
+
+Anything else gets none: no outline beats a wrong one.  Every offset is a
+byte offset in the stored bytes where that part starts.  The omitted part is
+read once, a block at a time (the JSON scan also reads the head before it, to
+know where it stands), by the kernels ``outline_lines`` and ``JsonOutline``;
+memory is bounded by the outline's own size.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import Optional
+
+from . import _kernels
+
+__all__ = ["DETECT_BYTES", "OUTLINE_LINES", "OUTLINE_PERCENT", "Outline", "budget", "detect"]
+
+#: The share of ``max_bytes`` (in percent) and the most lines an outline takes.
+OUTLINE_PERCENT = 10
+OUTLINE_LINES = 60
+
+Reader = Callable[[int, int], AbstractContextManager[memoryview]]
+
+# Bytes read per block (lines longer than this are read in parts).
+_BLOCK = 8 << 20
+# Bytes of the head looked at to tell what kind of output this is.
+DETECT_BYTES = 1 << 16
+# Levels of path prefixes tried, and runs kept per level.
+_DEPTH = 8
+_RUNS = 512
+# Commits kept at each end of the omitted part.
+_COMMITS = 64
+# Share of keyed lines (paths, sections) that makes an output a listing.
+_KEYED_PERCENT = 60
+_JSON_DEPTH = 4
+_JSON_ENTRIES = 64
+_JSON_LABELS = 2048
+# Bytes read after a commit line whose subject lies past its block.
+_SUBJECT_WINDOW = 4096
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def budget(max_lines: int, max_bytes: int) -> tuple[int, int]:
+    """The lines and bytes an outline may take of a preview within these limits (0, 0 when none)."""
+    lines = min(OUTLINE_LINES, max_lines // 20)
+    size = max_bytes * OUTLINE_PERCENT // 100
+    if lines < 3 or size < 160:
+        return 0, 0
+    return lines, size
+
+
+def detect(head: bytes) -> Optional[str]:
+    """The kind of outline an output gets, from its first bytes: "json", "git", "lines" or None."""
+    stripped = head[:DETECT_BYTES].lstrip(b" \t\r\n")
+    if stripped[:1] in (b"{", b"["):
+        return "json"
+    first = stripped[: stripped.find(b"\n") + 1 or len(stripped)]
+    if _kernels.outline_lines(first, 0, len(first), b"", 1, 1, 1)[6]:
+        return "git"
+    end = stripped.rfind(b"\n") + 1 or len(stripped)
+    _, _, lines, keyed, _, _, _ = _kernels.outline_lines(stripped, 0, end, b"", 1, 1, 0)
+    if lines >= 8 and keyed * 100 >= lines * _KEYED_PERCENT:
+        return "lines"
+    return None
+
+
+class Outline:
+    """Collects the outline of ``[start, end)`` of a stored output, then renders it within a budget.
+
+    :param kind: what ``detect`` said.
+    :param read: ``read(a, b)`` gives a view of ``[a, b)`` of the stored bytes.
+    """
+
+    def __init__(self, kind: str, read: Reader) -> None:
+        self._kind = kind
+        self._read = read
+        self._start = self._end = 0
+        # lines and git
+        self._runs: list[Optional[list[list]]] = [[] for _ in range(_DEPTH)]
+        self._lines = 0
+        self._keyed = 0
+        self._commits: list[list] = []
+        self._last_commits: list[list] = []
+        self._commit_total = 0
+        # json
+        self._json: Optional[tuple] = None
+
+    def scan(self, start: int, end: int) -> None:
+        """Read ``[start, end)`` (the omitted part) once, a block at a time."""
+        self._start, self._end = start, end
+        if start >= end:
+            return
+        if self._kind == "json":
+            scanner = _kernels.JsonOutline(start, end, _JSON_DEPTH, _JSON_ENTRIES, _JSON_LABELS)
+            for block in self._blocks(0, end):
+                scanner.feed(block)
+            self._json = scanner.result()
+            return
+        section = b""
+        for block, base in self._line_blocks(start, end):
+            runs, lead, lines, keyed, section, commits, total = _kernels.outline_lines(
+                block, 0, len(block), section, _DEPTH, _RUNS, _COMMITS)
+            self._merge(runs, lead, base)
+            self._lines += lines
+            self._keyed += keyed
+            self._commit_total += total
+            for offset, digest, subject in commits:
+                entry = [base + offset, digest, subject]
+                if len(self._commits) < _COMMITS:
+                    self._commits.append(entry)
+                else:
+                    self._last_commits.append(entry)
+            del self._last_commits[:-_COMMITS]
+
+    def _blocks(self, start: int, end: int) -> Iterator[bytes]:
+        position = start
+        while position < end:
+            stop = min(end, position + _BLOCK)
+            with self._read(position, stop) as view:
+                yield bytes(view)
+            position = stop
+
+    def _line_blocks(self, start: int, end: int) -> Iterator[tuple[bytes, int]]:
+        """Blocks of whole lines (a line longer than a block is read in parts)."""
+        position = start
+        while position < end:
+            stop = min(end, position + _BLOCK)
+            with self._read(position, stop) as view:
+                block = bytes(view)
+            if stop < end:
+                newline = block.rfind(b"\n")
+                if newline >= 0:
+                    block = block[: newline + 1]
+            yield block, position
+            position += max(len(block), 1)
+
+    def _merge(self, runs: list, lead: int, base: int) -> None:
+        """Append one block's runs, joining a run that goes on across the blocks."""
+        for depth in range(_DEPTH):
+            kept = self._runs[depth]
+            found = runs[depth]
+            if kept is None:
+                continue
+            if found is None:
+                self._runs[depth] = None
+                continue
+            if kept and lead:
+                kept[-1][2] += lead
+            for index, (key, offset, lines, deeper) in enumerate(found):
+                if index == 0 and kept and kept[-1][0] == key:
+                    kept[-1][2] += lines
+                    kept[-1][3] = kept[-1][3] or deeper
+                    continue
+                kept.append([key, base + offset, lines, deeper])
+            if len(kept) > _RUNS:
+                self._runs[depth] = None
+
+    # ------------------------------------------------------------ rendering
+    def render(self, max_lines: int, max_bytes: int) -> list[str]:
+        """The outline's lines (a header first) within ``max_lines`` and ``max_bytes``
+        (newlines counted); empty when there is nothing worth showing."""
+        if max_lines < 2:
+            return []
+        if self._kind == "json":
+            body = self._render_json()
+        elif self._kind == "git":
+            return self._render_git(max_lines, max_bytes)
+        else:
+            body = self._render_lines(max_lines - 1)
+        if not body:
+            return []
+        return _fit(body, max_lines, max_bytes)
+
+    def _render_lines(self, room: int) -> list[str]:
+        if not self._lines or self._keyed * 100 < self._lines * _KEYED_PERCENT:
+            return []
+        levels: list[list[list]] = []
+        for runs in self._runs:
+            if runs is None or not runs:
+                break
+            levels.append(runs)
+        if not levels:
+            return []
+        chosen = _refine(levels, room)
+        total = sum(run[2] for run in levels[0])
+        head = f"[outline of the omitted part: {total} lines by path prefix; by byte offset:]"
+        body = [head]
+        for depth, index in chosen:
+            key, offset, lines, deeper = levels[depth][index]
+            name = _text(key) + ("/" if deeper else "")
+            body.append(f"{name} {lines} line{'s' if lines != 1 else ''} @ {offset}")
+        if len(chosen) < len(levels[0]):
+            body.append(f"… {len(levels[0]) - len(chosen)} more groups")
+        return body
+
+    def _render_git(self, max_lines: int, max_bytes: int) -> list[str]:
+        commits = self._commits + self._last_commits
+        if len(commits) < 1:
+            return []
+        for commit in commits:
+            if commit[2] is None:
+                commit[2] = self._subject(commit[0])
+        total = self._commit_total
+        head = f"[outline of the omitted part: {total} commit{'s' if total != 1 else ''}; by byte offset:]"
+        lines = [f"{_text(digest)} {_text(subject)} @ {offset}" if subject else f"{_text(digest)} @ {offset}"
+                 for offset, digest, subject in commits]
+        # The first and last commits, as many as fit, the count of the others between.
+        used_lines, used_bytes = 1, _size(head)
+        front: list[str] = []
+        back: list[str] = []
+        i, j = 0, len(lines) - 1
+        reserve = 60  # the "… N more commits …" line
+        while i <= j:
+            for side in (0, 1):
+                if i > j:
+                    break
+                line = lines[i] if side == 0 else lines[j]
+                if used_lines + 2 > max_lines or used_bytes + _size(line) + reserve > max_bytes:
+                    i = j + 1  # stop
+                    break
+                (front if side == 0 else back).append(line)
+                used_lines += 1
+                used_bytes += _size(line)
+                if side == 0:
+                    i += 1
+                else:
+                    j -= 1
+        shown = len(front) + len(back)
+        if not shown:
+            return []
+        middle = [f"… {total - shown} more commits …"] if total > shown else []
+        return [head] + front + middle + back[::-1]
+
+    def _subject(self, offset: int) -> Optional[bytes]:
+        """The subject of the commit at ``offset``, read from just after it."""
+        stop = min(self._end, offset + _SUBJECT_WINDOW)
+        with self._read(offset, stop) as view:
+            window = bytes(view)
+        commits = _kernels.outline_lines(window, 0, len(window), b"", 1, 1, 1)[5]
+        return commits[0][2] if commits else None
+
+    def _render_json(self) -> list[str]:
+        if self._json is None:
+            return []
+        valid, records, entries, _ = self._json
+        if not valid or not entries:
+            return []
+        body = ["[outline of the omitted part (JSON); by byte offset:]"]
+        labels: list[str] = []
+        for path, kind, first, last, count, offset, end, keys, names in sorted(entries, key=lambda e: e[5]):
+            size = _human_bytes(end - offset)
+            if kind == "object":
+                listed = ", ".join(_text(key) for key in keys)
+                more = f", +{count - len(keys)} more" if count > len(keys) else ""
+                body.append(f"{_path(path)} {{{listed}{more}}} ({count} keys, {size}) @ {offset}")
+                continue
+            what = "items" if kind == "array" else "records"
+            of = f"; objects with keys {', '.join(_text(key) for key in keys)}" if keys else ""
+            where = f"{_path(path)}[{first}..{last}]" if kind == "array" else f"records {first}..{last}"
+            body.append(f"{where} ({count} {what}, {size}{of}) @ {offset}")
+            if names:
+                labels.extend(f"[{index}] {_text(name)} @ {at}" for index, at, name in names)
+        if labels:
+            body.extend(_wrap(labels))
+        return body
+
+
+def _refine(levels: list[list[list]], room: int) -> list[tuple[int, int]]:
+    """The runs shown: the top level's, each split into its runs one level
+    deeper while the outline stays within ``room`` lines, cheapest split first
+    (a run with one run below it is followed down for free)."""
+    children: list[list[tuple[int, int]]] = []
+    for depth in range(len(levels) - 1):
+        upper, lower = levels[depth], levels[depth + 1]
+        spans = []
+        j = 0
+        for i in range(len(upper)):
+            end = upper[i + 1][1] if i + 1 < len(upper) else None
+            first = j
+            while j < len(lower) and (end is None or lower[j][1] < end):
+                j += 1
+            spans.append((first, j))
+        children.append(spans)
+    top = len(levels[0])
+    if top > room:
+        return [(0, index) for index in range(max(room - 1, 1))]
+    shown = {(0, index) for index in range(top)}
+    heap: list[tuple[int, int, int, int]] = []
+
+    def offer(depth: int, index: int) -> None:
+        if depth < len(children):
+            first, last = children[depth][index]
+            if last > first:
+                heapq.heappush(heap, (last - first - 1, levels[depth][index][1], depth, index))
+
+    for index in range(top):
+        offer(0, index)
+    while heap:
+        cost, _, depth, index = heapq.heappop(heap)
+        if len(shown) + cost > room:
+            break
+        shown.discard((depth, index))
+        first, last = children[depth][index]
+        for child in range(first, last):
+            shown.add((depth + 1, child))
+            offer(depth + 1, child)
+    return sorted(shown, key=lambda node: levels[node[0]][node[1]][1])
+
+
+def _wrap(items: list[str], width: int = 120) -> list[str]:
+    lines: list[str] = []
+    current = ""
+    for item in items:
+        if current and len(current) + 2 + len(item) > width:
+            lines.append(current)
+            current = ""
+        current = f"{current}; {item}" if current else f"  {item}"
+    if current:
+        lines.append(current)
+    return lines
+
+
+def _fit(body: list[str], max_lines: int, max_bytes: int) -> list[str]:
+    """The longest prefix of ``body`` within the limits, with a note of what is left out."""
+    shown: list[str] = []
+    used = 0
+    for index, line in enumerate(body):
+        size = _size(line)
+        if len(shown) + 1 > max_lines or used + size > max_bytes:
+            left = len(body) - index
+            note = f"… {left} more outline line{'s' if left != 1 else ''}"
+            while shown and (len(shown) + 1 > max_lines or used + _size(note) > max_bytes):
+                used -= _size(shown.pop())
+                left += 1
+                note = f"… {left} more outline lines"
+            if len(shown) > 1:
+                shown.append(note)
+            break
+        shown.append(line)
+        used += size
+    return shown if len(shown) > 1 else []
+
+
+def _size(line: str) -> int:
+    return len(line.encode("utf-8", "surrogateescape")) + 1
+
+
+def _text(raw: bytes) -> str:
+    return str(raw, "utf-8", "replace").replace("\n", " ")
+
+
+def _path(keys: tuple) -> str:
+    parts = ["$"]
+    for key in keys:
+        name = _text(key)
+        parts.append(f".{name}" if _IDENTIFIER.match(name) else f'["{name}"]')
+    return "".join(parts)
+
+
+def _human_bytes(size: int) -> str:
+    if size < 1024:
+        return f"{size} bytes"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KiB"
+    return f"{size / (1024 * 1024):.1f} MiB"

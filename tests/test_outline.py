@@ -1,0 +1,411 @@
+"""The outline of an omitted part: its kernels (against naive references and
+each other) and what ``truncate`` shows (every offset where that part starts)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from hypothesis import given, example, settings
+from hypothesis import strategies as st
+
+from overspill import ToolOutputStore, _kernels, _native
+from overspill._outline import Outline, budget, detect
+
+try:
+    from overspill import _speedups
+except ImportError:  # pragma: no cover - the compiled half is checked by conftest
+    _speedups = None
+
+BOTH = [_native] + ([_speedups] if _speedups is not None else [])
+STOPS = set(b" \t[(,;\"'=<>|{}")
+
+
+# ---------------------------------------------------------------- naive references
+def naive_token(text: bytes) -> bytes:
+    out = bytearray()
+    i = 0
+    while i < len(text) and i < 255:
+        if text[i] == ord(":"):
+            if text[i + 1 : i + 2] == b":":
+                out += b"::"
+                i += 2
+                continue
+            break
+        if text[i] in STOPS:
+            break
+        out.append(text[i])
+        i += 1
+    return bytes(out[:255])
+
+
+def naive_parts(token: bytes) -> list[int]:
+    ends, position = [], 0
+    for piece in re.split(rb"(/|::)", token):
+        position += len(piece)
+        if piece and piece not in (b"/", b"::"):
+            ends.append(position)
+    return ends
+
+
+def naive_outline(data: bytes, section: bytes, max_depth: int, max_runs: int, max_commits: int):
+    lines = data.split(b"\n")
+    if data.endswith(b"\n") or not data:
+        lines = lines[:-1]
+    runs = [[] for _ in range(max_depth)]
+    previous = [None] * max_depth
+    lead = keyed = total = 0
+    commits = []
+    offset = 0
+    pending = None
+    for raw in lines:
+        here = offset
+        offset += len(raw) + 1
+        text = raw[:-1] if raw.endswith(b"\r") else raw
+        match = re.match(rb"commit ([0-9a-f]{7,})( |$)", text)
+        if match:
+            total += 1
+            pending = [here, match.group(1)[:12], None]
+            commits.append(pending)
+        elif pending is not None and text.startswith(b"    ") and text.strip(b" \t"):
+            pending[2] = text.strip(b" \t")[:120]
+            pending = None
+        name = text[:-1]
+        if (len(text) >= 2 and text.endswith(b":") and not re.search(rb"[ \t:]", name)
+                and (b"/" in name or name.startswith(b"."))):
+            section = name[:255]
+            token = section
+        else:
+            token = naive_token(text)
+            if b"/" not in token and b"::" not in token:
+                token = section
+        if not token:
+            if previous[0] is None:
+                lead += 1
+            else:
+                for kept in runs:
+                    if kept is not None:
+                        kept[-1][2] += 1
+            continue
+        keyed += 1
+        ends = naive_parts(token)
+        for depth in range(max_depth):
+            key = token[: ends[min(depth, len(ends) - 1)]] if ends else token
+            if key == previous[depth]:
+                if runs[depth] is not None:
+                    runs[depth][-1][2] += 1
+                    runs[depth][-1][3] |= len(ends) > depth + 1
+                continue
+            previous[depth] = key
+            if runs[depth] is None:
+                continue
+            if len(runs[depth]) == max_runs:
+                runs[depth] = None
+                continue
+            runs[depth].append([key, here, 1, len(ends) > depth + 1])
+    kept_commits = commits if len(commits) <= 2 * max_commits else commits[:max_commits] + commits[-max_commits:]
+    if max_commits == 0:
+        kept_commits = []
+    return ([None if kept is None else [tuple(run) for run in kept] for kept in runs], lead, len(lines), keyed,
+            section, [tuple(commit) for commit in kept_commits], total)
+
+
+line_pieces = st.sampled_from([
+    "/usr/lib/", "/usr/share/doc/", "src/", "a.py", "::test_x", "[1]", " PASSED", ":12: def f", "commit ",
+    "0123456789abcdef0123", "    subject line", "Author: x", "\r", "-rw-r--r-- 1 root", "./build:", "/tmp/x:",
+    "total 8", "", "é", "\x1b[1m", ":", "::", "/", " ", "\t", "x/y/z",
+])
+outputs = st.lists(st.lists(line_pieces, max_size=5).map("".join), max_size=30).map(
+    lambda lines: "\n".join(lines).encode())
+
+
+@settings(max_examples=300)
+@given(outputs, st.integers(1, 5), st.integers(1, 6), st.integers(0, 3),
+       st.sampled_from([b"", b"/sec/tion"]), st.booleans())
+@example(b"/a/b:\nfoo\n/a/c/d\n", 3, 5, 1, b"", True)
+def test_outline_lines_matches_the_naive_reference(data, depth, runs, commits, section, final_newline):
+    if final_newline:
+        data += b"\n"
+    expected = naive_outline(data, section, depth, runs, commits)
+    for kernels in BOTH:
+        assert kernels.outline_lines(data, 0, len(data), section, depth, runs, commits) == expected
+
+
+@given(outputs, st.integers(0, 40), st.integers(0, 40))
+def test_outline_lines_offsets_are_the_buffers(data, before, after):
+    padded = b"x" * before + data + b"y" * after
+    shifted = _kernels.outline_lines(padded, before, before + len(data), b"", 3, 8, 2)
+    plain = _kernels.outline_lines(data, 0, len(data), b"", 3, 8, 2)
+    assert shifted[1:5] == plain[1:5]
+    for kept_shifted, kept_plain in zip(shifted[0], plain[0]):
+        if kept_plain is None:
+            assert kept_shifted is None
+            continue
+        assert [(key, offset - before, lines, deeper) for key, offset, lines, deeper in kept_shifted] == kept_plain
+        for key, offset, _, _ in kept_shifted:
+            # Each run starts at a line holding (or headed by a section holding) its key.
+            assert offset == before or padded[offset - 1] == 10
+
+
+@pytest.mark.parametrize("kernels", BOTH, ids=lambda module: module.__name__.rsplit(".", 1)[-1])
+def test_outline_lines_rejects_bad_arguments(kernels):
+    for args, error in [
+        (("x", 0, 1, b"", 1, 1, 1), TypeError),
+        ((b"x", 0, 2, b"", 1, 1, 1), ValueError),
+        ((b"x", 1, 0, b"", 1, 1, 1), ValueError),
+        ((b"x", 0, 1, "s", 1, 1, 1), TypeError),
+        ((b"x", 0, 1, b"", 0, 1, 1), ValueError),
+        ((b"x", 0, 1, b"", 33, 1, 1), ValueError),
+        ((b"x", 0, 1, b"", 1, 0, 1), ValueError),
+        ((b"x", 0, 1, b"", 1, 1, -1), ValueError),
+        ((b"x", 0, 1, b"s" * 256, 1, 1, 1), ValueError),
+        ((b"x", True, 1, b"", 1, 1, 1), TypeError),
+    ]:
+        with pytest.raises(error):
+            kernels.outline_lines(*args)
+
+
+# ---------------------------------------------------------------- JSON
+def naive_json_items(text: bytes):
+    """Every value and member of a valid document: (kind, path or None, index, offset) -- a plain
+    recursive parse with offsets, reporting what the scan reports."""
+    found = []
+
+    def skip(i):
+        while i < len(text) and text[i] in b" \t\r\n":
+            i += 1
+        return i
+
+    def string_end(i):
+        i += 1
+        while text[i] != ord('"'):
+            i += 2 if text[i] == ord("\\") else 1
+        return i + 1
+
+    def value(i, path, reportable):
+        i = skip(i)
+        c = text[i]
+        if c == ord("{"):
+            i = skip(i + 1)
+            index = 0
+            while text[i] != ord("}"):
+                key_end = string_end(i)
+                found.append(("object", path, index, i, reportable))
+                key = text[i + 1 : key_end - 1][:64]
+                i = skip(key_end) + 1  # ':'
+                i = skip(value(i, path + (key,) if path is not None else None, reportable))
+                index += 1
+                if text[i] == ord(","):
+                    i = skip(i + 1)
+            return i + 1
+        if c == ord("["):
+            i = skip(i + 1)
+            index = 0
+            while text[i] != ord("]"):
+                found.append(("array", path, index, i, reportable))
+                i = skip(value(i, None, False))
+                index += 1
+                if text[i] == ord(","):
+                    i = skip(i + 1)
+            return i + 1
+        if c == ord('"'):
+            return string_end(i)
+        while i < len(text) and text[i] not in b" \t\r\n,]}:[{\"":
+            i += 1
+        return i
+
+    value(0, (), True)
+    found.append(("root", None, 0, 0, True))
+    return found
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-1000, 1000) | st.text("ab\"\\é{}[]", max_size=6),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.sampled_from(["name", "a", "b c", "x\"y"]),
+                                                                inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=200)
+@given(json_values.filter(lambda v: isinstance(v, (list, dict))), st.sampled_from([None, 0, 2]),
+       st.data())
+def test_json_outline_matches_a_naive_parse(document, indent, data):
+    text = json.dumps(document, indent=indent).encode()
+    start = data.draw(st.integers(0, len(text)))
+    end = data.draw(st.integers(start, len(text)))
+    step = data.draw(st.integers(1, len(text) + 1))
+    results = []
+    for kernels in BOTH:
+        scanner = kernels.JsonOutline(start, end, 32, 1000, 1000)
+        for i in range(0, len(text), step):
+            scanner.feed(text[i : i + step])
+        results.append(scanner.result())
+    assert all(result == results[0] for result in results)
+    valid, records, entries, dropped = results[0]
+    assert valid and records == (1 if end > 0 else 0) and dropped == 0
+    expected: dict = {}
+    for kind, path, index, offset, reportable in naive_json_items(text):
+        if reportable and start <= offset < end:
+            entry = expected.setdefault((path, kind), [index, index, 0, offset])
+            entry[1] = index
+            entry[2] += 1
+    got = {(path, kind): [first, last, count, offset]
+           for path, kind, first, last, count, offset, _, _, _ in entries}
+    assert got == expected
+    for path, kind, first, last, count, offset, end_offset, keys, labels in entries:
+        assert text[offset:offset + 1] in (b'"', b"{", b"[", b"-", b"t", b"f", b"n") or text[offset:offset + 1].isdigit()
+        assert offset < end_offset <= end
+        for _, label_offset, _ in labels:
+            assert text[label_offset:label_offset + 1] == b"{"
+
+
+def test_json_outline_labels_name_the_omitted_items():
+    document = {"version": "1", "packages": [{"meta": {"name": f"pkg{i}"}, "n": i} for i in range(100)]}
+    text = json.dumps(document, indent=2).encode()
+    start, end = text.index(b"pkg10") - 40, text.index(b"pkg90") - 40
+    for kernels in BOTH:
+        scanner = kernels.JsonOutline(start, end, 4, 16, 1000)
+        scanner.feed(text)
+        valid, _, entries, _ = scanner.result()
+        assert valid
+        (entry,) = [entry for entry in entries if entry[0] == (b"packages",)]
+        assert entry[1] == "array" and entry[7] == (b"meta", b"n")
+        names = [name for _, _, name in entry[8]]
+        assert names == [f"pkg{i}".encode() for i in range(entry[2], entry[3] + 1)]
+
+
+@pytest.mark.parametrize("kernels", BOTH, ids=lambda module: module.__name__.rsplit(".", 1)[-1])
+@pytest.mark.parametrize("text", [b"{]", b"[}", b"]", b"{1:2}", b"[1:2]", b"hello", b"\xef\xbb\xbf{}"])
+def test_json_outline_stops_at_what_cannot_be_json(kernels, text):
+    scanner = kernels.JsonOutline(0, len(text), 4, 16, 16)
+    scanner.feed(text)
+    assert scanner.result()[0] is False
+
+
+@pytest.mark.parametrize("kernels", BOTH, ids=lambda module: module.__name__.rsplit(".", 1)[-1])
+def test_json_outline_rejects_bad_arguments(kernels):
+    for args, error in [((2, 1, 1, 1, 1), ValueError), ((0, 1, 0, 1, 1), ValueError), ((0, 1, 33, 1, 1), ValueError),
+                        ((0, 1, 1, 0, 1), ValueError), ((0, 1, 1, 1, -1), ValueError), (("0", 1, 1, 1, 1), TypeError)]:
+        with pytest.raises(error):
+            kernels.JsonOutline(*args)
+    with pytest.raises(TypeError):
+        kernels.JsonOutline(0, 1, 1, 1, 1).feed("text")
+
+
+# ---------------------------------------------------------------- through truncate
+OFFSET = re.compile(r" @ (\d+)")
+
+
+def outline_of(content: str) -> list[str]:
+    lines = content.split("\n")
+    start = next(i for i, line in enumerate(lines) if line.startswith("[outline of the omitted part"))
+    out = []
+    for line in lines[start + 1 :]:
+        if not line:
+            break
+        out.append(line)
+    return out
+
+
+def listing() -> bytes:
+    rows = []
+    for top in ("alpha", "beta", "gamma"):
+        for sub in range(30):
+            for name in range(40):
+                rows.append(f"/srv/{top}/d{sub:02d}/file{name:03d}.txt")
+    return ("\n".join(rows) + "\n").encode()
+
+
+def git_log() -> bytes:
+    parts = []
+    for n in range(300):
+        digest = f"{n:04x}" + "ab" * 18
+        parts.append(f"commit {digest}\nAuthor: A <a@b>\nDate:   today\n\n    change number {n}\n\n"
+                     + "".join(f"+line {i} of change {n}\n" for i in range(20)))
+    return "".join(parts).encode()
+
+
+def document() -> bytes:
+    return json.dumps({"version": "1", "packages": [{"metadata": {"name": f"package-{i}", "version": "1.0"},
+                                                    "files": [f"f{j}" for j in range(20)]} for i in range(400)],
+                       "environment": {"python": "3.11"}}, indent=2).encode()
+
+
+@pytest.mark.parametrize("limits", [(2000, 50 * 1024), (400, 8 * 1024)])
+@pytest.mark.parametrize("make", [listing, git_log, document, lambda: json.dumps(json.loads(document())).encode()],
+                         ids=["listing", "git-log", "json", "json-one-line"])
+def test_every_outline_offset_points_at_its_part(tmp_path, make, limits):
+    data = make()
+    store = ToolOutputStore(tmp_path, durable=False)
+    result = store.truncate("s", "c", data, max_lines=limits[0], max_bytes=limits[1])
+    assert result.truncated and len(result.content.encode()) <= limits[1] + 300
+    shown = outline_of(result.content)
+    assert shown
+    with store.view("s", result.resource.uri) as (_, stored):
+        stored = bytes(stored)
+    assert stored == data
+    head_end = result.next_offset
+    checked = 0
+    for line in shown:
+        for match in OFFSET.finditer(line):
+            offset = int(match.group(1))
+            assert head_end <= offset < len(data)
+            checked += 1
+            if make is listing:
+                key = line.split(" ")[0].rstrip("/")
+                assert stored[offset:].startswith(key.encode())
+            elif make is git_log:
+                digest = line.split(" ")[0]
+                if not digest.startswith("…"):
+                    assert stored[offset:].startswith(f"commit {digest}".encode())
+            else:
+                assert stored[offset:offset + 1] in b'{["' or stored[offset:offset + 1].isalnum()
+    assert checked
+
+
+def test_outline_can_be_turned_off(tmp_path):
+    store = ToolOutputStore(tmp_path, durable=False, config={"tool_output": {"outline": False}})
+    content = store.truncate("s", "c", listing()).content
+    assert "[outline of the omitted part" not in content
+    with pytest.raises(Exception, match="outline"):
+        ToolOutputStore(tmp_path, config={"tool_output": {"outline": "yes"}})
+
+
+def test_other_outputs_get_no_outline(tmp_path):
+    store = ToolOutputStore(tmp_path, durable=False)
+    log = "".join(f"2026-01-01 INFO processed record {i}\n" for i in range(20000)).encode()
+    assert "[outline" not in store.truncate("s", "c", log).content
+    assert detect(log) is None
+    assert detect(b"  \n{\"a\": 1}") == "json"
+    assert detect(git_log()) == "git"
+    assert detect(listing()) == "lines"
+
+
+def test_budget_is_a_share_of_the_limits():
+    assert budget(2000, 50 * 1024) == (60, 5120)
+    assert budget(400, 8192) == (20, 819)
+    assert budget(10, 100) == (0, 0)
+
+
+def test_outline_renders_within_its_budget():
+    data = git_log()
+
+    class Reader:
+        def __init__(self, start, end):
+            self.view = memoryview(data)[start:end]
+
+        def __enter__(self):
+            return self.view
+
+        def __exit__(self, *exc):
+            return False
+
+    collector = Outline("git", Reader)
+    collector.scan(1000, len(data) - 1000)
+    for lines, size in [(3, 400), (10, 1000), (60, 5000)]:
+        shown = collector.render(lines, size)
+        assert len(shown) <= lines
+        assert sum(len(line.encode()) + 1 for line in shown) <= size
+        assert "more commits" in shown[-2] or "more commits" in "".join(shown)
