@@ -94,3 +94,78 @@ def test_truncate_of_the_build_log(benchmark, setting, build_log, tmp_path_facto
     result = run(benchmark, store.truncate, "s", "c", build_log)
     assert result.truncated and (setting != "defaults" or "error: 'size' undeclared" in result.content)
     store.cleanup(now=10**11)
+
+
+# ---------------------------------------------------------------- outline scan
+# The outline reads the whole omitted middle too: a listing (find-like paths,
+# runs by prefix at 8 levels) and a JSON document (the streaming structure scan).
+@pytest.fixture(scope="module")
+def listing() -> bytes:
+    rng = random.Random(11)
+    rows = []
+    for package in range(400):
+        for number in range(60):
+            rows.append(f"/usr/share/doc/package-{package}/sub{number % 7}/file_{rng.randint(1, 99999)}.txt")
+    block = ("\n".join(rows) + "\n").encode()
+    return block * max(1, MIB * 2**20 // len(block))
+
+
+@pytest.fixture(scope="module")
+def document() -> bytes:
+    rng = random.Random(13)
+    items = ",\n".join(
+        f'    {{"metadata": {{"name": "package-{n}", "version": "{rng.randint(0, 9)}.{rng.randint(0, 99)}"}}, '
+        f'"files": [{", ".join(str(rng.randint(0, 10**6)) for _ in range(12))}], "requested": true}}'
+        for n in range(20_000))
+    body = items.encode()
+    copies = max(1, MIB * 2**20 // len(body))
+    return b'{"version": "1", "installed": [\n' + b",\n".join([body] * copies) + b'\n], "environment": {}}\n'
+
+
+def outline_listing(kernels, data: bytes) -> int:
+    block = 8 << 20
+    section = b""
+    runs = 0
+    for start in range(0, len(data), block):
+        chunk = data[start : start + block]
+        found = kernels.outline_lines(chunk, 0, len(chunk), section, 8, 512, 64)
+        section = found[4]
+        runs += len(found[0][0] or ())
+    return runs
+
+
+def outline_json(kernels, data: bytes) -> int:
+    scanner = kernels.JsonOutline(1 << 16, len(data) - (1 << 16), 4, 64, 2048)
+    view = memoryview(data)
+    for start in range(0, len(data), 8 << 20):
+        scanner.feed(view[start : start + (8 << 20)])
+    return len(scanner.result()[2])
+
+
+PREFIX = re.compile(rb"^(/[^/\n]*/[^/\n]*/[^/\n]*)", re.M)
+OUTLINERS = {
+    "cython": lambda data: outline_listing(_speedups, data),
+    "python": lambda data: outline_listing(_native, data),
+    "re over bytes (3-level prefixes only)": lambda data: sum(1 for _ in PREFIX.finditer(data)),
+}
+
+
+@pytest.mark.parametrize("outliner", OUTLINERS)
+def test_outline_scan_listing(benchmark, outliner, listing):
+    benchmark.group = f"outline scan, listing, {len(listing) >> 20} MiB"
+    assert run(benchmark, OUTLINERS[outliner], listing)
+
+
+JSON_OUTLINERS = {
+    "cython": lambda data: outline_json(_speedups, data),
+    "python": lambda data: outline_json(_native, data),
+    "json.loads (a full parse, in memory)": lambda data: len(__import__("json").loads(data)["installed"]),
+}
+
+
+@pytest.mark.parametrize("outliner", JSON_OUTLINERS)
+def test_outline_scan_json(benchmark, outliner, document):
+    if outliner.startswith("json.loads") and MIB > 256:
+        pytest.skip("a full parse of this size takes several times its size in memory")
+    benchmark.group = f"outline scan, JSON, {len(document) >> 20} MiB"
+    assert run(benchmark, JSON_OUTLINERS[outliner], document)

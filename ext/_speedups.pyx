@@ -176,11 +176,48 @@ cdef Py_ssize_t _first_newline(const void *data, int width, Py_ssize_t low, Py_s
     return -1 if found < 0 else low + found
 
 
+cdef inline Py_ssize_t _unit(const void *data, int width, Py_ssize_t index) noexcept nogil:
+    if width == 1:
+        return (<const uint8_t *>data)[index]
+    if width == 2:
+        return (<const unsigned short *>data)[index]
+    return (<const uint32_t *>data)[index]
+
+
+cdef inline bint _is_token_end(Py_ssize_t unit) noexcept nogil:
+    # See _native._TOKEN_ENDS.
+    return unit == 44 or unit == 59 or unit == 125 or unit == 32
+
+
+cdef Py_ssize_t _last_mark(const void *data, int width, Py_ssize_t low, Py_ssize_t high) noexcept nogil:
+    """Index of the last token end in [low, high), or -1."""
+    cdef Py_ssize_t i = high - 1
+    while i >= low:
+        if _is_token_end(_unit(data, width, i)):
+            return i
+        i -= 1
+    return -1
+
+
+cdef Py_ssize_t _first_mark(const void *data, int width, Py_ssize_t low, Py_ssize_t high) noexcept nogil:
+    """Index of the first token end in [low, high), or -1."""
+    cdef Py_ssize_t i = low
+    while i < high:
+        if _is_token_end(_unit(data, width, i)):
+            return i
+        i += 1
+    return -1
+
+
 cdef Py_ssize_t _head_cut(const uint8_t *data, Py_ssize_t size, Py_ssize_t share, Py_ssize_t slack) noexcept:
     """The head's end: see _native._head_cut."""
-    cdef Py_ssize_t cut = osp_boundary_at_or_before(data, size, share, 0, 1), newline
+    cdef Py_ssize_t cut = osp_boundary_at_or_before(data, size, share, 0, 1), newline, low
     if slack:
-        newline = _last_newline(data, 1, max(share - slack, 1) - 1, cut)
+        low = max(share - slack, 1) - 1
+        newline = _last_newline(data, 1, low, cut)
+        if newline >= 0:
+            return newline + 1
+        newline = _last_mark(data, 1, low, cut)
         if newline >= 0:
             return newline + 1
     return cut
@@ -192,6 +229,9 @@ cdef Py_ssize_t _tail_cut(const uint8_t *data, Py_ssize_t size, Py_ssize_t share
     cdef Py_ssize_t cut = osp_boundary_at_or_after(data, size, low, 1)
     if slack:
         newline = _first_newline(data, 1, max(cut - 1, 0), min(low + slack, size - 1))
+        if newline >= 0:
+            return newline + 1
+        newline = _first_mark(data, 1, max(cut - 1, 0), min(low + slack, size - 1))
         if newline >= 0:
             return newline + 1
     return cut
@@ -225,7 +265,8 @@ cdef tuple _preview_text(object text, Py_ssize_t max_lines, Py_ssize_t max_bytes
     cdef const void *data = PyUnicode_DATA(text)
     cdef Py_ssize_t head_region = length, tail_region = 0, cap = max_bytes + 1
     cdef Py_ssize_t head_size, tail_size, head_share, tail_share, head_index, tail_index
-    cdef Py_ssize_t head_end, tail_start, newline, end, start
+    cdef Py_ssize_t head_end, tail_start, newline, end, start, low, high
+    cdef int attempt
     if not _line_regions(data, length, width, max_lines, &head_region, &tail_region):
         if size <= max_bytes:
             return size, size, length, length
@@ -241,20 +282,28 @@ cdef tuple _preview_text(object text, Py_ssize_t max_lines, Py_ssize_t max_bytes
     head_end = osp_utf8_length(data, head_index, width)
     tail_start = size - osp_utf8_length(<const char *>data + tail_index * width, length - tail_index, width)
     if slack and head_index < head_region:
-        # See _native._preview_text: a newline within `slack` bytes of the share.
-        newline = _last_newline(data, width, max(head_index - slack - 1, 0), head_index)
-        if newline >= 0:
-            end = head_end - osp_utf8_length(<const char *>data + (newline + 1) * width,
-                                             head_index - newline - 1, width)
-            if head_share - end <= slack:
-                head_index, head_end = newline + 1, end
+        # See _native._preview_text: a newline within `slack` bytes of the
+        # share, else a token end there.
+        low = max(head_index - slack - 1, 0)
+        for attempt in range(2):
+            newline = (_last_newline if attempt == 0 else _last_mark)(data, width, low, head_index)
+            if newline >= 0:
+                end = head_end - osp_utf8_length(<const char *>data + (newline + 1) * width,
+                                                 head_index - newline - 1, width)
+                if head_share - end <= slack:
+                    head_index, head_end = newline + 1, end
+                    break
     if slack and tail_index > tail_region:
-        newline = _first_newline(data, width, max(tail_index - 1, 0), min(tail_index + slack, length - 1))
-        if newline >= 0:
-            start = tail_start + osp_utf8_length(<const char *>data + tail_index * width,
-                                                 newline + 1 - tail_index, width)
-            if start - (size - tail_share) <= slack:
-                tail_index, tail_start = newline + 1, start
+        low = max(tail_index - 1, 0)
+        high = min(tail_index + slack, length - 1)
+        for attempt in range(2):
+            newline = (_first_newline if attempt == 0 else _first_mark)(data, width, low, high)
+            if newline >= 0:
+                start = tail_start + osp_utf8_length(<const char *>data + tail_index * width,
+                                                     newline + 1 - tail_index, width)
+                if start - (size - tail_share) <= slack:
+                    tail_index, tail_start = newline + 1, start
+                    break
     return head_end, tail_start, head_index, tail_index
 
 

@@ -241,13 +241,31 @@ def test_slack_cuts_land_after_newlines(content, max_lines, max_bytes, slack):
     head_end, tail_start, head_index, tail_index = cuts
     assert (head_end < tail_start) == (plain[0] < plain[1])
     assert plain[0] - slack <= head_end <= plain[0] and plain[1] <= tail_start <= plain[1] + slack
+    # After a newline, else (a long line) after a token end: , ; } or space.
+    ends = ("\n", 10, ",", 44, ";", 59, "}", 125, " ", 32)
     if head_end != plain[0]:
-        assert content[head_index - 1] in ("\n", 10)
+        assert content[head_index - 1] in ends
+        if content[head_index - 1] not in ("\n", 10):
+            assert head_end == plain[0] or not any(c in ("\n", 10) for c in content[head_index:plain[2]])
     if tail_start != plain[1]:
-        assert content[tail_index - 1] in ("\n", 10) and tail_index < len(content)
+        assert content[tail_index - 1] in ends and tail_index < len(content)
     if stored is not None and head_end < tail_start:
         # A str is cut where its stored form is: never inside a character.
         assert _kernels.preview_cuts(stored, max_lines, max_bytes, slack)[:2] == (head_end, tail_start)
+
+
+def test_long_lines_are_cut_after_token_ends():
+    row = ";".join(f"function f{i}(a,b){{return a*{i}+b}}" for i in range(400)).encode()
+    plain = _kernels.preview_cuts(row, 100, 1000, 0)
+    head_end, tail_start, _, _ = _kernels.preview_cuts(row, 100, 1000, 50)
+    assert row[head_end - 1 : head_end] in (b";", b",", b"}", b" ") and plain[0] - 50 <= head_end <= plain[0]
+    assert row[tail_start - 1 : tail_start] in (b";", b",", b"}", b" ") and plain[1] <= tail_start <= plain[1] + 50
+    text = row.decode()
+    assert _kernels.preview_cuts(text, 100, 1000, 50)[:2] == (head_end, tail_start)
+    # A newline within the slack wins over a token end.
+    data = b"x" * 400 + b"\n" + b"a b c " * 200
+    head_end = _kernels.preview_cuts(data, 100, 1000, 200)[0]
+    assert data[head_end - 1] == 10
 
 
 def test_slack_example():

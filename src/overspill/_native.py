@@ -286,26 +286,58 @@ def _newline_after(view: BytesLike, low: int, high: int) -> int:
     return -1 if found < 0 else low + found
 
 
+# Where a cut inside a long line may land, after a newline was looked for in
+# vain: just after one of these (token-ish boundaries of minified code, CSV
+# rows and prose), so that a word or a number is not split.
+_TOKEN_ENDS = (",", ";", "}", " ")
+_TOKEN_END_BYTES = tuple(mark.encode() for mark in _TOKEN_ENDS)
+
+
+def _mark_before(window: str | bytes) -> int:
+    """Index of the last token end in ``window``, or -1."""
+    marks = _TOKEN_ENDS if isinstance(window, str) else _TOKEN_END_BYTES
+    return max(window.rfind(mark) for mark in marks)  # type: ignore[arg-type]
+
+
+def _mark_after(window: str | bytes) -> int:
+    """Index of the first token end in ``window``, or -1."""
+    marks = _TOKEN_ENDS if isinstance(window, str) else _TOKEN_END_BYTES
+    found = [index for index in (window.find(mark) for mark in marks) if index >= 0]  # type: ignore[arg-type]
+    return min(found, default=-1)
+
+
 def _head_cut(view: BytesLike, size: int, share: int, slack: int) -> int:
     """The head's end: the last boundary within ``share``, or just after a
-    newline when one ends at most ``slack`` bytes before ``share``."""
+    newline when one ends at most ``slack`` bytes before ``share``, else just
+    after the last ``,`` ``;`` ``}`` or space there."""
     cut = _boundary_at_or_before(view, size, share, 0, True)
     if slack:
-        newline = _newline_before(view, max(share - slack, 1) - 1, cut)
+        low = max(share - slack, 1) - 1
+        newline = _newline_before(view, low, cut)
         if newline >= 0:
             return newline + 1
+        if low < cut:
+            mark = _mark_before(bytes(view[low:cut]))
+            if mark >= 0:
+                return low + mark + 1
     return cut
 
 
 def _tail_cut(view: BytesLike, size: int, share: int, slack: int) -> int:
     """The tail's start: the first boundary leaving at most ``share`` bytes,
-    or just after a newline at most ``slack`` bytes later (never the end)."""
+    or just after a newline at most ``slack`` bytes later (never the end),
+    else just after the first ``,`` ``;`` ``}`` or space there."""
     low = size - share
     cut = _boundary_at_or_after(view, size, low, True)
     if slack:
-        newline = _newline_after(view, max(cut - 1, 0), min(low + slack, size - 1))
+        start, stop = max(cut - 1, 0), min(low + slack, size - 1)
+        newline = _newline_after(view, start, stop)
         if newline >= 0:
             return newline + 1
+        if start < stop:
+            mark = _mark_after(bytes(view[start:stop]))
+            if mark >= 0:
+                return start + mark + 1
     return cut
 
 
@@ -379,19 +411,30 @@ def _preview_text(text: str, max_lines: int, max_bytes: int, slack: int) -> tupl
     tail_start = size - utf8_length(text[tail_index:])
     if slack and head_index < head_region:
         # Same rule as for bytes: a newline ending at most `slack` bytes
-        # before the share; it lies within `slack` code points of the cut.
-        newline = text.rfind("\n", max(head_index - slack - 1, 0), head_index)
-        if newline >= 0:
-            end = head_end - utf8_length(text[newline + 1 : head_index])
-            if head_share - end <= slack:
-                head_index, head_end = newline + 1, end
+        # before the share, else a token end there; either lies within
+        # `slack` code points of the cut.
+        low = max(head_index - slack - 1, 0)
+        newline = text.rfind("\n", low, head_index)
+        for found in (newline, _found(_mark_before(text[low:head_index]), low)):
+            if found >= 0:
+                end = head_end - utf8_length(text[found + 1 : head_index])
+                if head_share - end <= slack:
+                    head_index, head_end = found + 1, end
+                    break
     if slack and tail_index > tail_region:
-        newline = text.find("\n", max(tail_index - 1, 0), min(tail_index + slack, length - 1))
-        if newline >= 0:
-            start = tail_start + utf8_length(text[tail_index : newline + 1])
-            if start - (size - tail_share) <= slack:
-                tail_index, tail_start = newline + 1, start
+        low, high = max(tail_index - 1, 0), min(tail_index + slack, length - 1)
+        newline = text.find("\n", low, high)
+        for found in (newline, _found(_mark_after(text[low:high]), low)):
+            if found >= 0:
+                start = tail_start + utf8_length(text[tail_index : found + 1])
+                if start - (size - tail_share) <= slack:
+                    tail_index, tail_start = found + 1, start
+                    break
     return head_end, tail_start, head_index, tail_index
+
+
+def _found(index: int, base: int) -> int:
+    return -1 if index < 0 else base + index
 
 
 def preview_cuts(content: str | BytesLike, max_lines: int, max_bytes: int, line_slack: int = 0, /
