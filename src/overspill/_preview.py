@@ -51,7 +51,8 @@ def stored_preview(read: Reader, *, uri: str, stored: int, total: int, max_lines
                    content: Optional[Content] = None,
                    kept_end: Optional[bytes] = None, first: Optional[Preview] = None,
                    release: Optional[Callable[[int, int], None]] = None,
-                   outline: bool = False) -> tuple[Preview, list[str]]:
+                   outline: bool = False,
+                   tokens: Optional[tuple[int, Callable[[str], int]]] = None) -> tuple[Preview, list[str]]:
     """The preview of a stored output, and the signal lines and outline of the part it omits.
 
     :param read: ``read(start, end)`` gives a verified view of ``[start, end)``
@@ -74,6 +75,10 @@ def stored_preview(read: Reader, *, uri: str, stored: int, total: int, max_lines
         scan read that range (a hint that its pages are not needed soon).
     :param outline: add the outline of the omitted part (``overspill._outline``)
         when the output is of a kind that has one.
+    :param tokens: ``(max_tokens, count)``: the preview (head, tail, signal
+        lines and outline) also takes at most ``max_tokens`` tokens by
+        ``count(text)``; its byte limit is lowered until it does (so an
+        output within the byte and line limits may come back truncated).
     :returns: the preview and the lines shown after the marker: the signal
         lines, then the outline (their lines and bytes come out of the
         preview's budget); none when the preview is not truncated, and none
@@ -81,7 +86,40 @@ def stored_preview(read: Reader, *, uri: str, stored: int, total: int, max_lines
     :raises StorageError: a window of the stored copy cannot be read back.
     """
     recut = _cutter(read, uri, stored, total, count, flags, content, kept_end)
-    shaped = recut(max_lines, max_bytes) if first is None else first
+    if tokens is None:
+        shaped = recut(max_lines, max_bytes) if first is None else first
+        return _shown(read, release, stored, shaped, recut, max_lines, max_bytes, flags, signals, outline)
+    max_tokens, counted = tokens
+    size = _token_bytes(recut, max_lines, max_bytes, max_tokens, counted)
+    while True:
+        shaped, lines = _shown(read, release, stored, recut(max_lines, size), recut, max_lines, size, flags,
+                               signals, outline)
+        used = counted(shaped.head) + counted(shaped.tail) + sum(counted(line) + 1 for line in lines)
+        if used <= max_tokens or size == 1:
+            return shaped, lines
+        # Signal lines or the outline were denser in tokens than the cut was: narrower again.
+        size = max(1, min(size - 1, size * max_tokens * 15 // (used * 16)))
+
+
+def _token_bytes(recut: Recut, max_lines: int, max_bytes: int, max_tokens: int,
+                 counted: Callable[[str], int]) -> int:
+    """The greatest byte limit (at most ``max_bytes``, found by narrowing in
+    proportion) whose preview takes at most ``max_tokens`` tokens."""
+    size = max_bytes
+    while size > 1:
+        shaped = recut(max_lines, size)
+        used = counted(shaped.head) + counted(shaped.tail)
+        if used <= max_tokens:
+            break
+        size = max(1, min(size - 1, size * max_tokens * 15 // (used * 16)))
+    return size
+
+
+def _shown(read: Reader, release: Optional[Callable[[int, int], None]], stored: int, shaped: Preview,
+           recut: Recut, max_lines: int, max_bytes: int, flags: int, signals: SignalPatterns,
+           outline: bool) -> tuple[Preview, list[str]]:
+    """``shaped`` (the preview within the limits), narrowed for the signal
+    lines and the outline of what it omits, and those lines."""
     if not shaped.truncated:
         return shaped, []
     kind = _outline_kind(read, stored) if outline else None

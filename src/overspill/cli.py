@@ -113,6 +113,8 @@ def _parser(only: Optional[str] = None) -> _Parser:
     limits = _Parser(add_help=False)
     limits.add_argument("--max-lines", type=_positive, help="lines the preview may show (default 2000)")
     limits.add_argument("--max-bytes", type=_positive, help="bytes the preview may show (default 51200)")
+    limits.add_argument("--max-tokens", type=_positive, help="o200k tokens the preview may take besides its "
+                        "bytes (default: no token bound; needs pip install 'overspill[tokens]')")
 
     parser = _Parser(prog="overspill", description="Bound tool outputs for LLM agents: preview the head and "
                      "tail, keep the whole output, and read it back in pages.",
@@ -175,6 +177,8 @@ def _parser(only: Optional[str] = None) -> _Parser:
     mcp.add_argument("--cwd", help="folder commands run in and relative paths start from (default: the current one)")
     mcp.add_argument("--max-lines", type=_positive, help=f"lines a preview may show (default {MCP_MAX_LINES})")
     mcp.add_argument("--max-bytes", type=_positive, help=f"bytes a preview may show (default {MCP_MAX_BYTES})")
+    mcp.add_argument("--max-tokens", type=_positive, help="o200k tokens a preview may take besides its bytes "
+                     "(default: no token bound; needs pip install 'overspill[tokens]')")
     mcp.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT,
                      help=f"seconds a command runs when the model names no timeout (default {DEFAULT_TIMEOUT:g}, "
                           f"at most {MAX_TIMEOUT:g})")
@@ -183,7 +187,8 @@ def _parser(only: Optional[str] = None) -> _Parser:
 
 def _config(args: argparse.Namespace) -> dict[str, Any]:
     return {"tool_output": {key: value for key, value in (("max_lines", getattr(args, "max_lines", None)),
-                                                         ("max_bytes", getattr(args, "max_bytes", None)))
+                                                         ("max_bytes", getattr(args, "max_bytes", None)),
+                                                         ("max_tokens", getattr(args, "max_tokens", None)))
                             if value is not None}}
 
 
@@ -517,7 +522,8 @@ def _command_mcp(args: argparse.Namespace) -> int:
         raise _UsageError(f"overspill mcp needs the mcp extra (mcp>=2.3,<3): pip install 'overspill[mcp]' "
                           f"({error})") from None
 
-    store = ToolOutputStore(args.data_dir, config=mcp_server.limits_config(args.max_lines, args.max_bytes))
+    store = ToolOutputStore(args.data_dir, config=mcp_server.limits_config(args.max_lines, args.max_bytes,
+                                                                         max_tokens=args.max_tokens))
     with store:
         mcp_server.serve(store, args.session, cwd=args.cwd, timeout=args.timeout)
     return 0

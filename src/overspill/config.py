@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 from .errors import ConfigError
 
@@ -62,7 +62,8 @@ DEFAULT_SIGNALS = (
 _SIGNAL_KINDS = ("error", "warning")
 
 _SECTION = "tool_output"
-_KEYS = ("max_lines", "max_bytes", "max_stored_bytes", "max_total_bytes", "views", "signals", "outline")
+_KEYS = ("max_lines", "max_bytes", "max_stored_bytes", "max_total_bytes", "views", "signals", "outline",
+         "max_tokens")
 _ENVIRONMENT = {"max_lines": "OVERSPILL_MAX_LINES", "max_bytes": "OVERSPILL_MAX_BYTES",
                 "max_stored_bytes": "OVERSPILL_MAX_STORED_BYTES", "max_total_bytes": "OVERSPILL_MAX_TOTAL_BYTES"}
 
@@ -85,6 +86,10 @@ class Limits:
     signals: tuple[tuple[str, str], ...] = DEFAULT_SIGNALS
     #: ``tool_output.outline``: follow the marker with an outline of the omitted part.
     outline: bool = True
+    #: ``tool_output.max_tokens``: the most o200k tokens the preview (head, tail,
+    #: signal lines and outline) may take, besides ``max_bytes``; None (the
+    #: default) for no token bound.  Needs the ``overspill[tokens]`` extra.
+    max_tokens: Optional[int] = None
 
 
 def _views(value: object, key: str, source: str) -> tuple[str, ...]:
@@ -174,7 +179,8 @@ def _read_file(path: Path) -> Mapping[str, Any]:
 
 
 _CHECKS = {"max_lines": positive_int, "max_bytes": positive_int, "max_stored_bytes": positive_int,
-           "max_total_bytes": positive_int, "views": _views, "signals": _signals, "outline": _flag}
+           "max_total_bytes": positive_int, "views": _views, "signals": _signals, "outline": _flag,
+           "max_tokens": positive_int}
 
 
 def _section(document: Mapping[str, Any], source: str) -> dict[str, Any]:

@@ -99,12 +99,14 @@ PathArg = Union[str, "os.PathLike[str]", None]
 
 
 def limits_config(max_lines: Optional[int] = None, max_bytes: Optional[int] = None,
-                  environ: Optional[Mapping[str, str]] = None) -> dict[str, dict[str, int]]:
+                  environ: Optional[Mapping[str, str]] = None, *,
+                  max_tokens: Optional[int] = None) -> dict[str, dict[str, int]]:
     """The store configuration for the server: the given limits, else the
     environment's (``OVERSPILL_MAX_LINES``/``OVERSPILL_MAX_BYTES``), else the
     MCP defaults (``DEFAULT_MAX_LINES``, ``DEFAULT_MAX_BYTES``).
 
     :param environ: the environment to consult (``os.environ`` by default).
+    :param max_tokens: the preview's o200k token bound (``tool_output.max_tokens``), if any.
     """
     env = os.environ if environ is None else environ
     section = {}
@@ -115,6 +117,8 @@ def limits_config(max_lines: Optional[int] = None, max_bytes: Optional[int] = No
         elif not env.get(_ENVIRONMENT[key], "").strip():
             section[key] = default
         # else: the store reads the environment itself (and reports a bad value there)
+    if max_tokens is not None:
+        section["max_tokens"] = max_tokens
     return {"tool_output": section}
 
 

@@ -33,6 +33,7 @@ from .backends.base import Backend, CleanupReport, Writer
 from .backends.local import LocalBackend
 from .records import MAX_METADATA_BYTES, Record, Resource, new_id, parse_uri
 from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike, byte_view
+from . import _tokens
 from ._preview import BOUNDARY_MARGIN, compose, stored_preview
 from .text import (
     Content,
@@ -186,6 +187,11 @@ class ToolOutputStore:
             if value < timedelta(0):
                 raise ValueError(f"{name} must not be negative")
         self._limits = resolve_limits(config)
+        # (max_tokens, count): the token bound and its counter, loaded now so
+        # that a missing extra is reported here, not by the first large output.
+        self._tokens: Optional[tuple[int, Callable[[str], int]]] = None
+        if self._limits.max_tokens is not None:
+            self._tokens = (self._limits.max_tokens, _tokens.counter())
         self._views = view_flags(self._limits.views)
         self._signals = compile_signals(self._limits.signals)
         self._durable = bool(durable)
@@ -418,28 +424,38 @@ class ToolOutputStore:
         bytes_limit = self._limits.max_bytes if max_bytes is None else max_bytes
         flags = self._views
         # The path almost every output takes: one kernel pass says it is shown as it is.
-        if type(content) is str and _kernels.text_fits(content, lines_limit, bytes_limit, flags):
+        # (With a token bound, the tokens are counted on the way below.)
+        if (self._tokens is None and type(content) is str
+                and _kernels.text_fits(content, lines_limit, bytes_limit, flags)):
             return _unchanged(content)
         if not isinstance(content, str):
             content = _checked_buffer(content)
         elif flags and _needs_view(content, flags):
             # The view is cut from the stored form, where offsets are counted.
             content = _kernels.ascii_view(content) or memoryview(encode_content(content))
+        tokens = self._tokens
+        shaped: Optional[Preview]
         if isinstance(content, str):
             cuts = _kernels.preview_cuts(content, lines_limit, bytes_limit, line_slack(bytes_limit))
             if cuts[0] >= cuts[1]:
-                return _unchanged(content)
-            shaped = preview_from_cuts(content, cuts)
+                if tokens is None or tokens[1](content) <= tokens[0]:
+                    return _unchanged(content)
+                shaped = None  # within the byte and line limits, over the token bound
+            else:
+                shaped = preview_from_cuts(content, cuts)
         else:
             shaped = view_preview(content, lines_limit, bytes_limit, flags, line_slack(bytes_limit))
             if not shaped.truncated:
-                return _unchanged(shaped.head)
+                if tokens is None or tokens[1](shaped.head) <= tokens[0]:
+                    return _unchanged(shaped.head)
+                shaped = None
         record = self._write_pieces(session_id, tool_call_id, stored_pieces(content), mime, name)
         lines = human_lines(content)
         total = record.capture[0] if record.capture is not None else record.resource.size
         shaped, signals = stored_preview(
             self._reader(record), uri=record.resource.uri, stored=record.resource.size, total=total,
-            max_lines=lines_limit, max_bytes=bytes_limit, flags=flags, signals=self._signals, content=content, first=shaped, release=self._releaser(record), outline=self._limits.outline)
+            max_lines=lines_limit, max_bytes=bytes_limit, flags=flags, signals=self._signals, content=content, first=shaped, release=self._releaser(record), outline=self._limits.outline,
+            tokens=tokens)
         return self._truncated(record, shaped, signals, lines)
 
     def _reader(self, record: Record) -> Reader:
@@ -529,7 +545,20 @@ class ToolOutputStore:
                 raise _storage_error("cannot store the resource", error) from None
             raise
         if writer is None:
-            return TruncateResult(shown_text(held, self._views), False, None)
+            text = shown_text(held, self._views)
+            if self._tokens is None or self._tokens[1](text) <= self._tokens[0]:
+                return TruncateResult(text, False, None)
+            # Within the byte and line limits, over the token bound: stored like any larger output.
+            writer = self._writer()
+            try:
+                self._write_capped(writer, memoryview(held), cap)
+                if size > cap - _TRUE_TAIL_BYTES:
+                    true_tail.feed(bytes(held), memoryview(held))
+            except BaseException as error:
+                writer.abort()
+                if isinstance(error, OSError) and not isinstance(error, StorageError):
+                    raise _storage_error("cannot store the resource", error) from None
+                raise
         lines = counted_lines(newlines, size, last_newline)  # as a person counts them
         record = self._publish(writer, session_id, tool_call_id, mime, name, size, lines)
         count = newlines + 1  # as the preview's line rule counts them
@@ -538,7 +567,7 @@ class ToolOutputStore:
                 self._reader(record), uri=record.resource.uri, stored=record.resource.size, total=size,
                 count=count, max_lines=lines_limit, max_bytes=bytes_limit, flags=self._views,
                 signals=self._signals, kept_end=None if record.capture is None else true_tail.value(),
-                release=self._releaser(record), outline=self._limits.outline)
+                release=self._releaser(record), outline=self._limits.outline, tokens=self._tokens)
         except BaseException:
             # The preview is read back from the published payload; when that
             # fails the caller gets an error, so no resource may stay behind.

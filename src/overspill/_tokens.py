@@ -1,0 +1,49 @@
+"""o200k token counts, for ``tool_output.max_tokens``.
+
+The tokenizer comes from the optional extra ``overspill[tokens]``
+(``quicktok-v1``, which ships OpenAI's o200k_base vocabulary in its wheel and
+matches tiktoken's counts; tiktoken itself downloads its vocabulary when first
+used, so it does not work offline).  It is imported only when a store is
+configured with ``max_tokens``; ``import overspill`` never imports it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Optional
+
+from .errors import ConfigError
+
+__all__ = ["EXTRA", "counter"]
+
+#: What to install for ``max_tokens``.
+EXTRA = "pip install 'overspill[tokens]'"
+
+_LOCK = threading.Lock()
+_COUNT: Optional[Callable[[str], int]] = None
+
+
+def counter() -> Callable[[str], int]:
+    """``count(text)``: the o200k tokens of ``text`` (special-token text counts as plain text).
+
+    The vocabulary is loaded once per process, on the first call.
+
+    :raises ConfigError: the tokenizer of the ``tokens`` extra is not installed
+        (the message says what to install).
+    """
+    global _COUNT
+    with _LOCK:
+        if _COUNT is None:
+            try:
+                import quicktok
+            except ImportError:
+                raise ConfigError(f"tool_output.max_tokens counts o200k tokens with the tokens extra, "
+                                  f"which is not installed: {EXTRA}") from None
+            try:
+                encoding = quicktok.get_encoding("o200k_base")
+            except Exception as error:  # a broken install: its own errors are not ours to leak
+                raise ConfigError(f"the tokens extra cannot load o200k_base ({error}); reinstall it: "
+                                  f"{EXTRA}") from None
+            _COUNT = encoding.count
+        return _COUNT
