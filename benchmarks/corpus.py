@@ -1,21 +1,23 @@
 """A corpus of real large tool outputs, made on this machine, with their key facts.
 
-``python benchmarks/corpus.py`` runs ~18 real commands (pip -v building this
-package, pytest with failures buried in passing lines, in colour in a pty,
-gcc with errors among warnings, make -k, find, grep -rn, git log -p,
-ls -laR, a log ending in a traceback, JSON and CSV dumps, minified one-line
-JS, a coloured progress bar in a pty, dpkg -l...), keeps each output in
-memory with the facts a model needs from it (error lines, failing test
-names, summary lines), and scores what the model sees of each:
+``python benchmarks/corpus.py`` runs ~22 real commands (pip -v building this
+package and installing 60 small ones, pytest with failures buried in passing
+lines, in colour in a pty, gcc with errors among warnings, make -k, find,
+grep -rn, git log -p and --stat, ls -laR, a log ending in a traceback, JSON
+pretty and on one line, CSV, minified one-line JS, coloured progress bars in
+a pty, dpkg -l...), keeps each output in memory with the facts a model needs
+from it (error lines, failing test names, summary lines, a commit or a
+package in the middle), and scores what ``ToolOutputStore.truncate`` shows of
+each at the default limits (2,000 lines / 50 KiB) and at overspill mcp's
+(400 lines / 8 KiB): facts kept and o200k tokens (``quicktok``'s bundled
+o200k_base, tiktoken's encoding, works offline: ``pip install
+'overspill[tokens]'``).
 
-* before: the previous rule (head+tail preview of the raw bytes, byte cuts
-  mid-line, the old one-line marker);
-* after: ``ToolOutputStore.truncate`` with its defaults (views, signal
-  lines, line-aligned cuts, the new marker).
-
-Facts kept and o200k tokens (``quicktok``'s bundled o200k_base, tiktoken's
-encoding, works offline) are printed per output and in total.  Nothing
-large is committed: the outputs are made afresh each run.
+Nothing large is committed: the outputs are made afresh each run.  To compare
+two versions of the code on the same outputs, save them once (``--save
+DIR``), score each version with ``--load DIR --json FILE`` (the version on
+``PYTHONPATH``), and print both with ``--before FILE``.  Nothing in the rules
+is specific to an item here.
 """
 
 from __future__ import annotations
@@ -34,10 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from overspill import ToolOutputStore, preview
+from overspill import ToolOutputStore
 
 ROOT = Path(__file__).resolve().parent.parent
-MAX_LINES, MAX_BYTES = 2000, 50 * 1024
 
 
 @dataclass
@@ -287,11 +288,51 @@ def unittest_failures(work: Path) -> Output:
                                                         "FAILED (failures=1)"])
 
 
+def git_log_stat() -> Output:
+    data = sh("git log --stat", ROOT)
+    subjects = sh("git log --format=%s", ROOT).decode().splitlines()
+    return Output("git log --stat, a commit in the middle", data, [subjects[len(subjects) // 2][:60]])
+
+
+def json_one_line() -> Output:
+    document = json.loads(sh(f"{sys.executable} -m pip inspect"))
+    data = json.dumps(document, separators=(",", ":")).encode() + b"\n"
+    names = [item["metadata"]["name"] for item in document["installed"]]
+    return Output("pip inspect as one-line JSON", data,
+                  ['"installed"', '"environment"', names[len(names) // 2]])
+
+
+def json_middle_package() -> Output:
+    data = sh(f"{sys.executable} -m pip inspect")
+    names = [item["metadata"]["name"] for item in json.loads(data)["installed"]]
+    return Output("pip inspect (JSON), a package in the middle", data, [names[len(names) // 3],
+                                                                       names[2 * len(names) // 3]])
+
+
+def pip_install_summary(work: Path) -> Output:
+    # A real install of many small local packages: each one's build, then the one summary line.
+    folder = work / "pkgs"
+    names = []
+    for i in range(60):
+        package = folder / f"corpus_pkg_{i:02d}"
+        (package / f"corpus_pkg_{i:02d}").mkdir(parents=True)
+        (package / f"corpus_pkg_{i:02d}" / "__init__.py").write_text("VALUE = 1\n")
+        (package / "pyproject.toml").write_text(
+            f'[project]\nname = "corpus-pkg-{i:02d}"\nversion = "1.{i}"\n'
+            '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
+        names.append(str(package))
+    data = sh(f"{sys.executable} -m pip install -v --no-deps --no-build-isolation --target {work / 'pkgs-target'} "
+              + " ".join(names), timeout=1800)
+    return Output("pip install -v of 60 packages", data,
+                  lines_with(data, r"^Successfully installed")[:1] + lines_with(data, r"^Processing ")[:1])
+
+
 MAKERS: list[Callable[..., Output]] = [
     pip_verbose_build, lambda w: pytest_buried(w, False), lambda w: pytest_buried(w, True), gcc_errors, make_k,
     lambda w: find_tree(), lambda w: grep_rn(), lambda w: git_log(), lambda w: ls_recursive(), traceback_log,
     lambda w: json_dump(), lambda w: minified_js(), lambda w: csv_dump(), progress_pty, pip_progress,
-    deprecation_warnings, lambda w: dpkg_list(), unittest_failures,
+    deprecation_warnings, lambda w: dpkg_list(), unittest_failures, lambda w: git_log_stat(),
+    lambda w: json_one_line(), lambda w: json_middle_package(), pip_install_summary,
 ]
 
 
@@ -305,44 +346,106 @@ def build(work: Path) -> list[Output]:
 
 
 # ---------------------------------------------------------------- scoring
-def before(data: bytes) -> str:
-    """What the previous rule showed: the raw preview, byte cuts mid-line, the one-line marker."""
-    cut = preview(data, MAX_LINES, MAX_BYTES)
-    if not cut.truncated:
-        return cut.head
-    lines = data.count(b"\n") + 1
-    marker = (f"... output truncated; full content available as tool-output://1a23948a4b70BwljiozMcZbctq "
-              f"({len(data)} bytes, {lines} lines); the omitted part starts at byte offset {cut.head_end} ...")
-    return f"{cut.head}\n\n{marker}\n\n{cut.tail}" if cut.tail else f"{cut.head}\n\n{marker}"
-
-
 def kept(content: str, facts: list[str]) -> int:
     return sum(fact in content for fact in facts)
 
 
-def main() -> None:
+#: The limits scored: the store's defaults, and overspill mcp's (results under the ~10 KB cut of Codex and
+#: Copilot CLI).
+LIMITS = {"default": (2000, 50 * 1024), "mcp": (400, 8 * 1024)}
+
+
+def save(outputs: list[Output], folder: Path) -> None:
+    """Keep the outputs (not committed: they are this machine's) to score other versions of the code on them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    index = []
+    for number, output in enumerate(outputs):
+        (folder / f"{number:02d}.out").write_bytes(output.data)
+        index.append({"name": output.name, "facts": output.facts})
+    (folder / "index.json").write_text(json.dumps(index, indent=1))
+
+
+def load(folder: Path) -> list[Output]:
+    index = json.loads((folder / "index.json").read_text())
+    return [Output(item["name"], (folder / f"{number:02d}.out").read_bytes(), item["facts"])
+            for number, item in enumerate(index)]
+
+
+def score(outputs: list[Output], work: Path) -> dict:
+    """Facts kept and o200k tokens of what the code in use shows, at each of LIMITS."""
     import quicktok
 
     encoding = quicktok.get_encoding("o200k_base")
+    store = ToolOutputStore(work / "store", durable=False)
+    rows = []
+    for output in outputs:
+        row = {"name": output.name, "bytes": len(output.data), "facts": len(output.facts)}
+        for label, (lines, size) in LIMITS.items():
+            shown = store.truncate("corpus", "c", output.data, max_lines=lines, max_bytes=size).content
+            row[label] = (kept(shown, output.facts), len(encoding.encode_ordinary(shown)))
+        rows.append(row)
+    return {"rows": rows}
+
+
+def table(after: dict, before: dict | None) -> str:
+    """A markdown table: facts kept and tokens per output at each limit, before (if given) and after."""
+    head = "| output | bytes | facts |"
+    rule = "|---|---:|---:|"
+    for label in LIMITS:
+        head += f" {label}: kept | {label}: tokens |"
+        rule += "---:|---:|"
+    lines = [head, rule]
+    totals: dict = {}
+    previous = {row["name"]: row for row in before["rows"]} if before else {}
+    for row in after["rows"]:
+        old = previous.get(row["name"])
+        cells = f"| {row['name']} | {row['bytes']:,} | {row['facts']} |"
+        for label in LIMITS:
+            facts, tokens = row[label]
+            total = totals.setdefault(label, [0, 0, 0, 0])
+            total[0] += facts
+            total[1] += tokens
+            if old is not None:
+                total[2] += old[label][0]
+                total[3] += old[label][1]
+                cells += f" {old[label][0]} → {facts} | {old[label][1]:,} → {tokens:,} |"
+            else:
+                cells += f" {facts} | {tokens:,} |"
+        lines.append(cells)
+    cells = f"| **total ({len(after['rows'])} outputs)** | {sum(r['bytes'] for r in after['rows']):,} | " \
+            f"{sum(r['facts'] for r in after['rows'])} |"
+    for label in LIMITS:
+        facts, tokens, old_facts, old_tokens = totals[label]
+        cells += (f" {old_facts} → {facts} | {old_tokens:,} → {tokens:,} |" if before
+                  else f" {facts} | {tokens:,} |")
+    lines.append(cells)
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """``corpus.py``: build, then score the code in use.  ``--save DIR`` keeps the outputs there;
+    ``--load DIR`` scores saved outputs; ``--json FILE`` writes the scores; ``--before FILE`` adds a
+    previous run's scores to the table (the same outputs scored by an older version of the code)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--save", type=Path)
+    parser.add_argument("--load", type=Path)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--before", type=Path)
+    args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="overspill-corpus-"))
     try:
-        outputs = build(work)
-        store = ToolOutputStore(work / "store", durable=False)
-        rows = []
-        for output in outputs:
-            old = before(output.data)
-            new = store.truncate("corpus", "c", output.data).content
-            rows.append((output.name, len(output.data), len(output.facts), kept(old, output.facts),
-                         kept(new, output.facts), len(encoding.encode(old)), len(encoding.encode(new))))
+        outputs = load(args.load) if args.load else build(work)
+        if args.save:
+            save(outputs, args.save)
+        result = score(outputs, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"| output | bytes | facts | kept before | kept after | tokens before | tokens after |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for name, size, facts, old_kept, new_kept, old_tokens, new_tokens in rows:
-        print(f"| {name} | {size:,} | {facts} | {old_kept} | {new_kept} | {old_tokens:,} | {new_tokens:,} |")
-    totals = [sum(row[i] for row in rows) for i in range(1, 7)]
-    print(f"| **total ({len(rows)} outputs)** | {totals[0]:,} | {totals[1]} | {totals[2]} | {totals[3]} | "
-          f"{totals[4]:,} | {totals[5]:,} |")
+    if args.json:
+        args.json.write_text(json.dumps(result))
+    before = json.loads(args.before.read_text()) if args.before else None
+    print(table(result, before))
 
 
 if __name__ == "__main__":
