@@ -57,11 +57,43 @@ TOOLS = (big, small, broken, table)
 
 
 def expected_paging(store: Any) -> dict[str, dict[str, Any]]:
-    """``read`` and ``grep`` as ``overspill.tools.schemas`` defines them for ``store``: name -> function spec."""
+    """``read`` and ``grep`` as ``overspill.tools.schemas`` defines them for ``store``, narrowed to stored
+    outputs (no ``path``): name -> function spec."""
     from overspill.tools import schemas
+    from overspill.tools.schemas import stored_only
 
-    return {spec["function"]["name"]: spec["function"] for spec in schemas(limits=store.limits())
-            if spec["function"]["name"] in ("read", "grep")}
+    found = {spec["function"]["name"]: stored_only(spec["function"]) for spec in schemas(limits=store.limits())
+             if spec["function"]["name"] in ("read", "grep")}
+    for function in found.values():
+        assert "path" not in function["parameters"]["properties"] and "resource" in function["parameters"]["required"]
+    return found
+
+
+#: A file in the working folder the paging tools must never show (``write_secret``), and its content.
+SECRET_FILE = "secret.txt"
+SECRET = "the launch code is 0451-ZEBRA"
+
+
+def write_secret(folder: Any) -> None:
+    """Put ``SECRET_FILE`` in ``folder`` (the test makes it the working folder)."""
+    (folder / SECRET_FILE).write_text(SECRET + "\n")
+
+
+def file_probes() -> list[tuple[str, dict[str, Any]]]:
+    """Calls of read and grep that would show ``SECRET_FILE`` if the paging tools read files."""
+    return [("read", {"path": SECRET_FILE}), ("grep", {"pattern": "launch", "path": SECRET_FILE}),
+            ("grep", {"pattern": "launch"})]
+
+
+def check_files_refused(script: "Script") -> None:
+    """Each file probe was answered, refused, and no byte of ``SECRET_FILE`` reached the model."""
+    assert len(script.probe_answers) == len(script.probes)
+    for answer in script.probe_answers:
+        assert "0451-ZEBRA" not in answer and "launch code" not in answer, answer
+    read_path, grep_path, grep_nothing = script.probe_answers
+    assert "takes no path" in read_path and "tool-output://" in read_path, read_path
+    assert "takes no path" in grep_path and "tool-output://" in grep_path, grep_path
+    assert "resource" in grep_nothing, grep_nothing
 
 
 def framework(module: str) -> Any:
@@ -109,7 +141,8 @@ class Script:
     first turn) and returns ``(tool name, arguments)`` or None to finish.
     """
 
-    def __init__(self, tool: str = "big", *, pattern: str = "^" + NEEDLE + "$") -> None:
+    def __init__(self, tool: str = "big", *, pattern: str = "^" + NEEDLE + "$",
+                 probes: Optional[list[tuple[str, dict[str, Any]]]] = None) -> None:
         self.tool = tool
         self.pattern = pattern
         self.received: list[str] = []
@@ -122,6 +155,9 @@ class Script:
         #: Another run's URI to try first, once the preview came (set by a concurrent test), and the answer.
         self.foreign: Optional[str] = None
         self.foreign_answer: Optional[str] = None
+        #: Calls to make right after the preview (after ``foreign``), before paging, and what each got back.
+        self.probes = list(probes or ())
+        self.probe_answers: list[str] = []
         self._state = "start"
         self._calls = 0
 
@@ -142,10 +178,14 @@ class Script:
             if self.foreign is not None:
                 self._state = "peeking"
                 return "read", {"resource": self.foreign}
-            return self._read(self.offset)
+            return self._after_preview()
         if self._state == "peeking":
             self.foreign_answer = received
-            return self._read(self.offset)
+            return self._after_preview()
+        if self._state == "probing":
+            assert received is not None
+            self.probe_answers.append(received)
+            return self._after_preview()
         if self._state == "paging":
             assert received is not None
             hint = HINT.search(received)
@@ -161,6 +201,12 @@ class Script:
             self._state = "done"
             return None
         raise AssertionError(f"the script is over, but the model was called again with {received!r}")
+
+    def _after_preview(self) -> tuple[str, dict[str, Any]]:
+        if len(self.probe_answers) < len(self.probes):
+            self._state = "probing"
+            return self.probes[len(self.probe_answers)]
+        return self._read(self.offset)
 
     def _read(self, offset: int) -> tuple[str, dict[str, Any]]:
         self._state = "paging"

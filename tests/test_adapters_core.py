@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import subprocess
 import sys
 
@@ -105,14 +106,22 @@ def test_session_id_and_store_checks(store):
         open_store("/tmp/somewhere")
 
 
-def test_paging_tools_are_the_tools_own(tmp_path):
+def test_paging_tools_are_the_tools_own_on_stored_outputs_only(tmp_path):
     with ToolOutputStore(tmp_path / "store", config={"tool_output": {"max_lines": 50, "max_bytes": 4096}}) as store:
         tools = {tool.name: tool for tool in paging_tools(store)}
-        expected = {spec["function"]["name"]: spec["function"] for spec in schemas(limits=store.limits())}
+        full = {spec["function"]["name"]: spec["function"] for spec in schemas(limits=store.limits())}
         assert list(tools) == ["read", "grep"]
         for name, tool in tools.items():
-            assert (tool.description, tool.parameters) == (expected[name]["description"],
-                                                           expected[name]["parameters"])
+            # overspill.tools' schema with the file arguments and the wording about files taken out.
+            assert tool.parameters["additionalProperties"] is False
+            for key, rule in tool.parameters["properties"].items():
+                assert {**rule, "description": ""} == {**full[name]["parameters"]["properties"][key], "description": ""}
+            assert "path" not in tool.parameters["properties"] and "path" in full[name]["parameters"]["properties"]
+            assert tool.parameters["required"] == [*full[name]["parameters"]["required"], "resource"]
+            assert set(tool.parameters["properties"]) < set(full[name]["parameters"]["properties"])
+            text = json.dumps([tool.description, tool.parameters])
+            assert not re.search(r"\b(path|files?|folder|glob)\b", text), text
+            assert tool.description.split(" (")[0] == full[name]["description"].split(" (")[0]
         assert "50 lines" in tools["grep"].description
         text = "".join(f"{n}\n" for n in range(1000))
         result = store.truncate("s", "c", text)
@@ -122,6 +131,29 @@ def test_paging_tools_are_the_tools_own(tmp_path):
         assert denied.is_error and "not found in this session" in denied.output
         bad = tools["grep"].run("s", "g", {"resource": result.resource.uri})
         assert bad.is_error and "pattern" in bad.output
+
+
+@pytest.mark.parametrize("arguments", [
+    {"path": "secret.txt"}, {"path": "secret.txt", "resource": "tool-output://0123456789abcdefghijklmn"},
+    {"resource": "tool-output://0123456789abcdefghijklmn", "glob": "*.txt"}, {}, None, "{}",
+    json.dumps({"path": "secret.txt"})])
+@pytest.mark.parametrize("name", ["read", "grep"])
+def test_paging_tools_never_read_files(store, tmp_path, monkeypatch, name, arguments):
+    (tmp_path / "secret.txt").write_text("the launch code is 0451-ZEBRA\n")
+    monkeypatch.chdir(tmp_path)
+    tool = {tool.name: tool for tool in paging_tools(store)}[name]
+    if isinstance(arguments, dict):
+        arguments = {"pattern": "launch", **arguments} if name == "grep" else arguments
+    result = tool.run("s", "c", arguments)
+    assert result.is_error and "0451" not in result.output and "\n" not in result.output
+    if "path" in (arguments or ""):
+        assert result.output == (f"{name} works on stored outputs only and takes no path here: set resource to "
+                                 "the tool-output:// URI a truncated output names")
+    elif "glob" in (arguments or ""):
+        assert "takes no glob" in result.output
+    else:
+        assert result.output == (f"{name} needs the argument 'resource'" if name == "read" or isinstance(arguments, dict)
+                                 else f"{name} needs the argument 'pattern'")
 
 
 def test_each_adapter_has_its_extra():

@@ -8,7 +8,8 @@ from typing import Any, Optional
 import pytest
 
 import adapter_scenario as scenario
-from adapter_scenario import BIG, SMALL, Rendezvous, Script, expected_paging, framework
+from adapter_scenario import BIG, SMALL, Rendezvous, Script, check_files_refused, expected_paging, file_probes, \
+    framework, write_secret
 from overspill import ToolOutputStore
 
 framework("langchain.agents")
@@ -95,20 +96,22 @@ def run(script: Script, tools: list, store: ToolOutputStore, **config: Any) -> d
 def test_middleware_registers_read_and_grep_with_the_tools_schemas(store):
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
-    from overspill.tools import schemas
-
-    expected = {spec["function"]["name"]: spec for spec in schemas(limits=store.limits())}
+    expected = {name: {"type": "function", "function": spec} for name, spec in expected_paging(store).items()}
     added = middleware(store).tools
     assert [tool.name for tool in added] == ["read", "grep"]
     for tool in added:
         assert convert_to_openai_tool(tool) == expected[tool.name]
 
 
-def test_scenario_sync(store):
-    script = Script()
+def test_scenario_sync(store, tmp_path, monkeypatch):
+    # The model first tries the working folder's files through read and grep: each is refused.
+    write_secret(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    script = Script(probes=file_probes())
     result = run(script, [big], store)
     assert result["messages"][-1].content == "done"
     script.check()
+    check_files_refused(script)
     (record,) = store.records()
     assert record.tool_call_id.startswith("call-")
 

@@ -8,7 +8,8 @@ from typing import Any, Optional
 import pytest
 
 import adapter_scenario as scenario
-from adapter_scenario import BIG, MAX_TURNS, SMALL, Rendezvous, Script, expected_paging, framework
+from adapter_scenario import BIG, MAX_TURNS, SMALL, Rendezvous, Script, check_files_refused, expected_paging, \
+    file_probes, framework, write_secret
 from overspill import ToolOutputStore
 
 agents = framework("agents")
@@ -71,12 +72,16 @@ def test_bound_adds_read_and_grep_with_the_tools_schemas(store):
                                   on_invoke_tool=tools[1].on_invoke_tool)], store)
 
 
-def test_scenario_sync(store):
-    script = Script()
+def test_scenario_sync(store, tmp_path, monkeypatch):
+    # The model first tries the working folder's files through read and grep: each is refused.
+    write_secret(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    script = Script(probes=file_probes())
     agent = agents.Agent(name="a", model=scripted(script), tools=bound([big], store))
     result = agents.Runner.run_sync(agent, "go", max_turns=MAX_TURNS)
     assert result.final_output == "done"
     script.check()
+    check_files_refused(script)
     (record,) = store.records()
     assert record.resource.size == len(BIG.encode()) and record.tool_call_id.startswith("call-")
 

@@ -9,7 +9,8 @@ from typing import Any, Optional
 import pytest
 
 import adapter_scenario as scenario
-from adapter_scenario import BIG, SMALL, Rendezvous, Script, expected_paging, framework
+from adapter_scenario import BIG, SMALL, Rendezvous, Script, check_files_refused, expected_paging, file_probes, \
+    framework, write_secret
 from overspill import ToolOutputStore
 
 framework("pydantic_ai")
@@ -84,11 +85,15 @@ def test_capability_provides_read_and_grep_with_the_tools_schemas(store):
     assert set(toolset(store).tools) == {"read", "grep"}
 
 
-def test_scenario_sync(store):
-    script = Script()
+def test_scenario_sync(store, tmp_path, monkeypatch):
+    # The model first tries the working folder's files through read and grep: each is refused.
+    write_secret(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    script = Script(probes=file_probes())
     result = agent(script, store).run_sync("go")
     assert result.output == "done"
     script.check()
+    check_files_refused(script)
     (record,) = store.records()
     assert record.tool_call_id.startswith("call-")
     # The run's conversation is the session: a run continuing its history can read what it stored.

@@ -12,7 +12,8 @@ from typing import Any, Callable, Optional
 import pytest
 
 import adapter_scenario as scenario
-from adapter_scenario import BIG, SMALL, Script, expected_paging, framework, marker
+from adapter_scenario import BIG, SMALL, Script, check_files_refused, expected_paging, file_probes, framework, \
+    marker, write_secret
 from overspill import ToolOutputStore
 
 framework("smolagents")
@@ -87,12 +88,16 @@ def read() -> str:
     return ""
 
 
-def test_scenario_with_bound_tools(store):
-    script = Script()
+def test_scenario_with_bound_tools(store, tmp_path, monkeypatch):
+    # The model first tries the working folder's files through read and grep: each is refused.
+    write_secret(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    script = Script(probes=file_probes())
     agent = ToolCallingAgent(tools=bound([big], store), model=ScriptedModel(script), max_steps=MAX_STEPS,
                              verbosity_level=0)
     assert agent.run("go") == "done"
     script.check(stripped=True)
+    check_files_refused(script)
     (record,) = store.records()
     assert record.resource.size == len(BIG.encode())
 

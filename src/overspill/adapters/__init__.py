@@ -11,7 +11,8 @@ One module per framework, each behind its own extra, none imported here (so
 Each bounds a tool's result with ``ToolOutputStore.truncate`` (a small result
 passes untouched; a large one is stored whole and the model sees the preview
 and marker) and adds the paging tools ``read`` and ``grep`` of
-``overspill.tools`` in the framework's own tool type.  The rules they share
+``overspill.tools``, on ``tool-output://`` URIs only (never files), in the
+framework's own tool type.  The rules they share
 live in ``overspill.adapters._core``.
 """
 

@@ -15,12 +15,15 @@ import logging
 import threading
 import uuid
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
 from .._frontend import check_session_id, one_line
 from ..store import ToolOutputStore
 from ..tools import ToolResult, call, schemas
+from ..tools._result import failure
+from ..tools.schemas import stored_only, stored_only_problem
 
 __all__ = ["PAGING_TOOLS", "Bounder", "PagingTool", "Sessions", "as_text", "json_text",
            "new_call_id", "new_session_id", "open_store", "optional_session_id", "paging_tools"]
@@ -181,8 +184,9 @@ class Bounder:
 
 @dataclass(frozen=True)
 class PagingTool:
-    """One paging tool as ``overspill.tools.schemas`` defines it: its name,
-    description and JSON-schema parameters, and how to run it."""
+    """One paging tool as ``overspill.tools.schemas`` defines it, narrowed to stored outputs
+    (``overspill.tools.schemas.stored_only``): its name, description and JSON-schema parameters,
+    and how to run it."""
 
     name: str
     description: str
@@ -192,9 +196,22 @@ class PagingTool:
     def run(self, session_id: str, call_id: str, arguments: Any) -> ToolResult:
         """Validate the model's ``arguments`` (a mapping or its JSON text) and run the tool.
 
-        Failures come back as ``is_error`` results with one line for the model.
+        Failures come back as ``is_error`` results with one line for the model;
+        an argument naming a file is refused before anything is read.
         """
-        return call(self.store, session_id, call_id, self.name, arguments)
+        chosen = arguments
+        if isinstance(chosen, (str, bytes)):
+            try:
+                chosen = json.loads(chosen or "{}")
+            except ValueError:
+                chosen = arguments  # call() says why
+        if chosen is None:
+            chosen = {}
+        if isinstance(chosen, Mapping):
+            problem = stored_only_problem(self.name, chosen)
+            if problem:
+                return failure(problem)
+        return call(self.store, session_id, call_id, self.name, chosen)
 
     async def arun(self, session_id: str, call_id: str, arguments: Any) -> ToolResult:
         """``run`` on a worker thread: a page is read from disk and a search scans the whole output."""
@@ -202,6 +219,8 @@ class PagingTool:
 
 
 def paging_tools(store: ToolOutputStore) -> list[PagingTool]:
-    """``read`` and ``grep`` for ``store``, their descriptions naming its limits."""
-    found = {spec["function"]["name"]: spec["function"] for spec in schemas("openai", limits=store.limits())}
+    """``read`` and ``grep`` for ``store`` on its stored outputs only (never files), their descriptions
+    naming its limits."""
+    found = {spec["function"]["name"]: stored_only(spec["function"])
+             for spec in schemas("openai", limits=store.limits()) if spec["function"]["name"] in PAGING_TOOLS}
     return [PagingTool(name, found[name]["description"], found[name]["parameters"], store) for name in PAGING_TOOLS]

@@ -37,6 +37,25 @@ def _paging(max_lines: int, max_bytes: int) -> str:
 _PAGING = _paging(MAX_LINES, MAX_BYTES)
 
 
+# The wording of read and grep that speaks of files, each piece once, so that
+# ``stored_only`` can take it out for hosts whose read and grep serve stored
+# outputs only (the framework adapters).
+_READ_FILE = (" or lines of a file (path; offset is the first line, from 1; limit the number of lines, "
+              f"default {MAX_READ_LINES})")
+_READ_ONE = " Give exactly one of resource or path."
+_READ_FILE_OFFSET = ", or first line (from 1; 0 also means the first line) of the file"
+_READ_FILE_LIMIT = ", or lines of the file,"
+_GREP_FILES = ", or files under path (default: the current folder; results as file:line:text)"
+_GREP_FILES_RESOURCE = " instead of files"
+# Per tool: the arguments that name files, and the pieces of wording (in the
+# description, "", or in an argument's) that go with them.
+_FILE_ARGUMENTS = {"read": ("path",), "grep": ("path", "glob")}
+_FILE_WORDING = {
+    "read": {"": (_READ_FILE, _READ_ONE), "offset": (_READ_FILE_OFFSET,), "limit": (_READ_FILE_LIMIT,)},
+    "grep": {"": (_GREP_FILES,), "resource": (_GREP_FILES_RESOURCE,)},
+}
+
+
 def _timeout_description(seconds: float) -> str:
     return f"Seconds before the command is stopped (default {seconds:g})."
 
@@ -55,17 +74,15 @@ _TOOLS: dict[str, dict[str, Any]] = {
     },
     "read": {
         "description": "Read a page of a stored output (resource: a tool-output:// URI; offset and limit in "
-                       f"bytes, at most {MAX_READ_BYTES // 1024} KB a page) or lines of a file (path; offset is "
-                       f"the first line, from 1; limit the number of lines, default {MAX_READ_LINES}). "
-                       "Give exactly one of resource or path; follow the offset the answer names to continue.",
+                       f"bytes, at most {MAX_READ_BYTES // 1024} KB a page)" + _READ_FILE + "." + _READ_ONE
+                       + " Follow the offset the answer names to continue.",
         "properties": {
             "resource": {"type": "string", "description": "A tool-output://ID URI from a truncated output."},
             "path": {"type": "string", "description": "A file to read."},
             "offset": {"type": "integer", "minimum": 0,
-                       "description": "Byte offset into the resource, or first line (from 1; 0 also means the "
-                                      "first line) of the file."},
+                       "description": "Byte offset into the resource" + _READ_FILE_OFFSET + "."},
             "limit": {"type": "integer", "minimum": 1,
-                      "description": "Bytes of the resource, or lines of the file, to read."},
+                      "description": "Bytes of the resource" + _READ_FILE_LIMIT + " to read."},
         },
         "required": [],
     },
@@ -91,14 +108,13 @@ _TOOLS: dict[str, dict[str, Any]] = {
         "required": ["name"],
     },
     "grep": {
-        "description": "Search files for a regular expression (results as file:line:text), or search a "
-                       "stored output with resource=tool-output://ID as text, line by line (results as "
-                       "offset:text, the byte offset to pass to read; context lines as offset-text; then the "
-                       "count of matching lines). " + _PAGING,
+        "description": "Search a stored output with resource=tool-output://ID for a regular expression, as "
+                       "text, line by line (results as offset:text, the byte offset to pass to read; context "
+                       "lines as offset-text; then the count of matching lines)" + _GREP_FILES + ". " + _PAGING,
         "properties": {
             "pattern": {"type": "string", "description": "A regular expression."},
             "path": {"type": "string", "description": "File or folder to search (default: the current one)."},
-            "resource": {"type": "string", "description": "A tool-output:// URI to search instead of files."},
+            "resource": {"type": "string", "description": "A tool-output:// URI to search" + _GREP_FILES_RESOURCE + "."},
             "glob": {"type": "string", "description": "Only files matching this glob, e.g. *.py."},
             "ignore_case": {"type": "boolean", "description": "Match regardless of case."},
             "max_matches": {"type": "integer", "minimum": 1, "maximum": 1000,
@@ -165,6 +181,48 @@ def schemas(style: str = "openai", *, limits: Limits | None = None,
     raise ValueError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
 
 
+def stored_only(function: Mapping[str, Any]) -> dict[str, Any]:
+    """read's or grep's definition for a host whose read and grep serve stored outputs only.
+
+    :param function: the tool's ``function`` entry of ``schemas("openai", ...)``
+        (its name, description and parameters).
+    :returns: the same definition without the arguments that name files
+        (read's ``path``, grep's ``path`` and ``glob``) and without the wording
+        about files, ``resource`` required.
+    :raises KeyError: ``function`` is not read's or grep's.
+    """
+    name = function["name"]
+    wording = _FILE_WORDING[name]
+    description = function["description"]
+    for piece in wording[""]:
+        description = description.replace(piece, "")
+    parameters = copy.deepcopy(function["parameters"])
+    properties = parameters["properties"]
+    for key in _FILE_ARGUMENTS[name]:
+        del properties[key]
+    for key, pieces in wording.items():
+        if key:
+            for piece in pieces:
+                properties[key]["description"] = properties[key]["description"].replace(piece, "")
+    parameters["required"] = [*parameters["required"], "resource"]
+    return {"name": name, "description": description, "parameters": parameters}
+
+
+def stored_only_problem(name: str, arguments: Mapping[str, Any]) -> str | None:
+    """Why a model's ``arguments`` do not fit read's or grep's ``stored_only`` definition, or None when they do.
+
+    An argument naming files gets a line saying what to pass instead.
+
+    :raises KeyError: ``name`` is neither read nor grep.
+    """
+    for key in _FILE_ARGUMENTS[name]:
+        if key in arguments:
+            return (f"{name} works on stored outputs only and takes no {key} here: set resource to the "
+                    "tool-output:// URI a truncated output names")
+    return _invalid_argument(name, arguments, stored_only({"name": name, "description": "",
+                                                           "parameters": _parameters(name, None)})["parameters"])
+
+
 _JSON_TYPES: dict[str, Callable[[object], bool]] = {
     "string": lambda value: isinstance(value, str),
     "integer": lambda value: isinstance(value, int) and not isinstance(value, bool),
@@ -176,9 +234,11 @@ _JSON_TYPES: dict[str, Callable[[object], bool]] = {
 _ARTICLES = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "a boolean"}
 
 
-def _invalid_argument(name: str, arguments: Mapping[str, Any]) -> str | None:
-    """Why ``arguments`` do not fit the tool's schema, or None when they do."""
-    spec = _TOOLS[name]
+def _invalid_argument(name: str, arguments: Mapping[str, Any],
+                      spec: Mapping[str, Any] | None = None) -> str | None:
+    """Why ``arguments`` do not fit the tool's schema (``spec``'s properties and required, when given), or None."""
+    if spec is None:
+        spec = _TOOLS[name]
     properties = spec["properties"]
     for key in spec["required"]:
         if key not in arguments:
