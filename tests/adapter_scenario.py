@@ -85,14 +85,18 @@ def file_probes() -> list[tuple[str, dict[str, Any]]]:
             ("grep", {"pattern": "launch"})]
 
 
-def check_files_refused(script: "Script") -> None:
-    """Each file probe was answered, refused, and no byte of ``SECRET_FILE`` reached the model."""
+def check_files_refused(script: "Script", refusal: str = "takes no path here: set resource to the "
+                                                           "tool-output:// URI") -> None:
+    """Each file probe was answered, refused, and no byte of ``SECRET_FILE`` reached the model.
+
+    :param refusal: what the answer to a call passing ``path`` says: the
+        adapter's line, or the framework's own where it checks arguments first.
+    """
     assert len(script.probe_answers) == len(script.probes)
     for answer in script.probe_answers:
         assert "0451-ZEBRA" not in answer and "launch code" not in answer, answer
     read_path, grep_path, grep_nothing = script.probe_answers
-    assert "takes no path" in read_path and "tool-output://" in read_path, read_path
-    assert "takes no path" in grep_path and "tool-output://" in grep_path, grep_path
+    assert refusal in read_path and refusal in grep_path, (read_path, grep_path)
     assert "resource" in grep_nothing, grep_nothing
 
 
