@@ -344,6 +344,48 @@ def test_stdio_cancellation_kills_the_process_group(tmp_path, subprocess_env):
     anyio.run(main)
 
 
+@pytest.mark.filterwarnings("ignore:ping is removed")
+def test_stdio_64_long_calls_leave_ping_reads_and_cancellation_answered(tmp_path, subprocess_env):
+    # Issue 19 item 14: each running call used to hold one of anyio's 40 worker threads while it was
+    # awaited; the SDK's stdin reader needs one too, so at 39+ calls nothing more was heard.
+    folder = tmp_path / "pids"
+    folder.mkdir()
+    calls = 64
+
+    async def main():
+        async with stdio(tmp_path / "data", subprocess_env) as client:
+            uri = links_of(await client.call_tool("bash", {"command": "seq 1 100000"}))[0].uri
+            ended: list[int] = []
+            async with anyio.create_task_group() as group:
+
+                async def call(number: int) -> None:
+                    try:
+                        await client.call_tool("bash", {"command": f"echo $$ > {folder}/{number}; sleep 1000",
+                                                        "timeout": 3600})
+                    finally:
+                        ended.append(number)
+
+                for number in range(calls):
+                    group.start_soon(call, number)
+                assert await anyio.to_thread.run_sync(
+                    wait_until, lambda: len([p for p in folder.iterdir() if p.read_text().strip()]) == calls)
+                # A bound on a hang, not a timing claim: without the fix these wait for a sleep to end.
+                with anyio.fail_after(60):
+                    await client.send_ping()
+                    page = await client.read_resource(f"{uri}?offset=0&limit=100")
+                    read = await client.call_tool("read", {"resource": uri, "offset": 6, "limit": 6})
+                assert page.contents[0].text == SEQ[:100].decode()
+                assert text_of(read).startswith("4\n5\n")
+                assert ended == []  # every long call was still running meanwhile
+                group.cancel_scope.cancel()  # 64 notifications/cancelled
+            leaders = [int(path.read_text()) for path in folder.iterdir()]
+            assert await anyio.to_thread.run_sync(wait_until, lambda: not any(map(alive_in_group, leaders)))
+            after = await client.call_tool("bash", {"command": "echo still serving"})
+            assert text_of(after) == "still serving"
+
+    anyio.run(main)
+
+
 def test_stdio_server_ends_running_commands_when_the_client_goes(tmp_path, subprocess_env):
     pid_file = tmp_path / "pids"
     command = f"echo $$ > {pid_file}; sleep 1000"

@@ -42,6 +42,8 @@ from typing import Any, Optional, Union
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 from mcp import types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
@@ -167,13 +169,20 @@ async def _in_thread(function: Callable[[], ToolResult], abort: Optional[threadi
                      report: Optional[Callable[[], Any]]) -> ToolResult:
     """Run a blocking tool on its own thread without blocking the event loop.
 
+    The call is awaited without a thread: the tool's own thread wakes the
+    awaiting task when it ends.  Waiting on one of anyio's worker threads (40
+    by default, shared with the SDK's stdin reader and ``resources/read``)
+    would let long calls take them all, and the server would stop hearing
+    pings, reads and cancellations.
+
     ``report`` (an async callable) runs beside it once a second.  When the
     awaiting task is cancelled (the client's ``notifications/cancelled``, or the
     server shutting down), ``abort`` is set and the thread is waited for, so the
     command's process group is gone and reaped before the cancellation goes on.
     A tool without ``abort`` is abandoned to finish on its own (a daemon thread).
     """
-    finished = threading.Event()
+    finished = anyio.Event()
+    token = anyio.lowlevel.current_token()
     outcome: list[Any] = []
 
     def target() -> None:
@@ -182,21 +191,23 @@ async def _in_thread(function: Callable[[], ToolResult], abort: Optional[threadi
         except BaseException as error:  # handed to the awaiting task
             outcome.append(error)
         finally:
-            finished.set()
+            try:
+                anyio.from_thread.run_sync(finished.set, token=token)
+            except Exception:  # the event loop is gone: nobody awaits this call any more
+                pass
 
     threading.Thread(target=target, name="overspill-mcp-tool", daemon=True).start()
     try:
         async with anyio.create_task_group() as group:
             if report is not None:
                 group.start_soon(_every_second, report)
-            # The thread is ours, so abandoning this wait on cancellation loses nothing.
-            await anyio.to_thread.run_sync(finished.wait, abandon_on_cancel=True)
+            await finished.wait()
             group.cancel_scope.cancel()
     finally:
         if not finished.is_set() and abort is not None:
             abort.set()
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(finished.wait)
+                await finished.wait()
     value = outcome[0]
     if isinstance(value, BaseException):
         raise value
