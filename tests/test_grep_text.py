@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overspill import ToolOutputStore, tools
+from overspill import PatternTooSlowError, ToolOutputStore, tools
 from overspill.tools.grep import search_resource
+from processes import processes, wait_until
 
 SCRIPT = Path(sys.executable).with_name("overspill")
 
@@ -146,3 +150,75 @@ def test_cli_grep(tmp_path, subprocess_env):
     assert cli("grep", uri, "(").returncode == 2
     assert cli("grep", "tool-output://" + "0" * 26, "x").returncode == 3
     assert cli("grep", uri, "step", "--json", "-m", "2").stdout.decode().startswith('{"lines": ["0:step 0", "7:step 1"], "total": 30000')
+
+
+# ------------------------------------------------------------------ bounded work (issue 19, item 13)
+# A pattern that backtracks without end on this output: 2**34 ways to split the a's before 'b' fails $.
+BACKTRACKING = "(a+)+$"
+EVIL = b"".join(b"line %d\n" % i for i in range(3000)) + b"a" * 34 + b"b\n"
+
+
+def workers_of(parent: int) -> list[int]:
+    """Running children of ``parent`` that are regex workers."""
+    found = []
+    for pid, state, ppid, _ in processes():
+        if ppid == parent and state != "Z":
+            try:
+                if b"_regex_worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found.append(pid)
+            except OSError:
+                continue
+    return found
+
+
+def busy_workers_of(parent: int) -> list[int]:
+    """Regex workers of ``parent`` that are running (matching), not waiting for a request."""
+    busy = []
+    for pid in workers_of(parent):
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "R":
+                busy.append(pid)
+        except OSError:
+            continue
+    return busy
+
+
+def test_a_backtracking_pattern_is_stopped_with_a_clear_error(store):
+    uri = stored(store, EVIL)
+    with pytest.raises(PatternTooSlowError, match=r"^pattern too slow: '\(a\+\)\+\$' was stopped after .*narrow it"):
+        search_resource(store, "s", uri, BACKTRACKING, time_limit=0.5)
+    # The worker that ran out of time is gone; the next search gets a fresh one.
+    assert busy_workers_of(os.getpid()) == []
+    assert search_resource(store, "s", uri, r"a+b$").lines == (f"{EVIL.index(b'aaa')}:{'a' * 34}b",)
+    with pytest.raises(TypeError):
+        search_resource(store, "s", uri, "a", time_limit="1")
+    with pytest.raises(ValueError):
+        search_resource(store, "s", uri, "a", time_limit=0)
+
+
+def test_the_grep_tool_says_pattern_too_slow_in_one_line(store, monkeypatch):
+    monkeypatch.setattr(sys.modules["overspill.tools.grep"], "TIME_LIMIT", 0.5)
+    uri = stored(store, EVIL)
+    result = tools.grep(store, "s", "g", BACKTRACKING, resource=uri)
+    assert result.is_error and result.output.startswith("pattern too slow: ") and "\n" not in result.output
+    assert "narrow it" in result.output
+
+
+def test_cli_grep_honours_sigint_during_a_slow_search(tmp_path, subprocess_env):
+    env = {**subprocess_env, "OVERSPILL_DATA_DIR": str(tmp_path / "data")}
+    ran = subprocess.run([str(SCRIPT), "truncate", "-"], input=EVIL, capture_output=True, timeout=120, env=env)
+    uri = "tool-output://" + ran.stdout.decode().split("tool-output://")[1][:26]
+    child = subprocess.Popen([str(SCRIPT), "grep", uri, BACKTRACKING], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert wait_until(lambda: busy_workers_of(child.pid))  # the search is under way
+        worker = busy_workers_of(child.pid)[0]
+        child.send_signal(signal.SIGINT)
+        child.communicate(timeout=60)  # a bound on a hang, not a timing claim
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == 128 + signal.SIGINT
+    assert wait_until(lambda: not Path(f"/proc/{worker}").exists()
+                      or Path(f"/proc/{worker}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z")

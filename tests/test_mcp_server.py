@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from processes import alive_in_group, wait_until, zombies_of
+from processes import alive_in_group, processes, wait_until, zombies_of
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install 'overspill[mcp]'")
 
@@ -340,6 +340,50 @@ def test_stdio_cancellation_kills_the_process_group(tmp_path, subprocess_env):
             assert await anyio.to_thread.run_sync(wait_until, lambda: not zombies_of(server))
             after = await client.call_tool("bash", {"command": "echo still serving"})
             assert text_of(after) == "still serving"
+
+    anyio.run(main)
+
+
+def regex_workers_of(parent: int) -> list[int]:
+    """Running children of ``parent`` that are grep's regex workers."""
+    found = []
+    for pid, state, ppid, _ in processes():
+        if ppid == parent and state != "Z":
+            try:
+                if b"_regex_worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found.append(pid)
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.filterwarnings("ignore:ping is removed")
+def test_stdio_a_backtracking_grep_leaves_the_server_answering_and_is_cancelled(tmp_path, subprocess_env):
+    # Issue 19 item 13: grep's re held the GIL with no bound; ping went unanswered and cancellation
+    # was ignored. The matching now runs in a worker process that cancellation kills.
+    async def main():
+        async with stdio(tmp_path / "data", subprocess_env) as client:
+            made = await client.call_tool("bash", {"command": "seq 1 5000; printf 'a%.0s' $(seq 34); echo b; "
+                                                              "echo $PPID >&2"})
+            uri = links_of(made)[0].uri
+            server = int(text_of(made).rstrip().rsplit("\n", 1)[-1])
+            ended: list[object] = []
+            async with anyio.create_task_group() as group:
+
+                async def call() -> None:
+                    ended.append(await client.call_tool("grep", {"pattern": "(a+)+$", "resource": uri}))
+
+                group.start_soon(call)
+                assert await anyio.to_thread.run_sync(wait_until, lambda: regex_workers_of(server))
+                worker = regex_workers_of(server)[0]
+                with anyio.fail_after(60):  # a bound on a hang, not a timing claim
+                    await client.send_ping()
+                    page = await client.read_resource(f"{uri}?offset=0&limit=10")
+                assert page.contents[0].text == "1\n2\n3\n4\n5\n" and ended == []
+                group.cancel_scope.cancel()  # notifications/cancelled
+            assert await anyio.to_thread.run_sync(wait_until, lambda: worker not in regex_workers_of(server))
+            found = await client.call_tool("grep", {"pattern": "a+b$", "resource": uri})
+            assert not found.is_error and text_of(found).endswith("[1 matching line]")
 
     anyio.run(main)
 

@@ -33,9 +33,11 @@ PUBLIC_NAMES = {
     "ConfigError",
     "InvalidResourceError",
     "OverspillError",
+    "PatternTooSlowError",
     "Preview",
     "ResourceCorruptError",
     "ResourceNotFoundError",
+    "SearchError",
     "StorageError",
     "StreamCap",
     "count_lines",
@@ -62,7 +64,8 @@ def test_implementation_in_use(implementation):
     ("error", "builtin"),
     [(errors.InvalidResourceError, ValueError), (errors.ResourceNotFoundError, LookupError),
      (errors.ResourceCorruptError, LookupError), (errors.AccessDeniedError, PermissionError),
-     (errors.ConfigError, ValueError), (errors.StorageError, OSError)],
+     (errors.ConfigError, ValueError), (errors.StorageError, OSError),
+     (errors.SearchError, RuntimeError), (errors.PatternTooSlowError, RuntimeError)],
 )
 def test_each_error_is_also_the_builtin_it_means(error, builtin):
     assert issubclass(error, errors.OverspillError) and issubclass(error, builtin)

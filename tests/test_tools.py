@@ -446,6 +446,19 @@ def test_grep_no_match_and_bad_input(store, tree, engine):
     assert tools.grep(store, "s", "c", "x", max_matches=0, cwd=tree).is_error
 
 
+def test_grep_files_with_a_backtracking_pattern_ends(store, tmp_path, engine, monkeypatch):
+    """Regression (issue 19, item 13): without rg, Python's re matched in this process with no
+    bound; the matching now runs in a worker within a time budget."""
+    monkeypatch.setattr(grep_module, "TIME_LIMIT", 0.5)
+    (tmp_path / "evil.txt").write_text("x\n" * 100 + "a" * 34 + "b\n")
+    result = tools.grep(store, "s", "c", "(a+)+$", cwd=tmp_path)
+    if engine == "python":
+        assert result.is_error and result.output.startswith("pattern too slow: ") and "\n" not in result.output
+    else:  # rg's engine is linear-time
+        assert result.output == "no matches for '(a+)+$'"
+    assert tools.grep(store, "s", "c", "a+b$", cwd=tmp_path).output == "evil.txt:101:" + "a" * 34 + "b"
+
+
 def test_grep_never_opens_a_fifo(store, tmp_path, engine):
     """Regression (issue 9, item 9): a FIFO in the searched folder hung the Python engine for
     ever. Protects "Commands run through overspill never hold ..." — a tool call returns."""

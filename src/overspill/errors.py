@@ -9,6 +9,8 @@ callers can catch either::
      │    └── ResourceCorruptError                 a checksum does not match the payload
      ├── AccessDeniedError       (PermissionError) another session's resource
      ├── ConfigError             (ValueError)      a bad setting, naming the key and its source
+     ├── SearchError             (RuntimeError)    a grep search could not finish
+     │    └── PatternTooSlowError                  its pattern ran out of time (narrow it)
      └── StorageError            (OSError)         a write failed; nothing was left behind
 """
 
@@ -20,7 +22,9 @@ __all__ = [
     "InvalidResourceError",
     "OverspillError",
     "ResourceCorruptError",
+    "PatternTooSlowError",
     "ResourceNotFoundError",
+    "SearchError",
     "StorageError",
 ]
 
@@ -51,6 +55,16 @@ class AccessDeniedError(OverspillError, PermissionError):
 
 class ConfigError(OverspillError, ValueError):
     """A configuration value is invalid; the message names the key and its source."""
+
+
+class SearchError(OverspillError, RuntimeError):
+    """A grep search could not finish: its pattern ran out of time, or the
+    process doing the matching failed."""
+
+
+class PatternTooSlowError(SearchError):
+    """The pattern took longer than the search's time budget (``re`` backtracks
+    without bound on patterns such as ``(a+)+$``); the message says to narrow it."""
 
 
 class StorageError(OverspillError, OSError):

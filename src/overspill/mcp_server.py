@@ -267,6 +267,9 @@ def create_server(store: ToolOutputStore, session_id: Optional[str] = None, *, c
         options: dict[str, Any] = {"cwd": cwd}
         abort = None
         report = None
+        if name == "grep":  # a cancelled search kills its worker
+            abort = threading.Event()
+            options["abort"] = abort
         if name == "bash":
             if isinstance(arguments, Mapping) and "timeout" not in arguments:
                 arguments = {**arguments, "timeout": timeout}

@@ -8,7 +8,7 @@ import re
 import shutil
 import stat
 import subprocess
-from bisect import bisect_right
+import threading
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import BinaryIO, Optional, Union
 
 from .. import _kernels
+from .._arguments import positive_seconds
 from ..errors import OverspillError
 from ..store import ToolOutputStore
 from ..text import view_flags
 from ._binary import file_is_binary
+from ._regex import TIME_LIMIT, Cancelled, Search
 from ._result import MAX_LINE_LENGTH, ToolResult, bounded, failure
 
 __all__ = ["ResourceMatches", "grep", "search_resource"]
@@ -39,7 +41,8 @@ def _cut(line: str) -> str:
 
 def grep(store: ToolOutputStore, session_id: str, tool_call_id: str, pattern: str, *, path: str = ".",
          resource: Optional[str] = None, glob: Optional[str] = None, ignore_case: bool = False,
-         max_matches: int = 100, context: int = 0, cwd: PathArg = None) -> ToolResult:
+         max_matches: int = 100, context: int = 0, cwd: PathArg = None,
+         abort: Optional[threading.Event] = None) -> ToolResult:
     """Search files under ``path``, or the stored output ``resource``, for a regex.
 
     File results are ``file:line:text``; resource results are
@@ -48,10 +51,15 @@ def grep(store: ToolOutputStore, session_id: str, tool_call_id: str, pattern: st
     each match are ``offset-text``), then the count of matching lines.  Each
     line is cut at ``MAX_LINE_LENGTH``; at most ``max_matches`` are listed,
     with a count of the rest.  Files are searched with ``rg`` when it is on PATH,
-    else in Python, skipping ``.git`` and binary files.
+    else in Python, skipping ``.git`` and binary files.  Python's matching
+    runs in a worker process within a time budget (``TIME_LIMIT`` seconds,
+    plus one per 16 MiB searched): a pattern that backtracks without end
+    comes back as a "pattern too slow" error telling the model to narrow it.
 
     :param glob: only files whose path or name matches this pattern.
     :param cwd: the folder a relative ``path`` is searched from (the host's choice).
+    :param abort: when set (the host's cancellation), the search stops and its
+        worker is killed; the result is an error.
     """
     if not isinstance(pattern, str) or not pattern:
         return failure("pattern must be a non-empty string")
@@ -65,14 +73,20 @@ def grep(store: ToolOutputStore, session_id: str, tool_call_id: str, pattern: st
     except re.error as error:
         return failure(f"invalid pattern {pattern!r}: {error}")
     if resource is not None:
-        return _grep_resource(store, session_id, tool_call_id, resource, pattern, ignore_case, context, max_matches)
+        return _grep_resource(store, session_id, tool_call_id, resource, pattern, ignore_case, context, max_matches,
+                              abort)
     found = _Matches(max_matches)
     if not isinstance(path, str) or not path:
         return failure("path must be a non-empty string")
     root = Path(cwd or ".") / path
     if not root.exists():
         return failure(f"no such file or folder: {path}")
-    problem = _search_files(root, path, regex, pattern, glob, ignore_case, cwd, found)
+    try:
+        problem = _search_files(root, path, regex, pattern, glob, ignore_case, cwd, found, abort)
+    except Cancelled:
+        return failure("grep was cancelled")
+    except OverspillError as error:
+        return failure(str(error))
     if problem is not None:
         return problem
     if not found.total:
@@ -126,32 +140,49 @@ def _display(text: str) -> str:
 
 
 def search_resource(store: ToolOutputStore, session_id: str, uri: str, pattern: str, *,
-                    ignore_case: bool = False, context: int = 0, max_matches: int = 100) -> ResourceMatches:
+                    ignore_case: bool = False, context: int = 0, max_matches: int = 100,
+                    time_limit: float = TIME_LIMIT) -> ResourceMatches:
     """Search a stored output as text, line by line, with byte offsets.
 
     The pattern is a Python regular expression matched against each line of
     what the model is shown of the output (its view, decoded from UTF-8; an
     invalid byte is one character), so ``.`` matches one character and
     ``(?i)`` folds any letter; ``^`` and ``$`` anchor at the line.  Each
-    result names the byte offset of its line in the stored bytes.
+    result names the byte offset of its line in the stored bytes.  The
+    matching runs in a worker process, and may take ``time_limit`` seconds
+    plus one per 16 MiB of the output.
 
     :param ignore_case: match regardless of case.
     :param context: lines shown before and after each matching line (``-C``).
     :param max_matches: matching lines listed (the rest are counted).
+    :param time_limit: seconds of matching allowed besides the per-size allowance.
     :raises ValueError: an invalid pattern or argument.
+    :raises TypeError: ``time_limit`` is not a number.
+    :raises PatternTooSlowError: the pattern ran out of time (the message says to narrow it).
+    :raises SearchError: the worker process could not be started or failed.
     :raises InvalidResourceError, AccessDeniedError, ResourceNotFoundError: as ``store.read``.
     """
+    return _search_resource(store, session_id, uri, pattern, ignore_case, context, max_matches,
+                            positive_seconds(time_limit, "time_limit"), None)
+
+
+def _search_resource(store: ToolOutputStore, session_id: str, uri: str, pattern: str, ignore_case: bool,
+                     context: int, max_matches: int, time_limit: float,
+                     abort: Optional[threading.Event]) -> ResourceMatches:
+    """``search_resource``, which also stops (``Cancelled``) when ``abort`` is set."""
     if isinstance(context, bool) or not isinstance(context, int) or context < 0:
         raise ValueError("context must be a non-negative integer")
     if isinstance(max_matches, bool) or not isinstance(max_matches, int) or max_matches < 1:
         raise ValueError("max_matches must be a positive integer")
+    flags = re.IGNORECASE if ignore_case else 0
     try:
-        regex = re.compile(pattern, re.MULTILINE | (re.IGNORECASE if ignore_case else 0))
+        re.compile(pattern, re.MULTILINE | flags)
     except re.error as error:
         raise ValueError(f"invalid pattern {pattern!r}: {error}") from None
-    flags = view_flags(store.views)
+    views = view_flags(store.views)
     results = _Results(context, max_matches)
-    with store.view(session_id, uri) as (_, data):
+    with store.view(session_id, uri) as (_, data), Search(pattern, flags, time_limit=time_limit,
+                                                          abort=abort) as search:
         size = len(data)
         position = 0
         number = 0  # line number of the block's first line
@@ -162,18 +193,17 @@ def search_resource(store: ToolOutputStore, session_id: str, uri: str, pattern: 
                 newline = raw.rfind(b"\n")
                 if newline >= 0:
                     raw = raw[: newline + 1]
-            shown = _kernels.view_bytes(raw, flags) if flags else None
-            text = (raw if shown is None else shown).decode("utf-8", "surrogateescape")
-            texts = text.split("\n")
+            shown = _kernels.view_bytes(raw, views) if views else None
+            if shown is None:  # the block is its own view
+                shown = raw
+            texts = shown.decode("utf-8", "surrogateescape").split("\n")
             if raw.endswith(b"\n"):
                 texts.pop()  # the empty line after the last newline belongs to the next block
-            char_starts = list(accumulate((len(line) + 1 for line in texts), initial=0))
             offsets = list(accumulate((len(line) + 1 for line in raw.split(b"\n")), initial=position))
             cursor = 0  # the next line of this block not yet passed
-            for match in regex.finditer(text):
-                index = bisect_right(char_starts, match.start()) - 1
-                if index < cursor or index >= len(texts):
-                    continue  # one result per line
+            for index in search.text(shown):
+                if index >= len(texts):
+                    continue
                 for between in range(cursor, index):
                     results.pass_line(number + between, offsets[between], texts[between])
                 results.match(number + index, offsets[index], texts[index])
@@ -227,12 +257,15 @@ class _Results:
 
 
 def _grep_resource(store: ToolOutputStore, session_id: str, tool_call_id: str, uri: object, pattern: str,
-                   ignore_case: bool, context: object, max_matches: int) -> ToolResult:
+                   ignore_case: bool, context: object, max_matches: int,
+                   abort: Optional[threading.Event]) -> ToolResult:
     if isinstance(context, bool) or not isinstance(context, int) or context < 0:
         return failure("context must be a non-negative integer")
     try:
-        found = search_resource(store, session_id, uri, pattern, ignore_case=ignore_case,  # type: ignore[arg-type]
-                                context=context, max_matches=max_matches)
+        found = _search_resource(store, session_id, uri, pattern, ignore_case, context,  # type: ignore[arg-type]
+                                 max_matches, TIME_LIMIT, abort)
+    except Cancelled:
+        return failure("grep was cancelled")
     except OverspillError as error:
         return failure(str(error))
     except ValueError as error:
@@ -292,26 +325,58 @@ def _open_regular(file: Path, named: bool) -> BinaryIO:
         raise
 
 
+def _line_blocks(handle: BinaryIO, start: bytes) -> Iterator[bytes]:
+    """A file's bytes from ``start`` (what was read of it) on, in blocks of
+    whole lines of about ``_SEARCH_BLOCK`` bytes (a longer line is one block);
+    the last block may lack its final newline."""
+    pending = bytearray(start)
+    while True:
+        more = handle.read(_SEARCH_BLOCK)
+        if not more:
+            if pending:
+                yield bytes(pending)
+            return
+        pending += more
+        newline = pending.rfind(b"\n")
+        if newline >= 0:
+            yield bytes(pending[: newline + 1])
+            del pending[: newline + 1]
+
+
 def _search_files(root: Path, shown_root: str, regex: re.Pattern[str], pattern: str, glob: Optional[str],
-                  ignore_case: bool, cwd: PathArg, found: _Matches) -> Optional[ToolResult]:
+                  ignore_case: bool, cwd: PathArg, found: _Matches,
+                  abort: Optional[threading.Event]) -> Optional[ToolResult]:
+    """Files under ``root``, with ``rg`` when it is on PATH, else line by line
+    with the matching in a worker (``Search``: a time budget, ``abort``).
+
+    :raises PatternTooSlowError, SearchError: the Python search ran out of time or failed.
+    :raises Cancelled: ``abort`` was set.
+    """
     ripgrep = _ripgrep()
     if ripgrep is not None:
         return _ripgrep_search(ripgrep, shown_root, pattern, glob, ignore_case, cwd, found)
     base = Path(cwd or ".")
-    for file, named in _walk(root):
-        shown = os.path.relpath(file, base) if not os.path.isabs(shown_root) else str(file)
-        if glob and not (fnmatch.fnmatch(file.name, glob) or fnmatch.fnmatch(Path(shown).as_posix(), glob)):
-            continue
-        try:
-            with _open_regular(file, named) as handle:
-                if file_is_binary(handle):
-                    continue
-                for number, raw in enumerate(handle, 1):
-                    line = raw.decode("utf-8", "replace").rstrip("\r\n")
-                    if regex.search(line):
-                        found.add(f"{Path(shown).as_posix()}:{number}:{line}")
-        except OSError:
-            continue  # unreadable or vanished: not a match
+    with Search(pattern, re.IGNORECASE if ignore_case else 0, time_limit=TIME_LIMIT, abort=abort) as search:
+        for file, named in _walk(root):
+            shown = os.path.relpath(file, base) if not os.path.isabs(shown_root) else str(file)
+            if glob and not (fnmatch.fnmatch(file.name, glob) or fnmatch.fnmatch(Path(shown).as_posix(), glob)):
+                continue
+            name = Path(shown).as_posix()
+            try:
+                with _open_regular(file, named) as handle:
+                    if file_is_binary(handle):
+                        continue
+                    number = 1  # the block's first line
+                    for block in _line_blocks(handle, b""):
+                        matching = search.lines(block)
+                        if matching:
+                            lines = block.split(b"\n")
+                            for index in matching:
+                                text = lines[index].decode("utf-8", "replace").rstrip("\r\n")
+                                found.add(f"{name}:{number + index}:{text}")
+                        number += block.count(b"\n")
+            except OSError:
+                continue  # unreadable or vanished: not a match
     return None
 
 

@@ -133,7 +133,7 @@ _HOST_OPTIONS = {
     "webfetch": (),
     "websearch": ("provider",),
     "skill": ("roots",),
-    "grep": ("cwd",),
+    "grep": ("cwd", "abort"),
 }
 _FUNCTIONS: dict[str, Callable[..., ToolResult]] = {
     "bash": bash, "read": read, "webfetch": webfetch, "websearch": websearch, "skill": skill, "grep": grep}

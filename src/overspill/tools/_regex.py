@@ -1,0 +1,206 @@
+"""grep's regular-expression work, done in a worker process within a time budget.
+
+Python's ``re`` has no time bound, holds the GIL while it matches and, in a
+thread that is not the main one, hears no signal: one pattern such as
+``(a+)+$`` would stall the whole process (an MCP server's pings and
+cancellations with it).  A ``Search`` sends each block to a worker (the
+script ``_regex_worker``, run by this interpreter) and waits for the matching
+lines without holding the GIL; when the search's time is spent, or its
+``abort`` event is set, or the wait is interrupted (Ctrl-C), the worker is
+killed.  Idle workers are kept for the next search, so a search seldom pays
+for a process start.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import subprocess
+import sys
+import threading
+import time
+from array import array
+from pathlib import Path
+from typing import Optional
+
+from ..errors import PatternTooSlowError, SearchError
+from ._regex_worker import _ANSWER, _FAILED, _REQUEST, LINES, TEXT
+
+__all__ = ["BYTES_PER_SECOND", "TIME_LIMIT", "Cancelled", "Search"]
+
+#: Seconds a search may spend matching, plus one second per ``BYTES_PER_SECOND``
+#: bytes it searches (a large output may take longer than a small one; a
+#: pattern that backtracks without end never gets longer).
+TIME_LIMIT = 10.0
+BYTES_PER_SECOND = 16 << 20
+# How often a wait looks at its abort event.
+_TICK = 0.05
+_KEPT_WORKERS = 2
+_WORKER = Path(__file__).with_name("_regex_worker.py")
+
+
+class Cancelled(Exception):
+    """The search's abort event was set; its worker is gone."""
+
+
+class _Worker:
+    """One worker process and its pipes."""
+
+    def __init__(self) -> None:
+        if not sys.executable:
+            raise SearchError("cannot start the search: this Python has no interpreter path to run a worker with")
+        try:
+            # Its own session: a terminal's Ctrl-C reaches overspill, which ends the worker itself.
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(_WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, bufsize=0, start_new_session=True)
+        except OSError as error:
+            raise SearchError(f"cannot start the search's worker process: {error.strerror or error}") from None
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.requests = self.process.stdin
+        self.answers = self.process.stdout.fileno()
+        self.owner = os.getpid()
+
+    def kill(self) -> None:
+        process = self.process
+        if process.returncode is None:
+            try:
+                process.kill()
+            except ProcessLookupError:  # pragma: no cover - it ended on its own meanwhile
+                pass
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except OSError:  # pragma: no cover - a pipe the worker broke
+                    pass
+        process.wait()
+
+
+class _Pool:
+    """Idle workers, for this process only (a forked child starts its own)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[_Worker] = []
+
+    def take(self) -> _Worker:
+        with self._lock:
+            while self._idle:
+                worker = self._idle.pop()
+                if worker.owner == os.getpid() and worker.process.poll() is None:
+                    return worker
+                if worker.owner == os.getpid():
+                    worker.kill()  # ended on its own: reap it
+        return _Worker()
+
+    def give_back(self, worker: _Worker) -> None:
+        with self._lock:
+            if len(self._idle) < _KEPT_WORKERS and worker.owner == os.getpid():
+                self._idle.append(worker)
+                return
+        worker.kill()
+
+
+_POOL = _Pool()
+
+
+class Search:
+    """The regular-expression work of one grep call, in a worker process.
+
+    Use as a context manager; ``lines`` and ``text`` return the indices of the
+    matching lines of one block each (the rules are ``_regex_worker``'s).
+    Together they may take ``time_limit`` seconds plus one per
+    ``BYTES_PER_SECOND`` bytes searched.
+
+    :param pattern: a pattern ``re.compile`` accepts with ``flags`` (the caller
+        compiles it first, so a bad pattern is its ``ValueError``, not ours).
+    :param abort: when set, the search ends (``Cancelled``) within ``_TICK``.
+    """
+
+    def __init__(self, pattern: str, flags: int = 0, *, time_limit: float = TIME_LIMIT,
+                 abort: Optional[threading.Event] = None) -> None:
+        self._pattern = pattern.encode("utf-8", "surrogatepass")
+        self._flags = int(flags)
+        self._shown = pattern
+        self._time_limit = time_limit
+        self._abort = abort
+        self._searched = 0
+        self._spent = 0.0
+        self._worker: Optional[_Worker] = None
+
+    def __enter__(self) -> Search:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            _POOL.give_back(worker)
+
+    def lines(self, payload: bytes) -> list[int]:
+        """Indices of the lines of ``payload`` (lines ended by ``\\n``) in which the pattern is found."""
+        return self._ask(LINES, self._flags, payload)
+
+    def text(self, payload: bytes) -> list[int]:
+        """Indices of the lines of the text ``payload`` in which a match (``re.MULTILINE``) starts."""
+        return self._ask(TEXT, self._flags | re.MULTILINE, payload)
+
+    def _ask(self, operation: int, flags: int, payload: bytes) -> list[int]:
+        self._searched += len(payload)
+        allowed = self._time_limit + self._searched / BYTES_PER_SECOND - self._spent
+        worker = self._worker if self._worker is not None else _POOL.take()
+        self._worker = None  # until it answers, a worker is not fit to be given back
+        started = time.monotonic()
+        try:
+            header = _REQUEST.pack(operation, flags, max(allowed, 0.0), len(self._pattern), len(payload))
+            _write_all(worker.requests, header + self._pattern)
+            _write_all(worker.requests, payload)
+            status, body = self._answer(worker, started, started + allowed)
+        except BaseException as error:
+            worker.kill()
+            if isinstance(error, (BrokenPipeError, EOFError)):
+                raise SearchError("the search's worker process ended unexpectedly") from None
+            raise
+        finally:
+            self._spent += time.monotonic() - started
+        self._worker = worker
+        if status == _FAILED:
+            raise SearchError(f"the search failed: {body.decode('utf-8', 'replace')}")
+        found = array("Q")
+        found.frombytes(body)
+        return found.tolist()
+
+    def _answer(self, worker: _Worker, started: float, deadline: float) -> tuple[int, bytes]:
+        received = bytearray()
+        needed = _ANSWER.size
+        status = -1
+        with selectors.DefaultSelector() as selector:
+            selector.register(worker.answers, selectors.EVENT_READ)
+            while len(received) < needed:
+                now = time.monotonic()
+                if self._abort is not None and self._abort.is_set():
+                    raise Cancelled
+                if now >= deadline:
+                    raise PatternTooSlowError(
+                        f"pattern too slow: {self._shown!r} was stopped after {self._spent + now - started:.1f} s "
+                        "of matching; narrow it (literal text, an anchor, no nested repeats such as (a+)+)")
+                wait = deadline - now if self._abort is None else min(_TICK, deadline - now)
+                if not selector.select(wait):
+                    continue
+                chunk = os.read(worker.answers, max(needed - len(received), 1 << 16))
+                if not chunk:
+                    raise EOFError
+                received += chunk
+                if status < 0 and len(received) >= _ANSWER.size:
+                    status, size = _ANSWER.unpack_from(received)
+                    needed = _ANSWER.size + size
+        return status, bytes(received[_ANSWER.size:needed])
+
+
+def _write_all(pipe: object, data: bytes) -> None:
+    """All of ``data`` to an unbuffered pipe (a raw write may take only part of it)."""
+    view = memoryview(data)
+    while view:
+        written = pipe.write(view)  # type: ignore[attr-defined]
+        view = view[written:]

@@ -1,0 +1,122 @@
+"""The matching rules of grep, and the worker process that applies them.
+
+Python's ``re`` has no time bound and holds the GIL while it matches, so one
+pattern such as ``(a+)+$`` can stall a process for ever.  ``_regex`` runs
+these functions in a worker (this file run as a script, ``python -I -S``),
+which it kills when a search runs out of time.  Standard library only: the
+worker imports nothing of overspill.
+
+Protocol, over the worker's stdin and stdout: a request is ``_REQUEST``
+(operation, ``re`` flags, CPU seconds allowed, pattern length, payload
+length), the pattern (UTF-8, ``surrogatepass``) and the payload; the answer
+is ``_ANSWER`` (status, body length) and the body: for ``_OK`` the indices
+of the matching lines (8-byte unsigned, native order), for ``_FAILED`` a
+one-line message.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import sys
+from array import array
+
+#: The payload is lines, each ended by ``\n`` (the last may lack it), searched
+#: one at a time as a file's lines are: decoded with ``errors="replace"``,
+#: trailing ``\r`` and ``\n`` removed.
+LINES = 1
+#: The payload is a block of a stored output's view, searched as one text
+#: (decoded with ``surrogateescape``, ``re.MULTILINE``); a line matches when a
+#: match starts in it.
+TEXT = 2
+
+_REQUEST = struct.Struct("<BIdIQ")
+_ANSWER = struct.Struct("<BQ")
+_OK = 0
+_FAILED = 1
+# Seconds of CPU beyond a request's allowance before the kernel ends a worker
+# whose parent is gone (the parent's own clock ends it first).
+_CPU_GRACE = 5
+
+
+def matching_lines(regex: re.Pattern[str], payload: bytes) -> list[int]:
+    """Indices of the lines of ``payload`` in which ``regex`` is found (``LINES``)."""
+    lines = payload.split(b"\n")
+    if payload.endswith(b"\n") or not payload:
+        lines.pop()
+    return [index for index, raw in enumerate(lines)
+            if regex.search(raw.decode("utf-8", "replace").rstrip("\r\n"))]
+
+
+def lines_with_a_match(regex: re.Pattern[str], payload: bytes) -> list[int]:
+    """Indices of the lines of ``payload`` in which a match of ``regex`` over
+    the whole text starts, each once (``TEXT``; ``regex`` has ``re.MULTILINE``).
+
+    A final ``\\n`` ends the last line: no empty line follows it.
+    """
+    text = payload.decode("utf-8", "surrogateescape")
+    count = text.count("\n") + (0 if payload.endswith(b"\n") else 1)
+    found: list[int] = []
+    line = 0  # the line holding ``position``
+    position = 0
+    for match in regex.finditer(text):
+        start = match.start()
+        line += text.count("\n", position, start)
+        position = start
+        if line < count and (not found or found[-1] < line):
+            found.append(line)
+    return found
+
+
+_OPERATIONS = {LINES: matching_lines, TEXT: lines_with_a_match}
+
+
+def _read_exactly(stream, size: int) -> bytes:
+    data = stream.read(size)
+    if len(data) != size:
+        raise EOFError
+    return data
+
+
+def _limit_cpu(seconds: float) -> None:
+    """Let the kernel end this process once it has used ``seconds`` more CPU
+    (plus a grace): the bound that holds when the parent is gone."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on POSIX
+        return
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    total = used.ru_utime + used.ru_stime
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    soft = int(total + seconds) + _CPU_GRACE
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    except (ValueError, OSError):  # pragma: no cover - a hard limit already spent
+        pass
+
+
+def serve(requests, answers) -> None:
+    """Answer requests from ``requests`` on ``answers`` until end of input."""
+    while True:
+        try:
+            operation, flags, seconds, pattern_size, payload_size = _REQUEST.unpack(
+                _read_exactly(requests, _REQUEST.size))
+            pattern = _read_exactly(requests, pattern_size).decode("utf-8", "surrogatepass")
+            payload = _read_exactly(requests, payload_size)
+        except EOFError:
+            return
+        _limit_cpu(seconds)
+        try:
+            found = _OPERATIONS[operation](re.compile(pattern, flags), payload)
+            status, body = _OK, array("Q", found).tobytes()  # native order: the parent runs on this machine
+        except Exception as error:  # reported to the parent as one line
+            status, body = _FAILED, " ".join(f"{type(error).__name__}: {error}".split()).encode("utf-8", "replace")
+        answers.write(_ANSWER.pack(status, len(body)))
+        answers.write(body)
+        answers.flush()
+
+
+if __name__ == "__main__":
+    serve(sys.stdin.buffer, sys.stdout.buffer)
