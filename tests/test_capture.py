@@ -225,6 +225,26 @@ def test_spill_of_both_streams_keeps_every_byte(store):
                                                  + [f"err{i}".encode() for i in range(1, 1001)])
 
 
+def test_spill_of_an_output_under_the_limits_stores_nothing(store):
+    """Regression (issue 19, item 5): a 15-byte output was stored (and given an id)."""
+    result = run("echo out1; echo err1 >&2; echo out2", spill=(store, "s", "c"))
+    assert result.resource is None and store.records() == []
+    assert (result.stdout, result.stderr, result.exit_code) == (b"out1\nout2\n", b"err1\n", 0)
+    assert not list(store.directory.glob("*.txt")) and not list(store.directory.glob("*.json"))
+
+
+def test_spill_with_merged_streams_stores_the_terminals_order(store):
+    result = run(python("""
+        import sys
+        for i in range(3000):
+            print(f"out{i}", flush=True)
+            print(f"err{i}", file=sys.stderr, flush=True)
+    """), spill=(store, "s", "c"), merge_stderr=True)
+    expected = "".join(f"out{i}\nerr{i}\n" for i in range(3000)).encode()
+    assert result.resource is not None and result.stderr == b""
+    assert (store.directory / f"{result.resource.id}.txt").read_bytes() == expected
+
+
 @pytest.mark.parametrize(
     ("kwargs", "error"),
     [({"command": 42}, TypeError), ({"command": []}, TypeError), ({"command": ["ls", 3]}, TypeError),

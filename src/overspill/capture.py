@@ -65,7 +65,7 @@ class ProcessResult:
 
     ``exit_code`` is negative (minus the signal number) when a signal ended the
     process.  ``resource`` holds the complete combined output when ``spill``
-    was given.
+    was given and the output was over the store's limits (None otherwise).
     """
 
     exit_code: int
@@ -441,8 +441,9 @@ def _run(command: Command, *, cwd, env, timeout, stdin, max_output_bytes, max_er
         capture.drain()
         return capture.result()
     store, session_id, tool_call_id = target
+    # truncate_stream holds the output while it is under the store's limits and writes nothing then.
     with capture.combined_output() as output:
-        resource = store.write_stream(session_id, tool_call_id, output)
+        resource = store.truncate_stream(session_id, tool_call_id, output).resource
     return capture.result(resource)
 
 
@@ -464,7 +465,15 @@ def run(command: Command, *, cwd: Optional[Union[str, os.PathLike[str]]] = None,
     :param keep: ``"head_tail"`` keeps the start and the true end of each
         stream; ``"head"`` only the start.
     :param spill: ``(store, session_id, tool_call_id)``: also stream the whole
-        combined output into that store; the result's ``resource`` names it.
+        combined output into that store when it is over the store's limits
+        (``truncate_stream``'s rule: an output within them is not stored);
+        the result's ``resource`` names it.  With ``merge_stderr`` the stored
+        bytes are the terminal's order.  Without it the two streams come
+        through two pipes and are stored as they are read: each stream's own
+        bytes in order, but lines written close together to stdout and
+        stderr may be stored in another order than a terminal shows
+        (``echo out1; echo err1 >&2; echo out2`` can be stored as
+        ``out1 out2 err1``).
     :param merge_stderr: give the command one pipe for stdout and stderr (as
         ``2>&1`` does), so the output keeps the order a terminal shows;
         ``stdout`` then holds it all and ``stderr`` is empty.
