@@ -10,7 +10,7 @@ reaches the bytes.
 
 from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_FillInfo
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from libc.stdint cimport uint8_t, uint32_t
+from libc.stdint cimport uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
@@ -146,15 +146,30 @@ cdef (Py_ssize_t, Py_ssize_t) _shares(Py_ssize_t head_size, Py_ssize_t tail_size
     return head_share, tail_share
 
 
+cdef bint _ends_with_newline(const void *data, Py_ssize_t n, int width) noexcept:
+    if n <= 0:
+        return False
+    if width == 1:
+        return (<const uint8_t *>data)[n - 1] == NEWLINE
+    if width == 2:
+        return (<const uint16_t *>data)[n - 1] == NEWLINE
+    return (<const uint32_t *>data)[n - 1] == NEWLINE
+
+
 cdef bint _line_regions(const void *data, Py_ssize_t n, int width, Py_ssize_t max_lines,
                         Py_ssize_t *head_region, Py_ssize_t *tail_region) noexcept:
     """Set the head region's end and the tail region's start when there are
-    more than max_lines lines; return whether there are."""
+    more than max_lines whole lines (a final newline starts no other line);
+    return whether there are.  As _native._line_regions: the head region
+    ends where its last line's newline does, just after it."""
     cdef Py_ssize_t tail_lines = max_lines // 2
-    if _newlines(data, n, width, max_lines) < max_lines:
+    cdef bint final = _ends_with_newline(data, n, width)
+    cdef Py_ssize_t limit = max_lines + 1 if max_lines < PY_SSIZE_T_MAX else max_lines
+    cdef Py_ssize_t newlines = _newlines(data, n, width, limit)
+    if newlines < max_lines or (newlines == max_lines and final):
         return False
-    head_region[0] = osp_find_nth(data, n, width, NEWLINE, max_lines - tail_lines)
-    tail_region[0] = osp_rfind_nth(data, n, width, NEWLINE, tail_lines) + 1 if tail_lines else n
+    head_region[0] = osp_find_nth(data, n, width, NEWLINE, max_lines - tail_lines) + 1
+    tail_region[0] = osp_rfind_nth(data, n - 1 if final else n, width, NEWLINE, tail_lines) + 1 if tail_lines else n
     return True
 
 

@@ -219,10 +219,11 @@ def test_spill_stores_the_whole_combined_output(store):
 
 
 def test_spill_of_both_streams_keeps_every_byte(store):
-    result = run("for i in $(seq 1000); do echo out$i; echo err$i >&2; done", spill=(store, "s", "c"))
+    # 2,200 lines: over the 2,000-line limit (exactly 2,000 whole lines fit it since issue 19 item 2).
+    result = run("for i in $(seq 1100); do echo out$i; echo err$i >&2; done", spill=(store, "s", "c"))
     stored = (store.directory / f"{result.resource.id}.txt").read_bytes()
-    assert sorted(stored.splitlines()) == sorted([f"out{i}".encode() for i in range(1, 1001)]
-                                                 + [f"err{i}".encode() for i in range(1, 1001)])
+    assert sorted(stored.splitlines()) == sorted([f"out{i}".encode() for i in range(1, 1101)]
+                                                 + [f"err{i}".encode() for i in range(1, 1101)])
 
 
 def test_spill_of_an_output_under_the_limits_stores_nothing(store):

@@ -69,14 +69,18 @@ def naive_cuts(content: str | bytes, max_lines: int, max_bytes: int) -> tuple[in
     for width in widths:
         offsets.append(offsets[-1] + width)
     size, length = offsets[-1], len(content)
-    lines = content.split("\n" if isinstance(content, str) else b"\n")
+    joiner = "\n" if isinstance(content, str) else b"\n"
+    final = content.endswith(joiner)
+    # Whole lines (issue 19 item 2): a final newline ends the last line and starts no other; the
+    # head region keeps its last newline, so the omitted part starts a line.
+    lines = content.split(joiner)[: -1 if final else None]
     if len(lines) <= max_lines and size <= max_bytes:
         return size, size, length, length
     if len(lines) > max_lines:
         head_lines, tail_lines = math.ceil(max_lines / 2), max_lines // 2
-        joiner = "\n" if isinstance(content, str) else b"\n"
-        head_region = len(joiner.join(lines[:head_lines]))
-        tail_region = length - len(joiner.join(lines[len(lines) - tail_lines :])) if tail_lines else length
+        head_region = len(joiner.join(lines[:head_lines])) + 1
+        tail_text = joiner.join(lines[len(lines) - tail_lines :]) + (joiner if final else joiner[:0])
+        tail_region = length - len(tail_text) if tail_lines else length
     else:
         head_region, tail_region = length, 0
     head_size, tail_size = offsets[head_region], size - offsets[tail_region]
@@ -251,12 +255,19 @@ def test_preview_under_limits_is_identity():
 def test_preview_by_lines():
     text = "\n".join(str(i) for i in range(10))
     result = overspill.preview(text, 4, 10_000)
-    assert (result.head, result.tail, result.truncated) == ("0\n1", "8\n9", True)
-    assert (result.head_end, result.tail_start) == (3, len(text) - 3)
+    # Issue 19 item 2: the head keeps its last newline, so the omitted part starts a line.
+    assert (result.head, result.tail, result.truncated) == ("0\n1\n", "8\n9", True)
+    assert (result.head_end, result.tail_start) == (4, len(text) - 3)
     odd = overspill.preview(text, 3, 10_000)
-    assert (odd.head, odd.tail) == ("0\n1", "9")
+    assert (odd.head, odd.tail) == ("0\n1\n", "9")
     single = overspill.preview(text, 1, 10_000)
-    assert (single.head, single.tail, single.tail_start) == ("0", "", len(text))
+    assert (single.head, single.tail, single.tail_start) == ("0\n", "", len(text))
+    # A final newline ends the last line: the tail holds that many whole lines, and an output of
+    # exactly max_lines newline-ended lines fits.
+    ended = text + "\n"
+    assert overspill.preview(ended, 4, 10_000).tail == "8\n9\n"
+    assert not overspill.preview("".join(f"{i}\n" for i in range(4)), 4, 10_000).truncated
+    assert overspill.preview("".join(f"{i}\n" for i in range(4)) + "x", 4, 10_000).head == "0\n1\n"
 
 
 def test_preview_by_bytes_hands_unused_budget_over():
@@ -265,7 +276,7 @@ def test_preview_by_bytes_hands_unused_budget_over():
     # A short head region gives its unused share to the tail.
     lines = "ab\n" + "\n".join(["y" * 50] * 3)
     short = overspill.preview(lines, 2, 20)
-    assert short.head == "ab" and short.tail == "y" * 18
+    assert short.head == "ab\n" and short.tail == "y" * 17  # the head region keeps its newline
 
 
 def test_preview_never_splits_a_character():
@@ -287,7 +298,7 @@ def test_preview_of_mmap(tmp_path):
     path.write_bytes(b"".join(b"line %d\n" % i for i in range(10_000)))
     with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as view:
         result = overspill.preview(view, 4, 1000)
-    assert result.head == "line 0\nline 1" and result.tail == "line 9999\n"
+    assert result.head == "line 0\nline 1\n" and result.tail == "line 9998\nline 9999\n"
 
 
 @pytest.mark.parametrize(

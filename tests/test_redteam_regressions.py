@@ -180,5 +180,8 @@ def test_a_capped_output_whose_view_fits_is_shown_whole(tmp_path, cap):
     chunks = [b"\rprogress %06d%%" % i for i in range(10_000)] + [b"\ndone\n"]
     store = ToolOutputStore(tmp_path, config={"tool_output": {"max_stored_bytes": cap}}, durable=False)
     result = store.truncate_stream("s", "c", iter(chunks))
-    assert not result.truncated and result.resource is None
-    assert result.content == "progress 009999%\ndone\n"
+    # Issue 19 item 1 reversed "and not stored": the raw bytes are over the limits, so they are
+    # stored (capped) and the marker after the whole view says what it stands for.
+    assert result.truncated and result.resource is not None and result.resource.size == min(cap, 170_006)
+    assert result.content.startswith("progress 009999%\ndone\n\n... output stored (the stored copy holds the "
+                                     f"first {cap} of 170006 bytes, 2 lines in all)")

@@ -76,7 +76,8 @@ def test_large_output_is_persisted_with_a_preview(store):
     assert resource.size == len(text.encode()) and resource.mime == "text/plain"
     preview = overspill.preview(text, 2000, 50 * 1024)
     head, marker, tail = result.content.split("\n\n")
-    assert (head, tail) == (preview.head, preview.tail)
+    # The head keeps its last newline (issue 19 item 2), which is also the first of the blank line.
+    assert (head + "\n", tail) == (preview.head, preview.tail)
     # One marker for every tool: size, lines, the offset, the exact next calls.
     assert marker == (
         f"... output truncated ({resource.size} bytes, 5000 lines in all); the omitted part starts at byte offset "
@@ -703,3 +704,84 @@ def test_str_and_bytes_subclasses_are_accepted_by_the_store(store):
     streamed = store.truncate_stream("s", "c", iter([BytesSubclass(b"z\n" * 20_000), BytearraySubclass(b"end")]))
     with store.view("s", streamed.resource.uri) as (_, data):
         assert bytes(data) == b"z\n" * 20_000 + b"end"
+
+
+# ----------------------------------------------------------------- issue 19: storage, offsets, caps
+SEQ = "".join(f"{i}\n" for i in range(1, 100_001)).encode()  # what `seq 1 100000` writes
+FIRST_1000 = len("".join(f"{i}\n" for i in range(1, 1001)))  # 3,893 bytes
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_the_line_limit_cuts_after_a_newline_and_the_tail_has_its_lines(store, streamed):
+    """Issue 19 item 2: the marker's offset was one byte early (the head's last newline was left
+    to the omitted part), a read there began with an empty line, and the tail held 999 lines."""
+    if streamed:
+        result = store.truncate_stream("s", "c", [SEQ[i : i + 4096] for i in range(0, len(SEQ), 4096)])
+    else:
+        result = store.truncate("s", "c", SEQ)
+    assert result.next_offset == FIRST_1000
+    assert f"starts at byte offset {FIRST_1000} ..." in result.content
+    page = store.read("s", result.resource.uri, offset=result.next_offset, limit=10)
+    assert page.content.startswith("1001\n")
+    head, _, tail = result.content.partition("\n\n... output truncated")
+    assert head == "".join(f"{i}\n" for i in range(1, 1001)).removesuffix("\n")
+    assert tail.split("\n\n", 1)[1] == "".join(f"{i}\n" for i in range(99_001, 100_001))  # 1,000 lines
+    # Exactly max_lines whole lines fit; one more line (even without its newline) does not.
+    fits = "".join(f"{i}\n" for i in range(2000))
+    assert not store.truncate("s", "c", fits).truncated
+    assert not store.truncate_stream("s", "c", [fits.encode()]).truncated
+    assert store.truncate("s", "c", fits + "x").truncated and store.truncate_stream("s", "c", [fits.encode() + b"x"]).truncated
+
+
+VIEW_ONLY_SHAPES = {
+    "cr redraws": "\r".join(str(i) for i in range(1, 100_001)).encode(),  # `seq 1 100000 | tr '\n' '\r'`
+    "escapes only": b"\x1b" * 1_000_000,  # a view of nothing
+    "carriage returns only": b"\r" * 1_000_000,
+}
+
+
+@pytest.mark.parametrize("shape", sorted(VIEW_ONLY_SHAPES))
+@pytest.mark.parametrize("streamed", [False, True])
+def test_an_output_over_the_limits_only_as_raw_bytes_is_stored_whole(store, shape, streamed):
+    """Issue 19 items 1 and 19: an output whose view fits (or is empty) was shown cleaned and its
+    bytes were lost. Views never decide storage."""
+    data = VIEW_ONLY_SHAPES[shape]
+    if streamed:
+        result = store.truncate_stream("s", "c", [data[i : i + 65536] for i in range(0, len(data), 65536)])
+    else:
+        result = store.truncate("s", "c", data)
+    assert result.truncated and result.resource is not None and result.next_offset == 0
+    with store.view("s", result.resource.uri) as (_, stored):
+        assert bytes(stored) == data
+    marker = (f"... output stored ({len(data)} bytes, {result.lines} lines in all): the view above collapsed "
+              f"redraws and escape sequences and stands for all {len(data)} stored bytes ...\n"
+              f'next: read(resource="{result.resource.uri}", offset=0)')
+    assert marker in result.content
+    view = result.content.split(marker)[0]
+    assert "\x1b" not in view and "\r" not in view and len(view.encode()) <= store.limits().max_bytes
+    if shape == "cr redraws":
+        assert view == "100000\n\n"  # the last redraw, then the blank line before the marker
+    else:
+        assert result.content.startswith("... output stored")  # the view is empty: the marker alone
+    # Raw bytes within the limits are still returned as their view, with nothing stored.
+    small = store.truncate("s", "c2", b"50%\r100%\n\x1b[31mok\x1b[0m\n")
+    assert small == overspill.TruncateResult("100%\nok\n", False, None)
+
+
+@pytest.mark.parametrize("limit", ["max_stored_bytes", "max_total_bytes"])
+@pytest.mark.parametrize("kind", ["bytes", "str", "stream"])
+def test_a_capped_output_over_1_mib_never_points_past_the_stored_copy(tmp_path, limit, kind):
+    """Issue 19 item 18: a 1.2 MB output stored as its first 100 bytes offered offset 3892 (past
+    the copy), where a read returns nothing."""
+    data = "".join(f"{i}\n" for i in range(1, 200_001)).encode()
+    with ToolOutputStore(tmp_path, durable=False, config={"tool_output": {limit: 100}}) as store:
+        if kind == "stream":
+            result = store.truncate_stream("s", "c", [data[i : i + 65536] for i in range(0, len(data), 65536)])
+        else:
+            result = store.truncate("s", "c", data if kind == "bytes" else data.decode())
+        assert result.resource.size == 100 and result.next_offset < 100
+        assert data[result.next_offset - 1] == 0x0A  # the omitted part starts a line
+        page = store.read("s", result.resource.uri, offset=result.next_offset)
+        assert page.content and data[:100].decode().endswith(page.content)
+        assert f"first 100 of {len(data)} bytes" in result.content
+        assert result.content.endswith("".join(f"{i}\n" for i in range(199_990, 200_001)))  # the true end

@@ -247,13 +247,21 @@ def page_bounds(buffer: BytesLike, offset: int, limit: int, final: bool = True, 
 
 def _line_regions(hay: _Haystack, size: int, max_lines: int) -> tuple[int, int] | None:
     """``(head_region_end, tail_region_start)`` when there are more than
-    ``max_lines`` lines, else None."""
-    if _newlines_upto(hay, size, max_lines) < max_lines:
+    ``max_lines`` lines, else None.
+
+    Lines here are whole lines: a final newline ends the last line and
+    starts no other.  The head region is the first ``ceil(max_lines / 2)``
+    lines with their newlines (it ends where the next line starts), the tail
+    region the last ``floor(max_lines / 2)``; at least one line lies between.
+    """
+    final = size > 0 and hay.count(size - 1, size) == 1
+    newlines = _newlines_upto(hay, size, max_lines + 1)
+    if newlines < max_lines or (newlines == max_lines and final):
         return None
     head_lines = (max_lines + 1) // 2
     tail_lines = max_lines // 2
-    head_end = hay.find_nth(head_lines, size)
-    tail_start = hay.rfind_nth(tail_lines, size) + 1 if tail_lines else size
+    head_end = hay.find_nth(head_lines, size) + 1
+    tail_start = hay.rfind_nth(tail_lines, size - 1 if final else size) + 1 if tail_lines else size
     return head_end, tail_start
 
 

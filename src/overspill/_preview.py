@@ -34,6 +34,7 @@ from .text import (
     line_slack,
     preview_from_cuts,
     truncation_marker,
+    view_marker,
     view_preview,
 )
 
@@ -169,10 +170,19 @@ def _outlined(read: Reader, release: Optional[Callable[[int, int], None]], store
 
 def compose(shaped: Preview, signals: list[str], uri: str, size: int, lines: int,
             total: Optional[int] = None) -> str:
-    """What the model reads of a truncated output: ``head``, the marker, the
-    signal lines and ``tail`` (see ``ToolOutputStore.truncate``)."""
+    """What the model reads of a stored output: ``head``, the marker, the
+    signal lines and ``tail`` (see ``ToolOutputStore.truncate``).  A preview
+    that is not truncated is a view that fits the limits of an output whose
+    raw bytes do not: the view, then ``view_marker``."""
+    # One blank line before the marker: a head that ends its last line (it does when whole lines
+    # decide the cut) needs one newline more, one that does not, two.
+    head = shaped.head
+    separator = "\n" if head.endswith("\n") else "\n\n"
+    if not shaped.truncated:
+        collapsed = view_marker(uri, size, lines, total)
+        return f"{head}{separator}{collapsed}" if head else collapsed
     marker = truncation_marker(uri, size, lines, shaped.head_end, total)
-    text = f"{shaped.head}\n\n{marker}"
+    text = f"{head}{separator}{marker}"
     if signals:
         text += "\n" + "\n".join(signals)
     return f"{text}\n\n{shaped.tail}" if shaped.tail else text
@@ -215,15 +225,18 @@ def _reading_back(uri: str) -> Iterator[None]:
 
 
 def _filler(head: bytes, tail: bytes, lines: int, max_lines: int) -> bytes:
-    """Newlines that stand for an omitted middle of an output of ``lines`` lines.
+    """Newlines that stand for an omitted middle of an output of ``lines``
+    lines (newlines + 1), whose end is ``tail``.
 
     The middle only matters through its newlines: enough of them that both
     line regions end exactly where they do in the output, or beyond its
-    windows when they do.
+    windows when they do.  Whole lines decide (a final newline starts no
+    line), as in ``preview_cuts``.
     """
-    if lines <= max_lines:
+    final = tail.endswith(b"\n")
+    if lines - final <= max_lines:
         return b""
-    return b"\n" * max(0, max_lines - (_kernels.count_lines(head) - 1) - (_kernels.count_lines(tail) - 1))
+    return b"\n" * max(0, max_lines + final - (_kernels.count_lines(head) - 1) - (_kernels.count_lines(tail) - 1))
 
 
 def _payload(read: Reader, uri: str, size: int, lines: int, max_lines: int, max_bytes: int,
@@ -294,8 +307,8 @@ def _apart(head: bytes, tail: bytes, tail_start: int, max_lines: int, max_bytes:
     ``tail_start`` in the output) with a gap between them: whole lines of
     each, half the budget for the start, what it leaves for the end."""
     newline = head.rfind(b"\n")
-    if newline >= 0:  # the stored copy ends inside a line: show up to its last full line
-        head = head[:newline]
+    if newline >= 0:  # the stored copy ends inside a line: show up to its last full line, newline included
+        head = head[: newline + 1]
     first = _bounded(head, max(1, max_lines // 2), max(1, max_bytes // 2), flags, slack)
     head_end = first.head_end if first.truncated else len(head)
     newline = tail.find(b"\n")

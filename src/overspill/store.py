@@ -88,6 +88,15 @@ class _TrueTail:
         return b"".join(self._chunks)[-_TRUE_TAIL_BYTES:]
 
 
+def _true_end(content: Content) -> bytes:
+    """The last ``_TRUE_TAIL_BYTES`` of ``content``'s stored form."""
+    if isinstance(content, str):
+        # Each code point encodes on its own: the last ones encode to the stored form's end.
+        return encode_content(content[-_TRUE_TAIL_BYTES:])[-_TRUE_TAIL_BYTES:]
+    with memoryview(content) as view:
+        return bytes(view.cast("B")[-_TRUE_TAIL_BYTES:])
+
+
 @dataclass(frozen=True)
 class TruncateResult:
     """What the model sees of an output: all of it, or a preview and a resource.
@@ -395,10 +404,12 @@ class ToolOutputStore:
 
         The model is shown a view of the content (``tool_output.views``: ANSI
         escapes removed, ``\\r`` redraws collapsed; text without ESC or lone
-        ``\\r`` is its own view), and the limits count the view.  Within
-        them the view comes back (decoded with ``errors="replace"`` if it was
-        bytes) and nothing is written.  Over them the content is stored
-        exactly and the result is ``head + "\\n\\n" + marker`` followed by
+        ``\\r`` is its own view).  Views never decide storage: when the raw
+        content is within the limits its view comes back (decoded with
+        ``errors="replace"`` if it was bytes) and nothing is written.  Over
+        them the content is stored exactly; when its view fits the limits
+        (redraws and escapes only) the result is that view, ``"\\n\\n"`` and
+        ``view_marker``'s marker, else ``head + "\\n\\n" + marker`` followed by
         the signal lines, if any, and ``"\\n\\n" + tail`` when the tail is
         not empty.  Head and tail are those of ``overspill.preview`` of the
         view with ``line_slack`` 10% of a side's budget; signal lines are up
@@ -444,18 +455,35 @@ class ToolOutputStore:
             else:
                 shaped = preview_from_cuts(content, cuts)
         else:
-            shaped = view_preview(content, lines_limit, bytes_limit, flags, line_slack(bytes_limit))
-            if not shaped.truncated:
-                if tokens is None or tokens[1](shaped.head) <= tokens[0]:
-                    return _unchanged(shaped.head)
-                shaped = None
+            # Views never decide storage: raw bytes over the limits are stored whole, even when
+            # their view (redraws collapsed, escapes removed) would fit.
+            raw = _kernels.preview_cuts(content, lines_limit, bytes_limit)
+            if raw[0] >= raw[1]:
+                text = shown_text(content, flags)
+                if tokens is None or tokens[1](text) <= tokens[0]:
+                    return _unchanged(text)
+                shaped = None  # within the byte and line limits, over the token bound
+            else:
+                shaped = view_preview(content, lines_limit, bytes_limit, flags, line_slack(bytes_limit))
+                if not shaped.truncated and tokens is not None and tokens[1](shaped.head) > tokens[0]:
+                    shaped = None  # the view fits the bytes and lines, not the token bound
         record = self._write_pieces(session_id, tool_call_id, stored_pieces(content), mime, name)
         lines = human_lines(content)
-        total = record.capture[0] if record.capture is not None else record.resource.size
-        shaped, signals = stored_preview(
-            self._reader(record), uri=record.resource.uri, stored=record.resource.size, total=total,
-            max_lines=lines_limit, max_bytes=bytes_limit, flags=flags, signals=self._signals, content=content, first=shaped, release=self._releaser(record), outline=self._limits.outline,
-            tokens=tokens)
+        if record.capture is None:
+            shaped, signals = stored_preview(
+                self._reader(record), uri=record.resource.uri, stored=record.resource.size,
+                total=record.resource.size, max_lines=lines_limit, max_bytes=bytes_limit, flags=flags,
+                signals=self._signals, content=content, first=shaped, release=self._releaser(record),
+                outline=self._limits.outline, tokens=tokens)
+        else:
+            # The stored copy holds only the output's start: the preview is cut as
+            # truncate_stream cuts it (head from the stored copy, tail from the true
+            # end), so the marker never offers an offset past what was stored.
+            shaped, signals = stored_preview(
+                self._reader(record), uri=record.resource.uri, stored=record.resource.size,
+                total=record.capture[0], count=_kernels.count_lines(content), max_lines=lines_limit,
+                max_bytes=bytes_limit, flags=flags, signals=self._signals, kept_end=_true_end(content),
+                release=self._releaser(record), outline=self._limits.outline, tokens=tokens)
         return self._truncated(record, shaped, signals, lines)
 
     def _reader(self, record: Record) -> Reader:
@@ -474,7 +502,8 @@ class ToolOutputStore:
     def _truncated(record: Record, shaped: Preview, signals: list[str], lines: int) -> TruncateResult:
         total = record.capture[0] if record.capture is not None else None
         content = compose(shaped, signals, record.resource.uri, record.resource.size, lines, total)
-        return TruncateResult(content, True, record.resource, lines, shaped.head_end)
+        # A view shown whole stands for every stored byte: reading goes on from the start.
+        return TruncateResult(content, True, record.resource, lines, shaped.head_end if shaped.truncated else 0)
 
     # ------------------------------------------------------------------ streams
     def write_stream(self, session_id: str, tool_call_id: str, chunks: Iterable[BytesLike], *,
@@ -525,7 +554,9 @@ class ToolOutputStore:
                     newlines += _kernels.count_lines(view) - 1
                     size += len(view)
                     last_newline = view[-1] == 10
-                    if writer is None and size <= bytes_limit and newlines < lines_limit:
+                    # Under the limits: whole lines (a final newline starts no line), as preview_cuts counts.
+                    if writer is None and size <= bytes_limit and (
+                            newlines < lines_limit or (newlines == lines_limit and last_newline)):
                         held += view
                         continue
                     if writer is None:
@@ -573,11 +604,6 @@ class ToolOutputStore:
             # fails the caller gets an error, so no resource may stay behind.
             self._discard(record.id)
             raise
-        if not shaped.truncated:
-            # Over the limits as stored, within them once cleaned: the view is
-            # what the model gets, and nothing stays stored.
-            self._discard(record.id)
-            return TruncateResult(shaped.head, False, None)
         return self._truncated(record, shaped, signals, lines)
 
     def _discard(self, resource_id: str) -> None:

@@ -28,6 +28,7 @@ __all__ = [
     "stored_pieces",
     "truncation_marker",
     "view_flags",
+    "view_marker",
     "view_preview",
 ]
 
@@ -65,11 +66,13 @@ def _decode(data: memoryview) -> str:
 def preview(content: Content, max_lines: int, max_bytes: int, *, line_slack: int = 0) -> Preview:
     """The head+tail preview of ``content`` within ``max_lines`` and ``max_bytes``.
 
-    Not truncated when the content has at most ``max_lines`` lines and at most
-    ``max_bytes`` bytes: then ``head`` is all of it.  Otherwise, with more than
-    ``max_lines`` lines, the head region is the first ``ceil(max_lines / 2)``
-    lines and the tail region the last ``floor(max_lines / 2)`` (else both are
-    the whole content); if the regions together exceed ``max_bytes``, the head
+    Lines are whole lines here: a final newline ends the last line and starts
+    no other.  Not truncated when the content has at most ``max_lines`` lines
+    and at most ``max_bytes`` bytes: then ``head`` is all of it.  Otherwise,
+    with more than ``max_lines`` lines, the head region is the first
+    ``ceil(max_lines / 2)`` lines with their newlines (so the omitted part
+    starts a line) and the tail region the last ``floor(max_lines / 2)`` (else
+    both are the whole content); if the regions together exceed ``max_bytes``, the head
     keeps up to ``ceil(max_bytes / 2)`` bytes of its region and the tail up to
     ``floor(max_bytes / 2)`` of its own, a share one side cannot use going to
     the other.  Cuts fall on character boundaries; with ``line_slack``, a
@@ -125,6 +128,23 @@ def truncation_marker(uri: str, size: int, lines: int, resume_offset: int, total
         status += f"({note})\n"
     return (status + f'next: read(resource="{uri}", offset={resume_offset}) or '
             f'grep(resource="{uri}", pattern="...")')
+
+
+def view_marker(uri: str, size: int, lines: int, total: Optional[int] = None) -> str:
+    """The marker after an output shown whole as its view: the raw output was
+    over the limits and is stored, but what the model is shown of it (``\r``
+    redraws collapsed, escape sequences removed) fits them.  Two lines: what
+    the view stands for (every stored byte; ``total`` when the stored copy
+    holds only the first ``size``), then the calls that read the raw bytes
+    from the start.
+    """
+    if total is not None and total > size:
+        stored = f"the stored copy holds the first {size} of {total} bytes, {lines} lines in all"
+    else:
+        stored = f"{size} bytes, {lines} lines in all"
+    return (f"... output stored ({stored}): the view above collapsed redraws and escape sequences and stands for "
+            f"all {size} stored bytes ...\n"
+            f'next: read(resource="{uri}", offset=0) or grep(resource="{uri}", pattern="...")')
 
 
 def human_lines(content: Content) -> int:
@@ -379,10 +399,10 @@ def view_preview(data: BytesLike, max_lines: int, max_bytes: int, flags: int, sl
 
 def _dirty_preview(view: memoryview, max_lines: int, max_bytes: int, flags: int, slack: int) -> Preview:
     size = len(view)
-    lines_over = _kernels.count_lines(view, max_lines) > max_lines
-    if lines_over:
-        head_region, tail_region = _kernels.preview_cuts(view, max_lines, sys.maxsize)[:2]
-    else:
+    # With no byte limit, the cuts are the line regions (equal when the lines fit).
+    head_region, tail_region = _kernels.preview_cuts(view, max_lines, sys.maxsize)[:2]
+    lines_over = head_region < tail_region
+    if not lines_over:
         head_region, tail_region = size, 0
     head_view, head_stop, head_raw = _view_forward(view, head_region, max_bytes, flags)
     if not lines_over and head_stop == size and len(head_view) <= max_bytes:
