@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import threading
 import time
@@ -23,6 +24,7 @@ from overspill import (
     ResourceCorruptError,
     ResourceNotFoundError,
     ToolOutputStore,
+    page_bounds,
 )
 from overspill.records import CHECKSUM_CHUNK
 
@@ -785,3 +787,29 @@ def test_a_capped_output_over_1_mib_never_points_past_the_stored_copy(tmp_path, 
         assert page.content and data[:100].decode().endswith(page.content)
         assert f"first 100 of {len(data)} bytes" in result.content
         assert result.content.endswith("".join(f"{i}\n" for i in range(199_990, 200_001)))  # the true end
+
+
+INVALID_UTF8 = {
+    "latin-1 text": ("Café déjà vu, naïve façade; " * 4000).encode("latin-1"),
+    "random bytes": bytes((i * 7919 + (i >> 3) * 104729) % 256 for i in range(200_000)),
+    "all 0xff": b"\xff" * 100_000,
+    "0xff under the byte limit": b"\xff" * 8000,
+}
+
+
+@pytest.mark.parametrize("shape", sorted(INVALID_UTF8))
+@pytest.mark.parametrize("streamed", [False, True])
+def test_invalid_utf8_is_bounded_as_the_model_is_shown_it(tmp_path, shape, streamed):
+    """Issue 19 item 17: each invalid byte is shown as U+FFFD (3 bytes), so a Latin-1 file came
+    back as 11,726 B at max_bytes 8,192 (all 0xff: 3x). The limit holds for what is shown."""
+    data = INVALID_UTF8[shape]
+    with ToolOutputStore(tmp_path, durable=False, config={"tool_output": {"max_bytes": 8192}}) as store:
+        if streamed:
+            result = store.truncate_stream("s", "c", [data[i : i + 5000] for i in range(0, len(data), 5000)])
+        else:
+            result = store.truncate("s", "c", data)
+        assert result.truncated and result.resource.size == len(data)
+        marker = re.search(r"\n*\.\.\. output truncated .*?pattern=\"\.\.\.\"\)\n*", result.content, re.S)
+        shown = len(result.content.encode()) - len(marker.group().encode())
+        assert shown <= 8192
+        assert page_bounds(data, result.next_offset, 1)[0] == result.next_offset

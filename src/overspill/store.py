@@ -45,6 +45,7 @@ from .text import (
     human_lines,
     line_slack,
     preview_from_cuts,
+    shown_size,
     shown_text,
     stored_pieces,
     view_flags,
@@ -460,9 +461,11 @@ class ToolOutputStore:
             raw = _kernels.preview_cuts(content, lines_limit, bytes_limit)
             if raw[0] >= raw[1]:
                 text = shown_text(content, flags)
-                if tokens is None or tokens[1](text) <= tokens[0]:
+                # Invalid bytes show as U+FFFD (3 bytes each): the limit holds for what is shown.
+                fits = "\ufffd" not in text or shown_size(text) <= bytes_limit
+                if fits and (tokens is None or tokens[1](text) <= tokens[0]):
                     return _unchanged(text)
-                shaped = None  # within the byte and line limits, over the token bound
+                shaped = None  # within the byte and line limits, over them as shown or over the token bound
             else:
                 shaped = view_preview(content, lines_limit, bytes_limit, flags, line_slack(bytes_limit))
                 if not shaped.truncated and tokens is not None and tokens[1](shaped.head) > tokens[0]:
@@ -577,9 +580,12 @@ class ToolOutputStore:
             raise
         if writer is None:
             text = shown_text(held, self._views)
-            if self._tokens is None or self._tokens[1](text) <= self._tokens[0]:
+            # Invalid bytes show as U+FFFD (3 bytes each): the limit holds for what is shown.
+            fits = "\ufffd" not in text or shown_size(text) <= bytes_limit
+            if fits and (self._tokens is None or self._tokens[1](text) <= self._tokens[0]):
                 return TruncateResult(text, False, None)
-            # Within the byte and line limits, over the token bound: stored like any larger output.
+            # Within the byte and line limits, over them as shown or over the token bound: stored
+            # like any larger output.
             writer = self._writer()
             try:
                 self._write_capped(writer, memoryview(held), cap)

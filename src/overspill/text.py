@@ -24,6 +24,7 @@ __all__ = [
     "line_slack",
     "preview",
     "preview_from_cuts",
+    "shown_size",
     "shown_text",
     "stored_pieces",
     "truncation_marker",
@@ -373,8 +374,40 @@ def _shares(head_size: int, tail_size: int, max_bytes: int) -> tuple[int, int]:
     return head_share, tail_share
 
 
+def shown_size(text: str) -> int:
+    """UTF-8 bytes of ``text`` as the model gets it (an invalid byte shown as U+FFFD is 3)."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 def view_preview(data: BytesLike, max_lines: int, max_bytes: int, flags: int, slack: int = 0) -> Preview:
-    """``preview`` of what the model is shown of ``data`` (stored bytes).
+    """``preview`` of what the model is shown of ``data`` (stored bytes),
+    within the limits as shown: each invalid byte becomes U+FFFD, three bytes
+    of what the model reads, so output with invalid UTF-8 (Latin-1, binary)
+    is cut with the largest smaller byte budget whose head and tail, as shown,
+    fit ``max_bytes`` (and is truncated even when its stored bytes fit).
+
+    The rest is ``_viewed_preview``'s.
+    """
+    found = _viewed_preview(data, max_lines, max_bytes, flags, slack)
+    if "\ufffd" not in found.head and "\ufffd" not in found.tail:
+        return found
+    if shown_size(found.head) + shown_size(found.tail) <= max_bytes:
+        return found
+    # The shown size grows with the budget: the largest budget that fits, by bisection (a stored
+    # byte shows as at most 3, so a third of max_bytes always fits but for a lone wide character).
+    low, high, best = 1, max_bytes - 1, None
+    while low <= high:
+        budget = (low + high) // 2
+        candidate = _viewed_preview(data, max_lines, budget, flags, slack * budget // max_bytes)
+        if candidate.truncated and shown_size(candidate.head) + shown_size(candidate.tail) <= max_bytes:
+            best, low = candidate, budget + 1
+        else:
+            high = budget - 1
+    return best if best is not None else _viewed_preview(data, max_lines, 1, flags, 0)
+
+
+def _viewed_preview(data: BytesLike, max_lines: int, max_bytes: int, flags: int, slack: int = 0) -> Preview:
+    """``preview`` of what the model is shown of ``data`` (stored bytes), its limits counted in view bytes.
 
     The rules of ``preview`` applied to the view (``view_bytes`` with
     ``flags``), which has the same lines: the limits count the view's bytes,
