@@ -13,6 +13,8 @@ import zlib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from overspill import ResourceCorruptError, ResourceNotFoundError, ToolOutputStore
 from overspill.records import CHECKSUM_CHUNK, LEGACY_CHECKSUM_CHUNK, new_id
@@ -200,3 +202,34 @@ def test_pages_are_ordinary_frozen_pages(store):
         page.offset = 0  # type: ignore[misc]
     last = store.read("s", resource.uri, offset=len(data) - 5)
     assert (last.truncated, last.next, last.content) == (False, None, data[-5:].decode("utf-8", "replace"))
+
+
+# ---------------------------------------------------------------- issue 19 item 20
+_COLOURED = [b"\x1b[1;31m", b"\x1b[0m", b"\x1b]8;;http://x/59\x1b\\", b"\x1b]8;;\x1b\\", b"\x1b]0;title\x07",
+             b"\x1b[2K", b"ERROR", b"link", b"ok ", b"\xc3\xa9", b"\n", b"x" * 20]
+
+
+@given(st.lists(st.sampled_from(_COLOURED), min_size=1, max_size=60).map(b"".join), st.integers(1, 64))
+@settings(max_examples=60)
+def test_pages_never_show_pieces_of_escape_sequences(tmp_path_factory, data, limit):
+    """Each page's view is computed from the page alone; a page edge inside an escape sequence
+    showed ``[1;31mERROR`` or ``]8;;http://x/59link``. Pages following ``next`` now show, joined,
+    exactly the view of the whole output, and still cover every byte once."""
+    from overspill.text import shown_text, view_flags
+
+    store = ToolOutputStore(tmp_path_factory.mktemp("pages"), durable=False)
+    uri = store.write("s", "c", data).uri
+    offset, contents = 0, []
+    while True:
+        page = store.read("s", uri, offset=offset, limit=limit)
+        assert page.offset == offset  # following next never starts inside a sequence
+        contents.append(page.content)
+        if page.next is None:
+            break
+        assert page.next > offset
+        offset = page.next
+    assert "".join(contents) == shown_text(data, view_flags(store.views))
+    # A page asked for inside a sequence starts after it.
+    for inside in range(0, len(data), max(1, len(data) // 16)):
+        page = store.read("s", uri, offset=inside, limit=limit)
+        assert "[1;31m" not in page.content and "]8;;" not in page.content and "[0m" not in page.content

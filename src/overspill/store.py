@@ -39,9 +39,11 @@ from .text import (
     Content,
     Preview,
     Reader,
+    ESCAPE_REACH,
     compile_signals,
     counted_lines,
     encode_content,
+    escape_end,
     human_lines,
     line_slack,
     preview_from_cuts,
@@ -697,10 +699,20 @@ class ToolOutputStore:
         # window with a margin decides them exactly as the whole payload would.
         low = max(offset - _PAGE_MARGIN, 0)
         high = min(offset + limit + _PAGE_MARGIN, size)
+        escapes = self._views & VIEW_ANSI
+        if escapes:
+            # Room to see an escape sequence that a page edge would split.
+            low, high = max(offset - ESCAPE_REACH, 0), min(high + ESCAPE_REACH, size)
         with self._backend.read(record, low, high) as view:
             if not view:
                 return Page(record.resource, "", 0, False, None)
             start, end = _kernels.page_bounds(view, offset - low, limit, high == size)
+            if escapes:
+                # Each page's view is of its bytes alone: a page never starts or ends inside an
+                # escape sequence (it would show a piece of it, such as "[1;31m").  A start inside
+                # one moves past it (it shows nothing); an end inside one moves to its end.
+                start = escape_end(view, start)
+                end = max(escape_end(view, end), start)
             content = shown_text(view[start:end], self._views)
         start += low
         end += low

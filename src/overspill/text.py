@@ -19,6 +19,7 @@ __all__ = [
     "SignalCollector",
     "compile_signals",
     "counted_lines",
+    "escape_end",
     "encode_content",
     "human_lines",
     "line_slack",
@@ -211,8 +212,9 @@ def stored_pieces(content: Content) -> Iterator[memoryview]:
 
 # ---------------------------------------------------------------- views
 _VIEW_BITS = {"ansi": VIEW_ANSI, "cr": VIEW_CR}
-# How far back from a mid-line tail cut an escape sequence covering it may start.
+# How far back from a mid-line tail cut (or a page's edge) an escape sequence covering it may start.
 _ESCAPE_REACH = 512
+ESCAPE_REACH = _ESCAPE_REACH
 
 
 def view_flags(views: Iterable[str]) -> int:
@@ -336,6 +338,14 @@ def _past_escape(view: memoryview, line: int, cut: int) -> int:
     match = ESCAPE_SEQUENCE.match(view[start : cut + _ESCAPE_REACH].tobytes())
     end = start + (match.end() if match else 1)
     return max(cut, end)
+
+
+def escape_end(view: memoryview, position: int) -> int:
+    """``position``, moved to the end of an escape sequence that covers it (one
+    that starts before it and ends after it), when that sequence starts within
+    ``ESCAPE_REACH`` bytes before it and ends within ``view``; else ``position``."""
+    end = _past_escape(view, 0, position)
+    return position if end > len(view) else end
 
 
 def _cut_tail(view: memoryview, shown: bytes, begin: int, raw: bytes, share: int, slack: int, flags: int
