@@ -47,8 +47,8 @@ def test_run_read_round_trip(cli):
     offset = int(out.split("starts at byte offset ")[1].split()[0])
     page = cli("read", uri, "--offset", str(offset), "--limit", "20")
     assert page.returncode == 0
-    # The omitted part begins with the newline that ended the head.
-    assert page.stdout.decode().startswith("\n1000\n1001\n") and f"overspill read {uri} --offset" in page.stdout.decode()
+    # The omitted part starts a line: the head keeps the newline that ends it (issue 19 item 2).
+    assert page.stdout.decode().startswith("1000\n1001\n") and f"overspill read {uri} --offset" in page.stdout.decode()
     whole = cli("read", uri, "--all")
     assert whole.stdout == "".join(f"{i}\n" for i in range(100000)).encode()
 
@@ -335,9 +335,10 @@ def test_run_at_the_byte_limit(cli, size, stored):
         assert document["output"] == ("x" * size or "(no output)")
 
 
-@pytest.mark.parametrize(("lines", "stored"), [(4, False), (5, True)])
+@pytest.mark.parametrize(("lines", "stored"), [(4, False), (5, False), (6, True)])
 def test_run_at_the_line_limit(cli, lines, stored):
-    # The fit rule counts "1\n...\n5\n" as 6 lines (str.split); people and the counts shown say 5.
+    # Whole lines decide (issue 19 item 2): "1\n...\n5\n" is 5 lines, as people and the counts
+    # shown say, and fits 5 (the fit rule used to count it as 6, str.split's final "").
     ran = cli("run", "--json", "--max-lines", "5", "--", f"seq 1 {lines}")
     document = json.loads(ran.stdout)
     assert (document["resource"] is not None) == stored
