@@ -352,8 +352,13 @@ def text_fits(text, max_lines, max_bytes, flags, /):
     cdef Py_ssize_t c_bytes = _check_int(max_bytes, "max_bytes", 1)
     # The flags every store passes take no call into the twin's checker.
     cdef int c_flags = flags if type(flags) is int and 0 <= flags <= 3 else _check_flags(flags)
-    return osp_text_fits(PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text), PyUnicode_KIND(text),
-                         c_lines, c_bytes, c_flags) != 0
+    cdef const void *data = PyUnicode_DATA(text)
+    cdef Py_ssize_t length = PyUnicode_GET_LENGTH(text)
+    cdef int width = PyUnicode_KIND(text)
+    # Whole lines: a final newline ends the last line, so one more newline still fits.
+    if c_lines < PY_SSIZE_T_MAX and _ends_with_newline(data, length, width):
+        c_lines += 1
+    return osp_text_fits(data, length, width, c_lines, c_bytes, c_flags) != 0
 
 
 cdef class _AsciiStorage:

@@ -631,7 +631,7 @@ def _collapse(data: bytes) -> bytes:
 def text_fits(text: str, max_lines: int, max_bytes: int, flags: int, /) -> bool:
     """Whether ``text`` is shown as it is: its own view for ``flags`` (no ESC
     with ``VIEW_ANSI``, no lone ``\\r`` with ``VIEW_CR``), at most ``max_lines``
-    lines (as ``str.split("\\n")`` gives them) and at most ``max_bytes`` bytes
+    whole lines (a final newline starts no line) and at most ``max_bytes`` bytes
     in its stored form (``utf8_length``): exactly when ``preview_cuts`` of it
     would not truncate and its view is itself.
 
@@ -649,7 +649,9 @@ def text_fits(text: str, max_lines: int, max_bytes: int, flags: int, /) -> bool:
         return False
     if flags & VIEW_CR and text.count("\r") != text.count("\r\n"):
         return False
-    return text.count("\n") < max_lines and utf8_length(text) <= max_bytes
+    # A final newline ends the last line: one more newline then still fits.
+    newlines_allowed = max_lines + 1 if text.endswith("\n") else max_lines
+    return text.count("\n") < newlines_allowed and utf8_length(text) <= max_bytes
 
 
 def view_bytes(buffer: BytesLike, flags: int, /) -> bytes | None:
