@@ -199,3 +199,54 @@ def test_a_reader_racing_the_eviction_gets_not_found_never_other_bytes(tmp_path)
         reader.join()
     assert problems == [] and outcomes["read"] > 0, outcomes
     assert folder_bytes(writer_store) <= quota and len(writer_store.records()) < 40
+# ---------------------------------------------------------------- the running total (issue 21, goal 9)
+def usage_file(path) -> int:
+    return int((path / "tool-output" / "index" / "usage").read_text())
+
+
+def test_a_write_under_the_quota_scans_nothing_and_keeps_the_total_exact(tmp_path, monkeypatch):
+    import os
+
+    from overspill.backends._sweep import folder_bytes
+
+    store = open_store(tmp_path, max_total_bytes=10**9)
+    for number in range(20):
+        store.write("s", "c", b"x" * (number + 1))
+    scans = []
+    real_scandir = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda *args: scans.append(args) or real_scandir(*args))
+    for number in range(20):
+        store.write("s", "c", b"y" * 1000)
+    monkeypatch.undo()
+    assert scans == []  # the quota was checked against the running total, not the folder
+    store.cleanup()  # nothing expired, nothing removed
+    assert usage_file(tmp_path) == folder_bytes(store.directory)
+
+
+def test_the_total_follows_deletes_and_is_corrected_by_each_sweep(tmp_path):
+    from overspill.backends._sweep import folder_bytes
+
+    store = open_store(tmp_path, max_total_bytes=3000)
+    for chunk in numbered(12):
+        store.write("s", "c", chunk)
+    # Over 3000 bytes the oldest went (an exact count, then eviction); the total agrees.
+    assert usage_file(tmp_path) == folder_bytes(store.directory) <= 3000
+    (store.directory / "planted-by-hand").write_bytes(b"z" * 500)  # behind the total's back
+    assert usage_file(tmp_path) < folder_bytes(store.directory)
+    store.cleanup()
+    assert usage_file(tmp_path) == folder_bytes(store.directory)
+
+
+def test_a_lost_or_damaged_total_is_caught_up_from_the_folder(tmp_path):
+    from overspill.backends._sweep import folder_bytes
+
+    store = open_store(tmp_path, max_total_bytes=10**9)
+    store.write("s", "c", b"a" * 100)
+    for damage in (None, b"not a number\n"):
+        path = tmp_path / "tool-output" / "index" / "usage"
+        if damage is None:
+            path.unlink()
+        else:
+            path.write_bytes(damage)
+        store.write("s", "c", b"b" * 100)
+        assert usage_file(tmp_path) == folder_bytes(store.directory)

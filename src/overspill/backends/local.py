@@ -32,6 +32,7 @@ from ..records import (CHECKSUM_CHUNK, Record, Resource, is_resource_id, read_re
                        unreadable, uri_for)
 from ._index import ListingIndex
 from ._sweep import folder_bytes, make_room, sweep, writer_lock
+from ._usage import UsageTotal
 from .base import CleanupReport
 
 __all__ = ["LocalBackend"]
@@ -59,7 +60,12 @@ class _LocalWriter:
     sweeps a live writer's files, however long its producer pauses.
     """
 
-    def __init__(self, directory: Path, resource_id: str, durable: bool) -> None:
+    def __init__(self, directory: Path, resource_id: str, durable: bool,
+                 live: Optional[dict[int, _LocalWriter]] = None, usage: Optional[UsageTotal] = None) -> None:
+        # The backend's unpublished writers (counted by its quota check until
+        # published) and its running total of the folder's bytes, if any.
+        self._live = live
+        self._usage = usage
         self._directory = directory
         self._durable = durable
         self._temporary: Optional[Path] = None
@@ -138,7 +144,8 @@ class _LocalWriter:
         self._temporary = self._directory / f".{self._id}.{os.urandom(4).hex()}.tmp"
         temporary_fd = _files.create_exclusive(self._temporary)
         try:
-            _files.write_all(temporary_fd, memoryview(record_json(record)))
+            document = record_json(record)
+            _files.write_all(temporary_fd, memoryview(document))
             if self._durable:
                 os.fsync(temporary_fd)
         finally:
@@ -150,10 +157,18 @@ class _LocalWriter:
             _files.fsync_directory(self._directory)
         fd, self._fd = self._fd, -1
         os.close(fd)  # releases the writer lock: the pair is complete and published
+        self._done()
+        if self._usage is not None:
+            self._usage.add(self._size + len(document))
         return record
+
+    def _done(self) -> None:
+        if self._live is not None:
+            self._live.pop(id(self), None)
 
     def abort(self) -> None:
         """Remove everything this writer created; never raises."""
+        self._done()
         if self._fd >= 0:
             try:
                 os.close(self._fd)
@@ -224,6 +239,10 @@ class LocalBackend:
         if index is not None and Path(os.path.abspath(index)).is_relative_to(os.path.abspath(self._directory)):
             raise ValueError("the listing index must be outside the managed folder")
         self._index = None if index is None else ListingIndex(self._directory, Path(index), durable=self._durable)
+        # The quota's running total lives beside the index; without an index the
+        # quota check counts the folder (as a sweep always does).
+        self._live: dict[int, _LocalWriter] = {}  # this backend's writers not yet published
+        self._usage = None if index is None else UsageTotal(str(self._directory), str(index), self._pending)
         # Readers look entries up without the lock (a dict lookup is atomic);
         # the lock serialises insertions, evictions and map bookkeeping.
         self._lock = threading.Lock()
@@ -246,7 +265,9 @@ class LocalBackend:
         if not self._created:
             _files.ensure_directory(self._directory)
             self._created = True
-        return _LocalWriter(self._directory, resource_id, self._durable)
+        writer = _LocalWriter(self._directory, resource_id, self._durable, self._live, self._usage)
+        self._live[id(writer)] = writer
+        return writer
 
     def _missing(self) -> bool:
         """Whether a folder left to the first write does not exist yet: it holds nothing."""
@@ -461,6 +482,8 @@ class LocalBackend:
         freed = _files.remove_quietly(self._directory / f"{resource_id}.json")
         freed += _files.remove_quietly(self._directory / f"{resource_id}.txt")
         self._forget([resource_id])
+        if freed and self._usage is not None:
+            self._usage.add(-freed)
         return freed
 
     def sweep(self, now: float, retention: timedelta, grace: timedelta, *,
@@ -470,6 +493,11 @@ class LocalBackend:
         report = sweep(self._directory, now, retention, grace, dry_run=dry_run)
         if not dry_run:
             self._forget(report.removed_ids)
+            if self._usage is not None and not report.busy:
+                try:
+                    self._usage.recount()  # the correction: whatever others did behind the total's back
+                except OSError:
+                    pass  # the index folder is unusable: the quota check counts the folder itself
         return report
 
     def usage(self) -> int:
@@ -486,10 +514,30 @@ class LocalBackend:
         An optional capability beside the ``Backend`` protocol: the store
         enforces ``max_total_bytes`` through it where a backend has it.
 
+        Under the limit by the running total (``_usage``) plus this backend's
+        unpublished payloads, nothing is scanned; otherwise the folder is
+        counted exactly, evicted from, and the total corrected.
+
         :raises OSError: the folder cannot be read or a resource not removed.
         """
-        report = make_room(self._directory, limit, self.records, self.delete)
+        if self._usage is not None:
+            try:
+                within = self._usage.total() + self._pending() <= limit
+            except OSError:
+                within = False  # no usable index folder: count the folder, as without one
+            if within:
+                return CleanupReport()
+        report = make_room(self._directory, limit, self.records, self.delete)  # an exact count, then eviction
+        if self._usage is not None:
+            try:
+                self._usage.recount()
+            except OSError:
+                pass  # counted again by the next check that needs it
         return report
+
+    def _pending(self) -> int:
+        """Bytes of this backend's payloads not yet published."""
+        return sum(writer.size for writer in list(self._live.values()))
 
     def reset_after_fork(self) -> None:
         """In a forked child: a fresh lock and empty caches.
@@ -498,6 +546,7 @@ class LocalBackend:
         child to release it) or been half-way through a cache update; the
         child starts from nothing and maps what it reads itself.
         """
+        self._live = {}
         self._lock = threading.Lock()
         self._entries = {}
         self._mapped_ids = OrderedDict()
