@@ -17,8 +17,10 @@ from __future__ import annotations
 import itertools
 import os
 import random
+import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -84,6 +86,48 @@ def test_random_page_read_baseline_pread(benchmark, store, resource_64mib, offse
         benchmark(lambda: os.pread(fd, PAGE, next(cycle)).decode("utf-8", "replace"))
     finally:
         os.close(fd)
+
+
+# ------------------------------------------------------------ goal 1 as perf_check.py judges it
+# Issue 21: 80-byte ASCII log lines (most tool output) as well as mostly
+# non-ASCII text, 2,000 pages at random offsets per round, the store and
+# ``os.pread`` + ``decode`` alternating round by round (so a load spike hits
+# both); the ratio of the medians is printed and kept in ``extra_info``.
+_JUDGED_LINES = {"ascii": "".join(chr(97 + i % 26) for i in range(79)) + "\n",
+                 "non-ascii": "row " + "é" * 20 + "中文字符" * 5 + "\n"}
+
+
+@pytest.mark.parametrize("text", list(_JUDGED_LINES))
+def test_page_read_alternating_with_pread(benchmark, implementation, store, text, request):
+    from conftest import report_ratio
+
+    benchmark.group = "issue 21 goal 1: 50 KB verified page vs pread + decode, alternating"
+    line = _JUDGED_LINES[text]
+    resource = store.write("bench", f"judged-{text}", line * (64 * 2**20 // len(line.encode())))
+    rng = random.Random(7)
+    offsets = [rng.randrange(0, resource.size - PAGE) for _ in range(2000)]
+    fd = os.open(store.directory / f"{resource.id}.txt", os.O_RDONLY)
+    baseline: list[float] = []
+
+    def pread_round() -> None:
+        start = time.perf_counter()
+        for offset in offsets:
+            os.pread(fd, PAGE, offset).decode("utf-8", "replace")
+        baseline.append(time.perf_counter() - start)
+
+    def store_round() -> None:
+        for offset in offsets:
+            store.read("bench", resource.uri, offset=offset, limit=PAGE)
+
+    try:
+        store_round()
+        pread_round()
+        baseline.clear()
+        benchmark.pedantic(store_round, setup=pread_round, rounds=7, iterations=1)
+    finally:
+        os.close(fd)
+    report_ratio(benchmark, request, statistics.median(baseline), "pread + decode alternating with it",
+                 "baseline_median_s")
 
 
 # ------------------------------------------------------------ goal 2: cold first read

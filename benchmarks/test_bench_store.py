@@ -118,3 +118,34 @@ def test_truncate_64mib_baseline_write(benchmark, tmp_path, large_text):
             file.write(data)
 
     benchmark.pedantic(write, setup=setup, rounds=7, warmup_rounds=1)
+
+
+# ------------------------------------------------------------ issue 21 goal 9: a write in a crowded folder
+def test_write_in_a_crowded_folder_alternating_with_a_small_one(benchmark, tmp_path_factory, request):
+    """One 100-byte write into a folder of 20,000 resources, alternating with the
+    same write into a folder of 100 (perf_check.py's goal 9): the quota is
+    checked against the running total, so the two should cost the same."""
+    import statistics
+    import time
+
+    from conftest import report_ratio
+
+    benchmark.group = "issue 21 goal 9: one write, folder of 20,000 vs of 100"
+    crowd = ToolOutputStore(tmp_path_factory.mktemp("crowd"), durable=False)
+    small = ToolOutputStore(tmp_path_factory.mktemp("small"), durable=False)
+    for number in range(20_000):
+        crowd.write(f"other{number % 997}", "c", "x")
+        if number % 200 == 0:
+            small.write("mine", "c", "y")
+    baseline: list[float] = []
+
+    def small_write() -> None:
+        start = time.perf_counter()
+        small.write("w", "c", "x" * 100)
+        baseline.append(time.perf_counter() - start)
+
+    benchmark.pedantic(lambda: crowd.write("w", "c", "x" * 100), setup=small_write, rounds=200, iterations=1)
+    report_ratio(benchmark, request, statistics.median(baseline), "the same write into a folder of 100",
+                 "baseline_median_s", digits=3)
+    crowd.close()
+    small.close()
