@@ -133,9 +133,9 @@ def test_small_output_and_a_failing_command(store):
         async with Client(create_server(store)) as client:
             small = await client.call_tool("bash", {"command": "echo hello"})
             assert not small.is_error and text_of(small) == "hello" and not links_of(small)
-            assert small.structured_content == {"exit_code": 0}
+            assert small.structured_content == {"exit_code": 0, "text": "hello"}
             failing = await client.call_tool("bash", {"command": "echo broken; exit 3"})
-            assert not failing.is_error and failing.structured_content == {"exit_code": 3}
+            assert not failing.is_error and failing.structured_content == {"exit_code": 3, "text": text_of(failing)}
             assert "broken" in text_of(failing) and "3" in text_of(failing)
 
     anyio.run(main)
@@ -168,10 +168,17 @@ def test_large_output_pages_and_reads_back_exactly(store):
             assert structured["uri"] == link.uri and structured["size"] == link.size == len(SEQ)
             assert structured["exit_code"] == 0 and structured["lines"] in (100000, 100001)
             assert SEQ.startswith(text_of(result).encode()[: structured["next_offset"]])
+            assert structured["text"] == text_of(result)  # for clients that show the model only structuredContent
             assert await page_with_read(client, link.uri) == SEQ
             assert await page_with_resources_read(client, link.uri, 30000) == SEQ
             first = (await client.read_resource(link.uri)).contents[0]
-            assert first.meta.get("next_offset") == len(first.text.encode()) <= 50 * 1024
+            assert first.meta.get("next_offset") == len(first.text.encode()) == DEFAULT_MAX_BYTES  # the preview's limit
+            page = await client.call_tool("read", {"resource": link.uri})
+            assert page.structured_content["next_offset"] == DEFAULT_MAX_BYTES
+            asked = await client.call_tool("read", {"resource": link.uri, "limit": 50 * 1024})
+            assert asked.structured_content["next_offset"] == 50 * 1024
+            widest = (await client.read_resource(link.uri + "?limit=60000")).contents[0]
+            assert widest.meta["next_offset"] == 50 * 1024  # a page holds at most MAX_READ_BYTES
             listed = (await client.list_resources()).resources
             assert [resource.uri for resource in listed] == [link.uri]
             templates = (await client.list_resource_templates()).resource_templates
@@ -218,7 +225,7 @@ def test_grep_and_read_a_file_in_the_servers_folder(store, tmp_path):
             found = await client.call_tool("grep", {"pattern": "beta", "path": "notes.txt"})
             assert not found.is_error and "beta" in text_of(found)
             lines = await client.call_tool("read", {"path": "notes.txt", "offset": 2, "limit": 1})
-            assert "beta" in text_of(lines) and lines.structured_content == {"next_offset": 3}
+            assert "beta" in text_of(lines) and lines.structured_content == {"next_offset": 3, "text": text_of(lines)}
 
     anyio.run(main)
 
@@ -487,7 +494,7 @@ def test_without_the_extra_it_exits_2_with_the_install_command(tmp_path, subproc
 def test_importing_overspill_does_not_import_the_sdk(subprocess_env):
     code = ("import sys, overspill, overspill.tools, overspill.cli; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types', 'anyio', 'pydantic') "
-            "or m == 'overspill.mcp_server'))")
+            "or m in ('overspill.mcp_server', 'overspill.mcp_wrap', 'overspill.mcp_upstream')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env,
                           timeout=60, check=True)
     assert done.stdout.strip() == "[]"

@@ -23,6 +23,7 @@ __all__ = [
     "MAX_TIMEOUT",
     "MCP_MAX_BYTES",
     "MCP_MAX_LINES",
+    "WRAP_INIT_TIMEOUT",
     "check_session_id",
     "check_timeout",
     "one_line",
@@ -37,6 +38,8 @@ MAX_TIMEOUT = 3600.0
 #: the ~10 KB cut of Codex and Copilot CLI untouched.
 MCP_MAX_LINES = 400
 MCP_MAX_BYTES = 8 * 1024
+#: Seconds a wrapped MCP server (``overspill mcp --wrap``) has to answer ``initialize``.
+WRAP_INIT_TIMEOUT = 30.0
 
 
 def one_line(text: object) -> str:

@@ -18,7 +18,8 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, Optional, TextIO, Union
 
 from . import __version__, _kernels
-from ._frontend import DEFAULT_TIMEOUT, MAX_TIMEOUT, MCP_MAX_BYTES, MCP_MAX_LINES, one_line, read_page
+from ._frontend import (DEFAULT_TIMEOUT, MAX_TIMEOUT, MCP_MAX_BYTES, MCP_MAX_LINES, WRAP_INIT_TIMEOUT, one_line,
+                        read_page)
 from .config import MAX_READ_BYTES, resolve_limits
 from .errors import (
     AccessDeniedError,
@@ -170,7 +171,8 @@ def _parser(only: Optional[str] = None) -> _Parser:
 
     add("stats", "count, bytes, oldest and per-session totals of stored outputs", [common])
 
-    mcp = add("mcp", "serve the bash, read, grep and webfetch tools to an MCP client over stdio "
+    mcp = add("mcp", "serve the bash, read, grep and webfetch tools to an MCP client over stdio, or (--wrap, "
+              "--wrap-url) another MCP server's tools with bounded, pageable results "
               "(needs the mcp extra: pip install 'overspill[mcp]')", [])
     mcp.add_argument("--session", help="session id shared across restarts (default: a fresh one per server)")
     mcp.add_argument("--data-dir", help=_DATA_HELP)
@@ -182,6 +184,21 @@ def _parser(only: Optional[str] = None) -> _Parser:
     mcp.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT,
                      help=f"seconds a command runs when the model names no timeout (default {DEFAULT_TIMEOUT:g}, "
                           f"at most {MAX_TIMEOUT:g})")
+    mcp.add_argument("--wrap", action="store_true",
+                     help="serve the MCP server started by COMMAND (after --) with bounded, pageable results "
+                          "instead of overspill's own tools")
+    mcp.add_argument("--wrap-url", metavar="URL",
+                     help="serve the streamable-HTTP MCP server at URL with bounded, pageable results")
+    mcp.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
+                     help="an HTTP header for --wrap-url (repeatable)")
+    mcp.add_argument("--no-resource-link", dest="resource_link", action="store_false", default=True,
+                     help="with --wrap/--wrap-url: leave the resource_link block out of bounded results "
+                          "(the marker still names the URI), for clients that refuse it")
+    mcp.add_argument("--init-timeout", type=_seconds, default=WRAP_INIT_TIMEOUT,
+                     help="with --wrap/--wrap-url: seconds the server has to answer initialize "
+                          f"(default {WRAP_INIT_TIMEOUT:g})")
+    mcp.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]",
+                     help="with --wrap: the MCP server's command and its arguments")
     return parser
 
 
@@ -516,16 +533,42 @@ def _command_mcp(args: argparse.Namespace) -> int:
         raise _UsageError(f"--cwd {args.cwd} is not a folder")
     if args.timeout > MAX_TIMEOUT:
         raise _UsageError(f"--timeout must be at most {MAX_TIMEOUT:g} seconds, not {args.timeout:g}")
+    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    wrapping = args.wrap or args.wrap_url is not None
+    if args.wrap and args.wrap_url is not None:
+        raise _UsageError("give --wrap -- COMMAND or --wrap-url URL, not both")
+    if args.wrap and not argv:
+        raise _UsageError("--wrap needs the server's command after --, e.g. overspill mcp --wrap -- "
+                          "python -m mcp_server_git")
+    if argv and not args.wrap:
+        raise _UsageError(f"unexpected arguments {shlex.join(argv)}: a command to wrap follows --wrap --")
+    if args.header and args.wrap_url is None:
+        raise _UsageError("--header goes with --wrap-url")
+    if not args.resource_link and not wrapping:
+        raise _UsageError("--no-resource-link goes with --wrap or --wrap-url")
     try:
         from . import mcp_server  # the SDK is imported only here, never by ``import overspill``
+        if wrapping:
+            from . import mcp_upstream
     except ImportError as error:  # an mcp too old or broken to serve
         raise _UsageError(f"overspill mcp needs the mcp extra (mcp>=2.3,<3): pip install 'overspill[mcp]' "
                           f"({error})") from None
+    if args.wrap_url is not None and not args.wrap_url.startswith(("http://", "https://")):
+        raise _UsageError(f"--wrap-url must be an http:// or https:// URL, not {args.wrap_url!r}")
+    try:
+        headers = dict(mcp_upstream.parse_header(text) for text in args.header) if wrapping else {}
+    except ValueError as error:
+        raise _UsageError(str(error)) from None
 
     store = ToolOutputStore(args.data_dir, config=mcp_server.limits_config(args.max_lines, args.max_bytes,
                                                                          max_tokens=args.max_tokens))
     with store:
-        mcp_server.serve(store, args.session, cwd=args.cwd, timeout=args.timeout)
+        if wrapping:
+            mcp_upstream.serve_wrapped(store, args.session, command=argv if args.wrap else None, url=args.wrap_url,
+                                       headers=headers, cwd=args.cwd, resource_link=args.resource_link,
+                                       init_timeout=args.init_timeout)
+        else:
+            mcp_server.serve(store, args.session, cwd=args.cwd, timeout=args.timeout)
     return 0
 
 

@@ -11,10 +11,14 @@ What a client gets:
 - each result is a text block with the bounded output; when the whole output
   was stored, also a ``resource_link`` to ``tool-output://ID``; and
   ``structuredContent`` with ``uri``, ``size``, ``lines``, ``next_offset`` and
-  ``exit_code`` where they apply.  A failure is ``isError`` with one line;
+  ``exit_code`` where they apply, and ``text``: the bounded output again, for
+  clients that show the model only ``structuredContent``.  A failure is
+  ``isError`` with one line;
 - the resource template ``tool-output://{id}{?offset,limit}``: ``resources/read``
   returns that page, with ``offset``, ``next_offset`` and ``size`` in the
-  contents' ``_meta``;
+  contents' ``_meta``.  A page (of ``read`` or ``resources/read``) defaults to
+  the preview's byte limit, so it passes the clients that cut results at ~10 KB;
+  ``limit`` asks for up to ``MAX_READ_BYTES``;
 - one session per server process (a fresh id unless one is given), so another
   session's URI is "not found in this session";
 - ``bash`` streams into the store as the command runs, reports the bytes so far
@@ -75,7 +79,13 @@ __all__ = [
     "TOOLS",
     "create_server",
     "limits_config",
+    "page_bytes",
+    "paging_instructions",
+    "read_resource",
+    "resource_template",
+    "run_stdio",
     "serve",
+    "server_session",
 ]
 
 #: The tools served.
@@ -124,6 +134,21 @@ def limits_config(max_lines: Optional[int] = None, max_bytes: Optional[int] = No
     return {"tool_output": section}
 
 
+def page_bytes(limits: Any) -> int:
+    """The bytes a page read over MCP holds when the client names no ``limit``:
+    the preview's byte limit (``limits.max_bytes``), at most ``MAX_READ_BYTES``."""
+    return min(limits.max_bytes, MAX_READ_BYTES)
+
+
+def paging_instructions(limits: Any, session: str, read: str = "read", grep: str = "grep",
+                        what: str = "Tool outputs") -> str:
+    """The instructions' paragraph on bounded outputs: the limits, the tools that page, the session."""
+    return (f"{what} over {limits.max_lines} lines or {limits.max_bytes} bytes come back as a head and a tail "
+            f"around a marker naming a {SCHEME}ID resource that holds the whole output; page through it with "
+            f"{read} (resource, offset) or search it with {grep} (resource). This server's session is {session}: "
+            "resources of other sessions are not found.")
+
+
 def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=one_line(message))], is_error=True)
 
@@ -149,13 +174,15 @@ def _structured(name: str, result: ToolResult) -> dict[str, Any]:
         data["next_offset"] = meta["last_line"] + 1
     if meta.get("exit_code") is not None:
         data["exit_code"] = meta["exit_code"]
+    if not result.is_error:
+        data["text"] = result.output
     return data
 
 
-def _tool_result(name: str, result: ToolResult) -> types.CallToolResult:
+def _tool_result(name: str, result: ToolResult, resource_link: bool = True) -> types.CallToolResult:
     # A failure's output is already one line; a timed-out command's is its preview and a note.
     content: list[types.ContentBlock] = [types.TextContent(type="text", text=result.output)]
-    if result.resource is not None:
+    if result.resource is not None and resource_link:
         resource = result.resource
         content.append(types.ResourceLink(
             type="resource_link", uri=resource.uri, name=resource.name or resource.id, mime_type=resource.mime,
@@ -232,9 +259,7 @@ def create_server(store: ToolOutputStore, session_id: Optional[str] = None, *, c
     :raises TypeError: ``session_id`` is not a str.
     :raises ValueError: ``session_id`` is empty, or ``timeout`` is not in (0, 3600].
     """
-    if session_id is None:
-        session_id = f"mcp-{new_id()}"
-    session = check_session_id(session_id)
+    session = server_session(session_id)
     check_timeout(timeout)
     limits = store.limits()
     calls = itertools.count(1)
@@ -246,15 +271,9 @@ def create_server(store: ToolOutputStore, session_id: Optional[str] = None, *, c
                                                      open_world_hint=spec["name"] == "webfetch"))
         for spec in definitions
     ]
-    template = types.ResourceTemplate(
-        name="tool-output", uri_template=RESOURCE_TEMPLATE, mime_type="text/plain",
-        description=f"A page (at most {MAX_READ_BYTES} bytes) of an output a tool stored in this session; "
-                    "offset and limit are bytes. The contents' _meta names next_offset, absent at the end.")
-    instructions = (
-        f"Tool outputs over {limits.max_lines} lines or {limits.max_bytes} bytes come back as a head and a tail "
-        f"around a marker naming a {SCHEME}ID resource that holds the whole output; page through it with read "
-        f"(resource, offset) or search it with grep (resource). This server's session is {session}: "
-        "resources of other sessions are not found.")
+    template = resource_template(limits)
+    page = page_bytes(limits)
+    instructions = paging_instructions(limits, session)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listed)
@@ -265,6 +284,8 @@ def create_server(store: ToolOutputStore, session_id: Optional[str] = None, *, c
             return _error(f"unknown tool {name!r}; the tools are {', '.join(TOOLS)}")
         arguments: Any = params.arguments if params.arguments is not None else {}
         options: dict[str, Any] = {"cwd": cwd}
+        if name == "read" and isinstance(arguments, Mapping) and "limit" not in arguments and "path" not in arguments:
+            arguments = {**arguments, "limit": page}
         abort = None
         report = None
         if name == "grep":  # a cancelled search kills its worker
@@ -304,26 +325,45 @@ def create_server(store: ToolOutputStore, session_id: Optional[str] = None, *, c
     async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
         return types.ListResourceTemplatesResult(resource_templates=[template])
 
-    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        uri = str(params.uri)
-        base, offset, limit = _page_request(uri)
-        try:
-            page = await anyio.to_thread.run_sync(functools.partial(read_page, store, session, base, offset, limit))
-        except InvalidResourceError as error:
-            raise MCPError(_INVALID_PARAMS, one_line(str(error))) from None
-        except OverspillError as error:
-            raise MCPError(_RESOURCE_NOT_FOUND, one_line(str(error))) from None
-        meta = {"offset": page.offset, "next_offset": page.next, "size": page.resource.size}
-        return types.ReadResourceResult(contents=[
-            types.TextResourceContents(uri=uri, mime_type=page.resource.mime, text=page.content, _meta=meta)])
+    async def on_read(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        return await read_resource(store, session, str(params.uri), page)
 
     return Server(
         "overspill", version=__version__, title="overspill",
         description="Shell, file, search and fetch tools whose large outputs are stored whole and read in pages.",
         instructions=instructions, on_list_tools=list_tools, on_call_tool=call_tool,
         on_list_resources=list_resources, on_list_resource_templates=list_templates,
-        on_read_resource=read_resource,
+        on_read_resource=on_read,
     )
+
+
+def resource_template(limits: Any) -> types.ResourceTemplate:
+    """The ``tool-output://`` resource template a server over ``limits`` lists."""
+    return types.ResourceTemplate(
+        name="tool-output", uri_template=RESOURCE_TEMPLATE, mime_type="text/plain",
+        description=f"A page of an output a tool stored in this session: {page_bytes(limits)} bytes unless limit "
+                    f"names up to {MAX_READ_BYTES}; offset and limit are bytes. The contents' _meta names "
+                    "next_offset, absent at the end.")
+
+
+async def read_resource(store: ToolOutputStore, session: str, uri: str, page: int) -> types.ReadResourceResult:
+    """``resources/read`` of ``tool-output://ID?offset=N&limit=M`` in ``session``; ``page``
+    bytes when the URI names no limit.
+
+    :raises MCPError: invalid params for a malformed URI or query, resource
+        not found for one that is not this session's (one line each).
+    """
+    base, offset, limit = _page_request(uri)
+    try:
+        found = await anyio.to_thread.run_sync(functools.partial(read_page, store, session, base, offset,
+                                                                 page if limit is None else limit))
+    except InvalidResourceError as error:
+        raise MCPError(_INVALID_PARAMS, one_line(str(error))) from None
+    except OverspillError as error:
+        raise MCPError(_RESOURCE_NOT_FOUND, one_line(str(error))) from None
+    meta = {"offset": found.offset, "next_offset": found.next, "size": found.resource.size}
+    return types.ReadResourceResult(contents=[
+        types.TextResourceContents(uri=uri, mime_type=found.resource.mime, text=found.content, _meta=meta)])
 
 
 def _page_request(uri: str) -> tuple[str, int, Optional[int]]:
@@ -360,7 +400,22 @@ def serve(store: ToolOutputStore, session_id: Optional[str] = None, *, cwd: Path
 
     Arguments and errors are ``create_server``'s.
     """
-    server = create_server(store, session_id, cwd=cwd, timeout=timeout)
+    run_stdio(create_server(store, session_id, cwd=cwd, timeout=timeout))
+
+
+def server_session(session_id: Optional[str]) -> str:
+    """The store session a server serves: ``session_id``, or a fresh ``mcp-…`` id when None.
+
+    :raises TypeError: ``session_id`` is not a str.
+    :raises ValueError: ``session_id`` is empty.
+    """
+    return f"mcp-{new_id()}" if session_id is None else check_session_id(session_id)
+
+
+def run_stdio(server: Server[Any], *beside: Callable[[], Any]) -> None:
+    """Run ``server`` over this process's stdin and stdout, with the tasks ``beside`` it, until the
+    client closes stdin or a SIGTERM, SIGHUP or SIGINT; then cancel everything (each handler and
+    task ends what it started) and return, or on a signal exit 128+N."""
     received: list[int] = []
 
     async def main() -> None:
@@ -375,6 +430,8 @@ def serve(store: ToolOutputStore, session_id: Optional[str] = None, *, cwd: Path
                             return
 
                 group.start_soon(stop_on_signal)
+                for task in beside:
+                    group.start_soon(task)
                 await server.run(read_stream, write_stream, server.create_initialization_options())
                 group.cancel_scope.cancel()
             if received:

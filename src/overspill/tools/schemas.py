@@ -126,6 +126,48 @@ _TOOLS: dict[str, dict[str, Any]] = {
     },
 }
 
+# read and grep as a front end that serves only stored outputs offers them (the MCP wrapper): the
+# same arguments, less path, glob and the file-reading half of their descriptions.
+_RESOURCE_ONLY: dict[str, dict[str, Any]] = {
+    "read": {
+        "description": "Read a page of a stored output (resource: a tool-output:// URI; offset and limit in "
+                       f"bytes, at most {MAX_READ_BYTES // 1024} KB a page). Follow the offset the answer names "
+                       "to continue.",
+        "properties": ("resource", "offset", "limit"),
+    },
+    "grep": {
+        "description": "Search a stored output (resource: a tool-output://ID URI) as text, line by line, for a "
+                       "regular expression (results as offset:text, the byte offset to pass to read; context "
+                       "lines as offset-text; then the count of matching lines).",
+        "properties": ("pattern", "resource", "ignore_case", "max_matches", "context"),
+    },
+}
+
+
+def _resource_schema(name: str, exposed: str | None = None) -> dict[str, Any]:
+    """``read`` or ``grep`` over stored outputs only, in the ``anthropic`` style, named ``exposed``."""
+    spec = _RESOURCE_ONLY[name]
+    properties = {key: copy.deepcopy(_TOOLS[name]["properties"][key]) for key in spec["properties"]}
+    return {"name": exposed or name, "description": spec["description"],
+            "input_schema": {"type": "object", "properties": properties,
+                             "required": [key for key in ("pattern", "resource") if key in properties],
+                             "additionalProperties": False}}
+
+
+def _resource_problem(name: str, arguments: Mapping[str, Any], exposed: str | None = None) -> str | None:
+    """Why ``arguments`` do not fit ``_resource_schema(name)``: None when they do, else one line."""
+    allowed = _RESOURCE_ONLY[name]["properties"]
+    shown = exposed or name
+    for key in arguments:
+        if key not in allowed:
+            return f"{shown} has no argument {key!r} (it takes {', '.join(allowed)})"
+    if "resource" not in arguments:
+        return f"{shown} needs the argument 'resource' (a tool-output:// URI)"
+    problem = _invalid_argument(name, arguments)
+    return None if problem is None else problem.replace(f"{name}'s", f"{shown}'s", 1).replace(
+        f"{name} needs", f"{shown} needs", 1)
+
+
 # What the host decides, per tool: passed through ``call``'s options, never seen by the model.
 _HOST_OPTIONS = {
     "bash": ("cwd", "env", "spill", "abort", "progress"),

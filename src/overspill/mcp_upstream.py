@@ -1,0 +1,276 @@
+"""``overspill mcp --wrap``: the upstream server as a process (or a URL), and serving it wrapped.
+
+The upstream command runs in its own process group with this process's
+environment; its stdout carries JSON-RPC (a line that is not is reported on
+stderr and skipped), its stderr is copied to ours as it comes (where clients
+log it) and its last line is kept to name in errors.  It is started when the
+wrapper starts, and initialized when the real client sends ``initialize`` (so
+only the capabilities the real client declared are offered upstream) and its group is terminated when the real
+client goes away: stdin closed, then SIGTERM to the group, then SIGKILL.
+
+Needs the ``mcp`` extra; ``import overspill`` never imports this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import sys
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Optional
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp import types
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+
+from .mcp_server import _one_line, run_stdio
+from .mcp_wrap import Link, Relay, RelayingSession, build_server
+from .store import ToolOutputStore
+
+__all__ = ["UpstreamProcess", "parse_header", "serve_wrapped"]
+
+# Grace for the upstream to leave on its own once its stdin is closed, then after SIGTERM.
+_EXIT_GRACE = 1.0
+_TERM_GRACE = 2.0
+# How long a call that saw the connection close waits for the process's exit code.
+_REAP_WAIT = 2.0
+_POLL = 0.02
+# The stderr kept to name its last line (a line longer than this is named by its end).
+_STDERR_TAIL = 4096
+_SHOWN_LINE = 300
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """``'Name: value'`` as ``(name, value)``.
+
+    :raises ValueError: no colon, an empty name, or a name with spaces.
+    """
+    name, colon, value = text.partition(":")
+    if not colon or not name.strip() or any(character.isspace() for character in name.strip()):
+        raise ValueError(f"--header takes 'Name: value', not {text!r}")
+    return name.strip(), value.strip()
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class UpstreamProcess:
+    """An MCP server started as a command, spoken to over its stdin and stdout."""
+
+    def __init__(self, argv: Sequence[str], cwd: Optional[str] = None) -> None:
+        self.argv = list(argv)
+        self.cwd = cwd
+        self.label = f"the upstream server ({one_line(shlex.join(self.argv))[:120]})"
+        self._process: Any = None
+        self._stderr_tail = b""
+
+    @property
+    def returncode(self) -> Optional[int]:
+        return None if self._process is None else self._process.returncode
+
+    def last_stderr_line(self) -> Optional[str]:
+        lines = [line for line in self._stderr_tail.splitlines() if line.strip()]
+        return lines[-1].decode("utf-8", "replace").strip()[-_SHOWN_LINE:] if lines else None
+
+    async def describe_end(self) -> Optional[str]:
+        """How the process ended ("exited with code 3; its last stderr line: ..."), waiting
+        up to 2 seconds for it to be reaped; None when it still runs."""
+        with anyio.move_on_after(_REAP_WAIT):
+            while self._process is not None and self._process.returncode is None:
+                await anyio.sleep(_POLL)
+        code = self.returncode
+        if code is None:
+            return None
+        how = f"was killed by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals() \
+            else f"exited with code {code}"
+        line = self.last_stderr_line()
+        return f"{how}; its last stderr line: {line}" if line else f"{how}; it wrote nothing to stderr"
+
+    @contextlib.asynccontextmanager
+    async def connect(self) -> AsyncIterator[tuple[Any, Any]]:
+        """Start the command and yield the session's (read, write) streams; on leaving,
+        terminate its process group."""
+        self._process = process = await anyio.open_process(
+            self.argv, stdin=-1, stdout=-1, stderr=-1, cwd=self.cwd, start_new_session=True)
+        group = process.pid  # a new session: the group's id is the leader's pid
+        read_in, read_out = anyio.create_memory_object_stream[Any](0)
+        write_in, write_out = anyio.create_memory_object_stream[SessionMessage](0)
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(self._read_stdout, read_in)
+                tasks.start_soon(self._write_stdin, write_out, read_in)
+                tasks.start_soon(self._copy_stderr)
+                try:
+                    yield read_out, write_in
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await self._stop(group)
+                    tasks.cancel_scope.cancel()
+        finally:
+            for stream in (read_in, read_out, write_in, write_out):
+                stream.close()
+
+    async def _read_stdout(self, sink: MemoryObjectSendStream[Any]) -> None:
+        buffer = bytearray()
+        scanned = 0
+        async with sink:
+            try:
+                async for chunk in self._process.stdout:
+                    buffer += chunk
+                    while True:
+                        end = buffer.find(b"\n", scanned)
+                        if end < 0:
+                            scanned = len(buffer)  # a long line is scanned once, not again per chunk
+                            break
+                        with memoryview(buffer) as view:  # one copy of a long line, not two
+                            line = bytes(view[:end])
+                        if end + 1 == len(buffer):
+                            buffer = bytearray()  # let a long line's buffer go, not only its bytes
+                        else:
+                            del buffer[:end + 1]
+                        scanned = 0
+                        if line.strip():
+                            message = _parse(line)
+                            del line  # the parsed message holds what is needed
+                            await sink.send(message)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
+                return
+
+    async def _write_stdin(self, source: MemoryObjectReceiveStream[SessionMessage],
+                           sink: MemoryObjectSendStream[Any]) -> None:
+        try:
+            async with source:
+                async for message in source:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                    await self._process.stdin.send(data.encode())
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            sink.close()  # the server stopped reading: the session sees the connection end
+
+    async def _copy_stderr(self) -> None:
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
+            async for chunk in self._process.stderr:
+                self._stderr_tail = (self._stderr_tail + chunk)[-_STDERR_TAIL:]
+                with contextlib.suppress(OSError):
+                    os.write(sys.stderr.fileno(), chunk)
+
+    async def _stop(self, group: int) -> None:
+        process = self._process
+        with contextlib.suppress(OSError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await process.stdin.aclose()
+        with anyio.move_on_after(_EXIT_GRACE):
+            while process.returncode is None:
+                await anyio.sleep(_POLL)
+        # The whole group, whether or not the leader left: its children may still run.
+        for number, grace in ((signal.SIGTERM, _TERM_GRACE), (signal.SIGKILL, _TERM_GRACE)):
+            if process.returncode is not None and not _group_alive(group):
+                break
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, number)
+            with anyio.move_on_after(grace):
+                while process.returncode is None or _group_alive(group):
+                    await anyio.sleep(_POLL)
+        for stream in (process.stdout, process.stderr):
+            with contextlib.suppress(OSError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await stream.aclose()
+
+
+def _parse(line: bytes) -> Any:
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as error:  # handed to the session, which reports it and reads on
+        return ValueError(f"not JSON-RPC: {line[:200]!r} ({one_line(str(error))[:200]})")
+
+
+@contextlib.asynccontextmanager
+async def _http(url: str, headers: dict[str, str]) -> AsyncIterator[tuple[Any, Any]]:
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with create_mcp_http_client(headers=headers) as client:
+        async with streamable_http_client(url, http_client=client) as streams:
+            yield streams[0], streams[1]
+
+
+class OwnedLink(Link):
+    """A link whose session this process opens on the real client's ``initialize``, on a task
+    of its own (``own``), so the transport's scopes are entered and left on one task."""
+
+    def __init__(self, opener: Any, relay: Relay, *, label: str, describe_end: Any, init_timeout: float) -> None:
+        super().__init__(label=label, describe_end=describe_end)
+        self._opener = opener
+        self._relay = relay
+        self._init_timeout = init_timeout
+        self._capabilities: Optional[types.ClientCapabilities] = None
+        self._requested = anyio.Event()
+        self._settled = anyio.Event()
+
+    async def _connect(self, capabilities: Optional[types.ClientCapabilities]) -> None:
+        self._capabilities = capabilities
+        self._requested.set()
+        await self._settled.wait()
+
+    async def own(self) -> None:
+        """Open the upstream, initialize it once asked, keep it until cancelled, then close it (ending its
+        process group)."""
+        try:
+            # Started at once, so its start-up overlaps the real client's; spoken to once the client's
+            # initialize says what it can do.
+            async with self._opener() as (read, write):
+                await self._requested.wait()
+                async with RelayingSession(read, write, relay=self._relay,
+                                           **self._relay.callbacks(self._capabilities)) as session:
+                    self.session = session
+                    try:
+                        with anyio.fail_after(self._init_timeout):
+                            await self.prepare()
+                    except TimeoutError:
+                        # A server that died while starting says so rather than "did not answer".
+                        ended = await self._describe_end() if self._describe_end is not None else None
+                        self.failure = ended or (f"did not answer initialize within {self._init_timeout:g} seconds "
+                                                 "(is it an MCP server speaking over stdio?)")
+                        return
+                    except MCPError as error:
+                        self.failure = await self.ended(one_line(error.message))
+                        return
+                    finally:
+                        self._settled.set()
+                    await anyio.sleep_forever()
+        except Exception as error:  # it could not be started (no such command) or reached
+            self.failure = self.failure or f"could not be started: {one_line(str(error))}"
+        finally:
+            self._settled.set()
+
+
+def serve_wrapped(store: ToolOutputStore, session_id: Optional[str] = None, *,
+                  command: Optional[Sequence[str]] = None, url: Optional[str] = None,
+                  headers: Optional[dict[str, str]] = None, cwd: Optional[str] = None,
+                  resource_link: bool = True, init_timeout: float = WRAP_INIT_TIMEOUT) -> None:
+    """Serve the upstream (``command``, or the streamable-HTTP ``url``) wrapped, over this
+    process's stdin and stdout, until the client closes stdin or a SIGTERM, SIGHUP or SIGINT.
+
+    :raises ValueError: neither or both of ``command`` and ``url``, or an empty command.
+    """
+    if (command is None) == (url is None) or (command is not None and not command):
+        raise ValueError("give a command or a url to wrap")
+    relay = Relay()
+    if command is not None:
+        process = UpstreamProcess(command, cwd)
+        link = OwnedLink(process.connect, relay, label=process.label, describe_end=process.describe_end,
+                         init_timeout=init_timeout)
+    else:
+        assert url is not None
+        link = OwnedLink(lambda: _http(url, dict(headers or {})), relay, label=f"the upstream server at {url}",
+                         describe_end=None, init_timeout=init_timeout)
+    # On leaving, link.own is cancelled: the upstream's process group is ended on the way out.
+    run_stdio(build_server(link, store, session_id, resource_link=resource_link, relay=relay), link.own)

@@ -1,0 +1,166 @@
+"""An upstream MCP server for the wrapper's tests, written with the SDK's low-level ``Server``.
+
+Run as ``python mcp_upstream_server.py [MODE]``: ``serve`` (the default, over
+stdio), ``collide`` (also has tools named ``read`` and ``grep``), ``garbage``
+(writes lines that are not JSON-RPC to stdout before and while serving),
+``silent`` (never answers ``initialize``), ``die`` (exits 5 at start, after a
+line on stderr), ``http PORT`` (streamable HTTP on 127.0.0.1:PORT).
+
+Tools: ``text`` (``unit`` repeated ``count`` times, joined by ``sep``),
+``blocks`` (several text blocks and an image), ``image``, ``structured``
+(``structuredContent`` given, with a text), ``fail`` (``isError``), ``slow``
+(progress, then waits to be cancelled; touches ``path`` when it is),
+``crash`` (exits 7 mid-call after a line on stderr), ``sample``, ``elicit``,
+``roots``, ``ping``, ``log`` (requests to and notifications for the client),
+``pid`` (the server's pid, process group and parent), ``headers`` (the
+``X-Test`` header of the HTTP request).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import types
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import ServerMessageMetadata
+
+IMAGE = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+MODE = sys.argv[1] if len(sys.argv) > 1 else "serve"
+
+TOOLS = ["text", "blocks", "image", "structured", "fail", "slow", "crash", "sample", "elicit", "roots", "ping",
+         "log", "pid", "headers"] + (["read", "grep"] if MODE == "collide" else [])
+
+
+def text(value: str) -> types.TextContent:
+    return types.TextContent(type="text", text=value)
+
+
+async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=[
+        types.Tool(name=name, description=f"the test tool {name}", input_schema={"type": "object"},
+                   annotations=types.ToolAnnotations(read_only_hint=name != "crash"))
+        for name in TOOLS])
+
+
+async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    name, args = params.name, params.arguments or {}
+    related = ServerMessageMetadata(related_request_id=ctx.request_id)
+    if name in ("text", "read", "grep"):
+        value = args.get("sep", "").join([args.get("unit", "")] * args.get("count", 1))
+        return types.CallToolResult(content=[text(value)])
+    if name == "blocks":
+        return types.CallToolResult(content=[text(part) for part in args["parts"]] + [
+            types.ImageContent(type="image", data=IMAGE, mime_type="image/png")])
+    if name == "image":
+        return types.CallToolResult(content=[types.ImageContent(type="image", data=IMAGE, mime_type="image/png"),
+                                             text(args.get("caption", "a pixel"))])
+    if name == "structured":
+        return types.CallToolResult(content=[text(args.get("text", "see structuredContent"))],
+                                    structured_content=args["data"])
+    if name == "fail":
+        return types.CallToolResult(content=[text(args.get("why", "it failed"))], is_error=True)
+    if name == "slow":
+        try:
+            for step in range(1, 4):
+                await ctx.session.report_progress(float(step), 10.0, f"step {step}")
+            await anyio.sleep(600)
+        finally:
+            Path(args["path"]).write_text("cancelled")
+    if name == "crash":
+        sys.stderr.write("first line\nupstream crashing now\n")
+        sys.stderr.flush()
+        os._exit(7)
+    if name == "sample":
+        result = await ctx.session.send_request(types.CreateMessageRequest(params=types.CreateMessageRequestParams(
+            messages=[types.SamplingMessage(role="user", content=text(args.get("prompt", "hi")))], max_tokens=10)),
+            types.CreateMessageResult, metadata=related)
+        return types.CallToolResult(content=[text(f"sampled: {result.content.text}")])
+    if name == "elicit":
+        result = await ctx.session.send_request(types.ElicitRequest(params=types.ElicitRequestFormParams(
+            message="your name?", requested_schema={"type": "object", "properties": {"name": {"type": "string"}}})),
+            types.ElicitResult, metadata=related)
+        return types.CallToolResult(content=[text(f"elicited: {result.action} {result.content}")])
+    if name == "roots":
+        result = await ctx.session.send_request(types.ListRootsRequest(), types.ListRootsResult, metadata=related)
+        return types.CallToolResult(content=[text("roots: " + " ".join(str(root.uri) for root in result.roots))])
+    if name == "ping":
+        await ctx.session.send_request(types.PingRequest(), types.EmptyResult, metadata=related)
+        return types.CallToolResult(content=[text("pinged")])
+    if name == "log":
+        await ctx.session.send_notification(types.LoggingMessageNotification(
+            params=types.LoggingMessageNotificationParams(level="warning", data="a log line")))
+        await ctx.session.send_notification(types.ToolListChangedNotification())
+        return types.CallToolResult(content=[text("logged")])
+    if name == "pid":
+        return types.CallToolResult(content=[text(f"{os.getpid()} {os.getpgid(0)} {os.getppid()}")])
+    if name == "headers":  # over HTTP: a header the wrapper was told to send
+        request = getattr(ctx, "request", None)
+        return types.CallToolResult(content=[text(str(request.headers.get("x-test") if request else None))])
+    return types.CallToolResult(content=[text(f"unknown tool {name}")], is_error=True)
+
+
+async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+    return types.ListResourcesResult(resources=[types.Resource(uri="test://hello", name="hello")])
+
+
+async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    return types.ReadResourceResult(contents=[types.TextResourceContents(uri=str(params.uri), text="hello there")])
+
+
+async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+    return types.ListPromptsResult(prompts=[types.Prompt(name="greet", description="a greeting")])
+
+
+async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    return types.GetPromptResult(messages=[types.PromptMessage(role="user", content=text("hello prompt"))])
+
+
+async def complete(ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+    return types.CompleteResult(completion=types.Completion(values=["alpha", "beta"]))
+
+
+async def set_level(ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
+    sys.stderr.write(f"level set to {params.level}\n")
+    sys.stderr.flush()
+    return types.EmptyResult()
+
+
+def server() -> Server[Any]:
+    made: Server[Any] = Server(
+        "test-upstream", version="1.2.3", instructions="The test upstream's own instructions.",
+        on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
+        on_read_resource=read_resource, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
+        on_completion=complete)
+    made.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    return made
+
+
+async def main() -> None:
+    if MODE == "die":
+        sys.stderr.write("cannot start: no configuration\n")
+        sys.exit(5)
+    if MODE == "silent":
+        await anyio.to_thread.run_sync(sys.stdin.buffer.read)  # reads, never answers
+        return
+    if MODE == "garbage":
+        sys.stdout.write("this is not JSON-RPC\n{\"half\": \n")
+        sys.stdout.flush()
+    if MODE == "http":
+        import uvicorn
+
+        app = server().streamable_http_app()
+        config = uvicorn.Config(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+        await uvicorn.Server(config).serve()
+        return
+    made = server()
+    async with stdio_server() as (read_stream, write_stream):
+        await made.run(read_stream, write_stream, made.create_initialization_options())
+
+
+if __name__ == "__main__":
+    anyio.run(main)

@@ -1,0 +1,488 @@
+"""``overspill mcp --wrap``/``--wrap-url`` and ``overspill.mcp_wrap.wrap``, driven by the
+SDK's own client over stdio against the installed console script, around a test
+upstream written with the SDK (``mcp_upstream_server.py``) and around the real
+``mcp-server-git`` and ``mcp-server-fetch`` from PyPI.  Real processes only;
+/proc says nothing is left running."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+from processes import alive_in_group, processes, wait_until
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install 'overspill[mcp]'")
+
+import anyio  # noqa: E402
+from mcp import Client, StdioServerParameters, types  # noqa: E402
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError  # noqa: E402
+from test_mcp_server import links_of, overspill_script, page_with_read, text_of  # noqa: E402
+
+from conftest import IMPLEMENTATIONS  # noqa: E402
+
+UPSTREAM = str(Path(__file__).with_name("mcp_upstream_server.py"))
+LIMIT = 8192
+
+
+def wrapped(tmp_path: Path, env: dict[str, str], *upstream: str, options: tuple[str, ...] = (),
+            mode: str = "legacy", **client: object) -> Client:
+    """A client of ``overspill mcp --wrap`` around the test upstream (``upstream`` are its arguments)."""
+    args = ["mcp", "--data-dir", str(tmp_path / "data"), *options, "--wrap", "--", sys.executable, UPSTREAM,
+            *upstream]
+    return Client(StdioServerParameters(command=overspill_script(), args=args, env=env), mode=mode,
+                  **client)  # type: ignore[arg-type]
+
+
+def direct(command: list[str], env: dict[str, str]) -> Client:
+    return Client(StdioServerParameters(command=command[0], args=command[1:], env=env), mode="legacy")
+
+
+def running_with(token: str) -> list[int]:
+    """Processes (not zombies) whose command line holds ``token``."""
+    found = []
+    for pid, state, _, _ in processes():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as file:
+                if token.encode() in file.read() and state != "Z" and pid != os.getpid():
+                    found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def dumped(result) -> list[dict]:
+    return [block.model_dump(by_alias=True, mode="json", exclude_none=True) for block in result.content]
+
+
+async def page_all(client: Client, uri: str, tool: str = "read") -> bytes:
+    offset, pages = 0, []
+    while True:
+        result = await client.call_tool(tool, {"resource": uri, "offset": offset, "limit": 50 * 1024})
+        assert not result.is_error, text_of(result)
+        data, nxt = text_of(result).encode(), result.structured_content.get("next_offset")
+        pages.append(data if nxt is None else data[: nxt - offset])
+        if nxt is None:
+            return b"".join(pages)
+        offset = nxt
+
+
+# ------------------------------------------------------------------ the test upstream over stdio
+def test_results_pass_through_or_come_back_bounded(tmp_path, subprocess_env):
+    token = f"token-{time.time_ns()}"
+
+    async def main():
+        async with wrapped(tmp_path, subprocess_env, "serve", token) as client:
+            assert client.server_info.name == "test-upstream" and client.server_info.version == "1.2.3"
+            assert client.instructions.startswith("The test upstream's own instructions.")
+            assert "8192 bytes" in client.instructions and "with read" in client.instructions
+            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert list(listed)[:3] == ["text", "blocks", "image"] and {"read", "grep"} <= set(listed)
+            assert listed["text"].description == "the test tool text" and listed["text"].input_schema == {
+                "type": "object"}
+            assert listed["crash"].annotations.read_only_hint is False
+            assert listed["read"].input_schema["required"] == ["resource"]
+
+            calls = {
+                "empty": ("text", {"unit": "", "count": 1}),
+                "bytes at the limit": ("text", {"unit": "x", "count": LIMIT}),
+                "lines at the limit": ("text", {"unit": "a", "count": 400, "sep": "\n"}),
+                "small blocks": ("blocks", {"parts": ["one", "two", "three"]}),
+                "image": ("image", {}),
+                "small structured": ("structured", {"data": {"rows": [1, 2, 3]}}),
+                "small error": ("fail", {"why": "no such row"}),
+            }
+            for label, (name, arguments) in calls.items():
+                result = await client.call_tool(name, arguments)
+                async with direct([sys.executable, UPSTREAM], subprocess_env) as upstream:
+                    expected = await upstream.call_tool(name, arguments)
+                assert dumped(result) == dumped(expected), label
+                assert result.structured_content == expected.structured_content, label
+                assert result.is_error == expected.is_error, label
+            assert (await client.call_tool("image", {})).content[0].type == "image"
+
+            over = {
+                "a byte over": ("text", {"unit": "x", "count": LIMIT + 1}, "x" * (LIMIT + 1)),
+                "a line over": ("text", {"unit": "a", "count": 401, "sep": "\n"}, "\n".join("a" * 401)),
+                "binary-looking": ("text", {"unit": "\x00\x01\x7f\x1f\ufffd\u00e9\n", "count": 3000}, None),
+                "several blocks": ("blocks", {"parts": ["a" * 5000, "b" * 5000]}, "a" * 5000 + "\n" + "b" * 5000),
+                "large error": ("fail", {"why": "e" * 9000}, "e" * 9000),
+            }
+            for label, (name, arguments, whole) in over.items():
+                if whole is None:
+                    whole = arguments["unit"] * arguments["count"]
+                result = await client.call_tool(name, arguments)
+                (link,) = links_of(result)
+                structured = result.structured_content
+                assert set(structured) == {"uri", "size", "lines", "next_offset", "text"}, label
+                assert structured["uri"] == link.uri and structured["size"] == len(whole.encode()), label
+                assert structured["text"] == text_of(result) and len(text_of(result).encode()) < LIMIT + 400, label
+                assert result.is_error == (name == "fail"), label
+                assert await page_all(client, link.uri) == whole.encode(), label
+            blocks = await client.call_tool("blocks", {"parts": ["a" * 5000, "b" * 5000]})
+            assert [block.type for block in blocks.content] == ["text", "resource_link", "image"]
+
+            data = {"rows": [{"id": n, "name": f"row {n}"} for n in range(2000)]}
+            big = await client.call_tool("structured", {"data": data, "text": "2000 rows"})
+            assert [block.type for block in big.content] == ["text", "text", "resource_link"]
+            assert big.content[0].text == "2000 rows" and big.structured_content["text"] == big.content[1].text
+            stored = await page_all(client, big.structured_content["uri"])
+            assert json.loads(stored) == data
+
+            # A page defaults to the preview's byte limit; resources/read of ours and of the upstream's.
+            uri = links_of(await client.call_tool("text", {"unit": "y", "count": 100000}))[0].uri
+            page = await client.call_tool("read", {"resource": uri})
+            assert page.structured_content["next_offset"] == LIMIT and not page.is_error
+            first = (await client.read_resource(uri)).contents[0]
+            assert first.meta["next_offset"] == LIMIT and first.text == "y" * LIMIT
+            found = await client.call_tool("grep", {"pattern": "y+", "resource": uri, "max_matches": 1})
+            assert not found.is_error and "1 matching line" in text_of(found) or "0:" in text_of(found)
+            bad = await client.call_tool("read", {"path": "/etc/passwd"})
+            assert bad.is_error and "no argument 'path'" in text_of(bad)
+            assert (await client.read_resource("test://hello")).contents[0].text == "hello there"
+            resources = [str(resource.uri) for resource in (await client.list_resources()).resources]
+            assert resources[0] == "test://hello" and uri in resources
+            templates = (await client.list_resource_templates()).resource_templates
+            assert [template.uri_template for template in templates] == ["tool-output://{id}{?offset,limit}"]
+            assert [prompt.name for prompt in (await client.list_prompts()).prompts] == ["greet"]
+            prompt = await client.get_prompt("greet")
+            assert prompt.messages[0].content.text == "hello prompt"
+            completion = await client.complete(types.PromptReference(type="ref/prompt", name="greet"),
+                                               {"name": "x", "value": "a"})
+            assert completion.completion.values == ["alpha", "beta"]
+            with warnings.catch_warnings():  # logging/setLevel is deprecated in the 2026 protocol, still served
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await client.set_logging_level("debug")
+            with pytest.raises(MCPError):
+                await client.read_resource("tool-output://0123456789abZZZZZZZZZZZZZZ")
+            pid, group, parent = map(int, text_of(await client.call_tool("pid", {})).split())
+            assert group == pid and pid in running_with(token)
+            return group, parent
+
+    group, wrapper = anyio.run(main)
+    assert wait_until(lambda: not alive_in_group(group) and not running_with(token))
+    assert wait_until(lambda: not Path(f"/proc/{wrapper}").exists() or wrapper not in
+                      [pid for pid, state, _, _ in processes() if state != "Z"])
+
+
+def test_requests_and_notifications_are_relayed(tmp_path, subprocess_env):
+    logged, notified = [], []
+
+    async def sampling(context, params):
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="forty-two"),
+                                         model="test-model")
+
+    async def elicitation(context, params):
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async def roots(context):
+        return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/root-a")])
+
+    async def log(params):
+        logged.append(params.data)
+
+    async def message(item):
+        notified.append(type(item).__name__)
+
+    async def main():
+        async with wrapped(tmp_path, subprocess_env, sampling_callback=sampling, elicitation_callback=elicitation,
+                           list_roots_callback=roots, logging_callback=log, message_handler=message) as client:
+            assert text_of(await client.call_tool("sample", {"prompt": "the answer?"})) == "sampled: forty-two"
+            assert text_of(await client.call_tool("elicit", {})) == "elicited: accept {'name': 'Ada'}"
+            assert text_of(await client.call_tool("roots", {})) == "roots: file:///tmp/root-a"
+            assert text_of(await client.call_tool("ping", {})) == "pinged"
+            assert text_of(await client.call_tool("log", {})) == "logged"
+            assert await anyio.to_thread.run_sync(wait_until, lambda: logged and "ToolListChangedNotification"
+                                                  in notified)
+        assert logged == ["a log line"]
+
+    anyio.run(main)
+
+
+def test_progress_and_cancellation_go_through(tmp_path, subprocess_env):
+    flag = tmp_path / "cancelled"
+    reports: list[float] = []
+
+    async def main():
+        async with wrapped(tmp_path, subprocess_env) as client:
+            async with anyio.create_task_group() as group:
+
+                async def progress(value, total, message) -> None:
+                    reports.append(value)
+                    if len(reports) == 3:
+                        group.cancel_scope.cancel()  # the client sends notifications/cancelled
+
+                async def call() -> None:
+                    await client.call_tool("slow", {"path": str(flag)}, progress_callback=progress)
+                    pytest.fail("the call should have been cancelled")
+
+                group.start_soon(call)
+            assert await anyio.to_thread.run_sync(wait_until, flag.exists)
+            assert text_of(await client.call_tool("text", {"unit": "after"})) == "after"
+        assert reports == [1.0, 2.0, 3.0]
+
+    anyio.run(main)
+
+
+def test_an_upstream_crash_mid_call_is_an_error_naming_it(tmp_path, subprocess_env):
+    async def main():
+        async with wrapped(tmp_path, subprocess_env) as client:
+            group = int(text_of(await client.call_tool("pid", {})).split()[1])
+            crashed = await client.call_tool("crash", {})
+            assert crashed.is_error and "\n" not in text_of(crashed)
+            assert "exited with code 7" in text_of(crashed) and "upstream crashing now" in text_of(crashed)
+            later = await client.call_tool("text", {"unit": "x"})
+            assert later.is_error and "is gone" in text_of(later) and "exited with code 7" in text_of(later)
+            assert "Unknown" not in text_of(later)
+            stored = await client.call_tool("read", {"resource": "tool-output://0123456789abZZZZZZZZZZZZZZ"})
+            assert stored.is_error and "is gone" not in text_of(stored)  # overspill's own tools still answer
+            return group
+
+    group = anyio.run(main)
+    assert wait_until(lambda: not alive_in_group(group))
+
+
+@pytest.mark.parametrize(("mode", "wait", "fragments"), [
+    ("silent", "1", ["did not answer initialize within 1 seconds"]),
+    ("die", "20", ["exited with code 5", "cannot start: no configuration"]),
+])
+def test_an_upstream_that_never_serves_is_a_clear_error(tmp_path, subprocess_env, mode, wait, fragments):
+    token = f"token-{time.time_ns()}"
+
+    async def main():
+        with pytest.raises(BaseException) as caught:  # the SDK's client raises it inside an exception group
+            async with wrapped(tmp_path, subprocess_env, mode, token, options=("--init-timeout", wait)):
+                pass
+        error = caught.value
+        while getattr(error, "exceptions", None):  # an exception group (a built-in from 3.11)
+            error = error.exceptions[0]
+        assert isinstance(error, MCPError)
+        return error.message
+
+    started = time.monotonic()
+    message = anyio.run(main)
+    assert all(fragment in message for fragment in fragments), message
+    assert time.monotonic() - started < 60  # bounded (a liveness bound, far above the 1 s asked for)
+    assert wait_until(lambda: not running_with(token))
+
+
+def test_garbage_on_stdout_is_skipped_and_lacking_capabilities_are_not_offered(tmp_path, subprocess_env):
+    async def main():
+        async with wrapped(tmp_path, subprocess_env, "garbage") as client:  # no sampling, elicitation or roots
+            with pytest.raises(MCPError, match="Sampling not supported"):  # the upstream's own error, passed on
+                await client.call_tool("sample", {})
+            result = await client.call_tool("text", {"unit": "z", "count": 20000})
+            (link,) = links_of(result)
+            assert await page_all(client, link.uri) == b"z" * 20000
+
+    anyio.run(main)
+
+
+def test_tool_names_that_collide_and_no_resource_link(tmp_path, subprocess_env):
+    async def main():
+        # The SDK client's default mode: the 2026 protocol's discover, not the initialize handshake.
+        async with wrapped(tmp_path, subprocess_env, "collide", options=("--no-resource-link",),
+                           mode="auto") as client:
+            assert client.server_info.name == "test-upstream"
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            assert names[-4:] == ["read", "grep", "overspill_read", "overspill_grep"]
+            assert "overspill_read (resource, offset)" in client.instructions
+            ours = await client.call_tool("read", {"unit": "upstream's own read"})
+            assert text_of(ours) == "upstream's own read"  # the upstream's tool, unchanged
+            result = await client.call_tool("text", {"unit": "q", "count": 30000})
+            assert not links_of(result) and result.structured_content["uri"] in text_of(result)
+            assert await page_all(client, result.structured_content["uri"], "overspill_read") == b"q" * 30000
+            refused = await client.call_tool("overspill_grep", {"pattern": "q"})
+            assert refused.is_error and "overspill_grep needs the argument 'resource'" in text_of(refused)
+
+    anyio.run(main)
+
+
+def test_fifty_megabytes_and_a_session_across_processes(tmp_path, subprocess_env, implementation):
+    if implementation != IMPLEMENTATIONS[-1]:
+        pytest.skip("the 50 MB case runs once a run (with the last implementation): its size is the point")
+    unit = "0123456789abcdef" * 4 + "\n"  # 65 bytes
+    count = 50 * 1024 * 1024 // len(unit) + 1
+
+    async def main():
+        async with wrapped(tmp_path, subprocess_env, options=("--session", "kept")) as client:
+            result = await client.call_tool("text", {"unit": unit, "count": count})
+            assert len(text_of(result).encode()) < LIMIT + 400
+            return links_of(result)[0].uri, result.structured_content
+
+    uri, structured = anyio.run(main)
+    assert structured["size"] == len(unit) * count > 50 * 1024 * 1024
+    done = subprocess.run([overspill_script(), "read", uri, "--all", "--session", "kept", "--data-dir",
+                           str(tmp_path / "data")], capture_output=True, env=subprocess_env, timeout=120)
+    assert done.returncode == 0 and done.stdout == (unit * count).encode()
+
+    async def again():  # another wrapper process, the same session: the URI still reads
+        async with wrapped(tmp_path, subprocess_env, options=("--session", "kept")) as client:
+            last = await client.call_tool("read", {"resource": uri, "offset": structured["size"] - 65})
+            assert text_of(last) == unit
+
+    anyio.run(again)
+
+
+# ------------------------------------------------------------------ over streamable HTTP
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_wrap_url_over_streamable_http(tmp_path, subprocess_env):
+    port = free_port()
+    server = subprocess.Popen([sys.executable, UPSTREAM, "http", str(port)], env=subprocess_env,
+                              stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        assert wait_until(lambda: socket.socket().connect_ex(("127.0.0.1", port)) == 0)
+        args = ["mcp", "--data-dir", str(tmp_path / "data"), "--wrap-url", f"http://127.0.0.1:{port}/mcp",
+                "--header", "X-Test: sent by overspill"]
+
+        async def main():
+            parameters = StdioServerParameters(command=overspill_script(), args=args, env=subprocess_env)
+            async with Client(parameters, mode="legacy") as client:
+                assert client.server_info.name == "test-upstream"
+                assert text_of(await client.call_tool("headers", {})) == "sent by overspill"
+                small = await client.call_tool("text", {"unit": "small"})
+                assert text_of(small) == "small" and small.structured_content is None
+                result = await client.call_tool("text", {"unit": "h", "count": 40000})
+                (link,) = links_of(result)
+                assert await page_all(client, link.uri) == b"h" * 40000
+
+        anyio.run(main)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+# ------------------------------------------------------------------ the library
+def test_wrap_takes_a_client_session(tmp_path, subprocess_env):
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    from overspill import ToolOutputStore
+    from overspill.mcp_server import limits_config
+    from overspill.mcp_wrap import Relay, wrap
+
+    async def main():
+        relay = Relay()
+        parameters = StdioServerParameters(command=sys.executable, args=[UPSTREAM], env=subprocess_env)
+        with ToolOutputStore(tmp_path / "data", durable=False, config=limits_config(environ={})) as store:
+            async with stdio_client(parameters) as (read, write):
+                async with ClientSession(read, write, **relay.callbacks(None)) as session:
+                    await session.initialize()
+                    server = wrap(session, store, "host-session", relay=relay)
+                    async with Client(server, mode="legacy") as client:
+                        assert client.server_info.name == "test-upstream" and "host-session" in client.instructions
+                        result = await client.call_tool("text", {"unit": "w", "count": 9000})
+                        (link,) = links_of(result)
+                        assert await page_with_read(client, link.uri) == b"w" * 9000
+                        assert text_of(await client.call_tool("text", {"unit": "tiny"})) == "tiny"
+        with pytest.raises(TypeError):
+            wrap(object(), store)  # type: ignore[arg-type]
+
+    anyio.run(main)
+
+
+# ------------------------------------------------------------------ real servers from PyPI
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com",
+                        "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.com"})
+
+
+@pytest.fixture(scope="module")
+def repository(tmp_path_factory) -> Path:
+    repo = tmp_path_factory.mktemp("repo")
+    git(repo, "init", "-q", "-b", "main")
+    big = repo / "big.txt"
+    for number in range(120):
+        big.write_text("".join(f"line {n} of version {number}\n" for n in range(number * 30)))
+        git(repo, "add", "big.txt")
+        git(repo, "commit", "-q", "-m", f"commit number {number}: " + "words " * 20)
+    big.write_text("".join(f"changed line {n}\n" for n in range(6000)))  # a large unstaged diff
+    return repo
+
+
+def test_mcp_server_git_results_are_bounded_and_page_back_exactly(tmp_path, subprocess_env, repository):
+    command = [sys.executable, "-m", "mcp_server_git", "--repository", str(repository)]
+    calls = [("git_log", {"repo_path": str(repository), "max_count": 120}),
+             ("git_diff_unstaged", {"repo_path": str(repository)}),
+             ("git_show", {"repo_path": str(repository), "revision": "HEAD"})]
+
+    async def main():
+        async with direct(command, subprocess_env) as upstream:
+            expected = [text_of(await upstream.call_tool(name, arguments)) for name, arguments in calls]
+            direct_tools = (await upstream.list_tools()).tools
+        parameters = StdioServerParameters(command=overspill_script(), env=subprocess_env, args=[
+            "mcp", "--data-dir", str(tmp_path / "data"), "--wrap", "--", *command])
+        async with Client(parameters, mode="legacy") as client:
+            tools = (await client.list_tools()).tools
+            assert [tool.name for tool in tools] == [tool.name for tool in direct_tools] + ["read", "grep"]
+            assert [(tool.description, tool.input_schema) for tool in tools[:-2]] == [
+                (tool.description, tool.input_schema) for tool in direct_tools]
+            for (name, arguments), whole in zip(calls, expected):
+                assert len(whole.encode()) > LIMIT, name
+                result = await client.call_tool(name, arguments)
+                (link,) = links_of(result)
+                assert len(text_of(result).encode()) < LIMIT + 400, name
+                assert await page_all(client, link.uri) == whole.encode(), name
+            status = await client.call_tool("git_status", {"repo_path": str(repository)})
+            assert "big.txt" in text_of(status) and not links_of(status)
+
+    anyio.run(main)
+
+
+def test_mcp_server_fetch_of_a_page_on_loopback(tmp_path, subprocess_env):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "page.txt").write_text("".join(f"paragraph {n}: some text of the page\n" for n in range(3000)))
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *args: None  # type: ignore[attr-defined]
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    command = [sys.executable, "-m", "mcp_server_fetch", "--allow-private-ips", "--ignore-robots-txt"]
+    arguments = {"url": f"http://127.0.0.1:{httpd.server_address[1]}/page.txt", "max_length": 999999}
+
+    async def main():
+        async with direct(command, subprocess_env) as upstream:
+            whole = text_of(await upstream.call_tool("fetch", arguments))
+        parameters = StdioServerParameters(command=overspill_script(), env=subprocess_env, args=[
+            "mcp", "--data-dir", str(tmp_path / "data"), "--wrap", "--", *command])
+        async with Client(parameters, mode="legacy") as client:
+            result = await client.call_tool("fetch", arguments)
+            (link,) = links_of(result)
+            assert "paragraph 2999" in whole and await page_all(client, link.uri) == whole.encode()
+
+    try:
+        anyio.run(main)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+# ------------------------------------------------------------------ the command line
+@pytest.mark.parametrize(("arguments", "fragment"), [
+    (["--wrap"], "needs the server's command"),
+    (["--wrap-url", "http://127.0.0.1:9/mcp", "--wrap", "--", "x"], "not both"),
+    (["--header", "X: y"], "--header goes with --wrap-url"),
+    (["--wrap-url", "http://127.0.0.1:9/mcp", "--header", "no colon"], "Name: value"),
+    (["--wrap-url", "ftp://host/mcp"], "http:// or https://"),
+    (["--no-resource-link"], "goes with --wrap"),
+    (["--", "python"], "follows --wrap"),
+])
+def test_cli_usage_errors(subprocess_env, arguments, fragment):
+    done = subprocess.run([overspill_script(), "mcp", *arguments], capture_output=True, text=True,
+                          env=subprocess_env, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and fragment in done.stderr and done.stderr.count("\n") == 1, done.stderr
