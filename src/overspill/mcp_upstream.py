@@ -27,7 +27,8 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
-from .mcp_server import _one_line, run_stdio
+from ._frontend import WRAP_INIT_TIMEOUT, one_line
+from .mcp_server import run_stdio
 from .mcp_wrap import Link, Relay, RelayingSession, build_server
 from .store import ToolOutputStore
 

@@ -45,7 +45,8 @@ from mcp.shared.message import ServerMessageMetadata
 from pydantic import TypeAdapter, ValidationError
 
 from . import tools
-from .mcp_server import (_error, _one_line, _tool_result, page_bytes, paging_instructions,
+from ._frontend import one_line
+from .mcp_server import (_error, _tool_result, page_bytes, paging_instructions,
                          read_resource, resource_template, server_session)
 from .records import SCHEME
 from .store import ToolOutputStore
@@ -349,7 +350,10 @@ def build_server(link: Link, store: ToolOutputStore, session_id: Optional[str], 
             return _error(f"{link.label} failed during this call: {await gone(error)}")
         finally:
             relay.leave(ctx.session, ctx.request_id)
-        shown = await anyio.to_thread.run_sync(_bound, raw, store, session, call_id, resource_link)
+        if _fits(raw, limits):
+            shown = raw  # nearly every result: no thread, no store
+        else:
+            shown = await anyio.to_thread.run_sync(_bound, raw, store, session, call_id, resource_link)
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and "resultType" not in shown:
             shown = {**shown, "resultType": "complete"}  # required in the 2026 protocol; a legacy upstream has none
         return shown
@@ -481,6 +485,26 @@ async def _own_tool(store: ToolOutputStore, session: str, call_id: str, kind: st
         arguments["limit"] = page
     work = functools.partial(tools.call, store, session, call_id, kind, arguments)
     return _tool_result(kind, await anyio.to_thread.run_sync(work), resource_link)
+
+
+def _within(text: str, limits: Any) -> bool:
+    """Whether ``text`` is within the limits as it is (its view, which the store measures, is no larger)."""
+    return (len(text) <= limits.max_bytes and text.count("\n") < limits.max_lines
+            and len(text.encode("utf-8", "surrogatepass")) <= limits.max_bytes)
+
+
+def _fits(raw: dict[str, Any], limits: Any) -> bool:
+    """Whether a ``tools/call`` result passes through as it is, decided without the store: its
+    text blocks (joined as ``_bound`` joins them) and its ``structuredContent`` (as JSON) fit."""
+    content = raw.get("content")
+    if not isinstance(content, list):
+        return True
+    texts = [block["text"] for block in content
+             if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)]
+    if texts and not _within("\n".join(texts), limits):
+        return False
+    structured = raw.get("structuredContent")
+    return structured is None or _within(json.dumps(structured, ensure_ascii=False, indent=2), limits)
 
 
 def _duplicates(structured: Any, text: str) -> bool:
