@@ -13,7 +13,9 @@ Needs the ``mcp`` extra; ``import overspill`` never imports this module.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import json
 import os
 import shlex
 import signal
@@ -123,24 +125,25 @@ class UpstreamProcess:
                 stream.close()
 
     async def _read_stdout(self, sink: MemoryObjectSendStream[Any]) -> None:
-        buffer = bytearray()
-        scanned = 0
+        # Lines are decoded as they come and parsed from one str by json.loads, whose strings the
+        # validation keeps: a result of N bytes is held about twice while parsed, not five times.
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        pending: list[str] = []
         async with sink:
             try:
                 async for chunk in self._process.stdout:
-                    buffer += chunk
+                    text = decoder.decode(chunk)
+                    start = 0
                     while True:
-                        end = buffer.find(b"\n", scanned)
+                        end = text.find("\n", start)
                         if end < 0:
-                            scanned = len(buffer)  # a long line is scanned once, not again per chunk
+                            if start < len(text):
+                                pending.append(text[start:])
                             break
-                        with memoryview(buffer) as view:  # one copy of a long line, not two
-                            line = bytes(view[:end])
-                        if end + 1 == len(buffer):
-                            buffer = bytearray()  # let a long line's buffer go, not only its bytes
-                        else:
-                            del buffer[:end + 1]
-                        scanned = 0
+                        pending.append(text[start:end])
+                        start = end + 1
+                        line = "".join(pending)
+                        pending = []
                         if line.strip():
                             message = _parse(line)
                             del line  # the parsed message holds what is needed
@@ -186,9 +189,9 @@ class UpstreamProcess:
                 await stream.aclose()
 
 
-def _parse(line: bytes) -> Any:
+def _parse(line: str) -> Any:
     try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(json.loads(line), by_name=False))
     except ValueError as error:  # handed to the session, which reports it and reads on
         return ValueError(f"not JSON-RPC: {line[:200]!r} ({one_line(str(error))[:200]})")
 
