@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from overspill import cli as cli_module
+from processes import wait_until
 
 SCRIPT = Path(sys.executable).with_name("overspill")
 
@@ -586,3 +587,48 @@ def test_read_only_commands_never_create_the_data_folder(cli, tmp_path, command)
         assert json.loads(result.stdout)["count"] == 0
     written = cli("truncate", "--data-dir", str(missing), "--max-bytes", "10", stdin=b"x" * 100)
     assert written.returncode == 0 and (missing / "tool-output" / "managed").is_dir()  # a write makes it
+
+
+# ------------------------------------------------------------------ background commands (issue 22)
+def test_run_background_wait_kill_and_jobs(cli, tmp_path):
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    started = cli("run", "--background", "--yield-after", "0", "--",
+                  f"echo 'server starting'; read -r go < '{gate}'; echo 'listening on :8000'; sleep 60")
+    assert started.returncode == 0, started.stderr
+    assert b"running in the background as tool-output://" in started.stdout
+    uri = uri_in(started.stdout)
+    listed = cli("jobs", "--json")
+    (job,) = json.loads(listed.stdout)["jobs"]
+    assert job["uri"] == uri and job["state"] == "running"
+    # The supervisor owns the command: it outlived the CLI that started it.
+    with open(gate, "w") as release:
+        release.write("go\n")
+    waited = cli("wait", uri, "--pattern", "listening on", "--offset", "0", "--timeout", "60")
+    assert waited.returncode == 0 and b"listening on :8000" in waited.stdout
+    page = cli("read", uri)
+    assert page.stdout.startswith(b"server starting\nlistening on :8000\n")
+    killed = cli("kill", uri, "--json")
+    assert killed.returncode == 0 and json.loads(killed.stdout)["metadata"]["state"] == "exited"
+    assert json.loads(cli("jobs", "--json").stdout)["jobs"][0]["state"] == "exited"
+    missed = cli("wait", uri, "--pattern", "never", "--timeout", "0")
+    assert missed.returncode == 1
+
+
+def test_run_background_fast_failure_is_an_ordinary_result(cli):
+    ended = cli("run", "--background", "--yield-after", "10", "--", "echo out; echo err >&2; exit 5")
+    assert ended.returncode == 5
+    assert ended.stdout == b"out\nerr\n[exit code 5]\n"
+
+
+def test_a_killed_supervisor_leaves_a_lost_handle(cli):
+    started = cli("run", "--background", "--yield-after", "0", "--json", "--", "echo before; sleep 60")
+    answer = json.loads(started.stdout)
+    uri, pid = answer["metadata"]["uri"], answer["metadata"]["pid"]
+    assert wait_until(lambda: json.loads(cli("read", uri, "--json").stdout)["content"] == "before\n")
+    supervisor = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])  # the command's parent
+    os.kill(supervisor, signal.SIGKILL)
+    assert wait_until(lambda: json.loads(cli("jobs", "--json").stdout)["jobs"][0]["state"] == "lost")
+    assert cli("read", uri).stdout.startswith(b"before\n")
+    cli("kill", uri)
+    assert group_ends(pid)

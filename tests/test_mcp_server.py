@@ -93,7 +93,8 @@ def test_the_tools_are_the_schemas_tools(store):
         async with Client(create_server(store)) as client:
             listed = (await client.list_tools()).tools
         expected = {spec["name"]: spec for spec in tools.schemas("anthropic", limits=store.limits())}
-        assert [tool.name for tool in listed] == list(TOOLS) == ["bash", "read", "grep", "webfetch"]
+        assert [tool.name for tool in listed] == list(TOOLS) == ["bash", "read", "grep", "webfetch", "wait", "kill",
+                                                                 "jobs"]
         for tool in listed:
             assert tool.input_schema == expected[tool.name]["input_schema"]
             assert tool.description == expected[tool.name]["description"]
@@ -270,6 +271,45 @@ def test_progress_reports_bytes_so_far(store, tmp_path):
     assert reports and reports == sorted(set(reports)) and 0 < reports[-1] <= result.structured_content["size"]
 
 
+def test_a_background_command_through_the_server(store, tmp_path):
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    reports: list[float] = []
+
+    async def progress(value: float, total, message) -> None:
+        reports.append(value)
+
+    async def main():
+        async with Client(create_server(store)) as client:
+            command = f"echo 'dev server starting'; read -r go < '{gate}'; echo 'listening on :8000'; sleep 60"
+            started = await client.call_tool("bash", {"command": command, "background": True, "yield_after": 0.5})
+            assert not started.is_error, text_of(started)
+            assert started.structured_content["state"] == "running"
+            assert started.structured_content["complete"] is False
+            (link,) = links_of(started)
+
+            def release() -> None:
+                import time as clock
+
+                clock.sleep(1.5)
+                with open(gate, "w") as writer:
+                    writer.write("go\n")
+
+            threading.Thread(target=release).start()
+            waited = await client.call_tool("wait", {"resource": link.uri, "timeout": 30, "pattern": "listening",
+                                                     "offset": 0}, progress_callback=progress)
+            assert "listening on :8000" in text_of(waited) and waited.structured_content["state"] == "running"
+            page = await client.call_tool("read", {"resource": link.uri})
+            assert text_of(page).startswith("dev server starting\nlistening on :8000\n")
+            listed = await client.call_tool("jobs", {})
+            assert link.uri in text_of(listed) and "running" in text_of(listed)
+            killed = await client.call_tool("kill", {"resource": link.uri})
+            assert killed.structured_content["state"] == "exited" and killed.structured_content["exit_code"] < 0
+
+    anyio.run(main)
+    assert reports and reports == sorted(set(reports))
+
+
 # ------------------------------------------------------------------ over stdio, the installed script
 def stdio(data_dir: Path, env: dict[str, str], *extra: str) -> Client:
     parameters = StdioServerParameters(command=overspill_script(), args=["mcp", "--data-dir", str(data_dir), *extra],
@@ -321,6 +361,28 @@ def test_stdio_session_shared_across_restarts(tmp_path, subprocess_env):
 
     async def read():
         async with stdio(tmp_path / "data", subprocess_env, "--session", "kept") as client:
+            return await page_with_read(client, uri)
+
+    assert anyio.run(read) == SEQ
+
+
+def test_stdio_restarted_server_reads_a_finished_background_handle(tmp_path, subprocess_env):
+    async def start():
+        async with stdio(tmp_path / "data", subprocess_env, "--session", "kept") as client:
+            started = await client.call_tool("bash", {"command": "sleep 0.5; seq 1 100000", "background": True,
+                                                      "yield_after": 0})
+            assert started.structured_content["state"] == "running"
+            uri = links_of(started)[0].uri
+            ended = await client.call_tool("wait", {"resource": uri, "timeout": 30})
+            assert ended.structured_content["state"] == "exited" and ended.structured_content["exit_code"] == 0
+            return uri
+
+    uri = anyio.run(start)
+
+    async def read():
+        async with stdio(tmp_path / "data", subprocess_env, "--session", "kept") as client:
+            listed = await client.call_tool("jobs", {})
+            assert "exited" in text_of(listed)
             return await page_with_read(client, uri)
 
     assert anyio.run(read) == SEQ

@@ -30,6 +30,7 @@ PUBLIC_NAMES = {
     "ToolOutputStore",
     "TruncateResult",
     "AccessDeniedError",
+    "BackgroundLimitError",
     "ConfigError",
     "InvalidResourceError",
     "OverspillError",
@@ -39,6 +40,7 @@ PUBLIC_NAMES = {
     "ResourceNotFoundError",
     "SearchError",
     "StorageError",
+    "UnsupportedError",
     "StreamCap",
     "count_lines",
     "page_bounds",
@@ -65,7 +67,8 @@ def test_implementation_in_use(implementation):
     [(errors.InvalidResourceError, ValueError), (errors.ResourceNotFoundError, LookupError),
      (errors.ResourceCorruptError, LookupError), (errors.AccessDeniedError, PermissionError),
      (errors.ConfigError, ValueError), (errors.StorageError, OSError),
-     (errors.SearchError, RuntimeError), (errors.PatternTooSlowError, RuntimeError)],
+     (errors.SearchError, RuntimeError), (errors.PatternTooSlowError, RuntimeError),
+     (errors.BackgroundLimitError, RuntimeError), (errors.UnsupportedError, NotImplementedError)],
 )
 def test_each_error_is_also_the_builtin_it_means(error, builtin):
     assert issubclass(error, errors.OverspillError) and issubclass(error, builtin)
@@ -126,7 +129,7 @@ def test_tool_names_are_pinned():
 
     assert set(tools.__all__) == {
         "MAX_LINE_LENGTH", "MAX_READ_LINES", "MAX_RESPONSE_BYTES", "MAX_SEARCH_BYTES", "ToolResult",
-        "bash", "call", "grep", "read", "schemas", "skill", "webfetch", "websearch",
+        "bash", "call", "grep", "read", "schemas", "skill", "webfetch", "websearch", "wait", "kill", "jobs",
     }
     assert (tools.MAX_READ_LINES, tools.MAX_LINE_LENGTH) == (2000, 2000)
     assert (tools.MAX_RESPONSE_BYTES, tools.MAX_SEARCH_BYTES) == (5 * 1024 * 1024, 256 * 1024)

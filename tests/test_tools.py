@@ -520,14 +520,15 @@ def test_grep_a_stored_output_gives_offsets_for_read(store):
 
 # ------------------------------------------------------------------ schemas and call
 @pytest.mark.parametrize("style", ["openai", "anthropic"])
-def test_schemas_describe_six_tools_and_the_paging_protocol(style):
+def test_schemas_describe_the_tools_and_the_paging_protocol(style):
     definitions = tools.schemas(style)
     if style == "openai":
         definitions = [definition["function"] for definition in definitions]
         key = "parameters"
     else:
         key = "input_schema"
-    assert [d["name"] for d in definitions] == ["bash", "read", "webfetch", "websearch", "skill", "grep"]
+    assert [d["name"] for d in definitions] == ["bash", "read", "webfetch", "websearch", "skill", "grep", "wait",
+                                                "kill", "jobs"]
     for definition in definitions:
         assert definition[key]["type"] == "object" and definition[key]["additionalProperties"] is False
     bash_description = definitions[0]["description"]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .config import MAX_BYTES, MAX_LINES, MAX_READ_BYTES, RETENTION, Limits
 from .errors import (
     AccessDeniedError,
+    BackgroundLimitError,
     ConfigError,
     InvalidResourceError,
     OverspillError,
@@ -19,6 +20,7 @@ from .errors import (
     ResourceNotFoundError,
     SearchError,
     StorageError,
+    UnsupportedError,
 )
 from .records import Record, Resource
 from .backends.base import CleanupReport
@@ -65,6 +67,7 @@ __all__ = [
     "MAX_READ_BYTES",
     "RETENTION",
     "AccessDeniedError",
+    "BackgroundLimitError",
     "CleanupReport",
     "Collected",
     "ConfigError",
@@ -84,6 +87,7 @@ __all__ = [
     "StreamCap",
     "ToolOutputStore",
     "TruncateResult",
+    "UnsupportedError",
     "arun",
     "collect_stream",
     "count_lines",

@@ -1,4 +1,4 @@
-"""The ``overspill`` command line: run, read, truncate, ls, cleanup, stats, mcp.
+"""The ``overspill`` command line: run, read, grep, truncate, ls, cleanup, stats, mcp, wait, kill, jobs.
 
 Exit codes: the command's own for ``run``; otherwise 0 on success, 2 for
 usage errors and bad input, 3 for an unknown, invalid or foreign resource,
@@ -101,6 +101,16 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _non_negative_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, not {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, at least 0, not {text!r}")
+    return value
+
+
 def _parser(only: Optional[str] = None) -> _Parser:
     """The command line's parser.  Given ``only`` (a command's name), the other
     commands' parsers are not built: each costs ``gettext`` look-ups, and
@@ -139,8 +149,27 @@ def _parser(only: Optional[str] = None) -> _Parser:
                      help="store the whole output, however large (the default)")
     run.add_argument("--no-spill", dest="spill", action="store_false",
                      help="keep only what fits in memory (the first and last 512 KiB)")
+    run.add_argument("--background", action="store_true",
+                     help="run on after overspill returns, owned by a small detached supervisor; prints the "
+                          "handle (tool-output://ID) to read, wait for and kill (timeout does not apply)")
+    run.add_argument("--yield-after", type=_non_negative_seconds, default=None, metavar="SECONDS",
+                     help="with --background: seconds to wait for the command first (default 10); one that "
+                          "ends sooner is an ordinary result")
     run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]",
                      help="the command: one argument runs through the shell; several run as they are")
+
+    wait = add("wait", "wait for a background command until it exits, a pattern appears in its new output, "
+               "or the timeout; print the new output's preview and the offset to read on from", [common])
+    wait.add_argument("uri", help="the command's handle, tool-output://ID")
+    wait.add_argument("--timeout", type=_non_negative_seconds, default=30.0, help="seconds at most (default 30)")
+    wait.add_argument("--pattern", help="return as soon as a new line matches this regular expression; "
+                                        "exits 1 when none did")
+    wait.add_argument("--offset", type=_non_negative, help="where the new output starts (default: its end now)")
+
+    kill = add("kill", "end a background command's process group (SIGTERM, then SIGKILL after a grace)", [common])
+    kill.add_argument("uri", help="the command's handle, tool-output://ID")
+
+    add("jobs", "list this session's background commands: handle, state, bytes, age, exit code", [common])
 
     read = add("read", "print a page of a stored output, or all of it", [common])
     read.add_argument("uri", help="tool-output://ID")
@@ -171,8 +200,8 @@ def _parser(only: Optional[str] = None) -> _Parser:
 
     add("stats", "count, bytes, oldest and per-session totals of stored outputs", [common])
 
-    mcp = add("mcp", "serve the bash, read, grep and webfetch tools to an MCP client over stdio, or (--wrap, "
-              "--wrap-url) another MCP server's tools with bounded, pageable results "
+    mcp = add("mcp", "serve the bash, read, grep, webfetch, wait, kill and jobs tools to an MCP client over "
+              "stdio, or (--wrap, --wrap-url) another MCP server's tools with bounded, pageable results "
               "(needs the mcp extra: pip install 'overspill[mcp]')", [])
     mcp.add_argument("--session", help="session id shared across restarts (default: a fresh one per server)")
     mcp.add_argument("--data-dir", help=_DATA_HELP)
@@ -317,6 +346,10 @@ def _command_run(args: argparse.Namespace) -> int:
     if not argv or (len(argv) == 1 and not argv[0].strip()):
         raise _UsageError("run needs a command after --")
     command = argv[0] if len(argv) == 1 else shlex.join(argv)
+    if args.background:
+        return _run_background(args, command)
+    if args.yield_after is not None:
+        raise _UsageError("run: --yield-after applies to --background only")
     # Imported here: the tools bring the capture machinery (subprocess, selectors),
     # which no other command needs.
     from .tools.bash import execute
@@ -348,6 +381,95 @@ def _command_run(args: argparse.Namespace) -> int:
     if ran.process.timed_out:
         return EXIT_TIMEOUT
     return _exit_status(ran.process.exit_code)
+
+
+def _run_background(args: argparse.Namespace, command: str) -> int:
+    """``run --background``: a detached supervisor owns the command; answer as the bash tool does."""
+    import json
+    import subprocess
+
+    from .tools.jobs import YIELD_AFTER, background_answer
+
+    if args.data_dir is not None and args.store_url is not None:
+        raise _UsageError("give --data-dir or --store-url, not both")
+    store = _store(args)
+    session = _session(args)
+    store.check_background(session)  # a clear error now, not from the supervisor
+    spec = {"data_dir": None if args.data_dir is None else os.path.abspath(args.data_dir), "url": args.store_url,
+            "session": session, "call": f"cli-{time.time_ns()}", "command": command, "cwd": os.getcwd(),
+            "config": _config(args)}
+    try:
+        supervisor = subprocess.Popen([sys.executable, "-m", "overspill._supervisor", json.dumps(spec)],
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                      start_new_session=True, close_fds=True)
+    except OSError as error:
+        raise _UsageError(f"could not start the supervisor: {error.strerror or error}") from None
+    assert supervisor.stdout is not None
+    with supervisor.stdout:
+        line = supervisor.stdout.readline().decode("utf-8", "replace").strip()
+    status, _, rest = line.partition(" ")
+    if status != "ok":
+        supervisor.wait()
+        raise _UsageError(f"could not run the command: {rest or 'the supervisor failed to start'}")
+    uri, _, pid = rest.partition(" ")
+    deadline = time.monotonic() + (YIELD_AFTER if args.yield_after is None else args.yield_after)
+    while store.status(session, uri).state == "running" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    answer = background_answer(store, session, uri, resolve_limits(_config(args)), pid=int(pid))
+    if args.json:
+        _print_json(answer)
+    else:
+        _print_text(answer.output)
+    if answer.is_error:
+        return EXIT_STORAGE
+    if answer.metadata.get("state") == "exited":
+        return _exit_status(answer.metadata["exit_code"])
+    return 0
+
+
+def _command_wait(args: argparse.Namespace) -> int:
+    from .tools.jobs import wait
+
+    store = _reader(args)
+    session = _session(args)
+    store.status(session, args.uri)  # an unknown or foreign handle: exit 3
+    answer = wait(store, session, f"cli-{time.time_ns()}", args.uri, args.timeout, args.pattern, offset=args.offset,
+                  budget=float("inf"))
+    _print_answer(args, answer)
+    return 1 if args.pattern is not None and answer.metadata.get("match") is None else 0
+
+
+def _command_kill(args: argparse.Namespace) -> int:
+    from .tools.jobs import kill
+
+    store = _reader(args)
+    session = _session(args)
+    store.status(session, args.uri)
+    _print_answer(args, kill(store, session, f"cli-{time.time_ns()}", args.uri))
+    return 0
+
+
+def _print_answer(args: argparse.Namespace, answer: Any) -> None:
+    """A tool's answer: its text (or, with --json, all of it); a failure is a usage error."""
+    if answer.is_error:
+        raise _UsageError(answer.output)
+    if args.json:
+        _print_json(answer)
+    else:
+        _print_text(answer.output)
+
+
+def _command_jobs(args: argparse.Namespace) -> int:
+    from .tools.jobs import jobs
+
+    answer = jobs(_reader(args), _session(args), f"cli-{time.time_ns()}")
+    if answer.is_error:
+        raise _UsageError(answer.output)
+    if args.json:
+        _print_json({"jobs": answer.metadata["jobs"]})
+    else:
+        _print_text(answer.output)
+    return 0
 
 
 def _write_all(out: BinaryIO, chunks: Iterator[memoryview]) -> None:
@@ -387,6 +509,10 @@ def _command_read(args: argparse.Namespace) -> int:
                           f"which has {_count(page.resource.size, 'byte')}")
     if args.json:
         _print_json(page)
+    elif page.next is None and not page.complete:
+        # A background command still running: its output so far ends here.
+        _print_text(f"{page.content}\n\n[complete: false; the output so far ends at byte {page.resource.size}: "
+                    f"{_continue_command(args, page.resource.uri, page.resource.size)} later, or overspill wait]")
     elif page.next is None:
         _print_text(page.content)
     else:
@@ -573,7 +699,8 @@ def _command_mcp(args: argparse.Namespace) -> int:
 
 
 _COMMANDS = {"run": _command_run, "read": _command_read, "grep": _command_grep, "truncate": _command_truncate,
-             "ls": _command_ls, "cleanup": _command_cleanup, "stats": _command_stats, "mcp": _command_mcp}
+             "ls": _command_ls, "cleanup": _command_cleanup, "stats": _command_stats, "mcp": _command_mcp,
+             "wait": _command_wait, "kill": _command_kill, "jobs": _command_jobs}
 
 
 def _fail(status: int, message: str) -> int:

@@ -17,6 +17,7 @@ from typing import Any, Optional, Union
 from .errors import ConfigError
 
 __all__ = [
+    "MAX_BACKGROUND",
     "MAX_BYTES",
     "MAX_LINES",
     "MAX_READ_BYTES",
@@ -41,6 +42,8 @@ MAX_STORED_BYTES = 1024**3
 #: The most bytes of payloads the managed folder holds; the oldest go first.
 MAX_TOTAL_BYTES = 4 * 1024**3
 RETENTION = timedelta(days=7)
+#: The most background commands running at once in one session.
+MAX_BACKGROUND = 16
 
 #: Views the model is shown by default: ANSI escapes removed, \r redraws collapsed.
 VIEWS = ("ansi", "cr")
@@ -63,9 +66,10 @@ _SIGNAL_KINDS = ("error", "warning")
 
 _SECTION = "tool_output"
 _KEYS = ("max_lines", "max_bytes", "max_stored_bytes", "max_total_bytes", "views", "signals", "outline",
-         "max_tokens")
+         "max_tokens", "max_background")
 _ENVIRONMENT = {"max_lines": "OVERSPILL_MAX_LINES", "max_bytes": "OVERSPILL_MAX_BYTES",
-                "max_stored_bytes": "OVERSPILL_MAX_STORED_BYTES", "max_total_bytes": "OVERSPILL_MAX_TOTAL_BYTES"}
+                "max_stored_bytes": "OVERSPILL_MAX_STORED_BYTES", "max_total_bytes": "OVERSPILL_MAX_TOTAL_BYTES",
+                "max_background": "OVERSPILL_MAX_BACKGROUND"}
 
 PathLike = Union[str, "os.PathLike[str]"]
 ConfigSource = Union[Mapping[str, Any], PathLike, Sequence[Union[Mapping[str, Any], PathLike]]]
@@ -90,6 +94,8 @@ class Limits:
     #: signal lines and outline) may take, besides ``max_bytes``; None (the
     #: default) for no token bound.  Needs the ``overspill[tokens]`` extra.
     max_tokens: Optional[int] = None
+    #: ``tool_output.max_background``: background commands running at once per session.
+    max_background: int = MAX_BACKGROUND
 
 
 def _views(value: object, key: str, source: str) -> tuple[str, ...]:
@@ -180,7 +186,7 @@ def _read_file(path: Path) -> Mapping[str, Any]:
 
 _CHECKS = {"max_lines": positive_int, "max_bytes": positive_int, "max_stored_bytes": positive_int,
            "max_total_bytes": positive_int, "views": _views, "signals": _signals, "outline": _flag,
-           "max_tokens": positive_int}
+           "max_tokens": positive_int, "max_background": positive_int}
 
 
 def _section(document: Mapping[str, Any], source: str) -> dict[str, Any]:

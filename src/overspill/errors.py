@@ -11,13 +11,16 @@ callers can catch either::
      ├── ConfigError             (ValueError)      a bad setting, naming the key and its source
      ├── SearchError             (RuntimeError)    a grep search could not finish
      │    └── PatternTooSlowError                  its pattern ran out of time (narrow it)
-     └── StorageError            (OSError)         a write failed; nothing was left behind
+     ├── StorageError            (OSError)         a write failed; nothing was left behind
+     ├── BackgroundLimitError    (RuntimeError)    max_background commands already run in this session
+     └── UnsupportedError        (NotImplementedError) the backend cannot do this (background commands on Redis)
 """
 
 from __future__ import annotations
 
 __all__ = [
     "AccessDeniedError",
+    "BackgroundLimitError",
     "ConfigError",
     "InvalidResourceError",
     "OverspillError",
@@ -26,6 +29,7 @@ __all__ = [
     "ResourceNotFoundError",
     "SearchError",
     "StorageError",
+    "UnsupportedError",
 ]
 
 
@@ -69,3 +73,11 @@ class PatternTooSlowError(SearchError):
 
 class StorageError(OverspillError, OSError):
     """Writing failed (for example, the disk is full); nothing was left behind."""
+
+
+class BackgroundLimitError(OverspillError, RuntimeError):
+    """A session already has ``max_background`` background commands running."""
+
+
+class UnsupportedError(OverspillError, NotImplementedError):
+    """The store's backend does not support this operation (it says so; nothing falls back)."""

@@ -5,7 +5,8 @@ never imports this module, and the CLI imports it only for ``overspill mcp``.
 
 What a client gets:
 
-- tools ``bash``, ``read``, ``grep`` and ``webfetch``, with the names,
+- tools ``bash``, ``read``, ``grep``, ``webfetch`` and, for background commands,
+  ``wait``, ``kill`` and ``jobs``, with the names,
   descriptions and input schemas of ``overspill.tools.schemas`` (one source of
   truth), dispatched through ``overspill.tools.call``;
 - each result is a text block with the bounded output; when the whole output
@@ -53,7 +54,7 @@ from mcp.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from . import __version__, tools
+from . import __version__, background, tools
 from ._frontend import (
     DEFAULT_TIMEOUT,
     MAX_TIMEOUT,
@@ -89,7 +90,7 @@ __all__ = [
 ]
 
 #: The tools served.
-TOOLS = ("bash", "read", "grep", "webfetch")
+TOOLS = ("bash", "read", "grep", "webfetch", "wait", "kill", "jobs")
 #: Sized so a preview (plus its marker) passes the ~10 KB cut of Codex and Copilot CLI untouched.
 DEFAULT_MAX_BYTES = MCP_MAX_BYTES
 DEFAULT_MAX_LINES = MCP_MAX_LINES
@@ -102,8 +103,10 @@ _RESOURCE_NOT_FOUND = -32002
 _INVALID_PARAMS = -32602
 # How often a running command's byte count is reported.
 _PROGRESS_INTERVAL = 1.0
+# Tools whose answers can name a background command's state.
+_BACKGROUND = {"bash", "wait", "kill"}
 _ENVIRONMENT = {"max_lines": "OVERSPILL_MAX_LINES", "max_bytes": "OVERSPILL_MAX_BYTES"}
-_READ_ONLY = {"read", "grep"}
+_READ_ONLY = {"read", "grep", "wait", "jobs"}
 
 logger = logging.getLogger(__name__)
 
@@ -174,6 +177,9 @@ def _structured(name: str, result: ToolResult) -> dict[str, Any]:
         data["next_offset"] = meta["last_line"] + 1
     if meta.get("exit_code") is not None:
         data["exit_code"] = meta["exit_code"]
+    if name in _BACKGROUND and meta.get("state") is not None:  # a background command's handle
+        data["state"] = meta["state"]
+        data["complete"] = meta.get("complete", True)
     if not result.is_error:
         data["text"] = result.output
     return data
@@ -306,6 +312,18 @@ def create_server(store: ToolOutputStore, session_id: Optional[str] = None, *, c
                                                       f"{written[0]} bytes of output so far")
 
             options.update(spill=True, abort=abort, progress=functools.partial(written.__setitem__, 0))
+        elif name == "wait":
+            # The sealed size of the command's output, reported while the call waits.
+            sealed = [0]
+            shown = [0]
+
+            async def report() -> None:
+                if sealed[0] > shown[0]:
+                    shown[0] = sealed[0]
+                    await ctx.session.report_progress(float(sealed[0]), None,
+                                                      f"{sealed[0]} bytes of output so far")
+
+            options.update(progress=functools.partial(sealed.__setitem__, 0))
         call_id = f"mcp-{time.time_ns()}-{next(calls)}"
         work = functools.partial(tools.call, store, session, call_id, name, arguments, **options)
         try:
@@ -362,6 +380,8 @@ async def read_resource(store: ToolOutputStore, session: str, uri: str, page: in
     except OverspillError as error:
         raise MCPError(_RESOURCE_NOT_FOUND, one_line(str(error))) from None
     meta = {"offset": found.offset, "next_offset": found.next, "size": found.resource.size}
+    if not found.complete:  # a background command still running: the size is its output so far
+        meta["complete"] = False
     return types.ReadResourceResult(contents=[
         types.TextResourceContents(uri=uri, mime_type=found.resource.mime, text=found.content, _meta=meta)])
 
@@ -434,6 +454,7 @@ def run_stdio(server: Server[Any], *beside: Callable[[], Any]) -> None:
                     group.start_soon(task)
                 await server.run(read_stream, write_stream, server.create_initialization_options())
                 group.cancel_scope.cancel()
+            background.kill_all()  # commands started in the background end with the server that owns them
             if received:
                 # The SDK reads stdin on a thread blocked in read(), which no cancellation reaches; the
                 # commands are already ended and reaped, so leave without waiting for the client's EOF.

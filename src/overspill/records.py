@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from . import _files
+from ._owner import Owner
 from .errors import InvalidResourceError, OverspillError, ResourceNotFoundError, StorageError
 
 __all__ = [
+    "BACKGROUND_STATES",
     "CHECKSUM_CHUNK",
     "ID_LENGTH",
     "LEGACY_CHECKSUM_CHUNK",
@@ -43,6 +45,8 @@ __all__ = [
 ]
 
 SCHEME = "tool-output://"
+#: States of a background command's output, as records and tools name them.
+BACKGROUND_STATES = ("running", "exited", "lost")
 ID_LENGTH = 26
 #: Bytes covered by each CRC-32 of a new payload: every page read verifies the
 #: one or two chunks under it, every time, so they are kept small.
@@ -170,10 +174,25 @@ class Record:
     # Lines of the whole output as ``wc -l`` counts them, plus one for a final
     # line without a newline; None in records that do not say (older, other tools').
     lines: Optional[int] = None
+    # A background command's output: "running" (growing: ``resource.size`` is
+    # the sealed, verified prefix), "exited", or "lost" (running, but its owner
+    # is gone: never complete); None for every other resource.
+    state: Optional[str] = None
+    # The process writing a growing resource (kept after it exited).
+    owner: Optional[Owner] = None
+    # The command's process (its pid, which is its process group, and its start time).
+    process: Optional[tuple[int, int]] = None
+    # The command's exit code once it exited (negative: the signal that ended it).
+    exit_code: Optional[int] = None
 
     @property
     def id(self) -> str:
         return self.resource.id
+
+    @property
+    def complete(self) -> bool:
+        """Whether ``resource.size`` is the output's final size (not a running or lost command's prefix)."""
+        return self.state is None or self.state == "exited"
 
 
 def record_json(record: Record) -> bytes:
@@ -189,7 +208,8 @@ def record_json(record: Record) -> bytes:
     }
     if resource.name is not None:
         document["name"] = resource.name
-    document["size"] = resource.size
+    if record.state != "running":
+        document["size"] = resource.size  # a running record has no final size yet
     document["created"] = int(record.created_ms)
     if record.checksums is not None:
         document["checksums"] = {
@@ -204,6 +224,15 @@ def record_json(record: Record) -> bytes:
         document["capture"] = {"total": record.capture[0], "stored": record.capture[1]}
     if record.lines is not None:
         document["lines"] = record.lines
+    if record.state is not None:
+        document["state"] = "running" if record.state == "lost" else record.state
+    if record.owner is not None:
+        owner = record.owner
+        document["owner"] = {"host": owner.host, "pid": owner.pid, "start": owner.start, "boot": owner.boot}
+    if record.process is not None:
+        document["process"] = {"pid": record.process[0], "start": record.process[1]}
+    if record.exit_code is not None:
+        document["exitCode"] = record.exit_code
     import json  # here, not at the top: most processes that import overspill never touch a record
 
     return json.dumps(document, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
@@ -314,6 +343,13 @@ def parse_record(data: bytes, resource_id: str) -> Record:
     name = document.get("name")
     if name is not None and not isinstance(name, str):
         raise _invalid(resource_id, "name is not a string")
+    state = document.get("state")
+    if state is not None and state not in BACKGROUND_STATES[:2]:
+        raise _invalid(resource_id, "unknown state")
+    if state == "running":
+        if "size" in document or "checksums" in document:
+            raise _invalid(resource_id, "a running record has a size")
+        size = 0  # the backend gives the sealed prefix's size
     if not _is_int(size) or size < 0:
         raise _invalid(resource_id, "size is not a non-negative integer")
     if isinstance(created, bool) or not isinstance(created, (int, float)) or not _finite(created):
@@ -323,9 +359,38 @@ def parse_record(data: bytes, resource_id: str) -> Record:
     lines = document.get("lines")
     if lines is not None and (not _is_int(lines) or lines < 0):
         raise _invalid(resource_id, "lines is not a non-negative integer")
+    owner, process, exit_code = _background(document, resource_id, state)
     resource = Resource(uri_for(resource_id), document["mime"], size, name)
     return Record(resource, document["sessionID"], document["toolCallID"], created, checksums, chunk, capture,
-                  lines)
+                  lines, state, owner, process, exit_code)
+
+
+def _background(document: dict[str, Any], resource_id: str,
+                state: Optional[str]) -> tuple[Optional[Owner], Optional[tuple[int, int]], Optional[int]]:
+    """A background command's owner, process and exit code, checked."""
+    if state is None:
+        if any(key in document for key in ("owner", "process", "exitCode")):
+            raise _invalid(resource_id, "owner, process or exitCode without a state")
+        return None, None, None
+    entry = document.get("owner")
+    if not isinstance(entry, dict) or not isinstance(entry.get("host"), str) \
+            or not isinstance(entry.get("boot"), str) \
+            or not all(_is_int(entry.get(key)) and entry[key] >= 0 for key in ("pid", "start")):
+        raise _invalid(resource_id, "malformed owner")
+    owner = Owner(entry["host"], entry["pid"], entry["start"], entry["boot"])
+    process = None
+    if "process" in document:
+        entry = document["process"]
+        if not isinstance(entry, dict) or not all(_is_int(entry.get(key)) and entry[key] >= 0
+                                                  for key in ("pid", "start")):
+            raise _invalid(resource_id, "malformed process")
+        process = (entry["pid"], entry["start"])
+    exit_code = document.get("exitCode")
+    if exit_code is not None and not _is_int(exit_code):
+        raise _invalid(resource_id, "exitCode is not an integer")
+    if (state == "running") != (exit_code is None):
+        raise _invalid(resource_id, "an exit code belongs to an exited command only")
+    return owner, process, exit_code
 
 
 def read_record(path: Union[str, Path], resource_id: str) -> tuple[Record, os.stat_result]:

@@ -22,18 +22,20 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 from . import _kernels
 from ._arguments import id_string, positive_seconds, whole_number
 from .config import MAX_READ_BYTES, RETENTION, ConfigSource, Limits, resolve_limits
-from .errors import AccessDeniedError, StorageError
+from .errors import AccessDeniedError, BackgroundLimitError, StorageError, UnsupportedError
 from .backends._location import locate, open_url
-from .backends.base import Backend, CleanupReport, Writer
+from .backends.base import Backend, CleanupReport, GrowingBackend, Writer
 from .backends.local import LocalBackend
 from .records import MAX_METADATA_BYTES, Record, Resource, new_id, parse_uri
 from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike, byte_view
 from . import _tokens
+from ._growing import GrowingOutput
+from ._owner import current_owner
 from ._preview import BOUNDARY_MARGIN, compose, stored_preview
 from .text import (
     Content,
@@ -121,7 +123,8 @@ class Page:
     """One page of a resource.
 
     ``offset`` is where ``content`` starts (a byte offset in the stored bytes);
-    ``next`` is where the following page starts, None at the end.
+    ``next`` is where the following page starts, None at the end (of the
+    sealed prefix, when the resource is not ``complete``).
     """
 
     resource: Resource
@@ -129,6 +132,9 @@ class Page:
     offset: int
     truncated: bool
     next: Optional[int]
+    #: False for a background command still running (or lost): ``resource.size``
+    #: is then where its sealed prefix ends, and more may follow.
+    complete: bool = True
 
 
 _new_instance = object.__new__
@@ -285,9 +291,13 @@ class ToolOutputStore:
     # ------------------------------------------------------------------ writing
     def _writer(self) -> Writer:
         """A backend writer under a fresh id (ids are the store's: they sort by time)."""
+        return self._created(self._backend.create)
+
+    def _created(self, create: Callable[[str], Any]) -> Any:
+        """``create(id)`` for a fresh id, drawn again while the id is taken."""
         for _ in range(_ID_ATTEMPTS):
             try:
-                return self._backend.create(new_id())
+                return create(new_id())
             except FileExistsError:
                 continue
             except OSError as error:
@@ -630,11 +640,13 @@ class ToolOutputStore:
         return record
 
     @contextlib.contextmanager
-    def view(self, session_id: str, uri: str) -> Iterator[tuple[Resource, memoryview]]:
-        """The whole verified payload as a read-only view, for scans such as grep.
+    def view(self, session_id: str, uri: str, *, start: int = 0,
+             end: Optional[int] = None) -> Iterator[tuple[Resource, memoryview]]:
+        """The whole verified payload (or its bytes ``[start, end)``, clamped) as a
+        read-only view, for scans such as grep.
 
-        Every checksum chunk is verified before the view is given out; it is
-        valid only inside the ``with`` block.
+        Every checksum chunk under it is verified before the view is given
+        out; it is valid only inside the ``with`` block.
 
         :raises InvalidResourceError: ``uri`` is not a well-formed URI.
         :raises AccessDeniedError: another session wrote the resource.
@@ -644,7 +656,10 @@ class ToolOutputStore:
         resource_id = parse_uri(uri)
         id_string(session_id, "session_id")
         record = self._owned_record(session_id, resource_id)
-        with self._backend.read(record, 0, record.resource.size) as whole:
+        size = record.resource.size
+        low = min(max(whole_number(start, "start"), 0), size)
+        high = size if end is None else min(max(whole_number(end, "end"), low), size)
+        with self._backend.read(record, low, high) as whole:
             yield record.resource, whole
 
     def iter_bytes(self, session_id: str, uri: str) -> Iterator[memoryview]:
@@ -705,7 +720,7 @@ class ToolOutputStore:
             low, high = max(offset - ESCAPE_REACH, 0), min(high + ESCAPE_REACH, size)
         with self._backend.read(record, low, high) as view:
             if not view:
-                return Page(record.resource, "", 0, False, None)
+                return Page(record.resource, "", 0, False, None, record.complete)
             start, end = _kernels.page_bounds(view, offset - low, limit, high == size)
             if escapes:
                 # Each page's view is of its bytes alone: a page never starts or ends inside an
@@ -726,7 +741,112 @@ class ToolOutputStore:
         fields["offset"] = start
         fields["truncated"] = more
         fields["next"] = end if more else None
+        fields["complete"] = record.complete
         return page
+
+    # ------------------------------------------------------------------ background commands
+    def check_background(self, session_id: str) -> None:
+        """Raise unless ``session_id`` may start one more background command.
+
+        :raises UnsupportedError: the backend has no growing resources.
+        :raises BackgroundLimitError: ``max_background`` of the session's commands are running.
+        :raises StorageError: the listing failed.
+        """
+        id_string(session_id, "session_id")
+        if not isinstance(self._backend, GrowingBackend):
+            raise UnsupportedError(f"the store at {self._where} does not support background commands "
+                                   "(no growing resources on this backend); run the command in the foreground")
+        running = sum(1 for record in self.records(session_id) if record.state == "running")
+        if running >= self._limits.max_background:
+            raise BackgroundLimitError(
+                f"{running} background commands are already running in this session (max_background is "
+                f"{self._limits.max_background}); wait for one or kill one first")
+
+    def open_growing(self, session_id: str, tool_call_id: str, *, process: Optional[tuple[int, int]] = None,
+                     mime: str = "text/plain", name: Optional[str] = None) -> GrowingOutput:
+        """A growing resource for a background command's output, published at once as running.
+
+        The caller writes the output to it, has it sealed (``seal_if_due``)
+        and finishes it with the exit code; this process is its owner.
+
+        :param process: the command's (pid, start time), so that ``kill`` can
+            reach it from another process.
+        :raises UnsupportedError, BackgroundLimitError: as ``check_background``.
+        :raises StorageError: the resource could not be created.
+        """
+        self._check_write_arguments(session_id, tool_call_id, mime, name)
+        self.check_background(session_id)
+        create = self._backend.create_growing  # type: ignore[attr-defined]  # checked: a GrowingBackend
+        owner = current_owner()
+        writer = self._created(lambda resource_id: create(resource_id, session_id=session_id,
+                                                          tool_call_id=tool_call_id, mime=mime, name=name,
+                                                          owner=owner, process=process))
+        return GrowingOutput(writer, self._stored_cap(), self._make_room, _QUOTA_STEP)
+
+    def status(self, session_id: str, uri: str) -> Record:
+        """The record of a resource this session wrote; for a background command's
+        output, its ``state`` (running, exited, lost), exit code and sealed size.
+
+        :raises InvalidResourceError, AccessDeniedError, ResourceNotFoundError: as ``read``.
+        """
+        resource_id = parse_uri(uri)
+        id_string(session_id, "session_id")
+        return self._owned_record(session_id, resource_id)
+
+    def preview(self, session_id: str, uri: str, *, offset: int = 0, max_lines: Optional[int] = None,
+                max_bytes: Optional[int] = None, kept_end: Optional[bytes] = None) -> TruncateResult:
+        """The head+tail preview of a resource's bytes from ``offset`` to its (sealed) end.
+
+        Under the limits ``content`` is all of them; over, a marker names the
+        byte offset where the omitted part starts.  ``next_offset`` is where
+        to read on from: that offset, or the end when nothing was omitted.
+        Nothing is written.
+
+        :param offset: clamped to ``[0, size]``.
+        :param kept_end: the output's true end when its stored copy was capped
+            (only used from offset 0).
+        :raises InvalidResourceError, AccessDeniedError, ResourceNotFoundError,
+            ResourceCorruptError: as ``read``.
+        """
+        record = self.status(session_id, uri)
+        offset = whole_number(offset, "offset")
+        lines_limit = self._limits.max_lines if max_lines is None else whole_number(max_lines, "max_lines", 1)
+        bytes_limit = self._limits.max_bytes if max_bytes is None else whole_number(max_bytes, "max_bytes", 1)
+        size = record.resource.size
+        start = min(max(offset, 0), size)
+        backend = self._backend
+        newlines = 0
+        last_newline = False
+        for low in range(start, size, _STREAM_BYTES):
+            with backend.read(record, low, min(low + _STREAM_BYTES, size)) as view:
+                newlines += _kernels.count_lines(view) - 1
+                last_newline = view[-1] == 10
+        capped = start == 0 and record.capture is not None and kept_end is not None
+        total = record.capture[0] if capped else size - start  # type: ignore[index]
+        shaped, signals = stored_preview(
+            lambda low, high: backend.read(record, start + low, start + high), uri=record.resource.uri,
+            stored=size - start, total=total, count=newlines + 1, max_lines=lines_limit, max_bytes=bytes_limit,
+            # Signal lines and the outline name offsets of the range: only from 0 are they the output's.
+            flags=self._views, signals=self._signals if start == 0 else (), outline=start == 0 and self._limits.outline,
+            kept_end=kept_end if capped else None, tokens=self._tokens)
+        lines = newlines + (1 if size > start and not last_newline else 0)
+        if not shaped.truncated:
+            return TruncateResult(shaped.head, False, record.resource, lines, size)
+        if start == 0:
+            content = compose(shaped, signals, record.resource.uri, size, lines, total if capped else None)
+        else:
+            resume = start + shaped.head_end
+            uri_text = record.resource.uri
+            marker = (f"... {shaped.tail_start - shaped.head_end} bytes omitted here: from byte offset {resume} "
+                      f"to {start + shaped.tail_start} of {size} ...\n"
+                      f'next: read(resource="{uri_text}", offset={resume}) or grep(resource="{uri_text}", '
+                      'pattern="...")')
+            content = f"{shaped.head}\n\n{marker}"
+            if signals:
+                content += "\n" + "\n".join(signals)
+            if shaped.tail:
+                content += f"\n\n{shaped.tail}"
+        return TruncateResult(content, True, record.resource, lines, start + shaped.head_end)
 
     # ------------------------------------------------------------------ listing
     def records(self, session_id: Optional[str] = None) -> list[Record]:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from .. import _files
 from ..errors import ResourceNotFoundError, StorageError
+from .._owner import owner_alive
 from ..records import Record, load_record
 from .base import CleanupReport
 
@@ -41,6 +42,7 @@ __all__ = ["CleanupReport", "LOCK_NAME", "TEMPORARY_PATTERN", "folder_bytes", "m
 LOCK_NAME = ".cleanup.lock"
 _ID = r"[0-9a-f]{12}[0-9A-Za-z]{14}"
 _PAIR_MEMBER = re.compile(rf"({_ID})\.(txt|json)")
+_SEAL = re.compile(rf"({_ID})\.seal")
 #: The names of the store's temporary record files: ``.{id}.{8 hex}.tmp``.
 TEMPORARY_PATTERN = re.compile(rf"\.{_ID}\.[0-9a-f]{{8}}\.tmp")
 
@@ -138,6 +140,8 @@ class _Sweep:
         payload = self.remove(self.directory / f"{resource_id}.txt")
         if payload is None and not has_record:
             return  # nothing was removed
+        seals = self.remove(self.directory / f"{resource_id}.seal")  # a background command's, if any
+        freed += seals or 0
         self.removed.append(resource_id)
         self.bytes_freed += freed + (payload or 0)
 
@@ -163,6 +167,13 @@ class _Sweep:
             if _age(newest, self.now) > self.grace:
                 self.remove_pair(resource_id)
             return
+        if record.state == "running":
+            if record.owner is None or owner_alive(record.owner):
+                return  # a live background command's output: never removed, whatever its age
+            # Lost (its owner is gone): expires as any resource; its size is that of its seals.
+            if self.now * 1000 - record.created_ms > self.retention_ms:
+                self.remove_pair(resource_id)
+            return
         expired = self.now * 1000 - record.created_ms > self.retention_ms
         broken = payload is None or not stat.S_ISREG(payload.st_mode) or payload.st_size != record.resource.size
         if expired or broken:
@@ -181,17 +192,31 @@ class _Sweep:
                 self.bytes_freed += freed
                 self.temporaries += 1
 
+    def orphan_seals(self, resource_id: str) -> None:
+        """Seals whose resource is gone (or was never published), once older than the grace."""
+        path = self.directory / f"{resource_id}.seal"
+        if _age(_lstat(path), self.now) > self.grace:
+            freed = self.remove(path)
+            if freed is not None:
+                self.bytes_freed += freed
+                self.temporaries += 1
+
     def run(self) -> CleanupReport:
         records: set[str] = set()
         payloads: set[str] = set()
+        seals: set[str] = set()
         for name in os.listdir(self.directory):
             member = _PAIR_MEMBER.fullmatch(name)
             if member is not None:
                 (records if member.group(2) == "json" else payloads).add(member.group(1))
             elif TEMPORARY_PATTERN.fullmatch(name):
                 self.temporary(name)
+            elif _SEAL.fullmatch(name):
+                seals.add(name[:-5])
         for resource_id in sorted(records | payloads):
             self.resource(resource_id, resource_id in records)
+        for resource_id in sorted(seals - records - payloads):
+            self.orphan_seals(resource_id)
         return CleanupReport(len(self.removed), self.bytes_freed, self.temporaries, self.skipped, tuple(self.removed))
 
 
@@ -267,6 +292,8 @@ def make_room(directory: Path, limit: int, records: Callable[[], list[Record]],
         for record in sorted(records(), key=lambda record: (record.created_ms, record.id)):
             if used <= limit:
                 break
+            if record.state == "running":
+                continue  # a live background command's output is never evicted; its bytes still count
             released = delete(record.id)
             used -= released
             freed += released

@@ -55,9 +55,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Optional, Protocol, runtime_checkable
 
+from .._owner import Owner
 from ..records import Record
 
-__all__ = ["Backend", "CleanupReport", "Writer"]
+__all__ = ["Backend", "CleanupReport", "GrowingBackend", "GrowingWriter", "Writer"]
 
 
 @dataclass(frozen=True)
@@ -206,4 +207,79 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """Release maps, connections and caches; the backend is not used after."""
+        ...
+
+
+@runtime_checkable
+class GrowingWriter(Protocol):
+    """A background command's output being written: published at once as running,
+    readable up to its last seal, finished into an ordinary resource."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def size(self) -> int:
+        """Bytes written so far."""
+        ...
+
+    @property
+    def sealed(self) -> int:
+        """Bytes sealed so far: what readers are served."""
+        ...
+
+    @property
+    def record(self) -> Record:
+        """The running record as published at the start."""
+        ...
+
+    def write(self, data: memoryview, /) -> None:
+        """Append ``data``; not readable until the next ``seal``.
+
+        :raises OSError: the bytes could not be stored.
+        """
+        ...
+
+    def seal(self) -> None:
+        """Make what was written readable: one seal entry (end offset, CRC-32 of
+        the new bytes from memory, the entry's own checksum); nothing when nothing is new.
+
+        :raises OSError: the entry could not be stored.
+        """
+        ...
+
+    def finish(self, exit_code: int, *, capture: Optional[tuple[int, int]] = None,
+               lines: Optional[int] = None) -> Record:
+        """Seal the rest and republish the record with size, lines, exit code and the
+        ordinary checksums (``state`` "exited"); an ordinary resource from then on.
+
+        :raises OSError: the record could not be republished.
+        """
+        ...
+
+    def abort(self) -> None:
+        """Remove the resource; never raises."""
+        ...
+
+
+@runtime_checkable
+class GrowingBackend(Protocol):
+    """The optional capability of backends that keep background commands' outputs.
+
+    A backend without it (``create_growing``) makes the store raise
+    ``UnsupportedError`` for background commands: nothing falls back.  Its
+    ``record`` gives a running resource's ``resource.size`` as the sealed,
+    verified prefix and its state as "running", or "lost" once the owner is
+    gone; its ``read`` serves only sealed bytes, verifying each sealed stretch
+    under the range (``ResourceCorruptError``); its ``sweep`` and quota never
+    remove a running resource whose owner lives.
+    """
+
+    def create_growing(self, resource_id: str, /, *, session_id: str, tool_call_id: str, mime: str,
+                       name: Optional[str], owner: Owner, process: Optional[tuple[int, int]]) -> GrowingWriter:
+        """A growing resource, published at once as running.
+
+        :raises FileExistsError: the id is taken.
+        :raises OSError: it could not be created or published.
+        """
         ...

@@ -21,16 +21,19 @@ import stat
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Optional
 
 from .. import _files, _kernels
 from ..errors import ResourceCorruptError, ResourceNotFoundError
-from ..records import (CHECKSUM_CHUNK, Record, Resource, is_resource_id, read_record, record_json,
+from ..records import (CHECKSUM_CHUNK, SCHEME, Record, Resource, is_resource_id, read_record, record_json,
                        unreadable, uri_for)
+from .._owner import Owner, owner_alive
 from ._index import ListingIndex
+from ._seals import SealChain
 from ._sweep import folder_bytes, make_room, sweep, writer_lock
 from ._usage import UsageTotal
 from .base import CleanupReport
@@ -132,15 +135,30 @@ class _LocalWriter:
                 retention: timedelta, capture: Optional[tuple[int, int]] = None,
                 lines: Optional[int] = None) -> Record:
         del retention  # the folder expires by sweep, which reads ``created``
-        if self._filled:
-            self._checksums += self._crc.to_bytes(4, "big")
-            self._crc, self._filled = 0, 0
+        self._finish_checksums()
         if self._durable:
             os.fsync(self._fd)
         record = Record(
             Resource(uri_for(self._id), mime, self._size, name), session_id, tool_call_id,
             time.time_ns() // 1_000_000, bytes(self._checksums), CHECKSUM_CHUNK, capture, lines,
         )
+        written = self._put_record(record)
+        fd, self._fd = self._fd, -1
+        os.close(fd)  # releases the writer lock: the pair is complete and published
+        self._done()
+        if self._usage is not None:
+            self._usage.add(self._size + written)
+        return record
+
+    def _finish_checksums(self) -> None:
+        """Close the last, partial checksum chunk."""
+        if self._filled:
+            self._checksums += self._crc.to_bytes(4, "big")
+            self._crc, self._filled = 0, 0
+
+    def _put_record(self, record: Record) -> int:
+        """Write ``record`` to a temporary file and rename it into ``{id}.json``: visible at once,
+        whole; the record's bytes."""
         self._temporary = self._directory / f".{self._id}.{os.urandom(4).hex()}.tmp"
         temporary_fd = _files.create_exclusive(self._temporary)
         try:
@@ -155,12 +173,7 @@ class _LocalWriter:
         self._temporary = None
         if self._durable:
             _files.fsync_directory(self._directory)
-        fd, self._fd = self._fd, -1
-        os.close(fd)  # releases the writer lock: the pair is complete and published
-        self._done()
-        if self._usage is not None:
-            self._usage.add(self._size + len(document))
-        return record
+        return len(document)
 
     def _done(self) -> None:
         if self._live is not None:
@@ -191,13 +204,33 @@ class _Entry:
 
     # ``parsed`` and ``mapped`` are (identity, value) pairs replaced whole, so a
     # reader without the lock never pairs one identity with another's value.
-    __slots__ = ("record_path", "payload_path", "parsed", "mapped")
+    __slots__ = ("record_path", "payload_path", "seal_path", "parsed", "mapped", "chain")
 
     def __init__(self, directory: str, resource_id: str) -> None:
         self.record_path = f"{directory}/{resource_id}.json"
         self.payload_path = f"{directory}/{resource_id}.txt"
+        self.seal_path = f"{directory}/{resource_id}.seal"
         self.parsed: tuple[Optional[tuple[int, ...]], Optional[Record]] = (None, None)
         self.mapped: tuple[Optional[tuple[int, ...]], Optional[mmap.mmap]] = (None, None)
+        # A running resource's seals, parsed so far, with the seal file's inode.
+        self.chain: tuple[Optional[int], Optional[SealChain]] = (None, None)
+
+
+def _map_range(path: str, uri: str, base: int, end: int,
+               check: Callable[[os.stat_result], None]) -> mmap.mmap:
+    """A read-only map of the payload at ``path`` from ``base`` (page-aligned) to
+    ``end``, once ``check`` accepted the ``fstat`` of the file opened."""
+    try:
+        fd, opened = _files.open_regular(path)
+    except OSError as error:
+        raise unreadable(uri, "has no readable payload", error) from None
+    try:
+        check(opened)
+        return mmap.mmap(fd, end - base, access=mmap.ACCESS_READ, offset=base)
+    except OSError as error:
+        raise unreadable(uri, "cannot be mapped", error) from None
+    finally:
+        os.close(fd)
 
 
 def _identity(info: os.stat_result) -> tuple[int, ...]:
@@ -269,6 +302,22 @@ class LocalBackend:
         self._live[id(writer)] = writer
         return writer
 
+    def create_growing(self, resource_id: str, /, *, session_id: str, tool_call_id: str, mime: str,
+                       name: Optional[str], owner: Owner, process: Optional[tuple[int, int]]) -> "GrowingLocalWriter":
+        """A growing resource, published at once as running (see ``_local_growing``).
+
+        :raises FileExistsError: the id is taken.
+        :raises OSError: the files could not be created or the record published.
+        """
+        from ._local_growing import GrowingLocalWriter
+
+        if not self._created:
+            _files.ensure_directory(self._directory)
+            self._created = True
+        return GrowingLocalWriter(self._directory, resource_id, self._durable, self._live, self._usage,
+                                  session_id=session_id,
+                                  tool_call_id=tool_call_id, mime=mime, name=name, owner=owner, process=process)
+
     def _missing(self) -> bool:
         """Whether a folder left to the first write does not exist yet: it holds nothing."""
         return not self._created and not os.path.isdir(self._directory)
@@ -299,12 +348,48 @@ class LocalBackend:
                 raise ResourceNotFoundError(f"no resource {uri_for(resource_id)}") from None
             except OSError as error:
                 raise unreadable(uri_for(resource_id), "has no readable record", error) from None
-            if _identity(info) == known:
+            if _identity(info) != known:
+                record = None
+        if record is None:
+            # Parsed from the file that was opened, keyed by that file's fstat.
+            record, info = read_record(entry.record_path, resource_id)
+            entry.parsed = (_identity(info), record)
+        if record.state != "running":
+            return record
+        return self._growing(entry, record)
+
+    def _sealed_chain(self, entry: _Entry, uri: str) -> SealChain:
+        """The running resource's seal chain, with the entries appended since the last look."""
+        try:
+            fd, info = _files.open_regular(entry.seal_path)
+        except OSError as error:
+            raise unreadable(uri, "has no readable seals", error) from None
+        try:
+            inode, chain = entry.chain
+            if chain is None or inode != info.st_ino:
+                chain = SealChain(uri[len(SCHEME):])
+            if info.st_size > chain.consumed:
+                chain.feed(os.pread(fd, info.st_size - chain.consumed, chain.consumed))
+        except OSError as error:
+            raise unreadable(uri, "has no readable seals", error) from None
+        finally:
+            os.close(fd)
+        entry.chain = (info.st_ino, chain)
+        return chain
+
+    def _growing(self, entry: _Entry, record: Record) -> Record:
+        """A running record as readers see it: the sealed size, and ``lost`` when its owner is gone."""
+        try:
+            chain = self._sealed_chain(entry, record.resource.uri)
+        except ResourceNotFoundError:
+            # The seals go when the command's record is republished: read that one.
+            record, info = read_record(entry.record_path, record.id)
+            entry.parsed = (_identity(info), record)
+            if record.state != "running":
                 return record
-        # Parsed from the file that was opened, keyed by that file's fstat.
-        record, info = read_record(entry.record_path, resource_id)
-        entry.parsed = (_identity(info), record)
-        return record
+            raise
+        state = "running" if record.owner is None or owner_alive(record.owner) else "lost"
+        return replace(record, resource=replace(record.resource, size=chain.end), state=state)
 
     def _map(self, entry: _Entry, record: Record, identity: Optional[tuple[int, ...]]) -> mmap.mmap:
         """Open and map the payload (whose lstat gave ``identity``, if one was
@@ -348,6 +433,8 @@ class LocalBackend:
         """
         entry = self._entry(record.id)
         uri = record.resource.uri
+        if not record.complete:
+            return self._read_growing(entry, record, start, end)
         known, mapping = entry.mapped
         if mapping is not None or end - start >= _PRIVATE_MAP_BYTES or start >= end:
             # The one stat of a read: the cached map is still this file's.
@@ -391,21 +478,49 @@ class LocalBackend:
         else:
             last = end
         base = first - first % mmap.ALLOCATIONGRANULARITY
-        try:
-            fd, opened = _files.open_regular(entry.payload_path)
-        except OSError as error:
-            raise unreadable(uri, "has no readable payload", error) from None
-        try:
+
+        def check(opened: os.stat_result) -> None:
             if _identity(opened) != identity:
                 raise ResourceNotFoundError(f"resource {uri} changed while being opened")
-            mapping = mmap.mmap(fd, last - base, access=mmap.ACCESS_READ, offset=base)
-        except OSError as error:
-            raise unreadable(uri, "cannot be mapped", error) from None
-        finally:
-            os.close(fd)
+
+        mapping = _map_range(entry.payload_path, uri, base, last, check)
         with memoryview(mapping) as part:
             if record.checksums is not None:
                 self._verify(record, part, base, start, end)
+            return part[start - base : end - base]
+
+    def _read_growing(self, entry: _Entry, record: Record, start: int, end: int) -> memoryview:
+        """``[start, end)`` of a running (or lost) resource's sealed prefix, each sealed stretch under it verified.
+
+        The payload grows, so it is mapped per read, up to the end of the last
+        stretch needed; the map goes when the caller releases the view.
+        """
+        uri = record.resource.uri
+        if start >= end:
+            return memoryview(b"")
+        inode, chain = entry.chain
+        if chain is None or chain.end < end:
+            try:
+                chain = self._sealed_chain(entry, uri)
+            except ResourceNotFoundError:
+                chain = None
+            if chain is None or chain.end < end:
+                # Finished meanwhile (the seals are gone): the same bytes, now an ordinary resource.
+                current = self.record(record.id)
+                if not current.complete or current.resource.size < end:
+                    raise ResourceNotFoundError(f"resource {uri} no longer holds bytes {start} to {end}")
+                return self.read(current, start, end)
+        low, high = chain.span(start, end)
+        base = low - low % mmap.ALLOCATIONGRANULARITY
+
+        def check(opened: os.stat_result) -> None:
+            if opened.st_size < high:
+                raise ResourceCorruptError(f"resource {uri} is corrupt: its payload is shorter than its seals "
+                                           f"({opened.st_size} of {high} bytes)")
+
+        mapping = _map_range(entry.payload_path, uri, base, high, check)
+        with memoryview(mapping) as part:
+            chain.verify(uri, part, base, start, end)
             return part[start - base : end - base]
 
     @staticmethod
@@ -481,6 +596,7 @@ class LocalBackend:
         """Remove the pair, record first; the bytes freed (0 when it was gone)."""
         freed = _files.remove_quietly(self._directory / f"{resource_id}.json")
         freed += _files.remove_quietly(self._directory / f"{resource_id}.txt")
+        freed += _files.remove_quietly(self._directory / f"{resource_id}.seal")
         self._forget([resource_id])
         if freed and self._usage is not None:
             self._usage.add(-freed)

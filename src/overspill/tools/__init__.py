@@ -9,6 +9,7 @@ definitions and ``call()`` validates and dispatches a model's tool call.
 from ._result import MAX_LINE_LENGTH, MAX_READ_LINES, MAX_RESPONSE_BYTES, MAX_SEARCH_BYTES, ToolResult
 from .bash import bash
 from .grep import grep
+from .jobs import jobs, kill, wait
 from .read import read
 from .schemas import call, schemas
 from .skill import skill
@@ -24,9 +25,12 @@ __all__ = [
     "bash",
     "call",
     "grep",
+    "jobs",
+    "kill",
     "read",
     "schemas",
     "skill",
+    "wait",
     "webfetch",
     "websearch",
 ]

@@ -232,7 +232,8 @@ def execute(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str
 def bash(store: ToolOutputStore, session_id: str, tool_call_id: str, command: str, *,
          timeout: float = DEFAULT_TIMEOUT, cwd: PathArg = None, env: Optional[Mapping[str, str]] = None,
          spill: bool = True, abort: Optional[threading.Event] = None,
-         progress: Optional[Progress] = None) -> ToolResult:
+         progress: Optional[Progress] = None, background: bool = False,
+         yield_after: Optional[float] = None) -> ToolResult:
     """Run ``command`` through the shell; return its bounded output.
 
     stdout and stderr share one pipe, so the output is what a terminal would
@@ -253,9 +254,25 @@ def bash(store: ToolOutputStore, session_id: str, tool_call_id: str, command: st
         is terminated as on a timeout (the host's cancellation).
     :param progress: called from the running thread with the bytes of output
         so far, after each chunk that arrives (the host's progress reports).
+    :param background: run the command on past this call, its output growing
+        in a resource readable while it runs (``overspill.tools.jobs``): the
+        call returns within ``yield_after`` seconds (default 10) with the
+        handle (``tool-output://ID``), the state and a preview of the output
+        so far; a command that ended by then is an ordinary result.
+        ``timeout`` does not apply: the command runs until it exits or is
+        killed (``kill``).
     """
     if not isinstance(command, str) or not command.strip():
         return failure("command must be a non-empty string")
+    if not isinstance(background, bool):
+        return failure("background must be a boolean")
+    if background:
+        from .jobs import YIELD_AFTER, start_background
+
+        return start_background(store, session_id, tool_call_id, command,
+                                yield_after=YIELD_AFTER if yield_after is None else yield_after, cwd=cwd, env=env)
+    if yield_after is not None:
+        return failure("yield_after applies to background commands only (background=true)")
     try:
         ran = execute(store, session_id, tool_call_id, command, timeout=timeout, cwd=cwd, env=env, spill=spill,
                       abort=abort, progress=progress)

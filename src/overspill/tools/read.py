@@ -47,7 +47,13 @@ def _read_resource(store: ToolOutputStore, session_id: str, uri: object, offset:
     except OverspillError as error:
         return failure(str(error))
     size = page.resource.size
-    metadata = {"offset": page.offset, "next": page.next, "size": size, "uri": page.resource.uri}
+    metadata = {"offset": page.offset, "next": page.next, "size": size, "uri": page.resource.uri,
+                "complete": page.complete}
+    if page.next is None and not page.complete:
+        # A background command's output: the page ends where its sealed prefix does, for now.
+        hint = (f"\n\n[complete: false; the output so far ends at byte {size} of {page.resource.uri}: read again "
+                f"with offset={size} later, or wait(resource=..., offset={size}) for more]")
+        return ToolResult(page.content + hint, False, False, None, {**metadata, "next": size})
     if page.next is None:
         return ToolResult(page.content, False, False, None, metadata)
     hint = (f"\n\n[{size - page.next} more bytes of {page.resource.uri}: "

@@ -1,4 +1,4 @@
-"""The six tools' JSON definitions for the model, and one-line dispatch of its calls."""
+"""The tools' JSON definitions for the model, and one-line dispatch of its calls."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from ..store import ToolOutputStore
 from ._result import MAX_READ_LINES, ToolResult, failure
 from .bash import bash
 from .grep import grep
+from .jobs import jobs, kill, wait
 from .read import read
 from .skill import skill
 from .webfetch import FORMATS, webfetch
@@ -69,6 +70,15 @@ _TOOLS: dict[str, dict[str, Any]] = {
             "command": {"type": "string", "description": "The command line, run by /bin/sh."},
             "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": int(MAX_TIMEOUT),
                         "description": _timeout_description(DEFAULT_TIMEOUT)},
+            "background": {"type": "boolean",
+                           "description": "Run on in the background (dev servers, watchers, long builds): the "
+                                          "answer comes within yield_after seconds with a tool-output://ID handle "
+                                          "whose output you read while it runs (read, grep, wait) and stop with "
+                                          "kill. timeout does not apply."},
+            "yield_after": {"type": "number", "minimum": 0, "maximum": 600,
+                            "description": "With background: seconds to wait for the command before answering "
+                                           "with its handle (default 10); one that ends sooner is an ordinary "
+                                           "result."},
         },
         "required": ["command"],
     },
@@ -124,6 +134,36 @@ _TOOLS: dict[str, dict[str, Any]] = {
         },
         "required": ["pattern"],
     },
+    "wait": {
+        "description": "Wait for a background command (resource: its tool-output:// handle) until it exits, "
+                       "until pattern (a regular expression, matched line by line) appears in its new output, or "
+                       "timeout seconds pass; returns the new output's preview, the state and the offset to read "
+                       "on from. Pass offset (from an earlier answer) so that nothing written since is missed.",
+        "properties": {
+            "resource": {"type": "string", "description": "The background command's tool-output:// handle."},
+            "timeout": {"type": "number", "minimum": 0, "maximum": 3600,
+                        "description": "Seconds to wait at most (cut to the host's tool-call budget)."},
+            "pattern": {"type": "string", "description": "Return as soon as a new line matches this regex."},
+            "offset": {"type": "integer", "minimum": 0,
+                       "description": "Byte offset where the new output starts (default: the end so far)."},
+        },
+        "required": ["resource", "timeout"],
+    },
+    "kill": {
+        "description": "Stop a background command (resource: its tool-output:// handle): its whole process "
+                       "group gets SIGTERM, then SIGKILL after a grace; returns how it ended. Its output stays "
+                       "readable.",
+        "properties": {
+            "resource": {"type": "string", "description": "The background command's tool-output:// handle."},
+        },
+        "required": ["resource"],
+    },
+    "jobs": {
+        "description": "List this session's background commands: handle, state (running, exited, lost), bytes "
+                       "of output, age and exit code.",
+        "properties": {},
+        "required": [],
+    },
 }
 
 # read and grep as a front end that serves only stored outputs offers them (the MCP wrapper): the
@@ -171,6 +211,9 @@ def _resource_problem(name: str, arguments: Mapping[str, Any], exposed: str | No
 # What the host decides, per tool: passed through ``call``'s options, never seen by the model.
 _HOST_OPTIONS = {
     "bash": ("cwd", "env", "spill", "abort", "progress"),
+    "wait": ("budget", "progress"),
+    "kill": (),
+    "jobs": (),
     "read": ("cwd",),
     "webfetch": (),
     "websearch": ("provider",),
@@ -178,7 +221,8 @@ _HOST_OPTIONS = {
     "grep": ("cwd", "abort"),
 }
 _FUNCTIONS: dict[str, Callable[..., ToolResult]] = {
-    "bash": bash, "read": read, "webfetch": webfetch, "websearch": websearch, "skill": skill, "grep": grep}
+    "bash": bash, "read": read, "webfetch": webfetch, "websearch": websearch, "skill": skill, "grep": grep,
+    "wait": wait, "kill": kill, "jobs": jobs}
 _REQUIRED_OPTIONS = {"websearch": {"provider": None}, "skill": {"roots": None}}
 
 
@@ -193,7 +237,7 @@ def _parameters(name: str, timeout: float | None) -> dict[str, Any]:
 
 def schemas(style: str = "openai", *, limits: Limits | None = None,
             timeout: float | None = None) -> list[dict[str, Any]]:
-    """The JSON definitions of bash, read, webfetch, websearch, skill and grep.
+    """The JSON definitions of bash, read, webfetch, websearch, skill, grep, wait, kill and jobs.
 
     :param style: ``"openai"`` (function calling) or ``"anthropic"`` (tools).
     :param limits: the limits the host's store applies (``store.limits()``),

@@ -1,0 +1,134 @@
+"""A background command's output as the store writes it: append, seal, finish.
+
+``GrowingOutput`` wraps a backend's growing writer with the store's policy:
+the stored copy stops at ``max_stored_bytes`` (the rest is counted, and its
+true end kept in memory for the preview), the quota is made room for as the
+payload grows, and progress is sealed every ``SEAL_BYTES`` (256 KiB) or once
+the oldest unsealed byte is ``SEAL_INTERVAL`` old (about a second of quiet),
+whichever comes first.  ``write`` is called by the thread that drains the
+command, ``seal_if_due`` by a timer thread; a lock keeps them apart.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Optional
+
+from . import _kernels
+from .backends._seals import SEAL_BYTES
+from .records import Record
+
+__all__ = ["SEAL_BYTES", "SEAL_INTERVAL", "GrowingOutput"]
+
+#: Seconds the oldest unsealed byte waits at most (plus the sealer's tick) before it is sealed.
+SEAL_INTERVAL = 1.0
+# What a capped output keeps of its true end, in memory, for the preview's tail.
+_TRUE_TAIL_BYTES = 1024 * 1024
+
+
+class GrowingOutput:
+    """One growing resource being written (see the module docstring).
+
+    :param writer: the backend's growing writer (``write``, ``seal``,
+        ``sealed``, ``size``, ``finish``, ``abort``, ``record``).
+    :param cap: the most bytes stored; the rest is counted.
+    :param make_room: called each time the payload passes another
+        ``quota_step`` bytes (the store's quota).
+    """
+
+    def __init__(self, writer: Any, cap: int, make_room: Callable[[], None], quota_step: int) -> None:
+        self._writer = writer
+        self._cap = cap
+        self._make_room = make_room
+        self._quota_step = quota_step
+        self._lock = threading.Lock()
+        self._total = 0
+        self._newlines = 0
+        self._last_newline = False
+        self._tail = bytearray()  # the true end, once the stored copy is capped
+        self._unsealed_since: Optional[float] = None
+        self._finished: Optional[Record] = None
+        self.failure: Optional[BaseException] = None  # the write error that stopped storing, if any
+
+    @property
+    def record(self) -> Record:
+        """The running record as published (the final one once finished)."""
+        return self._finished if self._finished is not None else self._writer.record
+
+    @property
+    def total(self) -> int:
+        """Bytes the command wrote so far (stored or not)."""
+        return self._total
+
+    def write(self, chunk: bytes) -> None:
+        """Append ``chunk`` (what fits under the cap), sealing every ``SEAL_BYTES``.
+
+        A storage failure stops the storing, not the command: it is kept in
+        ``failure`` and the rest is only counted.
+        """
+        if not chunk:
+            return
+        with self._lock:
+            self._total += len(chunk)
+            self._newlines += _kernels.count_lines(chunk) - 1
+            self._last_newline = chunk[-1] == 10
+            writer = self._writer
+            room = self._cap - writer.size
+            if room < len(chunk):
+                self._tail += chunk
+                del self._tail[:-_TRUE_TAIL_BYTES]
+            if room <= 0 or self.failure is not None:
+                return
+            before = writer.size
+            try:
+                writer.write(memoryview(chunk if len(chunk) <= room else chunk[:room]))
+                if before // self._quota_step != writer.size // self._quota_step:
+                    self._make_room()
+                if writer.size - writer.sealed >= SEAL_BYTES:
+                    writer.seal()
+                    self._unsealed_since = None
+                elif self._unsealed_since is None:
+                    self._unsealed_since = time.monotonic()
+            except Exception as error:  # noqa: BLE001 - kept and reported; the command goes on
+                self.failure = error
+
+    def seal_if_due(self, now: float) -> None:
+        """Seal the unsealed bytes when the oldest of them is ``SEAL_INTERVAL`` old."""
+        since = self._unsealed_since
+        if since is None or now - since < SEAL_INTERVAL:
+            return
+        with self._lock:
+            if self._finished is not None or self.failure is not None:
+                return
+            try:
+                self._writer.seal()
+            except Exception as error:  # noqa: BLE001 - kept and reported; the command goes on
+                self.failure = error
+            self._unsealed_since = None
+
+    def lines(self) -> int:
+        """Lines written as ``wc -l`` counts them, plus one for a final line without a newline."""
+        return self._newlines + (1 if self._total and not self._last_newline else 0)
+
+    def kept_end(self) -> Optional[bytes]:
+        """The output's true end (at most 1 MiB) when the stored copy holds only its start."""
+        return bytes(self._tail) if self._total > self._writer.size else None
+
+    def finish(self, exit_code: int) -> Record:
+        """Seal the rest and republish the record with the exit code: an ordinary resource from now on.
+
+        :raises OSError: the record could not be republished.
+        """
+        with self._lock:
+            if self._finished is None:
+                size = self._writer.size
+                capture = (self._total, size) if self._total > size else None
+                self._finished = self._writer.finish(exit_code, capture=capture, lines=self.lines())
+            return self._finished
+
+    def abort(self) -> None:
+        """Remove the resource; never raises."""
+        with self._lock:
+            self._writer.abort()

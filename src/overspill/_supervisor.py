@@ -1,0 +1,65 @@
+"""The detached supervisor of a background command started by the CLI.
+
+``overspill run --background`` must return while the command runs on, but a
+growing resource needs an owner that drains the pipe, seals and finishes it.
+This small process is that owner: the CLI starts it in a session of its own
+(no terminal, stdin ``/dev/null``), it starts the command (``background.start``),
+writes one line to its stdout — ``ok URI PID`` or ``error MESSAGE`` — closes
+it, and lives until the command exited and its record was finished.  SIGTERM,
+SIGHUP or SIGINT to it end the command's process group first.
+
+Run as ``python -m overspill._supervisor SPEC`` where SPEC is JSON:
+``{"data_dir" | "url", "session", "call", "command", "cwd", "config"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from typing import Any, Optional
+
+from . import background
+from .errors import OverspillError
+from .store import ToolOutputStore
+
+__all__ = ["main"]
+
+
+def _announce(line: str) -> None:
+    """Tell the CLI how the start went, then let go of the pipe (it waits for nothing else)."""
+    os.write(1, (line.replace("\n", " ") + "\n").encode("utf-8", "replace"))
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    spec: dict[str, Any] = json.loads((sys.argv[1:] if argv is None else argv)[0])
+    try:
+        if spec.get("url"):
+            store = ToolOutputStore(url=spec["url"], config=spec.get("config"))
+        else:
+            store = ToolOutputStore(spec.get("data_dir"), config=spec.get("config"))
+        job = background.start(store, spec["session"], spec["call"], spec["command"], cwd=spec.get("cwd"))
+    except (OverspillError, OSError, ValueError, TypeError) as error:
+        _announce(f"error {getattr(error, 'strerror', None) or error}")
+        return 1
+    stopping: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        stopping.append(signum)
+        job.running.send_signal(signal.SIGTERM)  # the pump thread sees the group end and finishes the record
+
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(signum, stop)
+    _announce(f"ok {job.uri} {job.pid}")
+    while not job.wait(1.0):
+        pass
+    store.close()
+    return 0 if job.final is not None else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

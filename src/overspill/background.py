@@ -1,0 +1,248 @@
+"""Background commands: started now, their output growing in the store while they run.
+
+``start`` runs a command in its own process group (stdin ``/dev/null``,
+stdout and stderr in one pipe) and streams its output into a growing
+resource (``ToolOutputStore.open_growing``) published at once: a thread per
+command drains the pipe into it, and one sealer thread per process seals
+what waited long enough.  When the command exits its record is republished
+with the exit code, as an ordinary resource.  This process owns the
+resource: if it dies first, readers see the command as ``lost``.
+
+``kill`` ends a command's whole process group (SIGTERM, then SIGKILL after
+a grace), whether this process or another one on this host owns it.
+Commands still running when the interpreter exits are killed, so that none
+is left writing to a pipe nobody drains.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Optional, Union
+
+from ._owner import owner_alive, process_start
+from .capture import RunningCommand
+from .errors import ResourceNotFoundError
+from .records import Record
+
+if TYPE_CHECKING:
+    from ._growing import GrowingOutput
+    from .store import ToolOutputStore
+
+__all__ = ["KILL_GRACE", "Job", "find", "kill", "kill_all", "start", "wait_for_state"]
+
+#: Seconds between SIGTERM and SIGKILL when a background command is killed.
+KILL_GRACE = 2.0
+# How often the sealer looks for output that waited long enough to be sealed.
+_SEAL_TICK = 0.1
+# Bytes of the start of the output kept in memory (whether it is binary).
+_SNIFF_BYTES = 8192
+# How often a waiter on another process's command looks at its record.
+_POLL = 0.05
+
+Command = Union[str, Sequence[str]]
+
+
+class Job:
+    """A background command this process started and owns."""
+
+    def __init__(self, running: RunningCommand, output: GrowingOutput, abort: threading.Event) -> None:
+        self.running = running
+        self.output = output
+        self.uri = output.record.resource.uri
+        self.pid = running.pid
+        self.started = time.time()
+        self.exited = threading.Event()
+        self.final: Optional[Record] = None
+        self.error: Optional[BaseException] = None
+        self._abort = abort
+        self._thread = threading.Thread(target=self._pump, name="overspill-background", daemon=True)
+
+    def _pump(self) -> None:
+        output = self.running.output()
+        try:
+            for chunk in output:
+                self.output.write(chunk)
+        except BaseException as error:  # noqa: BLE001 - kept for the caller; the record still gets its end
+            self.error = error
+        finally:
+            output.close()  # kills the group if the loop above failed; reaps the command
+            try:
+                self.final = self.output.finish(self.running.result().exit_code)
+            except Exception as error:  # noqa: BLE001 - the record stays running, then reads as lost
+                self.error = error
+            _SEALER.remove(self)
+            with _LOCK:
+                _JOBS.pop(self.uri, None)
+            self.exited.set()
+
+    def wait(self, timeout: Optional[float]) -> bool:
+        """Wait until the command exited and its record was republished; whether it did."""
+        return self.exited.wait(timeout)
+
+    def kill(self) -> None:
+        """End the process group (SIGTERM, SIGKILL after ``KILL_GRACE``) and wait for the final record."""
+        self._abort.set()
+        self.exited.wait()
+
+
+class _Sealer:
+    """One daemon thread per process that seals every job's output when it is due."""
+
+    def __init__(self) -> None:
+        self._jobs: set[Job] = set()
+        self._lock = threading.Lock()
+        self._thread: Optional[threading.Thread] = None
+
+    def add(self, job: Job) -> None:
+        with self._lock:
+            self._jobs.add(job)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="overspill-sealer", daemon=True)
+                self._thread.start()
+
+    def remove(self, job: Job) -> None:
+        with self._lock:
+            self._jobs.discard(job)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(_SEAL_TICK)
+            with self._lock:
+                jobs = list(self._jobs)
+                if not jobs:
+                    self._thread = None
+                    return
+            now = time.monotonic()
+            for job in jobs:
+                job.output.seal_if_due(now)
+
+    def reset_after_fork(self) -> None:
+        self._jobs = set()
+        self._lock = threading.Lock()
+        self._thread = None
+
+
+_SEALER = _Sealer()
+_LOCK = threading.Lock()
+_JOBS: dict[str, Job] = {}
+
+
+def _reset_after_fork() -> None:
+    global _LOCK, _JOBS
+    _LOCK = threading.Lock()
+    _JOBS = {}  # the parent's jobs are the parent's: a child owns none of them
+    _SEALER.reset_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def start(store: ToolOutputStore, session_id: str, tool_call_id: str, command: Command, *,
+          cwd: Optional[Union[str, os.PathLike[str]]] = None, env: Optional[Mapping[str, str]] = None) -> Job:
+    """Start ``command`` in the background, its output growing in ``store`` under a new resource.
+
+    :raises UnsupportedError: the store's backend has no growing resources.
+    :raises BackgroundLimitError: the session already runs ``max_background`` commands.
+    :raises StorageError: the resource could not be created (the command is not left running).
+    :raises OSError: the command could not be started.
+    :raises TypeError: a malformed command.
+    """
+    with _LOCK:  # one check-and-start at a time in this process: the limit holds
+        store.check_background(session_id)
+        abort = threading.Event()
+        running = RunningCommand(command, cwd=cwd, env=env, timeout=None, stdin=None,
+                                 max_output_bytes=_SNIFF_BYTES, max_error_bytes=1, keep="head", abort=abort,
+                                 merge_stderr=True)
+        try:
+            output = store.open_growing(session_id, tool_call_id,
+                                        process=(running.pid, process_start(running.pid) or 0))
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(running.pid, signal.SIGKILL)
+            running.drain()  # the pipe closes with the group; the command is reaped
+            raise
+        job = Job(running, output, abort)
+        _JOBS[job.uri] = job
+    _SEALER.add(job)
+    job._thread.start()
+    return job
+
+
+def find(uri: str) -> Optional[Job]:
+    """The job this process runs for ``uri``, if any."""
+    return _JOBS.get(uri)
+
+
+def wait_for_state(store: ToolOutputStore, session_id: str, uri: str, timeout: float) -> Record:
+    """The record once it is no longer ``running``, or as it is after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    job = find(uri)
+    if job is not None:
+        job.wait(timeout)
+    while True:
+        record = store.status(session_id, uri)
+        if record.state != "running" or time.monotonic() >= deadline:
+            return record
+        time.sleep(_POLL)
+
+
+def kill(store: ToolOutputStore, session_id: str, uri: str) -> Record:
+    """End a background command's process group: SIGTERM, then SIGKILL after ``KILL_GRACE``.
+
+    A command this process runs is ended and its record finished here.  One
+    another process on this host owns (a supervisor, another server) is
+    signalled by its process group, and its owner finishes the record; the
+    record is returned as it is once the owner did, or after the grace.
+
+    :returns: the final record (``exited``; ``lost`` when the owner is gone).
+    :raises InvalidResourceError, AccessDeniedError, ResourceNotFoundError: as ``store.read``.
+    """
+    record = store.status(session_id, uri)
+    job = find(uri)
+    if job is not None:
+        job.kill()
+        return store.status(session_id, uri)
+    if record.state == "exited" or record.state is None:
+        return record
+    if record.process is None:
+        raise ResourceNotFoundError(f"resource {uri} does not name its command's process")
+    pid, started = record.process
+    current = process_start(pid)
+    if current is not None and started and current and current != started:
+        return record  # the pid now names another process: the command is long gone
+    _signal_group(pid, signal.SIGTERM)
+    deadline = time.monotonic() + KILL_GRACE
+    while time.monotonic() < deadline:
+        record = store.status(session_id, uri)
+        if record.state != "running":
+            break
+        time.sleep(_POLL)
+    _signal_group(pid, signal.SIGKILL)  # stragglers of the group, whatever the leader did
+    if record.state == "running" and record.owner is not None and owner_alive(record.owner):
+        record = wait_for_state(store, session_id, uri, KILL_GRACE)
+    return record
+
+
+def _signal_group(pgid: int, number: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, number)
+
+
+def kill_all() -> None:
+    """End every background command this process runs and wait for their records (at exit: nobody
+    would drain their pipes, and their owner would be gone)."""
+    for job in list(_JOBS.values()):
+        with contextlib.suppress(Exception):
+            job._abort.set()
+    for job in list(_JOBS.values()):
+        job.exited.wait(KILL_GRACE + 3)
+
+
+atexit.register(kill_all)

@@ -1,0 +1,302 @@
+"""Background commands for the model: ``bash(background=True)``, ``wait``, ``kill`` and ``jobs``.
+
+A background command's handle is its output's URI (``tool-output://ID``).
+Nothing is kept on the server per model: every answer names the byte offset
+to read on from, and the model passes it back (``read``'s ``offset``,
+``wait``'s ``offset``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Mapping
+from typing import Callable, Optional, Union
+
+from .. import background as _background
+from ..capture import ProcessResult
+from ..config import Limits
+from ..errors import OverspillError
+from ..records import Record
+from ..store import ToolOutputStore
+from ._result import ToolResult, failure, stored_metadata
+from .bash import CommandOutput, _describe_binary, _strip_newline, is_binary
+
+__all__ = ["DEFAULT_WAIT_BUDGET", "YIELD_AFTER", "background_answer", "jobs", "kill", "start_background", "wait"]
+
+PathArg = Union[str, "os.PathLike[str]", None]
+Progress = Callable[[int], None]
+
+#: Seconds ``bash(background=True)`` waits for the command before it returns its handle.
+YIELD_AFTER = 10.0
+#: The most seconds one ``wait`` call waits (the tool-call budget clients allow is about a minute).
+DEFAULT_WAIT_BUDGET = 50.0
+# Bytes of the start of an output that decide whether it is binary.
+_SNIFF_BYTES = 8192
+# How often a wait looks for new sealed output.
+_POLL = 0.05
+
+
+def _state_line(record: Record, next_offset: int) -> str:
+    """The line after the preview that says what the command is doing and what to call next."""
+    uri = record.resource.uri
+    size = record.resource.size
+    if record.state == "running":
+        return (f"[running in the background as {uri}: {size} bytes so far; read on with "
+                f'read(resource="{uri}", offset={next_offset}), wait(resource="{uri}", timeout=..., '
+                f'offset={next_offset}) for more, kill(resource="{uri}") to stop it]')
+    if record.state == "lost":
+        return (f"[lost: the process that ran {uri} is gone; its first {size} bytes are kept and readable, "
+                "the rest is not]")
+    code = record.exit_code
+    if code is not None and code < 0:
+        import signal
+
+        try:
+            how = f"terminated by {signal.Signals(-code).name}"
+        except ValueError:
+            how = f"terminated by signal {-code}"
+    else:
+        how = f"exited with code {code}"
+    return f"[{how}; {uri} holds all {size} bytes]"
+
+
+def _metadata(record: Record, next_offset: int, **extra: object) -> dict[str, object]:
+    return {"uri": record.resource.uri, "state": record.state, "exit_code": record.exit_code,
+            "size": record.resource.size, "next_offset": next_offset, "complete": record.complete, **extra}
+
+
+def start_background(store: ToolOutputStore, session_id: str, tool_call_id: str, command: str, *,
+                     yield_after: float = YIELD_AFTER, cwd: PathArg = None, env: Optional[Mapping[str, str]] = None,
+                     limits: Optional[Limits] = None) -> ToolResult:
+    """``bash(..., background=True)``: start ``command``, wait up to ``yield_after`` seconds, answer.
+
+    A command that ended by then is an ordinary result (its output under
+    the limits comes back whole and nothing stays stored).  Otherwise the
+    answer is the preview of its output so far and a line naming the handle
+    (``tool-output://ID``), its state and the offset to read on from.
+    """
+    if isinstance(yield_after, bool) or not isinstance(yield_after, (int, float)) or not yield_after >= 0:
+        return failure("yield_after must be a number of seconds, at least 0")
+    if limits is None:
+        limits = store.limits()
+    try:
+        job = _background.start(store, session_id, tool_call_id, command, cwd=cwd, env=env)
+    except OverspillError as error:
+        return failure(str(error))
+    except (OSError, ValueError, TypeError) as error:
+        return failure(f"could not run the command: {getattr(error, 'strerror', None) or error}")
+    job.wait(yield_after)
+    return background_answer(store, session_id, job.uri, limits, job=job)
+
+
+def background_answer(store: ToolOutputStore, session_id: str, uri: str, limits: Limits, *,
+                      job: Optional[_background.Job] = None, pid: Optional[int] = None) -> ToolResult:
+    """The answer for a background command as it is now: an ordinary result when
+    it exited (nothing stays stored when its output fits the limits), else the
+    preview of its output so far and the line naming its handle and state.
+
+    :param job: the command, when this process runs it (its true end is known
+        past ``max_stored_bytes``).
+    :param pid: the command's process id, for the host (``metadata["pid"]``).
+    """
+    if job is not None:
+        pid = job.pid
+        if job.exited.is_set() and job.final is None:
+            reason = f"the output could not be kept: {job.error}"
+            return ToolResult(f"[{' '.join(reason.split())}]", True, False, None,
+                              {"exit_code": job.running.result().exit_code, "storage_error": str(job.error)})
+    try:
+        record = store.status(session_id, uri)
+        if record.state == "exited":
+            return _finished_result(store, session_id, record, limits, job)
+        shown = store.preview(session_id, uri, max_lines=limits.max_lines, max_bytes=limits.max_bytes)
+        start = _start_of(store, session_id, uri)
+    except OverspillError as error:
+        return failure(str(error))
+    next_offset = shown.next_offset or 0
+    text = _body(shown.content, start, record)
+    line = _state_line(record, next_offset)
+    return ToolResult(f"{text}\n{line}" if text else line, False, True, record.resource,
+                      {**stored_metadata(shown), **_metadata(record, next_offset, pid=pid)})
+
+
+def _start_of(store: ToolOutputStore, session_id: str, uri: str) -> bytes:
+    """The first bytes stored (whether the output is binary)."""
+    for view in store.iter_bytes(session_id, uri):
+        return bytes(view[:_SNIFF_BYTES])
+    return b""
+
+
+def _body(content: str, start: bytes, record: Record) -> str:
+    """The preview, or a one-line description of binary output."""
+    if start and is_binary(start):
+        total = record.capture[0] if record.capture is not None else record.resource.size
+        return _describe_binary(total, start, record.resource.uri, record.resource.size)
+    return _strip_newline(content)
+
+
+def _finished_result(store: ToolOutputStore, session_id: str, record: Record, limits: Limits,
+                     job: Optional[_background.Job]) -> ToolResult:
+    """What the foreground bash tool would have answered for the command that already ended."""
+    uri = record.resource.uri
+    shown = store.preview(session_id, uri, max_lines=limits.max_lines, max_bytes=limits.max_bytes,
+                          kept_end=None if job is None else job.output.kept_end())
+    start = _start_of(store, session_id, uri)
+    total = record.capture[0] if record.capture is not None else record.resource.size
+    duration = (job.running.result().duration if job is not None
+                else max(time.time() - record.created_ms / 1000, 0.0))
+    result = ProcessResult(record.exit_code if record.exit_code is not None else -1, b"", b"", False, False, total,
+                           0, False, duration)
+    lines = record.lines or 0
+    binary = bool(start) and is_binary(start)
+    if not shown.truncated and not binary:
+        store._discard(record.id)  # noqa: SLF001 - under the limits: an ordinary result stores nothing
+        output = CommandOutput(result, _strip_newline(shown.content), False, None, lines, None, {})
+    elif binary:
+        output = CommandOutput(result, _describe_binary(total, start, uri, record.resource.size), True,
+                               record.resource, lines, None, {})
+    else:
+        output = CommandOutput(result, _strip_newline(shown.content), True, record.resource, lines, None,
+                               stored_metadata(shown))
+    answer = output.tool_result(None)
+    answer.metadata.update(state="exited", background=True)
+    return answer
+
+
+def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: str, timeout: float,
+         pattern: Optional[str] = None, *, offset: Optional[int] = None, budget: float = DEFAULT_WAIT_BUDGET,
+         progress: Optional[Progress] = None) -> ToolResult:
+    """Wait for a background command: until it exits, until ``pattern`` appears in its new lines, or ``timeout``.
+
+    :param resource: the command's handle (``tool-output://ID``).
+    :param timeout: seconds to wait at most (cut to ``budget``).
+    :param pattern: a regular expression searched in the text of the new
+        output, line by line (``^``/``$`` anchor at lines).
+    :param offset: where the new output starts (the offset an earlier answer
+        named); by default the end of the output sealed when the call begins.
+    :param budget: the most seconds one call waits (the host's tool-call budget).
+    :param progress: called with the sealed size now and then while waiting.
+    :returns: the new output's preview, then a line with the state, whether
+        the pattern was found, and the offset to read on from.
+    """
+    del tool_call_id
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+        return failure("timeout must be a number of seconds, at least 0")
+    if offset is not None and (isinstance(offset, bool) or not isinstance(offset, int) or offset < 0):
+        return failure("offset must be a non-negative integer")
+    regex = None
+    if pattern is not None:
+        if not isinstance(pattern, str) or not pattern:
+            return failure("pattern must be a non-empty string")
+        try:
+            regex = re.compile(pattern, re.MULTILINE)
+        except re.error as error:
+            return failure(f"invalid pattern {pattern!r}: {error}")
+    limit = min(float(timeout), budget)
+    try:
+        record = store.status(session_id, resource)
+        if record.state is None:
+            return failure(f"{resource} is a stored output, not a background command; read it with read")
+        start = min(record.resource.size if offset is None else offset, record.resource.size)
+        found, record = _watch(store, session_id, resource, start, regex, limit, progress)
+        limits = store.limits()
+        shown = store.preview(session_id, resource, offset=start, max_lines=limits.max_lines,
+                              max_bytes=limits.max_bytes)
+    except OverspillError as error:
+        return failure(str(error))
+    next_offset = shown.next_offset if shown.next_offset is not None else record.resource.size
+    notes = []
+    if regex is not None:
+        notes.append(f"[pattern {pattern!r} found at byte offset {found}]" if found is not None
+                     else f"[pattern {pattern!r} not seen in the new output]")
+    elif record.state == "running":
+        notes.append(f"[waited {limit:g} s]")
+    body = _strip_newline(shown.content) if record.resource.size > start else "(no new output)"
+    text = "\n".join([body, *notes, _state_line(record, next_offset)])
+    return ToolResult(text, False, shown.truncated, record.resource,
+                      _metadata(record, next_offset, offset=start, match=found))
+
+
+def _watch(store: ToolOutputStore, session_id: str, uri: str, start: int, regex: Optional[re.Pattern[str]],
+           limit: float, progress: Optional[Progress]) -> tuple[Optional[int], Record]:
+    """Poll until the command is no longer running, ``regex`` matches a new line, or ``limit`` seconds passed.
+
+    :returns: the byte offset of the first matching line (None if none) and the last record seen.
+    """
+    deadline = time.monotonic() + limit
+    scanned = start  # new output before this offset was searched, up to a line end
+    reported = -1
+    while True:
+        record = store.status(session_id, uri)
+        size = record.resource.size
+        if regex is not None and size > scanned:
+            found, scanned = _search(store, session_id, uri, scanned, size, regex, record.state != "running")
+            if found is not None:
+                return found, record
+        if progress is not None and size != reported:
+            reported = size
+            progress(size)
+        if record.state != "running" or time.monotonic() >= deadline:
+            return None, record
+        time.sleep(min(_POLL, max(deadline - time.monotonic(), 0)))
+
+
+def _search(store: ToolOutputStore, session_id: str, uri: str, low: int, high: int, regex: re.Pattern[str],
+            final: bool) -> tuple[Optional[int], int]:
+    """Search the whole lines of ``[low, high)`` (the last, unfinished line too when ``final``).
+
+    :returns: the offset of the first matching line, and where the next search starts.
+    """
+    with store.view(session_id, uri, start=low, end=high) as (_, data):
+        chunk = bytes(data)
+    if not final:
+        newline = chunk.rfind(b"\n")
+        if newline < 0:
+            return None, low
+        chunk = chunk[: newline + 1]
+    text = chunk.decode("utf-8", "replace")
+    match = regex.search(text)
+    if match is None:
+        return None, low + len(chunk)
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    return low + len(text[:line_start].encode("utf-8")), low + len(chunk)
+
+
+def kill(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: str) -> ToolResult:
+    """End a background command's whole process group (SIGTERM, then SIGKILL after a grace); say how it ended."""
+    del tool_call_id
+    try:
+        record = store.status(session_id, resource)
+        if record.state is None:
+            return failure(f"{resource} is a stored output, not a background command")
+        was = record.state
+        record = _background.kill(store, session_id, resource)
+    except OverspillError as error:
+        return failure(str(error))
+    size = record.resource.size
+    prefix = "" if was == "running" else f"[it was already {was}] "
+    return ToolResult(prefix + _state_line(record, size), False, False, record.resource, _metadata(record, size))
+
+
+def jobs(store: ToolOutputStore, session_id: str, tool_call_id: str) -> ToolResult:
+    """This session's background commands, oldest first: handle, state, size, age and exit code."""
+    del tool_call_id
+    try:
+        records = [record for record in store.records(session_id) if record.state is not None]
+    except OverspillError as error:
+        return failure(str(error))
+    if not records:
+        return ToolResult("no background commands in this session", False, False, None, {"jobs": []})
+    now = time.time() * 1000
+    lines = []
+    listed = []
+    for record in records:
+        age = max(now - record.created_ms, 0) / 1000
+        code = "" if record.exit_code is None else f" exit={record.exit_code}"
+        lines.append(f"{record.resource.uri} {record.state} {record.resource.size} bytes {age:.0f}s{code}")
+        listed.append({"uri": record.resource.uri, "state": record.state, "size": record.resource.size,
+                       "age": round(age, 3), "exit_code": record.exit_code})
+    return ToolResult("\n".join(lines), False, False, None, {"jobs": listed})
+

@@ -1,0 +1,423 @@
+"""Background commands (issue 22): a growing resource readable while the command runs, nothing lost."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from processes import alive_in_group, zombies_of
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+
+from overspill import ToolOutputStore, background, tools
+from overspill._owner import current_owner
+from overspill.backends._seals import ENTRY_SIZE
+from overspill.backends.local import LocalBackend
+from overspill.errors import BackgroundLimitError, ResourceCorruptError, UnsupportedError
+
+SESSION = "session-bg"
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    with ToolOutputStore(tmp_path) as opened:
+        yield opened
+
+
+def until(predicate, timeout: float = 15.0, interval: float = 0.02):
+    """Poll ``predicate`` until it returns something true; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        time.sleep(interval)
+
+
+def start(store: ToolOutputStore, command: str, **arguments):
+    result = tools.call(store, SESSION, "call", "bash", {"command": command, "background": True,
+                                                         "yield_after": 0, **arguments})
+    assert not result.is_error, result.output
+    assert result.metadata["state"] == "running", result.output
+    return result
+
+
+def payload(store: ToolOutputStore, uri: str) -> bytes:
+    return b"".join(bytes(view) for view in store.iter_bytes(SESSION, uri))
+
+
+def group_members(pgid: int) -> list[int]:
+    return alive_in_group(pgid)
+
+
+def zombie_children() -> list[int]:
+    return zombies_of(os.getpid())
+
+
+def test_gated_producer_pages_are_slices_of_the_final_output(store, tmp_path):
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    command = (f"exec 3< '{gate}'; for i in 1 2 3 4 5; do read -r step <&3; "
+               "seq -f \"step $i line %g of a numbered output\" 1 3000; done")
+    uri = start(store, command).resource.uri
+    pages = []
+    position = 0
+    with open(gate, "w") as release:
+        for step in range(5):
+            release.write("go\n")
+            release.flush()
+            until(lambda: store.status(SESSION, uri).resource.size >= (step + 1) * 3000 * 30)
+            while True:
+                page = store.read(SESSION, uri, offset=position, limit=20_000)
+                assert page.offset == position
+                assert not page.complete or page.next is None
+                pages.append((page.offset, page.content))
+                following = page.next if page.next is not None else page.offset + len(page.content.encode())
+                assert following >= position  # offsets never go back
+                if following == position:
+                    break
+                position = following
+    record = background.wait_for_state(store, SESSION, uri, 15)
+    assert record.state == "exited" and record.exit_code == 0
+    final = payload(store, uri)
+    assert final == subprocess.run(["sh", "-c", command.replace(f"exec 3< '{gate}'; ", "").replace(
+        "read -r step <&3; ", "")], capture_output=True, check=True).stdout
+    for offset, content in pages:
+        assert final[offset : offset + len(content.encode())] == content.encode()
+    assert b"".join(content.encode() for _, content in pages) == final[:position]
+    rest = store.read(SESSION, uri, offset=position, limit=50_000)
+    assert rest.complete
+
+
+def test_a_line_is_readable_within_two_seconds(store):
+    began = time.monotonic()
+    uri = start(store, "echo first line; sleep 30").resource.uri
+    until(lambda: "first line" in store.read(SESSION, uri).content, timeout=2.0)
+    assert time.monotonic() - began < 5  # generous: the poll above holds the 2 s goal
+    assert tools.call(store, SESSION, "k", "kill", {"resource": uri}).metadata["state"] == "exited"
+
+
+def test_wait_returns_when_the_pattern_appears(store, tmp_path):
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    uri = start(store, f"echo booting; read -r go < '{gate}'; echo 'server READY on :8000'; sleep 30").resource.uri
+    answers = []
+    waiter = threading.Thread(target=lambda: answers.append(tools.call(
+        store, SESSION, "w", "wait", {"resource": uri, "timeout": 60, "pattern": r"READY on :\d+", "offset": 0})))
+    waiter.start()
+    time.sleep(0.3)
+    assert waiter.is_alive()  # nothing matched yet
+    with open(gate, "w") as release:
+        release.write("go\n")
+    waiter.join(30)
+    assert not waiter.is_alive()
+    answer = answers[0]
+    assert not answer.is_error
+    assert answer.metadata["match"] == len("booting\n")
+    assert answer.metadata["state"] == "running"
+    assert "server READY on :8000" in answer.output
+    tools.call(store, SESSION, "k", "kill", {"resource": uri})
+
+
+def test_wait_times_out_with_what_is_new(store):
+    uri = start(store, "echo one; sleep 0.2; echo two; sleep 30").resource.uri
+    until(lambda: store.status(SESSION, uri).resource.size == 8)
+    began = time.monotonic()
+    answer = tools.call(store, SESSION, "w", "wait", {"resource": uri, "timeout": 1, "offset": 4})
+    assert time.monotonic() - began >= 1
+    assert answer.output.startswith("two\n")
+    assert answer.metadata["next_offset"] == 8 and answer.metadata["state"] == "running"
+    ended = tools.call(store, SESSION, "w", "wait", {"resource": uri, "timeout": 0})
+    assert ended.output.startswith("(no new output)")
+    tools.call(store, SESSION, "k", "kill", {"resource": uri})
+
+
+def test_a_flipped_sealed_byte_is_corrupt(store):
+    uri = start(store, "seq 1 5000; sleep 30").resource.uri
+    until(lambda: store.status(SESSION, uri).resource.size > 20_000)
+    assert store.read(SESSION, uri, limit=100).content.startswith("1\n2\n")
+    path = store.directory / f"{uri.rsplit('/', 1)[1]}.txt"
+    with open(path, "r+b") as file:
+        file.seek(2)
+        file.write(b"X")
+    with pytest.raises(ResourceCorruptError):
+        store.read(SESSION, uri, limit=100)
+    tools.call(store, SESSION, "k", "kill", {"resource": uri})
+
+
+def growing(backend: LocalBackend, resource_id: str = "0" * 12 + "A" * 14):
+    return backend.create_growing(resource_id, session_id=SESSION, tool_call_id="c", mime="text/plain", name=None,
+                                  owner=current_owner(), process=None)
+
+
+def test_unsealed_bytes_are_never_served(tmp_path):
+    backend = LocalBackend(tmp_path)
+    writer = growing(backend)
+    writer.write(memoryview(b"sealed\n"))
+    writer.seal()
+    writer.write(memoryview(b"not yet\n"))
+    with open(writer.payload_path, "ab") as file:
+        file.write(b"appended by someone else\n")
+    record = backend.record(writer.id)
+    assert record.state == "running" and record.resource.size == 7
+    with backend.read(record, 0, 7) as view:
+        assert bytes(view) == b"sealed\n"
+    writer.abort()
+
+
+def test_a_torn_or_altered_seal_entry_is_ignored(tmp_path):
+    writer = growing(LocalBackend(tmp_path))
+    for part in (b"one\n", b"two\n", b"three\n"):
+        writer.write(memoryview(part))
+        writer.seal()
+    seals = writer.seal_path.read_bytes()
+    assert len(seals) == 3 * ENTRY_SIZE
+    writer.seal_path.write_bytes(seals[: 3 * ENTRY_SIZE - 5])  # the last entry torn
+    assert LocalBackend(tmp_path).record(writer.id).resource.size == 8
+    altered = bytearray(seals)
+    altered[ENTRY_SIZE + 9] ^= 1  # the second entry's end offset
+    writer.seal_path.write_bytes(bytes(altered))
+    fresh = LocalBackend(tmp_path)
+    record = fresh.record(writer.id)
+    assert record.resource.size == 4  # nothing after an altered entry counts
+    with fresh.read(record, 0, 4) as view:
+        assert bytes(view) == b"one\n"
+    writer.abort()
+
+
+_OWNER = textwrap.dedent("""
+    import sys, time
+    from overspill import ToolOutputStore, background
+    store = ToolOutputStore(sys.argv[1])
+    job = background.start(store, "session-bg", "c", "echo hello from the owner; sleep 60")
+    while store.status("session-bg", job.uri).resource.size == 0:
+        time.sleep(0.05)
+    print(job.uri, job.pid, flush=True)
+    time.sleep(120)
+""")
+
+
+def test_kill_9_of_the_owner_leaves_a_lost_resource_with_its_prefix(tmp_path, subprocess_env):
+    owner = subprocess.Popen([sys.executable, "-c", _OWNER, str(tmp_path)], stdout=subprocess.PIPE,
+                             env=subprocess_env)
+    try:
+        uri, pid = owner.stdout.readline().decode().split()
+    finally:
+        owner.kill()
+        owner.wait()
+    with ToolOutputStore(tmp_path) as store:
+        record = store.status(SESSION, uri)
+        assert record.state == "lost"
+        page = store.read(SESSION, uri)
+        assert page.content == "hello from the owner\n" and not page.complete
+        listed = tools.call(store, SESSION, "j", "jobs", {})
+        assert "lost" in listed.output
+        # The orphaned command is still reachable through the record: kill ends its group.
+        assert group_members(int(pid))
+        tools.call(store, SESSION, "k", "kill", {"resource": uri})
+        until(lambda: not group_members(int(pid)), timeout=10)
+        assert store.cleanup().removed == 0  # a lost resource expires by retention only
+
+
+def test_cleanup_racing_a_running_writer_loses_nothing(tmp_path):
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    expected = b"".join(b"%d\n" % n for n in range(1, 2001)) * 30
+    with ToolOutputStore(tmp_path / "data", retention=timedelta(0), grace=timedelta(0)) as store:
+        uri = start(store, f"for i in $(seq 1 30); do seq 1 2000; sleep 0.02; done; read -r go < '{gate}'").resource.uri
+        sweeps = 0
+        while store.status(SESSION, uri).resource.size < len(expected):
+            store.cleanup()  # retention 0 and grace 0: everything not live is fair game
+            sweeps += 1
+        assert sweeps > 1
+        assert payload(store, uri) == expected
+        with open(gate, "w") as release:
+            release.write("go\n")
+        record = background.wait_for_state(store, SESSION, uri, 15)
+        assert record.state == "exited"
+        assert payload(store, uri) == expected
+
+
+def test_max_stored_bytes_caps_the_copy_and_the_command_runs_on(tmp_path):
+    with ToolOutputStore(tmp_path, config={"tool_output": {"max_stored_bytes": 10_000}}) as store:
+        uri = start(store, "seq 1 20000; echo the true end").resource.uri
+        record = background.wait_for_state(store, SESSION, uri, 15)
+        assert record.state == "exited" and record.exit_code == 0
+        assert record.resource.size == 10_000 and record.capture[0] > 100_000
+        assert payload(store, uri) == subprocess.run(["seq", "1", "20000"], capture_output=True).stdout[:10_000]
+
+
+def test_a_fast_failure_keeps_its_output_and_exit_code(store):
+    ended = tools.call(store, SESSION, "c", "bash", {"command": "echo to stdout; echo to stderr >&2; exit 7",
+                                                     "background": True, "yield_after": 5})
+    assert ended.metadata["exit_code"] == 7 and ended.metadata["state"] == "exited"
+    assert ended.output == "to stdout\nto stderr\n[exit code 7]"
+    uri = start(store, "sleep 0.3; echo to stderr >&2; exit 7").resource.uri
+    record = background.wait_for_state(store, SESSION, uri, 15)
+    assert record.exit_code == 7 and payload(store, uri) == b"to stderr\n"
+    waited = tools.call(store, SESSION, "w", "wait", {"resource": uri, "timeout": 5, "offset": 0})
+    assert "to stderr" in waited.output and "exited with code 7" in waited.output
+
+
+def test_kill_leaves_no_process_of_the_group_and_no_zombie(store):
+    answer = start(store, "trap '' TERM; sleep 100 & sleep 100 & echo started; wait")
+    uri, pid = answer.resource.uri, answer.metadata["pid"]
+    until(lambda: len(group_members(pid)) >= 3)
+    killed = tools.call(store, SESSION, "k", "kill", {"resource": uri})
+    assert killed.metadata["state"] == "exited" and killed.metadata["exit_code"] < 0
+    until(lambda: not group_members(pid), timeout=10)
+    assert pid not in zombie_children()
+    assert "started" in payload(store, uri).decode()
+
+
+def test_sixteen_concurrent_commands_and_a_clear_error_past_them(store):
+    uris = [start(store, f"echo job {number}; sleep 60").resource.uri for number in range(16)]
+    refused = tools.call(store, SESSION, "c", "bash", {"command": "true", "background": True})
+    assert refused.is_error and "max_background" in refused.output
+    with pytest.raises(BackgroundLimitError):
+        store.check_background(SESSION)
+    store.check_background("another-session")
+    for number, uri in enumerate(uris):
+        until(lambda uri=uri: store.status(SESSION, uri).resource.size > 0)
+        assert store.read(SESSION, uri).content == f"job {number}\n"
+    listed = tools.call(store, SESSION, "j", "jobs", {}).metadata["jobs"]
+    assert [job["state"] for job in listed] == ["running"] * 16
+    for uri in uris:
+        tools.call(store, SESSION, "k", "kill", {"resource": uri})
+    assert {job["state"] for job in tools.call(store, SESSION, "j", "jobs", {}).metadata["jobs"]} == {"exited"}
+
+
+def test_grep_and_read_work_on_a_running_handle(store):
+    uri = start(store, "printf 'alpha\\nbeta error\\ngamma\\n'; sleep 30").resource.uri
+    until(lambda: store.status(SESSION, uri).resource.size == 23)
+    found = tools.call(store, SESSION, "g", "grep", {"pattern": "error", "resource": uri})
+    assert found.output.startswith("6:beta error")
+    page = tools.call(store, SESSION, "r", "read", {"resource": uri})
+    assert "complete: false" in page.output and page.metadata["next"] == 23
+    tools.call(store, SESSION, "k", "kill", {"resource": uri})
+
+
+def test_the_schemas_name_the_new_tools_and_background():
+    names = [spec["name"] for spec in tools.schemas("anthropic")]
+    assert names[-3:] == ["wait", "kill", "jobs"]
+    bash = next(spec for spec in tools.schemas("anthropic") if spec["name"] == "bash")
+    assert bash["input_schema"]["properties"]["background"]["type"] == "boolean"
+    wait = next(spec for spec in tools.schemas("openai") if spec["function"]["name"] == "wait")
+    assert wait["function"]["parameters"]["required"] == ["resource", "timeout"]
+
+
+def test_redis_says_it_does_not_support_background_commands(redis_server):
+    with ToolOutputStore(url=redis_server.url) as store:
+        refused = tools.call(store, SESSION, "c", "bash", {"command": "true", "background": True})
+        assert refused.is_error and "does not support background commands" in refused.output
+        with pytest.raises(UnsupportedError):
+            store.open_growing(SESSION, "c")
+
+
+class GrowingMachine(RuleBasedStateMachine):
+    """Append, seal, read, tamper and crash against a model of the sealed bytes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import tempfile
+
+        self.folder = tempfile.mkdtemp()
+        self.writer = growing(LocalBackend(Path(self.folder)))
+        self.written = bytearray()
+        self.ends: list[int] = []
+        self.tampered: set[int] = set()
+        self.crashed = False
+
+    def teardown(self) -> None:
+        import shutil
+
+        self.writer.abort()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    @precondition(lambda self: not self.crashed)
+    @rule(data=st.binary(min_size=1, max_size=300))
+    def append(self, data: bytes) -> None:
+        self.writer.write(memoryview(data))
+        self.written += data
+
+    @precondition(lambda self: not self.crashed)
+    @rule()
+    def seal(self) -> None:
+        self.writer.seal()
+        if len(self.written) > (self.ends[-1] if self.ends else 0):
+            self.ends.append(len(self.written))
+
+    @precondition(lambda self: bool(self.ends))
+    @rule(data=st.data())
+    def tamper(self, data) -> None:
+        position = data.draw(st.integers(0, self.ends[-1] - 1))
+        with open(self.writer.payload_path, "r+b") as file:
+            file.seek(position)
+            byte = file.read(1)
+            file.seek(position)
+            file.write(bytes([byte[0] ^ 0xFF]))
+        self.tampered ^= {position}
+
+    @precondition(lambda self: not self.crashed)
+    @rule(torn=st.integers(1, ENTRY_SIZE - 1))
+    def crash(self, torn: int) -> None:
+        # A writer killed in the middle of a seal entry: part of it reached the file.
+        with open(self.writer.seal_path, "ab") as file:
+            file.write(b"\xff" * torn)
+        self.crashed = True
+
+    @rule(data=st.data())
+    def read(self, data) -> None:
+        backend = LocalBackend(Path(self.folder))  # a fresh reader: nothing cached
+        record = backend.record(self.writer.id)
+        sealed = self.ends[-1] if self.ends else 0
+        assert record.resource.size == sealed
+        if not sealed:
+            return
+        start = data.draw(st.integers(0, sealed - 1))
+        end = data.draw(st.integers(start + 1, sealed))
+        stretches = [(low, high) for low, high in zip([0, *self.ends], self.ends) if low < end and high > start]
+        corrupt = any(low <= position < high for low, high in stretches for position in self.tampered)
+        if corrupt:
+            with pytest.raises(ResourceCorruptError):
+                backend.read(record, start, end)
+        else:
+            with backend.read(record, start, end) as view:
+                assert bytes(view) == bytes(self.written[start:end])
+
+    @invariant()
+    def state_is_running(self) -> None:
+        assert LocalBackend(Path(self.folder)).record(self.writer.id).state == "running"
+
+
+def test_growing_resource_against_a_model():
+    # A plain test function (not the generated TestCase) so it runs under both implementations.
+    run_state_machine_as_test(GrowingMachine, settings=settings(max_examples=30, stateful_step_count=20,
+                                                                deadline=None))
+
+
+def test_interpreter_exit_kills_running_commands(tmp_path, subprocess_env):
+    script = textwrap.dedent("""
+        import sys
+        from overspill import ToolOutputStore, background
+        job = background.start(ToolOutputStore(sys.argv[1]), "session-bg", "c", "echo x; sleep 60")
+        print(job.uri, job.pid, flush=True)
+    """)
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, env=subprocess_env,
+                          timeout=60, check=True)
+    uri, pid = done.stdout.decode().split()
+    until(lambda: not group_members(int(pid)), timeout=10)
+    with ToolOutputStore(tmp_path) as store:
+        record = store.status(SESSION, uri)
+        assert record.state == "exited" and record.exit_code == -signal.SIGTERM
