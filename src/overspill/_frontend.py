@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_TIMEOUT",
     "MAX_TIMEOUT",
+    "WAIT_BUDGET",
+    "YIELD_AFTER",
     "MCP_MAX_BYTES",
     "MCP_MAX_LINES",
     "WRAP_INIT_TIMEOUT",
@@ -34,6 +36,10 @@ __all__ = [
 #: Seconds a command runs when the model names no timeout, and the most it may name.
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 3600.0
+#: Seconds a background command is waited for before its handle is returned.
+YIELD_AFTER = 10.0
+#: The most seconds one ``wait`` call waits (clients cut a tool call at about a minute).
+WAIT_BUDGET = 50.0
 #: The MCP server's preview limits: sized so a preview (plus its marker) passes
 #: the ~10 KB cut of Codex and Copilot CLI untouched.
 MCP_MAX_LINES = 400

@@ -15,25 +15,23 @@ from collections.abc import Mapping
 from typing import Callable, Optional, Union
 
 from .. import background as _background
+from .._frontend import WAIT_BUDGET, YIELD_AFTER
 from ..capture import ProcessResult
 from ..config import Limits
 from ..errors import OverspillError
 from ..records import Record
 from ..store import ToolOutputStore
 from ._result import ToolResult, failure, stored_metadata
-from .bash import CommandOutput, _describe_binary, _strip_newline, is_binary
+from ._binary import SNIFF_BYTES, is_binary
+from .bash import CommandOutput, _describe_binary, _strip_newline
 
 __all__ = ["DEFAULT_WAIT_BUDGET", "YIELD_AFTER", "background_answer", "jobs", "kill", "start_background", "wait"]
 
 PathArg = Union[str, "os.PathLike[str]", None]
 Progress = Callable[[int], None]
 
-#: Seconds ``bash(background=True)`` waits for the command before it returns its handle.
-YIELD_AFTER = 10.0
-#: The most seconds one ``wait`` call waits (the tool-call budget clients allow is about a minute).
-DEFAULT_WAIT_BUDGET = 50.0
-# Bytes of the start of an output that decide whether it is binary.
-_SNIFF_BYTES = 8192
+#: The most seconds one ``wait`` call waits by default (the host's tool-call budget).
+DEFAULT_WAIT_BUDGET = WAIT_BUDGET
 # How often a wait looks for new sealed output.
 _POLL = 0.05
 
@@ -125,7 +123,7 @@ def background_answer(store: ToolOutputStore, session_id: str, uri: str, limits:
 def _start_of(store: ToolOutputStore, session_id: str, uri: str) -> bytes:
     """The first bytes stored (whether the output is binary)."""
     for view in store.iter_bytes(session_id, uri):
-        return bytes(view[:_SNIFF_BYTES])
+        return bytes(view[:SNIFF_BYTES])
     return b""
 
 
