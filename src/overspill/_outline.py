@@ -50,6 +50,10 @@ _KEYED_PERCENT = 60
 _JSON_DEPTH = 4
 _JSON_ENTRIES = 64
 _JSON_LABELS = 2048
+# Hex digits of a commit and characters of its subject shown (git's own
+# conventional subject width): more commits fit.
+_HASH = 10
+_SUBJECT = 72
 # Bytes read after a commit line whose subject lies past its block.
 _SUBJECT_WINDOW = 4096
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -217,8 +221,8 @@ class Outline:
                 commit[2] = self._subject(commit[0])
         total = self._commit_total
         head = f"[outline of the omitted part: {total} commit{'s' if total != 1 else ''}; by byte offset:]"
-        lines = [f"{_text(digest)} {_text(subject)} @ {offset}" if subject else f"{_text(digest)} @ {offset}"
-                 for offset, digest, subject in commits]
+        lines = [f"{_text(digest[:_HASH])} {_short(_text(subject))} @ {offset}" if subject
+                 else f"{_text(digest[:_HASH])} @ {offset}" for offset, digest, subject in commits]
         # The first and last commits, as many as fit, the count of the others between.
         used_lines, used_bytes = 1, _size(head)
         front: list[str] = []
@@ -354,6 +358,10 @@ def _fit(body: list[str], max_lines: int, max_bytes: int) -> list[str]:
         shown.append(line)
         used += size
     return shown if len(shown) > 1 else []
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _SUBJECT else text[: _SUBJECT - 1] + "…"
 
 
 def _size(line: str) -> int:
