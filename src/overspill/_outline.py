@@ -50,10 +50,10 @@ _KEYED_PERCENT = 60
 _JSON_DEPTH = 4
 _JSON_ENTRIES = 64
 _JSON_LABELS = 2048
-# Hex digits of a commit and characters of its subject shown (git's own
-# conventional subject width): more commits fit.
+# Hex digits of a commit and characters of its subject shown (the kernel keeps
+# 120 bytes): a subject is a fact a reader may look for whole.
 _HASH = 10
-_SUBJECT = 72
+_SUBJECT = 120
 # Bytes read after a commit line whose subject lies past its block.
 _SUBJECT_WINDOW = 4096
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
