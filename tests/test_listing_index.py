@@ -353,3 +353,44 @@ def test_leftovers_of_a_killed_catch_up_are_removed(data, filled):
         assert uris(reader, None) == sorted(u for s in filled.values() for u in s)
         assert uris(reader, "a") == filled["a"]
     assert not any(leftover.exists() for leftover in leftovers)
+
+
+@pytest.mark.parametrize("victim", ["state", "ids", "session"])
+@pytest.mark.parametrize("planted", ["fifo", "symlink to /dev/zero", "symlink to a good copy", "oversized"])
+def test_listing_never_blocks_on_or_follows_a_planted_index_file(data, filled, subprocess_env, victim, planted):
+    """Regression (issue 19, item 16): a FIFO as index/state or index/ids
+    blocked ``ls`` and ``stats`` for ever, and a symlink to /dev/zero read
+    without limit into a MemoryError.  Regular files only, never through a
+    symlink, at most ``MAX_FILE_BYTES``: anything else is damage, rebuilt."""
+    with fresh(data) as store:
+        settle(store)
+        assert uris(store, "a") == filled["a"]
+        assert uris(store, None)
+    index = index_dir(data)
+    path = index / "sessions" / session_key("a") if victim == "session" else index / victim
+    good = path.read_bytes()
+    path.unlink()
+    if planted == "fifo":
+        os.mkfifo(path)
+    elif planted == "symlink to /dev/zero":
+        path.symlink_to("/dev/zero")
+    elif planted == "symlink to a good copy":
+        (index.parent / "copy").write_bytes(good)
+        path.symlink_to(index.parent / "copy")
+    else:
+        with open(path, "wb") as file:
+            file.truncate(_index.MAX_FILE_BYTES + 1)  # sparse: no disk used
+    # In a child with a deadline: without the fix these block for ever or die of MemoryError.
+    script = ("import sys; from overspill import ToolOutputStore as S\n"
+              f"s = S({str(data)!r}, durable=False)\n"
+              "print(len(s.records('a')), len(s.records()))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60, env=subprocess_env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(len(filled["a"])).encode(), str(sum(map(len, filled.values()))).encode()]
+    with fresh(data) as reader:
+        settle(reader)
+        assert uris(reader, "a") == filled["a"]
+        assert uris(reader, None) == sorted(u for s in filled.values() for u in s)
+    # Replaced by a sealed regular file by the catch-up.
+    assert path.is_file() and not path.is_symlink()
+    assert _index._unseal(path.read_bytes(), path.name) is not None

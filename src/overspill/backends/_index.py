@@ -66,7 +66,7 @@ try:
 except ImportError:  # pragma: no cover - Windows: no index, listings scan the folder
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["RACY_NS", "ListingIndex", "session_key"]
+__all__ = ["MAX_FILE_BYTES", "RACY_NS", "ListingIndex", "session_key"]
 
 #: A folder time this close to the catch-up's clock may hide a change made in
 #: the same tick; such a catch-up does not mark the index complete.
@@ -78,7 +78,23 @@ _JSON_NAME_LENGTH = ID_LENGTH + len(".json")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
+#: The largest index file read: ``ids`` takes about 100 bytes per resource,
+#: so this is millions of resources; anything larger is damage, not an index.
+MAX_FILE_BYTES = 256 * 1024 * 1024
+
 Loader = Callable[[str], Optional[Record]]
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    """Up to ``limit`` bytes from ``fd``, across short reads."""
+    pieces = []
+    while limit > 0:
+        piece = os.read(fd, min(limit, 1 << 20))
+        if not piece:
+            break
+        pieces.append(piece)
+        limit -= len(piece)
+    return b"".join(pieces)
 
 
 class _Corrupt:
@@ -190,14 +206,28 @@ class ListingIndex:
 
     @staticmethod
     def _read(path: str) -> Union[list[str], None, _Corrupt]:
-        """A sealed file's lines; None when missing; ``_CORRUPT`` when not intact."""
+        """A sealed file's lines; None when missing; ``_CORRUPT`` when not intact.
+
+        Only a regular file is read, never through a symlink, and never more
+        than its size (at most ``MAX_FILE_BYTES``): a FIFO planted here must not
+        block a listing, nor a link to ``/dev/zero`` fill the memory.  Such a
+        file is damaged, and the catch-up replaces it by a rename.
+        """
         try:
-            with open(path, "rb") as file:
-                data = file.read()
+            fd, info = _files.open_regular(path)
         except FileNotFoundError:
             return None
         except OSError:
             return _CORRUPT
+        try:
+            if info.st_size > MAX_FILE_BYTES:
+                return _CORRUPT
+            # One byte more than the size: a file that grew meanwhile is not the one sealed.
+            data = _read_at_most(fd, info.st_size + 1)
+        except OSError:
+            return _CORRUPT
+        finally:
+            os.close(fd)
         lines = _unseal(data, os.path.basename(path))
         return _CORRUPT if lines is None else lines
 
