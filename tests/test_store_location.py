@@ -151,3 +151,76 @@ def test_cli_store_url_errors(cli, tmp_path):
     assert down.stderr.count(b"\n") == 1
     odd = cli("ls", "--store-url", "ftp://x")
     assert odd.returncode == 2 and odd.stderr.startswith(b"overspill: error:")
+
+
+@pytest.mark.parametrize("url, part", [
+    ("redis://127.0.0.1:1/0?foo=bar", "unknown option 'foo'"),
+    ("redis:///tmp/redis.sock", "names no host"),
+    ("redis://127.0.0.1:1/abc", "database in the path must be a number"),
+    ("redis://127.0.0.1:1/0/1", "database in the path must be a number"),
+    ("redis://127.0.0.1:1/%37", "database in the path must be a number"),
+    ("redis://127.0.0.1:1/0?db=3", "names two databases: /0 and ?db=3"),
+    ("redis://127.0.0.1:1?db=x", "database in ?db= must be a number"),
+    ("redis://127.0.0.1:0/0", "the port must be 1 to 65535"),
+    ("redis://127.0.0.1:/0", "the port is empty"),
+    ("redis://127.0.0.1:1/0?ssl_cert_reqs=none", "ssl_cert_reqs needs TLS"),
+    ("rediss://127.0.0.1:1/0?ssl_cert_reqs=maybe", "must be none, optional or required"),
+    ("redis://127.0.0.1:1/0?socket_timeout=0", "socket_timeout='0' must be a number of seconds"),
+    ("redis://127.0.0.1:1/0?db=1&db=1", "option db is given twice"),
+    ("redis+cluster://127.0.0.1:1/2", "only database 0"),
+    ("unix://somehost/tmp/redis.sock", "a socket URL has no host"),
+    ("unix://", "socket path must be absolute"),
+])
+def test_a_wrong_part_of_a_redis_url_is_one_line_naming_it(url, part):
+    """Regression (issue 19, items 7 and 21): ``?foo=bar`` surfaced redis-py's
+    TypeError, ``redis:///path`` silently connected to localhost:6379, a
+    non-numeric database (``/abc``, ``/0/1``, ``/%37``) and port 0 were
+    accepted, ``?db=3`` beside ``/0`` was decided by the client's rule, and
+    ``?ssl_cert_reqs=none`` on a plain URL was a raw TypeError.  Each is now
+    refused before any connection, as one ConfigError naming the part."""
+    with pytest.raises(ConfigError) as raised:
+        ToolOutputStore(url=url)
+    message = str(raised.value)
+    assert part in message and "\n" not in message, message
+    assert not isinstance(raised.value, TypeError)
+
+
+def test_the_database_in_force_is_one_rule_and_the_url_says_it(redis_server):
+    """Regression (issue 19, item 21): ``/N`` or ``?db=N`` (the same number when
+    both are given) picks the database, and ``store.url`` shows it as the path."""
+    host, port = redis_server.host, redis_server.port
+    for url, shown in ((f"redis://{host}:{port}?db=3", f"redis://{host}:{port}/3"),
+                       (f"redis://{host}:{port}/3?db=3", f"redis://{host}:{port}/3"),
+                       (f"redis://{host}:{port}", f"redis://{host}:{port}/0"),
+                       (f"redis://{host}:{port}/", f"redis://{host}:{port}/0")):
+        with ToolOutputStore(url=url) as store:
+            assert store.url == shown
+    with ToolOutputStore(url=f"redis://{host}:{port}?db=3") as three:
+        stored = three.write("db-rule", "c", "in database 3")
+    with ToolOutputStore(url=f"redis://{host}:{port}/3") as same, \
+            ToolOutputStore(url=f"redis://{host}:{port}/0") as other:
+        assert same.read("db-rule", stored.uri).content == "in database 3"
+        assert other.records("db-rule") == []
+        same.cleanup(now=10**11)
+
+
+@pytest.mark.parametrize("scheme", ["unix", "redis+unix"])
+def test_a_unix_socket_url_reaches_the_server(tmp_path, scheme):
+    """Regression (issue 19, item 7): ``unix://`` was refused; ``redis+unix://`` is the same."""
+    from conftest import _redis_or_skip
+
+    _redis_or_skip()
+    from redis_servers import start_server
+
+    socket_path = tmp_path / "redis.sock"
+    server = start_server("--unixsocket", str(socket_path), "--unixsocketperm", "700", parent=tmp_path)
+    try:
+        url = f"{scheme}://{socket_path}?db=2"
+        with ToolOutputStore(url=url) as store:
+            assert store.url == url
+            stored = store.write("sock", "c", "over a socket\n" * 10)
+            assert store.read("sock", stored.uri).content == "over a socket\n" * 10
+        with pytest.raises(StorageError, match="cannot connect"):
+            ToolOutputStore(url=f"{scheme}://{tmp_path}/nothing-here.sock")
+    finally:
+        server.stop()

@@ -2,8 +2,9 @@
 
 ``ToolOutputStore(data_dir=None, *, url=None)`` decides, first match wins:
 
-1. ``url``: ``redis://``, ``rediss://`` (TLS), ``redis+cluster://`` or
-   ``rediss+cluster://`` opens Redis; ``file:///abs/path`` or a plain path is
+1. ``url``: ``redis://``, ``rediss://`` (TLS), ``redis+cluster://``,
+   ``rediss+cluster://``, or ``unix://`` / ``redis+unix://`` (a socket) opens
+   Redis (see ``_redis_url`` for every part); ``file:///abs/path`` or a plain path is
    the local folder;
 2. ``data_dir``: the local folder;
 3. ``$OVERSPILL_STORE_URL``, read like ``url``;
@@ -29,9 +30,10 @@ from ..errors import ConfigError
 if TYPE_CHECKING:
     from urllib.parse import SplitResult
 
-__all__ = ["REDIS_SCHEMES", "STORE_URL_VARIABLE", "Location", "ambiguous_credentials", "locate", "open_url", "redacted_url"]
+__all__ = ["REDIS_SCHEMES", "STORE_URL_VARIABLE", "Location", "ambiguous_credentials", "check_url", "locate", "open_url",
+           "redacted_url"]
 
-REDIS_SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster")
+REDIS_SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster", "unix", "redis+unix")
 STORE_URL_VARIABLE = "OVERSPILL_STORE_URL"
 
 
@@ -74,7 +76,15 @@ class Location:
 
     @property
     def shown(self) -> str:
-        return str(self.folder) if self.url is None else redacted_url(self.url)
+        """The folder, or the URL as it may be shown: no password, and for Redis
+        the address and database in force (``redis://host:6379/3`` for ``?db=3``)."""
+        if self.url is None:
+            return str(self.folder)
+        if _scheme(self.url) in REDIS_SCHEMES:
+            from ._redis_url import parse_redis_url
+
+            return parse_redis_url(self.url).shown
+        return redacted_url(self.url)
 
 
 # RFC 3986's scheme; one letter is a Windows drive ("C:\\..."), which is a path.
@@ -87,10 +97,18 @@ def _scheme(url: str) -> str:
 
 
 def _from_url(url: str, source: str) -> Location:
+    """The location ``url`` names; ``source`` says where it came from (``url``,
+    ``--store-url``, ``OVERSPILL_STORE_URL (environment)``) in every error."""
     if url == "":
-        raise ConfigError(f"the store URL from {source} is empty")
+        raise ConfigError(f"{source} is empty (expected a store URL or a path)")
     scheme = _scheme(url)
     if scheme in REDIS_SCHEMES:
+        from ._redis_url import parse_redis_url
+
+        try:
+            parse_redis_url(url)  # every part checked now, before any client is imported
+        except ConfigError as error:
+            raise ConfigError(f"{source}: {error}") from None
         return Location(url=url)
     if scheme == "file":
         from urllib.parse import unquote, urlsplit
@@ -98,13 +116,21 @@ def _from_url(url: str, source: str) -> Location:
         parts = urlsplit(url)
         path = unquote(parts.path)
         if not url.lower().startswith("file://") or parts.netloc not in ("", "localhost") or not path.startswith("/"):
-            raise ConfigError(f"the store URL from {source} must be file:///absolute/path, "
-                              f"not {redacted_url(url)}")
+            raise ConfigError(f"{source} must be file:///absolute/path, not {redacted_url(url)}")
         return Location(folder=Path(path))
     if scheme == "":
         return Location(folder=Path(url))
-    raise ConfigError(f"the store URL from {source} has an unsupported scheme {scheme!r} (expected a path, "
+    raise ConfigError(f"{source} has an unsupported scheme {scheme!r} (expected a path, "
                       f"file://, {', '.join(s + '://' for s in REDIS_SCHEMES)})")
+
+
+def check_url(url: str, source: str) -> Location:
+    """Where ``url``, given by ``source`` (a command-line flag, say), keeps
+    resources.
+
+    :raises ConfigError: as ``locate``, naming ``source``.
+    """
+    return _from_url(url, source)
 
 
 def locate(data_dir: Union[str, os.PathLike[str], None], url: Optional[str],
@@ -123,7 +149,7 @@ def locate(data_dir: Union[str, os.PathLike[str], None], url: Optional[str],
     if url is not None and data_dir is not None:
         raise ValueError("give data_dir or url, not both")
     if url is not None:
-        return _from_url(url, "the url argument")
+        return _from_url(url, "url")
     if data_dir is not None:
         return Location(folder=Path(data_dir))
     environment = os.environ if environ is None else environ

@@ -52,16 +52,17 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from typing import Any, Optional
-from urllib.parse import urlsplit
 
 import redis
 import redis.cluster
 import redis.exceptions
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from .. import _kernels
 from ..errors import ConfigError, ResourceCorruptError, ResourceNotFoundError, StorageError
 from ..records import Record, Resource, parse_record, record_json, uri_for
-from ._location import REDIS_SCHEMES, ambiguous_credentials, redacted_url
+from ._redis_url import parse_redis_url
 from .base import CleanupReport
 
 __all__ = ["CHECKSUM_BYTES", "CHUNK_BYTES", "PARTIAL_TTL", "RedisBackend"]
@@ -165,9 +166,11 @@ class RedisBackend:
     """Resources in one Redis server (``redis://``, ``rediss://``) or a Cluster
     (``redis+cluster://``, ``rediss+cluster://``).
 
-    :param url: ``redis://[[user]:password@]host[:port][/db]`` and the like;
-        query options are redis-py's (``socket_timeout=5`` ...).
-    :raises ConfigError: the URL is not one this backend serves.
+    :param url: ``redis://[[user]:password@]host[:port][/db]``, ``unix:///path``
+        and the like, with the options of ``_redis_url.OPTIONS``
+        (``?socket_timeout=5`` ...); see ``_redis_url``.
+    :raises ConfigError: the URL is not one this backend serves, or a part
+        of it is wrong (the message names the part).
     :raises StorageError: the server cannot be reached (the message names
         the address, never a password).
     """
@@ -175,31 +178,24 @@ class RedisBackend:
     def __init__(self, url: str) -> None:
         if not isinstance(url, str):
             raise TypeError(f"url must be a str, not {type(url).__name__}")
-        self._shown = redacted_url(url)
-        scheme, _, rest = url.partition("://")
-        if scheme.lower() not in REDIS_SCHEMES or not rest:
-            raise ConfigError(f"{self._shown} is not a Redis URL (expected one of "
-                              f"{', '.join(s + '://' for s in REDIS_SCHEMES)})")
-        try:
-            parts = urlsplit(url)
-            self._secret = parts.password
-            parts.port  # noqa: B018 - raises ValueError for a port out of range
-        except ValueError:
-            raise ConfigError(f"malformed Redis URL {self._shown}") from None
-        if ambiguous_credentials(parts):
-            raise ConfigError(f"malformed Redis URL {self._shown}: percent-encode '@', '/', '?' and '#' "
-                              "in the user name and password") from None
-        self._cluster = scheme.lower().endswith("+cluster")
-        client_url = scheme.lower().split("+")[0] + "://" + rest
-        options = {"socket_connect_timeout": 5, "socket_timeout": 60}
+        self._secret: Optional[str] = None
+        address = parse_redis_url(url)
+        self._shown = address.shown
+        self._secret = address.password
+        self._cluster = address.cluster
+        options = dict(address.options)
+        # A timeout already waited its seconds: retrying it only multiplies the
+        # wait (a stopped server took minutes).  A dropped connection (a server
+        # restarted under a pooled connection) is retried once, at once.
+        options["retry"] = Retry(NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,))
         try:
             if self._cluster:
                 # The cluster client connects at once, to learn the slots.
-                self._client: Any = redis.cluster.RedisCluster.from_url(client_url, **options)
+                self._client: Any = redis.cluster.RedisCluster(**options)
             else:
-                self._client = redis.Redis.from_url(client_url, **options)
+                self._client = redis.Redis(**options)
                 self._client.ping()
-        except ValueError as error:
+        except (TypeError, ValueError) as error:
             raise ConfigError(f"malformed Redis URL {self._shown}: {self._scrub(error)}") from None
         except (*_REDIS_ERRORS, OSError) as error:
             raise self._error("cannot connect to Redis", error) from None
@@ -241,6 +237,19 @@ class RedisBackend:
         if not isinstance(number, int):
             number = errno.ECONNREFUSED if isinstance(error, redis.exceptions.ConnectionError) else errno.EIO
         return StorageError(number, f"{action} at {self._shown}: {reason}")
+
+    def ping(self) -> None:
+        """One round trip to the server (in a Cluster, to one node).
+
+        :raises StorageError: it cannot be reached or does not answer in time.
+        """
+        try:
+            if self._cluster:
+                self._client.ping(target_nodes=redis.cluster.RedisCluster.RANDOM)
+            else:
+                self._client.ping()
+        except (*_REDIS_ERRORS, OSError) as error:
+            raise self._error("cannot reach Redis", error) from None
 
     def reset_after_fork(self) -> None:
         """In a forked child: fresh lock, no writers or heartbeat of the parent's,

@@ -1,0 +1,234 @@
+"""What a Redis store URL says: the server or socket, the database, the options.
+
+Parsed here, by one set of rules, before any client is built, so that a URL
+that is wrong in any part is one ``ConfigError`` naming that part (never a
+client library's ``TypeError``) and a URL that is accepted means exactly one
+thing.  Standard library only: ``import overspill`` may use it.
+
+Forms::
+
+    redis://[[user]:password@]host[:port][/db][?option=value&...]
+    rediss://...                      the same over TLS
+    redis+cluster://host:port[?...]   a Redis Cluster (any node); database 0 only
+    rediss+cluster://...              the same over TLS
+    unix://[[user]:password@]/path/to/socket[?db=N&...]     a Unix socket
+    redis+unix://...                  the same
+
+Rules:
+
+* the host is required for a TCP URL (``redis:///path`` is refused: it was
+  read as localhost); a socket URL has no host, only an absolute path;
+* the port is 1-65535 (default 6379);
+* the database is a decimal number, as the path (``/3``) or as ``?db=3``; a
+  URL that gives both must give the same number; ``url`` of the store shows
+  the database in force as the path (``redis://host:6379/3``);
+* options are those of ``OPTIONS``; ``ssl_*`` ones only with TLS.  Socket
+  timeouts default to ``CONNECT_TIMEOUT`` and ``SOCKET_TIMEOUT`` seconds: a
+  server that stopped answering fails a tool call in seconds, not minutes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from ..errors import ConfigError
+
+__all__ = ["CONNECT_TIMEOUT", "OPTIONS", "SOCKET_TIMEOUT", "TCP_SCHEMES", "UNIX_SCHEMES", "RedisAddress",
+           "parse_redis_url"]
+
+TCP_SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster")
+UNIX_SCHEMES = ("unix", "redis+unix")
+#: Seconds to connect, and to wait for any one reply, unless the URL says otherwise.
+CONNECT_TIMEOUT = 3.0
+SOCKET_TIMEOUT = 5.0
+_MAX_SECONDS = 3600.0
+_DEFAULT_PORT = 6379
+
+
+def _seconds(name: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= _MAX_SECONDS:
+        raise ConfigError(f"option {name}={text!r} must be a number of seconds in (0, {_MAX_SECONDS:g}]")
+    return value
+
+
+def _count(name: str, text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise ConfigError(f"option {name}={text!r} must be a positive integer")
+    return int(text)
+
+
+def _boolean(name: str, text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"option {name}={text!r} must be true or false")
+
+
+def _cert_reqs(name: str, text: str) -> str:
+    if text.lower() not in ("none", "optional", "required"):
+        raise ConfigError(f"option {name}={text!r} must be none, optional or required")
+    return text.lower()
+
+
+def _text(name: str, text: str) -> str:
+    if not text:
+        raise ConfigError(f"option {name} must not be empty")
+    return text
+
+
+#: The query options a URL may carry, each with its parser; ``ssl_*`` need TLS.
+OPTIONS: dict[str, Callable[[str, str], Any]] = {
+    "socket_timeout": _seconds,
+    "socket_connect_timeout": _seconds,
+    "health_check_interval": _count,
+    "max_connections": _count,
+    "client_name": _text,
+    "ssl_cert_reqs": _cert_reqs,
+    "ssl_ca_certs": _text,
+    "ssl_ca_path": _text,
+    "ssl_certfile": _text,
+    "ssl_keyfile": _text,
+    "ssl_check_hostname": _boolean,
+}
+
+
+@dataclass(frozen=True)
+class RedisAddress:
+    """A parsed Redis URL: what to connect to, and how it may be shown.
+
+    ``options`` are keyword arguments for redis-py's ``Redis`` (or, when
+    ``cluster``, ``RedisCluster``); they may hold the password, so the
+    object's ``repr`` leaves them out.
+    """
+
+    shown: str
+    cluster: bool
+    options: dict[str, Any] = field(repr=False)
+    password: Optional[str] = field(default=None, repr=False)
+
+
+def _database(text: str, where: str, shown: str) -> int:
+    # Decimal digits only: "/abc", "/0/1" and "/%37" are mistakes, not databases.
+    if not (text.isascii() and text.isdigit()) or len(text) > 9:
+        raise ConfigError(f"Redis URL {shown}: the database {where} must be a number "
+                          f"(redis://host:port/N), not {text!r}")
+    return int(text)
+
+
+def parse_redis_url(url: str) -> RedisAddress:
+    """Parse a Redis store URL (see the module docstring).
+
+    :raises ConfigError: any part is wrong; the message names the part and
+        never holds the password.
+    """
+    from urllib.parse import parse_qsl, unquote, urlsplit
+
+    from ._location import ambiguous_credentials, redacted_url
+
+    shown_raw = redacted_url(url)
+    scheme = url.partition("://")[0].lower() if "://" in url else ""
+    if scheme not in TCP_SCHEMES + UNIX_SCHEMES:
+        raise ConfigError(f"{shown_raw} is not a Redis URL (expected one of "
+                          f"{', '.join(s + '://' for s in TCP_SCHEMES + UNIX_SCHEMES)})")
+    try:
+        parts = urlsplit(url)
+        hostname = parts.hostname
+        username, password = parts.username, parts.password
+    except ValueError:
+        raise ConfigError(f"malformed Redis URL {shown_raw}") from None
+    if ambiguous_credentials(parts):
+        raise ConfigError(f"malformed Redis URL {shown_raw}: percent-encode '@', '/', '?' and '#' "
+                          "in the user name and password")
+    if parts.fragment:
+        raise ConfigError(f"Redis URL {shown_raw}: a fragment (#...) means nothing here")
+    options: dict[str, Any] = {}
+    query_db: Optional[int] = None
+    try:
+        pairs = parse_qsl(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))
+    except ValueError:
+        raise ConfigError(f"Redis URL {shown_raw}: malformed query (expected name=value&...)") from None
+    tls = scheme.startswith("rediss")
+    for name, value in pairs:
+        if name in options or (name == "db" and query_db is not None):
+            raise ConfigError(f"Redis URL {shown_raw}: option {name} is given twice")
+        if name == "db":
+            query_db = _database(value, "in ?db=", shown_raw)
+            continue
+        parse = OPTIONS.get(name)
+        if parse is None:
+            raise ConfigError(f"Redis URL {shown_raw}: unknown option {name!r} (expected db or one of "
+                              f"{', '.join(OPTIONS)})")
+        if name.startswith("ssl_") and not tls:
+            raise ConfigError(f"Redis URL {shown_raw}: option {name} needs TLS (rediss://)")
+        try:
+            options[name] = parse(name, value)
+        except ConfigError as error:
+            raise ConfigError(f"Redis URL {shown_raw}: {error}") from None
+    options.setdefault("socket_connect_timeout", CONNECT_TIMEOUT)
+    options.setdefault("socket_timeout", SOCKET_TIMEOUT)
+    if username:
+        options["username"] = unquote(username)
+    if password is not None:
+        options["password"] = unquote(password)
+    credentials = ""
+    if password is not None:
+        credentials = f"{username or ''}:***@"
+    elif username:
+        credentials = f"{username}@"
+    query_shown = ""
+
+    if scheme in UNIX_SCHEMES:
+        if parts.netloc.rpartition("@")[2]:
+            raise ConfigError(f"Redis URL {shown_raw}: a socket URL has no host ({scheme}:///path/to/socket)")
+        path = unquote(parts.path)
+        if not path.startswith("/") or path == "/":
+            raise ConfigError(f"Redis URL {shown_raw}: the socket path must be absolute ({scheme}:///path/to/socket)")
+        database = 0 if query_db is None else query_db
+        options.update(unix_socket_path=path, db=database)
+        if database:
+            query_shown = f"?db={database}"
+        return RedisAddress(f"{scheme}://{credentials}{parts.path}{query_shown}", False, options,
+                            options.get("password"))
+
+    cluster = scheme.endswith("+cluster")
+    if not hostname:
+        raise ConfigError(f"Redis URL {shown_raw} names no host (redis://host:port; for a Unix socket, "
+                          "unix:///path/to/socket)")
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if port is None:
+        port_text = parts.netloc.rpartition("@")[2].rpartition("]")[2]
+        if port_text.endswith(":"):
+            raise ConfigError(f"Redis URL {shown_raw}: the port is empty (1 to 65535)")
+        port = _DEFAULT_PORT
+    if not 1 <= port <= 65535:
+        raise ConfigError(f"Redis URL {shown_raw}: the port must be 1 to 65535")
+    path_db: Optional[int] = None
+    if parts.path not in ("", "/"):
+        path_db = _database(parts.path[1:], "in the path", shown_raw)
+    if path_db is not None and query_db is not None and path_db != query_db:
+        raise ConfigError(f"Redis URL {shown_raw} names two databases: /{path_db} and ?db={query_db} "
+                          "(give one)")
+    database = path_db if path_db is not None else (query_db or 0)
+    if cluster and database:
+        raise ConfigError(f"Redis URL {shown_raw}: a Redis Cluster has only database 0, not {database}")
+    host = unquote(hostname)
+    options.update(host=host, port=port)
+    if not cluster:
+        options["db"] = database
+    if tls:
+        options["ssl"] = True
+    host_shown = f"[{host}]" if ":" in host else host
+    suffix = "" if cluster else f"/{database}"
+    return RedisAddress(f"{scheme}://{credentials}{host_shown}:{port}{suffix}", cluster, options,
+                        options.get("password"))
