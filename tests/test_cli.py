@@ -179,14 +179,20 @@ def test_read_all_refuses_offset_and_limit(cli):
 
 
 def test_read_past_the_end_says_so(cli):
-    """Regression (issue 9, item 14): an offset past the end printed an empty page and exit 0."""
+    """Regression (issue 9, item 14): an offset past the end printed an empty page and exit 0
+    without a word.  Changed deliberately by issue 19, item 10 (one rule everywhere: at or past
+    the end is an empty last page with no next, as the library and MCP answer): exit 0, nothing
+    on stdout, and one note on stderr that says so."""
     uri = uri_in(cli("run", "--", "seq 1 100000").stdout)
     size = json.loads(cli("read", uri, "--json").stdout)["resource"]["size"]
     assert cli("read", uri, "--offset", str(size - 1)).stdout == b"\n"
     for offset in (size, size + 1, 10**12):
         result = cli("read", uri, "--offset", str(offset))
-        assert result.returncode == 2 and result.stdout == b""
-        assert f"offset {offset} is past the end" in one_error_line(result)
+        assert result.returncode == 0 and result.stdout == b""
+        assert result.stderr.count(b"\n") == 1
+        assert f"offset {offset} is at or past the end" in result.stderr.decode()
+        page = json.loads(cli("read", uri, "--offset", str(offset), "--json").stdout)
+        assert page["content"] == "" and page["next"] is None and page["offset"] == size
 
 
 def test_the_continuation_hint_repeats_session_and_folder(cli, tmp_path):
@@ -632,3 +638,147 @@ def test_a_killed_supervisor_leaves_a_lost_handle(cli):
     assert cli("read", uri).stdout.startswith(b"before\n")
     cli("kill", uri)
     assert group_ends(pid)
+
+
+# ------------------------------------------------------------------ issue 19 (defects-b items)
+def test_the_run_marker_is_shell_commands_and_a_query_uri_reads(cli):
+    """Regression (issue 19, item 9): ``overspill run``'s marker said
+    ``next: read(resource=..., offset=N) or grep(...)``, which no shell runs, and
+    ``overspill read 'tool-output://ID?offset=5'`` (the MCP template's form) was refused."""
+    ran = cli("run", "--session", "s 1", "--", "seq 1 100000")
+    out = ran.stdout.decode()
+    assert "read(resource=" not in out and "grep(resource=" not in out
+    line = next(line for line in out.splitlines() if line.startswith("next: "))
+    read_part, grep_part = line[len("next: "):].split("  or  ")
+    read_words, grep_words = shlex.split(read_part), shlex.split(grep_part)
+    uri = uri_in(ran.stdout)
+    offset = int(out.split("starts at byte offset ")[1].split()[0])
+    assert read_words == ["overspill", "read", uri, "--offset", str(offset), "--session", "s 1"]
+    assert grep_words == ["overspill", "grep", uri, "--session", "s 1", "PATTERN"]
+    page = cli(*read_words[1:], "--limit", "64")
+    assert page.returncode == 0 and page.stdout == cli("read", uri, "--session", "s 1", "--offset", str(offset),
+                                                       "--limit", "64").stdout
+    grepped = cli(*grep_words[1:-1], "^99999$")
+    assert grepped.returncode == 0 and grepped.stdout.decode().endswith(":99999\n[1 matching line]\n")
+    truncated = cli("truncate", stdin=b"x\n" * 5000).stdout.decode()
+    assert "next: overspill read tool-output://" in truncated and "read(resource=" not in truncated
+    # The MCP template's form, alone or agreeing with the flags.
+    queried = cli("read", f"{uri}?offset=5&limit=7", "--session", "s 1")
+    assert queried.returncode == 0 and queried.stdout.startswith(b"\n4\n5\n6\n\n")
+    assert queried.stdout == cli("read", uri, "--offset", "5", "--limit", "7", "--session", "s 1").stdout
+    assert cli("read", f"{uri}?offset=5", "--offset", "5", "--session", "s 1").returncode == 0
+    clash = cli("read", f"{uri}?offset=5", "--offset", "6", "--session", "s 1")
+    assert clash.returncode == 2 and "give one" in one_error_line(clash)
+    assert cli("read", f"{uri}?page=2", "--session", "s 1").returncode == 3
+
+
+def test_the_cli_grep_listing_is_bounded_like_any_output(cli):
+    """Regression (issue 19, item 8): ``grep -m 100000`` printed 100,001 lines (1.3 MB)."""
+    uri = uri_in(cli("run", "--", "seq 1 100000").stdout)
+    listed = cli("grep", uri, ".", "-m", "100000")
+    assert listed.returncode == 0
+    out = listed.stdout.decode()
+    assert len(listed.stdout) < 51200 + 1000 and out.count("\n") < 2000 + 10
+    assert "output truncated" in out and out.rstrip().endswith("[100000 matching lines]")
+    whole = uri_in(listed.stdout.split(b"output truncated")[1])  # the listing itself, stored whole
+    assert cli("read", whole, "--all").stdout.decode().count("\n") == 100000  # and the count line
+
+
+def test_stats_of_one_session_counts_only_that_session(cli):
+    """Regression (issue 19, item 11): ``stats --session X`` listed every session's totals."""
+    cli("run", "--session", "a", "--", "seq 1 100000")
+    cli("run", "--session", "b", "--", "seq 1 120000")
+    only = json.loads(cli("stats", "--session", "a", "--json").stdout)
+    assert only["count"] == 1 and set(only["sessions"]) == {"a"} and only["lines"] == 100000
+    text = cli("stats", "--session", "a").stdout.decode()
+    assert "  a: 1 output" in text and "  b:" not in text
+    every = json.loads(cli("stats", "--json").stdout)
+    assert every["count"] == 2 and set(every["sessions"]) == {"a", "b"}
+
+
+def test_bare_overspill_prints_usage(cli):
+    """Regression (issue 19, item 12): bare ``overspill`` printed no usage."""
+    result = cli()
+    assert result.returncode == 2 and result.stdout.startswith(b"usage: overspill")
+    for command in ("run", "read", "grep", "truncate", "ls", "cleanup", "stats", "mcp"):
+        assert command.encode() in result.stdout
+
+
+@pytest.mark.parametrize("command, present, absent", [
+    ("run", ["124", "128+N", "storage failure"], ["3  unknown", "no line matched"]),
+    ("read", ["3  unknown", "storage failure"], ["124", "no line matched"]),
+    ("grep", ["1  no line matched", "3  unknown"], ["124"]),
+    ("truncate", ["storage failure"], ["3  unknown", "124", "no line matched"]),
+    ("ls", ["storage failure"], ["3  unknown", "124"]),
+    ("stats", ["storage failure"], ["3  unknown", "124"]),
+    ("cleanup", ["storage failure"], ["3  unknown", "124"]),
+    ("mcp", ["storage failure"], ["3  unknown", "124", "no line matched"]),
+])
+def test_each_help_lists_only_its_own_exit_codes(cli, command, present, absent):
+    """Regression (issue 19, item 12): every subcommand's --help repeated every exit code."""
+    codes = cli(command, "--help").stdout.decode().split("exit codes:")[1]
+    for text in present:
+        assert text in codes, (command, text)
+    for text in absent:
+        assert text not in codes, (command, text)
+
+
+def test_read_limit_past_a_page_says_it_clamped_and_the_hint_drops_it(cli):
+    """Regression (issue 19, item 12): ``read --limit 100000`` clamped to 51,200
+    silently and repeated ``--limit 100000`` in its hint."""
+    uri = uri_in(cli("run", "--", "seq 1 100000").stdout)
+    page = cli("read", uri, "--limit", "100000")
+    assert page.returncode == 0
+    assert page.stderr.decode() == "overspill: note: --limit 100000 is more than a page holds: clamped to 51200 bytes\n"
+    hint = page.stdout.decode().rstrip().rsplit("\n", 1)[1]
+    assert "--limit" not in hint and "--offset 51200" in hint
+
+
+def test_cleanup_wording_and_dry_run_listing(cli, tmp_path, subprocess_env):
+    """Regression (issue 19, item 12): ``cleanup --dry-run`` gave counts only, and
+    ``ls``'s NAME was ``-`` for every ``overspill run`` output."""
+    long_command = "seq 1 100000; echo " + "x" * 200
+    uri = uri_in(cli("run", "--", long_command).stdout)
+    listed = json.loads(cli("ls", "--json").stdout)["resources"]
+    assert listed[0]["name"] == long_command[:79] + "…"
+    assert "seq 1 100000; echo xxx" in cli("ls").stdout.decode()
+    future = str(10**11)  # far past the retention
+    script = ("import json, sys; from overspill import ToolOutputStore as S\n"
+              f"r = S({str(tmp_path / 'data')!r}).cleanup(now={future}, dry_run=True)\n"
+              "print(json.dumps([r.removed, list(r.removed_ids)]))")
+    removed, ids = json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                             env=subprocess_env, timeout=60).stdout)
+    assert removed == 1 and ids == [uri[len("tool-output://"):]]
+    dry = json.loads(cli("cleanup", "--dry-run", "--json").stdout)
+    assert dry["dry_run"] is True and dry["uris"] == [] and dry["removed"] == 0
+    (tmp_path / "data" / "tool-output" / "managed" / f"{ids[0]}.txt").write_bytes(b"broken")  # a broken pair
+    dry = json.loads(cli("cleanup", "--dry-run", "--json").stdout)
+    assert dry["uris"] == [uri] and dry["removed"] == 1
+    text = cli("cleanup", "--dry-run").stdout.decode()
+    assert text.startswith("would remove 1 output, ") and "leftover" not in text
+
+
+def test_env_variable_errors_have_one_format_and_the_flag_is_named(cli):
+    """Regression (issue 19, item 12): two formats for a bad environment variable, and
+    "the store URL from the url argument" for a command-line flag."""
+    for value in ("abc", "0", "9" * 5000):
+        result = cli("ls", env={"OVERSPILL_MAX_LINES": value})
+        line = one_error_line(result)
+        assert result.returncode == 2 and line.startswith("overspill: error: OVERSPILL_MAX_LINES (environment) must be")
+    flagged = cli("ls", "--store-url", "gopher://x")
+    assert flagged.returncode == 2 and one_error_line(flagged).startswith("overspill: error: --store-url has an "
+                                                                          "unsupported scheme")
+    assert "url argument" not in one_error_line(cli("ls", "--store-url", "redis://h:1/0?foo=bar"))
+    environment = cli("ls", env={"OVERSPILL_STORE_URL": "redis://h:1/abc"})
+    assert one_error_line(environment).startswith("overspill: error: OVERSPILL_STORE_URL (environment): Redis URL")
+
+
+def test_run_with_an_unreachable_store_fails_before_the_command_runs(cli, tmp_path):
+    """Regression (issue 19, item 4): the command ran (seconds, side effects), then
+    "the output could not be kept", exit 4."""
+    witness = tmp_path / "ran"
+    result = cli("run", "--store-url", "redis://127.0.0.1:1/0", "--", f"touch {witness}; seq 1 100000")
+    assert result.returncode == 4 and result.stdout == b"" and "127.0.0.1:1" in one_error_line(result)
+    assert not witness.exists()
+    environment = cli("run", "--", f"touch {witness}", env={"OVERSPILL_STORE_URL": "redis://127.0.0.1:1/0"})
+    assert environment.returncode == 4 and not witness.exists()

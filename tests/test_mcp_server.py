@@ -569,3 +569,80 @@ def test_cli_usage_errors(tmp_path, subprocess_env):
                               env=subprocess_env, timeout=60, stdin=subprocess.DEVNULL)
         assert done.returncode == 2 and fragment in done.stderr and done.stderr.count("\n") == 1, done.stderr
     assert os.path.exists(overspill_script())
+
+
+# ------------------------------------------------------------------ issue 19 (defects-b items)
+def test_resources_read_refuses_a_huge_offset_in_one_line(store):
+    """Regression (issue 19, item 22): a 5,000-digit offset gave error code 0 and a traceback."""
+    uri = store.write("s", "c", "abc" * 10).uri
+
+    async def main():
+        async with Client(create_server(store, "s")) as client:
+            for query in ("?offset=" + "9" * 5000, "?limit=" + "1" * 5000, "?offset=" + "9" * 19):
+                with pytest.raises(MCPError) as caught:
+                    await client.read_resource(uri + query)
+                assert caught.value.code == -32602 and "\n" not in caught.value.message
+                assert len(caught.value.message) < 200
+            at_end = (await client.read_resource(uri + "?offset=" + "9" * 18)).contents[0]
+            assert at_end.text == "" and "next_offset" not in (at_end.meta or {}) and at_end.meta["offset"] == 30
+
+    anyio.run(main)
+
+
+def test_resources_read_of_a_binary_resource_is_a_paged_blob(store):
+    """Regression (issue 19, item 3): binary resources came back as text full of U+FFFD."""
+    import base64
+
+    from mcp import types
+
+    data = bytes(range(256)) * 1000
+    uri = store.write("s", "c", data, mime="application/octet-stream").uri
+
+    async def main():
+        async with Client(create_server(store, "s")) as client:
+            offset, pieces = 0, []
+            while True:
+                content = (await client.read_resource(f"{uri}?offset={offset}&limit=40000")).contents[0]
+                assert isinstance(content, types.BlobResourceContents)
+                assert content.mime_type == "application/octet-stream" and content.meta["offset"] == offset
+                pieces.append(base64.b64decode(content.blob))
+                if "next_offset" not in content.meta:
+                    break
+                offset = content.meta["next_offset"]
+            assert b"".join(pieces) == data and len(pieces) == 7
+            described = await client.call_tool("read", {"resource": uri, "offset": 5, "limit": 10})
+            assert "not decoded as text" in text_of(described) and "\ufffd" not in text_of(described)
+            text = (await client.read_resource(store.write("s", "c2", "plain\n" * 3).uri)).contents[0]
+            assert text.text == "plain\n" * 3 and "next_offset" not in text.meta
+
+    anyio.run(main)
+
+
+def test_stdio_store_url_and_an_unreachable_store_at_start_up(tmp_path, subprocess_env):
+    """Regression (issue 19, items 6 and 4): ``overspill mcp`` had no --store-url, and an
+    unreachable store was found only when a command's output needed storing."""
+    from conftest import _redis_or_skip
+
+    _redis_or_skip()
+    from redis_servers import start_server
+
+    down = subprocess.run([overspill_script(), "mcp", "--store-url", "redis://127.0.0.1:1/0"], env=subprocess_env,
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    assert down.returncode == 4 and down.stderr.decode().count("\n") == 1 and b"127.0.0.1:1" in down.stderr
+    bad = subprocess.run([overspill_script(), "mcp", "--store-url", "redis://h:1/abc"], env=subprocess_env,
+                         stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.startswith(b"overspill: error: --store-url: Redis URL")
+    server = start_server(parent=tmp_path)
+    try:
+        parameters = StdioServerParameters(command=overspill_script(), env=subprocess_env,
+                                           args=["mcp", "--store-url", server.url, "--session", "kept"])
+
+        async def main():
+            async with Client(parameters, mode="legacy") as client:
+                return links_of(await client.call_tool("bash", {"command": "seq 1 100000"}))[0].uri
+
+        uri = anyio.run(main)
+        with ToolOutputStore(url=server.url) as store, store.view("kept", uri) as (resource, data):
+            assert resource.size == len(SEQ) and bytes(data) == SEQ
+    finally:
+        server.stop()

@@ -133,3 +133,71 @@ def test_tool_names_are_pinned():
     }
     assert (tools.MAX_READ_LINES, tools.MAX_LINE_LENGTH) == (2000, 2000)
     assert (tools.MAX_RESPONSE_BYTES, tools.MAX_SEARCH_BYTES) == (5 * 1024 * 1024, 256 * 1024)
+
+
+# ------------------------------------------------------------------ the README says what is true
+README = __import__("pathlib").Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_readme_examples_and_promises_agree_with_the_package(tmp_path):
+    """Regression (issue 19, items 12 and 23): the README's two example markers
+    disagreed (588,890 vs 588,889 bytes), it did not say ``view()`` is a context
+    manager, and its first promise implied CRC-32 stops tampering, which it does
+    not: a same-user edit that keeps the CRC (4 patched bytes) is served."""
+    import re
+    import zlib
+
+    text = README.read_text()
+    markers = re.findall(r"\.\.\. output truncated \((\d+) bytes, (\d+) lines in all\); the omitted part starts "
+                         r"at byte offset (\d+)", text)
+    assert len(markers) == 2 and markers[0] == markers[1]
+    size = sum(len(f"{i}\n") for i in range(100000))  # the quick start's command
+    assert int(markers[0][0]) == size and int(markers[0][1]) == 100000
+    assert "`view` (a context manager: `with store.view(" in text
+    promise = text.split("2. Never readable-but-wrong")[1].split("\n3. ")[0]
+    assert "CRC-32 detects accidents, not" in " ".join(promise.split()) and "forgery" in promise
+    threat = text.split("## Threat model")[1].split("\n## ")[0]
+    assert "CRC-32 detects accidents, not forgery" in " ".join(threat.split())
+    assert "against the same user there is no defence" in " ".join(threat.split())
+    # What the README now says is what happens: four bytes chosen to keep the
+    # chunk's CRC-32 make a same-size edit that every read serves as correct.
+    from overspill import ToolOutputStore
+
+    with ToolOutputStore(tmp_path, durable=False) as store:
+        original = b"the build passed\n" + b"." * 100
+        uri = store.write("s", "c", original).uri
+        payload = store.directory / f"{uri[len('tool-output://'):]}.txt"
+        forged = bytearray(b"the build FAILED\n" + b"." * 100)
+        forged[-4:] = _crc_patch(bytes(forged[:-4]), zlib.crc32(original))
+        assert zlib.crc32(bytes(forged)) == zlib.crc32(original)
+        payload.chmod(0o600)
+        payload.write_bytes(bytes(forged))
+    with ToolOutputStore(tmp_path, durable=False) as reader:
+        assert reader.read("s", uri).content.startswith("the build FAILED")
+
+
+def _crc_patch(prefix: bytes, target: int) -> bytes:
+    """Four bytes that, appended to ``prefix``, give a CRC-32 of ``target``
+    (the standard inversion of the reflected CRC register)."""
+    import zlib
+
+    table = []
+    for byte in range(256):
+        value = byte
+        for _ in range(8):
+            value = (value >> 1) ^ 0xEDB88320 if value & 1 else value >> 1
+        table.append(value)
+    top = {entry >> 24: index for index, entry in enumerate(table)}
+    register = target ^ 0xFFFFFFFF
+    indices = []
+    for _ in range(4):  # walk the register back over four unknown bytes
+        index = top[register >> 24]
+        indices.append(index)
+        register = ((register ^ table[index]) << 8) & 0xFFFFFFFF
+    state = zlib.crc32(prefix) ^ 0xFFFFFFFF
+    patch = bytearray()
+    for index in reversed(indices):
+        byte = (state ^ index) & 0xFF
+        patch.append(byte)
+        state = (state >> 8) ^ table[(state ^ byte) & 0xFF]
+    return bytes(patch)

@@ -607,3 +607,80 @@ def test_schemas_name_the_command_timeout_the_host_applies():
         tools.schemas("anthropic", timeout=0)
     with pytest.raises(TypeError):
         tools.schemas("anthropic", timeout="600")
+
+
+# ------------------------------------------------------------------ issue 19 (defects-b items)
+def test_bash_names_a_working_folder_that_does_not_exist(store, tmp_path):
+    """Regression (issue 19, item 12): "could not run the command: No such file or directory"."""
+    missing = tools.bash(store, "s", "c", "true", cwd=tmp_path / "missing")
+    assert missing.is_error and f"the working folder {tmp_path / 'missing'} does not exist" in missing.output
+    (tmp_path / "a file").write_text("x")
+    not_a_folder = tools.bash(store, "s", "c", "true", cwd=tmp_path / "a file")
+    assert not_a_folder.is_error and "is not a folder" in not_a_folder.output
+
+
+def test_one_line_is_singular_in_the_marker_and_the_signal_header(store):
+    """Regression (issue 19, item 12): "[1 lines ..." and "(N bytes, 1 lines in all)"."""
+    one_line = store.truncate("s", "c", "x" * 100_000)
+    assert "bytes, 1 line in all)" in one_line.content and "1 lines" not in one_line.content
+    text = "".join(f"row {i}\n" for i in range(5000)).replace("row 2500\n", "error: the one bad row\n")
+    flagged = store.truncate("s", "c", text)
+    assert "[1 line of the omitted part looks like an error or a warning; by byte offset:]" in flagged.content
+
+
+def test_grep_at_its_match_cap_does_not_say_raise_it(store):
+    """Regression (issue 19, item 8): at 1,000 listed (the schema's cap) the tool
+    still told the model to "raise max_matches"."""
+    uri = store.write("s", "c", "".join(f"{i}\n" for i in range(5000))).uri
+    capped = tools.call(store, "s", "c", "grep", {"pattern": ".", "resource": uri, "max_matches": 1000})
+    assert "4000 not listed: narrow the pattern" in capped.output and "raise max_matches" not in capped.output
+    below = tools.call(store, "s", "c", "grep", {"pattern": ".", "resource": uri, "max_matches": 10})
+    assert "raise max_matches (at most 1000)" in below.output
+    schema = next(d for d in tools.schemas("anthropic") if d["name"] == "grep")["input_schema"]
+    assert schema["properties"]["max_matches"]["maximum"] == 1000
+
+
+def test_read_at_or_past_the_end_is_an_empty_last_page(store):
+    """Regression (issue 19, item 10): one rule everywhere: an empty page with no next."""
+    resource = store.write("s", "c", "abcdefghij" * 10)
+    for offset in (100, 101, 10**12):
+        page = store.read("s", resource.uri, offset=offset)
+        assert (page.content, page.offset, page.next, page.truncated) == ("", 100, None, False)
+        result = tools.read(store, "s", "c", resource=resource.uri, offset=offset)
+        assert not result.is_error and not result.truncated
+        assert result.metadata["next"] is None and result.metadata["offset"] == 100
+        assert result.output == (f"[offset {offset} is at or past the end of {resource.uri}, which has 100 bytes: "
+                                 "nothing more to read]")
+
+
+def test_read_describes_a_binary_page_instead_of_decoding_it(store):
+    """Regression (issue 19, item 3): a binary resource's page was text full of U+FFFD."""
+    data = bytes(range(256)) * 400
+    resource = store.write("s", "c", data, mime="application/octet-stream")
+    first = tools.read(store, "s", "c", resource=resource.uri, offset=0, limit=1000)
+    assert "\ufffd" not in first.output and first.truncated and first.metadata["next"] == 1000
+    assert first.output.startswith(f"[binary (application/octet-stream): bytes 0 to 1000 of the 102400 bytes of "
+                                   f"{resource.uri}, not decoded as text; they begin 00 01 02 03")
+    assert "offset=1000" in first.output
+    last = tools.read(store, "s", "c", resource=resource.uri, offset=102390)
+    assert "bytes 102390 to 102400" in last.output and last.metadata["next"] is None and not last.truncated
+    _, page, start, following = store.read_bytes("s", resource.uri, offset=255, limit=3)
+    assert (page, start, following) == (data[255:258], 255, 258)
+    assert store.read_bytes("s", resource.uri, offset=10**9)[1:] == (b"", 102400, None)
+
+
+def test_bash_with_an_unreachable_store_does_not_run_the_command(tmp_path):
+    """Regression (issue 19, item 4): the command ran first and its output was then lost."""
+    from conftest import _redis_or_skip
+
+    _redis_or_skip()
+    from redis_servers import start_server
+
+    server = start_server(parent=tmp_path)
+    witness = tmp_path / "ran"
+    with ToolOutputStore(url=server.url) as store:
+        assert not tools.bash(store, "s", "c", "seq 1 10").is_error
+        server.stop()
+        result = tools.bash(store, "s", "c", f"touch {witness}; seq 1 100000")
+    assert result.is_error and "the command was not run" in result.output and "\n" not in result.output
+    assert not witness.exists()

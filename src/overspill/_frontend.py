@@ -16,6 +16,7 @@ from ._arguments import id_string
 from .errors import InvalidResourceError
 
 if TYPE_CHECKING:
+    from .records import Resource
     from .store import Page, ToolOutputStore
 
 __all__ = [
@@ -29,6 +30,8 @@ __all__ = [
     "check_session_id",
     "check_timeout",
     "one_line",
+    "binary_page",
+    "end_of_resource",
     "page_argument_problem",
     "read_page",
 ]
@@ -109,3 +112,29 @@ def read_page(store: ToolOutputStore, session_id: str, uri: object, offset: Opti
     if problem is not None:
         raise InvalidResourceError(problem)
     return store.read(session_id, uri, offset=offset or 0, limit=limit)  # type: ignore[arg-type]
+
+
+def binary_page(store: ToolOutputStore, session_id: str, page: Page, offset: Optional[int] = None,
+                limit: Optional[int] = None) -> Optional[tuple[bytes, int, Optional[int]]]:
+    """For ``page`` (as ``read_page`` gave it) of a binary resource
+    (``records.is_binary_mime``): the exact bytes of the same range, where
+    they start and where the next page does (None at the end), which front
+    ends serve as bytes (MCP's base64 ``blob``) or describe, never decode.
+    None for a text resource.
+
+    :raises: as ``read_page``.
+    """
+    from .records import is_binary_mime
+
+    if not is_binary_mime(page.resource.mime):
+        return None
+    _, data, start, following = store.read_bytes(session_id, page.resource.uri, offset=offset or 0, limit=limit)
+    return data, start, following
+
+
+def end_of_resource(resource: Resource, offset: int) -> str:
+    """What every front end says of a read at or past the end: an empty last
+    page, no next, and not an error."""
+    size = resource.size
+    return (f"offset {offset} is at or past the end of {resource.uri}, which has {size} "
+            f"byte{'' if size == 1 else 's'}: nothing more to read")

@@ -18,8 +18,8 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, Optional, TextIO, Union
 
 from . import __version__, _kernels
-from ._frontend import (DEFAULT_TIMEOUT, MAX_TIMEOUT, MCP_MAX_BYTES, MCP_MAX_LINES, WRAP_INIT_TIMEOUT, one_line,
-                        read_page)
+from ._frontend import (DEFAULT_TIMEOUT, MAX_TIMEOUT, MCP_MAX_BYTES, MCP_MAX_LINES, WRAP_INIT_TIMEOUT,
+                        end_of_resource, one_line, read_page)
 from .config import MAX_READ_BYTES, resolve_limits
 from .errors import (
     AccessDeniedError,
@@ -30,6 +30,7 @@ from .errors import (
     StorageError,
 )
 from .store import ToolOutputStore
+from .text import next_calls
 
 if TYPE_CHECKING:
     from .capture import RunningCommand
@@ -46,6 +47,30 @@ _EXIT_CODES = """exit codes:
   2  usage error or bad input
   3  unknown, invalid or another session's resource
   4  storage failure (for example, the disk is full)"""
+# Each command's --help lists the codes it can exit with, and only those.
+_USAGE_LINE = "  2  usage error or bad input"
+_RESOURCE_LINE = "  3  unknown, invalid or another session's resource"
+_STORAGE_LINE = "  4  storage failure (for example, the disk is full, or the server cannot be reached)"
+_COMMAND_EXIT_CODES = {
+    "run": ["  N  the command's own exit code; 124 when it timed out; 128+N when overspill got",
+            "     signal N (passed on to the command)", _USAGE_LINE,
+            "  4  storage failure: the output could not be stored (the preview is still printed),",
+            "     or the store's server cannot be reached (then the command is not run)"],
+    "read": ["  0  success", _USAGE_LINE, _RESOURCE_LINE, _STORAGE_LINE],
+    "grep": ["  0  some line matched", "  1  no line matched", _USAGE_LINE, _RESOURCE_LINE, _STORAGE_LINE],
+    "truncate": ["  0  success", _USAGE_LINE, _STORAGE_LINE],
+    "ls": ["  0  success", _USAGE_LINE, _STORAGE_LINE],
+    "cleanup": ["  0  success", _USAGE_LINE, _STORAGE_LINE],
+    "stats": ["  0  success", _USAGE_LINE, _STORAGE_LINE],
+    "mcp": ["  0  the client closed the connection", "  128+N  the server got signal N", _USAGE_LINE,
+            "  4  storage failure: the store cannot be opened or reached at start-up"],
+}
+
+
+def _exit_codes(command: str) -> str:
+    return "exit codes:\n" + "\n".join(_COMMAND_EXIT_CODES[command])
+
+
 _SESSION_HELP = "session id (default: $OVERSPILL_SESSION, else 'cli')"
 _URL_HELP = ("keep outputs in Redis instead: redis://HOST:PORT/DB, rediss://... (TLS) or redis+cluster://HOST:PORT "
              "(default: $OVERSPILL_STORE_URL); a path or file:///PATH is a data folder")
@@ -138,7 +163,7 @@ def _parser(only: Optional[str] = None) -> _Parser:
         if only is not None and name != only:
             return _Detached()
         return commands.add_parser(name, help=help_text, description=help_text, parents=list(parents),
-                                   epilog=_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                   epilog=_exit_codes(name), formatter_class=argparse.RawDescriptionHelpFormatter)
 
     run = add("run", "run a command and print its bounded output (stdout and stderr as one stream, "
               "stored whole when over the limits); exits with the command's exit code, 124 on timeout",
@@ -198,13 +223,15 @@ def _parser(only: Optional[str] = None) -> _Parser:
     cleanup = add("cleanup", "remove expired outputs and leftovers", [common])
     cleanup.add_argument("--dry-run", action="store_true", help="only report what would be removed")
 
-    add("stats", "count, bytes, oldest and per-session totals of stored outputs", [common])
+    add("stats", "count, bytes, oldest and per-session totals of stored outputs (with --session: that "
+        "session's only)", [common])
 
     mcp = add("mcp", "serve the bash, read, grep, webfetch, wait, kill and jobs tools to an MCP client over "
               "stdio, or (--wrap, --wrap-url) another MCP server's tools with bounded, pageable results "
               "(needs the mcp extra: pip install 'overspill[mcp]')", [])
     mcp.add_argument("--session", help="session id shared across restarts (default: a fresh one per server)")
     mcp.add_argument("--data-dir", help=_DATA_HELP)
+    mcp.add_argument("--store-url", help=_URL_HELP)
     mcp.add_argument("--cwd", help="folder commands run in and relative paths start from (default: the current one)")
     mcp.add_argument("--max-lines", type=_positive, help=f"lines a preview may show (default {MCP_MAX_LINES})")
     mcp.add_argument("--max-bytes", type=_positive, help=f"bytes a preview may show (default {MCP_MAX_BYTES})")
@@ -244,12 +271,42 @@ def _reader(args: argparse.Namespace) -> ToolOutputStore:
     return _store(args, create=False)
 
 
-def _store(args: argparse.Namespace, create: bool = True) -> ToolOutputStore:
+def _store(args: argparse.Namespace, create: bool = True, config: Optional[dict[str, Any]] = None) -> ToolOutputStore:
     if args.data_dir is not None and args.store_url is not None:
         raise _UsageError("give --data-dir or --store-url, not both")
+    config = _config(args) if config is None else config
     if args.store_url is not None:
-        return ToolOutputStore(url=args.store_url, config=_config(args))
-    return ToolOutputStore(args.data_dir, config=_config(args), create=create)
+        from .backends._location import check_url
+
+        check_url(args.store_url, "--store-url")  # a wrong URL is named as the flag that gave it
+        return ToolOutputStore(url=args.store_url, config=config)
+    return ToolOutputStore(args.data_dir, config=config, create=create)
+
+
+def _on_a_server(args: argparse.Namespace) -> bool:
+    """Whether the store these arguments name is a server (which can be unreachable)."""
+    from .backends._location import locate
+
+    return locate(args.data_dir, args.store_url).url is not None
+
+
+def _cli_calls(args: argparse.Namespace, uri: str, offset: int) -> str:
+    """The marker's last line as shell commands: read on at ``offset``, or grep."""
+    options: list[str] = []
+    for option, value in (("--session", args.session), ("--data-dir", args.data_dir),
+                          ("--store-url", args.store_url)):
+        if value is not None:
+            options += [option, str(value)]
+    return (f"next: {shlex.join(['overspill', 'read', uri, '--offset', str(offset), *options])}  or  "
+            f"{shlex.join(['overspill', 'grep', uri, *options])} PATTERN")
+
+
+def _for_the_shell(args: argparse.Namespace, text: str, uri: Optional[str], offset: Optional[int]) -> str:
+    """``text`` with its marker's model calls (``read(resource=...)``) written
+    as the commands that do the same here."""
+    if uri is None or offset is None:
+        return text
+    return text.replace(next_calls(uri, offset), _cli_calls(args, uri, offset), 1)
 
 
 def _session(args: argparse.Namespace) -> str:
@@ -354,25 +411,35 @@ def _command_run(args: argparse.Namespace) -> int:
     # which no other command needs.
     from .tools.bash import execute
 
+    from .tools.bash import start_failure
+
     limits = resolve_limits(_config(args))
     store: Optional[ToolOutputStore]
     try:
         store = _store(args)
         store_error = None
     except StorageError as error:
-        store, store_error = None, str(error)
+        if _on_a_server(args):
+            raise  # a server that cannot be reached: exit 4 before the command runs, not after
+        store, store_error = None, str(error)  # a folder that cannot be written: the preview still shows
     with _Forwarder() as forwarder:
         try:
             ran = execute(store, _session(args), f"cli-{time.time_ns()}", command, timeout=args.timeout,
-                          spill=args.spill, inherit_stdin=True, limits=limits, started=forwarder.started)
+                          spill=args.spill, inherit_stdin=True, limits=limits, started=forwarder.started,
+                          name=_shortened(command, _NAME_CHARACTERS))
+        except StorageError:
+            raise
         except (OSError, ValueError) as error:
-            raise _UsageError(f"could not run the command: {getattr(error, 'strerror', None) or error}") from None
+            raise _UsageError(start_failure(error)) from None
         # Not opening the store matters only when the output needed storing.
         storage_error = (store_error or ran.storage_error) if ran.storage_error is not None else None
         if args.json:
             _print_json(ran.tool_result(args.timeout))
         else:
-            _print_text(ran.text(args.timeout))  # the preview, from memory if it could not be stored
+            # The preview (from memory if it could not be stored), its next calls as commands.
+            _print_text(_for_the_shell(args, ran.text(args.timeout),
+                                       None if ran.resource is None else ran.resource.uri,
+                                       ran.marker.get("next_offset")))  # type: ignore[arg-type]
         _stdout().flush()
     if storage_error is not None:
         return _fail(EXIT_STORAGE, f"the output could not be kept: {storage_error}")
@@ -472,41 +539,64 @@ def _command_jobs(args: argparse.Namespace) -> int:
     return 0
 
 
+# How much of a command ``overspill run`` records as its output's name (``ls`` shows it).
+_NAME_CHARACTERS = 80
+
+
+def _shortened(text: str, characters: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= characters else text[: characters - 1] + "…"
+
+
 def _write_all(out: BinaryIO, chunks: Iterator[memoryview]) -> None:
     for chunk in chunks:
         out.write(chunk)
     out.flush()
 
 
-def _continue_command(args: argparse.Namespace, uri: str, offset: int) -> str:
+def _continue_command(args: argparse.Namespace, uri: str, offset: int, limit: Optional[int]) -> str:
     """The command that reads on from ``offset``: the same session, folder and page size as this one."""
     words = ["overspill", "read", uri, "--offset", str(offset)]
-    for option, value in (("--limit", args.limit), ("--session", args.session), ("--data-dir", args.data_dir),
+    for option, value in (("--limit", limit), ("--session", args.session), ("--data-dir", args.data_dir),
                           ("--store-url", args.store_url)):
         if value is not None:
             words += [option, str(value)]
     return shlex.join(words)
 
 
+def _note(message: str) -> None:
+    """A one-line note on stderr that is not an error."""
+    if sys.stderr is not None:
+        sys.stderr.write(f"overspill: note: {_shown(one_line(message))}\n")
+
+
 def _command_read(args: argparse.Namespace) -> int:
-    if args.all and (args.offset is not None or args.limit is not None):
+    from .records import parse_page_uri
+
+    uri, query_offset, query_limit = parse_page_uri(args.uri)  # tool-output://ID?offset=N&limit=M, as MCP's
+    for name, given, queried in (("offset", args.offset, query_offset), ("limit", args.limit, query_limit)):
+        if given is not None and queried is not None and given != queried:
+            raise _UsageError(f"read: the URI says {name}={queried} and --{name} says {given}; give one")
+    offset_given = args.offset if args.offset is not None else query_offset
+    limit = args.limit if args.limit is not None else query_limit
+    if args.all and (offset_given is not None or limit is not None):
         raise _UsageError("read: --all writes the whole resource; it takes no --offset or --limit")
     store = _reader(args)
     session = _session(args)
     if args.all and args.json:
-        with store.view(session, args.uri) as (resource, data):
+        with store.view(session, uri) as (resource, data):
             _print_json({"resource": resource, "content": str(data, "utf-8", "replace")})
         return 0
     if args.all:
         # Verified range by range as it is written: the first bytes go out at
         # once and memory stays flat, whatever the size.
-        _write_all(_stdout().buffer, store.iter_bytes(session, args.uri))
+        _write_all(_stdout().buffer, store.iter_bytes(session, uri))
         return 0
-    offset = args.offset or 0
-    page = read_page(store, session, args.uri, offset, args.limit)
-    if offset and offset >= page.resource.size:  # the store clamps it; the user should hear about it
-        raise _UsageError(f"read: offset {offset} is past the end of {page.resource.uri}, "
-                          f"which has {_count(page.resource.size, 'byte')}")
+    if limit is not None and limit > MAX_READ_BYTES:
+        _note(f"--limit {limit} is more than a page holds: clamped to {MAX_READ_BYTES} bytes")
+        limit = None  # the most, which is the default: the hint need not repeat it
+    offset = offset_given or 0
+    page = read_page(store, session, uri, offset, limit)
     if args.json:
         _print_json(page)
     elif page.next is None and not page.complete:
@@ -514,19 +604,26 @@ def _command_read(args: argparse.Namespace) -> int:
         _print_text(f"{page.content}\n\n[complete: false; the output so far ends at byte {page.resource.size}: "
                     f"{_continue_command(args, page.resource.uri, page.resource.size)} later, or overspill wait]")
     elif page.next is None:
+        if page.offset >= page.resource.size and page.resource.size:
+            # One rule everywhere: at or past the end is an empty last page (no next), not an error.
+            _note(end_of_resource(page.resource, offset))
+            return 0
         _print_text(page.content)
     else:
         _print_text(f"{page.content}\n\n[{page.resource.size - page.next} more bytes: "
-                    f"{_continue_command(args, page.resource.uri, page.next)}]")
+                    f"{_continue_command(args, page.resource.uri, page.next, limit)}]")
     return 0
 
 
 def _command_grep(args: argparse.Namespace) -> int:
     from .tools.grep import search_resource
 
+    from .records import parse_page_uri
+
+    uri = parse_page_uri(args.uri)[0]
     store = _store(args)
     try:
-        found = search_resource(store, _session(args), args.uri, args.pattern, ignore_case=args.ignore_case,
+        found = search_resource(store, _session(args), uri, args.pattern, ignore_case=args.ignore_case,
                                 context=args.context, max_matches=args.max_count)
     except OverspillError:
         raise
@@ -536,7 +633,12 @@ def _command_grep(args: argparse.Namespace) -> int:
         _print_json({"lines": list(found.lines), "total": found.total, "listed": found.listed})
     elif found.lines:
         more = f"; {found.total - found.listed} not listed (raise --max-count)" if found.total > found.listed else ""
-        _print_text("\n".join(found.lines) + f"\n[{found.total} matching line{'s' if found.total != 1 else ''}{more}]")
+        listing = "\n".join(found.lines) + f"\n[{_count(found.total, 'matching line')}{more}]"
+        # Bounded like any output: a long listing is stored whole and previewed, with where to read on.
+        bounded = store.truncate(_session(args), f"cli-{time.time_ns()}", listing,
+                                 name=_shortened(f"grep {args.pattern} {uri}", _NAME_CHARACTERS))
+        _print_text(_for_the_shell(args, bounded.content, None if bounded.resource is None else bounded.resource.uri,
+                                   bounded.next_offset))
     return 0 if found.total else 1
 
 
@@ -562,7 +664,8 @@ def _command_truncate(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result)
     else:
-        _print_text(result.content)
+        _print_text(_for_the_shell(args, result.content, None if result.resource is None else result.resource.uri,
+                                   result.next_offset))
     return 0
 
 
@@ -600,23 +703,32 @@ def _count(number: int, noun: str) -> str:
 
 
 def _command_cleanup(args: argparse.Namespace) -> int:
-    report = _reader(args).cleanup(dry_run=args.dry_run)
+    from .records import uri_for
+
+    store = _reader(args)
+    report = store.cleanup(dry_run=args.dry_run)
     if args.json:
-        _print_json({**_as_json(report), "dry_run": args.dry_run})
+        # ``uris``: what was (with --dry-run: would be) removed, by URI.
+        _print_json({**_as_json(report), "dry_run": args.dry_run,
+                     "uris": [uri_for(resource_id) for resource_id in report.removed_ids]})
     elif report.busy:
-        _print_text("another process is cleaning this folder; nothing done")
+        _print_text(f"another process is cleaning {'this store' if store.url else 'this folder'}; nothing done")
     else:
         verb = "would remove" if args.dry_run else "removed"
+        # A folder's leftovers are temporary files; a server's, the keys of writers that died.
+        leftovers = _count(report.temporaries, "unfinished write" if store.url else "leftover file")
+        parts = [_count(report.removed, "output")] + ([leftovers] if report.temporaries else [])
         left = (f"; {report.skipped} {'entry' if report.skipped == 1 else 'entries'} could not be removed"
                 if report.skipped else "")
-        _print_text(f"{verb} {_count(report.removed, 'output')} and {_count(report.temporaries, 'leftover file')}, "
-                    f"{report.bytes_freed} bytes{left}")
+        _print_text(f"{verb} {' and '.join(parts)}, {_count(report.bytes_freed, 'byte')}{left}")
     return 0
 
 
 def _command_stats(args: argparse.Namespace) -> int:
     store = _reader(args)
-    records = store.records()
+    # --session names one session (as for ls); without it, every session's totals.
+    only = args.session
+    records = store.records(only)
     sessions: dict[str, dict[str, int]] = {}
     for record in records:
         entry = sessions.setdefault(record.session_id, {"count": 0, "bytes": 0, "lines": 0})
@@ -635,8 +747,9 @@ def _command_stats(args: argparse.Namespace) -> int:
     if oldest is not None:
         lines.append(f"oldest: {_age(oldest)} ago")
     quota = summary["quota"]
-    lines.append(f"quota: {summary['bytes']} of {quota} bytes used ({100 * summary['bytes'] / quota:.1f}%); "
-                 "the oldest outputs go first when a new one needs the room")
+    if only is None:  # the quota counts every session's outputs
+        lines.append(f"quota: {summary['bytes']} of {quota} bytes used ({100 * summary['bytes'] / quota:.1f}%); "
+                     "the oldest outputs go first when a new one needs the room")
     lines += [f"  {_shown(session)}: {_count(entry['count'], 'output')}, {entry['bytes']} bytes, "
               f"{_count(entry['lines'], 'line')}"
               for session, entry in sessions.items()]
@@ -686,8 +799,8 @@ def _command_mcp(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise _UsageError(str(error)) from None
 
-    store = ToolOutputStore(args.data_dir, config=mcp_server.limits_config(args.max_lines, args.max_bytes,
-                                                                         max_tokens=args.max_tokens))
+    # Opened (a server connected to) before serving: an unreachable store is exit 4 at start-up.
+    store = _store(args, config=mcp_server.limits_config(args.max_lines, args.max_bytes, max_tokens=args.max_tokens))
     with store:
         if wrapping:
             mcp_upstream.serve_wrapped(store, args.session, command=argv if args.wrap else None, url=args.wrap_url,
@@ -722,6 +835,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             # What argparse's version action prints, without building seven sub-parsers first.
             _stdout().write(f"overspill {__version__}\n")
             return 0
+        if not words:  # bare ``overspill``: what it can do, and how to ask
+            _stdout().write(_parser().format_help())
+            return EXIT_USAGE
         args = _parser(words[0] if words and words[0] in _COMMANDS else None).parse_args(words)
         return _COMMANDS[args.command](args)
     except _UsageError as error:

@@ -152,9 +152,10 @@ def _from_environment(environ: Mapping[str, str]) -> dict[str, int]:
         if raw is None or raw.strip() == "":
             continue
         text = raw.strip()
-        if not (text.isascii() and text.isdigit()):
+        # One format for every variable's error: "NAME (environment) must be ..., not 'raw'".
+        if not (text.isascii() and text.isdigit()) or len(text) > 18 or int(text) < 1:
             raise ConfigError(f"{variable} (environment) must be a positive integer, not {raw!r}")
-        values[key] = positive_int(int(text), variable, "the environment")
+        values[key] = int(text)
     return values
 
 

@@ -34,6 +34,7 @@ schema (its fields depend on what the tool stored).
 
 from __future__ import annotations
 
+import base64
 import functools
 import itertools
 import logging
@@ -44,7 +45,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Optional, Union
-from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import anyio.from_thread
@@ -60,6 +60,7 @@ from ._frontend import (
     MAX_TIMEOUT,
     MCP_MAX_BYTES,
     MCP_MAX_LINES,
+    binary_page,
     check_session_id,
     check_timeout,
     one_line,
@@ -67,7 +68,7 @@ from ._frontend import (
 )
 from .config import MAX_READ_BYTES
 from .errors import InvalidResourceError, OverspillError
-from .records import SCHEME, new_id
+from .records import SCHEME, Resource, new_id, parse_page_uri
 from .store import ToolOutputStore
 from .tools import ToolResult
 
@@ -373,43 +374,47 @@ async def read_resource(store: ToolOutputStore, session: str, uri: str, page: in
     """
     base, offset, limit = _page_request(uri)
     try:
-        found = await anyio.to_thread.run_sync(functools.partial(read_page, store, session, base, offset,
+        found = await anyio.to_thread.run_sync(functools.partial(_page, store, session, base, offset,
                                                                  page if limit is None else limit))
     except InvalidResourceError as error:
         raise MCPError(_INVALID_PARAMS, one_line(str(error))) from None
     except OverspillError as error:
         raise MCPError(_RESOURCE_NOT_FOUND, one_line(str(error))) from None
-    meta = {"offset": found.offset, "next_offset": found.next, "size": found.resource.size}
-    if not found.complete:  # a background command still running: the size is its output so far
+    resource, start, following, content, complete = found
+    # next_offset is absent at the end (a read at or past the end is an empty last page).
+    meta = {"offset": start, "size": resource.size}
+    if not complete:  # a background command still running: the size is its output so far
         meta["complete"] = False
+    if following is not None:
+        meta["next_offset"] = following
+    if isinstance(content, bytes):  # a binary resource: its exact bytes, paged by the same offsets
+        return types.ReadResourceResult(contents=[types.BlobResourceContents(
+            uri=uri, mime_type=resource.mime, blob=base64.b64encode(content).decode("ascii"), _meta=meta)])
     return types.ReadResourceResult(contents=[
-        types.TextResourceContents(uri=uri, mime_type=found.resource.mime, text=found.content, _meta=meta)])
+        types.TextResourceContents(uri=uri, mime_type=resource.mime, text=content, _meta=meta)])
+
+
+def _page(store: ToolOutputStore, session: str, uri: str, offset: int,
+          limit: Optional[int]) -> tuple[Resource, int, Optional[int], Union[str, bytes], bool]:
+    """A page for ``resources/read``: text, or a binary resource's exact bytes, and whether the output is complete."""
+    page = read_page(store, session, uri, offset, limit)
+    binary = binary_page(store, session, page, offset, limit)
+    if binary is None:
+        return page.resource, page.offset, page.next, page.content, page.complete
+    data, start, following = binary
+    return page.resource, start, following, data, page.complete
 
 
 def _page_request(uri: str) -> tuple[str, int, Optional[int]]:
     """``tool-output://ID?offset=N&limit=M`` as (the resource's URI, offset, limit).
 
-    :raises MCPError: (invalid params) a malformed query.
+    :raises MCPError: (invalid params, one line) a malformed URI or query.
     """
-    parts = urlsplit(uri)
-    base = uri.split("?", 1)[0].split("#", 1)[0]
     try:
-        query = parse_qs(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))
-    except ValueError:
-        raise MCPError(_INVALID_PARAMS, f"malformed query in {uri}") from None
-    unknown = sorted(set(query) - {"offset", "limit"})
-    if unknown:
-        raise MCPError(_INVALID_PARAMS, f"{SCHEME}ID takes offset and limit, not {', '.join(unknown)}")
-    numbers: dict[str, Optional[int]] = {"offset": None, "limit": None}
-    for key, minimum in (("offset", 0), ("limit", 1)):
-        values = query.get(key)
-        if not values:
-            continue
-        text = values[-1]
-        if len(values) > 1 or not (text.isascii() and text.isdigit()) or int(text) < minimum:
-            raise MCPError(_INVALID_PARAMS, f"{key} must be one integer of at least {minimum}, not {text!r}")
-        numbers[key] = int(text)
-    return base, numbers["offset"] or 0, numbers["limit"]
+        base, offset, limit = parse_page_uri(uri)
+    except InvalidResourceError as error:
+        raise MCPError(_INVALID_PARAMS, one_line(str(error))) from None
+    return base, offset or 0, limit
 
 
 def serve(store: ToolOutputStore, session_id: Optional[str] = None, *, cwd: PathArg = None,

@@ -269,6 +269,19 @@ class ToolOutputStore:
         """The limits ``truncate`` applies when a call names none."""
         return self._limits
 
+    def ping(self) -> None:
+        """Check that the store can be reached now: one round trip to a server
+        (nothing for a local folder, whose failures show when it is written).
+        Hosts call it before work whose output would otherwise be lost, such as
+        running a command.
+
+        :raises StorageError: the server cannot be reached (the message names
+            its address, never a password).
+        """
+        ping = getattr(self._backend, "ping", None)
+        if ping is not None:
+            ping()
+
     def __enter__(self) -> ToolOutputStore:
         return self
 
@@ -847,6 +860,31 @@ class ToolOutputStore:
             if shaped.tail:
                 content += f"\n\n{shaped.tail}"
         return TruncateResult(content, True, record.resource, lines, start + shaped.head_end)
+
+
+    def read_bytes(self, session_id: str, uri: str, *, offset: int = 0,
+                   limit: Optional[int] = None) -> tuple[Resource, bytes, int, Optional[int]]:
+        """A page of a resource's exact bytes (for binary resources, which a
+        text page would show as U+FFFD): ``(resource, data, offset, next)``.
+
+        Offsets and limits are clamped as ``read``'s, but the page is cut at
+        exactly ``offset + limit`` (bytes have no characters to respect);
+        ``next`` is where the following page starts, None at the end (a read at
+        or past the end is an empty page).
+
+        :raises: as ``read``.
+        """
+        resource_id = parse_uri(uri)
+        _check_id_string(session_id, "session_id")
+        offset = whole_number(offset, "offset")
+        limit = MAX_READ_BYTES if limit is None else whole_number(limit, "limit")
+        record = self._owned_record(session_id, resource_id)
+        size = record.resource.size
+        start = min(max(offset, 0), size)
+        end = min(start + min(max(limit, 1), MAX_READ_BYTES), size)
+        with self._backend.read(record, start, end) as view:
+            data = bytes(view)
+        return record.resource, data, start, (end if end < size else None)
 
     # ------------------------------------------------------------------ listing
     def records(self, session_id: Optional[str] = None) -> list[Record]:

@@ -23,6 +23,7 @@ __all__ = [
     "encode_content",
     "human_lines",
     "line_slack",
+    "next_calls",
     "preview",
     "preview_from_cuts",
     "shown_size",
@@ -120,16 +121,23 @@ def truncation_marker(uri: str, size: int, lines: int, resume_offset: int, total
     ``grep`` call that searches the stored output.  Under 300 bytes without
     ``note`` for any size below a petabyte.
     """
+    counted = f"{lines} line{'' if lines == 1 else 's'} in all"
     if total is not None and total > size:
-        status = (f"... output truncated: the stored copy holds the first {size} of {total} bytes ({lines} lines "
-                  f"in all); the omitted part starts at byte offset {resume_offset} ...\n")
+        status = (f"... output truncated: the stored copy holds the first {size} of {total} bytes ({counted}); "
+                  f"the omitted part starts at byte offset {resume_offset} ...\n")
     else:
-        status = (f"... output truncated ({size} bytes, {lines} lines in all); the omitted part starts at byte "
+        status = (f"... output truncated ({size} bytes, {counted}); the omitted part starts at byte "
                   f"offset {resume_offset} ...\n")
     if note:
         status += f"({note})\n"
-    return (status + f'next: read(resource="{uri}", offset={resume_offset}) or '
-            f'grep(resource="{uri}", pattern="...")')
+    return status + next_calls(uri, resume_offset)
+
+
+def next_calls(uri: str, resume_offset: int) -> str:
+    """The marker's last line: the model's ``read`` call that continues at
+    ``resume_offset`` and the ``grep`` call that searches the output (a
+    front end that speaks another syntax replaces exactly this line)."""
+    return f'next: read(resource="{uri}", offset={resume_offset}) or grep(resource="{uri}", pattern="...")'
 
 
 def view_marker(uri: str, size: int, lines: int, total: Optional[int] = None) -> str:
@@ -558,7 +566,8 @@ class SignalCollector:
         if not groups or max_lines < 2:
             return []
         total = sum(self.totals)
-        header = f"[{total} lines of the omitted part look like errors or warnings; by byte offset:]"
+        header = ("[1 line of the omitted part looks like an error or a warning; by byte offset:]" if total == 1
+                  else f"[{total} lines of the omitted part look like errors or warnings; by byte offset:]")
         used = len(header.encode()) + 1
         lines = [header]
         for kind, offset, text, count in sorted(groups.values(), key=lambda group: (group[0], group[1])):

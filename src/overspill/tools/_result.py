@@ -8,13 +8,15 @@ from typing import Any, Optional
 from ..records import Resource
 from ..store import TruncateResult
 
-__all__ = ["MAX_LINE_LENGTH", "MAX_READ_LINES", "MAX_RESPONSE_BYTES", "MAX_SEARCH_BYTES", "ToolResult",
+__all__ = ["MAX_LINE_LENGTH", "MAX_MATCHES", "MAX_READ_LINES", "MAX_RESPONSE_BYTES", "MAX_SEARCH_BYTES", "ToolResult",
            "bounded", "failure", "stored_metadata"]
 
 MAX_READ_LINES = 2000
 MAX_LINE_LENGTH = 2000
 MAX_RESPONSE_BYTES = 5 * 1024 * 1024
 MAX_SEARCH_BYTES = 256 * 1024
+#: The most matching lines grep lists for a model (its schema's maximum of ``max_matches``).
+MAX_MATCHES = 1000
 
 
 @dataclass(frozen=True)

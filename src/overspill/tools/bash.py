@@ -8,6 +8,7 @@ line the model sees after the preview.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import signal
@@ -149,11 +150,21 @@ def _counted(chunks: Iterator[bytes], progress: Optional[Progress]) -> Iterator[
         yield chunk
 
 
+def start_failure(error: BaseException) -> str:
+    """Why a command could not be started, in one line naming what was missing."""
+    reason = getattr(error, "strerror", None) or str(error)
+    filename = getattr(error, "filename", None)
+    if filename is not None and str(filename) not in reason:
+        reason = f"{reason}: {filename}"
+    return f"could not run the command: {reason}"
+
+
 def execute(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str, command: str, *,
             timeout: Optional[float], cwd: PathArg = None, env: Optional[Mapping[str, str]] = None,
             spill: bool = True, inherit_stdin: bool = False, limits: Optional[Limits] = None,
             started: Optional[Callable[[RunningCommand], None]] = None,
-            abort: Optional[threading.Event] = None, progress: Optional[Progress] = None) -> CommandOutput:
+            abort: Optional[threading.Event] = None, progress: Optional[Progress] = None,
+            name: Optional[str] = None) -> CommandOutput:
     """Run ``command`` for a model (the bash tool and ``overspill run``).
 
     :param store: where the output is kept; None when it cannot be opened
@@ -167,10 +178,19 @@ def execute(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str
     :param abort: when set (from another thread), the command's process group
         is terminated as on a timeout (the host's cancellation).
     :param progress: called with the bytes of output so far after each chunk.
-    :raises OSError: the command could not be started.
+    :param name: stored with the output (``overspill run`` records the command).
+    :raises StorageError: ``store`` is a server that cannot be reached (the
+        command is not run).
+    :raises OSError: the command could not be started (a missing ``cwd`` is
+        named).
     """
     if limits is None:
         limits = store.limits() if store is not None else Limits()
+    if store is not None:
+        store.ping()  # a server that cannot be reached fails now, before the command runs
+    if cwd is not None and not os.path.isdir(cwd):
+        what = "does not exist" if not os.path.exists(cwd) else "is not a folder"
+        raise NotADirectoryError(errno.ENOTDIR, f"the working folder {os.fspath(cwd)} {what}")
     running = RunningCommand(command, cwd=cwd, env=env, timeout=timeout, stdin=None,
                              max_output_bytes=MAX_CAPTURE_BYTES, max_error_bytes=1, keep="head_tail",
                              merge_stderr=True, inherit_stdin=inherit_stdin, abort=abort)
@@ -195,9 +215,9 @@ def execute(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str
                 if truncated:
                     raise StorageError(0, "the output folder could not be opened")
             elif spill and sniffed.binary:
-                resource = store.write_stream(session_id, tool_call_id, chunks, mime=BINARY_MIME)
+                resource = store.write_stream(session_id, tool_call_id, chunks, mime=BINARY_MIME, name=name)
             elif spill:
-                outcome = store.truncate_stream(session_id, tool_call_id, chunks,
+                outcome = store.truncate_stream(session_id, tool_call_id, chunks, name=name,
                                                 max_lines=limits.max_lines, max_bytes=limits.max_bytes)
                 resource, truncated = outcome.resource, outcome.truncated
                 shown, marker = _strip_newline(outcome.content), stored_metadata(outcome)
@@ -206,9 +226,9 @@ def execute(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str
                     pass
                 data, _, dropped = running.captured()
                 if not dropped and sniffed.binary:
-                    resource = store.write(session_id, tool_call_id, data, mime=BINARY_MIME)
+                    resource = store.write(session_id, tool_call_id, data, mime=BINARY_MIME, name=name)
                 elif not dropped:
-                    outcome = store.truncate(session_id, tool_call_id, data,
+                    outcome = store.truncate(session_id, tool_call_id, data, name=name,
                                              max_lines=limits.max_lines, max_bytes=limits.max_bytes)
                     resource, truncated = outcome.resource, outcome.truncated
                     shown, marker = _strip_newline(outcome.content), stored_metadata(outcome)
@@ -276,6 +296,8 @@ def bash(store: ToolOutputStore, session_id: str, tool_call_id: str, command: st
     try:
         ran = execute(store, session_id, tool_call_id, command, timeout=timeout, cwd=cwd, env=env, spill=spill,
                       abort=abort, progress=progress)
+    except StorageError as error:
+        return failure(f"the command was not run: the output store cannot be reached ({error})")
     except (OSError, ValueError, TypeError) as error:
-        return failure(f"could not run the command: {getattr(error, 'strerror', None) or error}")
+        return failure(start_failure(error))
     return ran.tool_result(timeout)

@@ -23,7 +23,7 @@ from ..store import ToolOutputStore
 from ..text import view_flags
 from ._binary import file_is_binary
 from ._regex import TIME_LIMIT, Cancelled, Search
-from ._result import MAX_LINE_LENGTH, ToolResult, bounded, failure
+from ._result import MAX_LINE_LENGTH, MAX_MATCHES, ToolResult, bounded, failure
 
 __all__ = ["ResourceMatches", "grep", "search_resource"]
 
@@ -274,7 +274,9 @@ def _grep_resource(store: ToolOutputStore, session_id: str, tool_call_id: str, u
         return ToolResult(f"no matches for {pattern!r} in {uri}", False, False, None, {"matches": 0})
     text = "\n".join(found.lines) + f"\n[{found.total} matching line{'s' if found.total != 1 else ''}"
     if found.total > found.listed:
-        text += f"; {found.total - found.listed} not listed: narrow the pattern or raise max_matches"
+        # Raising max_matches helps only below the most the schema allows; past it, only a narrower pattern does.
+        raise_it = f" or raise max_matches (at most {MAX_MATCHES})" if max_matches < MAX_MATCHES else ""
+        text += f"; {found.total - found.listed} not listed: narrow the pattern{raise_it}"
     return bounded(store.truncate(session_id, tool_call_id, text + "]"), matches=found.total)
 
 

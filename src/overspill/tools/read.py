@@ -7,7 +7,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO, Optional, Union
 
-from .._frontend import page_argument_problem, read_page
+from .._frontend import binary_page, end_of_resource, page_argument_problem, read_page
 from ..config import MAX_READ_BYTES
 from ..errors import OverspillError
 from ..store import ToolOutputStore
@@ -16,6 +16,8 @@ from ._result import MAX_LINE_LENGTH, MAX_READ_LINES, ToolResult, failure
 
 __all__ = ["read"]
 
+# Bytes of a binary page shown in hex.
+_HEX_BYTES = 16
 # Longest raw line read at once; the rest of a longer line is skipped unread.
 _LINE_READ = MAX_LINE_LENGTH * 4 + 1
 
@@ -44,21 +46,36 @@ def _read_resource(store: ToolOutputStore, session_id: str, uri: object, offset:
                    limit: Optional[int]) -> ToolResult:
     try:
         page = read_page(store, session_id, uri, offset, limit)
+        binary = binary_page(store, session_id, page, offset, limit)
     except OverspillError as error:
         return failure(str(error))
-    size = page.resource.size
-    metadata = {"offset": page.offset, "next": page.next, "size": size, "uri": page.resource.uri,
-                "complete": page.complete}
-    if page.next is None and not page.complete:
+    resource = page.resource
+    size = resource.size
+    start, following, content = page.offset, page.next, page.content
+    if binary is not None:
+        data, start, following = binary
+        content = _describe_bytes(resource.mime, resource.uri, size, start, data) if data else ""
+    metadata = {"offset": start, "next": following, "size": size, "uri": resource.uri, "complete": page.complete}
+    if following is None and not page.complete:
         # A background command's output: the page ends where its sealed prefix does, for now.
-        hint = (f"\n\n[complete: false; the output so far ends at byte {size} of {page.resource.uri}: read again "
+        hint = (f"\n\n[complete: false; the output so far ends at byte {size} of {resource.uri}: read again "
                 f"with offset={size} later, or wait(resource=..., offset={size}) for more]")
-        return ToolResult(page.content + hint, False, False, None, {**metadata, "next": size})
-    if page.next is None:
-        return ToolResult(page.content, False, False, None, metadata)
-    hint = (f"\n\n[{size - page.next} more bytes of {page.resource.uri}: "
-            f"read again with offset={page.next} to continue]")
-    return ToolResult(page.content + hint, False, True, None, metadata)
+        return ToolResult(content + hint, False, False, None, {**metadata, "next": size})
+    if following is None:
+        if start >= size and size:
+            # At or past the end: an empty last page (no next), said in one line rather than shown as nothing.
+            content = f"[{end_of_resource(resource, offset or 0)}]"
+        return ToolResult(content, False, False, None, metadata)
+    hint = (f"\n\n[{size - following} more bytes of {resource.uri}: "
+            f"read again with offset={following} to continue]")
+    return ToolResult(content + hint, False, True, None, metadata)
+
+
+def _describe_bytes(mime: str, uri: str, size: int, start: int, data: bytes) -> str:
+    """A page of a binary resource in one line: where it is and its first bytes in hex."""
+    more = " ..." if len(data) > _HEX_BYTES else ""
+    return (f"[binary ({mime}): bytes {start} to {start + len(data)} of the {size} bytes of {uri}, "
+            f"not decoded as text; they begin {data[:_HEX_BYTES].hex(' ')}{more}]")
 
 
 def _read_line(file: BinaryIO) -> Optional[tuple[bytes, bool]]:

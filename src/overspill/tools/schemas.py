@@ -11,7 +11,7 @@ from .._arguments import positive_seconds
 from .._frontend import DEFAULT_TIMEOUT, MAX_TIMEOUT
 from ..config import MAX_BYTES, MAX_LINES, MAX_READ_BYTES, Limits
 from ..store import ToolOutputStore
-from ._result import MAX_READ_LINES, ToolResult, failure
+from ._result import MAX_MATCHES, MAX_READ_LINES, ToolResult, failure
 from .bash import bash
 from .grep import grep
 from .jobs import jobs, kill, wait
@@ -127,7 +127,7 @@ _TOOLS: dict[str, dict[str, Any]] = {
             "resource": {"type": "string", "description": "A tool-output:// URI to search" + _GREP_FILES_RESOURCE + "."},
             "glob": {"type": "string", "description": "Only files matching this glob, e.g. *.py."},
             "ignore_case": {"type": "boolean", "description": "Match regardless of case."},
-            "max_matches": {"type": "integer", "minimum": 1, "maximum": 1000,
+            "max_matches": {"type": "integer", "minimum": 1, "maximum": MAX_MATCHES,
                             "description": "Most results listed (default 100)."},
             "context": {"type": "integer", "minimum": 0, "maximum": 20,
                         "description": "With resource: lines shown before and after each match (default 0)."},
