@@ -155,15 +155,16 @@ def start_server(*options: str, parent: Optional[Path] = None, attempts: int = 5
     raise RuntimeError(f"could not start redis-server: {last_error}")
 
 
-def start_cluster(nodes: int = 3, parent: Optional[Path] = None) -> list[RedisServer]:
+def start_cluster(nodes: int = 3, parent: Optional[Path] = None, options: tuple[str, ...] = ()) -> list[RedisServer]:
     """A Redis Cluster of ``nodes`` masters without replicas, once ``cluster_state:ok``.
 
+    :param options: more command-line options for every node.
     :raises RuntimeError: it did not form (the message holds redis-cli's output).
     """
     servers: list[RedisServer] = []
     try:
         for _ in range(nodes):
-            servers.append(start_server("--cluster-enabled", "yes", "--cluster-node-timeout", "5000",
+            servers.append(start_server("--cluster-enabled", "yes", "--cluster-node-timeout", "5000", *options,
                                         parent=parent))
         created = subprocess.run(
             ["redis-cli", "--cluster", "create", *(server.address for server in servers),

@@ -96,15 +96,20 @@ _LOCK_MS = 10 * 60 * 1000
 _UNLINK_BATCH = 256
 
 # KEYS: meta, chunk 0 .. chunk n-1.  ARGV: record, ttl ms, "1" when ARGV[4] holds
-# the last chunk's bytes (written here, so a small resource is one round trip).
-# Returns -1 when published, -2 when the id is taken, else the index of a lost chunk.
+# the last chunk's bytes (written here, so a small resource is one round trip),
+# the length of every chunk written before (a full chunk).
+# Returns -1 when published, -2 when the id is taken, else the index of a chunk
+# that was lost (0 .. n-1) or altered to another length (n + index).
 _PUBLISH = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return -2 end
 local last = #KEYS
 local flushed = last
 if ARGV[3] == '1' then flushed = last - 1 end
+local full = tonumber(ARGV[5])
 for i = 2, flushed do
-  if redis.call('EXISTS', KEYS[i]) == 0 then return i - 2 end
+  local length = redis.call('STRLEN', KEYS[i])
+  if length == 0 then return i - 2 end
+  if length ~= full then return (last - 1) + (i - 2) end
 end
 if ARGV[3] == '1' then redis.call('SET', KEYS[last], ARGV[4]) end
 for i = 2, last do redis.call('PEXPIRE', KEYS[i], ARGV[2]) end
@@ -112,19 +117,41 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return -1
 """
 
+# Run first by every script over the quota's keys (KEYS: total, per-id hash):
+# a per-id "hash" of another type is dropped, and a total that is not a
+# number (of another type, or text) is recounted from the hash, so one
+# damaged key never fails every write.
+_REPAIR_USAGE = """
+local kind = redis.call('TYPE', KEYS[2]).ok
+if kind ~= 'hash' and kind ~= 'none' then redis.call('DEL', KEYS[2]) end
+kind = redis.call('TYPE', KEYS[1]).ok
+if kind ~= 'none' and (kind ~= 'string' or tonumber(redis.call('GET', KEYS[1])) == nil) then
+  local total = 0
+  for _, bytes in ipairs(redis.call('HVALS', KEYS[2])) do total = total + (tonumber(bytes) or 0) end
+  redis.call('DEL', KEYS[1])
+  redis.call('SET', KEYS[1], total)
+end
+"""
+
+# KEYS: total, per-id hash.  The total (0 when there is none).
+_USAGE = _REPAIR_USAGE + """
+return tonumber(redis.call('GET', KEYS[1]) or '0')
+"""
+
 # KEYS: total, per-id hash.  ARGV: id, bytes to add.
-_ACCOUNT = """
+_ACCOUNT = _REPAIR_USAGE + """
+if tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') == nil then redis.call('HDEL', KEYS[2], ARGV[1]) end
 redis.call('HINCRBY', KEYS[2], ARGV[1], ARGV[2])
 return redis.call('INCRBY', KEYS[1], ARGV[2])
 """
 
 # KEYS: total, per-id hash.  ARGV: ids whose bytes are gone.  Returns the bytes released.
-_UNACCOUNT = """
+_UNACCOUNT = _REPAIR_USAGE + """
 local freed = 0
 for i = 1, #ARGV do
   local bytes = redis.call('HGET', KEYS[2], ARGV[i])
   if bytes then
-    freed = freed + tonumber(bytes)
+    freed = freed + (tonumber(bytes) or 0)
     redis.call('HDEL', KEYS[2], ARGV[i])
   end
 end
@@ -133,9 +160,9 @@ return freed
 """
 
 # KEYS: total, per-id hash.  The total, recomputed from the hash.
-_RECOUNT = """
+_RECOUNT = _REPAIR_USAGE + """
 local total = 0
-for _, bytes in ipairs(redis.call('HVALS', KEYS[2])) do total = total + tonumber(bytes) end
+for _, bytes in ipairs(redis.call('HVALS', KEYS[2])) do total = total + (tonumber(bytes) or 0) end
 redis.call('SET', KEYS[1], total)
 return total
 """
@@ -162,6 +189,30 @@ def _chunk_count(size: int, chunk: int) -> int:
     return -(-size // chunk)
 
 
+def _is_wrong_type(error: BaseException) -> bool:
+    """Whether a server error says a key holds another type (damage, not an outage)."""
+    return isinstance(error, redis.exceptions.ResponseError) and str(error).startswith("WRONGTYPE")
+
+
+def _unless_damaged(command: Any, *args: Any, **kwargs: Any) -> Any:
+    """``command(*args, **kwargs)``, or None when its key holds another type."""
+    try:
+        return command(*args, **kwargs)
+    except redis.exceptions.ResponseError as error:
+        if _is_wrong_type(error):
+            return None
+        raise
+
+
+def _answers(pipe: Any) -> list[Any]:
+    """A pipeline's replies, a WRONGTYPE reply as its exception (any other error raises)."""
+    answers = pipe.execute(raise_on_error=False)
+    for answer in answers:
+        if isinstance(answer, Exception) and not _is_wrong_type(answer):
+            raise answer
+    return answers
+
+
 class RedisBackend:
     """Resources in one Redis server (``redis://``, ``rediss://``) or a Cluster
     (``redis+cluster://``, ``rediss+cluster://``).
@@ -186,8 +237,12 @@ class RedisBackend:
         options = dict(address.options)
         # A timeout already waited its seconds: retrying it only multiplies the
         # wait (a stopped server took minutes).  A dropped connection (a server
-        # restarted under a pooled connection) is retried once, at once.
-        options["retry"] = Retry(NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,))
+        # restarted under a pooled connection) is retried once, at once.  The
+        # cluster client retries every error it deems transient, timeouts
+        # included, after re-reading the slots: none there, so a hung node is
+        # one StorageError after one timeout and the other nodes are untouched.
+        options["retry"] = Retry(NoBackoff(), 0 if self._cluster else 1,
+                                 supported_errors=(redis.exceptions.ConnectionError,))
         try:
             if self._cluster:
                 # The cluster client connects at once, to learn the slots.
@@ -204,6 +259,7 @@ class RedisBackend:
         self._account_script = self._client.register_script(_ACCOUNT)
         self._unaccount_script = self._client.register_script(_UNACCOUNT)
         self._recount_script = self._client.register_script(_RECOUNT)
+        self._usage_script = self._client.register_script(_USAGE)
         self._lock = threading.Lock()
         self._records: OrderedDict[str, tuple[Record, int]] = OrderedDict()
         self._live: weakref.WeakSet[_RedisWriter] = weakref.WeakSet()  # writers with chunks in Redis
@@ -347,6 +403,11 @@ class RedisBackend:
         if parsed is None:
             try:
                 data = self._client.get(_meta_key(resource_id))
+            except redis.exceptions.ResponseError as error:
+                if not _is_wrong_type(error):
+                    raise self._error(f"cannot read {uri_for(resource_id)}", error) from None
+                raise ResourceNotFoundError(f"resource {uri_for(resource_id)} has a damaged record "
+                                            "(a key of the wrong type)") from None
             except _REDIS_ERRORS as error:
                 raise self._error(f"cannot read {uri_for(resource_id)}", error) from None
             parsed = self._parse(resource_id, data)
@@ -410,17 +471,20 @@ class RedisBackend:
 
     # ------------------------------------------------------------------ listing
     def _session_ids(self, session_id: Optional[str]) -> list[str]:
+        # A key of the wrong type (WRONGTYPE) is damage that cleanup removes:
+        # skipped here, never a failure of every listing.
         if session_id is not None:
-            members = self._client.zrange(_session_key(session_id), 0, -1)
+            members = _unless_damaged(self._client.zrange, _session_key(session_id), 0, -1) or []
         else:
-            sessions = self._client.zrange(_SESSIONS, 0, -1)
+            sessions = _unless_damaged(self._client.zrange, _SESSIONS, 0, -1) or []
             members = []
             if sessions:
                 pipe = self._client.pipeline(transaction=False)
                 for session in sessions:
                     pipe.zrange(b"ovs:session:" + session, 0, -1)
-                for found in pipe.execute():
-                    members += found
+                for found in _answers(pipe):
+                    if not isinstance(found, Exception):
+                        members += found
         return sorted({member.decode("ascii", "replace") for member in members})
 
     def _records_of(self, ids: Sequence[str]) -> list[tuple[str, Optional[tuple[Record, int]]]]:
@@ -435,7 +499,10 @@ class RedisBackend:
             else:
                 pipe.exists(_meta_key(resource_id))
         found: list[tuple[str, Optional[tuple[Record, int]]]] = []
-        for resource_id, parsed, answer in zip(ids, cached, pipe.execute()):
+        for resource_id, parsed, answer in zip(ids, cached, _answers(pipe)):
+            if isinstance(answer, Exception):  # a record key of the wrong type: damaged, skipped
+                found.append((resource_id, None))
+                continue
             if parsed is not None:
                 found.append((resource_id, parsed if answer else None))
                 continue
@@ -466,9 +533,12 @@ class RedisBackend:
             keys = [_chunk_key(resource_id, index) for index in range(start, start + _UNLINK_BATCH)]
             pipe = self._client.pipeline(transaction=False)
             for key in keys:
+                pipe.exists(key)
                 pipe.strlen(key)
-            lengths = pipe.execute()
-            present = [key for key, length in zip(keys, lengths) if length]
+            answers = _answers(pipe)
+            # A chunk key of the wrong type exists but has no length: removed all the same.
+            lengths = [0 if isinstance(length, Exception) else length for length in answers[1::2]]
+            present = [key for key, there in zip(keys, answers[0::2]) if there]
             if not present:
                 return freed
             freed += sum(lengths)
@@ -516,19 +586,19 @@ class RedisBackend:
         :raises StorageError: the server cannot be reached.
         """
         try:
-            return int(self._client.get(_USED) or 0)
+            return int(self._usage_script(keys=[_USED, _BY_ID]))
         except _REDIS_ERRORS as error:
             raise self._error("cannot read the usage", error) from None
 
     def _recount(self) -> int:
         """Drop the bookkeeping of resources that expired or whose writer died; the exact total."""
-        ids = [member.decode("ascii", "replace") for member in self._client.hkeys(_BY_ID)]
+        ids = [member.decode("ascii", "replace") for member in _unless_damaged(self._client.hkeys, _BY_ID) or []]
         if ids:
             pipe = self._client.pipeline(transaction=False)
             for resource_id in ids:
                 pipe.exists(_meta_key(resource_id))
             published = pipe.execute()
-            pending = self._client.zmscore(_PENDING, ids)
+            pending = _unless_damaged(self._client.zmscore, _PENDING, ids) or [0] * len(ids)  # damaged: keep all
             self._unaccount(*(resource_id for resource_id, live, score in zip(ids, published, pending)
                               if not live and score is None))
         return int(self._recount_script(keys=[_USED, _BY_ID]))
@@ -618,15 +688,27 @@ class _Sweep:
             self.bytes_freed += self.backend._remove(record, chunk)
         self.removed.append(resource_id)
 
+    def damaged(self, key: bytes) -> None:
+        """Remove an index key of the wrong type (counted with the leftovers)."""
+        if not self.dry_run:
+            self.client.delete(key)
+        self.temporaries += 1
+
     def session(self, session: bytes) -> None:
         key = b"ovs:session:" + session
-        entries = [(member.decode("ascii", "replace"), score)
-                   for member, score in self.client.zrange(key, 0, -1, withscores=True)]
+        listed = _unless_damaged(self.client.zrange, key, 0, -1, withscores=True)
+        if listed is None:
+            self.damaged(key)
+            listed = []
+        entries = [(member.decode("ascii", "replace"), score) for member, score in listed]
         pipe = self.client.pipeline(transaction=False)
         for resource_id, _ in entries:
             pipe.get(_meta_key(resource_id))
         stale = []
-        for (resource_id, score), data in zip(entries, pipe.execute()):
+        for (resource_id, score), data in zip(entries, _answers(pipe)):
+            if isinstance(data, Exception):  # a record key of the wrong type: never ours, removed now
+                self.remove(resource_id, None, CHUNK_BYTES)
+                continue
             if data is None:
                 # Expired, deleted, or a publish in progress (the index entry comes first).
                 if self.now_ms - score > self.grace_ms:
@@ -657,7 +739,11 @@ class _Sweep:
 
     def pending(self) -> None:
         dead_before = self.now_ms - max(self.grace_ms, PARTIAL_TTL.total_seconds() * 1000)
-        for member in self.client.zrangebyscore(_PENDING, "-inf", dead_before):
+        members = _unless_damaged(self.client.zrangebyscore, _PENDING, "-inf", dead_before)
+        if members is None:
+            self.damaged(_PENDING)
+            members = []
+        for member in members:
             resource_id = member.decode("ascii", "replace")
             if not self.client.exists(_meta_key(resource_id)):
                 self.bytes_freed += self.backend._unlink_unknown(resource_id, self.dry_run)
@@ -668,9 +754,15 @@ class _Sweep:
                 self.client.zrem(_PENDING, member)
 
     def run(self) -> CleanupReport:
-        for session in self.client.zrange(_SESSIONS, 0, -1):
+        sessions = _unless_damaged(self.client.zrange, _SESSIONS, 0, -1)
+        if sessions is None:
+            self.damaged(_SESSIONS)
+            sessions = []
+        for session in sessions:
             self.session(session)
         self.pending()
+        if not self.dry_run:
+            self.backend.usage()  # a damaged quota total (not a number) is recounted by the script
         return CleanupReport(len(self.removed), self.bytes_freed, self.temporaries, 0, tuple(self.removed))
 
 
@@ -787,12 +879,18 @@ class _RedisWriter:
             self._client.zadd(_session_key(session_id), {self._id: created})
             self._indexed_in = session_id
             self._client.zadd(_SESSIONS, {session_id.encode("utf-8", "surrogatepass"): created}, gt=True)
+            if not tail and self._flushed:
+                self._verify_last_block()
             self._account_to(self.size + len(document))
-            outcome = backend._publish(keys=keys, args=[document, ttl, 1 if tail else 0, tail])
+            outcome = backend._publish(keys=keys, args=[document, ttl, 1 if tail else 0, tail, CHUNK_BYTES])
         except _REDIS_ERRORS as error:
             raise backend._error("cannot publish the resource", error) from None
         if outcome == -2:
             raise StorageError(errno.EEXIST, f"resource id {self._id} was taken at {backend.url}")
+        if outcome >= chunks:
+            raise StorageError(errno.EIO, f"chunk {outcome - chunks} of {uri_for(self._id)} was changed by someone "
+                                          f"else before it was published at {backend.url} (its length is not "
+                                          "what was written); nothing was published")
         if outcome != -1:
             raise StorageError(errno.EIO, f"chunk {outcome} of {uri_for(self._id)} expired before it "
                                           f"was published at {backend.url}")
@@ -806,6 +904,21 @@ class _RedisWriter:
                 pass  # the sweep finds the record published and drops the entry
         backend._remember(self._id, (record, CHUNK_BYTES))
         return record
+
+    def _verify_last_block(self) -> None:
+        """Check the stored end of the payload against its CRC before publishing
+        (the script checks every chunk's length): "stored" means readable.
+
+        :raises StorageError: the bytes there are not those written.
+        """
+        last = self._flushed - 1
+        start = CHUNK_BYTES - CHECKSUM_BYTES
+        data = self._client.getrange(_chunk_key(self._id, last), start, CHUNK_BYTES - 1)
+        index = (last * CHUNK_BYTES + start) // CHECKSUM_BYTES
+        expected = bytes(self._checksums[4 * index : 4 * index + 4])
+        if len(data) != CHECKSUM_BYTES or _kernels.crc32(data).to_bytes(4, "big") != expected:
+            raise StorageError(errno.EIO, f"the last chunk of {uri_for(self._id)} was changed by someone else "
+                                          f"before it was published at {self._backend.url}; nothing was published")
 
     def abort(self) -> None:
         published = self._finished

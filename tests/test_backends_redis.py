@@ -1,0 +1,161 @@
+"""The Redis backend against damage and hangs (issue 19, items 15 and 21): a
+key of the wrong type, a chunk changed under a writer, a stopped server, a
+hung Cluster node.  Each test starts its own servers (it damages or stops
+them) and stops them by pid."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import pytest
+
+from overspill import ResourceNotFoundError, StorageError, ToolOutputStore
+
+pytest.importorskip("redis", reason="the redis extra is not installed: pip install 'overspill[redis]'")
+
+from overspill.backends.redis import CHUNK_BYTES  # noqa: E402
+
+# A liveness bound for calls into a hung server, not a timing claim: before
+# the fix they took 60 s (a stopped server) to 660 s (a hung Cluster node).
+_RETURNS_WITHIN = 45.0
+
+
+@pytest.fixture
+def server(tmp_path):
+    from conftest import _redis_or_skip
+
+    _redis_or_skip()
+    from redis_servers import start_server
+
+    started = start_server(parent=tmp_path)
+    yield started
+    started.stop()
+
+
+def returns(call):
+    """``call()``'s outcome (its value or the exception it raised), once it returns in time."""
+    outcome: list = []
+
+    def target() -> None:
+        try:
+            outcome.append(call())
+        except BaseException as error:  # handed to the test
+            outcome.append(error)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(_RETURNS_WITHIN)
+    assert not thread.is_alive(), f"the call did not return within {_RETURNS_WITHIN} s"
+    return outcome[0]
+
+
+def test_wrong_typed_keys_are_skipped_by_listings_and_removed_by_cleanup(server):
+    """Regression (issue 19, item 21): one wrong-typed key made listing and cleanup
+    fail for every session, and cleanup could never remove it."""
+    with ToolOutputStore(url=server.url) as store:
+        good = {session: store.write(session, "c", f"output of {session}\n").uri for session in ("a", "b")}
+        raw = store._backend.client
+        bad_id = "1a23bf000000AAAAAAAAAAAAAA"
+        raw.rpush(f"ovs:{{{bad_id}}}:meta", "not a record")
+        raw.zadd("ovs:session:a", {bad_id: 1})
+        raw.set("ovs:session:ghost", "not a sorted set")
+        raw.zadd("ovs:sessions", {"ghost": 1})
+        raw.set("ovs:{usage}:bytes", "not a number")
+        assert [r.resource.uri for r in store.records("a")] == [good["a"]]
+        assert sorted(r.resource.uri for r in store.records()) == sorted(good.values())
+        assert store.records("ghost") == []
+        with pytest.raises(ResourceNotFoundError, match="damaged record"):
+            store.read("a", f"tool-output://{bad_id}")
+        later = store.write("a", "c2", "x" * 100)  # the quota's total was recounted, not a failure
+        assert store.read("a", later.uri).content == "x" * 100
+        raw.set("ovs:{usage}:bytes", "again not a number")
+        raw.delete("ovs:{usage}:by-id")
+        raw.set("ovs:{usage}:by-id", "not a hash")
+        dry = store.cleanup(dry_run=True)
+        assert bad_id in dry.removed_ids and raw.type("ovs:session:ghost") == b"string"
+        report = store.cleanup()
+        assert bad_id in report.removed_ids and report.temporaries >= 1
+        assert not raw.exists(f"ovs:{{{bad_id}}}:meta") and not raw.exists("ovs:session:ghost")
+        assert raw.type("ovs:{usage}:by-id") in (b"hash", b"none") and int(raw.get("ovs:{usage}:bytes")) >= 0
+        for session, uri in good.items():
+            assert store.read(session, uri).content == f"output of {session}\n"
+        assert store.cleanup().removed == 0
+
+
+@pytest.mark.parametrize("change", ["shorter", "same length, other bytes"])
+def test_publish_refuses_a_chunk_changed_under_the_writer(server, change):
+    """Regression (issue 19, item 21): publish checked only that chunk keys existed,
+    so a chunk altered mid-stream was published and "stored" was not readable."""
+    with ToolOutputStore(url=server.url) as store:
+        raw = store._backend.client
+        data = bytes(range(256)) * (CHUNK_BYTES // 256)
+
+        def chunks():
+            yield data
+            yield data  # the first chunk is in Redis once this is asked for
+            (key,) = [k for k in raw.keys("ovs:{*}:c:0")]
+            raw.set(key, data[:100] if change == "shorter" else data[:-1] + b"\x00", keepttl=True)
+            if change != "shorter":
+                (last,) = [k for k in raw.keys("ovs:{*}:c:1")]
+                raw.set(last, data[:-1] + b"\x00", keepttl=True)
+
+        with pytest.raises(StorageError, match="changed by someone else"):
+            store.write_stream("s", "c", chunks())
+        assert store.records("s") == []
+        assert store.write("s", "c", b"fine").size == 4  # the store goes on
+
+
+def test_a_stopped_server_and_tls_to_a_plain_server_fail_in_seconds(server):
+    """Regression (issue 19, item 15): a stopped server failed after 60 s, and
+    ``rediss://`` to a plain server took 60 s to fail."""
+    with ToolOutputStore(url=server.url) as store:
+        uri = store.write("s", "c", "before the stop").uri
+        os.kill(server.pid, signal.SIGSTOP)
+        try:
+            failed = returns(lambda: store.read("s", uri))
+            assert isinstance(failed, StorageError) and server.address in str(failed)
+            assert isinstance(returns(store.ping), StorageError)
+        finally:
+            os.kill(server.pid, signal.SIGCONT)
+        assert store.read("s", uri).content == "before the stop"  # and it recovers
+    tls = returns(lambda: ToolOutputStore(url=f"rediss://{server.address}/0"))
+    assert isinstance(tls, StorageError) and "\n" not in str(tls)
+    quick = returns(lambda: ToolOutputStore(url=f"redis://{server.address}/0?socket_timeout=0.5"))
+    assert isinstance(quick, ToolOutputStore)
+    quick.close()
+
+
+def test_a_hung_cluster_node_is_one_error_and_the_others_serve_on(tmp_path):
+    """Regression (issue 19, item 15): SIGSTOP on one node stalled a read for ~11
+    minutes, and a read on a healthy node by the same store for 6."""
+    from conftest import _redis_or_skip
+
+    _redis_or_skip()
+    from redis_servers import start_cluster
+
+    # Partial coverage on, as a deployment that wants the other nodes to serve sets it.
+    servers = start_cluster(3, parent=tmp_path, options=("--cluster-require-full-coverage", "no"))
+    try:
+        with ToolOutputStore(url=f"redis+cluster://{servers[0].address}") as store:
+            client = store._backend.client
+            by_port: dict[int, list[str]] = {}
+            while len(by_port) < 3 or min(len(uris) for uris in by_port.values()) < 2:
+                uri = store.write("s", "c", "some output\n").uri
+                node = client.get_node_from_key(f"ovs:{{{uri[len('tool-output://'):]}}}:meta")
+                by_port.setdefault(node.port, []).append(uri)
+            victim = servers[1]
+            os.kill(victim.pid, signal.SIGSTOP)
+            try:
+                for attempt in range(2):
+                    failed = returns(lambda: store.read("s", by_port[victim.port][attempt]))
+                    assert isinstance(failed, StorageError) and "\n" not in str(failed)
+                    for port, uris in by_port.items():
+                        if port != victim.port:
+                            assert returns(lambda: store.read("s", uris[attempt]).content) == "some output\n"
+            finally:
+                os.kill(victim.pid, signal.SIGCONT)
+    finally:
+        for node in servers:
+            node.stop()
