@@ -23,7 +23,7 @@ _NOISE = [b"\x1b[31m", b"\x1b[0m", b"\x1b[1;32m", b"\x1b[2K", b"\x1b]0;t\x07", b
           b"ok ", b"line ", b"42", b"\xc3\xa9", b"\xe2\x82\xac", b"error: boom", b"warning: hm", b"Traceback",
           b"E   assert", b"x" * 30, b"passed "]
 noisy = st.lists(st.sampled_from(_NOISE), max_size=120).map(b"".join)
-MARKER = re.compile(r"\.\.\. output truncated \((\d+) bytes, (\d+) lines in all\); the omitted part starts at byte "
+MARKER = re.compile(r"\.\.\. output truncated \((\d+) bytes, (\d+) lines? in all\); the omitted part starts at byte "
                     r"offset (\d+) \.\.\.\nnext: read\(resource=\"(tool-output://\w+)\", offset=\3\) or "
                     r"grep\(resource=\"\4\", pattern=\"\.\.\.\"\)")
 
