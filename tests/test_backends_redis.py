@@ -13,10 +13,6 @@ import pytest
 
 from overspill import ResourceNotFoundError, StorageError, ToolOutputStore
 
-pytest.importorskip("redis", reason="the redis extra is not installed: pip install 'overspill[redis]'")
-
-from overspill.backends.redis import CHUNK_BYTES  # noqa: E402
-
 # A liveness bound for calls into a hung server, not a timing claim: before
 # the fix they took 60 s (a stopped server) to 660 s (a hung Cluster node).
 _RETURNS_WITHIN = 45.0
@@ -88,6 +84,8 @@ def test_wrong_typed_keys_are_skipped_by_listings_and_removed_by_cleanup(server)
 def test_publish_refuses_a_chunk_changed_under_the_writer(server, change):
     """Regression (issue 19, item 21): publish checked only that chunk keys existed,
     so a chunk altered mid-stream was published and "stored" was not readable."""
+    from overspill.backends.redis import CHUNK_BYTES
+
     with ToolOutputStore(url=server.url) as store:
         raw = store._backend.client
         data = bytes(range(256)) * (CHUNK_BYTES // 256)

@@ -275,7 +275,7 @@ def _grep_resource(store: ToolOutputStore, session_id: str, tool_call_id: str, u
     text = "\n".join(found.lines) + f"\n[{found.total} matching line{'s' if found.total != 1 else ''}"
     if found.total > found.listed:
         # Raising max_matches helps only below the most the schema allows; past it, only a narrower pattern does.
-        raise_it = f" or raise max_matches (at most {MAX_MATCHES})" if max_matches < MAX_MATCHES else ""
+        raise_it = " or raise max_matches" if max_matches < MAX_MATCHES else ""
         text += f"; {found.total - found.listed} not listed: narrow the pattern{raise_it}"
     return bounded(store.truncate(session_id, tool_call_id, text + "]"), matches=found.total)
 
