@@ -875,7 +875,7 @@ class ToolOutputStore:
         :raises: as ``read``.
         """
         resource_id = parse_uri(uri)
-        _check_id_string(session_id, "session_id")
+        id_string(session_id, "session_id")
         offset = whole_number(offset, "offset")
         limit = MAX_READ_BYTES if limit is None else whole_number(limit, "limit")
         record = self._owned_record(session_id, resource_id)
