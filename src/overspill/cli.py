@@ -800,7 +800,8 @@ def _command_mcp(args: argparse.Namespace) -> int:
         raise _UsageError(str(error)) from None
 
     # Opened (a server connected to) before serving: an unreachable store is exit 4 at start-up.
-    store = _store(args, config=mcp_server.limits_config(args.max_lines, args.max_bytes, max_tokens=args.max_tokens))
+    store = _store(args, config=mcp_server.limits_config(args.max_lines, args.max_bytes,
+                                                         max_tokens=args.max_tokens))
     with store:
         if wrapping:
             mcp_upstream.serve_wrapped(store, args.session, command=argv if args.wrap else None, url=args.wrap_url,
