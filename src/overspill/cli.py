@@ -62,13 +62,17 @@ _COMMAND_EXIT_CODES = {
     "ls": ["  0  success", _USAGE_LINE, _STORAGE_LINE],
     "cleanup": ["  0  success", _USAGE_LINE, _STORAGE_LINE],
     "stats": ["  0  success", _USAGE_LINE, _STORAGE_LINE],
+    "wait": ["  0  success", _USAGE_LINE, _RESOURCE_LINE, _STORAGE_LINE],
+    "kill": ["  0  success", _USAGE_LINE, _RESOURCE_LINE, _STORAGE_LINE],
+    "jobs": ["  0  success", _USAGE_LINE, _STORAGE_LINE],
     "mcp": ["  0  the client closed the connection", "  128+N  the server got signal N", _USAGE_LINE,
             "  4  storage failure: the store cannot be opened or reached at start-up"],
 }
 
 
 def _exit_codes(command: str) -> str:
-    return "exit codes:\n" + "\n".join(_COMMAND_EXIT_CODES[command])
+    codes = _COMMAND_EXIT_CODES.get(command)
+    return _EXIT_CODES if codes is None else "exit codes:\n" + "\n".join(codes)
 
 
 _SESSION_HELP = "session id (default: $OVERSPILL_SESSION, else 'cli')"
@@ -602,7 +606,7 @@ def _command_read(args: argparse.Namespace) -> int:
     elif page.next is None and not page.complete:
         # A background command still running: its output so far ends here.
         _print_text(f"{page.content}\n\n[complete: false; the output so far ends at byte {page.resource.size}: "
-                    f"{_continue_command(args, page.resource.uri, page.resource.size)} later, or overspill wait]")
+                    f"{_continue_command(args, page.resource.uri, page.resource.size, limit)} later, or overspill wait]")
     elif page.next is None:
         if page.offset >= page.resource.size and page.resource.size:
             # One rule everywhere: at or past the end is an empty last page (no next), not an error.
