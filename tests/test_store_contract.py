@@ -584,6 +584,44 @@ def test_a_slow_writer_keeps_its_chunks_alive_and_a_silent_one_loses_them(redis_
             client.close()
 
 
+def test_a_heartbeat_racing_publish_never_sets_the_partial_expiry_back(redis_backing, session):
+    """A heartbeat that began before publish renewed the chunks' 60 s partial expiry after the
+    publish script had given them the retention, so a published resource lost its chunks a minute
+    later (seen under load in the slow-writer test above). Beats race each publish here."""
+    import threading
+
+    from overspill.backends import redis as backend_module
+    from overspill.records import new_id
+
+    chunk = backend_module.CHUNK_BYTES
+    client = redis_backing.client()
+    try:
+        with redis_backing.store() as store:
+            backend = store._backend
+            for attempt in range(8):
+                writer = backend.create(new_id())
+                writer.write(memoryview(b"x" * (2 * chunk + 10)))
+                done = threading.Event()
+
+                def beat_until_done(writer=writer):
+                    while not done.is_set():
+                        writer.beat()
+
+                beater = threading.Thread(target=beat_until_done)
+                beater.start()
+                try:
+                    writer.publish(session, f"call{attempt}", "text/plain", None,
+                                   retention=timedelta(days=7))
+                finally:
+                    done.set()
+                    beater.join()
+                for index in range(2):
+                    key = f"ovs:{{{writer.id}}}:c:{index}".encode()
+                    assert client.pttl(key) > 86_400_000, (attempt, index)
+    finally:
+        client.close()
+
+
 def test_a_forked_child_reads_through_the_parents_store(backing, session):
     with backing.store() as store:
         resource = store.write(session, "call", "forked " * 20_000)

@@ -779,6 +779,9 @@ class _RedisWriter:
         self._checksums = bytearray()
         self._finished = False
         self._beating = False
+        # Held by a heartbeat for its whole renewal and by publish around its script, so a beat
+        # that began before publish cannot set the partial expiry back on published chunks.
+        self._beat_lock = threading.Lock()
         self._accounted = 0  # bytes counted against the quota so far
         self._indexed_in: Optional[str] = None  # the session whose index lists this id
 
@@ -823,19 +826,20 @@ class _RedisWriter:
 
     def beat(self) -> None:
         """Renew the expiry of the chunks written so far; never raises."""
-        if self._finished:
-            return
-        flushed = self._flushed
-        try:
-            self._client.zadd(_PENDING, {self._id: time.time() * 1000})
-            ttl = int(PARTIAL_TTL.total_seconds() * 1000)
-            for start in range(0, flushed, _UNLINK_BATCH):
-                pipe = self._client.pipeline(transaction=False)
-                for index in range(start, min(start + _UNLINK_BATCH, flushed)):
-                    pipe.pexpire(_chunk_key(self._id, index), ttl)
-                pipe.execute()
-        except (*_REDIS_ERRORS, OSError):
-            pass  # the next beat tries again; publish reports chunks that were lost
+        with self._beat_lock:
+            if self._finished:
+                return
+            flushed = self._flushed
+            try:
+                self._client.zadd(_PENDING, {self._id: time.time() * 1000})
+                ttl = int(PARTIAL_TTL.total_seconds() * 1000)
+                for start in range(0, flushed, _UNLINK_BATCH):
+                    pipe = self._client.pipeline(transaction=False)
+                    for index in range(start, min(start + _UNLINK_BATCH, flushed)):
+                        pipe.pexpire(_chunk_key(self._id, index), ttl)
+                    pipe.execute()
+            except (*_REDIS_ERRORS, OSError):
+                pass  # the next beat tries again; publish reports chunks that were lost
 
     def write(self, data: memoryview, /) -> None:
         if self._finished:
@@ -882,7 +886,10 @@ class _RedisWriter:
             if not tail and self._flushed:
                 self._verify_last_block()
             self._account_to(self.size + len(document))
-            outcome = backend._publish(keys=keys, args=[document, ttl, 1 if tail else 0, tail, CHUNK_BYTES])
+            with self._beat_lock:
+                outcome = backend._publish(keys=keys, args=[document, ttl, 1 if tail else 0, tail, CHUNK_BYTES])
+                if outcome == -1:
+                    self._finished = True  # no later beat renews the partial expiry
         except _REDIS_ERRORS as error:
             raise backend._error("cannot publish the resource", error) from None
         if outcome == -2:
