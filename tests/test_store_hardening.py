@@ -246,6 +246,48 @@ def test_a_store_with_create_false_reads_a_missing_folder_as_empty(tmp_path):
 
 # ------------------------------------------------------------------ item 8
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_fork_while_another_thread_holds_the_usage_lock_does_not_deadlock_the_child(tmp_path):
+    """A fork while another thread held the running total's flock (a sweep recounting it) gave the
+    child a copy of the locked descriptor, which kept the lock held for ever: the child's first
+    write waited on itself (seen as the forked-cleaner test below deadlocking in CI)."""
+    from overspill.backends._usage import UsageTotal
+
+    folder, location = tmp_path / "managed", tmp_path / "index"
+    folder.mkdir()
+    inside, release = threading.Event(), threading.Event()
+
+    def slow_unpublished():  # called under the lock while the folder is recounted
+        inside.set()
+        release.wait()
+        return 0
+
+    holder = threading.Thread(target=UsageTotal(str(folder), str(location), slow_unpublished).recount,
+                              daemon=True)
+    holder.start()
+    inside.wait()
+    pid = os.fork()
+    if pid == 0:  # the child: report through the exit status only
+        status = 1
+        try:
+            UsageTotal(str(folder), str(location), lambda: 0).add(5)
+            status = 0
+        finally:
+            os._exit(status)
+    release.set()
+    holder.join()
+    deadline = time.monotonic() + 60  # a bound on the wait, not a timing assertion
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child deadlocked on the usage lock")
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
 def test_a_forked_child_reads_and_starts_its_own_cleaner(tmp_path):
     """Issue 9 item 8: ``os.fork()`` while another thread held the store's lock deadlocked the
     child at its first read, and the child could not ``start_cleanup`` ("already running").

@@ -47,6 +47,26 @@ def _folder_bytes(folder: str) -> int:
     return folder_bytes(folder)
 
 
+# Descriptors of usage files this process holds locked right now.  A fork
+# copies them into the child, and a flock belongs to the open file, not the
+# thread: the child's copy would keep the parent's lock held for ever and the
+# child's first update would wait on itself.  The child closes its copies.
+_LOCKED_FDS: set[int] = set()
+
+
+def _close_inherited_locks() -> None:
+    for fd in list(_LOCKED_FDS):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _LOCKED_FDS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_inherited_locks)
+
+
 class UsageTotal:
     """The running total of ``folder``'s bytes, kept in ``location/usage``.
 
@@ -69,6 +89,7 @@ class UsageTotal:
             return _folder_bytes(self._folder)
         _files.ensure_directory(Path(self._location))
         fd = os.open(self._path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, _files.FILE_MODE)
+        _LOCKED_FDS.add(fd)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             text = os.pread(fd, 32, 0)
@@ -87,6 +108,7 @@ class UsageTotal:
             os.ftruncate(fd, len(data))
             return total
         finally:
+            _LOCKED_FDS.discard(fd)
             os.close(fd)  # also releases the lock
 
     def total(self) -> int:
