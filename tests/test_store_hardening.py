@@ -246,6 +246,19 @@ def test_a_store_with_create_false_reads_a_missing_folder_as_empty(tmp_path):
 
 # ------------------------------------------------------------------ item 8
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def exit_code_of_child(pid, deadlocked):
+    """The forked child's exit code; a child still alive after two minutes is killed and fails the test."""
+    deadline = time.monotonic() + 120  # a bound on the wait, not a timing assertion
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    pytest.fail(deadlocked)
+
+
 def test_a_fork_while_another_thread_holds_the_usage_lock_does_not_deadlock_the_child(tmp_path):
     """A fork while another thread held the running total's flock (a sweep recounting it) gave the
     child a copy of the locked descriptor, which kept the lock held for ever: the child's first
@@ -275,17 +288,7 @@ def test_a_fork_while_another_thread_holds_the_usage_lock_does_not_deadlock_the_
             os._exit(status)
     release.set()
     holder.join()
-    deadline = time.monotonic() + 60  # a bound on the wait, not a timing assertion
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        time.sleep(0.05)
-    else:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        pytest.fail("the forked child deadlocked on the usage lock")
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert exit_code_of_child(pid, "the forked child deadlocked on the usage lock") == 0
 
 
 def test_a_forked_child_reads_and_starts_its_own_cleaner(tmp_path):
@@ -321,18 +324,9 @@ def test_a_forked_child_reads_and_starts_its_own_cleaner(tmp_path):
             os._exit(status)
     release.set()
     holder.join()
-    deadline = time.monotonic() + 120  # a bound on the wait, not a timing assertion
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        time.sleep(0.05)
-    else:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        pytest.fail("the forked child deadlocked")
+    exit_code = exit_code_of_child(pid, "the forked child deadlocked")
     store.close()
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert exit_code == 0
 
 
 # ------------------------------------------------------------------ item 11
