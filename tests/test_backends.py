@@ -55,7 +55,7 @@ def _backend_classes():
         from overspill.backends import redis as redis_backend
     except ImportError:  # the optional client is not installed: only the local backend to compare
         return found
-    return found + [(redis_backend.RedisBackend, redis_backend._RedisWriter)]
+    return found + [(redis_backend.RedisBackend, redis_backend.RedisWriter)]
 
 
 @pytest.mark.parametrize("protocol", [Backend, Writer], ids=["Backend", "Writer"])

@@ -547,10 +547,11 @@ def test_redis_memory_is_about_the_payload(redis_backing, session):
 
 
 def test_a_slow_writer_keeps_its_chunks_alive_and_a_silent_one_loses_them(redis_backing, session, monkeypatch):
+    from overspill.backends import _redis_keys
     from overspill.backends import redis as backend_module
 
     # Shrink the partial writes' expiry and the heartbeat so that the test waits seconds, not minutes.
-    monkeypatch.setattr(backend_module, "PARTIAL_TTL", timedelta(seconds=1))
+    monkeypatch.setattr(_redis_keys, "PARTIAL_TTL", timedelta(seconds=1))
     monkeypatch.setattr(backend_module, "_HEARTBEAT_SECONDS", 0.2)
     chunk = backend_module.CHUNK_BYTES
 

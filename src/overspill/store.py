@@ -28,8 +28,9 @@ from . import _kernels
 from ._arguments import id_string, positive_seconds, whole_number
 from .config import MAX_READ_BYTES, RETENTION, ConfigSource, Limits, resolve_limits
 from .errors import AccessDeniedError, BackgroundLimitError, StorageError, UnsupportedError
-from .backends._location import locate, open_url
-from .backends.base import Backend, CleanupReport, GrowingBackend, Writer
+from .backends._location import locate, open_backend
+from ._quota import make_room
+from .backends.base import Backend, CleanupReport, ForkAware, GrowingBackend, PageHints, Quota, Writer
 from .backends.local import LocalBackend
 from .records import MAX_METADATA_BYTES, Record, Resource, new_id, parse_uri
 from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike, byte_view
@@ -217,22 +218,18 @@ class ToolOutputStore:
         self._grace = grace
         self._url: Optional[str] = None
         self._directory: Optional[Path] = None
+        self._backend: Backend = open_backend(location, durable=self._durable, create=create)
         if location.url is not None:
             self._url = location.shown  # without its password
             self._where = self._url
-            self._backend: Backend = open_url(location.url)
         else:
-            assert location.folder is not None
+            assert isinstance(self._backend, LocalBackend)
             self._root = location.folder
-            directory = location.folder / "tool-output" / "managed"
-            try:
-                # The listing index is a cache beside the managed folder, never in it.
-                self._backend = LocalBackend(directory, durable=self._durable,
-                                             index=location.folder / "tool-output" / "index", create=create)
-            except OSError as error:
-                raise _storage_error(f"cannot create {directory}", error) from None
-            self._directory = directory
-            self._where = str(directory)
+            self._directory = self._backend.directory
+            self._where = str(self._directory)
+        # The backend's optional capabilities, looked up once.
+        self._quota = self._backend if isinstance(self._backend, Quota) else None
+        self._hints = self._backend if isinstance(self._backend, PageHints) else None
         self._cleaner: Optional[threading.Thread] = None
         self._stop = threading.Event()
         _OPEN_STORES.add(self)
@@ -241,9 +238,8 @@ class ToolOutputStore:
         """In a forked child: no cleaner thread (it was not forked), fresh locks and caches."""
         self._cleaner = None
         self._stop = threading.Event()
-        reset = getattr(self._backend, "reset_after_fork", None)
-        if reset is not None:
-            reset()
+        if isinstance(self._backend, ForkAware):
+            self._backend.reset_after_fork()
 
     # ------------------------------------------------------------------ basics
     @property
@@ -324,18 +320,18 @@ class ToolOutputStore:
         return min(self._limits.max_stored_bytes, self._limits.max_total_bytes)
 
     def _make_room(self) -> None:
-        """Evict the oldest resources until the folder is within its quota.
+        """Evict the oldest resources until the location is within its quota
+        (``overspill._quota``).
 
-        The folder's own files count, unfinished payloads (this writer's
+        The location's own bytes count, unfinished payloads (this writer's
         included) too; only published resources are evicted, oldest
-        ``created`` first, under the cleanup lock.  A backend without quotas
-        (no ``make_room``) is left alone.
+        ``created`` first, under the cleanup lock.  A backend without the
+        ``Quota`` capability is left alone.
         """
-        make_room = getattr(self._backend, "make_room", None)
-        if make_room is None:
+        if self._quota is None:
             return
         try:
-            make_room(self._limits.max_total_bytes)
+            make_room(self._quota, self._limits.max_total_bytes)
         except OSError as error:
             if isinstance(error, StorageError):
                 raise
@@ -521,10 +517,10 @@ class ToolOutputStore:
 
     def _releaser(self, record: Record) -> Optional[Callable[[int, int], None]]:
         """The backend's hint that a scanned range of ``record`` is not needed soon, if it has one."""
-        drop = getattr(self._backend, "drop_pages", None)
-        if drop is None:
+        hints = self._hints
+        if hints is None:
             return None
-        return lambda start, end: drop(record, start, end)
+        return lambda start, end: hints.drop_pages(record, start, end)
 
     @staticmethod
     def _truncated(record: Record, shaped: Preview, signals: list[str], lines: int) -> TruncateResult:

@@ -78,12 +78,12 @@ class GrowingLocalWriter(_LocalWriter):
         :raises OSError: the record could not be republished (the running one stays).
         """
         self.seal()
-        self._finish_checksums()
+        checksums = self._checksums.finish()
         if self._durable:
             os.fsync(self._fd)
         running = self._running
         record = Record(Resource(running.resource.uri, running.resource.mime, self._size, running.resource.name),
-                        running.session_id, running.tool_call_id, running.created_ms, bytes(self._checksums),
+                        running.session_id, running.tool_call_id, running.created_ms, checksums,
                         CHECKSUM_CHUNK, capture, lines, "exited", running.owner, running.process, exit_code)
         written = self._put_record(record)
         self._close_seals()

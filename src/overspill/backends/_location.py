@@ -25,46 +25,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
 from ..config import default_data_dir
-from ..errors import ConfigError
+from ..errors import ConfigError, StorageError
+from ._urls import REDIS_SCHEMES, redacted_url
 
 if TYPE_CHECKING:
-    from urllib.parse import SplitResult
+    from .base import Backend
 
-__all__ = ["REDIS_SCHEMES", "STORE_URL_VARIABLE", "Location", "ambiguous_credentials", "check_url", "locate", "open_url",
-           "redacted_url"]
+# ``redacted_url`` is named here too: callers that show a location's URL take it from here.
+__all__ = ["STORE_URL_VARIABLE", "Location", "check_url", "locate", "open_backend", "redacted_url"]
 
-REDIS_SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster", "unix", "redis+unix")
 STORE_URL_VARIABLE = "OVERSPILL_STORE_URL"
-
-
-def ambiguous_credentials(parts: SplitResult) -> bool:
-    """Whether a split URL has an '@' past its host: an unencoded '@' with '/',
-    '?' or '#' in a password (``redis://:p@ss/w0rd@host``) splits it there, so
-    the "host", path or query hold pieces of the password."""
-    return "@" in parts.path or "@" in parts.query or "@" in parts.fragment
-
-
-def redacted_url(url: str) -> str:
-    """``url`` as it may be shown: the password replaced by ``***``, no query
-    or fragment (they may carry one too)."""
-    from urllib.parse import urlsplit  # only when a URL is given: start-up stays lean
-
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port
-    except ValueError:
-        return "<a malformed URL>"
-    if ambiguous_credentials(parts):
-        return "<a malformed URL>"
-    user, password = parts.username, parts.password
-    if password is not None:
-        credentials = f"{user or ''}:***@"
-    else:
-        credentials = f"{user}@" if user else ""
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{parts.scheme}://{credentials}{host}{'' if port is None else f':{port}'}{parts.path}"
 
 
 @dataclass(frozen=True)
@@ -159,16 +129,34 @@ def locate(data_dir: Union[str, os.PathLike[str], None], url: Optional[str],
     return Location(folder=default_data_dir())
 
 
-def open_url(url: str):  # -> Backend; the optional client is imported only here
-    """The backend a server URL names (today: Redis).
+def open_backend(location: Location, *, durable: bool = True, create: bool = True) -> Backend:
+    """The backend that keeps the resources at ``location``.
 
-    :raises ConfigError: its client library is not installed.
-    :raises StorageError: the server cannot be reached.
+    A folder is the local backend over ``folder/tool-output/managed`` (its
+    listing index beside it, in ``folder/tool-output/index``); a URL is
+    Redis, whose client is imported only here.
+
+    :param durable: fsync before a write returns (the local folder).
+    :param create: create the local folder now; with False the first write does.
+    :raises ConfigError: the URL's client library is not installed.
+    :raises StorageError: the folder cannot be created, or the server cannot be reached.
     """
+    if location.url is not None:
+        try:
+            from .redis import RedisBackend
+        except ImportError as error:
+            if error.name != "redis" and not str(error.name or "").startswith("redis."):
+                raise
+            raise ConfigError(f"{redacted_url(location.url)} needs the redis client: "
+                              "pip install 'overspill[redis]'") from None
+        return RedisBackend(location.url)
+    from .local import LocalBackend
+
+    assert location.folder is not None
+    directory = location.folder / "tool-output" / "managed"
     try:
-        from .redis import RedisBackend
-    except ImportError as error:
-        if error.name != "redis" and not str(error.name or "").startswith("redis."):
-            raise
-        raise ConfigError(f"{redacted_url(url)} needs the redis client: pip install 'overspill[redis]'") from None
-    return RedisBackend(url)
+        # The listing index is a cache beside the managed folder, never in it.
+        return LocalBackend(directory, durable=durable, index=location.folder / "tool-output" / "index",
+                            create=create)
+    except OSError as error:
+        raise StorageError(error.errno, f"cannot create {directory}: {error.strerror or error}") from None

@@ -131,7 +131,7 @@ def parse_redis_url(url: str) -> RedisAddress:
     """
     from urllib.parse import parse_qsl, unquote, urlsplit
 
-    from ._location import ambiguous_credentials, redacted_url
+    from ._urls import ambiguous_credentials, redacted_url
 
     shown_raw = redacted_url(url)
     scheme = url.partition("://")[0].lower() if "://" in url else ""

@@ -21,7 +21,7 @@ import errno
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -36,7 +36,7 @@ try:
 except ImportError:  # pragma: no cover - Windows: sweeps are not serialised there
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["CleanupReport", "LOCK_NAME", "TEMPORARY_PATTERN", "folder_bytes", "make_room", "sweep", "sweep_lock",
+__all__ = ["CleanupReport", "LOCK_NAME", "TEMPORARY_PATTERN", "FolderSweep", "folder_bytes", "sweep", "sweep_lock",
            "writer_lock"]
 
 LOCK_NAME = ".cleanup.lock"
@@ -104,7 +104,9 @@ def _lstat(path: Path) -> os.stat_result | None:
         return None
 
 
-class _Sweep:
+class FolderSweep:
+    """One retention pass over a managed folder (see the module docstring)."""
+
     def __init__(self, directory: Path, now: float, retention: timedelta, grace: timedelta, dry_run: bool) -> None:
         self.directory = directory
         self.dry_run = dry_run
@@ -254,7 +256,7 @@ def sweep(directory: Path, now: float, retention: timedelta, grace: timedelta, *
     with sweep_lock(directory, wait=False) as locked:
         if not locked:
             return CleanupReport(skipped=1, busy=True)
-        return _Sweep(directory, now, retention, grace, dry_run).run()
+        return FolderSweep(directory, now, retention, grace, dry_run).run()
 
 
 def folder_bytes(directory: Path) -> int:
@@ -268,34 +270,3 @@ def folder_bytes(directory: Path) -> int:
             except FileNotFoundError:
                 continue  # removed while listing
     return used
-
-
-def make_room(directory: Path, limit: int, records: Callable[[], list[Record]],
-              delete: Callable[[str], int]) -> CleanupReport:
-    """Remove published resources, oldest ``created`` first, until the folder's
-    files take at most ``limit`` bytes (or none is left to remove).
-
-    Runs under the cleanup lock, waiting for a sweep in progress, so two
-    writers never both evict for the same room and a sweep never races it.
-    Each resource goes record first, as in a sweep: a reader that already
-    holds its record finds no payload (``ResourceNotFoundError``), never
-    other bytes.
-
-    :raises OSError: the folder cannot be read.
-    """
-    if folder_bytes(directory) <= limit:  # the common case, without the lock
-        return CleanupReport()
-    with sweep_lock(directory, wait=True):
-        used = folder_bytes(directory)
-        removed: list[str] = []
-        freed = 0
-        for record in sorted(records(), key=lambda record: (record.created_ms, record.id)):
-            if used <= limit:
-                break
-            if record.state == "running":
-                continue  # a live background command's output is never evicted; its bytes still count
-            released = delete(record.id)
-            used -= released
-            freed += released
-            removed.append(record.id)
-        return CleanupReport(len(removed), freed, 0, 0, tuple(removed))

@@ -51,6 +51,7 @@ Contract every backend keeps:
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Optional, Protocol, runtime_checkable
@@ -58,7 +59,7 @@ from typing import Optional, Protocol, runtime_checkable
 from .._owner import Owner
 from ..records import Record
 
-__all__ = ["Backend", "CleanupReport", "GrowingBackend", "GrowingWriter", "Writer"]
+__all__ = ["Backend", "CleanupReport", "ForkAware", "GrowingBackend", "GrowingWriter", "PageHints", "Quota", "Writer"]
 
 
 @dataclass(frozen=True)
@@ -282,4 +283,59 @@ class GrowingBackend(Protocol):
         :raises FileExistsError: the id is taken.
         :raises OSError: it could not be created or published.
         """
+        ...
+
+
+# ---------------------------------------------------------------- optional capabilities
+# A backend may offer any of these beside ``Backend``; the store looks for them
+# once, when it opens the backend (``isinstance`` against these protocols).
+
+
+@runtime_checkable
+class Quota(Protocol):
+    """Usage, a lock and counts for ``max_total_bytes``: the store's eviction
+    policy (``overspill._quota.make_room``) runs on them and ``Backend.delete``."""
+
+    def usage(self) -> int:
+        """Bytes the location's resources take now (published or being written).
+
+        :raises OSError: the location cannot be read.
+        """
+        ...
+
+    def pending_bytes(self) -> int:
+        """Bytes this process's unfinished writers hold that ``usage`` does not count yet."""
+        ...
+
+    def recount(self) -> int:
+        """``usage``, made exact (bookkeeping of vanished resources dropped);
+        called under ``eviction_lock``.
+
+        :raises OSError: the location cannot be read.
+        """
+        ...
+
+    def eviction_lock(self) -> AbstractContextManager[object]:
+        """Hold the location's cleanup lock, waiting for a sweep or eviction in progress.
+
+        :raises OSError: the lock cannot be had.
+        """
+        ...
+
+
+@runtime_checkable
+class PageHints(Protocol):
+    """A hint after a long scan of ``[start, end)`` of a payload: its pages are not needed soon."""
+
+    def drop_pages(self, record: Record, start: int, end: int, /) -> None:
+        """Never raises."""
+        ...
+
+
+@runtime_checkable
+class ForkAware(Protocol):
+    """Locks, caches or threads a forked child must not inherit."""
+
+    def reset_after_fork(self) -> None:
+        """In a forked child: fresh locks, empty caches, no threads of the parent's."""
         ...

@@ -22,19 +22,21 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Optional
 
-from .. import _files, _kernels
+from .. import _files
 from ..errors import ResourceCorruptError, ResourceNotFoundError
 from ..records import (CHECKSUM_CHUNK, SCHEME, Record, Resource, is_resource_id, read_record, record_json,
                        unreadable, uri_for)
 from .._owner import Owner, owner_alive
+from ._checksums import Checksums, verify
 from ._index import ListingIndex
 from ._seals import SealChain
-from ._sweep import folder_bytes, make_room, sweep, writer_lock
+from ._sweep import folder_bytes, sweep, sweep_lock, writer_lock
 from ._usage import UsageTotal
 from .base import CleanupReport
 
@@ -75,9 +77,7 @@ class _LocalWriter:
         self._published = False
         self._id = resource_id
         self._size = 0
-        self._checksums = bytearray()
-        self._crc = 0
-        self._filled = 0  # bytes of the current checksum chunk seen so far
+        self._checksums = Checksums(CHECKSUM_CHUNK)
         self._written_back = 0  # the payload before this offset is on its way to the disk
         self._fd = _files.create_exclusive(self.payload_path)  # FileExistsError: the store draws again
         try:
@@ -115,15 +115,7 @@ class _LocalWriter:
     def write(self, data: memoryview, /) -> None:
         _files.write_all(self._fd, data)
         self._size += len(data)
-        position = 0
-        while position < len(data):
-            take = min(CHECKSUM_CHUNK - self._filled, len(data) - position)
-            self._crc = _kernels.crc32(data[position : position + take], self._crc)
-            self._filled += take
-            position += take
-            if self._filled == CHECKSUM_CHUNK:
-                self._checksums += self._crc.to_bytes(4, "big")
-                self._crc, self._filled = 0, 0
+        self._checksums.feed(data)
         if self._durable and self._size - self._written_back >= _WRITEBACK_BYTES and _fadvise is not None:
             try:
                 _fadvise(self._fd, self._written_back, self._size - self._written_back, os.POSIX_FADV_DONTNEED)
@@ -135,12 +127,12 @@ class _LocalWriter:
                 retention: timedelta, capture: Optional[tuple[int, int]] = None,
                 lines: Optional[int] = None) -> Record:
         del retention  # the folder expires by sweep, which reads ``created``
-        self._finish_checksums()
+        checksums = self._checksums.finish()
         if self._durable:
             os.fsync(self._fd)
         record = Record(
             Resource(uri_for(self._id), mime, self._size, name), session_id, tool_call_id,
-            time.time_ns() // 1_000_000, bytes(self._checksums), CHECKSUM_CHUNK, capture, lines,
+            time.time_ns() // 1_000_000, checksums, CHECKSUM_CHUNK, capture, lines,
         )
         written = self._put_record(record)
         fd, self._fd = self._fd, -1
@@ -149,12 +141,6 @@ class _LocalWriter:
         if self._usage is not None:
             self._usage.add(self._size + written)
         return record
-
-    def _finish_checksums(self) -> None:
-        """Close the last, partial checksum chunk."""
-        if self._filled:
-            self._checksums += self._crc.to_bytes(4, "big")
-            self._crc, self._filled = 0, 0
 
     def _put_record(self, record: Record) -> int:
         """Write ``record`` to a temporary file and rename it into ``{id}.json``: visible at once,
@@ -461,8 +447,7 @@ class LocalBackend:
             # The map was closed by close() in another thread.
             raise ResourceNotFoundError(f"resource {uri} is no longer open") from None
         with whole:
-            if record.checksums is not None:
-                self._verify(record, whole, 0, start, end)
+            verify(record, whole, 0, start, end)
             # The slice keeps the map's buffer exported after ``whole`` is released.
             return whole[start:end]
 
@@ -485,8 +470,7 @@ class LocalBackend:
 
         mapping = _map_range(entry.payload_path, uri, base, last, check)
         with memoryview(mapping) as part:
-            if record.checksums is not None:
-                self._verify(record, part, base, start, end)
+            verify(record, part, base, start, end)
             return part[start - base : end - base]
 
     def _read_growing(self, entry: _Entry, record: Record, start: int, end: int) -> memoryview:
@@ -522,21 +506,6 @@ class LocalBackend:
         with memoryview(mapping) as part:
             chain.verify(uri, part, base, start, end)
             return part[start - base : end - base]
-
-    @staticmethod
-    def _verify(record: Record, view: memoryview, base: int, start: int, end: int) -> None:
-        """Check every chunk under ``[start, end)``; ``view`` holds the payload from ``base``."""
-        chunk = record.checksum_chunk
-        checksums = record.checksums
-        crc32 = _kernels.crc32
-        for index in range(start // chunk, (end - 1) // chunk + 1):
-            low = index * chunk - base
-            # The native CRC reads the map in place: no copy of the chunk.
-            if crc32(view[low : low + chunk]).to_bytes(4, "big") != checksums[4 * index : 4 * index + 4]:  # type: ignore[index]
-                raise ResourceCorruptError(
-                    f"resource {record.resource.uri} is corrupt: bytes {index * chunk} to "
-                    f"{min((index + 1) * chunk, record.resource.size)} do not match their checksum"
-                )
 
     def drop_pages(self, record: Record, start: int, end: int, /) -> None:
         """A hint after a long scan of ``[start, end)``: its mapped pages are not needed soon.
@@ -616,40 +585,48 @@ class LocalBackend:
                     pass  # the index folder is unusable: the quota check counts the folder itself
         return report
 
+    # ------------------------------------------------------------------ the quota (``base.Quota``)
     def usage(self) -> int:
-        """Bytes the folder's files take now (payloads finished or not, records, temporaries).
+        """Bytes the folder's files take, by the running total (``_usage``) when
+        there is one, without this backend's unpublished payloads
+        (``pending_bytes``); a count of the folder when there is no usable total.
 
         :raises OSError: the folder cannot be read.
         """
-        return 0 if self._missing() else folder_bytes(self._directory)
-
-    def make_room(self, limit: int, /) -> CleanupReport:
-        """Evict published resources, oldest ``created`` first (any session),
-        until the folder takes at most ``limit`` bytes; see ``_sweep.make_room``.
-
-        An optional capability beside the ``Backend`` protocol: the store
-        enforces ``max_total_bytes`` through it where a backend has it.
-
-        Under the limit by the running total (``_usage``) plus this backend's
-        unpublished payloads, nothing is scanned; otherwise the folder is
-        counted exactly, evicted from, and the total corrected.
-
-        :raises OSError: the folder cannot be read or a resource not removed.
-        """
+        if self._missing():
+            return 0
         if self._usage is not None:
             try:
-                within = self._usage.total() + self._pending() <= limit
+                return self._usage.total()
             except OSError:
-                within = False  # no usable index folder: count the folder, as without one
-            if within:
-                return CleanupReport()
-        report = make_room(self._directory, limit, self.records, self.delete)  # an exact count, then eviction
+                pass  # no usable index folder: count the folder, as without one
+        return max(folder_bytes(self._directory) - self._pending(), 0)
+
+    def pending_bytes(self) -> int:
+        """Bytes of this backend's payloads not yet published (``usage`` counts them at publish)."""
+        return self._pending()
+
+    def recount(self) -> int:
+        """``usage``, counted from the folder's files and kept as the running total:
+        the correction for whatever others did behind the total's back.
+
+        :raises OSError: the folder cannot be read.
+        """
+        if self._missing():
+            return 0
         if self._usage is not None:
             try:
-                self._usage.recount()
+                return self._usage.recount()
             except OSError:
                 pass  # counted again by the next check that needs it
-        return report
+        return max(folder_bytes(self._directory) - self._pending(), 0)
+
+    def eviction_lock(self) -> AbstractContextManager[bool]:
+        """The folder's cleanup lock (``.cleanup.lock``), waiting for a sweep in progress.
+
+        :raises OSError: the lock file cannot be opened.
+        """
+        return sweep_lock(self._directory, wait=True)
 
     def _pending(self) -> int:
         """Bytes of this backend's payloads not yet published."""

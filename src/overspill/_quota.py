@@ -1,0 +1,49 @@
+"""The quota's eviction policy: which resources go when a location is over ``max_total_bytes``.
+
+The backend offers the numbers, a lock and deletion (``backends.base.Quota``
+and ``Backend.delete``); the policy is the store's, the same for every
+backend: published resources go oldest ``created`` first (ties by id, any
+session), under the location's cleanup lock, until its usage is within the
+limit.  Each goes record first, as in a sweep, so a reader that already
+holds its record finds no bytes (``ResourceNotFoundError``), never other
+bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from .backends.base import Backend, CleanupReport, Quota
+
+__all__ = ["make_room"]
+
+
+class QuotaBackend(Backend, Quota, Protocol):
+    """A backend with the ``Quota`` capability."""
+
+
+def make_room(backend: QuotaBackend, limit: int) -> CleanupReport:
+    """Evict published resources until ``backend``'s location takes at most ``limit`` bytes.
+
+    The common case, already within the limit, costs one usage look-up and
+    takes no lock.  Under the lock, two writers never both evict for the
+    same room and a sweep never races an eviction.
+
+    :raises OSError: the location cannot be read, or a resource not removed.
+    """
+    if backend.usage() + backend.pending_bytes() <= limit:
+        return CleanupReport()
+    with backend.eviction_lock():
+        used = backend.recount() + backend.pending_bytes()
+        removed: list[str] = []
+        freed = 0
+        if used > limit:
+            for record in sorted(backend.records(), key=lambda record: (record.created_ms, record.id)):
+                if used <= limit:
+                    break
+                if record.state == "running":
+                    continue  # a live background command's output is never evicted; its bytes still count
+                freed += backend.delete(record.id)
+                removed.append(record.id)
+                used = backend.usage() + backend.pending_bytes()
+        return CleanupReport(len(removed), freed, 0, 0, tuple(removed))

@@ -1,0 +1,166 @@
+"""Redis keys, the Lua scripts and the numbers the Redis backend's parts share.
+
+The layout (see ``overspill.backends.redis``)::
+
+    ovs:{ID}:meta        the record: the local folder's {id}.json, plus "chunkBytes"
+    ovs:{ID}:c:N         payload bytes [N * CHUNK_BYTES, (N + 1) * CHUNK_BYTES)
+    ovs:session:SESSION  sorted set: the session's ids, scored by creation (ms)
+    ovs:sessions         sorted set: sessions, scored by their latest write (ms)
+    ovs:pending          sorted set: unfinished writers, scored by their heartbeat (ms)
+    ovs:cleanup-lock     held by the one process sweeping or evicting
+    ovs:{usage}:bytes    the quota's running total, and ovs:{usage}:by-id its bytes per resource
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import redis.exceptions
+
+__all__ = ["ACCOUNT", "ACCOUNT_STEP", "BY_ID", "CHECKSUM_BYTES", "CHUNK_BYTES", "LOCK", "LOCK_MS", "LOCK_WAIT_SECONDS",
+           "PARTIAL_TTL", "PENDING", "PUBLISH", "RECOUNT", "REDIS_ERRORS", "RELEASE", "SESSIONS", "UNACCOUNT",
+           "UNLINK_BATCH", "USAGE", "USED", "answers", "chunk_count", "chunk_key", "is_wrong_type", "meta_key",
+           "session_key", "unless_damaged"]
+
+#: Bytes per chunk key: far below Redis's 512 MB value cap, large enough that
+#: a 1 GiB payload is about a thousand keys, and 16 KiB short of 1 MiB so that
+#: the value and its header fit jemalloc's 1 MiB size class (a full MiB would
+#: take the 1.25 MiB class: a quarter of the memory wasted).
+CHUNK_BYTES = 1024 * 1024 - 16 * 1024
+#: Bytes per checksum: a 50 KB page reads and verifies about 66 KB.
+CHECKSUM_BYTES = 16 * 1024
+#: How long the chunks of an unfinished write live without a heartbeat.
+PARTIAL_TTL = timedelta(seconds=60)
+
+# What the client raises for a server that fails, refuses or cannot be reached.
+REDIS_ERRORS = (redis.exceptions.RedisError, redis.exceptions.RedisClusterException)
+SESSIONS = b"ovs:sessions"
+PENDING = b"ovs:pending"
+LOCK = b"ovs:cleanup-lock"
+# The quota's bookkeeping, in one slot so that one script updates both: bytes
+# per resource (published or being written) and their running total.
+USED = b"ovs:{usage}:bytes"
+BY_ID = b"ovs:{usage}:by-id"
+# A writer accounts its chunks this often (and the rest when it publishes).
+ACCOUNT_STEP = 8 * 1024 * 1024
+LOCK_WAIT_SECONDS = 60.0
+LOCK_MS = 10 * 60 * 1000
+UNLINK_BATCH = 256
+
+# KEYS: meta, chunk 0 .. chunk n-1.  ARGV: record, ttl ms, "1" when ARGV[4] holds
+# the last chunk's bytes (written here, so a small resource is one round trip),
+# the length of every chunk written before (a full chunk).
+# Returns -1 when published, -2 when the id is taken, else the index of a chunk
+# that was lost (0 .. n-1) or altered to another length (n + index).
+PUBLISH = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return -2 end
+local last = #KEYS
+local flushed = last
+if ARGV[3] == '1' then flushed = last - 1 end
+local full = tonumber(ARGV[5])
+for i = 2, flushed do
+  local length = redis.call('STRLEN', KEYS[i])
+  if length == 0 then return i - 2 end
+  if length ~= full then return (last - 1) + (i - 2) end
+end
+if ARGV[3] == '1' then redis.call('SET', KEYS[last], ARGV[4]) end
+for i = 2, last do redis.call('PEXPIRE', KEYS[i], ARGV[2]) end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return -1
+"""
+
+# Run first by every script over the quota's keys (KEYS: total, per-id hash):
+# a per-id "hash" of another type is dropped, and a total that is not a
+# number (of another type, or text) is recounted from the hash, so one
+# damaged key never fails every write.
+_REPAIR_USAGE = """
+local kind = redis.call('TYPE', KEYS[2]).ok
+if kind ~= 'hash' and kind ~= 'none' then redis.call('DEL', KEYS[2]) end
+kind = redis.call('TYPE', KEYS[1]).ok
+if kind ~= 'none' and (kind ~= 'string' or tonumber(redis.call('GET', KEYS[1])) == nil) then
+  local total = 0
+  for _, bytes in ipairs(redis.call('HVALS', KEYS[2])) do total = total + (tonumber(bytes) or 0) end
+  redis.call('DEL', KEYS[1])
+  redis.call('SET', KEYS[1], total)
+end
+"""
+
+# KEYS: total, per-id hash.  The total (0 when there is none).
+USAGE = _REPAIR_USAGE + """
+return tonumber(redis.call('GET', KEYS[1]) or '0')
+"""
+
+# KEYS: total, per-id hash.  ARGV: id, bytes to add.
+ACCOUNT = _REPAIR_USAGE + """
+if tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') == nil then redis.call('HDEL', KEYS[2], ARGV[1]) end
+redis.call('HINCRBY', KEYS[2], ARGV[1], ARGV[2])
+return redis.call('INCRBY', KEYS[1], ARGV[2])
+"""
+
+# KEYS: total, per-id hash.  ARGV: ids whose bytes are gone.  Returns the bytes released.
+UNACCOUNT = _REPAIR_USAGE + """
+local freed = 0
+for i = 1, #ARGV do
+  local bytes = redis.call('HGET', KEYS[2], ARGV[i])
+  if bytes then
+    freed = freed + (tonumber(bytes) or 0)
+    redis.call('HDEL', KEYS[2], ARGV[i])
+  end
+end
+if freed ~= 0 then redis.call('DECRBY', KEYS[1], freed) end
+return freed
+"""
+
+# KEYS: total, per-id hash.  The total, recomputed from the hash.
+RECOUNT = _REPAIR_USAGE + """
+local total = 0
+for _, bytes in ipairs(redis.call('HVALS', KEYS[2])) do total = total + (tonumber(bytes) or 0) end
+redis.call('SET', KEYS[1], total)
+return total
+"""
+
+RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def meta_key(resource_id: str) -> bytes:
+    return f"ovs:{{{resource_id}}}:meta".encode("ascii")
+
+
+def chunk_key(resource_id: str, index: int) -> bytes:
+    return f"ovs:{{{resource_id}}}:c:{index}".encode("ascii")
+
+
+def session_key(session_id: str) -> bytes:
+    return b"ovs:session:" + session_id.encode("utf-8", "surrogatepass")
+
+
+def chunk_count(size: int, chunk: int) -> int:
+    return -(-size // chunk)
+
+
+def is_wrong_type(error: BaseException) -> bool:
+    """Whether a server error says a key holds another type (damage, not an outage)."""
+    return isinstance(error, redis.exceptions.ResponseError) and str(error).startswith("WRONGTYPE")
+
+
+def unless_damaged(command: Any, *args: Any, **kwargs: Any) -> Any:
+    """``command(*args, **kwargs)``, or None when its key holds another type."""
+    try:
+        return command(*args, **kwargs)
+    except redis.exceptions.ResponseError as error:
+        if is_wrong_type(error):
+            return None
+        raise
+
+
+def answers(pipe: Any) -> list[Any]:
+    """A pipeline's replies, a WRONGTYPE reply as its exception (any other error raises)."""
+    replies = pipe.execute(raise_on_error=False)
+    for answer in replies:
+        if isinstance(answer, Exception) and not is_wrong_type(answer):
+            raise answer
+    return replies

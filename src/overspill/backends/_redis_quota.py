@@ -1,0 +1,133 @@
+"""The Redis backend's quota bookkeeping and its cleanup lock.
+
+Writers add their bytes to a running total (``ovs:{usage}:bytes``, with the
+bytes of each resource in ``ovs:{usage}:by-id``); the store's eviction policy
+(``overspill._quota``) reads it through ``usage``, ``pending_bytes`` and
+``recount`` and holds ``eviction_lock`` while it deletes.  The same lock
+serialises sweeps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import secrets
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..errors import StorageError
+from ._redis_keys import BY_ID, LOCK, LOCK_MS, LOCK_WAIT_SECONDS, PENDING, REDIS_ERRORS, USED, meta_key, unless_damaged
+
+if TYPE_CHECKING:
+    from ._redis_writer import RedisWriter
+
+__all__ = ["RedisQuota"]
+
+
+class RedisQuota:
+    """The quota and the cleanup lock of ``RedisBackend`` (a mixin: the backend
+    sets up the client, the scripts and the writers' registry)."""
+
+    _client: Any
+    _shown: str
+    _lock: threading.Lock
+    _open: weakref.WeakSet[RedisWriter]
+    _account_script: Any
+    _unaccount_script: Any
+    _recount_script: Any
+    _usage_script: Any
+    _release: Any
+
+    storage_error: Callable[[str, BaseException], StorageError]  # RedisBackend's
+
+    def _unaccounted(self) -> int:
+        """Bytes this process's unfinished writers hold that the total does not count yet."""
+        with self._lock:
+            writers = list(self._open)
+        return sum(max(writer.size - writer.accounted, 0) for writer in writers)
+
+    def account(self, resource_id: str, delta: int) -> None:
+        if delta:
+            self._account_script(keys=[USED, BY_ID], args=[resource_id, delta])
+
+    def unaccount(self, *resource_ids: str) -> int:
+        if not resource_ids:
+            return 0
+        return int(self._unaccount_script(keys=[USED, BY_ID], args=list(resource_ids)))
+
+    def usage(self) -> int:
+        """Bytes the store's resources take in Redis (published or being written,
+        records included), as the quota counts them.
+
+        :raises StorageError: the server cannot be reached.
+        """
+        try:
+            return int(self._usage_script(keys=[USED, BY_ID]))
+        except REDIS_ERRORS as error:
+            raise self.storage_error("cannot read the usage", error) from None
+
+    def _recount(self) -> int:
+        """Drop the bookkeeping of resources that expired or whose writer died; the exact total."""
+        ids = [member.decode("ascii", "replace") for member in unless_damaged(self._client.hkeys, BY_ID) or []]
+        if ids:
+            pipe = self._client.pipeline(transaction=False)
+            for resource_id in ids:
+                pipe.exists(meta_key(resource_id))
+            published = pipe.execute()
+            pending = unless_damaged(self._client.zmscore, PENDING, ids) or [0] * len(ids)  # damaged: keep all
+            self.unaccount(*(resource_id for resource_id, live, score in zip(ids, published, pending)
+                              if not live and score is None))
+        return int(self._recount_script(keys=[USED, BY_ID]))
+
+    def pending_bytes(self) -> int:
+        """Bytes this process's unfinished writers hold that ``usage`` does not count yet."""
+        return self._unaccounted()
+
+    def recount(self) -> int:
+        """``usage``, exact: the bookkeeping of resources that expired or whose
+        writer died is dropped first (call it under ``eviction_lock``).
+
+        :raises StorageError: the server failed.
+        """
+        try:
+            return self._recount()
+        except REDIS_ERRORS as error:
+            raise self.storage_error("cannot make room", error) from None
+
+    @contextlib.contextmanager
+    def eviction_lock(self) -> Iterator[bool]:
+        """The cleanup lock, waiting for a sweep or eviction in progress.
+
+        A reader racing an eviction gets ``ResourceNotFoundError``, never
+        other bytes: all keys of a resource go in one ``DEL``.
+
+        :raises StorageError: the server failed, or the lock stayed held
+            longer than a minute.
+        """
+        try:
+            with self._locked(wait=True) as held:
+                yield held
+        except REDIS_ERRORS as error:
+            raise self.storage_error("cannot make room", error) from None
+
+    @contextlib.contextmanager
+    def _locked(self, wait: bool) -> Iterator[bool]:
+        """Hold the one cleanup lock (a key with an expiry); yields False when
+        not waiting and another process holds it."""
+        token = secrets.token_hex(16)
+        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        while not self._client.set(LOCK, token, nx=True, px=LOCK_MS):
+            if not wait:
+                yield False
+                return
+            if time.monotonic() > deadline:
+                raise StorageError(errno.EBUSY, f"the cleanup lock at {self._shown} stayed held for "
+                                                f"{LOCK_WAIT_SECONDS:.0f} s")
+            time.sleep(0.05)
+        try:
+            yield True
+        finally:
+            self._release(keys=[LOCK], args=[token])

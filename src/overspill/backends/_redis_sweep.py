@@ -1,0 +1,127 @@
+"""The Redis backend's retention sweep: what expiry cannot see, under the cleanup lock.
+
+It removes index entries of expired resources, resources older than a
+shorter retention than they were written with, records whose chunks are
+gone, and partial writes whose writer stopped beating.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING, Optional
+
+from ..errors import ResourceNotFoundError
+from ..records import Record
+# PARTIAL_TTL is read from its module at each use, so that a test can shorten it.
+from . import _redis_keys
+from ._redis_keys import CHUNK_BYTES, PENDING, SESSIONS, answers, chunk_count, chunk_key, meta_key, unless_damaged
+from .base import CleanupReport
+
+if TYPE_CHECKING:
+    from .redis import RedisBackend
+
+__all__ = ["RedisSweep"]
+
+
+class RedisSweep:
+    """One retention pass over a Redis store (see ``RedisBackend.sweep``), under the cleanup lock."""
+
+    def __init__(self, backend: RedisBackend, now: float, retention: timedelta, grace: timedelta,
+                 dry_run: bool) -> None:
+        self.backend = backend
+        self.client = backend.client
+        self.dry_run = dry_run
+        self.now_ms = now * 1000
+        self.retention_ms = retention.total_seconds() * 1000
+        self.grace_ms = grace.total_seconds() * 1000
+        self.removed: list[str] = []
+        self.bytes_freed = 0
+        self.temporaries = 0
+
+    def remove(self, resource_id: str, record: Optional[Record], chunk: int) -> None:
+        if record is None:
+            if not self.dry_run:
+                self.client.delete(meta_key(resource_id))
+            self.bytes_freed += self.backend.unlink_unknown(resource_id, self.dry_run)
+        elif self.dry_run:
+            self.bytes_freed += record.resource.size
+        else:
+            self.bytes_freed += self.backend.remove(record, chunk)
+        self.removed.append(resource_id)
+
+    def damaged(self, key: bytes) -> None:
+        """Remove an index key of the wrong type (counted with the leftovers)."""
+        if not self.dry_run:
+            self.client.delete(key)
+        self.temporaries += 1
+
+    def session(self, session: bytes) -> None:
+        key = b"ovs:session:" + session
+        listed = unless_damaged(self.client.zrange, key, 0, -1, withscores=True)
+        if listed is None:
+            self.damaged(key)
+            listed = []
+        entries = [(member.decode("ascii", "replace"), score) for member, score in listed]
+        pipe = self.client.pipeline(transaction=False)
+        for resource_id, _ in entries:
+            pipe.get(meta_key(resource_id))
+        stale = []
+        for (resource_id, score), data in zip(entries, answers(pipe)):
+            if isinstance(data, Exception):  # a record key of the wrong type: never ours, removed now
+                self.remove(resource_id, None, CHUNK_BYTES)
+                continue
+            if data is None:
+                # Expired, deleted, or a publish in progress (the index entry comes first).
+                if self.now_ms - score > self.grace_ms:
+                    stale.append(resource_id)
+                continue
+            try:
+                record, chunk = self.backend.parse(resource_id, data)
+            except ResourceNotFoundError:
+                if self.now_ms - score > self.grace_ms:
+                    self.remove(resource_id, None, CHUNK_BYTES)
+                continue
+            expired = self.now_ms - record.created_ms > self.retention_ms
+            chunks = chunk_count(record.resource.size, chunk)
+            intact = chunks == 0 or self.client.exists(
+                *(chunk_key(resource_id, index) for index in range(chunks))) == chunks
+            if expired or not intact:
+                self.remove(resource_id, record, chunk)
+        if stale and not self.dry_run:
+            self.client.zrem(key, *stale)
+            self.backend.unaccount(*stale)
+        if not self.dry_run and self.client.zcard(key) == 0:
+            # A writer adds to its session's set before ``ovs:sessions``: the
+            # second look puts back a session that gained a resource meanwhile.
+            self.client.zrem(SESSIONS, session)
+            score = self.client.zrange(key, -1, -1, withscores=True)
+            if score:
+                self.client.zadd(SESSIONS, {session: score[0][1]}, gt=True)
+
+    def pending(self) -> None:
+        dead_before = self.now_ms - max(self.grace_ms, _redis_keys.PARTIAL_TTL.total_seconds() * 1000)
+        members = unless_damaged(self.client.zrangebyscore, PENDING, "-inf", dead_before)
+        if members is None:
+            self.damaged(PENDING)
+            members = []
+        for member in members:
+            resource_id = member.decode("ascii", "replace")
+            if not self.client.exists(meta_key(resource_id)):
+                self.bytes_freed += self.backend.unlink_unknown(resource_id, self.dry_run)
+                self.temporaries += 1
+                if not self.dry_run:
+                    self.backend.unaccount(resource_id)
+            if not self.dry_run:
+                self.client.zrem(PENDING, member)
+
+    def run(self) -> CleanupReport:
+        sessions = unless_damaged(self.client.zrange, SESSIONS, 0, -1)
+        if sessions is None:
+            self.damaged(SESSIONS)
+            sessions = []
+        for session in sessions:
+            self.session(session)
+        self.pending()
+        if not self.dry_run:
+            self.backend.usage()  # a damaged quota total (not a number) is recounted by the script
+        return CleanupReport(len(self.removed), self.bytes_freed, self.temporaries, 0, tuple(self.removed))

@@ -1,0 +1,211 @@
+"""One resource being written to Redis: chunk keys with a short expiry, kept
+alive by a heartbeat, then one script that publishes the record."""
+
+from __future__ import annotations
+
+import errno
+import threading
+import time
+from datetime import timedelta
+from typing import TYPE_CHECKING, Optional
+
+from .. import _kernels
+from ..errors import StorageError
+from ..records import Record, Resource, record_json, uri_for
+from ._checksums import Checksums
+# PARTIAL_TTL is read from its module at each use, so that a test can shorten it.
+from . import _redis_keys
+from ._redis_keys import (
+    ACCOUNT_STEP,
+    CHECKSUM_BYTES,
+    CHUNK_BYTES,
+    PENDING,
+    REDIS_ERRORS,
+    SESSIONS,
+    UNLINK_BATCH,
+    chunk_key,
+    meta_key,
+    session_key,
+)
+
+if TYPE_CHECKING:
+    from .redis import RedisBackend
+
+__all__ = ["RedisWriter"]
+
+
+class RedisWriter:
+    """One resource being written: chunk keys with a short expiry, then the record."""
+
+    def __init__(self, backend: RedisBackend, resource_id: str) -> None:
+        self._backend = backend
+        self._client = backend.client
+        self._id = resource_id
+        self.size = 0
+        self._buffer = bytearray()
+        self._flushed = 0  # chunk keys written
+        self._checksums = Checksums(CHECKSUM_BYTES)
+        self._finished = False
+        self._beating = False
+        # Held by a heartbeat for its whole renewal and by publish around its script, so a beat
+        # that began before publish cannot set the partial expiry back on published chunks.
+        self._beat_lock = threading.Lock()
+        self._accounted = 0  # bytes counted against the quota so far
+        self._indexed_in: Optional[str] = None  # the session whose index lists this id
+
+    @property
+    def accounted(self) -> int:
+        return self._accounted
+
+    def _account_to(self, total: int) -> None:
+        try:
+            self._backend.account(self._id, total - self._accounted)
+        except REDIS_ERRORS as error:
+            raise self._backend.storage_error("cannot store the resource", error) from None
+        self._accounted = total
+
+    @property
+    def id(self) -> str:
+        return self._id
+
+    def __repr__(self) -> str:
+        return f"<RedisWriter {self._id} {self.size} bytes>"
+
+    def _flush(self, data: memoryview) -> None:
+        """Write one full chunk key (with the partial expiry) from ``data``."""
+        if not self._beating:
+            # The first chunk makes this write visible to the sweep as pending.
+            self._beating = True
+            self._backend.enlist(self)
+            self.beat()
+        self._checksums.feed(data)
+        try:
+            self._client.set(chunk_key(self._id, self._flushed), data,
+                             px=int(_redis_keys.PARTIAL_TTL.total_seconds() * 1000))
+        except REDIS_ERRORS as error:
+            raise self._backend.storage_error("cannot store the resource", error) from None
+        self._flushed += 1
+        if self._flushed * CHUNK_BYTES - self._accounted >= ACCOUNT_STEP:
+            self._account_to(self._flushed * CHUNK_BYTES)
+
+    def beat(self) -> None:
+        """Renew the expiry of the chunks written so far; never raises."""
+        with self._beat_lock:
+            if self._finished:
+                return
+            flushed = self._flushed
+            try:
+                self._client.zadd(PENDING, {self._id: time.time() * 1000})
+                ttl = int(_redis_keys.PARTIAL_TTL.total_seconds() * 1000)
+                for start in range(0, flushed, UNLINK_BATCH):
+                    pipe = self._client.pipeline(transaction=False)
+                    for index in range(start, min(start + UNLINK_BATCH, flushed)):
+                        pipe.pexpire(chunk_key(self._id, index), ttl)
+                    pipe.execute()
+            except (*REDIS_ERRORS, OSError):
+                pass  # the next beat tries again; publish reports chunks that were lost
+
+    def write(self, data: memoryview, /) -> None:
+        if self._finished:
+            raise ValueError("write after publish or abort")
+        with memoryview(data) as view:
+            total = len(view)
+            position = 0
+            if self._buffer:
+                take = min(CHUNK_BYTES - len(self._buffer), total)
+                self._buffer += view[:take]
+                position = take
+                if len(self._buffer) == CHUNK_BYTES:
+                    self._flush(memoryview(self._buffer))
+                    self._buffer = bytearray()
+            # Whole chunks go straight from the caller's buffer, uncopied.
+            while total - position >= CHUNK_BYTES:
+                self._flush(view[position : position + CHUNK_BYTES])
+                position += CHUNK_BYTES
+            if position < total:
+                self._buffer += view[position:]
+        self.size += total
+
+    def publish(self, session_id: str, tool_call_id: str, mime: str, name: Optional[str], *,
+                retention: timedelta, capture: Optional[tuple[int, int]] = None,
+                lines: Optional[int] = None) -> Record:
+        if self._finished:
+            raise ValueError("publish after publish or abort")
+        tail = bytes(self._buffer)
+        self._checksums.feed(memoryview(tail))
+        chunks = self._flushed + (1 if tail else 0)
+        created = time.time_ns() // 1_000_000
+        record = Record(Resource(uri_for(self._id), mime, self.size, name), session_id, tool_call_id,
+                        created, self._checksums.finish(), CHECKSUM_BYTES, capture, lines)
+        document = record_json(record)[:-1] + b',"chunkBytes":%d}' % CHUNK_BYTES
+        # At least a second, so the caller can read what it was just given.
+        ttl = max(int(min(retention.total_seconds(), 1e11) * 1000), 1000)
+        keys = [meta_key(self._id)] + [chunk_key(self._id, index) for index in range(chunks)]
+        backend = self._backend
+        try:
+            # The index first: a crash before the record leaves an entry the sweep drops.
+            self._client.zadd(session_key(session_id), {self._id: created})
+            self._indexed_in = session_id
+            self._client.zadd(SESSIONS, {session_id.encode("utf-8", "surrogatepass"): created}, gt=True)
+            if not tail and self._flushed:
+                self._verify_last_block(record.checksums or b"")
+            self._account_to(self.size + len(document))
+            with self._beat_lock:
+                outcome = backend.publish_script(keys=keys, args=[document, ttl, 1 if tail else 0, tail, CHUNK_BYTES])
+                if outcome == -1:
+                    self._finished = True  # no later beat renews the partial expiry
+        except REDIS_ERRORS as error:
+            raise backend.storage_error("cannot publish the resource", error) from None
+        if outcome == -2:
+            raise StorageError(errno.EEXIST, f"resource id {self._id} was taken at {backend.url}")
+        if outcome >= chunks:
+            raise StorageError(errno.EIO, f"chunk {outcome - chunks} of {uri_for(self._id)} was changed by someone "
+                                          f"else before it was published at {backend.url} (its length is not "
+                                          "what was written); nothing was published")
+        if outcome != -1:
+            raise StorageError(errno.EIO, f"chunk {outcome} of {uri_for(self._id)} expired before it "
+                                          f"was published at {backend.url}")
+        self._finished = True
+        self._buffer = bytearray()
+        backend.delist(self)
+        if self._beating:
+            try:
+                self._client.zrem(PENDING, self._id)
+            except REDIS_ERRORS:
+                pass  # the sweep finds the record published and drops the entry
+        backend.remember(self._id, (record, CHUNK_BYTES))
+        return record
+
+    def _verify_last_block(self, checksums: bytes) -> None:
+        """Check the stored end of the payload against its CRC before publishing
+        (the script checks every chunk's length): "stored" means readable.
+
+        :raises StorageError: the bytes there are not those written.
+        """
+        last = self._flushed - 1
+        start = CHUNK_BYTES - CHECKSUM_BYTES
+        data = self._client.getrange(chunk_key(self._id, last), start, CHUNK_BYTES - 1)
+        index = (last * CHUNK_BYTES + start) // CHECKSUM_BYTES
+        expected = checksums[4 * index : 4 * index + 4]
+        if len(data) != CHECKSUM_BYTES or _kernels.crc32(data).to_bytes(4, "big") != expected:
+            raise StorageError(errno.EIO, f"the last chunk of {uri_for(self._id)} was changed by someone else "
+                                          f"before it was published at {self._backend.url}; nothing was published")
+
+    def abort(self) -> None:
+        published = self._finished
+        self._finished = True
+        self._buffer = bytearray()
+        self._backend.delist(self)
+        try:
+            if published:
+                self._backend.delete(self._id)
+            elif self._flushed:
+                self._client.unlink(*(chunk_key(self._id, index) for index in range(self._flushed)))
+            if self._accounted and not published:
+                self._backend.unaccount(self._id)
+            if self._indexed_in is not None and not published:
+                self._client.zrem(session_key(self._indexed_in), self._id)
+            if self._beating:
+                self._client.zrem(PENDING, self._id)
+        except (*REDIS_ERRORS, OSError):
+            pass  # the chunks expire on their own; the sweep drops the pending entry
