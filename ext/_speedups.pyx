@@ -160,7 +160,7 @@ cdef bint _line_regions(const void *data, Py_ssize_t n, int width, Py_ssize_t ma
                         Py_ssize_t *head_region, Py_ssize_t *tail_region) noexcept:
     """Set the head region's end and the tail region's start when there are
     more than max_lines whole lines (a final newline starts no other line);
-    return whether there are.  As _native._line_regions: the head region
+    return whether there are.  As _native_preview._line_regions: the head region
     ends where its last line's newline does, just after it."""
     cdef Py_ssize_t tail_lines = max_lines // 2
     cdef bint final = _ends_with_newline(data, n, width)
@@ -200,7 +200,7 @@ cdef inline Py_ssize_t _unit(const void *data, int width, Py_ssize_t index) noex
 
 
 cdef inline bint _is_token_end(Py_ssize_t unit) noexcept nogil:
-    # See _native._TOKEN_ENDS.
+    # See _native_preview._TOKEN_ENDS.
     return unit == 44 or unit == 59 or unit == 125 or unit == 32
 
 
@@ -225,7 +225,7 @@ cdef Py_ssize_t _first_mark(const void *data, int width, Py_ssize_t low, Py_ssiz
 
 
 cdef Py_ssize_t _head_cut(const uint8_t *data, Py_ssize_t size, Py_ssize_t share, Py_ssize_t slack) noexcept:
-    """The head's end: see _native._head_cut."""
+    """The head's end: see _native_preview._head_cut."""
     cdef Py_ssize_t cut = osp_boundary_at_or_before(data, size, share, 0, 1), newline, low
     if slack:
         low = max(share - slack, 1) - 1
@@ -239,7 +239,7 @@ cdef Py_ssize_t _head_cut(const uint8_t *data, Py_ssize_t size, Py_ssize_t share
 
 
 cdef Py_ssize_t _tail_cut(const uint8_t *data, Py_ssize_t size, Py_ssize_t share, Py_ssize_t slack) noexcept:
-    """The tail's start: see _native._tail_cut."""
+    """The tail's start: see _native_preview._tail_cut."""
     cdef Py_ssize_t low = size - share, newline
     cdef Py_ssize_t cut = osp_boundary_at_or_after(data, size, low, 1)
     if slack:
@@ -297,7 +297,7 @@ cdef tuple _preview_text(object text, Py_ssize_t max_lines, Py_ssize_t max_bytes
     head_end = osp_utf8_length(data, head_index, width)
     tail_start = size - osp_utf8_length(<const char *>data + tail_index * width, length - tail_index, width)
     if slack and head_index < head_region:
-        # See _native._preview_text: a newline within `slack` bytes of the
+        # See _native_preview._preview_text: a newline within `slack` bytes of the
         # share, else a token end there.
         low = max(head_index - slack - 1, 0)
         for attempt in range(2):

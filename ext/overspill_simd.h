@@ -248,7 +248,7 @@ static inline int osp_utf8_width(uint32_t c) {
     return 4;
 }
 
-/* ---- UTF-8 boundaries of byte buffers (see overspill/_native.py) ---- */
+/* ---- UTF-8 boundaries of byte buffers (see overspill/_native_bytes.py) ---- */
 
 static inline int osp_is_continuation(uint8_t b) { return (b & 0xC0) == 0x80; }
 

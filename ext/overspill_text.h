@@ -1,4 +1,4 @@
-/* Views and signal scanning for overspill's kernels (see overspill/_native.py,
+/* Views and signal scanning for overspill's kernels (see overspill/_native_text.py,
  * the readable specification: view_bytes and signal_lines).
  *
  * Everything here reads bytes and writes only into buffers it is given or

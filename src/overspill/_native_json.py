@@ -1,0 +1,334 @@
+"""Twin kernel ``JsonOutline``, the streaming JSON / JSON Lines structure scan
+(see ``overspill._native``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from ._buffers import JSON_LABEL_KEYS, BytesLike, byte_view as _byte_view, check_int as _check_int
+from ._native_outline import OUTLINE_DEPTH_MAX
+
+__all__ = ["JSON_KEYS_MAX", "JSON_KEY_MAX", "JSON_NESTING_MAX", "JsonOutline"]
+
+#: Bytes of a JSON key or label kept.
+JSON_KEY_MAX = 64
+#: Keys listed per JSON entry.
+JSON_KEYS_MAX = 12
+#: Containers open at once beyond which a document is not outlined.
+JSON_NESTING_MAX = 4096
+_JSON_SIGNIFICANT = re.compile(rb"[^ \t\r\n]")
+_JSON_STRING_STOP = re.compile(rb'["\\]')
+_JSON_LITERAL_STOP = re.compile(rb'[ \t\r\n,\]}:\[{"]')
+_JSON_LITERAL_START = frozenset(b"-0123456789tfn")
+_ROOT, _OBJECT, _ARRAY = 0, 1, 2
+
+
+class _Frame:
+    """One open container of ``JsonOutline`` (the root holds the top-level values)."""
+
+    __slots__ = ("kind", "path", "index", "reportable", "expect_key", "key", "first_index", "last_index",
+                 "count", "first_offset", "keys", "labels", "label_depth", "item", "item_index",
+                 "item_offset", "labelled", "collect_into", "member_in_range")
+
+    def __init__(self, kind: int, path: tuple, reportable: bool) -> None:
+        self.kind = kind
+        self.path = path
+        self.index = 0
+        self.reportable = reportable
+        self.expect_key = kind == _OBJECT
+        self.key = b""
+        self.first_index = -1
+        self.last_index = -1
+        self.count = 0
+        self.first_offset = -1
+        self.keys: list = []
+        self.labels: list = []
+        self.label_depth = 0  # 1: an array's object item; 2: an object member of one
+        self.item: Optional[_Frame] = None  # the item whose label this frame may hold
+        self.item_index = -1
+        self.item_offset = -1
+        self.labelled = False
+        self.collect_into: Optional[_Frame] = None  # the array whose item keys this object lists
+        self.member_in_range = False
+
+
+class JsonOutline:
+    """A streaming scan of a JSON document (or JSON Lines) for the structure of one part of it.
+
+    ``feed`` takes the output's bytes in order from its start; bytes at or
+    past ``omit_end`` are not read.  An item of an array (or a top-level
+    value) is *omitted* when it starts in ``[omit_start, omit_end)``; so is a
+    member of an object when its key does.  Containers are *reported* down
+    to ``max_depth`` levels (the top-level value is level 1) along object
+    members, and the top-level values themselves (the root, a sequence of
+    values as in JSON Lines) with the first value's members; the items of an
+    array are summed up in the array's entry, not reported one by one.
+
+    ``result()`` returns ``(valid, records, entries, dropped)``: ``valid`` is
+    false once a byte could not be JSON (then nothing more is read);
+    ``records`` counts the top-level values begun; ``entries`` lists, for each
+    reported container with omitted items, ``(path, kind, first_index,
+    last_index, count, first_offset, end_offset, keys, labels)`` -- ``path``
+    the tuple of keys from the top-level value (``None`` for the root),
+    ``kind`` ``"object"``, ``"array"`` or ``"root"``, the first and last
+    omitted index, how many, where the first starts, where the container ends
+    (or ``omit_end``, if later), ``keys`` (an object's omitted keys, or the
+    keys of an array's first omitted object item; at most ``JSON_KEYS_MAX``,
+    each at most ``JSON_KEY_MAX`` raw bytes) and ``labels`` (for each of the
+    first ``max_labels`` omitted object items that has one, ``(index,
+    offset, label)``: the first string or literal, in document order, whose
+    key is one of ``JSON_LABEL_KEYS``, in the item or an object member of
+    it).  Entries come in the order their containers close, then the open
+    ones innermost first; at most ``max_entries``, ``dropped`` counts the rest.
+
+    :raises TypeError: wrong argument types.
+    :raises ValueError: ``omit_start > omit_end``, ``max_depth`` outside 1 to
+        ``OUTLINE_DEPTH_MAX``, ``max_entries`` below 1, ``max_labels`` negative.
+    """
+
+    __slots__ = ("_omit_start", "_omit_end", "_max_depth", "_max_entries", "_max_labels", "_position",
+                 "_stack", "_valid", "_entries", "_dropped", "_state", "_capture", "_capture_frame",
+                 "_is_key")
+
+    def __init__(self, omit_start: int, omit_end: int, max_depth: int, max_entries: int, max_labels: int) -> None:
+        self._omit_start = _check_int(omit_start, "omit_start", 0)
+        self._omit_end = _check_int(omit_end, "omit_end", 0)
+        self._max_depth = _check_int(max_depth, "max_depth", 1)
+        self._max_entries = _check_int(max_entries, "max_entries", 1)
+        self._max_labels = _check_int(max_labels, "max_labels", 0)
+        if self._omit_start > self._omit_end:
+            raise ValueError("omit_start must not be after omit_end")
+        if self._max_depth > OUTLINE_DEPTH_MAX:
+            raise ValueError(f"max_depth must be at most {OUTLINE_DEPTH_MAX}, not {self._max_depth}")
+        self._position = 0
+        self._stack = [_Frame(_ROOT, (), True)]
+        self._valid = True
+        self._entries: list = []
+        self._dropped = 0
+        self._state = 0  # 0: between tokens, 1: in a string, 2: after a backslash in one, 3: in a literal
+        self._capture = bytearray()
+        self._capture_frame: Optional[_Frame] = None
+        self._is_key = False
+
+    def feed(self, buffer: BytesLike, /) -> None:
+        """Scan the next bytes of the document.
+
+        :raises TypeError: ``buffer`` is not a contiguous bytes-like object.
+        """
+        if isinstance(buffer, str):
+            raise TypeError("buffer must be a bytes-like object, not str")
+        with _byte_view(buffer) as view:
+            base = self._position
+            size = len(view)
+            data = view[: max(0, min(size, self._omit_end - base))].tobytes()
+        self._position = base + size
+        if self._valid and data:
+            self._scan(data, base)
+
+    def _in_range(self, offset: int) -> bool:
+        return self._omit_start <= offset < self._omit_end
+
+    def _item(self, frame: _Frame, offset: int) -> bool:
+        """Count an item (or member) of ``frame`` starting at ``offset``; whether it is omitted."""
+        index = frame.index
+        frame.index += 1
+        if not (frame.reportable and self._in_range(offset)):
+            return False
+        if frame.count == 0:
+            frame.first_index = index
+            frame.first_offset = offset
+        frame.last_index = index
+        frame.count += 1
+        return True
+
+    def _open(self, kind: int, offset: int) -> None:
+        parent = self._stack[-1]
+        index = parent.index
+        omitted = self._item(parent, offset) if parent.kind != _OBJECT else parent.member_in_range
+        depth = len(self._stack)
+        if depth > JSON_NESTING_MAX:
+            self._valid = False
+            return
+        if parent.kind == _OBJECT:
+            path = parent.path + (parent.key,)
+            reportable = parent.reportable and depth <= self._max_depth
+        elif parent.kind == _ROOT:
+            path = ()
+            reportable = index == 0 and depth <= self._max_depth
+        else:
+            path = parent.path
+            reportable = False
+        frame = _Frame(kind, path, reportable)
+        if kind == _OBJECT:
+            if parent.kind == _ARRAY and parent.reportable and omitted:
+                frame.label_depth = 1
+                frame.item = frame
+                frame.item_index = index
+                frame.item_offset = offset
+                frame.collect_into = parent if parent.count == 1 else None
+            elif parent.kind == _OBJECT and parent.label_depth == 1:
+                frame.label_depth = 2
+                frame.item = parent
+        self._stack.append(frame)
+
+    def _close(self, kind: int, offset: int) -> None:
+        frame = self._stack[-1]
+        if frame.kind != kind:
+            self._valid = False
+            return
+        self._stack.pop()
+        self._emit(frame, offset + 1)
+
+    def _emit(self, frame: _Frame, end: int) -> None:
+        if not frame.reportable or frame.count == 0:
+            return
+        if len(self._entries) >= self._max_entries:
+            self._dropped += 1
+            return
+        kind = ("root", "object", "array")[frame.kind]
+        self._entries.append((None if frame.kind == _ROOT else frame.path, kind, frame.first_index,
+                              frame.last_index, frame.count, frame.first_offset, min(end, self._omit_end),
+                              tuple(frame.keys), tuple(frame.labels)))
+
+    def _owner(self, frame: _Frame) -> Optional[_Frame]:
+        """The array whose item ``frame`` (the item or its member) belongs to."""
+        item = frame.item
+        if item is None:
+            return None
+        index = len(self._stack) - (1 if frame is item else 2) - 1
+        return self._stack[index] if index >= 0 else None
+
+    def _scalar_done(self, text: bytes) -> None:
+        """A string or literal value just ended in the top frame: maybe an item's label."""
+        frame = self._stack[-1]
+        if frame.kind != _OBJECT or frame.label_depth == 0 or frame.key not in JSON_LABEL_KEYS:
+            return
+        item = frame.item
+        if item is None or item.labelled:
+            return
+        item.labelled = True
+        owner = self._owner(frame)
+        if owner is not None and len(owner.labels) < self._max_labels:
+            owner.labels.append((item.item_index, item.item_offset, text))
+
+    def _key_done(self, text: bytes) -> None:
+        frame = self._stack[-1]
+        frame.key = text
+        if frame.member_in_range and len(frame.keys) < JSON_KEYS_MAX:
+            frame.keys.append(text)
+        into = frame.collect_into
+        if into is not None and len(into.keys) < JSON_KEYS_MAX:
+            into.keys.append(text)
+
+    def _scan(self, data: bytes, base: int) -> None:
+        size = len(data)
+        i = 0
+        stack = self._stack
+        while i < size:
+            state = self._state
+            if state == 1 or state == 2:
+                if state == 2:
+                    if len(self._capture) < JSON_KEY_MAX:
+                        self._capture.append(data[i])
+                    i += 1
+                    self._state = 1
+                    continue
+                found = _JSON_STRING_STOP.search(data, i)
+                stop = size if found is None else found.start()
+                room = JSON_KEY_MAX - len(self._capture)
+                if room > 0:
+                    self._capture += data[i : min(stop, i + room)]
+                if found is None:
+                    return
+                if data[stop] == 92:  # a backslash: the next byte is escaped
+                    if len(self._capture) < JSON_KEY_MAX:
+                        self._capture.append(92)
+                    self._state = 2
+                    i = stop + 1
+                    continue
+                self._state = 0
+                i = stop + 1
+                text = bytes(self._capture)
+                if self._is_key:
+                    self._key_done(text)
+                else:
+                    self._scalar_done(text)
+                continue
+            if state == 3:
+                found = _JSON_LITERAL_STOP.search(data, i)
+                stop = size if found is None else found.start()
+                room = JSON_KEY_MAX - len(self._capture)
+                if room > 0:
+                    self._capture += data[i : min(stop, i + room)]
+                if found is None:
+                    return
+                self._state = 0
+                i = stop
+                self._scalar_done(bytes(self._capture))
+                continue
+            found = _JSON_SIGNIFICANT.search(data, i)
+            if found is None:
+                return
+            i = found.start()
+            byte = data[i]
+            offset = base + i
+            top = stack[-1]
+            if byte == 34:  # "
+                if top.kind == _OBJECT and top.expect_key:
+                    top.member_in_range = self._item(top, offset)
+                    top.expect_key = False
+                    self._is_key = True
+                else:
+                    if top.kind != _OBJECT:  # an object's member was counted at its key
+                        self._item(top, offset)
+                    self._is_key = False
+                self._capture = bytearray()
+                self._state = 1
+                i += 1
+            elif byte == 123 or byte == 91:  # { [
+                if top.kind == _OBJECT and top.expect_key:
+                    self._valid = False
+                    return
+                self._open(_OBJECT if byte == 123 else _ARRAY, offset)
+                if not self._valid:
+                    return
+                i += 1
+            elif byte == 125 or byte == 93:  # } ]
+                if top.kind == _ROOT:
+                    self._valid = False
+                    return
+                self._close(_OBJECT if byte == 125 else _ARRAY, offset)
+                if not self._valid:
+                    return
+                i += 1
+            elif byte == 44:  # ,
+                if top.kind == _OBJECT:
+                    top.expect_key = True
+                i += 1
+            elif byte == 58:  # :
+                if top.kind != _OBJECT or top.expect_key:
+                    self._valid = False
+                    return
+                i += 1
+            elif byte in _JSON_LITERAL_START:
+                if top.kind == _OBJECT:
+                    if top.expect_key:
+                        self._valid = False
+                        return
+                else:
+                    self._item(top, offset)
+                self._capture = bytearray()
+                self._state = 3
+            else:
+                self._valid = False
+                return
+
+    def result(self) -> tuple[bool, int, list, int]:
+        """``(valid, records, entries, dropped)``; see the class."""
+        saved = list(self._entries), self._dropped
+        for frame in reversed(self._stack):
+            self._emit(frame, self._omit_end)
+        entries, dropped = self._entries, self._dropped
+        self._entries, self._dropped = saved
+        return self._valid, self._stack[0].index, entries, dropped

@@ -1,0 +1,202 @@
+"""Twin kernel ``outline_lines``: runs of lines by path prefix, and git commits."""
+
+from __future__ import annotations
+
+import re
+
+from ._buffers import BytesLike
+from ._buffers import byte_view as _byte_view
+from ._buffers import check_int as _check_int
+
+__all__ = ["OUTLINE_DEPTH_MAX", "SUBJECT_MAX", "TOKEN_MAX", "outline_lines"]
+
+#: Bytes of a line's leading token kept (a longer one is cut there).
+TOKEN_MAX = 255
+#: Bytes of a commit subject kept.
+SUBJECT_MAX = 120
+#: The most levels ``outline_lines`` keeps runs for.
+OUTLINE_DEPTH_MAX = 32
+# Bytes that end a line's leading token ("::" does not: it separates parts).
+_TOKEN = re.compile(rb"(?:[^ \t\[(,;\"'=<>|{}:]|::)*")
+_HEX_DIGITS = frozenset(b"0123456789abcdef")
+
+
+def _leading_token(text: bytes) -> bytes:
+    """The line's leading token: up to a stop byte, "::" kept, at most TOKEN_MAX bytes."""
+    window = text[: TOKEN_MAX + 1]
+    end = _TOKEN.match(window).end()  # type: ignore[union-attr]  # it matches the empty string
+    # A "::" that straddles the cap ends the scan past it, as a byte loop does.
+    return window[: min(end, TOKEN_MAX)]
+
+
+def _section_header(text: bytes) -> bool:
+    """``/some/dir:`` (as ``ls -R`` heads each folder): a path with no space or colon, then a colon."""
+    if len(text) < 2 or text[-1] != 58:
+        return False
+    name = text[:-1]
+    if b" " in name or b"\t" in name or b":" in name:
+        return False
+    return b"/" in name or name[0] == 46
+
+
+def _part_ends(token: bytes) -> list[int]:
+    """Where each non-empty part of ``token`` ends; parts are split at "/" and "::"."""
+    ends = []
+    start = 0
+    i = 0
+    size = len(token)
+    while i < size:
+        byte = token[i]
+        if byte == 47:
+            width = 1
+        elif byte == 58 and i + 1 < size and token[i + 1] == 58:
+            width = 2
+        else:
+            i += 1
+            continue
+        if i > start:
+            ends.append(i)
+        i += width
+        start = i
+    if size > start:
+        ends.append(size)
+    return ends
+
+
+def _commit_hash(text: bytes) -> bytes | None:
+    """The first 12 hex digits of a ``commit <hash>`` line (7 or more), else None."""
+    if not text.startswith(b"commit "):
+        return None
+    end = 7
+    while end < len(text) and text[end] in _HEX_DIGITS:
+        end += 1
+    if end - 7 < 7 or (end < len(text) and text[end] != 32):
+        return None
+    return text[7 : min(end, 19)]
+
+
+def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_depth: int, max_runs: int,
+                  max_commits: int, /) -> tuple:
+    """The structure of the lines of ``buffer[start:end]``: runs of lines by path prefix, and commits.
+
+    The region is split at newlines (a final newline ends the last line; it
+    does not start another), and a line's final ``\\r`` is dropped.  A line's
+    *token* is its leading text up to the first space, tab, ``[({<>|=,;'"``
+    or lone ``:`` (``::`` joins parts), at most ``TOKEN_MAX`` bytes.  A line
+    is *keyed* by
+
+    * when the whole line is a section header (``/a/dir:`` as ``ls -R``
+      writes: no space or colon before the final colon, holding ``/`` or
+      starting with ``.``), by that path, which becomes the current section;
+    * else by its own token, when the token holds ``/`` or ``::`` (a path, a
+      test id);
+    * else by the current section (``section`` at the start), if any.
+
+    The key of a keyed line at depth ``d`` is its token up to the end of its
+    ``d``-th part (parts split at ``/`` and ``::``; the whole token when it
+    has fewer).  At each depth ``1..max_depth``, consecutive keyed lines with
+    the same key form a *run*; an unkeyed line joins the current run (or,
+    before any, counts in ``lead``).  At most ``max_runs`` runs are kept per
+    depth: a depth with more is ``None``.  A *commit* is a line
+    ``commit <7 or more hex digits>`` (then its end or a space); its subject
+    is the first later line (before the next commit) that starts with four
+    spaces and holds more, stripped of spaces and tabs, at most
+    ``SUBJECT_MAX`` bytes.  The first ``max_commits`` and the last
+    ``max_commits`` commits are kept.
+
+    Returns ``(runs, lead, lines, keyed, section, commits, commit_total)``:
+    ``runs[d - 1]`` lists ``(key, offset, lines, deeper)`` (``deeper``: some
+    line of the run has more parts than the key) or is None; ``section`` is
+    the current section at the end; ``commits`` lists ``(offset, hash,
+    subject or None)`` in order; offsets are offsets in ``buffer``.
+
+    :raises TypeError: wrong argument types.
+    :raises ValueError: ``start``/``end`` outside the buffer or reversed,
+        ``max_depth`` outside 1 to ``OUTLINE_DEPTH_MAX``, ``max_runs`` below
+        1, ``max_commits`` negative, ``section`` longer than ``TOKEN_MAX``.
+    """
+    if isinstance(buffer, str):
+        raise TypeError("buffer must be a bytes-like object, not str")
+    start = _check_int(start, "start", 0)
+    end = _check_int(end, "end", 0)
+    if not isinstance(section, bytes):
+        raise TypeError(f"section must be bytes, not {type(section).__name__}")
+    max_depth = _check_int(max_depth, "max_depth", 1)
+    max_runs = _check_int(max_runs, "max_runs", 1)
+    max_commits = _check_int(max_commits, "max_commits", 0)
+    if max_depth > OUTLINE_DEPTH_MAX:
+        raise ValueError(f"max_depth must be at most {OUTLINE_DEPTH_MAX}, not {max_depth}")
+    if len(section) > TOKEN_MAX:
+        raise ValueError(f"section must be at most {TOKEN_MAX} bytes, not {len(section)}")
+    with _byte_view(buffer) as view:
+        if end > len(view) or start > end:
+            raise ValueError(f"start and end must satisfy 0 <= start <= end <= {len(view)}")
+        region = view[start:end].tobytes()
+    runs: list = [[] for _ in range(max_depth)]
+    current: list = [None] * max_depth  # the key of each depth's current run
+    lead = lines = keyed = total = 0
+    first: list = []
+    last: list = []
+    pending: list | None = None  # the latest commit still without a subject
+    position = 0
+    size = len(region)
+    while position < size:
+        newline = region.find(b"\n", position)
+        stop = size if newline < 0 else newline
+        text = region[position:stop]
+        if text.endswith(b"\r"):
+            text = text[:-1]
+        offset = start + position
+        position = stop + 1
+        lines += 1
+        digest = _commit_hash(text)
+        if digest is not None:
+            total += 1
+            pending = [offset, digest, None]
+            if len(first) < max_commits:
+                first.append(pending)
+            elif max_commits:
+                last.append(pending)
+                if len(last) > max_commits:
+                    del last[0]
+        elif pending is not None and text.startswith(b"    "):
+            subject = text.strip(b" \t")
+            if subject:
+                pending[2] = subject[:SUBJECT_MAX]
+                pending = None
+        if _section_header(text):
+            section = text[:-1][:TOKEN_MAX]
+            token = section
+        else:
+            token = _leading_token(text)
+            if b"/" not in token and b"::" not in token:
+                token = section
+        if not token:
+            if current[0] is None:
+                lead += 1
+            else:
+                for depth in range(max_depth):
+                    if runs[depth] is not None:
+                        runs[depth][-1][2] += 1
+            continue
+        keyed += 1
+        ends = _part_ends(token)
+        for depth in range(max_depth):
+            key = token[: ends[min(depth + 1, len(ends)) - 1]] if ends else token
+            deeper = len(ends) > depth + 1
+            kept = runs[depth]
+            if key == current[depth]:
+                if kept is not None:
+                    kept[-1][2] += 1
+                    kept[-1][3] = kept[-1][3] or deeper
+                continue
+            current[depth] = key
+            if kept is None:
+                continue
+            if len(kept) >= max_runs:
+                runs[depth] = None
+                continue
+            kept.append([key, offset, 1, deeper])
+    shown = [None if kept is None else [tuple(run) for run in kept] for kept in runs]
+    commits = [tuple(commit) for commit in first + last]
+    return shown, lead, lines, keyed, section, commits, total

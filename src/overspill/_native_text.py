@@ -1,0 +1,225 @@
+"""Twin kernels of what a reader is shown: the views, ``text_fits`` and the
+signal-line scan (see ``overspill._native`` for the conventions)."""
+
+from __future__ import annotations
+
+import re
+
+from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike
+from ._buffers import ESCAPE as _ESCAPE
+from ._buffers import byte_view as _byte_view
+from ._buffers import check_flags as _check_flags
+from ._buffers import check_int as _check_int
+from ._buffers import check_patterns as _check_patterns
+from ._native_bytes import utf8_length
+
+__all__ = ["signal_lines", "text_fits", "view_bytes"]
+
+# A line holding a lone carriage return (one not ending the line as \r\n).
+_REDRAWN_LINE = re.compile(rb"[^\n]*\r(?!\n)[^\n]*")
+
+
+def _has_lone_cr(data: bytes) -> bool:
+    return data.count(b"\r") != data.count(b"\r\n")
+
+
+def _collapse(data: bytes) -> bytes:
+    size = len(data)
+
+    def redraw(match: re.Match[bytes]) -> bytes:
+        line = match.group()
+        # A \r just before the \n is the line's ending and stays.
+        ending = b"\r" if line.endswith(b"\r") and match.end() < size else b""
+        segments = (line[:-1] if ending else line).split(b"\r")
+        shown = next((segment for segment in reversed(segments) if segment), b"")
+        return shown + ending
+
+    return _REDRAWN_LINE.sub(redraw, data)
+
+
+def text_fits(text: str, max_lines: int, max_bytes: int, flags: int, /) -> bool:
+    """Whether ``text`` is shown as it is: its own view for ``flags`` (no ESC
+    with ``VIEW_ANSI``, no lone ``\\r`` with ``VIEW_CR``), at most ``max_lines``
+    whole lines (a final newline starts no line) and at most ``max_bytes`` bytes
+    in its stored form (``utf8_length``): exactly when ``preview_cuts`` of it
+    would not truncate and its view is itself.
+
+    :raises TypeError: ``text`` is not a ``str``; a limit or ``flags`` not an int.
+    :raises ValueError: a limit below 1, ``flags`` outside 0 to 3.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}")
+    max_lines = _check_int(max_lines, "max_lines", 1)
+    max_bytes = _check_int(max_bytes, "max_bytes", 1)
+    flags = _check_flags(flags)
+    if len(text) > max_bytes:  # every code point takes at least one byte
+        return False
+    if flags & VIEW_ANSI and "\x1b" in text:
+        return False
+    if flags & VIEW_CR and text.count("\r") != text.count("\r\n"):
+        return False
+    # A final newline ends the last line: one more newline then still fits.
+    newlines_allowed = max_lines + 1 if text.endswith("\n") else max_lines
+    return text.count("\n") < newlines_allowed and utf8_length(text) <= max_bytes
+
+
+def view_bytes(buffer: BytesLike, flags: int, /) -> bytes | None:
+    """What a reader is shown of ``buffer``: escapes removed, redraws collapsed.
+
+    With ``VIEW_ANSI`` (1), ANSI escape sequences (CSI, OSC, charset selection
+    and the other ESC-introduced ones) are removed.  Then, with ``VIEW_CR``
+    (2), each line (newlines are never removed) keeps only its last non-empty
+    segment between lone carriage returns, as a terminal shows a redrawn
+    progress line; ``\\r\\n`` is a line ending and stays.  Returns None when
+    the view is ``buffer`` itself (no ESC, no lone ``\\r`` for the flags given).
+
+    :raises TypeError: ``buffer`` is not a contiguous buffer, ``flags`` not an int.
+    :raises ValueError: ``flags`` outside 0 to 3.
+    """
+    if isinstance(buffer, str):
+        raise TypeError("buffer must be a bytes-like object, not str")
+    flags = _check_flags(flags)
+    with _byte_view(buffer) as view:
+        data = view.tobytes()
+    escapes = bool(flags & VIEW_ANSI) and b"\x1b" in data
+    redraws = bool(flags & VIEW_CR) and _has_lone_cr(data)
+    if not (escapes or redraws):
+        return None
+    if escapes:
+        data = _ESCAPE.sub(b"", data)
+    if flags & VIEW_CR and b"\r" in data:
+        data = _collapse(data)
+    return data
+
+
+# ---------------------------------------------------------------- signals
+_WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def _boundary(before: int, after: int) -> bool:
+    """A word boundary: not two word bytes, or a lowercase then an uppercase letter."""
+    return not (before in _WORD and after in _WORD) or (0x61 <= before <= 0x7A and 0x41 <= after <= 0x5A)
+
+
+def _matches_at(text: bytes, start: int, end: int, literal: bytes, anchored: bool) -> bool:
+    """Whether the literal found at ``start``, in a line ending at ``end``, counts."""
+    if anchored:
+        return True
+    stop = start + len(literal)
+    if literal[0] in _WORD and start > 0 and not _boundary(text[start - 1], text[start]):
+        return False
+    if literal[-1] in _WORD and stop < end and not _boundary(text[stop - 1], text[stop]):
+        return False
+    return True
+
+
+def _scan_kinds(text: bytes, patterns: list[tuple[int, bool, bool, bytes]]) -> dict[int, int]:
+    """``{line_start: lowest kind}`` for the lines of ``text`` (a view) that match.
+
+    Each literal is found with ``bytes.find`` (in a lowercased copy when
+    caseless) and checked only where found: a few C-speed passes instead of
+    a regex tried at every byte.
+    """
+    lowered: bytes | None = None
+    claimed: dict[int, int] = {}
+    size = len(text)
+    for kind, anchored, caseless, literal in sorted(patterns, key=lambda entry: entry[0]):
+        if caseless:
+            if lowered is None:
+                lowered = text.lower()
+            haystack, needle = lowered, literal.lower()
+        else:
+            haystack, needle = text, literal
+        if anchored:
+            if haystack.startswith(needle):
+                claimed.setdefault(0, kind)
+            needle = b"\n" + needle
+        position = haystack.find(needle)
+        while position >= 0:
+            start = position + 1 if anchored else position
+            line_start = text.rfind(b"\n", 0, start) + 1
+            line_end = text.find(b"\n", start)
+            line_end = size if line_end < 0 else line_end
+            if line_start in claimed or not _matches_at(text, start, line_end, literal, anchored):
+                position = haystack.find(needle, position + 1)
+                continue
+            claimed[line_start] = kind
+            # One hit settles the line for this kind (lower kinds came first).
+            position = haystack.find(needle, line_end)
+    return claimed
+
+
+def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags: int, limit: int, /
+                 ) -> tuple[list[tuple[int, int, int]], list[int]]:
+    """Lines of ``buffer[start:end]`` whose view matches a signal pattern.
+
+    The region is split at newlines (its first and last lines may be parts of
+    lines of the buffer); each line's view (``view_bytes`` with ``flags``) is
+    matched against ``patterns``, tuples ``(kind, anchored, caseless,
+    literal)``: ``literal`` (ASCII case-insensitively when ``caseless``) at the
+    start of the view when ``anchored``, else anywhere with a word boundary at
+    each edge that is a letter or digit.  A line's kind is the lowest kind it
+    matches.  Returns ``(hits, totals)``: ``hits`` lists ``(line_start,
+    line_end, kind)`` (offsets in ``buffer``, the newline excluded) in order,
+    at most ``limit`` lines of each kind; ``totals[kind]`` counts every
+    matching line of that kind (its length is the highest kind plus one).
+
+    :raises TypeError: wrong argument types.
+    :raises ValueError: ``start``/``end`` outside the buffer or reversed,
+        malformed patterns, ``flags`` outside 0 to 3, ``limit`` negative.
+    """
+    if isinstance(buffer, str):
+        raise TypeError("buffer must be a bytes-like object, not str")
+    start = _check_int(start, "start", 0)
+    end = _check_int(end, "end", 0)
+    checked = _check_patterns(patterns)
+    flags = _check_flags(flags)
+    limit = _check_int(limit, "limit", 0)
+    kinds = max((kind for kind, _, _, _ in checked), default=-1) + 1
+    totals = [0] * kinds
+    with _byte_view(buffer) as view:
+        if end > len(view) or start > end:
+            raise ValueError(f"start and end must satisfy 0 <= start <= end <= {len(view)}")
+        region = view[start:end].tobytes()
+    if not checked or not region:
+        return [], totals
+    shown = view_bytes(region, flags) if flags else None
+    text = region if shown is None else shown
+    claimed = _scan_kinds(text, checked)
+    hits: list[tuple[int, int, int]] = []
+    kept = [0] * kinds
+    stored = _LineMap(region, text) if shown is not None else None
+    for line_start in sorted(claimed):
+        kind = claimed[line_start]
+        totals[kind] += 1
+        if kept[kind] >= limit:
+            continue
+        kept[kind] += 1
+        if stored is None:
+            line_end = text.find(b"\n", line_start)
+            hits.append((start + line_start, start + (len(text) if line_end < 0 else line_end), kind))
+        else:
+            first, last = stored.line_at(line_start)
+            hits.append((start + first, start + last, kind))
+    return hits, totals
+
+
+class _LineMap:
+    """Maps a line of a view (by its start) to the same line of the stored
+    bytes: the view keeps every newline, so the n-th lines correspond."""
+
+    __slots__ = ("_stored", "_view", "_view_pos", "_stored_pos")
+
+    def __init__(self, stored: bytes, view: bytes) -> None:
+        self._stored = stored
+        self._view = view
+        self._view_pos = 0
+        self._stored_pos = 0
+
+    def line_at(self, view_start: int) -> tuple[int, int]:
+        """``(start, end)`` in the stored bytes; calls come in increasing order."""
+        for _ in range(self._view.count(b"\n", self._view_pos, view_start)):
+            self._stored_pos = self._stored.index(b"\n", self._stored_pos) + 1
+        self._view_pos = view_start
+        end = self._stored.find(b"\n", self._stored_pos)
+        return self._stored_pos, len(self._stored) if end < 0 else end
