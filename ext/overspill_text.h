@@ -211,13 +211,43 @@ static inline int osp_is_word(uint8_t b) {
 }
 static inline uint8_t osp_fold(uint8_t b) { return (b >= 'A' && b <= 'Z') ? (uint8_t)(b + 32) : b; }
 
-/* A word boundary between a and b: not two word bytes, or lowercase then uppercase. */
-static inline int osp_boundary(uint8_t a, uint8_t b) {
-    return !(osp_is_word(a) && osp_is_word(b)) || (a >= 'a' && a <= 'z' && b >= 'A' && b <= 'Z');
+static inline int osp_is_lower(uint8_t b) { return b >= 'a' && b <= 'z'; }
+static inline int osp_is_upper(uint8_t b) { return b >= 'A' && b <= 'Z'; }
+
+/* Where a match of a literal that starts with a word byte may begin, at i > 0
+ * of s[0:n): not inside a word, except where a capitalised word starts in
+ * camel case: after a lowercase letter ("ValueError") or, as an acronym ends,
+ * after an uppercase one when a lowercase letter follows ("HTTPError"). */
+static inline int osp_start_boundary(const uint8_t *s, ptrdiff_t n, ptrdiff_t i) {
+    uint8_t a = s[i - 1], b = s[i];
+    if (!(osp_is_word(a) && osp_is_word(b))) return 1;
+    if (!osp_is_upper(b)) return 0;
+    return osp_is_lower(a) || (osp_is_upper(a) && i + 1 < n && osp_is_lower(s[i + 1]));
+}
+
+/* Whether the match s[i:e) of a signal literal is part of a name (a path, a
+ * file, an identifier, a hyphenated word) rather than a diagnostic: right
+ * after "/", "\\", "_", "::" or "word-", or right before "_", "/", "(",
+ * "::", ".x" or "-x" (x a word byte).  Each edge counts only when the
+ * literal's byte there is a word byte.  A newline is none of these bytes,
+ * so lines read together or apart get the same verdict. */
+static inline int osp_in_name(const uint8_t *s, ptrdiff_t n, ptrdiff_t i, ptrdiff_t e, int start_word, int end_word) {
+    if (start_word && i > 0) {
+        uint8_t a = s[i - 1];
+        if (a == '/' || a == '\\' || a == '_') return 1;
+        if (i > 1 && ((a == '-' && osp_is_word(s[i - 2])) || (a == ':' && s[i - 2] == ':'))) return 1;
+    }
+    if (end_word && e < n) {
+        uint8_t z = s[e];
+        if (z == '_' || z == '/' || z == '(') return 1;
+        if (e + 1 < n && (((z == '.' || z == '-') && osp_is_word(s[e + 1])) || (z == ':' && s[e + 1] == ':'))) return 1;
+    }
+    return 0;
 }
 
 static int osp_literal_at(const uint8_t *s, ptrdiff_t n, ptrdiff_t i, const osp_pattern *p) {
     ptrdiff_t k, len = p->length;
+    int start_word, end_word;
     if (i + len > n) return 0;
     if (p->caseless) {
         for (k = 0; k < len; k++) if (osp_fold(s[i + k]) != osp_fold(p->literal[k])) return 0;
@@ -225,9 +255,12 @@ static int osp_literal_at(const uint8_t *s, ptrdiff_t n, ptrdiff_t i, const osp_
         return 0;
     }
     if (p->anchored) return 1;
-    if (osp_is_word(p->literal[0]) && i > 0 && !osp_boundary(s[i - 1], s[i])) return 0;
-    if (osp_is_word(p->literal[len - 1]) && i + len < n && !osp_boundary(s[i + len - 1], s[i + len])) return 0;
-    return 1;
+    start_word = osp_is_word(p->literal[0]);
+    end_word = osp_is_word(p->literal[len - 1]);
+    if (start_word && i > 0 && !osp_start_boundary(s, n, i)) return 0;
+    /* At the end, no camel case: "ErrorHandler" is a name. */
+    if (end_word && i + len < n && osp_is_word(s[i + len])) return 0;
+    return !osp_in_name(s, n, i, i + len, start_word, end_word);
 }
 
 /* The lowest kind matched in the line s[0:n) (already a view), or kinds. */
@@ -464,13 +497,17 @@ static ptrdiff_t osp_scan_clean_avx2(osp_scan *scan, osp_line_state *st, const u
         __m256i pairs = _mm256_and_si256(osp_buckets(x, first_low, first_high), osp_buckets(y, second_low, second_high));
         unsigned mask = ~(unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(pairs, zero));
         if (mask && word_starts) {
-            /* osp_boundary(before, here) for a word byte here: before is no
-             * word byte, or a lowercase letter before an uppercase one. */
+            /* osp_start_boundary for a word byte here: before is no word
+             * byte, or an uppercase letter here follows a lowercase one, or
+             * an uppercase one with a lowercase letter next. */
             __m256i before = _mm256_loadu_si256((const __m256i *)(s + i - 1));
+            __m256i next = _mm256_loadu_si256((const __m256i *)(s + i + 1));
             __m256i letter = osp_in_range(_mm256_or_si256(before, lower), 'a', 25);
             __m256i word = _mm256_or_si256(letter, osp_in_range(before, '0', 9));
-            __m256i case_step = _mm256_and_si256(_mm256_and_si256(letter, _mm256_cmpeq_epi8(_mm256_and_si256(before, lower), lower)),
-                                                 osp_in_range(here, 'A', 25));
+            __m256i upper_before = osp_in_range(before, 'A', 25);
+            __m256i after_lower = _mm256_andnot_si256(upper_before, letter);
+            __m256i after_acronym = _mm256_and_si256(upper_before, osp_in_range(next, 'a', 25));
+            __m256i case_step = _mm256_and_si256(_mm256_or_si256(after_lower, after_acronym), osp_in_range(here, 'A', 25));
             mask &= ~(unsigned)_mm256_movemask_epi8(_mm256_andnot_si256(case_step, word));
         }
         if (mask && i + 32 <= st->skip) continue;  /* all in a settled line */

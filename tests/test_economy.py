@@ -239,3 +239,36 @@ def test_traceback_at_the_end_of_a_log(store):
     _, _, signals, tail = parts(result.content)
     assert "OSError: [Errno 28] No space left on device" in tail
     assert any("WARNING disk almost full: 97% used" in line for line in signals)
+
+
+def test_summaries_in_the_middle_are_signalled_after_errors(store):
+    # apt prints its summary before the long list of what it would do; a missing package ends it.
+    lines = ["Reading package lists..."] + [f"pkg{i} is already the newest version (1.{i})." for i in range(300)]
+    lines += ["144 upgraded, 0 newly installed, 0 to remove and 0 not upgraded."]
+    lines += [f"Inst pkg{i} [1.{i}] (1.{i + 1} Debian:12 [amd64])" for i in range(600)]
+    lines += ["E: Unable to locate package no-such-package"]
+    lines += [f"Conf pkg{i} (1.{i + 1} Debian:12 [amd64])" for i in range(600)]
+    data = ("\n".join(lines) + "\n").encode()
+    result = store.truncate("s", "c", data, max_lines=400, max_bytes=8192)
+    _, _, signals, _ = parts(result.content)
+    assert signals[0] == "[2 lines of the omitted part look like errors, warnings or summaries; by byte offset:]"
+    assert signals[1].endswith(":E: Unable to locate package no-such-package")
+    assert signals[2].endswith(":144 upgraded, 0 newly installed, 0 to remove and 0 not upgraded.")
+    for line in signals[1:]:
+        offset, _, text = line.partition(":")
+        assert data[int(offset):].startswith(text.encode())
+    only = store.truncate("s", "d", data.replace(b"E: Unable", b"Unable"), max_lines=400, max_bytes=8192)
+    assert "[1 line of the omitted part looks like a summary; by byte offset:]" in only.content
+
+
+@pytest.mark.parametrize("colour", [False, True])
+def test_long_lines_are_cut_after_a_token_with_or_without_escapes(store, colour):
+    # One long coloured CSV line: the view path (ESC in it) cuts after a comma as the plain path does.
+    row = b",".join(b"value%05d" % i for i in range(6000))
+    data = (b"\x1b[32m" + row + b"\x1b[0m\n" if colour else row + b"\n")
+    result = store.truncate("s", "c", data, max_lines=100, max_bytes=4096)
+    head, marker, _, tail = parts(result.content)
+    assert re.search(r"value\d{5},\Z", head), head[-40:]
+    assert re.match(r"value\d{5},", tail), tail[:40]
+    assert "\x1b" not in head and "\x1b" not in tail
+    assert int(marker.group(3)) == len(data[: data.index(head[-20:].encode()) + 20])

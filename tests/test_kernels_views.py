@@ -3,12 +3,16 @@ and the compiled module against its pure-Python twin."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 from strategies import contents, limits, raw_bytes, texts
 
 from overspill import _kernels, _native
+from overspill.config import DEFAULT_SIGNALS
+from overspill.text import compile_signals
 
 ANSI, CR = _native.VIEW_ANSI, _native.VIEW_CR
 
@@ -72,8 +76,26 @@ def is_word(byte: int) -> bool:
     return chr(byte).isascii() and chr(byte).isalnum()
 
 
-def boundary(a: int, b: int) -> bool:
-    return not (is_word(a) and is_word(b)) or (chr(a).islower() and chr(b).isupper())
+def starts_word(line: bytes, i: int) -> bool:
+    """A word starts at line[i]: after no word byte, or a camel-case capital
+    (after a lowercase letter, or ending an acronym before a lowercase one)."""
+    before, here = chr(line[i - 1]), chr(line[i])
+    following = chr(line[i + 1]) if i + 1 < len(line) else ""
+    if not (is_word(line[i - 1]) and is_word(line[i])):
+        return True
+    return here.isupper() and (before.islower() or (before.isupper() and following.islower()))
+
+
+def part_of_name(line: bytes, i: int, end: int, literal: bytes) -> bool:
+    """The match is inside a path, file name, identifier or hyphenated word."""
+    text = line.decode("latin-1")
+    if is_word(literal[0]):
+        if re.search(r"(?:[/\\_]|::|[A-Za-z0-9]-)\Z", text[:i]):
+            return True
+    if is_word(literal[-1]):
+        if re.match(r"[_/(]|::|[.-][A-Za-z0-9]", text[end:]):
+            return True
+    return False
 
 
 def naive_matches(line: bytes, pattern: tuple[int, bool, bool, bytes]) -> bool:
@@ -85,9 +107,11 @@ def naive_matches(line: bytes, pattern: tuple[int, bool, bool, bytes]) -> bool:
         if anchored:
             return i == 0
         end = i + len(literal)
-        if is_word(literal[0]) and i > 0 and not boundary(line[i - 1], line[i]):
+        if is_word(literal[0]) and i > 0 and not starts_word(line, i):
             continue
-        if is_word(literal[-1]) and end < len(line) and not boundary(line[end - 1], line[end]):
+        if is_word(literal[-1]) and end < len(line) and is_word(line[end]):
+            continue
+        if part_of_name(line, i, end, literal):
             continue
         return True
     return False
@@ -316,7 +340,8 @@ def test_twins_agree_on_preview_cuts_with_slack(compiled, content, max_lines, ma
 # Patterns that start with a word byte let the SIMD filter require a word
 # boundary before a candidate; one that does not (``[fail]``) turns that off.
 _WORD_EDGES = [b"someError", b"x9warning", b"_error", b"3error", b"ERROR", b"eRRor", b"\x05rror", b"[fail]",
-               b"[FAIL]", b"a[fail]", b"aE   ", b"WARNING42%"]
+               b"[FAIL]", b"a[fail]", b"aE   ", b"WARNING42%", b"HTTPError", b"IOError:", b"ErrorHandler", b"/",
+               b"error.py", b"lib-error-dev", b"::Error", b"Error::", b"error(", b"_", b"-", b".", b"::", b"x-"]
 BRACKETED = PATTERNS + ((1, False, True, b"[fail]"),)
 
 
@@ -377,3 +402,50 @@ def test_text_fits_is_the_same_on_every_instruction_set(compiled, text, max_line
         finally:
             compiled._set_simd_cap(previous)
     assert results == [_native.text_fits(text, max_lines, max_bytes, flags)] * 3
+
+
+# ---------------------------------------------------------------- default patterns on real lines
+@pytest.mark.parametrize(("line", "kind"), [
+    # names: paths, files, packages, identifiers, test ids
+    (b"/usr/share/doc/liberror-perl/examples/next-in-loop/Error.pm-next.pl", None),
+    (b"/usr/share/doc/libgpg-error-dev/changelog.Debian.gz", None),
+    (b"/usr/share/doc/openjdk-17-jre-headless/test-amd64/failed_tests-hotspot.tar.gz", None),
+    (b"usr/lib/python3/dist-packages/pip/_internal/exceptions.py", None),
+    (b"-rw-r--r-- 1 root root 1710 Jan  1 00:00 error.py", None),
+    (b"ii  liberror-perl  0.17029-2  all  Perl module for error/exception handling in an OO-ish way", None),
+    (b"tests/test_io.py::test_error_path PASSED                                 [ 12%]", None),
+    (b"tests/test_io.py::TestError::test_retry PASSED", None),
+    (b"class ErrorHandler(Base):", None),
+    (b"    def error(self, msg):", None),
+    (b"pytest-error-for-skips   2.0.2", None),
+    # diagnostics of common tools
+    (b"find: '/no/such/tree': No such file or directory", 0),
+    (b"IOError: [Errno 5] Input/output error", 0),
+    (b"EOFError: EOF when reading a line", 0),
+    (b"requests.exceptions.HTTPError: 404 Client Error", 0),
+    (b"ValueError: invalid literal for int() with base 10: 'x'", 0),
+    (b"error[E0425]: cannot find value `missing` in this scope", 0),
+    (b"unit7.c:1:25: error: 'count' undeclared (first use in this function)", 0),
+    (b"npm ERR! code ELIFECYCLE", 0),
+    (b"dpkg-query: package 'foo' is not installed and no information is available", 0),
+    (b"E: Unable to locate package foo", 0),
+    (b"Errors were encountered while processing:", 0),
+    (b"fatal: not a git repository (or any of the parent directories): .git", 0),
+    (b"FAILED tests/test_a.py::test_b - assert 0 == 1", 0),
+    (b"--- FAIL: TestParse (0.00s)", 0),
+    (b"./main.go:3:2: undefined: helper", 0),
+    (b"make: *** No rule to make target 'install'.  Stop.", 0),
+    (b"Traceback (most recent call last):", 0),
+    (b"thread 'main' panicked at src/main.rs:2:5:", 0),
+    (b"W: Some index files failed to download. They have been ignored.", 0),
+    (b"warning: unused variable: `x`", 1),
+    (b"W: GPG error: http://deb.example stable InRelease", 0),
+    (b"W: Target Packages is configured multiple times", 1),
+    (b"144 upgraded, 0 newly installed, 0 to remove and 0 not upgraded.", 2),
+    (b"Successfully installed corpus-pkg-00-1.0 corpus-pkg-01-1.1", 2),
+])
+def test_default_patterns_tell_diagnostics_from_names(line, kind):
+    patterns = compile_signals(DEFAULT_SIGNALS)
+    hits, _ = _kernels.signal_lines(line, 0, len(line), patterns, 0, 5)
+    assert [found for _, _, found in hits] == ([] if kind is None else [kind])
+    assert bool(hits) == any(naive_matches(line, pattern) for pattern in patterns)

@@ -14,7 +14,7 @@ from typing import Union
 
 from ._arguments import whole_number
 
-__all__ = ["ESCAPE", "JSON_LABEL_KEYS", "MAX_KINDS", "MAX_PATTERNS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS", "BytesLike", "byte_view",
+__all__ = ["ESCAPE", "JSON_LABEL_KEYS", "MAX_KINDS", "MAX_PATTERNS", "TOKEN_ENDS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS", "BytesLike", "byte_view",
            "check_flags", "check_int", "check_patterns"]
 
 BytesLike = Union[bytes, bytearray, memoryview]
@@ -42,6 +42,11 @@ def byte_view(data: object) -> memoryview:
         return flat
     return view
 
+
+# Where a cut inside a long line may land when no newline is near: just after
+# one of these (token-ish boundaries of minified code, CSV rows and prose), so
+# that a word or a number is not split (see _native.preview_cuts).
+TOKEN_ENDS = b",;} "
 
 # What a reader is shown of stored bytes (see _native.view_bytes).
 VIEW_ANSI = 1
@@ -92,6 +97,7 @@ def check_patterns(patterns: object) -> list[tuple[int, bool, bool, bytes]]:
     return checked
 
 
-#: Keys whose value names an array's object item (its label in the JSON outline).
-JSON_LABEL_KEYS = frozenset((b"name", b"id", b"title", b"key", b"package", b"path", b"file", b"filename",
+#: Keys whose value names an array's object item (its label in the JSON outline); not ``id``:
+#: a number tells a reader no more than the item's index does.
+JSON_LABEL_KEYS = frozenset((b"name", b"title", b"key", b"package", b"path", b"file", b"filename",
                              b"slug", b"label"))

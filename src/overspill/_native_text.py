@@ -94,11 +94,44 @@ def view_bytes(buffer: BytesLike, flags: int, /) -> bytes | None:
 
 # ---------------------------------------------------------------- signals
 _WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_LOWER = frozenset(b"abcdefghijklmnopqrstuvwxyz")
+_UPPER = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
-def _boundary(before: int, after: int) -> bool:
-    """A word boundary: not two word bytes, or a lowercase then an uppercase letter."""
-    return not (before in _WORD and after in _WORD) or (0x61 <= before <= 0x7A and 0x41 <= after <= 0x5A)
+def _start_boundary(text: bytes, end: int, start: int) -> bool:
+    """Whether a match may begin at ``start > 0`` (its first byte a word byte)
+    in a line ending at ``end``: not inside a word, except where a capitalised
+    word starts in camel case: after a lowercase letter (``ValueError``) or,
+    as an acronym ends, after an uppercase one when a lowercase letter follows
+    (``HTTPError``)."""
+    before, here = text[start - 1], text[start]
+    if not (before in _WORD and here in _WORD):
+        return True
+    if here not in _UPPER:
+        return False
+    return before in _LOWER or (before in _UPPER and start + 1 < end and text[start + 1] in _LOWER)
+
+
+def _in_name(text: bytes, start: int, stop: int, end: int, start_word: bool, end_word: bool) -> bool:
+    """Whether the match ``text[start:stop]`` is part of a name (a path, a file,
+    an identifier, a hyphenated word) rather than a diagnostic: right after
+    ``/``, ``\\``, ``_``, ``::`` or ``word-``, or right before ``_``, ``/``,
+    ``(``, ``::``, ``.x`` or ``-x`` (x a word byte).  An edge counts only when
+    the literal's byte there is a word byte.  A newline is none of these, so a
+    line gets the same verdict read alone or among others."""
+    if start_word and start > 0:
+        before = text[start - 1]
+        if before in b"/\\_":
+            return True
+        if start > 1 and ((before == 45 and text[start - 2] in _WORD) or (before == 58 and text[start - 2] == 58)):
+            return True
+    if end_word and stop < end:
+        after = text[stop]
+        if after in b"_/(":
+            return True
+        if stop + 1 < end and ((after in b".-" and text[stop + 1] in _WORD) or (after == 58 and text[stop + 1] == 58)):
+            return True
+    return False
 
 
 def _matches_at(text: bytes, start: int, end: int, literal: bytes, anchored: bool) -> bool:
@@ -106,11 +139,13 @@ def _matches_at(text: bytes, start: int, end: int, literal: bytes, anchored: boo
     if anchored:
         return True
     stop = start + len(literal)
-    if literal[0] in _WORD and start > 0 and not _boundary(text[start - 1], text[start]):
+    start_word, end_word = literal[0] in _WORD, literal[-1] in _WORD
+    if start_word and start > 0 and not _start_boundary(text, end, start):
         return False
-    if literal[-1] in _WORD and stop < end and not _boundary(text[stop - 1], text[stop]):
+    # At the end, no camel case: "ErrorHandler" is a name.
+    if end_word and stop < end and text[stop] in _WORD:
         return False
-    return True
+    return not _in_name(text, start, stop, end, start_word, end_word)
 
 
 def _scan_kinds(text: bytes, patterns: list[tuple[int, bool, bool, bytes]]) -> dict[int, int]:
@@ -157,9 +192,10 @@ def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags
     lines of the buffer); each line's view (``view_bytes`` with ``flags``) is
     matched against ``patterns``, tuples ``(kind, anchored, caseless,
     literal)``: ``literal`` (ASCII case-insensitively when ``caseless``) at the
-    start of the view when ``anchored``, else anywhere with a word boundary at
-    each edge that is a letter or digit.  A line's kind is the lowest kind it
-    matches.  Returns ``(hits, totals)``: ``hits`` lists ``(line_start,
+    start of the view when ``anchored``, else anywhere as a word (at each edge
+    that is a letter or digit: not inside a word but where a camel-case
+    capital starts, ``_start_boundary``) and not inside a name (``_in_name``).
+    A line's kind is the lowest kind it matches.  Returns ``(hits, totals)``: ``hits`` lists ``(line_start,
     line_end, kind)`` (offsets in ``buffer``, the newline excluded) in order,
     at most ``limit`` lines of each kind; ``totals[kind]`` counts every
     matching line of that kind (its length is the highest kind plus one).

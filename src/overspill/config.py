@@ -49,20 +49,34 @@ MAX_BACKGROUND = 16
 VIEWS = ("ansi", "cr")
 DEFAULT_VIEWS = VIEWS
 #: What marks a line of an omitted part as worth showing: (kind, pattern).
-#: Errors are shown before warnings.  A pattern is ASCII text matched in a
-#: line (ASCII case-insensitively when it has no uppercase letter), with a
-#: word boundary at each end that is a letter or digit (``Error`` in
-#: ``ValueError`` counts; ``error`` in ``-Werror`` or ``errors`` does not); a
-#: leading ``^`` anchors it at the start of the line.
+#: Errors are shown first, then warnings, then summaries (what an install or
+#: a run says it did, for when more output follows it).  A pattern is ASCII text matched in a
+#: line (ASCII case-insensitively when it has no uppercase letter) as a word:
+#: at an edge that is a letter or digit, not inside a word (``error`` in
+#: ``-Werror`` or ``errors`` does not count), except that a capitalised word
+#: may start in camel case (``Error`` in ``ValueError`` or ``HTTPError``
+#: counts, in ``ErrorHandler`` not), and not inside a name: right after
+#: ``/``, ``\``, ``_``, ``::`` or ``word-``, or right before ``_``, ``/``,
+#: ``(``, ``::``, ``.x`` or ``-x`` (``error.py``, ``liberror-perl``,
+#: ``test_error_path``, ``libgpg-error``, ``error/exception`` are names, not
+#: diagnostics).  A leading ``^`` anchors a pattern at the start of the line
+#: (and it is then matched as it is).
 DEFAULT_SIGNALS = (
     ("error", "error"), ("error", "fatal"), ("error", "exception"), ("error", "traceback"),
     ("error", "failed"), ("error", "failure"), ("error", "FAIL"), ("error", "panic"), ("error", "panicked"),
     ("error", "^E   "), ("error", "abort"), ("error", "aborted"), ("error", "segmentation fault"),
     ("error", "core dumped"), ("error", "undefined reference"), ("error", "no such file or directory"),
     ("error", "permission denied"), ("error", "command not found"), ("error", "errno"),
+    # apt, dpkg, npm, make and go say what went wrong without the word "error".
+    ("error", "^E: "), ("error", "ERR!"), ("error", "is not installed"), ("error", "errors were encountered"),
+    ("error", "unmet dependencies"), ("error", "No rule to make target"), ("error", "undefined:"),
+    ("error", "declared and not used"),
     ("warning", "warning"), ("warning", "warn"), ("warning", "deprecated"), ("warning", "deprecation"),
+    ("warning", "^W: "),
+    ("summary", "newly installed"), ("summary", "Successfully installed"), ("summary", "Successfully built"),
+    ("summary", "test result:"), ("summary", "audited"), ("summary", "summary"),
 )
-_SIGNAL_KINDS = ("error", "warning")
+_SIGNAL_KINDS = ("error", "warning", "summary")
 
 _SECTION = "tool_output"
 _KEYS = ("max_lines", "max_bytes", "max_stored_bytes", "max_total_bytes", "views", "signals", "outline",

@@ -12,7 +12,7 @@ from typing import Optional, Union
 
 from . import _kernels
 from ._buffers import ESCAPE as ESCAPE_SEQUENCE
-from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike, byte_view
+from ._buffers import TOKEN_ENDS, VIEW_ANSI, VIEW_CR, BytesLike, byte_view
 
 __all__ = [
     "Preview",
@@ -333,7 +333,44 @@ def _cut_head(view: memoryview, shown: bytes, stop: int, raw: bytes, share: int,
     if end - line > remaining:
         end = line
     end = min(end, line_end)
+    if slack and line < end < line_end:
+        end = _token_end_before(view, line, max(line, end - slack), end, flags)
     return end, str(shown[:line_view] + _viewed(view[line:end], flags), "utf-8", "replace")
+
+
+def _token_end_before(view: memoryview, line: int, low: int, cut: int, flags: int) -> int:
+    """``cut``, moved back to just after the last token end (``TOKEN_ENDS``) in
+    ``[low, cut)`` (in the line starting at ``line``) that is no part of an
+    escape sequence; ``cut`` when none is.
+    The rule ``preview_cuts`` applies to a line that is its own view."""
+    window = view[low:cut].tobytes()
+    position = len(window)
+    while True:
+        position = max(window.rfind(mark, 0, position) for mark in _TOKEN_MARKS)
+        if position < 0:
+            return cut
+        after = low + position + 1
+        if not flags & VIEW_ANSI or _past_escape(view, line, after) == after:
+            return after
+
+
+def _token_end_after(view: memoryview, line: int, cut: int, high: int, flags: int) -> int:
+    """``cut``, moved on to just after the first token end in ``[cut - 1,
+    high)`` that is no part of an escape sequence; ``cut`` when none is."""
+    low = max(cut - 1, 0)
+    window = view[low:high].tobytes()
+    position = 0
+    while True:
+        found = [index for index in (window.find(mark, position) for mark in _TOKEN_MARKS) if index >= 0]
+        if not found:
+            return cut
+        position = min(found) + 1
+        after = low + position
+        if not flags & VIEW_ANSI or _past_escape(view, line, after) == after:
+            return after
+
+
+_TOKEN_MARKS = tuple(TOKEN_ENDS[i : i + 1] for i in range(len(TOKEN_ENDS)))
 
 
 def _past_escape(view: memoryview, line: int, cut: int) -> int:
@@ -380,6 +417,8 @@ def _cut_tail(view: memoryview, shown: bytes, begin: int, raw: bytes, share: int
     start = _kernels.page_bounds(view, max(line_end - remaining, line), 1, True)[0]
     if flags & VIEW_ANSI:
         start = min(_past_escape(view, line, start), line_end)
+    if slack and line < start < line_end:
+        start = _token_end_after(view, line, start, min(start + slack, line_end), flags)
     return start, str(_viewed(view[start:line_end], flags) + shown[line_end_view:], "utf-8", "replace")
 
 
@@ -479,7 +518,7 @@ def _dirty_preview(view: memoryview, max_lines: int, max_bytes: int, flags: int,
 #: Signal lines shown at most, and the share of max_bytes (in percent) they may take.
 SIGNAL_LINES = 20
 SIGNAL_PERCENT = 10
-_SIGNAL_KINDS = {"error": 0, "warning": 1}
+_SIGNAL_KINDS = {"error": 0, "warning": 1, "summary": 2}
 # Characters of one signal line shown; the rest is cut.
 _SIGNAL_CHARS = 240
 # Matching lines remembered per kind (the rest are only counted).
@@ -512,11 +551,11 @@ def compile_signals(signals: Iterable[tuple[str, str]]) -> SignalPatterns:
 
 
 class SignalCollector:
-    """Lines of omitted parts that look like errors or warnings, and their offsets.
+    """Lines of omitted parts that look like errors, warnings or summaries, and their offsets.
 
     ``scan`` reads a region once, a block at a time; ``render`` picks what
-    fits: errors first, then warnings, near-duplicates (the same text once
-    digits are removed) shown once with a count.
+    fits: errors first, then warnings, then summaries, near-duplicates (the
+    same text once digits are removed) shown once with a count.
     """
 
     def __init__(self, patterns: SignalPatterns, flags: int) -> None:
@@ -565,19 +604,32 @@ class SignalCollector:
             group[3] += 1
         if not groups or max_lines < 2:
             return []
-        total = sum(self.totals)
-        header = ("[1 line of the omitted part looks like an error or a warning; by byte offset:]" if total == 1
-                  else f"[{total} lines of the omitted part look like errors or warnings; by byte offset:]")
+        header = _signal_header(self.totals)
         used = len(header.encode()) + 1
         lines = [header]
         for kind, offset, text, count in sorted(groups.values(), key=lambda group: (group[0], group[1])):
             line = f"{offset}:{text}" + (f" [×{count}]" if count > 1 else "")
             size = len(line.encode("utf-8", "surrogateescape")) + 1
-            if len(lines) >= max_lines or used + size > max_bytes:
+            if len(lines) >= max_lines:
                 break
+            if used + size > max_bytes:
+                continue  # a shorter line further on may still fit
             lines.append(line)
             used += size
         return lines if len(lines) > 1 else []
+
+
+def _signal_header(totals: list[int]) -> str:
+    """The signal block's first line: how many lines matched, and as what."""
+    total = sum(totals)
+    summaries = totals[2] if len(totals) > 2 else 0
+    if not summaries:
+        return ("[1 line of the omitted part looks like an error or a warning; by byte offset:]" if total == 1
+                else f"[{total} lines of the omitted part look like errors or warnings; by byte offset:]")
+    if summaries == total:
+        return ("[1 line of the omitted part looks like a summary; by byte offset:]" if total == 1
+                else f"[{total} lines of the omitted part look like summaries; by byte offset:]")
+    return f"[{total} lines of the omitted part look like errors, warnings or summaries; by byte offset:]"
 
 
 def _last_newline(block: memoryview) -> int:
