@@ -409,3 +409,24 @@ def test_outline_renders_within_its_budget():
         assert len(shown) <= lines
         assert sum(len(line.encode()) + 1 for line in shown) <= size
         assert "more commits" in shown[-2] or "more commits" in "".join(shown)
+
+
+@pytest.mark.parametrize("limits", [(400, 8192), (2000, 50 * 1024)])
+def test_unused_outline_share_goes_back_to_head_and_tail(tmp_path, limits):
+    # The listing's outline is a few lines: the rest of its share widens the head and tail.
+    store = ToolOutputStore(tmp_path, durable=False)
+    data = listing() * 3
+    result = store.truncate("s", "c", data, max_lines=limits[0], max_bytes=limits[1])
+    content = result.content
+    drawn = ["[outline of the omitted part"] + outline_of(content)
+    assert len(drawn) > 1
+    header = next(line for line in content.split("\n") if line.startswith("[outline of the omitted part"))
+    outline_bytes = sum(len(line.encode()) + 1 for line in [header] + drawn[1:])
+    head = content[: content.index("\n\n... output truncated")]
+    tail = content[content.index(drawn[-1] + "\n\n") + len(drawn[-1]) + 2 :]
+    shown = len(head.encode()) + 1 + len(tail.encode()) + outline_bytes
+    reserved = budget(*limits)[1]
+    assert outline_bytes < reserved // 2
+    assert len(head.encode()) + len(tail.encode()) > limits[1] - reserved
+    assert shown <= limits[1]
+    assert data.startswith(head.encode()) and data.endswith(tail.encode())

@@ -28,7 +28,7 @@ from typing import Optional
 
 from . import _kernels
 
-__all__ = ["DETECT_BYTES", "OUTLINE_LINES", "OUTLINE_PERCENT", "Outline", "budget", "detect"]
+__all__ = ["DETECT_BYTES", "OUTLINE_LINES", "OUTLINE_PERCENT", "Outline", "budget", "detect", "line_size"]
 
 #: The share of ``max_bytes`` (in percent) and the most lines an outline takes.
 OUTLINE_PERCENT = 10
@@ -224,7 +224,7 @@ class Outline:
         lines = [f"{_text(digest[:_HASH])} {_short(_text(subject))} @ {offset}" if subject
                  else f"{_text(digest[:_HASH])} @ {offset}" for offset, digest, subject in commits]
         # The first and last commits, as many as fit, the count of the others between.
-        used_lines, used_bytes = 1, _size(head)
+        used_lines, used_bytes = 1, line_size(head)
         front: list[str] = []
         back: list[str] = []
         i, j = 0, len(lines) - 1
@@ -234,12 +234,12 @@ class Outline:
                 if i > j:
                     break
                 line = lines[i] if side == 0 else lines[j]
-                if used_lines + 2 > max_lines or used_bytes + _size(line) + reserve > max_bytes:
+                if used_lines + 2 > max_lines or used_bytes + line_size(line) + reserve > max_bytes:
                     i = j + 1  # stop
                     break
                 (front if side == 0 else back).append(line)
                 used_lines += 1
-                used_bytes += _size(line)
+                used_bytes += line_size(line)
                 if side == 0:
                     i += 1
                 else:
@@ -344,12 +344,12 @@ def _fit(body: list[str], max_lines: int, max_bytes: int) -> list[str]:
     shown: list[str] = []
     used = 0
     for index, line in enumerate(body):
-        size = _size(line)
+        size = line_size(line)
         if len(shown) + 1 > max_lines or used + size > max_bytes:
             left = len(body) - index
             note = f"… {left} more outline line{'s' if left != 1 else ''}"
-            while shown and (len(shown) + 1 > max_lines or used + _size(note) > max_bytes):
-                used -= _size(shown.pop())
+            while shown and (len(shown) + 1 > max_lines or used + line_size(note) > max_bytes):
+                used -= line_size(shown.pop())
                 left += 1
                 note = f"… {left} more outline lines"
             if len(shown) > 1:
@@ -364,8 +364,10 @@ def _short(text: str) -> str:
     return text if len(text) <= _SUBJECT else text[: _SUBJECT - 1] + "…"
 
 
-def _size(line: str) -> int:
+def line_size(line: str) -> int:
+    """Bytes a line of an outline takes of the preview's budget (its newline included)."""
     return len(line.encode("utf-8", "surrogateescape")) + 1
+
 
 
 def _text(raw: bytes) -> str:

@@ -125,18 +125,56 @@ def _shown(read: Reader, release: Optional[Callable[[int, int], None]], stored: 
         return shaped, []
     kind = _outline_kind(read, stored) if outline else None
     reserved = _outline.budget(max_lines, max_bytes) if kind else (0, 0)
-    if reserved[1]:
-        # The outline's share is set aside first: the signal lines and the
-        # preview share what is left, and the outline then describes exactly
-        # the part they omit.
-        max_lines, max_bytes = max_lines - reserved[0], max_bytes - reserved[1]
-        shaped = recut(max_lines, max_bytes)
-    lines: list[str] = []
-    if signals:
-        shaped, lines = _with_signals(read, release, stored, shaped, recut, max_lines, max_bytes, signals, flags)
-    if kind and reserved[1]:
-        lines = lines + _outlined(read, release, stored, shaped, kind, reserved)
-    return shaped, lines
+    if not reserved[1]:
+        return _signalled(read, release, stored, shaped, recut, max_lines, max_bytes, flags, signals)
+    # The outline's share is set aside first: the signal lines and the
+    # preview share what is left, and the outline then describes exactly the
+    # part they omit.
+    first, signal_lines, drawn = _outlined_within(read, release, stored, recut, max_lines, max_bytes, flags,
+                                                  signals, kind, reserved)
+    used = (len(drawn), sum(_outline.line_size(line) for line in drawn))
+    unused = reserved[1] - used[1]
+    if unused < _GIVE_BACK_MIN or min(first.tail_start, stored) - first.head_end > _GIVE_BACK_SCAN:
+        return first, signal_lines + drawn
+    # Most of the share went unused: it goes back to the head and tail.  The
+    # omitted part is then smaller, so it is scanned again and its outline
+    # drawn within what the first one took (and a little more: its counts
+    # may have other digits); an outline that no longer fits is left out.
+    again = (used[0] + (1 if used[0] else 0), used[1] + _REDRAW_MARGIN if used[1] else 0)
+    if not again[1]:
+        return _signalled(read, release, stored, recut(max_lines, max_bytes), recut, max_lines, max_bytes, flags,
+                          signals)
+    second, signal_lines, drawn = _outlined_within(read, release, stored, recut, max_lines, max_bytes, flags,
+                                                   signals, kind, again)
+    return second, signal_lines + drawn
+
+
+# An outline's unused share (bytes) worth giving back to the head and tail,
+# the most omitted bytes scanned a second time to do it, and the bytes a
+# redrawn outline may take beyond the first one.
+_GIVE_BACK_MIN = 64
+_GIVE_BACK_SCAN = 64 << 20
+_REDRAW_MARGIN = 24
+
+
+def _signalled(read: Reader, release: Optional[Callable[[int, int], None]], stored: int, shaped: Preview,
+               recut: Recut, max_lines: int, max_bytes: int, flags: int,
+               signals: SignalPatterns) -> tuple[Preview, list[str]]:
+    """``shaped`` with the signal lines of what it omits (when there are patterns)."""
+    if not signals:
+        return shaped, []
+    return _with_signals(read, release, stored, shaped, recut, max_lines, max_bytes, signals, flags)
+
+
+def _outlined_within(read: Reader, release: Optional[Callable[[int, int], None]], stored: int, recut: Recut,
+                     max_lines: int, max_bytes: int, flags: int, signals: SignalPatterns, kind: str,
+                     reserved: tuple[int, int]) -> tuple[Preview, list[str], list[str]]:
+    """The preview and its signal lines within the limits less ``reserved``,
+    and the outline of what they omit within ``reserved``."""
+    lines, size = max_lines - reserved[0], max_bytes - reserved[1]
+    shaped, signal_lines = _signalled(read, release, stored, recut(lines, size), recut, lines, size, flags,
+                                      signals)
+    return shaped, signal_lines, _outlined(read, release, stored, shaped, kind, reserved)
 
 
 def _outline_kind(read: Reader, stored: int) -> Optional[str]:
