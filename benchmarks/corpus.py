@@ -336,10 +336,225 @@ MAKERS: list[Callable[..., Output]] = [
 ]
 
 
-def build(work: Path) -> list[Output]:
+# ---------------------------------------------------------------- round 2 of the corpus: more kinds
+def find_big_tree() -> Output:
+    # Names with "error" in them (error.py, liberror-perl, errors.go) throughout, one real error in the middle.
+    data = sh("find /usr/lib/python3* /usr/share/perl5 /usr/share/doc /no/such/tree /usr/include -xdev 2>&1")
+    lines = data.decode("utf-8", "replace").splitlines()
+    return Output("find over a big tree (names with 'error')", data,
+                  lines_with(data, r"No such file") + [lines[-1]])
+
+
+def ls_big_folder() -> Output:
+    data = sh("ls -la /usr/bin /usr/lib/x86_64-linux-gnu /no/such/folder /usr/share/perl5 2>&1")
+    return Output("ls -la of big folders", data, lines_with(data, r"cannot access") + ["/usr/share/perl5:"])
+
+
+def tar_verbose(work: Path) -> Output:
+    data = sh(f"tar -cvf {work / 'out.tar'} /usr/lib/python3*/email /usr/share/perl5 /no/such/input "
+              "/usr/lib/python3/dist-packages 2>&1")
+    return Output("tar -cv with a missing input", data, lines_with(data, r"Cannot stat|Exiting with failure"))
+
+
+def apt_simulate() -> Output:
+    needs("apt-get")
+    packages = sh("dpkg-query -W -f '${Package}\\n'").decode().split()
+    data = sh("apt-get install -s " + " ".join(packages) + "; apt-get install -s no-such-package-xyz")
+    return Output("apt-get install -s of every package, then a missing one", data,
+                  lines_with(data, r"upgraded, .* newly installed") + lines_with(data, r"^E: ")
+                  + [f"{packages[len(packages) // 2]} is already the newest version"])
+
+
+def dpkg_files() -> Output:
+    needs("dpkg")
+    packages = sh("dpkg-query -W -f '${Package}\\n'").decode().split()
+    half = len(packages) // 2
+    names = " ".join(packages[half - 20 : half]) + " no-such-package-abc " + " ".join(packages[half : half + 20])
+    data = sh(f"dpkg -L {names}")
+    return Output("dpkg -L of 40 packages, one not installed", data,
+                  ["package 'no-such-package-abc' is not installed"])
+
+
+def pip_install_failure(work: Path) -> Output:
+    # A resolver log: local packages, then one whose C extension does not compile, then a missing requirement.
+    folder = work / "pipfail"
+    names = []
+    for i in range(25):
+        package = folder / f"corpus_ok_{i:02d}"
+        (package / f"corpus_ok_{i:02d}").mkdir(parents=True)
+        (package / f"corpus_ok_{i:02d}" / "__init__.py").write_text("")
+        (package / "pyproject.toml").write_text(
+            f'[project]\nname = "corpus-ok-{i:02d}"\nversion = "2.{i}"\n'
+            '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
+        names.append(str(package))
+    broken = folder / "corpus_native"
+    broken.mkdir(parents=True)
+    (broken / "fast.c").write_text("#include <Python.h>\nint f(void) { return missing_symbol_table[0]; }\n")
+    (broken / "setup.py").write_text("from setuptools import setup, Extension\n"
+                                     "setup(name='corpus-native', version='0.1', "
+                                     "ext_modules=[Extension('fast', ['fast.c'])])\n")
+    names.insert(12, str(broken))
+    data = sh(f"{sys.executable} -m pip install -v --no-deps --target {work / 'pipfail-target'} "
+              + " ".join(names) + f"; {sys.executable} -m pip install --no-index no-such-requirement-xyz==1.0",
+              timeout=1800)
+    return Output("pip install -v, a C extension fails to build, a missing requirement", data,
+                  lines_with(data, r"error: .missing_symbol_table. undeclared")[:1]
+                  + lines_with(data, r"Failed to build|failed-wheel-build|Failed building wheel")[:1]
+                  + lines_with(data, r"No matching distribution")[:1])
+
+
+def npm_build(work: Path) -> Output:
+    folder = work / "npm"
+    folder.mkdir()
+    (folder / "package.json").write_text('{"name": "corpus-app", "version": "1.0.0", '
+                                         '"scripts": {"build": "node build.js"}}\n')
+    (folder / "build.js").write_text(textwrap.dedent("""
+        for (let i = 0; i < 4000; i++) {
+          console.log(`[build] compiled src/components/widget_${i}.js (${(i * 37) % 900 + 100} bytes)`);
+          if (i === 1700) console.error("(!) Circular dependency: src/store/index.js -> src/store/cart.js");
+          if (i === 2600) console.error("Error: Cannot find module './theme/colors' from src/ui/Button.js");
+        }
+        console.log("[build] 4000 modules, 1 error");
+        process.exit(1);
+    """))
+    needs("npm")
+    data = sh("npm run build", folder)
+    return Output("npm run build with an error in the middle", data,
+                  ["Cannot find module './theme/colors'", "4000 modules, 1 error"])
+
+
+def cargo_build(work: Path) -> Output:
+    needs("cargo")
+    folder = work / "cargo"
+    (folder / "src").mkdir(parents=True)
+    (folder / "Cargo.toml").write_text('[package]\nname = "corpus-crate"\nversion = "0.1.0"\nedition = "2021"\n')
+    lines = [f"fn helper_{i}(x: i32) -> i32 {{ let unused_{i} = x * 2; x + 1 }}" for i in range(400)]
+    lines.insert(200, "fn broken_a() -> i32 { missing_counter + 1 }")
+    lines.insert(300, "fn broken_b() -> String { let v: i32 = 5; v }")
+    lines.append("fn main() { " + " ".join(f"helper_{i}({i});" for i in range(400)) + " }")
+    (folder / "src" / "main.rs").write_text("\n".join(lines) + "\n")
+    data = sh("cargo build --offline --color never", folder)
+    return Output("cargo build: 2 errors, 400 warnings", data,
+                  ["cannot find value `missing_counter`", "mismatched types"]
+                  + lines_with(data, r"could not compile")[:1])
+
+
+PYTEST_MANY = textwrap.dedent("""
+    import pytest
+
+    @pytest.mark.parametrize("n", range(3000))
+    def test_tokenizer(n):
+        assert n % 97 != 13, f"token {n} split wrongly"
+
+    def test_config_round_trip():
+        assert {"a": 1} == {"a": 2}
+""")
+
+
+def pytest_many_failures(work: Path) -> Output:
+    folder = work / "pytest-many"
+    folder.mkdir()
+    (folder / "test_many.py").write_text(PYTEST_MANY)
+    data = sh(f"{sys.executable} -m pytest -p no:cacheprovider -p no:randomly --color=no test_many.py", folder)
+    return Output("pytest, 32 failures with tracebacks", data,
+                  ["32 failed, 2969 passed", "FAILED test_many.py::test_config_round_trip",
+                   "FAILED test_many.py::test_tokenizer[13]", "test_tokenizer[1565]"])
+
+
+def git_log_plain() -> Output:
+    data = sh("git log", ROOT)
+    subjects = sh("git log --format=%s", ROOT).decode().splitlines()
+    return Output("git log, a commit a third of the way", data,
+                  [subjects[0][:60], subjects[len(subjects) // 3][:60]])
+
+
+def json_api(work: Path) -> Output:
+    # An API's list response: items with nested objects, a cursor and an error entry after them.
+    rng = random.Random(11)
+    words = ["cache", "parser", "login", "upload", "timeout", "render", "sync", "export", "search", "billing"]
+    items = []
+    for i in range(1500):
+        items.append({"id": 10000 + i, "number": i + 1,
+                      "title": f"{rng.choice(words)} {rng.choice(words)} fails on {rng.choice(words)} #{i + 1}",
+                      "state": rng.choice(["open", "closed"]),
+                      "user": {"login": f"user{rng.randint(1, 500)}", "id": rng.randint(1, 10**6),
+                               "site_admin": False},
+                      "labels": [{"name": rng.choice(["bug", "feature", "docs"]), "color": "d73a4a"}],
+                      "comments": rng.randint(0, 40), "created_at": f"2026-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}T10:00:00Z"})
+    items[900]["title"] = "payment webhook drops events under load"
+    document = {"total_count": len(items), "items": items, "next_cursor": "c2VxOjE1MDA=",
+                "errors": [{"code": "rate_limited", "message": "secondary rate limit exceeded, retry after 60 s"}]}
+    data = json.dumps(document, indent=2).encode() + b"\n"
+    return Output("a JSON API response (1,500 issues)", data,
+                  ['"total_count"', "payment webhook drops events under load", "secondary rate limit exceeded"])
+
+
+def html_page() -> Output:
+    candidates = sorted(Path.home().glob(".rustup/toolchains/*/share/doc/rust/html/book/print.html"))
+    path = candidates[0] if candidates else None
+    if path is None:
+        found = sh("find /usr/share/doc -name '*.html' -size +200k 2>/dev/null | head -n 1").decode().strip()
+        path = Path(found)
+    data = path.read_bytes()
+    title = re.search(rb"<title>(.*?)</title>", data, re.S)
+    text = data.decode("utf-8", "replace")
+    last_heading = re.findall(r"<h1[^>]*>(?:<a[^>]*>)?([^<]+)", text)
+    return Output("a large HTML page", data, [title.group(1).decode().strip()] + last_heading[-1:])
+
+
+def csv_metrics() -> Output:
+    rng = random.Random(5)
+    rows = ["timestamp,host,cpu_pct,mem_mb,disk_io_kbps,errors"]
+    for i in range(30000):
+        host = f"web-{rng.randint(1, 24):02d}"
+        errors = 57 if i == 21000 else 0
+        rows.append(f"2026-03-01T{(i // 3600) % 24:02d}:{(i // 60) % 60:02d}:{i % 60:02d}Z,{host},"
+                    f"{rng.random() * 100:.1f},{rng.randint(900, 4000)},{rng.randint(0, 9000)},{errors}")
+    rows.append("# summary: 30000 samples, 24 hosts, 1 sample with errors")
+    data = ("\n".join(rows) + "\n").encode()
+    return Output("CSV metrics with a summary line", data,
+                  ["timestamp,host,cpu_pct,mem_mb,disk_io_kbps,errors", "30000 samples, 24 hosts"])
+
+
+def javac_errors(work: Path) -> Output:
+    needs("javac")
+    folder = work / "javac"
+    folder.mkdir()
+    names = []
+    for i in range(150):
+        body = (f"public class C{i} {{ int f() {{ return undefinedField{i}; }} }}\n" if i in (60, 120) else
+                f"public class C{i} {{ @Deprecated void old() {{}} void g() {{ java.util.List raw = new java.util.ArrayList(); raw.add({i}); }} }}\n")
+        (folder / f"C{i}.java").write_text(body)
+        names.append(f"C{i}.java")
+    data = sh("javac -Xlint:all -Xmaxwarns 10000 " + " ".join(names), folder)
+    return Output("javac: 2 errors among 300 warnings", data,
+                  lines_with(data, r"error: cannot find symbol")[:1] + lines_with(data, r"\d+ errors?$")[:1])
+
+
+NEW_MAKERS: list[Callable[..., Output]] = [
+    lambda w: find_big_tree(), lambda w: ls_big_folder(), tar_verbose, lambda w: apt_simulate(),
+    lambda w: dpkg_files(), pip_install_failure, npm_build, cargo_build, pytest_many_failures,
+    lambda w: git_log_plain(), json_api, lambda w: html_page(), lambda w: csv_metrics(), javac_errors,
+]
+
+
+class Missing(Exception):
+    """A tool an output needs is not installed here: that output is left out (and said so)."""
+
+
+def needs(tool: str) -> None:
+    if shutil.which(tool) is None:
+        raise Missing(tool)
+
+
+def build(work: Path, makers: list[Callable[..., Output]] | None = None) -> list[Output]:
     outputs = []
-    for make in MAKERS:
-        output = make(work)
+    for make in MAKERS + NEW_MAKERS if makers is None else makers:
+        try:
+            output = make(work)
+        except Missing as missing:
+            print(f"left out: {getattr(make, '__name__', make)} needs {missing}", file=sys.stderr)
+            continue
         assert output.facts and all(output.facts), f"{output.name}: no key facts found"
         outputs.append(output)
     return outputs
