@@ -123,11 +123,13 @@ def document() -> bytes:
 
 
 def outline_listing(kernels, data: bytes) -> int:
+    # Blocks as views, as overspill._outline passes them (the scan reads the stored bytes in place).
     block = 8 << 20
     section = b""
     runs = 0
+    view = memoryview(data)
     for start in range(0, len(data), block):
-        chunk = data[start : start + block]
+        chunk = view[start : start + block]
         found = kernels.outline_lines(chunk, 0, len(chunk), section, 8, 512, 64)
         section = found[4]
         runs += len(found[0][0] or ())

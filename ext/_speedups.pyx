@@ -10,13 +10,14 @@ reaches the bytes.
 
 from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_FillInfo
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from libc.stdint cimport uint8_t, uint16_t, uint32_t
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
 from overspill_simd cimport (
     osp_hit, osp_needs_view, osp_pattern, osp_text_fits, osp_scan, osp_scan_free, osp_scan_init, osp_scan_region, osp_view,
-    osp_boundary_at_or_after, osp_boundary_at_or_before, osp_count_upto, osp_crc_init, osp_crc32, osp_find_nth, osp_page,
+    osp_boundary_at_or_after, osp_boundary_at_or_before, osp_count_upto, osp_crc_init, osp_crc32, osp_find_nth,
+    osp_page, osp_scan_token,
     osp_prefix_fitting, osp_rfind_nth, osp_simd_cap, osp_suffix_fitting, osp_utf8_length,
 )
 
@@ -669,20 +670,6 @@ for _byte in range(256):
     _TOKEN_STOPS[_byte] = _byte in b" \t[(,;\"'=<>|{}"
 
 
-cdef inline Py_ssize_t _token_length(const uint8_t *p, Py_ssize_t n) noexcept:
-    cdef Py_ssize_t i = 0
-    while i < n and i < TOKEN_CAP:
-        if p[i] == 58:
-            if i + 1 < n and p[i + 1] == 58:
-                i += 2
-                continue
-            break
-        if _TOKEN_STOPS[p[i]]:
-            break
-        i += 1
-    return i if i < TOKEN_CAP else TOKEN_CAP
-
-
 cdef inline bint _is_section_header(const uint8_t *p, Py_ssize_t n) noexcept:
     cdef Py_ssize_t i
     cdef bint slash = False
@@ -694,14 +681,6 @@ cdef inline bint _is_section_header(const uint8_t *p, Py_ssize_t n) noexcept:
         if p[i] == 47:
             slash = True
     return slash or p[0] == 46
-
-
-cdef inline bint _is_pathlike(const uint8_t *p, Py_ssize_t n) noexcept:
-    cdef Py_ssize_t i
-    for i in range(n):
-        if p[i] == 47 or (p[i] == 58 and i + 1 < n and p[i + 1] == 58):
-            return True
-    return False
 
 
 cdef Py_ssize_t _part_ends(const uint8_t *p, Py_ssize_t n, Py_ssize_t *ends, Py_ssize_t cap) noexcept:
@@ -744,6 +723,44 @@ cdef Py_ssize_t _commit_digits(const uint8_t *p, Py_ssize_t n) noexcept:
     return end - 7
 
 
+# Bytes osp_scan_token stops at (the token's stop bytes, ':' and '/') as
+# nibble tables: each high nibble gets a bit of its own, so the test is exact.
+cdef uint8_t _SPECIAL_LOW[16]
+cdef uint8_t _SPECIAL_HIGH[16]
+
+
+def _special_tables():
+    special = [byte for byte in range(256) if _TOKEN_STOPS[byte] or byte in (58, 47)]
+    highs = sorted({byte >> 4 for byte in special})
+    assert len(highs) <= 8, "one bit per high nibble"
+    low, high = [0] * 16, [0] * 16
+    for byte in special:
+        bit = 1 << highs.index(byte >> 4)
+        high[byte >> 4] = bit
+        low[byte & 15] |= bit
+    return low, high
+
+
+for _index, (_low, _high) in enumerate(zip(*_special_tables())):
+    _SPECIAL_LOW[_index] = _low
+    _SPECIAL_HIGH[_index] = _high
+
+
+cdef inline Py_ssize_t _common_prefix(const uint8_t *a, const uint8_t *b, Py_ssize_t n) noexcept:
+    """Bytes a and b share at their start (at most n), compared eight at a time."""
+    cdef Py_ssize_t i = 0
+    cdef uint64_t x, y
+    while i + 8 <= n:
+        memcpy(&x, a + i, 8)
+        memcpy(&y, b + i, 8)
+        if x != y:
+            break
+        i += 8
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
 def outline_lines(buffer, start, end, section, max_depth, max_runs, max_commits, /):
     """Runs of lines by path prefix, and commits; see _native.outline_lines."""
     cdef Py_ssize_t c_start, c_end, c_depth, c_runs, c_commits, n, position, stop, length, offset
@@ -761,6 +778,7 @@ def outline_lines(buffer, start, end, section, max_depth, max_runs, max_commits,
     cdef Py_ssize_t run_lines[DEPTH_CAP]
     cdef bint run_deeper[DEPTH_CAP]
     cdef bint any_keyed = False, deeper
+    cdef int pathlike
     if isinstance(buffer, str):
         raise TypeError("buffer must be a bytes-like object, not str")
     c_start = _check_int(start, "start", 0)
@@ -825,12 +843,15 @@ def outline_lines(buffer, start, end, section, max_depth, max_runs, max_commits,
                 memcpy(section_copy, line, s_length)
                 token = section_copy
                 token_length = s_length
+                parts = _part_ends(token, token_length, ends, c_depth + 1)
             else:
-                token_length = _token_length(line, length)
+                token_length = osp_scan_token(line, length, n - offset, TOKEN_CAP, _SPECIAL_LOW, _SPECIAL_HIGH, ends,
+                                              c_depth + 1, &parts, &pathlike)
                 token = line
-                if not _is_pathlike(line, token_length):
+                if not pathlike:
                     token = section_copy
                     token_length = s_length
+                    parts = _part_ends(token, token_length, ends, c_depth + 1)
             if token_length == 0:
                 if not any_keyed:
                     lead += 1
@@ -839,11 +860,9 @@ def outline_lines(buffer, start, end, section, max_depth, max_runs, max_commits,
                         run_lines[d] += 1
                 continue
             keyed += 1
-            parts = _part_ends(token, token_length, ends, c_depth + 1)
             common = 0
             if any_keyed:
-                while common < token_length and common < previous_length and token[common] == previous[common]:
-                    common += 1
+                common = _common_prefix(token, previous, min(token_length, previous_length))
             for d in range(c_depth):
                 key_length = ends[min(d + 1, parts) - 1] if parts else token_length
                 deeper = parts > d + 1
@@ -894,6 +913,7 @@ ctypedef struct _JFrame:
     bint expect_key
     bint member_in_range
     bint labelled
+    bint key_is_label
     bint collect
     int label_depth
     Py_ssize_t index
@@ -907,6 +927,25 @@ ctypedef struct _JFrame:
     uint8_t key[KEY_CAP]
 
 
+# JSON_LABEL_KEYS as C strings (kept alive by _LABEL_KEYS), for a check per key without Python objects.
+_LABEL_KEYS = tuple(sorted(JSON_LABEL_KEYS))
+cdef const uint8_t *_LABEL_KEY_BYTES[16]
+cdef Py_ssize_t _LABEL_KEY_LENGTHS[16]
+cdef Py_ssize_t _LABEL_KEY_COUNT = len(_LABEL_KEYS)
+assert _LABEL_KEY_COUNT <= 16
+for _index, _key in enumerate(_LABEL_KEYS):
+    _LABEL_KEY_BYTES[_index] = <const uint8_t *>PyBytes_AS_STRING(_key)
+    _LABEL_KEY_LENGTHS[_index] = len(_key)
+
+
+cdef inline bint _is_label_key(const uint8_t *key, Py_ssize_t length) noexcept:
+    cdef Py_ssize_t k
+    for k in range(_LABEL_KEY_COUNT):
+        if _LABEL_KEY_LENGTHS[k] == length and memcmp(_LABEL_KEY_BYTES[k], key, length) == 0:
+            return True
+    return False
+
+
 cdef class JsonOutline:
     """A streaming scan of a JSON document for the structure of one part of it; see _native.JsonOutline.
 
@@ -917,7 +956,7 @@ cdef class JsonOutline:
     cdef Py_ssize_t _omit_start, _omit_end, _max_depth, _max_entries, _max_labels, _position
     cdef _JFrame *_frames
     cdef Py_ssize_t _depth, _allocated, _dropped
-    cdef bint _valid, _is_key
+    cdef bint _valid, _is_key, _capturing
     cdef int _state
     cdef uint8_t _capture[KEY_CAP]
     cdef Py_ssize_t _capture_length
@@ -948,6 +987,7 @@ cdef class JsonOutline:
         self._dropped = 0
         self._capture_length = 0
         self._is_key = False
+        self._capturing = False
         self._entries = []
         self._paths = [()]
         self._keys = [[]]
@@ -974,6 +1014,7 @@ cdef class JsonOutline:
         frame.item_index = -1
         frame.item_offset = -1
         frame.key_length = 0
+        frame.key_is_label = False
 
     cdef bint _item(self, _JFrame *frame, Py_ssize_t offset) noexcept:
         cdef Py_ssize_t index = frame.index
@@ -1049,10 +1090,7 @@ cdef class JsonOutline:
     cdef int _scalar_done(self) except -1:
         cdef _JFrame *frame = &self._frames[self._depth]
         cdef Py_ssize_t item, owner
-        if frame.kind != J_OBJECT or frame.label_depth == 0:
-            return 0
-        key = (<const uint8_t *>frame.key)[:frame.key_length]
-        if key not in JSON_LABEL_KEYS:
+        if frame.kind != J_OBJECT or frame.label_depth == 0 or not frame.key_is_label:
             return 0
         item = self._depth if frame.label_depth == 1 else self._depth - 1
         if self._frames[item].labelled:
@@ -1069,6 +1107,8 @@ cdef class JsonOutline:
         cdef _JFrame *frame = &self._frames[self._depth]
         memcpy(frame.key, self._capture, self._capture_length)
         frame.key_length = self._capture_length
+        # Decided once per key, in C: a scalar's check is then a flag.
+        frame.key_is_label = frame.label_depth != 0 and _is_label_key(frame.key, frame.key_length)
         if frame.member_in_range or frame.collect:
             text = (<const uint8_t *>self._capture)[:self._capture_length]
             if frame.member_in_range and len(self._keys[self._depth]) < KEYS_CAP:
@@ -1079,6 +1119,8 @@ cdef class JsonOutline:
 
     cdef inline void _take(self, const uint8_t *data, Py_ssize_t count) noexcept:
         cdef Py_ssize_t room = KEY_CAP - self._capture_length
+        if not self._capturing:  # only keys and the values of label keys are ever looked at
+            return
         if count > room:
             count = room
         if count > 0:
@@ -1087,6 +1129,7 @@ cdef class JsonOutline:
 
     cdef int _scan(self, const uint8_t *data, Py_ssize_t size, Py_ssize_t base) except -1:
         cdef Py_ssize_t i = 0, stop
+        cdef const uint8_t *found
         cdef uint8_t byte
         cdef _JFrame *top
         while i < size:
@@ -1096,9 +1139,12 @@ cdef class JsonOutline:
                 self._state = 1
                 continue
             if self._state == 1:
-                stop = i
-                while stop < size and data[stop] != 34 and data[stop] != 92:
-                    stop += 1
+                # The string's end or its next escape, by memchr (long strings are most of many documents).
+                found = <const uint8_t *>memchr(&data[i], 34, size - i)
+                stop = size if found == NULL else found - data
+                found = <const uint8_t *>memchr(&data[i], 92, stop - i)
+                if found != NULL:
+                    stop = found - data
                 self._take(&data[i], stop - i)
                 if stop == size:
                     return 0
@@ -1140,6 +1186,7 @@ cdef class JsonOutline:
                     if top.kind != J_OBJECT:
                         self._item(top, base + i)
                     self._is_key = False
+                self._capturing = self._is_key or (top.kind == J_OBJECT and top.key_is_label)
                 self._capture_length = 0
                 self._state = 1
                 i += 1
@@ -1174,6 +1221,7 @@ cdef class JsonOutline:
                         return 0
                 else:
                     self._item(top, base + i)
+                self._capturing = top.kind == J_OBJECT and top.key_is_label
                 self._capture_length = 0
                 self._state = 3
             else:
@@ -1214,8 +1262,8 @@ cdef class JsonOutline:
         return self._valid, self._frames[0].index, entries, dropped
 
 
-cdef bint _JSON_LITERAL_STOPS[256]
-cdef bint _JSON_LITERAL_STARTS[256]
+cdef uint8_t _JSON_LITERAL_STOPS[256]
+cdef uint8_t _JSON_LITERAL_STARTS[256]
 for _byte in range(256):
     _JSON_LITERAL_STOPS[_byte] = _byte in b" \t\r\n,]}:[{\""
     _JSON_LITERAL_STARTS[_byte] = _byte in b"-0123456789tfn"

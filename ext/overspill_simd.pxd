@@ -15,6 +15,8 @@ cdef extern from "overspill_simd.h" nogil:
     uint32_t osp_crc32(uint32_t crc, const uint8_t *p, Py_ssize_t n)
     void osp_crc_init()
     int osp_simd_cap
+    Py_ssize_t osp_scan_token(const uint8_t *p, Py_ssize_t n, Py_ssize_t avail, Py_ssize_t cap, const uint8_t *lo,
+                              const uint8_t *hi, Py_ssize_t *ends, Py_ssize_t room, Py_ssize_t *parts, int *separated)
 
 cdef extern from "overspill_text.h" nogil:
     ctypedef struct osp_pattern:

@@ -430,3 +430,30 @@ def test_unused_outline_share_goes_back_to_head_and_tail(tmp_path, limits):
     assert len(head.encode()) + len(tail.encode()) > limits[1] - reserved
     assert shown <= limits[1]
     assert data.startswith(head.encode()) and data.endswith(tail.encode())
+
+
+# Long tokens: the compiled scan finds their stop bytes and separators 32 bytes at a time (SIMD) while the
+# buffer lasts and byte by byte near its end, and cuts a token at 255 bytes (a "::" may straddle the cap).
+long_pieces = st.sampled_from([
+    "/usr/share/doc/", "x" * 40, "a/" * 20, "::" * 3, ":", "/", " ", "=", "{", "\t", "q" * 250, "b" * 253 + "::c",
+    "commit ", "\n", "/srv/x:", "é",
+])
+long_outputs = st.lists(long_pieces, max_size=40).map(lambda pieces: "".join(pieces).encode())
+
+
+@settings(max_examples=200)
+@given(long_outputs, st.integers(1, 8), st.integers(0, 40))
+@example(b"/" + b"b" * 253 + b"::c/d\n/" + b"b" * 253 + b"::e\n", 4, 0)
+@example(b"x" * 64 + b"/" + b"y" * 40 + b" tail\n" * 3, 3, 0)
+def test_long_tokens_on_every_instruction_set(data, depth, slack):
+    expected = naive_outline(data, b"", depth, 16, 2)
+    assert _native.outline_lines(data, 0, len(data), b"", depth, 16, 2) == expected
+    if _speedups is None:
+        return
+    padded = data + b"z" * slack  # bytes after the region may be read, never counted
+    for level in (0, 3):
+        previous = _speedups._set_simd_cap(level)
+        try:
+            assert _speedups.outline_lines(padded, 0, len(data), b"", depth, 16, 2) == expected
+        finally:
+            _speedups._set_simd_cap(previous)

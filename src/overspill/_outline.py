@@ -27,6 +27,7 @@ from contextlib import AbstractContextManager
 from typing import Optional
 
 from . import _kernels
+from .text import last_newline
 
 __all__ = ["DETECT_BYTES", "OUTLINE_LINES", "OUTLINE_PERCENT", "Outline", "budget", "detect", "line_size"]
 
@@ -131,27 +132,31 @@ class Outline:
                     self._last_commits.append(entry)
             del self._last_commits[:-_COMMITS]
 
-    def _blocks(self, start: int, end: int) -> Iterator[bytes]:
+    def _blocks(self, start: int, end: int) -> Iterator[memoryview]:
+        """Views of ``[start, end)`` a block at a time, each valid until the next
+        one is asked for (the kernels read the stored bytes in place)."""
         position = start
         while position < end:
             stop = min(end, position + _BLOCK)
             with self._read(position, stop) as view:
-                yield bytes(view)
+                yield view
             position = stop
 
-    def _line_blocks(self, start: int, end: int) -> Iterator[tuple[bytes, int]]:
-        """Blocks of whole lines (a line longer than a block is read in parts)."""
+    def _line_blocks(self, start: int, end: int) -> Iterator[tuple[memoryview, int]]:
+        """Views of blocks of whole lines (a line longer than a block is read in
+        parts), each valid until the next one is asked for."""
         position = start
         while position < end:
             stop = min(end, position + _BLOCK)
             with self._read(position, stop) as view:
-                block = bytes(view)
-            if stop < end:
-                newline = block.rfind(b"\n")
-                if newline >= 0:
-                    block = block[: newline + 1]
-            yield block, position
-            position += max(len(block), 1)
+                length = len(view)
+                if stop < end:
+                    newline = last_newline(view)
+                    if newline >= 0:
+                        length = newline + 1
+                with view[:length] as block:
+                    yield block, position
+            position += max(length, 1)
 
     def _merge(self, runs: list, lead: int, base: int) -> None:
         """Append one block's runs, joining a run that goes on across the blocks."""

@@ -22,6 +22,7 @@ __all__ = [
     "escape_end",
     "encode_content",
     "human_lines",
+    "last_newline",
     "line_slack",
     "next_calls",
     "preview",
@@ -576,7 +577,7 @@ class SignalCollector:
             with read(position, stop) as block:
                 length = len(block)
                 if stop < end:
-                    newline = _last_newline(block)
+                    newline = last_newline(block)
                     if newline >= 0:
                         length = newline + 1
                 limit = max(_HITS_PER_KIND - min(self._kept, default=0), 0)
@@ -632,7 +633,8 @@ def _signal_header(totals: list[int]) -> str:
     return f"[{total} lines of the omitted part look like errors, warnings or summaries; by byte offset:]"
 
 
-def _last_newline(block: memoryview) -> int:
+def last_newline(block: memoryview) -> int:
+    """Index of the last newline in ``block``, or -1 (its last 64 KiB looked at first)."""
     tail = block[-(1 << 16) :].tobytes()
     found = tail.rfind(b"\n")
     if found >= 0:
