@@ -45,7 +45,7 @@ def byte_view(data: object) -> memoryview:
 
 # Where a cut inside a long line may land when no newline is near: just after
 # one of these (token-ish boundaries of minified code, CSV rows and prose), so
-# that a word or a number is not split (see _native.preview_cuts).
+# that a word or a number is not split (see _native_preview.preview_cuts).
 TOKEN_ENDS = b",;} "
 
 # What a reader is shown of stored bytes (see _native.view_bytes).

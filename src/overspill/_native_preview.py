@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._buffers import BytesLike
+from ._buffers import TOKEN_ENDS, BytesLike
 from ._buffers import byte_view as _byte_view
 from ._buffers import check_int as _check_int
 from ._native_bytes import _boundary_at_or_after, _boundary_at_or_before, _Haystack, _newlines_upto, utf8_length
@@ -60,10 +60,9 @@ def _newline_after(view: BytesLike, low: int, high: int) -> int:
 
 
 # Where a cut inside a long line may land, after a newline was looked for in
-# vain: just after one of these (token-ish boundaries of minified code, CSV
-# rows and prose), so that a word or a number is not split.
-_TOKEN_ENDS = (",", ";", "}", " ")
-_TOKEN_END_BYTES = tuple(mark.encode() for mark in _TOKEN_ENDS)
+# vain: just after one of _buffers.TOKEN_ENDS (as bytes, and as str for text).
+_TOKEN_END_BYTES = tuple(TOKEN_ENDS[i : i + 1] for i in range(len(TOKEN_ENDS)))
+_TOKEN_ENDS = tuple(mark.decode("ascii") for mark in _TOKEN_END_BYTES)
 
 
 def _mark_before(window: str | bytes) -> int:
