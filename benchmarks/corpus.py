@@ -1,11 +1,13 @@
 """A corpus of real large tool outputs, made on this machine, with their key facts.
 
-``python benchmarks/corpus.py`` runs ~22 real commands (pip -v building this
+``python benchmarks/corpus.py`` runs ~36 real commands (pip -v building this
 package and installing 60 small ones, pytest with failures buried in passing
 lines, in colour in a pty, gcc with errors among warnings, make -k, find,
 grep -rn, git log -p and --stat, ls -laR, a log ending in a traceback, JSON
 pretty and on one line, CSV, minified one-line JS, coloured progress bars in
-a pty, dpkg -l...), keeps each output in memory with the facts a model needs
+a pty, dpkg -l; then find/ls/tar over big trees, apt-get -s, dpkg -L, a
+failing pip install, npm, cargo, pytest with many failures, git log, a JSON
+API response, an HTML page, CSV metrics, javac...), keeps each output in memory with the facts a model needs
 from it (error lines, failing test names, summary lines, a commit or a
 package in the middle), and scores what ``ToolOutputStore.truncate`` shows of
 each at the default limits (2,000 lines / 50 KiB) and at overspill mcp's
@@ -309,19 +311,31 @@ def json_middle_package() -> Output:
                                                                        names[2 * len(names) // 3]])
 
 
-def pip_install_summary(work: Path) -> Output:
-    # A real install of many small local packages: each one's build, then the one summary line.
-    folder = work / "pkgs"
+def local_packages(folder: Path, prefix: str, count: int, major: int) -> list[str]:
+    """Folders of ``count`` small pure-Python packages (``prefix_00``...), for pip to build and install."""
     names = []
-    for i in range(60):
-        package = folder / f"corpus_pkg_{i:02d}"
-        (package / f"corpus_pkg_{i:02d}").mkdir(parents=True)
-        (package / f"corpus_pkg_{i:02d}" / "__init__.py").write_text("VALUE = 1\n")
+    for i in range(count):
+        package = folder / f"{prefix}_{i:02d}"
+        (package / f"{prefix}_{i:02d}").mkdir(parents=True)
+        (package / f"{prefix}_{i:02d}" / "__init__.py").write_text("VALUE = 1\n")
         (package / "pyproject.toml").write_text(
-            f'[project]\nname = "corpus-pkg-{i:02d}"\nversion = "1.{i}"\n'
+            f'[project]\nname = "{prefix.replace("_", "-")}-{i:02d}"\nversion = "{major}.{i}"\n'
             '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
         names.append(str(package))
-    data = sh(f"{sys.executable} -m pip install -v --no-deps --no-build-isolation --target {work / 'pkgs-target'} "
+    return names
+
+
+def no_isolation() -> str:
+    """pip's --no-build-isolation when this environment can build wheels itself (quicker), else nothing."""
+    import importlib.util
+
+    return "--no-build-isolation" if importlib.util.find_spec("wheel") else ""
+
+
+def pip_install_summary(work: Path) -> Output:
+    # A real install of many small local packages: each one's build, then the one summary line.
+    names = local_packages(work / "pkgs", "corpus_pkg", 60, 1)
+    data = sh(f"{sys.executable} -m pip install -v --no-deps {no_isolation()} --target {work / 'pkgs-target'} "
               + " ".join(names), timeout=1800)
     return Output("pip install -v of 60 packages", data,
                   lines_with(data, r"^Successfully installed")[:1] + lines_with(data, r"^Processing ")[:1])
@@ -378,15 +392,7 @@ def dpkg_files() -> Output:
 def pip_install_failure(work: Path) -> Output:
     # A resolver log: local packages, then one whose C extension does not compile, then a missing requirement.
     folder = work / "pipfail"
-    names = []
-    for i in range(25):
-        package = folder / f"corpus_ok_{i:02d}"
-        (package / f"corpus_ok_{i:02d}").mkdir(parents=True)
-        (package / f"corpus_ok_{i:02d}" / "__init__.py").write_text("")
-        (package / "pyproject.toml").write_text(
-            f'[project]\nname = "corpus-ok-{i:02d}"\nversion = "2.{i}"\n'
-            '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
-        names.append(str(package))
+    names = local_packages(folder, "corpus_ok", 25, 2)
     broken = folder / "corpus_native"
     broken.mkdir(parents=True)
     (broken / "fast.c").write_text("#include <Python.h>\nint f(void) { return missing_symbol_table[0]; }\n")
@@ -394,7 +400,7 @@ def pip_install_failure(work: Path) -> Output:
                                      "setup(name='corpus-native', version='0.1', "
                                      "ext_modules=[Extension('fast', ['fast.c'])])\n")
     names.insert(12, str(broken))
-    data = sh(f"{sys.executable} -m pip install -v --no-deps --target {work / 'pipfail-target'} "
+    data = sh(f"{sys.executable} -m pip install -v --no-deps {no_isolation()} --target {work / 'pipfail-target'} "
               + " ".join(names) + f"; {sys.executable} -m pip install --no-index no-such-requirement-xyz==1.0",
               timeout=1800)
     return Output("pip install -v, a C extension fails to build, a missing requirement", data,
