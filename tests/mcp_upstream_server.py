@@ -1,8 +1,8 @@
 """An upstream MCP server for the wrapper's tests, written with the SDK's low-level ``Server``.
 
-Run as ``python mcp_upstream_server.py [MODE]``: ``serve`` (the default, over
-stdio), ``collide`` (also has tools named ``read`` and ``grep``), ``garbage``
-(writes lines that are not JSON-RPC to stdout before and while serving),
+Run as ``python mcp_upstream_server.py [MODE[,MODE...]]``: ``serve`` (the default,
+over stdio), ``collide`` (also has tools named ``read`` and ``grep``), ``garbage``
+(writes lines that are not JSON-RPC to stdout before serving),
 ``silent`` (never answers ``initialize``), ``die`` (exits 5 at start, after a
 line on stderr), ``http PORT`` (streamable HTTP on 127.0.0.1:PORT).
 
@@ -13,7 +13,9 @@ Tools: ``text`` (``unit`` repeated ``count`` times, joined by ``sep``),
 ``crash`` (exits 7 mid-call after a line on stderr), ``sample``, ``elicit``,
 ``roots``, ``ping``, ``log`` (requests to and notifications for the client),
 ``pid`` (the server's pid, process group and parent), ``headers`` (the
-``X-Test`` header of the HTTP request).
+``X-Test`` header of the HTTP request), ``typed`` (declares an
+``outputSchema``: ``{"result": string}``, the SDK's shape for a tool returning
+text, and returns ``text``'s text in both forms).
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ from mcp.shared.message import ServerMessageMetadata
 
 IMAGE = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 MODE = sys.argv[1] if len(sys.argv) > 1 else "serve"
+MODES = set(MODE.split(","))
 
 TOOLS = ["text", "blocks", "image", "structured", "fail", "slow", "crash", "sample", "elicit", "roots", "ping",
-         "log", "pid", "headers"] + (["read", "grep"] if MODE == "collide" else [])
+         "log", "pid", "headers", "typed"] + (["read", "grep"] if "collide" in MODES else [])
+TYPED = {"type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"]}
 
 
 def text(value: str) -> types.TextContent:
@@ -43,6 +47,7 @@ def text(value: str) -> types.TextContent:
 async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
     return types.ListToolsResult(tools=[
         types.Tool(name=name, description=f"the test tool {name}", input_schema={"type": "object"},
+                   output_schema=TYPED if name == "typed" else None,
                    annotations=types.ToolAnnotations(read_only_hint=name != "crash"))
         for name in TOOLS])
 
@@ -50,9 +55,10 @@ async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
     name, args = params.name, params.arguments or {}
     related = ServerMessageMetadata(related_request_id=ctx.request_id)
-    if name in ("text", "read", "grep"):
+    if name in ("text", "read", "grep", "typed"):
         value = args.get("sep", "").join([args.get("unit", "")] * args.get("count", 1))
-        return types.CallToolResult(content=[text(value)])
+        return types.CallToolResult(content=[text(value)], structured_content={"result": value} if name == "typed"
+                                    else None)
     if name == "blocks":
         return types.CallToolResult(content=[text(part) for part in args["parts"]] + [
             types.ImageContent(type="image", data=IMAGE, mime_type="image/png")])
@@ -147,7 +153,7 @@ async def main() -> None:
     if MODE == "silent":
         await anyio.to_thread.run_sync(sys.stdin.buffer.read)  # reads, never answers
         return
-    if MODE == "garbage":
+    if "garbage" in MODES:
         sys.stdout.write("this is not JSON-RPC\n{\"half\": \n")
         sys.stdout.flush()
     if MODE == "http":

@@ -24,7 +24,9 @@ from processes import alive_in_group, processes, wait_until
 pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install 'overspill[mcp]'")
 
 import anyio  # noqa: E402
+from anyio.from_thread import start_blocking_portal  # noqa: E402
 from mcp import Client, StdioServerParameters, types  # noqa: E402
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS  # noqa: E402
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError  # noqa: E402
 from test_mcp_server import links_of, overspill_script, page_with_read, text_of  # noqa: E402
 
@@ -77,165 +79,229 @@ async def page_all(client: Client, uri: str, tool: str = "read") -> bytes:
 
 
 # ------------------------------------------------------------------ the test upstream over stdio
-def test_results_pass_through_or_come_back_bounded(tmp_path, subprocess_env):
+class Recorded:
+    """What the real client's callbacks were asked and told (one shared session's)."""
+
+    def __init__(self) -> None:
+        self.logged: list = []
+        self.notified: list[str] = []
+
+    def callbacks(self) -> dict:
+        async def sampling(context, params):
+            return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="forty-two"),
+                                             model="test-model")
+
+        async def elicitation(context, params):
+            return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+        async def roots(context):
+            return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/root-a")])
+
+        async def log(params):
+            self.logged.append(params.data)
+
+        async def message(item):
+            self.notified.append(type(item).__name__)
+
+        return dict(sampling_callback=sampling, elicitation_callback=elicitation, list_roots_callback=roots,
+                    logging_callback=log, message_handler=message)
+
+
+class Shared:
+    """One wrapped session (the console script around the test upstream, the SDK's client over
+    stdio in the handshake era, with sampling, elicitation and roots) that the tests below share:
+    they call tools and read what was stored, and none of them ends or breaks the session."""
+
+    def __init__(self, portal, client, recorded: Recorded, token: str) -> None:
+        self.portal, self.client, self.recorded, self.token = portal, client, recorded, token
+
+    def run(self, function, *args):
+        """Run ``await function(client, *args)`` on the session's event loop."""
+        return self.portal.call(function, self.client, *args)
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory, implementation):
     token = f"token-{time.time_ns()}"
+    recorded = Recorded()
+    env = {**os.environ, "OVERSPILL_IMPLEMENTATION": implementation}  # as subprocess_env, for the module
+    client = wrapped(tmp_path_factory.mktemp("shared"), env, "serve", token, **recorded.callbacks())
+    with start_blocking_portal() as portal:
+        with portal.wrap_async_context_manager(client) as entered:
+            pid, group, wrapper = map(int, text_of(portal.call(entered.call_tool, "pid", {})).split())
+            assert group == pid and pid in running_with(token)
+            yield Shared(portal, entered, recorded, token)
+    # The client went away: the wrapper ends the upstream's process group, then exits.
+    assert wait_until(lambda: not alive_in_group(group) and not running_with(token))
+    assert wait_until(lambda: wrapper not in [pid for pid, state, _, _ in processes() if state != "Z"])
 
-    async def main():
-        async with wrapped(tmp_path, subprocess_env, "serve", token) as client:
-            assert client.server_info.name == "test-upstream" and client.server_info.version == "1.2.3"
-            assert client.instructions.startswith("The test upstream's own instructions.")
-            assert "8192 bytes" in client.instructions and "with read" in client.instructions
-            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
-            assert list(listed)[:3] == ["text", "blocks", "image"] and {"read", "grep"} <= set(listed)
-            assert listed["text"].description == "the test tool text" and listed["text"].input_schema == {
-                "type": "object"}
-            assert listed["crash"].annotations.read_only_hint is False
-            assert listed["read"].input_schema["required"] == ["resource"]
 
-            calls = {
-                "empty": ("text", {"unit": "", "count": 1}),
-                "bytes at the limit": ("text", {"unit": "x", "count": LIMIT}),
-                "lines at the limit": ("text", {"unit": "a", "count": 400, "sep": "\n"}),
-                "small blocks": ("blocks", {"parts": ["one", "two", "three"]}),
-                "image": ("image", {}),
-                "small structured": ("structured", {"data": {"rows": [1, 2, 3]}}),
-                "small error": ("fail", {"why": "no such row"}),
-            }
+def test_results_pass_through_or_come_back_bounded(shared, subprocess_env):
+    async def main(client):
+        assert client.server_info.name == "test-upstream" and client.server_info.version == "1.2.3"
+        assert client.instructions.startswith("The test upstream's own instructions.")
+        assert "8192 bytes" in client.instructions and "with read" in client.instructions
+        listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert list(listed)[:3] == ["text", "blocks", "image"] and {"read", "grep"} <= set(listed)
+        assert listed["text"].description == "the test tool text" and listed["text"].input_schema == {
+            "type": "object"}
+        assert listed["crash"].annotations.read_only_hint is False
+        assert listed["read"].input_schema["required"] == ["resource"]
+
+        calls = {
+            "empty": ("text", {"unit": "", "count": 1}),
+            "bytes at the limit": ("text", {"unit": "x", "count": LIMIT}),
+            "lines at the limit": ("text", {"unit": "a", "count": 400, "sep": "\n"}),
+            "small blocks": ("blocks", {"parts": ["one", "two", "three"]}),
+            "image": ("image", {}),
+            "small structured": ("structured", {"data": {"rows": [1, 2, 3]}}),
+            "small error": ("fail", {"why": "no such row"}),
+            "small typed": ("typed", {"unit": "t", "count": 10}),
+        }
+        async with direct([sys.executable, UPSTREAM], subprocess_env) as upstream:
             for label, (name, arguments) in calls.items():
                 result = await client.call_tool(name, arguments)
-                async with direct([sys.executable, UPSTREAM], subprocess_env) as upstream:
-                    expected = await upstream.call_tool(name, arguments)
+                expected = await upstream.call_tool(name, arguments)
                 assert dumped(result) == dumped(expected), label
                 assert result.structured_content == expected.structured_content, label
                 assert result.is_error == expected.is_error, label
-            assert (await client.call_tool("image", {})).content[0].type == "image"
+        assert (await client.call_tool("image", {})).content[0].type == "image"
 
-            over = {
-                "a byte over": ("text", {"unit": "x", "count": LIMIT + 1}, "x" * (LIMIT + 1)),
-                "a line over": ("text", {"unit": "a", "count": 401, "sep": "\n"}, "\n".join("a" * 401)),
-                "binary-looking": ("text", {"unit": "\x00\x01\x7f\x1f\ufffd\u00e9\n", "count": 3000}, None),
-                "several blocks": ("blocks", {"parts": ["a" * 5000, "b" * 5000]}, "a" * 5000 + "\n" + "b" * 5000),
-                "large error": ("fail", {"why": "e" * 9000}, "e" * 9000),
-            }
-            for label, (name, arguments, whole) in over.items():
-                if whole is None:
-                    whole = arguments["unit"] * arguments["count"]
-                result = await client.call_tool(name, arguments)
-                (link,) = links_of(result)
-                structured = result.structured_content
-                assert set(structured) == {"uri", "size", "lines", "next_offset", "text"}, label
-                assert structured["uri"] == link.uri and structured["size"] == len(whole.encode()), label
-                assert structured["text"] == text_of(result) and len(text_of(result).encode()) < LIMIT + 400, label
-                assert result.is_error == (name == "fail"), label
-                assert await page_all(client, link.uri) == whole.encode(), label
-            blocks = await client.call_tool("blocks", {"parts": ["a" * 5000, "b" * 5000]})
-            assert [block.type for block in blocks.content] == ["text", "resource_link", "image"]
+        over = {
+            "a byte over": ("text", {"unit": "x", "count": LIMIT + 1}, "x" * (LIMIT + 1)),
+            "a line over": ("text", {"unit": "a", "count": 401, "sep": "\n"}, "\n".join("a" * 401)),
+            "binary-looking": ("text", {"unit": "\x00\x01\x7f\x1f\ufffd\u00e9\n", "count": 3000}, None),
+            "several blocks": ("blocks", {"parts": ["a" * 5000, "b" * 5000]}, "a" * 5000 + "\n" + "b" * 5000),
+            "large error": ("fail", {"why": "e" * 9000}, "e" * 9000),
+        }
+        for label, (name, arguments, whole) in over.items():
+            if whole is None:
+                whole = arguments["unit"] * arguments["count"]
+            result = await client.call_tool(name, arguments)
+            (link,) = links_of(result)
+            structured = result.structured_content
+            assert set(structured) == {"uri", "size", "lines", "next_offset", "text"}, label
+            assert structured["uri"] == link.uri and structured["size"] == len(whole.encode()), label
+            assert structured["text"] == text_of(result) and len(text_of(result).encode()) < LIMIT + 400, label
+            assert result.is_error == (name == "fail"), label
+            assert await page_all(client, link.uri) == whole.encode(), label
+        blocks = await client.call_tool("blocks", {"parts": ["a" * 5000, "b" * 5000]})
+        assert [block.type for block in blocks.content] == ["text", "resource_link", "image"]
 
-            data = {"rows": [{"id": n, "name": f"row {n}"} for n in range(2000)]}
-            big = await client.call_tool("structured", {"data": data, "text": "2000 rows"})
-            assert [block.type for block in big.content] == ["text", "text", "resource_link"]
-            assert big.content[0].text == "2000 rows" and big.structured_content["text"] == big.content[1].text
-            stored = await page_all(client, big.structured_content["uri"])
-            assert json.loads(stored) == data
+        data = {"rows": [{"id": n, "name": f"row {n}"} for n in range(2000)]}
+        big = await client.call_tool("structured", {"data": data, "text": "2000 rows"})
+        assert [block.type for block in big.content] == ["text", "text", "resource_link"]
+        assert big.content[0].text == "2000 rows" and big.structured_content["text"] == big.content[1].text
+        stored = await page_all(client, big.structured_content["uri"])
+        assert json.loads(stored) == data
 
-            # A page defaults to the preview's byte limit; resources/read of ours and of the upstream's.
-            uri = links_of(await client.call_tool("text", {"unit": "y", "count": 100000}))[0].uri
-            page = await client.call_tool("read", {"resource": uri})
-            assert page.structured_content["next_offset"] == LIMIT and not page.is_error
-            first = (await client.read_resource(uri)).contents[0]
-            assert first.meta["next_offset"] == LIMIT and first.text == "y" * LIMIT
-            found = await client.call_tool("grep", {"pattern": "y+", "resource": uri, "max_matches": 1})
-            assert not found.is_error and "1 matching line" in text_of(found) or "0:" in text_of(found)
-            bad = await client.call_tool("read", {"path": "/etc/passwd"})
-            assert bad.is_error and "no argument 'path'" in text_of(bad)
-            assert (await client.read_resource("test://hello")).contents[0].text == "hello there"
-            resources = [str(resource.uri) for resource in (await client.list_resources()).resources]
-            assert resources[0] == "test://hello" and uri in resources
-            templates = (await client.list_resource_templates()).resource_templates
-            assert [template.uri_template for template in templates] == ["tool-output://{id}{?offset,limit}"]
-            assert [prompt.name for prompt in (await client.list_prompts()).prompts] == ["greet"]
-            prompt = await client.get_prompt("greet")
-            assert prompt.messages[0].content.text == "hello prompt"
-            completion = await client.complete(types.PromptReference(type="ref/prompt", name="greet"),
-                                               {"name": "x", "value": "a"})
-            assert completion.completion.values == ["alpha", "beta"]
-            with warnings.catch_warnings():  # logging/setLevel is deprecated in the 2026 protocol, still served
-                warnings.simplefilter("ignore", MCPDeprecationWarning)
-                await client.set_logging_level("debug")
-            with pytest.raises(MCPError):
-                await client.read_resource("tool-output://0123456789abZZZZZZZZZZZZZZ")
-            pid, group, parent = map(int, text_of(await client.call_tool("pid", {})).split())
-            assert group == pid and pid in running_with(token)
-            return group, parent
+        # A page defaults to the preview's byte limit; resources/read of ours and of the upstream's.
+        uri = links_of(await client.call_tool("text", {"unit": "y", "count": 100000}))[0].uri
+        page = await client.call_tool("read", {"resource": uri})
+        assert page.structured_content["next_offset"] == LIMIT and not page.is_error
+        first = (await client.read_resource(uri)).contents[0]
+        assert first.meta["next_offset"] == LIMIT and first.text == "y" * LIMIT
+        found = await client.call_tool("grep", {"pattern": "y+", "resource": uri, "max_matches": 1})
+        assert not found.is_error and "1 matching line" in text_of(found) or "0:" in text_of(found)
+        bad = await client.call_tool("read", {"path": "/etc/passwd"})
+        assert bad.is_error and "no argument 'path'" in text_of(bad)
+        assert (await client.read_resource("test://hello")).contents[0].text == "hello there"
+        resources = [str(resource.uri) for resource in (await client.list_resources()).resources]
+        assert resources[0] == "test://hello" and uri in resources
+        templates = (await client.list_resource_templates()).resource_templates
+        assert [template.uri_template for template in templates] == ["tool-output://{id}{?offset,limit}"]
+        assert [prompt.name for prompt in (await client.list_prompts()).prompts] == ["greet"]
+        prompt = await client.get_prompt("greet")
+        assert prompt.messages[0].content.text == "hello prompt"
+        completion = await client.complete(types.PromptReference(type="ref/prompt", name="greet"),
+                                           {"name": "x", "value": "a"})
+        assert completion.completion.values == ["alpha", "beta"]
+        with warnings.catch_warnings():  # logging/setLevel is deprecated in the 2026 protocol, still served
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await client.set_logging_level("debug")
+        with pytest.raises(MCPError):
+            await client.read_resource("tool-output://0123456789abZZZZZZZZZZZZZZ")
 
-    group, wrapper = anyio.run(main)
-    assert wait_until(lambda: not alive_in_group(group) and not running_with(token))
-    assert wait_until(lambda: not Path(f"/proc/{wrapper}").exists() or wrapper not in
-                      [pid for pid, state, _, _ in processes() if state != "Z"])
+    shared.run(main)
 
 
-def test_requests_and_notifications_are_relayed(tmp_path, subprocess_env):
-    logged, notified = [], []
+def test_an_output_schema_is_listed_and_a_bounded_result_conforms_to_it(shared):
+    async def main(client):
+        listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert listed["typed"].output_schema == {"type": "object", "properties": {"result": {"type": "string"}},
+                                                 "required": ["result"]}
+        assert listed["text"].output_schema is None
+        # The SDK's client validates structuredContent against the schema: a result it refused would raise.
+        result = await client.call_tool("typed", {"unit": "typed line\n", "count": 2000})
+        (link,) = links_of(result)
+        assert result.structured_content == {"result": text_of(result)} and link.uri in text_of(result)
+        ours = result.meta["overspill/bounded"]
+        assert ours["uri"] == link.uri and ours["size"] == 22000 and ours["text"] == text_of(result)
+        assert await page_all(client, link.uri) == b"typed line\n" * 2000
 
-    async def sampling(context, params):
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="forty-two"),
-                                         model="test-model")
+    shared.run(main)
 
-    async def elicitation(context, params):
-        return types.ElicitResult(action="accept", content={"name": "Ada"})
 
-    async def roots(context):
-        return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/root-a")])
+def test_requests_and_notifications_are_relayed(shared):
+    async def main(client):
+        assert text_of(await client.call_tool("sample", {"prompt": "the answer?"})) == "sampled: forty-two"
+        assert text_of(await client.call_tool("elicit", {})) == "elicited: accept {'name': 'Ada'}"
+        assert text_of(await client.call_tool("roots", {})) == "roots: file:///tmp/root-a"
+        assert text_of(await client.call_tool("ping", {})) == "pinged"
+        assert text_of(await client.call_tool("log", {})) == "logged"
+        recorded = shared.recorded
+        assert await anyio.to_thread.run_sync(wait_until, lambda: recorded.logged and "ToolListChangedNotification"
+                                              in recorded.notified)
+        assert recorded.logged == ["a log line"]
 
-    async def log(params):
-        logged.append(params.data)
+    shared.run(main)
 
-    async def message(item):
-        notified.append(type(item).__name__)
+
+def test_progress_and_cancellation_go_through(shared, tmp_path):
+    flag = tmp_path / "cancelled"
+    reports: list[float] = []
+
+    async def main(client):
+        async with anyio.create_task_group() as group:
+
+            async def progress(value, total, message) -> None:
+                reports.append(value)
+                if len(reports) == 3:
+                    group.cancel_scope.cancel()  # the client sends notifications/cancelled
+
+            async def call() -> None:
+                await client.call_tool("slow", {"path": str(flag)}, progress_callback=progress)
+                pytest.fail("the call should have been cancelled")
+
+            group.start_soon(call)
+        assert await anyio.to_thread.run_sync(wait_until, flag.exists)
+        assert text_of(await client.call_tool("text", {"unit": "after"})) == "after"
+
+    shared.run(main)
+    assert reports == [1.0, 2.0, 3.0]
+
+
+def test_in_the_2026_era_requests_are_input_required_rounds_and_a_crash_is_an_error(tmp_path, subprocess_env):
+    recorded = Recorded()
 
     async def main():
-        async with wrapped(tmp_path, subprocess_env, sampling_callback=sampling, elicitation_callback=elicitation,
-                           list_roots_callback=roots, logging_callback=log, message_handler=message) as client:
+        # The SDK client's default mode: the 2026 protocol's discover, where a server sends no requests.
+        async with wrapped(tmp_path, subprocess_env, mode="auto", **recorded.callbacks()) as client:
+            assert client.protocol_version in MODERN_PROTOCOL_VERSIONS
             assert text_of(await client.call_tool("sample", {"prompt": "the answer?"})) == "sampled: forty-two"
             assert text_of(await client.call_tool("elicit", {})) == "elicited: accept {'name': 'Ada'}"
             assert text_of(await client.call_tool("roots", {})) == "roots: file:///tmp/root-a"
             assert text_of(await client.call_tool("ping", {})) == "pinged"
-            assert text_of(await client.call_tool("log", {})) == "logged"
-            assert await anyio.to_thread.run_sync(wait_until, lambda: logged and "ToolListChangedNotification"
-                                                  in notified)
-        assert logged == ["a log line"]
+            session = client.session
+            first = await session.call_tool("sample", {"prompt": "again"}, allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult) and len(first.input_requests) == 1
+            with pytest.raises(MCPError, match="Invalid or expired requestState"):
+                await session.call_tool("sample", {}, request_state="forged", input_responses={},
+                                        allow_input_required=True)
+            result = await client.call_tool("text", {"unit": "m", "count": 20000})
+            (link,) = links_of(result)
+            assert await page_all(client, link.uri) == b"m" * 20000
 
-    anyio.run(main)
-
-
-def test_progress_and_cancellation_go_through(tmp_path, subprocess_env):
-    flag = tmp_path / "cancelled"
-    reports: list[float] = []
-
-    async def main():
-        async with wrapped(tmp_path, subprocess_env) as client:
-            async with anyio.create_task_group() as group:
-
-                async def progress(value, total, message) -> None:
-                    reports.append(value)
-                    if len(reports) == 3:
-                        group.cancel_scope.cancel()  # the client sends notifications/cancelled
-
-                async def call() -> None:
-                    await client.call_tool("slow", {"path": str(flag)}, progress_callback=progress)
-                    pytest.fail("the call should have been cancelled")
-
-                group.start_soon(call)
-            assert await anyio.to_thread.run_sync(wait_until, flag.exists)
-            assert text_of(await client.call_tool("text", {"unit": "after"})) == "after"
-        assert reports == [1.0, 2.0, 3.0]
-
-    anyio.run(main)
-
-
-def test_an_upstream_crash_mid_call_is_an_error_naming_it(tmp_path, subprocess_env):
-    async def main():
-        async with wrapped(tmp_path, subprocess_env) as client:
             group = int(text_of(await client.call_tool("pid", {})).split()[1])
             crashed = await client.call_tool("crash", {})
             assert crashed.is_error and "\n" not in text_of(crashed)
@@ -243,8 +309,8 @@ def test_an_upstream_crash_mid_call_is_an_error_naming_it(tmp_path, subprocess_e
             later = await client.call_tool("text", {"unit": "x"})
             assert later.is_error and "is gone" in text_of(later) and "exited with code 7" in text_of(later)
             assert "Unknown" not in text_of(later)
-            stored = await client.call_tool("read", {"resource": "tool-output://0123456789abZZZZZZZZZZZZZZ"})
-            assert stored.is_error and "is gone" not in text_of(stored)  # overspill's own tools still answer
+            stored = await client.call_tool("read", {"resource": link.uri})
+            assert not stored.is_error and text_of(stored).startswith("m" * LIMIT + "\n")  # overspill's own tools still answer
             return group
 
     group = anyio.run(main)
@@ -275,27 +341,15 @@ def test_an_upstream_that_never_serves_is_a_clear_error(tmp_path, subprocess_env
     assert wait_until(lambda: not running_with(token))
 
 
-def test_garbage_on_stdout_is_skipped_and_lacking_capabilities_are_not_offered(tmp_path, subprocess_env):
+def test_collisions_garbage_no_resource_link_a_token_bound_and_no_capabilities(tmp_path, subprocess_env):
     async def main():
-        async with wrapped(tmp_path, subprocess_env, "garbage") as client:  # no sampling, elicitation or roots
-            with pytest.raises(MCPError, match="Sampling not supported"):  # the upstream's own error, passed on
-                await client.call_tool("sample", {})
-            result = await client.call_tool("text", {"unit": "z", "count": 20000})
-            (link,) = links_of(result)
-            assert await page_all(client, link.uri) == b"z" * 20000
-
-    anyio.run(main)
-
-
-def test_tool_names_that_collide_and_no_resource_link(tmp_path, subprocess_env):
-    async def main():
-        # The SDK client's default mode: the 2026 protocol's discover, not the initialize handshake.
-        async with wrapped(tmp_path, subprocess_env, "collide", options=("--no-resource-link",),
-                           mode="auto") as client:
+        # No sampling, elicitation or roots; an upstream with its own read and grep that writes garbage first.
+        async with wrapped(tmp_path, subprocess_env, "collide,garbage", mode="auto",
+                           options=("--no-resource-link", "--max-tokens", "200")) as client:
             assert client.server_info.name == "test-upstream"
             names = [tool.name for tool in (await client.list_tools()).tools]
             assert names[-4:] == ["read", "grep", "overspill_read", "overspill_grep"]
-            assert "overspill_read (resource, offset)" in client.instructions
+            assert "overspill_read (resource, offset)" in client.instructions and "200 tokens" in client.instructions
             ours = await client.call_tool("read", {"unit": "upstream's own read"})
             assert text_of(ours) == "upstream's own read"  # the upstream's tool, unchanged
             result = await client.call_tool("text", {"unit": "q", "count": 30000})
@@ -303,6 +357,17 @@ def test_tool_names_that_collide_and_no_resource_link(tmp_path, subprocess_env):
             assert await page_all(client, result.structured_content["uri"], "overspill_read") == b"q" * 30000
             refused = await client.call_tool("overspill_grep", {"pattern": "q"})
             assert refused.is_error and "overspill_grep needs the argument 'resource'" in text_of(refused)
+            with pytest.raises(MCPError, match="Sampling not supported"):  # the upstream's own error, passed on
+                await client.call_tool("sample", {})
+
+            # Within the bytes and lines, over 200 tokens: bounded all the same; a short text is not.
+            words = " ".join(f"w{n}" for n in range(600))
+            tokens = await client.call_tool("text", {"unit": words})
+            uri = tokens.structured_content["uri"]
+            assert len(words) < LIMIT and uri in text_of(tokens) and text_of(tokens) != words
+            assert await page_all(client, uri, "overspill_read") == words.encode()
+            short = await client.call_tool("text", {"unit": "a few words"})
+            assert text_of(short) == "a few words" and short.structured_content is None
 
     anyio.run(main)
 

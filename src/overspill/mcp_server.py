@@ -147,7 +147,8 @@ def page_bytes(limits: Any) -> int:
 def paging_instructions(limits: Any, session: str, read: str = "read", grep: str = "grep",
                         what: str = "Tool outputs") -> str:
     """The instructions' paragraph on bounded outputs: the limits, the tools that page, the session."""
-    return (f"{what} over {limits.max_lines} lines or {limits.max_bytes} bytes come back as a head and a tail "
+    tokens = "" if limits.max_tokens is None else f" (or {limits.max_tokens} tokens)"
+    return (f"{what} over {limits.max_lines} lines or {limits.max_bytes} bytes{tokens} come back as a head and a tail "
             f"around a marker naming a {SCHEME}ID resource that holds the whole output; page through it with "
             f"{read} (resource, offset) or search it with {grep} (resource). This server's session is {session}: "
             "resources of other sessions are not found.")

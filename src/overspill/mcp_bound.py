@@ -1,0 +1,163 @@
+"""A wrapped server's ``tools/call`` result, bounded for the model (the wrapper's results).
+
+The result's text blocks, joined with ``"\\n"``, and its ``structuredContent``
+(as JSON) are measured against the store's limits; within them the result
+passes through as the upstream sent it, over them what is over is stored
+whole and the model is shown the bounded preview, its marker, a
+``resource_link`` and ``structuredContent`` with ``uri``, ``size``,
+``lines``, ``next_offset`` and ``text``.  A tool that declares an
+``outputSchema`` gets ``structuredContent`` that conforms to it where one can
+be had (see ``conforming``), with overspill's fields under ``_meta``.
+
+Needs the ``mcp`` extra; ``import overspill`` never imports this module.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+from .mcp_server import _tool_result
+from .store import ToolOutputStore
+from .tools._result import bounded
+
+__all__ = ["bound", "conforming", "fits", "release"]
+
+# Where a bounded result that keeps the upstream's structuredContent names overspill's fields.
+META_KEY = "overspill/bounded"
+
+
+def _within(text: str, limits: Any) -> bool:
+    """Whether ``text`` is within the limits as it is (its view, which the store measures, is no larger).
+
+    With a token bound, only a text of no more bytes than tokens allowed is known to fit here (a token
+    stands for at least one byte); any other is for ``store.truncate`` to count.
+    """
+    if len(text) > limits.max_bytes or text.count("\n") >= limits.max_lines:
+        return False
+    size = len(text.encode("utf-8", "surrogatepass"))
+    return size <= limits.max_bytes and (limits.max_tokens is None or size <= limits.max_tokens)
+
+
+def _texts(content: list[Any]) -> list[int]:
+    """The indexes of ``content``'s text blocks."""
+    return [index for index, block in enumerate(content)
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)]
+
+
+def fits(raw: dict[str, Any], limits: Any) -> bool:
+    """Whether a ``tools/call`` result passes through as it is, decided without the store: its
+    text blocks (joined as ``bound`` joins them) and its ``structuredContent`` (as JSON) fit."""
+    content = raw.get("content")
+    if not isinstance(content, list):
+        return True
+    texts = _texts(content)
+    if texts and not _within("\n".join(content[index]["text"] for index in texts), limits):
+        return False
+    structured = raw.get("structuredContent")
+    return structured is None or _within(json.dumps(structured, ensure_ascii=False, indent=2), limits)
+
+
+def release(raw: dict[str, Any], shown: dict[str, Any]) -> None:
+    """Let go of a bounded result's text blocks (stored by now): the SDK's reader keeps the last
+    message it read until the next one arrives, and with it every block of ``raw["content"]``, a
+    list it shares (``shown`` has its own)."""
+    content = raw.get("content")
+    if shown is not raw and isinstance(content, list) and shown.get("content") is not content:
+        content.clear()
+
+
+def _duplicates(structured: Any, text: str) -> bool:
+    """Whether ``structuredContent`` says what the text blocks say (the SDK's servers put a
+    result in both: its JSON in the text, or the text as ``{"result": text}``)."""
+    if structured == {"result": text}:
+        return True
+    if not text.lstrip()[:1] in ("{", "["):
+        return False
+    try:
+        return json.loads(text) == structured
+    except ValueError:
+        return False
+
+
+def _valid(schema: dict[str, Any], instance: Any) -> bool:
+    try:
+        from jsonschema.validators import validator_for  # a dependency of the SDK
+
+        return bool(validator_for(schema)(schema).is_valid(instance))
+    except Exception:  # an unusable schema: nothing can be shown to conform
+        return False
+
+
+def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limits: Any) -> Optional[Any]:
+    """The ``structuredContent`` a bounded result of a tool with ``outputSchema`` ``schema`` carries,
+    or None when only ``ours`` is left (which a validating client refuses): ``ours`` when the schema
+    admits it; else the upstream's object with each string value over the limits replaced by the
+    bounded text (``{"result": text}``, the SDK's shape for a tool returning text, becomes
+    ``{"result": preview}``); else the upstream's ``structuredContent`` when it is within the limits."""
+    if _valid(schema, ours):
+        return ours
+    if isinstance(upstream, dict):
+        swapped = {key: ours["text"] if isinstance(value, str) and not _within(value, limits) else value
+                   for key, value in upstream.items()}
+        if swapped != upstream and _valid(schema, swapped):
+            return swapped
+    if upstream is not None and _within(json.dumps(upstream, ensure_ascii=False, indent=2), limits) \
+            and _valid(schema, upstream):
+        return upstream
+    return None
+
+
+def _dumped(result: Any) -> dict[str, Any]:
+    return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def bound(raw: dict[str, Any], store: ToolOutputStore, session: str, call_id: str, resource_link: bool,
+          output_schema: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """A ``tools/call`` result bounded for the model (runs on a worker thread: it may write).
+
+    :param output_schema: the tool's declared ``outputSchema``, if any.
+    """
+    content = raw.get("content")
+    if not isinstance(content, list):
+        return raw
+    texts = _texts(content)
+    joined = "\n".join(content[index]["text"] for index in texts)
+    structured = raw.get("structuredContent")
+    cut = store.truncate(session, call_id, joined) if texts else None
+    if structured is not None and (cut is None or cut.resource is None or not _duplicates(structured, joined)):
+        as_json = json.dumps(structured, ensure_ascii=False, indent=2)
+        shape = store.truncate(session, f"{call_id}-structured", as_json, mime="application/json")
+    else:
+        shape = None
+    if (cut is None or cut.resource is None) and (shape is None or shape.resource is None):
+        return raw  # within the limits: as the upstream sent it
+    shown = dict(raw)
+    if cut is not None and cut.resource is not None:
+        ours = _dumped(_tool_result("wrap", bounded(cut), resource_link))
+        blocks: list[Any] = []
+        for index, block in enumerate(content):  # the preview where the first text block was
+            if index == texts[0]:
+                blocks.extend(ours["content"])
+            elif index not in texts:
+                blocks.append(block)
+        shown["content"] = blocks
+        data = ours["structuredContent"]
+        if shape is not None and shape.resource is not None:
+            data["structured_uri"] = shape.resource.uri  # stored too, not shown: the text is the preview
+            if resource_link:
+                shown["content"].append(_dumped(_tool_result("wrap", bounded(shape)))["content"][1])
+        elif shape is not None:
+            data["structured"] = structured  # small: kept whole beside the preview
+    else:
+        assert shape is not None
+        ours = _dumped(_tool_result("wrap", bounded(shape), resource_link))
+        shown["content"] = [*content, *ours["content"]]
+        data = ours["structuredContent"]
+    shown["structuredContent"] = data
+    if output_schema is not None and not raw.get("isError"):
+        kept = conforming(output_schema, data, structured, store.limits())
+        if kept is not None and kept is not data:
+            shown["structuredContent"] = kept
+            shown["_meta"] = {**(raw.get("_meta") or {}), META_KEY: data}
+    return shown
