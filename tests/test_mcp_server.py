@@ -556,7 +556,8 @@ def test_without_the_extra_it_exits_2_with_the_install_command(tmp_path, subproc
 def test_importing_overspill_does_not_import_the_sdk(subprocess_env):
     code = ("import sys, overspill, overspill.tools, overspill.cli; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types', 'anyio', 'pydantic') "
-            "or m in ('overspill.mcp_server', 'overspill.mcp_wrap', 'overspill.mcp_upstream')))")
+            "or m in ('overspill.mcp_server', 'overspill.mcp_wrap', 'overspill.mcp_upstream', "
+            "'overspill.mcp_relay', 'overspill.mcp_bound')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env,
                           timeout=60, check=True)
     assert done.stdout.strip() == "[]"
