@@ -17,7 +17,7 @@ from libc.string cimport memcpy
 from overspill_simd cimport (
     osp_hit, osp_needs_view, osp_pattern, osp_text_fits, osp_scan, osp_scan_free, osp_scan_init, osp_scan_region, osp_view,
     osp_boundary_at_or_after, osp_boundary_at_or_before, osp_count_upto, osp_crc_init, osp_crc32, osp_find_nth,
-    osp_page, osp_scan_token,
+    osp_page, osp_scan_token, osp_set_mask32,
     osp_prefix_fitting, osp_rfind_nth, osp_simd_cap, osp_suffix_fitting, osp_utf8_length,
 )
 
@@ -946,6 +946,18 @@ cdef inline bint _is_label_key(const uint8_t *key, Py_ssize_t length) noexcept:
     return False
 
 
+cdef extern from *:
+    int __builtin_ctz(unsigned int x) nogil
+
+
+# '"' and '\\' as nibble tables for osp_set_mask32 (high nibbles 2 and 5: one bit each, exact).
+cdef uint8_t _QUOTE_LOW[16]
+cdef uint8_t _QUOTE_HIGH[16]
+for _index in range(16):
+    _QUOTE_LOW[_index] = (1 if _index == 0x2 else 0) | (2 if _index == 0xC else 0)
+    _QUOTE_HIGH[_index] = 1 if _index == 0x2 else (2 if _index == 0x5 else 0)
+
+
 cdef class JsonOutline:
     """A streaming scan of a JSON document for the structure of one part of it; see _native.JsonOutline.
 
@@ -1128,7 +1140,8 @@ cdef class JsonOutline:
             self._capture_length += count
 
     cdef int _scan(self, const uint8_t *data, Py_ssize_t size, Py_ssize_t base) except -1:
-        cdef Py_ssize_t i = 0, stop
+        cdef Py_ssize_t i = 0, stop, near
+        cdef uint32_t mask
         cdef const uint8_t *found
         cdef uint8_t byte
         cdef _JFrame *top
@@ -1139,12 +1152,22 @@ cdef class JsonOutline:
                 self._state = 1
                 continue
             if self._state == 1:
-                # The string's end or its next escape, by memchr (long strings are most of many documents).
-                found = <const uint8_t *>memchr(&data[i], 34, size - i)
-                stop = size if found == NULL else found - data
-                found = <const uint8_t *>memchr(&data[i], 92, stop - i)
-                if found != NULL:
-                    stop = found - data
+                # The string's end or its next escape: a short string (most keys) byte by byte,
+                # a longer one 32 bytes at a time.
+                stop = i
+                near = min(size, i + 16)
+                while stop < near and data[stop] != 34 and data[stop] != 92:
+                    stop += 1
+                if stop == near:
+                    while stop + 32 <= size:
+                        mask = osp_set_mask32(&data[stop], _QUOTE_LOW, _QUOTE_HIGH)
+                        if mask:
+                            stop += __builtin_ctz(mask)
+                            break
+                        stop += 32
+                    else:
+                        while stop < size and data[stop] != 34 and data[stop] != 92:
+                            stop += 1
                 self._take(&data[i], stop - i)
                 if stop == size:
                     return 0

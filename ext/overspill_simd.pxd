@@ -15,6 +15,7 @@ cdef extern from "overspill_simd.h" nogil:
     uint32_t osp_crc32(uint32_t crc, const uint8_t *p, Py_ssize_t n)
     void osp_crc_init()
     int osp_simd_cap
+    uint32_t osp_set_mask32(const uint8_t *p, const uint8_t *lo, const uint8_t *hi)
     Py_ssize_t osp_scan_token(const uint8_t *p, Py_ssize_t n, Py_ssize_t avail, Py_ssize_t cap, const uint8_t *lo,
                               const uint8_t *hi, Py_ssize_t *ends, Py_ssize_t room, Py_ssize_t *parts, int *separated)
 

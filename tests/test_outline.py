@@ -457,3 +457,25 @@ def test_long_tokens_on_every_instruction_set(data, depth, slack):
             assert _speedups.outline_lines(padded, 0, len(data), b"", depth, 16, 2) == expected
         finally:
             _speedups._set_simd_cap(previous)
+
+
+@settings(max_examples=100)
+@given(st.lists(st.text(st.sampled_from('ab"\\é/ '), max_size=90), min_size=1, max_size=20), st.integers(0, 64))
+def test_json_strings_on_every_instruction_set(values, slack):
+    # Long strings are searched for their end 32 bytes at a time (SIMD), short ones and the rest byte by byte.
+    data = json.dumps({"items": [{"name": value, "note": value * 2} for value in values]}).encode()
+    padded = data + b" " * slack
+    expected = None
+    for kernels, level in [(_native, None)] + ([(_speedups, 0), (_speedups, 3)] if _speedups is not None else []):
+        previous = kernels._set_simd_cap(level) if level is not None else None
+        try:
+            scanner = kernels.JsonOutline(10, len(data) - 5, 4, 64, 64)
+            scanner.feed(padded[:len(data) // 2])
+            scanner.feed(padded[len(data) // 2 :])
+            found = scanner.result()
+        finally:
+            if level is not None:
+                kernels._set_simd_cap(previous)
+        assert found[0]
+        expected = found if expected is None else expected
+        assert found == expected
