@@ -435,7 +435,7 @@ class ToolOutputStore:
         the signal lines, if any, and ``"\\n\\n" + tail`` when the tail is
         not empty.  Head and tail are those of ``overspill.preview`` of the
         view with ``line_slack`` 10% of a side's budget; signal lines are up
-        to 20 lines of the omitted part that look like errors or warnings
+        to 20 lines of the omitted part that look like errors, warnings or summaries
         (``tool_output.signals``), each with its byte offset, and their bytes
         and lines come out of the preview's budget.  Every offset is a byte
         offset in the stored bytes.
