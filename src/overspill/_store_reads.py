@@ -1,0 +1,243 @@
+"""The store's read side: pages, views, byte ranges and previews of what a session stored.
+
+A mixin of ``ToolOutputStore`` (see ``overspill.store``): every read checks
+the URI and the session, then asks the backend for verified bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Optional
+
+from . import _kernels
+from ._arguments import id_string, whole_number
+from ._buffers import VIEW_ANSI
+from ._preview import BOUNDARY_MARGIN, compose, stored_preview
+from ._store_types import Page, TruncateResult, new_instance
+from .backends.base import Backend
+from .config import MAX_READ_BYTES, Limits
+from .errors import AccessDeniedError
+from .records import Record, Resource, parse_uri
+from .text import ESCAPE_REACH, SignalPatterns, escape_end, shown_text
+
+__all__ = ["StoreReads"]
+
+# Bytes read around a page so that its character boundaries are decided
+# exactly as over the whole payload.
+_PAGE_MARGIN = BOUNDARY_MARGIN
+# Bytes per range that ``iter_bytes`` verifies and yields (rounded to whole
+# checksum chunks, so that no chunk is verified twice).
+_STREAM_BYTES = 1 << 20
+
+
+class StoreReads:
+    """Reading what a session stored: ``read`` (pages), ``read_bytes``, ``view``,
+    ``iter_bytes``, ``status`` and ``preview``."""
+
+    # Set by ToolOutputStore.__init__.
+    _backend: Backend
+    _views: int
+    _limits: Limits
+    _signals: SignalPatterns
+    _tokens: Optional[tuple[int, Callable[[str], int]]]
+
+    def _owned_record(self, session_id: str, resource_id: str) -> Record:
+        record = self._backend.record(resource_id)
+        if record.session_id != session_id:
+            raise AccessDeniedError(f"resource {record.resource.uri} not found in this session (another session wrote it)")
+        return record
+
+    @contextlib.contextmanager
+    def view(self, session_id: str, uri: str, *, start: int = 0,
+             end: Optional[int] = None) -> Iterator[tuple[Resource, memoryview]]:
+        """The whole verified payload (or its bytes ``[start, end)``, clamped) as a
+        read-only view, for scans such as grep.
+
+        Every checksum chunk under it is verified before the view is given
+        out; it is valid only inside the ``with`` block.
+
+        :raises InvalidResourceError: ``uri`` is not a well-formed URI.
+        :raises AccessDeniedError: another session wrote the resource.
+        :raises ResourceNotFoundError: it does not exist or its files are broken.
+        :raises ResourceCorruptError: its bytes do not match their checksums.
+        """
+        resource_id = parse_uri(uri)
+        id_string(session_id, "session_id")
+        record = self._owned_record(session_id, resource_id)
+        size = record.resource.size
+        low = min(max(whole_number(start, "start"), 0), size)
+        high = size if end is None else min(max(whole_number(end, "end"), low), size)
+        with self._backend.read(record, low, high) as whole:
+            yield record.resource, whole
+
+    def iter_bytes(self, session_id: str, uri: str) -> Iterator[memoryview]:
+        """The exact stored bytes, in order, one verified range at a time.
+
+        Each range (about 1 MiB, whole checksum chunks) is verified just before
+        it is yielded, so a consumer that stops early (``read --all | head``)
+        pays only for what it took, and memory stays flat whatever the size.
+        A yielded view is valid until the next one is requested; copy it to keep it.
+
+        :raises InvalidResourceError: ``uri`` is not a well-formed URI.
+        :raises AccessDeniedError: another session wrote the resource.
+        :raises ResourceNotFoundError: it does not exist or its files are broken.
+        :raises ResourceCorruptError: a range does not match its checksums (the
+            ranges before it were already yielded).
+        """
+        resource_id = parse_uri(uri)
+        id_string(session_id, "session_id")
+        record = self._owned_record(session_id, resource_id)
+        return self._ranges(record)
+
+    def _ranges(self, record: Record) -> Iterator[memoryview]:
+        size = record.resource.size
+        step = max(_STREAM_BYTES // record.checksum_chunk, 1) * record.checksum_chunk
+        for start in range(0, size, step):
+            with self._backend.read(record, start, min(start + step, size)) as view:
+                yield view
+
+    def read(self, session_id: str, uri: str, *, offset: int = 0, limit: Optional[int] = None) -> Page:
+        """A page of a resource that this session wrote.
+
+        :param uri: ``tool-output://ID``.
+        :param offset: a byte offset into the stored bytes, clamped to
+            ``[0, size]``; a mid-character offset starts at the next character.
+        :param limit: the most bytes in the page, clamped to ``[1, MAX_READ_BYTES]``
+            (the default); a page holds at least one character.
+        :raises InvalidResourceError: ``uri`` is not a well-formed URI.
+        :raises TypeError: ``offset`` or ``limit`` is not an int (a bool is not).
+        :raises AccessDeniedError: another session wrote the resource.
+        :raises ResourceNotFoundError: it does not exist or its files are broken.
+        :raises ResourceCorruptError: its bytes do not match their checksums.
+        """
+        resource_id = parse_uri(uri)
+        id_string(session_id, "session_id")
+        offset = whole_number(offset, "offset")  # clamped below, as the reference store does
+        limit = MAX_READ_BYTES if limit is None else whole_number(limit, "limit")
+        record = self._owned_record(session_id, resource_id)
+        size = record.resource.size
+        offset = min(max(offset, 0), size)
+        limit = min(max(limit, 1), MAX_READ_BYTES)
+        # The page's boundaries depend on a few bytes either side of it, so a
+        # window with a margin decides them exactly as the whole payload would.
+        low = max(offset - _PAGE_MARGIN, 0)
+        high = min(offset + limit + _PAGE_MARGIN, size)
+        escapes = self._views & VIEW_ANSI
+        if escapes:
+            # Room to see an escape sequence that a page edge would split.
+            low, high = max(offset - ESCAPE_REACH, 0), min(high + ESCAPE_REACH, size)
+        with self._backend.read(record, low, high) as view:
+            if not view:
+                return Page(record.resource, "", 0, False, None, record.complete)
+            start, end = _kernels.page_bounds(view, offset - low, limit, high == size)
+            if escapes:
+                # Each page's view is of its bytes alone: a page never starts or ends inside an
+                # escape sequence (it would show a piece of it, such as "[1;31m").  A start inside
+                # one moves past it (it shows nothing); an end inside one moves to its end.
+                start = escape_end(view, start)
+                end = max(escape_end(view, end), start)
+            content = shown_text(view[start:end], self._views)
+        start += low
+        end += low
+        more = end < size
+        # As ``unchanged`` does for TruncateResult: an equal frozen instance
+        # without a frozen ``__init__``'s per-field ``object.__setattr__``.
+        page = new_instance(Page)
+        fields = page.__dict__
+        fields["resource"] = record.resource
+        fields["content"] = content
+        fields["offset"] = start
+        fields["truncated"] = more
+        fields["next"] = end if more else None
+        fields["complete"] = record.complete
+        return page
+
+    def read_bytes(self, session_id: str, uri: str, *, offset: int = 0,
+                   limit: Optional[int] = None) -> tuple[Resource, bytes, int, Optional[int]]:
+        """A page of a resource's exact bytes (for binary resources, which a
+        text page would show as U+FFFD): ``(resource, data, offset, next)``.
+
+        Offsets and limits are clamped as ``read``'s, but the page is cut at
+        exactly ``offset + limit`` (bytes have no characters to respect);
+        ``next`` is where the following page starts, None at the end (a read at
+        or past the end is an empty page).
+
+        :raises: as ``read``.
+        """
+        resource_id = parse_uri(uri)
+        id_string(session_id, "session_id")
+        offset = whole_number(offset, "offset")
+        limit = MAX_READ_BYTES if limit is None else whole_number(limit, "limit")
+        record = self._owned_record(session_id, resource_id)
+        size = record.resource.size
+        start = min(max(offset, 0), size)
+        end = min(start + min(max(limit, 1), MAX_READ_BYTES), size)
+        with self._backend.read(record, start, end) as view:
+            data = bytes(view)
+        return record.resource, data, start, (end if end < size else None)
+
+    def status(self, session_id: str, uri: str) -> Record:
+        """The record of a resource this session wrote; for a background command's
+        output, its ``state`` (running, exited, lost), exit code and sealed size.
+
+        :raises InvalidResourceError, AccessDeniedError, ResourceNotFoundError: as ``read``.
+        """
+        resource_id = parse_uri(uri)
+        id_string(session_id, "session_id")
+        return self._owned_record(session_id, resource_id)
+
+    def preview(self, session_id: str, uri: str, *, offset: int = 0, max_lines: Optional[int] = None,
+                max_bytes: Optional[int] = None, kept_end: Optional[bytes] = None) -> TruncateResult:
+        """The head+tail preview of a resource's bytes from ``offset`` to its (sealed) end.
+
+        Under the limits ``content`` is all of them; over, a marker names the
+        byte offset where the omitted part starts.  ``next_offset`` is where
+        to read on from: that offset, or the end when nothing was omitted.
+        Nothing is written.
+
+        :param offset: clamped to ``[0, size]``.
+        :param kept_end: the output's true end when its stored copy was capped
+            (only used from offset 0).
+        :raises InvalidResourceError, AccessDeniedError, ResourceNotFoundError,
+            ResourceCorruptError: as ``read``.
+        """
+        record = self.status(session_id, uri)
+        offset = whole_number(offset, "offset")
+        lines_limit = self._limits.max_lines if max_lines is None else whole_number(max_lines, "max_lines", 1)
+        bytes_limit = self._limits.max_bytes if max_bytes is None else whole_number(max_bytes, "max_bytes", 1)
+        size = record.resource.size
+        start = min(max(offset, 0), size)
+        backend = self._backend
+        newlines = 0
+        last_newline = False
+        for low in range(start, size, _STREAM_BYTES):
+            with backend.read(record, low, min(low + _STREAM_BYTES, size)) as view:
+                newlines += _kernels.count_lines(view) - 1
+                last_newline = view[-1] == 10
+        capped = start == 0 and record.capture is not None and kept_end is not None
+        total = record.capture[0] if capped else size - start  # type: ignore[index]
+        shaped, signals = stored_preview(
+            lambda low, high: backend.read(record, start + low, start + high), uri=record.resource.uri,
+            stored=size - start, total=total, count=newlines + 1, max_lines=lines_limit, max_bytes=bytes_limit,
+            # Signal lines and the outline name offsets of the range: only from 0 are they the output's.
+            flags=self._views, signals=self._signals if start == 0 else (), outline=start == 0 and self._limits.outline,
+            kept_end=kept_end if capped else None, tokens=self._tokens)
+        lines = newlines + (1 if size > start and not last_newline else 0)
+        if not shaped.truncated:
+            return TruncateResult(shaped.head, False, record.resource, lines, size)
+        if start == 0:
+            content = compose(shaped, signals, record.resource.uri, size, lines, total if capped else None)
+        else:
+            resume = start + shaped.head_end
+            uri_text = record.resource.uri
+            marker = (f"... {shaped.tail_start - shaped.head_end} bytes omitted here: from byte offset {resume} "
+                      f"to {start + shaped.tail_start} of {size} ...\n"
+                      f'next: read(resource="{uri_text}", offset={resume}) or grep(resource="{uri_text}", '
+                      'pattern="...")')
+            content = f"{shaped.head}\n\n{marker}"
+            if signals:
+                content += "\n" + "\n".join(signals)
+            if shaped.tail:
+                content += f"\n\n{shaped.tail}"
+        return TruncateResult(content, True, record.resource, lines, start + shaped.head_end)

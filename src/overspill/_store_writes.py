@@ -1,0 +1,485 @@
+"""The store's write side: ``write``, ``truncate`` and their streaming forms.
+
+A mixin of ``ToolOutputStore`` (see ``overspill.store``): the store draws the
+id, a backend writer takes the bytes (capped by ``max_stored_bytes``, room
+made under ``max_total_bytes`` as it grows, ``overspill._quota``), and
+``overspill._preview`` cuts what the model is shown of a stored output.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, NoReturn, Optional, Union
+
+from . import _kernels
+from ._arguments import id_string, whole_number
+from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike
+from ._preview import compose, stored_preview
+from ._quota import QuotaBackend, make_room
+from ._store_types import (TruncateResult, check_metadata, checked_buffer, chunk_view, stable, stable_pieces,
+                           storage_error, unchanged)
+from .backends.base import Backend, PageHints, Writer
+from .config import Limits
+from .errors import StorageError
+from .records import MAX_METADATA_BYTES, Record, Resource, new_id
+from .text import (
+    Content,
+    Preview,
+    Reader,
+    SignalPatterns,
+    counted_lines,
+    encode_content,
+    human_lines,
+    line_slack,
+    preview_from_cuts,
+    shown_size,
+    shown_text,
+    stored_pieces,
+    view_preview,
+)
+
+__all__ = ["StoreWrites"]
+
+# Draws of a fresh id before giving up: a clash needs 83 random bits to repeat.
+_ID_ATTEMPTS = 8
+# What a capped stream keeps of its true end, in memory, for the preview's tail.
+_TRUE_TAIL_BYTES = 1024 * 1024
+# How often (bytes written) a long write makes room under the folder's quota.
+QUOTA_STEP = 64 * 1024 * 1024
+# Ids, call ids and mimes this short are within MAX_METADATA_BYTES whatever they hold (4 bytes a code point).
+_INLINE_ID_LENGTH = MAX_METADATA_BYTES // 4
+
+
+class _TrueTail:
+    """The last ``_TRUE_TAIL_BYTES`` (or a little more) of a stream, as the chunks
+    that hold them (``bytes`` chunks are kept by reference, others copied)."""
+
+    def __init__(self) -> None:
+        self._chunks: deque[bytes] = deque()
+        self._size = 0
+
+    def feed(self, chunk: object, view: memoryview) -> None:
+        data = chunk if type(chunk) is bytes else bytes(view)
+        self._chunks.append(data)  # type: ignore[arg-type]
+        self._size += len(view)
+        while self._size - len(self._chunks[0]) >= _TRUE_TAIL_BYTES:
+            self._size -= len(self._chunks.popleft())
+
+    def value(self) -> bytes:
+        return b"".join(self._chunks)[-_TRUE_TAIL_BYTES:]
+
+
+def _true_end(content: Content) -> bytes:
+    """The last ``_TRUE_TAIL_BYTES`` of ``content``'s stored form."""
+    if isinstance(content, str):
+        # Each code point encodes on its own: the last ones encode to the stored form's end.
+        return encode_content(content[-_TRUE_TAIL_BYTES:])[-_TRUE_TAIL_BYTES:]
+    with memoryview(content) as view:
+        return bytes(view.cast("B")[-_TRUE_TAIL_BYTES:])
+
+
+def _needs_view(text: str, flags: int) -> bool:
+    """Whether ``text`` differs from its view: an ESC or a lone ``\\r``."""
+    if flags & VIEW_ANSI and "\x1b" in text:
+        return True
+    return bool(flags & VIEW_CR) and text.count("\r") != text.count("\r\n")
+
+
+def _raise_stored(error: BaseException) -> NoReturn:
+    """Re-raise a failure of storing an output: an OSError as the StorageError the store raises."""
+    if isinstance(error, OSError) and not isinstance(error, StorageError):
+        raise storage_error("cannot store the resource", error) from None
+    raise error
+
+
+class StoreWrites:
+    """Storing outputs: ``write``, ``truncate``, ``write_stream`` and ``truncate_stream``."""
+
+    # Set by ToolOutputStore.__init__.
+    _backend: Backend
+    _limits: Limits
+    _views: int
+    _signals: SignalPatterns
+    _tokens: Optional[tuple[int, Callable[[str], int]]]
+    _retention: timedelta
+    _directory: Optional[Path]
+    _quota: Optional[QuotaBackend]
+    _hints: Optional[PageHints]
+
+    def _writer(self) -> Writer:
+        """A backend writer under a fresh id (ids are the store's: they sort by time)."""
+        return self._created(self._backend.create)
+
+    def _created(self, create: Callable[[str], Any]) -> Any:
+        """``create(id)`` for a fresh id, drawn again while the id is taken."""
+        for _ in range(_ID_ATTEMPTS):
+            try:
+                return create(new_id())
+            except FileExistsError:
+                continue
+            except OSError as error:
+                if isinstance(error, StorageError):
+                    raise
+                raise storage_error("cannot create a resource", error) from None
+        raise StorageError(17, "could not find a free resource id")
+
+    def _stored_cap(self) -> int:
+        """The most bytes one stored copy holds: one output never passes the folder's quota."""
+        return min(self._limits.max_stored_bytes, self._limits.max_total_bytes)
+
+    def _make_room(self) -> None:
+        """Evict the oldest resources until the location is within its quota
+        (``overspill._quota``).
+
+        The location's own bytes count, unfinished payloads (this writer's
+        included) too; only published resources are evicted, oldest
+        ``created`` first, under the cleanup lock.  A backend without the
+        ``Quota`` capability is left alone.
+        """
+        if self._quota is None:
+            return
+        try:
+            make_room(self._quota, self._limits.max_total_bytes)
+        except OSError as error:
+            if isinstance(error, StorageError):
+                raise
+            raise storage_error(f"cannot make room in {self._directory}", error) from None
+
+    def _write_capped(self, writer: Writer, data: memoryview, cap: int) -> None:
+        """Write what of ``data`` fits under ``cap``; make room under the quota as the payload grows."""
+        room = cap - writer.size
+        if room <= 0:
+            return
+        before = writer.size
+        writer.write(data if len(data) <= room else data[:room])
+        if before // QUOTA_STEP != writer.size // QUOTA_STEP:
+            self._make_room()
+
+    def _publish(self, writer: Writer, session_id: str, tool_call_id: str,
+                 mime: str, name: Optional[str], total: Optional[int] = None,
+                 lines: Optional[int] = None) -> Record:
+        """Publish ``writer``'s resource; ``total`` is the output's size when it was
+        capped, ``lines`` its line count as people give it."""
+        capture = None if total is None or total <= writer.size else (total, writer.size)
+        extra: dict[str, object] = {}
+        if capture is not None:
+            extra["capture"] = capture
+        if lines is not None:
+            extra["lines"] = lines
+        try:
+            self._make_room()
+            return writer.publish(session_id, tool_call_id, mime, name, retention=self._retention, **extra)
+        except BaseException as error:
+            writer.abort()
+            _raise_stored(error)
+
+    def _write_pieces(self, session_id: str, tool_call_id: str, pieces: Iterable[memoryview],
+                      mime: str, name: Optional[str]) -> Record:
+        """Store ``pieces`` (their first ``max_stored_bytes``; the rest is counted)."""
+        cap = self._stored_cap()
+        writer = self._writer()
+        total = 0
+        newlines = 0
+        last_newline = False
+        try:
+            for piece in stable_pieces(pieces):
+                if not len(piece):
+                    continue
+                total += len(piece)
+                newlines += _kernels.count_lines(piece) - 1
+                last_newline = piece[-1] == 10
+                self._write_capped(writer, piece, cap)
+        except BaseException as error:
+            writer.abort()
+            _raise_stored(error)
+        lines = counted_lines(newlines, total, last_newline)
+        return self._publish(writer, session_id, tool_call_id, mime, name, total, lines)
+
+    @staticmethod
+    def _check_write_arguments(session_id: object, tool_call_id: object, mime: object, name: object) -> None:
+        check_metadata(id_string(session_id, "session_id"), "session_id")
+        check_metadata(id_string(tool_call_id, "tool_call_id"), "tool_call_id")
+        check_metadata(id_string(mime, "mime"), "mime")
+        if name is not None:
+            if not isinstance(name, str):
+                raise TypeError(f"name must be a str or None, not {type(name).__name__}")
+            check_metadata(name, "name")
+
+    def write(self, session_id: str, tool_call_id: str, content: Content, *,
+              mime: str = "text/plain", name: Optional[str] = None) -> Resource:
+        """Persist ``content`` whole, whatever its size, and return its resource.
+
+        A ``str`` is stored as UTF-8 (``surrogateescape``; other lone surrogates
+        as U+FFFD); bytes-like content is stored exactly.  Past
+        ``max_stored_bytes`` (or the folder's ``max_total_bytes``) only the
+        first that many bytes are stored, and the record's ``capture`` says so.
+
+        :raises TypeError: an argument of the wrong type.
+        :raises ValueError: an empty ``session_id``, ``tool_call_id`` or ``mime``.
+        :raises StorageError: the write failed; nothing was left visible.
+        """
+        self._check_write_arguments(session_id, tool_call_id, mime, name)
+        if not isinstance(content, str):
+            content = checked_buffer(content)
+        return self._write_pieces(session_id, tool_call_id, stored_pieces(content), mime, name).resource
+
+    def truncate(self, session_id: str, tool_call_id: str, content: Content, *,
+                 max_lines: Optional[int] = None, max_bytes: Optional[int] = None,
+                 mime: Optional[str] = None, name: Optional[str] = None) -> TruncateResult:
+        """Bound ``content`` for the model, persisting it whole when it is over.
+
+        The model is shown a view of the content (``tool_output.views``: ANSI
+        escapes removed, ``\\r`` redraws collapsed; text without ESC or lone
+        ``\\r`` is its own view).  Views never decide storage: when the raw
+        content is within the limits its view comes back (decoded with
+        ``errors="replace"`` if it was bytes) and nothing is written.  Over
+        them the content is stored exactly; when its view fits the limits
+        (redraws and escapes only) the result is that view, ``"\\n\\n"`` and
+        ``view_marker``'s marker, else ``head + "\\n\\n" + marker`` followed by
+        the signal lines, if any, and ``"\\n\\n" + tail`` when the tail is
+        not empty.  Head and tail are those of ``overspill.preview`` of the
+        view with ``line_slack`` 10% of a side's budget; signal lines are up
+        to 20 lines of the omitted part that look like errors, warnings or summaries
+        (``tool_output.signals``), each with its byte offset, and their bytes
+        and lines come out of the preview's budget.  Every offset is a byte
+        offset in the stored bytes.
+
+        :param max_lines: overrides the store's limit for this call.
+        :param max_bytes: overrides the store's limit for this call.
+        :raises TypeError: an argument of the wrong type (a bool is not an int).
+        :raises ValueError: a limit below 1, or an empty id or mime.
+        :raises StorageError: the write failed; nothing was left visible.
+        """
+        mime = "text/plain" if mime is None else mime
+        # Nearly every output is small and comes with plain str ids: that case is
+        # checked inline (the full check gives the same verdict, at 3x the cost).
+        if not (type(session_id) is str and 0 < len(session_id) <= _INLINE_ID_LENGTH and type(tool_call_id) is str
+                and 0 < len(tool_call_id) <= _INLINE_ID_LENGTH and type(mime) is str and mime
+                and len(mime) <= _INLINE_ID_LENGTH and name is None):
+            self._check_write_arguments(session_id, tool_call_id, mime, name)
+        lines_limit = self._limits.max_lines if max_lines is None else max_lines
+        bytes_limit = self._limits.max_bytes if max_bytes is None else max_bytes
+        flags = self._views
+        # The path almost every output takes: one kernel pass says it is shown as it is.
+        # (With a token bound, the tokens are counted on the way below.)
+        if (self._tokens is None and type(content) is str
+                and _kernels.text_fits(content, lines_limit, bytes_limit, flags)):
+            return unchanged(content)
+        if not isinstance(content, str):
+            content = checked_buffer(content)
+        elif flags and _needs_view(content, flags):
+            # The view is cut from the stored form, where offsets are counted.
+            content = _kernels.ascii_view(content) or memoryview(encode_content(content))
+        first = self._first_cut(content, lines_limit, bytes_limit, flags)
+        if isinstance(first, TruncateResult):
+            return first
+        return self._stored_result(session_id, tool_call_id, content, mime, name, lines_limit, bytes_limit, first)
+
+    def _first_cut(self, content: Union[str, BytesLike], lines_limit: int, bytes_limit: int,
+                   flags: int) -> Union[TruncateResult, Preview, None]:
+        """``truncate``'s verdict before anything is stored: the unchanged result
+        when ``content`` is shown whole, else the preview cut from ``content``
+        itself (None when it must be cut from the stored bytes: within the
+        byte and line limits, over them as shown or over the token bound)."""
+        tokens = self._tokens
+        shaped: Optional[Preview]
+        if isinstance(content, str):
+            cuts = _kernels.preview_cuts(content, lines_limit, bytes_limit, line_slack(bytes_limit))
+            if cuts[0] >= cuts[1]:
+                if tokens is None or tokens[1](content) <= tokens[0]:
+                    return unchanged(content)
+                shaped = None  # within the byte and line limits, over the token bound
+            else:
+                shaped = preview_from_cuts(content, cuts)
+        else:
+            # Views never decide storage: raw bytes over the limits are stored whole, even when
+            # their view (redraws collapsed, escapes removed) would fit.
+            raw = _kernels.preview_cuts(content, lines_limit, bytes_limit)
+            if raw[0] >= raw[1]:
+                text = shown_text(content, flags)
+                # Invalid bytes show as U+FFFD (3 bytes each): the limit holds for what is shown.
+                fits = "\ufffd" not in text or shown_size(text) <= bytes_limit
+                if fits and (tokens is None or tokens[1](text) <= tokens[0]):
+                    return unchanged(text)
+                shaped = None  # within the byte and line limits, over them as shown or over the token bound
+            else:
+                shaped = view_preview(content, lines_limit, bytes_limit, flags, line_slack(bytes_limit))
+                if not shaped.truncated and tokens is not None and tokens[1](shaped.head) > tokens[0]:
+                    shaped = None  # the view fits the bytes and lines, not the token bound
+        return shaped
+
+    def _stored_result(self, session_id: str, tool_call_id: str, content: Union[str, BytesLike], mime: str,
+                       name: Optional[str], lines_limit: int, bytes_limit: int,
+                       shaped: Optional[Preview]) -> TruncateResult:
+        """Store ``content`` whole (capped by the quota) and preview what was stored."""
+        flags = self._views
+        tokens = self._tokens
+        record = self._write_pieces(session_id, tool_call_id, stored_pieces(content), mime, name)
+        lines = human_lines(content)
+        if record.capture is None:
+            shaped, signals = stored_preview(
+                self._stored_bytes(record), uri=record.resource.uri, stored=record.resource.size,
+                total=record.resource.size, max_lines=lines_limit, max_bytes=bytes_limit, flags=flags,
+                signals=self._signals, content=content, first=shaped, release=self._releaser(record),
+                outline=self._limits.outline, tokens=tokens)
+        else:
+            # The stored copy holds only the output's start: the preview is cut as
+            # truncate_stream cuts it (head from the stored copy, tail from the true
+            # end), so the marker never offers an offset past what was stored.
+            shaped, signals = stored_preview(
+                self._stored_bytes(record), uri=record.resource.uri, stored=record.resource.size,
+                total=record.capture[0], count=_kernels.count_lines(content), max_lines=lines_limit,
+                max_bytes=bytes_limit, flags=flags, signals=self._signals, kept_end=_true_end(content),
+                release=self._releaser(record), outline=self._limits.outline, tokens=tokens)
+        return self._truncated(record, shaped, signals, lines)
+
+    def _stored_bytes(self, record: Record) -> Reader:
+        """``read(start, end)``: verified views of ``record``'s stored bytes."""
+        backend = self._backend
+        return lambda start, end: backend.read(record, start, end)
+
+    def _releaser(self, record: Record) -> Optional[Callable[[int, int], None]]:
+        """The backend's hint that a scanned range of ``record`` is not needed soon, if it has one."""
+        hints = self._hints
+        if hints is None:
+            return None
+        return lambda start, end: hints.drop_pages(record, start, end)
+
+    @staticmethod
+    def _truncated(record: Record, shaped: Preview, signals: list[str], lines: int) -> TruncateResult:
+        total = record.capture[0] if record.capture is not None else None
+        content = compose(shaped, signals, record.resource.uri, record.resource.size, lines, total)
+        # A view shown whole stands for every stored byte: reading goes on from the start.
+        return TruncateResult(content, True, record.resource, lines, shaped.head_end if shaped.truncated else 0)
+
+    # ------------------------------------------------------------------ streams
+    def write_stream(self, session_id: str, tool_call_id: str, chunks: Iterable[BytesLike], *,
+                     mime: str = "text/plain", name: Optional[str] = None) -> Resource:
+        """Persist an output that arrives as byte chunks, holding one chunk at a time.
+
+        :raises TypeError: a chunk is not bytes-like, or another argument is of the wrong type.
+        :raises StorageError: the write failed; nothing was left visible.
+        """
+        self._check_write_arguments(session_id, tool_call_id, mime, name)
+        return self._write_pieces(session_id, tool_call_id, map(chunk_view, chunks), mime, name).resource
+
+    def truncate_stream(self, session_id: str, tool_call_id: str, chunks: Iterable[BytesLike], *,
+                        max_lines: Optional[int] = None, max_bytes: Optional[int] = None,
+                        mime: Optional[str] = None, name: Optional[str] = None) -> TruncateResult:
+        """``truncate`` for an output that arrives as byte chunks, in bounded memory.
+
+        Chunks are held only while the output is still under the limits (at
+        most ``max_bytes``); past them they go straight to the payload, and
+        the preview is cut from the stored bytes, so it equals what
+        ``truncate`` gives for the joined content.  Under the limits the
+        content is returned decoded with ``errors="replace"`` and nothing is
+        written.  Past ``max_stored_bytes`` (or the folder's
+        ``max_total_bytes``) the payload stops growing, the last 1 MiB is kept
+        in memory, and the preview's tail is the output's true end; the
+        record's ``capture`` and the marker say how much was stored.
+
+        :raises TypeError: a chunk is not bytes-like, or another argument is of the wrong type.
+        :raises ValueError: a limit below 1, or an empty id or mime.
+        :raises StorageError: the write failed; nothing was left visible.
+        """
+        mime = "text/plain" if mime is None else mime
+        self._check_write_arguments(session_id, tool_call_id, mime, name)
+        lines_limit = self._limits.max_lines if max_lines is None else whole_number(max_lines, "max_lines", 1)
+        bytes_limit = self._limits.max_bytes if max_bytes is None else whole_number(max_bytes, "max_bytes", 1)
+        spill = _Spill(self, lines_limit, bytes_limit)
+        try:
+            for chunk in chunks:
+                spill.feed(chunk)
+        except BaseException as error:
+            spill.abort()
+            _raise_stored(error)
+        if spill.writer is None:
+            text = shown_text(spill.held, self._views)
+            # Invalid bytes show as U+FFFD (3 bytes each): the limit holds for what is shown.
+            fits = "\ufffd" not in text or shown_size(text) <= bytes_limit
+            if fits and (self._tokens is None or self._tokens[1](text) <= self._tokens[0]):
+                return TruncateResult(text, False, None)
+            # Within the byte and line limits, over them as shown or over the token bound: stored
+            # like any larger output.
+            try:
+                spill.start()
+            except BaseException as error:
+                spill.abort()
+                _raise_stored(error)
+        size = spill.size
+        lines = counted_lines(spill.newlines, size, spill.last_newline)  # as a person counts them
+        record = self._publish(spill.writer, session_id, tool_call_id, mime, name, size, lines)
+        count = spill.newlines + 1  # as the preview's line rule counts them
+        try:
+            shaped, signals = stored_preview(
+                self._stored_bytes(record), uri=record.resource.uri, stored=record.resource.size, total=size,
+                count=count, max_lines=lines_limit, max_bytes=bytes_limit, flags=self._views,
+                signals=self._signals, kept_end=None if record.capture is None else spill.true_tail.value(),
+                release=self._releaser(record), outline=self._limits.outline, tokens=self._tokens)
+        except BaseException:
+            # The preview is read back from the published payload; when that
+            # fails the caller gets an error, so no resource may stay behind.
+            self._discard(record.id)
+            raise
+        return self._truncated(record, shaped, signals, lines)
+
+    def _discard(self, resource_id: str) -> None:
+        """Remove a resource this store just published; never raises (a pair
+        left behind is a complete resource, which cleanup expires)."""
+        try:
+            self._backend.delete(resource_id)
+        except Exception:  # noqa: BLE001 - the caller is already raising the error that matters
+            pass
+
+
+class _Spill:
+    """An output arriving as chunks (``truncate_stream``): held while it is within
+    the limits, then written, capped, through a writer; its true end kept in
+    memory when the stored copy is capped."""
+
+    def __init__(self, store: StoreWrites, lines_limit: int, bytes_limit: int) -> None:
+        self._store = store
+        self._lines_limit = lines_limit
+        self._bytes_limit = bytes_limit
+        self._cap = store._stored_cap()
+        self.held = bytearray()
+        self.newlines = 0
+        self.size = 0
+        self.last_newline = False
+        self.true_tail = _TrueTail()
+        self.writer: Optional[Writer] = None
+
+    def feed(self, chunk: BytesLike) -> None:
+        """Count ``chunk``; hold it while the output is within the limits, else write it."""
+        with chunk_view(chunk) as view:
+            if not view:
+                return
+            self.newlines += _kernels.count_lines(view) - 1
+            self.size += len(view)
+            self.last_newline = view[-1] == 10
+            # Under the limits: whole lines (a final newline starts no line), as preview_cuts counts.
+            if self.writer is None and self.size <= self._bytes_limit and (
+                    self.newlines < self._lines_limit or (self.newlines == self._lines_limit and self.last_newline)):
+                self.held += view
+                return
+            if self.writer is None:
+                self.start(len(view))
+            if self.size > self._cap - _TRUE_TAIL_BYTES:
+                self.true_tail.feed(chunk, view)
+            for piece in stable(view):
+                self._store._write_capped(self.writer, piece, self._cap)  # type: ignore[arg-type]
+
+    def start(self, arriving: int = 0) -> None:
+        """Open the writer and write what was held (``arriving`` bytes are counted but not yet held)."""
+        self.writer = self._store._writer()
+        self._store._write_capped(self.writer, memoryview(self.held), self._cap)
+        if self.size - arriving > self._cap - _TRUE_TAIL_BYTES:
+            self.true_tail.feed(bytes(self.held), memoryview(self.held))
+        self.held = bytearray()
+
+    def abort(self) -> None:
+        if self.writer is not None:
+            self.writer.abort()
