@@ -377,8 +377,42 @@ def test_the_quota_evicts_the_oldest_first_across_sessions_and_stores(backing):
             assert store.read(session, resource.uri, limit=10).content == chr(65 + index) * 10
         # One output larger than the quota is stored capped to it, the rest evicted for it.
         result = first.truncate_stream("quota-0", "big", iter([b"row\n" * 250_000] * 3))
-        assert result.resource.size == quota and "holds the first" in result.content
+        # Capped to the quota less its record's room (issue 19 item 18: payload and record fit together).
+        assert quota - 2048 < result.resource.size < quota and "holds the first" in result.content
         assert [record.id for record in second.records()] == [result.resource.id]
+
+
+def test_a_quota_smaller_than_one_record_stores_nothing_and_advertises_no_resource(backing, session):
+    """Issue 19 item 18: the record file alone exceeded a 1-byte quota. Payload and record count
+    together; when not even the record fits, nothing is stored and the preview says so."""
+    output = "\n".join(str(number) for number in range(100_000))
+    with backing.store(config={"tool_output": {"max_total_bytes": 1, "max_lines": 6}}) as store:
+        for result in (store.truncate(session, "c", output),
+                       store.truncate_stream(session, "c", iter([output.encode()[:300_000], output.encode()[300_000:]]))):
+            assert result.truncated and result.resource is None and result.next_offset is None
+            assert result.lines == 100_000 and "tool-output://" not in result.content
+            assert result.content.startswith("0\n1\n2\n\n... output not stored (588889 bytes, 100000 lines in all): "
+                                             "max_total_bytes 1 cannot hold even its record (")
+            assert result.content.endswith(" bytes) ...\n\n99997\n99998\n99999")
+        with pytest.raises(StorageError, match="not stored: max_total_bytes 1 cannot hold even its record"):
+            store.write(session, "c", b"x" * 10)
+        assert store.truncate(session, "c", "small").content == "small"  # within the limits: as ever
+        assert store.records() == [] and store._backend.recount() == 0
+
+
+@pytest.mark.parametrize("quota", [700, 3000])
+def test_payload_and_record_stay_within_a_tiny_quota(backing, session, quota):
+    """Issue 19 item 18: a capped output's payload takes the quota less its record's room, and the
+    marker's offset stays inside the stored copy."""
+    with backing.store(config={"tool_output": {"max_total_bytes": quota}}) as store:
+        result = store.truncate_stream(session, "c", iter([b"row\n" * 100_000] * 2))
+        size = result.resource.size
+        assert 0 < size < quota and f"holds the first {size} of 800000 bytes" in result.content
+        assert store._backend.recount() <= quota  # the payload and its record, as the quota counts them
+        assert result.next_offset <= size  # never past the stored copy
+        assert store.read(session, result.resource.uri).content == ("row\n" * size)[:size]
+        written = store.write(session, "w", b"w" * 10 * quota)
+        assert written.size < quota and store._backend.recount() <= quota
 
 
 def test_redis_usage_follows_writes_deletes_and_expiry(redis_backing, session):

@@ -8,7 +8,9 @@ made under ``max_total_bytes`` as it grows, ``overspill._quota``), and
 
 from __future__ import annotations
 
+import errno
 from collections import deque
+from dataclasses import replace
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 from pathlib import Path
@@ -24,7 +26,8 @@ from ._store_types import (TruncateResult, check_metadata, checked_buffer, chunk
 from .backends.base import Backend, PageHints, Writer
 from .config import Limits
 from .errors import StorageError
-from .records import MAX_METADATA_BYTES, Record, Resource, new_id
+from ._owner import current_owner
+from .records import CHECKSUM_CHUNK, MAX_METADATA_BYTES, Record, Resource, new_id, uri_for
 from .text import (
     Content,
     Preview,
@@ -49,6 +52,8 @@ _ID_ATTEMPTS = 8
 _TRUE_TAIL_BYTES = 1024 * 1024
 # How often (bytes written) a long write makes room under the folder's quota.
 QUOTA_STEP = 64 * 1024 * 1024
+# A bound of every number a record holds (sizes, lines, times, pids): 10**15 bytes is a petabyte.
+_WIDEST = 10**15
 # Ids, call ids and mimes this short are within MAX_METADATA_BYTES whatever they hold (4 bytes a code point).
 _INLINE_ID_LENGTH = MAX_METADATA_BYTES // 4
 
@@ -86,6 +91,14 @@ def _needs_view(text: str, flags: int) -> bool:
     if flags & VIEW_ANSI and "\x1b" in text:
         return True
     return bool(flags & VIEW_CR) and text.count("\r") != text.count("\r\n")
+
+
+def _stored_size(content: Content) -> int:
+    """Bytes of ``content``'s stored form."""
+    if isinstance(content, str):
+        return len(encode_content(content))
+    with memoryview(content) as view:
+        return view.nbytes
 
 
 def _raise_stored(error: BaseException) -> NoReturn:
@@ -126,23 +139,44 @@ class StoreWrites:
                 raise storage_error("cannot create a resource", error) from None
         raise StorageError(17, "could not find a free resource id")
 
-    def _stored_cap(self) -> int:
-        """The most bytes one stored copy holds: one output never passes the folder's quota."""
-        return min(self._limits.max_stored_bytes, self._limits.max_total_bytes)
+    def _room(self, session_id: str, tool_call_id: str, mime: str, name: Optional[str], *,
+              growing: bool = False) -> tuple[int, int]:
+        """``(cap, reserve)``: the most bytes one output's stored copy holds, and
+        the bytes its record is counted for, so that payload and record together
+        stay within ``max_total_bytes`` (``max_stored_bytes`` caps the payload
+        too).  A cap below 1: the quota cannot hold even the record, and
+        nothing of the output is stored."""
+        limits = self._limits
+        cap = min(limits.max_stored_bytes, limits.max_total_bytes)
+        if self._quota is None:
+            return cap, 0
+        # The record at that cap, every number at its widest: a bound of the real one.
+        template = Record(Resource(uri_for(new_id()), mime, cap, name), session_id, tool_call_id, _WIDEST, None,
+                          CHECKSUM_CHUNK, (_WIDEST, cap), _WIDEST)
+        if growing:
+            template = replace(template, state="exited", owner=current_owner(), process=(_WIDEST, _WIDEST),
+                               exit_code=-_WIDEST)
+        reserve = self._quota.record_bytes(template)
+        return min(limits.max_stored_bytes, limits.max_total_bytes - reserve), reserve
 
-    def _make_room(self) -> None:
+    def _not_even_the_record(self, reserve: int) -> str:
+        """Why nothing was stored: the quota is smaller than one record."""
+        return f"max_total_bytes {self._limits.max_total_bytes} cannot hold even its record ({reserve} bytes)"
+
+    def _make_room(self, reserve: int = 0) -> None:
         """Evict the oldest resources until the location is within its quota
         (``overspill._quota``).
 
         The location's own bytes count, unfinished payloads (this writer's
         included) too; only published resources are evicted, oldest
         ``created`` first, under the cleanup lock.  A backend without the
-        ``Quota`` capability is left alone.
+        ``Quota`` capability is left alone.  ``reserve`` bytes are kept free
+        besides: the record about to be published.
         """
         if self._quota is None:
             return
         try:
-            make_room(self._quota, self._limits.max_total_bytes)
+            make_room(self._quota, self._limits.max_total_bytes - reserve)
         except OSError as error:
             if isinstance(error, StorageError):
                 raise
@@ -160,9 +194,10 @@ class StoreWrites:
 
     def _publish(self, writer: Writer, session_id: str, tool_call_id: str,
                  mime: str, name: Optional[str], total: Optional[int] = None,
-                 lines: Optional[int] = None) -> Record:
+                 lines: Optional[int] = None, reserve: int = 0) -> Record:
         """Publish ``writer``'s resource; ``total`` is the output's size when it was
-        capped, ``lines`` its line count as people give it."""
+        capped, ``lines`` its line count as people give it, ``reserve`` the room
+        its record takes under the quota."""
         capture = None if total is None or total <= writer.size else (total, writer.size)
         extra: dict[str, object] = {}
         if capture is not None:
@@ -170,16 +205,21 @@ class StoreWrites:
         if lines is not None:
             extra["lines"] = lines
         try:
-            self._make_room()
+            self._make_room(reserve)
             return writer.publish(session_id, tool_call_id, mime, name, retention=self._retention, **extra)
         except BaseException as error:
             writer.abort()
             _raise_stored(error)
 
     def _write_pieces(self, session_id: str, tool_call_id: str, pieces: Iterable[memoryview],
-                      mime: str, name: Optional[str]) -> Record:
-        """Store ``pieces`` (their first ``max_stored_bytes``; the rest is counted)."""
-        cap = self._stored_cap()
+                      mime: str, name: Optional[str], room: Optional[tuple[int, int]] = None) -> Record:
+        """Store ``pieces`` (their first ``max_stored_bytes``; the rest is counted).
+
+        :raises StorageError: the quota cannot hold even the record (nothing is stored).
+        """
+        cap, reserve = self._room(session_id, tool_call_id, mime, name) if room is None else room
+        if cap < 1:
+            raise StorageError(errno.ENOSPC, f"the output was not stored: {self._not_even_the_record(reserve)}")
         writer = self._writer()
         total = 0
         newlines = 0
@@ -196,7 +236,7 @@ class StoreWrites:
             writer.abort()
             _raise_stored(error)
         lines = counted_lines(newlines, total, last_newline)
-        return self._publish(writer, session_id, tool_call_id, mime, name, total, lines)
+        return self._publish(writer, session_id, tool_call_id, mime, name, total, lines, reserve)
 
     @staticmethod
     def _check_write_arguments(session_id: object, tool_call_id: object, mime: object, name: object) -> None:
@@ -317,8 +357,12 @@ class StoreWrites:
         """Store ``content`` whole (capped by the quota) and preview what was stored."""
         flags = self._views
         tokens = self._tokens
-        record = self._write_pieces(session_id, tool_call_id, stored_pieces(content), mime, name)
         lines = human_lines(content)
+        cap, reserve = room = self._room(session_id, tool_call_id, mime, name)
+        if cap < 1:
+            return self._unstored(content, total=_stored_size(content), lines=lines, lines_limit=lines_limit,
+                                  bytes_limit=bytes_limit, reserve=reserve, first=shaped)
+        record = self._write_pieces(session_id, tool_call_id, stored_pieces(content), mime, name, room)
         if record.capture is None:
             shaped, signals = stored_preview(
                 self._stored_bytes(record), uri=record.resource.uri, stored=record.resource.size,
@@ -335,6 +379,28 @@ class StoreWrites:
                 max_bytes=bytes_limit, flags=flags, signals=self._signals, kept_end=_true_end(content),
                 release=self._releaser(record), outline=self._limits.outline, tokens=tokens)
         return self._truncated(record, shaped, signals, lines)
+
+    def _unstored(self, held: Content, *, total: int, lines: int, lines_limit: int, bytes_limit: int,
+                  reserve: int, whole: bool = True, first: Optional[Preview] = None, count: Optional[int] = None,
+                  kept_end: Optional[bytes] = None) -> TruncateResult:
+        """What the model sees of an output over the limits that could not be
+        stored at all: its preview, then a marker that says so and names no
+        resource (none exists to read).  ``held`` is the whole output
+        (``whole``), or its start and ``kept_end`` its true end."""
+        data = memoryview(encode_content(held) if isinstance(held, str) else held).cast("B")
+        shaped, _ = stored_preview(lambda start, end: data[start:end], uri="(not stored)", stored=len(data),
+                                   total=total, count=count, max_lines=lines_limit, max_bytes=bytes_limit,
+                                   flags=self._views, signals=(), content=held if whole else None,
+                                   kept_end=kept_end, first=first, tokens=self._tokens)
+        marker = (f"... output not stored ({total} bytes, {lines} line{'' if lines == 1 else 's'} in all): "
+                  f"{self._not_even_the_record(reserve)} ...")
+        head = shaped.head
+        # One blank line before the marker, as ``_preview.compose`` puts it.
+        separator = "\n" if head.endswith("\n") else "\n\n"
+        text = f"{head}{separator}{marker}" if head else marker
+        if shaped.truncated and shaped.tail:
+            text += f"\n\n{shaped.tail}"
+        return TruncateResult(text, True, None, lines, None)
 
     def _stored_bytes(self, record: Record) -> Reader:
         """``read(start, end)``: verified views of ``record``'s stored bytes."""
@@ -389,13 +455,18 @@ class StoreWrites:
         self._check_write_arguments(session_id, tool_call_id, mime, name)
         lines_limit = self._limits.max_lines if max_lines is None else whole_number(max_lines, "max_lines", 1)
         bytes_limit = self._limits.max_bytes if max_bytes is None else whole_number(max_bytes, "max_bytes", 1)
-        spill = _Spill(self, lines_limit, bytes_limit)
+        spill = _Spill(self, lines_limit, bytes_limit, self._room(session_id, tool_call_id, mime, name))
         try:
             for chunk in chunks:
                 spill.feed(chunk)
         except BaseException as error:
             spill.abort()
             _raise_stored(error)
+        lines = counted_lines(spill.newlines, spill.size, spill.last_newline)  # as a person counts them
+        if spill.unstored:
+            return self._unstored(bytes(spill.held), total=spill.size, lines=lines, lines_limit=lines_limit,
+                                  bytes_limit=bytes_limit, reserve=spill.reserve, whole=False,
+                                  count=spill.newlines + 1, kept_end=spill.true_tail.value())
         if spill.writer is None:
             text = shown_text(spill.held, self._views)
             # Invalid bytes show as U+FFFD (3 bytes each): the limit holds for what is shown.
@@ -404,14 +475,16 @@ class StoreWrites:
                 return TruncateResult(text, False, None)
             # Within the byte and line limits, over them as shown or over the token bound: stored
             # like any larger output.
+            if spill.cap < 1:
+                return self._unstored(bytes(spill.held), total=spill.size, lines=lines, lines_limit=lines_limit,
+                                      bytes_limit=bytes_limit, reserve=spill.reserve)
             try:
                 spill.start()
             except BaseException as error:
                 spill.abort()
                 _raise_stored(error)
         size = spill.size
-        lines = counted_lines(spill.newlines, size, spill.last_newline)  # as a person counts them
-        record = self._publish(spill.writer, session_id, tool_call_id, mime, name, size, lines)
+        record = self._publish(spill.writer, session_id, tool_call_id, mime, name, size, lines, spill.reserve)
         count = spill.newlines + 1  # as the preview's line rule counts them
         try:
             shaped, signals = stored_preview(
@@ -440,11 +513,14 @@ class _Spill:
     the limits, then written, capped, through a writer; its true end kept in
     memory when the stored copy is capped."""
 
-    def __init__(self, store: StoreWrites, lines_limit: int, bytes_limit: int) -> None:
+    def __init__(self, store: StoreWrites, lines_limit: int, bytes_limit: int, room: tuple[int, int]) -> None:
         self._store = store
         self._lines_limit = lines_limit
         self._bytes_limit = bytes_limit
-        self._cap = store._stored_cap()
+        self.cap, self.reserve = room
+        # Over the limits with no room for even a record: nothing is stored; the
+        # output's start stays in ``held`` (twice the preview's bytes) and its end in ``true_tail``.
+        self.unstored = False
         self.held = bytearray()
         self.newlines = 0
         self.size = 0
@@ -461,22 +537,34 @@ class _Spill:
             self.size += len(view)
             self.last_newline = view[-1] == 10
             # Under the limits: whole lines (a final newline starts no line), as preview_cuts counts.
-            if self.writer is None and self.size <= self._bytes_limit and (
+            if self.writer is None and not self.unstored and self.size <= self._bytes_limit and (
                     self.newlines < self._lines_limit or (self.newlines == self._lines_limit and self.last_newline)):
                 self.held += view
                 return
-            if self.writer is None:
+            if self.cap < 1:
+                self._hold_start(view)
+            elif self.writer is None:
                 self.start(len(view))
-            if self.size > self._cap - _TRUE_TAIL_BYTES:
+            if self.size > self.cap - _TRUE_TAIL_BYTES:
                 self.true_tail.feed(chunk, view)
-            for piece in stable(view):
-                self._store._write_capped(self.writer, piece, self._cap)  # type: ignore[arg-type]
+            if self.writer is not None:
+                for piece in stable(view):
+                    self._store._write_capped(self.writer, piece, self.cap)
+
+    def _hold_start(self, view: memoryview) -> None:
+        """Unstored: keep the output's start for the preview's head (its end goes to ``true_tail``)."""
+        if not self.unstored:
+            self.unstored = True
+            self.true_tail.feed(bytes(self.held), memoryview(self.held))
+        room = 2 * self._bytes_limit - len(self.held)
+        if room > 0:
+            self.held += view[:room]
 
     def start(self, arriving: int = 0) -> None:
         """Open the writer and write what was held (``arriving`` bytes are counted but not yet held)."""
         self.writer = self._store._writer()
-        self._store._write_capped(self.writer, memoryview(self.held), self._cap)
-        if self.size - arriving > self._cap - _TRUE_TAIL_BYTES:
+        self._store._write_capped(self.writer, memoryview(self.held), self.cap)
+        if self.size - arriving > self.cap - _TRUE_TAIL_BYTES:
             self.true_tail.feed(bytes(self.held), memoryview(self.held))
         self.held = bytearray()
 

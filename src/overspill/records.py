@@ -43,6 +43,7 @@ __all__ = [
     "read_record",
     "unreadable",
     "record_json",
+    "record_size",
     "uri_for",
 ]
 
@@ -249,6 +250,16 @@ class Record:
     def complete(self) -> bool:
         """Whether ``resource.size`` is the output's final size (not a running or lost command's prefix)."""
         return self.state is None or self.state == "exited"
+
+
+def record_size(record: Record, chunk: int) -> int:
+    """The bytes of ``record_json`` of ``record`` with checksums of every ``chunk``
+    bytes of its ``resource.size`` (whatever ``record.checksums`` holds), without
+    building the checksums: each takes 8 hex digits."""
+    from dataclasses import replace
+
+    count = max(-(-record.resource.size // chunk), 1)
+    return len(record_json(replace(record, checksums=bytes(4), checksum_chunk=chunk))) + 8 * (count - 1)
 
 
 def record_json(record: Record) -> bytes:

@@ -15,6 +15,7 @@ commands, listing and cleanup.
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import time
@@ -209,12 +210,15 @@ class ToolOutputStore(StoreWrites, StoreReads):
         """
         self._check_write_arguments(session_id, tool_call_id, mime, name)
         self.check_background(session_id)
+        cap, reserve = self._room(session_id, tool_call_id, mime, name, growing=True)
+        if cap < 1:
+            raise StorageError(errno.ENOSPC, f"the output cannot be stored: {self._not_even_the_record(reserve)}")
         create = self._backend.create_growing  # type: ignore[attr-defined]  # checked: a GrowingBackend
         owner = current_owner()
         writer = self._created(lambda resource_id: create(resource_id, session_id=session_id,
                                                           tool_call_id=tool_call_id, mime=mime, name=name,
                                                           owner=owner, process=process))
-        return GrowingOutput(writer, self._stored_cap(), self._make_room, QUOTA_STEP)
+        return GrowingOutput(writer, cap, lambda: self._make_room(reserve), QUOTA_STEP)
 
 
     # ------------------------------------------------------------------ listing

@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StorageError
-from ._redis_keys import BY_ID, LOCK, LOCK_MS, LOCK_WAIT_SECONDS, PENDING, REDIS_ERRORS, USED, meta_key, unless_damaged
+from ..records import Record, record_size
+from ._redis_keys import BY_ID, CHECKSUM_BYTES, CHUNK_BYTES, LOCK, LOCK_MS, LOCK_WAIT_SECONDS, PENDING, REDIS_ERRORS, USED, meta_key, unless_damaged
 
 if TYPE_CHECKING:
     from ._redis_writer import RedisWriter
@@ -96,6 +97,11 @@ class RedisQuota:
             return self._recount()
         except REDIS_ERRORS as error:
             raise self.storage_error("cannot make room", error) from None
+
+    def record_bytes(self, record: Record, /) -> int:
+        """The bytes of ``record``'s meta key (its JSON with checksums of every
+        ``CHECKSUM_BYTES``, plus ``"chunkBytes"``), as the quota counts them."""
+        return record_size(record, CHECKSUM_BYTES) + len(b',"chunkBytes":%d' % CHUNK_BYTES)
 
     @contextlib.contextmanager
     def eviction_lock(self) -> Iterator[bool]:

@@ -322,6 +322,12 @@ class Quota(Protocol):
         """
         ...
 
+    def record_bytes(self, record: Record, /) -> int:
+        """At least the bytes ``record`` takes where this location keeps it, with
+        checksums for all of its ``resource.size`` (whatever ``record.checksums``
+        holds): a stored resource's record counts against the quota beside its payload."""
+        ...
+
 
 @runtime_checkable
 class PageHints(Protocol):

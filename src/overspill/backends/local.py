@@ -31,7 +31,7 @@ from typing import Optional
 from .. import _files
 from ..errors import ResourceCorruptError, ResourceNotFoundError
 from ..records import (CHECKSUM_CHUNK, SCHEME, Record, Resource, is_resource_id, read_record, record_json,
-                       unreadable, uri_for)
+                       record_size, unreadable, uri_for)
 from .._owner import Owner, owner_alive
 from ._checksums import Checksums, verify
 from ._index import ListingIndex
@@ -627,6 +627,10 @@ class LocalBackend:
         :raises OSError: the lock file cannot be opened.
         """
         return sweep_lock(self._directory, wait=True)
+
+    def record_bytes(self, record: Record, /) -> int:
+        """The bytes of ``record``'s ``{id}.json``, checksums for all of its size included."""
+        return record_size(record, CHECKSUM_CHUNK)
 
     def _pending(self) -> int:
         """Bytes of this backend's payloads not yet published."""
