@@ -48,9 +48,10 @@ def test_local_backend_keeps_the_protocol(backend):
 
 
 def _backend_classes():
-    from overspill.backends.local import LocalBackend, _LocalWriter
+    from overspill.backends._local_writer import LocalWriter
+    from overspill.backends.local import LocalBackend
 
-    found = [(LocalBackend, _LocalWriter)]
+    found = [(LocalBackend, LocalWriter)]
     try:
         from overspill.backends import redis as redis_backend
     except ImportError:  # the optional client is not installed: only the local backend to compare

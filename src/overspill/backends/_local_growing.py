@@ -11,21 +11,27 @@ any writer.
 
 from __future__ import annotations
 
+import mmap
 import os
 import time
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
 from .. import _files, _kernels
-from .._owner import Owner
-from ..records import CHECKSUM_CHUNK, Record, Resource, uri_for
-from ._seals import seal_entry
-from .local import _LocalWriter
+from .._owner import Owner, owner_alive
+from ..errors import ResourceCorruptError, ResourceNotFoundError
+from ..records import CHECKSUM_CHUNK, SCHEME, Record, Resource, read_record, unreadable, uri_for
+from ._local_maps import Entry, file_identity, map_range
+from ._local_writer import LocalWriter
+from ._seals import SealChain, seal_entry
+from ._usage import UsageTotal
 
-__all__ = ["GrowingLocalWriter"]
+__all__ = ["GrowingLocalWriter", "LocalGrowing"]
 
 
-class GrowingLocalWriter(_LocalWriter):
+class GrowingLocalWriter(LocalWriter):
     """Appends to a published running resource, seals its progress, and finishes it."""
 
     def __init__(self, directory: Path, resource_id: str, durable: bool, live: Any, usage: Any, *,
@@ -114,3 +120,98 @@ class GrowingLocalWriter(_LocalWriter):
         except OSError:
             pass
         super().abort()
+
+
+class LocalGrowing:
+    """The ``GrowingBackend`` side of ``LocalBackend`` (a mixin: the backend sets
+    up the folder, the entries and the writers' registry)."""
+
+    _directory: Path
+    _durable: bool
+    _created: bool
+    _live: dict[int, LocalWriter]
+    _usage: Optional[UsageTotal]
+    _entry: Callable[[str], Entry]
+    record: Callable[[str], Record]
+    read: Callable[[Record, int, int], memoryview]
+
+    def create_growing(self, resource_id: str, /, *, session_id: str, tool_call_id: str, mime: str,
+                       name: Optional[str], owner: Owner, process: Optional[tuple[int, int]]) -> "GrowingLocalWriter":
+        """A growing resource, published at once as running (see ``_local_growing``).
+
+        :raises FileExistsError: the id is taken.
+        :raises OSError: the files could not be created or the record published.
+        """
+        if not self._created:
+            _files.ensure_directory(self._directory)
+            self._created = True
+        return GrowingLocalWriter(self._directory, resource_id, self._durable, self._live, self._usage,
+                                  session_id=session_id,
+                                  tool_call_id=tool_call_id, mime=mime, name=name, owner=owner, process=process)
+
+    def _sealed_chain(self, entry: Entry, uri: str) -> SealChain:
+        """The running resource's seal chain, with the entries appended since the last look."""
+        try:
+            fd, info = _files.open_regular(entry.seal_path)
+        except OSError as error:
+            raise unreadable(uri, "has no readable seals", error) from None
+        try:
+            inode, chain = entry.chain
+            if chain is None or inode != info.st_ino:
+                chain = SealChain(uri[len(SCHEME):])
+            if info.st_size > chain.consumed:
+                chain.feed(os.pread(fd, info.st_size - chain.consumed, chain.consumed))
+        except OSError as error:
+            raise unreadable(uri, "has no readable seals", error) from None
+        finally:
+            os.close(fd)
+        entry.chain = (info.st_ino, chain)
+        return chain
+
+    def _growing(self, entry: Entry, record: Record) -> Record:
+        """A running record as readers see it: the sealed size, and ``lost`` when its owner is gone."""
+        try:
+            chain = self._sealed_chain(entry, record.resource.uri)
+        except ResourceNotFoundError:
+            # The seals go when the command's record is republished: read that one.
+            record, info = read_record(entry.record_path, record.id)
+            entry.parsed = (file_identity(info), record)
+            if record.state != "running":
+                return record
+            raise
+        state = "running" if record.owner is None or owner_alive(record.owner) else "lost"
+        return replace(record, resource=replace(record.resource, size=chain.end), state=state)
+
+    def _read_growing(self, entry: Entry, record: Record, start: int, end: int) -> memoryview:
+        """``[start, end)`` of a running (or lost) resource's sealed prefix, each sealed stretch under it verified.
+
+        The payload grows, so it is mapped per read, up to the end of the last
+        stretch needed; the map goes when the caller releases the view.
+        """
+        uri = record.resource.uri
+        if start >= end:
+            return memoryview(b"")
+        inode, chain = entry.chain
+        if chain is None or chain.end < end:
+            try:
+                chain = self._sealed_chain(entry, uri)
+            except ResourceNotFoundError:
+                chain = None
+            if chain is None or chain.end < end:
+                # Finished meanwhile (the seals are gone): the same bytes, now an ordinary resource.
+                current = self.record(record.id)
+                if not current.complete or current.resource.size < end:
+                    raise ResourceNotFoundError(f"resource {uri} no longer holds bytes {start} to {end}")
+                return self.read(current, start, end)
+        low, high = chain.span(start, end)
+        base = low - low % mmap.ALLOCATIONGRANULARITY
+
+        def check(opened: os.stat_result) -> None:
+            if opened.st_size < high:
+                raise ResourceCorruptError(f"resource {uri} is corrupt: its payload is shorter than its seals "
+                                           f"({opened.st_size} of {high} bytes)")
+
+        mapping = map_range(entry.payload_path, uri, base, high, check)
+        with memoryview(mapping) as part:
+            chain.verify(uri, part, base, start, end)
+            return part[start - base : end - base]

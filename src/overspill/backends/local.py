@@ -19,24 +19,22 @@ import mmap
 import os
 import stat
 import threading
-import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
-from dataclasses import replace
+from collections.abc import Iterable
 from datetime import timedelta
 from pathlib import Path
 from typing import Optional
 
 from .. import _files
-from ..errors import ResourceCorruptError, ResourceNotFoundError
-from ..records import (CHECKSUM_CHUNK, SCHEME, Record, Resource, is_resource_id, read_record, record_json,
-                       record_size, unreadable, uri_for)
-from .._owner import Owner, owner_alive
-from ._checksums import Checksums, verify
+from ..errors import ResourceNotFoundError
+from ..records import Record, is_resource_id, read_record, unreadable, uri_for
+from ._checksums import verify
 from ._index import ListingIndex
-from ._seals import SealChain
-from ._sweep import folder_bytes, sweep, sweep_lock, writer_lock
+from ._local_growing import LocalGrowing
+from ._local_maps import Entry, file_identity, map_range
+from ._local_quota import LocalQuota
+from ._local_writer import LocalWriter
+from ._sweep import sweep
 from ._usage import UsageTotal
 from .base import CleanupReport
 
@@ -47,184 +45,17 @@ _CACHED_RECORDS = 1024
 # Ranges this large get a map of their own, dropped with the caller's view:
 # streaming a payload range by range keeps memory flat, whatever its size.
 _PRIVATE_MAP_BYTES = 1 << 20
-# A durable writer sets the disk to work on each such stretch of its payload
-# once written, so the fsync at publish waits for the last stretch, not for
-# the whole payload (1 GiB: 0.52 s -> 0.02 s).  Linux's POSIX_FADV_DONTNEED
-# starts the writeback of dirty pages and drops only pages already clean.
-_WRITEBACK_BYTES = 16 << 20
-_fadvise = getattr(os, "posix_fadvise", None)
 
 
-class _LocalWriter:
-    """Writes one resource: the payload under its id, then the record.
-
-    Nothing is visible until ``publish`` renames the record into place; on any
-    failure ``abort`` removes whatever this writer created.  The payload's
-    descriptor stays open, holding the writer lock, until the record is in
-    place or the files are gone: a cleanup (in this process or another) never
-    sweeps a live writer's files, however long its producer pauses.
-    """
-
-    def __init__(self, directory: Path, resource_id: str, durable: bool,
-                 live: Optional[dict[int, _LocalWriter]] = None, usage: Optional[UsageTotal] = None) -> None:
-        # The backend's unpublished writers (counted by its quota check until
-        # published) and its running total of the folder's bytes, if any.
-        self._live = live
-        self._usage = usage
-        self._directory = directory
-        self._durable = durable
-        self._temporary: Optional[Path] = None
-        self._published = False
-        self._id = resource_id
-        self._size = 0
-        self._checksums = Checksums(CHECKSUM_CHUNK)
-        self._written_back = 0  # the payload before this offset is on its way to the disk
-        self._fd = _files.create_exclusive(self.payload_path)  # FileExistsError: the store draws again
-        try:
-            # A sweep with a zero grace period can take the new file between
-            # its creation and this lock, and unlink it: then the name no
-            # longer leads to this file, and the store draws another id.
-            try:
-                taken = not writer_lock(self._fd) or not os.path.samestat(os.fstat(self._fd),
-                                                                          os.lstat(self.payload_path))
-            except FileNotFoundError:
-                taken = True
-            if taken:
-                raise FileExistsError(17, "a cleanup took the new payload", str(self.payload_path))
-        except BaseException:
-            os.close(self._fd)
-            self._fd = -1
-            raise
-
-    @property
-    def id(self) -> str:
-        return self._id
-
-    @property
-    def size(self) -> int:
-        return self._size
-
-    @property
-    def payload_path(self) -> Path:
-        return self._directory / f"{self._id}.txt"
-
-    @property
-    def record_path(self) -> Path:
-        return self._directory / f"{self._id}.json"
-
-    def write(self, data: memoryview, /) -> None:
-        _files.write_all(self._fd, data)
-        self._size += len(data)
-        self._checksums.feed(data)
-        if self._durable and self._size - self._written_back >= _WRITEBACK_BYTES and _fadvise is not None:
-            try:
-                _fadvise(self._fd, self._written_back, self._size - self._written_back, os.POSIX_FADV_DONTNEED)
-            except OSError:
-                pass  # a hint: the fsync at publish writes whatever it did not start
-            self._written_back = self._size
-
-    def publish(self, session_id: str, tool_call_id: str, mime: str, name: Optional[str], *,
-                retention: timedelta, capture: Optional[tuple[int, int]] = None,
-                lines: Optional[int] = None) -> Record:
-        del retention  # the folder expires by sweep, which reads ``created``
-        checksums = self._checksums.finish()
-        if self._durable:
-            os.fsync(self._fd)
-        record = Record(
-            Resource(uri_for(self._id), mime, self._size, name), session_id, tool_call_id,
-            time.time_ns() // 1_000_000, checksums, CHECKSUM_CHUNK, capture, lines,
-        )
-        written = self._put_record(record)
-        fd, self._fd = self._fd, -1
-        os.close(fd)  # releases the writer lock: the pair is complete and published
-        self._done()
-        if self._usage is not None:
-            self._usage.add(self._size + written)
-        return record
-
-    def _put_record(self, record: Record) -> int:
-        """Write ``record`` to a temporary file and rename it into ``{id}.json``: visible at once,
-        whole; the record's bytes."""
-        self._temporary = self._directory / f".{self._id}.{os.urandom(4).hex()}.tmp"
-        temporary_fd = _files.create_exclusive(self._temporary)
-        try:
-            document = record_json(record)
-            _files.write_all(temporary_fd, memoryview(document))
-            if self._durable:
-                os.fsync(temporary_fd)
-        finally:
-            os.close(temporary_fd)
-        os.rename(self._temporary, self.record_path)
-        self._published = True
-        self._temporary = None
-        if self._durable:
-            _files.fsync_directory(self._directory)
-        return len(document)
-
-    def _done(self) -> None:
-        if self._live is not None:
-            self._live.pop(id(self), None)
-
-    def abort(self) -> None:
-        """Remove everything this writer created; never raises."""
-        self._done()
-        if self._fd >= 0:
-            try:
-                os.close(self._fd)
-            except OSError:
-                pass
-            self._fd = -1
-        paths = [self.payload_path, self._temporary, self.record_path if self._published else None]
-        for path in paths:
-            if path is not None:
-                try:
-                    _files.remove_quietly(path)
-                except OSError:
-                    pass  # left for cleanup, which removes leftovers after the grace period
 
 
-class _Entry:
-    """What this process knows of one resource: its paths (built once), its
-    parsed record with the file identity it was read under, the record's
-    checksums as integers, and an open map of the payload with its identity."""
-
-    # ``parsed`` and ``mapped`` are (identity, value) pairs replaced whole, so a
-    # reader without the lock never pairs one identity with another's value.
-    __slots__ = ("record_path", "payload_path", "seal_path", "parsed", "mapped", "chain")
-
-    def __init__(self, directory: str, resource_id: str) -> None:
-        self.record_path = f"{directory}/{resource_id}.json"
-        self.payload_path = f"{directory}/{resource_id}.txt"
-        self.seal_path = f"{directory}/{resource_id}.seal"
-        self.parsed: tuple[Optional[tuple[int, ...]], Optional[Record]] = (None, None)
-        self.mapped: tuple[Optional[tuple[int, ...]], Optional[mmap.mmap]] = (None, None)
-        # A running resource's seals, parsed so far, with the seal file's inode.
-        self.chain: tuple[Optional[int], Optional[SealChain]] = (None, None)
 
 
-def _map_range(path: str, uri: str, base: int, end: int,
-               check: Callable[[os.stat_result], None]) -> mmap.mmap:
-    """A read-only map of the payload at ``path`` from ``base`` (page-aligned) to
-    ``end``, once ``check`` accepted the ``fstat`` of the file opened."""
-    try:
-        fd, opened = _files.open_regular(path)
-    except OSError as error:
-        raise unreadable(uri, "has no readable payload", error) from None
-    try:
-        check(opened)
-        return mmap.mmap(fd, end - base, access=mmap.ACCESS_READ, offset=base)
-    except OSError as error:
-        raise unreadable(uri, "cannot be mapped", error) from None
-    finally:
-        os.close(fd)
 
 
-def _identity(info: os.stat_result) -> tuple[int, ...]:
-    """What changes whenever a file's bytes may have: the cache key."""
-    return (info.st_ino, info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_dev)
 
 
-class LocalBackend:
+class LocalBackend(LocalGrowing, LocalQuota):
     """Resources as file pairs in ``directory`` (created ``0700`` if missing).
 
     :param directory: the managed folder itself (the store passes
@@ -260,12 +91,12 @@ class LocalBackend:
         self._index = None if index is None else ListingIndex(self._directory, Path(index), durable=self._durable)
         # The quota's running total lives beside the index; without an index the
         # quota check counts the folder (as a sweep always does).
-        self._live: dict[int, _LocalWriter] = {}  # this backend's writers not yet published
+        self._live: dict[int, LocalWriter] = {}  # this backend's writers not yet published
         self._usage = None if index is None else UsageTotal(str(self._directory), str(index), self._pending)
         # Readers look entries up without the lock (a dict lookup is atomic);
         # the lock serialises insertions, evictions and map bookkeeping.
         self._lock = threading.Lock()
-        self._entries: dict[str, _Entry] = {}
+        self._entries: dict[str, Entry] = {}
         self._mapped_ids: OrderedDict[str, None] = OrderedDict()  # ids with an open map, oldest first
 
     @property
@@ -280,39 +111,24 @@ class LocalBackend:
         return f"LocalBackend({str(self._directory)!r}, durable={self._durable})"
 
     # ------------------------------------------------------------------ writing
-    def create(self, resource_id: str, /) -> _LocalWriter:
+    def create(self, resource_id: str, /) -> LocalWriter:
         if not self._created:
             _files.ensure_directory(self._directory)
             self._created = True
-        writer = _LocalWriter(self._directory, resource_id, self._durable, self._live, self._usage)
+        writer = LocalWriter(self._directory, resource_id, self._durable, self._live, self._usage)
         self._live[id(writer)] = writer
         return writer
 
-    def create_growing(self, resource_id: str, /, *, session_id: str, tool_call_id: str, mime: str,
-                       name: Optional[str], owner: Owner, process: Optional[tuple[int, int]]) -> "GrowingLocalWriter":
-        """A growing resource, published at once as running (see ``_local_growing``).
-
-        :raises FileExistsError: the id is taken.
-        :raises OSError: the files could not be created or the record published.
-        """
-        from ._local_growing import GrowingLocalWriter
-
-        if not self._created:
-            _files.ensure_directory(self._directory)
-            self._created = True
-        return GrowingLocalWriter(self._directory, resource_id, self._durable, self._live, self._usage,
-                                  session_id=session_id,
-                                  tool_call_id=tool_call_id, mime=mime, name=name, owner=owner, process=process)
 
     def _missing(self) -> bool:
         """Whether a folder left to the first write does not exist yet: it holds nothing."""
         return not self._created and not os.path.isdir(self._directory)
 
     # ------------------------------------------------------------------ reading
-    def _entry(self, resource_id: str) -> _Entry:
+    def _entry(self, resource_id: str) -> Entry:
         entry = self._entries.get(resource_id)
         if entry is None:
-            entry = _Entry(self._folder, resource_id)
+            entry = Entry(self._folder, resource_id)
             with self._lock:
                 entry = self._entries.setdefault(resource_id, entry)
                 if len(self._entries) > _CACHED_RECORDS:
@@ -334,50 +150,19 @@ class LocalBackend:
                 raise ResourceNotFoundError(f"no resource {uri_for(resource_id)}") from None
             except OSError as error:
                 raise unreadable(uri_for(resource_id), "has no readable record", error) from None
-            if _identity(info) != known:
+            if file_identity(info) != known:
                 record = None
         if record is None:
             # Parsed from the file that was opened, keyed by that file's fstat.
             record, info = read_record(entry.record_path, resource_id)
-            entry.parsed = (_identity(info), record)
+            entry.parsed = (file_identity(info), record)
         if record.state != "running":
             return record
         return self._growing(entry, record)
 
-    def _sealed_chain(self, entry: _Entry, uri: str) -> SealChain:
-        """The running resource's seal chain, with the entries appended since the last look."""
-        try:
-            fd, info = _files.open_regular(entry.seal_path)
-        except OSError as error:
-            raise unreadable(uri, "has no readable seals", error) from None
-        try:
-            inode, chain = entry.chain
-            if chain is None or inode != info.st_ino:
-                chain = SealChain(uri[len(SCHEME):])
-            if info.st_size > chain.consumed:
-                chain.feed(os.pread(fd, info.st_size - chain.consumed, chain.consumed))
-        except OSError as error:
-            raise unreadable(uri, "has no readable seals", error) from None
-        finally:
-            os.close(fd)
-        entry.chain = (info.st_ino, chain)
-        return chain
 
-    def _growing(self, entry: _Entry, record: Record) -> Record:
-        """A running record as readers see it: the sealed size, and ``lost`` when its owner is gone."""
-        try:
-            chain = self._sealed_chain(entry, record.resource.uri)
-        except ResourceNotFoundError:
-            # The seals go when the command's record is republished: read that one.
-            record, info = read_record(entry.record_path, record.id)
-            entry.parsed = (_identity(info), record)
-            if record.state != "running":
-                return record
-            raise
-        state = "running" if record.owner is None or owner_alive(record.owner) else "lost"
-        return replace(record, resource=replace(record.resource, size=chain.end), state=state)
 
-    def _map(self, entry: _Entry, record: Record, identity: Optional[tuple[int, ...]]) -> mmap.mmap:
+    def _map(self, entry: Entry, record: Record, identity: Optional[tuple[int, ...]]) -> mmap.mmap:
         """Open and map the payload (whose lstat gave ``identity``, if one was
         taken: a cold read opens without one); cache the map."""
         uri = record.resource.uri
@@ -389,8 +174,8 @@ class LocalBackend:
             if identity is None:
                 if opened.st_size != record.resource.size:
                     raise ResourceNotFoundError(f"resource {uri} has a missing or mismatched payload")
-                identity = _identity(opened)
-            elif _identity(opened) != identity:
+                identity = file_identity(opened)
+            elif file_identity(opened) != identity:
                 raise ResourceNotFoundError(f"resource {uri} changed while being opened")
             mapping = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
         except OSError as error:
@@ -434,7 +219,7 @@ class LocalBackend:
                 raise ResourceNotFoundError(f"resource {uri} has a missing or mismatched payload")
             if start >= end:
                 return memoryview(b"")
-            identity = _identity(info)
+            identity = file_identity(info)
             if end - start >= _PRIVATE_MAP_BYTES:
                 return self._read_large(entry, record, identity, start, end)
             if known != identity:
@@ -451,7 +236,7 @@ class LocalBackend:
             # The slice keeps the map's buffer exported after ``whole`` is released.
             return whole[start:end]
 
-    def _read_large(self, entry: _Entry, record: Record, identity: tuple[int, ...],
+    def _read_large(self, entry: Entry, record: Record, identity: tuple[int, ...],
                     start: int, end: int) -> memoryview:
         """A large range from a map of its own, unmapped when the caller releases
         the view: streaming a payload range by range keeps memory flat."""
@@ -465,47 +250,14 @@ class LocalBackend:
         base = first - first % mmap.ALLOCATIONGRANULARITY
 
         def check(opened: os.stat_result) -> None:
-            if _identity(opened) != identity:
+            if file_identity(opened) != identity:
                 raise ResourceNotFoundError(f"resource {uri} changed while being opened")
 
-        mapping = _map_range(entry.payload_path, uri, base, last, check)
+        mapping = map_range(entry.payload_path, uri, base, last, check)
         with memoryview(mapping) as part:
             verify(record, part, base, start, end)
             return part[start - base : end - base]
 
-    def _read_growing(self, entry: _Entry, record: Record, start: int, end: int) -> memoryview:
-        """``[start, end)`` of a running (or lost) resource's sealed prefix, each sealed stretch under it verified.
-
-        The payload grows, so it is mapped per read, up to the end of the last
-        stretch needed; the map goes when the caller releases the view.
-        """
-        uri = record.resource.uri
-        if start >= end:
-            return memoryview(b"")
-        inode, chain = entry.chain
-        if chain is None or chain.end < end:
-            try:
-                chain = self._sealed_chain(entry, uri)
-            except ResourceNotFoundError:
-                chain = None
-            if chain is None or chain.end < end:
-                # Finished meanwhile (the seals are gone): the same bytes, now an ordinary resource.
-                current = self.record(record.id)
-                if not current.complete or current.resource.size < end:
-                    raise ResourceNotFoundError(f"resource {uri} no longer holds bytes {start} to {end}")
-                return self.read(current, start, end)
-        low, high = chain.span(start, end)
-        base = low - low % mmap.ALLOCATIONGRANULARITY
-
-        def check(opened: os.stat_result) -> None:
-            if opened.st_size < high:
-                raise ResourceCorruptError(f"resource {uri} is corrupt: its payload is shorter than its seals "
-                                           f"({opened.st_size} of {high} bytes)")
-
-        mapping = _map_range(entry.payload_path, uri, base, high, check)
-        with memoryview(mapping) as part:
-            chain.verify(uri, part, base, start, end)
-            return part[start - base : end - base]
 
     def drop_pages(self, record: Record, start: int, end: int, /) -> None:
         """A hint after a long scan of ``[start, end)``: its mapped pages are not needed soon.
@@ -585,56 +337,11 @@ class LocalBackend:
                     pass  # the index folder is unusable: the quota check counts the folder itself
         return report
 
-    # ------------------------------------------------------------------ the quota (``base.Quota``)
-    def usage(self) -> int:
-        """Bytes the folder's files take, by the running total (``_usage``) when
-        there is one, without this backend's unpublished payloads
-        (``pending_bytes``); a count of the folder when there is no usable total.
 
-        :raises OSError: the folder cannot be read.
-        """
-        if self._missing():
-            return 0
-        if self._usage is not None:
-            try:
-                return self._usage.total()
-            except OSError:
-                pass  # no usable index folder: count the folder, as without one
-        return max(folder_bytes(self._directory) - self._pending(), 0)
 
-    def pending_bytes(self) -> int:
-        """Bytes of this backend's payloads not yet published (``usage`` counts them at publish)."""
-        return self._pending()
 
-    def recount(self) -> int:
-        """``usage``, counted from the folder's files and kept as the running total:
-        the correction for whatever others did behind the total's back.
 
-        :raises OSError: the folder cannot be read.
-        """
-        if self._missing():
-            return 0
-        if self._usage is not None:
-            try:
-                return self._usage.recount()
-            except OSError:
-                pass  # counted again by the next check that needs it
-        return max(folder_bytes(self._directory) - self._pending(), 0)
 
-    def eviction_lock(self) -> AbstractContextManager[bool]:
-        """The folder's cleanup lock (``.cleanup.lock``), waiting for a sweep in progress.
-
-        :raises OSError: the lock file cannot be opened.
-        """
-        return sweep_lock(self._directory, wait=True)
-
-    def record_bytes(self, record: Record, /) -> int:
-        """The bytes of ``record``'s ``{id}.json``, checksums for all of its size included."""
-        return record_size(record, CHECKSUM_CHUNK)
-
-    def _pending(self) -> int:
-        """Bytes of this backend's payloads not yet published."""
-        return sum(writer.size for writer in list(self._live.values()))
 
     def reset_after_fork(self) -> None:
         """In a forked child: a fresh lock and empty caches.

@@ -1,0 +1,80 @@
+"""The local folder's ``Quota`` capability (``backends.base.Quota``): the store's
+eviction policy (``overspill._quota``) reads the folder's bytes here.
+
+The running total of ``_usage`` is the fast count; this backend's payloads
+not yet published are its ``pending_bytes`` (their publish adds them).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Optional
+
+from ..records import CHECKSUM_CHUNK, Record, record_size
+from ._sweep import folder_bytes, sweep_lock
+from ._usage import UsageTotal
+
+if TYPE_CHECKING:
+    from ._local_writer import LocalWriter
+
+__all__ = ["LocalQuota"]
+
+
+class LocalQuota:
+    """The quota's numbers and lock for ``LocalBackend`` (a mixin)."""
+
+    _directory: Path
+    _live: dict[int, LocalWriter]
+    _usage: Optional[UsageTotal]
+    _missing: Callable[[], bool]
+
+    def usage(self) -> int:
+        """Bytes the folder's files take, by the running total (``_usage``) when
+        there is one, without this backend's unpublished payloads
+        (``pending_bytes``); a count of the folder when there is no usable total.
+
+        :raises OSError: the folder cannot be read.
+        """
+        if self._missing():
+            return 0
+        if self._usage is not None:
+            try:
+                return self._usage.total()
+            except OSError:
+                pass  # no usable index folder: count the folder, as without one
+        return max(folder_bytes(self._directory) - self._pending(), 0)
+
+    def pending_bytes(self) -> int:
+        """Bytes of this backend's payloads not yet published (``usage`` counts them at publish)."""
+        return self._pending()
+
+    def recount(self) -> int:
+        """``usage``, counted from the folder's files and kept as the running total:
+        the correction for whatever others did behind the total's back.
+
+        :raises OSError: the folder cannot be read.
+        """
+        if self._missing():
+            return 0
+        if self._usage is not None:
+            try:
+                return self._usage.recount()
+            except OSError:
+                pass  # counted again by the next check that needs it
+        return max(folder_bytes(self._directory) - self._pending(), 0)
+
+    def eviction_lock(self) -> AbstractContextManager[bool]:
+        """The folder's cleanup lock (``.cleanup.lock``), waiting for a sweep in progress.
+
+        :raises OSError: the lock file cannot be opened.
+        """
+        return sweep_lock(self._directory, wait=True)
+
+    def record_bytes(self, record: Record, /) -> int:
+        """The bytes of ``record``'s ``{id}.json``, checksums for all of its size included."""
+        return record_size(record, CHECKSUM_CHUNK)
+
+    def _pending(self) -> int:
+        """Bytes of this backend's payloads not yet published."""
+        return sum(writer.size for writer in list(self._live.values()))
