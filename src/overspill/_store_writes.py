@@ -9,25 +9,22 @@ made under ``max_total_bytes`` as it grows, ``overspill._quota``), and
 from __future__ import annotations
 
 import errno
-from collections import deque
-from dataclasses import replace
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, NoReturn, Optional, Union
 
 from . import _kernels
-from ._arguments import id_string, whole_number
+from ._arguments import id_string
 from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike
 from ._preview import compose, stored_preview
-from ._quota import QuotaBackend, make_room
-from ._store_types import (TruncateResult, check_metadata, checked_buffer, chunk_view, stable, stable_pieces,
-                           storage_error, unchanged)
+from ._quota import QuotaBackend
+from ._store_room import StoreRoom
+from ._store_types import TruncateResult, check_metadata, checked_buffer, stable_pieces, storage_error, unchanged
 from .backends.base import Backend, PageHints, Writer
 from .config import Limits
 from .errors import StorageError
-from ._owner import current_owner
-from .records import CHECKSUM_CHUNK, MAX_METADATA_BYTES, Record, Resource, new_id, uri_for
+from .records import MAX_METADATA_BYTES, Record, Resource, new_id
 from .text import (
     Content,
     Preview,
@@ -44,46 +41,25 @@ from .text import (
     view_preview,
 )
 
-__all__ = ["StoreWrites"]
+__all__ = ["TRUE_TAIL_BYTES", "StoreWrites", "raise_stored"]
 
 # Draws of a fresh id before giving up: a clash needs 83 random bits to repeat.
 _ID_ATTEMPTS = 8
-# What a capped stream keeps of its true end, in memory, for the preview's tail.
-_TRUE_TAIL_BYTES = 1024 * 1024
+# What a capped output keeps of its true end, in memory, for the preview's tail.
+TRUE_TAIL_BYTES = 1024 * 1024
 # How often (bytes written) a long write makes room under the folder's quota.
 QUOTA_STEP = 64 * 1024 * 1024
-# A bound of every number a record holds (sizes, lines, times, pids): 10**15 bytes is a petabyte.
-_WIDEST = 10**15
 # Ids, call ids and mimes this short are within MAX_METADATA_BYTES whatever they hold (4 bytes a code point).
 _INLINE_ID_LENGTH = MAX_METADATA_BYTES // 4
 
 
-class _TrueTail:
-    """The last ``_TRUE_TAIL_BYTES`` (or a little more) of a stream, as the chunks
-    that hold them (``bytes`` chunks are kept by reference, others copied)."""
-
-    def __init__(self) -> None:
-        self._chunks: deque[bytes] = deque()
-        self._size = 0
-
-    def feed(self, chunk: object, view: memoryview) -> None:
-        data = chunk if type(chunk) is bytes else bytes(view)
-        self._chunks.append(data)  # type: ignore[arg-type]
-        self._size += len(view)
-        while self._size - len(self._chunks[0]) >= _TRUE_TAIL_BYTES:
-            self._size -= len(self._chunks.popleft())
-
-    def value(self) -> bytes:
-        return b"".join(self._chunks)[-_TRUE_TAIL_BYTES:]
-
-
 def _true_end(content: Content) -> bytes:
-    """The last ``_TRUE_TAIL_BYTES`` of ``content``'s stored form."""
+    """The last ``TRUE_TAIL_BYTES`` of ``content``'s stored form."""
     if isinstance(content, str):
         # Each code point encodes on its own: the last ones encode to the stored form's end.
-        return encode_content(content[-_TRUE_TAIL_BYTES:])[-_TRUE_TAIL_BYTES:]
+        return encode_content(content[-TRUE_TAIL_BYTES:])[-TRUE_TAIL_BYTES:]
     with memoryview(content) as view:
-        return bytes(view.cast("B")[-_TRUE_TAIL_BYTES:])
+        return bytes(view.cast("B")[-TRUE_TAIL_BYTES:])
 
 
 def _needs_view(text: str, flags: int) -> bool:
@@ -101,14 +77,14 @@ def _stored_size(content: Content) -> int:
         return view.nbytes
 
 
-def _raise_stored(error: BaseException) -> NoReturn:
+def raise_stored(error: BaseException) -> NoReturn:
     """Re-raise a failure of storing an output: an OSError as the StorageError the store raises."""
     if isinstance(error, OSError) and not isinstance(error, StorageError):
         raise storage_error("cannot store the resource", error) from None
     raise error
 
 
-class StoreWrites:
+class StoreWrites(StoreRoom):
     """Storing outputs: ``write``, ``truncate``, ``write_stream`` and ``truncate_stream``."""
 
     # Set by ToolOutputStore.__init__.
@@ -139,49 +115,6 @@ class StoreWrites:
                 raise storage_error("cannot create a resource", error) from None
         raise StorageError(17, "could not find a free resource id")
 
-    def _room(self, session_id: str, tool_call_id: str, mime: str, name: Optional[str], *,
-              growing: bool = False) -> tuple[int, int]:
-        """``(cap, reserve)``: the most bytes one output's stored copy holds, and
-        the bytes its record is counted for, so that payload and record together
-        stay within ``max_total_bytes`` (``max_stored_bytes`` caps the payload
-        too).  A cap below 1: the quota cannot hold even the record, and
-        nothing of the output is stored."""
-        limits = self._limits
-        cap = min(limits.max_stored_bytes, limits.max_total_bytes)
-        if self._quota is None:
-            return cap, 0
-        # The record at that cap, every number at its widest: a bound of the real one.
-        template = Record(Resource(uri_for(new_id()), mime, cap, name), session_id, tool_call_id, _WIDEST, None,
-                          CHECKSUM_CHUNK, (_WIDEST, cap), _WIDEST)
-        if growing:
-            template = replace(template, state="exited", owner=current_owner(), process=(_WIDEST, _WIDEST),
-                               exit_code=-_WIDEST)
-        reserve = self._quota.record_bytes(template)
-        return min(limits.max_stored_bytes, limits.max_total_bytes - reserve), reserve
-
-    def _not_even_the_record(self, reserve: int) -> str:
-        """Why nothing was stored: the quota is smaller than one record."""
-        return f"max_total_bytes {self._limits.max_total_bytes} cannot hold even its record ({reserve} bytes)"
-
-    def _make_room(self, reserve: int = 0) -> None:
-        """Evict the oldest resources until the location is within its quota
-        (``overspill._quota``).
-
-        The location's own bytes count, unfinished payloads (this writer's
-        included) too; only published resources are evicted, oldest
-        ``created`` first, under the cleanup lock.  A backend without the
-        ``Quota`` capability is left alone.  ``reserve`` bytes are kept free
-        besides: the record about to be published.
-        """
-        if self._quota is None:
-            return
-        try:
-            make_room(self._quota, self._limits.max_total_bytes - reserve)
-        except OSError as error:
-            if isinstance(error, StorageError):
-                raise
-            raise storage_error(f"cannot make room in {self._directory}", error) from None
-
     def _write_capped(self, writer: Writer, data: memoryview, cap: int) -> None:
         """Write what of ``data`` fits under ``cap``; make room under the quota as the payload grows."""
         room = cap - writer.size
@@ -209,7 +142,7 @@ class StoreWrites:
             return writer.publish(session_id, tool_call_id, mime, name, retention=self._retention, **extra)
         except BaseException as error:
             writer.abort()
-            _raise_stored(error)
+            raise_stored(error)
 
     def _write_pieces(self, session_id: str, tool_call_id: str, pieces: Iterable[memoryview],
                       mime: str, name: Optional[str], room: Optional[tuple[int, int]] = None) -> Record:
@@ -234,7 +167,7 @@ class StoreWrites:
                 self._write_capped(writer, piece, cap)
         except BaseException as error:
             writer.abort()
-            _raise_stored(error)
+            raise_stored(error)
         lines = counted_lines(newlines, total, last_newline)
         return self._publish(writer, session_id, tool_call_id, mime, name, total, lines, reserve)
 
@@ -380,28 +313,6 @@ class StoreWrites:
                 release=self._releaser(record), outline=self._limits.outline, tokens=tokens)
         return self._truncated(record, shaped, signals, lines)
 
-    def _unstored(self, held: Content, *, total: int, lines: int, lines_limit: int, bytes_limit: int,
-                  reserve: int, whole: bool = True, first: Optional[Preview] = None, count: Optional[int] = None,
-                  kept_end: Optional[bytes] = None) -> TruncateResult:
-        """What the model sees of an output over the limits that could not be
-        stored at all: its preview, then a marker that says so and names no
-        resource (none exists to read).  ``held`` is the whole output
-        (``whole``), or its start and ``kept_end`` its true end."""
-        data = memoryview(encode_content(held) if isinstance(held, str) else held).cast("B")
-        shaped, _ = stored_preview(lambda start, end: data[start:end], uri="(not stored)", stored=len(data),
-                                   total=total, count=count, max_lines=lines_limit, max_bytes=bytes_limit,
-                                   flags=self._views, signals=(), content=held if whole else None,
-                                   kept_end=kept_end, first=first, tokens=self._tokens)
-        marker = (f"... output not stored ({total} bytes, {lines} line{'' if lines == 1 else 's'} in all): "
-                  f"{self._not_even_the_record(reserve)} ...")
-        head = shaped.head
-        # One blank line before the marker, as ``_preview.compose`` puts it.
-        separator = "\n" if head.endswith("\n") else "\n\n"
-        text = f"{head}{separator}{marker}" if head else marker
-        if shaped.truncated and shaped.tail:
-            text += f"\n\n{shaped.tail}"
-        return TruncateResult(text, True, None, lines, None)
-
     def _stored_bytes(self, record: Record) -> Reader:
         """``read(start, end)``: verified views of ``record``'s stored bytes."""
         backend = self._backend
@@ -421,84 +332,6 @@ class StoreWrites:
         # A view shown whole stands for every stored byte: reading goes on from the start.
         return TruncateResult(content, True, record.resource, lines, shaped.head_end if shaped.truncated else 0)
 
-    # ------------------------------------------------------------------ streams
-    def write_stream(self, session_id: str, tool_call_id: str, chunks: Iterable[BytesLike], *,
-                     mime: str = "text/plain", name: Optional[str] = None) -> Resource:
-        """Persist an output that arrives as byte chunks, holding one chunk at a time.
-
-        :raises TypeError: a chunk is not bytes-like, or another argument is of the wrong type.
-        :raises StorageError: the write failed; nothing was left visible.
-        """
-        self._check_write_arguments(session_id, tool_call_id, mime, name)
-        return self._write_pieces(session_id, tool_call_id, map(chunk_view, chunks), mime, name).resource
-
-    def truncate_stream(self, session_id: str, tool_call_id: str, chunks: Iterable[BytesLike], *,
-                        max_lines: Optional[int] = None, max_bytes: Optional[int] = None,
-                        mime: Optional[str] = None, name: Optional[str] = None) -> TruncateResult:
-        """``truncate`` for an output that arrives as byte chunks, in bounded memory.
-
-        Chunks are held only while the output is still under the limits (at
-        most ``max_bytes``); past them they go straight to the payload, and
-        the preview is cut from the stored bytes, so it equals what
-        ``truncate`` gives for the joined content.  Under the limits the
-        content is returned decoded with ``errors="replace"`` and nothing is
-        written.  Past ``max_stored_bytes`` (or the folder's
-        ``max_total_bytes``) the payload stops growing, the last 1 MiB is kept
-        in memory, and the preview's tail is the output's true end; the
-        record's ``capture`` and the marker say how much was stored.
-
-        :raises TypeError: a chunk is not bytes-like, or another argument is of the wrong type.
-        :raises ValueError: a limit below 1, or an empty id or mime.
-        :raises StorageError: the write failed; nothing was left visible.
-        """
-        mime = "text/plain" if mime is None else mime
-        self._check_write_arguments(session_id, tool_call_id, mime, name)
-        lines_limit = self._limits.max_lines if max_lines is None else whole_number(max_lines, "max_lines", 1)
-        bytes_limit = self._limits.max_bytes if max_bytes is None else whole_number(max_bytes, "max_bytes", 1)
-        spill = _Spill(self, lines_limit, bytes_limit, self._room(session_id, tool_call_id, mime, name))
-        try:
-            for chunk in chunks:
-                spill.feed(chunk)
-        except BaseException as error:
-            spill.abort()
-            _raise_stored(error)
-        lines = counted_lines(spill.newlines, spill.size, spill.last_newline)  # as a person counts them
-        if spill.unstored:
-            return self._unstored(bytes(spill.held), total=spill.size, lines=lines, lines_limit=lines_limit,
-                                  bytes_limit=bytes_limit, reserve=spill.reserve, whole=False,
-                                  count=spill.newlines + 1, kept_end=spill.true_tail.value())
-        if spill.writer is None:
-            text = shown_text(spill.held, self._views)
-            # Invalid bytes show as U+FFFD (3 bytes each): the limit holds for what is shown.
-            fits = "\ufffd" not in text or shown_size(text) <= bytes_limit
-            if fits and (self._tokens is None or self._tokens[1](text) <= self._tokens[0]):
-                return TruncateResult(text, False, None)
-            # Within the byte and line limits, over them as shown or over the token bound: stored
-            # like any larger output.
-            if spill.cap < 1:
-                return self._unstored(bytes(spill.held), total=spill.size, lines=lines, lines_limit=lines_limit,
-                                      bytes_limit=bytes_limit, reserve=spill.reserve)
-            try:
-                spill.start()
-            except BaseException as error:
-                spill.abort()
-                _raise_stored(error)
-        size = spill.size
-        record = self._publish(spill.writer, session_id, tool_call_id, mime, name, size, lines, spill.reserve)
-        count = spill.newlines + 1  # as the preview's line rule counts them
-        try:
-            shaped, signals = stored_preview(
-                self._stored_bytes(record), uri=record.resource.uri, stored=record.resource.size, total=size,
-                count=count, max_lines=lines_limit, max_bytes=bytes_limit, flags=self._views,
-                signals=self._signals, kept_end=None if record.capture is None else spill.true_tail.value(),
-                release=self._releaser(record), outline=self._limits.outline, tokens=self._tokens)
-        except BaseException:
-            # The preview is read back from the published payload; when that
-            # fails the caller gets an error, so no resource may stay behind.
-            self._discard(record.id)
-            raise
-        return self._truncated(record, shaped, signals, lines)
-
     def _discard(self, resource_id: str) -> None:
         """Remove a resource this store just published; never raises (a pair
         left behind is a complete resource, which cleanup expires)."""
@@ -508,66 +341,3 @@ class StoreWrites:
             pass
 
 
-class _Spill:
-    """An output arriving as chunks (``truncate_stream``): held while it is within
-    the limits, then written, capped, through a writer; its true end kept in
-    memory when the stored copy is capped."""
-
-    def __init__(self, store: StoreWrites, lines_limit: int, bytes_limit: int, room: tuple[int, int]) -> None:
-        self._store = store
-        self._lines_limit = lines_limit
-        self._bytes_limit = bytes_limit
-        self.cap, self.reserve = room
-        # Over the limits with no room for even a record: nothing is stored; the
-        # output's start stays in ``held`` (twice the preview's bytes) and its end in ``true_tail``.
-        self.unstored = False
-        self.held = bytearray()
-        self.newlines = 0
-        self.size = 0
-        self.last_newline = False
-        self.true_tail = _TrueTail()
-        self.writer: Optional[Writer] = None
-
-    def feed(self, chunk: BytesLike) -> None:
-        """Count ``chunk``; hold it while the output is within the limits, else write it."""
-        with chunk_view(chunk) as view:
-            if not view:
-                return
-            self.newlines += _kernels.count_lines(view) - 1
-            self.size += len(view)
-            self.last_newline = view[-1] == 10
-            # Under the limits: whole lines (a final newline starts no line), as preview_cuts counts.
-            if self.writer is None and not self.unstored and self.size <= self._bytes_limit and (
-                    self.newlines < self._lines_limit or (self.newlines == self._lines_limit and self.last_newline)):
-                self.held += view
-                return
-            if self.cap < 1:
-                self._hold_start(view)
-            elif self.writer is None:
-                self.start(len(view))
-            if self.size > self.cap - _TRUE_TAIL_BYTES:
-                self.true_tail.feed(chunk, view)
-            if self.writer is not None:
-                for piece in stable(view):
-                    self._store._write_capped(self.writer, piece, self.cap)
-
-    def _hold_start(self, view: memoryview) -> None:
-        """Unstored: keep the output's start for the preview's head (its end goes to ``true_tail``)."""
-        if not self.unstored:
-            self.unstored = True
-            self.true_tail.feed(bytes(self.held), memoryview(self.held))
-        room = 2 * self._bytes_limit - len(self.held)
-        if room > 0:
-            self.held += view[:room]
-
-    def start(self, arriving: int = 0) -> None:
-        """Open the writer and write what was held (``arriving`` bytes are counted but not yet held)."""
-        self.writer = self._store._writer()
-        self._store._write_capped(self.writer, memoryview(self.held), self.cap)
-        if self.size - arriving > self.cap - _TRUE_TAIL_BYTES:
-            self.true_tail.feed(bytes(self.held), memoryview(self.held))
-        self.held = bytearray()
-
-    def abort(self) -> None:
-        if self.writer is not None:
-            self.writer.abort()

@@ -8,8 +8,9 @@ session reads the rest in UTF-8-safe, verified pages.
 
 This module is the policy — limits, previews, markers, ids, session checks,
 retention settings; it never touches a file or a socket itself.  The class
-is composed of its write side (``_store_writes.StoreWrites``) and its read
-side (``_store_reads.StoreReads``); here are its construction, background
+is composed of its write side (``_store_writes.StoreWrites``, with the
+streaming writes of ``_store_streams.StoreStreams``) and its read side
+(``_store_reads.StoreReads``); here are its construction, background
 commands, listing and cleanup.
 """
 
@@ -31,7 +32,8 @@ from ._growing import GrowingOutput
 from ._owner import current_owner
 from ._store_reads import StoreReads
 from ._store_types import Page, TruncateResult, storage_error
-from ._store_writes import QUOTA_STEP, StoreWrites
+from ._store_streams import StoreStreams
+from ._store_writes import QUOTA_STEP
 from .backends._location import locate, open_backend
 from .backends.base import Backend, CleanupReport, ForkAware, GrowingBackend, PageHints, Quota
 from .backends.local import LocalBackend
@@ -43,7 +45,7 @@ from .text import compile_signals, view_flags
 __all__ = ["Page", "ToolOutputStore", "TruncateResult"]
 
 
-class ToolOutputStore(StoreWrites, StoreReads):
+class ToolOutputStore(StoreStreams, StoreReads):
     """Bounds tool outputs, persists the large ones and serves them back in pages.
 
     :param data_dir: the data folder; by default ``$OVERSPILL_DATA_DIR``, else

@@ -1,0 +1,104 @@
+"""The quota's side of the store: the room one output may take under
+``max_total_bytes`` (its payload and its record), eviction before a publish,
+and what the model sees when not even a record fits.
+
+A mixin of ``ToolOutputStore``'s write side (``_store_writes.StoreWrites``);
+the eviction policy itself is ``overspill._quota``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Optional
+
+from ._owner import current_owner
+from ._preview import stored_preview
+from ._quota import QuotaBackend, make_room
+from ._store_types import TruncateResult, storage_error
+from .config import Limits
+from .errors import StorageError
+from .records import CHECKSUM_CHUNK, Record, Resource, new_id, uri_for
+from .text import Content, Preview, encode_content
+
+__all__ = ["StoreRoom"]
+
+# A bound of every number a record holds (sizes, lines, times, pids): 10**15 bytes is a petabyte.
+_WIDEST = 10**15
+
+
+class StoreRoom:
+    """Room under the quota for one output (a mixin of the store's write side)."""
+
+    # Set by ToolOutputStore.__init__.
+    _limits: Limits
+    _views: int
+    _tokens: Optional[tuple[int, Callable[[str], int]]]
+    _directory: Optional[Path]
+    _quota: Optional[QuotaBackend]
+
+    def _room(self, session_id: str, tool_call_id: str, mime: str, name: Optional[str], *,
+              growing: bool = False) -> tuple[int, int]:
+        """``(cap, reserve)``: the most bytes one output's stored copy holds, and
+        the bytes its record is counted for, so that payload and record together
+        stay within ``max_total_bytes`` (``max_stored_bytes`` caps the payload
+        too).  A cap below 1: the quota cannot hold even the record, and
+        nothing of the output is stored."""
+        limits = self._limits
+        cap = min(limits.max_stored_bytes, limits.max_total_bytes)
+        if self._quota is None:
+            return cap, 0
+        # The record at that cap, every number at its widest: a bound of the real one.
+        template = Record(Resource(uri_for(new_id()), mime, cap, name), session_id, tool_call_id, _WIDEST, None,
+                          CHECKSUM_CHUNK, (_WIDEST, cap), _WIDEST)
+        if growing:
+            template = replace(template, state="exited", owner=current_owner(), process=(_WIDEST, _WIDEST),
+                               exit_code=-_WIDEST)
+        reserve = self._quota.record_bytes(template)
+        return min(limits.max_stored_bytes, limits.max_total_bytes - reserve), reserve
+
+    def _not_even_the_record(self, reserve: int) -> str:
+        """Why nothing was stored: the quota is smaller than one record."""
+        return f"max_total_bytes {self._limits.max_total_bytes} cannot hold even its record ({reserve} bytes)"
+
+    def _make_room(self, reserve: int = 0) -> None:
+        """Evict the oldest resources until the location is within its quota
+        (``overspill._quota``).
+
+        The location's own bytes count, unfinished payloads (this writer's
+        included) too; only published resources are evicted, oldest
+        ``created`` first, under the cleanup lock.  A backend without the
+        ``Quota`` capability is left alone.  ``reserve`` bytes are kept free
+        besides: the record about to be published.
+        """
+        if self._quota is None:
+            return
+        try:
+            make_room(self._quota, self._limits.max_total_bytes - reserve)
+        except OSError as error:
+            if isinstance(error, StorageError):
+                raise
+            raise storage_error(f"cannot make room in {self._directory}", error) from None
+
+    def _unstored(self, held: Content, *, total: int, lines: int, lines_limit: int, bytes_limit: int,
+                  reserve: int, whole: bool = True, first: Optional[Preview] = None, count: Optional[int] = None,
+                  kept_end: Optional[bytes] = None) -> TruncateResult:
+        """What the model sees of an output over the limits that could not be
+        stored at all: its preview, then a marker that says so and names no
+        resource (none exists to read).  ``held`` is the whole output
+        (``whole``), or its start and ``kept_end`` its true end."""
+        data = memoryview(encode_content(held) if isinstance(held, str) else held).cast("B")
+        shaped, _ = stored_preview(lambda start, end: data[start:end], uri="(not stored)", stored=len(data),
+                                   total=total, count=count, max_lines=lines_limit, max_bytes=bytes_limit,
+                                   flags=self._views, signals=(), content=held if whole else None,
+                                   kept_end=kept_end, first=first, tokens=self._tokens)
+        marker = (f"... output not stored ({total} bytes, {lines} line{'' if lines == 1 else 's'} in all): "
+                  f"{self._not_even_the_record(reserve)} ...")
+        head = shaped.head
+        # One blank line before the marker, as ``_preview.compose`` puts it.
+        separator = "\n" if head.endswith("\n") else "\n\n"
+        text = f"{head}{separator}{marker}" if head else marker
+        if shaped.truncated and shaped.tail:
+            text += f"\n\n{shaped.tail}"
+        return TruncateResult(text, True, None, lines, None)

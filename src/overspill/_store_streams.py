@@ -1,0 +1,199 @@
+"""The store's streaming writes: ``write_stream`` and ``truncate_stream``, in bounded memory.
+
+An output arriving as byte chunks is held only while it is within the
+limits; past them it goes through a writer, capped, its true end kept in
+memory (``_Spill``).  ``StoreStreams`` extends the write side
+(``_store_writes.StoreWrites``) and ``ToolOutputStore`` composes it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from typing import Optional
+
+from . import _kernels
+from ._arguments import whole_number
+from ._buffers import BytesLike
+from ._preview import stored_preview
+from ._store_types import TruncateResult, chunk_view, stable
+from ._store_writes import TRUE_TAIL_BYTES, StoreWrites, raise_stored
+from .backends.base import Writer
+from .records import Resource
+from .text import counted_lines, shown_size, shown_text
+
+__all__ = ["StoreStreams"]
+
+
+class _TrueTail:
+    """The last ``TRUE_TAIL_BYTES`` (or a little more) of a stream, as the chunks
+    that hold them (``bytes`` chunks are kept by reference, others copied)."""
+
+    def __init__(self) -> None:
+        self._chunks: deque[bytes] = deque()
+        self._size = 0
+
+    def feed(self, chunk: object, view: memoryview) -> None:
+        data = chunk if type(chunk) is bytes else bytes(view)
+        self._chunks.append(data)  # type: ignore[arg-type]
+        self._size += len(view)
+        while self._size - len(self._chunks[0]) >= TRUE_TAIL_BYTES:
+            self._size -= len(self._chunks.popleft())
+
+    def value(self) -> bytes:
+        return b"".join(self._chunks)[-TRUE_TAIL_BYTES:]
+
+
+class StoreStreams(StoreWrites):
+    """Storing outputs that arrive as byte chunks."""
+
+    def write_stream(self, session_id: str, tool_call_id: str, chunks: Iterable[BytesLike], *,
+                     mime: str = "text/plain", name: Optional[str] = None) -> Resource:
+        """Persist an output that arrives as byte chunks, holding one chunk at a time.
+
+        :raises TypeError: a chunk is not bytes-like, or another argument is of the wrong type.
+        :raises StorageError: the write failed; nothing was left visible.
+        """
+        self._check_write_arguments(session_id, tool_call_id, mime, name)
+        return self._write_pieces(session_id, tool_call_id, map(chunk_view, chunks), mime, name).resource
+
+    def truncate_stream(self, session_id: str, tool_call_id: str, chunks: Iterable[BytesLike], *,
+                        max_lines: Optional[int] = None, max_bytes: Optional[int] = None,
+                        mime: Optional[str] = None, name: Optional[str] = None) -> TruncateResult:
+        """``truncate`` for an output that arrives as byte chunks, in bounded memory.
+
+        Chunks are held only while the output is still under the limits (at
+        most ``max_bytes``); past them they go straight to the payload, and
+        the preview is cut from the stored bytes, so it equals what
+        ``truncate`` gives for the joined content.  Under the limits the
+        content is returned decoded with ``errors="replace"`` and nothing is
+        written.  Past ``max_stored_bytes`` (or the folder's
+        ``max_total_bytes``) the payload stops growing, the last 1 MiB is kept
+        in memory, and the preview's tail is the output's true end; the
+        record's ``capture`` and the marker say how much was stored.
+
+        :raises TypeError: a chunk is not bytes-like, or another argument is of the wrong type.
+        :raises ValueError: a limit below 1, or an empty id or mime.
+        :raises StorageError: the write failed; nothing was left visible.
+        """
+        mime = "text/plain" if mime is None else mime
+        self._check_write_arguments(session_id, tool_call_id, mime, name)
+        lines_limit = self._limits.max_lines if max_lines is None else whole_number(max_lines, "max_lines", 1)
+        bytes_limit = self._limits.max_bytes if max_bytes is None else whole_number(max_bytes, "max_bytes", 1)
+        spill = _Spill(self, lines_limit, bytes_limit, self._room(session_id, tool_call_id, mime, name))
+        try:
+            for chunk in chunks:
+                spill.feed(chunk)
+        except BaseException as error:
+            spill.abort()
+            raise_stored(error)
+        lines = counted_lines(spill.newlines, spill.size, spill.last_newline)  # as a person counts them
+        if spill.unstored:
+            return self._unstored(bytes(spill.held), total=spill.size, lines=lines, lines_limit=lines_limit,
+                                  bytes_limit=bytes_limit, reserve=spill.reserve, whole=False,
+                                  count=spill.newlines + 1, kept_end=spill.true_tail.value())
+        if spill.writer is None:
+            early = self._held_result(spill, lines, lines_limit, bytes_limit)
+            if early is not None:
+                return early
+        size = spill.size
+        record = self._publish(spill.writer, session_id, tool_call_id, mime, name, size, lines, spill.reserve)
+        count = spill.newlines + 1  # as the preview's line rule counts them
+        try:
+            shaped, signals = stored_preview(
+                self._stored_bytes(record), uri=record.resource.uri, stored=record.resource.size, total=size,
+                count=count, max_lines=lines_limit, max_bytes=bytes_limit, flags=self._views,
+                signals=self._signals, kept_end=None if record.capture is None else spill.true_tail.value(),
+                release=self._releaser(record), outline=self._limits.outline, tokens=self._tokens)
+        except BaseException:
+            # The preview is read back from the published payload; when that
+            # fails the caller gets an error, so no resource may stay behind.
+            self._discard(record.id)
+            raise
+        return self._truncated(record, shaped, signals, lines)
+
+    def _held_result(self, spill: _Spill, lines: int, lines_limit: int, bytes_limit: int) -> Optional[TruncateResult]:
+        """The result of an output held whole in memory: itself when it is shown
+        within the limits, else None once a writer holds it (or its preview
+        when not even a record can be stored)."""
+        text = shown_text(spill.held, self._views)
+        # Invalid bytes show as U+FFFD (3 bytes each): the limit holds for what is shown.
+        fits = "\ufffd" not in text or shown_size(text) <= bytes_limit
+        if fits and (self._tokens is None or self._tokens[1](text) <= self._tokens[0]):
+            return TruncateResult(text, False, None)
+        # Within the byte and line limits, over them as shown or over the token bound: stored
+        # like any larger output.
+        if spill.cap < 1:
+            return self._unstored(bytes(spill.held), total=spill.size, lines=lines, lines_limit=lines_limit,
+                                  bytes_limit=bytes_limit, reserve=spill.reserve)
+        try:
+            spill.start()
+        except BaseException as error:
+            spill.abort()
+            raise_stored(error)
+        return None
+
+
+class _Spill:
+    """An output arriving as chunks (``truncate_stream``): held while it is within
+    the limits, then written, capped, through a writer; its true end kept in
+    memory when the stored copy is capped."""
+
+    def __init__(self, store: StoreWrites, lines_limit: int, bytes_limit: int, room: tuple[int, int]) -> None:
+        self._store = store
+        self._lines_limit = lines_limit
+        self._bytes_limit = bytes_limit
+        self.cap, self.reserve = room
+        # Over the limits with no room for even a record: nothing is stored; the
+        # output's start stays in ``held`` (twice the preview's bytes) and its end in ``true_tail``.
+        self.unstored = False
+        self.held = bytearray()
+        self.newlines = 0
+        self.size = 0
+        self.last_newline = False
+        self.true_tail = _TrueTail()
+        self.writer: Optional[Writer] = None
+
+    def feed(self, chunk: BytesLike) -> None:
+        """Count ``chunk``; hold it while the output is within the limits, else write it."""
+        with chunk_view(chunk) as view:
+            if not view:
+                return
+            self.newlines += _kernels.count_lines(view) - 1
+            self.size += len(view)
+            self.last_newline = view[-1] == 10
+            # Under the limits: whole lines (a final newline starts no line), as preview_cuts counts.
+            if self.writer is None and not self.unstored and self.size <= self._bytes_limit and (
+                    self.newlines < self._lines_limit or (self.newlines == self._lines_limit and self.last_newline)):
+                self.held += view
+                return
+            if self.cap < 1:
+                self._hold_start(view)
+            elif self.writer is None:
+                self.start(len(view))
+            if self.size > self.cap - TRUE_TAIL_BYTES:
+                self.true_tail.feed(chunk, view)
+            if self.writer is not None:
+                for piece in stable(view):
+                    self._store._write_capped(self.writer, piece, self.cap)
+
+    def _hold_start(self, view: memoryview) -> None:
+        """Unstored: keep the output's start for the preview's head (its end goes to ``true_tail``)."""
+        if not self.unstored:
+            self.unstored = True
+            self.true_tail.feed(bytes(self.held), memoryview(self.held))
+        room = 2 * self._bytes_limit - len(self.held)
+        if room > 0:
+            self.held += view[:room]
+
+    def start(self, arriving: int = 0) -> None:
+        """Open the writer and write what was held (``arriving`` bytes are counted but not yet held)."""
+        self.writer = self._store._writer()
+        self._store._write_capped(self.writer, memoryview(self.held), self.cap)
+        if self.size - arriving > self.cap - TRUE_TAIL_BYTES:
+            self.true_tail.feed(bytes(self.held), memoryview(self.held))
+        self.held = bytearray()
+
+    def abort(self) -> None:
+        if self.writer is not None:
+            self.writer.abort()
