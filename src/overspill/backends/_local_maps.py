@@ -11,7 +11,7 @@ from .. import _files
 from ..records import Record, unreadable
 from ._seals import SealChain
 
-__all__ = ["Entry", "file_identity", "map_range"]
+__all__ = ["Entry", "drop_mapped_pages", "file_identity", "map_range"]
 
 
 class Entry:
@@ -53,3 +53,15 @@ def map_range(path: str, uri: str, base: int, end: int,
 def file_identity(info: os.stat_result) -> tuple[int, ...]:
     """What changes whenever a file's bytes may have: the cache key."""
     return (info.st_ino, info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_dev)
+
+
+def drop_mapped_pages(mapping: Optional[mmap.mmap], start: int, end: int) -> None:
+    """Tell the kernel that ``[start, end)`` of ``mapping`` is not needed soon
+    (the file's page cache is untouched); never raises."""
+    if mapping is None or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    first = start - start % mmap.PAGESIZE
+    try:
+        mapping.madvise(mmap.MADV_DONTNEED, first, max(min(end, len(mapping)) - first, 0))
+    except (OSError, ValueError):
+        pass  # closed meanwhile, or refused: it was only a hint

@@ -31,9 +31,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from urllib.parse import SplitResult
 
 __all__ = ["CONNECT_TIMEOUT", "OPTIONS", "SOCKET_TIMEOUT", "TCP_SCHEMES", "UNIX_SCHEMES", "RedisAddress",
            "parse_redis_url"]
@@ -129,7 +132,7 @@ def parse_redis_url(url: str) -> RedisAddress:
     :raises ConfigError: any part is wrong; the message names the part and
         never holds the password.
     """
-    from urllib.parse import parse_qsl, unquote, urlsplit
+    from urllib.parse import unquote, urlsplit
 
     from ._urls import ambiguous_credentials, redacted_url
 
@@ -149,13 +152,36 @@ def parse_redis_url(url: str) -> RedisAddress:
                           "in the user name and password")
     if parts.fragment:
         raise ConfigError(f"Redis URL {shown_raw}: a fragment (#...) means nothing here")
+    options, query_db = _query_options(parts.query, scheme.startswith("rediss"), shown_raw)
+    options.setdefault("socket_connect_timeout", CONNECT_TIMEOUT)
+    options.setdefault("socket_timeout", SOCKET_TIMEOUT)
+    if username:
+        options["username"] = unquote(username)
+    if password is not None:
+        options["password"] = unquote(password)
+    credentials = ""
+    if password is not None:
+        credentials = f"{username or ''}:***@"
+    elif username:
+        credentials = f"{username}@"
+    if scheme in UNIX_SCHEMES:
+        return _unix_address(scheme, parts, credentials, query_db, options, shown_raw)
+    return _tcp_address(scheme, parts, hostname, credentials, query_db, options, shown_raw)
+
+
+def _query_options(query: str, tls: bool, shown_raw: str) -> tuple[dict[str, Any], Optional[int]]:
+    """The client options a URL's query gives, and its ``?db=`` (None without one).
+
+    :raises ConfigError: a malformed query, an unknown, repeated or wrong option.
+    """
+    from urllib.parse import parse_qsl
+
     options: dict[str, Any] = {}
     query_db: Optional[int] = None
     try:
-        pairs = parse_qsl(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
     except ValueError:
         raise ConfigError(f"Redis URL {shown_raw}: malformed query (expected name=value&...)") from None
-    tls = scheme.startswith("rediss")
     for name, value in pairs:
         if name in options or (name == "db" and query_db is not None):
             raise ConfigError(f"Redis URL {shown_raw}: option {name} is given twice")
@@ -172,33 +198,39 @@ def parse_redis_url(url: str) -> RedisAddress:
             options[name] = parse(name, value)
         except ConfigError as error:
             raise ConfigError(f"Redis URL {shown_raw}: {error}") from None
-    options.setdefault("socket_connect_timeout", CONNECT_TIMEOUT)
-    options.setdefault("socket_timeout", SOCKET_TIMEOUT)
-    if username:
-        options["username"] = unquote(username)
-    if password is not None:
-        options["password"] = unquote(password)
-    credentials = ""
-    if password is not None:
-        credentials = f"{username or ''}:***@"
-    elif username:
-        credentials = f"{username}@"
-    query_shown = ""
+    return options, query_db
 
-    if scheme in UNIX_SCHEMES:
-        if parts.netloc.rpartition("@")[2]:
-            raise ConfigError(f"Redis URL {shown_raw}: a socket URL has no host ({scheme}:///path/to/socket)")
-        path = unquote(parts.path)
-        if not path.startswith("/") or path == "/":
-            raise ConfigError(f"Redis URL {shown_raw}: the socket path must be absolute ({scheme}:///path/to/socket)")
-        database = 0 if query_db is None else query_db
-        options.update(unix_socket_path=path, db=database)
-        if database:
-            query_shown = f"?db={database}"
-        return RedisAddress(f"{scheme}://{credentials}{parts.path}{query_shown}", False, options,
-                            options.get("password"))
+
+def _unix_address(scheme: str, parts: SplitResult, credentials: str, query_db: Optional[int],
+                  options: dict[str, Any], shown_raw: str) -> RedisAddress:
+    """A ``unix://`` (``redis+unix://``) URL's address.
+
+    :raises ConfigError: a host is given, or the socket path is not absolute.
+    """
+    from urllib.parse import unquote
+
+    if parts.netloc.rpartition("@")[2]:
+        raise ConfigError(f"Redis URL {shown_raw}: a socket URL has no host ({scheme}:///path/to/socket)")
+    path = unquote(parts.path)
+    if not path.startswith("/") or path == "/":
+        raise ConfigError(f"Redis URL {shown_raw}: the socket path must be absolute ({scheme}:///path/to/socket)")
+    database = 0 if query_db is None else query_db
+    options.update(unix_socket_path=path, db=database)
+    query_shown = f"?db={database}" if database else ""
+    return RedisAddress(f"{scheme}://{credentials}{parts.path}{query_shown}", False, options,
+                        options.get("password"))
+
+
+def _tcp_address(scheme: str, parts: SplitResult, hostname: Optional[str], credentials: str,
+                 query_db: Optional[int], options: dict[str, Any], shown_raw: str) -> RedisAddress:
+    """A ``redis://`` (``rediss://``, ``+cluster``) URL's address.
+
+    :raises ConfigError: no host, a wrong port, two databases, or a database in a Cluster URL.
+    """
+    from urllib.parse import unquote
 
     cluster = scheme.endswith("+cluster")
+    tls = scheme.startswith("rediss")
     if not hostname:
         raise ConfigError(f"Redis URL {shown_raw} names no host (redis://host:port; for a Unix socket, "
                           "unix:///path/to/socket)")

@@ -31,7 +31,7 @@ from ..records import Record, is_resource_id, read_record, unreadable, uri_for
 from ._checksums import verify
 from ._index import ListingIndex
 from ._local_growing import LocalGrowing
-from ._local_maps import Entry, file_identity, map_range
+from ._local_maps import Entry, drop_mapped_pages, file_identity, map_range
 from ._local_quota import LocalQuota
 from ._local_writer import LocalWriter
 from ._sweep import sweep
@@ -267,14 +267,8 @@ class LocalBackend(LocalGrowing, LocalQuota):
         process.  The file's page cache is untouched; never raises.
         """
         entry = self._entries.get(record.id)
-        mapping = None if entry is None else entry.mapped[1]
-        if mapping is None or not hasattr(mmap, "MADV_DONTNEED"):
-            return
-        first = start - start % mmap.PAGESIZE
-        try:
-            mapping.madvise(mmap.MADV_DONTNEED, first, max(min(end, len(mapping)) - first, 0))
-        except (OSError, ValueError):
-            pass  # closed meanwhile, or refused: it was only a hint
+        if entry is not None:
+            drop_mapped_pages(entry.mapped[1], start, end)
 
     # ------------------------------------------------------------------ listing
     def _published_ids(self) -> list[str]:

@@ -43,7 +43,6 @@ How the promises of the local folder carry over:
 from __future__ import annotations
 
 import errno
-import json
 import threading
 import weakref
 from collections import OrderedDict
@@ -58,8 +57,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from ..errors import ConfigError, ResourceNotFoundError, StorageError
-from ..records import Record, parse_record, uri_for
-from ._checksums import verify
+from ..records import Record, uri_for
 from ._redis_keys import (
     ACCOUNT,
     CHECKSUM_BYTES,
@@ -76,12 +74,12 @@ from ._redis_keys import (
     answers,
     chunk_count,
     chunk_key,
-    is_wrong_type,
     meta_key,
     session_key,
     unless_damaged,
 )
 from ._redis_quota import RedisQuota
+from ._redis_reads import RedisReads
 from ._redis_sweep import RedisSweep
 from ._redis_writer import RedisWriter
 from ._redis_url import parse_redis_url
@@ -91,10 +89,9 @@ __all__ = ["CHECKSUM_BYTES", "CHUNK_BYTES", "PARTIAL_TTL", "RedisBackend", "Redi
 
 #: How often a live writer renews its chunks and its entry in ``ovs:pending``.
 _HEARTBEAT_SECONDS = 10.0
-_CACHED_RECORDS = 1024
 
 
-class RedisBackend(RedisQuota):
+class RedisBackend(RedisReads, RedisQuota):
     """Resources in one Redis server (``redis://``, ``rediss://``) or a Cluster
     (``redis+cluster://``, ``rediss+cluster://``).
 
@@ -243,97 +240,6 @@ class RedisBackend(RedisQuota):
                 writers = list(self._live)
             for writer in writers:
                 writer.beat()
-
-    # ------------------------------------------------------------------ reading
-    def parse(self, resource_id: str, data: Optional[bytes]) -> tuple[Record, int]:
-        if data is None:
-            raise ResourceNotFoundError(f"no resource {uri_for(resource_id)}")
-        record = parse_record(data, resource_id)
-        try:
-            chunk = json.loads(data).get("chunkBytes")
-        except ValueError:  # parse_record accepted it, so this cannot happen; belt and braces
-            chunk = None
-        if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1 or (
-                record.checksums is not None and chunk % record.checksum_chunk):
-            raise ResourceNotFoundError(f"resource {uri_for(resource_id)} has an invalid record: bad chunkBytes")
-        return record, chunk
-
-    def remember(self, resource_id: str, parsed: tuple[Record, int]) -> None:
-        with self._lock:
-            self._records[resource_id] = parsed
-            if len(self._records) > _CACHED_RECORDS:
-                self._records.popitem(last=False)
-
-    def _cached(self, resource_id: str) -> Optional[tuple[Record, int]]:
-        with self._lock:
-            parsed = self._records.get(resource_id)
-            if parsed is not None:
-                self._records.move_to_end(resource_id)
-            return parsed
-
-    def record(self, resource_id: str, /) -> Record:
-        # Published records are immutable (ids are never reused), so a cached
-        # one stays right; that it still exists is checked by every read.
-        parsed = self._cached(resource_id)
-        if parsed is None:
-            try:
-                data = self._client.get(meta_key(resource_id))
-            except redis.exceptions.ResponseError as error:
-                if not is_wrong_type(error):
-                    raise self.storage_error(f"cannot read {uri_for(resource_id)}", error) from None
-                raise ResourceNotFoundError(f"resource {uri_for(resource_id)} has a damaged record "
-                                            "(a key of the wrong type)") from None
-            except REDIS_ERRORS as error:
-                raise self.storage_error(f"cannot read {uri_for(resource_id)}", error) from None
-            parsed = self.parse(resource_id, data)
-            self.remember(resource_id, parsed)
-        return parsed[0]
-
-    def _chunk_of(self, record: Record) -> int:
-        """The chunk key size ``record``'s resource was written with."""
-        parsed = self._cached(record.id)
-        if parsed is None:
-            try:
-                data = self._client.get(meta_key(record.id))
-            except REDIS_ERRORS as error:
-                raise self.storage_error(f"cannot read {record.resource.uri}", error) from None
-            parsed = self.parse(record.id, data)
-            self.remember(record.id, parsed)
-        return parsed[1]
-
-    def read(self, record: Record, start: int, end: int, /) -> memoryview:
-        size = record.resource.size
-        if not 0 <= start <= end <= size:
-            raise ValueError(f"range [{start}, {end}) is outside the resource's {size} bytes")
-        if start == end:
-            return memoryview(b"")
-        uri = record.resource.uri
-        chunk = self._chunk_of(record)
-        block = record.checksum_chunk if record.checksums is not None else 1
-        # Widen to whole checksum blocks (never past the end), so each can be verified.
-        first = start - start % block
-        last = min(end + (-end) % block, size)
-        pieces = []
-        try:
-            for index in range(first // chunk, (last - 1) // chunk + 1):
-                base = index * chunk
-                pieces.append(self._client.getrange(chunk_key(record.id, index), max(first, base) - base,
-                                                    min(last, base + chunk) - base - 1))
-        except REDIS_ERRORS as error:
-            raise self.storage_error(f"cannot read {uri}", error) from None
-        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        if len(data) != last - first:
-            # Deleted or expired: every key of a resource goes at once, so its
-            # chunks read back empty (a Lua read that also checked the record
-            # costs four times a GETRANGE: values are copied through Lua).
-            self._forget(record.id)
-            raise ResourceNotFoundError(f"resource {uri} is gone or has a mismatched payload")
-        verify(record, memoryview(data), first, start, end)
-        return memoryview(data)[start - first : end - first].toreadonly()
-
-    def _forget(self, resource_id: str) -> None:
-        with self._lock:
-            self._records.pop(resource_id, None)
 
     # ------------------------------------------------------------------ listing
     def _session_ids(self, session_id: Optional[str]) -> list[str]:

@@ -1,0 +1,127 @@
+"""The Redis backend's reads: records (parsed, cached) and verified byte ranges.
+
+A resource's record is its meta key; a range is one ``GETRANGE`` per chunk
+key it covers, widened to whole checksum blocks, each verified on every read
+(``_checksums.verify``).  All keys of a resource go at once, so a gone
+resource reads back empty and is reported not found.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, Optional
+
+import redis.exceptions
+
+from ..errors import ResourceNotFoundError, StorageError
+from ..records import Record, parse_record, uri_for
+from ._checksums import verify
+from ._redis_keys import REDIS_ERRORS, chunk_key, is_wrong_type, meta_key
+
+__all__ = ["RedisReads"]
+
+_CACHED_RECORDS = 1024
+
+
+class RedisReads:
+    """Reading records and payload ranges for ``RedisBackend`` (a mixin: the
+    backend sets up the client, the lock and the record cache)."""
+
+    _client: Any
+    _lock: threading.Lock
+    _records: OrderedDict[str, tuple[Record, int]]
+
+    storage_error: Callable[[str, BaseException], StorageError]  # RedisBackend's
+
+    def parse(self, resource_id: str, data: Optional[bytes]) -> tuple[Record, int]:
+        if data is None:
+            raise ResourceNotFoundError(f"no resource {uri_for(resource_id)}")
+        record = parse_record(data, resource_id)
+        try:
+            chunk = json.loads(data).get("chunkBytes")
+        except ValueError:  # parse_record accepted it, so this cannot happen; belt and braces
+            chunk = None
+        if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1 or (
+                record.checksums is not None and chunk % record.checksum_chunk):
+            raise ResourceNotFoundError(f"resource {uri_for(resource_id)} has an invalid record: bad chunkBytes")
+        return record, chunk
+
+    def remember(self, resource_id: str, parsed: tuple[Record, int]) -> None:
+        with self._lock:
+            self._records[resource_id] = parsed
+            if len(self._records) > _CACHED_RECORDS:
+                self._records.popitem(last=False)
+
+    def _cached(self, resource_id: str) -> Optional[tuple[Record, int]]:
+        with self._lock:
+            parsed = self._records.get(resource_id)
+            if parsed is not None:
+                self._records.move_to_end(resource_id)
+            return parsed
+
+    def record(self, resource_id: str, /) -> Record:
+        # Published records are immutable (ids are never reused), so a cached
+        # one stays right; that it still exists is checked by every read.
+        parsed = self._cached(resource_id)
+        if parsed is None:
+            try:
+                data = self._client.get(meta_key(resource_id))
+            except redis.exceptions.ResponseError as error:
+                if not is_wrong_type(error):
+                    raise self.storage_error(f"cannot read {uri_for(resource_id)}", error) from None
+                raise ResourceNotFoundError(f"resource {uri_for(resource_id)} has a damaged record "
+                                            "(a key of the wrong type)") from None
+            except REDIS_ERRORS as error:
+                raise self.storage_error(f"cannot read {uri_for(resource_id)}", error) from None
+            parsed = self.parse(resource_id, data)
+            self.remember(resource_id, parsed)
+        return parsed[0]
+
+    def _chunk_of(self, record: Record) -> int:
+        """The chunk key size ``record``'s resource was written with."""
+        parsed = self._cached(record.id)
+        if parsed is None:
+            try:
+                data = self._client.get(meta_key(record.id))
+            except REDIS_ERRORS as error:
+                raise self.storage_error(f"cannot read {record.resource.uri}", error) from None
+            parsed = self.parse(record.id, data)
+            self.remember(record.id, parsed)
+        return parsed[1]
+
+    def read(self, record: Record, start: int, end: int, /) -> memoryview:
+        size = record.resource.size
+        if not 0 <= start <= end <= size:
+            raise ValueError(f"range [{start}, {end}) is outside the resource's {size} bytes")
+        if start == end:
+            return memoryview(b"")
+        uri = record.resource.uri
+        chunk = self._chunk_of(record)
+        block = record.checksum_chunk if record.checksums is not None else 1
+        # Widen to whole checksum blocks (never past the end), so each can be verified.
+        first = start - start % block
+        last = min(end + (-end) % block, size)
+        pieces = []
+        try:
+            for index in range(first // chunk, (last - 1) // chunk + 1):
+                base = index * chunk
+                pieces.append(self._client.getrange(chunk_key(record.id, index), max(first, base) - base,
+                                                    min(last, base + chunk) - base - 1))
+        except REDIS_ERRORS as error:
+            raise self.storage_error(f"cannot read {uri}", error) from None
+        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        if len(data) != last - first:
+            # Deleted or expired: every key of a resource goes at once, so its
+            # chunks read back empty (a Lua read that also checked the record
+            # costs four times a GETRANGE: values are copied through Lua).
+            self._forget(record.id)
+            raise ResourceNotFoundError(f"resource {uri} is gone or has a mismatched payload")
+        verify(record, memoryview(data), first, start, end)
+        return memoryview(data)[start - first : end - first].toreadonly()
+
+    def _forget(self, resource_id: str) -> None:
+        with self._lock:
+            self._records.pop(resource_id, None)
