@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Optional
 
 from ..records import CHECKSUM_CHUNK, Record, record_size
 from ._sweep import folder_bytes, sweep_lock
@@ -36,14 +37,7 @@ class LocalQuota:
 
         :raises OSError: the folder cannot be read.
         """
-        if self._missing():
-            return 0
-        if self._usage is not None:
-            try:
-                return self._usage.total()
-            except OSError:
-                pass  # no usable index folder: count the folder, as without one
-        return max(folder_bytes(self._directory) - self._pending(), 0)
+        return self._counted(UsageTotal.total)
 
     def pending_bytes(self) -> int:
         """Bytes of this backend's payloads not yet published (``usage`` counts them at publish)."""
@@ -55,13 +49,18 @@ class LocalQuota:
 
         :raises OSError: the folder cannot be read.
         """
+        return self._counted(UsageTotal.recount)
+
+    def _counted(self, kept: Callable[[UsageTotal], int]) -> int:
+        """``kept(total)`` of the running total, else the folder counted (without
+        this backend's unpublished payloads) when there is no usable total."""
         if self._missing():
             return 0
         if self._usage is not None:
             try:
-                return self._usage.recount()
+                return kept(self._usage)
             except OSError:
-                pass  # counted again by the next check that needs it
+                pass  # no usable index folder: count the folder, as without one
         return max(folder_bytes(self._directory) - self._pending(), 0)
 
     def eviction_lock(self) -> AbstractContextManager[bool]:
