@@ -411,11 +411,17 @@ def test_outline_renders_within_its_budget():
         assert "more commits" in shown[-2] or "more commits" in "".join(shown)
 
 
+def lettered(number: int) -> str:
+    return "".join(chr(97 + int(digit)) for digit in f"{number:03d}")
+
+
 @pytest.mark.parametrize("limits", [(400, 8192), (2000, 50 * 1024)])
 def test_unused_outline_share_goes_back_to_head_and_tail(tmp_path, limits):
     # The listing's outline is a few lines: the rest of its share widens the head and tail.
+    # (Names in letters: lines that differ only in numbers would be trimmed as a run.)
     store = ToolOutputStore(tmp_path, durable=False)
-    data = listing() * 3
+    data = "".join(f"/srv/{top}/{lettered(sub)}/{lettered(name)}-{lettered(sub * name)}.txt\n"
+                   for top in ("alpha", "beta", "gamma") for sub in range(90) for name in range(40)).encode()
     result = store.truncate("s", "c", data, max_lines=limits[0], max_bytes=limits[1])
     content = result.content
     drawn = ["[outline of the omitted part"] + outline_of(content)
@@ -479,3 +485,47 @@ def test_json_strings_on_every_instruction_set(values, slack):
         assert found[0]
         expected = found if expected is None else expected
         assert found == expected
+
+
+
+def test_runs_of_same_shape_lines_are_trimmed_at_the_cuts(tmp_path):
+    # A parametrized test run: the head keeps the first 10 lines of the run it ends in, the tail the last 10 of
+    # the run it starts with; the rest is omitted, and the marker, signals and outline describe that part.
+    lines = ["============================= test session starts =============================="]
+    lines += [f"tests/test_parse.py::test_accepts[{i}] PASSED{' ' * 20}[{i * 100 // 6000:3d}%]" for i in range(3000)]
+    lines += ["tests/test_parse.py::test_rejects_empty FAILED"]
+    lines += [f"tests/test_render.py::test_output[{i}] PASSED{' ' * 20}[{(3000 + i) * 100 // 6000:3d}%]"
+              for i in range(3000)]
+    lines += ["=========================== 1 failed, 6000 passed in 9.1s ==========================="]
+    data = ("\n".join(lines) + "\n").encode()
+    store = ToolOutputStore(tmp_path, durable=False)
+    result = store.truncate("s", "c", data)
+    content = result.content
+    head = content[: content.index("\n\n... output truncated")] + "\n"
+    assert head.splitlines() == lines[:11]
+    assert result.next_offset == len(head.encode()) and data.startswith(head.encode())
+    tail = content[content.rindex("\n\n") + 2 :]
+    assert tail.splitlines() == lines[-11:]
+    assert data.endswith(tail.encode())
+    assert re.search(r"^\d+:tests/test_parse.py::test_rejects_empty FAILED$", content, re.M)
+    for line in content.split("\n"):
+        match = re.match(r"(\d+):(.*)", line)
+        if match:
+            assert data[int(match.group(1)):].startswith(match.group(2).encode())
+    # Where whole lines decide the cut (the line limit), the preview is what it always was.
+    short = "".join(f"line {i}\n" for i in range(5000)).encode()
+    kept = store.truncate("s", "d", short).content
+    assert kept.startswith("".join(f"line {i}\n" for i in range(1000)))
+    assert kept.endswith("".join(f"line {i}\n" for i in range(4000, 5000)))
+
+
+def test_trimming_runs_can_be_turned_off(tmp_path):
+    data = "".join(f"2026-01-01 INFO processed record {i} of batch 7\n" for i in range(20000)).encode()
+    trimmed = ToolOutputStore(tmp_path, durable=False).truncate("s", "c", data)
+    store = ToolOutputStore(tmp_path, durable=False, config={"tool_output": {"trim_runs": False}})
+    whole = store.truncate("s", "c", data)
+    assert whole.content.startswith(trimmed.content[: trimmed.next_offset])
+    assert whole.next_offset > 20 * trimmed.next_offset  # the whole head share, not 10 lines of the run
+    assert trimmed.content.count("\n") < 40 < whole.content.count("\n")
+    with pytest.raises(Exception, match="trim_runs"):
+        ToolOutputStore(tmp_path, config={"tool_output": {"trim_runs": "no"}})

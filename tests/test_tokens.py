@@ -32,7 +32,10 @@ def test_the_counter_is_o200k():
 @pytest.mark.parametrize("max_tokens", [50, 400, 3000])
 def test_the_preview_stays_within_the_token_bound(tmp_path, max_tokens):
     store = ToolOutputStore(tmp_path, durable=False, config={"tool_output": {"max_tokens": max_tokens}})
-    data = "".join(f"{i:08x} {i * 7919 % 100003} déjà 数据 {{\"k\": [{i}, {i + 1}]}}\n" for i in range(20000))
+    # Lines of different shapes (a run of lines differing only in numbers would be trimmed: see test_outline).
+    words = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta")
+    data = "".join(f"{i:08x} {words[i * 3 % 7]} {i * 7919 % 100003} déjà 数据 {{\"k\": [{i}, {i + 1}]}}\n"
+                   for i in range(20000))
     result = store.truncate("s", "c", data)
     assert result.truncated
     assert preview_tokens(result.content) <= max_tokens + 2

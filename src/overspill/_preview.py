@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from typing import Optional
 
 from . import _kernels, _outline
@@ -53,7 +54,8 @@ def stored_preview(read: Reader, *, uri: str, stored: int, total: int, max_lines
                    kept_end: Optional[bytes] = None, first: Optional[Preview] = None,
                    release: Optional[Callable[[int, int], None]] = None,
                    outline: bool = False,
-                   tokens: Optional[tuple[int, Callable[[str], int]]] = None) -> tuple[Preview, list[str]]:
+                   tokens: Optional[tuple[int, Callable[[str], int]]] = None,
+                   runs: bool = False) -> tuple[Preview, list[str]]:
     """The preview of a stored output, and the signal lines and outline of the part it omits.
 
     :param read: ``read(start, end)`` gives a verified view of ``[start, end)``
@@ -80,6 +82,7 @@ def stored_preview(read: Reader, *, uri: str, stored: int, total: int, max_lines
         lines and outline) also takes at most ``max_tokens`` tokens by
         ``count(text)``; its byte limit is lowered until it does (so an
         output within the byte and line limits may come back truncated).
+    :param runs: trim runs of same-shape lines at the cuts (``_trim_runs``).
     :returns: the preview and the lines shown after the marker: the signal
         lines, then the outline (their lines and bytes come out of the
         preview's budget); none when the preview is not truncated, and none
@@ -87,6 +90,10 @@ def stored_preview(read: Reader, *, uri: str, stored: int, total: int, max_lines
     :raises StorageError: a window of the stored copy cannot be read back.
     """
     recut = _cutter(read, uri, stored, total, count, flags, content, kept_end)
+    if runs:
+        recut = _trimming(recut, read, uri, stored)
+        if first is not None:
+            first = _trim_runs(first, read, uri, stored, max_lines)
     if tokens is None:
         shaped = recut(max_lines, max_bytes) if first is None else first
         return _shown(read, release, stored, shaped, recut, max_lines, max_bytes, flags, signals, outline)
@@ -100,6 +107,93 @@ def stored_preview(read: Reader, *, uri: str, stored: int, total: int, max_lines
             return shaped, lines
         # Signal lines or the outline were denser in tokens than the cut was: narrower again.
         size = max(1, min(size - 1, size * max_tokens * 15 // (used * 16)))
+
+
+# A run of lines that differ only in their numbers (and long hex digests) --
+# PASSED test ids, "step N: loss=..." logs, CSV rows, records processed --
+# says in its first lines what the rest of it says: a byte-cut head keeps the
+# first _RUN_KEEP lines of the run it ends in, a tail the last _RUN_KEEP of
+# the run it starts with, and the rest of the run joins the omitted part
+# (where the signal lines and the outline look).  Runs of at most
+# _RUN_MIN lines are left whole.
+_RUN_KEEP = 10
+_RUN_MIN = 2 * _RUN_KEEP
+_NUMBERS = re.compile(r"[0-9a-f]{7,}|[0-9]+")
+# Bytes read at a time to find where a kept line ends in the stored bytes.
+_NEWLINE_WINDOW = 1 << 16
+
+
+def _trimming(recut: Recut, read: Reader, uri: str, stored: int) -> Recut:
+    """``recut``, with runs of same-shape lines trimmed (``_trim_runs``)."""
+
+    def trimmed(lines: int, size: int) -> Preview:
+        return _trim_runs(recut(lines, size), read, uri, stored, lines)
+
+    return trimmed
+
+
+def _trim_runs(shaped: Preview, read: Reader, uri: str, stored: int, max_lines: int) -> Preview:
+    """``shaped`` with the head's last run and the tail's first run of
+    same-shape lines cut to ``_RUN_KEEP`` lines each.  A preview whose cuts
+    whole lines decide (the line limit) is left as it is, as are parts cut
+    inside a line and a tail beyond the stored copy."""
+    if not shaped.truncated or shaped.head.count("\n") >= max_lines - max_lines // 2:
+        return shaped
+    head, tail, head_end, tail_start = shaped.head, shaped.tail, shaped.head_end, shaped.tail_start
+    with _reading_back(uri):
+        if head.endswith("\n"):
+            lines = head[:-1].split("\n")
+            run = _run_length(reversed(lines))
+            if run > _RUN_MIN:
+                keep = len(lines) - run + _RUN_KEEP
+                head = "\n".join(lines[:keep]) + "\n"
+                head_end = _after_newlines(read, 0, keep, head_end)
+        if tail and tail_start < stored and _starts_line(read, tail_start):
+            lines = tail.split("\n")
+            run = _run_length(lines)
+            if run > _RUN_MIN and run < len(lines):
+                drop = run - _RUN_KEEP
+                tail = "\n".join(lines[drop:])
+                tail_start = _after_newlines(read, tail_start, drop, stored)
+    return Preview(head, tail, True, head_end, tail_start)
+
+
+def _run_length(lines: Iterable[str]) -> int:
+    """How many of ``lines``, from the first, have the first one's shape (its text, numbers aside)."""
+    count = 0
+    shape = None
+    for line in lines:
+        this = _NUMBERS.sub("#", line)
+        if shape is None:
+            shape = this
+        elif this != shape:
+            break
+        count += 1
+    return count
+
+
+def _starts_line(read: Reader, offset: int) -> bool:
+    with read(offset - 1, offset) as view:
+        return bytes(view) == b"\n"
+
+
+def _after_newlines(read: Reader, start: int, count: int, limit: int) -> int:
+    """The stored offset just after the ``count``-th newline from ``start`` (``limit`` if it lies beyond)."""
+    position = start
+    while count and position < limit:
+        stop = min(limit, position + _NEWLINE_WINDOW)
+        with read(position, stop) as view:
+            window = bytes(view)
+        found = window.count(b"\n")
+        if found < count:
+            count -= found
+            position = stop
+            continue
+        index = -1
+        for _ in range(count):
+            index = window.index(b"\n", index + 1)
+        return position + index + 1
+    return position
 
 
 def _token_bytes(recut: Recut, max_lines: int, max_bytes: int, max_tokens: int,

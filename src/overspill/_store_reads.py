@@ -222,7 +222,7 @@ class StoreReads:
             stored=size - start, total=total, count=newlines + 1, max_lines=lines_limit, max_bytes=bytes_limit,
             # Signal lines and the outline name offsets of the range: only from 0 are they the output's.
             flags=self._views, signals=self._signals if start == 0 else (), outline=start == 0 and self._limits.outline,
-            kept_end=kept_end if capped else None, tokens=self._tokens)
+            kept_end=kept_end if capped else None, tokens=self._tokens, runs=self._limits.trim_runs)
         lines = newlines + (1 if size > start and not last_newline else 0)
         if not shaped.truncated:
             return TruncateResult(shaped.head, False, record.resource, lines, size)

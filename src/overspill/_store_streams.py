@@ -104,7 +104,8 @@ class StoreStreams(StoreWrites):
                 self._stored_bytes(record), uri=record.resource.uri, stored=record.resource.size, total=size,
                 count=count, max_lines=lines_limit, max_bytes=bytes_limit, flags=self._views,
                 signals=self._signals, kept_end=None if record.capture is None else spill.true_tail.value(),
-                release=self._releaser(record), outline=self._limits.outline, tokens=self._tokens)
+                release=self._releaser(record), outline=self._limits.outline, tokens=self._tokens,
+                runs=self._limits.trim_runs)
         except BaseException:
             # The preview is read back from the published payload; when that
             # fails the caller gets an error, so no resource may stay behind.

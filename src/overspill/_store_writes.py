@@ -301,7 +301,8 @@ class StoreWrites(StoreRoom):
                 self._stored_bytes(record), uri=record.resource.uri, stored=record.resource.size,
                 total=record.resource.size, max_lines=lines_limit, max_bytes=bytes_limit, flags=flags,
                 signals=self._signals, content=content, first=shaped, release=self._releaser(record),
-                outline=self._limits.outline, tokens=tokens)
+                outline=self._limits.outline, tokens=tokens,
+                runs=self._limits.trim_runs)
         else:
             # The stored copy holds only the output's start: the preview is cut as
             # truncate_stream cuts it (head from the stored copy, tail from the true
@@ -310,7 +311,8 @@ class StoreWrites(StoreRoom):
                 self._stored_bytes(record), uri=record.resource.uri, stored=record.resource.size,
                 total=record.capture[0], count=_kernels.count_lines(content), max_lines=lines_limit,
                 max_bytes=bytes_limit, flags=flags, signals=self._signals, kept_end=_true_end(content),
-                release=self._releaser(record), outline=self._limits.outline, tokens=tokens)
+                release=self._releaser(record), outline=self._limits.outline, tokens=tokens,
+                runs=self._limits.trim_runs)
         return self._truncated(record, shaped, signals, lines)
 
     def _stored_bytes(self, record: Record) -> Reader:

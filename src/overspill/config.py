@@ -80,7 +80,7 @@ _SIGNAL_KINDS = ("error", "warning", "summary")
 
 _SECTION = "tool_output"
 _KEYS = ("max_lines", "max_bytes", "max_stored_bytes", "max_total_bytes", "views", "signals", "outline",
-         "max_tokens", "max_background")
+         "trim_runs", "max_tokens", "max_background")
 _ENVIRONMENT = {"max_lines": "OVERSPILL_MAX_LINES", "max_bytes": "OVERSPILL_MAX_BYTES",
                 "max_stored_bytes": "OVERSPILL_MAX_STORED_BYTES", "max_total_bytes": "OVERSPILL_MAX_TOTAL_BYTES",
                 "max_background": "OVERSPILL_MAX_BACKGROUND"}
@@ -104,6 +104,10 @@ class Limits:
     signals: tuple[tuple[str, str], ...] = DEFAULT_SIGNALS
     #: ``tool_output.outline``: follow the marker with an outline of the omitted part.
     outline: bool = True
+    #: ``tool_output.trim_runs``: a byte-cut head ends after the first 10 lines
+    #: of a run of lines that differ only in their numbers, a tail starts 10
+    #: lines before the end of one (the rest of the run is omitted).
+    trim_runs: bool = True
     #: ``tool_output.max_tokens``: the most o200k tokens the preview (head, tail,
     #: signal lines and outline) may take, besides ``max_bytes``; None (the
     #: default) for no token bound.  Needs the ``overspill[tokens]`` extra.
@@ -201,7 +205,7 @@ def _read_file(path: Path) -> Mapping[str, Any]:
 
 _CHECKS = {"max_lines": positive_int, "max_bytes": positive_int, "max_stored_bytes": positive_int,
            "max_total_bytes": positive_int, "views": _views, "signals": _signals, "outline": _flag,
-           "max_tokens": positive_int, "max_background": positive_int}
+           "trim_runs": _flag, "max_tokens": positive_int, "max_background": positive_int}
 
 
 def _section(document: Mapping[str, Any], source: str) -> dict[str, Any]:
