@@ -585,13 +585,15 @@ def test_a_slow_writer_keeps_its_chunks_alive_and_a_silent_one_loses_them(redis_
     from overspill.backends import redis as backend_module
 
     # Shrink the partial writes' expiry and the heartbeat so that the test waits seconds, not minutes.
-    monkeypatch.setattr(_redis_keys, "PARTIAL_TTL", timedelta(seconds=1))
+    # The expiry is ten beats long: under a CI load of 10 on 2 cores, a 1 s expiry (five beats) was
+    # once outlived by a starved heartbeat thread.
+    monkeypatch.setattr(_redis_keys, "PARTIAL_TTL", timedelta(seconds=2))
     monkeypatch.setattr(backend_module, "_HEARTBEAT_SECONDS", 0.2)
     chunk = backend_module.CHUNK_BYTES
 
     def slow_output():
-        yield b"a" * chunk  # written with a 1 s expiry ...
-        time.sleep(2.5)  # ... outlived by this pause: only the heartbeat keeps it
+        yield b"a" * chunk  # written with a 2 s expiry ...
+        time.sleep(4.0)  # ... outlived by this pause: only the heartbeat keeps it
         yield b"b" * 1000
 
     with redis_backing.store() as store:
