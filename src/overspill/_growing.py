@@ -19,6 +19,7 @@ from typing import Any, Optional
 from . import _kernels
 from .backends._seals import SEAL_BYTES
 from .records import Record
+from .text import counted_lines
 
 __all__ = ["SEAL_BYTES", "SEAL_INTERVAL", "GrowingOutput"]
 
@@ -110,7 +111,7 @@ class GrowingOutput:
 
     def lines(self) -> int:
         """Lines written as ``wc -l`` counts them, plus one for a final line without a newline."""
-        return self._newlines + (1 if self._total and not self._last_newline else 0)
+        return counted_lines(self._newlines, self._total, self._last_newline)
 
     def kept_end(self) -> Optional[bytes]:
         """The output's true end (at most 1 MiB) when the stored copy holds only its start."""

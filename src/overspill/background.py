@@ -25,6 +25,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Optional, Union
 
+from ._binary import SNIFF_BYTES
 from ._owner import owner_alive, process_start
 from .capture import RunningCommand
 from .errors import ResourceNotFoundError
@@ -40,8 +41,6 @@ __all__ = ["KILL_GRACE", "Job", "find", "kill", "kill_all", "start", "wait_for_s
 KILL_GRACE = 2.0
 # How often the sealer looks for output that waited long enough to be sealed.
 _SEAL_TICK = 0.1
-# Bytes of the start of the output kept in memory (whether it is binary).
-_SNIFF_BYTES = 8192
 # How often a waiter on another process's command looks at its record.
 _POLL = 0.05
 
@@ -157,8 +156,10 @@ def start(store: ToolOutputStore, session_id: str, tool_call_id: str, command: C
     with _LOCK:  # one check-and-start at a time in this process: the limit holds
         store.check_background(session_id)
         abort = threading.Event()
+        # The output grows in the store; memory keeps only as much of its start
+        # as decides whether it is binary.
         running = RunningCommand(command, cwd=cwd, env=env, timeout=None, stdin=None,
-                                 max_output_bytes=_SNIFF_BYTES, max_error_bytes=1, keep="head", abort=abort,
+                                 max_output_bytes=SNIFF_BYTES, max_error_bytes=1, keep="head", abort=abort,
                                  merge_stderr=True)
         try:
             output = store.open_growing(session_id, tool_call_id,

@@ -24,7 +24,7 @@ from ..errors import StorageError
 from ..records import Resource
 from ..store import ToolOutputStore
 from ..text import preview
-from ._binary import SNIFF_BYTES, is_binary
+from .._binary import SNIFF_BYTES, output_is_binary
 from ._result import ToolResult, failure, stored_metadata
 
 __all__ = ["bash"]
@@ -113,7 +113,7 @@ class _Sniffed:
             if size >= SNIFF_BYTES:
                 break
         self.start = b"".join(self.held)[:SNIFF_BYTES]
-        self.binary = is_binary(self.start)
+        self.binary = output_is_binary(self.start)
 
 
 def _strip_newline(text: str) -> str:

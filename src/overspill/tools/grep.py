@@ -21,7 +21,7 @@ from .._arguments import positive_seconds
 from ..errors import OverspillError
 from ..store import ToolOutputStore
 from ..text import view_flags
-from ._binary import file_is_binary
+from .._binary import file_is_binary
 from ._regex import TIME_LIMIT, Cancelled, Search
 from ._result import MAX_LINE_LENGTH, MAX_MATCHES, ToolResult, bounded, failure
 

@@ -22,7 +22,7 @@ from ..errors import OverspillError
 from ..records import Record
 from ..store import ToolOutputStore
 from ._result import ToolResult, failure, stored_metadata
-from ._binary import SNIFF_BYTES, is_binary
+from .._binary import SNIFF_BYTES, output_is_binary
 from .bash import CommandOutput, _describe_binary, _strip_newline
 
 __all__ = ["DEFAULT_WAIT_BUDGET", "YIELD_AFTER", "background_answer", "jobs", "kill", "start_background", "wait"]
@@ -129,7 +129,7 @@ def _start_of(store: ToolOutputStore, session_id: str, uri: str) -> bytes:
 
 def _body(content: str, start: bytes, record: Record) -> str:
     """The preview, or a one-line description of binary output."""
-    if start and is_binary(start):
+    if start and output_is_binary(start):
         total = record.capture[0] if record.capture is not None else record.resource.size
         return _describe_binary(total, start, record.resource.uri, record.resource.size)
     return _strip_newline(content)
@@ -148,7 +148,7 @@ def _finished_result(store: ToolOutputStore, session_id: str, record: Record, li
     result = ProcessResult(record.exit_code if record.exit_code is not None else -1, b"", b"", False, False, total,
                            0, False, duration)
     lines = record.lines or 0
-    binary = bool(start) and is_binary(start)
+    binary = bool(start) and output_is_binary(start)
     if not shown.truncated and not binary:
         store._discard(record.id)  # noqa: SLF001 - under the limits: an ordinary result stores nothing
         output = CommandOutput(result, _strip_newline(shown.content), False, None, lines, None, {})

@@ -11,7 +11,7 @@ from .._frontend import binary_page, end_of_resource, page_argument_problem, rea
 from ..config import MAX_READ_BYTES
 from ..errors import OverspillError
 from ..store import ToolOutputStore
-from ._binary import file_is_binary
+from .._binary import file_is_binary
 from ._result import MAX_LINE_LENGTH, MAX_READ_LINES, ToolResult, failure
 
 __all__ = ["read"]

@@ -1,0 +1,51 @@
+"""When bytes count as binary: one sniff size, two rules for two purposes.
+
+* A **file** (the read and grep tools) is binary when its first
+  ``SNIFF_BYTES`` hold a NUL.  This is the rule ripgrep and git apply, so
+  grep's Python fallback skips exactly what ``rg`` skips and ``read`` agrees
+  with both; a file in a legacy 8-bit encoding stays searchable text.
+* A command's **output** (bash, and the background jobs' results) is binary
+  by the file rule or when its first ``SNIFF_BYTES`` are mostly invalid
+  UTF-8.  An output is shown to the model, whole or as a preview, and a
+  preview of random bytes is worth less than their size and first bytes, so
+  this rule is stricter about what it shows as text.
+"""
+
+from __future__ import annotations
+
+import codecs
+from typing import BinaryIO
+
+__all__ = ["SNIFF_BYTES", "file_is_binary", "output_is_binary"]
+
+# How much of the start of a file or an output decides whether it is binary.
+SNIFF_BYTES = 8192
+
+
+def _holds_nul(sample: bytes) -> bool:
+    """The file rule, as ripgrep and git apply it."""
+    return b"\0" in sample
+
+
+def file_is_binary(file: BinaryIO) -> bool:
+    """Whether the file open at its start is binary (a NUL in its first
+    ``SNIFF_BYTES``); the file is left at its start again."""
+    binary = _holds_nul(file.read(SNIFF_BYTES))
+    file.seek(0)
+    return binary
+
+
+def output_is_binary(sample: bytes) -> bool:
+    """Whether a command's output starting with ``sample`` is binary rather than text.
+
+    Binary: a NUL byte, or mostly invalid UTF-8 (more than a quarter of the
+    bytes are not part of a valid sequence; random bytes come to about half,
+    text in a legacy 8-bit encoding to a few percent).  A sequence cut by the
+    end of the sample counts as valid.
+    """
+    if _holds_nul(sample):
+        return True
+    decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+    text = decoder.decode(sample, final=False)
+    invalid = sum(1 for character in text if "\udc80" <= character <= "\udcff")
+    return invalid * 4 > len(sample)
