@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Optional
 
 from . import _kernels, _outline
+from ._views import view_preview
 from .errors import ResourceNotFoundError, StorageError
 from .text import (
     SIGNAL_LINES,
@@ -36,7 +37,6 @@ from .text import (
     preview_from_cuts,
     truncation_marker,
     view_marker,
-    view_preview,
 )
 
 __all__ = ["BOUNDARY_MARGIN", "compose", "stored_preview"]

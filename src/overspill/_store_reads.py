@@ -15,11 +15,12 @@ from ._arguments import id_string, whole_number
 from ._buffers import VIEW_ANSI
 from ._preview import BOUNDARY_MARGIN, compose, stored_preview
 from ._store_types import Page, TruncateResult, new_instance
+from ._views import ESCAPE_REACH, escape_end
 from .backends.base import Backend
 from .config import MAX_READ_BYTES, Limits
 from .errors import AccessDeniedError
 from .records import Record, Resource, parse_uri
-from .text import ESCAPE_REACH, SignalPatterns, escape_end, shown_text
+from .text import SignalPatterns, shown_text
 
 __all__ = ["StoreReads"]
 

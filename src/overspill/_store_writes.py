@@ -21,6 +21,7 @@ from ._preview import compose, stored_preview
 from ._quota import QuotaBackend
 from ._store_room import StoreRoom
 from ._store_types import TruncateResult, check_metadata, checked_buffer, stable_pieces, storage_error, unchanged
+from ._views import view_preview
 from .backends.base import Backend, PageHints, Writer
 from .config import Limits
 from .errors import StorageError
@@ -38,7 +39,6 @@ from .text import (
     shown_size,
     shown_text,
     stored_pieces,
-    view_preview,
 )
 
 __all__ = ["TRUE_TAIL_BYTES", "StoreWrites", "raise_stored"]

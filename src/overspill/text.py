@@ -1,25 +1,23 @@
-"""Text rules built on the kernels: the head+tail preview, views, signal
-lines, the marker and the content policy."""
+"""Text rules built on the kernels: the head+tail preview, what a view is
+(``view_flags``, ``shown_text``), signal lines, the marker, the line count
+and the content policy.  Previews of views are cut in ``_views``."""
 
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Optional, Union
 
 from . import _kernels
-from ._buffers import ESCAPE as ESCAPE_SEQUENCE
-from ._buffers import TOKEN_ENDS, VIEW_ANSI, VIEW_CR, BytesLike, byte_view
+from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike, byte_view
 
 __all__ = [
     "Preview",
     "SignalCollector",
     "compile_signals",
     "counted_lines",
-    "escape_end",
     "encode_content",
     "human_lines",
     "last_newline",
@@ -33,7 +31,6 @@ __all__ = [
     "truncation_marker",
     "view_flags",
     "view_marker",
-    "view_preview",
 ]
 
 Content = Union[str, bytes, bytearray, memoryview]
@@ -221,9 +218,6 @@ def stored_pieces(content: Content) -> Iterator[memoryview]:
 
 # ---------------------------------------------------------------- views
 _VIEW_BITS = {"ansi": VIEW_ANSI, "cr": VIEW_CR}
-# How far back from a mid-line tail cut (or a page's edge) an escape sequence covering it may start.
-_ESCAPE_REACH = 512
-ESCAPE_REACH = _ESCAPE_REACH
 
 
 def view_flags(views: Iterable[str]) -> int:
@@ -244,275 +238,15 @@ def line_slack(max_bytes: int) -> int:
     return (max_bytes // 2) // 10
 
 
-def _viewed(data: BytesLike, flags: int) -> bytes:
-    shown = _kernels.view_bytes(data, flags) if flags else None
-    return bytes(data) if shown is None else shown
-
-
 def shown_text(data: BytesLike, flags: int) -> str:
     """``data`` as the model is shown it: its view, decoded with ``errors="replace"``."""
     shown = _kernels.view_bytes(data, flags) if flags else None
     return str(data if shown is None else shown, "utf-8", "replace")
 
 
-def _is_clean(view: memoryview, max_bytes: int, flags: int) -> bool:
-    """Whether the parts of ``view`` a preview can show are their own view."""
-    size = len(view)
-    reach = max_bytes + 2
-    if size <= 2 * reach:
-        return _kernels.view_bytes(view, flags) is None
-    return _kernels.view_bytes(view[:reach], flags) is None and _kernels.view_bytes(view[size - reach :], flags) is None
-
-
-def _view_forward(view: memoryview, end: int, want: int, flags: int) -> tuple[bytes, int, bytes]:
-    """The view of ``view[:stop]`` for the least line-aligned ``stop <= end``
-    whose view exceeds ``want`` bytes (or ``stop == end``): (view, stop, raw)."""
-    stop = min(end, want + 1)
-    while True:
-        raw = view[:stop].tobytes()
-        line_stop = stop
-        if stop < end:
-            newline = raw.rfind(b"\n")
-            if newline >= 0:
-                line_stop = newline + 1
-                raw = raw[:line_stop]
-        shown = _viewed(raw, flags)
-        if len(shown) > want or line_stop == end:
-            return shown, line_stop, raw
-        stop = min(end, stop * 4)
-
-
-def _view_backward(view: memoryview, begin_limit: int, want: int, flags: int) -> tuple[bytes, int, bytes]:
-    """The view of ``view[begin:]`` for the greatest line-aligned ``begin >=
-    begin_limit`` whose view exceeds ``want`` bytes: (view, begin, raw)."""
-    size = len(view)
-    begin = max(begin_limit, size - want - 1)
-    while True:
-        line_begin = begin
-        if begin > begin_limit:
-            probe = view[begin - 1 :].tobytes()
-            newline = probe.find(b"\n")
-            if 0 <= newline < len(probe) - 1:
-                line_begin = begin + newline
-        raw = view[line_begin:].tobytes()
-        shown = _viewed(raw, flags)
-        if len(shown) > want or line_begin == begin_limit:
-            return shown, line_begin, raw
-        begin = max(begin_limit, size - 4 * (size - begin))
-
-
-def _line_start(raw: bytes, lines: int) -> int:
-    """Where line number ``lines`` (0-based) of ``raw`` starts."""
-    position = 0
-    for _ in range(lines):
-        position = raw.index(b"\n", position) + 1
-    return position
-
-
-def _cut_head(view: memoryview, shown: bytes, stop: int, raw: bytes, share: int, slack: int, flags: int
-              ) -> tuple[int, str]:
-    """The head within ``share`` view bytes: (its stored end, its text)."""
-    if share >= len(shown):
-        return stop, str(shown, "utf-8", "replace")
-    cut = _kernels.page_bounds(shown, 0, share, True)[1] if share else 0
-    if cut > share:
-        cut = 0  # the first character alone is over the share
-    if slack:
-        newline = shown.rfind(b"\n", max(share - slack, 1) - 1, cut)
-        if newline >= 0:
-            cut = newline + 1
-    line_view = shown.rfind(b"\n", 0, cut) + 1
-    line = _line_start(raw, shown.count(b"\n", 0, line_view))
-    if cut == line_view:
-        return line, str(shown[:cut], "utf-8", "replace")
-    # Mid-line: the line's view is no longer than its stored bytes, so taking
-    # the remaining budget in stored bytes keeps the head within the share.
-    remaining = share - line_view
-    line_end = raw.find(b"\n", line)
-    line_end = len(raw) if line_end < 0 else line_end
-    end = _kernels.page_bounds(view, line, remaining, True)[1]
-    if end - line > remaining:
-        end = line
-    end = min(end, line_end)
-    if slack and line < end < line_end:
-        end = _token_end_before(view, line, max(line, end - slack), end, flags)
-    return end, str(shown[:line_view] + _viewed(view[line:end], flags), "utf-8", "replace")
-
-
-def _token_end_before(view: memoryview, line: int, low: int, cut: int, flags: int) -> int:
-    """``cut``, moved back to just after the last token end (``TOKEN_ENDS``) in
-    ``[low, cut)`` (in the line starting at ``line``) that is no part of an
-    escape sequence; ``cut`` when none is.
-    The rule ``preview_cuts`` applies to a line that is its own view."""
-    window = view[low:cut].tobytes()
-    position = len(window)
-    while True:
-        position = max(window.rfind(mark, 0, position) for mark in _TOKEN_MARKS)
-        if position < 0:
-            return cut
-        after = low + position + 1
-        if not flags & VIEW_ANSI or _past_escape(view, line, after) == after:
-            return after
-
-
-def _token_end_after(view: memoryview, line: int, cut: int, high: int, flags: int) -> int:
-    """``cut``, moved on to just after the first token end in ``[cut - 1,
-    high)`` that is no part of an escape sequence; ``cut`` when none is."""
-    low = max(cut - 1, 0)
-    window = view[low:high].tobytes()
-    position = 0
-    while True:
-        found = [index for index in (window.find(mark, position) for mark in _TOKEN_MARKS) if index >= 0]
-        if not found:
-            return cut
-        position = min(found) + 1
-        after = low + position
-        if not flags & VIEW_ANSI or _past_escape(view, line, after) == after:
-            return after
-
-
-_TOKEN_MARKS = tuple(TOKEN_ENDS[i : i + 1] for i in range(len(TOKEN_ENDS)))
-
-
-def _past_escape(view: memoryview, line: int, cut: int) -> int:
-    """``cut``, moved past an escape sequence that it would split."""
-    low = max(line, cut - _ESCAPE_REACH)
-    escape = view[low:cut].tobytes().rfind(b"\x1b")
-    if escape < 0:
-        return cut
-    start = low + escape
-    match = ESCAPE_SEQUENCE.match(view[start : cut + _ESCAPE_REACH].tobytes())
-    end = start + (match.end() if match else 1)
-    return max(cut, end)
-
-
-def escape_end(view: memoryview, position: int) -> int:
-    """``position``, moved to the end of an escape sequence that covers it (one
-    that starts before it and ends after it), when that sequence starts within
-    ``ESCAPE_REACH`` bytes before it and ends within ``view``; else ``position``."""
-    end = _past_escape(view, 0, position)
-    return position if end > len(view) else end
-
-
-def _cut_tail(view: memoryview, shown: bytes, begin: int, raw: bytes, share: int, slack: int, flags: int
-              ) -> tuple[int, str]:
-    """The tail within ``share`` view bytes: (its stored start, its text)."""
-    size = len(shown)
-    if share >= size:
-        return begin, str(shown, "utf-8", "replace")
-    low = size - share
-    cut = _kernels.page_bounds(shown, low, 1, True)[0]
-    if slack:
-        newline = shown.find(b"\n", max(cut - 1, 0), min(low + slack, size - 1))
-        if newline >= 0:
-            cut = newline + 1
-    line_view = shown.rfind(b"\n", 0, cut) + 1
-    line = begin + _line_start(raw, shown.count(b"\n", 0, line_view))
-    if cut == line_view:
-        return line, str(shown[cut:], "utf-8", "replace")
-    line_end_view = shown.find(b"\n", cut)
-    line_end_view = size if line_end_view < 0 else line_end_view
-    remaining = share - (size - line_end_view)
-    line_end = raw.find(b"\n", line - begin)
-    line_end = begin + (len(raw) if line_end < 0 else line_end)
-    start = _kernels.page_bounds(view, max(line_end - remaining, line), 1, True)[0]
-    if flags & VIEW_ANSI:
-        start = min(_past_escape(view, line, start), line_end)
-    if slack and line < start < line_end:
-        start = _token_end_after(view, line, start, min(start + slack, line_end), flags)
-    return start, str(_viewed(view[start:line_end], flags) + shown[line_end_view:], "utf-8", "replace")
-
-
-def _shares(head_size: int, tail_size: int, max_bytes: int) -> tuple[int, int]:
-    head_share, tail_share = max_bytes - max_bytes // 2, max_bytes // 2
-    if head_size < head_share:
-        return head_size, tail_share + head_share - head_size
-    if tail_size < tail_share:
-        return head_share + tail_share - tail_size, tail_size
-    return head_share, tail_share
-
-
 def shown_size(text: str) -> int:
     """UTF-8 bytes of ``text`` as the model gets it (an invalid byte shown as U+FFFD is 3)."""
     return len(text.encode("utf-8", "surrogatepass"))
-
-
-def view_preview(data: BytesLike, max_lines: int, max_bytes: int, flags: int, slack: int = 0) -> Preview:
-    """``preview`` of what the model is shown of ``data`` (stored bytes),
-    within the limits as shown: each invalid byte becomes U+FFFD, three bytes
-    of what the model reads, so output with invalid UTF-8 (Latin-1, binary)
-    is cut with the largest smaller byte budget whose head and tail, as shown,
-    fit ``max_bytes`` (and is truncated even when its stored bytes fit).
-
-    The rest is ``_viewed_preview``'s.
-    """
-    found = _viewed_preview(data, max_lines, max_bytes, flags, slack)
-    if "\ufffd" not in found.head and "\ufffd" not in found.tail:
-        return found
-    if shown_size(found.head) + shown_size(found.tail) <= max_bytes:
-        return found
-    # The shown size grows with the budget: the largest budget that fits, by bisection (a stored
-    # byte shows as at most 3, so a third of max_bytes always fits but for a lone wide character).
-    low, high, best = 1, max_bytes - 1, None
-    while low <= high:
-        budget = (low + high) // 2
-        candidate = _viewed_preview(data, max_lines, budget, flags, slack * budget // max_bytes)
-        if candidate.truncated and shown_size(candidate.head) + shown_size(candidate.tail) <= max_bytes:
-            best, low = candidate, budget + 1
-        else:
-            high = budget - 1
-    return best if best is not None else _viewed_preview(data, max_lines, 1, flags, 0)
-
-
-def _viewed_preview(data: BytesLike, max_lines: int, max_bytes: int, flags: int, slack: int = 0) -> Preview:
-    """``preview`` of what the model is shown of ``data`` (stored bytes), its limits counted in view bytes.
-
-    The rules of ``preview`` applied to the view (``view_bytes`` with
-    ``flags``), which has the same lines: the limits count the view's bytes,
-    so output that fits once cleaned is not truncated (``head`` is then all
-    of its view).  ``head_end`` and ``tail_start`` stay offsets in ``data``:
-    the head shows ``data[:head_end]`` and the tail ``data[tail_start:]``.
-    Text without ESC or lone ``\r`` near its ends gets exactly ``preview``'s
-    cuts.  The cost grows with the stored bytes the preview shows.
-
-    :raises TypeError: wrong argument types (a bool is not an int).
-    :raises ValueError: a limit below 1 or a negative ``slack``.
-    """
-    with byte_view(data) as view:
-        cuts = _kernels.preview_cuts(view, max_lines, max_bytes, slack)
-        if not flags or _is_clean(view, max_bytes, flags):
-            found = preview_from_cuts(view, cuts)
-            if flags and not found.truncated:
-                return Preview(shown_text(view, flags), "", False, found.head_end, found.tail_start)
-            return found
-        return _dirty_preview(view, max_lines, max_bytes, flags, slack)
-
-
-def _dirty_preview(view: memoryview, max_lines: int, max_bytes: int, flags: int, slack: int) -> Preview:
-    size = len(view)
-    # With no byte limit, the cuts are the line regions (equal when the lines fit).
-    head_region, tail_region = _kernels.preview_cuts(view, max_lines, sys.maxsize)[:2]
-    lines_over = head_region < tail_region
-    if not lines_over:
-        head_region, tail_region = size, 0
-    head_view, head_stop, head_raw = _view_forward(view, head_region, max_bytes, flags)
-    if not lines_over and head_stop == size and len(head_view) <= max_bytes:
-        return Preview(str(head_view, "utf-8", "replace"), "", False, size, size)
-    tail_view, tail_begin, tail_raw = _view_backward(view, tail_region, max_bytes, flags)
-    whole = head_stop == head_region and tail_begin == tail_region
-    if lines_over and whole and len(head_view) + len(tail_view) <= max_bytes:
-        return Preview(str(head_view, "utf-8", "replace"), str(tail_view, "utf-8", "replace"), True,
-                       head_region, tail_region)
-    head_size = min(len(head_view), max_bytes + 1)
-    tail_size = min(len(tail_view), max_bytes + 1)
-    head_share, tail_share = _shares(head_size, tail_size, max_bytes)
-    head_end, head = _cut_head(view, head_view, head_stop, head_raw, head_share,
-                               slack if head_share < head_size else 0, flags)
-    tail_start, tail = _cut_tail(view, tail_view, tail_begin, tail_raw, tail_share,
-                                 slack if tail_share < tail_size else 0, flags)
-    if tail_start < head_end:
-        tail_start, tail = head_end, ""
-    return Preview(head, tail, True, head_end, tail_start)
 
 
 # ---------------------------------------------------------------- signals
