@@ -167,13 +167,13 @@ def test_a_leader_that_closed_its_pipes_is_still_waited_for():
 
 @pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "polled"])
 def test_the_exit_after_the_pipes_close_is_seen_with_or_without_a_pidfd(monkeypatch, pidfd):
-    from overspill import capture
+    from overspill import _pipes
 
     if not pidfd:
         def refused(pid: int) -> int:
             raise OSError(38, "pidfd_open is not implemented")  # ENOSYS, as under an old kernel
 
-        monkeypatch.setattr(capture, "_pidfd_open", refused)
+        monkeypatch.setattr(_pipes, "_pidfd_open", refused)
     before = sorted(os.listdir("/proc/self/fd"))
     for command, code in (("exec >&- 2>&-; sleep 0.2; exit 4", 4), ("exit 6", 6),
                           ("exec >&- 2>&-; sleep 30", -signal.SIGTERM)):

@@ -9,9 +9,7 @@ On timeout the whole process group is terminated, then killed after a grace.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
-import selectors
 import signal
 import subprocess
 import threading
@@ -22,27 +20,18 @@ from typing import TYPE_CHECKING, Optional, Union
 
 from . import _kernels
 from ._arguments import positive_seconds, whole_number
+from ._pipes import ChildPipes
 from .records import Resource
 from .text import counted_lines
 
 if TYPE_CHECKING:
     from .store import ToolOutputStore
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not on POSIX
-    fcntl = None  # type: ignore[assignment]
-
 _waitid = getattr(os, "waitid", None)
-# A pidfd (Linux 5.3+) turns readable when the process exits, so the loop can
-# wait for the exit in the same select as for the pipes, without a poll tick.
-_pidfd_open = getattr(os, "pidfd_open", None)
 
 __all__ = ["MAX_CAPTURE_BYTES", "Collected", "ProcessResult", "RunningCommand", "arun", "collect_stream", "run"]
 
 MAX_CAPTURE_BYTES = 1024 * 1024
-_READ_SIZE = 1024 * 1024
-_PIPE_SIZE = 1024 * 1024
 # After SIGTERM, how long the group has to exit before SIGKILL.
 _TERMINATE_GRACE = 2.0
 # How often the loop wakes without I/O, to notice an abort (a deadline and the
@@ -51,9 +40,6 @@ _TICK = 0.1
 # Without a pidfd, how soon the loop looks again for the command's exit once the
 # pipes are closed; doubled up to _TICK, so a short command costs about a millisecond.
 _FIRST_EXIT_POLL = 0.0005
-# The selector key data of the pidfd (pipes are 0 and 1, stdin -1).
-_EXIT = -2
-_Selector = getattr(selectors, "PollSelector", selectors.SelectSelector)
 
 Command = Union[str, Sequence[str]]
 Spill = tuple["ToolOutputStore", str, str]
@@ -99,12 +85,6 @@ def collect_stream(chunks: Iterable[Union[bytes, bytearray, memoryview]], max_by
     for chunk in chunks:
         cap.feed(chunk)
     return Collected(cap.value(), cap.total_bytes, cap.truncated)
-
-
-def _enlarge_pipe(fd: int) -> None:
-    if fcntl is not None and hasattr(fcntl, "F_SETPIPE_SZ"):
-        with contextlib.suppress(OSError):  # above the system's pipe-max-size: keep the default
-            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
 
 
 def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
@@ -217,126 +197,73 @@ class RunningCommand:
         early kills the process group; either way the child is reaped before
         this returns.
         """
-        process = self._process
-        assert process.stdout is not None
-        # poll, as subprocess.communicate uses: no descriptor of its own to create and
-        # no system call per registration, which a short command would notice.
-        selector = _Selector()
-        pending = memoryview(self._stdin) if self._stdin is not None else None
-        pipes = [process.stdout] if self._merged else [process.stdout, process.stderr]
-        for index, pipe in enumerate(pipes):
-            assert pipe is not None
-            _enlarge_pipe(pipe.fileno())
-            selector.register(pipe.fileno(), selectors.EVENT_READ, index)
-        if process.stdin is not None:
-            os.set_blocking(process.stdin.fileno(), False)
-            selector.register(process.stdin.fileno(), selectors.EVENT_WRITE, -1)
-        deadline = None if self._timeout is None else self._started + self._timeout
-        open_pipes = len(pipes)
-        # Opened only when the loop has to wait for the exit: most commands have
-        # exited by the time their pipes close, and then it costs nothing.
-        exit_fd: Optional[int] = None
-        exit_watched = False
-        exit_poll = _FIRST_EXIT_POLL
+        pipes = ChildPipes(self._process, self._stdin, self._merged)
         finished = False
         try:
-            while True:
-                now = time.monotonic()
-                if self._stop_at is None:
-                    aborted = self._abort is not None and self._abort.is_set()
-                    if aborted or (deadline is not None and now >= deadline):
-                        self._timed_out = not aborted
-                        _signal_group(process, signal.SIGTERM)
-                        self._begin_stop(now)
-                stopping = self._stop_at is not None
-                if stopping or not open_pipes:
-                    if self._leader_exited():
-                        if stopping:
-                            # Whoever else holds the pipe (a process that left the
-                            # group) does not hold up the call: end the group, take
-                            # what is already buffered, and return.
-                            _signal_group(process, signal.SIGKILL)
-                            for data in self._drain_buffered(selector):
-                                yield data
-                            break
-                        if not open_pipes:
-                            break
-                    if not exit_watched:
-                        exit_watched = True
-                        exit_fd = self._watch_exit(selector)
-                        continue  # it may have exited meanwhile: look again before waiting
-                    assert self._kill_at is not None or not stopping
-                    if stopping and not self._killed and now >= self._kill_at:  # type: ignore[operator]
-                        _signal_group(process, signal.SIGKILL)
-                        self._killed = True
-                wake = _TICK
-                if deadline is not None and not stopping:
-                    wake = min(wake, deadline - now)
-                elif stopping and not self._killed:
-                    wake = min(wake, self._kill_at - now)  # type: ignore[operator]
-                if not open_pipes and process.stdin is None and exit_fd is None:
-                    # No pidfd to wait on: look again soon, then less often.
-                    time.sleep(max(min(wake, exit_poll), 0.0))
-                    exit_poll = min(exit_poll * 2, _TICK)
-                    continue
-                for key, _ in selector.select(max(wake, 0)):
-                    if key.data == _EXIT:
-                        # The command exited; the loop's next turn sees it (waitid).
-                        # Once is enough: a readable pidfd stays readable.
-                        selector.unregister(key.fd)
-                        continue
-                    if key.data == -1:
-                        pending = self._feed_stdin(selector, pending)
-                        continue
-                    try:
-                        chunk = os.read(key.fd, _READ_SIZE)
-                    except BlockingIOError:
-                        continue
-                    if not chunk:
-                        selector.unregister(key.fd)
-                        open_pipes -= 1
-                        continue
-                    self._caps[key.data].feed(chunk)
-                    self._ends_with_newline = chunk[-1] == 10
-                    yield key.data, chunk
+            for stream, chunk in self._pump(pipes):
+                self._caps[stream].feed(chunk)
+                self._ends_with_newline = chunk[-1] == 10
+                yield stream, chunk
             finished = True
         finally:
-            selector.close()
-            if exit_fd is not None:
-                os.close(exit_fd)
+            pipes.close()
             if not finished:
                 # Closed early (an error downstream, or the consumer stopped): end the group.
-                _signal_group(process, signal.SIGKILL)
+                _signal_group(self._process, signal.SIGKILL)
             self._reap()
 
-    def _watch_exit(self, selector: selectors.BaseSelector) -> Optional[int]:
-        """Register a pidfd of the command with ``selector``; its descriptor, or
-        None where pidfds are not to be had (then the loop polls for the exit)."""
-        if _pidfd_open is None:  # pragma: no cover - not Linux
-            return None
-        try:
-            fd = _pidfd_open(self._process.pid)
-        except OSError:  # pragma: no cover - a kernel before 5.3, or a seccomp filter
-            return None
-        selector.register(fd, selectors.EVENT_READ, _EXIT)
-        return fd
-
-    def _drain_buffered(self, selector: selectors.BaseSelector) -> Iterator[tuple[int, bytes]]:
-        """What the pipes hold right now, without waiting for more."""
-        for key in list(selector.get_map().values()):
-            if key.data < 0:  # stdin or the pidfd
+    def _pump(self, pipes: ChildPipes) -> Iterator[tuple[int, bytes]]:
+        """The capture loop: what ``pipes`` yield, until the command is done (see ``chunks``)."""
+        process = self._process
+        deadline = None if self._timeout is None else self._started + self._timeout
+        exit_poll = _FIRST_EXIT_POLL
+        while True:
+            now = time.monotonic()
+            self._stop_if_due(now, deadline)
+            stopping = self._stop_at is not None
+            if stopping or not pipes.open:
+                if self._leader_exited():
+                    if stopping:
+                        # Whoever else holds the pipe (a process that left the
+                        # group) does not hold up the call: end the group, take
+                        # what is already buffered, and return.
+                        _signal_group(process, signal.SIGKILL)
+                        yield from pipes.buffered()
+                        return
+                    if not pipes.open:
+                        return
+                if not pipes.watching_exit:
+                    pipes.watch_exit()
+                    continue  # it may have exited meanwhile: look again before waiting
+                assert self._kill_at is not None or not stopping
+                if stopping and not self._killed and now >= self._kill_at:  # type: ignore[operator]
+                    _signal_group(process, signal.SIGKILL)
+                    self._killed = True
+            wake = self._wake_after(now, deadline, stopping)
+            if not pipes.open and not pipes.feeds_stdin and pipes.exit_fd is None:
+                # No pidfd to wait on: look again soon, then less often.
+                time.sleep(max(min(wake, exit_poll), 0.0))
+                exit_poll = min(exit_poll * 2, _TICK)
                 continue
-            os.set_blocking(key.fd, False)
-            while True:
-                try:
-                    chunk = os.read(key.fd, _READ_SIZE)
-                except (BlockingIOError, InterruptedError):
-                    break
-                if not chunk:
-                    break
-                self._caps[key.data].feed(chunk)
-                self._ends_with_newline = chunk[-1] == 10
-                yield key.data, chunk
+            yield from pipes.ready(max(wake, 0))
+
+    def _stop_if_due(self, now: float, deadline: Optional[float]) -> None:
+        """At the deadline or an abort, tell the group to stop (SIGTERM) and start the grace."""
+        if self._stop_at is not None:
+            return
+        aborted = self._abort is not None and self._abort.is_set()
+        if aborted or (deadline is not None and now >= deadline):
+            self._timed_out = not aborted
+            _signal_group(self._process, signal.SIGTERM)
+            self._begin_stop(now)
+
+    def _wake_after(self, now: float, deadline: Optional[float], stopping: bool) -> float:
+        """How long the loop may wait: a tick, or less when the deadline or the kill is nearer."""
+        if deadline is not None and not stopping:
+            return min(_TICK, deadline - now)
+        if stopping and not self._killed:
+            return min(_TICK, self._kill_at - now)  # type: ignore[operator]
+        return _TICK
 
     def output(self) -> Iterator[bytes]:
         """The output's chunks in arrival order (both streams), driving the command.
@@ -359,26 +286,6 @@ class RunningCommand:
             yield output
         finally:
             output.close()
-
-    def _feed_stdin(self, selector: selectors.BaseSelector, pending: Optional[memoryview]) -> Optional[memoryview]:
-        stdin = self._process.stdin
-        assert stdin is not None
-        try:
-            if pending:
-                written = os.write(stdin.fileno(), pending[:_PIPE_SIZE])
-                pending = pending[written:]
-        except BlockingIOError:
-            return pending
-        except OSError as error:
-            if error.errno not in (errno.EPIPE, errno.EINVAL):
-                raise
-            pending = None  # the child closed its stdin: what it did not read is dropped
-        if not pending:
-            selector.unregister(stdin.fileno())
-            with contextlib.suppress(OSError):
-                stdin.close()
-            return None
-        return pending
 
     def _reap(self) -> None:
         process = self._process
