@@ -197,56 +197,76 @@ def execute(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str
     if started is not None:
         started(running)
     output = running.output()
-    resource: Optional[Resource] = None
-    marker: dict[str, object] = {}
     error: Optional[str] = None
-    shown, truncated = "", False
     try:
         counted = _counted(output, progress)
         sniffed = _Sniffed(counted)
-        chunks = itertools.chain(sniffed.held, counted)
         try:
-            if store is None:
-                # Without a store only an output that needs no storing is whole:
-                # one under the limits (text) is shown as it is, not a failure.
-                for _ in chunks:
-                    pass
-                shown, truncated = _memory_view(running, limits, sniffed.binary, "the output could not be stored")
-                if truncated:
-                    raise StorageError(0, "the output folder could not be opened")
-            elif spill and sniffed.binary:
-                resource = store.write_stream(session_id, tool_call_id, chunks, mime=BINARY_MIME, name=name)
-            elif spill:
-                outcome = store.truncate_stream(session_id, tool_call_id, chunks, name=name,
-                                                max_lines=limits.max_lines, max_bytes=limits.max_bytes)
-                resource, truncated = outcome.resource, outcome.truncated
-                shown, marker = _strip_newline(outcome.content), stored_metadata(outcome)
-            else:
-                for _ in chunks:
-                    pass
-                data, _, dropped = running.captured()
-                if not dropped and sniffed.binary:
-                    resource = store.write(session_id, tool_call_id, data, mime=BINARY_MIME, name=name)
-                elif not dropped:
-                    outcome = store.truncate(session_id, tool_call_id, data, name=name,
-                                             max_lines=limits.max_lines, max_bytes=limits.max_bytes)
-                    resource, truncated = outcome.resource, outcome.truncated
-                    shown, marker = _strip_newline(outcome.content), stored_metadata(outcome)
-                else:
-                    shown, truncated = _memory_view(running, limits, sniffed.binary,
-                                                    "spilling was off, so the output was not stored")
+            kept = _keep(store, session_id, tool_call_id, running, sniffed, itertools.chain(sniffed.held, counted),
+                         limits=limits, spill=spill, name=name)
         except StorageError as problem:
             error = str(problem)
-            resource, marker = None, {}
             for _ in counted:  # the command runs to its end; what it says is still previewed
                 pass
             shown, truncated = _memory_view(running, limits, sniffed.binary, "the output could not be stored")
-        if resource is not None and sniffed.binary:
+            kept = _Kept(None, shown, truncated, {})
+        if kept.resource is not None and sniffed.binary:
             total = running.captured()[1]  # the bytes written; past max_stored_bytes the copy holds fewer
-            shown, truncated = _describe_binary(total, sniffed.start, resource.uri, resource.size), True
+            kept.shown = _describe_binary(total, sniffed.start, kept.resource.uri, kept.resource.size)
+            kept.truncated = True
     finally:
         output.close()  # kills the command if anything above failed before its end
-    return CommandOutput(running.result(resource), shown, truncated, resource, running.output_lines, error, marker)
+    return CommandOutput(running.result(kept.resource), kept.shown, kept.truncated, kept.resource,
+                         running.output_lines, error, kept.marker)
+
+
+class _Kept:
+    """What became of an output: its resource (if stored) and what the model is shown."""
+
+    __slots__ = ("resource", "shown", "truncated", "marker")
+
+    def __init__(self, resource: Optional[Resource], shown: str, truncated: bool, marker: dict[str, object]) -> None:
+        self.resource = resource
+        self.shown = shown
+        self.truncated = truncated
+        self.marker = marker
+
+
+def _keep(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str, running: RunningCommand,
+          sniffed: _Sniffed, chunks: Iterator[bytes], *, limits: Limits, spill: bool, name: Optional[str]) -> _Kept:
+    """Drive the command through ``chunks`` to its end and keep its output as ``execute`` says.
+
+    :raises StorageError: the output could not be stored (``store`` is None
+        and the output was over the limits, or the store failed).
+    """
+    if store is None:
+        # Without a store only an output that needs no storing is whole:
+        # one under the limits (text) is shown as it is, not a failure.
+        for _ in chunks:
+            pass
+        shown, truncated = _memory_view(running, limits, sniffed.binary, "the output could not be stored")
+        if truncated:
+            raise StorageError(0, "the output folder could not be opened")
+        return _Kept(None, shown, truncated, {})
+    if spill and sniffed.binary:
+        return _Kept(store.write_stream(session_id, tool_call_id, chunks, mime=BINARY_MIME, name=name), "", False, {})
+    if spill:
+        outcome = store.truncate_stream(session_id, tool_call_id, chunks, name=name,
+                                        max_lines=limits.max_lines, max_bytes=limits.max_bytes)
+        return _Kept(outcome.resource, _strip_newline(outcome.content), outcome.truncated, stored_metadata(outcome))
+    for _ in chunks:
+        pass
+    # Spilling off: only what capture held in memory can be stored, and only when it is all.
+    data, _, dropped = running.captured()
+    if dropped:
+        shown, truncated = _memory_view(running, limits, sniffed.binary,
+                                        "spilling was off, so the output was not stored")
+        return _Kept(None, shown, truncated, {})
+    if sniffed.binary:
+        return _Kept(store.write(session_id, tool_call_id, data, mime=BINARY_MIME, name=name), "", False, {})
+    outcome = store.truncate(session_id, tool_call_id, data, name=name,
+                             max_lines=limits.max_lines, max_bytes=limits.max_bytes)
+    return _Kept(outcome.resource, _strip_newline(outcome.content), outcome.truncated, stored_metadata(outcome))
 
 
 def bash(store: ToolOutputStore, session_id: str, tool_call_id: str, command: str, *,
