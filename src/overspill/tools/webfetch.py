@@ -4,10 +4,10 @@ from __future__ import annotations
 
 # http.client, urllib.request and html.parser (with email, ssl and socket behind
 # them) cost more than the rest of overspill together, and only a fetch needs
-# them: they are imported inside ``webfetch``, so ``import overspill.tools``
+# them: they are imported inside ``webfetch`` and ``_fetch``, so ``import overspill.tools``
 # (the CLI, the MCP server) stays cheap.
 import codecs
-from typing import Optional
+from typing import Callable, Optional
 from urllib.parse import urlsplit
 
 from ..store import ToolOutputStore
@@ -66,6 +66,96 @@ def _charset(declared: Optional[str], body: bytes, is_html: bool) -> str:
     return "utf-8"
 
 
+class _Refused(Exception):
+    """Why the page is not fetched or not kept, in the one line the model is told."""
+
+
+class _Response:
+    """What ``_fetch`` read: the URL after redirects, the status, the content type,
+    the charset the headers declare (if any) and the body."""
+
+    __slots__ = ("url", "status", "content_type", "charset", "body")
+
+    def __init__(self, url: str, status: int, content_type: str, charset: Optional[str], body: bytes) -> None:
+        self.url = url
+        self.status = status
+        self.content_type = content_type
+        self.charset = charset
+        self.body = body
+
+
+def _argument_problem(url: object, format: object, timeout: object) -> Optional[str]:
+    """What is wrong with the model's arguments, or None."""
+    if not isinstance(url, str):
+        return "url must be a string"
+    try:
+        parts = urlsplit(url.strip())
+        hostname = parts.hostname
+    except ValueError as error:  # "http://[::1": urlsplit refuses an unclosed IPv6 address
+        return f"invalid URL {url!r}: {error}"
+    if parts.scheme.lower() not in ("http", "https") or not hostname:
+        return f"only http and https URLs can be fetched, not {url!r}"
+    if format not in FORMATS:
+        return f"format must be one of {', '.join(FORMATS)}, not {format!r}"
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        return "timeout must be a positive number of seconds"
+    return None
+
+
+def _fetch(url: str, timeout: float) -> _Response:
+    """GET ``url`` (following redirects to http and https only), reading at most
+    ``MAX_RESPONSE_BYTES`` of a text body.
+
+    :raises _Refused: an HTTP error, a network failure, a body that is not
+        text or is over the limit.
+    """
+    import http.client
+    import socket
+    import urllib.error
+    import urllib.request
+
+    refused_redirect, http_only_redirects = _redirect_handling()
+    opener = urllib.request.build_opener(http_only_redirects)
+    request = urllib.request.Request(url.strip(), headers={
+        "User-Agent": _USER_AGENT, "Accept": "text/html, text/markdown, text/plain;q=0.9, */*;q=0.5"})
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            headers = response.headers
+            content_type = headers.get_content_type()
+            declared = headers.get("Content-Length")
+            if declared is not None and declared.strip().isdigit() and int(declared) > MAX_RESPONSE_BYTES:
+                raise _Refused(f"refused: the response is {int(declared)} bytes, over the "
+                               f"{MAX_RESPONSE_BYTES}-byte limit")
+            if not _is_text(content_type):
+                raise _Refused(f"refused: {url} returned {content_type}, which is not text")
+            body = bytearray()
+            while chunk := response.read(_READ_SIZE):
+                body += chunk
+                if len(body) > MAX_RESPONSE_BYTES:
+                    raise _Refused(f"refused: the response is over the {MAX_RESPONSE_BYTES}-byte limit")
+            return _Response(response.geturl(), response.status, content_type, headers.get_content_charset(),
+                             bytes(body))
+    except urllib.error.HTTPError as error:
+        raise _Refused(f"HTTP {error.code} {error.reason} from {url}") from None
+    except refused_redirect as error:
+        raise _Refused(str(error.reason)) from None
+    except urllib.error.URLError as error:
+        raise _Refused(f"could not fetch {url}: {error.reason}") from None
+    except (http.client.HTTPException, socket.timeout, TimeoutError, OSError, ValueError) as error:
+        raise _Refused(f"could not fetch {url}: {type(error).__name__}: {error}") from None
+
+
+def _as_text(response: _Response, html_as: Optional[tuple[Callable[[str], str], str]]) -> tuple[str, str]:
+    """The body decoded, an HTML one converted by ``html_as`` (the converter
+    and its MIME type; None keeps the HTML), and the MIME type."""
+    is_html = response.content_type in _HTML_TYPES
+    text = response.body.decode(_charset(response.charset, response.body[:4096], is_html), "replace")
+    if is_html and html_as is not None:
+        convert, mime = html_as
+        return convert(text), mime
+    return text, response.content_type
+
+
 def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: str, *,
              format: str = "markdown", timeout: float = 30.0) -> ToolResult:
     """Fetch an http or https URL and return its text, bounded by the store.
@@ -78,62 +168,17 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
     :param format: ``"markdown"``, ``"text"`` or ``"html"``.
     :param timeout: seconds for the connection and each read.
     """
-    if not isinstance(url, str):
-        return failure("url must be a string")
-    try:
-        parts = urlsplit(url.strip())
-        hostname = parts.hostname
-    except ValueError as error:  # "http://[::1": urlsplit refuses an unclosed IPv6 address
-        return failure(f"invalid URL {url!r}: {error}")
-    if parts.scheme.lower() not in ("http", "https") or not hostname:
-        return failure(f"only http and https URLs can be fetched, not {url!r}")
-    if format not in FORMATS:
-        return failure(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        return failure("timeout must be a positive number of seconds")
-    import http.client
-    import socket
-    import urllib.error
-    import urllib.request
-
+    problem = _argument_problem(url, format, timeout)
+    if problem is not None:
+        return failure(problem)
     from ._html import html_to_markdown, html_to_text
 
-    refused_redirect, http_only_redirects = _redirect_handling()
-    opener = urllib.request.build_opener(http_only_redirects)
-    request = urllib.request.Request(url.strip(), headers={
-        "User-Agent": _USER_AGENT, "Accept": "text/html, text/markdown, text/plain;q=0.9, */*;q=0.5"})
+    html_as = {"markdown": (html_to_markdown, "text/markdown"), "text": (html_to_text, "text/plain")}.get(format)
     try:
-        with opener.open(request, timeout=timeout) as response:
-            final_url = response.geturl()
-            headers = response.headers
-            content_type = headers.get_content_type()
-            declared = headers.get("Content-Length")
-            if declared is not None and declared.strip().isdigit() and int(declared) > MAX_RESPONSE_BYTES:
-                return failure(f"refused: the response is {int(declared)} bytes, over the "
-                               f"{MAX_RESPONSE_BYTES}-byte limit")
-            if not _is_text(content_type):
-                return failure(f"refused: {url} returned {content_type}, which is not text")
-            body = bytearray()
-            while chunk := response.read(_READ_SIZE):
-                body += chunk
-                if len(body) > MAX_RESPONSE_BYTES:
-                    return failure(f"refused: the response is over the {MAX_RESPONSE_BYTES}-byte limit")
-            status = response.status
-    except urllib.error.HTTPError as error:
-        return failure(f"HTTP {error.code} {error.reason} from {url}")
-    except refused_redirect as error:
-        return failure(str(error.reason))
-    except urllib.error.URLError as error:
-        return failure(f"could not fetch {url}: {error.reason}")
-    except (http.client.HTTPException, socket.timeout, TimeoutError, OSError, ValueError) as error:
-        return failure(f"could not fetch {url}: {type(error).__name__}: {error}")
-    is_html = content_type in _HTML_TYPES
-    text = bytes(body).decode(_charset(headers.get_content_charset(), bytes(body[:4096]), is_html), "replace")
-    if is_html and format == "markdown":
-        text, mime = html_to_markdown(text), "text/markdown"
-    elif is_html and format == "text":
-        text, mime = html_to_text(text), "text/plain"
-    else:
-        mime = content_type
-    metadata = {"url": final_url, "status": status, "content_type": content_type, "bytes": len(body)}
+        response = _fetch(url, timeout)
+    except _Refused as refusal:
+        return failure(str(refusal))
+    text, mime = _as_text(response, html_as)
+    metadata = {"url": response.url, "status": response.status, "content_type": response.content_type,
+                "bytes": len(response.body)}
     return bounded(store.truncate(session_id, tool_call_id, text, mime=mime), **metadata)
