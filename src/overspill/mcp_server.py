@@ -255,6 +255,63 @@ async def _every_second(report: Callable[[], Any]) -> None:
         await report()
 
 
+class _Progress:
+    """Bytes of output so far: set from the tool's thread, reported to the
+    client (once a second, by ``_in_thread``) only when they grew, since
+    progress must increase with each notification."""
+
+    def __init__(self, ctx: Any) -> None:
+        self._ctx = ctx
+        self._bytes = 0
+        self._reported = 0
+
+    def set(self, count: int) -> None:
+        self._bytes = count
+
+    async def __call__(self) -> None:
+        count = self._bytes
+        if count > self._reported:
+            self._reported = count
+            await self._ctx.session.report_progress(float(count), None, f"{count} bytes of output so far")
+
+
+def _host_options(ctx: Any, name: str, arguments: Any, *, cwd: PathArg, timeout: float, page: int
+                  ) -> tuple[Any, dict[str, Any], Optional[threading.Event], Optional[_Progress]]:
+    """What the server adds to the model's call of tool ``name``: the arguments
+    with the server's defaults (a ``read`` page's limit, ``bash``'s timeout),
+    the host's options for ``tools.call``, the event that cancels the call
+    and the progress reported while it runs."""
+    options: dict[str, Any] = {"cwd": cwd}
+    if name == "read" and isinstance(arguments, Mapping) and "limit" not in arguments and "path" not in arguments:
+        arguments = {**arguments, "limit": page}
+    abort = None
+    report = None
+    if name == "grep":  # a cancelled search kills its worker
+        abort = threading.Event()
+        options["abort"] = abort
+    if name == "bash":
+        if isinstance(arguments, Mapping) and "timeout" not in arguments:
+            arguments = {**arguments, "timeout": timeout}
+        abort = threading.Event()
+        report = _Progress(ctx)
+        options.update(spill=True, abort=abort, progress=report.set)
+    elif name == "wait":
+        report = _Progress(ctx)  # the sealed size of the command's output, while the call waits
+        options.update(progress=report.set)
+    return arguments, options, abort, report
+
+
+def _listed_tools(limits: Any, timeout: float) -> list[types.Tool]:
+    """``tools/list``: ``TOOLS`` as ``tools.schemas`` defines them, with their hints."""
+    by_name = {spec["name"]: spec for spec in tools.schemas("anthropic", limits=limits, timeout=timeout)}
+    return [
+        types.Tool(name=spec["name"], description=spec["description"], input_schema=spec["input_schema"],
+                   annotations=types.ToolAnnotations(read_only_hint=spec["name"] in _READ_ONLY,
+                                                     open_world_hint=spec["name"] == "webfetch"))
+        for spec in (by_name[name] for name in TOOLS)
+    ]
+
+
 def create_server(store: ToolOutputStore, session_id: Optional[str] = None, *, cwd: PathArg = None,
                   timeout: float = DEFAULT_TIMEOUT) -> Server[Any]:
     """An MCP server (the SDK's low-level ``Server``) over ``store`` for one session.
@@ -271,14 +328,7 @@ def create_server(store: ToolOutputStore, session_id: Optional[str] = None, *, c
     check_timeout(timeout)
     limits = store.limits()
     calls = itertools.count(1)
-    by_name = {spec["name"]: spec for spec in tools.schemas("anthropic", limits=limits, timeout=timeout)}
-    definitions = [by_name[name] for name in TOOLS]
-    listed = [
-        types.Tool(name=spec["name"], description=spec["description"], input_schema=spec["input_schema"],
-                   annotations=types.ToolAnnotations(read_only_hint=spec["name"] in _READ_ONLY,
-                                                     open_world_hint=spec["name"] == "webfetch"))
-        for spec in definitions
-    ]
+    listed = _listed_tools(limits, timeout)
     template = resource_template(limits)
     page = page_bytes(limits)
     instructions = paging_instructions(limits, session)
@@ -290,42 +340,9 @@ def create_server(store: ToolOutputStore, session_id: Optional[str] = None, *, c
         name = params.name
         if name not in TOOLS:
             return _error(f"unknown tool {name!r}; the tools are {', '.join(TOOLS)}")
-        arguments: Any = params.arguments if params.arguments is not None else {}
-        options: dict[str, Any] = {"cwd": cwd}
-        if name == "read" and isinstance(arguments, Mapping) and "limit" not in arguments and "path" not in arguments:
-            arguments = {**arguments, "limit": page}
-        abort = None
-        report = None
-        if name == "grep":  # a cancelled search kills its worker
-            abort = threading.Event()
-            options["abort"] = abort
-        if name == "bash":
-            if isinstance(arguments, Mapping) and "timeout" not in arguments:
-                arguments = {**arguments, "timeout": timeout}
-            abort = threading.Event()
-            written = [0]
-            reported = [0]
-
-            async def report() -> None:
-                # Progress must increase with each notification: report only when bytes came.
-                if written[0] > reported[0]:
-                    reported[0] = written[0]
-                    await ctx.session.report_progress(float(written[0]), None,
-                                                      f"{written[0]} bytes of output so far")
-
-            options.update(spill=True, abort=abort, progress=functools.partial(written.__setitem__, 0))
-        elif name == "wait":
-            # The sealed size of the command's output, reported while the call waits.
-            sealed = [0]
-            shown = [0]
-
-            async def report() -> None:
-                if sealed[0] > shown[0]:
-                    shown[0] = sealed[0]
-                    await ctx.session.report_progress(float(sealed[0]), None,
-                                                      f"{sealed[0]} bytes of output so far")
-
-            options.update(progress=functools.partial(sealed.__setitem__, 0))
+        arguments, options, abort, report = _host_options(
+            ctx, name, params.arguments if params.arguments is not None else {}, cwd=cwd, timeout=timeout,
+            page=page)
         call_id = f"mcp-{time.time_ns()}-{next(calls)}"
         work = functools.partial(tools.call, store, session, call_id, name, arguments, **options)
         try:
