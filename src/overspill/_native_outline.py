@@ -132,12 +132,17 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
         if end > len(view) or start > end:
             raise ValueError(f"start and end must satisfy 0 <= start <= end <= {len(view)}")
         region = view[start:end].tobytes()
-    runs: list = [[] for _ in range(max_depth)]
-    current: list = [None] * max_depth  # the key of each depth's current run
-    lead = lines = keyed = total = 0
-    first: list = []
-    last: list = []
-    pending: list | None = None  # the latest commit still without a subject
+    runs = _Runs(max_depth, max_runs)
+    commits = _Commits(max_commits)
+    lines, keyed, section = _outline_region(region, start, section, runs, commits)
+    return runs.shown(), runs.lead, lines, keyed, section, commits.kept(), commits.total
+
+
+def _outline_region(region: bytes, start: int, section: bytes, runs: _Runs, commits: _Commits
+                    ) -> tuple[int, int, bytes]:
+    """Give each line of ``region`` (at ``start`` in the buffer) to ``commits`` and,
+    by its key, to ``runs``; ``(lines, keyed lines, the section at the end)``."""
+    lines = keyed = 0
     position = 0
     size = len(region)
     while position < size:
@@ -149,21 +154,7 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
         offset = start + position
         position = stop + 1
         lines += 1
-        digest = _commit_hash(text)
-        if digest is not None:
-            total += 1
-            pending = [offset, digest, None]
-            if len(first) < max_commits:
-                first.append(pending)
-            elif max_commits:
-                last.append(pending)
-                if len(last) > max_commits:
-                    del last[0]
-        elif pending is not None and text.startswith(b"    "):
-            subject = text.strip(b" \t")
-            if subject:
-                pending[2] = subject[:SUBJECT_MAX]
-                pending = None
+        commits.line(text, offset)
         if _section_header(text):
             section = text[:-1][:TOKEN_MAX]
             token = section
@@ -171,17 +162,41 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
             token = _leading_token(text)
             if b"/" not in token and b"::" not in token:
                 token = section
-        if not token:
-            if current[0] is None:
-                lead += 1
-            else:
-                for depth in range(max_depth):
-                    if runs[depth] is not None:
-                        runs[depth][-1][2] += 1
-            continue
-        keyed += 1
+        if token:
+            keyed += 1
+            runs.keyed(token, offset)
+        else:
+            runs.unkeyed()
+    return lines, keyed, section
+
+
+class _Runs:
+    """The runs of ``outline_lines`` at each depth, ``lead`` the unkeyed lines before any."""
+
+    __slots__ = ("_kept", "_current", "_max_runs", "lead")
+
+    def __init__(self, max_depth: int, max_runs: int) -> None:
+        self._kept: list = [[] for _ in range(max_depth)]  # None once a depth has too many runs
+        self._current: list = [None] * max_depth  # the key of each depth's current run
+        self._max_runs = max_runs
+        self.lead = 0
+
+    def unkeyed(self) -> None:
+        """An unkeyed line joins the current run at each depth (or, before any, the lead)."""
+        if self._current[0] is None:
+            self.lead += 1
+            return
+        for kept in self._kept:
+            if kept is not None:
+                kept[-1][2] += 1
+
+    def keyed(self, token: bytes, offset: int) -> None:
+        """A line keyed by ``token``, starting at ``offset``: at each depth it extends
+        the current run when the key is the same, else starts a run."""
         ends = _part_ends(token)
-        for depth in range(max_depth):
+        current = self._current
+        runs = self._kept
+        for depth in range(len(runs)):
             key = token[: ends[min(depth + 1, len(ends)) - 1]] if ends else token
             deeper = len(ends) > depth + 1
             kept = runs[depth]
@@ -193,10 +208,44 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
             current[depth] = key
             if kept is None:
                 continue
-            if len(kept) >= max_runs:
+            if len(kept) >= self._max_runs:
                 runs[depth] = None
                 continue
             kept.append([key, offset, 1, deeper])
-    shown = [None if kept is None else [tuple(run) for run in kept] for kept in runs]
-    commits = [tuple(commit) for commit in first + last]
-    return shown, lead, lines, keyed, section, commits, total
+
+    def shown(self) -> list:
+        return [None if kept is None else [tuple(run) for run in kept] for kept in self._kept]
+
+
+class _Commits:
+    """The first and the last ``limit`` commits of ``outline_lines``, each with its subject once found."""
+
+    __slots__ = ("_limit", "_first", "_last", "_pending", "total")
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._first: list = []
+        self._last: list = []
+        self._pending: list | None = None  # the latest commit still without a subject
+        self.total = 0
+
+    def line(self, text: bytes, offset: int) -> None:
+        """A line at ``offset``: a commit, its subject, or neither."""
+        digest = _commit_hash(text)
+        if digest is not None:
+            self.total += 1
+            pending = self._pending = [offset, digest, None]
+            if len(self._first) < self._limit:
+                self._first.append(pending)
+            elif self._limit:
+                self._last.append(pending)
+                if len(self._last) > self._limit:
+                    del self._last[0]
+        elif self._pending is not None and text.startswith(b"    "):
+            subject = text.strip(b" \t")
+            if subject:
+                self._pending[2] = subject[:SUBJECT_MAX]
+                self._pending = None
+
+    def kept(self) -> list:
+        return [tuple(commit) for commit in self._first + self._last]
