@@ -20,7 +20,7 @@ from .backends.base import Backend
 from .config import MAX_READ_BYTES, Limits
 from .errors import AccessDeniedError
 from .records import Record, Resource, parse_uri
-from .text import SignalPatterns, shown_text
+from .text import SignalPatterns, counted_lines, shown_text
 
 __all__ = ["StoreReads"]
 
@@ -224,7 +224,7 @@ class StoreReads:
             # Signal lines and the outline name offsets of the range: only from 0 are they the output's.
             flags=self._views, signals=self._signals if start == 0 else (), outline=start == 0 and self._limits.outline,
             kept_end=kept_end if capped else None, tokens=self._tokens, runs=self._limits.trim_runs)
-        lines = newlines + (1 if size > start and not last_newline else 0)
+        lines = counted_lines(newlines, size - start, last_newline)
         if not shaped.truncated:
             return TruncateResult(shaped.head, False, record.resource, lines, size)
         if start == 0:
