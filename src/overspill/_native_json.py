@@ -222,113 +222,104 @@ class JsonOutline:
             into.keys.append(text)
 
     def _scan(self, data: bytes, base: int) -> None:
-        """Read ``data`` (at ``base`` in the document) until its end or the first byte that cannot be JSON."""
+        """Read ``data`` (at ``base`` in the document) until its end or the
+        first byte that cannot be JSON: strings and literals here, what lies
+        between them in ``_token``."""
         size = len(data)
         i = 0
-        while 0 <= i < size:
+        while i < size:
             state = self._state
             if state == 0:
                 i = self._token(data, i, base)
-            elif state == 3:
-                i = self._literal(data, i)
+                if i < 0:
+                    return
+                continue
+            if state == 2:  # just after a backslash in a string: this byte is escaped
+                if len(self._capture) < JSON_KEY_MAX:
+                    self._capture.append(data[i])
+                i += 1
+                self._state = 1
+                continue
+            # In a string (1) or a literal (3): keep up to JSON_KEY_MAX bytes of it.
+            found = (_JSON_STRING_STOP if state == 1 else _JSON_LITERAL_STOP).search(data, i)
+            stop = size if found is None else found.start()
+            room = JSON_KEY_MAX - len(self._capture)
+            if room > 0:
+                self._capture += data[i : min(stop, i + room)]
+            if found is None:
+                return
+            if state == 3:  # the literal ends before its stop byte
+                self._state = 0
+                i = stop
+                self._scalar_done(bytes(self._capture))
+            elif data[stop] == 92:  # a backslash: the next byte is escaped
+                if len(self._capture) < JSON_KEY_MAX:
+                    self._capture.append(92)
+                self._state = 2
+                i = stop + 1
             else:
-                i = self._string(data, i)
+                self._state = 0
+                i = stop + 1
+                text = bytes(self._capture)
+                if self._is_key:
+                    self._key_done(text)
+                else:
+                    self._scalar_done(text)
 
     def _invalid(self) -> int:
         self._valid = False
         return -1
 
-    def _capture_until(self, stop_at: re.Pattern[bytes], data: bytes, i: int) -> int:
-        """Keep (up to ``JSON_KEY_MAX`` bytes) what comes before the next byte
-        ``stop_at`` matches; its index, or -1 when ``data`` ends first."""
-        found = stop_at.search(data, i)
-        stop = len(data) if found is None else found.start()
-        room = JSON_KEY_MAX - len(self._capture)
-        if room > 0:
-            self._capture += data[i : min(stop, i + room)]
-        return -1 if found is None else stop
-
-    def _string(self, data: bytes, i: int) -> int:
-        """Inside a string (state 1, or 2 just after a backslash): the index to go on from, -1 at the end."""
-        if self._state == 2:
-            if len(self._capture) < JSON_KEY_MAX:
-                self._capture.append(data[i])
-            self._state = 1
-            return i + 1
-        stop = self._capture_until(_JSON_STRING_STOP, data, i)
-        if stop < 0:
-            return -1
-        if data[stop] == 92:  # a backslash: the next byte is escaped
-            if len(self._capture) < JSON_KEY_MAX:
-                self._capture.append(92)
-            self._state = 2
-            return stop + 1
-        self._state = 0
-        text = bytes(self._capture)
-        if self._is_key:
-            self._key_done(text)
-        else:
-            self._scalar_done(text)
-        return stop + 1
-
-    def _literal(self, data: bytes, i: int) -> int:
-        """Inside a number, ``true``, ``false`` or ``null`` (state 3): the index to go on from, -1 at the end."""
-        stop = self._capture_until(_JSON_LITERAL_STOP, data, i)
-        if stop < 0:
-            return -1
-        self._state = 0
-        self._scalar_done(bytes(self._capture))
-        return stop
-
     def _token(self, data: bytes, i: int, base: int) -> int:
-        """Between tokens (state 0): take the next one; the index to go on from,
-        -1 at the end of ``data`` or when the byte cannot be JSON here."""
-        found = _JSON_SIGNIFICANT.search(data, i)
-        if found is None:
-            return -1
-        i = found.start()
-        byte = data[i]
-        top = self._stack[-1]
-        if byte == 34:  # "
-            self._string_starts(top, base + i)
-        elif byte == 123 or byte == 91:  # { [
-            if top.kind == _OBJECT and top.expect_key:
+        """Between strings and literals (state 0): take the tokens up to the
+        next string or literal; the index to go on from, -1 at the end of
+        ``data`` or at a byte that cannot be JSON here."""
+        while True:
+            found = _JSON_SIGNIFICANT.search(data, i)
+            if found is None:
+                return -1
+            i = found.start()
+            byte = data[i]
+            top = self._stack[-1]
+            if byte == 34:  # "
+                if top.kind == _OBJECT and top.expect_key:
+                    top.member_in_range = self._item(top, base + i)
+                    top.expect_key = False
+                    self._is_key = True
+                else:
+                    if top.kind != _OBJECT:  # an object's member was counted at its key
+                        self._item(top, base + i)
+                    self._is_key = False
+                self._capture = bytearray()
+                self._state = 1
+                return i + 1
+            if byte in _JSON_LITERAL_START:
+                if top.kind == _OBJECT and top.expect_key:
+                    return self._invalid()
+                if top.kind != _OBJECT:  # an object's member was counted at its key
+                    self._item(top, base + i)
+                self._capture = bytearray()
+                self._state = 3
+                return i  # the literal's first byte is read as part of it
+            if byte == 123 or byte == 91:  # { [
+                if top.kind == _OBJECT and top.expect_key:
+                    return self._invalid()
+                self._open(_OBJECT if byte == 123 else _ARRAY, base + i)
+            elif byte == 125 or byte == 93:  # } ]
+                if top.kind == _ROOT:
+                    return self._invalid()
+                self._close(_OBJECT if byte == 125 else _ARRAY, base + i)
+            elif byte == 44:  # ,
+                if top.kind == _OBJECT:
+                    top.expect_key = True
+            elif byte == 58:  # :
+                if top.kind != _OBJECT or top.expect_key:
+                    return self._invalid()
+            else:
                 return self._invalid()
-            self._open(_OBJECT if byte == 123 else _ARRAY, base + i)
-        elif byte == 125 or byte == 93:  # } ]
-            if top.kind == _ROOT:
-                return self._invalid()
-            self._close(_OBJECT if byte == 125 else _ARRAY, base + i)
-        elif byte == 44:  # ,
-            if top.kind == _OBJECT:
-                top.expect_key = True
-        elif byte == 58:  # :
-            if top.kind != _OBJECT or top.expect_key:
-                return self._invalid()
-        elif byte in _JSON_LITERAL_START:
-            if top.kind == _OBJECT and top.expect_key:
-                return self._invalid()
-            if top.kind != _OBJECT:  # an object's member was counted at its key
-                self._item(top, base + i)
-            self._capture = bytearray()
-            self._state = 3
-            return i  # the literal's first byte is read as part of it
-        else:
-            return self._invalid()
-        return i + 1 if self._valid else -1
-
-    def _string_starts(self, top: _Frame, offset: int) -> None:
-        """A string starts at ``offset`` in ``top``: an object's key, or a value."""
-        if top.kind == _OBJECT and top.expect_key:
-            top.member_in_range = self._item(top, offset)
-            top.expect_key = False
-            self._is_key = True
-        else:
-            if top.kind != _OBJECT:  # an object's member was counted at its key
-                self._item(top, offset)
-            self._is_key = False
-        self._capture = bytearray()
-        self._state = 1
+            if not self._valid:
+                return -1
+            i += 1
 
     def result(self) -> tuple[bool, int, list, int]:
         """``(valid, records, entries, dropped)``; see the class."""
