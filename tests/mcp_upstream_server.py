@@ -7,7 +7,7 @@ over stdio), ``collide`` (also has tools named ``read`` and ``grep``), ``garbage
 line on stderr), ``http PORT`` (streamable HTTP on 127.0.0.1:PORT).
 
 Tools: ``text`` (``unit`` repeated ``count`` times, joined by ``sep``),
-``blocks`` (several text blocks and an image), ``image``, ``structured``
+``blocks`` (several text blocks, an image, audio and an embedded resource), ``image``, ``structured``
 (``structuredContent`` given, with a text), ``fail`` (``isError``), ``slow``
 (progress, then waits to be cancelled; touches ``path`` when it is),
 ``crash`` (exits 7 mid-call after a line on stderr), ``sample``, ``elicit``,
@@ -61,7 +61,10 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
                                     else None)
     if name == "blocks":
         return types.CallToolResult(content=[text(part) for part in args["parts"]] + [
-            types.ImageContent(type="image", data=IMAGE, mime_type="image/png")])
+            types.ImageContent(type="image", data=IMAGE, mime_type="image/png"),
+            types.AudioContent(type="audio", data=IMAGE, mime_type="audio/wav"),
+            types.EmbeddedResource(type="resource", resource=types.TextResourceContents(
+                uri="test://embedded", text="an embedded resource", mime_type="text/plain"))])
     if name == "image":
         return types.CallToolResult(content=[types.ImageContent(type="image", data=IMAGE, mime_type="image/png"),
                                              text(args.get("caption", "a pixel"))])

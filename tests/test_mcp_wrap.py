@@ -186,7 +186,9 @@ def test_results_pass_through_or_come_back_bounded(shared, subprocess_env):
             assert result.is_error == (name == "fail"), label
             assert await page_all(client, link.uri) == whole.encode(), label
         blocks = await client.call_tool("blocks", {"parts": ["a" * 5000, "b" * 5000]})
-        assert [block.type for block in blocks.content] == ["text", "resource_link", "image"]
+        assert [block.type for block in blocks.content] == ["text", "resource_link", "image", "audio", "resource"]
+        small = await client.call_tool("blocks", {"parts": ["one"]})
+        assert dumped(blocks)[2:] == dumped(small)[1:]  # the other blocks, unchanged, in their order
 
         data = {"rows": [{"id": n, "name": f"row {n}"} for n in range(2000)]}
         big = await client.call_tool("structured", {"data": data, "text": "2000 rows"})
@@ -283,6 +285,8 @@ def test_progress_and_cancellation_go_through(shared, tmp_path):
 
 def test_in_the_2026_era_requests_are_input_required_rounds_and_a_crash_is_an_error(tmp_path, subprocess_env):
     recorded = Recorded()
+    flag = tmp_path / "cancelled"
+    reports: list[float] = []
 
     async def main():
         # The SDK client's default mode: the 2026 protocol's discover, where a server sends no requests.
@@ -298,6 +302,19 @@ def test_in_the_2026_era_requests_are_input_required_rounds_and_a_crash_is_an_er
             with pytest.raises(MCPError, match="Invalid or expired requestState"):
                 await session.call_tool("sample", {}, request_state="forged", input_responses={},
                                         allow_input_required=True)
+            async with anyio.create_task_group() as group:  # cancelling a call cancels the upstream's
+
+                async def progress(value, total, message) -> None:
+                    reports.append(value)
+                    if len(reports) == 3:
+                        group.cancel_scope.cancel()
+
+                async def call() -> None:
+                    await client.call_tool("slow", {"path": str(flag)}, progress_callback=progress)
+                    pytest.fail("the call should have been cancelled")
+
+                group.start_soon(call)
+            assert await anyio.to_thread.run_sync(wait_until, flag.exists) and reports == [1.0, 2.0, 3.0]
             result = await client.call_tool("text", {"unit": "m", "count": 20000})
             (link,) = links_of(result)
             assert await page_all(client, link.uri) == b"m" * 20000
@@ -492,7 +509,7 @@ def test_mcp_server_git_results_are_bounded_and_page_back_exactly(tmp_path, subp
             direct_tools = (await upstream.list_tools()).tools
         parameters = StdioServerParameters(command=overspill_script(), env=subprocess_env, args=[
             "mcp", "--data-dir", str(tmp_path / "data"), "--wrap", "--", *command])
-        async with Client(parameters, mode="legacy") as client:
+        async with Client(parameters) as client:  # the SDK client's default mode (the 2026 era)
             tools = (await client.list_tools()).tools
             assert [tool.name for tool in tools] == [tool.name for tool in direct_tools] + ["read", "grep"]
             assert [(tool.description, tool.input_schema) for tool in tools[:-2]] == [

@@ -65,6 +65,7 @@ class Rounds:
         self._keys = 0
         self.progress: Any = None  # the current round's progress reporter
         self.forget: Any = None  # drops this call from the relay's suspended calls
+        self.scope = anyio.CancelScope()  # the upstream call's: cancelled when the client gives up on it
 
     async def report_progress(self, progress: float, total: Optional[float], message: Optional[str]) -> None:
         """The upstream's progress, to the round in flight (an earlier round's request is answered)."""

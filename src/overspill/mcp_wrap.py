@@ -319,7 +319,8 @@ class _Wrapper:
             async def run() -> None:
                 self.relay.enter(rounds)
                 try:
-                    rounds.finish(await self._forward_call(found, params, rounds.report_progress))
+                    with rounds.scope:
+                        rounds.finish(await self._forward_call(found, params, rounds.report_progress))
                 except MCPError as error:
                     rounds.finish(error)
                 finally:
@@ -330,6 +331,9 @@ class _Wrapper:
         rounds.progress = progress
         try:
             outcome = await rounds.next()
+        except BaseException:  # cancelled: the client gave up on the call, so the upstream's is cancelled too
+            rounds.scope.cancel()
+            raise
         finally:
             rounds.progress = None
         if isinstance(outcome, types.InputRequiredResult):
