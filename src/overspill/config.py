@@ -106,8 +106,9 @@ class Limits:
     outline: bool = True
     #: ``tool_output.trim_runs``: a byte-cut head ends after the first 10 lines
     #: of a run of lines that differ only in their numbers, a tail starts 10
-    #: lines before the end of one (the rest of the run is omitted).
-    trim_runs: bool = True
+    #: lines before the end of one (the rest of the run is omitted). Off by
+    #: default: it departs from the head/tail split of ``preview``.
+    trim_runs: bool = False
     #: ``tool_output.max_tokens``: the most o200k tokens the preview (head, tail,
     #: signal lines and outline) may take, besides ``max_bytes``; None (the
     #: default) for no token bound.  Needs the ``overspill[tokens]`` extra.
