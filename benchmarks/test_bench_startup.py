@@ -26,8 +26,10 @@ from __future__ import annotations
 import os
 import resource
 import shutil
-import time
+import statistics
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -110,3 +112,61 @@ def test_cli_version(benchmark, environment, implementation, request):
 def test_cli_run_true(benchmark, environment, implementation, request):
     benchmark.group = "overspill --version / run -- true"
     _time(benchmark, [_console_script(), "run", "--", "true"], _with(environment, implementation), request)
+
+
+def test_cli_import_re(benchmark, environment, request):
+    # What is not ours in the two rows above: the console script pip writes
+    # (its template) imports ``re`` before it imports overspill.cli.
+    benchmark.group = "overspill --version / run -- true"
+    _time(benchmark, [PYTHON, "-c", "import re"], environment, request)
+
+
+# ------------------------------------------------------------ goal 5: read --all | head -c 10
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_cli_read_all_into_head(benchmark, environment, implementation, request, tmp_path_factory):
+    """``overspill read URI --all | head -c 10`` of 300 MiB, as perf_check times it (the
+    two processes of the pipeline, spawned directly), alternating with ``python -c pass``
+    plus ``head -c 10 FILE``.  The reader's peak RSS is printed too: measured here
+    from a small parent, it is the reader's own (see README: a parent's peak is
+    carried into a child's ``ru_maxrss``)."""
+    from conftest import report_ratio
+
+    from overspill import ToolOutputStore
+
+    benchmark.group = "issue 21 goal 5: read --all | head -c 10 of 300 MiB"
+    env = {**_with(environment, implementation), "OVERSPILL_SESSION": "bench"}
+    line = "".join(chr(97 + i % 26) for i in range(79)) + "\n"
+    block = "".join(f"{i:07d} " + line[8:] for i in range(2**20 // 80)).encode()
+    with ToolOutputStore(env["OVERSPILL_DATA_DIR"], durable=False) as store:
+        huge = store.write_stream("bench", "huge", (block for _ in range(300)))
+        path = str(store.directory / f"{huge.id}.txt")
+    script = _console_script()
+    baseline: list[float] = []
+    peaks: list[float] = []
+
+    def pipeline() -> None:
+        reader = subprocess.Popen([script, "read", huge.uri, "--all"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, env=env)
+        head = subprocess.Popen(["head", "-c", "10"], stdin=reader.stdout, stdout=subprocess.PIPE)
+        reader.stdout.close()
+        assert head.stdout.read() == block[:10]
+        head.stdout.close()
+        _, _, usage = os.wait4(reader.pid, 0)
+        reader.returncode = 0
+        head.wait()
+        peaks.append(usage.ru_maxrss / 1024)
+
+    def spawn_baseline() -> None:
+        start = CLOCK()
+        subprocess.run(BASELINE, env=env, stdout=subprocess.DEVNULL, check=True)
+        subprocess.run(["head", "-c", "10", path], stdout=subprocess.DEVNULL, check=True)
+        baseline.append(CLOCK() - start)
+
+    pipeline()
+    spawn_baseline()
+    baseline.clear()
+    benchmark.pedantic(pipeline, setup=spawn_baseline, rounds=min(ROUNDS, 15), iterations=1, warmup_rounds=1)
+    benchmark.extra_info["peak_rss_mib"] = max(peaks)
+    report_ratio(benchmark, request, statistics.median(baseline),
+                 f"'python -c pass' + 'head -c 10 FILE' alternating with it (reader's peak RSS {max(peaks):.0f} MiB)",
+                 "baseline_median_s")

@@ -32,6 +32,8 @@ cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(object text)
     bint PyUnicode_IS_ASCII(object text)
     const Py_ssize_t PY_SSIZE_T_MAX
+    object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
+    object PyUnicode_DecodeUTF8(const char *data, Py_ssize_t size, const char *errors)
 
 # Below this many bytes, dropping and retaking the GIL costs more than it frees.
 cdef enum:
@@ -411,6 +413,56 @@ def crc32(data, value=0, /):
     finally:
         buf = None
         view.release()
+
+
+cdef Py_ssize_t _first_bad_chunk(const unsigned char *buf, Py_ssize_t size, Py_ssize_t base, Py_ssize_t first,
+                                 Py_ssize_t last, Py_ssize_t chunk, const unsigned char *sums) noexcept nogil:
+    cdef Py_ssize_t index, low
+    cdef const unsigned char *recorded
+    for index in range(first, last + 1):
+        low = index * chunk - base
+        recorded = sums + 4 * index
+        if osp_crc32(0, buf + low, min(chunk, size - low)) != (
+                (<uint32_t>recorded[0] << 24) | (<uint32_t>recorded[1] << 16)
+                | (<uint32_t>recorded[2] << 8) | <uint32_t>recorded[3]):
+            return index
+    return -1
+
+
+def verify_chunks(buffer, base, start, end, checksums, chunk, /):
+    """The first chunk under ``[start, end)`` whose CRC-32 is not recorded, or -1; see _native.verify_chunks."""
+    if isinstance(buffer, str) or isinstance(checksums, str):
+        raise TypeError("buffer and checksums must be bytes-like objects, not str")
+    cdef Py_ssize_t c_base = _check_int(base, "base", 0)
+    cdef Py_ssize_t c_start = _check_int(start, "start", 0)
+    cdef Py_ssize_t c_end = _check_int(end, "end", 0)
+    cdef Py_ssize_t c_chunk = _check_int(chunk, "chunk", 1)
+    cdef Py_ssize_t first, last, size, failed
+    cdef const unsigned char[::1] buf
+    cdef const unsigned char[::1] sums
+    view = _byte_view(buffer)
+    recorded_view = _byte_view(checksums)
+    try:
+        buf = view
+        sums = recorded_view
+        size = buf.shape[0]
+        first, last = c_start // c_chunk, (c_end - 1) // c_chunk
+        if (c_end <= c_start or first * c_chunk < c_base or c_end - c_base > size
+                or 4 * (last + 1) > sums.shape[0]):
+            raise ValueError(f"the buffer (from {c_base}, {size} bytes) and {sums.shape[0] // 4} checksums "
+                             f"do not hold the chunks of [{c_start}, {c_end})")
+        # Checked above: every chunk starts inside buf and every index has its 4 bytes.
+        if c_end - c_start >= NOGIL_BYTES:
+            with nogil:
+                failed = _first_bad_chunk(&buf[0], size, c_base, first, last, c_chunk, &sums[0])
+        else:
+            failed = _first_bad_chunk(&buf[0], size, c_base, first, last, c_chunk, &sums[0])
+        return failed
+    finally:
+        buf = None
+        sums = None
+        view.release()
+        recorded_view.release()
 
 
 # The kernels of the other seams, one file each as the twin splits them

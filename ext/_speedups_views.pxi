@@ -36,6 +36,47 @@ def view_bytes(buffer, flags, /):
         view.release()
 
 
+cdef object _decoded(const uint8_t *p, Py_ssize_t n):
+    """``str(p[0:n], "utf-8", "replace")``.  All-ASCII bytes (most tool output)
+    are copied into a new str: CPython's decoder makes two passes over input
+    that is not word-aligned, as a page in a map mostly is."""
+    cdef object text
+    if osp_utf8_length(p, n, 1) == n:  # no byte >= 0x80
+        text = PyUnicode_New(n, 127)
+        if n:
+            memcpy(PyUnicode_DATA(text), p, <size_t>n)
+        return text
+    return PyUnicode_DecodeUTF8(<const char *>p, n, "replace")
+
+
+def view_text(buffer, flags, /):
+    """What a reader is shown of ``buffer``, decoded; see _native.view_text."""
+    cdef int c_flags
+    cdef Py_ssize_t n, length
+    cdef const unsigned char[::1] buf
+    cdef uint8_t *out = NULL
+    if isinstance(buffer, str):
+        raise TypeError("buffer must be a bytes-like object, not str")
+    c_flags = _check_flags(flags)
+    view = _byte_view(buffer)
+    try:
+        buf = view
+        n = buf.shape[0]
+        if n == 0:
+            return ""
+        if not osp_needs_view(&buf[0], n, c_flags):
+            return _decoded(&buf[0], n)
+        out = <uint8_t *>malloc(n)
+        if out == NULL:
+            raise MemoryError()
+        length = osp_view(&buf[0], n, c_flags, out)
+        return _decoded(out, length)
+    finally:
+        free(out)
+        buf = None
+        view.release()
+
+
 def signal_lines(buffer, start, end, patterns, flags, limit, /):
     """Lines of ``buffer[start:end]`` whose view matches a signal pattern; see _native.signal_lines."""
     cdef Py_ssize_t c_start, c_end, c_limit, n, k

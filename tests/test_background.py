@@ -181,13 +181,13 @@ def test_a_torn_or_altered_seal_entry_is_ignored(tmp_path):
     for part in (b"one\n", b"two\n", b"three\n"):
         writer.write(memoryview(part))
         writer.seal()
-    seals = writer.seal_path.read_bytes()
+    seals = Path(writer.seal_path).read_bytes()
     assert len(seals) == 3 * ENTRY_SIZE
-    writer.seal_path.write_bytes(seals[: 3 * ENTRY_SIZE - 5])  # the last entry torn
+    Path(writer.seal_path).write_bytes(seals[: 3 * ENTRY_SIZE - 5])  # the last entry torn
     assert LocalBackend(tmp_path).record(writer.id).resource.size == 8
     altered = bytearray(seals)
     altered[ENTRY_SIZE + 9] ^= 1  # the second entry's end offset
-    writer.seal_path.write_bytes(bytes(altered))
+    Path(writer.seal_path).write_bytes(bytes(altered))
     fresh = LocalBackend(tmp_path)
     record = fresh.record(writer.id)
     assert record.resource.size == 4  # nothing after an altered entry counts

@@ -126,6 +126,24 @@ def test_a_commands_own_parser_is_the_one_the_whole_parser_holds(command, capsys
         assert outcomes[:2] == outcomes[2:]
 
 
+@pytest.mark.parametrize("words", [
+    ["run", "--", "true"], ["run", "--", "sh", "-c", "echo --all"], ["run", "--", "--help"], ["run", "--", ""],
+    ["read", "tool-output://x", "--all"], ["read", "--all", "tool-output://x"], ["read", "", "--all"],
+    ["read", "--all", "--all"], ["read", "-x", "--all"], ["read", "--all", "--json"], ["run", "--"], ["run", "x"],
+    ["read", "u", "--al"], ["read", "u", "--all", "--json"],
+])
+def test_the_plain_forms_read_without_argparse_are_what_the_parser_gives(words):
+    # main() reads `run -- COMMAND...` and `read URI --all` itself (argparse's
+    # import is most of a short call); any other form must go to the parser.
+    plain = cli_module._plain(list(words))
+    try:
+        parsed = vars(cli_module._parser(words[0]).parse_args(words))
+    except SystemExit:
+        parsed = None
+    if plain is not None:
+        assert vars(plain) == parsed
+
+
 @pytest.mark.parametrize("args", [("--version",), ("ls",), ("run", "--", "touch ran"), ("truncate", "-")])
 def test_a_closed_stdout_is_one_line_exit_4(cli, subprocess_env, tmp_path, args):
     # `overspill ... >&-`: Python sets sys.stdout to None; the command still runs.
@@ -619,6 +637,25 @@ def test_run_background_wait_kill_and_jobs(cli, tmp_path):
     assert json.loads(cli("jobs", "--json").stdout)["jobs"][0]["state"] == "exited"
     missed = cli("wait", uri, "--pattern", "never", "--timeout", "0")
     assert missed.returncode == 1
+
+
+def test_background_hints_are_shell_commands(cli, tmp_path):
+    """Regression (issue 19 item 9's rule for issue 22's commands): ``run --background``
+    and ``wait`` printed the model's ``read(resource=...)``/``wait(...)``/``kill(...)``;
+    a CLI user gets the commands that do the same, with the options that find the output."""
+    folder = str(tmp_path / "elsewhere")
+    options = ["--session", "s b", "--data-dir", folder]
+    started = cli("run", "--background", "--yield-after", "0.5", *options, "--", "seq 1 100000; sleep 60")
+    assert started.returncode == 0, started.stderr
+    uri = uri_in(started.stdout)
+    quoted = f"--session 's b' --data-dir {folder}"
+    for answer in (started, cli("wait", uri, "--offset", "0", "--timeout", "0", *options)):
+        text = answer.stdout.decode()
+        assert "resource=" not in text and "read(" not in text and "wait(" not in text, text[-400:]
+        state = text.rstrip("\n").rsplit("\n", 1)[1]
+        assert f"overspill wait {uri} --offset " in state and f"overspill kill {uri} {quoted} to stop it" in state
+        assert f"next: overspill read {uri} --offset " in text and f"overspill grep {uri} {quoted} PATTERN" in text
+    assert cli("kill", uri, *options).returncode == 0
 
 
 def test_run_background_fast_failure_is_an_ordinary_result(cli):

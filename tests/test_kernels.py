@@ -542,3 +542,46 @@ def test_str_and_bytes_subclasses_are_accepted_by_every_kernel():
     cap.feed(BytesSubclass(b"0123456789"))
     cap.feed(BytearraySubclass(b"abcdef"))
     assert (cap.head, cap.tail, cap.keep) == (b"01234", b"bcdef", "head_tail") and type(cap.keep) is str
+
+
+# ---------------------------------------------------------------- verify_chunks
+def naive_first_bad_chunk(payload: bytes, start: int, end: int, sums: bytes, chunk: int) -> int:
+    import zlib
+
+    for index in range(start // chunk, (end - 1) // chunk + 1):
+        piece = payload[index * chunk : (index + 1) * chunk]
+        if zlib.crc32(piece).to_bytes(4, "big") != sums[4 * index : 4 * index + 4]:
+            return index
+    return -1
+
+
+@given(st.binary(min_size=1, max_size=300), st.integers(1, 40), st.data())
+@example(b"a" * 100, 16, None)
+def test_verify_chunks_finds_the_first_chunk_that_does_not_match(payload, chunk, draw):
+    import zlib
+
+    sums = bytearray(b"".join(zlib.crc32(payload[i : i + chunk]).to_bytes(4, "big")
+                              for i in range(0, len(payload), chunk)))
+    start = 0 if draw is None else draw.draw(st.integers(0, len(payload) - 1))
+    end = len(payload) if draw is None else draw.draw(st.integers(start + 1, len(payload)))
+    if draw is not None and draw.draw(st.booleans()):
+        sums[draw.draw(st.integers(0, len(sums) - 1))] ^= 0x01
+    base = start // chunk * chunk if draw is None else draw.draw(st.integers(0, start // chunk * chunk))
+    expected = naive_first_bad_chunk(payload, start, end, bytes(sums), chunk)
+    assert _kernels.verify_chunks(payload[base:], base, start, end, bytes(sums), chunk) == expected
+    assert _kernels.verify_chunks(memoryview(payload)[base:], base, start, end, sums, chunk) == expected
+
+
+_VERIFY_ARGUMENTS = st.one_of(st.none(), st.booleans(), st.integers(-2, 70), st.text(max_size=2), st.binary(max_size=8))
+
+
+@given(st.one_of(st.binary(max_size=70), _VERIFY_ARGUMENTS), _VERIFY_ARGUMENTS, _VERIFY_ARGUMENTS,
+       _VERIFY_ARGUMENTS, st.one_of(st.binary(max_size=80), _VERIFY_ARGUMENTS), _VERIFY_ARGUMENTS)
+def test_twins_agree_on_verify_chunks(compiled, buffer, base, start, end, sums, chunk):
+    def outcome(function):
+        try:
+            return ("ok", function(buffer, base, start, end, sums, chunk))
+        except Exception as error:  # noqa: BLE001 - the type is what is compared
+            return ("error", type(error))
+
+    assert outcome(compiled.verify_chunks) == outcome(_native.verify_chunks)

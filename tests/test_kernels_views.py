@@ -198,6 +198,31 @@ def test_view_rejects(args, error):
         _kernels.view_bytes(*args)
 
 
+@given(st.one_of(noisy, texts.map(lambda text: text.encode("utf-8", "surrogatepass"))), flag_sets,
+       st.integers(0, 7))
+@example("plain ascii text\n".encode() * 100, ANSI | CR, 3)
+@example("row éé中文字符\n".encode() * 50, ANSI | CR, 1)
+@example(b"\x1b[31m\xff\xc3", ANSI, 0)
+def test_view_text_is_the_view_decoded(data, flags, skip):
+    # One call for a page's text (issue 21): the view, then errors="replace",
+    # also from a buffer that does not start on a word boundary (a page of a map).
+    padded = bytes(skip) + data
+    view = memoryview(padded)[skip:]
+    shown = _kernels.view_bytes(data, flags)
+    expected = (data if shown is None else shown).decode("utf-8", "replace")
+    assert _kernels.view_text(view, flags) == expected == _native.view_text(data, flags)
+    assert type(_kernels.view_text(data, flags)) is str
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    (("text", 3), TypeError), ((b"x", 4), ValueError), ((b"x", -1), ValueError), ((b"x", True), TypeError),
+    ((b"x", None), TypeError), ((memoryview(b"abcd")[::2], 3), TypeError), ((object(), 0), TypeError),
+])
+def test_view_text_rejects_what_view_bytes_does(args, error):
+    with pytest.raises(error):
+        _kernels.view_text(*args)
+
+
 # ---------------------------------------------------------------- signals
 def test_signal_examples():
     data = (b"ok\n\x1b[31mValueError: bad\x1b[0m\n-Werror=format\nE   assert 0\nwarning: x\n"

@@ -19,6 +19,11 @@ NEVER_ON_IMPORT = ["asyncio", "concurrent.futures", "ssl", "http", "http.client"
                    "urllib.request", "email", "json", "secrets", "hmac", "redis", "mcp"]
 # Only running a command needs these.
 CAPTURE_ONLY = ["subprocess", "selectors", "overspill.capture"]
+# ``import overspill`` loads the rest on first use; this touches every name but the capture's.
+USE_THE_STORE = ("import overspill\n"
+                 "for name in overspill.__all__:\n"
+                 "    if name not in ('MAX_CAPTURE_BYTES', 'Collected', 'ProcessResult', 'arun', 'collect_stream', 'run'):\n"
+                 "        getattr(overspill, name)\n")
 
 
 def loaded_after(code: str, env: dict[str, str]) -> set[str]:
@@ -41,7 +46,8 @@ def bare(env: dict[str, str]) -> set[str]:
 
 def test_import_overspill_loads_no_heavy_or_optional_module(subprocess_env):
     preloaded = bare(subprocess_env)
-    loaded = loaded_after("import overspill", subprocess_env)
+    assert loaded_after("import overspill", subprocess_env) <= {"overspill", "overspill.errors", "__future__"}
+    loaded = loaded_after(USE_THE_STORE, subprocess_env)
     assert "overspill.store" in loaded
     for name in NEVER_ON_IMPORT + CAPTURE_ONLY:
         if name not in preloaded:
@@ -118,6 +124,33 @@ def test_version_fast_path_matches_argparse(subprocess_env):
     combined = subprocess.run([str(script), "--version", "ls"], capture_output=True, text=True,
                               env=subprocess_env, timeout=60)
     assert combined.returncode == 0 and combined.stdout == f"overspill {overspill.__version__}\n"
+
+
+# What the commonest command lines load (issue 21, goals 4 and 5): never argparse
+# (its import, with gettext and shutil, is most of a short call).  The console
+# script pip writes imports ``re`` itself, so ``re`` is checked through ``main``.
+CLI_NEVER = ["argparse", "asyncio"]
+
+
+@pytest.mark.parametrize("words, never", [
+    (["--version"], CLI_NEVER + ["re", "typing", "dataclasses", "pathlib", "json", "overspill.store", "overspill.config",
+                                 "subprocess"]),
+    (["run", "--", "true"], CLI_NEVER),
+    (["read", "URI", "--all"], CLI_NEVER + ["subprocess"]),
+])
+def test_the_commonest_command_lines_load_only_what_they_need(subprocess_env, tmp_path, words, never):
+    env = dict(subprocess_env, OVERSPILL_DATA_DIR=str(tmp_path), OVERSPILL_SESSION="s")
+    if "URI" in words:
+        setup = subprocess.run([sys.executable, "-c", "import sys, overspill\n"
+                                "print(overspill.ToolOutputStore(sys.argv[1]).write('s', 'c', 'x' * 100).uri)",
+                                str(tmp_path)], capture_output=True, text=True, env=env, timeout=60)
+        words = [setup.stdout.strip() if word == "URI" else word for word in words]
+    preloaded = bare(env)
+    loaded = loaded_after(f"import overspill.cli\nstatus = overspill.cli.main({words!r})\n"
+                          "assert status == 0, status", env)
+    for name in never:
+        if name not in preloaded:
+            assert name not in loaded, f"overspill {' '.join(words)} imported {name}"
 
 
 @pytest.mark.parametrize("draws", [3000])

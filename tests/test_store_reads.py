@@ -81,14 +81,32 @@ def test_every_view_verifies_again(store):
             pass
 
 
-def test_new_records_name_their_64_kib_chunk(store):
-    data = payload(3 * 65536 + 5)
+def test_new_records_name_their_16_kib_chunk(store):
+    # 16 KiB: a 50 KB page verifies about 66 KB, where 64 KiB chunks made it 114 KB (issue 21).
+    data = payload(3 * 16384 + 5)
     resource = store.write("s", "c", data)
     document = json.loads((store.directory / f"{resource.id}.json").read_text())
-    assert CHECKSUM_CHUNK == 65536 and document["chunk"] == 65536
-    assert document["checksums"]["algorithm"] == "crc32" and document["checksums"]["chunk"] == 65536
-    expected = b"".join(zlib.crc32(data[i : i + 65536]).to_bytes(4, "big") for i in range(0, len(data), 65536))
+    assert CHECKSUM_CHUNK == 16384 and document["chunk"] == 16384
+    assert document["checksums"]["algorithm"] == "crc32" and document["checksums"]["chunk"] == 16384
+    expected = b"".join(zlib.crc32(data[i : i + 16384]).to_bytes(4, "big") for i in range(0, len(data), 16384))
     assert document["checksums"]["values"] == expected.hex()
+
+
+def test_records_of_64_kib_chunks_still_read_and_verify(store):
+    # What this store wrote before its chunks were 16 KiB.
+    data = payload(300_000)
+    step = 65536
+    values = b"".join(zlib.crc32(data[i : i + step]).to_bytes(4, "big") for i in range(0, len(data), step)).hex()
+    resource_id = write_old_pair(store.directory, data, {"algorithm": "crc32", "chunk": step, "values": values},
+                                 chunk=step)
+    uri = f"tool-output://{resource_id}"
+    for _ in range(2):  # cold, then warm
+        page = store.read("s", uri, offset=100_000, limit=51200)
+        shown = page.content.encode()
+        assert shown == data[page.offset : page.offset + len(shown)] and len(shown) > 51000
+    flip_through_shared_map(store.directory / f"{resource_id}.txt", 140_000)
+    with pytest.raises(ResourceCorruptError, match=f"bytes {2 * step} to {3 * step}"):
+        store.read("s", uri, offset=100_000, limit=51200)
 
 
 def write_old_pair(directory: Path, data: bytes, checksums: dict | None, **extra) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Optional
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
+    from typing import Optional
 
 __all__ = ["id_string", "positive_seconds", "whole_number"]
 

@@ -8,16 +8,40 @@ rules reach the view flags and byte views here too, so that no module but
 
 from __future__ import annotations
 
-import re
 import sys
-from typing import Union
 
 from ._arguments import whole_number
 
-__all__ = ["ESCAPE", "JSON_LABEL_KEYS", "MAX_KINDS", "MAX_PATTERNS", "TOKEN_ENDS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS", "BytesLike", "byte_view",
-           "check_flags", "check_int", "check_patterns"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing and re cost start-up; the annotations are never evaluated
+    import re
+    from typing import Union
 
-BytesLike = Union[bytes, bytearray, memoryview]
+__all__ = ["ESCAPE", "JSON_LABEL_KEYS", "MAX_KINDS", "MAX_PATTERNS", "TOKEN_ENDS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS",
+           "BytesLike", "LazyPattern", "byte_view", "check_flags", "check_int", "check_patterns"]
+
+if TYPE_CHECKING:
+    BytesLike = Union[bytes, bytearray, memoryview]
+else:  # the name stays importable (annotations only), without importing typing
+    BytesLike = (bytes, bytearray, memoryview)
+
+
+class LazyPattern:
+    """A regular expression compiled on first use, so that importing overspill
+    never imports ``re`` (start-up); it answers what the compiled one does."""
+
+    __slots__ = ("_source", "_compiled")
+
+    def __init__(self, source: str | bytes) -> None:
+        self._source = source
+        self._compiled: re.Pattern | None = None  # type: ignore[type-arg]
+
+    def __getattr__(self, name: str) -> object:
+        if self._compiled is None:
+            import re
+
+            self._compiled = re.compile(self._source)
+        return getattr(self._compiled, name)
 
 
 def check_int(value: object, name: str, minimum: int) -> int:
@@ -58,7 +82,7 @@ VIEW_FLAGS = VIEW_ANSI | VIEW_CR
 # (intermediates, then one final byte: charset selection, keypad modes, save
 # and restore cursor).  A sequence cut short by the end of the data or by a
 # byte that cannot continue it ends there; none of them crosses a newline.
-ESCAPE = re.compile(
+ESCAPE = LazyPattern(
     rb"\x1b(?:\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[\x20-\x2f]*[\x30-\x7e]?)"
 )
 def check_flags(flags: object) -> int:

@@ -10,8 +10,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from pathlib import Path
-from typing import Union
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
+    from pathlib import Path
+    from typing import Union
+
+    PathText = Union[str, "os.PathLike[str]"]
 
 __all__ = [
     "FILE_MODE",
@@ -19,6 +24,7 @@ __all__ = [
     "create_exclusive",
     "check_owned_directory",
     "ensure_directory",
+    "folder_text",
     "fsync_directory",
     "open_regular",
     "remove_quietly",
@@ -33,7 +39,33 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
-def ensure_directory(path: Path, owned: int = 2) -> None:
+def folder_text(path: PathText) -> str:
+    """``str(pathlib.Path(path))`` without importing pathlib (and with it ``re``
+    and ``urllib``, most of a cold start): empty and ``.`` parts and trailing
+    slashes dropped, ``..`` kept, a leading ``//`` kept as POSIX says."""
+    text = os.fspath(path)
+    if os.sep != "/" or os.altsep:  # pragma: no cover - not POSIX
+        from pathlib import Path
+
+        return str(Path(text))
+    root = "//" if text.startswith("//") and not text.startswith("///") else "/" if text.startswith("/") else ""
+    return root + "/".join(part for part in text.split("/") if part and part != ".") or "."
+
+
+def _parents(path: PathText, count: int) -> list[str]:
+    """The first ``count`` of ``pathlib.Path(path).parents``, as text."""
+    found: list[str] = []
+    current = folder_text(path)
+    while len(found) < count:
+        parent = os.path.dirname(current) or "."
+        if parent == current:
+            break
+        found.append(parent)
+        current = parent
+    return found
+
+
+def ensure_directory(path: PathText, owned: int = 2) -> None:
     """Create ``path`` (and parents) as ``0700`` if missing; it must be a directory.
 
     The last ``owned`` components are the store's own folders: each must be a
@@ -47,13 +79,13 @@ def ensure_directory(path: Path, owned: int = 2) -> None:
     check_owned_directory(path, owned)
 
 
-def check_owned_directory(path: Path, owned: int = 2) -> None:
+def check_owned_directory(path: PathText, owned: int = 2) -> None:
     """Check (and tighten) the last ``owned`` components of an existing ``path``.
 
     :raises OSError: as for :func:`ensure_directory`; ``FileNotFoundError``
         when a component is missing.
     """
-    components = [path, *list(path.parents)[: max(owned - 1, 0)]]
+    components = [path, *_parents(path, max(owned - 1, 0))]
     for component in reversed(components):
         info = os.lstat(component)
         if stat.S_ISLNK(info.st_mode):
@@ -67,12 +99,12 @@ def check_owned_directory(path: Path, owned: int = 2) -> None:
             os.chmod(component, DIRECTORY_MODE)
 
 
-def create_exclusive(path: Path) -> int:
+def create_exclusive(path: PathText) -> int:
     """A new ``0600`` file opened for writing; ``FileExistsError`` if the name is taken."""
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, FILE_MODE)
 
 
-def open_regular(path: Union[str, Path]) -> tuple[int, os.stat_result]:
+def open_regular(path: PathText) -> tuple[int, os.stat_result]:
     """Open an existing regular file for reading, never through a symlink.
 
     :raises OSError: missing, a symlink (``ELOOP``), or not a regular file.
@@ -95,7 +127,7 @@ def write_all(fd: int, data: memoryview) -> None:
         data = data[written:]
 
 
-def fsync_directory(path: Path) -> None:
+def fsync_directory(path: PathText) -> None:
     """Make renames and unlinks in ``path`` durable."""
     fd = os.open(path, os.O_RDONLY | _CLOEXEC)
     try:
@@ -104,7 +136,7 @@ def fsync_directory(path: Path) -> None:
         os.close(fd)
 
 
-def remove_quietly(path: Path) -> int:
+def remove_quietly(path: PathText) -> int:
     """Unlink ``path`` if it exists; return the bytes freed (0 when already gone)."""
     try:
         size = os.lstat(path).st_size

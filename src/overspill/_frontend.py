@@ -10,12 +10,13 @@ library.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
-
 from ._arguments import id_string
 from .errors import InvalidResourceError
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up (every CLI command imports this module)
+    from typing import Optional
+
     from .records import Resource
     from .store import Page, ToolOutputStore
 

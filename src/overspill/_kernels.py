@@ -11,10 +11,12 @@ an invalid value raises ``ConfigError`` there, never at ``import overspill``.
 from __future__ import annotations
 
 import os
-from types import ModuleType
 
-from . import _native
 from .errors import ConfigError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # types costs start-up; annotations are never evaluated
+    from types import ModuleType
 
 __all__ = [
     "IMPLEMENTATION",
@@ -31,12 +33,15 @@ __all__ = [
     "signal_lines",
     "text_fits",
     "utf8_length",
+    "verify_chunks",
     "view_bytes",
+    "view_text",
 ]
 
 KERNEL_NAMES = (
     "count_lines", "utf8_length", "page_bounds", "preview_cuts", "crc32", "ascii_view", "StreamCap",
-    "view_bytes", "signal_lines", "text_fits", "outline_lines", "JsonOutline",
+    "view_bytes", "signal_lines", "text_fits", "outline_lines", "JsonOutline", "verify_chunks",
+    "view_text",
 )
 _CHOICES = ("auto", "cython", "python")
 
@@ -50,7 +55,11 @@ def _compiled() -> ModuleType:
 def _load(requested: str) -> tuple[str, ModuleType]:
     if requested not in _CHOICES:
         raise ConfigError(f"the implementation must be one of {', '.join(_CHOICES)}, not {requested!r}")
+    # The twin is imported only when it is the one chosen: a process on the
+    # compiled kernels never pays for its import (start-up).
     if requested == "python":
+        from . import _native
+
         return "python", _native
     try:
         return "cython", _compiled()
@@ -60,6 +69,8 @@ def _load(requested: str) -> tuple[str, ModuleType]:
                 "OVERSPILL_IMPLEMENTATION=cython, but overspill._speedups cannot be imported "
                 f"({error}); reinstall overspill with a C compiler available"
             ) from error
+        from . import _native
+
         return "python", _native
 
 

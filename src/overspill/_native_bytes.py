@@ -3,21 +3,26 @@ CRC-32, the ASCII view); the conventions are stated in ``overspill._native``."""
 
 from __future__ import annotations
 
-import re
 import zlib
 
+from ._buffers import LazyPattern
 from ._buffers import BytesLike
 from ._buffers import byte_view as _byte_view
 from ._buffers import check_int as _check_int
 
-__all__ = ["ascii_view", "count_lines", "crc32", "page_bounds", "utf8_length"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # re and typing cost start-up; the annotations are never evaluated
+    import re
+    from typing import Optional
+
+__all__ = ["ascii_view", "count_lines", "crc32", "page_bounds", "utf8_length", "verify_chunks"]
 
 # Large enough that per-block overhead vanishes, small enough that a bounded
 # search ("is this over 2,000 lines?") reads little past its answer.
 _BLOCK = 1 << 16
 
 # Lone surrogates that surrogateescape turns back into one raw byte each.
-_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+_ESCAPED_BYTE = LazyPattern("[\udc80-\udcff]")
 
 
 class _Haystack:
@@ -249,3 +254,34 @@ def crc32(data: BytesLike, value: int = 0, /) -> int:
         raise ValueError(f"value must be at most 4294967295, not {value}")
     with _byte_view(data) as view:
         return zlib.crc32(view, value)
+
+
+def verify_chunks(buffer: BytesLike, base: int, start: int, end: int, checksums: BytesLike, chunk: int, /) -> int:
+    """The first checksum chunk under ``[start, end)`` whose CRC-32 is not the
+    recorded one, or -1 when every one matches: a verified read in one call.
+
+    ``buffer`` holds the payload from byte ``base`` on; chunk ``i`` is payload
+    bytes ``[i * chunk, (i + 1) * chunk)``, cut short by the end of ``buffer``
+    (the payload's end); ``checksums`` holds one big-endian CRC-32 per chunk.
+
+    :raises TypeError: ``buffer`` or ``checksums`` is not a contiguous buffer,
+        or a number is not an int.
+    :raises ValueError: an empty range, a range ``buffer`` does not hold from
+        its first chunk's start, or ``checksums`` too short for it.
+    """
+    if isinstance(buffer, str) or isinstance(checksums, str):
+        raise TypeError("buffer and checksums must be bytes-like objects, not str")
+    base = _check_int(base, "base", 0)
+    start = _check_int(start, "start", 0)
+    end = _check_int(end, "end", 0)
+    chunk = _check_int(chunk, "chunk", 1)
+    with _byte_view(buffer) as view, _byte_view(checksums) as sums:
+        first, last = start // chunk, (end - 1) // chunk
+        if end <= start or first * chunk < base or end - base > len(view) or 4 * (last + 1) > len(sums):
+            raise ValueError(f"the buffer (from {base}, {len(view)} bytes) and {len(sums) // 4} checksums "
+                             f"do not hold the chunks of [{start}, {end})")
+        for index in range(first, last + 1):
+            low = index * chunk - base
+            if zlib.crc32(view[low : low + chunk]) != int.from_bytes(sums[4 * index : 4 * index + 4], "big"):
+                return index
+    return -1

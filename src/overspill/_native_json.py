@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
-import re
-from typing import Optional
 
+from ._buffers import LazyPattern
 from ._buffers import JSON_LABEL_KEYS, BytesLike, byte_view as _byte_view, check_int as _check_int
 from ._native_outline import OUTLINE_DEPTH_MAX
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # re and typing cost start-up; the annotations are never evaluated
+    import re
+    from typing import Optional
 
 __all__ = ["JSON_KEYS_MAX", "JSON_KEY_MAX", "JSON_NESTING_MAX", "JsonOutline"]
 
@@ -17,9 +21,9 @@ JSON_KEY_MAX = 64
 JSON_KEYS_MAX = 12
 #: Containers open at once beyond which a document is not outlined.
 JSON_NESTING_MAX = 4096
-_JSON_SIGNIFICANT = re.compile(rb"[^ \t\r\n]")
-_JSON_STRING_STOP = re.compile(rb'["\\]')
-_JSON_LITERAL_STOP = re.compile(rb'[ \t\r\n,\]}:\[{"]')
+_JSON_SIGNIFICANT = LazyPattern(rb"[^ \t\r\n]")
+_JSON_STRING_STOP = LazyPattern(rb'["\\]')
+_JSON_LITERAL_STOP = LazyPattern(rb'[ \t\r\n,\]}:\[{"]')
 _JSON_LITERAL_START = frozenset(b"-0123456789tfn")
 _ROOT, _OBJECT, _ARRAY = 0, 1, 2
 

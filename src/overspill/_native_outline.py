@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-import re
 
+from ._buffers import LazyPattern
 from ._buffers import BytesLike
 from ._buffers import byte_view as _byte_view
 from ._buffers import check_int as _check_int
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # re and typing cost start-up; the annotations are never evaluated
+    import re
+    from typing import Optional
 
 __all__ = ["OUTLINE_DEPTH_MAX", "SUBJECT_MAX", "TOKEN_MAX", "outline_lines"]
 
@@ -17,7 +22,7 @@ SUBJECT_MAX = 120
 #: The most levels ``outline_lines`` keeps runs for.
 OUTLINE_DEPTH_MAX = 32
 # Bytes that end a line's leading token ("::" does not: it separates parts).
-_TOKEN = re.compile(rb"(?:[^ \t\[(,;\"'=<>|{}:]|::)*")
+_TOKEN = LazyPattern(rb"(?:[^ \t\[(,;\"'=<>|{}:]|::)*")
 _HEX_DIGITS = frozenset(b"0123456789abcdef")
 
 

@@ -3,8 +3,8 @@ signal-line scan (see ``overspill._native`` for the conventions)."""
 
 from __future__ import annotations
 
-import re
 
+from ._buffers import LazyPattern
 from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike
 from ._buffers import ESCAPE as _ESCAPE
 from ._buffers import byte_view as _byte_view
@@ -13,10 +13,15 @@ from ._buffers import check_int as _check_int
 from ._buffers import check_patterns as _check_patterns
 from ._native_bytes import utf8_length
 
-__all__ = ["signal_lines", "text_fits", "view_bytes"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # re and typing cost start-up; the annotations are never evaluated
+    import re
+    from typing import Optional
+
+__all__ = ["signal_lines", "text_fits", "view_bytes", "view_text"]
 
 # A line holding a lone carriage return (one not ending the line as \r\n).
-_REDRAWN_LINE = re.compile(rb"[^\n]*\r(?!\n)[^\n]*")
+_REDRAWN_LINE = LazyPattern(rb"[^\n]*\r(?!\n)[^\n]*")
 
 
 def _has_lone_cr(data: bytes) -> bool:
@@ -259,3 +264,17 @@ class _LineMap:
         self._view_pos = view_start
         end = self._stored.find(b"\n", self._stored_pos)
         return self._stored_pos, len(self._stored) if end < 0 else end
+
+
+def view_text(buffer: BytesLike, flags: int, /) -> str:
+    """What a reader is shown of ``buffer`` (``view_bytes``), decoded as UTF-8
+    with ``errors="replace"``: a page's text in one call.
+
+    :raises TypeError: ``buffer`` is not a contiguous buffer, ``flags`` not an int.
+    :raises ValueError: ``flags`` outside 0 to 3.
+    """
+    shown = view_bytes(buffer, flags)
+    if shown is not None:
+        return str(shown, "utf-8", "replace")
+    with _byte_view(buffer) as view:
+        return str(view, "utf-8", "replace")

@@ -21,21 +21,24 @@ memory is bounded by the outline's own size.
 from __future__ import annotations
 
 import heapq
-import re
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
-from typing import Optional
 
 from . import _kernels
+from ._buffers import LazyPattern
 from .text import last_newline
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing, re and contextlib cost start-up; annotations are never evaluated
+    from collections.abc import Callable, Iterator
+    from contextlib import AbstractContextManager
+    from typing import Optional
+
+    Reader = Callable[[int, int], AbstractContextManager[memoryview]]
 
 __all__ = ["DETECT_BYTES", "OUTLINE_LINES", "OUTLINE_PERCENT", "Outline", "budget", "detect", "line_size"]
 
 #: The share of ``max_bytes`` (in percent) and the most lines an outline takes.
 OUTLINE_PERCENT = 10
 OUTLINE_LINES = 60
-
-Reader = Callable[[int, int], AbstractContextManager[memoryview]]
 
 # Bytes read per block (lines longer than this are read in parts).
 _BLOCK = 8 << 20
@@ -57,7 +60,7 @@ _HASH = 10
 _SUBJECT = 120
 # Bytes read after a commit line whose subject lies past its block.
 _SUBJECT_WINDOW = 4096
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_IDENTIFIER = LazyPattern(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def budget(max_lines: int, max_bytes: int) -> tuple[int, int]:

@@ -12,17 +12,23 @@ An owner on another host cannot be checked from here: it is taken as alive.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Optional
+
+from ._frozen import frozen
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up; the annotations are never evaluated
+    from typing import Optional
 
 __all__ = ["Owner", "current_owner", "owner_alive", "process_start"]
 
 _BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
 
 
-@dataclass(frozen=True)
+@frozen()
 class Owner:
     """The process that writes a growing resource."""
+
+    __slots__ = ("host", "pid", "start", "boot")
 
     host: str
     pid: int

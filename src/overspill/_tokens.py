@@ -9,18 +9,21 @@ configured with ``max_tokens``; ``import overspill`` never imports it.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from typing import Optional
+from _thread import allocate_lock  # threading's Lock, without importing threading (start-up)
 
 from .errors import ConfigError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up; the annotations are never evaluated
+    from collections.abc import Callable
+    from typing import Optional
 
 __all__ = ["EXTRA", "counter"]
 
 #: What to install for ``max_tokens``.
 EXTRA = "pip install 'overspill[tokens]'"
 
-_LOCK = threading.Lock()
+_LOCK = allocate_lock()
 _COUNT: Optional[Callable[[str], int]] = None
 
 

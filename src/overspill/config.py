@@ -8,13 +8,23 @@ key by key) > ``OVERSPILL_MAX_LINES`` / ``OVERSPILL_MAX_BYTES`` /
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import timedelta
-from pathlib import Path
-from typing import Any, Optional, Union
 
+# The classes collections.abc names, without importing the collections package
+# (``import overspill`` must stay near a bare interpreter's start-up).
+from _collections_abc import Mapping, Sequence
+from datetime import timedelta
+
+from ._files import folder_text
+from ._frozen import frozen
 from .errors import ConfigError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing and pathlib cost start-up; annotations are never evaluated
+    from pathlib import Path
+    from typing import Any, Optional, Union
+
+    PathLike = Union[str, "os.PathLike[str]"]
+    ConfigSource = Union[Mapping[str, Any], PathLike, Sequence[Union[Mapping[str, Any], PathLike]]]
 
 __all__ = [
     "MAX_BACKGROUND",
@@ -30,6 +40,7 @@ __all__ = [
     "ConfigSource",
     "Limits",
     "default_data_dir",
+    "default_data_folder",
     "positive_int",
     "resolve_limits",
 ]
@@ -85,36 +96,37 @@ _ENVIRONMENT = {"max_lines": "OVERSPILL_MAX_LINES", "max_bytes": "OVERSPILL_MAX_
                 "max_stored_bytes": "OVERSPILL_MAX_STORED_BYTES", "max_total_bytes": "OVERSPILL_MAX_TOTAL_BYTES",
                 "max_background": "OVERSPILL_MAX_BACKGROUND"}
 
-PathLike = Union[str, "os.PathLike[str]"]
-ConfigSource = Union[Mapping[str, Any], PathLike, Sequence[Union[Mapping[str, Any], PathLike]]]
-
-
-@dataclass(frozen=True)
+@frozen(defaults={"max_lines": MAX_LINES, "max_bytes": MAX_BYTES, "max_stored_bytes": MAX_STORED_BYTES,
+                  "max_total_bytes": MAX_TOTAL_BYTES, "views": DEFAULT_VIEWS, "signals": DEFAULT_SIGNALS,
+                  "outline": True, "trim_runs": False, "max_tokens": None,
+                  "max_background": MAX_BACKGROUND})
 class Limits:
     """How much of an output the model sees before it is truncated, and how
     much of it, and of all outputs together, the store keeps."""
 
-    max_lines: int = MAX_LINES
-    max_bytes: int = MAX_BYTES
-    max_stored_bytes: int = MAX_STORED_BYTES
-    max_total_bytes: int = MAX_TOTAL_BYTES
+    __slots__ = ("max_lines", "max_bytes", "max_stored_bytes", "max_total_bytes", "views", "signals", "outline",
+                 "trim_runs", "max_tokens", "max_background")
+    max_lines: int
+    max_bytes: int
+    max_stored_bytes: int
+    max_total_bytes: int
     #: ``tool_output.views``: which views the model is shown (``[]`` for the raw text).
-    views: tuple[str, ...] = DEFAULT_VIEWS
+    views: tuple[str, ...]
     #: ``tool_output.signals``: ``(kind, pattern)`` pairs, see ``DEFAULT_SIGNALS``.
-    signals: tuple[tuple[str, str], ...] = DEFAULT_SIGNALS
+    signals: tuple[tuple[str, str], ...]
     #: ``tool_output.outline``: follow the marker with an outline of the omitted part.
-    outline: bool = True
+    outline: bool
     #: ``tool_output.trim_runs``: a byte-cut head ends after the first 10 lines
     #: of a run of lines that differ only in their numbers, a tail starts 10
     #: lines before the end of one (the rest of the run is omitted). Off by
     #: default: it departs from the head/tail split of ``preview``.
-    trim_runs: bool = False
+    trim_runs: bool
     #: ``tool_output.max_tokens``: the most o200k tokens the preview (head, tail,
     #: signal lines and outline) may take, besides ``max_bytes``; None (the
     #: default) for no token bound.  Needs the ``overspill[tokens]`` extra.
-    max_tokens: Optional[int] = None
+    max_tokens: Optional[int]
     #: ``tool_output.max_background``: background commands running at once per session.
-    max_background: int = MAX_BACKGROUND
+    max_background: int
 
 
 def _views(value: object, key: str, source: str) -> tuple[str, ...]:
@@ -179,7 +191,7 @@ def _from_environment(environ: Mapping[str, str]) -> dict[str, int]:
 
 
 def _read_file(path: Path) -> Mapping[str, Any]:
-    source = str(path)
+    source = str(path)  # a configuration file is rare: pathlib is imported for it alone
     try:
         data = path.read_bytes()
     except OSError as error:
@@ -238,6 +250,8 @@ def _sources(config: ConfigSource | None) -> list[tuple[Mapping[str, Any], str]]
         if isinstance(item, Mapping):
             documents.append((item, f"config[{position}]" if len(items) > 1 else "config"))
         elif isinstance(item, (str, os.PathLike)):
+            from pathlib import Path
+
             path = Path(item)
             documents.append((_read_file(path), str(path)))
         else:
@@ -267,9 +281,31 @@ def resolve_limits(
 
 def default_data_dir(environ: Mapping[str, str] | None = None) -> Path:
     """``$OVERSPILL_DATA_DIR``, else ``$XDG_DATA_HOME/overspill``, else ``~/.local/share/overspill``."""
+    from pathlib import Path
+
+    return Path(default_data_folder(environ))
+
+
+def default_data_folder(environ: Mapping[str, str] | None = None) -> str:
+    """``default_data_dir`` as the text ``str()`` gives of it, without importing pathlib."""
     env = os.environ if environ is None else environ
     if env.get("OVERSPILL_DATA_DIR"):
-        return Path(env["OVERSPILL_DATA_DIR"])
-    if env.get("XDG_DATA_HOME"):
-        return Path(env["XDG_DATA_HOME"]) / "overspill"
-    return Path.home() / ".local" / "share" / "overspill"
+        folder = env["OVERSPILL_DATA_DIR"]
+    elif env.get("XDG_DATA_HOME"):
+        folder = os.path.join(env["XDG_DATA_HOME"], "overspill")
+    else:
+        folder = os.path.join(os.path.expanduser("~"), ".local", "share", "overspill")
+    return folder_text(folder)
+
+
+def __getattr__(name: str) -> object:
+    # ``ConfigSource`` is for annotations; it is built (with typing) only when
+    # something asks for it at run time, so that importing this module does not.
+    if name == "ConfigSource":
+        from typing import Any, Union
+
+        path_like = Union[str, "os.PathLike[str]"]
+        source = Union[Mapping[str, Any], path_like, Sequence[Union[Mapping[str, Any], path_like]]]
+        globals()[name] = source
+        return source
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

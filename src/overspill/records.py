@@ -13,16 +13,18 @@ from __future__ import annotations
 import errno
 import math
 import os
-import re
-import threading
 import time
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Optional, Union
+from _thread import allocate_lock  # threading's Lock, without importing threading (start-up)
 
 from . import _files
+from ._frozen import frozen
 from ._owner import Owner
 from .errors import InvalidResourceError, OverspillError, ResourceNotFoundError, StorageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing and pathlib cost start-up; annotations are never evaluated
+    from pathlib import Path
+    from typing import Any, Optional, Union
 
 __all__ = [
     "BACKGROUND_STATES",
@@ -52,8 +54,10 @@ SCHEME = "tool-output://"
 BACKGROUND_STATES = ("running", "exited", "lost")
 ID_LENGTH = 26
 #: Bytes covered by each CRC-32 of a new payload: every page read verifies the
-#: one or two chunks under it, every time, so they are kept small.
-CHECKSUM_CHUNK = 64 * 1024
+#: chunks under it, every time, so they are kept near a page's size (a 50 KB
+#: page verifies about 66 KB of 16 KiB chunks, where it did 114 KB of 64 KiB
+#: ones).  Records name their chunk: those of 64 KiB (and older) still read.
+CHECKSUM_CHUNK = 16 * 1024
 #: The chunk of records that do not name one (written before ``chunk`` existed).
 LEGACY_CHECKSUM_CHUNK = 256 * 1024
 # Larger records are refused unread: checksums of a 1 TiB payload fit easily.
@@ -64,9 +68,10 @@ MAX_RECORD_BYTES = 64 * 1024 * 1024
 MAX_METADATA_BYTES = 1024
 
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-# [0-9a-f] and friends are ASCII-only ranges; fullmatch refuses a trailing newline.
-_ID_PATTERN = re.compile(r"[0-9a-f]{12}[0-9A-Za-z]{14}")
-_URI_PATTERN = re.compile(r"tool-output://([0-9a-f]{12}[0-9A-Za-z]{14})")
+# An id is 12 of [0-9a-f] then 14 of [0-9A-Za-z], ASCII only (checked by
+# hand: ``re`` is not imported by ``import overspill``).
+_TIME_DIGITS = frozenset("0123456789abcdef")
+_ID_DIGITS = frozenset(_BASE62)
 
 
 class _IdClock:
@@ -74,7 +79,7 @@ class _IdClock:
     within a process so that ids sort by creation even within a millisecond."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
         self._last = 0
 
     def next(self) -> int:
@@ -84,7 +89,7 @@ class _IdClock:
 
     def reset_after_fork(self) -> None:
         # The lock may have been held by a thread that does not exist in the child.
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
 
 
 _CLOCK = _IdClock()
@@ -123,7 +128,8 @@ def new_id() -> str:
 
 
 def is_resource_id(text: str) -> bool:
-    return _ID_PATTERN.fullmatch(text) is not None
+    return (len(text) == ID_LENGTH and _ID_DIGITS.issuperset(text)
+            and _TIME_DIGITS.issuperset(text[:12]))  # type: ignore[arg-type]
 
 
 def uri_for(resource_id: str) -> str:
@@ -138,13 +144,13 @@ def parse_uri(uri: object) -> str:
     """
     if not isinstance(uri, str):
         raise InvalidResourceError(f"a resource URI must be a str, not {type(uri).__name__}")
-    match = _URI_PATTERN.fullmatch(uri)
-    if match is None:
+    resource_id = uri[len(SCHEME):]
+    if not (uri.startswith(SCHEME) and is_resource_id(resource_id)):
         shown = uri if len(uri) <= 80 else uri[:77] + "..."
         raise InvalidResourceError(
             f"{shown!r} is not a tool-output URI (expected tool-output:// and a {ID_LENGTH}-character id)"
         )
-    return match.group(1)
+    return resource_id
 
 
 _TEXT_APPLICATIONS = frozenset({"application/json", "application/xml", "application/javascript",
@@ -201,24 +207,28 @@ def parse_page_uri(uri: object) -> tuple[str, Optional[int], Optional[int]]:
     return base, numbers["offset"], numbers["limit"]
 
 
-@dataclass(frozen=True)
+@frozen(defaults={"name": None})
 class Resource:
     """A stored output: its URI, MIME type, size in bytes and optional name."""
 
+    __slots__ = ("uri", "mime", "size", "name")
     uri: str
     mime: str
     size: int
-    name: Optional[str] = None
+    name: Optional[str]
 
     @property
     def id(self) -> str:
         return self.uri[len(SCHEME) :]
 
 
-@dataclass(frozen=True)
+@frozen(defaults={"capture": None, "lines": None, "state": None, "owner": None, "process": None,
+                  "exit_code": None})
 class Record:
     """A validated ``{id}.json``."""
 
+    __slots__ = ("resource", "session_id", "tool_call_id", "created_ms", "checksums", "checksum_chunk", "capture",
+                 "lines", "state", "owner", "process", "exit_code")
     resource: Resource
     session_id: str
     tool_call_id: str
@@ -227,20 +237,20 @@ class Record:
     checksum_chunk: int
     # (total, stored): the output had ``total`` bytes, the payload holds its first
     # ``stored`` (== resource.size); None when the payload is the whole output.
-    capture: Optional[tuple[int, int]] = None
+    capture: Optional[tuple[int, int]]
     # Lines of the whole output as ``wc -l`` counts them, plus one for a final
     # line without a newline; None in records that do not say (older, other tools').
-    lines: Optional[int] = None
+    lines: Optional[int]
     # A background command's output: "running" (growing: ``resource.size`` is
     # the sealed, verified prefix), "exited", or "lost" (running, but its owner
     # is gone: never complete); None for every other resource.
-    state: Optional[str] = None
+    state: Optional[str]
     # The process writing a growing resource (kept after it exited).
-    owner: Optional[Owner] = None
+    owner: Optional[Owner]
     # The command's process (its pid, which is its process group, and its start time).
-    process: Optional[tuple[int, int]] = None
+    process: Optional[tuple[int, int]]
     # The command's exit code once it exited (negative: the signal that ended it).
-    exit_code: Optional[int] = None
+    exit_code: Optional[int]
 
     @property
     def id(self) -> str:

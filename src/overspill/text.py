@@ -240,8 +240,7 @@ def line_slack(max_bytes: int) -> int:
 
 def shown_text(data: BytesLike, flags: int) -> str:
     """``data`` as the model is shown it: its view, decoded with ``errors="replace"``."""
-    shown = _kernels.view_bytes(data, flags) if flags else None
-    return str(data if shown is None else shown, "utf-8", "replace")
+    return _kernels.view_text(data, flags)
 
 
 def shown_size(text: str) -> int:

@@ -64,12 +64,10 @@ def verify(record: Record, view: memoryview, base: int, start: int, end: int) ->
     if checksums is None or start >= end:
         return
     chunk = record.checksum_chunk
-    crc32 = _kernels.crc32
-    for index in range(start // chunk, (end - 1) // chunk + 1):
-        low = index * chunk - base
-        # The native CRC reads a map in place: no copy of the chunk.
-        if crc32(view[low : low + chunk]).to_bytes(4, "big") != checksums[4 * index : 4 * index + 4]:
-            raise ResourceCorruptError(
-                f"resource {record.resource.uri} is corrupt: bytes {index * chunk} to "
-                f"{min((index + 1) * chunk, record.resource.size)} do not match their checksum"
-            )
+    # One kernel call for all the chunks; the native one reads a map in place.
+    index = _kernels.verify_chunks(view, base, start, end, checksums, chunk)
+    if index >= 0:
+        raise ResourceCorruptError(
+            f"resource {record.resource.uri} is corrupt: bytes {index * chunk} to "
+            f"{min((index + 1) * chunk, record.resource.size)} do not match their checksum"
+        )

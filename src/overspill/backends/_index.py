@@ -51,12 +51,9 @@ Layout, in ``location`` (``data_dir/tool-output/index``)::
 from __future__ import annotations
 
 import os
-import threading
 import time
 import zlib
-from collections.abc import Callable
-from pathlib import Path
-from typing import Optional, Union
+from _thread import allocate_lock  # threading's Lock, without importing threading (start-up)
 
 from .. import _files
 from ..records import ID_LENGTH, Record, is_resource_id
@@ -82,7 +79,13 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 #: so this is millions of resources; anything larger is damage, not an index.
 MAX_FILE_BYTES = 256 * 1024 * 1024
 
-Loader = Callable[[str], Optional[Record]]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing and pathlib cost start-up; annotations are never evaluated
+    from collections.abc import Callable
+    from pathlib import Path
+    from typing import Optional, Union
+
+    Loader = Callable[[str], Optional[Record]]
 
 
 def _read_at_most(fd: int, limit: int) -> bytes:
@@ -158,22 +161,24 @@ class ListingIndex:
     :param durable: fsync index files before they replace the old ones.
     """
 
-    def __init__(self, folder: Path, location: Path, *, durable: bool) -> None:
-        self._folder = str(folder)
-        self._location = str(location)
+    def __init__(self, folder: Union[str, Path], location: Union[str, Path], *, durable: bool) -> None:
+        self._folder = os.fspath(folder)
+        self._location = os.fspath(location)
         self._sessions = os.path.join(self._location, "sessions")
         self._state = os.path.join(self._location, "state")
         self._all = os.path.join(self._location, "ids")
         self._durable = durable
-        self._lock = threading.Lock()  # one catch-up per process at a time
+        self._lock = allocate_lock()  # one catch-up per process at a time
 
     def reset_after_fork(self) -> None:
         """In a forked child: a fresh lock (the parent's may have been held by a thread that is not here)."""
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
 
     @property
     def location(self) -> Path:
-        return Path(self._location)
+        from pathlib import Path  # only when asked for (start-up)
+
+        return self._location
 
     # ------------------------------------------------------------------ reading
     def candidates(self, session_id: Optional[str], load: Loader) -> list[str]:
@@ -363,7 +368,7 @@ class ListingIndex:
         if fcntl is None:
             return None
         try:
-            _files.ensure_directory(Path(self._sessions))
+            _files.ensure_directory(self._sessions)
             fd = os.open(os.path.join(self._location, "lock"), os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC,
                          _files.FILE_MODE)
         except OSError:
@@ -378,7 +383,7 @@ class ListingIndex:
         try:
             for name in os.listdir(self._location):
                 if name.startswith(".") and name.endswith(".tmp"):
-                    _files.remove_quietly(Path(self._location, name))
+                    _files.remove_quietly(os.path.join(self._location, name))
         except OSError:
             pass
         return fd
@@ -388,7 +393,7 @@ class ListingIndex:
         """Write ``data`` to a temporary file and rename it over ``path``."""
         directory = os.path.dirname(path)
         temporary = os.path.join(directory, f".{os.path.basename(path)}.{os.urandom(4).hex()}.tmp")
-        fd = _files.create_exclusive(Path(temporary))
+        fd = _files.create_exclusive(temporary)
         try:
             try:
                 _files.write_all(fd, memoryview(data))
@@ -398,7 +403,7 @@ class ListingIndex:
                 os.close(fd)
             os.replace(temporary, path)
         except BaseException:
-            _files.remove_quietly(Path(temporary))
+            _files.remove_quietly(temporary)
             raise
 
     def _store(self, known: dict[str, str], lists: dict[str, list[str]], *, rebuild: bool) -> bool:
@@ -410,12 +415,12 @@ class ListingIndex:
                 if lists[key]:
                     self._replace(path, _seal(lists[key], key))
                 else:
-                    _files.remove_quietly(Path(path))  # emptied: a missing list is an empty one
+                    _files.remove_quietly(path)  # emptied: a missing list is an empty one
             if rebuild:
                 for name in set(os.listdir(self._sessions)).difference(lists):
-                    _files.remove_quietly(Path(self._sessions, name))
+                    _files.remove_quietly(os.path.join(self._sessions, name))
             if self._durable:
-                _files.fsync_directory(Path(self._sessions))
+                _files.fsync_directory(self._sessions)
             names = list(known)
             sessions = self._sessions_line()
             if sessions is None:
@@ -430,10 +435,10 @@ class ListingIndex:
         try:
             sessions = self._sessions_line()
             if stamp is None or sessions is None:
-                _files.remove_quietly(Path(self._state))
+                _files.remove_quietly(self._state)
             else:
                 self._replace(self._state, _seal([" ".join(map(str, stamp)), sessions], "state"))
                 if self._durable:
-                    _files.fsync_directory(Path(self._location))
+                    _files.fsync_directory(self._location)
         except OSError:
             pass  # not marked complete: the next listing catches up again

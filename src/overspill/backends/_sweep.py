@@ -24,6 +24,7 @@ import stat
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Union
 
 from .. import _files
 from ..errors import ResourceNotFoundError, StorageError
@@ -223,13 +224,13 @@ class FolderSweep:
 
 
 @contextlib.contextmanager
-def sweep_lock(directory: Path, *, wait: bool) -> Iterator[bool]:
+def sweep_lock(directory: Union[str, Path], *, wait: bool) -> Iterator[bool]:
     """Hold the folder's cleanup lock; yields False (without it) when another
     process holds it and ``wait`` is false.
 
     :raises OSError: the lock file cannot be opened.
     """
-    lock_fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    lock_fd = os.open(os.path.join(directory, LOCK_NAME), os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
                       | getattr(os, "O_CLOEXEC", 0), _files.FILE_MODE)
     try:
         if fcntl is not None:
@@ -245,7 +246,7 @@ def sweep_lock(directory: Path, *, wait: bool) -> Iterator[bool]:
         os.close(lock_fd)  # also releases the lock
 
 
-def sweep(directory: Path, now: float, retention: timedelta, grace: timedelta, *,
+def sweep(directory: Union[str, Path], now: float, retention: timedelta, grace: timedelta, *,
           dry_run: bool = False) -> CleanupReport:
     """One cleanup pass over ``directory`` at time ``now`` (seconds since the epoch).
 
@@ -256,10 +257,10 @@ def sweep(directory: Path, now: float, retention: timedelta, grace: timedelta, *
     with sweep_lock(directory, wait=False) as locked:
         if not locked:
             return CleanupReport(skipped=1, busy=True)
-        return FolderSweep(directory, now, retention, grace, dry_run).run()
+        return FolderSweep(Path(directory), now, retention, grace, dry_run).run()
 
 
-def folder_bytes(directory: Path) -> int:
+def folder_bytes(directory: Union[str, Path]) -> int:
     """Bytes held by the folder's regular files: payloads (finished or not), records, temporaries."""
     used = 0
     with os.scandir(directory) as entries:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
     from urllib.parse import SplitResult
 
 __all__ = ["REDIS_SCHEMES", "ambiguous_credentials", "redacted_url"]

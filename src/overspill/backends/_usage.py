@@ -21,7 +21,6 @@ check that trusts it evicts from an exact recount, never from the total.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from .. import _files
 
@@ -87,7 +86,7 @@ class UsageTotal:
         folder recounted instead when ``change`` is None or the file holds no total."""
         if fcntl is None:  # pragma: no cover - not POSIX
             return _folder_bytes(self._folder)
-        _files.ensure_directory(Path(self._location))
+        _files.ensure_directory(self._location)
         fd = os.open(self._path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, _files.FILE_MODE)
         _LOCKED_FDS.add(fd)
         try:

@@ -52,35 +52,16 @@ Contract every backend keeps:
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Optional, Protocol, runtime_checkable
 
 from .._owner import Owner
 from ..records import Record
+# Kept in its own module so that ``import overspill`` (which names it) does not
+# import typing for the protocols below; re-exported here, where it belongs.
+from ._report import CleanupReport
 
 __all__ = ["Backend", "CleanupReport", "ForkAware", "GrowingBackend", "GrowingWriter", "PageHints", "Quota", "Writer"]
-
-
-@dataclass(frozen=True)
-class CleanupReport:
-    """What one sweep removed.
-
-    ``removed`` counts resources (pairs or lone payloads and records),
-    ``temporaries`` leftover temporary files (or partial writes), ``bytes_freed``
-    all bytes released.  ``skipped`` counts what the sweep left that it would
-    have removed: entries it could not remove (a directory under a
-    resource's name, no permission), and the whole location (1, with ``busy``)
-    when another process was sweeping it.  So ``if report.skipped`` means
-    "something was not cleaned".
-    """
-
-    removed: int = 0
-    bytes_freed: int = 0
-    temporaries: int = 0
-    skipped: int = 0
-    removed_ids: tuple[str, ...] = field(default=(), repr=False)
-    busy: bool = False
 
 
 @runtime_checkable

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from .._frozen import frozen
 
-from ..records import Resource
-from ..store import TruncateResult
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
+    from typing import Any, Optional
+
+    from ..records import Resource
+    from ..store import TruncateResult
 
 __all__ = ["MAX_LINE_LENGTH", "MAX_MATCHES", "MAX_READ_LINES", "MAX_RESPONSE_BYTES", "MAX_SEARCH_BYTES", "ToolResult",
            "bounded", "failure", "stored_metadata"]
@@ -19,7 +22,7 @@ MAX_SEARCH_BYTES = 256 * 1024
 MAX_MATCHES = 1000
 
 
-@dataclass(frozen=True)
+@frozen(defaults={"is_error": False, "truncated": False, "resource": None}, factories={"metadata": dict})
 class ToolResult:
     """A tool's answer for the model.
 
@@ -29,11 +32,12 @@ class ToolResult:
     host (exit codes, sizes, offsets) and never needed by the model.
     """
 
+    __slots__ = ("output", "is_error", "truncated", "resource", "metadata")
     output: str
-    is_error: bool = False
-    truncated: bool = False
-    resource: Optional[Resource] = None
-    metadata: dict[str, Any] = field(default_factory=dict)
+    is_error: bool
+    truncated: bool
+    resource: Optional[Resource]
+    metadata: dict[str, Any]
 
 
 def failure(reason: str, **metadata: Any) -> ToolResult:

@@ -12,25 +12,30 @@ import errno
 import itertools
 import os
 import signal
-import threading
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Callable, Optional, Union
 
 from .._frontend import DEFAULT_TIMEOUT
-from ..capture import MAX_CAPTURE_BYTES, ProcessResult, RunningCommand
+from .._frozen import frozen
+from ..capture import MAX_CAPTURE_BYTES, RunningCommand
 from ..config import Limits
 from ..errors import StorageError
-from ..records import Resource
-from ..store import ToolOutputStore
 from ..text import preview
 from .._binary import SNIFF_BYTES, output_is_binary
 from ._result import ToolResult, failure, stored_metadata
 
-__all__ = ["bash"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up (``overspill run``); annotations are never evaluated
+    import threading
+    from collections.abc import Iterator, Mapping
+    from typing import Callable, Optional, Union
 
-PathArg = Union[str, "os.PathLike[str]", None]
-Progress = Callable[[int], None]
+    from ..capture import ProcessResult
+    from ..records import Resource
+    from ..store import ToolOutputStore
+
+    PathArg = Union[str, "os.PathLike[str]", None]
+    Progress = Callable[[int], None]
+
+__all__ = ["bash"]
 
 BINARY_MIME = "application/octet-stream"
 # Bytes shown (as hex) of a binary output.
@@ -62,7 +67,7 @@ def status_line(result: ProcessResult, timeout: Optional[float]) -> str:
     return ""
 
 
-@dataclass(frozen=True)
+@frozen()
 class CommandOutput:
     """A command run for a model: what it did and what the model is shown of it.
 
@@ -71,6 +76,7 @@ class CommandOutput:
     not (then ``shown`` was built from the bytes held in memory).
     """
 
+    __slots__ = ("process", "shown", "truncated", "resource", "lines", "storage_error", "marker")
     process: ProcessResult
     shown: str
     truncated: bool

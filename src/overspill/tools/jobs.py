@@ -25,7 +25,7 @@ from ._result import ToolResult, failure, stored_metadata
 from .._binary import SNIFF_BYTES, output_is_binary
 from .bash import CommandOutput, _describe_binary, _strip_newline
 
-__all__ = ["DEFAULT_WAIT_BUDGET", "YIELD_AFTER", "background_answer", "jobs", "kill", "start_background", "wait"]
+__all__ = ["DEFAULT_WAIT_BUDGET", "YIELD_AFTER", "background_answer", "background_calls", "jobs", "kill", "start_background", "wait"]
 
 PathArg = Union[str, "os.PathLike[str]", None]
 Progress = Callable[[int], None]
@@ -36,14 +36,19 @@ DEFAULT_WAIT_BUDGET = WAIT_BUDGET
 _POLL = 0.05
 
 
+def background_calls(uri: str, next_offset: int) -> str:
+    """The running command's next calls in the model's syntax (a front end that
+    speaks another syntax, such as the CLI, replaces exactly this text)."""
+    return (f'read(resource="{uri}", offset={next_offset}), wait(resource="{uri}", timeout=..., '
+            f'offset={next_offset}) for more, kill(resource="{uri}") to stop it')
+
+
 def _state_line(record: Record, next_offset: int) -> str:
     """The line after the preview that says what the command is doing and what to call next."""
     uri = record.resource.uri
     size = record.resource.size
     if record.state == "running":
-        return (f"[running in the background as {uri}: {size} bytes so far; read on with "
-                f'read(resource="{uri}", offset={next_offset}), wait(resource="{uri}", timeout=..., '
-                f'offset={next_offset}) for more, kill(resource="{uri}") to stop it]')
+        return f"[running in the background as {uri}: {size} bytes so far; read on with {background_calls(uri, next_offset)}]"
     if record.state == "lost":
         return (f"[lost: the process that ran {uri} is gone; its first {size} bytes are kept and readable, "
                 "the rest is not]")

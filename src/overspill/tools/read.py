@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
-from typing import BinaryIO, Optional, Union
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing and pathlib cost start-up (``overspill run`` imports every tool); never evaluated
+    from pathlib import Path
+    from typing import BinaryIO, Optional, Union
 
 from .._frontend import binary_page, end_of_resource, page_argument_problem, read_page
 from ..config import MAX_READ_BYTES
@@ -104,6 +107,8 @@ def _read_file(path: object, offset: Optional[int], limit: Optional[int],
         return failure(problem)
     first = max(offset or 1, 1)
     count = limit or MAX_READ_LINES
+    from pathlib import Path
+
     target = Path(cwd or ".") / path
     try:
         info = os.stat(target)

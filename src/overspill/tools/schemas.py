@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-import copy
-import json
-from collections.abc import Callable, Mapping
-from typing import Any
+# collections.abc's Mapping without importing the collections package; json
+# and copy are imported where used (``overspill run`` imports every tool).
+from _collections_abc import Mapping
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
+    from collections.abc import Callable
+    from typing import Any
 
 from .._arguments import positive_seconds
 from .._frontend import DEFAULT_TIMEOUT, MAX_TIMEOUT
@@ -186,6 +190,8 @@ _RESOURCE_ONLY: dict[str, dict[str, Any]] = {
 
 def _resource_schema(name: str, exposed: str | None = None) -> dict[str, Any]:
     """``read`` or ``grep`` over stored outputs only, in the ``anthropic`` style, named ``exposed``."""
+    import copy
+
     spec = _RESOURCE_ONLY[name]
     properties = {key: copy.deepcopy(_TOOLS[name]["properties"][key]) for key in spec["properties"]}
     return {"name": exposed or name, "description": spec["description"],
@@ -228,6 +234,8 @@ _REQUIRED_OPTIONS = {"websearch": {"provider": None}, "skill": {"roots": None}}
 
 def _parameters(name: str, timeout: float | None) -> dict[str, Any]:
     spec = _TOOLS[name]
+    import copy
+
     properties = copy.deepcopy(spec["properties"])
     if name == "bash" and timeout is not None:
         properties["timeout"]["description"] = _timeout_description(timeout)
@@ -282,6 +290,8 @@ def stored_only(function: Mapping[str, Any]) -> dict[str, Any]:
     description = function["description"]
     for piece in wording[""]:
         description = description.replace(piece, "")
+    import copy
+
     parameters = copy.deepcopy(function["parameters"])
     properties = parameters["properties"]
     for key in _FILE_ARGUMENTS[name]:
@@ -364,6 +374,8 @@ def call(store: ToolOutputStore, session_id: str, tool_call_id: str, name: str,
         arguments = {}
     if isinstance(arguments, (str, bytes)):
         try:
+            import json
+
             arguments = json.loads(arguments or "{}")
         except ValueError as error:
             return failure(f"the arguments of {name} are not valid JSON: {error}")

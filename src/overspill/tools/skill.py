@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Optional, Union
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing and pathlib cost start-up (``overspill run`` imports every tool); never evaluated
+    from collections.abc import Sequence
+    from pathlib import Path
+    from typing import Optional, Union
+
+    PathArg = Union[str, "os.PathLike[str]"]
 
 from ..store import ToolOutputStore
 from ._result import ToolResult, bounded, failure
@@ -14,7 +19,6 @@ __all__ = ["available_skills", "skill"]
 
 SKILL_FILE = "SKILL.md"
 _FRONT_MATTER_BYTES = 64 * 1024
-PathArg = Union[str, "os.PathLike[str]"]
 
 
 def _front_matter(path: Path) -> dict[str, str]:
@@ -37,6 +41,8 @@ def _front_matter(path: Path) -> dict[str, str]:
 def available_skills(roots: Sequence[PathArg]) -> dict[str, tuple[Path, str]]:
     """Skills found in ``roots`` (one folder per skill, each with a SKILL.md):
     name -> (SKILL.md path, description).  The first root to define a name wins."""
+    from pathlib import Path
+
     found: dict[str, tuple[Path, str]] = {}
     for root in roots:
         try:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Optional, Union
-
 from .. import _kernels
 from ..store import ToolOutputStore
 from ..text import encode_content
@@ -12,7 +9,12 @@ from ._result import MAX_SEARCH_BYTES, ToolResult, bounded, failure
 
 __all__ = ["websearch"]
 
-SearchProvider = Callable[[str], Union[str, bytes]]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up (``overspill run`` imports every tool); never evaluated
+    from collections.abc import Callable
+    from typing import Optional, Union
+
+    SearchProvider = Callable[[str], Union[str, bytes]]
 
 
 def websearch(store: ToolOutputStore, session_id: str, tool_call_id: str, query: str, *,

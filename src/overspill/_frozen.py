@@ -1,0 +1,127 @@
+"""Frozen value classes without importing ``dataclasses``.
+
+``dataclasses`` imports ``inspect`` (and with it ``ast``, ``dis``,
+``tokenize``, ``enum``): more than all of ``import overspill`` may cost.  The
+public value classes (``Resource``, ``Record``, ``Limits``, ``Page``, ...)
+are plain ``__slots__`` classes made by ``frozen`` instead, and behave as the
+frozen dataclasses they were: the same constructor, repr, equality (same
+class, equal fields), hash, ``FrozenInstanceError`` on assignment, pickling
+and copying, and ``dataclasses.fields``/``asdict``/``replace``/
+``is_dataclass`` (their field table is built, importing ``dataclasses``, the
+first time something asks for it).
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, TypeVar
+
+    _C = TypeVar("_C", bound=type)
+
+__all__ = ["frozen"]
+
+_set = object.__setattr__
+
+
+def _frozen_error(name: str) -> AttributeError:
+    from dataclasses import FrozenInstanceError  # only when someone tries
+
+    return FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _refuse_set(self: object, name: str, value: object) -> None:
+    raise _frozen_error(name)
+
+
+def _refuse_delete(self: object, name: str) -> None:
+    raise _frozen_error(name)
+
+
+class _Fields:
+    """``__dataclass_fields__``, made on first look-up from a twin dataclass with
+    the same fields and defaults, then kept on the class."""
+
+    def __get__(self, instance: object, owner: type) -> dict[str, Any]:
+        import dataclasses
+
+        defaults, hidden, factories = owner._defaults, owner._hidden, owner._factories  # type: ignore[attr-defined]
+        spec = []
+        for name in owner.__slots__:  # type: ignore[attr-defined]
+            kind = owner.__annotations__.get(name, "object")
+            if name in defaults:
+                spec.append((name, kind, dataclasses.field(default=defaults[name], repr=name not in hidden)))
+            elif name in factories:
+                spec.append((name, kind, dataclasses.field(default_factory=factories[name], repr=name not in hidden)))
+            else:
+                spec.append((name, kind, dataclasses.field(repr=name not in hidden)))
+        fields = dataclasses.make_dataclass(owner.__name__, spec, frozen=True).__dataclass_fields__
+        type.__setattr__(owner, "__dataclass_fields__", fields)
+        return fields
+
+
+_MISSING = object()
+
+
+def frozen(defaults: dict[str, object] | None = None, hidden: tuple[str, ...] = (),
+           factories: dict[str, Callable[[], object]] | None = None) -> Callable[[_C], _C]:
+    """Make a ``__slots__`` class a frozen value class.
+
+    :param defaults: the trailing fields' default values (immutable values
+        only, as in a dataclass).
+    :param hidden: fields left out of the repr (``field(repr=False)``).
+    :param factories: trailing fields whose default is made per instance
+        (``field(default_factory=...)``).
+    """
+    defaults = {} if defaults is None else defaults
+    factories = {} if factories is None else factories
+
+    def build(cls: _C) -> _C:
+        names: tuple[str, ...] = cls.__slots__  # type: ignore[attr-defined]
+        if set(cls.__dict__.get("__annotations__", {})) != set(names):
+            # A field annotated but not slotted (or the reverse) would silently
+            # be a class attribute: refuse, so that the two lists stay one.
+            raise TypeError(f"{cls.__name__}: __slots__ and the annotated fields differ")
+        required = [name for name in names if name not in defaults and name not in factories]
+        if names[: len(required)] != tuple(required):
+            raise TypeError(f"{cls.__name__}: fields with defaults must come last")
+        namespace: dict[str, Any] = {"_set": _set, "_defaults": defaults, "_factories": factories,
+                                     "_MISSING": _MISSING}
+        parameters = ", ".join(name if name in required else f"{name}=_defaults[{name!r}]" if name in defaults
+                               else f"{name}=_MISSING" for name in names)
+        # Each slot's own setter: a third faster than object.__setattr__, and
+        # Page and TruncateResult are made on every read and every truncate.
+        for index, name in enumerate(names):
+            namespace[f"_set{index}"] = cls.__dict__[name].__set__
+        body = "".join(f"    if {name} is _MISSING:\n        {name} = _factories[{name!r}]()\n"
+                       for name in names if name in factories)
+        body += "".join(f"    _set{index}(self, {name})\n" for index, name in enumerate(names))
+        values = "".join(f"self.{name}, " for name in names)
+        others = "".join(f"other.{name}, " for name in names)
+        shown = ", ".join(f"{name}={{self.{name}!r}}" for name in names if name not in hidden)
+        source = (
+            f"def __init__(self, {parameters}):\n{body}"
+            f"def __repr__(self):\n    return f'{cls.__qualname__}({shown})'\n"
+            f"def __eq__(self, other):\n"
+            f"    if other.__class__ is not self.__class__:\n        return NotImplemented\n"
+            f"    return ({values}) == ({others})\n"
+            f"def __hash__(self):\n    return hash(({values}))\n"
+            f"def __getstate__(self):\n    return ({values})\n"
+            f"def __setstate__(self, state):\n"
+            f"    for name, value in zip({names!r}, state):\n        _set(self, name, value)\n"
+        )
+        exec(source, namespace)  # noqa: S102 - the source is built from the class's own field names
+        for method in ("__init__", "__repr__", "__eq__", "__hash__", "__getstate__", "__setstate__"):
+            function = namespace[method]
+            function.__qualname__ = f"{cls.__qualname__}.{method}"
+            setattr(cls, method, function)
+        cls.__setattr__ = _refuse_set  # type: ignore[assignment,method-assign]
+        cls.__delattr__ = _refuse_delete  # type: ignore[assignment,method-assign]
+        cls.__match_args__ = names  # type: ignore[attr-defined]
+        cls._defaults = defaults  # type: ignore[attr-defined]
+        cls._hidden = hidden  # type: ignore[attr-defined]
+        cls._factories = factories  # type: ignore[attr-defined]
+        cls.__dataclass_fields__ = _Fields()  # type: ignore[attr-defined]
+        return cls
+
+    return build

@@ -1,0 +1,226 @@
+"""What every command of the command line shares: exit codes, the store it
+opens, the session, output (text, JSON, notes) and the marker's next calls
+written as shell commands."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .._frontend import one_line
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing and argparse cost start-up; annotations are never evaluated
+    import argparse
+    from collections.abc import Iterator
+    from typing import Any, BinaryIO, Optional, TextIO
+
+    from ..store import ToolOutputStore
+
+EXIT_USAGE = 2
+EXIT_RESOURCE = 3
+EXIT_STORAGE = 4
+EXIT_TIMEOUT = 124  # as timeout(1)
+_CHUNK = 1024 * 1024
+
+
+class _UsageError(Exception):
+    """Bad input found after parsing: reported like a usage error (exit 2)."""
+
+
+
+def _config(args: argparse.Namespace) -> dict[str, Any]:
+    return {"tool_output": {key: value for key, value in (("max_lines", getattr(args, "max_lines", None)),
+                                                         ("max_bytes", getattr(args, "max_bytes", None)),
+                                                         ("max_tokens", getattr(args, "max_tokens", None)))
+                            if value is not None}}
+
+
+def _reader(args: argparse.Namespace) -> ToolOutputStore:
+    """The store for ls, stats, read and cleanup: a missing data folder is not
+    created by them; it holds no stored outputs."""
+    return _store(args, create=False)
+
+
+def _store(args: argparse.Namespace, create: bool = True, config: Optional[dict[str, Any]] = None) -> ToolOutputStore:
+    from ..store import ToolOutputStore
+
+    if args.data_dir is not None and args.store_url is not None:
+        raise _UsageError("give --data-dir or --store-url, not both")
+    config = _config(args) if config is None else config
+    if args.store_url is not None:
+        from ..backends._location import check_url
+
+        check_url(args.store_url, "--store-url")  # a wrong URL is named as the flag that gave it
+        return ToolOutputStore(url=args.store_url, config=config)
+    return ToolOutputStore(args.data_dir, config=config, create=create)
+
+
+def _on_a_server(args: argparse.Namespace) -> bool:
+    """Whether the store these arguments name is a server (which can be unreachable)."""
+    from ..backends._location import locate
+
+    return locate(args.data_dir, args.store_url).url is not None
+
+
+def _common_options(args: argparse.Namespace) -> list[str]:
+    """The options a follow-up command needs to find the same resource."""
+    options: list[str] = []
+    for option, value in (("--session", args.session), ("--data-dir", args.data_dir),
+                          ("--store-url", args.store_url)):
+        if value is not None:
+            options += [option, str(value)]
+    return options
+
+
+def _cli_calls(args: argparse.Namespace, uri: str, offset: int) -> str:
+    """The marker's last line as shell commands: read on at ``offset``, or grep."""
+    import shlex
+
+    options = _common_options(args)
+    return (f"next: {shlex.join(['overspill', 'read', uri, '--offset', str(offset), *options])}  or  "
+            f"{shlex.join(['overspill', 'grep', uri, *options])} PATTERN")
+
+
+def _for_the_shell(args: argparse.Namespace, text: str, uri: Optional[str], offset: Optional[int]) -> str:
+    """``text`` with its marker's model calls (``read(resource=...)``) written
+    as the commands that do the same here."""
+    if uri is None or offset is None:
+        return text
+    from ..text import next_calls
+
+    return text.replace(next_calls(uri, offset), _cli_calls(args, uri, offset), 1)
+
+
+def _shell_answer(args: argparse.Namespace, answer: Any) -> str:
+    """A background command's answer (``run --background``, ``wait``, ``kill``)
+    with its next calls in the model's syntax written as shell commands: the
+    marker's (``read``/``grep``) and the running state line's (``read``,
+    ``wait``, ``kill``)."""
+    from ..tools.jobs import background_calls
+
+    text = answer.output
+    uri = answer.metadata.get("uri") or (answer.resource.uri if answer.resource is not None else None)
+    offset = answer.metadata.get("next_offset")
+    if uri is None or offset is None:
+        return text
+    import shlex
+
+    text = _for_the_shell(args, text, uri, offset)
+    words = _common_options(args)
+    read = shlex.join(["overspill", "read", uri, "--offset", str(offset), *words])
+    wait = shlex.join(["overspill", "wait", uri, "--offset", str(offset), *words])
+    kill = shlex.join(["overspill", "kill", uri, *words])
+    return text.replace(background_calls(uri, offset), f"{read}, {wait} for more, {kill} to stop it", 1)
+
+
+def _session(args: argparse.Namespace) -> str:
+    return args.session or os.environ.get("OVERSPILL_SESSION") or "cli"
+
+
+def _as_json(value: Any) -> Any:
+    import dataclasses  # only --json needs it
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {field.name: _as_json(getattr(value, field.name)) for field in dataclasses.fields(value)
+                if field.repr}
+    if isinstance(value, (list, tuple)):
+        return [_as_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _as_json(item) for key, item in value.items()}
+    return value
+
+
+def _escape(character: str) -> str:
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def _shown(text: str) -> str:
+    """``text`` with every non-printable character (controls, escape codes,
+    bidi overrides) written as a Python escape: names and session ids come from
+    callers, and printed raw they could drive the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(character if character.isprintable() else _escape(character) for character in text)
+
+
+# json.dumps escapes U+0000-U+001F itself; DEL and the C1 controls (U+009B is
+# an escape sequence introducer on some terminals) are escaped here.
+_JSON_CONTROLS = {code: f"\\u{code:04x}" for code in range(0x7F, 0xA0)}
+
+
+def _stdout() -> TextIO:
+    """Standard output; an OSError (exit 4, one line) when the caller closed
+    it (``>&-``), for which Python sets ``sys.stdout`` to None."""
+    if sys.stdout is None:
+        raise OSError("standard output is closed: nothing could be written")
+    return sys.stdout
+
+
+def _print_json(value: Any) -> None:
+    import json  # only --json needs it
+
+    _stdout().write(json.dumps(_as_json(value), ensure_ascii=False).translate(_JSON_CONTROLS) + "\n")
+
+
+def _print_text(text: str) -> None:
+    _stdout().write(text if text.endswith("\n") else text + "\n")
+
+
+def _exit_status(exit_code: int) -> int:
+    return 128 - exit_code if exit_code < 0 else min(exit_code, 255)
+
+
+
+def _print_answer(args: argparse.Namespace, answer: Any) -> None:
+    """A tool's answer: its text (or, with --json, all of it); a failure is a usage error."""
+    if answer.is_error:
+        raise _UsageError(answer.output)
+    if args.json:
+        _print_json(answer)
+    else:
+        _print_text(_shell_answer(args, answer))
+
+
+
+
+_NAME_CHARACTERS = 80
+
+
+def _shortened(text: str, characters: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= characters else text[: characters - 1] + "…"
+
+
+def _write_all(out: BinaryIO, chunks: Iterator[memoryview]) -> None:
+    for chunk in chunks:
+        out.write(chunk)
+    out.flush()
+
+
+def _continue_command(args: argparse.Namespace, uri: str, offset: int, limit: Optional[int]) -> str:
+    """The command that reads on from ``offset``: the same session, folder and page size as this one."""
+    import shlex
+
+    words = ["overspill", "read", uri, "--offset", str(offset)]
+    for option, value in (("--limit", limit), ("--session", args.session), ("--data-dir", args.data_dir),
+                          ("--store-url", args.store_url)):
+        if value is not None:
+            words += [option, str(value)]
+    return shlex.join(words)
+
+
+def _note(message: str) -> None:
+    """A one-line note on stderr that is not an error."""
+    if sys.stderr is not None:
+        sys.stderr.write(f"overspill: note: {_shown(one_line(message))}\n")
+
+
+
+def _fail(status: int, message: str) -> int:
+    if sys.stderr is None:  # closed by the caller (2>&-): the status alone tells
+        return status
+    sys.stderr.write(f"overspill: error: {_shown(one_line(message))}\n")
+    return status
+
