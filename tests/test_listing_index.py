@@ -116,7 +116,21 @@ def test_write_in_the_same_tick_as_the_catch_up_is_not_missed(data):
             listed.append(store.write("s", f"c{number}", f"{number}\n").uri)
             with fresh(data) as reader:
                 assert uris(reader, "s") == listed
-    assert not (index_dir(data) / "state").exists()
+
+
+def test_a_catch_up_after_the_file_systems_clock_moved_on_marks_the_index_complete(data):
+    # Listings right after a burst of writes need not wait RACY_NS: once the
+    # file system's own clock (the index lock's time, touched before the stat)
+    # is past the folder's time, a later change gets a later time.
+    with fresh(data) as store:
+        first = store.write("s", "c1", "one\n").uri
+        time.sleep(0.05)  # several ticks of a coarse clock; far less than RACY_NS
+        with fresh(data) as reader:
+            assert uris(reader, "s") == [first]
+        assert (index_dir(data) / "state").exists()
+        second = store.write("s", "c2", "two\n").uri  # right after the catch-up: same tick or later
+        with fresh(data) as reader:
+            assert uris(reader, "s") == [first, second]
 
 
 def test_peer_pairs_appear_in_a_first_build_and_in_a_catch_up(data, filled):

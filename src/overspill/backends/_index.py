@@ -20,7 +20,10 @@ The pairs stay the truth; the index only proposes candidates:
   change in the same tick as the catch-up's ``stat`` would leave the time as
   it was.  A catch-up therefore marks the index complete only when the
   folder's time is more than ``RACY_NS`` in the past (git's "racily clean"
-  rule); otherwise the next listing catches up again.
+  rule), or is older than the file system's own clock read just before the
+  ``stat`` (the index lock's time, set to "now" by the same file system):
+  a change after the ``stat`` then gets a later time.  Otherwise the next
+  listing catches up again.
 * A record that cannot be read yet (a peer still writing it) keeps the index
   incomplete, so it is looked at again by the next listing.
 * A missing session list means "nothing stored" only while ``sessions/`` is
@@ -66,8 +69,20 @@ except ImportError:  # pragma: no cover - Windows: no index, listings scan the f
 __all__ = ["MAX_FILE_BYTES", "RACY_NS", "ListingIndex", "session_key"]
 
 #: A folder time this close to the catch-up's clock may hide a change made in
-#: the same tick; such a catch-up does not mark the index complete.
+#: the same tick; such a catch-up does not mark the index complete (unless the
+#: file system's own clock has already moved past it: ``_file_system_now``).
 RACY_NS = 2_000_000_000
+
+
+def _file_system_now(fd: int) -> Optional[int]:
+    """The file system's current time in its own granularity: ``fd``'s file
+    (the index lock, beside the managed folder) touched to "now" and read back;
+    None when it cannot be."""
+    try:
+        os.utime(fd)
+        return os.fstat(fd).st_mtime_ns
+    except OSError:
+        return None
 _VERSION = "overspill-index 2"
 _SAFE = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_")
 _JSON_NAME_LENGTH = ID_LENGTH + len(".json")
@@ -294,6 +309,9 @@ class ListingIndex:
                 if isinstance(found, list):
                     return found
             clock = time.time_ns()
+            # The file system's "now" before the stat: a folder time older than it
+            # cannot be shared by a change made after the stat.
+            file_system_now = None if lock_fd is None else _file_system_now(lock_fd)
             stamp = self._folder_stamp()  # before listing: a later change moves it
             # The one Python loop over the folder; the comparisons below are C set operations.
             records = {name for name in os.listdir(self._folder) if name[-5:] == ".json"}
@@ -332,7 +350,8 @@ class ListingIndex:
             if lock_fd is not None:
                 if previous is None or relist or lists:
                     complete &= self._store(known, lists, rebuild=previous is None or relist)
-                settled = clock - stamp[2] > RACY_NS
+                settled = clock - stamp[2] > RACY_NS or (file_system_now is not None
+                                                         and file_system_now > stamp[2])
                 self._write_state(stamp if settled and complete else None)
             if key is None:
                 return sorted(name[:ID_LENGTH] for name in known)
