@@ -61,13 +61,16 @@ cdef class JsonOutline:
 
     Frames are C structs (one per open container); the Python objects of a
     reported frame (its path, keys, labels) live in lists indexed by depth.
+    The scan's states are the module-level _json_* functions below, which
+    take the scanner: cdef inline functions are direct calls, where methods
+    would go through the vtable.
     """
 
     cdef Py_ssize_t _omit_start, _omit_end, _max_depth, _max_entries, _max_labels, _position
     cdef _JFrame *_frames
     cdef Py_ssize_t _depth, _allocated, _dropped
     cdef bint _valid, _is_key, _capturing
-    cdef int _state
+    cdef int _state  # 0: between values, 1: in a string, 2: after its backslash, 3: in a literal
     cdef uint8_t _capture[KEY_CAP]
     cdef Py_ssize_t _capture_length
     cdef list _entries, _paths, _keys, _labels
@@ -102,41 +105,10 @@ cdef class JsonOutline:
         self._paths = [()]
         self._keys = [[]]
         self._labels = [[]]
-        self._init_frame(0, J_ROOT, True)
+        _json_init_frame(&self._frames[0], J_ROOT, True)
 
     def __dealloc__(self):
         free(self._frames)
-
-    cdef void _init_frame(self, Py_ssize_t depth, int kind, bint reportable) noexcept:
-        cdef _JFrame *frame = &self._frames[depth]
-        frame.kind = kind
-        frame.reportable = reportable
-        frame.expect_key = kind == J_OBJECT
-        frame.member_in_range = False
-        frame.labelled = False
-        frame.collect = False
-        frame.label_depth = 0
-        frame.index = 0
-        frame.first_index = -1
-        frame.last_index = -1
-        frame.count = 0
-        frame.first_offset = -1
-        frame.item_index = -1
-        frame.item_offset = -1
-        frame.key_length = 0
-        frame.key_is_label = False
-
-    cdef bint _item(self, _JFrame *frame, Py_ssize_t offset) noexcept:
-        cdef Py_ssize_t index = frame.index
-        frame.index += 1
-        if not (frame.reportable and self._omit_start <= offset < self._omit_end):
-            return False
-        if frame.count == 0:
-            frame.first_index = index
-            frame.first_offset = offset
-        frame.last_index = index
-        frame.count += 1
-        return True
 
     cdef int _open(self, int kind, Py_ssize_t offset) except -1:
         cdef _JFrame *parent = &self._frames[self._depth]
@@ -144,7 +116,7 @@ cdef class JsonOutline:
         cdef bint omitted, reportable
         cdef _JFrame *grown
         cdef _JFrame *frame
-        omitted = self._item(parent, offset) if parent.kind != J_OBJECT else parent.member_in_range
+        omitted = _json_item(self, parent, offset) if parent.kind != J_OBJECT else parent.member_in_range
         if depth > NESTING_CAP:
             self._valid = False
             return 0
@@ -164,8 +136,8 @@ cdef class JsonOutline:
             self._frames = grown
             self._allocated *= 2
             parent = &self._frames[self._depth]
-        self._init_frame(depth, kind, reportable)
         frame = &self._frames[depth]
+        _json_init_frame(frame, kind, reportable)
         if kind == J_OBJECT:
             if parent.kind == J_ARRAY and parent.reportable and omitted:
                 frame.label_depth = 1
@@ -184,170 +156,24 @@ cdef class JsonOutline:
         self._labels[depth] = [] if reportable else None
         return 0
 
-    cdef int _emit(self, Py_ssize_t depth, Py_ssize_t end) except -1:
-        cdef _JFrame *frame = &self._frames[depth]
-        if not frame.reportable or frame.count == 0:
-            return 0
-        if len(self._entries) >= self._max_entries:
-            self._dropped += 1
-            return 0
-        kind = ("root", "object", "array")[frame.kind]
-        self._entries.append((None if frame.kind == J_ROOT else self._paths[depth], kind, frame.first_index,
-                              frame.last_index, frame.count, frame.first_offset, min(end, self._omit_end),
-                              tuple(self._keys[depth]), tuple(self._labels[depth])))
-        return 0
-
-    cdef int _scalar_done(self) except -1:
-        cdef _JFrame *frame = &self._frames[self._depth]
-        cdef Py_ssize_t item, owner
-        if frame.kind != J_OBJECT or frame.label_depth == 0 or not frame.key_is_label:
-            return 0
-        item = self._depth if frame.label_depth == 1 else self._depth - 1
-        if self._frames[item].labelled:
-            return 0
-        self._frames[item].labelled = True
-        owner = item - 1
-        labels = self._labels[owner]
-        if len(labels) < self._max_labels:
-            labels.append((self._frames[item].item_index, self._frames[item].item_offset,
-                           (<const uint8_t *>self._capture)[:self._capture_length]))
-        return 0
-
-    cdef int _key_done(self) except -1:
-        cdef _JFrame *frame = &self._frames[self._depth]
-        memcpy(frame.key, self._capture, self._capture_length)
-        frame.key_length = self._capture_length
-        # Decided once per key, in C: a scalar's check is then a flag.
-        frame.key_is_label = frame.label_depth != 0 and _is_label_key(frame.key, frame.key_length)
-        if frame.member_in_range or frame.collect:
-            text = (<const uint8_t *>self._capture)[:self._capture_length]
-            if frame.member_in_range and len(self._keys[self._depth]) < KEYS_CAP:
-                self._keys[self._depth].append(text)
-            if frame.collect and len(self._keys[self._depth - 1]) < KEYS_CAP:
-                self._keys[self._depth - 1].append(text)
-        return 0
-
-    cdef inline void _take(self, const uint8_t *data, Py_ssize_t count) noexcept:
-        cdef Py_ssize_t room = KEY_CAP - self._capture_length
-        if not self._capturing:  # only keys and the values of label keys are ever looked at
-            return
-        if count > room:
-            count = room
-        if count > 0:
-            memcpy(self._capture + self._capture_length, data, count)
-            self._capture_length += count
-
     cdef int _scan(self, const uint8_t *data, Py_ssize_t size, Py_ssize_t base) except -1:
-        cdef Py_ssize_t i = 0, stop, near
-        cdef uint32_t mask
-        cdef const uint8_t *found
-        cdef uint8_t byte
-        cdef _JFrame *top
+        # Each state's function returns where the scan goes on (size: at the next feed, or never
+        # once the document is invalid).
+        cdef Py_ssize_t i = 0
         while i < size:
             if self._state == 2:
-                self._take(&data[i], 1)
+                _json_take(self, &data[i], 1)
                 i += 1
                 self._state = 1
-                continue
-            if self._state == 1:
-                # The string's end or its next escape: a short string (most keys) byte by byte,
-                # a longer one 32 bytes at a time.
-                stop = i
-                near = min(size, i + 16)
-                while stop < near and data[stop] != 34 and data[stop] != 92:
-                    stop += 1
-                if stop == near:
-                    while stop + 32 <= size:
-                        mask = osp_set_mask32(&data[stop], _QUOTE_LOW, _QUOTE_HIGH)
-                        if mask:
-                            stop += __builtin_ctz(mask)
-                            break
-                        stop += 32
-                    else:
-                        while stop < size and data[stop] != 34 and data[stop] != 92:
-                            stop += 1
-                self._take(&data[i], stop - i)
-                if stop == size:
-                    return 0
-                if data[stop] == 92:
-                    self._take(&data[stop], 1)
-                    self._state = 2
-                    i = stop + 1
-                    continue
-                self._state = 0
-                i = stop + 1
-                if self._is_key:
-                    self._key_done()
-                else:
-                    self._scalar_done()
-                continue
-            if self._state == 3:
-                stop = i
-                while stop < size and not _JSON_LITERAL_STOPS[data[stop]]:
-                    stop += 1
-                self._take(&data[i], stop - i)
-                if stop == size:
-                    return 0
-                self._state = 0
-                i = stop
-                self._scalar_done()
-                continue
-            while i < size and (data[i] == 32 or data[i] == 10 or data[i] == 13 or data[i] == 9):
-                i += 1
-            if i == size:
-                return 0
-            byte = data[i]
-            top = &self._frames[self._depth]
-            if byte == 34:
-                if top.kind == J_OBJECT and top.expect_key:
-                    top.member_in_range = self._item(top, base + i)
-                    top.expect_key = False
-                    self._is_key = True
-                else:
-                    if top.kind != J_OBJECT:
-                        self._item(top, base + i)
-                    self._is_key = False
-                self._capturing = self._is_key or (top.kind == J_OBJECT and top.key_is_label)
-                self._capture_length = 0
-                self._state = 1
-                i += 1
-            elif byte == 123 or byte == 91:
-                if top.kind == J_OBJECT and top.expect_key:
-                    self._valid = False
-                    return 0
-                self._open(J_OBJECT if byte == 123 else J_ARRAY, base + i)
-                if not self._valid:
-                    return 0
-                i += 1
-            elif byte == 125 or byte == 93:
-                if top.kind == J_ROOT or top.kind != (J_OBJECT if byte == 125 else J_ARRAY):
-                    self._valid = False
-                    return 0
-                self._depth -= 1
-                self._emit(self._depth + 1, base + i + 1)
-                i += 1
-            elif byte == 44:
-                if top.kind == J_OBJECT:
-                    top.expect_key = True
-                i += 1
-            elif byte == 58:
-                if top.kind != J_OBJECT or top.expect_key:
-                    self._valid = False
-                    return 0
-                i += 1
-            elif _JSON_LITERAL_STARTS[byte]:
-                if top.kind == J_OBJECT:
-                    if top.expect_key:
-                        self._valid = False
-                        return 0
-                else:
-                    self._item(top, base + i)
-                self._capturing = top.kind == J_OBJECT and top.key_is_label
-                self._capture_length = 0
-                self._state = 3
+            elif self._state == 1:
+                i = _json_string(self, data, i, size)
+            elif self._state == 3:
+                i = _json_literal(self, data, i, size)
             else:
-                self._valid = False
-                return 0
+                while i < size and (data[i] == 32 or data[i] == 10 or data[i] == 13 or data[i] == 9):
+                    i += 1
+                if i < size:
+                    i = _json_structural(self, data, i, size, base)
         return 0
 
     def feed(self, buffer, /):
@@ -377,10 +203,202 @@ cdef class JsonOutline:
         cdef Py_ssize_t depth
         saved = list(self._entries), self._dropped
         for depth in range(self._depth, -1, -1):
-            self._emit(depth, self._omit_end)
+            _json_emit(self, depth, self._omit_end)
         entries, dropped = self._entries, self._dropped
         self._entries, self._dropped = saved
         return self._valid, self._frames[0].index, entries, dropped
+
+
+cdef inline void _json_init_frame(_JFrame *frame, int kind, bint reportable) noexcept:
+    frame.kind = kind
+    frame.reportable = reportable
+    frame.expect_key = kind == J_OBJECT
+    frame.member_in_range = False
+    frame.labelled = False
+    frame.collect = False
+    frame.label_depth = 0
+    frame.index = 0
+    frame.first_index = -1
+    frame.last_index = -1
+    frame.count = 0
+    frame.first_offset = -1
+    frame.item_index = -1
+    frame.item_offset = -1
+    frame.key_length = 0
+    frame.key_is_label = False
+
+
+cdef inline bint _json_item(JsonOutline self, _JFrame *frame, Py_ssize_t offset) noexcept:
+    """Counts the frame's next item; True if it is reported (it begins inside the omitted range)."""
+    cdef Py_ssize_t index = frame.index
+    frame.index += 1
+    if not (frame.reportable and self._omit_start <= offset < self._omit_end):
+        return False
+    if frame.count == 0:
+        frame.first_index = index
+        frame.first_offset = offset
+    frame.last_index = index
+    frame.count += 1
+    return True
+
+
+cdef int _json_emit(JsonOutline self, Py_ssize_t depth, Py_ssize_t end) except -1:
+    """The entry of a closed (or, at the end, still open) reported frame, if it has items in range."""
+    cdef _JFrame *frame = &self._frames[depth]
+    if not frame.reportable or frame.count == 0:
+        return 0
+    if len(self._entries) >= self._max_entries:
+        self._dropped += 1
+        return 0
+    kind = ("root", "object", "array")[frame.kind]
+    self._entries.append((None if frame.kind == J_ROOT else self._paths[depth], kind, frame.first_index,
+                          frame.last_index, frame.count, frame.first_offset, min(end, self._omit_end),
+                          tuple(self._keys[depth]), tuple(self._labels[depth])))
+    return 0
+
+
+cdef int _json_scalar_done(JsonOutline self) except -1:
+    """A scalar value ended: the value of a label key labels its array item (once)."""
+    cdef _JFrame *frame = &self._frames[self._depth]
+    cdef Py_ssize_t item, owner
+    if frame.kind != J_OBJECT or frame.label_depth == 0 or not frame.key_is_label:
+        return 0
+    item = self._depth if frame.label_depth == 1 else self._depth - 1
+    if self._frames[item].labelled:
+        return 0
+    self._frames[item].labelled = True
+    owner = item - 1
+    labels = self._labels[owner]
+    if len(labels) < self._max_labels:
+        labels.append((self._frames[item].item_index, self._frames[item].item_offset,
+                       (<const uint8_t *>self._capture)[:self._capture_length]))
+    return 0
+
+
+cdef int _json_key_done(JsonOutline self) except -1:
+    """A key ended: it becomes the frame's current key, and is listed if its member is reported."""
+    cdef _JFrame *frame = &self._frames[self._depth]
+    memcpy(frame.key, self._capture, self._capture_length)
+    frame.key_length = self._capture_length
+    # Decided once per key, in C: a scalar's check is then a flag.
+    frame.key_is_label = frame.label_depth != 0 and _is_label_key(frame.key, frame.key_length)
+    if frame.member_in_range or frame.collect:
+        text = (<const uint8_t *>self._capture)[:self._capture_length]
+        if frame.member_in_range and len(self._keys[self._depth]) < KEYS_CAP:
+            self._keys[self._depth].append(text)
+        if frame.collect and len(self._keys[self._depth - 1]) < KEYS_CAP:
+            self._keys[self._depth - 1].append(text)
+    return 0
+
+
+cdef inline void _json_take(JsonOutline self, const uint8_t *data, Py_ssize_t count) noexcept:
+    cdef Py_ssize_t room = KEY_CAP - self._capture_length
+    if not self._capturing:  # only keys and the values of label keys are ever looked at
+        return
+    if count > room:
+        count = room
+    if count > 0:
+        memcpy(self._capture + self._capture_length, data, count)
+        self._capture_length += count
+
+
+cdef inline Py_ssize_t _json_string(JsonOutline self, const uint8_t *data, Py_ssize_t i, Py_ssize_t size) except -1:
+    """Inside a string from data[i]: up to its end or its next escape."""
+    cdef Py_ssize_t stop = i, near = min(size, i + 16)
+    cdef uint32_t mask
+    # A short string (most keys) byte by byte, a longer one 32 bytes at a time.
+    while stop < near and data[stop] != 34 and data[stop] != 92:
+        stop += 1
+    if stop == near:
+        while stop + 32 <= size:
+            mask = osp_set_mask32(&data[stop], _QUOTE_LOW, _QUOTE_HIGH)
+            if mask:
+                stop += __builtin_ctz(mask)
+                break
+            stop += 32
+        else:
+            while stop < size and data[stop] != 34 and data[stop] != 92:
+                stop += 1
+    _json_take(self, &data[i], stop - i)
+    if stop == size:
+        return size
+    if data[stop] == 92:
+        _json_take(self, &data[stop], 1)
+        self._state = 2
+        return stop + 1
+    self._state = 0
+    if self._is_key:
+        _json_key_done(self)
+    else:
+        _json_scalar_done(self)
+    return stop + 1
+
+
+cdef inline Py_ssize_t _json_literal(JsonOutline self, const uint8_t *data, Py_ssize_t i, Py_ssize_t size) except -1:
+    """Inside a number, true, false or null from data[i]: up to the byte after it."""
+    cdef Py_ssize_t stop = i
+    while stop < size and not _JSON_LITERAL_STOPS[data[stop]]:
+        stop += 1
+    _json_take(self, &data[i], stop - i)
+    if stop == size:
+        return size
+    self._state = 0
+    _json_scalar_done(self)
+    return stop
+
+
+cdef inline Py_ssize_t _json_invalid(JsonOutline self, Py_ssize_t size) noexcept:
+    self._valid = False
+    return size
+
+
+cdef inline Py_ssize_t _json_structural(JsonOutline self, const uint8_t *data, Py_ssize_t i, Py_ssize_t size,
+                                        Py_ssize_t base) except -1:
+    """The byte data[i] between values (not whitespace): a string, a container, a separator or a literal."""
+    cdef uint8_t byte = data[i]
+    cdef _JFrame *top = &self._frames[self._depth]
+    if byte == 34:
+        if top.kind == J_OBJECT and top.expect_key:
+            top.member_in_range = _json_item(self, top, base + i)
+            top.expect_key = False
+            self._is_key = True
+        else:
+            if top.kind != J_OBJECT:
+                _json_item(self, top, base + i)
+            self._is_key = False
+        self._capturing = self._is_key or (top.kind == J_OBJECT and top.key_is_label)
+        self._capture_length = 0
+        self._state = 1
+    elif byte == 123 or byte == 91:
+        if top.kind == J_OBJECT and top.expect_key:
+            return _json_invalid(self, size)
+        self._open(J_OBJECT if byte == 123 else J_ARRAY, base + i)
+        if not self._valid:
+            return size
+    elif byte == 125 or byte == 93:
+        if top.kind == J_ROOT or top.kind != (J_OBJECT if byte == 125 else J_ARRAY):
+            return _json_invalid(self, size)
+        self._depth -= 1
+        _json_emit(self, self._depth + 1, base + i + 1)
+    elif byte == 44:
+        if top.kind == J_OBJECT:
+            top.expect_key = True
+    elif byte == 58:
+        if top.kind != J_OBJECT or top.expect_key:
+            return _json_invalid(self, size)
+    elif _JSON_LITERAL_STARTS[byte]:
+        if top.kind == J_OBJECT:
+            if top.expect_key:
+                return _json_invalid(self, size)
+        else:
+            _json_item(self, top, base + i)
+        self._capturing = top.kind == J_OBJECT and top.key_is_label
+        self._capture_length = 0
+        self._state = 3
+        return i
+    else:
+        return _json_invalid(self, size)
+    return i + 1
 
 
 cdef uint8_t _JSON_LITERAL_STOPS[256]
