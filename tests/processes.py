@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import Callable
 
 
@@ -33,6 +34,19 @@ def alive_in_group(group: int) -> list[int]:
 def zombies_of(parent: int) -> list[int]:
     """Children of ``parent`` that exited and were never reaped."""
     return [pid for pid, state, ppid, _ in processes() if ppid == parent and state == "Z"]
+
+
+def regex_workers_of(parent: int) -> list[int]:
+    """Running children of ``parent`` that are grep's regex workers."""
+    found = []
+    for pid, state, ppid, _ in processes():
+        if ppid == parent and state != "Z":
+            try:
+                if b"_regex_worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found.append(pid)
+            except OSError:
+                continue
+    return found
 
 
 def wait_until(condition: Callable[[], object], limit: float = 30.0) -> bool:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from overspill import PatternTooSlowError, ToolOutputStore, tools
 from overspill.tools.grep import search_resource
-from processes import processes, wait_until
+from processes import regex_workers_of, wait_until
 
 SCRIPT = Path(sys.executable).with_name("overspill")
 
@@ -158,23 +158,10 @@ BACKTRACKING = "(a+)+$"
 EVIL = b"".join(b"line %d\n" % i for i in range(3000)) + b"a" * 34 + b"b\n"
 
 
-def workers_of(parent: int) -> list[int]:
-    """Running children of ``parent`` that are regex workers."""
-    found = []
-    for pid, state, ppid, _ in processes():
-        if ppid == parent and state != "Z":
-            try:
-                if b"_regex_worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    found.append(pid)
-            except OSError:
-                continue
-    return found
-
-
 def busy_workers_of(parent: int) -> list[int]:
     """Regex workers of ``parent`` that are running (matching), not waiting for a request."""
     busy = []
-    for pid in workers_of(parent):
+    for pid in regex_workers_of(parent):
         try:
             if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "R":
                 busy.append(pid)

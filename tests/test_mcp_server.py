@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from processes import alive_in_group, processes, wait_until, zombies_of
+from processes import alive_in_group, regex_workers_of, wait_until, zombies_of
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install 'overspill[mcp]'")
 
@@ -411,19 +411,6 @@ def test_stdio_cancellation_kills_the_process_group(tmp_path, subprocess_env):
             assert text_of(after) == "still serving"
 
     anyio.run(main)
-
-
-def regex_workers_of(parent: int) -> list[int]:
-    """Running children of ``parent`` that are grep's regex workers."""
-    found = []
-    for pid, state, ppid, _ in processes():
-        if ppid == parent and state != "Z":
-            try:
-                if b"_regex_worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    found.append(pid)
-            except OSError:
-                continue
-    return found
 
 
 @pytest.mark.filterwarnings("ignore:ping is removed")

@@ -283,14 +283,7 @@ def _outline_kind(read: Reader, stored: int) -> Optional[str]:
 def _outlined(read: Reader, release: Optional[Callable[[int, int], None]], stored: int, shaped: Preview,
               kind: str, reserved: tuple[int, int]) -> list[str]:
     """The outline of ``shaped``'s omitted part within ``reserved`` (lines, bytes)."""
-
-    @contextlib.contextmanager
-    def scanned(start: int, end: int) -> Iterator[memoryview]:
-        with read(start, end) as view:
-            yield view
-        if release is not None:
-            release(start, end)
-
+    scanned = _releasing(read, release)
     collector = _outline.Outline(kind, scanned)
     try:
         collector.scan(shaped.head_end, min(shaped.tail_start, stored))
@@ -344,6 +337,21 @@ def _cutter(read: Reader, uri: str, stored: int, total: int, count: Optional[int
         def recut(lines: int, size: int) -> Preview:
             return _payload(read, uri, stored, count, lines, size, flags)
     return recut
+
+
+def _releasing(read: Reader, release: Optional[Callable[[int, int], None]]) -> Reader:
+    """``read``, giving each region back with ``release`` once scanned (a scan
+    of a large omitted part must not keep its pages resident)."""
+    if release is None:
+        return read
+
+    @contextlib.contextmanager
+    def scanned(start: int, end: int) -> Iterator[memoryview]:
+        with read(start, end) as view:
+            yield view
+        release(start, end)
+
+    return scanned
 
 
 @contextlib.contextmanager
@@ -479,12 +487,7 @@ def _with_signals(read: Reader, release: Optional[Callable[[int, int], None]], s
     without signal lines.
     """
 
-    @contextlib.contextmanager
-    def scanned(start: int, end: int) -> Iterator[memoryview]:
-        with read(start, end) as view:
-            yield view
-        if release is not None:
-            release(start, end)
+    scanned = _releasing(read, release)
 
     def scan(start: int, end: int) -> None:
         # Only the stored copy can be read (it may hold only the output's start).
