@@ -20,7 +20,7 @@ from .backends.base import Backend
 from .config import MAX_READ_BYTES, Limits
 from .errors import AccessDeniedError
 from .records import Record, Resource, parse_uri
-from .text import SignalPatterns, counted_lines, shown_text
+from .text import SignalPatterns, counted_lines, next_calls, shown_text
 
 __all__ = ["StoreReads"]
 
@@ -231,11 +231,8 @@ class StoreReads:
             content = compose(shaped, signals, record.resource.uri, size, lines, total if capped else None)
         else:
             resume = start + shaped.head_end
-            uri_text = record.resource.uri
             marker = (f"... {shaped.tail_start - shaped.head_end} bytes omitted here: from byte offset {resume} "
-                      f"to {start + shaped.tail_start} of {size} ...\n"
-                      f'next: read(resource="{uri_text}", offset={resume}) or grep(resource="{uri_text}", '
-                      'pattern="...")')
+                      f"to {start + shaped.tail_start} of {size} ...\n" + next_calls(record.resource.uri, resume))
             content = f"{shaped.head}\n\n{marker}"
             if signals:
                 content += "\n" + "\n".join(signals)

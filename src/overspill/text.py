@@ -151,8 +151,7 @@ def view_marker(uri: str, size: int, lines: int, total: Optional[int] = None) ->
     else:
         stored = f"{size} bytes, {lines} lines in all"
     return (f"... output stored ({stored}): the view above collapsed redraws and escape sequences and stands for "
-            f"all {size} stored bytes ...\n"
-            f'next: read(resource="{uri}", offset=0) or grep(resource="{uri}", pattern="...")')
+            f"all {size} stored bytes ...\n" + next_calls(uri, 0))
 
 
 def human_lines(content: Content) -> int:
