@@ -42,7 +42,8 @@ BINARY_MIME = "application/octet-stream"
 _HEX_BYTES = 16
 
 
-def _describe_binary(size: int, start: bytes, uri: Optional[str], stored: Optional[int] = None) -> str:
+def describe_binary(size: int, start: bytes, uri: Optional[str], stored: Optional[int] = None) -> str:
+    """The line shown for a binary output (here and by ``jobs``): its size, where it is stored, its first bytes."""
     first = start[:_HEX_BYTES].hex(" ")
     more = " ..." if size > _HEX_BYTES else ""
     where = f"stored as {uri}" if uri else "not stored"
@@ -122,7 +123,8 @@ class _Sniffed:
         self.binary = output_is_binary(self.start)
 
 
-def _strip_newline(text: str) -> str:
+def strip_final_newline(text: str) -> str:
+    """``text`` without one final newline: the model sees the status line right after the output."""
     return text[:-1] if text.endswith("\n") else text
 
 
@@ -130,10 +132,10 @@ def _memory_view(running: RunningCommand, limits: Limits, binary: bool, note: st
     """What the model sees when nothing was stored: a preview of the bytes held in memory."""
     data, total, dropped = running.captured()
     if binary:
-        return _describe_binary(total, data, None), True
+        return describe_binary(total, data, None), True
     shown = preview(data, limits.max_lines, limits.max_bytes)
     if not shown.truncated and not dropped:
-        return _strip_newline(shown.head), False
+        return strip_final_newline(shown.head), False
     if not shown.truncated:
         # The held bytes are a start and an end with a gap between them: cut
         # the preview there too, so the note marks where the gap is.
@@ -141,7 +143,7 @@ def _memory_view(running: RunningCommand, limits: Limits, binary: bool, note: st
     omitted = total - shown.head_end - (len(data) - shown.tail_start)
     middle = f"... {omitted} bytes of output omitted here; {note} ..."
     body = f"{shown.head}\n\n{middle}"
-    return (f"{body}\n\n{_strip_newline(shown.tail)}" if shown.tail else body), True
+    return (f"{body}\n\n{strip_final_newline(shown.tail)}" if shown.tail else body), True
 
 
 def _counted(chunks: Iterator[bytes], progress: Optional[Progress]) -> Iterator[bytes]:
@@ -218,7 +220,7 @@ def execute(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str
             kept = _Kept(None, shown, truncated, {})
         if kept.resource is not None and sniffed.binary:
             total = running.captured()[1]  # the bytes written; past max_stored_bytes the copy holds fewer
-            kept.shown = _describe_binary(total, sniffed.start, kept.resource.uri, kept.resource.size)
+            kept.shown = describe_binary(total, sniffed.start, kept.resource.uri, kept.resource.size)
             kept.truncated = True
     finally:
         output.close()  # kills the command if anything above failed before its end
@@ -259,7 +261,7 @@ def _keep(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str, 
     if spill:
         outcome = store.truncate_stream(session_id, tool_call_id, chunks, name=name,
                                         max_lines=limits.max_lines, max_bytes=limits.max_bytes)
-        return _Kept(outcome.resource, _strip_newline(outcome.content), outcome.truncated, stored_metadata(outcome))
+        return _Kept(outcome.resource, strip_final_newline(outcome.content), outcome.truncated, stored_metadata(outcome))
     for _ in chunks:
         pass
     # Spilling off: only what capture held in memory can be stored, and only when it is all.
@@ -272,7 +274,7 @@ def _keep(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str, 
         return _Kept(store.write(session_id, tool_call_id, data, mime=BINARY_MIME, name=name), "", False, {})
     outcome = store.truncate(session_id, tool_call_id, data, name=name,
                              max_lines=limits.max_lines, max_bytes=limits.max_bytes)
-    return _Kept(outcome.resource, _strip_newline(outcome.content), outcome.truncated, stored_metadata(outcome))
+    return _Kept(outcome.resource, strip_final_newline(outcome.content), outcome.truncated, stored_metadata(outcome))
 
 
 def bash(store: ToolOutputStore, session_id: str, tool_call_id: str, command: str, *,

@@ -23,7 +23,7 @@ from ..records import Record
 from ..store import ToolOutputStore
 from ._result import ToolResult, failure, stored_metadata
 from .._binary import SNIFF_BYTES, output_is_binary
-from .bash import CommandOutput, _describe_binary, _strip_newline
+from .bash import CommandOutput, describe_binary, strip_final_newline
 
 __all__ = ["DEFAULT_WAIT_BUDGET", "YIELD_AFTER", "background_answer", "background_calls", "jobs", "kill", "start_background", "wait"]
 
@@ -136,8 +136,8 @@ def _body(content: str, start: bytes, record: Record) -> str:
     """The preview, or a one-line description of binary output."""
     if start and output_is_binary(start):
         total = record.capture[0] if record.capture is not None else record.resource.size
-        return _describe_binary(total, start, record.resource.uri, record.resource.size)
-    return _strip_newline(content)
+        return describe_binary(total, start, record.resource.uri, record.resource.size)
+    return strip_final_newline(content)
 
 
 def _finished_result(store: ToolOutputStore, session_id: str, record: Record, limits: Limits,
@@ -156,12 +156,12 @@ def _finished_result(store: ToolOutputStore, session_id: str, record: Record, li
     binary = bool(start) and output_is_binary(start)
     if not shown.truncated and not binary:
         store._discard(record.id)  # noqa: SLF001 - under the limits: an ordinary result stores nothing
-        output = CommandOutput(result, _strip_newline(shown.content), False, None, lines, None, {})
+        output = CommandOutput(result, strip_final_newline(shown.content), False, None, lines, None, {})
     elif binary:
-        output = CommandOutput(result, _describe_binary(total, start, uri, record.resource.size), True,
+        output = CommandOutput(result, describe_binary(total, start, uri, record.resource.size), True,
                                record.resource, lines, None, {})
     else:
-        output = CommandOutput(result, _strip_newline(shown.content), True, record.resource, lines, None,
+        output = CommandOutput(result, strip_final_newline(shown.content), True, record.resource, lines, None,
                                stored_metadata(shown))
     answer = output.tool_result(None)
     answer.metadata.update(state="exited", background=True)
@@ -216,7 +216,7 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
                      else f"[pattern {pattern!r} not seen in the new output]")
     elif record.state == "running":
         notes.append(f"[waited {limit:g} s]")
-    body = _strip_newline(shown.content) if record.resource.size > start else "(no new output)"
+    body = strip_final_newline(shown.content) if record.resource.size > start else "(no new output)"
     text = "\n".join([body, *notes, _state_line(record, next_offset)])
     return ToolResult(text, False, shown.truncated, record.resource,
                       _metadata(record, next_offset, offset=start, match=found))
