@@ -325,11 +325,21 @@ cdef tuple _preview_text(object text, Py_ssize_t max_lines, Py_ssize_t max_bytes
     return head_end, tail_start, head_index, tail_index
 
 
-def preview_cuts(content, max_lines, max_bytes, line_slack=0, /):
+def preview_cuts(content, max_lines, max_bytes, line_slack=0, runs=0, /):
     """Where the head+tail preview cuts ``content``; see _native.preview_cuts."""
     cdef Py_ssize_t c_lines = _check_int(max_lines, "max_lines", 1)
     cdef Py_ssize_t c_bytes = _check_int(max_bytes, "max_bytes", 1)
     cdef Py_ssize_t c_slack = _check_int(line_slack, "line_slack", 0)
+    cdef Py_ssize_t c_runs = _check_int(runs, "runs", 0)
+    cuts = _cuts(content, c_lines, c_bytes, c_slack)
+    if c_runs and cuts[0] < cuts[1]:
+        # The run rule has one home, shared with the twin (imported only when it trims).
+        from overspill._runs import trim_cuts
+        return trim_cuts(content, cuts, c_lines, c_runs, utf8_length)
+    return cuts
+
+
+cdef tuple _cuts(content, Py_ssize_t c_lines, Py_ssize_t c_bytes, Py_ssize_t c_slack):
     cdef const unsigned char[::1] buf
     if isinstance(content, str):
         return _preview_text(content, c_lines, c_bytes, c_slack)

@@ -45,3 +45,24 @@ raw_bytes = st.one_of(_plain_bytes, _plain_bytes.map(BytesSubclass), _plain_byte
 
 contents = st.one_of(texts, raw_bytes)
 limits = st.integers(min_value=1, max_value=80)
+
+# Lines that form runs (they differ only in their numbers and hex digests) and lines that do not.
+_RUN_TEMPLATES = ["tests/test_a.py::test_x[{0}] PASSED [{1}%]", "step {0}: loss={1}", "{0},{1},ok",
+                  "commit {0:x}abcdef{1}", "Get:{0} http://deb/pool/{1} [{0} kB]", "é {0} 中 {1}", "{0}"]
+_LONE_LINES = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x1b\r\n"), max_size=12)
+
+
+@st.composite
+def run_texts(draw: st.DrawFn, max_run: int = 40) -> str:
+    """Text without ESC or ``\\r`` made of blocks: runs of one template's lines
+    (numbers counting up) and lone lines, for the preview's ``runs``."""
+    lines: list[str] = []
+    for _ in range(draw(st.integers(0, 6))):
+        if draw(st.booleans()):
+            template = draw(st.sampled_from(_RUN_TEMPLATES))
+            start = draw(st.integers(0, 10**6))
+            count = draw(st.one_of(st.integers(1, max_run), st.integers(max_run // 2, max_run)))
+            lines += [template.format(start + i, (start + i) * 7 % 1000) for i in range(count)]
+        else:
+            lines.append(draw(_LONE_LINES))
+    return "\n".join(lines) + ("\n" if draw(st.booleans()) else "")

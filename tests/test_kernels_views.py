@@ -8,7 +8,7 @@ import re
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
-from strategies import contents, limits, raw_bytes, texts
+from strategies import contents, limits, raw_bytes, run_texts, texts
 
 from overspill import _kernels, _native
 from overspill.config import DEFAULT_SIGNALS
@@ -359,6 +359,14 @@ def test_twins_agree_on_signal_lines(compiled, data, start, end, flags, limit):
 @given(st.one_of(contents, _ARGUMENTS), limits, limits, st.one_of(st.integers(0, 20), _ARGUMENTS))
 def test_twins_agree_on_preview_cuts_with_slack(compiled, content, max_lines, max_bytes, slack):
     args = (content, max_lines, max_bytes, slack)
+    assert outcome(compiled.preview_cuts, *args) == outcome(_native.preview_cuts, *args)
+
+
+@given(st.one_of(run_texts(), run_texts().map(str.encode), contents, _ARGUMENTS), limits, st.integers(1, 400),
+       st.integers(0, 30), st.one_of(st.integers(0, 5), _ARGUMENTS))
+def test_twins_agree_on_preview_cuts_with_runs(compiled, content, max_lines, max_bytes, slack, runs):
+    # The run rule (overspill._runs) after each implementation's own cut: same results, same errors.
+    args = (content, max_lines, max_bytes, slack, runs)
     assert outcome(compiled.preview_cuts, *args) == outcome(_native.preview_cuts, *args)
 
 

@@ -10,8 +10,10 @@ import pytest
 from hypothesis import given, example, settings
 from hypothesis import strategies as st
 
+import overspill
 from overspill import ToolOutputStore, _kernels, _native
 from overspill._outline import Outline, budget, detect
+from overspill.text import line_slack
 
 try:
     from overspill import _speedups
@@ -498,7 +500,7 @@ def test_runs_of_same_shape_lines_are_trimmed_at_the_cuts(tmp_path):
               for i in range(3000)]
     lines += ["=========================== 1 failed, 6000 passed in 9.1s ==========================="]
     data = ("\n".join(lines) + "\n").encode()
-    store = ToolOutputStore(tmp_path, durable=False, config={"tool_output": {"trim_runs": True}})
+    store = ToolOutputStore(tmp_path, durable=False)  # on by default
     result = store.truncate("s", "c", data)
     content = result.content
     head = content[: content.index("\n\n... output truncated")] + "\n"
@@ -519,16 +521,19 @@ def test_runs_of_same_shape_lines_are_trimmed_at_the_cuts(tmp_path):
     assert kept.endswith("".join(f"line {i}\n" for i in range(4000, 5000)))
 
 
-def test_trimming_runs_is_off_by_default_and_can_be_turned_on(tmp_path):
+def test_trimming_runs_is_on_by_default_and_can_be_turned_off(tmp_path):
     data = "".join(f"2026-01-01 INFO processed record {i} of batch 7\n" for i in range(20000)).encode()
     store = ToolOutputStore(tmp_path, durable=False, config={"tool_output": {"trim_runs": True}})
     trimmed = store.truncate("s", "c", data)
-    whole = ToolOutputStore(tmp_path, durable=False).truncate("s", "c", data)
+    default = ToolOutputStore(tmp_path, durable=False).truncate("s", "c", data)
     switched_off = ToolOutputStore(tmp_path, durable=False, config={"tool_output": {"trim_runs": False}})
-    off = switched_off.truncate("s", "c", data)
-    assert whole.content.replace(whole.resource.uri, "URI") == off.content.replace(off.resource.uri, "URI")
+    whole = switched_off.truncate("s", "c", data)
+    assert default.content.replace(default.resource.uri, "URI") == trimmed.content.replace(trimmed.resource.uri, "URI")
     assert whole.content.startswith(trimmed.content[: trimmed.next_offset])
     assert whole.next_offset > 20 * trimmed.next_offset  # the whole head share, not 10 lines of the run
     assert trimmed.content.count("\n") < 40 < whole.content.count("\n")
+    # Off, head and tail are overspill.preview's without runs: the content as it was before.
+    plain = overspill.preview(data, 2000, 51200, line_slack=line_slack(51200))
+    assert whole.content.startswith(plain.head + "\n... output truncated") and whole.content.endswith(plain.tail)
     with pytest.raises(Exception, match="trim_runs"):
         ToolOutputStore(tmp_path, config={"tool_output": {"trim_runs": "no"}})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 
@@ -53,6 +54,13 @@ def test_public_names_are_pinned():
     assert set(overspill.__all__) == PUBLIC_NAMES
     for name in overspill.__all__:
         assert hasattr(overspill, name), name
+
+
+def test_preview_keywords_keep_the_old_result_by_default():
+    parameters = inspect.signature(overspill.preview).parameters
+    assert list(parameters) == ["content", "max_lines", "max_bytes", "line_slack", "runs"]
+    for name in ("line_slack", "runs"):
+        assert parameters[name].kind is inspect.Parameter.KEYWORD_ONLY and parameters[name].default == 0
 
 
 def test_implementation_in_use(implementation):

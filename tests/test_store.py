@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from strategies import contents, texts
 
 import overspill
-from overspill.text import line_slack
+from overspill.text import RUN_KEEP, line_slack
 from overspill import (
     AccessDeniedError,
     ConfigError,
@@ -603,7 +603,7 @@ def test_truncate_and_paging_properties(tmp_path_factory, content, max_lines, ma
     store = ToolOutputStore(tmp_path_factory.mktemp("prop"), durable=False,
                             config={"tool_output": {"views": [], "signals": []}})
     result = store.truncate("s", "c", content, max_lines=max_lines, max_bytes=max_bytes)
-    preview = overspill.preview(content, max_lines, max_bytes, line_slack=line_slack(max_bytes))
+    preview = overspill.preview(content, max_lines, max_bytes, line_slack=line_slack(max_bytes), runs=RUN_KEEP)
     # Issue 19 item 17: bytes are shown decoded (an invalid byte as U+FFFD, 3 bytes), and the
     # limit holds for what is shown; such a preview is cut tighter than the stored-bytes one.
     expands = not isinstance(content, str) and (

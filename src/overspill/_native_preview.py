@@ -209,8 +209,8 @@ def _found(index: int, base: int) -> int:
     return -1 if index < 0 else base + index
 
 
-def preview_cuts(content: str | BytesLike, max_lines: int, max_bytes: int, line_slack: int = 0, /
-                 ) -> tuple[int, int, int, int]:
+def preview_cuts(content: str | BytesLike, max_lines: int, max_bytes: int, line_slack: int = 0, runs: int = 0,
+                 /) -> tuple[int, int, int, int]:
     """Where the head+tail preview of ``content`` cuts it.
 
     Returns ``(head_end, tail_start, head_index, tail_index)``: the head is
@@ -220,17 +220,26 @@ def preview_cuts(content: str | BytesLike, max_lines: int, max_bytes: int, line_
     was truncated exactly when ``head_end < tail_start``; otherwise all four
     are the content's length.  The rules are those of ``overspill.preview``;
     ``line_slack`` is the most bytes a byte cut gives up to land just after a
-    newline (0: cut at the last character boundary, as before).
+    newline (0: cut at the last character boundary, as before); ``runs``, when
+    above 0, trims runs of same-shape lines at line-aligned byte cuts to that
+    many lines (``overspill._runs``, the rule both implementations call).
 
     :raises TypeError: wrong argument types (a bool is not an int).
-    :raises ValueError: ``max_lines`` or ``max_bytes`` below 1, ``line_slack`` negative.
+    :raises ValueError: ``max_lines`` or ``max_bytes`` below 1, ``line_slack`` or ``runs`` negative.
     """
     max_lines = _check_int(max_lines, "max_lines", 1)
     max_bytes = _check_int(max_bytes, "max_bytes", 1)
     slack = _check_int(line_slack, "line_slack", 0)
+    keep = _check_int(runs, "runs", 0)
     if isinstance(content, str):
-        return _preview_text(content, max_lines, max_bytes, slack)
-    if isinstance(content, (bytes, bytearray)):
-        return _preview_bytes(content, _Haystack(content, None), max_lines, max_bytes, slack)
-    with _byte_view(content) as view:
-        return _preview_bytes(view, _Haystack(view, view), max_lines, max_bytes, slack)
+        cuts = _preview_text(content, max_lines, max_bytes, slack)
+    elif isinstance(content, (bytes, bytearray)):
+        cuts = _preview_bytes(content, _Haystack(content, None), max_lines, max_bytes, slack)
+    else:
+        with _byte_view(content) as view:
+            cuts = _preview_bytes(view, _Haystack(view, view), max_lines, max_bytes, slack)
+    if keep and cuts[0] < cuts[1]:
+        from ._runs import trim_cuts  # only a trimmed preview pays for its import (start-up)
+
+        return trim_cuts(content, cuts, max_lines, keep, utf8_length)
+    return cuts

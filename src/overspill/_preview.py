@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Optional
 
 from . import _kernels, _outline
@@ -55,7 +54,7 @@ def stored_preview(read: Reader, *, uri: str, stored: int, total: int, max_lines
                    release: Optional[Callable[[int, int], None]] = None,
                    outline: bool = False,
                    tokens: Optional[tuple[int, Callable[[str], int]]] = None,
-                   runs: bool = False) -> tuple[Preview, list[str]]:
+                   runs: int = 0) -> tuple[Preview, list[str]]:
     """The preview of a stored output, and the signal lines and outline of the part it omits.
 
     :param read: ``read(start, end)`` gives a verified view of ``[start, end)``
@@ -82,18 +81,15 @@ def stored_preview(read: Reader, *, uri: str, stored: int, total: int, max_lines
         lines and outline) also takes at most ``max_tokens`` tokens by
         ``count(text)``; its byte limit is lowered until it does (so an
         output within the byte and line limits may come back truncated).
-    :param runs: trim runs of same-shape lines at the cuts (``_trim_runs``).
+    :param runs: the lines kept of a run of same-shape lines at a cut
+        (``overspill.preview``'s ``runs``; 0 trims nothing); ``first`` was cut with it.
     :returns: the preview and the lines shown after the marker: the signal
         lines, then the outline (their lines and bytes come out of the
         preview's budget); none when the preview is not truncated, and none
         of a kind when the stored copy cannot be read for it.
     :raises StorageError: a window of the stored copy cannot be read back.
     """
-    recut = _cutter(read, uri, stored, total, count, flags, content, kept_end)
-    if runs:
-        recut = _trimming(recut, read, uri, stored)
-        if first is not None:
-            first = _trim_runs(first, read, uri, stored, max_lines)
+    recut = _cutter(read, uri, stored, total, count, flags, content, kept_end, runs)
     if tokens is None:
         shaped = recut(max_lines, max_bytes) if first is None else first
         return _shown(read, release, stored, shaped, recut, max_lines, max_bytes, flags, signals, outline)
@@ -107,93 +103,6 @@ def stored_preview(read: Reader, *, uri: str, stored: int, total: int, max_lines
             return shaped, lines
         # Signal lines or the outline were denser in tokens than the cut was: narrower again.
         size = max(1, min(size - 1, size * max_tokens * 15 // (used * 16)))
-
-
-# A run of lines that differ only in their numbers (and long hex digests) --
-# PASSED test ids, "step N: loss=..." logs, CSV rows, records processed --
-# says in its first lines what the rest of it says: a byte-cut head keeps the
-# first _RUN_KEEP lines of the run it ends in, a tail the last _RUN_KEEP of
-# the run it starts with, and the rest of the run joins the omitted part
-# (where the signal lines and the outline look).  Runs of at most
-# _RUN_MIN lines are left whole.
-_RUN_KEEP = 10
-_RUN_MIN = 2 * _RUN_KEEP
-_NUMBERS = re.compile(r"[0-9a-f]{7,}|[0-9]+")
-# Bytes read at a time to find where a kept line ends in the stored bytes.
-_NEWLINE_WINDOW = 1 << 16
-
-
-def _trimming(recut: Recut, read: Reader, uri: str, stored: int) -> Recut:
-    """``recut``, with runs of same-shape lines trimmed (``_trim_runs``)."""
-
-    def trimmed(lines: int, size: int) -> Preview:
-        return _trim_runs(recut(lines, size), read, uri, stored, lines)
-
-    return trimmed
-
-
-def _trim_runs(shaped: Preview, read: Reader, uri: str, stored: int, max_lines: int) -> Preview:
-    """``shaped`` with the head's last run and the tail's first run of
-    same-shape lines cut to ``_RUN_KEEP`` lines each.  A preview whose cuts
-    whole lines decide (the line limit) is left as it is, as are parts cut
-    inside a line and a tail beyond the stored copy."""
-    if not shaped.truncated or shaped.head.count("\n") >= max_lines - max_lines // 2:
-        return shaped
-    head, tail, head_end, tail_start = shaped.head, shaped.tail, shaped.head_end, shaped.tail_start
-    with _reading_back(uri):
-        if head.endswith("\n"):
-            lines = head[:-1].split("\n")
-            run = _run_length(reversed(lines))
-            if run > _RUN_MIN:
-                keep = len(lines) - run + _RUN_KEEP
-                head = "\n".join(lines[:keep]) + "\n"
-                head_end = _after_newlines(read, 0, keep, head_end)
-        if tail and tail_start < stored and _starts_line(read, tail_start):
-            lines = tail.split("\n")
-            run = _run_length(lines)
-            if run > _RUN_MIN and run < len(lines):
-                drop = run - _RUN_KEEP
-                tail = "\n".join(lines[drop:])
-                tail_start = _after_newlines(read, tail_start, drop, stored)
-    return Preview(head, tail, True, head_end, tail_start)
-
-
-def _run_length(lines: Iterable[str]) -> int:
-    """How many of ``lines``, from the first, have the first one's shape (its text, numbers aside)."""
-    count = 0
-    shape = None
-    for line in lines:
-        this = _NUMBERS.sub("#", line)
-        if shape is None:
-            shape = this
-        elif this != shape:
-            break
-        count += 1
-    return count
-
-
-def _starts_line(read: Reader, offset: int) -> bool:
-    with read(offset - 1, offset) as view:
-        return bytes(view) == b"\n"
-
-
-def _after_newlines(read: Reader, start: int, count: int, limit: int) -> int:
-    """The stored offset just after the ``count``-th newline from ``start`` (``limit`` if it lies beyond)."""
-    position = start
-    while count and position < limit:
-        stop = min(limit, position + _NEWLINE_WINDOW)
-        with read(position, stop) as view:
-            window = bytes(view)
-        found = window.count(b"\n")
-        if found < count:
-            count -= found
-            position = stop
-            continue
-        index = -1
-        for _ in range(count):
-            index = window.index(b"\n", index + 1)
-        return position + index + 1
-    return position
 
 
 def _token_bytes(recut: Recut, max_lines: int, max_bytes: int, max_tokens: int,
@@ -314,28 +223,28 @@ def compose(shaped: Preview, signals: list[str], uri: str, size: int, lines: int
 
 
 def _cutter(read: Reader, uri: str, stored: int, total: int, count: Optional[int], flags: int,
-            content: Optional[Content], kept_end: Optional[bytes]) -> Recut:
+            content: Optional[Content], kept_end: Optional[bytes], runs: int) -> Recut:
     """``recut(max_lines, max_bytes)``: the preview within those limits, from the best source."""
     if isinstance(content, str):
         text = content
 
         def recut(lines: int, size: int) -> Preview:
-            return preview_from_cuts(text, _kernels.preview_cuts(text, lines, size, line_slack(size)))
+            return preview_from_cuts(text, _kernels.preview_cuts(text, lines, size, line_slack(size), runs))
     elif content is not None:
         data = content
 
         def recut(lines: int, size: int) -> Preview:
-            return view_preview(data, lines, size, flags, line_slack(size))
+            return view_preview(data, lines, size, flags, line_slack(size), runs)
     elif count is None:
         raise TypeError("count is needed when content is not given")
     elif kept_end is not None:
         end = kept_end
 
         def recut(lines: int, size: int) -> Preview:
-            return _capped(read, uri, stored, end, total, count, lines, size, flags)
+            return _capped(read, uri, stored, end, total, count, lines, size, flags, runs)
     else:
         def recut(lines: int, size: int) -> Preview:
-            return _payload(read, uri, stored, count, lines, size, flags)
+            return _payload(read, uri, stored, count, lines, size, flags, runs)
     return recut
 
 
@@ -380,7 +289,7 @@ def _filler(head: bytes, tail: bytes, lines: int, max_lines: int) -> bytes:
 
 
 def _payload(read: Reader, uri: str, size: int, lines: int, max_lines: int, max_bytes: int,
-             flags: int) -> Preview:
+             flags: int, runs: int) -> Preview:
     """The view preview of a just-published payload, from verified windows of it.
 
     Only the first and last ``max_bytes`` (and a few) bytes decide a preview
@@ -395,7 +304,7 @@ def _payload(read: Reader, uri: str, size: int, lines: int, max_lines: int, max_
     with _reading_back(uri):
         if size <= 2 * window:
             with read(0, size) as whole:
-                return view_preview(whole, max_lines, max_bytes, flags, slack)
+                return view_preview(whole, max_lines, max_bytes, flags, slack, runs)
         with read(0, window) as view:
             head = bytes(view)
         with read(size - window, size) as view:
@@ -403,15 +312,16 @@ def _payload(read: Reader, uri: str, size: int, lines: int, max_lines: int, max_
         if flags and (_kernels.view_bytes(head, flags) is not None
                       or _kernels.view_bytes(tail, flags) is not None):
             with read(0, size) as whole:
-                return view_preview(whole, max_lines, max_bytes, flags, slack)
+                return view_preview(whole, max_lines, max_bytes, flags, slack, runs)
         filler = _filler(head, tail, lines, max_lines)
-        cut = view_preview(head + filler + tail, max_lines, max_bytes, flags, slack)
+        # Trimmed runs stay within the windows: a cut moves only away from the gap.
+        cut = view_preview(head + filler + tail, max_lines, max_bytes, flags, slack, runs)
     shift = size - (2 * window + len(filler))
     return Preview(cut.head, cut.tail, True, cut.head_end, cut.tail_start + shift)
 
 
 def _capped(read: Reader, uri: str, stored: int, tail: bytes, total: int, lines: int, max_lines: int,
-            max_bytes: int, flags: int) -> Preview:
+            max_bytes: int, flags: int, runs: int) -> Preview:
     """The preview of an output whose stored copy holds only its start.
 
     The head comes from the stored payload, the tail from the true end kept
@@ -427,7 +337,7 @@ def _capped(read: Reader, uri: str, stored: int, tail: bytes, total: int, lines:
     gap = tail_start > len(head)
     filler = _filler(head, tail, lines, max_lines) if gap else b""
     slack = line_slack(max_bytes)
-    cut = view_preview(head + filler + tail, max_lines, max_bytes, flags, slack)
+    cut = view_preview(head + filler + tail, max_lines, max_bytes, flags, slack, runs)
     if (cut.truncated and cut.head_end > len(head)) or (
             gap and (not cut.truncated or cut.tail_start < len(head) + len(filler))):
         # The cut lies across the gap (the preview wants more than the stored
@@ -436,40 +346,40 @@ def _capped(read: Reader, uri: str, stored: int, tail: bytes, total: int, lines:
         # kept end is the whole output) a head reaching past the stored copy
         # would send the model to read where it holds nothing: the head is
         # cut from the stored copy alone.
-        return _apart(head, tail, tail_start, max_lines, max_bytes, flags, slack)
+        return _apart(head, tail, tail_start, max_lines, max_bytes, flags, slack, runs)
     shift = total - (len(head) + len(filler) + len(tail))
     return Preview(cut.head, cut.tail, cut.truncated, cut.head_end, cut.tail_start + shift)
 
 
 def _apart(head: bytes, tail: bytes, tail_start: int, max_lines: int, max_bytes: int, flags: int,
-           slack: int) -> Preview:
+           slack: int, runs: int) -> Preview:
     """A preview of a stored start (``head``) and a kept end (``tail``, at
     ``tail_start`` in the output) with a gap between them: whole lines of
     each, half the budget for the start, what it leaves for the end."""
     newline = head.rfind(b"\n")
     if newline >= 0:  # the stored copy ends inside a line: show up to its last full line, newline included
         head = head[: newline + 1]
-    first = _bounded(head, max(1, max_lines // 2), max(1, max_bytes // 2), flags, slack)
+    first = _bounded(head, max(1, max_lines // 2), max(1, max_bytes // 2), flags, slack, runs)
     head_end = first.head_end if first.truncated else len(head)
     newline = tail.find(b"\n")
     if 0 <= newline < len(tail) - 1:  # the kept end starts inside a line: from the next one
         tail, tail_start = tail[newline + 1 :], tail_start + newline + 1
     lines_left = max(1, max_lines - first.head.count("\n") - 1)
     bytes_left = max(1, max_bytes - len(first.head.encode("utf-8", "surrogatepass")))
-    last = _bounded(tail, lines_left, bytes_left, flags, slack)
+    last = _bounded(tail, lines_left, bytes_left, flags, slack, runs)
     if last.truncated:
         return Preview(first.head, last.tail, True, head_end, tail_start + last.tail_start)
     return Preview(first.head, last.head, True, head_end, tail_start)
 
 
-def _bounded(data: bytes, max_lines: int, max_bytes: int, flags: int, slack: int) -> Preview:
+def _bounded(data: bytes, max_lines: int, max_bytes: int, flags: int, slack: int, runs: int) -> Preview:
     """A preview whose ``head`` and ``tail`` (all of ``data`` when not
     truncated) are each within the limits: the preview rule gives each about
     half of them, so twice the limits are tried first."""
-    whole = view_preview(data, max_lines, max_bytes, flags, slack)
+    whole = view_preview(data, max_lines, max_bytes, flags, slack, runs)
     if not whole.truncated:
         return whole
-    wider = view_preview(data, 2 * max_lines, 2 * max_bytes, flags, slack)
+    wider = view_preview(data, 2 * max_lines, 2 * max_bytes, flags, slack, runs)
     fits = all(part.count("\n") < max_lines and len(part.encode("utf-8", "surrogatepass")) <= max_bytes
                for part in (wider.head, wider.tail))
     return wider if wider.truncated and fits else whole

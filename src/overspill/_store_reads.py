@@ -39,6 +39,7 @@ class StoreReads:
     # Set by ToolOutputStore.__init__.
     _backend: Backend
     _views: int
+    _runs: int
     _limits: Limits
     _signals: SignalPatterns
     _tokens: Optional[tuple[int, Callable[[str], int]]]
@@ -223,7 +224,7 @@ class StoreReads:
             stored=size - start, total=total, count=newlines + 1, max_lines=lines_limit, max_bytes=bytes_limit,
             # Signal lines and the outline name offsets of the range: only from 0 are they the output's.
             flags=self._views, signals=self._signals if start == 0 else (), outline=start == 0 and self._limits.outline,
-            kept_end=kept_end if capped else None, tokens=self._tokens, runs=self._limits.trim_runs)
+            kept_end=kept_end if capped else None, tokens=self._tokens, runs=self._runs)
         lines = counted_lines(newlines, size - start, last_newline)
         if not shaped.truncated:
             return TruncateResult(shaped.head, False, record.resource, lines, size)

@@ -93,6 +93,7 @@ class StoreWrites(StoreRoom):
     _backend: Backend
     _limits: Limits
     _views: int
+    _runs: int
     _signals: SignalPatterns
     _tokens: Optional[tuple[int, Callable[[str], int]]]
     _retention: timedelta
@@ -262,7 +263,7 @@ class StoreWrites(StoreRoom):
         tokens = self._tokens
         shaped: Optional[Preview]
         if isinstance(content, str):
-            cuts = _kernels.preview_cuts(content, lines_limit, bytes_limit, line_slack(bytes_limit))
+            cuts = _kernels.preview_cuts(content, lines_limit, bytes_limit, line_slack(bytes_limit), self._runs)
             if cuts[0] >= cuts[1]:
                 if tokens is None or tokens[1](content) <= tokens[0]:
                     return unchanged(content)
@@ -281,7 +282,7 @@ class StoreWrites(StoreRoom):
                     return unchanged(text)
                 shaped = None  # within the byte and line limits, over them as shown or over the token bound
             else:
-                shaped = view_preview(content, lines_limit, bytes_limit, flags, line_slack(bytes_limit))
+                shaped = view_preview(content, lines_limit, bytes_limit, flags, line_slack(bytes_limit), self._runs)
                 if not shaped.truncated and tokens is not None and tokens[1](shaped.head) > tokens[0]:
                     shaped = None  # the view fits the bytes and lines, not the token bound
         return shaped
@@ -304,7 +305,7 @@ class StoreWrites(StoreRoom):
                 total=record.resource.size, max_lines=lines_limit, max_bytes=bytes_limit, flags=flags,
                 signals=self._signals, content=content, first=shaped, release=self._releaser(record),
                 outline=self._limits.outline, tokens=tokens,
-                runs=self._limits.trim_runs)
+                runs=self._runs)
         else:
             # The stored copy holds only the output's start: the preview is cut as
             # truncate_stream cuts it (head from the stored copy, tail from the true
@@ -314,7 +315,7 @@ class StoreWrites(StoreRoom):
                 total=record.capture[0], count=_kernels.count_lines(content), max_lines=lines_limit,
                 max_bytes=bytes_limit, flags=flags, signals=self._signals, kept_end=_true_end(content),
                 release=self._releaser(record), outline=self._limits.outline, tokens=tokens,
-                runs=self._limits.trim_runs)
+                runs=self._runs)
         return self._truncated(record, shaped, signals, lines)
 
     def _stored_bytes(self, record: Record) -> Reader:

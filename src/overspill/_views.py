@@ -204,16 +204,17 @@ def _shares(head_size: int, tail_size: int, max_bytes: int) -> tuple[int, int]:
     return head_share, tail_share
 
 
-def view_preview(data: BytesLike, max_lines: int, max_bytes: int, flags: int, slack: int = 0) -> Preview:
+def view_preview(data: BytesLike, max_lines: int, max_bytes: int, flags: int, slack: int = 0,
+                 runs: int = 0) -> Preview:
     """``preview`` of what the model is shown of ``data`` (stored bytes),
     within the limits as shown: each invalid byte becomes U+FFFD, three bytes
     of what the model reads, so output with invalid UTF-8 (Latin-1, binary)
     is cut with the largest smaller byte budget whose head and tail, as shown,
     fit ``max_bytes`` (and is truncated even when its stored bytes fit).
 
-    The rest is ``_viewed_preview``'s.
+    The rest is ``_viewed_preview``'s; ``runs`` is ``preview``'s.
     """
-    found = _viewed_preview(data, max_lines, max_bytes, flags, slack)
+    found = _viewed_preview(data, max_lines, max_bytes, flags, slack, runs)
     if "\ufffd" not in found.head and "\ufffd" not in found.tail:
         return found
     if shown_size(found.head) + shown_size(found.tail) <= max_bytes:
@@ -223,15 +224,16 @@ def view_preview(data: BytesLike, max_lines: int, max_bytes: int, flags: int, sl
     low, high, best = 1, max_bytes - 1, None
     while low <= high:
         budget = (low + high) // 2
-        candidate = _viewed_preview(data, max_lines, budget, flags, slack * budget // max_bytes)
+        candidate = _viewed_preview(data, max_lines, budget, flags, slack * budget // max_bytes, runs)
         if candidate.truncated and shown_size(candidate.head) + shown_size(candidate.tail) <= max_bytes:
             best, low = candidate, budget + 1
         else:
             high = budget - 1
-    return best if best is not None else _viewed_preview(data, max_lines, 1, flags, 0)
+    return best if best is not None else _viewed_preview(data, max_lines, 1, flags, 0, runs)
 
 
-def _viewed_preview(data: BytesLike, max_lines: int, max_bytes: int, flags: int, slack: int = 0) -> Preview:
+def _viewed_preview(data: BytesLike, max_lines: int, max_bytes: int, flags: int, slack: int = 0,
+                    runs: int = 0) -> Preview:
     """``preview`` of what the model is shown of ``data`` (stored bytes), its limits counted in view bytes.
 
     The rules of ``preview`` applied to the view (``view_bytes`` with
@@ -240,19 +242,27 @@ def _viewed_preview(data: BytesLike, max_lines: int, max_bytes: int, flags: int,
     of its view).  ``head_end`` and ``tail_start`` stay offsets in ``data``:
     the head shows ``data[:head_end]`` and the tail ``data[tail_start:]``.
     Text without ESC or lone ``\r`` near its ends gets exactly ``preview``'s
-    cuts.  The cost grows with the stored bytes the preview shows.
+    cuts (with ``line_slack=slack, runs=runs``); a view's runs are trimmed by
+    the same rule (``_runs``), over its lines as shown.  The cost grows with
+    the stored bytes the preview shows.
 
     :raises TypeError: wrong argument types (a bool is not an int).
     :raises ValueError: a limit below 1 or a negative ``slack``.
     """
     with byte_view(data) as view:
-        cuts = _kernels.preview_cuts(view, max_lines, max_bytes, slack)
         if not flags or _is_clean(view, max_bytes, flags):
-            found = preview_from_cuts(view, cuts)
+            found = preview_from_cuts(view, _kernels.preview_cuts(view, max_lines, max_bytes, slack, runs))
             if flags and not found.truncated:
                 return Preview(shown_text(view, flags), "", False, found.head_end, found.tail_start)
             return found
-        return _dirty_preview(view, max_lines, max_bytes, flags, slack)
+        found = _dirty_preview(view, max_lines, max_bytes, flags, slack)
+        if runs and found.truncated:
+            from ._runs import trim_stored  # only a trimmed preview pays for its import
+
+            head, tail, head_end, tail_start = trim_stored(view, found.head, found.tail, found.head_end,
+                                                           found.tail_start, max_lines, runs)
+            return Preview(head, tail, True, head_end, tail_start)
+        return found
 
 
 def _dirty_preview(view: memoryview, max_lines: int, max_bytes: int, flags: int, slack: int) -> Preview:

@@ -98,7 +98,7 @@ _ENVIRONMENT = {"max_lines": "OVERSPILL_MAX_LINES", "max_bytes": "OVERSPILL_MAX_
 
 @frozen(defaults={"max_lines": MAX_LINES, "max_bytes": MAX_BYTES, "max_stored_bytes": MAX_STORED_BYTES,
                   "max_total_bytes": MAX_TOTAL_BYTES, "views": DEFAULT_VIEWS, "signals": DEFAULT_SIGNALS,
-                  "outline": True, "trim_runs": False, "max_tokens": None,
+                  "outline": True, "trim_runs": True, "max_tokens": None,
                   "max_background": MAX_BACKGROUND})
 class Limits:
     """How much of an output the model sees before it is truncated, and how
@@ -118,8 +118,9 @@ class Limits:
     outline: bool
     #: ``tool_output.trim_runs``: a byte-cut head ends after the first 10 lines
     #: of a run of lines that differ only in their numbers, a tail starts 10
-    #: lines before the end of one (the rest of the run is omitted). Off by
-    #: default: it departs from the head/tail split of ``preview``.
+    #: lines before the end of one (the rest of the run is omitted): the
+    #: preview is ``preview(..., runs=text.RUN_KEEP)``'s.  On by default;
+    #: false gives ``preview``'s head and tail without ``runs``.
     trim_runs: bool
     #: ``tool_output.max_tokens``: the most o200k tokens the preview (head, tail,
     #: signal lines and outline) may take, besides ``max_bytes``; None (the

@@ -40,7 +40,7 @@ from .backends.local import LocalBackend
 from .config import RETENTION, ConfigSource, Limits, resolve_limits
 from .errors import BackgroundLimitError, StorageError, UnsupportedError
 from .records import Record, Resource
-from .text import compile_signals, view_flags
+from .text import RUN_KEEP, compile_signals, view_flags
 
 __all__ = ["Page", "ToolOutputStore", "TruncateResult"]
 
@@ -95,6 +95,8 @@ class ToolOutputStore(StoreStreams, StoreReads):
         if self._limits.max_tokens is not None:
             self._tokens = (self._limits.max_tokens, _tokens.counter())
         self._views = view_flags(self._limits.views)
+        # The lines kept of a run of same-shape lines at a cut (preview's ``runs``).
+        self._runs = RUN_KEEP if self._limits.trim_runs else 0
         self._signals = compile_signals(self._limits.signals)
         self._durable = bool(durable)
         self._retention = retention

@@ -15,6 +15,7 @@ from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike, byte_view
 
 __all__ = [
     "Preview",
+    "RUN_KEEP",
     "SignalCollector",
     "compile_signals",
     "counted_lines",
@@ -64,7 +65,7 @@ def _decode(data: memoryview) -> str:
     return str(data, "utf-8", "replace")
 
 
-def preview(content: Content, max_lines: int, max_bytes: int, *, line_slack: int = 0) -> Preview:
+def preview(content: Content, max_lines: int, max_bytes: int, *, line_slack: int = 0, runs: int = 0) -> Preview:
     """The head+tail preview of ``content`` within ``max_lines`` and ``max_bytes``.
 
     Lines are whole lines here: a final newline ends the last line and starts
@@ -78,8 +79,13 @@ def preview(content: Content, max_lines: int, max_bytes: int, *, line_slack: int
     ``floor(max_bytes / 2)`` of its own, a share one side cannot use going to
     the other.  Cuts fall on character boundaries; with ``line_slack``, a
     byte cut gives up at most that many bytes to land just after a newline
-    (the head then ends with one and the tail starts a line).  The cost grows
-    with the preview, not with the content.
+    (the head then ends with one and the tail starts a line).  With ``runs``,
+    a head cut by the byte limit after a newline that ends in a run of more
+    than ``2 * runs`` lines differing only in their numbers (and long hex
+    digests) keeps the run's first ``runs`` lines, and a tail cut so that
+    starts with such a run keeps its last ``runs``; the rest of the run is
+    omitted too (a side the line limit decides is never trimmed).  The cost
+    grows with the preview, not with the content.
 
     :param content: a ``str`` (head and tail are slices of it) or bytes-like
         content (head and tail are decoded with ``errors="replace"``),
@@ -87,10 +93,13 @@ def preview(content: Content, max_lines: int, max_bytes: int, *, line_slack: int
     :param max_lines: at least 1.
     :param max_bytes: at least 1, counted in UTF-8 bytes of the stored form.
     :param line_slack: at least 0 (the default keeps the plain byte cuts).
+    :param runs: at least 0: the lines kept of a run at a cut (the default,
+        0, trims nothing; ``truncate`` passes ``RUN_KEEP`` unless
+        ``tool_output.trim_runs`` is false).
     :raises TypeError: wrong argument types (a bool is not an int).
-    :raises ValueError: a limit below 1 or a negative ``line_slack``.
+    :raises ValueError: a limit below 1, a negative ``line_slack`` or ``runs``.
     """
-    return preview_from_cuts(content, _kernels.preview_cuts(content, max_lines, max_bytes, line_slack))
+    return preview_from_cuts(content, _kernels.preview_cuts(content, max_lines, max_bytes, line_slack, runs))
 
 
 def preview_from_cuts(content: Content, cuts: tuple[int, int, int, int]) -> Preview:
@@ -230,6 +239,11 @@ def view_flags(views: Iterable[str]) -> int:
             raise ValueError(f"unknown view {name!r} (expected ansi or cr)")
         flags |= _VIEW_BITS[name]
     return flags
+
+
+# The lines truncate keeps of a run of same-shape lines at a byte cut
+# (``preview``'s ``runs``), unless ``tool_output.trim_runs`` is false.
+RUN_KEEP = 10
 
 
 def line_slack(max_bytes: int) -> int:
