@@ -30,7 +30,8 @@ def speedups_extension():
     return Extension(
         "overspill._speedups",
         sources=["ext/_speedups.pyx"],
-        depends=["ext/overspill_simd.h", "ext/overspill_text.h", "ext/overspill_simd.pxd", "ext/_speedups_stream.pxi",
+        depends=["ext/overspill_simd.h", "ext/overspill_text.h", "ext/overspill_outline.h", "ext/overspill_simd.pxd",
+                 "ext/_speedups_stream.pxi",
                  "ext/_speedups_views.pxi", "ext/_speedups_outline.pxi", "ext/_speedups_json.pxi"],
         include_dirs=["ext"],
         extra_compile_args=compile_args,

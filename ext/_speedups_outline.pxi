@@ -1,15 +1,35 @@
 # Included by _speedups.pyx: the outline of lines (the twin's overspill/_native_outline.py)
 # and the limits the JSON outline shares.
-# The contract is _native.outline_lines / _native.JsonOutline; the loops here
-# touch Python objects only when a run, a commit or a reported entry begins.
-from libc.string cimport memchr, memcmp
+# The contract is _native.outline_lines / _native.JsonOutline.  The per-line
+# scan is C (overspill_outline.h); this file checks the arguments and builds
+# the Python objects, only when a run, a commit or a reported entry begins.
+from libc.string cimport memcmp, memset
+
+cdef extern from "overspill_outline.h" nogil:
+    enum:
+        TOKEN_CAP "OSP_TOKEN_CAP"
+        DEPTH_CAP "OSP_DEPTH_CAP"
+    ctypedef struct osp_outline:
+        const uint8_t *buf
+        Py_ssize_t n, position, end, depth
+        const uint8_t *lo
+        const uint8_t *hi
+        Py_ssize_t offset, digits, subject_start, subject_end
+        uint64_t changed
+        const uint8_t *token
+        Py_ssize_t token_length, parts
+        Py_ssize_t ends[DEPTH_CAP + 1]
+        Py_ssize_t lines, keyed, lead, commits
+        Py_ssize_t run_count[DEPTH_CAP]
+        Py_ssize_t run_lines[DEPTH_CAP]
+        int run_deeper[DEPTH_CAP]
+        Py_ssize_t section_length
+        uint8_t section[TOKEN_CAP]
+    int osp_outline_next(osp_outline *s)
 
 from overspill._buffers import JSON_LABEL_KEYS
 
 cdef enum:
-    TOKEN_CAP = 255
-    SUBJECT_CAP = 120
-    DEPTH_CAP = 32
     KEY_CAP = 64
     KEYS_CAP = 12
     NESTING_CAP = 4096
@@ -18,59 +38,6 @@ cdef enum:
 cdef bint _TOKEN_STOPS[256]
 for _byte in range(256):
     _TOKEN_STOPS[_byte] = _byte in b" \t[(,;\"'=<>|{}"
-
-
-cdef inline bint _is_section_header(const uint8_t *p, Py_ssize_t n) noexcept:
-    cdef Py_ssize_t i
-    cdef bint slash = False
-    if n < 2 or p[n - 1] != 58:
-        return False
-    for i in range(n - 1):
-        if p[i] == 32 or p[i] == 9 or p[i] == 58:
-            return False
-        if p[i] == 47:
-            slash = True
-    return slash or p[0] == 46
-
-
-cdef Py_ssize_t _part_ends(const uint8_t *p, Py_ssize_t n, Py_ssize_t *ends, Py_ssize_t cap) noexcept:
-    """The ends of the first `cap` non-empty parts of p[0:n) in `ends`; returns min(parts, cap)."""
-    cdef Py_ssize_t i = 0, start = 0, count = 0, width
-    while i < n:
-        if p[i] == 47:
-            width = 1
-        elif p[i] == 58 and i + 1 < n and p[i + 1] == 58:
-            width = 2
-        else:
-            i += 1
-            continue
-        if i > start:
-            if count == cap:
-                return count
-            ends[count] = i
-            count += 1
-        i += width
-        start = i
-    if n > start and count < cap:
-        ends[count] = n
-        count += 1
-    return count
-
-
-cdef inline bint _is_hex(uint8_t c) noexcept:
-    return (48 <= c <= 57) or (97 <= c <= 102)
-
-
-cdef Py_ssize_t _commit_digits(const uint8_t *p, Py_ssize_t n) noexcept:
-    """Hex digits of a `commit <hash>` line (7 or more), else 0."""
-    cdef Py_ssize_t end = 7
-    if n < 7 or memcmp(p, b"commit ", 7) != 0:
-        return 0
-    while end < n and _is_hex(p[end]):
-        end += 1
-    if end - 7 < 7 or (end < n and p[end] != 32):
-        return 0
-    return end - 7
 
 
 # Bytes osp_scan_token stops at (the token's stop bytes, ':' and '/') as
@@ -96,157 +63,113 @@ for _index, (_low, _high) in enumerate(zip(*_special_tables())):
     _SPECIAL_HIGH[_index] = _high
 
 
-cdef inline Py_ssize_t _common_prefix(const uint8_t *a, const uint8_t *b, Py_ssize_t n) noexcept:
-    """Bytes a and b share at their start (at most n), compared eight at a time."""
-    cdef Py_ssize_t i = 0
-    cdef uint64_t x, y
-    while i + 8 <= n:
-        memcpy(&x, a + i, 8)
-        memcpy(&y, b + i, 8)
-        if x != y:
-            break
-        i += 8
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
 def outline_lines(buffer, start, end, section, max_depth, max_runs, max_commits, /):
     """Runs of lines by path prefix, and commits; see _native.outline_lines."""
-    cdef Py_ssize_t c_start, c_end, c_depth, c_runs, c_commits, n, position, stop, length, offset
-    cdef Py_ssize_t lead = 0, lines = 0, keyed = 0, total = 0, d, token_length, parts, common, key_length
-    cdef Py_ssize_t previous_length = 0, previous_parts = 0, digits, s_length, i
+    cdef osp_outline scan
+    cdef Py_ssize_t kept[2]  # max_runs, max_commits
     cdef const unsigned char[::1] buf
-    cdef const uint8_t *line
-    cdef const uint8_t *token
-    cdef const uint8_t *found
-    cdef uint8_t section_copy[TOKEN_CAP]
-    cdef uint8_t previous[TOKEN_CAP]
-    cdef Py_ssize_t ends[DEPTH_CAP + 1]
-    cdef Py_ssize_t previous_ends[DEPTH_CAP + 1]
-    cdef Py_ssize_t run_count[DEPTH_CAP]
-    cdef Py_ssize_t run_lines[DEPTH_CAP]
-    cdef bint run_deeper[DEPTH_CAP]
-    cdef bint any_keyed = False, deeper
-    cdef int pathlike
-    if isinstance(buffer, str):
-        raise TypeError("buffer must be a bytes-like object, not str")
-    c_start = _check_int(start, "start", 0)
-    c_end = _check_int(end, "end", 0)
-    if not isinstance(section, bytes):
-        raise TypeError(f"section must be bytes, not {type(section).__name__}")
-    c_depth = _check_int(max_depth, "max_depth", 1)
-    c_runs = _check_int(max_runs, "max_runs", 1)
-    c_commits = _check_int(max_commits, "max_commits", 0)
-    if c_depth > DEPTH_CAP:
-        raise ValueError(f"max_depth must be at most {DEPTH_CAP}, not {c_depth}")
-    s_length = PyBytes_GET_SIZE(section)
-    if s_length > TOKEN_CAP:
-        raise ValueError(f"section must be at most {TOKEN_CAP} bytes, not {s_length}")
-    memcpy(section_copy, PyBytes_AS_STRING(section), s_length)
-    runs = [[] for _ in range(c_depth)]
-    open_runs = [None] * c_depth  # [key, offset] of each depth's current run
-    first = []
-    last = []
-    pending = None
-    for d in range(c_depth):
-        run_count[d] = 0
+    _outline_arguments(&scan, buffer, start, end, section, max_depth, max_runs, max_commits, kept)
+    runs = [[] for _ in range(scan.depth)]
+    open_runs = [None] * scan.depth  # (key, offset) of each depth's current run
+    commits = _OutlineCommits(kept[1])
     view = _byte_view(buffer)
     try:
         buf = view
-        n = buf.shape[0]
-        if c_end > n or c_start > c_end:
-            raise ValueError(f"start and end must satisfy 0 <= start <= end <= {n}")
-        position = c_start
-        while position < c_end:
-            found = <const uint8_t *>memchr(&buf[position], NEWLINE, c_end - position)
-            stop = c_end if found == NULL else found - &buf[0]
-            line = &buf[position]
-            length = stop - position
-            if length and line[length - 1] == 13:
-                length -= 1
-            offset = position
-            position = stop + 1
-            lines += 1
-            digits = _commit_digits(line, length)
-            if digits:
-                total += 1
-                pending = [offset, line[7 : 7 + min(digits, 12)], None]
-                if len(first) < c_commits:
-                    first.append(pending)
-                elif c_commits:
-                    last.append(pending)
-                    if len(last) > c_commits:
-                        del last[0]
-            elif pending is not None and length > 4 and memcmp(line, b"    ", 4) == 0:
-                i = 4
-                while i < length and (line[i] == 32 or line[i] == 9):
-                    i += 1
-                key_length = length
-                while key_length > i and (line[key_length - 1] == 32 or line[key_length - 1] == 9):
-                    key_length -= 1
-                if key_length > i:
-                    pending[2] = line[i : min(key_length, i + SUBJECT_CAP)]
-                    pending = None
-            if _is_section_header(line, length):
-                s_length = min(length - 1, TOKEN_CAP)
-                memcpy(section_copy, line, s_length)
-                token = section_copy
-                token_length = s_length
-                parts = _part_ends(token, token_length, ends, c_depth + 1)
-            else:
-                token_length = osp_scan_token(line, length, n - offset, TOKEN_CAP, _SPECIAL_LOW, _SPECIAL_HIGH, ends,
-                                              c_depth + 1, &parts, &pathlike)
-                token = line
-                if not pathlike:
-                    token = section_copy
-                    token_length = s_length
-                    parts = _part_ends(token, token_length, ends, c_depth + 1)
-            if token_length == 0:
-                if not any_keyed:
-                    lead += 1
-                else:
-                    for d in range(c_depth):
-                        run_lines[d] += 1
-                continue
-            keyed += 1
-            common = 0
-            if any_keyed:
-                common = _common_prefix(token, previous, min(token_length, previous_length))
-            for d in range(c_depth):
-                key_length = ends[min(d + 1, parts) - 1] if parts else token_length
-                deeper = parts > d + 1
-                if any_keyed:
-                    i = previous_ends[min(d + 1, previous_parts) - 1] if previous_parts else previous_length
-                    if i == key_length and key_length <= common:
-                        run_lines[d] += 1
-                        run_deeper[d] = run_deeper[d] or deeper
-                        continue
-                if run_count[d] < 0:
-                    continue
-                if run_count[d] > 0:
-                    open_run = open_runs[d]
-                    runs[d].append((open_run[0], open_run[1], run_lines[d], bool(run_deeper[d])))
-                if run_count[d] >= c_runs:
-                    run_count[d] = -1
-                    runs[d] = None
-                    continue
-                run_count[d] += 1
-                open_runs[d] = (token[:key_length], offset)
-                run_lines[d] = 1
-                run_deeper[d] = deeper
-            any_keyed = True
-            memcpy(previous, token, token_length)
-            previous_length = token_length
-            previous_parts = parts
-            for d in range(parts):
-                previous_ends[d] = ends[d]
+        scan.n = buf.shape[0]
+        if scan.end > scan.n or scan.position > scan.end:
+            raise ValueError(f"start and end must satisfy 0 <= start <= end <= {scan.n}")
+        if scan.n:
+            scan.buf = &buf[0]
+        while osp_outline_next(&scan):
+            if scan.digits or scan.subject_end > scan.subject_start:
+                commits.line(&scan)
+            if scan.changed:
+                _outline_runs(&scan, runs, open_runs, kept[0])
     finally:
         buf = None
         view.release()
-    for d in range(c_depth):
-        if run_count[d] > 0:
-            open_run = open_runs[d]
-            runs[d].append((open_run[0], open_run[1], run_lines[d], bool(run_deeper[d])))
-    commits = [tuple(commit) for commit in first + last]
-    return runs, lead, lines, keyed, (<const uint8_t *>section_copy)[:s_length], commits, total
+    for d in range(scan.depth):
+        if scan.run_count[d] > 0:
+            _end_run(&scan, runs, open_runs, d)
+    return (runs, scan.lead, scan.lines, scan.keyed, (<const uint8_t *>scan.section)[:scan.section_length],
+            commits.kept(), scan.commits)
+
+
+cdef int _outline_arguments(osp_outline *s, buffer, start, end, section, max_depth, max_runs, max_commits,
+                            Py_ssize_t *kept) except -1:
+    """outline_lines' checks, in the twin's order, into a zeroed *s; kept: max_runs, max_commits."""
+    memset(s, 0, sizeof(osp_outline))
+    if isinstance(buffer, str):
+        raise TypeError("buffer must be a bytes-like object, not str")
+    s.position = _check_int(start, "start", 0)
+    s.end = _check_int(end, "end", 0)
+    if not isinstance(section, bytes):
+        raise TypeError(f"section must be bytes, not {type(section).__name__}")
+    s.depth = _check_int(max_depth, "max_depth", 1)
+    kept[0] = _check_int(max_runs, "max_runs", 1)
+    kept[1] = _check_int(max_commits, "max_commits", 0)
+    if s.depth > DEPTH_CAP:
+        raise ValueError(f"max_depth must be at most {DEPTH_CAP}, not {s.depth}")
+    s.section_length = PyBytes_GET_SIZE(section)
+    if s.section_length > TOKEN_CAP:
+        raise ValueError(f"section must be at most {TOKEN_CAP} bytes, not {s.section_length}")
+    memcpy(s.section, PyBytes_AS_STRING(section), s.section_length)
+    s.lo = _SPECIAL_LOW
+    s.hi = _SPECIAL_HIGH
+    return 0
+
+
+cdef int _outline_runs(osp_outline *s, list runs, list open_runs, Py_ssize_t max_runs) except -1:
+    """At each depth osp_outline_next flagged, the run ends and one begins at the line at s.offset."""
+    cdef Py_ssize_t d, key_length
+    for d in range(s.depth):
+        if not (s.changed >> d) & 1:
+            continue
+        if s.run_count[d] > 0:
+            _end_run(s, runs, open_runs, d)
+        if s.run_count[d] >= max_runs:
+            s.run_count[d] = -1  # this depth has too many runs: it is None
+            runs[d] = None
+            continue
+        s.run_count[d] += 1
+        key_length = s.ends[min(d + 1, s.parts) - 1] if s.parts else s.token_length
+        open_runs[d] = (s.token[:key_length], s.offset)
+        s.run_lines[d] = 1
+        s.run_deeper[d] = s.parts > d + 1
+    return 0
+
+
+cdef int _end_run(osp_outline *s, list runs, list open_runs, Py_ssize_t d) except -1:
+    key, offset = open_runs[d]
+    runs[d].append((key, offset, s.run_lines[d], bool(s.run_deeper[d])))
+    return 0
+
+
+cdef class _OutlineCommits:
+    """The first and the last `limit` commits of outline_lines, each with its subject once found."""
+    cdef list first, last
+    cdef object pending  # the latest commit still without a subject
+    cdef Py_ssize_t limit
+
+    def __cinit__(self, Py_ssize_t limit):
+        self.first = []
+        self.last = []
+        self.limit = limit
+
+    cdef int line(self, osp_outline *s) except -1:
+        """The line at s.offset: a commit, or the pending commit's subject."""
+        if not s.digits:
+            self.pending[2] = s.buf[s.subject_start : s.subject_end]
+            self.pending = None
+            return 0
+        self.pending = [s.offset, s.buf[s.offset + 7 : s.offset + 7 + min(s.digits, 12)], None]
+        if len(self.first) < self.limit:
+            self.first.append(self.pending)
+        elif self.limit:
+            self.last.append(self.pending)
+            if len(self.last) > self.limit:
+                del self.last[0]
+        return 0
+
+    cdef list kept(self):
+        return [tuple(commit) for commit in self.first + self.last]

@@ -1,0 +1,206 @@
+/* The per-line scan of outline_lines (see overspill/_native_outline.py, the
+ * readable specification).
+ *
+ * osp_outline_next runs over the lines of a region and returns to its caller
+ * only at a line that needs Python objects: a commit, a pending commit's
+ * subject, or a depth whose run ends.  Everything else (the line's key, runs
+ * that go on, the counts) stays in the state struct, in C, so the common line
+ * costs no call into Python.  Nothing here touches Python objects.
+ */
+#ifndef OVERSPILL_OUTLINE_H
+#define OVERSPILL_OUTLINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "overspill_simd.h"
+
+#define OSP_TOKEN_CAP 255   /* bytes of a line's leading token kept (_native_outline.TOKEN_MAX) */
+#define OSP_SUBJECT_CAP 120 /* bytes of a commit subject kept (SUBJECT_MAX) */
+#define OSP_DEPTH_CAP 32    /* the most depths kept (OUTLINE_DEPTH_MAX); one bit each in `changed` */
+
+typedef struct {
+    /* Set by the caller before the first call. */
+    const uint8_t *buf;   /* the buffer; the token scan may read up to buf + n */
+    ptrdiff_t n, position, end;  /* the next line starts at position; the region ends at end */
+    ptrdiff_t depth;      /* levels kept, 1 to OSP_DEPTH_CAP */
+    const uint8_t *lo, *hi;  /* the token's stop bytes, ':' and '/' as nibble tables (osp_scan_token) */
+    /* The line osp_outline_next stopped at. */
+    ptrdiff_t offset;     /* where it starts in buf */
+    ptrdiff_t digits;     /* hex digits when it is a commit line, else 0 */
+    ptrdiff_t subject_start, subject_end;  /* the pending commit's subject in buf, else equal */
+    uint64_t changed;     /* depths whose key changed there, while they still count runs */
+    const uint8_t *token; /* its key: in buf or in section; token[:ends[min(d + 1, parts) - 1]] at depth d */
+    ptrdiff_t token_length, parts, ends[OSP_DEPTH_CAP + 1];
+    /* Counts, and state carried from line to line. */
+    ptrdiff_t lines, keyed, lead, commits;
+    int pending, any_keyed;  /* a commit waits for its subject; a keyed line was seen */
+    ptrdiff_t run_count[OSP_DEPTH_CAP];  /* runs begun at each depth; -1 once past the caller's cap */
+    ptrdiff_t run_lines[OSP_DEPTH_CAP];  /* lines of each depth's current run */
+    int run_deeper[OSP_DEPTH_CAP];       /* a line of it had more parts than the key */
+    ptrdiff_t section_length, previous_length, previous_parts, previous_ends[OSP_DEPTH_CAP + 1];
+    uint8_t section[OSP_TOKEN_CAP], previous[OSP_TOKEN_CAP];  /* the current section; the last keyed token */
+} osp_outline;
+
+/* `/some/dir:` as ls -R heads a folder: no space, tab or colon before the
+ * final colon, and a '/' in it or a '.' first. */
+static inline int osp_section_header(const uint8_t *p, ptrdiff_t n) {
+    int slash = 0;
+    if (n < 2 || p[n - 1] != ':') return 0;
+    for (ptrdiff_t i = 0; i < n - 1; i++) {
+        if (p[i] == ' ' || p[i] == '\t' || p[i] == ':') return 0;
+        slash |= p[i] == '/';
+    }
+    return slash || p[0] == '.';
+}
+
+/* The ends of the first `cap` non-empty parts of p[0:n) (split at "/" and
+ * "::") in ends; returns how many. */
+static ptrdiff_t osp_part_ends(const uint8_t *p, ptrdiff_t n, ptrdiff_t *ends, ptrdiff_t cap) {
+    ptrdiff_t i = 0, start = 0, count = 0, width;
+    while (i < n) {
+        if (p[i] == '/') width = 1;
+        else if (p[i] == ':' && i + 1 < n && p[i + 1] == ':') width = 2;
+        else {
+            i++;
+            continue;
+        }
+        if (i > start) {
+            if (count == cap) return count;
+            ends[count++] = i;
+        }
+        i += width;
+        start = i;
+    }
+    if (n > start && count < cap) ends[count++] = n;
+    return count;
+}
+
+/* Hex digits of a `commit <hash>` line (7 or more, then its end or a space), else 0. */
+static inline ptrdiff_t osp_commit_digits(const uint8_t *p, ptrdiff_t n) {
+    ptrdiff_t end = 7;
+    if (n < 7 || memcmp(p, "commit ", 7) != 0) return 0;
+    while (end < n && ((p[end] >= '0' && p[end] <= '9') || (p[end] >= 'a' && p[end] <= 'f'))) end++;
+    if (end - 7 < 7 || (end < n && p[end] != ' ')) return 0;
+    return end - 7;
+}
+
+/* A subject line: four spaces, then more than spaces and tabs.  Its stripped
+ * text is line[*from:*to) (at most OSP_SUBJECT_CAP bytes); returns whether it is one. */
+static inline int osp_subject(const uint8_t *line, ptrdiff_t length, ptrdiff_t *from, ptrdiff_t *to) {
+    ptrdiff_t i = 4, stop = length;
+    if (length <= 4 || memcmp(line, "    ", 4) != 0) return 0;
+    while (i < length && (line[i] == ' ' || line[i] == '\t')) i++;
+    while (stop > i && (line[stop - 1] == ' ' || line[stop - 1] == '\t')) stop--;
+    if (stop <= i) return 0;
+    *from = i;
+    *to = stop - i > OSP_SUBJECT_CAP ? i + OSP_SUBJECT_CAP : stop;
+    return 1;
+}
+
+/* Bytes a and b share at their start (at most n), compared eight at a time. */
+static inline ptrdiff_t osp_common_prefix(const uint8_t *a, const uint8_t *b, ptrdiff_t n) {
+    ptrdiff_t i = 0;
+    uint64_t x, y;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y) break;
+    }
+    while (i < n && a[i] == b[i]) i++;
+    return i;
+}
+
+/* The line's key into s->token, s->token_length, s->parts and s->ends: a
+ * section header's path (which becomes the section), else its own token when
+ * that holds a separator, else the section.  avail bytes from line on may be read. */
+static inline void osp_outline_key(osp_outline *s, const uint8_t *line, ptrdiff_t length, ptrdiff_t avail) {
+    int separated;
+    if (osp_section_header(line, length)) {
+        s->section_length = length - 1 < OSP_TOKEN_CAP ? length - 1 : OSP_TOKEN_CAP;
+        memcpy(s->section, line, (size_t)s->section_length);
+    } else {
+        s->token_length = osp_scan_token(line, length, avail, OSP_TOKEN_CAP, s->lo, s->hi, s->ends, s->depth + 1,
+                                         &s->parts, &separated);
+        s->token = line;
+        if (separated) return;
+    }
+    s->token = s->section;
+    s->token_length = s->section_length;
+    s->parts = osp_part_ends(s->section, s->section_length, s->ends, s->depth + 1);
+}
+
+/* A keyed line at each depth: its run goes on when the key is the previous
+ * keyed line's, else the depth's bit is set in the result (unless the depth
+ * no longer counts runs) for the caller to end the run and begin one.  Then
+ * the line becomes the previous keyed line. */
+static inline uint64_t osp_outline_runs(osp_outline *s) {
+    const ptrdiff_t parts = s->parts, length = s->token_length;
+    ptrdiff_t common = 0, d, key, before;
+    uint64_t changed = 0;
+    if (s->any_keyed) common = osp_common_prefix(s->token, s->previous, length < s->previous_length ? length
+                                                                                                  : s->previous_length);
+    for (d = 0; d < s->depth; d++) {
+        key = parts ? s->ends[(d + 1 < parts ? d + 1 : parts) - 1] : length;
+        if (s->any_keyed) {
+            before = s->previous_parts ? s->previous_ends[(d + 1 < s->previous_parts ? d + 1 : s->previous_parts) - 1]
+                                       : s->previous_length;
+            if (before == key && key <= common) {
+                s->run_lines[d]++;
+                s->run_deeper[d] |= parts > d + 1;
+                continue;
+            }
+        }
+        if (s->run_count[d] >= 0) changed |= (uint64_t)1 << d;
+    }
+    s->any_keyed = 1;
+    memcpy(s->previous, s->token, (size_t)length);
+    s->previous_length = length;
+    s->previous_parts = parts;
+    memcpy(s->previous_ends, s->ends, (size_t)parts * sizeof(ptrdiff_t));
+    return changed;
+}
+
+/* Scans lines from s->position until one needs the caller (see the struct's
+ * middle part; returns 1) or the region ends (returns 0). */
+static int osp_outline_next(osp_outline *s) {
+    const uint8_t *line, *found;
+    ptrdiff_t stop, length, offset, digits, from = 0, to = 0;
+    uint64_t changed;
+    while (s->position < s->end) {
+        offset = s->position;
+        line = s->buf + offset;
+        found = (const uint8_t *)memchr(line, '\n', (size_t)(s->end - offset));
+        stop = found ? found - s->buf : s->end;
+        length = stop - offset;
+        if (length && line[length - 1] == '\r') length--;
+        s->position = stop + 1;
+        s->lines++;
+        digits = osp_commit_digits(line, length);
+        if (digits) s->commits++;
+        from = to = 0;
+        if (digits || (s->pending && osp_subject(line, length, &from, &to))) s->pending = digits != 0;
+        osp_outline_key(s, line, length, s->n - offset);
+        changed = 0;
+        if (s->token_length) {
+            s->keyed++;
+            changed = osp_outline_runs(s);
+        } else if (!s->any_keyed) {
+            s->lead++;
+        } else {
+            for (ptrdiff_t d = 0; d < s->depth; d++) s->run_lines[d]++;
+        }
+        if (digits || to > from || changed) {
+            s->offset = offset;
+            s->digits = digits;
+            s->subject_start = offset + from;
+            s->subject_end = offset + to;
+            s->changed = changed;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+#endif
