@@ -2,9 +2,11 @@
 
 The CLI, the MCP server and the tools take their defaults (a command's
 timeout, the MCP preview limits), their checks (session ids, timeouts, page
-offsets) and the one-line error rule from here, and read a page of a stored
-output through ``read_page``, so that no front end holds a rule another one
-needs.  Importing this module imports neither the store nor a third-party
+offsets) and the one-line error rule from here, read a page of a stored
+output through ``read_page``, take a page's URI with its query
+(``tool-output://ID?offset=N&limit=M``) apart with ``parse_page_uri`` and
+tell a resource served as bytes by its MIME type (``is_binary_mime``), so
+that no front end holds a rule another one needs.  Importing this module imports neither the store nor a third-party
 library.
 """
 
@@ -33,7 +35,9 @@ __all__ = [
     "one_line",
     "binary_page",
     "end_of_resource",
+    "is_binary_mime",
     "page_argument_problem",
+    "parse_page_uri",
     "read_page",
 ]
 
@@ -97,6 +101,62 @@ def page_argument_problem(offset: object, limit: object) -> Optional[str]:
     return None
 
 
+_TEXT_APPLICATIONS = frozenset({"application/json", "application/xml", "application/javascript",
+                                 "application/x-ndjson", "application/yaml", "application/toml",
+                                 "application/x-sh", "application/sql"})
+
+
+def is_binary_mime(mime: str) -> bool:
+    """Whether a resource of this MIME type holds bytes that are not text
+    (``application/octet-stream``, images, archives...): such a page is
+    served as bytes (MCP's base64 ``blob``) or described, never decoded."""
+    kind = mime.split(";", 1)[0].strip().lower()
+    if kind.startswith("text/") or kind in _TEXT_APPLICATIONS:
+        return False
+    return not kind.endswith(("+json", "+xml"))
+
+
+#: The most digits a page's offset or limit may have in a URI's query (more is
+#: past any resource's size, and Python refuses to parse 4,300+ digits).
+_MAX_QUERY_DIGITS = 18
+
+
+def parse_page_uri(uri: object) -> tuple[str, Optional[int], Optional[int]]:
+    """``tool-output://ID?offset=N&limit=M`` (the MCP resource template's form)
+    as the resource's URI, the offset and the limit (None when not given).
+
+    :raises InvalidResourceError: a malformed URI or query, an unknown query
+        key, or an offset or limit that is not one decimal integer (offset at
+        least 0, limit at least 1; at most 18 digits); one line.
+    """
+    from .records import SCHEME, parse_uri
+
+    if not isinstance(uri, str):
+        raise InvalidResourceError(f"a resource URI must be a str, not {type(uri).__name__}")
+    base, question, query = uri.partition("?")
+    parse_uri(base)
+    numbers: dict[str, Optional[int]] = {"offset": None, "limit": None}
+    if not question:
+        return base, None, None
+    seen = set()
+    for pair in query.split("&"):
+        key, equals, text = pair.partition("=")
+        if not equals:
+            raise InvalidResourceError(f"malformed query {query[:80]!r} in a {SCHEME}ID URI (expected offset=N&limit=M)")
+        if key not in numbers:
+            raise InvalidResourceError(f"{SCHEME}ID takes offset and limit, not {key[:40]!r}")
+        if key in seen:
+            raise InvalidResourceError(f"{key} is given twice in a {SCHEME}ID URI")
+        seen.add(key)
+        minimum = 0 if key == "offset" else 1
+        if not (text.isascii() and text.isdigit()) or len(text) > _MAX_QUERY_DIGITS or int(text) < minimum:
+            shown = text if len(text) <= 24 else text[:21] + "..."
+            raise InvalidResourceError(f"{key} must be one integer from {minimum} to {10**_MAX_QUERY_DIGITS - 1}, "
+                                       f"not {shown!r}")
+        numbers[key] = int(text)
+    return base, numbers["offset"], numbers["limit"]
+
+
 def read_page(store: ToolOutputStore, session_id: str, uri: object, offset: Optional[int] = None,
               limit: Optional[int] = None) -> Page:
     """A page of a stored output, as every front end reads one.
@@ -118,15 +178,13 @@ def read_page(store: ToolOutputStore, session_id: str, uri: object, offset: Opti
 def binary_page(store: ToolOutputStore, session_id: str, page: Page, offset: Optional[int] = None,
                 limit: Optional[int] = None) -> Optional[tuple[bytes, int, Optional[int]]]:
     """For ``page`` (as ``read_page`` gave it) of a binary resource
-    (``records.is_binary_mime``): the exact bytes of the same range, where
+    (``is_binary_mime``): the exact bytes of the same range, where
     they start and where the next page does (None at the end), which front
     ends serve as bytes (MCP's base64 ``blob``) or describe, never decode.
     None for a text resource.
 
     :raises: as ``read_page``.
     """
-    from .records import is_binary_mime
-
     if not is_binary_mime(page.resource.mime):
         return None
     _, data, start, following = store.read_bytes(session_id, page.resource.uri, offset=offset or 0, limit=limit)

@@ -87,29 +87,11 @@ def frozen(defaults: dict[str, object] | None = None, hidden: tuple[str, ...] = 
             raise TypeError(f"{cls.__name__}: fields with defaults must come last")
         namespace: dict[str, Any] = {"_set": _set, "_defaults": defaults, "_factories": factories,
                                      "_MISSING": _MISSING}
-        parameters = ", ".join(name if name in required else f"{name}=_defaults[{name!r}]" if name in defaults
-                               else f"{name}=_MISSING" for name in names)
         # Each slot's own setter: a third faster than object.__setattr__, and
         # Page and TruncateResult are made on every read and every truncate.
         for index, name in enumerate(names):
             namespace[f"_set{index}"] = cls.__dict__[name].__set__
-        body = "".join(f"    if {name} is _MISSING:\n        {name} = _factories[{name!r}]()\n"
-                       for name in names if name in factories)
-        body += "".join(f"    _set{index}(self, {name})\n" for index, name in enumerate(names))
-        values = "".join(f"self.{name}, " for name in names)
-        others = "".join(f"other.{name}, " for name in names)
-        shown = ", ".join(f"{name}={{self.{name}!r}}" for name in names if name not in hidden)
-        source = (
-            f"def __init__(self, {parameters}):\n{body}"
-            f"def __repr__(self):\n    return f'{cls.__qualname__}({shown})'\n"
-            f"def __eq__(self, other):\n"
-            f"    if other.__class__ is not self.__class__:\n        return NotImplemented\n"
-            f"    return ({values}) == ({others})\n"
-            f"def __hash__(self):\n    return hash(({values}))\n"
-            f"def __getstate__(self):\n    return ({values})\n"
-            f"def __setstate__(self, state):\n"
-            f"    for name, value in zip({names!r}, state):\n        _set(self, name, value)\n"
-        )
+        source = _methods_source(cls.__qualname__, names, required, defaults, factories, hidden)
         exec(source, namespace)  # noqa: S102 - the source is built from the class's own field names
         for method in ("__init__", "__repr__", "__eq__", "__hash__", "__getstate__", "__setstate__"):
             function = namespace[method]
@@ -125,3 +107,29 @@ def frozen(defaults: dict[str, object] | None = None, hidden: tuple[str, ...] = 
         return cls
 
     return build
+
+
+def _methods_source(qualname: str, names: tuple[str, ...], required: list[str], defaults: dict[str, object],
+                    factories: dict[str, Callable[[], object]], hidden: tuple[str, ...]) -> str:
+    """The source of a frozen class's ``__init__``, ``__repr__``, ``__eq__``,
+    ``__hash__``, ``__getstate__`` and ``__setstate__``, over its fields ``names``
+    (``_set{index}`` is each slot's setter in the namespace they are run in)."""
+    parameters = ", ".join(name if name in required else f"{name}=_defaults[{name!r}]" if name in defaults
+                           else f"{name}=_MISSING" for name in names)
+    body = "".join(f"    if {name} is _MISSING:\n        {name} = _factories[{name!r}]()\n"
+                   for name in names if name in factories)
+    body += "".join(f"    _set{index}(self, {name})\n" for index, name in enumerate(names))
+    values = "".join(f"self.{name}, " for name in names)
+    others = "".join(f"other.{name}, " for name in names)
+    shown = ", ".join(f"{name}={{self.{name}!r}}" for name in names if name not in hidden)
+    return (
+        f"def __init__(self, {parameters}):\n{body}"
+        f"def __repr__(self):\n    return f'{qualname}({shown})'\n"
+        f"def __eq__(self, other):\n"
+        f"    if other.__class__ is not self.__class__:\n        return NotImplemented\n"
+        f"    return ({values}) == ({others})\n"
+        f"def __hash__(self):\n    return hash(({values}))\n"
+        f"def __getstate__(self):\n    return ({values})\n"
+        f"def __setstate__(self, state):\n"
+        f"    for name, value in zip({names!r}, state):\n        _set(self, name, value)\n"
+    )

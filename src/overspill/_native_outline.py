@@ -120,6 +120,21 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
         ``max_depth`` outside 1 to ``OUTLINE_DEPTH_MAX``, ``max_runs`` below
         1, ``max_commits`` negative, ``section`` longer than ``TOKEN_MAX``.
     """
+    start, end, max_depth, max_runs, max_commits = _outline_arguments(buffer, start, end, section, max_depth,
+                                                                      max_runs, max_commits)
+    with _byte_view(buffer) as view:
+        if end > len(view) or start > end:
+            raise ValueError(f"start and end must satisfy 0 <= start <= end <= {len(view)}")
+        region = view[start:end].tobytes()
+    runs = _Runs(max_depth, max_runs)
+    commits = _Commits(max_commits)
+    lines, keyed, section = _outline_region(region, start, section, runs, commits)
+    return runs.shown(), runs.lead, lines, keyed, section, commits.kept(), commits.total
+
+
+def _outline_arguments(buffer: object, start: object, end: object, section: object, max_depth: object,
+                       max_runs: object, max_commits: object) -> tuple[int, int, int, int, int]:
+    """``outline_lines``' checks, in its order: ``(start, end, max_depth, max_runs, max_commits)``."""
     if isinstance(buffer, str):
         raise TypeError("buffer must be a bytes-like object, not str")
     start = _check_int(start, "start", 0)
@@ -133,14 +148,7 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
         raise ValueError(f"max_depth must be at most {OUTLINE_DEPTH_MAX}, not {max_depth}")
     if len(section) > TOKEN_MAX:
         raise ValueError(f"section must be at most {TOKEN_MAX} bytes, not {len(section)}")
-    with _byte_view(buffer) as view:
-        if end > len(view) or start > end:
-            raise ValueError(f"start and end must satisfy 0 <= start <= end <= {len(view)}")
-        region = view[start:end].tobytes()
-    runs = _Runs(max_depth, max_runs)
-    commits = _Commits(max_commits)
-    lines, keyed, section = _outline_region(region, start, section, runs, commits)
-    return runs.shown(), runs.lead, lines, keyed, section, commits.kept(), commits.total
+    return start, end, max_depth, max_runs, max_commits
 
 
 def _outline_region(region: bytes, start: int, section: bytes, runs: _Runs, commits: _Commits

@@ -64,11 +64,12 @@ from ._frontend import (
     check_session_id,
     check_timeout,
     one_line,
+    parse_page_uri,
     read_page,
 )
 from .config import MAX_READ_BYTES
 from .errors import InvalidResourceError, OverspillError
-from .records import SCHEME, Resource, new_id, parse_page_uri
+from .records import SCHEME, Resource, new_id
 from .store import ToolOutputStore
 from .tools import ToolResult
 

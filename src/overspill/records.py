@@ -38,8 +38,6 @@ __all__ = [
     "is_resource_id",
     "load_record",
     "new_id",
-    "is_binary_mime",
-    "parse_page_uri",
     "parse_record",
     "parse_uri",
     "read_record",
@@ -151,60 +149,6 @@ def parse_uri(uri: object) -> str:
             f"{shown!r} is not a tool-output URI (expected tool-output:// and a {ID_LENGTH}-character id)"
         )
     return resource_id
-
-
-_TEXT_APPLICATIONS = frozenset({"application/json", "application/xml", "application/javascript",
-                                 "application/x-ndjson", "application/yaml", "application/toml",
-                                 "application/x-sh", "application/sql"})
-
-
-def is_binary_mime(mime: str) -> bool:
-    """Whether a resource of this MIME type holds bytes that are not text
-    (``application/octet-stream``, images, archives...): such a page is
-    served as bytes (MCP's base64 ``blob``) or described, never decoded."""
-    kind = mime.split(";", 1)[0].strip().lower()
-    if kind.startswith("text/") or kind in _TEXT_APPLICATIONS:
-        return False
-    return not kind.endswith(("+json", "+xml"))
-
-
-#: The most digits a page's offset or limit may have in a URI's query (more is
-#: past any resource's size, and Python refuses to parse 4,300+ digits).
-_MAX_QUERY_DIGITS = 18
-
-
-def parse_page_uri(uri: object) -> tuple[str, Optional[int], Optional[int]]:
-    """``tool-output://ID?offset=N&limit=M`` (the MCP resource template's form)
-    as the resource's URI, the offset and the limit (None when not given).
-
-    :raises InvalidResourceError: a malformed URI or query, an unknown query
-        key, or an offset or limit that is not one decimal integer (offset at
-        least 0, limit at least 1; at most 18 digits); one line.
-    """
-    if not isinstance(uri, str):
-        raise InvalidResourceError(f"a resource URI must be a str, not {type(uri).__name__}")
-    base, question, query = uri.partition("?")
-    parse_uri(base)
-    numbers: dict[str, Optional[int]] = {"offset": None, "limit": None}
-    if not question:
-        return base, None, None
-    seen = set()
-    for pair in query.split("&"):
-        key, equals, text = pair.partition("=")
-        if not equals:
-            raise InvalidResourceError(f"malformed query {query[:80]!r} in a {SCHEME}ID URI (expected offset=N&limit=M)")
-        if key not in numbers:
-            raise InvalidResourceError(f"{SCHEME}ID takes offset and limit, not {key[:40]!r}")
-        if key in seen:
-            raise InvalidResourceError(f"{key} is given twice in a {SCHEME}ID URI")
-        seen.add(key)
-        minimum = 0 if key == "offset" else 1
-        if not (text.isascii() and text.isdigit()) or len(text) > _MAX_QUERY_DIGITS or int(text) < minimum:
-            shown = text if len(text) <= 24 else text[:21] + "..."
-            raise InvalidResourceError(f"{key} must be one integer from {minimum} to {10**_MAX_QUERY_DIGITS - 1}, "
-                                       f"not {shown!r}")
-        numbers[key] = int(text)
-    return base, numbers["offset"], numbers["limit"]
 
 
 @frozen(defaults={"name": None})

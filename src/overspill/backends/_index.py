@@ -96,7 +96,7 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and pathlib cost start-up; annotations are never evaluated
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
     from pathlib import Path
     from typing import Optional, Union
 
@@ -165,6 +165,14 @@ def _unseal(data: bytes, name: str) -> Optional[list[str]]:
     except UnicodeDecodeError:
         return None
     return lines if len(lines) == int(trailer[1]) else None
+
+
+def _by_session(names: Iterable[str], known: dict[str, str]) -> dict[str, list[str]]:
+    """The ids of ``names`` (``{id}.json``, in the order given) by their session key in ``known``."""
+    lists: dict[str, list[str]] = {}
+    for name in names:
+        lists.setdefault(known[name], []).append(name[:ID_LENGTH])
+    return lists
 
 
 class ListingIndex:
@@ -334,19 +342,7 @@ class ListingIndex:
                     continue
                 known[name] = session_key(record.session_id)
                 added.append(name)
-            if previous is None or relist:
-                lists: dict[str, list[str]] = {}
-                for name in sorted(known):
-                    lists.setdefault(known[name], []).append(name[:ID_LENGTH])
-                changed = set(lists)
-            else:
-                additions: dict[str, list[str]] = {}
-                for name in added:
-                    additions.setdefault(known[name], []).append(name[:ID_LENGTH])
-                changed = set(additions) | {previous[name] for name in gone}
-                lists = {k: self._session_list(k, known, additions.get(k, [])) for k in changed}
-                if key is not None and key not in lists and not self._intact(key, known):
-                    lists[key] = self._session_list(key, known, [])  # repaired: it was damaged
+            lists = self._new_lists(key, known, None if relist else previous, gone, added)
             if lock_fd is not None:
                 if previous is None or relist or lists:
                     complete &= self._store(known, lists, rebuild=previous is None or relist)
@@ -361,6 +357,20 @@ class ListingIndex:
         finally:
             if lock_fd is not None:
                 os.close(lock_fd)  # also releases the flock
+
+    def _new_lists(self, key: Optional[str], known: dict[str, str], previous: Optional[dict[str, str]],
+                   gone: list[str], added: list[str]) -> dict[str, list[str]]:
+        """The session lists a catch-up writes: every one, from ``known``, when
+        there is no ``previous`` id list to catch up from; else those that lost
+        ``gone`` names or gained ``added`` ones, and ``key``'s if it is damaged."""
+        if previous is None:
+            return _by_session(sorted(known), known)
+        additions = _by_session(added, known)
+        changed = set(additions) | {previous[name] for name in gone}
+        lists = {k: self._session_list(k, known, additions.get(k, [])) for k in changed}
+        if key is not None and key not in lists and not self._intact(key, known):
+            lists[key] = self._session_list(key, known, [])  # repaired: it was damaged
+        return lists
 
     def _intact(self, key: str, known: dict[str, str]) -> bool:
         """Whether ``key``'s list is readable, well-formed, and present when ``known`` has ids under it."""

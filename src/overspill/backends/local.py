@@ -27,10 +27,11 @@ from typing import Optional
 
 from .. import _files
 from ..errors import ResourceNotFoundError
-from ..records import Record, is_resource_id, read_record, unreadable, uri_for
+from ..records import Record, read_record, unreadable, uri_for
 from ._checksums import verify
 from ._index import ListingIndex
 from ._local_growing import LocalGrowing
+from ._local_listing import LocalListing
 from ._local_maps import Entry, drop_mapped_pages, file_identity, map_range
 from ._local_quota import LocalQuota
 from ._local_writer import LocalWriter
@@ -55,7 +56,7 @@ _PRIVATE_MAP_BYTES = 1 << 20
 
 
 
-class LocalBackend(LocalGrowing, LocalQuota):
+class LocalBackend(LocalGrowing, LocalQuota, LocalListing):
     """Resources as file pairs in ``directory`` (created ``0700`` if missing).
 
     :param directory: the managed folder itself (the store passes
@@ -119,7 +120,6 @@ class LocalBackend(LocalGrowing, LocalQuota):
         self._live[id(writer)] = writer
         return writer
 
-
     def _missing(self) -> bool:
         """Whether a folder left to the first write does not exist yet: it holds nothing."""
         return not self._created and not os.path.isdir(self._directory)
@@ -159,8 +159,6 @@ class LocalBackend(LocalGrowing, LocalQuota):
         if record.state != "running":
             return record
         return self._growing(entry, record)
-
-
 
     def _map(self, entry: Entry, record: Record, identity: Optional[tuple[int, ...]]) -> mmap.mmap:
         """Open and map the payload (whose lstat gave ``identity``, if one was
@@ -258,7 +256,6 @@ class LocalBackend(LocalGrowing, LocalQuota):
             verify(record, part, base, start, end)
             return part[start - base : end - base]
 
-
     def drop_pages(self, record: Record, start: int, end: int, /) -> None:
         """A hint after a long scan of ``[start, end)``: its mapped pages are not needed soon.
 
@@ -269,36 +266,6 @@ class LocalBackend(LocalGrowing, LocalQuota):
         entry = self._entries.get(record.id)
         if entry is not None:
             drop_mapped_pages(entry.mapped[1], start, end)
-
-    # ------------------------------------------------------------------ listing
-    def _published_ids(self) -> list[str]:
-        names = os.listdir(self._directory)
-        return sorted(name[:-5] for name in names if name.endswith(".json") and is_resource_id(name[:-5]))
-
-    def _valid_record(self, resource_id: str) -> Optional[Record]:
-        try:
-            return self.record(resource_id)
-        except ResourceNotFoundError:
-            return None
-
-    def records(self, session_id: Optional[str] = None, /) -> list[Record]:
-        """Valid records in id order; through the index when there is one, so
-        that one session's listing reads that session's records only."""
-        if self._missing():
-            return []  # never written: nothing to list, and no index folder made for it
-        if self._index is None:
-            candidates = self._published_ids()
-        else:
-            candidates = self._index.candidates(session_id, self._valid_record)
-        found = []
-        for resource_id in candidates:
-            try:
-                record = self.record(resource_id)
-            except ResourceNotFoundError:
-                continue
-            if session_id is None or record.session_id == session_id:
-                found.append(record)
-        return found
 
     # ------------------------------------------------------------------ removal
     def _forget(self, resource_ids: Iterable[str]) -> None:
@@ -330,12 +297,6 @@ class LocalBackend(LocalGrowing, LocalQuota):
                 except OSError:
                     pass  # the index folder is unusable: the quota check counts the folder itself
         return report
-
-
-
-
-
-
 
     def reset_after_fork(self) -> None:
         """In a forked child: a fresh lock and empty caches.

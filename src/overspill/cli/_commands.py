@@ -18,9 +18,8 @@ if TYPE_CHECKING:  # typing and argparse cost start-up; annotations are never ev
     from typing import BinaryIO
 
 def _command_read(args: argparse.Namespace) -> int:
-    from .._frontend import end_of_resource, read_page
+    from .._frontend import end_of_resource, parse_page_uri, read_page
     from ..config import MAX_READ_BYTES
-    from ..records import parse_page_uri
 
     uri, query_offset, query_limit = parse_page_uri(args.uri)  # tool-output://ID?offset=N&limit=M, as MCP's
     for name, given, queried in (("offset", args.offset, query_offset), ("limit", args.limit, query_limit)):
@@ -65,9 +64,8 @@ def _command_read(args: argparse.Namespace) -> int:
 
 
 def _command_grep(args: argparse.Namespace) -> int:
+    from .._frontend import parse_page_uri
     from ..tools.grep import search_resource
-
-    from ..records import parse_page_uri
 
     uri = parse_page_uri(args.uri)[0]
     store = _store(args)
