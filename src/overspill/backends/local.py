@@ -10,7 +10,7 @@ a cached map of the payload as a zero-copy view, after one ``lstat`` of the
 payload and a check of the CRC-32 of every 64 KiB chunk under it, on every
 read.  Ranges of 1 MiB and more get a map of their own, dropped when the
 caller releases the view, so streaming a payload keeps memory flat.  Cleanup
-is ``_sweep``: one process at a time per folder.
+is ``_sweep``: one process at a time per folder; listing is ``_local_listing``.
 """
 
 from __future__ import annotations
