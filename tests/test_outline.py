@@ -278,6 +278,26 @@ def test_json_outline_labels_name_the_omitted_items():
         assert names == [f"pkg{i}".encode() for i in range(entry[2], entry[3] + 1)]
 
 
+def test_json_outline_shows_first_what_stands_out_of_a_uniform_list(tmp_path):
+    # 1,500 issues whose titles share a template, one unlike them in the middle: shown before the others,
+    # at both budgets, at its item's offset. A list of unique names (no shared word) singles nothing out.
+    words = ["login", "cache", "upload", "sync", "render"]
+    items = [{"id": i, "title": f"{words[i % 5]} {words[i * 3 % 5]} fails on {words[i * 7 % 5]} #{i}", "n": i}
+             for i in range(1500)]
+    items[700]["title"] = "payment webhook drops events under load"
+    data = json.dumps({"total_count": 1500, "items": items}, indent=2).encode()
+    store = ToolOutputStore(tmp_path, durable=False)
+    for max_lines, max_bytes in ((2000, 51200), (400, 8192)):
+        content = store.truncate("s", "c", data, max_lines=max_lines, max_bytes=max_bytes).content
+        (line,) = [line for line in content.split("\n") if line.startswith("  unlike the rest: ")]
+        match = re.fullmatch(r"  unlike the rest: \[700\] payment webhook drops events under load @ (\d+)", line)
+        assert match and data[int(match.group(1)):].startswith(b'{\n      "id": 700,')
+    names = [{"name": f"{''.join(chr(97 + (i * k) % 26) for k in (3, 5, 7, 11))}-{i}"} for i in range(1500)]
+    plain = json.dumps({"installed": names}, indent=2).encode()
+    content = store.truncate("s", "d", plain).content
+    assert "[outline of the omitted part (JSON)" in content and "unlike the rest" not in content
+
+
 @pytest.mark.parametrize("kernels", BOTH, ids=lambda module: module.__name__.rsplit(".", 1)[-1])
 @pytest.mark.parametrize("text", [b"{]", b"[}", b"]", b"{1:2}", b"[1:2]", b"hello", b"\xef\xbb\xbf{}"])
 def test_json_outline_stops_at_what_cannot_be_json(kernels, text):

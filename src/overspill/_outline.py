@@ -4,7 +4,8 @@ Three kinds of output get one, chosen from what the preview's head shows:
 
 * JSON (a document, pretty or on one line, or JSON Lines): the paths and
   sizes of the omitted structure, the keys of objects, and the names of the
-  omitted items of arrays of objects (``$.packages[12..480] (469 items) @ 40960``);
+  omitted items of arrays of objects (``$.packages[12..480] (469 items) @ 40960``;
+  the few that stand out of a uniform list first);
 * ``git log``: the commits of the omitted part (short hash and subject; the
   first and last ones when there are many, with the count between);
 * listings and path-led logs (``find``, ``ls -R``, ``grep -rn``, test ids):
@@ -61,6 +62,13 @@ _SUBJECT = 120
 # Bytes read after a commit line whose subject lies past its block.
 _SUBJECT_WINDOW = 4096
 _IDENTIFIER = LazyPattern(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# A long uniform list of items (most labels share a word: a template such as
+# "... fails on ...") hides what stands out of it: an item whose label shares
+# no word with more than an eighth of the labels is shown before the others,
+# when at most _UNLIKE items do and the list has at least _UNIFORM_MIN labels.
+_UNLIKE = 8
+_UNIFORM_MIN = 20
+_WORDS = LazyPattern(rb"[a-z]+")
 
 
 def budget(max_lines: int, max_bytes: int) -> tuple[int, int]:
@@ -274,6 +282,7 @@ class Outline:
             return []
         body = ["[outline of the omitted part (JSON); by byte offset:]"]
         labels: list[str] = []
+        unlike: list[str] = []
         for path, kind, first, last, count, offset, end, keys, names in sorted(entries, key=lambda e: e[5]):
             size = _human_bytes(end - offset)
             if kind == "object":
@@ -286,10 +295,33 @@ class Outline:
             where = f"{_path(path)}[{first}..{last}]" if kind == "array" else f"records {first}..{last}"
             body.append(f"{where} ({count} {what}, {size}{of}) @ {offset}")
             if names:
-                labels.extend(f"[{index}] {_text(name)} @ {at}" for index, at, name in names)
+                standing_out = _unlike_the_rest(names)
+                for number, (index, at, name) in enumerate(names):
+                    (unlike if number in standing_out else labels).append(f"[{index}] {_text(name)} @ {at}")
+        if unlike:
+            body.extend(_wrap(unlike, lead="  unlike the rest: "))
         if labels:
             body.extend(_wrap(labels))
         return body
+
+
+def _unlike_the_rest(names: list) -> set[int]:
+    """The positions in ``names`` (``(index, offset, label)``) of the items that
+    stand out of a uniform list: see ``_UNLIKE``."""
+    count = len(names)
+    if count < _UNIFORM_MIN:
+        return set()
+    words = [set(_WORDS.findall(name.lower())) for _, _, name in names]
+    frequency: dict[bytes, int] = {}
+    for found in words:
+        for word in found:
+            frequency[word] = frequency.get(word, 0) + 1
+    # How widely each label's most common word is shared, in labels.
+    shared = [max((frequency[word] for word in found), default=0) for found in words]
+    if sorted(shared)[count // 2] * 2 < count:
+        return set()  # no word in half the labels: not a uniform list
+    rare = {number for number, found in enumerate(words) if found and shared[number] * 8 <= count}
+    return rare if len(rare) <= _UNLIKE else set()
 
 
 def _refine(levels: list[list[list]], room: int) -> list[tuple[int, int]]:
@@ -334,14 +366,14 @@ def _refine(levels: list[list[list]], room: int) -> list[tuple[int, int]]:
     return sorted(shown, key=lambda node: levels[node[0]][node[1]][1])
 
 
-def _wrap(items: list[str], width: int = 120) -> list[str]:
+def _wrap(items: list[str], width: int = 120, lead: str = "  ") -> list[str]:
     lines: list[str] = []
     current = ""
     for item in items:
         if current and len(current) + 2 + len(item) > width:
             lines.append(current)
             current = ""
-        current = f"{current}; {item}" if current else f"  {item}"
+        current = f"{current}; {item}" if current else f"{lead if not lines else '  '}{item}"
     if current:
         lines.append(current)
     return lines
