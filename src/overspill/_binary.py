@@ -14,7 +14,10 @@
 from __future__ import annotations
 
 import codecs
-from typing import BinaryIO
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
+    from typing import BinaryIO
 
 __all__ = ["SNIFF_BYTES", "file_is_binary", "output_is_binary"]
 

@@ -18,8 +18,9 @@ if TYPE_CHECKING:
     from typing import Any, Callable, TypeVar
 
     _C = TypeVar("_C", bound=type)
+    _V = TypeVar("_V")
 
-__all__ = ["frozen"]
+__all__ = ["frozen", "replace"]
 
 _set = object.__setattr__
 
@@ -133,3 +134,16 @@ def _methods_source(qualname: str, names: tuple[str, ...], required: list[str], 
         f"def __setstate__(self, state):\n"
         f"    for name, value in zip({names!r}, state):\n        _set(self, name, value)\n"
     )
+
+
+def replace(value: _V, /, **changes: object) -> _V:
+    """``dataclasses.replace`` for a ``frozen`` class's instance, without
+    importing ``dataclasses``: a new instance, ``changes`` over its fields.
+
+    :raises TypeError: a name in ``changes`` is not one of its fields.
+    """
+    names: tuple[str, ...] = type(value).__slots__  # type: ignore[attr-defined]
+    unknown = set(changes).difference(names)
+    if unknown:
+        raise TypeError(f"{type(value).__name__} has no field {sorted(unknown)[0]!r}")
+    return type(value)(**{name: changes[name] if name in changes else getattr(value, name) for name in names})

@@ -18,33 +18,35 @@ from __future__ import annotations
 
 import contextlib
 import errno
-from collections.abc import Callable, Iterator
-from typing import Optional
 
-from . import _kernels, _outline
+from . import _kernels
 from ._views import view_preview
 from .errors import ResourceNotFoundError, StorageError
 from .text import (
     SIGNAL_LINES,
     SIGNAL_PERCENT,
-    Content,
     Preview,
-    Reader,
     SignalCollector,
-    SignalPatterns,
     line_slack,
     preview_from_cuts,
     truncation_marker,
     view_marker,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
+    from collections.abc import Callable, Iterator
+    from typing import Optional
+
+    from .text import Content, Reader, SignalPatterns
+
+    Recut = Callable[[int, int], Preview]
+
 __all__ = ["BOUNDARY_MARGIN", "compose", "stored_preview"]
 
 # Bytes read around a window so that its character boundaries are decided
 # exactly as over the whole payload (a boundary depends on 3 bytes each side).
 BOUNDARY_MARGIN = 16
-
-Recut = Callable[[int, int], Preview]
 
 
 def stored_preview(read: Reader, *, uri: str, stored: int, total: int, max_lines: int, max_bytes: int,
@@ -126,6 +128,8 @@ def _shown(read: Reader, release: Optional[Callable[[int, int], None]], stored: 
     lines and the outline of what it omits, and those lines."""
     if not shaped.truncated:
         return shaped, []
+    from . import _outline  # (with heapq) only a truncated output's preview needs it
+
     kind = _outline_kind(read, stored) if outline else None
     reserved = _outline.budget(max_lines, max_bytes) if kind else (0, 0)
     if not reserved[1]:
@@ -182,6 +186,8 @@ def _outlined_within(read: Reader, release: Optional[Callable[[int, int], None]]
 
 def _outline_kind(read: Reader, stored: int) -> Optional[str]:
     """What kind of outline the output gets, from the start of its stored copy."""
+    from . import _outline
+
     try:
         with read(0, min(stored, _outline.DETECT_BYTES)) as view:
             return _outline.detect(bytes(view))
@@ -192,6 +198,8 @@ def _outline_kind(read: Reader, stored: int) -> Optional[str]:
 def _outlined(read: Reader, release: Optional[Callable[[int, int], None]], stored: int, shaped: Preview,
               kind: str, reserved: tuple[int, int]) -> list[str]:
     """The outline of ``shaped``'s omitted part within ``reserved`` (lines, bytes)."""
+    from . import _outline
+
     scanned = _releasing(read, release)
     collector = _outline.Outline(kind, scanned)
     try:

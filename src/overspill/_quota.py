@@ -11,15 +11,18 @@ bytes.
 
 from __future__ import annotations
 
-from typing import Protocol
+from .backends._report import CleanupReport
 
-from .backends.base import Backend, CleanupReport, Quota
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
+    from typing import Protocol
+
+    from .backends.base import Backend, Quota
+
+    class QuotaBackend(Backend, Quota, Protocol):
+        """A backend with the ``Quota`` capability."""
 
 __all__ = ["make_room"]
-
-
-class QuotaBackend(Backend, Quota, Protocol):
-    """A backend with the ``Quota`` capability."""
 
 
 def make_room(backend: QuotaBackend, limit: int) -> CleanupReport:

@@ -7,20 +7,27 @@ the URI and the session, then asks the backend for verified bytes.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
-from typing import Optional
 
 from . import _kernels
 from ._arguments import id_string, whole_number
 from ._buffers import VIEW_ANSI
 from ._preview import BOUNDARY_MARGIN, compose, stored_preview
-from ._store_types import Page, TruncateResult, new_instance
+from ._store_types import Page, TruncateResult
 from ._views import ESCAPE_REACH, escape_end
-from .backends.base import Backend
-from .config import MAX_READ_BYTES, Limits
+from .config import MAX_READ_BYTES
 from .errors import AccessDeniedError
-from .records import Record, Resource, parse_uri
-from .text import SignalPatterns, counted_lines, next_calls, shown_text
+from .records import parse_uri
+from .text import counted_lines, next_calls, shown_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
+    from collections.abc import Callable, Iterator
+    from typing import Optional
+
+    from .backends.base import Backend
+    from .config import Limits
+    from .records import Record, Resource
+    from .text import SignalPatterns
 
 __all__ = ["StoreReads"]
 
@@ -143,17 +150,7 @@ class StoreReads:
         start += low
         end += low
         more = end < size
-        # As ``unchanged`` does for TruncateResult: an equal frozen instance
-        # without a frozen ``__init__``'s per-field ``object.__setattr__``.
-        page = new_instance(Page)
-        fields = page.__dict__
-        fields["resource"] = record.resource
-        fields["content"] = content
-        fields["offset"] = start
-        fields["truncated"] = more
-        fields["next"] = end if more else None
-        fields["complete"] = record.complete
-        return page
+        return Page(record.resource, content, start, more, end if more else None, record.complete)
 
     def read_bytes(self, session_id: str, uri: str, *, offset: int = 0,
                    limit: Optional[int] = None) -> tuple[Resource, bytes, int, Optional[int]]:

@@ -8,19 +8,23 @@ the eviction policy itself is ``overspill._quota``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
-from pathlib import Path
-from typing import Optional
-
+from ._frozen import replace
 from ._owner import current_owner
 from ._preview import stored_preview
-from ._quota import QuotaBackend, make_room
+from ._quota import make_room
 from ._store_types import TruncateResult, storage_error
-from .config import Limits
 from .errors import StorageError
 from .records import CHECKSUM_CHUNK, Record, Resource, new_id, uri_for
-from .text import Content, Preview, encode_content
+from .text import encode_content
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
+    from collections.abc import Callable
+    from typing import Optional
+
+    from ._quota import QuotaBackend
+    from .config import Limits
+    from .text import Content, Preview
 
 __all__ = ["StoreRoom"]
 
@@ -35,7 +39,7 @@ class StoreRoom:
     _limits: Limits
     _views: int
     _tokens: Optional[tuple[int, Callable[[str], int]]]
-    _directory: Optional[Path]
+    _folder: Optional[str]
     _quota: Optional[QuotaBackend]
 
     def _room(self, session_id: str, tool_call_id: str, mime: str, name: Optional[str], *,
@@ -79,7 +83,7 @@ class StoreRoom:
         except OSError as error:
             if isinstance(error, StorageError):
                 raise
-            raise storage_error(f"cannot make room in {self._directory}", error) from None
+            raise storage_error(f"cannot make room in {self._folder}", error) from None
 
     def _unstored(self, held: Content, *, total: int, lines: int, lines_limit: int, bytes_limit: int,
                   reserve: int, whole: bool = True, first: Optional[Preview] = None, count: Optional[int] = None,

@@ -9,8 +9,6 @@ memory (``_Spill``).  ``StoreStreams`` extends the write side
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
-from typing import Optional
 
 from . import _kernels
 from ._arguments import whole_number
@@ -18,9 +16,15 @@ from ._buffers import BytesLike
 from ._preview import stored_preview
 from ._store_types import TruncateResult, chunk_view, stable
 from ._store_writes import TRUE_TAIL_BYTES, StoreWrites, raise_stored
-from .backends.base import Writer
-from .records import Resource
 from .text import counted_lines, shown_size, shown_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
+    from collections.abc import Callable, Iterable
+    from typing import Optional
+
+    from .backends.base import Writer
+    from .records import Resource
 
 __all__ = ["StoreStreams"]
 
@@ -80,7 +84,7 @@ class StoreStreams(StoreWrites):
         self._check_write_arguments(session_id, tool_call_id, mime, name)
         lines_limit = self._limits.max_lines if max_lines is None else whole_number(max_lines, "max_lines", 1)
         bytes_limit = self._limits.max_bytes if max_bytes is None else whole_number(max_bytes, "max_bytes", 1)
-        spill = _Spill(self, lines_limit, bytes_limit, self._room(session_id, tool_call_id, mime, name))
+        spill = _Spill(self, lines_limit, bytes_limit, lambda: self._room(session_id, tool_call_id, mime, name))
         try:
             for chunk in chunks:
                 spill.feed(chunk)
@@ -140,11 +144,13 @@ class _Spill:
     the limits, then written, capped, through a writer; its true end kept in
     memory when the stored copy is capped."""
 
-    def __init__(self, store: StoreWrites, lines_limit: int, bytes_limit: int, room: tuple[int, int]) -> None:
+    def __init__(self, store: StoreWrites, lines_limit: int, bytes_limit: int,
+                 room: Callable[[], tuple[int, int]]) -> None:
         self._store = store
         self._lines_limit = lines_limit
         self._bytes_limit = bytes_limit
-        self.cap, self.reserve = room
+        self._room = room
+        self._measured: Optional[tuple[int, int]] = None
         # Over the limits with no room for even a record: nothing is stored; the
         # output's start stays in ``held`` (twice the preview's bytes) and its end in ``true_tail``.
         self.unstored = False
@@ -154,6 +160,24 @@ class _Spill:
         self.last_newline = False
         self.true_tail = _TrueTail()
         self.writer: Optional[Writer] = None
+
+    @property
+    def cap(self) -> int:
+        """The most bytes the stored copy holds (below 1: not even a record fits)."""
+        return self._measure()[0]
+
+    @property
+    def reserve(self) -> int:
+        """The bytes the record is counted for under the quota."""
+        return self._measure()[1]
+
+    def _measure(self) -> tuple[int, int]:
+        # The room under the quota, worked out when first needed: an output
+        # within the limits (most of them) never needs it, nor the record's
+        # JSON form that measuring it builds.
+        if self._measured is None:
+            self._measured = self._room()
+        return self._measured
 
     def feed(self, chunk: BytesLike) -> None:
         """Count ``chunk``; hold it while the output is within the limits, else write it."""

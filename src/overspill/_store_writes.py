@@ -9,28 +9,18 @@ made under ``max_total_bytes`` as it grows, ``overspill._quota``), and
 from __future__ import annotations
 
 import errno
-from collections.abc import Callable, Iterable
-from datetime import timedelta
-from pathlib import Path
-from typing import Any, NoReturn, Optional, Union
 
 from . import _kernels
 from ._arguments import id_string
 from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike
 from ._preview import compose, stored_preview
-from ._quota import QuotaBackend
 from ._store_room import StoreRoom
 from ._store_types import TruncateResult, check_metadata, checked_buffer, stable_pieces, storage_error, unchanged
 from ._views import view_preview
-from .backends.base import Backend, PageHints, Writer
-from .config import Limits
 from .errors import StorageError
-from .records import MAX_METADATA_BYTES, Record, Resource, new_id
+from .records import MAX_METADATA_BYTES, new_id
 from .text import (
-    Content,
     Preview,
-    Reader,
-    SignalPatterns,
     counted_lines,
     encode_content,
     human_lines,
@@ -40,6 +30,18 @@ from .text import (
     shown_text,
     stored_pieces,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing, datetime and pathlib cost start-up (issue 21); annotations are never evaluated
+    from collections.abc import Callable, Iterable
+    from datetime import timedelta
+    from typing import Any, NoReturn, Optional, Union
+
+    from ._quota import QuotaBackend
+    from .backends.base import Backend, PageHints, Writer
+    from .config import Limits
+    from .records import Record, Resource
+    from .text import Content, Reader, SignalPatterns
 
 __all__ = ["TRUE_TAIL_BYTES", "StoreWrites", "raise_stored"]
 
@@ -97,7 +99,7 @@ class StoreWrites(StoreRoom):
     _signals: SignalPatterns
     _tokens: Optional[tuple[int, Callable[[str], int]]]
     _retention: timedelta
-    _directory: Optional[Path]
+    _folder: Optional[str]
     _quota: Optional[QuotaBackend]
     _hints: Optional[PageHints]
 

@@ -14,18 +14,25 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Union
+# collections.abc's Sequence without importing the collections package (start-up).
+from _collections_abc import Sequence
 
 from . import _kernels
 from ._arguments import positive_seconds, whole_number
+from ._frozen import frozen
 from ._pipes import ChildPipes
-from .records import Resource
 from .text import counted_lines
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing and dataclasses cost ``overspill run``'s start-up; annotations are never evaluated
+    from collections.abc import Iterable, Iterator, Mapping
+    from typing import Optional, Union
+
+    from .records import Resource
     from .store import ToolOutputStore
+
+    Command = Union[str, Sequence[str]]
+    Spill = tuple["ToolOutputStore", str, str]
 
 _waitid = getattr(os, "waitid", None)
 
@@ -41,11 +48,8 @@ _TICK = 0.1
 # pipes are closed; doubled up to _TICK, so a short command costs about a millisecond.
 _FIRST_EXIT_POLL = 0.0005
 
-Command = Union[str, Sequence[str]]
-Spill = tuple["ToolOutputStore", str, str]
 
-
-@dataclass(frozen=True)
+@frozen(defaults={"resource": None})
 class ProcessResult:
     """What a command did: exit code, the retained bytes of each stream and the totals.
 
@@ -54,6 +58,8 @@ class ProcessResult:
     was given and the output was over the store's limits (None otherwise).
     """
 
+    __slots__ = ("exit_code", "stdout", "stderr", "stdout_truncated", "stderr_truncated", "stdout_bytes",
+                 "stderr_bytes", "timed_out", "duration", "resource")
     exit_code: int
     stdout: bytes
     stderr: bytes
@@ -63,13 +69,14 @@ class ProcessResult:
     stderr_bytes: int
     timed_out: bool
     duration: float
-    resource: Optional[Resource] = None
+    resource: Optional[Resource]
 
 
-@dataclass(frozen=True)
+@frozen()
 class Collected:
     """The first ``max_bytes`` of a stream, with how much it held in all."""
 
+    __slots__ = ("data", "total_bytes", "truncated")
     data: bytes
     total_bytes: int
     truncated: bool

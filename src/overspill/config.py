@@ -12,7 +12,13 @@ import os
 # The classes collections.abc names, without importing the collections package
 # (``import overspill`` must stay near a bare interpreter's start-up).
 from _collections_abc import Mapping, Sequence
-from datetime import timedelta
+
+try:
+    # datetime's own classes (``datetime.py`` re-exports them) without running
+    # ``datetime.py``, whose pure-Python twin of the module costs every start-up.
+    from _datetime import datetime, timedelta
+except ImportError:  # pragma: no cover - an interpreter without the C module
+    from datetime import datetime, timedelta
 
 from ._files import folder_text
 from ._frozen import frozen

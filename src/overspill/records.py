@@ -17,7 +17,7 @@ import time
 from _thread import allocate_lock  # threading's Lock, without importing threading (start-up)
 
 from . import _files
-from ._frozen import frozen
+from ._frozen import frozen, replace
 from ._owner import Owner
 from .errors import InvalidResourceError, OverspillError, ResourceNotFoundError, StorageError
 
@@ -210,8 +210,6 @@ def record_size(record: Record, chunk: int) -> int:
     """The bytes of ``record_json`` of ``record`` with checksums of every ``chunk``
     bytes of its ``resource.size`` (whatever ``record.checksums`` holds), without
     building the checksums: each takes 8 hex digits."""
-    from dataclasses import replace
-
     count = max(-(-record.resource.size // chunk), 1)
     return len(record_json(replace(record, checksums=bytes(4), checksum_chunk=chunk))) + 8 * (count - 1)
 

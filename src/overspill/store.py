@@ -18,29 +18,34 @@ from __future__ import annotations
 
 import errno
 import os
-import threading
 import time
-import weakref
-from collections.abc import Callable
-from datetime import datetime, timedelta
-from pathlib import Path
-from typing import Optional, Union
+from _weakref import ref as _weak_ref  # weakref's ref, without importing weakref (start-up)
 
 from . import _tokens
 from ._arguments import id_string, positive_seconds
-from ._growing import GrowingOutput
 from ._owner import current_owner
 from ._store_reads import StoreReads
 from ._store_types import Page, TruncateResult, storage_error
 from ._store_streams import StoreStreams
 from ._store_writes import QUOTA_STEP
 from .backends._location import locate, open_backend
-from .backends.base import Backend, CleanupReport, ForkAware, GrowingBackend, PageHints, Quota
+from .backends.base import ForkAware, GrowingBackend, PageHints, Quota
 from .backends.local import LocalBackend
-from .config import RETENTION, ConfigSource, Limits, resolve_limits
+from .config import RETENTION, datetime, resolve_limits, timedelta
 from .errors import BackgroundLimitError, StorageError, UnsupportedError
-from .records import Record, Resource
 from .text import RUN_KEEP, compile_signals, view_flags
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing, threading and pathlib cost start-up (issue 21); annotations are never evaluated
+    import threading
+    from collections.abc import Callable
+    from pathlib import Path
+    from typing import Optional, Union
+
+    from ._growing import GrowingOutput
+    from .backends.base import Backend, CleanupReport
+    from .config import ConfigSource, Limits
+    from .records import Record, Resource
 
 __all__ = ["Page", "ToolOutputStore", "TruncateResult"]
 
@@ -102,27 +107,28 @@ class ToolOutputStore(StoreStreams, StoreReads):
         self._retention = retention
         self._grace = grace
         self._url: Optional[str] = None
-        self._directory: Optional[Path] = None
+        self._folder: Optional[str] = None  # the managed folder, as text
+        self._directory: Optional[Path] = None  # the same as a Path, made when first asked for
         self._backend: Backend = open_backend(location, durable=self._durable, create=create)
         if location.url is not None:
             self._url = location.shown  # without its password
             self._where = self._url
         else:
+            self._root = location.place
             assert isinstance(self._backend, LocalBackend)
-            self._root = location.folder
-            self._directory = self._backend.directory
-            self._where = str(self._directory)
+            self._folder = self._backend.folder
+            self._where = self._folder
         # The backend's optional capabilities, looked up once.
         self._quota = self._backend if isinstance(self._backend, Quota) else None
         self._hints = self._backend if isinstance(self._backend, PageHints) else None
         self._cleaner: Optional[threading.Thread] = None
-        self._stop = threading.Event()
-        _OPEN_STORES.add(self)
+        self._stop: Optional[threading.Event] = None  # made by start_cleanup: threading is not imported before
+        _track(self)
 
     def _reset_after_fork(self) -> None:
         """In a forked child: no cleaner thread (it was not forked), fresh locks and caches."""
         self._cleaner = None
-        self._stop = threading.Event()
+        self._stop = None
         if isinstance(self._backend, ForkAware):
             self._backend.reset_after_fork()
 
@@ -130,6 +136,10 @@ class ToolOutputStore(StoreStreams, StoreReads):
     @property
     def directory(self) -> Optional[Path]:
         """The managed folder, ``data_dir/tool-output/managed``; None when the store is on a server."""
+        if self._directory is None and self._folder is not None:
+            from pathlib import Path  # here: pathlib (with re and urllib) costs every command's start-up
+
+            self._directory = Path(self._folder)
         return self._directory
 
     @property
@@ -172,14 +182,18 @@ class ToolOutputStore(StoreStreams, StoreReads):
     def __repr__(self) -> str:
         if self._url is not None:
             return f"ToolOutputStore(url={self._url!r})"
-        return f"ToolOutputStore({str(self._root)!r}, durable={self._durable})"
+        return f"ToolOutputStore({self._root!r}, durable={self._durable})"
 
     def close(self) -> None:
         """Stop the background cleanup and drop the cached maps."""
-        self._stop.set()
+        if self._stop is not None:
+            self._stop.set()
         cleaner, self._cleaner = self._cleaner, None
-        if cleaner is not None and cleaner is not threading.current_thread():
-            cleaner.join()
+        if cleaner is not None:
+            import threading  # already imported: the cleaner is a thread
+
+            if cleaner is not threading.current_thread():
+                cleaner.join()
         self._backend.close()
 
     # ------------------------------------------------------------------ background commands
@@ -222,6 +236,8 @@ class ToolOutputStore(StoreStreams, StoreReads):
         writer = self._created(lambda resource_id: create(resource_id, session_id=session_id,
                                                           tool_call_id=tool_call_id, mime=mime, name=name,
                                                           owner=owner, process=process))
+        from ._growing import GrowingOutput  # threading and typing: only a background command pays for them
+
         return GrowingOutput(writer, cap, lambda: self._make_room(reserve), QUOTA_STEP)
 
 
@@ -280,20 +296,22 @@ class ToolOutputStore(StoreStreams, StoreReads):
         seconds = positive_seconds(interval, "interval")
         if self._cleaner is not None:
             raise RuntimeError("cleanup is already running")
-        self._stop.clear()
+        import threading  # only a store that cleans in the background needs it
+
+        self._stop = threading.Event()
         self._cleaner = threading.Thread(
-            target=self._clean_periodically, args=(seconds,), name="overspill-cleanup", daemon=True
+            target=self._clean_periodically, args=(seconds, self._stop), name="overspill-cleanup", daemon=True
         )
         self._cleaner.start()
 
-    def _clean_periodically(self, interval: float) -> None:
+    def _clean_periodically(self, interval: float, stop: threading.Event) -> None:
         # Nothing a sweep meets ends this thread, and nothing is hidden: each
         # failure, and each sweep that left something it could not remove, is
         # logged to the "overspill" logger; the next sweep tries again.
         import logging
 
         log = logging.getLogger("overspill")
-        while not self._stop.is_set():
+        while not stop.is_set():
             try:
                 report = self.cleanup()
             except Exception:  # noqa: BLE001 - the periodic cleaner must outlive any one sweep
@@ -302,18 +320,27 @@ class ToolOutputStore(StoreStreams, StoreReads):
                 if report.skipped and not report.busy:
                     log.warning("periodic cleanup of %s could not remove %d entries (a directory under a "
                                 "resource's name, or no permission)", self._where, report.skipped)
-            self._stop.wait(interval)
+            stop.wait(interval)
 
 
 # Every store of this process, so that a forked child can reset them: a lock
 # held by a thread that exists only in the parent would deadlock the child's
 # first read, and the parent's cleaner thread is not in the child.
-_OPEN_STORES: "weakref.WeakSet[ToolOutputStore]" = weakref.WeakSet()
+# (Weak references by id, each removing itself: weakref.WeakSet would import
+# weakref and types at start-up.)
+_OPEN_STORES: dict[int, _weak_ref[ToolOutputStore]] = {}
+
+
+def _track(store: ToolOutputStore) -> None:
+    key = id(store)
+    _OPEN_STORES[key] = _weak_ref(store, lambda _, key=key: _OPEN_STORES.pop(key, None))
 
 
 def _reset_stores_after_fork() -> None:
-    for store in list(_OPEN_STORES):
-        store._reset_after_fork()
+    for reference in list(_OPEN_STORES.values()):
+        store = reference()
+        if store is not None:
+            store._reset_after_fork()
 
 
 if hasattr(os, "register_at_fork"):

@@ -4,14 +4,19 @@ and the content policy.  Previews of views are cut in ``_views``."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from typing import Optional, Union
-
 from . import _kernels
-from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike, byte_view
+from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike, LazyPattern, byte_view
+from ._frozen import frozen
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
+    from collections.abc import Callable, Iterable, Iterator
+    from contextlib import AbstractContextManager
+    from typing import Optional, Union
+
+    Content = Union[str, bytes, bytearray, memoryview]
+    SignalPatterns = tuple[tuple[int, bool, bool, bytes], ...]
+    Reader = Callable[[int, int], AbstractContextManager[memoryview]]
 
 __all__ = [
     "Preview",
@@ -34,17 +39,15 @@ __all__ = [
     "view_marker",
 ]
 
-Content = Union[str, bytes, bytearray, memoryview]
-
 # Code points encoded (or bytes yielded) at a time by stored_pieces: each
 # piece stays in cache from the write to the checksum.
 _ENCODE_SLICE = 1 << 18
 
 # Lone surrogates that surrogateescape cannot store; the policy stores U+FFFD.
-_UNSTORABLE_SURROGATE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
+_UNSTORABLE_SURROGATE = LazyPattern("[\ud800-\udc7f\udd00-\udfff]")
 
 
-@dataclass(frozen=True)
+@frozen()
 class Preview:
     """A bounded head+tail view of some content.
 
@@ -54,6 +57,7 @@ class Preview:
     ``[head_end, tail_start)``, empty when ``truncated`` is false.
     """
 
+    __slots__ = ("head", "tail", "truncated", "head_end", "tail_start")
     head: str
     tail: str
     truncated: bool
@@ -272,9 +276,7 @@ _SIGNAL_CHARS = 240
 _HITS_PER_KIND = 256
 # Bytes scanned per block: lines longer than this are scanned in parts.
 _SCAN_BLOCK = 8 << 20
-_DIGITS = re.compile(r"\d+")
-SignalPatterns = tuple[tuple[int, bool, bool, bytes], ...]
-Reader = Callable[[int, int], AbstractContextManager[memoryview]]
+_DIGITS = LazyPattern(r"\d+")
 
 
 def compile_signals(signals: Iterable[tuple[str, str]]) -> SignalPatterns:
@@ -387,3 +389,19 @@ def last_newline(block: memoryview) -> int:
         return len(block) - len(tail) + found
     found = block.tobytes().rfind(b"\n")
     return found
+
+
+def __getattr__(name: str) -> object:
+    # The type aliases (``Content``, ``Reader``, ``SignalPatterns``) are for
+    # annotations; built with typing only when something asks for one at run time.
+    if name in ("Content", "Reader", "SignalPatterns"):
+        from collections.abc import Callable
+        from contextlib import AbstractContextManager
+        from typing import Union
+
+        aliases = {"Content": Union[str, bytes, bytearray, memoryview],
+                   "SignalPatterns": tuple[tuple[int, bool, bool, bytes], ...],
+                   "Reader": Callable[[int, int], AbstractContextManager[memoryview]]}
+        globals().update(aliases)
+        return aliases[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

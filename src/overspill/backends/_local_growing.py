@@ -14,19 +14,23 @@ from __future__ import annotations
 import mmap
 import os
 import time
-from collections.abc import Callable
-from dataclasses import replace
-from pathlib import Path
-from typing import Any, Optional
 
 from .. import _files, _kernels
-from .._owner import Owner, owner_alive
+from .._frozen import replace
+from .._owner import owner_alive
 from ..errors import ResourceCorruptError, ResourceNotFoundError
 from ..records import CHECKSUM_CHUNK, SCHEME, Record, Resource, read_record, unreadable, uri_for
 from ._local_maps import Entry, file_identity, map_range
 from ._local_writer import LocalWriter
-from ._seals import SealChain, seal_entry
-from ._usage import UsageTotal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing, dataclasses and pathlib cost start-up (issue 21); annotations are never evaluated
+    from collections.abc import Callable
+    from typing import Any, Optional
+
+    from .._owner import Owner
+    from ._seals import SealChain
+    from ._usage import UsageTotal
 
 __all__ = ["GrowingLocalWriter", "LocalGrowing"]
 
@@ -34,7 +38,7 @@ __all__ = ["GrowingLocalWriter", "LocalGrowing"]
 class GrowingLocalWriter(LocalWriter):
     """Appends to a published running resource, seals its progress, and finishes it."""
 
-    def __init__(self, directory: Path, resource_id: str, durable: bool, live: Any, usage: Any, *,
+    def __init__(self, directory: str, resource_id: str, durable: bool, live: Any, usage: Any, *,
                  session_id: str, tool_call_id: str, mime: str, name: Optional[str], owner: Owner,
                  process: Optional[tuple[int, int]]) -> None:
         super().__init__(directory, resource_id, durable, live, usage)
@@ -52,8 +56,8 @@ class GrowingLocalWriter(LocalWriter):
             raise
 
     @property
-    def seal_path(self) -> Path:
-        return self._directory / f"{self._id}.seal"
+    def seal_path(self) -> str:
+        return f"{self._directory}/{self._id}.seal"
 
     @property
     def sealed(self) -> int:
@@ -73,6 +77,8 @@ class GrowingLocalWriter(LocalWriter):
         """Seal what was written since the last seal (nothing to do when nothing was)."""
         if self._size == self._sealed:
             return
+        from ._seals import seal_entry  # (struct, bisect) only a background command's writer needs it
+
         _files.write_all(self._seal_fd, memoryview(seal_entry(self._id, self._sealed, self._size, self._seal_crc)))
         self._sealed = self._size
         self._seal_crc = 0
@@ -126,7 +132,7 @@ class LocalGrowing:
     """The ``GrowingBackend`` side of ``LocalBackend`` (a mixin: the backend sets
     up the folder, the entries and the writers' registry)."""
 
-    _directory: Path
+    _directory: str
     _durable: bool
     _created: bool
     _live: dict[int, LocalWriter]
@@ -158,6 +164,8 @@ class LocalGrowing:
         try:
             inode, chain = entry.chain
             if chain is None or inode != info.st_ino:
+                from ._seals import SealChain  # only a running resource has seals
+
                 chain = SealChain(uri[len(SCHEME):])
             if info.st_size > chain.consumed:
                 chain.feed(os.pread(fd, info.st_size - chain.consumed, chain.consumed))

@@ -7,16 +7,16 @@ not yet published are its ``pending_bytes`` (their publish adds them).
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-from pathlib import Path
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Optional
-
 from ..records import CHECKSUM_CHUNK, Record, record_size
 from ._sweep import folder_bytes, sweep_lock
 from ._usage import UsageTotal
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
+    from collections.abc import Callable
+    from contextlib import AbstractContextManager
+    from typing import Optional
+
     from ._local_writer import LocalWriter
 
 __all__ = ["LocalQuota"]
@@ -25,7 +25,7 @@ __all__ = ["LocalQuota"]
 class LocalQuota:
     """The quota's numbers and lock for ``LocalBackend`` (a mixin)."""
 
-    _directory: Path
+    _directory: str
     _live: dict[int, LocalWriter]
     _usage: Optional[UsageTotal]
     _missing: Callable[[], bool]

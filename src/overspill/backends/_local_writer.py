@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import timedelta
-from pathlib import Path
-from typing import Optional
 
 from .. import _files
 from ..records import CHECKSUM_CHUNK, Record, Resource, record_json, uri_for
 from ._checksums import Checksums
 from ._sweep import writer_lock
-from ._usage import UsageTotal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing, datetime and pathlib cost start-up (issue 21); annotations are never evaluated
+    from datetime import timedelta
+    from typing import Optional
+
+    from ._usage import UsageTotal
 
 __all__ = ["LocalWriter"]
 
@@ -39,7 +42,7 @@ class LocalWriter:
     sweeps a live writer's files, however long its producer pauses.
     """
 
-    def __init__(self, directory: Path, resource_id: str, durable: bool,
+    def __init__(self, directory: str, resource_id: str, durable: bool,
                  live: Optional[dict[int, LocalWriter]] = None, usage: Optional[UsageTotal] = None) -> None:
         # The backend's unpublished writers (counted by its quota check until
         # published) and its running total of the folder's bytes, if any.
@@ -47,7 +50,7 @@ class LocalWriter:
         self._usage = usage
         self._directory = directory
         self._durable = durable
-        self._temporary: Optional[Path] = None
+        self._temporary: Optional[str] = None
         self._published = False
         self._id = resource_id
         self._size = 0
@@ -79,12 +82,12 @@ class LocalWriter:
         return self._size
 
     @property
-    def payload_path(self) -> Path:
-        return self._directory / f"{self._id}.txt"
+    def payload_path(self) -> str:
+        return f"{self._directory}/{self._id}.txt"
 
     @property
-    def record_path(self) -> Path:
-        return self._directory / f"{self._id}.json"
+    def record_path(self) -> str:
+        return f"{self._directory}/{self._id}.json"
 
     def write(self, data: memoryview, /) -> None:
         _files.write_all(self._fd, data)
@@ -119,7 +122,7 @@ class LocalWriter:
     def _put_record(self, record: Record) -> int:
         """Write ``record`` to a temporary file and rename it into ``{id}.json``: visible at once,
         whole; the record's bytes."""
-        self._temporary = self._directory / f".{self._id}.{os.urandom(4).hex()}.tmp"
+        self._temporary = f"{self._directory}/.{self._id}.{os.urandom(4).hex()}.tmp"
         temporary_fd = _files.create_exclusive(self._temporary)
         try:
             document = record_json(record)

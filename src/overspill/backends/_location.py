@@ -18,17 +18,19 @@ an error message or a ``repr``.
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Union
 
-from ..config import default_data_dir
+from .._files import folder_text
+from .._frozen import frozen
+from ..config import default_data_folder
 from ..errors import ConfigError, StorageError
 from ._urls import REDIS_SCHEMES, redacted_url
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing and pathlib cost start-up (issue 21); annotations are never evaluated
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Optional, Union
+
     from .base import Backend
 
 # ``redacted_url`` is named here too: callers that show a location's URL take it from here.
@@ -37,19 +39,30 @@ __all__ = ["STORE_URL_VARIABLE", "Location", "check_url", "locate", "open_backen
 STORE_URL_VARIABLE = "OVERSPILL_STORE_URL"
 
 
-@dataclass(frozen=True)
+@frozen(defaults={"place": None, "url": None}, hidden=("url",))  # a URL may hold a password: never shown
 class Location:
-    """Where a store keeps its resources: ``folder`` (the data folder) or ``url``."""
+    """Where a store keeps its resources: ``place`` (the data folder, as
+    ``str(pathlib.Path(...))`` writes it; ``folder`` gives the Path) or ``url``."""
 
-    folder: Optional[Path] = None
-    url: Optional[str] = field(default=None, repr=False)  # may hold a password: never shown
+    __slots__ = ("place", "url")
+    place: Optional[str]
+    url: Optional[str]
+
+    @property
+    def folder(self) -> Optional[Path]:
+        """The data folder as a Path (None for a URL); pathlib is imported only when asked."""
+        if self.place is None:
+            return None
+        from pathlib import Path
+
+        return Path(self.place)
 
     @property
     def shown(self) -> str:
         """The folder, or the URL as it may be shown: no password, and for Redis
         the address and database in force (``redis://host:6379/3`` for ``?db=3``)."""
         if self.url is None:
-            return str(self.folder)
+            return str(self.place)
         if _scheme(self.url) in REDIS_SCHEMES:
             from ._redis_url import parse_redis_url
 
@@ -57,13 +70,16 @@ class Location:
         return redacted_url(self.url)
 
 
-# RFC 3986's scheme; one letter is a Windows drive ("C:\\..."), which is a path.
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
+# RFC 3986's scheme: a letter, then letters, digits, "+", "." or "-", then ":".
+# One letter is a Windows drive ("C:\\..."), which is a path.
+_SCHEME_TAIL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+.-")
 
 
 def _scheme(url: str) -> str:
-    match = _SCHEME.match(url)
-    return match.group(1).lower() if match else ""
+    colon = url.find(":")
+    if colon < 2 or not (url[0].isascii() and url[0].isalpha()) or not _SCHEME_TAIL.issuperset(url[1:colon]):
+        return ""
+    return url[:colon].lower()
 
 
 def _from_url(url: str, source: str) -> Location:
@@ -87,9 +103,9 @@ def _from_url(url: str, source: str) -> Location:
         path = unquote(parts.path)
         if not url.lower().startswith("file://") or parts.netloc not in ("", "localhost") or not path.startswith("/"):
             raise ConfigError(f"{source} must be file:///absolute/path, not {redacted_url(url)}")
-        return Location(folder=Path(path))
+        return Location(place=folder_text(path))
     if scheme == "":
-        return Location(folder=Path(url))
+        return Location(place=folder_text(url))
     raise ConfigError(f"{source} has an unsupported scheme {scheme!r} (expected a path, "
                       f"file://, {', '.join(s + '://' for s in REDIS_SCHEMES)})")
 
@@ -121,12 +137,12 @@ def locate(data_dir: Union[str, os.PathLike[str], None], url: Optional[str],
     if url is not None:
         return _from_url(url, "url")
     if data_dir is not None:
-        return Location(folder=Path(data_dir))
+        return Location(place=folder_text(data_dir))
     environment = os.environ if environ is None else environ
     variable = environment.get(STORE_URL_VARIABLE, "").strip()
     if variable:
         return _from_url(variable, f"{STORE_URL_VARIABLE} (environment)")
-    return Location(folder=default_data_dir())
+    return Location(place=default_data_folder())
 
 
 def open_backend(location: Location, *, durable: bool = True, create: bool = True) -> Backend:
@@ -152,11 +168,11 @@ def open_backend(location: Location, *, durable: bool = True, create: bool = Tru
         return RedisBackend(location.url)
     from .local import LocalBackend
 
-    assert location.folder is not None
-    directory = location.folder / "tool-output" / "managed"
+    assert location.place is not None
+    directory = os.path.join(location.place, "tool-output", "managed")
     try:
         # The listing index is a cache beside the managed folder, never in it.
-        return LocalBackend(directory, durable=durable, index=location.folder / "tool-output" / "index",
+        return LocalBackend(directory, durable=durable, index=os.path.join(location.place, "tool-output", "index"),
                             create=create)
     except OSError as error:
         raise StorageError(error.errno, f"cannot create {directory}: {error.strerror or error}") from None

@@ -19,18 +19,21 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import re
 import stat
-from collections.abc import Iterator
-from datetime import timedelta
-from pathlib import Path
-from typing import Union
 
 from .. import _files
+from .._buffers import LazyPattern
 from ..errors import ResourceNotFoundError, StorageError
 from .._owner import owner_alive
 from ..records import Record, load_record
-from .base import CleanupReport
+from ._report import CleanupReport
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing, datetime and pathlib cost start-up (issue 21); annotations are never evaluated
+    from collections.abc import Iterator
+    from datetime import timedelta
+    from pathlib import Path
+    from typing import Union
 
 try:
     import fcntl
@@ -42,10 +45,11 @@ __all__ = ["CleanupReport", "LOCK_NAME", "TEMPORARY_PATTERN", "FolderSweep", "fo
 
 LOCK_NAME = ".cleanup.lock"
 _ID = r"[0-9a-f]{12}[0-9A-Za-z]{14}"
-_PAIR_MEMBER = re.compile(rf"({_ID})\.(txt|json)")
-_SEAL = re.compile(rf"({_ID})\.seal")
+# Compiled on first use: only a sweep needs them, and ``re`` costs every command's start-up.
+_PAIR_MEMBER = LazyPattern(rf"({_ID})\.(txt|json)")
+_SEAL = LazyPattern(rf"({_ID})\.seal")
 #: The names of the store's temporary record files: ``.{id}.{8 hex}.tmp``.
-TEMPORARY_PATTERN = re.compile(rf"\.{_ID}\.[0-9a-f]{{8}}\.tmp")
+TEMPORARY_PATTERN = LazyPattern(rf"\.{_ID}\.[0-9a-f]{{8}}\.tmp")
 
 
 def writer_lock(fd: int) -> bool:
@@ -257,6 +261,8 @@ def sweep(directory: Union[str, Path], now: float, retention: timedelta, grace: 
     with sweep_lock(directory, wait=False) as locked:
         if not locked:
             return CleanupReport(skipped=1, busy=True)
+        from pathlib import Path  # a sweep only: pathlib costs every command's start-up
+
         return FolderSweep(Path(directory), now, retention, grace, dry_run).run()
 
 

@@ -51,15 +51,42 @@ Contract every backend keeps:
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-from datetime import timedelta
-from typing import Optional, Protocol, runtime_checkable
-
-from .._owner import Owner
-from ..records import Record
 # Kept in its own module so that ``import overspill`` (which names it) does not
 # import typing for the protocols below; re-exported here, where it belongs.
 from ._report import CleanupReport
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
+    from contextlib import AbstractContextManager
+    from datetime import timedelta
+    from typing import Optional, Protocol, runtime_checkable
+
+    from .._owner import Owner
+    from ..records import Record
+else:
+    class _ProtocolType(type):
+        """``typing.Protocol``'s runtime check without importing typing (every
+        ``overspill`` command opens a store, which looks its backend's
+        capabilities up here): an object is an instance when it is one by
+        inheritance, or has every public member the protocol classes define."""
+
+        def __instancecheck__(cls, instance: object) -> bool:
+            if type.__instancecheck__(cls, instance):
+                return True
+            members = cls.__dict__.get("_members")
+            if members is None:
+                members = frozenset(name for klass in cls.__mro__ if isinstance(klass, _ProtocolType)
+                                    for name in vars(klass) if not name.startswith("_"))
+                type.__setattr__(cls, "_members", members)
+            return all(hasattr(instance, name) for name in members)
+
+    class Protocol(metaclass=_ProtocolType):
+        """The base of the protocols below (``typing.Protocol`` for type checkers)."""
+
+        __slots__ = ()
+
+    def runtime_checkable(cls):  # the check above is always on
+        return cls
 
 __all__ = ["Backend", "CleanupReport", "ForkAware", "GrowingBackend", "GrowingWriter", "PageHints", "Quota", "Writer"]
 

@@ -18,12 +18,8 @@ from __future__ import annotations
 import mmap
 import os
 import stat
-import threading
+from _thread import allocate_lock  # threading's Lock, without importing threading (start-up)
 from collections import OrderedDict
-from collections.abc import Iterable
-from datetime import timedelta
-from pathlib import Path
-from typing import Optional
 
 from .. import _files
 from ..errors import ResourceNotFoundError
@@ -37,7 +33,14 @@ from ._local_quota import LocalQuota
 from ._local_writer import LocalWriter
 from ._sweep import sweep
 from ._usage import UsageTotal
-from .base import CleanupReport
+from ._report import CleanupReport
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing, datetime and pathlib cost start-up (issue 21); annotations are never evaluated
+    from collections.abc import Iterable
+    from datetime import timedelta
+    from pathlib import Path
+    from typing import Optional, Union
 
 __all__ = ["LocalBackend"]
 
@@ -48,12 +51,9 @@ _CACHED_RECORDS = 1024
 _PRIVATE_MAP_BYTES = 1 << 20
 
 
-
-
-
-
-
-
+def _inside(path: str, folder: str) -> bool:
+    """Whether the absolute ``path`` is ``folder`` or under it (``Path.is_relative_to``)."""
+    return path == folder or path.startswith(folder if folder == "/" else folder + "/")
 
 
 class LocalBackend(LocalGrowing, LocalQuota, LocalListing):
@@ -73,9 +73,12 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing):
     :raises OSError: the folder cannot be created or is not a directory.
     """
 
-    def __init__(self, directory: Path, *, durable: bool = True, index: Optional[Path] = None,
-                 create: bool = True) -> None:
-        self._directory = Path(directory)
+    def __init__(self, directory: Union[str, os.PathLike[str]], *, durable: bool = True,
+                 index: Union[str, os.PathLike[str], None] = None, create: bool = True) -> None:
+        # The folder as text (``str(Path(directory))``): every path here is built
+        # from it; ``directory`` gives it as a Path, made only when asked for.
+        self._directory = _files.folder_text(directory)
+        self._path: Optional[Path] = None
         self._durable = bool(durable)
         if create:
             _files.ensure_directory(self._directory)
@@ -86,30 +89,40 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing):
                 self._created = True
             except FileNotFoundError:
                 self._created = False  # made by the first write, not by a reader
-        self._folder = str(self._directory)
-        if index is not None and Path(os.path.abspath(index)).is_relative_to(os.path.abspath(self._directory)):
+        self._folder = self._directory
+        if index is not None and _inside(os.path.abspath(index), os.path.abspath(self._directory)):
             raise ValueError("the listing index must be outside the managed folder")
-        self._index = None if index is None else ListingIndex(self._directory, Path(index), durable=self._durable)
+        self._index = None if index is None else ListingIndex(self._directory, _files.folder_text(index),
+                                                              durable=self._durable)
         # The quota's running total lives beside the index; without an index the
         # quota check counts the folder (as a sweep always does).
         self._live: dict[int, LocalWriter] = {}  # this backend's writers not yet published
-        self._usage = None if index is None else UsageTotal(str(self._directory), str(index), self._pending)
+        self._usage = None if index is None else UsageTotal(self._directory, _files.folder_text(index), self._pending)
         # Readers look entries up without the lock (a dict lookup is atomic);
         # the lock serialises insertions, evictions and map bookkeeping.
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
         self._entries: dict[str, Entry] = {}
         self._mapped_ids: OrderedDict[str, None] = OrderedDict()  # ids with an open map, oldest first
 
     @property
-    def directory(self) -> Path:
+    def folder(self) -> str:
+        """``directory`` as text (``str(directory)``), without importing pathlib."""
         return self._directory
+
+    @property
+    def directory(self) -> Path:
+        if self._path is None:
+            from pathlib import Path  # only when asked for: pathlib (with re and urllib) costs start-up
+
+            self._path = Path(self._directory)
+        return self._path
 
     @property
     def durable(self) -> bool:
         return self._durable
 
     def __repr__(self) -> str:
-        return f"LocalBackend({str(self._directory)!r}, durable={self._durable})"
+        return f"LocalBackend({self._directory!r}, durable={self._durable})"
 
     # ------------------------------------------------------------------ writing
     def create(self, resource_id: str, /) -> LocalWriter:
@@ -276,9 +289,9 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing):
 
     def delete(self, resource_id: str, /) -> int:
         """Remove the pair, record first; the bytes freed (0 when it was gone)."""
-        freed = _files.remove_quietly(self._directory / f"{resource_id}.json")
-        freed += _files.remove_quietly(self._directory / f"{resource_id}.txt")
-        freed += _files.remove_quietly(self._directory / f"{resource_id}.seal")
+        freed = _files.remove_quietly(f"{self._directory}/{resource_id}.json")
+        freed += _files.remove_quietly(f"{self._directory}/{resource_id}.txt")
+        freed += _files.remove_quietly(f"{self._directory}/{resource_id}.seal")
         self._forget([resource_id])
         if freed and self._usage is not None:
             self._usage.add(-freed)
@@ -306,7 +319,7 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing):
         child starts from nothing and maps what it reads itself.
         """
         self._live = {}
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
         self._entries = {}
         self._mapped_ids = OrderedDict()
         if self._index is not None:
