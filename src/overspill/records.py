@@ -18,6 +18,7 @@ from _thread import allocate_lock  # threading's Lock, without importing threadi
 
 from . import _files
 from ._frozen import frozen, replace
+from ._json_load import loads
 from ._owner import Owner
 from .errors import InvalidResourceError, OverspillError, ResourceNotFoundError, StorageError
 
@@ -343,10 +344,8 @@ def parse_record(data: bytes, resource_id: str) -> Record:
         shape (wrong version, types or id, negative or non-integer size, a
         non-finite ``created``, malformed checksums, nesting too deep).
     """
-    import json
-
     try:
-        document = json.loads(data)
+        document = loads(data)
     except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise _invalid(resource_id, "not JSON") from None
     if not isinstance(document, dict):

@@ -1,0 +1,46 @@
+"""``_json_load.loads`` (a record's JSON without importing json) against ``json.loads`` itself."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from overspill._json_load import loads
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+                     max_leaves=12)
+
+
+def outcome(parse, data: bytes) -> object:
+    try:
+        value = parse(data)
+    except ValueError:
+        return ValueError
+    except RecursionError:
+        return RecursionError
+    # NaN never equals itself: compare its repr.
+    return ("nan",) if isinstance(value, float) and math.isnan(value) else value
+
+
+@given(_JSON, st.sampled_from(["", " ", "\n\t", "\r\n "]), st.sampled_from(["", " ", "\n", "x", "{}", " 1"]))
+def test_documents_parse_as_json_parses_them(value, before, after):
+    for ensure_ascii in (True, False):
+        data = (before + json.dumps(value, ensure_ascii=ensure_ascii) + after).encode("utf-8", "surrogatepass")
+        assert outcome(loads, data) == outcome(json.loads, data)
+
+
+@given(st.binary(max_size=40))
+@example(b"\xef\xbb\xbf{}")  # a UTF-8 byte-order mark: json decodes it as utf-8-sig
+@example(b'\x00{\x00}')  # UTF-16
+@example(b"NaN  ")
+@example(b"[1, -Infinity]")
+@example(b"  ")
+@example(b"{\"a\": 1} x")
+@example(b"\"\xed\xa0\x80\"")  # a lone surrogate, passed through
+@example(b"[" * 100_000 + b"]" * 100_000)
+def test_any_bytes_give_what_json_gives(data):
+    assert outcome(loads, data) == outcome(json.loads, data)
