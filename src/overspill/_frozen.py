@@ -86,16 +86,17 @@ def frozen(defaults: dict[str, object] | None = None, hidden: tuple[str, ...] = 
         required = [name for name in names if name not in defaults and name not in factories]
         if names[: len(required)] != tuple(required):
             raise TypeError(f"{cls.__name__}: fields with defaults must come last")
-        namespace: dict[str, Any] = {"_set": _set, "_defaults": defaults, "_factories": factories,
-                                     "_MISSING": _MISSING}
+        namespace: dict[str, Any] = {"_defaults": defaults, "_factories": factories, "_MISSING": _MISSING}
         # Each slot's own setter: a third faster than object.__setattr__, and
         # Page and TruncateResult are made on every read and every truncate.
         for index, name in enumerate(names):
             namespace[f"_set{index}"] = cls.__dict__[name].__set__
-        source = _methods_source(cls.__qualname__, names, required, defaults, factories, hidden)
-        exec(source, namespace)  # noqa: S102 - the source is built from the class's own field names
-        for method in ("__init__", "__repr__", "__eq__", "__hash__", "__getstate__", "__setstate__"):
-            function = namespace[method]
+        # Only __init__ is compiled (its signature is the fields'); the other
+        # methods are closures, which cost no compile at import (start-up).
+        exec(_init_source(names, required, defaults, factories), namespace)  # noqa: S102 - the class's own fields
+        methods = _methods(cls.__qualname__, names, tuple(name for name in names if name not in hidden))
+        methods["__init__"] = namespace["__init__"]
+        for method, function in methods.items():
             function.__qualname__ = f"{cls.__qualname__}.{method}"
             setattr(cls, method, function)
         cls.__setattr__ = _refuse_set  # type: ignore[assignment,method-assign]
@@ -110,30 +111,44 @@ def frozen(defaults: dict[str, object] | None = None, hidden: tuple[str, ...] = 
     return build
 
 
-def _methods_source(qualname: str, names: tuple[str, ...], required: list[str], defaults: dict[str, object],
-                    factories: dict[str, Callable[[], object]], hidden: tuple[str, ...]) -> str:
-    """The source of a frozen class's ``__init__``, ``__repr__``, ``__eq__``,
-    ``__hash__``, ``__getstate__`` and ``__setstate__``, over its fields ``names``
-    (``_set{index}`` is each slot's setter in the namespace they are run in)."""
+def _init_source(names: tuple[str, ...], required: list[str], defaults: dict[str, object],
+                 factories: dict[str, Callable[[], object]]) -> str:
+    """The source of a frozen class's ``__init__`` over its fields ``names``
+    (``_set{index}`` is each slot's setter in the namespace it is run in)."""
     parameters = ", ".join(name if name in required else f"{name}=_defaults[{name!r}]" if name in defaults
                            else f"{name}=_MISSING" for name in names)
     body = "".join(f"    if {name} is _MISSING:\n        {name} = _factories[{name!r}]()\n"
                    for name in names if name in factories)
     body += "".join(f"    _set{index}(self, {name})\n" for index, name in enumerate(names))
-    values = "".join(f"self.{name}, " for name in names)
-    others = "".join(f"other.{name}, " for name in names)
-    shown = ", ".join(f"{name}={{self.{name}!r}}" for name in names if name not in hidden)
-    return (
-        f"def __init__(self, {parameters}):\n{body}"
-        f"def __repr__(self):\n    return f'{qualname}({shown})'\n"
-        f"def __eq__(self, other):\n"
-        f"    if other.__class__ is not self.__class__:\n        return NotImplemented\n"
-        f"    return ({values}) == ({others})\n"
-        f"def __hash__(self):\n    return hash(({values}))\n"
-        f"def __getstate__(self):\n    return ({values})\n"
-        f"def __setstate__(self, state):\n"
-        f"    for name, value in zip({names!r}, state):\n        _set(self, name, value)\n"
-    )
+    return f"def __init__(self, {parameters}):\n{body}"
+
+
+def _methods(qualname: str, names: tuple[str, ...], shown: tuple[str, ...]) -> dict[str, Callable[..., Any]]:
+    """``__repr__``, ``__eq__``, ``__hash__`` and the pickling pair of a class with these fields."""
+    from operator import attrgetter  # (imported already by collections, which any command loads)
+
+    values = attrgetter(*names) if len(names) > 1 else lambda value, name=names[0]: (getattr(value, name),)
+
+    def __repr__(self: object) -> str:
+        return f"{qualname}({', '.join(f'{name}={getattr(self, name)!r}' for name in shown)})"
+
+    def __eq__(self: object, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return values(self) == values(other)  # type: ignore[no-any-return]
+
+    def __hash__(self: object) -> int:
+        return hash(values(self))
+
+    def __getstate__(self: object) -> tuple[object, ...]:
+        return values(self)  # type: ignore[no-any-return]
+
+    def __setstate__(self: object, state: tuple[object, ...]) -> None:
+        for name, value in zip(names, state):
+            _set(self, name, value)
+
+    return {"__repr__": __repr__, "__eq__": __eq__, "__hash__": __hash__, "__getstate__": __getstate__,
+            "__setstate__": __setstate__}
 
 
 def replace(value: _V, /, **changes: object) -> _V:

@@ -8,7 +8,6 @@ not yet published are its ``pending_bytes`` (their publish adds them).
 from __future__ import annotations
 
 from ..records import CHECKSUM_CHUNK, Record, record_size
-from ._sweep import folder_bytes, sweep_lock
 from ._usage import UsageTotal
 
 TYPE_CHECKING = False
@@ -61,6 +60,8 @@ class LocalQuota:
                 return kept(self._usage)
             except OSError:
                 pass  # no usable index folder: count the folder, as without one
+        from ._sweep import folder_bytes  # (the cleanup module) only without a running total
+
         return max(folder_bytes(self._directory) - self._pending(), 0)
 
     def eviction_lock(self) -> AbstractContextManager[bool]:
@@ -68,6 +69,8 @@ class LocalQuota:
 
         :raises OSError: the lock file cannot be opened.
         """
+        from ._sweep import sweep_lock  # only an eviction needs the cleanup module
+
         return sweep_lock(self._directory, wait=True)
 
     def record_bytes(self, record: Record, /) -> int:

@@ -13,7 +13,6 @@ import time
 from .. import _files
 from ..records import CHECKSUM_CHUNK, Record, Resource, record_json, uri_for
 from ._checksums import Checksums
-from ._sweep import writer_lock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing, datetime and pathlib cost start-up (issue 21); annotations are never evaluated
@@ -56,6 +55,8 @@ class LocalWriter:
         self._size = 0
         self._checksums = Checksums(CHECKSUM_CHUNK)
         self._written_back = 0  # the payload before this offset is on its way to the disk
+        from ._sweep import writer_lock  # the cleanup module: only a process that writes needs it
+
         self._fd = _files.create_exclusive(self.payload_path)  # FileExistsError: the store draws again
         try:
             # A sweep with a zero grace period can take the new file between

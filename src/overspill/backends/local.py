@@ -31,7 +31,6 @@ from ._local_listing import LocalListing
 from ._local_maps import Entry, drop_mapped_pages, file_identity, map_range
 from ._local_quota import LocalQuota
 from ._local_writer import LocalWriter
-from ._sweep import sweep
 from ._usage import UsageTotal
 from ._report import CleanupReport
 
@@ -301,6 +300,8 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing):
               dry_run: bool = False) -> CleanupReport:
         if self._missing():
             return CleanupReport()  # never written: nothing to clean, and no lock file made for it
+        from ._sweep import sweep  # only a cleanup needs it
+
         report = sweep(self._directory, now, retention, grace, dry_run=dry_run)
         if not dry_run:
             self._forget(report.removed_ids)
