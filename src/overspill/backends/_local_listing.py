@@ -13,7 +13,6 @@ from ..records import is_resource_id
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
     from collections.abc import Callable
-    from pathlib import Path
     from typing import Optional
 
     from ..records import Record
@@ -25,7 +24,7 @@ __all__ = ["LocalListing"]
 class LocalListing:
     """``records`` for ``LocalBackend`` (a mixin)."""
 
-    _directory: Path
+    _directory: str
     _index: Optional[ListingIndex]
     _missing: Callable[[], bool]
     record: Callable[[str], Record]
