@@ -370,6 +370,16 @@ def test_twins_agree_on_preview_cuts_with_runs(compiled, content, max_lines, max
     assert outcome(compiled.preview_cuts, *args) == outcome(_native.preview_cuts, *args)
 
 
+@given(st.one_of(texts, st.text("0123456789abcdefgx #.-é😀", max_size=40)))
+@example("a1234567b")
+@example("12ab34cdef9")
+def test_compiled_line_shape_is_the_rule(compiled, line):
+    # The compiled kernel computes the run rule's shape in one pass; overspill._runs.shape is its spec.
+    from overspill._runs import shape
+
+    assert compiled._line_shape(str(line)) == shape(str(line))
+
+
 # Patterns that start with a word byte let the SIMD filter require a word
 # boundary before a candidate; one that does not (``[fail]``) turns that off.
 _WORD_EDGES = [b"someError", b"x9warning", b"_error", b"3error", b"ERROR", b"eRRor", b"\x05rror", b"[fail]",

@@ -25,47 +25,51 @@ from typing import Optional, Union
 
 from ._buffers import BytesLike, byte_view
 
-__all__ = ["trim_cuts", "trim_stored"]
+__all__ = ["shape", "trim_cuts", "trim_stored"]
 
 # A line's shape: its text with each number (and each hex digest of 7 or more digits) as "#".
 _NUMBERS = re.compile(r"[0-9a-f]{7,}|[0-9]+")
 
+Shape = Callable[[str], str]
 
-def _shape(line: str) -> str:
+
+def shape(line: str) -> str:
+    """A line's shape, the rule's spec (the compiled kernel computes the same in one pass)."""
     return _NUMBERS.sub("#", line)
 
 
-def _run_length(lines: Iterable[str]) -> int:
+def _run_length(lines: Iterable[str], shaped: Shape) -> int:
     """How many of ``lines``, from the first, have the first one's shape."""
     count = 0
-    shape = None
+    first = None
     for line in lines:
-        this = _shape(line)
-        if shape is None:
-            shape = this
-        elif this != shape:
+        this = shaped(line)
+        if first is None:
+            first = this
+        elif this != first:
             break
         count += 1
     return count
 
 
-def kept_head_lines(head: str, max_lines: int, keep: int) -> Optional[int]:
+def kept_head_lines(head: str, max_lines: int, keep: int, shaped: Shape = shape) -> Optional[int]:
     """How many lines of ``head`` stay (None: all of them)."""
     if not head.endswith("\n") or head.count("\n") >= max_lines - max_lines // 2:
         return None
     lines = head[:-1].split("\n")
-    run = _run_length(reversed(lines))
+    run = _run_length(reversed(lines), shaped)
     return len(lines) - run + keep if run > 2 * keep else None
 
 
-def dropped_tail_lines(tail: str, starts_line: bool, max_lines: int, keep: int) -> Optional[int]:
+def dropped_tail_lines(tail: str, starts_line: bool, max_lines: int, keep: int,
+                       shaped: Shape = shape) -> Optional[int]:
     """How many lines at the start of ``tail`` go (None: none of them)."""
     if not starts_line or not tail:
         return None
     lines = (tail[:-1] if tail.endswith("\n") else tail).split("\n")
     if len(lines) >= max_lines // 2:
         return None
-    run = _run_length(lines)
+    run = _run_length(lines, shaped)
     return run - keep if run > 2 * keep else None
 
 
@@ -80,21 +84,22 @@ def _after_newlines(data: Union[str, bytes], start: int, count: int) -> int:
 
 
 def trim_stored(view: memoryview, head: str, tail: str, head_end: int, tail_start: int, max_lines: int,
-                keep: int) -> tuple[str, str, int, int]:
+                keep: int, shaped: Shape = shape) -> tuple[str, str, int, int]:
     """A truncated preview of stored bytes (``view``) with its runs trimmed.
 
     ``head`` and ``tail`` are what is shown of ``view[:head_end]`` and
     ``view[tail_start:]``: the bytes decoded, or their view (escapes removed,
     redraws collapsed), which has the same newlines, so that a line kept or
-    dropped as shown is the same line in the stored bytes.
+    dropped as shown is the same line in the stored bytes.  ``shaped`` is
+    ``shape`` or a kernel's equal and faster one.
 
     :returns: ``(head, tail, head_end, tail_start)``.
     """
-    kept = kept_head_lines(head, max_lines, keep)
+    kept = kept_head_lines(head, max_lines, keep, shaped)
     if kept is not None:
         head = head[: _after_newlines(head, 0, kept)]
         head_end = _after_newlines(bytes(view[:head_end]), 0, kept)
-    dropped = dropped_tail_lines(tail, tail_start > 0 and view[tail_start - 1] == 10, max_lines, keep)
+    dropped = dropped_tail_lines(tail, tail_start > 0 and view[tail_start - 1] == 10, max_lines, keep, shaped)
     if dropped is not None:
         tail = tail[_after_newlines(tail, 0, dropped) :]
         tail_start += _after_newlines(bytes(view[tail_start:]), 0, dropped)
@@ -102,23 +107,24 @@ def trim_stored(view: memoryview, head: str, tail: str, head_end: int, tail_star
 
 
 def trim_cuts(content: Union[str, BytesLike], cuts: tuple[int, int, int, int], max_lines: int, keep: int,
-              utf8_length: Callable[[str], int]) -> tuple[int, int, int, int]:
+              utf8_length: Callable[[str], int], shaped: Shape = shape) -> tuple[int, int, int, int]:
     """``preview_cuts``'s result with the runs at its cuts trimmed (``keep`` > 0).
 
     :param cuts: ``(head_end, tail_start, head_index, tail_index)`` of a
         truncated preview of ``content`` (``head_end < tail_start``).
     :param utf8_length: the calling kernel's: a ``str``'s cuts move by the
         stored size of the lines they give up.
+    :param shaped: ``shape``, or the calling kernel's equal one.
     """
     head_end, tail_start, head_index, tail_index = cuts
     if isinstance(content, str):
         head, tail = content[:head_index], content[tail_index:]
-        kept = kept_head_lines(head, max_lines, keep)
+        kept = kept_head_lines(head, max_lines, keep, shaped)
         if kept is not None:
             index = _after_newlines(head, 0, kept)
             head_end -= utf8_length(content[index:head_index])
             head_index = index
-        dropped = dropped_tail_lines(tail, content[tail_index - 1] == "\n", max_lines, keep)
+        dropped = dropped_tail_lines(tail, content[tail_index - 1] == "\n", max_lines, keep, shaped)
         if dropped is not None:
             index = tail_index + _after_newlines(tail, 0, dropped)
             tail_start += utf8_length(content[tail_index:index])
@@ -127,5 +133,5 @@ def trim_cuts(content: Union[str, BytesLike], cuts: tuple[int, int, int, int], m
     with byte_view(content) as view:
         head = str(view[:head_index], "utf-8", "replace")
         tail = str(view[tail_index:], "utf-8", "replace")
-        head_end, tail_start = trim_stored(view, head, tail, head_end, tail_start, max_lines, keep)[2:]
+        head_end, tail_start = trim_stored(view, head, tail, head_end, tail_start, max_lines, keep, shaped)[2:]
     return head_end, tail_start, head_end, tail_start
