@@ -8,14 +8,15 @@ The loops live in overspill_simd.h; this module only checks arguments and
 reaches the bytes.
 """
 
-from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_FillInfo
+from cpython.buffer cimport PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy
+from libc.string cimport memchr, memcpy
 
 from overspill_simd cimport (
-    osp_hit, osp_needs_view, osp_pattern, osp_text_fits, osp_scan, osp_scan_free, osp_scan_init, osp_scan_region, osp_view,
+    OSP_PLAIN_VIEW, osp_hit, osp_needs_view, osp_pattern, osp_scan_plain, osp_text_fits, osp_scan, osp_scan_free,
+    osp_scan_init, osp_scan_region, osp_view,
     osp_boundary_at_or_after, osp_boundary_at_or_before, osp_count_upto, osp_crc_init, osp_crc32, osp_find_nth,
     osp_page, osp_scan_token, osp_set_mask32,
     osp_prefix_fitting, osp_rfind_nth, osp_simd_cap, osp_suffix_fitting, osp_utf8_length,

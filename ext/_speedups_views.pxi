@@ -49,32 +49,129 @@ cdef object _decoded(const uint8_t *p, Py_ssize_t n):
     return PyUnicode_DecodeUTF8(<const char *>p, n, "replace")
 
 
+cdef object _shown_text(const uint8_t *p, Py_ssize_t n, int flags):
+    """The view of ``p[0:n)`` decoded (``view_text``).  One pass copies text
+    that is ASCII and its own view (most tool output) straight into a new str;
+    other text is viewed and decoded as ``_decoded`` does."""
+    cdef object text
+    cdef int state
+    cdef Py_ssize_t length
+    cdef uint8_t *out
+    if n == 0:
+        return ""
+    text = PyUnicode_New(n, 127)
+    out = <uint8_t *>PyUnicode_DATA(text)
+    if n >= NOGIL_BYTES:
+        # The new str is this frame's alone until it is returned.
+        with nogil:
+            state = osp_scan_plain(p, n, flags, out)
+    else:
+        state = osp_scan_plain(p, n, flags, out)
+    if state == 0:
+        return text
+    if not state & OSP_PLAIN_VIEW:
+        return PyUnicode_DecodeUTF8(<const char *>p, n, "replace")
+    out = <uint8_t *>malloc(n)
+    if out == NULL:
+        raise MemoryError()
+    try:
+        length = osp_view(p, n, flags, out)
+        return _decoded(out, length)
+    finally:
+        free(out)
+
+
 def view_text(buffer, flags, /):
     """What a reader is shown of ``buffer``, decoded; see _native.view_text."""
     cdef int c_flags
-    cdef Py_ssize_t n, length
     cdef const unsigned char[::1] buf
-    cdef uint8_t *out = NULL
     if isinstance(buffer, str):
         raise TypeError("buffer must be a bytes-like object, not str")
     c_flags = _check_flags(flags)
     view = _byte_view(buffer)
     try:
         buf = view
-        n = buf.shape[0]
-        if n == 0:
+        if buf.shape[0] == 0:
             return ""
-        if not osp_needs_view(&buf[0], n, c_flags):
-            return _decoded(&buf[0], n)
-        out = <uint8_t *>malloc(n)
-        if out == NULL:
-            raise MemoryError()
-        length = osp_view(&buf[0], n, c_flags, out)
-        return _decoded(out, length)
+        return _shown_text(&buf[0], buf.shape[0], c_flags)
     finally:
-        free(out)
         buf = None
         view.release()
+
+
+cdef bint _escape_within(const uint8_t *p, Py_ssize_t floor, Py_ssize_t position, Py_ssize_t reach) noexcept:
+    """Whether an ESC lies in ``p[max(floor, position - reach):position]``."""
+    cdef Py_ssize_t low = max(floor, position - reach)
+    return position > low and memchr(p + low, 0x1b, <size_t>(position - low)) != NULL
+
+
+cdef int _flags_of(object flags) except -1:
+    """``_check_flags`` with the common case (an int from 0 to 3) checked here."""
+    if type(flags) is int and 0 <= flags <= 3:
+        return flags
+    return _check_flags(flags)
+
+
+cdef int _contiguous(object data, Py_buffer *out) except -1:
+    """``out`` filled with ``data``'s bytes as ``_byte_view`` takes them (the caller releases it)."""
+    try:
+        PyObject_GetBuffer(data, out, PyBUF_C_CONTIGUOUS)
+    except BufferError:
+        raise TypeError("a bytes-like argument must be C-contiguous") from None
+    return 0
+
+
+def page_text(buffer, low, high, offset, limit, flags, reach, checksums, chunk, /):
+    """A verified page of a payload and its text in one call; see _native.page_text."""
+    cdef Py_ssize_t c_low, c_high, c_offset, c_limit, c_reach, c_chunk, size, first, last
+    cdef Py_ssize_t start = 0, end = 0, failed = -1
+    cdef int c_flags
+    cdef const uint8_t *p
+    cdef const uint8_t *recorded
+    # Raw buffers, not typed memoryviews: their set-up costs more than a small page's scan.
+    cdef Py_buffer data
+    cdef Py_buffer sums
+    if isinstance(buffer, str) or isinstance(checksums, str):
+        raise TypeError("buffer and checksums must be bytes-like objects, not str")
+    c_low = _check_int(low, "low", 0)
+    c_high = _check_int(high, "high", 0)
+    c_offset = _check_int(offset, "offset", 0)
+    c_limit = _check_int(limit, "limit", 1)
+    c_flags = _flags_of(flags)
+    c_reach = _check_int(reach, "reach", 0)
+    c_chunk = _check_int(chunk, "chunk", 1)
+    _contiguous(buffer, &data)
+    try:
+        p = <const uint8_t *>data.buf
+        size = data.len
+        if not c_low <= c_offset <= c_high <= size or c_low == c_high:
+            raise ValueError(f"low, offset and high must satisfy low <= offset <= high <= {size} and low < high, "
+                             f"not {low}, {offset}, {high}")
+        if checksums is not None:
+            _contiguous(checksums, &sums)
+            try:
+                recorded = <const uint8_t *>sums.buf
+                first, last = c_low // c_chunk, (c_high - 1) // c_chunk
+                if 4 * (last + 1) > sums.len:
+                    raise ValueError(f"{sums.len // 4} checksums do not cover the chunks of [{c_low}, {c_high})")
+                # Checked above: every chunk starts inside the buffer and every index has its 4 bytes.
+                if c_high - c_low >= NOGIL_BYTES:
+                    with nogil:
+                        failed = _first_bad_chunk(p, size, 0, first, last, c_chunk, recorded)
+                else:
+                    failed = _first_bad_chunk(p, size, 0, first, last, c_chunk, recorded)
+            finally:
+                PyBuffer_Release(&sums)
+            if failed >= 0:
+                return failed
+        osp_page(p + c_low, c_high - c_low, c_offset - c_low, c_limit, c_high == size, &start, &end)
+        start += c_low
+        end += c_low
+        if c_flags & VIEW_ANSI and (_escape_within(p, c_low, start, c_reach) or _escape_within(p, c_low, end, c_reach)):
+            return start, end, None
+        return start, end, _shown_text(p + start, end - start, c_flags)
+    finally:
+        PyBuffer_Release(&data)
 
 
 def signal_lines(buffer, start, end, patterns, flags, limit, /):

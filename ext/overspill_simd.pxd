@@ -36,6 +36,10 @@ cdef extern from "overspill_text.h" nogil:
         osp_hit *hits
         Py_ssize_t hit_count
     int osp_needs_view(const uint8_t *p, Py_ssize_t n, int flags)
+    int osp_scan_plain(const uint8_t *p, Py_ssize_t n, int flags, uint8_t *out)
+    enum:
+        OSP_PLAIN_VIEW
+        OSP_PLAIN_WIDE
     int osp_text_fits(const void *data, Py_ssize_t n, int width, Py_ssize_t max_lines, Py_ssize_t max_bytes,
                       int flags)
     Py_ssize_t osp_view(const uint8_t *p, Py_ssize_t n, int flags, uint8_t *out)

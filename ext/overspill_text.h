@@ -57,6 +57,114 @@ static int osp_needs_view(const uint8_t *p, ptrdiff_t n, int flags) {
     return 0;
 }
 
+/* ---- a page's text in one pass (osp_scan_plain) ----
+ * The result's bits: the view of p[0:n) differs from it (an ESC with ANSI, a
+ * lone \r with CR: osp_needs_view), and p[0:n) holds a byte >= 0x80.  While
+ * neither is seen, p is copied to out (when out is not NULL): a result of 0
+ * means out holds p[0:n), the text as it is shown.  The scan stops at the
+ * first sign of a view (the caller takes the general path); past the first
+ * non-ASCII byte it only looks for one. */
+#define OSP_PLAIN_VIEW 1
+#define OSP_PLAIN_WIDE 2
+
+/* Whether the \r at p[at] is lone: not followed by \n inside p[0:n). */
+static inline int osp_lone_cr(const uint8_t *p, ptrdiff_t n, ptrdiff_t at) {
+    return at + 1 >= n || p[at + 1] != '\n';
+}
+
+static int osp_scan_plain_scalar(const uint8_t *p, ptrdiff_t n, int flags, uint8_t *out, ptrdiff_t i, int state) {
+    const int ansi = flags & OSP_VIEW_ANSI, redraw = flags & OSP_VIEW_CR;
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    /* Eight bytes a step: a word has a byte equal to c when haszero(w ^ c*ones). */
+    for (; n - i >= 8; i += 8) {
+        uint64_t w, e, r;
+        memcpy(&w, p + i, 8);
+        if (!state && out) memcpy(out + i, &w, 8);
+        if (w & highs) state |= OSP_PLAIN_WIDE;
+        e = w ^ (ones * OSP_ESC);
+        r = w ^ (ones * '\r');
+        if ((ansi && ((e - ones) & ~e & highs)) || (redraw && ((r - ones) & ~r & highs))) {
+            /* A candidate (the word trick can flag a neighbour of a real hit): decide byte by byte. */
+            for (ptrdiff_t j = i; j < i + 8; j++) {
+                if (ansi && p[j] == OSP_ESC) return state | OSP_PLAIN_VIEW;
+                if (redraw && p[j] == '\r' && osp_lone_cr(p, n, j)) return state | OSP_PLAIN_VIEW;
+            }
+        }
+    }
+    for (; i < n; i++) {
+        uint8_t b = p[i];
+        if (!state && out) out[i] = b;
+        if (b >= 0x80) state |= OSP_PLAIN_WIDE;
+        if (ansi && b == OSP_ESC) return state | OSP_PLAIN_VIEW;
+        if (redraw && b == '\r' && osp_lone_cr(p, n, i)) return state | OSP_PLAIN_VIEW;
+    }
+    return state;
+}
+
+#if defined(OSP_X86)
+/* The close look at one 128-byte step of osp_scan_plain_avx2 that has
+ * something other than plain ASCII in it: the state after it. */
+__attribute__((target("avx2"), noinline))
+static int osp_scan_plain_step(const uint8_t *p, ptrdiff_t n, int flags, ptrdiff_t i, int state) {
+    const __m256i esc = _mm256_set1_epi8(OSP_ESC), cr = _mm256_set1_epi8('\r');
+    for (ptrdiff_t at = i; at < i + 128; at += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(p + at));
+        unsigned found;
+        if (_mm256_movemask_epi8(v)) state |= OSP_PLAIN_WIDE;
+        if ((flags & OSP_VIEW_ANSI) && _mm256_movemask_epi8(_mm256_cmpeq_epi8(v, esc))) return state | OSP_PLAIN_VIEW;
+        if (!(flags & OSP_VIEW_CR)) continue;
+        for (found = (unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, cr)); found; found &= found - 1)
+            if (osp_lone_cr(p, n, at + __builtin_ctz(found))) return state | OSP_PLAIN_VIEW;
+    }
+    return state;
+}
+
+/* 128 bytes a step: one test of all four vectors for anything that is not
+ * plain ASCII (a high bit, an ESC, a \r); only a step that has one is looked
+ * at closely.  Text with no view to apply is copied at memcpy's pace. */
+__attribute__((target("avx2")))
+static int osp_scan_plain_avx2(const uint8_t *p, ptrdiff_t n, int flags, uint8_t *out) {
+    const __m256i esc = _mm256_set1_epi8(OSP_ESC), cr = _mm256_set1_epi8('\r');
+    /* Masks that switch a test off: ANDed with its vector, or ORed into a high-bit test. */
+    const __m256i ansi = _mm256_set1_epi8((flags & OSP_VIEW_ANSI) ? -1 : 0);
+    const __m256i redraw = _mm256_set1_epi8((flags & OSP_VIEW_CR) ? -1 : 0);
+    __m256i ascii = _mm256_set1_epi8(-1);
+    int state = 0;
+    ptrdiff_t i = 0;
+    for (; n - i >= 128; i += 128) {
+        const __m256i a = _mm256_loadu_si256((const __m256i *)(p + i));
+        const __m256i b = _mm256_loadu_si256((const __m256i *)(p + i + 32));
+        const __m256i c = _mm256_loadu_si256((const __m256i *)(p + i + 64));
+        const __m256i d = _mm256_loadu_si256((const __m256i *)(p + i + 96));
+        __m256i any, escapes, returns;
+        if (!state && out) {
+            _mm256_storeu_si256((__m256i *)(out + i), a);
+            _mm256_storeu_si256((__m256i *)(out + i + 32), b);
+            _mm256_storeu_si256((__m256i *)(out + i + 64), c);
+            _mm256_storeu_si256((__m256i *)(out + i + 96), d);
+        }
+        any = _mm256_and_si256(_mm256_or_si256(_mm256_or_si256(a, b), _mm256_or_si256(c, d)), ascii);
+        escapes = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(a, esc), _mm256_cmpeq_epi8(b, esc)),
+                                  _mm256_or_si256(_mm256_cmpeq_epi8(c, esc), _mm256_cmpeq_epi8(d, esc)));
+        returns = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(a, cr), _mm256_cmpeq_epi8(b, cr)),
+                                  _mm256_or_si256(_mm256_cmpeq_epi8(c, cr), _mm256_cmpeq_epi8(d, cr)));
+        any = _mm256_or_si256(any, _mm256_or_si256(_mm256_and_si256(escapes, ansi), _mm256_and_si256(returns, redraw)));
+        if (!_mm256_movemask_epi8(any)) continue;
+        state = osp_scan_plain_step(p, n, flags, i, state);
+        if (state & OSP_PLAIN_VIEW) return state;
+        if (state & OSP_PLAIN_WIDE) ascii = _mm256_setzero_si256();  /* known now: look for views only */
+    }
+    return osp_scan_plain_scalar(p, n, flags, out, i, state);
+}
+#endif
+
+static int osp_scan_plain(const uint8_t *p, ptrdiff_t n, int flags, uint8_t *out) {
+#if defined(OSP_X86)
+    if (osp_has_avx2()) return osp_scan_plain_avx2(p, n, flags, out);
+#endif
+    return osp_scan_plain_scalar(p, n, flags, out, 0, 0);
+}
+
 /* Whether the lone \r test fails anywhere in the str data[0:n): a \r whose
  * next code unit is not \n. */
 static int osp_text_lone_cr(const void *data, ptrdiff_t n, int width) {

@@ -28,6 +28,7 @@ __all__ = [
     "crc32",
     "outline_lines",
     "page_bounds",
+    "page_text",
     "preview_cuts",
     "requested",
     "signal_lines",
@@ -41,7 +42,7 @@ __all__ = [
 KERNEL_NAMES = (
     "count_lines", "utf8_length", "page_bounds", "preview_cuts", "crc32", "ascii_view", "StreamCap",
     "view_bytes", "signal_lines", "text_fits", "outline_lines", "JsonOutline", "verify_chunks",
-    "view_text",
+    "view_text", "page_text",
 )
 _CHOICES = ("auto", "cython", "python")
 

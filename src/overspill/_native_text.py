@@ -11,14 +11,14 @@ from ._buffers import byte_view as _byte_view
 from ._buffers import check_flags as _check_flags
 from ._buffers import check_int as _check_int
 from ._buffers import check_patterns as _check_patterns
-from ._native_bytes import utf8_length
+from ._native_bytes import page_bounds, utf8_length, verify_chunks
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # re and typing cost start-up; the annotations are never evaluated
     import re
     from typing import Optional
 
-__all__ = ["signal_lines", "text_fits", "view_bytes", "view_text"]
+__all__ = ["page_text", "signal_lines", "text_fits", "view_bytes", "view_text"]
 
 # A line holding a lone carriage return (one not ending the line as \r\n).
 _REDRAWN_LINE = LazyPattern(rb"[^\n]*\r(?!\n)[^\n]*")
@@ -278,3 +278,58 @@ def view_text(buffer: BytesLike, flags: int, /) -> str:
         return str(shown, "utf-8", "replace")
     with _byte_view(buffer) as view:
         return str(view, "utf-8", "replace")
+
+
+def page_text(buffer: BytesLike, low: int, high: int, offset: int, limit: int, flags: int, reach: int,
+              checksums: Optional[BytesLike], chunk: int, /) -> int | tuple[int, int, Optional[str]]:
+    """A verified page of a payload and its text, in one call: what a store's
+    read does with ``verify_chunks``, ``page_bounds`` and ``view_text``.
+
+    ``buffer`` is the whole payload; ``[low, high)`` the window read around
+    the page, ``offset`` (inside it) where the page was asked for.
+
+    1. Every checksum chunk under ``[low, high)`` is checked against
+       ``checksums`` (as ``verify_chunks`` with base 0; None: nothing to
+       check): the index of the first that does not match is returned.
+    2. ``(start, end) = page_bounds(buffer[low:high], offset - low, limit,
+       high == len(buffer))``, made payload offsets.
+    3. With ``VIEW_ANSI`` in ``flags``, an ESC in the ``reach`` bytes of the
+       window before ``start`` or before ``end`` may be a sequence that an
+       edge splits: ``(start, end, None)`` (the caller moves the edges by its
+       escape rule).  Otherwise ``(start, end, view_text(buffer[start:end],
+       flags))``.
+
+    :raises TypeError: ``buffer`` or ``checksums`` is not a contiguous buffer
+        (or None, for ``checksums``), or a number is not an int.
+    :raises ValueError: not ``low <= offset <= high <= len(buffer)`` with
+        ``low < high``; ``limit`` or ``chunk`` below 1, another number
+        negative, ``flags`` outside 0 to 3, or ``checksums`` too short for
+        the chunks of the window.
+    """
+    if isinstance(buffer, str) or isinstance(checksums, str):
+        raise TypeError("buffer and checksums must be bytes-like objects, not str")
+    low = _check_int(low, "low", 0)
+    high = _check_int(high, "high", 0)
+    offset = _check_int(offset, "offset", 0)
+    limit = _check_int(limit, "limit", 1)
+    flags = _check_flags(flags)
+    reach = _check_int(reach, "reach", 0)
+    chunk = _check_int(chunk, "chunk", 1)
+    with _byte_view(buffer) as view:
+        size = len(view)
+        if not low <= offset <= high <= size or low == high:
+            raise ValueError(f"low, offset and high must satisfy low <= offset <= high <= {size} and low < high, "
+                             f"not {low}, {offset}, {high}")
+        if checksums is not None:
+            with _byte_view(checksums) as sums:
+                if 4 * ((high - 1) // chunk + 1) > len(sums):
+                    raise ValueError(f"{len(sums) // 4} checksums do not cover the chunks of [{low}, {high})")
+                failed = verify_chunks(view, 0, low, high, sums, chunk)
+            if failed >= 0:
+                return failed
+        start, end = page_bounds(view[low:high], offset - low, limit, high == size)
+        start += low
+        end += low
+        if flags & VIEW_ANSI and any(b"\x1b" in view[max(low, edge - reach) : edge].tobytes() for edge in (start, end)):
+            return start, end, None
+        return start, end, view_text(view[start:end], flags)

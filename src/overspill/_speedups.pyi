@@ -17,6 +17,10 @@ VIEW_CR: int
 
 def view_bytes(buffer: BytesLike, flags: int, /) -> Union[bytes, None]: ...
 def view_text(buffer: BytesLike, flags: int, /) -> str: ...
+def page_text(
+    buffer: BytesLike, low: int, high: int, offset: int, limit: int, flags: int, reach: int,
+    checksums: Union[BytesLike, None], chunk: int, /,
+) -> Union[int, tuple[int, int, Union[str, None]]]: ...
 def signal_lines(
     buffer: BytesLike, start: int, end: int, patterns: tuple[tuple[int, bool, bool, bytes], ...], flags: int,
     limit: int, /,

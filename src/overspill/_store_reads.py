@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never eva
     from collections.abc import Callable, Iterator
     from typing import Optional
 
-    from .backends.base import Backend
+    from .backends.base import Backend, PageTexts
     from .config import Limits
     from .records import Record, Resource
     from .text import SignalPatterns
@@ -45,6 +45,7 @@ class StoreReads:
 
     # Set by ToolOutputStore.__init__.
     _backend: Backend
+    _pages: Optional[PageTexts]
     _views: int
     _runs: int
     _limits: Limits
@@ -132,25 +133,39 @@ class StoreReads:
         # window with a margin decides them exactly as the whole payload would.
         low = max(offset - _PAGE_MARGIN, 0)
         high = min(offset + limit + _PAGE_MARGIN, size)
-        escapes = self._views & VIEW_ANSI
+        flags = self._views
+        escapes = flags & VIEW_ANSI
         if escapes:
             # Room to see an escape sequence that a page edge would split.
             low, high = max(offset - ESCAPE_REACH, 0), min(high + ESCAPE_REACH, size)
+        pages = self._pages
+        found = None
+        if pages is not None and low < high:
+            # The common case in one kernel call: verify, bounds and text (None: no warm map).
+            found = pages.page_text(record, low, high, offset, limit, flags, ESCAPE_REACH)
+        if found is not None and found[2] is not None:
+            start, end, content = found
+        else:
+            start, end, content = self._page_view(record, low, high, offset, limit)
+        more = end < size
+        return Page(record.resource, content, start, more, end if more else None, record.complete)
+
+    def _page_view(self, record: Record, low: int, high: int, offset: int, limit: int) -> tuple[int, int, str]:
+        """A page read through a verified view of ``[low, high)``: ``(start, end, text)``."""
+        size = record.resource.size
+        flags = self._views
         with self._backend.read(record, low, high) as view:
             if not view:
-                return Page(record.resource, "", 0, False, None, record.complete)
+                return 0, 0, ""
             start, end = _kernels.page_bounds(view, offset - low, limit, high == size)
-            if escapes:
+            if flags & VIEW_ANSI:
                 # Each page's view is of its bytes alone: a page never starts or ends inside an
                 # escape sequence (it would show a piece of it, such as "[1;31m").  A start inside
                 # one moves past it (it shows nothing); an end inside one moves to its end.
                 start = escape_end(view, start)
                 end = max(escape_end(view, end), start)
-            content = shown_text(view[start:end], self._views)
-        start += low
-        end += low
-        more = end < size
-        return Page(record.resource, content, start, more, end if more else None, record.complete)
+            content = shown_text(view[start:end], flags)
+        return start + low, end + low, content
 
     def read_bytes(self, session_id: str, uri: str, *, offset: int = 0,
                    limit: Optional[int] = None) -> tuple[Resource, bytes, int, Optional[int]]:

@@ -29,7 +29,7 @@ from ._store_types import Page, TruncateResult, storage_error
 from ._store_streams import StoreStreams
 from ._store_writes import QUOTA_STEP
 from .backends._location import locate, open_backend
-from .backends.base import ForkAware, GrowingBackend, PageHints, Quota
+from .backends.base import ForkAware, GrowingBackend, PageHints, PageTexts, Quota
 from .backends.local import LocalBackend
 from .config import RETENTION, datetime, resolve_limits, timedelta
 from .errors import BackgroundLimitError, StorageError, UnsupportedError
@@ -121,6 +121,7 @@ class ToolOutputStore(StoreStreams, StoreReads):
         # The backend's optional capabilities, looked up once.
         self._quota = self._backend if isinstance(self._backend, Quota) else None
         self._hints = self._backend if isinstance(self._backend, PageHints) else None
+        self._pages = self._backend if isinstance(self._backend, PageTexts) else None
         self._cleaner: Optional[threading.Thread] = None
         self._stop: Optional[threading.Event] = None  # made by start_cleanup: threading is not imported before
         _track(self)

@@ -13,7 +13,7 @@ from .. import _kernels
 from ..errors import ResourceCorruptError
 from ..records import Record
 
-__all__ = ["Checksums", "verify"]
+__all__ = ["Checksums", "corrupt", "verify"]
 
 
 class Checksums:
@@ -67,7 +67,13 @@ def verify(record: Record, view: memoryview, base: int, start: int, end: int) ->
     # One kernel call for all the chunks; the native one reads a map in place.
     index = _kernels.verify_chunks(view, base, start, end, checksums, chunk)
     if index >= 0:
-        raise ResourceCorruptError(
-            f"resource {record.resource.uri} is corrupt: bytes {index * chunk} to "
-            f"{min((index + 1) * chunk, record.resource.size)} do not match their checksum"
-        )
+        raise corrupt(record, index)
+
+
+def corrupt(record: Record, index: int) -> ResourceCorruptError:
+    """The error for chunk ``index`` of ``record``'s payload not matching its checksum."""
+    chunk = record.checksum_chunk
+    return ResourceCorruptError(
+        f"resource {record.resource.uri} is corrupt: bytes {index * chunk} to "
+        f"{min((index + 1) * chunk, record.resource.size)} do not match their checksum"
+    )

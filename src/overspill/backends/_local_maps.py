@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Callable
-from typing import Optional
 
 from .. import _files
-from ..records import Record, unreadable
-from ._seals import SealChain
+from ..records import unreadable
 
-__all__ = ["Entry", "drop_mapped_pages", "file_identity", "map_range"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up; the annotations are never evaluated
+    from collections.abc import Callable
+    from typing import Optional
+
+    from ..records import Record
+    from ._seals import SealChain
+
+__all__ = ["Descriptor", "Entry", "drop_mapped_pages", "file_identity", "map_range", "still_named"]
 
 
 class Entry:
@@ -21,7 +26,11 @@ class Entry:
 
     # ``parsed`` and ``mapped`` are (identity, value) pairs replaced whole, so a
     # reader without the lock never pairs one identity with another's value.
-    __slots__ = ("record_path", "payload_path", "seal_path", "parsed", "mapped", "chain")
+    # ``record_file`` and ``payload_file``, while the payload is mapped: (the
+    # identity, the file open under it), so that a warm read checks both files
+    # with ``fstat`` instead of a stat by path (``still_named``).
+    __slots__ = ("record_path", "payload_path", "seal_path", "parsed", "mapped", "chain", "record_file",
+                 "payload_file")
 
     def __init__(self, directory: str, resource_id: str) -> None:
         self.record_path = f"{directory}/{resource_id}.json"
@@ -31,6 +40,43 @@ class Entry:
         self.mapped: tuple[Optional[tuple[int, ...]], Optional[mmap.mmap]] = (None, None)
         # A running resource's seals, parsed so far, with the seal file's inode.
         self.chain: tuple[Optional[int], Optional[SealChain]] = (None, None)
+        self.record_file: Optional[tuple[tuple[int, ...], Descriptor]] = None
+        self.payload_file: Optional[tuple[tuple[int, ...], Descriptor]] = None
+
+    def drop_map(self) -> None:
+        """Forget the map and the files held open with it (each closes once no reader uses it)."""
+        self.mapped, self.record_file, self.payload_file = (None, None), None, None
+
+
+class Descriptor:
+    """An open descriptor, closed when the last reference to it goes: a reader
+    uses one without the lock while another thread may drop the entry's."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __del__(self) -> None:
+        try:
+            os.close(self.fd)
+        except Exception:  # noqa: BLE001 - closed already, or the interpreter is shutting down
+            pass
+
+
+def still_named(held: Descriptor, known: Optional[tuple[int, ...]]) -> bool:
+    """Whether the file open as ``held`` still has the identity ``known`` and a name.
+
+    A file unlinked, or replaced by a rename over its name, has no link left
+    (``st_nlink`` 0); a new link or a change of its bytes or mode changes its
+    ctime: either way the caller falls back to the stat by path, so a deleted
+    or replaced file is never served from the cache.
+    """
+    try:
+        info = os.fstat(held.fd)
+    except OSError:
+        return False
+    return info.st_nlink > 0 and file_identity(info) == known
 
 
 def map_range(path: str, uri: str, base: int, end: int,

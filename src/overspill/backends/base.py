@@ -88,7 +88,8 @@ else:
     def runtime_checkable(cls):  # the check above is always on
         return cls
 
-__all__ = ["Backend", "CleanupReport", "ForkAware", "GrowingBackend", "GrowingWriter", "PageHints", "Quota", "Writer"]
+__all__ = ["Backend", "CleanupReport", "ForkAware", "GrowingBackend", "GrowingWriter", "PageHints", "PageTexts",
+           "Quota", "Writer"]
 
 
 @runtime_checkable
@@ -343,6 +344,23 @@ class PageHints(Protocol):
 
     def drop_pages(self, record: Record, start: int, end: int, /) -> None:
         """Never raises."""
+        ...
+
+
+@runtime_checkable
+class PageTexts(Protocol):
+    """A page read in one step where the payload is already mapped: its checksum
+    chunks verified, its bounds found and its text made by one kernel call
+    (``_kernels.page_text``), with no view handed out."""
+
+    def page_text(self, record: Record, low: int, high: int, offset: int, limit: int, flags: int, reach: int, /
+                  ) -> Optional[tuple[int, int, Optional[str]]]:
+        """``_kernels.page_text`` over the payload of ``record`` (a window
+        ``low < high`` inside it); None when this backend has no warm map of
+        it (the caller then reads through ``read``).
+
+        :raises ResourceCorruptError: a chunk of ``[low, high)`` does not match its checksum.
+        """
         ...
 
 

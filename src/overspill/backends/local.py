@@ -21,14 +21,14 @@ import stat
 from _thread import allocate_lock  # threading's Lock, without importing threading (start-up)
 from collections import OrderedDict
 
-from .. import _files
+from .. import _files, _kernels
 from ..errors import ResourceNotFoundError
 from ..records import Record, read_record, unreadable, uri_for
-from ._checksums import verify
+from ._checksums import corrupt, verify
 from ._index import ListingIndex
 from ._local_growing import LocalGrowing
 from ._local_listing import LocalListing
-from ._local_maps import Entry, drop_mapped_pages, file_identity, map_range
+from ._local_maps import Descriptor, Entry, drop_mapped_pages, file_identity, map_range, still_named
 from ._local_quota import LocalQuota
 from ._local_writer import LocalWriter
 from ._usage import UsageTotal
@@ -155,7 +155,10 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing):
         """The validated record of ``resource_id``, parsed again only when its file changed."""
         entry = self._entry(resource_id)
         known, record = entry.parsed
-        if record is not None:
+        held = entry.record_file
+        if record is not None and held is not None and held[0] is known and still_named(held[1], known):
+            pass  # the open record file is still the one parsed, and still named: no stat by path
+        elif record is not None:
             try:
                 info = os.lstat(entry.record_path)
             except FileNotFoundError:
@@ -164,6 +167,10 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing):
                 raise unreadable(uri_for(resource_id), "has no readable record", error) from None
             if file_identity(info) != known:
                 record = None
+            elif entry.mapped[1] is not None:
+                # Read again while mapped: hold the record open for the next reads' fstat
+                # (not on a first read, which pays for enough already).
+                entry.record_file = self._hold(entry.record_path, known)  # type: ignore[arg-type]
         if record is None:
             # Parsed from the file that was opened, keyed by that file's fstat.
             record, info = read_record(entry.record_path, resource_id)
@@ -174,7 +181,8 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing):
 
     def _map(self, entry: Entry, record: Record, identity: Optional[tuple[int, ...]]) -> mmap.mmap:
         """Open and map the payload (whose lstat gave ``identity``, if one was
-        taken: a cold read opens without one); cache the map."""
+        taken: a cold read opens without one); cache the map, and keep the
+        payload open beside it for warm reads' ``fstat``."""
         uri = record.resource.uri
         try:
             fd, opened = _files.open_regular(entry.payload_path)
@@ -188,44 +196,63 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing):
             elif file_identity(opened) != identity:
                 raise ResourceNotFoundError(f"resource {uri} changed while being opened")
             mapping = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-        except OSError as error:
-            raise unreadable(uri, "cannot be mapped", error) from None
-        finally:
+        except BaseException as error:
             os.close(fd)
+            if isinstance(error, OSError):
+                raise unreadable(uri, "cannot be mapped", error) from None
+            raise
         with self._lock:
             entry.mapped = (identity, mapping)
+            # Kept open with the map, so that warm reads check the payload with fstat.
+            entry.payload_file = (identity, Descriptor(fd))
             self._mapped_ids[record.id] = None
             self._mapped_ids.move_to_end(record.id)
             if len(self._mapped_ids) > _OPEN_MAPS:
                 oldest, _ = self._mapped_ids.popitem(last=False)
                 evicted = self._entries.get(oldest)
                 if evicted is not None:
-                    # Closed by the GC once no reader holds a view of it.
-                    evicted.mapped = (None, None)
+                    evicted.drop_map()  # the map closes once no reader holds a view of it
         return mapping
+
+    @staticmethod
+    def _hold(path: str, known: tuple[int, ...]) -> Optional[tuple[tuple[int, ...], Descriptor]]:
+        """The record file at ``path`` opened, if it is still the one parsed
+        (identity ``known``); None otherwise (reads then stat it by path)."""
+        try:
+            fd, _ = _files.open_regular(path)
+        except OSError:
+            return None
+        held = Descriptor(fd)
+        return (known, held) if still_named(held, known) else None
 
     def read(self, record: Record, start: int, end: int, /) -> memoryview:
         """The bytes ``[start, end)`` as a view of the payload's map (no copy).
 
-        One ``lstat`` of the payload per call revalidates the cached map; the
-        checksum chunks under the range are verified on every call, so a byte
-        changed in place (even through a shared writable map, which changes
-        no timestamp) is never served.
+        One ``fstat`` of the payload's open descriptor per call revalidates
+        the cached map (an ``lstat`` by path when there is none, or it shows
+        a change); the checksum chunks under the range are verified on every
+        call, so a byte changed in place (even through a shared writable map,
+        which changes no timestamp) is never served.
         """
         entry = self._entry(record.id)
         uri = record.resource.uri
         if not record.complete:
             return self._read_growing(entry, record, start, end)
         known, mapping = entry.mapped
-        if mapping is not None or end - start >= _PRIVATE_MAP_BYTES or start >= end:
+        held = entry.payload_file
+        if (mapping is not None and held is not None and held[0] is known and start < end
+                and end - start < _PRIVATE_MAP_BYTES and known[3] == record.resource.size  # type: ignore[index]
+                and still_named(held[1], known)):
+            pass  # warm: the open payload is still the mapped one, and still named
+        elif mapping is not None or end - start >= _PRIVATE_MAP_BYTES or start >= end:
             # The one stat of a read: the cached map is still this file's.
             try:
                 info = os.lstat(entry.payload_path)
             except OSError as error:
-                entry.mapped = (None, None)
+                entry.drop_map()
                 raise unreadable(uri, "has no payload", error) from None
             if not stat.S_ISREG(info.st_mode) or info.st_size != record.resource.size:
-                entry.mapped = (None, None)
+                entry.drop_map()
                 raise ResourceNotFoundError(f"resource {uri} has a missing or mismatched payload")
             if start >= end:
                 return memoryview(b"")
@@ -245,6 +272,38 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing):
             verify(record, whole, 0, start, end)
             # The slice keeps the map's buffer exported after ``whole`` is released.
             return whole[start:end]
+
+    def page_text(self, record: Record, low: int, high: int, offset: int, limit: int, flags: int, reach: int, /
+                  ) -> Optional[tuple[int, int, Optional[str]]]:
+        """A page from the payload's map: one ``fstat`` of the payload held open
+        with it (as ``read``'s warm path; a first read maps it), then one kernel
+        call verifies the chunks of ``[low, high)``, finds the page and makes
+        its text (``_kernels.page_text``).  None when the map cannot be
+        trusted without a stat by path, or for a running resource.
+
+        :raises ResourceCorruptError: a chunk under the window does not match its checksum.
+        """
+        entry = self._entries.get(record.id)
+        if entry is None or not record.complete or high - low >= _PRIVATE_MAP_BYTES:
+            return None
+        known, mapping = entry.mapped
+        if mapping is None:
+            mapping = self._map(entry, record, None)  # cold: open and fstat, no stat by path first
+        else:
+            held = entry.payload_file
+            if (held is None or held[0] is not known or known[3] != record.resource.size  # type: ignore[index]
+                    or not still_named(held[1], known)):
+                return None  # changed, or held no more: ``read`` looks again by path
+        try:
+            found = _kernels.page_text(mapping, low, high, offset, limit, flags, reach, record.checksums,
+                                       record.checksum_chunk)
+        except ValueError:
+            if not mapping.closed:
+                raise
+            return None  # closed by close() in another thread: read it the long way
+        if isinstance(found, int):
+            raise corrupt(record, found)
+        return found
 
     def _read_large(self, entry: Entry, record: Record, identity: tuple[int, ...],
                     start: int, end: int) -> memoryview:
