@@ -16,7 +16,12 @@ if TYPE_CHECKING:  # typing costs start-up; the annotations are never evaluated
     from ..records import Record
     from ._seals import SealChain
 
-__all__ = ["Descriptor", "Entry", "drop_mapped_pages", "file_identity", "map_range", "still_named"]
+__all__ = ["PRIVATE_MAP_BYTES", "Descriptor", "Entry", "drop_mapped_pages", "file_identity", "hold", "map_range",
+           "still_named"]
+
+# Ranges this large get a map of their own, dropped with the caller's view:
+# streaming a payload range by range keeps memory flat, whatever its size.
+PRIVATE_MAP_BYTES = 1 << 20
 
 
 class Entry:
@@ -77,6 +82,17 @@ def still_named(held: Descriptor, known: Optional[tuple[int, ...]]) -> bool:
     except OSError:
         return False
     return info.st_nlink > 0 and file_identity(info) == known
+
+
+def hold(path: str, known: tuple[int, ...]) -> Optional[tuple[tuple[int, ...], Descriptor]]:
+    """The file at ``path`` opened, with ``known``, if it is still the file of
+    identity ``known``; None otherwise (reads then stat it by path)."""
+    try:
+        fd, _ = _files.open_regular(path)
+    except OSError:
+        return None
+    held = Descriptor(fd)
+    return (known, held) if still_named(held, known) else None
 
 
 def map_range(path: str, uri: str, base: int, end: int,

@@ -6,9 +6,10 @@ are never rewritten, so a shared read-only ``mmap`` of one cannot fault.
 
 Reads: per id, the paths are built once and the parsed record is kept with
 the identity (inode, size, times) of the file it came from.  A page comes from
-a cached map of the payload as a zero-copy view, after one ``lstat`` of the
-payload and a check of the CRC-32 of every 64 KiB chunk under it, on every
-read.  Ranges of 1 MiB and more get a map of their own, dropped when the
+a cached map of the payload, after one ``fstat`` of the payload held open
+with it (an ``lstat`` by path when that shows a change) and a check of the
+CRC-32 of every checksum chunk under it, on every read: as a zero-copy view
+(``read``) or as the page's text from one kernel call (``_local_pages``).  Ranges of 1 MiB and more get a map of their own, dropped when the
 caller releases the view, so streaming a payload keeps memory flat.  Cleanup
 is ``_sweep``: one process at a time per folder; listing is ``_local_listing``.
 """
@@ -21,14 +22,16 @@ import stat
 from _thread import allocate_lock  # threading's Lock, without importing threading (start-up)
 from collections import OrderedDict
 
-from .. import _files, _kernels
+from .. import _files
 from ..errors import ResourceNotFoundError
 from ..records import Record, read_record, unreadable, uri_for
-from ._checksums import corrupt, verify
+from ._checksums import verify
 from ._index import ListingIndex
 from ._local_growing import LocalGrowing
 from ._local_listing import LocalListing
-from ._local_maps import Descriptor, Entry, drop_mapped_pages, file_identity, map_range, still_named
+from ._local_maps import (PRIVATE_MAP_BYTES, Descriptor, Entry, drop_mapped_pages, file_identity, hold, map_range,
+                          still_named)
+from ._local_pages import LocalPages
 from ._local_quota import LocalQuota
 from ._local_writer import LocalWriter
 from ._usage import UsageTotal
@@ -45,17 +48,13 @@ __all__ = ["LocalBackend"]
 
 _OPEN_MAPS = 16
 _CACHED_RECORDS = 1024
-# Ranges this large get a map of their own, dropped with the caller's view:
-# streaming a payload range by range keeps memory flat, whatever its size.
-_PRIVATE_MAP_BYTES = 1 << 20
 
 
 def _inside(path: str, folder: str) -> bool:
     """Whether the absolute ``path`` is ``folder`` or under it (``Path.is_relative_to``)."""
     return path == folder or path.startswith(folder if folder == "/" else folder + "/")
 
-
-class LocalBackend(LocalGrowing, LocalQuota, LocalListing):
+class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
     """Resources as file pairs in ``directory`` (created ``0700`` if missing).
 
     :param directory: the managed folder itself (the store passes
@@ -170,7 +169,7 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing):
             elif entry.mapped[1] is not None:
                 # Read again while mapped: hold the record open for the next reads' fstat
                 # (not on a first read, which pays for enough already).
-                entry.record_file = self._hold(entry.record_path, known)  # type: ignore[arg-type]
+                entry.record_file = hold(entry.record_path, known)  # type: ignore[arg-type]
         if record is None:
             # Parsed from the file that was opened, keyed by that file's fstat.
             record, info = read_record(entry.record_path, resource_id)
@@ -214,17 +213,6 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing):
                     evicted.drop_map()  # the map closes once no reader holds a view of it
         return mapping
 
-    @staticmethod
-    def _hold(path: str, known: tuple[int, ...]) -> Optional[tuple[tuple[int, ...], Descriptor]]:
-        """The record file at ``path`` opened, if it is still the one parsed
-        (identity ``known``); None otherwise (reads then stat it by path)."""
-        try:
-            fd, _ = _files.open_regular(path)
-        except OSError:
-            return None
-        held = Descriptor(fd)
-        return (known, held) if still_named(held, known) else None
-
     def read(self, record: Record, start: int, end: int, /) -> memoryview:
         """The bytes ``[start, end)`` as a view of the payload's map (no copy).
 
@@ -241,10 +229,10 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing):
         known, mapping = entry.mapped
         held = entry.payload_file
         if (mapping is not None and held is not None and held[0] is known and start < end
-                and end - start < _PRIVATE_MAP_BYTES and known[3] == record.resource.size  # type: ignore[index]
+                and end - start < PRIVATE_MAP_BYTES and known[3] == record.resource.size  # type: ignore[index]
                 and still_named(held[1], known)):
             pass  # warm: the open payload is still the mapped one, and still named
-        elif mapping is not None or end - start >= _PRIVATE_MAP_BYTES or start >= end:
+        elif mapping is not None or end - start >= PRIVATE_MAP_BYTES or start >= end:
             # The one stat of a read: the cached map is still this file's.
             try:
                 info = os.lstat(entry.payload_path)
@@ -257,7 +245,7 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing):
             if start >= end:
                 return memoryview(b"")
             identity = file_identity(info)
-            if end - start >= _PRIVATE_MAP_BYTES:
+            if end - start >= PRIVATE_MAP_BYTES:
                 return self._read_large(entry, record, identity, start, end)
             if known != identity:
                 mapping = self._map(entry, record, identity)
@@ -272,38 +260,6 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing):
             verify(record, whole, 0, start, end)
             # The slice keeps the map's buffer exported after ``whole`` is released.
             return whole[start:end]
-
-    def page_text(self, record: Record, low: int, high: int, offset: int, limit: int, flags: int, reach: int, /
-                  ) -> Optional[tuple[int, int, Optional[str]]]:
-        """A page from the payload's map: one ``fstat`` of the payload held open
-        with it (as ``read``'s warm path; a first read maps it), then one kernel
-        call verifies the chunks of ``[low, high)``, finds the page and makes
-        its text (``_kernels.page_text``).  None when the map cannot be
-        trusted without a stat by path, or for a running resource.
-
-        :raises ResourceCorruptError: a chunk under the window does not match its checksum.
-        """
-        entry = self._entries.get(record.id)
-        if entry is None or not record.complete or high - low >= _PRIVATE_MAP_BYTES:
-            return None
-        known, mapping = entry.mapped
-        if mapping is None:
-            mapping = self._map(entry, record, None)  # cold: open and fstat, no stat by path first
-        else:
-            held = entry.payload_file
-            if (held is None or held[0] is not known or known[3] != record.resource.size  # type: ignore[index]
-                    or not still_named(held[1], known)):
-                return None  # changed, or held no more: ``read`` looks again by path
-        try:
-            found = _kernels.page_text(mapping, low, high, offset, limit, flags, reach, record.checksums,
-                                       record.checksum_chunk)
-        except ValueError:
-            if not mapping.closed:
-                raise
-            return None  # closed by close() in another thread: read it the long way
-        if isinstance(found, int):
-            raise corrupt(record, found)
-        return found
 
     def _read_large(self, entry: Entry, record: Record, identity: tuple[int, ...],
                     start: int, end: int) -> memoryview:
