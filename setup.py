@@ -73,4 +73,6 @@ def extensions():
     return modules
 
 
-setup(ext_modules=extensions(), cmdclass={"build_ext": optional_build_ext})
+# The ``overspill`` command: our own launcher (see scripts/overspill), whose
+# "#!python" line pip rewrites to the environment's interpreter.
+setup(ext_modules=extensions(), cmdclass={"build_ext": optional_build_ext}, scripts=["scripts/overspill"])

@@ -115,8 +115,9 @@ def test_cli_run_true(benchmark, environment, implementation, request):
 
 
 def test_cli_import_re(benchmark, environment, request):
-    # What is not ours in the two rows above: the console script pip writes
-    # (its template) imports ``re`` before it imports overspill.cli.
+    # What pip's console-script template would add to the two rows above (it
+    # imports ``re`` before overspill.cli): why ``overspill`` is our own
+    # launcher, scripts/overspill, which imports only sys and the CLI.
     benchmark.group = "overspill --version / run -- true"
     _time(benchmark, [PYTHON, "-c", "import re"], environment, request)
 

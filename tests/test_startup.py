@@ -156,6 +156,25 @@ def test_the_commonest_command_lines_load_only_what_they_need(subprocess_env, tm
             assert name not in loaded, f"overspill {' '.join(words)} imported {name}"
 
 
+def imported_by(argv: list[str], env: dict[str, str]) -> set[str]:
+    """The modules ``python -X importtime ARGV`` imports (start-up's own included)."""
+    result = subprocess.run([sys.executable, "-X", "importtime", *argv], capture_output=True, text=True, env=env,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    return {line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+
+
+def test_the_installed_command_is_our_launcher(subprocess_env):
+    # The ``overspill`` executable is scripts/overspill, not pip's console-script
+    # template, which imports ``re`` (with enum, functools, collections) before
+    # the CLI: ``overspill --version`` as a user runs it imports neither.
+    script = str(Path(sys.executable).with_name("overspill"))
+    loaded = imported_by([script, "--version"], subprocess_env) - imported_by(["-c", "pass"], subprocess_env)
+    assert "overspill.cli" in loaded
+    for name in CLI_NEVER + ["re", "typing", "enum", "functools", "overspill.store", "subprocess"]:
+        assert name not in loaded, f"the overspill command imported {name} for --version"
+
+
 @pytest.mark.parametrize("draws", [3000])
 def test_ids_use_every_base62_digit(draws):
     from overspill.records import ID_LENGTH, is_resource_id, new_id
