@@ -333,13 +333,25 @@ static inline int osp_start_boundary(const uint8_t *s, ptrdiff_t n, ptrdiff_t i)
     return osp_is_lower(a) || (osp_is_upper(a) && i + 1 < n && osp_is_lower(s[i + 1]));
 }
 
+/* Whether the match s[i:e) is a whole quoted object key: right after '"'
+ * and right before '"', spaces or tabs, then ':' ("summary": in a JSON
+ * document is a field's name; "level":"error" and "error: boom" are not
+ * keys).  No newline is skipped, so a line's verdict is its own. */
+static inline int osp_is_key(const uint8_t *s, ptrdiff_t n, ptrdiff_t i, ptrdiff_t e) {
+    if (i == 0 || s[i - 1] != '"' || e >= n || s[e] != '"') return 0;
+    for (e++; e < n && (s[e] == ' ' || s[e] == '\t'); e++) {}
+    return e < n && s[e] == ':';
+}
+
 /* Whether the match s[i:e) of a signal literal is part of a name (a path, a
- * file, an identifier, a hyphenated word) rather than a diagnostic: right
- * after "/", "\\", "_", "::" or "word-", or right before "_", "/", "(",
- * "::", ".x" or "-x" (x a word byte).  Each edge counts only when the
- * literal's byte there is a word byte.  A newline is none of these bytes,
- * so lines read together or apart get the same verdict. */
+ * file, an identifier, a hyphenated word, an object key) rather than a
+ * diagnostic: right after "/", "\\", "_", "::" or "word-", or right before
+ * "_", "/", "(", "::", ".x" or "-x" (x a word byte); each such edge counts
+ * only when the literal's byte there is a word byte.  Or the whole of a
+ * quoted object key (osp_is_key).  A newline is none of these bytes, so
+ * lines read together or apart get the same verdict. */
 static inline int osp_in_name(const uint8_t *s, ptrdiff_t n, ptrdiff_t i, ptrdiff_t e, int start_word, int end_word) {
+    if (osp_is_key(s, n, i, e)) return 1;
     if (start_word && i > 0) {
         uint8_t a = s[i - 1];
         if (a == '/' || a == '\\' || a == '_') return 1;

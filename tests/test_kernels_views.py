@@ -20,7 +20,8 @@ ANSI, CR = _native.VIEW_ANSI, _native.VIEW_CR
 _NOISE = [b"\x1b[31m", b"\x1b[0m", b"\x1b[1;32;40m", b"\x1b[2K", b"\x1b[?25l", b"\x1b]0;title\x07",
           b"\x1b]8;;http://x\x1b\\", b"\x1b(B", b"\x1b=", b"\x1b", b"\x1b[", b"\x1b[12", b"\x1b]",
           b"\r", b"\r\n", b"\n", b"\r\r", b"a", b"ok", b" 42%", b"\xc3\xa9", b"\xe2\x80", b"error", b"Error",
-          b"warning", b"E   ", b"-Werror", b"ValueError:", b"errors", b"\x07", b"\\", b"[", b";", b"m"]
+          b"warning", b"E   ", b"-Werror", b"ValueError:", b"errors", b"\x07", b"\\", b"[", b";", b"m",
+          b'"', b'":', b'" \t:']
 noisy = st.one_of(raw_bytes, st.lists(st.sampled_from(_NOISE), max_size=30).map(b"".join))
 flag_sets = st.integers(0, 3)
 
@@ -87,8 +88,11 @@ def starts_word(line: bytes, i: int) -> bool:
 
 
 def part_of_name(line: bytes, i: int, end: int, literal: bytes) -> bool:
-    """The match is inside a path, file name, identifier or hyphenated word."""
+    """The match is inside a path, file name, identifier or hyphenated word,
+    or is the whole of a quoted object key (``"summary":``)."""
     text = line.decode("latin-1")
+    if text[:i].endswith('"') and re.match(r'"[ \t]*:', text[end:]):
+        return True
     if is_word(literal[0]):
         if re.search(r"(?:[/\\_]|::|[A-Za-z0-9]-)\Z", text[:i]):
             return True
@@ -384,7 +388,8 @@ def test_compiled_line_shape_is_the_rule(compiled, line):
 # boundary before a candidate; one that does not (``[fail]``) turns that off.
 _WORD_EDGES = [b"someError", b"x9warning", b"_error", b"3error", b"ERROR", b"eRRor", b"\x05rror", b"[fail]",
                b"[FAIL]", b"a[fail]", b"aE   ", b"WARNING42%", b"HTTPError", b"IOError:", b"ErrorHandler", b"/",
-               b"error.py", b"lib-error-dev", b"::Error", b"Error::", b"error(", b"_", b"-", b".", b"::", b"x-"]
+               b"error.py", b"lib-error-dev", b"::Error", b"Error::", b"error(", b"_", b"-", b".", b"::", b"x-",
+               b'"', b'": ', b'" :', b'"\t:', b'",', b'"}', b'"error"', b'{"level":"error"}', b'"error": null']
 BRACKETED = PATTERNS + ((1, False, True, b"[fail]"),)
 
 
@@ -393,6 +398,7 @@ BRACKETED = PATTERNS + ((1, False, True, b"[fail]"),)
        flag_sets, st.sampled_from([PATTERNS, BRACKETED]))
 @example(b"x" * 40 + b"someError x9warning _error 3error" + b"x" * 40, 0, PATTERNS)
 @example(b"x" * 40 + b"a[fail]" + b"x" * 40 + b"\nx" + b"x" * 40 + b"someError" + b"x" * 40, 0, BRACKETED)
+@example(b"x" * 40 + b' {"error": null, "warning"\t: 1}' + b"x" * 40 + b'\n{"level":"error"}' + b"x" * 40, 0, PATTERNS)
 def test_signal_scan_is_the_same_on_every_instruction_set(compiled, data, flags, patterns):
     # Long lines go through the SIMD pair filter; capped, the portable loop does it all.
     results = []
@@ -486,6 +492,14 @@ def test_text_fits_is_the_same_on_every_instruction_set(compiled, text, max_line
     (b"W: Target Packages is configured multiple times", 1),
     (b"144 upgraded, 0 newly installed, 0 to remove and 0 not upgraded.", 2),
     (b"Successfully installed corpus-pkg-00-1.0 corpus-pkg-01-1.1", 2),
+    # JSON: a whole object key is a field's name; values and strings still count
+    (b'        "summary": "Python HTTP for Humans.",', None),
+    (b'      "summary" : "A tool to report failed builds",', 0),
+    (b'{"error": null, "warning": null}', None),
+    (b'{"ts":"2026-12-03T19:00:01Z","level":"error","msg":"connection refused"}', 0),
+    (b'{"ts":"2026-12-03T19:00:02Z","level":"warning","msg":"slow query"}', 1),
+    (b'  "message": "error: boom",', 0),
+    (b'  "error_count": 0, "kind": "summary"}', 2),
 ])
 def test_default_patterns_tell_diagnostics_from_names(line, kind):
     patterns = compile_signals(DEFAULT_SIGNALS)

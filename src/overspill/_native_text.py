@@ -117,13 +117,29 @@ def _start_boundary(text: bytes, end: int, start: int) -> bool:
     return before in _LOWER or (before in _UPPER and start + 1 < end and text[start + 1] in _LOWER)
 
 
+def _is_key(text: bytes, start: int, stop: int, end: int) -> bool:
+    """Whether the match ``text[start:stop]`` is a whole quoted object key:
+    right after ``"`` and right before ``"``, spaces or tabs, then ``:``
+    (``"summary":`` names a field; ``"level":"error"`` and ``"error: boom"``
+    are no keys).  No newline is skipped, so a line's verdict is its own."""
+    if start == 0 or text[start - 1] != 34 or stop >= end or text[stop] != 34:
+        return False
+    stop += 1
+    while stop < end and text[stop] in b" \t":
+        stop += 1
+    return stop < end and text[stop] == 58
+
+
 def _in_name(text: bytes, start: int, stop: int, end: int, start_word: bool, end_word: bool) -> bool:
     """Whether the match ``text[start:stop]`` is part of a name (a path, a file,
-    an identifier, a hyphenated word) rather than a diagnostic: right after
-    ``/``, ``\\``, ``_``, ``::`` or ``word-``, or right before ``_``, ``/``,
-    ``(``, ``::``, ``.x`` or ``-x`` (x a word byte).  An edge counts only when
-    the literal's byte there is a word byte.  A newline is none of these, so a
-    line gets the same verdict read alone or among others."""
+    an identifier, a hyphenated word, an object key) rather than a diagnostic:
+    right after ``/``, ``\\``, ``_``, ``::`` or ``word-``, or right before
+    ``_``, ``/``, ``(``, ``::``, ``.x`` or ``-x`` (x a word byte); such an edge
+    counts only when the literal's byte there is a word byte.  Or the whole of
+    a quoted object key (``_is_key``).  A newline is none of these, so a line
+    gets the same verdict read alone or among others."""
+    if _is_key(text, start, stop, end):
+        return True
     if start_word and start > 0:
         before = text[start - 1]
         if before in b"/\\_":

@@ -76,7 +76,10 @@ DEFAULT_VIEWS = VIEWS
 #: ``/``, ``\``, ``_``, ``::`` or ``word-``, or right before ``_``, ``/``,
 #: ``(``, ``::``, ``.x`` or ``-x`` (``error.py``, ``liberror-perl``,
 #: ``test_error_path``, ``libgpg-error``, ``error/exception`` are names, not
-#: diagnostics).  A leading ``^`` anchors a pattern at the start of the line
+#: diagnostics), nor as the whole of a quoted object key: right after ``"``
+#: and right before ``"``, spaces or tabs, ``:`` (``"summary": "..."`` in
+#: a JSON document names a field; ``"level":"error"`` and ``"error: boom"``
+#: count).  A leading ``^`` anchors a pattern at the start of the line
 #: (and it is then matched as it is).
 DEFAULT_SIGNALS = (
     ("error", "error"), ("error", "fatal"), ("error", "exception"), ("error", "traceback"),
