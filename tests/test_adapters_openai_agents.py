@@ -225,3 +225,85 @@ def test_typed_outputs_and_output_items(store):
     text_item, image, short = asyncio.run(items())
     assert isinstance(text_item, ToolOutputText) and "tool-output://" in text_item.text
     assert image.image_url == "https://example.invalid/a.png" and short == {"type": "text", "text": "short"}
+
+
+# ------------------------------------------------------------------ regressions (red team 3)
+class Report(BaseModel):
+    items: list[str]
+
+
+def listed() -> list:
+    """Rows as a list of plain dicts (which the SDK sends as one value, not as output items)."""
+    return [{"row": n, "name": f"row {n}"} for n in range(20_000)]
+
+
+def report() -> Report:
+    """A pydantic model, returned without a declared output type."""
+    return Report(items=[f"row {n}" for n in range(20_000)])
+
+
+PICTURE = "data:image/png;base64," + "A" * 80_000  # an image item larger than the store's byte limit
+
+
+def picture() -> dict:
+    """An image output item, as a dict."""
+    return {"type": "image", "image_url": PICTURE}
+
+
+def pictures() -> list:
+    """Image output items, as models."""
+    from agents.tool import ToolOutputImage
+
+    return [ToolOutputImage(image_url=PICTURE), ToolOutputImage(image_url=PICTURE)]
+
+
+def _outputs(tool: Any, store: ToolOutputStore) -> list:
+    """What the model was sent for one call of ``tool`` (as the SDK put it in the next turn's input)."""
+    model, sent = testing.ScriptedModel(), []
+
+    async def respond(call: Any) -> Any:
+        last = call.input[-1] if isinstance(call.input, list) else None
+        if isinstance(last, dict) and last.get("type") == "function_call_output":
+            sent.append(last["output"])
+            return [testing.assistant_message("done")]
+        model.enqueue(testing.ModelStep.respond(respond))
+        return [testing.function_call(tool.name, "{}", call_id="call-1")]
+
+    model.enqueue(testing.ModelStep.respond(respond))
+    agents.Runner.run_sync(agents.Agent(name="a", model=model, tools=bound([tool], store)), "go")
+    return sent
+
+
+def test_a_list_of_plain_values_is_bounded_whole_as_its_json_text(store):
+    # The SDK takes a list as output items only when every item is one; a list of rows is sent as
+    # str(list): the adapter once bounded each dict on its own, and 740 KB reached the model.
+    import json
+
+    script = Script("listed", pattern='"row 12345"')
+    agents.Runner.run_sync(agents.Agent(name="a", model=scripted(script), tools=bound([agents.function_tool(listed)],
+                                                                                      store)), "go", max_turns=MAX_TURNS)
+    text = json.dumps(listed(), ensure_ascii=False)
+    assert "".join(script.pages) == text.encode()[script.offset:].decode()
+    assert len(script.preview.encode()) < 60_000
+
+
+def test_a_pydantic_model_is_bounded_as_its_json(store):
+    import json
+
+    script = Script("report", pattern='"row 12345"')
+    agents.Runner.run_sync(agents.Agent(name="a", model=scripted(script), tools=bound([agents.function_tool(report)],
+                                                                                      store)), "go", max_turns=MAX_TURNS)
+    (record,) = store.records()
+    text = b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
+    assert json.loads(text) == report().model_dump() and "".join(script.pages) == text[script.offset:]
+
+
+def test_image_items_pass_as_images_whatever_their_size(store, caplog):
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="overspill"):
+        for tool in (picture, pictures):
+            (sent,) = _outputs(agents.function_tool(tool), store)
+            assert [item["type"] for item in sent] == ["input_image"] * (1 if tool is picture else 2)
+            assert all(item["image_url"] == PICTURE for item in sent)
+    assert store.records() == [] and caplog.records == []

@@ -21,11 +21,14 @@ import json
 from collections.abc import Iterable
 from typing import Any, Optional
 
+import pydantic_core
 from agents import FunctionTool, Tool
 from agents.mcp import MCPServer
-from agents.tool import ToolOutputText
+from agents.tool import ToolOutputFileContent, ToolOutputImage, ToolOutputText, \
+    ValidToolOutputPydanticModelsTypeAdapter
 from agents.tool_context import ToolContext
 from agents.tracing import get_current_trace
+from pydantic import ValidationError
 
 try:  # how the SDK chooses the context an invoker gets (private, so its absence is allowed for)
     from agents.tool import _get_function_tool_invoke_context as _narrowed_context
@@ -33,8 +36,8 @@ except ImportError:
     _narrowed_context = None
 
 from ..store import ToolOutputStore
-from ._core import PAGING_TOOLS, Bounder, PagingTool, Sessions, optional_session_id, new_call_id, open_store, \
-    paging_tools
+from ._core import PAGING_TOOLS, Bounder, PagingTool, Sessions, json_text, optional_session_id, new_call_id, \
+    open_store, paging_tools
 
 __all__ = ["bound", "bound_servers"]
 
@@ -66,21 +69,62 @@ def _call_id(context: Any) -> str:
     return call_id if isinstance(call_id, str) and call_id else new_call_id()
 
 
+def _structured_item(output: Any) -> Any:
+    """The SDK's structured output item ``output`` stands for (a text, image or file item, as a model or a
+    dict with a ``type``), else None: the SDK's own rule for what it sends the model as an item."""
+    if isinstance(output, (ToolOutputText, ToolOutputImage, ToolOutputFileContent)):
+        return output
+    if isinstance(output, dict) and "type" in output:
+        try:
+            return ValidToolOutputPydanticModelsTypeAdapter.validate_python(output)
+        except ValidationError:
+            return None
+    return None
+
+
+async def _bound_item(bounder: Bounder, session_id: str, call_id: str, output: Any, item: Any) -> Any:
+    """One structured output item bounded: a text item's text; an image or a file passes as it is."""
+    if not isinstance(item, ToolOutputText):
+        return output  # media for the model, never text to bound
+    text = await bounder.atext(session_id, call_id, item.text)
+    if text is None:
+        return output
+    return {**output, "text": text} if isinstance(output, dict) else output.model_copy(update={"text": text})
+
+
+def _dumps(value: Any) -> str:
+    """A tool's return value as JSON text: ``json`` for plain values, pydantic for what ``json`` cannot
+    write (models, dataclasses, dates), as the SDK itself serialises tool outputs.
+
+    :raises TypeError: neither can serialise it.
+    :raises ValueError: a circular reference.
+    """
+    try:
+        return json_text(value)
+    except TypeError:
+        pass
+    try:
+        return pydantic_core.to_json(value).decode()
+    except pydantic_core.PydanticSerializationError as error:
+        raise TypeError(str(error)) from error
+
+
 async def _bound_output(bounder: Bounder, session_id: str, call_id: str, output: Any) -> Any:
-    """A tool's output bounded: text, a text output item, or each text item of a list of them."""
-    if isinstance(output, ToolOutputText):
-        text = await bounder.atext(session_id, call_id, output.text)
-        return output if text is None else output.model_copy(update={"text": text})
-    if isinstance(output, dict) and output.get("type") == "text" and isinstance(output.get("text"), str):
-        text = await bounder.atext(session_id, call_id, output["text"])
-        return output if text is None else {**output, "text": text}
-    if isinstance(output, list) and any(isinstance(item, (ToolOutputText, dict)) for item in output):
-        # Structured items (text beside images or files): each text item is bounded on its own.
-        return [await _bound_output(bounder, session_id, f"{call_id}.{index}", item)
-                for index, item in enumerate(output)]
+    """A tool's output bounded: a structured item (text bounded, media as it is), a list of them as the SDK
+    takes one (every item structured: each text item on its own), or any other value as its text."""
+    if isinstance(output, (list, tuple)) and output:
+        items = [_structured_item(item) for item in output]
+        if all(item is not None for item in items):
+            return [await _bound_item(bounder, session_id, f"{call_id}.{index}", piece, item)
+                    for index, (piece, item) in enumerate(zip(output, items))]
+    else:
+        item = _structured_item(output)
+        if item is not None:
+            return await _bound_item(bounder, session_id, call_id, output, item)
     if output is None:
         return output
-    return await bounder.avalue(session_id, call_id, output)
+    # Any other value (a list with a plain item among them too): the SDK sends it as str(output).
+    return await bounder.avalue(session_id, call_id, output, _dumps)
 
 
 class _BoundedInvoker:
@@ -151,8 +195,11 @@ def bound(tools: Iterable[Tool], store: Optional[ToolOutputStore] = None, *,
     sees, pass as they are.  A result within the store's limits reaches the
     model untouched and nothing is stored; a larger one is stored whole and the
     model gets its preview with the marker naming ``tool-output://ID``.  A
-    result that is not text is stored as its JSON text; one that cannot be
-    serialised passes unchanged, with a warning on the ``overspill`` logger.
+    result that is not text is stored as its JSON text (a pydantic model or
+    dataclass as pydantic writes it); one that cannot be serialised passes
+    unchanged, with a warning on the ``overspill`` logger.  Output items (a
+    ``ToolOutputText``, image or file, or a list of them) are bounded as the
+    SDK sends them: each text item on its own, images and files untouched.
 
     :param tools: the agent's tools (``function_tool`` results and any other ``Tool``).
     :param store: where outputs are stored; the default ``ToolOutputStore()`` when None.
