@@ -175,3 +175,30 @@ def test_concurrent_runs_do_not_see_each_others_uris(store):
         script.check()
         assert "not found in this session" in script.foreign_answer
     assert len({record.session_id for record in store.records()}) == 2
+
+
+# ------------------------------------------------------------------ regressions (red team 3)
+def test_text_beside_media_is_bounded_and_the_media_passes(store):
+    # A list holding media and text: PydanticAI sends the media as files and the rest as the tool's text.
+    # The capability once passed such a list whole, so 1.3 MB of text beside an image reached the model.
+    from pydantic_ai import ToolReturn
+    from pydantic_ai.messages import BinaryContent
+
+    image = BinaryContent(data=b"\x89PNG\r\n\x1a\n" + bytes(64), media_type="image/png")
+
+    def pictured() -> list:
+        """A large text beside an image."""
+        return [BIG, image]
+
+    def returned() -> Any:
+        """The same as a ToolReturn's return value."""
+        return ToolReturn(return_value=[BIG, image])
+
+    for tool in (pictured, returned):
+        script = Script(tool.__name__)
+        result = Agent(scripted(script), tools=[tool], capabilities=[capability(store)]).run_sync("go")
+        script.check()  # the preview's marker, then pages reproducing BIG exactly
+        (first,) = [part for message in result.all_messages() if isinstance(message, ModelRequest)
+                    for part in message.parts if isinstance(part, ToolReturnPart) and part.tool_name == tool.__name__]
+        assert image in list(first.content) and "tool-output://" in first.model_response_str()
+    assert len(store.records()) == 2

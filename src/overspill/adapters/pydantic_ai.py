@@ -3,7 +3,8 @@
 Needs the ``pydantic-ai`` extra (``pip install 'overspill[pydantic-ai]'``).
 
 The capability's ``after_tool_execute`` bounds every tool's result (a
-``ToolReturn``'s ``return_value``; multimodal content passes as it is), and
+``ToolReturn``'s ``return_value``; multimodal content passes as it is, and
+the text beside it in a list is bounded item by item), and
 its toolset gives the model ``read`` and ``grep``, whose failures reach the
 model as ``ToolFailed``.
 
@@ -21,7 +22,7 @@ import pydantic_core
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ToolFailed
-from pydantic_ai.messages import BinaryContent, FileUrl, ToolCallPart, ToolReturn
+from pydantic_ai.messages import ToolCallPart, ToolReturn, is_multi_modal_content
 from pydantic_ai.tools import Tool, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
@@ -31,8 +32,6 @@ from ._core import Bounder, PagingTool, Sessions, new_call_id, open_store, pagin
 __all__ = ["OverspillCapability", "capability", "toolset"]
 
 _AGENTS = Sessions()
-# Content the model is shown as media, not text: never bounded.
-_MEDIA = (BinaryContent, FileUrl)
 
 
 def _dumps(value: Any) -> str:
@@ -54,12 +53,6 @@ def _session(context: RunContext[Any], fallback: object) -> str:
 def _call_id(context: RunContext[Any], call: Optional[ToolCallPart] = None) -> str:
     call_id = call.tool_call_id if call is not None else context.tool_call_id
     return call_id if isinstance(call_id, str) and call_id else new_call_id()
-
-
-def _has_media(value: Any) -> bool:
-    if isinstance(value, _MEDIA):
-        return True
-    return isinstance(value, (list, tuple)) and any(isinstance(item, _MEDIA) for item in value)
 
 
 def _paging_tool(tool: PagingTool, owner: object) -> Tool[Any]:
@@ -115,13 +108,22 @@ class OverspillCapability(AbstractCapability[Any]):
         session_id = _session(ctx, self)
         call_id = _call_id(ctx, call)
         if isinstance(result, ToolReturn):
-            if _has_media(result.return_value):
-                return result
-            value = await self._bounder.avalue(session_id, call_id, result.return_value, _dumps)
+            value = await self._bounded(session_id, call_id, result.return_value)
             return result if value is result.return_value else _with_return_value(result, value)
-        if result is None or _has_media(result):
-            return result
-        return await self._bounder.avalue(session_id, call_id, result, _dumps)
+        return await self._bounded(session_id, call_id, result)
+
+    async def _bounded(self, session_id: str, call_id: str, value: Any) -> Any:
+        """A return value bounded: media (images, audio, documents, files) as it is; beside media in a list,
+        each other item on its own (PydanticAI sends a list's media as files and the rest as the tool's
+        text); any other value whole, as its text."""
+        if value is None or is_multi_modal_content(value):
+            return value
+        if isinstance(value, list) and any(is_multi_modal_content(item) for item in value):  # only a list is split
+            items = [item if is_multi_modal_content(item)
+                     else await self._bounder.avalue(session_id, f"{call_id}.{index}", item, _dumps)
+                     for index, item in enumerate(value)]
+            return value if all(new is old for new, old in zip(items, value)) else items
+        return await self._bounder.avalue(session_id, call_id, value, _dumps)
 
 
 def _with_return_value(result: ToolReturn[Any], value: Any) -> ToolReturn[Any]:
