@@ -4,7 +4,8 @@ Run as ``python mcp_upstream_server.py [MODE[,MODE...]]``: ``serve`` (the defaul
 over stdio), ``collide`` (also has tools named ``read`` and ``grep``), ``garbage``
 (writes lines that are not JSON-RPC to stdout before serving),
 ``silent`` (never answers ``initialize``), ``die`` (exits 5 at start, after a
-line on stderr), ``http PORT`` (streamable HTTP on 127.0.0.1:PORT).
+line on stderr), ``http PORT`` (streamable HTTP on 127.0.0.1:PORT), ``notools``
+(serves resources and prompts only: no tools capability).
 
 Tools: ``text`` (``unit`` repeated ``count`` times, joined by ``sep``),
 ``blocks`` (several text blocks, an image, audio and an embedded resource), ``image``, ``structured``
@@ -140,9 +141,10 @@ async def set_level(ctx: Any, params: types.SetLevelRequestParams) -> types.Empt
 
 
 def server() -> Server[Any]:
+    tools: dict[str, Any] = {} if "notools" in MODES else {"on_list_tools": list_tools, "on_call_tool": call_tool}
     made: Server[Any] = Server(
         "test-upstream", version="1.2.3", instructions="The test upstream's own instructions.",
-        on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
+        **tools, on_list_resources=list_resources,
         on_read_resource=read_resource, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
         on_completion=complete)
     made.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)

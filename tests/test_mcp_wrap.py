@@ -389,6 +389,24 @@ def test_collisions_garbage_no_resource_link_a_token_bound_and_no_capabilities(t
     anyio.run(main)
 
 
+def test_an_upstream_with_no_tools_is_served(tmp_path, subprocess_env):
+    # A server of resources and prompts only declares no tools capability: the wrapper once asked it for
+    # tools/list at initialize, took its "Method not found" for the upstream being gone, and served nothing.
+    async def main():
+        for mode in ("legacy", "auto"):
+            async with wrapped(tmp_path, subprocess_env, "notools", mode=mode) as client:
+                assert client.server_info.name == "test-upstream"
+                assert [tool.name for tool in (await client.list_tools()).tools] == ["read", "grep"]
+                assert [str(resource.uri) for resource in (await client.list_resources()).resources] == ["test://hello"]
+                read = await client.read_resource("test://hello")
+                assert read.contents[0].text == "hello there"
+                assert [prompt.name for prompt in (await client.list_prompts()).prompts] == ["greet"]
+                refused = await client.call_tool("read", {})
+                assert refused.is_error and "needs the argument 'resource'" in text_of(refused)
+
+    anyio.run(main)
+
+
 def test_fifty_megabytes_and_a_session_across_processes(tmp_path, subprocess_env, implementation):
     if implementation != IMPLEMENTATIONS[-1]:
         pytest.skip("the 50 MB case runs once a run (with the last implementation): its size is the point")

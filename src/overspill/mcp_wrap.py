@@ -90,14 +90,14 @@ class Link:
         return fallback
 
     async def prepare(self) -> None:
-        """Initialize the session if its owner did not, and learn the upstream's tool names."""
+        """Initialize the session if its owner did not, and learn the upstream's tool names (none when it
+        serves no tools: a server of resources or prompts only)."""
         assert self.session is not None
         if self.session.initialize_result is None and self.session.discover_result is None:
             await self.session.initialize()
         cursor = None
         while True:
-            listed = await self.session.send_request(
-                types.ListToolsRequest(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None), _RAW)
+            listed = await _tools_of(self.session, types.PaginatedRequestParams(cursor=cursor) if cursor else None)
             self.learn(listed.get("tools", []))
             cursor = listed.get("nextCursor")
             if not cursor:
@@ -244,7 +244,7 @@ class _Wrapper:
 
     async def list_tools(self, ctx: Any, params: Any) -> Any:
         found = await self.upstream(ctx)
-        listed = await _forward(found, types.ListToolsRequest(params=params), self.gone)
+        listed = await _tools_of(found, params, self.gone)
         self.link.learn(listed.get("tools", []))
         if not listed.get("nextCursor"):
             listed["tools"] = [*listed.get("tools", []), *self.definitions]
@@ -432,6 +432,26 @@ async def _forward(session: ClientSession, request: Any, gone: Callable[[BaseExc
         if error.code != _GONE:
             raise
         raise MCPError(types.INTERNAL_ERROR, f"the upstream server {await gone(error)}") from None
+
+
+async def _tools_of(session: ClientSession, params: Any,
+                    gone: Optional[Callable[[BaseException], Any]] = None) -> dict[str, Any]:
+    """The upstream's ``tools/list`` answer as the JSON it sent; no tools when it declares none (it is not
+    asked) or answers that it has no such method.
+
+    :param gone: how a closed connection is told (``_forward``'s); None to raise the SDK's error as it is.
+    """
+    if not _has(session, "tools"):
+        return {"tools": []}
+    request = types.ListToolsRequest(params=params)
+    try:
+        if gone is None:
+            return await session.send_request(request, _RAW)
+        return await _forward(session, request, gone)
+    except MCPError as error:
+        if error.code != types.METHOD_NOT_FOUND:
+            raise
+        return {"tools": []}
 
 
 def _initialized(result: Any, link: Link, limits: Any, session: str, ours: Mapping[str, str]) -> Any:
