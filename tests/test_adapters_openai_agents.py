@@ -307,3 +307,15 @@ def test_image_items_pass_as_images_whatever_their_size(store, caplog):
             assert [item["type"] for item in sent] == ["input_image"] * (1 if tool is picture else 2)
             assert all(item["image_url"] == PICTURE for item in sent)
     assert store.records() == [] and caplog.records == []
+
+
+def test_bound_twice_stores_where_its_own_read_pages(store, tmp_path):
+    # bound() of a bound list with another store: the tools kept the first store while read and grep
+    # paged the second, so the model could not read the URI it was given.
+    with ToolOutputStore(tmp_path / "other") as other:
+        script = Script()
+        tools = bound(bound([big], other), store)
+        assert [tool.name for tool in tools] == ["big", "read", "grep"]
+        agents.Runner.run_sync(agents.Agent(name="a", model=scripted(script), tools=tools), "go", max_turns=MAX_TURNS)
+        script.check()
+        assert other.records() == [] and len(store.records()) == 1

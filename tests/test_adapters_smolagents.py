@@ -187,3 +187,18 @@ def test_concurrent_agents_do_not_see_each_others_uris(store):
         script.check(stripped=True)
         assert "not found in this session" in script.foreign_answer
     assert len({record.session_id for record in store.records()}) == 2
+
+
+# ------------------------------------------------------------------ regressions (red team 3)
+def test_the_agent_subclass_given_bound_tools_pages_what_they_stored(store, tmp_path):
+    # BoundedToolCallingAgent(bound(tools), ...): the bound tools stored in their own list's session (and
+    # store) while the agent's read and grep paged the agent's, so the model's read found nothing.
+    with ToolOutputStore(tmp_path / "other") as other:
+        for given in (store, other):
+            script = Script()
+            agent = BoundedToolCallingAgent(bound([big], given), ScriptedModel(script), store=store,
+                                            max_steps=MAX_STEPS, verbosity_level=0)
+            assert agent.run("go") == "done"
+            script.check(stripped=True)
+            assert [record.session_id for record in store.records()][-1] == agent.overspill_session
+        assert other.records() == [] and len(store.records()) == 2

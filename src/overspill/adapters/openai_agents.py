@@ -132,7 +132,7 @@ class _BoundedInvoker:
 
     def __init__(self, inner: FunctionTool, bounder: Bounder, session_id: Optional[str], owner: object,
                  adapter: Any) -> None:
-        self._inner = inner  # the tool as it was (its invoker and output schema)
+        self.original = self._inner = inner  # the tool as it was (its invoker and output schema)
         self._bounder = bounder
         self._session_id = session_id
         self._owner = owner
@@ -218,7 +218,11 @@ def bound(tools: Iterable[Tool], store: Optional[ToolOutputStore] = None, *,
             continue  # bound() of a bound list: its paging tools are made anew below
         if isinstance(tool, FunctionTool) and tool.name in PAGING_TOOLS:
             raise ValueError(f"a tool named {tool.name!r} is already given; bound() adds its own read and grep")
-        if isinstance(tool, FunctionTool) and not isinstance(tool.on_invoke_tool, _BoundedInvoker):
+        if isinstance(tool, FunctionTool):
+            if isinstance(tool.on_invoke_tool, _BoundedInvoker):
+                # Bound again: bound anew from the tool as it was, so its outputs go to this call's store and
+                # session, which this call's read and grep page.
+                tool = tool.on_invoke_tool.original
             tool = _wrapped(tool, bounder, session_id, owner)
         result.append(tool)
     result.extend(_paging_tool(tool, session_id, owner) for tool in paging_tools(store))

@@ -150,8 +150,10 @@ class BoundedToolCallingAgent(ToolCallingAgent):
         for tool in tools:
             if getattr(tool, "name", None) in PAGING_TOOLS and not isinstance(tool, _PagingTool):
                 raise ValueError(f"a tool named {tool.name!r} is already given; the agent adds its own read and grep")
-        tools = [tool for tool in tools if not isinstance(tool, _PagingTool)] + _paging(store,
-                                                                                       self.overspill_session)
+        # bound(...) tools are taken as they were: the agent bounds every result in its own session and
+        # store, which its read and grep page (the list's own paging tools are left out for the same reason).
+        tools = [tool.wrapped if isinstance(tool, _BoundedTool) else tool for tool in tools
+                 if not isinstance(tool, _PagingTool)] + _paging(store, self.overspill_session)
         super().__init__(tools, model, **kwargs)
 
     def execute_tool_call(self, tool_name: str, arguments: Any) -> Any:
