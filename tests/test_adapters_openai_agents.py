@@ -319,3 +319,31 @@ def test_bound_twice_stores_where_its_own_read_pages(store, tmp_path):
         agents.Runner.run_sync(agents.Agent(name="a", model=scripted(script), tools=tools), "go", max_turns=MAX_TURNS)
         script.check()
         assert other.records() == [] and len(store.records()) == 1
+
+
+def test_mcp_server_tools_share_the_runs_session(store):
+    # With no session_id, function tools take the run's group_id while an MCP server's tools took the
+    # run's trace: the model could not read a bounded MCP result with the run's read.
+    import os
+    import sys
+
+    from agents.mcp import MCPServerStdio
+
+    from overspill.adapters.openai_agents import bound_servers
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
+    script = Script()
+
+    async def main() -> None:
+        server = MCPServerStdio({"command": sys.executable, "args": [os.path.join(here, "adapter_mcp_server.py")],
+                                 "env": env}, name="big-output", client_session_timeout_seconds=30)
+        (wrapped,) = bound_servers([server], store)
+        async with server:
+            agent = agents.Agent(name="a", model=scripted(script), tools=bound([], store), mcp_servers=[wrapped])
+            await agents.Runner.run(agent, "go", max_turns=MAX_TURNS, run_config=agents.RunConfig(group_id="chat-7"))
+
+    asyncio.run(main())
+    script.check()
+    (record,) = store.records()
+    assert record.session_id == "chat-7" and record.tool_call_id.startswith("call-")  # the model's call id

@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterable
+from contextvars import ContextVar
 from typing import Any, Optional
 
 import pydantic_core
@@ -45,6 +46,8 @@ __all__ = ["bound", "bound_servers"]
 # servers' tools agree on the session of a run that has no other id.
 _RUNS = Sessions()
 _NO_TRACE_ID = "no-op"  # the id of every trace when tracing is disabled
+# (tool name, run context) of the MCP tool call about to be made, noted by _BoundedServer's meta resolver.
+_MCP_CALL: ContextVar[Optional[tuple[str, Any]]] = ContextVar("overspill_mcp_call", default=None)
 
 
 def _session(fixed: Optional[str], context: Any, fallback: object) -> str:
@@ -234,7 +237,13 @@ class _Owner:
 
 
 class _BoundedServer(MCPServer):
-    """An ``MCPServer`` whose tool results are bounded; everything else is the wrapped server's."""
+    """An ``MCPServer`` whose tool results are bounded; everything else is the wrapped server's.
+
+    The SDK calls a server's tool without its run context, but first asks the server's
+    ``tool_meta_resolver`` for the call's ``_meta``, with that context: the resolver given here notes it
+    (then asks the wrapped server's own, if any), so the call is bounded in the run's session and under
+    the model's call id, as function tools are.
+    """
 
     def __init__(self, server: MCPServer, bounder: Bounder, session_id: Optional[str], owner: object) -> None:
         # The base initialiser is not run: every attribute it would set is read from the wrapped server.
@@ -274,12 +283,25 @@ class _BoundedServer(MCPServer):
     async def read_resource(self, *args: Any, **kwargs: Any) -> Any:
         return await self._overspill_server.read_resource(*args, **kwargs)
 
+    @property
+    def tool_meta_resolver(self) -> Any:
+        inner = getattr(self._overspill_server, "tool_meta_resolver", None)
+
+        def resolve(meta_context: Any) -> Any:
+            _MCP_CALL.set((meta_context.tool_name, meta_context.run_context))
+            return None if inner is None else inner(meta_context)
+
+        return resolve
+
     async def call_tool(self, *args: Any, **kwargs: Any) -> Any:
         result = await self._overspill_server.call_tool(*args, **kwargs)
-        # The SDK calls a server's tool from inside the run, so the run's trace is current;
-        # the MCP call carries no call id of the model's, so one is made.
-        session_id = _session(self._overspill_session_id, None, self._overspill_owner)
-        return await _bound_call_result(self._overspill_bounder, session_id, new_call_id(), result,
+        # The run's context as the resolver noted it for this call (the SDK runs the call in a task made
+        # after asking); outside a run, or for a call made directly, the run's trace or this bound_servers().
+        noted = _MCP_CALL.get()
+        name = args[0] if args else kwargs.get("tool_name")
+        context = noted[1] if noted is not None and noted[0] == name else None
+        session_id = _session(self._overspill_session_id, context, self._overspill_owner)
+        return await _bound_call_result(self._overspill_bounder, session_id, _call_id(context), result,
                                         bool(getattr(self._overspill_server, "use_structured_content", False)))
 
 
