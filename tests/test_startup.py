@@ -138,7 +138,7 @@ CLI_NEVER = ["argparse", "asyncio", "dataclasses", "inspect", "ast", "pathlib", 
 @pytest.mark.parametrize("words, never", [
     (["--version"], CLI_NEVER + ["re", "typing", "overspill.store", "overspill.config", "subprocess"]),
     (["run", "--", "true"], CLI_NEVER + ["typing"]),
-    (["read", "URI", "--all"], CLI_NEVER + ["typing", "re", "subprocess"]),
+    (["read", "URI", "--all"], CLI_NEVER + ["typing", "re", "contextlib", "functools", "subprocess"]),
 ])
 def test_the_commonest_command_lines_load_only_what_they_need(subprocess_env, tmp_path, words, never):
     env = dict(subprocess_env, OVERSPILL_DATA_DIR=str(tmp_path), OVERSPILL_SESSION="s")

@@ -25,6 +25,7 @@ from .errors import ResourceNotFoundError, StorageError
 from .text import (
     SIGNAL_LINES,
     SIGNAL_PERCENT,
+    BOUNDARY_MARGIN,
     Preview,
     SignalCollector,
     line_slack,
@@ -43,10 +44,6 @@ if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never eva
     Recut = Callable[[int, int], Preview]
 
 __all__ = ["BOUNDARY_MARGIN", "compose", "stored_preview"]
-
-# Bytes read around a window so that its character boundaries are decided
-# exactly as over the whole payload (a boundary depends on 3 bytes each side).
-BOUNDARY_MARGIN = 16
 
 
 def stored_preview(read: Reader, *, uri: str, stored: int, total: int, max_lines: int, max_bytes: int,

@@ -6,22 +6,20 @@ the URI and the session, then asks the backend for verified bytes.
 
 from __future__ import annotations
 
-import contextlib
-
 from . import _kernels
 from ._arguments import id_string, whole_number
 from ._buffers import VIEW_ANSI
-from ._preview import BOUNDARY_MARGIN, compose, stored_preview
 from ._store_types import Page, TruncateResult
 from ._views import ESCAPE_REACH, escape_end
 from .config import MAX_READ_BYTES
 from .errors import AccessDeniedError
 from .records import parse_uri
-from .text import counted_lines, next_calls, shown_text
+from .text import BOUNDARY_MARGIN, counted_lines, next_calls, shown_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
     from collections.abc import Callable, Iterator
+    from contextlib import AbstractContextManager
     from typing import Optional
 
     from .backends.base import Backend, PageTexts
@@ -58,9 +56,8 @@ class StoreReads:
             raise AccessDeniedError(f"resource {record.resource.uri} not found in this session (another session wrote it)")
         return record
 
-    @contextlib.contextmanager
     def view(self, session_id: str, uri: str, *, start: int = 0,
-             end: Optional[int] = None) -> Iterator[tuple[Resource, memoryview]]:
+             end: Optional[int] = None) -> AbstractContextManager[tuple[Resource, memoryview]]:
         """The whole verified payload (or its bytes ``[start, end)``, clamped) as a
         read-only view, for scans such as grep.
 
@@ -72,6 +69,12 @@ class StoreReads:
         :raises ResourceNotFoundError: it does not exist or its files are broken.
         :raises ResourceCorruptError: its bytes do not match their checksums.
         """
+        import contextlib  # here: a page read (``read --all``) never needs it (start-up)
+
+        return contextlib.contextmanager(self._whole)(session_id, uri, start, end)
+
+    def _whole(self, session_id: str, uri: str, start: int,
+               end: Optional[int]) -> Iterator[tuple[Resource, memoryview]]:
         resource_id = parse_uri(uri)
         id_string(session_id, "session_id")
         record = self._owned_record(session_id, resource_id)
@@ -231,6 +234,8 @@ class StoreReads:
                 last_newline = view[-1] == 10
         capped = start == 0 and record.capture is not None and kept_end is not None
         total = record.capture[0] if capped else size - start  # type: ignore[index]
+        from ._preview import compose, stored_preview  # only previews need it (reads do not)
+
         shaped, signals = stored_preview(
             lambda low, high: backend.read(record, start + low, start + high), uri=record.resource.uri,
             stored=size - start, total=total, count=newlines + 1, max_lines=lines_limit, max_bytes=bytes_limit,

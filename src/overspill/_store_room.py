@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from ._frozen import replace
 from ._owner import current_owner
-from ._preview import stored_preview
 from ._quota import make_room
 from ._store_types import TruncateResult, storage_error
 from .errors import StorageError
@@ -93,6 +92,8 @@ class StoreRoom:
         resource (none exists to read).  ``held`` is the whole output
         (``whole``), or its start and ``kept_end`` its true end."""
         data = memoryview(encode_content(held) if isinstance(held, str) else held).cast("B")
+        from ._preview import stored_preview  # only a preview needs it
+
         shaped, _ = stored_preview(lambda start, end: data[start:end], uri="(not stored)", stored=len(data),
                                    total=total, count=count, max_lines=lines_limit, max_bytes=bytes_limit,
                                    flags=self._views, signals=(), content=held if whole else None,

@@ -8,12 +8,10 @@ memory (``_Spill``).  ``StoreStreams`` extends the write side
 
 from __future__ import annotations
 
-from collections import deque
 
 from . import _kernels
 from ._arguments import whole_number
 from ._buffers import BytesLike
-from ._preview import stored_preview
 from ._store_types import TruncateResult, chunk_view, stable
 from ._store_writes import TRUE_TAIL_BYTES, StoreWrites, raise_stored
 from .text import counted_lines, shown_size, shown_text
@@ -34,6 +32,8 @@ class _TrueTail:
     that hold them (``bytes`` chunks are kept by reference, others copied)."""
 
     def __init__(self) -> None:
+        from collections import deque  # here: collections costs start-up, and only a stream needs it
+
         self._chunks: deque[bytes] = deque()
         self._size = 0
 
@@ -103,6 +103,8 @@ class StoreStreams(StoreWrites):
         size = spill.size
         record = self._publish(spill.writer, session_id, tool_call_id, mime, name, size, lines, spill.reserve)
         count = spill.newlines + 1  # as the preview's line rule counts them
+        from ._preview import stored_preview  # only a stored output's preview needs it
+
         try:
             shaped, signals = stored_preview(
                 self._stored_bytes(record), uri=record.resource.uri, stored=record.resource.size, total=size,

@@ -13,7 +13,6 @@ import errno
 from . import _kernels
 from ._arguments import id_string
 from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike
-from ._preview import compose, stored_preview
 from ._store_room import StoreRoom
 from ._store_types import TruncateResult, check_metadata, checked_buffer, stable_pieces, storage_error, unchanged
 from ._views import view_preview
@@ -297,6 +296,8 @@ class StoreWrites(StoreRoom):
         tokens = self._tokens
         lines = human_lines(content)
         cap, reserve = room = self._room(session_id, tool_call_id, mime, name)
+        from ._preview import stored_preview  # only a stored output's preview needs it
+
         if cap < 1:
             return self._unstored(content, total=_stored_size(content), lines=lines, lines_limit=lines_limit,
                                   bytes_limit=bytes_limit, reserve=reserve, first=shaped)
@@ -335,6 +336,8 @@ class StoreWrites(StoreRoom):
     @staticmethod
     def _truncated(record: Record, shaped: Preview, signals: list[str], lines: int) -> TruncateResult:
         total = record.capture[0] if record.capture is not None else None
+        from ._preview import compose
+
         content = compose(shaped, signals, record.resource.uri, record.resource.size, lines, total)
         # A view shown whole stands for every stored byte: reading goes on from the start.
         return TruncateResult(content, True, record.resource, lines, shaped.head_end if shaped.truncated else 0)

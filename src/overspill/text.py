@@ -39,6 +39,10 @@ __all__ = [
     "view_marker",
 ]
 
+# Bytes read around a window so that its character boundaries are decided
+# exactly as over the whole payload (a boundary depends on 3 bytes each side).
+BOUNDARY_MARGIN = 16
+
 # Code points encoded (or bytes yielded) at a time by stored_pieces: each
 # piece stays in cache from the write to the checksum.
 _ENCODE_SLICE = 1 << 18

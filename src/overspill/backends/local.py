@@ -20,7 +20,6 @@ import mmap
 import os
 import stat
 from _thread import allocate_lock  # threading's Lock, without importing threading (start-up)
-from collections import OrderedDict
 
 from .. import _files
 from ..errors import ResourceNotFoundError
@@ -100,7 +99,9 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
         # the lock serialises insertions, evictions and map bookkeeping.
         self._lock = allocate_lock()
         self._entries: dict[str, Entry] = {}
-        self._mapped_ids: OrderedDict[str, None] = OrderedDict()  # ids with an open map, oldest first
+        # Ids with an open map, oldest first (a dict keeps insertion order;
+        # collections.OrderedDict would cost the read path start-up).
+        self._mapped_ids: dict[str, None] = {}
 
     @property
     def folder(self) -> str:
@@ -204,10 +205,11 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
             entry.mapped = (identity, mapping)
             # Kept open with the map, so that warm reads check the payload with fstat.
             entry.payload_file = (identity, Descriptor(fd))
-            self._mapped_ids[record.id] = None
-            self._mapped_ids.move_to_end(record.id)
+            self._mapped_ids.pop(record.id, None)
+            self._mapped_ids[record.id] = None  # the newest
             if len(self._mapped_ids) > _OPEN_MAPS:
-                oldest, _ = self._mapped_ids.popitem(last=False)
+                oldest = next(iter(self._mapped_ids))
+                del self._mapped_ids[oldest]
                 evicted = self._entries.get(oldest)
                 if evicted is not None:
                     evicted.drop_map()  # the map closes once no reader holds a view of it
@@ -337,7 +339,7 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
         self._live = {}
         self._lock = allocate_lock()
         self._entries = {}
-        self._mapped_ids = OrderedDict()
+        self._mapped_ids = {}
         if self._index is not None:
             self._index.reset_after_fork()
 
