@@ -1,16 +1,22 @@
-"""A page read in one step from the local backend's cached map (the
-``PageTexts`` capability): one ``fstat`` of the payload held open with the
-map, then one kernel call that verifies, finds the page and makes its text."""
+"""A page read in one step by the local backend (the ``PageTexts``
+capability): one ``fstat`` of the payload held open with its cached map (or,
+on a first read, one ``pread`` of the window's chunks), then one kernel call
+that verifies, finds the page and makes its text."""
 
 from __future__ import annotations
 
-from .. import _kernels
+import os
+
+from .. import _files, _kernels
+from ..errors import ResourceNotFoundError
+from ..records import unreadable
 from ._checksums import corrupt
-from ._local_maps import PRIVATE_MAP_BYTES, still_named
+from ._local_maps import PRIVATE_MAP_BYTES, file_identity, still_named
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
     import mmap
+    import threading
     from collections.abc import Callable
     from typing import Optional
 
@@ -24,15 +30,17 @@ class LocalPages:
     """``page_text`` for ``LocalBackend`` (a mixin)."""
 
     _entries: dict[str, Entry]
+    _lock: threading.Lock
     _map: Callable[[Entry, Record, Optional[tuple[int, ...]]], mmap.mmap]  # open, map and cache the payload
 
     def page_text(self, record: Record, low: int, high: int, offset: int, limit: int, flags: int, reach: int, /
                   ) -> Optional[tuple[int, int, Optional[str]]]:
         """A page from the payload's map: one ``fstat`` of the payload held open
-        with it (as ``read``'s warm path; a first read maps it), then one kernel
-        call verifies the chunks of ``[low, high)``, finds the page and makes
-        its text (``_kernels.page_text``).  None when the map cannot be
-        trusted without a stat by path, or for a running resource.
+        with it (as ``read``'s warm path), then one kernel call verifies the
+        chunks of ``[low, high)``, finds the page and makes its text
+        (``_kernels.page_text``).  A first read takes the window's chunks with
+        one ``pread`` instead; the second maps the payload.  None when the map
+        cannot be trusted without a stat by path, or for a running resource.
 
         :raises ResourceNotFoundError: a first read finds no payload of the record's size.
         :raises ResourceCorruptError: a chunk under the window does not match its checksum.
@@ -42,8 +50,10 @@ class LocalPages:
         if entry is None or not record.complete or high - low >= PRIVATE_MAP_BYTES:
             return None
         known, mapping = entry.mapped
+        if mapping is None and known is None:
+            return self._first_page(entry, record, low, high, offset, limit, flags, reach)
         if mapping is None:
-            mapping = self._map(entry, record, None)  # cold: open and fstat, no stat by path first
+            mapping = self._map(entry, record, None)  # read again: map it, no stat by path first
         else:
             held = entry.payload_file
             if (held is None or held[0] is not known or known[3] != record.resource.size  # type: ignore[index]
@@ -59,3 +69,39 @@ class LocalPages:
         if isinstance(found, int):
             raise corrupt(record, found)
         return found
+
+    def _first_page(self, entry: Entry, record: Record, low: int, high: int, offset: int, limit: int, flags: int,
+                    reach: int) -> tuple[int, int, Optional[str]]:
+        """A first read: the window's whole checksum chunks read with one ``pread``
+        (no map to set up and fault in for one page); a second read maps the payload."""
+        uri = record.resource.uri
+        size = record.resource.size
+        chunk = record.checksum_chunk
+        checksums = record.checksums
+        base = low - low % chunk if checksums is not None else low
+        # One byte past the window's last chunk (when there is one) keeps its end from
+        # looking like the payload's end.
+        stop = min((-(-high // chunk) * chunk if checksums is not None else high) + 1, size)
+        try:
+            fd, opened = _files.open_regular(entry.payload_path)
+        except OSError as error:
+            raise unreadable(uri, "has no readable payload", error) from None
+        try:
+            if opened.st_size != size:
+                raise ResourceNotFoundError(f"resource {uri} has a missing or mismatched payload")
+            data = os.pread(fd, stop - base, base)
+        except OSError as error:
+            raise unreadable(uri, "cannot be read", error) from None
+        finally:
+            os.close(fd)
+        if len(data) != stop - base:
+            raise ResourceNotFoundError(f"resource {uri} has a missing or mismatched payload")
+        with self._lock:
+            if entry.mapped[1] is None:  # (another thread may have mapped it meanwhile)
+                entry.mapped = (file_identity(opened), None)  # read once: the next read maps it
+        sums = None if checksums is None else memoryview(checksums)[4 * (base // chunk) :]
+        found = _kernels.page_text(data, low - base, high - base, offset - base, limit, flags, reach, sums, chunk)
+        if isinstance(found, int):
+            raise corrupt(record, found + base // chunk)
+        start, end, text = found
+        return start + base, end + base, text
