@@ -99,9 +99,7 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
         # the lock serialises insertions, evictions and map bookkeeping.
         self._lock = allocate_lock()
         self._entries: dict[str, Entry] = {}
-        # Ids with an open map, oldest first (a dict keeps insertion order;
-        # collections.OrderedDict would cost the read path start-up).
-        self._mapped_ids: dict[str, None] = {}
+        self._mapped_ids: dict[str, None] = {}  # ids with an open map, oldest first (insertion order)
 
     @property
     def folder(self) -> str:
