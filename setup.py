@@ -5,6 +5,7 @@ Python twin is used and the build says so.  Set OVERSPILL_REQUIRE_EXTENSION=1
 (as CI and release builds do) to turn that into an error.
 """
 
+import glob
 import os
 import sys
 
@@ -30,9 +31,8 @@ def speedups_extension():
     return Extension(
         "overspill._speedups",
         sources=["ext/_speedups.pyx"],
-        depends=["ext/overspill_simd.h", "ext/overspill_text.h", "ext/overspill_outline.h", "ext/overspill_simd.pxd",
-                 "ext/_speedups_stream.pxi",
-                 "ext/_speedups_views.pxi", "ext/_speedups_outline.pxi", "ext/_speedups_json.pxi"],
+        # Every header and include: a change to any of them rebuilds the module.
+        depends=sorted(glob.glob("ext/*.h") + glob.glob("ext/*.pxd") + glob.glob("ext/*.pxi")),
         include_dirs=["ext"],
         extra_compile_args=compile_args,
         optional=not REQUIRE_EXTENSION,

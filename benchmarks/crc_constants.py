@@ -1,4 +1,4 @@
-"""Derives the CRC-32 folding constants used in ext/overspill_simd.h.
+"""Derives the CRC-32 folding constants used in ext/overspill_crc.h.
 
 K(n) = reflect64((x^n mod P(x)) << 32) << 1 for zlib's polynomial
 P(x) = 0x104C11DB7.  Run it to check the header: every line must say True.

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "overspill_simd.h"
+#include "overspill_token.h"
 
 #define OSP_TOKEN_CAP 255   /* bytes of a line's leading token kept (_native_outline.TOKEN_MAX) */
 #define OSP_SUBJECT_CAP 120 /* bytes of a commit subject kept (SUBJECT_MAX) */

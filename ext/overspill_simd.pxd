@@ -1,10 +1,19 @@
-# C declarations of overspill_simd.h, cimported by _speedups.pyx.
+# C declarations of the ext/overspill_*.h headers (overspill_outline.h has its own, in
+# _speedups_outline.pxi), cimported by _speedups.pyx.
 from libc.stdint cimport uint8_t, uint32_t
 
 cdef extern from "overspill_simd.h" nogil:
     Py_ssize_t osp_count_upto(const void *data, Py_ssize_t n, int width, uint32_t unit, Py_ssize_t limit)
     Py_ssize_t osp_find_nth(const void *data, Py_ssize_t n, int width, uint32_t unit, Py_ssize_t k)
     Py_ssize_t osp_rfind_nth(const void *data, Py_ssize_t n, int width, uint32_t unit, Py_ssize_t k)
+    int osp_simd_cap
+
+cdef extern from "overspill_token.h" nogil:
+    uint32_t osp_set_mask32(const uint8_t *p, const uint8_t *lo, const uint8_t *hi)
+    Py_ssize_t osp_scan_token(const uint8_t *p, Py_ssize_t n, Py_ssize_t avail, Py_ssize_t cap, const uint8_t *lo,
+                              const uint8_t *hi, Py_ssize_t *ends, Py_ssize_t room, Py_ssize_t *parts, int *separated)
+
+cdef extern from "overspill_utf8.h" nogil:
     Py_ssize_t osp_utf8_length(const void *data, Py_ssize_t n, int width)
     Py_ssize_t osp_boundary_at_or_after(const uint8_t *b, Py_ssize_t n, Py_ssize_t pos, int final)
     Py_ssize_t osp_boundary_at_or_before(const uint8_t *b, Py_ssize_t n, Py_ssize_t pos, Py_ssize_t floor, int final)
@@ -12,14 +21,22 @@ cdef extern from "overspill_simd.h" nogil:
                   Py_ssize_t *start_out, Py_ssize_t *end_out)
     Py_ssize_t osp_prefix_fitting(const void *data, int width, Py_ssize_t start, Py_ssize_t end, Py_ssize_t budget)
     Py_ssize_t osp_suffix_fitting(const void *data, int width, Py_ssize_t start, Py_ssize_t end, Py_ssize_t budget)
+
+cdef extern from "overspill_crc.h" nogil:
     uint32_t osp_crc32(uint32_t crc, const uint8_t *p, Py_ssize_t n)
     void osp_crc_init()
-    int osp_simd_cap
-    uint32_t osp_set_mask32(const uint8_t *p, const uint8_t *lo, const uint8_t *hi)
-    Py_ssize_t osp_scan_token(const uint8_t *p, Py_ssize_t n, Py_ssize_t avail, Py_ssize_t cap, const uint8_t *lo,
-                              const uint8_t *hi, Py_ssize_t *ends, Py_ssize_t room, Py_ssize_t *parts, int *separated)
 
 cdef extern from "overspill_text.h" nogil:
+    int osp_needs_view(const uint8_t *p, Py_ssize_t n, int flags)
+    int osp_scan_plain(const uint8_t *p, Py_ssize_t n, int flags, uint8_t *out)
+    enum:
+        OSP_PLAIN_VIEW
+        OSP_PLAIN_WIDE
+    int osp_text_fits(const void *data, Py_ssize_t n, int width, Py_ssize_t max_lines, Py_ssize_t max_bytes,
+                      int flags)
+    Py_ssize_t osp_view(const uint8_t *p, Py_ssize_t n, int flags, uint8_t *out)
+
+cdef extern from "overspill_signals.h" nogil:
     ctypedef struct osp_pattern:
         int kind
         int anchored
@@ -35,14 +52,8 @@ cdef extern from "overspill_text.h" nogil:
         Py_ssize_t *totals
         osp_hit *hits
         Py_ssize_t hit_count
-    int osp_needs_view(const uint8_t *p, Py_ssize_t n, int flags)
-    int osp_scan_plain(const uint8_t *p, Py_ssize_t n, int flags, uint8_t *out)
-    enum:
-        OSP_PLAIN_VIEW
-        OSP_PLAIN_WIDE
-    int osp_text_fits(const void *data, Py_ssize_t n, int width, Py_ssize_t max_lines, Py_ssize_t max_bytes,
-                      int flags)
-    Py_ssize_t osp_view(const uint8_t *p, Py_ssize_t n, int flags, uint8_t *out)
     int osp_scan_init(osp_scan *scan, const osp_pattern *patterns, int count, int flags, Py_ssize_t limit)
-    int osp_scan_region(osp_scan *scan, const uint8_t *s, Py_ssize_t n, int flags)
     void osp_scan_free(osp_scan *scan)
+
+cdef extern from "overspill_signal_scan.h" nogil:
+    int osp_scan_region(osp_scan *scan, const uint8_t *s, Py_ssize_t n, int flags)

@@ -1,0 +1,243 @@
+/* Signal patterns: the scan's tables (osp_scan_init), a literal's match at a position, a line's kind, hits kept. */
+/* See overspill/_native_text.py, the readable specification (signal_lines); as in
+ * overspill_text.h, nothing here touches Python objects, so callers may drop the GIL. */
+#ifndef OVERSPILL_SIGNALS_H
+#define OVERSPILL_SIGNALS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "overspill_text.h"
+
+typedef struct {
+    int kind;
+    int anchored;
+    int caseless;
+    const uint8_t *literal;
+    ptrdiff_t length;
+} osp_pattern;
+
+typedef struct {
+    ptrdiff_t start, end;
+    int kind;
+} osp_hit;
+
+typedef struct {
+    const osp_pattern *patterns;
+    int count;
+    int kinds;
+    int min_kind;
+    uint64_t first[256];       /* unanchored patterns that may start with a byte */
+    uint8_t special[256];      /* bytes that change a line's view */
+    uint64_t pairs[1024];      /* folded first two bytes of any pattern (65536 bits) */
+    uint64_t anchored_first[256]; /* anchored patterns by first byte */
+    int pair_count;            /* distinct first-two-byte pairs, each byte OR 0x20, for SIMD */
+    uint8_t pair_first[64], pair_second[64];
+    /* The SIMD filter's tables: pair q is in bucket q % 8; a byte b (OR 0x20)
+     * may be a pair's first byte only if first_low[b & 15] & first_high[b >> 4]
+     * has its bucket's bit (likewise second_*), so their AND over both bytes
+     * passes every pair, and some others that the exact table then drops. */
+    uint8_t first_low[16], first_high[16], second_low[16], second_high[16];
+    /* Every pattern starts with a word byte, so a match needs a word boundary
+     * before it (anchored ones a newline, which is one too). */
+    int word_starts;
+    ptrdiff_t limit;           /* hits kept per kind */
+    ptrdiff_t *totals;         /* per kind */
+    ptrdiff_t *kept;           /* per kind */
+    osp_hit *hits;
+    ptrdiff_t hit_count, hit_room;
+    uint8_t *scratch;
+    ptrdiff_t scratch_room;
+} osp_scan;
+
+static inline int osp_is_word(uint8_t b) {
+    return (b >= '0' && b <= '9') || (b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z');
+}
+static inline uint8_t osp_fold(uint8_t b) { return (b >= 'A' && b <= 'Z') ? (uint8_t)(b + 32) : b; }
+
+static inline int osp_is_lower(uint8_t b) { return b >= 'a' && b <= 'z'; }
+static inline int osp_is_upper(uint8_t b) { return b >= 'A' && b <= 'Z'; }
+
+/* Where a match of a literal that starts with a word byte may begin, at i > 0
+ * of s[0:n): not inside a word, except where a capitalised word starts in
+ * camel case: after a lowercase letter ("ValueError") or, as an acronym ends,
+ * after an uppercase one when a lowercase letter follows ("HTTPError"). */
+static inline int osp_start_boundary(const uint8_t *s, ptrdiff_t n, ptrdiff_t i) {
+    uint8_t a = s[i - 1], b = s[i];
+    if (!(osp_is_word(a) && osp_is_word(b))) return 1;
+    if (!osp_is_upper(b)) return 0;
+    return osp_is_lower(a) || (osp_is_upper(a) && i + 1 < n && osp_is_lower(s[i + 1]));
+}
+
+/* Whether the match s[i:e) is a whole quoted object key: right after '"'
+ * and right before '"', spaces or tabs, then ':' ("summary": in a JSON
+ * document is a field's name; "level":"error" and "error: boom" are not
+ * keys).  No newline is skipped, so a line's verdict is its own. */
+static inline int osp_is_key(const uint8_t *s, ptrdiff_t n, ptrdiff_t i, ptrdiff_t e) {
+    if (i == 0 || s[i - 1] != '"' || e >= n || s[e] != '"') return 0;
+    for (e++; e < n && (s[e] == ' ' || s[e] == '\t'); e++) {}
+    return e < n && s[e] == ':';
+}
+
+/* Whether the match s[i:e) of a signal literal is part of a name (a path, a
+ * file, an identifier, a hyphenated word, an object key) rather than a
+ * diagnostic: right after "/", "\\", "_", "::" or "word-", or right before
+ * "_", "/", "(", "::", ".x" or "-x" (x a word byte); each such edge counts
+ * only when the literal's byte there is a word byte.  Or the whole of a
+ * quoted object key (osp_is_key).  A newline is none of these bytes, so
+ * lines read together or apart get the same verdict. */
+static inline int osp_in_name(const uint8_t *s, ptrdiff_t n, ptrdiff_t i, ptrdiff_t e, int start_word, int end_word) {
+    if (osp_is_key(s, n, i, e)) return 1;
+    if (start_word && i > 0) {
+        uint8_t a = s[i - 1];
+        if (a == '/' || a == '\\' || a == '_') return 1;
+        if (i > 1 && ((a == '-' && osp_is_word(s[i - 2])) || (a == ':' && s[i - 2] == ':'))) return 1;
+    }
+    if (end_word && e < n) {
+        uint8_t z = s[e];
+        if (z == '_' || z == '/' || z == '(') return 1;
+        if (e + 1 < n && (((z == '.' || z == '-') && osp_is_word(s[e + 1])) || (z == ':' && s[e + 1] == ':'))) return 1;
+    }
+    return 0;
+}
+
+static int osp_literal_at(const uint8_t *s, ptrdiff_t n, ptrdiff_t i, const osp_pattern *p) {
+    ptrdiff_t k, len = p->length;
+    int start_word, end_word;
+    if (i + len > n) return 0;
+    if (p->caseless) {
+        for (k = 0; k < len; k++) if (osp_fold(s[i + k]) != osp_fold(p->literal[k])) return 0;
+    } else if (memcmp(s + i, p->literal, (size_t)len) != 0) {
+        return 0;
+    }
+    if (p->anchored) return 1;
+    start_word = osp_is_word(p->literal[0]);
+    end_word = osp_is_word(p->literal[len - 1]);
+    if (start_word && i > 0 && !osp_start_boundary(s, n, i)) return 0;
+    /* At the end, no camel case: "ErrorHandler" is a name. */
+    if (end_word && i + len < n && osp_is_word(s[i + len])) return 0;
+    return !osp_in_name(s, n, i, i + len, start_word, end_word);
+}
+
+/* The lowest kind matched in the line s[0:n) (already a view), or kinds. */
+static int osp_line_kind(const osp_scan *scan, const uint8_t *s, ptrdiff_t n) {
+    int best = scan->kinds, k;
+    ptrdiff_t i;
+    for (k = 0; k < scan->count; k++) {
+        const osp_pattern *p = &scan->patterns[k];
+        if (p->anchored && p->kind < best && osp_literal_at(s, n, 0, p)) best = p->kind;
+    }
+    for (i = 0; i < n && best > scan->min_kind; i++) {
+        uint64_t mask = scan->first[s[i]];
+        while (mask) {
+            int index = __builtin_ctzll(mask);
+            const osp_pattern *p = &scan->patterns[index];
+            mask &= mask - 1;
+            if (p->kind < best && osp_literal_at(s, n, i, p)) best = p->kind;
+        }
+    }
+    return best;
+}
+
+static int osp_scan_init(osp_scan *scan, const osp_pattern *patterns, int count, int flags, ptrdiff_t limit) {
+    int k, kinds = 0, min_kind = 1 << 30;
+    memset(scan, 0, sizeof(*scan));
+    scan->patterns = patterns;
+    scan->count = count;
+    scan->limit = limit;
+    for (k = 0; k < count; k++) {
+        const osp_pattern *p = &patterns[k];
+        if (p->kind + 1 > kinds) kinds = p->kind + 1;
+        if (p->kind < min_kind) min_kind = p->kind;
+        uint8_t b = p->literal[0];
+        uint64_t *table = p->anchored ? scan->anchored_first : scan->first;
+        table[b] |= (uint64_t)1 << k;
+        if (p->caseless) {
+            if (b >= 'a' && b <= 'z') table[b - 32] |= (uint64_t)1 << k;
+            if (b >= 'A' && b <= 'Z') table[b + 32] |= (uint64_t)1 << k;
+        }
+        /* The pair filter works on folded bytes: a superset of every match. */
+        if (p->length == 1) {
+            for (int second = 0; second < 256; second++) {
+                unsigned index = ((unsigned)osp_fold(b) << 8) | (unsigned)second;
+                scan->pairs[index >> 6] |= (uint64_t)1 << (index & 63);
+            }
+        } else {
+            unsigned index = ((unsigned)osp_fold(b) << 8) | (unsigned)osp_fold(p->literal[1]);
+            scan->pairs[index >> 6] |= (uint64_t)1 << (index & 63);
+        }
+        /* The SIMD filter compares bytes OR 0x20 (fold(x) | 0x20 == x | 0x20,
+         * so it passes every position the exact pair table passes). */
+        if (scan->pair_count >= 0) {
+            uint8_t first = (uint8_t)(b | 0x20), second = (uint8_t)(p->length > 1 ? (p->literal[1] | 0x20) : 0);
+            int seen = 0;
+            if (p->length == 1) {
+                scan->pair_count = -1;  /* any second byte: no pair filter */
+            } else {
+                for (int q = 0; q < scan->pair_count; q++)
+                    seen |= scan->pair_first[q] == first && scan->pair_second[q] == second;
+                if (!seen) {
+                    scan->pair_first[scan->pair_count] = first;
+                    scan->pair_second[scan->pair_count] = second;
+                    scan->pair_count++;
+                }
+            }
+        }
+    }
+    scan->word_starts = count > 0;
+    for (k = 0; k < count; k++) scan->word_starts &= osp_is_word(patterns[k].literal[0]);
+    for (k = 0; k < scan->pair_count; k++) {
+        uint8_t bit = (uint8_t)(1u << (k & 7)), first = scan->pair_first[k], second = scan->pair_second[k];
+        scan->first_low[first & 15] |= bit;
+        scan->first_high[first >> 4] |= bit;
+        scan->second_low[second & 15] |= bit;
+        scan->second_high[second >> 4] |= bit;
+    }
+    scan->kinds = kinds;
+    scan->min_kind = min_kind;
+    if (flags & OSP_VIEW_ANSI) scan->special[OSP_ESC] = 1;
+    if (flags & OSP_VIEW_CR) scan->special['\r'] = 1;
+    scan->totals = (ptrdiff_t *)calloc((size_t)(kinds + 1), sizeof(ptrdiff_t));
+    scan->kept = (ptrdiff_t *)calloc((size_t)(kinds + 1), sizeof(ptrdiff_t));
+    return (scan->totals && scan->kept) ? 0 : -1;
+}
+
+static void osp_scan_free(osp_scan *scan) {
+    free(scan->totals);
+    free(scan->kept);
+    free(scan->hits);
+    free(scan->scratch);
+}
+
+static int osp_scan_record(osp_scan *scan, ptrdiff_t start, ptrdiff_t end, int kind) {
+    scan->totals[kind]++;
+    if (scan->kept[kind] >= scan->limit) return 0;
+    if (scan->hit_count == scan->hit_room) {
+        ptrdiff_t room = scan->hit_room ? scan->hit_room * 2 : 64;
+        osp_hit *grown = (osp_hit *)realloc(scan->hits, (size_t)room * sizeof(osp_hit));
+        if (!grown) return -1;
+        scan->hits = grown;
+        scan->hit_room = room;
+    }
+    scan->hits[scan->hit_count].start = start;
+    scan->hits[scan->hit_count].end = end;
+    scan->hits[scan->hit_count].kind = kind;
+    scan->hit_count++;
+    scan->kept[kind]++;
+    return 0;
+}
+
+/* The kind of the line s[0:n), through its view when it has special bytes. */
+static int osp_view_line_kind(osp_scan *scan, const uint8_t *s, ptrdiff_t n, int flags) {
+    if (n > scan->scratch_room) {
+        uint8_t *grown = (uint8_t *)realloc(scan->scratch, (size_t)n);
+        if (!grown) return -1;
+        scan->scratch = grown;
+        scan->scratch_room = n;
+    }
+    return osp_line_kind(scan, scan->scratch, osp_view(s, n, flags, scan->scratch));
+}
+
+#endif

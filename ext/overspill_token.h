@@ -1,0 +1,105 @@
+/* A line's leading token and its parts (osp_scan_token), bytes of a set found 32 at a time (osp_set_mask32). */
+#ifndef OVERSPILL_TOKEN_H
+#define OVERSPILL_TOKEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "overspill_simd.h"
+
+/* ---- bytes of a set, by nibble tables ----
+ * A byte b is in the set when lo[b & 15] & hi[b >> 4] is not 0 (exact when
+ * each high nibble of the set has a bit of its own).  osp_set_mask32 gives
+ * the set's bytes among p[0:32) as bits (p[0:32) must be readable). */
+#ifdef OSP_X86
+__attribute__((target("avx2")))
+static uint32_t osp_set_mask32_avx2(const uint8_t *p, const uint8_t *lo, const uint8_t *hi) {
+    const __m256i low = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)lo));
+    const __m256i high = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)hi));
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    __m256i v = _mm256_loadu_si256((const __m256i *)p);
+    __m256i hit = _mm256_and_si256(_mm256_shuffle_epi8(low, _mm256_and_si256(v, nibble)),
+                                   _mm256_shuffle_epi8(high, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble)));
+    return ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(hit, _mm256_setzero_si256()));
+}
+#endif
+
+static inline uint32_t osp_set_mask32(const uint8_t *p, const uint8_t *lo, const uint8_t *hi) {
+    uint32_t mask = 0;
+    int k;
+#ifdef OSP_X86
+    if (osp_has_avx2()) return osp_set_mask32_avx2(p, lo, hi);
+#endif
+    for (k = 0; k < 32; k++)
+        if (lo[p[k] & 15] & hi[p[k] >> 4]) mask |= (uint32_t)1 << k;
+    return mask;
+}
+
+/* The leading token of a line p[0:n) as overspill._native._leading_token
+ * cuts it (up to a byte of `stops`' set: lo/hi hold the stop bytes, ':' and
+ * '/'; "::" does not stop it; at most cap bytes), in one pass that also
+ * finds its parts (split at "/" and "::", empty ones skipped): the ends of
+ * the first `room` parts go to ends, their count to *parts, and *separated
+ * says whether it holds a separator.  p[0:avail) may be read (avail >= n),
+ * so the set's bytes are found 32 at a time (SIMD) while the buffer lasts.
+ * Returns the token's length. */
+static ptrdiff_t osp_scan_token(const uint8_t *p, ptrdiff_t n, ptrdiff_t avail, ptrdiff_t cap, const uint8_t *lo,
+                                const uint8_t *hi, ptrdiff_t *ends, ptrdiff_t room, ptrdiff_t *parts,
+                                int *separated) {
+    ptrdiff_t limit = n < cap ? n : cap, i = 0, start = 0, count = 0, base = 0, j, width, length;
+    uint32_t mask = 0;  /* the set's bytes in p[base:base + 32) not yet handled, when have */
+    int have = 0, full = 0, found = 0;
+    while (i < limit) {
+        j = limit;
+        while (i < limit) {
+            if (!have) {
+                if (i + 32 > avail) {
+                    for (j = i; j < limit && !(lo[p[j] & 15] & hi[p[j] >> 4]); j++) {}
+                    break;
+                }
+                base = i;
+                mask = osp_set_mask32(p + i, lo, hi);
+                have = 1;
+            }
+            if (mask) {
+                j = base + __builtin_ctz(mask);
+                break;
+            }
+            i = base + 32;
+            have = 0;
+        }
+        if (j >= limit) {
+            i = limit;
+            break;
+        }
+        if (p[j] == '/') {
+            width = 1;
+        } else if (p[j] == ':' && j + 1 < n && p[j + 1] == ':') {
+            if (j + 1 >= cap) {  /* the pair straddles the cap: plain bytes, and the token ends at the cap */
+                i = cap;
+                break;
+            }
+            width = 2;
+        } else {  /* a stop byte, or a lone ':' */
+            i = j;
+            break;
+        }
+        found = 1;
+        if (j > start && !full) {
+            if (count == room) full = 1;
+            else ends[count++] = j;
+        }
+        i = start = j + width;
+        if (have) {
+            if (i - base >= 32) have = 0;
+            else mask &= ~(uint32_t)0 << (i - base);
+        }
+    }
+    length = i < cap ? i : cap;
+    if (length > start && count < room && !full) ends[count++] = length;
+    *parts = count;
+    *separated = found;
+    return length;
+}
+
+#endif
