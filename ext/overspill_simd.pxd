@@ -1,17 +1,21 @@
 # C declarations of the ext/overspill_*.h headers (overspill_outline.h has its own, in
-# _speedups_outline.pxi), cimported by _speedups.pyx.
+# _speedups_outline.pxi), cimported by _speedups.pyx.  Cython includes the headers in
+# the order of these blocks: the order their code had as one file, so that the compiled
+# functions keep their layout (a hot loop's speed can follow its address).
 from libc.stdint cimport uint8_t, uint32_t
 
 cdef extern from "overspill_simd.h" nogil:
-    Py_ssize_t osp_count_upto(const void *data, Py_ssize_t n, int width, uint32_t unit, Py_ssize_t limit)
-    Py_ssize_t osp_find_nth(const void *data, Py_ssize_t n, int width, uint32_t unit, Py_ssize_t k)
-    Py_ssize_t osp_rfind_nth(const void *data, Py_ssize_t n, int width, uint32_t unit, Py_ssize_t k)
     int osp_simd_cap
 
 cdef extern from "overspill_token.h" nogil:
     uint32_t osp_set_mask32(const uint8_t *p, const uint8_t *lo, const uint8_t *hi)
     Py_ssize_t osp_scan_token(const uint8_t *p, Py_ssize_t n, Py_ssize_t avail, Py_ssize_t cap, const uint8_t *lo,
                               const uint8_t *hi, Py_ssize_t *ends, Py_ssize_t room, Py_ssize_t *parts, int *separated)
+
+cdef extern from "overspill_count.h" nogil:
+    Py_ssize_t osp_count_upto(const void *data, Py_ssize_t n, int width, uint32_t unit, Py_ssize_t limit)
+    Py_ssize_t osp_find_nth(const void *data, Py_ssize_t n, int width, uint32_t unit, Py_ssize_t k)
+    Py_ssize_t osp_rfind_nth(const void *data, Py_ssize_t n, int width, uint32_t unit, Py_ssize_t k)
 
 cdef extern from "overspill_utf8.h" nogil:
     Py_ssize_t osp_utf8_length(const void *data, Py_ssize_t n, int width)

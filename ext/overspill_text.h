@@ -1,4 +1,4 @@
-/* Views of text (ANSI escapes, redrawn lines) and whether a str is shown as it is (osp_text_fits). */
+/* Views of text (ANSI escapes, redrawn lines), a page's text in one pass (osp_scan_plain), whether a str is shown as it is (osp_text_fits). */
 /* See overspill/_native_text.py, the readable specification (view_bytes);
  * overspill_signals.h and overspill_signal_scan.h build the signal scan on it.
  *
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "overspill_simd.h"
+#include "overspill_count.h"
 #include "overspill_utf8.h"
 
 #define OSP_VIEW_ANSI 1

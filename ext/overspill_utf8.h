@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "overspill_simd.h"
+#include "overspill_count.h"
 
 /* Bytes >= 0x80 in p[0:n): the extra bytes a Latin-1 str needs in UTF-8. */
 static ptrdiff_t osp_count_high_scalar(const uint8_t *p, ptrdiff_t n) {
