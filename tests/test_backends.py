@@ -180,3 +180,34 @@ def test_windowed_pages_equal_pages_of_the_whole(tmp_path_factory, data, offset,
     # A page shows the view of its stored bytes (escapes removed, redraws collapsed).
     assert (page.offset, page.content) == (start, shown_text(data[start:end], view_flags(("ansi", "cr"))))
     assert page.next == (end if end < len(data) else None)
+
+
+def _open_descriptors() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts this process's descriptors in /proc")
+def test_descriptors_held_for_warm_reads_stay_bounded_and_close(tmp_path):
+    """Warm reads hold the record and the payload open beside each cached map
+    (their ``fstat`` replaces a stat by path): reading many resources again and
+    again holds descriptors for the open maps alone, a forked child keeps none
+    of its parent's, and ``close`` lets every one go."""
+    uris = []
+    with ToolOutputStore(tmp_path, durable=False) as writer:
+        for number in range(120):
+            uris.append(writer.write("s", f"c{number}", b"line %d\n" % number * 9000).uri)
+    before = _open_descriptors()
+    store = ToolOutputStore(tmp_path, durable=False)
+    most = 0
+    for _ in range(3):  # a first read, one that maps, one that holds the record too
+        for uri in uris:
+            assert store.read("s", uri, offset=70, limit=9).content
+            most = max(most, len(_open_descriptors() - before))
+    # Per open map (16 at most): the map's own descriptor, the payload's and the record's.
+    assert most <= 3 * 16
+    child = os.fork()
+    if child == 0:  # the child's caches start empty: none of the parent's files stay open in it
+        os._exit(0 if _open_descriptors() <= before else 1)
+    assert os.waitpid(child, 0)[1] == 0
+    store.close()
+    assert _open_descriptors() <= before
