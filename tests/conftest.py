@@ -55,6 +55,19 @@ def implementation(request: pytest.FixtureRequest):
     activate(previous)
 
 
+@pytest.fixture(scope="module")
+def compiled():
+    """The compiled module itself, for tests that call it beside the twin
+    (skipped without it, unless ``OVERSPILL_REQUIRE_EXTENSION`` is set)."""
+    try:
+        from overspill import _speedups
+    except ImportError as error:
+        if _EXTENSION_REQUIRED:
+            raise
+        pytest.skip(f"compiled extension unavailable: {error}")
+    return _speedups
+
+
 @pytest.fixture
 def subprocess_env(implementation: str) -> dict[str, str]:
     """Environment for a child Python process that uses the same implementation."""

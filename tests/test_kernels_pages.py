@@ -125,15 +125,6 @@ def test_page_text_rejects(args, error):
         _kernels.page_text(*args)
 
 
-@pytest.fixture(scope="module")
-def compiled():
-    try:
-        from overspill import _speedups
-    except ImportError:
-        pytest.skip("compiled extension unavailable")
-    return _speedups
-
-
 def outcome(function, *args):
     try:
         return ("ok", function(*args))

@@ -336,15 +336,6 @@ def outcome(function, *args):
         return ("error", type(error))
 
 
-@pytest.fixture(scope="module")
-def compiled():
-    try:
-        from overspill import _speedups
-    except ImportError:
-        pytest.skip("compiled extension unavailable")
-    return _speedups
-
-
 _ARGUMENTS = st.one_of(st.none(), st.booleans(), st.integers(-3, 70), st.text(max_size=3))
 
 
