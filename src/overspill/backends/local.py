@@ -166,9 +166,11 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
             if file_identity(info) != known:
                 record = None
             elif entry.mapped[1] is not None:
-                # Read again while mapped: hold the record open for the next reads' fstat
-                # (not on a first read, which pays for enough already).
-                entry.record_file = hold(entry.record_path, known)  # type: ignore[arg-type]
+                # Read again while mapped: held open for the next reads' fstat (a first read pays enough).
+                opened = hold(entry.record_path, known)  # type: ignore[arg-type]
+                with self._lock:  # beside a map still held: one dropped meanwhile leaves nothing to close it
+                    if entry.mapped[1] is not None:
+                        entry.record_file = opened
         if record is None:
             # Parsed from the file that was opened, keyed by that file's fstat.
             record, info = read_record(entry.record_path, resource_id)
