@@ -32,13 +32,6 @@ __all__ = ["StoreReads"]
 # Bytes read around a page so that its character boundaries are decided
 # exactly as over the whole payload.
 _PAGE_MARGIN = BOUNDARY_MARGIN
-# The ids of URIs ``read`` has checked (``parse_uri`` is a function of the
-# text alone), so that paging through a resource checks its URI once: a warm
-# page read is a few microseconds of Python around one kernel call.  Exact
-# ``str`` keys only (a subclass could compare equal to a different text);
-# emptied when full.
-_CHECKED_URIS: dict[str, str] = {}
-_CHECKED_URIS_MAX = 4096
 # Bytes per range that ``iter_bytes`` verifies and yields (rounded to whole
 # checksum chunks, so that no chunk is verified twice).
 _STREAM_BYTES = 1 << 20
@@ -131,13 +124,7 @@ class StoreReads:
         :raises ResourceNotFoundError: it does not exist or its files are broken.
         :raises ResourceCorruptError: its bytes do not match their checksums.
         """
-        resource_id = _CHECKED_URIS.get(uri) if type(uri) is str else None
-        if resource_id is None:
-            resource_id = parse_uri(uri)
-            if type(uri) is str:
-                if len(_CHECKED_URIS) >= _CHECKED_URIS_MAX:
-                    _CHECKED_URIS.clear()
-                _CHECKED_URIS[uri] = resource_id
+        resource_id = parse_uri(uri)
         id_string(session_id, "session_id")
         offset = whole_number(offset, "offset")  # clamped below, as the reference store does
         limit = MAX_READ_BYTES if limit is None else whole_number(limit, "limit")

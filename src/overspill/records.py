@@ -135,12 +135,24 @@ def uri_for(resource_id: str) -> str:
     return SCHEME + resource_id
 
 
+# parse_uri's answers for valid URIs, so that paging through a resource checks
+# its URI once (a warm page read is a few microseconds of Python around one
+# kernel call).  Exact ``str`` keys only: a subclass could compare equal to a
+# different text.  Emptied when full.
+_PARSED_URIS: dict[str, str] = {}
+_PARSED_URIS_MAX = 4096
+
+
 def parse_uri(uri: object) -> str:
     """The id named by a ``tool-output://`` URI.
 
     :raises InvalidResourceError: ``uri`` is not exactly ``tool-output://`` and
         a well-formed id (ASCII only; no path, no trailing characters).
     """
+    if type(uri) is str:
+        known = _PARSED_URIS.get(uri)
+        if known is not None:
+            return known
     if not isinstance(uri, str):
         raise InvalidResourceError(f"a resource URI must be a str, not {type(uri).__name__}")
     resource_id = uri[len(SCHEME):]
@@ -149,6 +161,10 @@ def parse_uri(uri: object) -> str:
         raise InvalidResourceError(
             f"{shown!r} is not a tool-output URI (expected tool-output:// and a {ID_LENGTH}-character id)"
         )
+    if type(uri) is str:
+        if len(_PARSED_URIS) >= _PARSED_URIS_MAX:
+            _PARSED_URIS.clear()
+        _PARSED_URIS[uri] = resource_id
     return resource_id
 
 
