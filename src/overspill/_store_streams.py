@@ -14,7 +14,7 @@ from ._arguments import whole_number
 from ._buffers import BytesLike
 from ._store_types import TruncateResult, chunk_view, stable
 from ._store_writes import TRUE_TAIL_BYTES, StoreWrites, raise_stored
-from .text import counted_lines, shown_size, shown_text
+from .text import counted_lines, held_text, within_limits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
@@ -123,10 +123,8 @@ class StoreStreams(StoreWrites):
         """The result of an output held whole in memory: itself when it is shown
         within the limits, else None once a writer holds it (or its preview
         when not even a record can be stored)."""
-        text = shown_text(spill.held, self._views)
-        # Invalid bytes show as U+FFFD (3 bytes each): the limit holds for what is shown.
-        fits = "\ufffd" not in text or shown_size(text) <= bytes_limit
-        if fits and (self._tokens is None or self._tokens[1](text) <= self._tokens[0]):
+        text = held_text(spill.held, self._views, bytes_limit)
+        if text is not None and (self._tokens is None or self._tokens[1](text) <= self._tokens[0]):
             return TruncateResult(text, False, None)
         # Within the byte and line limits, over them as shown or over the token bound: stored
         # like any larger output.
@@ -189,9 +187,8 @@ class _Spill:
             self.newlines += _kernels.count_lines(view) - 1
             self.size += len(view)
             self.last_newline = view[-1] == 10
-            # Under the limits: whole lines (a final newline starts no line), as preview_cuts counts.
-            if self.writer is None and not self.unstored and self.size <= self._bytes_limit and (
-                    self.newlines < self._lines_limit or (self.newlines == self._lines_limit and self.last_newline)):
+            if self.writer is None and not self.unstored and within_limits(
+                    self.newlines, self.size, self.last_newline, self._lines_limit, self._bytes_limit):
                 self.held += view
                 return
             if self.cap < 1:

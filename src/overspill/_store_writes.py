@@ -22,11 +22,10 @@ from .text import (
     Preview,
     counted_lines,
     encode_content,
+    held_text,
     human_lines,
     line_slack,
     preview_from_cuts,
-    shown_size,
-    shown_text,
     stored_pieces,
 )
 
@@ -276,10 +275,8 @@ class StoreWrites(StoreRoom):
             # their view (redraws collapsed, escapes removed) would fit.
             raw = _kernels.preview_cuts(content, lines_limit, bytes_limit)
             if raw[0] >= raw[1]:
-                text = shown_text(content, flags)
-                # Invalid bytes show as U+FFFD (3 bytes each): the limit holds for what is shown.
-                fits = "\ufffd" not in text or shown_size(text) <= bytes_limit
-                if fits and (tokens is None or tokens[1](text) <= tokens[0]):
+                text = held_text(content, flags, bytes_limit)
+                if text is not None and (tokens is None or tokens[1](text) <= tokens[0]):
                     return unchanged(text)
                 shaped = None  # within the byte and line limits, over them as shown or over the token bound
             else:

@@ -269,6 +269,24 @@ def shown_size(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
+def within_limits(newlines: int, size: int, last_newline: bool, max_lines: int, max_bytes: int) -> bool:
+    """Whether an output of ``size`` bytes holding ``newlines`` newlines (its
+    last byte one when ``last_newline``) is within the limits as ``truncate``
+    holds it: at most ``max_bytes``, and at most ``max_lines`` whole lines (a
+    final newline starts no line), as ``preview_cuts`` counts them."""
+    return size <= max_bytes and (newlines < max_lines or (newlines == max_lines and last_newline))
+
+
+def held_text(data: BytesLike, flags: int, max_bytes: int) -> Optional[str]:
+    """An output held whole within the limits as the model is shown it
+    (``shown_text``), or None when invalid bytes, shown as U+FFFD (3 bytes
+    each), take it over ``max_bytes``: the limit holds for what is shown."""
+    text = shown_text(data, flags)
+    if "\ufffd" in text and shown_size(text) > max_bytes:
+        return None
+    return text
+
+
 # ---------------------------------------------------------------- signals
 #: Signal lines shown at most, and the share of max_bytes (in percent) they may take.
 SIGNAL_LINES = 20

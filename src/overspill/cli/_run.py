@@ -24,6 +24,16 @@ if TYPE_CHECKING:  # typing and argparse cost start-up; annotations are never ev
 _FORWARDED_SIGNALS = ("SIGTERM", "SIGHUP", "SIGINT")
 
 
+def _signal_module() -> Any:
+    """signal's C core where there is one: ``signal`` itself wraps it in enums
+    (importing enum costs ``overspill run`` more than the rest of its start-up)."""
+    try:
+        import _signal
+    except ImportError:  # pragma: no cover - an interpreter without CPython's _signal
+        import signal as _signal
+    return _signal
+
+
 class _Forwarder:
     """Signal handlers that pass SIGTERM, SIGHUP and SIGINT on to the running
     command's process group, so nothing it started outlives ``overspill run``."""
@@ -34,8 +44,7 @@ class _Forwarder:
         self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> _Forwarder:
-        import signal  # only run forwards signals
-
+        signal = _signal_module()
         for name in _FORWARDED_SIGNALS:
             if hasattr(signal, name):
                 signum = getattr(signal, name)
@@ -43,8 +52,7 @@ class _Forwarder:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        import signal
-
+        signal = _signal_module()
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
 
@@ -81,25 +89,22 @@ def _command_run(args: argparse.Namespace) -> int:
     from ..tools.bash import start_failure
 
     limits = resolve_limits(_config(args))
-    store: Optional[ToolOutputStore]
-    try:
-        store = _store(args)
-        store_error = None
-    except StorageError as error:
-        if _on_a_server(args):
-            raise  # a server that cannot be reached: exit 4 before the command runs, not after
-        store, store_error = None, str(error)  # a folder that cannot be written: the preview still shows
+    store: Optional[ToolOutputStore] = None
+    if args.store_url is not None or _on_a_server(args):
+        store = _store(args)  # a server that cannot be reached: exit 4 before the command runs, not after
     with _Forwarder() as forwarder:
         try:
+            # A local folder is opened only for an output that must be stored (most are
+            # shown whole); one that cannot be opened still leaves the preview shown.
             ran = execute(store, _session(args), f"cli-{time.time_ns()}", command, timeout=args.timeout,
                           spill=args.spill, inherit_stdin=True, limits=limits, started=forwarder.started,
-                          name=_shortened(command, _NAME_CHARACTERS))
+                          name=_shortened(command, _NAME_CHARACTERS),
+                          open_store=None if store is not None else lambda: _store(args))
         except StorageError:
             raise
         except (OSError, ValueError) as error:
             raise _UsageError(start_failure(error)) from None
-        # Not opening the store matters only when the output needed storing.
-        storage_error = (store_error or ran.storage_error) if ran.storage_error is not None else None
+        storage_error = ran.storage_error
         if args.json:
             _print_json(ran.tool_result(args.timeout))
         else:

@@ -18,7 +18,7 @@ from .._frozen import frozen
 from ..capture import MAX_CAPTURE_BYTES, RunningCommand
 from ..config import Limits
 from ..errors import StorageError
-from ..text import preview
+from ..text import held_text, preview, view_flags, within_limits
 from .._binary import SNIFF_BYTES, output_is_binary
 from ._result import ToolResult, failure, stored_metadata
 
@@ -172,7 +172,7 @@ def execute(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str
             spill: bool = True, inherit_stdin: bool = False, limits: Optional[Limits] = None,
             started: Optional[Callable[[RunningCommand], None]] = None,
             abort: Optional[threading.Event] = None, progress: Optional[Progress] = None,
-            name: Optional[str] = None) -> CommandOutput:
+            name: Optional[str] = None, open_store: Optional[Callable[[], ToolOutputStore]] = None) -> CommandOutput:
     """Run ``command`` for a model (the bash tool and ``overspill run``).
 
     :param store: where the output is kept; None when it cannot be opened
@@ -187,6 +187,10 @@ def execute(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str
         is terminated as on a timeout (the host's cancellation).
     :param progress: called with the bytes of output so far after each chunk.
     :param name: stored with the output (``overspill run`` records the command).
+    :param open_store: with ``store`` None, opens the store when the output
+        must be stored: an output shown whole within ``limits`` (which must
+        be the store's) opens nothing.  A ``StorageError`` it raises is taken
+        as a store that could not be opened.
     :raises StorageError: ``store`` is a server that cannot be reached (the
         command is not run).
     :raises OSError: the command could not be started (a missing ``cwd`` is
@@ -211,7 +215,7 @@ def execute(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str
         sniffed = _Sniffed(counted)
         try:
             kept = _keep(store, session_id, tool_call_id, running, sniffed, itertools.chain(sniffed.held, counted),
-                         limits=limits, spill=spill, name=name)
+                         limits=limits, spill=spill, name=name, open_store=open_store)
         except StorageError as problem:
             error = str(problem)
             for _ in counted:  # the command runs to its end; what it says is still previewed
@@ -241,12 +245,20 @@ class _Kept:
 
 
 def _keep(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str, running: RunningCommand,
-          sniffed: _Sniffed, chunks: Iterator[bytes], *, limits: Limits, spill: bool, name: Optional[str]) -> _Kept:
+          sniffed: _Sniffed, chunks: Iterator[bytes], *, limits: Limits, spill: bool, name: Optional[str],
+          open_store: Optional[Callable[[], ToolOutputStore]]) -> _Kept:
     """Drive the command through ``chunks`` to its end and keep its output as ``execute`` says.
 
     :raises StorageError: the output could not be stored (``store`` is None
         and the output was over the limits, or the store failed).
     """
+    if store is None and open_store is not None:
+        if spill and not sniffed.binary and _storable_names(session_id, tool_call_id, name):
+            held, shown = _held_within(chunks, limits)
+            if shown is not None:
+                return _Kept(None, strip_final_newline(shown), False, {})
+            chunks = itertools.chain(held, chunks)
+        store = open_store()
     if store is None:
         # Without a store only an output that needs no storing is whole:
         # one under the limits (text) is shown as it is, not a failure.
@@ -275,6 +287,37 @@ def _keep(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str, 
     outcome = store.truncate(session_id, tool_call_id, data, name=name,
                              max_lines=limits.max_lines, max_bytes=limits.max_bytes)
     return _Kept(outcome.resource, strip_final_newline(outcome.content), outcome.truncated, stored_metadata(outcome))
+
+
+def _storable_names(*names: Optional[str]) -> bool:
+    """Whether the store would take these ids and name without a check of their
+    size (``check_metadata`` measures only a string over a quarter of
+    ``MAX_METADATA_BYTES``): a longer one opens the store, whose checks refuse
+    it as they do for any output."""
+    return all(name is None or len(name) <= 256 for name in names)
+
+
+def _held_within(chunks: Iterator[bytes], limits: Limits) -> tuple[list[bytes], Optional[str]]:
+    """Take ``chunks`` while the output is within ``limits``, as ``truncate_stream`` holds it.
+
+    Returns the chunks taken and, when the output ended within the limits,
+    what ``truncate_stream`` returns for it: the text shown whole (None when
+    it must be stored: over the limits, over them as shown, or under a token
+    bound, which only the store's counter can check).
+    """
+    held: list[bytes] = []
+    newlines = size = 0
+    for chunk in chunks:
+        if not chunk:
+            continue  # no bytes: it says nothing of the last one
+        held.append(chunk)
+        newlines += chunk.count(b"\n")
+        size += len(chunk)
+        if not within_limits(newlines, size, chunk.endswith(b"\n"), limits.max_lines, limits.max_bytes):
+            return held, None
+    if limits.max_tokens is not None:
+        return held, None
+    return held, held_text(b"".join(held), view_flags(limits.views), limits.max_bytes)
 
 
 def bash(store: ToolOutputStore, session_id: str, tool_call_id: str, command: str, *,
