@@ -8,7 +8,9 @@ The loops live in overspill_simd.h; this module only checks arguments and
 reaches the bytes.
 """
 
-from cpython.buffer cimport PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer
+from cpython.buffer cimport (
+    PyBUF_C_CONTIGUOUS, PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer,
+)
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
@@ -58,6 +60,24 @@ cdef Py_ssize_t _check_int(object value, str name, Py_ssize_t minimum) except -1
     return value
 
 
+cdef int _bytes_of(object data, Py_buffer *out) except -1:
+    """``out`` filled with the bytes ``_byte_view(data)`` reaches, flat (the caller releases it).
+
+    Raw buffers, never typed memoryviews: Cython's memoryview support makes
+    importing this module import collections.abc (start-up), and taking a
+    typed memoryview costs more than a small buffer's scan.  A plain
+    C-contiguous buffer is taken directly; anything else goes through the
+    twin's ``_byte_view``, which raises the twin's errors."""
+    try:
+        PyObject_GetBuffer(data, out, PyBUF_SIMPLE)
+        return 0
+    except (BufferError, TypeError):
+        pass
+    view = _byte_view(data)
+    PyObject_GetBuffer(view, out, PyBUF_SIMPLE)  # out holds the view; released with it
+    return 0
+
+
 cdef Py_ssize_t _newlines(const void *data, Py_ssize_t n, int width, Py_ssize_t limit) noexcept:
     """Newlines in data[0:n); with limit >= 0, min(newlines, limit)."""
     cdef Py_ssize_t found
@@ -82,22 +102,20 @@ def _set_simd_cap(level, /):
 def count_lines(data, stop=None, /):
     """Lines in ``data`` as ``len(data.split("\\n"))`` counts them; see _native.count_lines."""
     cdef Py_ssize_t limit = -1
-    cdef const unsigned char[::1] buf
+    cdef Py_buffer buf
     if stop is not None:
         limit = _check_int(stop, "stop", 0)
     if isinstance(data, str):
         return _newlines(PyUnicode_DATA(data), PyUnicode_GET_LENGTH(data), PyUnicode_KIND(data), limit) + 1
     if isinstance(data, bytes):
         return _newlines(PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), 1, limit) + 1
-    view = _byte_view(data)
+    _bytes_of(data, &buf)
     try:
-        buf = view
-        if buf.shape[0] == 0:
+        if buf.len == 0:
             return 1
-        return _newlines(&buf[0], buf.shape[0], 1, limit) + 1
+        return _newlines(buf.buf, buf.len, 1, limit) + 1
     finally:
-        buf = None
-        view.release()
+        PyBuffer_Release(&buf)
 
 
 def utf8_length(text, /):
@@ -123,22 +141,20 @@ def utf8_length(text, /):
 def page_bounds(buffer, offset, limit, final=True, /):
     """The page ``(start, end)`` a read at ``offset`` returns; see _native.page_bounds."""
     cdef Py_ssize_t c_offset, c_limit, start = 0, end = 0
-    cdef const unsigned char[::1] buf
+    cdef Py_buffer buf
     if isinstance(buffer, str):
         raise TypeError("buffer must be a bytes-like object, not str")
     c_offset = _check_int(offset, "offset", 0)
     c_limit = _check_int(limit, "limit", 1)
     if not isinstance(final, bool):
         raise TypeError(f"final must be a bool, not {type(final).__name__}")
-    view = _byte_view(buffer)
+    _bytes_of(buffer, &buf)
     try:
-        buf = view
-        if buf.shape[0] > 0:
-            osp_page(&buf[0], buf.shape[0], c_offset, c_limit, final is True, &start, &end)
+        if buf.len > 0:
+            osp_page(<const unsigned char *>buf.buf, buf.len, c_offset, c_limit, final is True, &start, &end)
         return start, end
     finally:
-        buf = None
-        view.release()
+        PyBuffer_Release(&buf)
 
 
 include "_speedups_preview.pxi"
@@ -192,24 +208,22 @@ def crc32(data, value=0, /):
     """zlib's CRC-32 of ``data``, continuing from ``value``; see _native.crc32."""
     cdef Py_ssize_t start = _check_int(value, "value", 0)
     cdef uint32_t crc
-    cdef const unsigned char[::1] buf
+    cdef Py_buffer buf
     if isinstance(data, str):
         raise TypeError("data must be a bytes-like object, not str")
     if start > 0xFFFFFFFF:
         raise ValueError(f"value must be at most 4294967295, not {value}")
     crc = <uint32_t>start
-    view = _byte_view(data)
+    _bytes_of(data, &buf)
     try:
-        buf = view
-        if buf.shape[0] >= NOGIL_BYTES:
+        if buf.len >= NOGIL_BYTES:
             with nogil:
-                crc = osp_crc32(crc, &buf[0], buf.shape[0])
-        elif buf.shape[0]:
-            crc = osp_crc32(crc, &buf[0], buf.shape[0])
+                crc = osp_crc32(crc, <const unsigned char *>buf.buf, buf.len)
+        elif buf.len:
+            crc = osp_crc32(crc, <const unsigned char *>buf.buf, buf.len)
         return crc
     finally:
-        buf = None
-        view.release()
+        PyBuffer_Release(&buf)
 
 
 cdef Py_ssize_t _first_bad_chunk(const unsigned char *buf, Py_ssize_t size, Py_ssize_t base, Py_ssize_t first,
@@ -235,31 +249,31 @@ def verify_chunks(buffer, base, start, end, checksums, chunk, /):
     cdef Py_ssize_t c_end = _check_int(end, "end", 0)
     cdef Py_ssize_t c_chunk = _check_int(chunk, "chunk", 1)
     cdef Py_ssize_t first, last, size, failed
-    cdef const unsigned char[::1] buf
-    cdef const unsigned char[::1] sums
-    view = _byte_view(buffer)
-    recorded_view = _byte_view(checksums)
+    cdef Py_buffer buf
+    cdef Py_buffer sums
+    _bytes_of(buffer, &buf)
     try:
-        buf = view
-        sums = recorded_view
-        size = buf.shape[0]
-        first, last = c_start // c_chunk, (c_end - 1) // c_chunk
-        if (c_end <= c_start or first * c_chunk < c_base or c_end - c_base > size
-                or 4 * (last + 1) > sums.shape[0]):
-            raise ValueError(f"the buffer (from {c_base}, {size} bytes) and {sums.shape[0] // 4} checksums "
-                             f"do not hold the chunks of [{c_start}, {c_end})")
-        # Checked above: every chunk starts inside buf and every index has its 4 bytes.
-        if c_end - c_start >= NOGIL_BYTES:
-            with nogil:
-                failed = _first_bad_chunk(&buf[0], size, c_base, first, last, c_chunk, &sums[0])
-        else:
-            failed = _first_bad_chunk(&buf[0], size, c_base, first, last, c_chunk, &sums[0])
-        return failed
+        _bytes_of(checksums, &sums)
+        try:
+            size = buf.len
+            first, last = c_start // c_chunk, (c_end - 1) // c_chunk
+            if (c_end <= c_start or first * c_chunk < c_base or c_end - c_base > size
+                    or 4 * (last + 1) > sums.len):
+                raise ValueError(f"the buffer (from {c_base}, {size} bytes) and {sums.len // 4} checksums "
+                                 f"do not hold the chunks of [{c_start}, {c_end})")
+            # Checked above: every chunk starts inside buf and every index has its 4 bytes.
+            if c_end - c_start >= NOGIL_BYTES:
+                with nogil:
+                    failed = _first_bad_chunk(<const unsigned char *>buf.buf, size, c_base, first, last, c_chunk,
+                                              <const unsigned char *>sums.buf)
+            else:
+                failed = _first_bad_chunk(<const unsigned char *>buf.buf, size, c_base, first, last, c_chunk,
+                                          <const unsigned char *>sums.buf)
+            return failed
+        finally:
+            PyBuffer_Release(&sums)
     finally:
-        buf = None
-        sums = None
-        view.release()
-        recorded_view.release()
+        PyBuffer_Release(&buf)
 
 
 # The kernels of the other seams, one file each as the twin splits them

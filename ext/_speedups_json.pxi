@@ -181,22 +181,20 @@ cdef class JsonOutline:
 
         :raises TypeError: ``buffer`` is not a contiguous bytes-like object.
         """
-        cdef const unsigned char[::1] buf
+        cdef Py_buffer buf
         cdef Py_ssize_t size, take, base
         if isinstance(buffer, str):
             raise TypeError("buffer must be a bytes-like object, not str")
-        view = _byte_view(buffer)
+        _bytes_of(buffer, &buf)
         try:
-            buf = view
-            size = buf.shape[0]
+            size = buf.len
             base = self._position
             take = max(0, min(size, self._omit_end - base))
             self._position = base + size
             if self._valid and take:
-                self._scan(&buf[0], take, base)
+                self._scan(<const unsigned char *>buf.buf, take, base)
         finally:
-            buf = None
-            view.release()
+            PyBuffer_Release(&buf)
 
     def result(self):
         """``(valid, records, entries, dropped)``; see _native.JsonOutline."""

@@ -67,27 +67,25 @@ def outline_lines(buffer, start, end, section, max_depth, max_runs, max_commits,
     """Runs of lines by path prefix, and commits; see _native.outline_lines."""
     cdef osp_outline scan
     cdef Py_ssize_t kept[2]  # max_runs, max_commits
-    cdef const unsigned char[::1] buf
+    cdef Py_buffer buf
     _outline_arguments(&scan, buffer, start, end, section, max_depth, max_runs, max_commits, kept)
     runs = [[] for _ in range(scan.depth)]
     open_runs = [None] * scan.depth  # (key, offset) of each depth's current run
     commits = _OutlineCommits(kept[1])
-    view = _byte_view(buffer)
+    _bytes_of(buffer, &buf)
     try:
-        buf = view
-        scan.n = buf.shape[0]
+        scan.n = buf.len
         if scan.end > scan.n or scan.position > scan.end:
             raise ValueError(f"start and end must satisfy 0 <= start <= end <= {scan.n}")
         if scan.n:
-            scan.buf = &buf[0]
+            scan.buf = <const unsigned char *>buf.buf
         while osp_outline_next(&scan):
             if scan.digits or scan.subject_end > scan.subject_start:
                 commits.line(&scan)
             if scan.changed:
                 _outline_runs(&scan, runs, open_runs, kept[0])
     finally:
-        buf = None
-        view.release()
+        PyBuffer_Release(&buf)
     for d in range(scan.depth):
         if scan.run_count[d] > 0:
             _end_run(&scan, runs, open_runs, d)

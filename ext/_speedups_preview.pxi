@@ -251,18 +251,16 @@ def _line_shape(str line):
 
 
 cdef tuple _cuts(content, Py_ssize_t c_lines, Py_ssize_t c_bytes, Py_ssize_t c_slack):
-    cdef const unsigned char[::1] buf
+    cdef Py_buffer buf
     if isinstance(content, str):
         return _preview_text(content, c_lines, c_bytes, c_slack)
     if isinstance(content, bytes):
         return _preview_bytes(<const uint8_t *>PyBytes_AS_STRING(content), PyBytes_GET_SIZE(content),
                               c_lines, c_bytes, c_slack)
-    view = _byte_view(content)
+    _bytes_of(content, &buf)
     try:
-        buf = view
-        if buf.shape[0] == 0:
+        if buf.len == 0:
             return 0, 0, 0, 0
-        return _preview_bytes(&buf[0], buf.shape[0], c_lines, c_bytes, c_slack)
+        return _preview_bytes(<const uint8_t *>buf.buf, buf.len, c_lines, c_bytes, c_slack)
     finally:
-        buf = None
-        view.release()
+        PyBuffer_Release(&buf)

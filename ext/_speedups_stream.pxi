@@ -85,20 +85,18 @@ cdef class StreamCap:
 
         :raises TypeError: ``chunk`` is not a contiguous bytes-like object.
         """
-        cdef const unsigned char[::1] buf
+        cdef Py_buffer buf
         if isinstance(chunk, str):
             raise TypeError("chunk must be a bytes-like object, not str")
         if isinstance(chunk, bytes):
             self._feed(<const unsigned char *>PyBytes_AS_STRING(chunk), PyBytes_GET_SIZE(chunk))
             return
-        view = _byte_view(chunk)
+        _bytes_of(chunk, &buf)
         try:
-            buf = view
-            if buf.shape[0]:
-                self._feed(&buf[0], buf.shape[0])
+            if buf.len:
+                self._feed(<const unsigned char *>buf.buf, buf.len)
         finally:
-            buf = None
-            view.release()
+            PyBuffer_Release(&buf)
 
     @property
     def max_bytes(self):

@@ -8,16 +8,17 @@ def view_bytes(buffer, flags, /):
     """What a reader is shown of ``buffer``, or None when it is the buffer itself; see _native.view_bytes."""
     cdef int c_flags
     cdef Py_ssize_t n, length
-    cdef const unsigned char[::1] buf
+    cdef Py_buffer buf
+    cdef const uint8_t *p
     cdef uint8_t *out
     if isinstance(buffer, str):
         raise TypeError("buffer must be a bytes-like object, not str")
     c_flags = _check_flags(flags)
-    view = _byte_view(buffer)
+    _bytes_of(buffer, &buf)
     try:
-        buf = view
-        n = buf.shape[0]
-        if n == 0 or not osp_needs_view(&buf[0], n, c_flags):
+        p = <const uint8_t *>buf.buf
+        n = buf.len
+        if n == 0 or not osp_needs_view(p, n, c_flags):
             return None
         out = <uint8_t *>malloc(n)
         if out == NULL:
@@ -25,15 +26,14 @@ def view_bytes(buffer, flags, /):
         try:
             if n >= NOGIL_BYTES:
                 with nogil:
-                    length = osp_view(&buf[0], n, c_flags, out)
+                    length = osp_view(p, n, c_flags, out)
             else:
-                length = osp_view(&buf[0], n, c_flags, out)
+                length = osp_view(p, n, c_flags, out)
             return out[:length]
         finally:
             free(out)
     finally:
-        buf = None
-        view.release()
+        PyBuffer_Release(&buf)
 
 
 cdef object _decoded(const uint8_t *p, Py_ssize_t n):
@@ -84,19 +84,17 @@ cdef object _shown_text(const uint8_t *p, Py_ssize_t n, int flags):
 def view_text(buffer, flags, /):
     """What a reader is shown of ``buffer``, decoded; see _native.view_text."""
     cdef int c_flags
-    cdef const unsigned char[::1] buf
+    cdef Py_buffer buf
     if isinstance(buffer, str):
         raise TypeError("buffer must be a bytes-like object, not str")
     c_flags = _check_flags(flags)
-    view = _byte_view(buffer)
+    _bytes_of(buffer, &buf)
     try:
-        buf = view
-        if buf.shape[0] == 0:
+        if buf.len == 0:
             return ""
-        return _shown_text(&buf[0], buf.shape[0], c_flags)
+        return _shown_text(<const uint8_t *>buf.buf, buf.len, c_flags)
     finally:
-        buf = None
-        view.release()
+        PyBuffer_Release(&buf)
 
 
 cdef bint _escape_within(const uint8_t *p, Py_ssize_t floor, Py_ssize_t position, Py_ssize_t reach) noexcept:
@@ -178,7 +176,7 @@ def signal_lines(buffer, start, end, patterns, flags, limit, /):
     """Lines of ``buffer[start:end]`` whose view matches a signal pattern; see _native.signal_lines."""
     cdef Py_ssize_t c_start, c_end, c_limit, n, k
     cdef int c_flags, count, failed = 0
-    cdef const unsigned char[::1] buf
+    cdef Py_buffer buf
     cdef osp_pattern *table = NULL
     cdef osp_scan scan
     if isinstance(buffer, str):
@@ -189,10 +187,9 @@ def signal_lines(buffer, start, end, patterns, flags, limit, /):
     c_flags = _check_flags(flags)
     c_limit = _check_int(limit, "limit", 0)
     kinds = max([entry[0] for entry in checked], default=-1) + 1
-    view = _byte_view(buffer)
+    _bytes_of(buffer, &buf)
     try:
-        buf = view
-        n = buf.shape[0]
+        n = buf.len
         if c_end > n or c_start > c_end:
             raise ValueError(f"start and end must satisfy 0 <= start <= end <= {n}")
         if not checked or c_start == c_end:
@@ -214,7 +211,7 @@ def signal_lines(buffer, start, end, patterns, flags, limit, /):
         try:
             # The literals stay alive in `checked`, which this frame holds.
             with nogil:
-                failed = osp_scan_region(&scan, &buf[c_start], c_end - c_start, c_flags)
+                failed = osp_scan_region(&scan, <const uint8_t *>buf.buf + c_start, c_end - c_start, c_flags)
             if failed < 0:
                 raise MemoryError()
             hits = [(c_start + scan.hits[k].start, c_start + scan.hits[k].end, scan.hits[k].kind)
@@ -225,5 +222,4 @@ def signal_lines(buffer, start, end, patterns, flags, limit, /):
             osp_scan_free(&scan)
     finally:
         free(table)
-        buf = None
-        view.release()
+        PyBuffer_Release(&buf)

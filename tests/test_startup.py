@@ -139,7 +139,9 @@ CLI_NEVER = ["argparse", "asyncio", "dataclasses", "inspect", "ast", "pathlib", 
     (["--version"], CLI_NEVER + ["re", "typing", "overspill.store", "overspill.config", "subprocess"]),
     # A local store is opened only for an output that must be stored.
     (["run", "--", "true"], CLI_NEVER + ["typing", "overspill.store", "overspill.backends.local"]),
-    (["read", "URI", "--all"], CLI_NEVER + ["typing", "re", "contextlib", "functools", "subprocess"]),
+    # collections: Cython's typed memoryviews made the extension import it (with collections.abc).
+    (["read", "URI", "--all"], CLI_NEVER + ["typing", "re", "contextlib", "functools", "subprocess", "collections",
+                                            "collections.abc"]),
 ])
 def test_the_commonest_command_lines_load_only_what_they_need(subprocess_env, tmp_path, words, never):
     env = dict(subprocess_env, OVERSPILL_DATA_DIR=str(tmp_path), OVERSPILL_SESSION="s")
@@ -154,6 +156,20 @@ def test_the_commonest_command_lines_load_only_what_they_need(subprocess_env, tm
     for name in never:
         if name not in preloaded:
             assert name not in loaded, f"overspill {' '.join(words)} imported {name}"
+
+
+def test_the_extension_imports_no_collections(subprocess_env, implementation, compiled):
+    # Raw buffers, not Cython's typed memoryviews, whose support imports
+    # collections.abc when the module initialises (3 ms of a 10 ms start-up).
+    if implementation != "cython":
+        pytest.skip("the compiled module is the same under both; checked once")
+    preloaded = bare(subprocess_env)
+    loaded = loaded_after("import overspill._speedups", subprocess_env)
+    assert "overspill._speedups" in loaded
+    for name in ["collections", "collections.abc", "typing", "re", "enum", "functools"]:
+        if name not in preloaded:
+            assert name not in loaded, f"import overspill._speedups imported {name}"
+    assert "collections" not in preloaded  # else the check above could not fail
 
 
 def imported_by(argv: list[str], env: dict[str, str]) -> set[str]:
