@@ -819,3 +819,32 @@ def test_run_with_an_unreachable_store_fails_before_the_command_runs(cli, tmp_pa
     assert not witness.exists()
     environment = cli("run", "--", f"touch {witness}", env={"OVERSPILL_STORE_URL": "redis://127.0.0.1:1/0"})
     assert environment.returncode == 4 and not witness.exists()
+
+
+EXIT_PROBE = """
+import atexit, sys
+from overspill.cli import exit_with
+sys.argv[1:] = [{command!r}]
+class Teardown:
+    def __del__(self):
+        sys.stderr.write(" torn down")
+kept = Teardown()  # a module global: collected only by the interpreter's teardown
+if {hook}:
+    atexit.register(lambda: print(" at exit"))
+sys.stdout.write("written")
+sys.stderr.write("noted")
+exit_with(3)
+"""
+
+
+@pytest.mark.parametrize("command, hook, teardown", [("read", False, False), ("read", True, True),
+                                                     ("ls", False, True)])
+def test_exit_with_flushes_and_skips_the_teardown_only_after_a_read(subprocess_env, command, hook, teardown):
+    # After a read, with nothing registered to run at exit, the process ends
+    # without the interpreter's teardown (2-4 ms of a `read --all | head`);
+    # what was written is flushed first, and the status is kept.
+    result = subprocess.run([sys.executable, "-c", EXIT_PROBE.format(command=command, hook=hook)],
+                            capture_output=True, text=True, env=subprocess_env, timeout=60)
+    assert result.returncode == 3, result.stderr
+    assert result.stdout == "written" + (" at exit\n" if hook else "")
+    assert result.stderr == "noted" + (" torn down" if teardown else "")

@@ -251,3 +251,29 @@ def test_pages_never_show_pieces_of_escape_sequences(tmp_path_factory, data, lim
     for inside in range(0, len(data), max(1, len(data) // 16)):
         page = store.read("s", uri, offset=inside, limit=limit)
         assert "[1;31m" not in page.content and "]8;;" not in page.content and "[0m" not in page.content
+
+
+STOP_PROBE = r"""
+import os, subprocess, sys
+child = subprocess.Popen([sys.argv[1], "read", sys.argv[2], "--all"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+first = child.stdout.read(10)  # the child is now blocked writing its first range of 1 MiB
+child.stdout.close()
+print(child.wait(timeout=120), len(first), repr(child.stderr.read().decode()))
+"""
+
+
+def test_read_all_stops_at_the_write_the_closed_pipe_refuses(tmp_path, subprocess_env):
+    # `read --all | head`: the pipe takes part of the first range and closes.
+    # The reader stops there (exit 0, nothing on stderr) and reads no further
+    # range, so the corrupt second range is never reached.  A buffered writer
+    # took the partial write as done and verified the next range first.
+    with ToolOutputStore(tmp_path / "data", durable=False) as store:
+        resource = store.write("cli", "c", payload(3 * 1024 * 1024))
+        flip_through_shared_map(store.directory / f"{resource.id}.txt", 1024 * 1024 + 5)
+        with pytest.raises(ResourceCorruptError):
+            list(store.iter_bytes("cli", resource.uri))  # the second range is corrupt
+    subprocess_env["OVERSPILL_DATA_DIR"] = str(tmp_path / "data")
+    subprocess_env["OVERSPILL_SESSION"] = "cli"
+    probe = subprocess.run([sys.executable, "-c", STOP_PROBE, str(SCRIPT), resource.uri],
+                           capture_output=True, text=True, env=subprocess_env, timeout=300)
+    assert probe.stdout == "0 10 ''\n", (probe.stdout, probe.stderr)

@@ -1,7 +1,5 @@
 """``python -m overspill``: the command line."""
 
-import sys
+from .cli import exit_with, main
 
-from .cli import main
-
-sys.exit(main())
+exit_with(main())

@@ -125,7 +125,9 @@ def _init_source(names: tuple[str, ...], required: list[str], defaults: dict[str
 
 def _methods(qualname: str, names: tuple[str, ...], shown: tuple[str, ...]) -> dict[str, Callable[..., Any]]:
     """``__repr__``, ``__eq__``, ``__hash__`` and the pickling pair of a class with these fields."""
-    from operator import attrgetter  # (imported already by collections, which any command loads)
+    # operator's own attrgetter, from its built-in half: operator.py is not
+    # otherwise loaded by ``read --all`` (start-up).
+    from _operator import attrgetter
 
     values = attrgetter(*names) if len(names) > 1 else lambda value, name=names[0]: (getattr(value, name),)
 

@@ -55,16 +55,10 @@ from __future__ import annotations
 
 import os
 import time
-import zlib
 from _thread import allocate_lock  # threading's Lock, without importing threading (start-up)
 
 from .. import _files
 from ..records import ID_LENGTH, Record, is_resource_id
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no index, listings scan the folder
-    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["MAX_FILE_BYTES", "RACY_NS", "ListingIndex", "session_key"]
 
@@ -128,6 +122,8 @@ def session_key(session_id: str) -> str:
     check each record's session), so a short non-cryptographic hash will do."""
     if 0 < len(session_id) <= 64 and _SAFE.issuperset(session_id):
         return "s-" + session_id
+    import zlib  # here, not at import: a read needs no index (start-up)
+
     data = session_id.encode("utf-8", "surrogatepass")
     return f"h-{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data) & 0xFFFF:04x}"
 
@@ -136,6 +132,8 @@ def _crc(name: str, body: bytes) -> str:
     # The file's own name is sealed with its lines: a list copied over another
     # (``cp s-b s-a``, which changes neither the folder's time nor its inode)
     # is not intact under its new name.
+    import zlib  # here, not at import: a read needs no index (start-up)
+
     return f"{zlib.crc32(body, zlib.crc32(name.encode() + b'/')):08x}"
 
 
@@ -394,7 +392,9 @@ class ListingIndex:
     def _acquire(self) -> Optional[int]:
         """The index's lock, held; None when the index cannot be written (then
         the catch-up still answers, from the folder alone, and writes nothing)."""
-        if fcntl is None:
+        try:
+            import fcntl  # here, not at import: a read takes no lock (start-up)
+        except ImportError:  # pragma: no cover - Windows: no index, listings scan the folder
             return None
         try:
             _files.ensure_directory(self._sessions)

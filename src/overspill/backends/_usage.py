@@ -28,11 +28,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX: every check recounts
-    fcntl = None  # type: ignore[assignment]
-
 __all__ = ["USAGE_NAME", "UsageTotal"]
 
 USAGE_NAME = "usage"
@@ -84,7 +79,9 @@ class UsageTotal:
     def _update(self, change: int | None) -> int:
         """Under the file's lock: the total plus ``change``, written back; the
         folder recounted instead when ``change`` is None or the file holds no total."""
-        if fcntl is None:  # pragma: no cover - not POSIX
+        try:
+            import fcntl  # here, not at import: a read takes no lock (start-up)
+        except ImportError:  # pragma: no cover - not POSIX: every check recounts
             return _folder_bytes(self._folder)
         _files.ensure_directory(self._location)
         fd = os.open(self._path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, _files.FILE_MODE)

@@ -1,7 +1,5 @@
 """``python -m overspill.cli``: the command line."""
 
-import sys
+from . import exit_with, main
 
-from . import main
-
-sys.exit(main())
+exit_with(main())

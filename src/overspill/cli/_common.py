@@ -194,9 +194,25 @@ def _shortened(text: str, characters: int) -> str:
 
 
 def _write_all(out: BinaryIO, chunks: Iterator[memoryview]) -> None:
+    """Each chunk written as it comes, straight to ``out``'s descriptor when it has one.
+
+    A buffered writer whose reader went away mid-write (``| head``) returns
+    the part the pipe took as success and fails only at the next write, after
+    the next range was mapped and verified for nothing; ``os.write`` fails at
+    once (BrokenPipeError, which ``main`` answers)."""
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):  # an in-memory stream
+        for chunk in chunks:
+            out.write(chunk)
+        out.flush()
+        return
+    out.flush()  # what was written to it before goes first
     for chunk in chunks:
-        out.write(chunk)
-    out.flush()
+        written = os.write(fd, chunk)
+        while written < chunk.nbytes:  # a write a signal cut short
+            with chunk[written:] as rest:
+                written += os.write(fd, rest)
 
 
 def _continue_command(args: argparse.Namespace, uri: str, offset: int, limit: Optional[int]) -> str:
