@@ -91,11 +91,11 @@ def frozen(defaults: dict[str, object] | None = None, hidden: tuple[str, ...] = 
         # Page and TruncateResult are made on every read and every truncate.
         for index, name in enumerate(names):
             namespace[f"_set{index}"] = cls.__dict__[name].__set__
-        # Only __init__ is compiled (its signature is the fields'); the other
-        # methods are closures, which cost no compile at import (start-up).
-        exec(_init_source(names, required, defaults, factories), namespace)  # noqa: S102 - the class's own fields
+        # Only __init__ is compiled (its signature is the fields'), and only
+        # when first needed: a compile costs ~0.1-0.2 ms, most classes are not
+        # made by a given command (start-up).  The other methods are closures.
         methods = _methods(cls.__qualname__, names, tuple(name for name in names if name not in hidden))
-        methods["__init__"] = namespace["__init__"]
+        methods["__init__"] = _lazy_init(namespace, _init_source(names, required, defaults, factories))
         for method, function in methods.items():
             function.__qualname__ = f"{cls.__qualname__}.{method}"
             setattr(cls, method, function)
@@ -106,9 +106,52 @@ def frozen(defaults: dict[str, object] | None = None, hidden: tuple[str, ...] = 
         cls._hidden = hidden  # type: ignore[attr-defined]
         cls._factories = factories  # type: ignore[attr-defined]
         cls.__dataclass_fields__ = _Fields()  # type: ignore[attr-defined]
+        cls.__signature__ = _Signature(namespace["_compile_init"])  # type: ignore[attr-defined]
         return cls
 
     return build
+
+
+def _placeholder_init(self: object, *args: object, **kwargs: object) -> None:
+    # Run with a class's namespace as its globals: see _lazy_init.
+    _compile_init()  # noqa: F821 - defined in that namespace
+    __init__(self, *args, **kwargs)  # noqa: F821 - the same function, its code now the compiled one
+
+
+def _lazy_init(namespace: dict[str, Any], source: str) -> Callable[..., None]:
+    """A class's ``__init__`` whose code is compiled from ``source`` on its first call.
+
+    The function is made from ``_placeholder_init``'s code with ``namespace``
+    as its globals; the first call compiles ``source`` there and puts the
+    compiled code and defaults into this same function, so every later call
+    (and a reference taken before the first) runs the compiled ``__init__``."""
+    placeholder = type(_placeholder_init)(_placeholder_init.__code__, namespace, "__init__")
+
+    def compile_init() -> None:
+        if placeholder.__code__ is _placeholder_init.__code__:  # not done yet (by another thread)
+            made: dict[str, Any] = {}
+            exec(source, namespace, made)  # noqa: S102 - the class's own fields
+            compiled = made["__init__"]
+            placeholder.__defaults__ = compiled.__defaults__
+            placeholder.__code__ = compiled.__code__
+
+    namespace["_compile_init"] = compile_init
+    namespace["__init__"] = placeholder
+    return placeholder
+
+
+class _Signature:
+    """``__signature__`` of a frozen class: None, so that ``inspect.signature``
+    goes on to ``__init__``, compiled first so that it has the fields' signature."""
+
+    __slots__ = ("_compile_init",)
+
+    def __init__(self, compile_init: Callable[[], None]) -> None:
+        self._compile_init = compile_init
+
+    def __get__(self, instance: object, owner: type) -> None:
+        self._compile_init()
+        return None
 
 
 def _init_source(names: tuple[str, ...], required: list[str], defaults: dict[str, object],
