@@ -235,3 +235,22 @@ def test_value_classes_compile_their_init_when_first_made(subprocess_env):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env,
                             timeout=60)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_read_runs_without_the_cyclic_collector(subprocess_env, tmp_path):
+    # A read's imports set the collector off ~8 times with nothing to free:
+    # it waits until the read is done, and is on again after it.
+    env = dict(subprocess_env, OVERSPILL_DATA_DIR=str(tmp_path), OVERSPILL_SESSION="s")
+    code = ("import gc, sys\n"
+            "import overspill\n"
+            "uri = overspill.ToolOutputStore(sys.argv[1]).write('s', 'c', 'x\\n' * 100000).uri\n"
+            "from overspill.cli import main\n"
+            "runs = []\n"
+            "gc.callbacks.append(lambda phase, info: runs.append(phase))\n"
+            "for words in (['read', uri, '--all'], ['read', uri, '--offset', '5']):\n"
+            "    assert main(words) == 0 and gc.isenabled()\n"
+            "assert runs == [], runs\n"
+            "gc.collect()\n"
+            "assert runs, 'the probe sees no collection'\n")
+    result = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
