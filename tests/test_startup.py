@@ -44,6 +44,12 @@ def bare(env: dict[str, str]) -> set[str]:
     return set(result.stdout.split())
 
 
+def runs_cleanly(code: str, env: dict[str, str], *args: str) -> None:
+    """``code`` runs to its end in a fresh interpreter (its asserts hold)."""
+    result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
 def test_import_overspill_loads_no_heavy_or_optional_module(subprocess_env):
     preloaded = bare(subprocess_env)
     assert loaded_after("import overspill", subprocess_env) <= {"overspill", "overspill.errors", "__future__"}
@@ -105,9 +111,7 @@ def test_capture_names_load_on_first_use(subprocess_env):
             "    assert 'no_such_name' in str(error)\n"
             "else:\n"
             "    raise AssertionError('no AttributeError')\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env,
-                            timeout=60)
-    assert result.returncode == 0, result.stderr
+    runs_cleanly(code, subprocess_env)
 
 
 def test_version_fast_path_matches_argparse(subprocess_env):
@@ -232,9 +236,7 @@ def test_value_classes_compile_their_init_when_first_made(subprocess_env):
             "assert str(inspect.signature(Page)) == '(resource, content, offset, truncated, next, complete=True)'\n"
             "assert Page.__init__.__code__ is not placeholder\n"
             "assert Page(resource, 'x', 0, False, None).complete is True\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env,
-                            timeout=60)
-    assert result.returncode == 0, result.stderr
+    runs_cleanly(code, subprocess_env)
 
 
 def test_a_read_runs_without_the_cyclic_collector(subprocess_env, tmp_path):
@@ -252,5 +254,4 @@ def test_a_read_runs_without_the_cyclic_collector(subprocess_env, tmp_path):
             "assert runs == [], runs\n"
             "gc.collect()\n"
             "assert runs, 'the probe sees no collection'\n")
-    result = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, env=env, timeout=60)
-    assert result.returncode == 0, result.stderr
+    runs_cleanly(code, env, str(tmp_path))
