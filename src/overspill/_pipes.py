@@ -1,52 +1,46 @@
-"""The parent's ends of a running command's pipes, behind one poll selector.
+"""The parent's ends of a running command's pipes, behind one ``poll``.
 
-Output pipes are read in 1 MiB chunks (their buffers enlarged to 1 MiB where
-Linux allows), stdin is fed without blocking, and, once asked, a pidfd turns
-readable when the command exits, so the capture loop (``capture``) waits for
-output, stdin room and the exit in one ``select``.  This module moves bytes;
-when to stop, signal or give up is the capture loop's.
+Output pipes are read in 1 MiB chunks (``_spawn`` enlarged their buffers to
+1 MiB where Linux allows), stdin is fed without blocking, and, once asked, a
+pidfd turns readable when the command exits, so the capture loop
+(``capture``) waits for output, stdin room and the exit in one ``poll``.
+This module moves bytes; when to stop, signal or give up is the capture loop's.
+``select.poll`` is used directly: ``selectors`` (with math and
+collections.abc) costs ``overspill run`` start-up for nothing it needs.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import selectors
+import select
+
+from ._spawn import PIPE_SIZE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up (``overspill run``); annotations are never evaluated
-    import subprocess
     from collections.abc import Iterator
     from typing import Optional
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not on POSIX
-    fcntl = None  # type: ignore[assignment]
+    from ._spawn import Child
 
 # A pidfd (Linux 5.3+) turns readable when the process exits, so the loop can
-# wait for the exit in the same select as for the pipes, without a poll tick.
+# wait for the exit in the same poll as for the pipes, without a poll tick.
 _pidfd_open = getattr(os, "pidfd_open", None)
 
 __all__ = ["ChildPipes"]
 
 _READ_SIZE = 1024 * 1024
-_PIPE_SIZE = 1024 * 1024
-# The selector key data of stdin and of the pidfd (output pipes are 0 and 1).
+# What each registered descriptor is (output pipes are 0 and 1).
 _STDIN = -1
 _EXIT = -2
-_Selector = getattr(selectors, "PollSelector", selectors.SelectSelector)
-
-
-def _enlarge_pipe(fd: int) -> None:
-    if fcntl is not None and hasattr(fcntl, "F_SETPIPE_SZ"):
-        with contextlib.suppress(OSError):  # above the system's pipe-max-size: keep the default
-            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
+# A pipe's end shows as POLLHUP (or POLLERR) without POLLIN: it is read then, and gives b"".
+_READABLE = select.POLLIN | select.POLLPRI
+_WRITABLE = select.POLLOUT
 
 
 class ChildPipes:
-    """The pipes of ``process``: stdout (0) and, unless ``merged``, stderr (1);
+    """The pipes of ``child``: stdout (0) and, unless ``merged``, stderr (1);
     its stdin when it has one, fed ``stdin``'s bytes.
 
     ``open`` counts the output pipes not yet at their end; ``feeds_stdin``
@@ -54,27 +48,34 @@ class ChildPipes:
     was called, and ``exit_fd`` is the pidfd it found.
     """
 
-    def __init__(self, process: subprocess.Popen[bytes], stdin: Optional[bytes], merged: bool) -> None:
-        assert process.stdout is not None
-        self._process = process
+    def __init__(self, child: Child, stdin: Optional[bytes], merged: bool) -> None:
+        self._child = child
         # poll, as subprocess.communicate uses: no descriptor of its own to create and
         # no system call per registration, which a short command would notice.
-        self._selector = _Selector()
+        self._poll = select.poll()
+        # Registered descriptor -> what it is (0/1 output, _STDIN, _EXIT).
+        self._fds: dict[int, int] = {}
         self._pending = memoryview(stdin) if stdin is not None else None
-        pipes = [process.stdout] if merged else [process.stdout, process.stderr]
-        for index, pipe in enumerate(pipes):
-            assert pipe is not None
-            _enlarge_pipe(pipe.fileno())
-            self._selector.register(pipe.fileno(), selectors.EVENT_READ, index)
-        self.feeds_stdin = process.stdin is not None
-        if process.stdin is not None:
-            os.set_blocking(process.stdin.fileno(), False)
-            self._selector.register(process.stdin.fileno(), selectors.EVENT_WRITE, _STDIN)
+        pipes = [child.stdout] if merged else [child.stdout, child.stderr]
+        for index, fd in enumerate(pipes):
+            assert fd is not None
+            self._register(fd, _READABLE, index)
+        self.feeds_stdin = child.stdin is not None
+        if child.stdin is not None:
+            self._register(child.stdin, _WRITABLE, _STDIN)
         self.open = len(pipes)
         # Opened only when the loop has to wait for the exit: most commands have
         # exited by the time their pipes close, and then it costs nothing.
         self.exit_fd: Optional[int] = None
         self.watching_exit = False
+
+    def _register(self, fd: int, events: int, what: int) -> None:
+        self._poll.register(fd, events)
+        self._fds[fd] = what
+
+    def _unregister(self, fd: int) -> None:
+        self._poll.unregister(fd)
+        del self._fds[fd]
 
     def watch_exit(self) -> None:
         """Register a pidfd of the command, where pidfds are to be had (else
@@ -83,56 +84,61 @@ class ChildPipes:
         if _pidfd_open is None:  # pragma: no cover - not Linux
             return
         try:
-            fd = _pidfd_open(self._process.pid)
+            fd = _pidfd_open(self._child.pid)
         except OSError:  # pragma: no cover - a kernel before 5.3, or a seccomp filter
             return
-        self._selector.register(fd, selectors.EVENT_READ, _EXIT)
+        self._register(fd, _READABLE, _EXIT)
         self.exit_fd = fd
 
     def ready(self, timeout: float) -> Iterator[tuple[int, bytes]]:
         """Wait up to ``timeout`` seconds; feed stdin and yield ``(stream, chunk)``
         for what the output pipes hold (an exit or a pipe's end yields nothing)."""
-        for key, _ in self._selector.select(timeout):
-            if key.data == _EXIT:
+        # poll takes milliseconds; round up, so a short wait is not a busy loop.
+        events = self._poll.poll(int(-(-timeout * 1000 // 1)) if timeout > 0 else 0)
+        for fd, _ in events:
+            what = self._fds.get(fd)
+            if what is None:
+                continue
+            if what == _EXIT:
                 # The command exited; the loop's next turn sees it (waitid).
                 # Once is enough: a readable pidfd stays readable.
-                self._selector.unregister(key.fd)
+                self._unregister(fd)
                 continue
-            if key.data == _STDIN:
+            if what == _STDIN:
                 self._feed_stdin()
                 continue
             try:
-                chunk = os.read(key.fd, _READ_SIZE)
+                chunk = os.read(fd, _READ_SIZE)
             except BlockingIOError:
                 continue
             if not chunk:
-                self._selector.unregister(key.fd)
+                self._unregister(fd)
                 self.open -= 1
                 continue
-            yield key.data, chunk
+            yield what, chunk
 
     def buffered(self) -> Iterator[tuple[int, bytes]]:
         """``(stream, chunk)`` for what the output pipes hold right now, without waiting for more."""
-        for key in list(self._selector.get_map().values()):
-            if key.data < 0:  # stdin or the pidfd
+        for fd, what in list(self._fds.items()):
+            if what < 0:  # stdin or the pidfd
                 continue
-            os.set_blocking(key.fd, False)
+            os.set_blocking(fd, False)
             while True:
                 try:
-                    chunk = os.read(key.fd, _READ_SIZE)
+                    chunk = os.read(fd, _READ_SIZE)
                 except (BlockingIOError, InterruptedError):
                     break
                 if not chunk:
                     break
-                yield key.data, chunk
+                yield what, chunk
 
     def _feed_stdin(self) -> None:
-        stdin = self._process.stdin
-        assert stdin is not None
+        fd = self._child.stdin
+        assert fd is not None
         pending = self._pending
         try:
             if pending:
-                written = os.write(stdin.fileno(), pending[:_PIPE_SIZE])
+                written = os.write(fd, pending[:PIPE_SIZE])
                 pending = self._pending = pending[written:]
         except BlockingIOError:
             return
@@ -142,12 +148,11 @@ class ChildPipes:
             pending = None  # the child closed its stdin: what it did not read is dropped
         if not pending:
             self._pending = None
-            self._selector.unregister(stdin.fileno())
-            with contextlib.suppress(OSError):
-                stdin.close()
+            self._unregister(fd)
+            self._child.close_stdin()
 
     def close(self) -> None:
-        """Close the selector and the pidfd (the pipes are the process's to close)."""
-        self._selector.close()
+        """Close the pidfd (the pipes are the child's to close)."""
         if self.exit_fd is not None:
             os.close(self.exit_fd)
+            self.exit_fd = None

@@ -8,12 +8,10 @@ On timeout the whole process group is terminated, then killed after a grace.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import subprocess
-import threading
 import time
+# The C module's plain ints: ``signal`` would import enum (``overspill run``'s start-up).
+from _signal import SIGKILL, SIGTERM
 # collections.abc's Sequence without importing the collections package (start-up).
 from _collections_abc import Sequence
 
@@ -21,13 +19,16 @@ from . import _kernels
 from ._arguments import positive_seconds, whole_number
 from ._frozen import frozen
 from ._pipes import ChildPipes
+from ._spawn import spawn
 from .text import counted_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and dataclasses cost ``overspill run``'s start-up; annotations are never evaluated
+    import threading
     from collections.abc import Iterable, Iterator, Mapping
     from typing import Optional, Union
 
+    from ._spawn import Child
     from .records import Resource
     from .store import ToolOutputStore
 
@@ -94,9 +95,11 @@ def collect_stream(chunks: Iterable[Union[bytes, bytearray, memoryview]], max_by
     return Collected(cap.value(), cap.total_bytes, cap.truncated)
 
 
-def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
+def _signal_group(process: Child, sig: int) -> None:
+    try:
         os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 class RunningCommand:
@@ -146,16 +149,9 @@ class RunningCommand:
         self._killed = False
         self._ends_with_newline = False
         self._started = time.monotonic()
-        if self._stdin is not None:
-            stdin_target: object = subprocess.PIPE
-        else:
-            stdin_target = None if inherit_stdin else subprocess.DEVNULL
-        self._process = subprocess.Popen(
-            argv, shell=shell, cwd=cwd, env=None if env is None else dict(env),
-            stdin=stdin_target, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT if self._merged else subprocess.PIPE, bufsize=0,
-            start_new_session=True,  # its own process group, so a timeout reaches grandchildren
-        )
+        # Its own session and process group, so a timeout reaches grandchildren.
+        self._process = spawn(argv, cwd=cwd, env=env, feed_stdin=self._stdin is not None,
+                              inherit_stdin=inherit_stdin, merge_stderr=self._merged)
         self._finished: Optional[float] = None
 
     @property
@@ -216,7 +212,7 @@ class RunningCommand:
             pipes.close()
             if not finished:
                 # Closed early (an error downstream, or the consumer stopped): end the group.
-                _signal_group(self._process, signal.SIGKILL)
+                _signal_group(self._process, SIGKILL)
             self._reap()
 
     def _pump(self, pipes: ChildPipes) -> Iterator[tuple[int, bytes]]:
@@ -234,7 +230,7 @@ class RunningCommand:
                         # Whoever else holds the pipe (a process that left the
                         # group) does not hold up the call: end the group, take
                         # what is already buffered, and return.
-                        _signal_group(process, signal.SIGKILL)
+                        _signal_group(process, SIGKILL)
                         yield from pipes.buffered()
                         return
                     if not pipes.open:
@@ -244,7 +240,7 @@ class RunningCommand:
                     continue  # it may have exited meanwhile: look again before waiting
                 assert self._kill_at is not None or not stopping
                 if stopping and not self._killed and now >= self._kill_at:  # type: ignore[operator]
-                    _signal_group(process, signal.SIGKILL)
+                    _signal_group(process, SIGKILL)
                     self._killed = True
             wake = self._wake_after(now, deadline, stopping)
             if not pipes.open and not pipes.feeds_stdin and pipes.exit_fd is None:
@@ -261,7 +257,7 @@ class RunningCommand:
         aborted = self._abort is not None and self._abort.is_set()
         if aborted or (deadline is not None and now >= deadline):
             self._timed_out = not aborted
-            _signal_group(self._process, signal.SIGTERM)
+            _signal_group(self._process, SIGTERM)
             self._begin_stop(now)
 
     def _wake_after(self, now: float, deadline: Optional[float], stopping: bool) -> float:
@@ -284,26 +280,17 @@ class RunningCommand:
         finally:
             chunks.close()
 
-    @contextlib.contextmanager
-    def combined_output(self) -> Iterator[Iterator[bytes]]:
+    def combined_output(self) -> _Output:
         """Both streams' chunks in arrival order, for a consumer such as
-        ``store.write_stream``; leaving the block early kills the command."""
-        output = self.output()
-        try:
-            yield output
-        finally:
-            output.close()
+        ``store.write_stream``, as a context manager (``with run.combined_output()
+        as chunks``); leaving the block early kills the command."""
+        return _Output(self.output())
 
     def _reap(self) -> None:
         process = self._process
-        for pipe in (process.stdout, process.stderr, process.stdin):
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
-        try:
-            process.wait(timeout=_TERMINATE_GRACE)
-        except subprocess.TimeoutExpired:
-            _signal_group(process, signal.SIGKILL)
+        process.close_pipes()
+        if process.wait(_TERMINATE_GRACE) is None:
+            _signal_group(process, SIGKILL)
             process.wait()
         if self._finished is None:
             self._finished = time.monotonic()
@@ -336,6 +323,22 @@ class RunningCommand:
             stdout_bytes=out.total_bytes, stderr_bytes=err.total_bytes,
             timed_out=self._timed_out, duration=finished - self._started, resource=resource,
         )
+
+
+class _Output:
+    """``combined_output``'s context manager (contextlib's costs start-up):
+    the output's iterator, closed when the block ends."""
+
+    __slots__ = ("_output",)
+
+    def __init__(self, output: Iterator[bytes]) -> None:
+        self._output = output
+
+    def __enter__(self) -> Iterator[bytes]:
+        return self._output
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._output.close()
 
 
 def _spill_target(spill: object) -> Optional[Spill]:
@@ -412,6 +415,7 @@ async def arun(command: Command, *, cwd: Optional[Union[str, os.PathLike[str]]] 
     terminates the process group (SIGTERM, then SIGKILL) before it returns.
     """
     import asyncio  # here, not at the top: it alone would triple ``import overspill``'s time
+    import threading  # here: only the worker thread's abort needs it (start-up)
 
     abort = threading.Event()
     task = asyncio.get_running_loop().run_in_executor(
@@ -422,6 +426,8 @@ async def arun(command: Command, *, cwd: Optional[Union[str, os.PathLike[str]]] 
         return await asyncio.shield(task)
     except asyncio.CancelledError:
         abort.set()
-        with contextlib.suppress(Exception):
+        try:
             await task
+        except Exception:  # the cancellation is what the caller sees
+            pass
         raise

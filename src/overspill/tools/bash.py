@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import itertools
 import os
-import signal
 
 from .._frontend import DEFAULT_TIMEOUT
 from .._frozen import frozen
@@ -57,6 +56,8 @@ def status_line(result: ProcessResult, timeout: Optional[float]) -> str:
     if result.timed_out:
         return f"[timed out after {timeout:g} s; process group killed]"
     if result.exit_code < 0:
+        import signal  # here: only a command a signal ended needs its name (start-up: enum)
+
         number = -result.exit_code
         try:
             name = signal.Signals(number).name
