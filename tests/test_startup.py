@@ -134,7 +134,6 @@ def test_version_fast_path_matches_argparse(subprocess_env):
 # (its import, with gettext and shutil, is most of a short call), and none of
 # the standard library's costliest modules: dataclasses (with inspect, ast, dis,
 # tokenize), pathlib (with urllib.parse and ipaddress), json, datetime.py.
-# ``run`` cannot avoid ``re`` (subprocess imports locale, which imports re).
 CLI_NEVER = ["argparse", "asyncio", "dataclasses", "inspect", "ast", "pathlib", "urllib.parse", "ipaddress", "json",
              "datetime"]
 
@@ -142,7 +141,11 @@ CLI_NEVER = ["argparse", "asyncio", "dataclasses", "inspect", "ast", "pathlib", 
 @pytest.mark.parametrize("words, never", [
     (["--version"], CLI_NEVER + ["re", "typing", "overspill.store", "overspill.config", "subprocess"]),
     # A local store is opened only for an output that must be stored.
-    (["run", "--", "true"], CLI_NEVER + ["typing", "overspill.store", "overspill.backends.local"]),
+    # It starts its command without subprocess (``_spawn``), so without selectors, threading, locale, re;
+    # its signals come from _signal, without signal's enums.
+    (["run", "--", "true"], CLI_NEVER + ["typing", "overspill.store", "overspill.backends.local", "subprocess",
+                                         "selectors", "threading", "contextlib", "locale", "re", "signal",
+                                         "enum"]),
     # collections: Cython's typed memoryviews made the extension import it (with collections.abc);
     # zlib and fcntl are the listing index's and the quota's; operator was loaded for one attrgetter.
     (["read", "URI", "--all"], CLI_NEVER + ["typing", "re", "contextlib", "functools", "subprocess", "collections",
