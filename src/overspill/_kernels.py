@@ -26,6 +26,7 @@ __all__ = [
     "ascii_view",
     "count_lines",
     "crc32",
+    "file_unchanged",
     "outline_lines",
     "page_bounds",
     "page_text",
@@ -42,7 +43,7 @@ __all__ = [
 KERNEL_NAMES = (
     "count_lines", "utf8_length", "page_bounds", "preview_cuts", "crc32", "ascii_view", "StreamCap",
     "view_bytes", "signal_lines", "text_fits", "outline_lines", "JsonOutline", "verify_chunks",
-    "view_text", "page_text",
+    "view_text", "page_text", "file_unchanged",
 )
 _CHOICES = ("auto", "cython", "python")
 

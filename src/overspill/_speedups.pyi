@@ -21,6 +21,7 @@ def page_text(
     buffer: BytesLike, low: int, high: int, offset: int, limit: int, flags: int, reach: int,
     checksums: Union[BytesLike, None], chunk: int, /,
 ) -> Union[int, tuple[int, int, Union[str, None]]]: ...
+def file_unchanged(fd: int, identity: tuple[int, int, int, int, int], /) -> bool: ...
 def signal_lines(
     buffer: BytesLike, start: int, end: int, patterns: tuple[tuple[int, bool, bool, bytes], ...], flags: int,
     limit: int, /,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import mmap
 import os
 
-from .. import _files
+from .. import _files, _kernels
 from ..records import unreadable
 
 TYPE_CHECKING = False
@@ -16,8 +16,7 @@ if TYPE_CHECKING:  # typing costs start-up; the annotations are never evaluated
     from ..records import Record
     from ._seals import SealChain
 
-__all__ = ["PRIVATE_MAP_BYTES", "Descriptor", "Entry", "drop_mapped_pages", "file_identity", "hold", "map_range",
-           "still_named"]
+__all__ = ["PRIVATE_MAP_BYTES", "Descriptor", "Entry", "drop_mapped_pages", "file_identity", "hold", "map_range"]
 
 # Ranges this large get a map of their own, dropped with the caller's view:
 # streaming a payload range by range keeps memory flat, whatever its size.
@@ -33,7 +32,9 @@ class Entry:
     # reader without the lock never pairs one identity with another's value.
     # ``record_file`` and ``payload_file``, while the payload is mapped: (the
     # identity, the file open under it), so that a warm read checks both files
-    # with ``fstat`` instead of a stat by path (``still_named``).
+    # with ``fstat`` instead of a stat by path (``_kernels.file_unchanged``: a
+    # file deleted or replaced, or whose bytes, mode or links changed, is never
+    # served from the cache).
     __slots__ = ("record_path", "payload_path", "seal_path", "parsed", "mapped", "chain", "record_file",
                  "payload_file")
 
@@ -69,21 +70,6 @@ class Descriptor:
             pass
 
 
-def still_named(held: Descriptor, known: Optional[tuple[int, ...]]) -> bool:
-    """Whether the file open as ``held`` still has the identity ``known`` and a name.
-
-    A file unlinked, or replaced by a rename over its name, has no link left
-    (``st_nlink`` 0); a new link or a change of its bytes or mode changes its
-    ctime: either way the caller falls back to the stat by path, so a deleted
-    or replaced file is never served from the cache.
-    """
-    try:
-        info = os.fstat(held.fd)
-    except OSError:
-        return False
-    return info.st_nlink > 0 and file_identity(info) == known
-
-
 def hold(path: str, known: tuple[int, ...]) -> Optional[tuple[tuple[int, ...], Descriptor]]:
     """The file at ``path`` opened, with ``known``, if it is still the file of
     identity ``known``; None otherwise (reads then stat it by path)."""
@@ -91,8 +77,8 @@ def hold(path: str, known: tuple[int, ...]) -> Optional[tuple[tuple[int, ...], D
         fd, _ = _files.open_regular(path)
     except OSError:
         return None
-    held = Descriptor(fd)
-    return (known, held) if still_named(held, known) else None
+    held = Descriptor(fd)  # closes fd when dropped, on either answer
+    return (known, held) if _kernels.file_unchanged(fd, known) else None
 
 
 def map_range(path: str, uri: str, base: int, end: int,

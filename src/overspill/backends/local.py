@@ -21,15 +21,14 @@ import os
 import stat
 from _thread import allocate_lock  # threading's Lock, without importing threading (start-up)
 
-from .. import _files
+from .. import _files, _kernels
 from ..errors import ResourceNotFoundError
 from ..records import Record, read_record, unreadable, uri_for
 from ._checksums import verify
 from ._index import ListingIndex
 from ._local_growing import LocalGrowing
 from ._local_listing import LocalListing
-from ._local_maps import (PRIVATE_MAP_BYTES, Descriptor, Entry, drop_mapped_pages, file_identity, hold, map_range,
-                          still_named)
+from ._local_maps import PRIVATE_MAP_BYTES, Descriptor, Entry, drop_mapped_pages, file_identity, hold, map_range
 from ._local_pages import LocalPages
 from ._local_quota import LocalQuota
 from ._local_writer import LocalWriter
@@ -154,7 +153,7 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
         entry = self._entry(resource_id)
         known, record = entry.parsed
         held = entry.record_file
-        if record is not None and held is not None and held[0] is known and still_named(held[1], known):
+        if record is not None and held is not None and held[0] is known and _kernels.file_unchanged(held[1].fd, known):
             pass  # the open record file is still the one parsed, and still named: no stat by path
         elif record is not None:
             try:
@@ -232,7 +231,7 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
         held = entry.payload_file
         if (mapping is not None and held is not None and held[0] is known and start < end
                 and end - start < PRIVATE_MAP_BYTES and known[3] == record.resource.size  # type: ignore[index]
-                and still_named(held[1], known)):
+                and _kernels.file_unchanged(held[1].fd, known)):
             pass  # warm: the open payload is still the mapped one, and still named
         elif mapping is not None or end - start >= PRIVATE_MAP_BYTES or start >= end:
             # The one stat of a read: the cached map is still this file's.
