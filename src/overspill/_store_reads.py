@@ -37,6 +37,11 @@ _PAGE_MARGIN = BOUNDARY_MARGIN
 _STREAM_BYTES = 1 << 20
 
 
+def _denied(record: Record) -> AccessDeniedError:
+    """What a session is told of a resource another session wrote."""
+    return AccessDeniedError(f"resource {record.resource.uri} not found in this session (another session wrote it)")
+
+
 class StoreReads:
     """Reading what a session stored: ``read`` (pages), ``read_bytes``, ``view``,
     ``iter_bytes``, ``status`` and ``preview``."""
@@ -53,7 +58,7 @@ class StoreReads:
     def _owned_record(self, session_id: str, resource_id: str) -> Record:
         record = self._backend.record(resource_id)
         if record.session_id != session_id:
-            raise AccessDeniedError(f"resource {record.resource.uri} not found in this session (another session wrote it)")
+            raise _denied(record)
         return record
 
     def view(self, session_id: str, uri: str, *, start: int = 0,
@@ -125,27 +130,40 @@ class StoreReads:
         :raises ResourceCorruptError: its bytes do not match their checksums.
         """
         resource_id = parse_uri(uri)
-        id_string(session_id, "session_id")
-        offset = whole_number(offset, "offset")  # clamped below, as the reference store does
-        limit = MAX_READ_BYTES if limit is None else whole_number(limit, "limit")
-        record = self._owned_record(session_id, resource_id)
+        # The usual call (a str, ints) is checked inline: a warm page is a few
+        # microseconds of Python around one kernel call, and a call costs ~0.1 each.
+        if type(session_id) is not str or not session_id:
+            id_string(session_id, "session_id")
+        if type(offset) is not int:
+            offset = whole_number(offset, "offset")  # clamped below, as the reference store does
+        if limit is None:
+            limit = MAX_READ_BYTES
+        elif type(limit) is not int:
+            limit = whole_number(limit, "limit")
+        record = self._backend.record(resource_id)
+        if record.session_id != session_id:
+            raise _denied(record)
         size = record.resource.size
-        offset = min(max(offset, 0), size)
-        limit = min(max(limit, 1), MAX_READ_BYTES)
+        offset = 0 if offset < 0 else size if offset > size else offset
+        limit = 1 if limit < 1 else MAX_READ_BYTES if limit > MAX_READ_BYTES else limit
         # The page's boundaries depend on a few bytes either side of it, so a
         # window with a margin decides them exactly as the whole payload would.
-        low = max(offset - _PAGE_MARGIN, 0)
-        high = min(offset + limit + _PAGE_MARGIN, size)
+        # When escapes are removed it is wider: room to see an escape sequence
+        # that a page edge would split.
         flags = self._views
-        escapes = flags & VIEW_ANSI
-        if escapes:
-            # Room to see an escape sequence that a page edge would split.
-            low, high = max(offset - ESCAPE_REACH, 0), min(high + ESCAPE_REACH, size)
+        if flags & VIEW_ANSI:
+            before, after = ESCAPE_REACH, _PAGE_MARGIN + ESCAPE_REACH
+        else:
+            before = after = _PAGE_MARGIN
+        low = offset - before if offset > before else 0
+        high = offset + limit + after
+        if high > size:
+            high = size
         pages = self._pages
         found = None
         if pages is not None and low < high:
             # The common case in one kernel call: verify, bounds and text (None: no warm map).
-            found = pages.page_text(record, low, high, offset, limit, flags, ESCAPE_REACH)
+            found = pages.page_text(resource_id, record, low, high, offset, limit, flags, ESCAPE_REACH)
         if found is not None and found[2] is not None:
             start, end, content = found
         else:

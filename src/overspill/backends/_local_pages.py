@@ -11,7 +11,7 @@ from .. import _files, _kernels
 from ..errors import ResourceNotFoundError
 from ..records import unreadable
 from ._checksums import corrupt
-from ._local_maps import PRIVATE_MAP_BYTES, file_identity, still_named
+from ._local_maps import PRIVATE_MAP_BYTES, file_identity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
@@ -33,8 +33,8 @@ class LocalPages:
     _lock: threading.Lock
     _map: Callable[[Entry, Record, Optional[tuple[int, ...]]], mmap.mmap]  # open, map and cache the payload
 
-    def page_text(self, record: Record, low: int, high: int, offset: int, limit: int, flags: int, reach: int, /
-                  ) -> Optional[tuple[int, int, Optional[str]]]:
+    def page_text(self, resource_id: str, record: Record, low: int, high: int, offset: int, limit: int, flags: int,
+                  reach: int, /) -> Optional[tuple[int, int, Optional[str]]]:
         """A page from the payload's map: one ``fstat`` of the payload held open
         with it (as ``read``'s warm path), then one kernel call verifies the
         chunks of ``[low, high)``, finds the page and makes its text
@@ -45,7 +45,7 @@ class LocalPages:
         :raises ResourceNotFoundError: a first read finds no payload of the record's size.
         :raises ResourceCorruptError: a chunk under the window does not match its checksum.
         """
-        entry = self._entries.get(record.id)
+        entry = self._entries.get(resource_id)
         # A window as large as ``read`` maps on its own is left to ``read``.
         if entry is None or not record.complete or high - low >= PRIVATE_MAP_BYTES:
             return None
@@ -57,7 +57,7 @@ class LocalPages:
         else:
             held = entry.payload_file
             if (held is None or held[0] is not known or known[3] != record.resource.size  # type: ignore[index]
-                    or not still_named(held[1], known)):
+                    or not _kernels.file_unchanged(held[1].fd, known)):
                 return None  # changed, or held no more: ``read`` looks again by path
         try:
             found = _kernels.page_text(mapping, low, high, offset, limit, flags, reach, record.checksums,

@@ -353,11 +353,12 @@ class PageTexts(Protocol):
     chunks verified, its bounds found and its text made by one kernel call
     (``_kernels.page_text``), with no view handed out."""
 
-    def page_text(self, record: Record, low: int, high: int, offset: int, limit: int, flags: int, reach: int, /
-                  ) -> Optional[tuple[int, int, Optional[str]]]:
+    def page_text(self, resource_id: str, record: Record, low: int, high: int, offset: int, limit: int, flags: int,
+                  reach: int, /) -> Optional[tuple[int, int, Optional[str]]]:
         """``_kernels.page_text`` over the payload of ``record`` (a window
-        ``low < high`` inside it); None when this backend has no warm map of
-        it (the caller then reads through ``read``).
+        ``low < high`` inside it), whose id is ``resource_id`` (as parsed from
+        the URI: ``record.id`` would make it again); None when this backend
+        has no warm map of it (the caller then reads through ``read``).
 
         :raises ResourceCorruptError: a chunk of ``[low, high)`` does not match its checksum.
         """
