@@ -100,6 +100,20 @@ def test_the_environment_is_exactly_the_one_given(path, monkeypatch):
         run("true", env={"A=B": "x"})
 
 
+def test_no_env_passes_on_this_process_environment_as_it_is_now(path, monkeypatch):
+    monkeypatch.setenv("OVERSPILL_SPAWN_WIDE", "caf\u00e9 \u4e2d")
+    monkeypatch.setenv("OVERSPILL_SPAWN_GONE", "set")
+    monkeypatch.delenv("OVERSPILL_SPAWN_GONE")
+    shown = run("env").stdout.decode()
+    names = dict(line.split("=", 1) for line in shown.splitlines() if "=" in line)
+    assert names["OVERSPILL_SPAWN_WIDE"] == "caf\u00e9 \u4e2d"
+    assert "OVERSPILL_SPAWN_GONE" not in names
+    expected = {name: value for name, value in os.environ.items() if "\n" not in value}
+    names.pop("PWD", None), expected.pop("PWD", None), names.pop("SHLVL", None), expected.pop("SHLVL", None)
+    names.pop("_", None), expected.pop("_", None)
+    assert {name: names.get(name) for name in expected} == expected
+
+
 def test_stdin_bytes_dev_null_or_inherited(path):
     assert run("cat", stdin=b"fed\x00bytes").stdout == b"fed\x00bytes"
     big = os.urandom(3 * 1024 * 1024)  # more than a pipe holds: fed while output is read
