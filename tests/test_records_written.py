@@ -130,3 +130,25 @@ def test_made_records_are_ordinary_frozen_records():
     assert pickle.loads(pickle.dumps(made)) == made
     with pytest.raises(AttributeError):
         made.lines = 3  # type: ignore[misc]
+
+
+@given(records(), st.data())
+def test_the_kernel_gives_what_its_twin_gives(compiled, record, data):
+    from overspill import _native
+
+    raw = bytearray(record_json(record))
+    for _ in range(data.draw(st.integers(0, 2))):
+        where = data.draw(st.integers(0, len(raw)))
+        raw[where:where + data.draw(st.integers(0, 1))] = bytes([data.draw(_DAMAGE)])
+    resource_id = data.draw(st.sampled_from([_ID, _ID[:-1] + '"', _ID[:-1] + "\x01", _ID + "é", ""]))
+    assert compiled.record_fields(bytes(raw), resource_id) == _native.record_fields(bytes(raw), resource_id)
+
+
+@pytest.mark.parametrize("arguments", [(bytearray(b"{}"), _ID), (memoryview(b"{}"), _ID), ("{}", _ID), (b"{}", None),
+                                       (b"{}", b"id")])
+def test_the_kernel_takes_bytes_and_a_str_only(compiled, arguments):
+    from overspill import _native
+
+    for kernel in (compiled.record_fields, _native.record_fields):
+        with pytest.raises(TypeError):
+            kernel(*arguments)

@@ -30,6 +30,8 @@ conventions above and gathers the kernels under the names ``_kernels`` binds:
   page's text in one call), ``text_fits``, ``signal_lines``.
 * ``_native_outline``: ``outline_lines``; ``_native_json``: ``JsonOutline``.
 * ``_native_files``: ``file_unchanged`` (an open file checked against its identity).
+* ``_native_record``: ``record_fields`` (a record as overspill writes it, for
+  ``records.parse_record``).
 """
 
 from __future__ import annotations
@@ -40,19 +42,21 @@ from ._native_files import file_unchanged
 from ._native_json import JSON_KEY_MAX, JSON_KEYS_MAX, JSON_NESTING_MAX, JsonOutline
 from ._native_outline import OUTLINE_DEPTH_MAX, SUBJECT_MAX, TOKEN_MAX, outline_lines
 from ._native_preview import preview_cuts
+from ._native_record import record_fields
 from ._native_stream import StreamCap
 from ._native_text import page_text, signal_lines, text_fits, view_bytes, view_text
 
 __all__ = [
     "JSON_KEYS_MAX", "JSON_KEY_MAX", "JSON_NESTING_MAX", "OUTLINE_DEPTH_MAX", "SUBJECT_MAX", "TOKEN_MAX",
     "VIEW_ANSI", "VIEW_CR", "JsonOutline", "StreamCap", "ascii_view", "count_lines", "crc32", "file_unchanged",
-    "outline_lines", "page_bounds", "page_text", "preview_cuts", "signal_lines", "text_fits", "utf8_length",
-    "verify_chunks", "view_bytes", "view_text",
+    "outline_lines", "page_bounds", "page_text", "preview_cuts", "record_fields", "signal_lines", "text_fits",
+    "utf8_length", "verify_chunks", "view_bytes", "view_text",
 ]
 
 # A kernel's home is this module, whichever file specifies it: the twin is one
 # module to its callers, as the compiled ``overspill._speedups`` is.
-for _kernel in (JsonOutline, StreamCap, ascii_view, count_lines, crc32, file_unchanged, outline_lines, page_bounds, page_text,
-                preview_cuts, signal_lines, text_fits, utf8_length, verify_chunks, view_bytes, view_text):
+for _kernel in (JsonOutline, StreamCap, ascii_view, count_lines, crc32, file_unchanged, outline_lines, page_bounds,
+                page_text, preview_cuts, record_fields, signal_lines, text_fits, utf8_length, verify_chunks, view_bytes,
+                view_text):
     _kernel.__module__ = __name__
 del _kernel

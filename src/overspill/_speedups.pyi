@@ -15,6 +15,10 @@ def preview_cuts(
 VIEW_ANSI: int
 VIEW_CR: int
 
+def record_fields(
+    data: bytes, resource_id: str, /
+) -> Union[tuple[str, str, str, Union[str, None], int, int, bytes, int, Union[tuple[int, int], None], Union[int, None]],
+           None]: ...
 def view_bytes(buffer: BytesLike, flags: int, /) -> Union[bytes, None]: ...
 def view_text(buffer: BytesLike, flags: int, /) -> str: ...
 def page_text(

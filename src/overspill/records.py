@@ -16,7 +16,7 @@ import os
 import time
 from _thread import allocate_lock  # threading's Lock, without importing threading (start-up)
 
-from . import _files
+from . import _files, _kernels
 from ._frozen import frozen, maker, replace
 from ._json_load import loads
 from ._owner import Owner
@@ -366,9 +366,6 @@ def _hex_checksums(values: str) -> Optional[bytes]:
     return checksums
 
 
-_NUMBER_LIMIT = 10**18
-
-
 def _written_record(data: bytes, resource_id: str) -> Optional[Record]:
     """The record when ``data`` is exactly what ``record_json`` writes for a
     finished output whose strings need no escape (every record overspill
@@ -376,62 +373,14 @@ def _written_record(data: bytes, resource_id: str) -> Optional[Record]:
     ``parse_record``'s general path decides.
 
     A cold read parsed its record with the JSON scanner, then checked each
-    field in Python: most of the read.  Here one split at the quotes gives
-    the fields, the numbers get ``parse_record``'s checks, and the record is
-    accepted only when writing those fields again gives ``data`` byte for
-    byte: ``data`` is then that record's ``record_json`` (its strings are
-    printable ASCII without a quote or backslash, which JSON writes as they
-    are), so ``json.loads`` reads exactly these fields and the general path
-    would return an equal record.
+    field in Python: most of the read.  The kernel ``record_fields`` reads
+    this one shape in one pass, with the checks ``parse_record`` makes: the
+    general path would return an equal record.
     """
-    try:
-        text = data.decode("ascii")
-    except UnicodeDecodeError:
+    fields = _kernels.record_fields(data, resource_id)
+    if fields is None:
         return None
-    # No escape; no quote in the id, which is written back into the text.
-    if "\\" in text or '"' in resource_id:
-        return None
-    parts = text.split('"')
-    # ['{', 'version', ':1,', 'id', ':', ID, ',', 'uri', ':', URI, ',', 'sessionID', ':', SESSION, ',',
-    #  'toolCallID', ':', CALL, ',', 'mime', ':', MIME, ',', ('name', ':', NAME, ',',) 'size', ':N,', 'created',
-    #  ':N,', 'checksums', ':{', 'algorithm', ':', 'crc32', ',', 'chunk', ':C,', 'values', ':', HEX, '},',
-    #  'chunk', ':C,' ('capture', ':{', 'total', ':T,', 'stored', ':S},',) 'lines', ':L}'], each optional.
-    # Read loosely on purpose: what is read wrongly here is not written back the same.
-    try:
-        name = parts[25] if parts[23] == "name" else None
-        at = 23 if name is None else 27
-        size, created, chunk = int(parts[at + 1][1:-1]), int(parts[at + 3][1:-1]), int(parts[at + 11][1:-1])
-        checksums = bytes.fromhex(parts[at + 14])
-        at += 18
-        capture = None
-        if len(parts) > at and parts[at] == "capture":
-            capture = (int(parts[at + 3][1:-1]), int(parts[at + 5][1:-2]))
-            at += 6
-        lines = int(parts[at + 1][1:-1]) if len(parts) > at and parts[at] == "lines" else None
-    except (ValueError, IndexError):
-        return None
-    session, call, mime = parts[13], parts[17], parts[21]
-    # JSON allows no control character in a string; written back, one would match.
-    if not (session.isprintable() and call.isprintable() and mime.isprintable()
-            and (name is None or name.isprintable())):
-        return None
-    # parse_record's checks of the numbers (the rest hold for this shape); the
-    # numbers overspill writes are whole, not negative and below 10**18.
-    if (not 0 <= created < _NUMBER_LIMIT or not 0 <= size < _NUMBER_LIMIT or not 1 <= chunk < _NUMBER_LIMIT
-            or len(checksums) != 4 * -(-size // chunk)
-            or (capture is not None and not size == capture[1] <= capture[0] < _NUMBER_LIMIT)
-            or (lines is not None and not 0 <= lines < _NUMBER_LIMIT)):
-        return None
-    # The checksums written as record_json writes them: lowercase hex, no spaces.
-    written = (f'{{"version":1,"id":"{resource_id}","uri":"{SCHEME}{resource_id}","sessionID":"{session}",'
-               f'"toolCallID":"{call}","mime":"{mime}",'
-               + ("" if name is None else f'"name":"{name}",')
-               + f'"size":{size},"created":{created},"checksums":{{"algorithm":"crc32","chunk":{chunk},'
-               f'"values":"{checksums.hex()}"}},"chunk":{chunk}'
-               + ("" if capture is None else f',"capture":{{"total":{capture[0]},"stored":{capture[1]}}}')
-               + ("" if lines is None else f',"lines":{lines}') + "}")
-    if written != text:
-        return None
+    session, call, mime, name, size, created, checksums, chunk, capture, lines = fields
     return _make_record(_make_resource(SCHEME + resource_id, mime, size, name), session, call, created, checksums,
                         chunk, capture, lines, None, None, None, None)
 
@@ -443,7 +392,7 @@ def parse_record(data: bytes, resource_id: str) -> Record:
         shape (wrong version, types or id, negative or non-integer size, a
         non-finite ``created``, malformed checksums, nesting too deep).
     """
-    written = _written_record(data, resource_id)
+    written = _written_record(data, resource_id) if type(data) is bytes and type(resource_id) is str else None
     return written if written is not None else _parse_json(data, resource_id)
 
 
