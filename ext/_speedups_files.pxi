@@ -36,3 +36,21 @@ def file_unchanged(fd, identity, /):
     return (info.st_nlink > 0 and identity[2] == _nanoseconds(info.st_ctim) and identity[3] == info.st_size
             and identity[1] == _nanoseconds(info.st_mtim) and identity[0] == <unsigned long long>info.st_ino
             and identity[4] == <unsigned long long>info.st_dev)
+
+
+from cpython.exc cimport PyErr_SetFromErrno
+from posix.stat cimport S_ISREG
+
+
+def regular_identity(fd, /):
+    """The identity of the regular file open as ``fd``, else None; see _native.regular_identity."""
+    cdef struct_stat info
+    cdef Py_ssize_t c_fd = _check_int(fd, "fd", 0)
+    if c_fd > INT_MAX:
+        raise OverflowError("fd is greater than maximum")
+    if fstat(<int>c_fd, &info) != 0:
+        PyErr_SetFromErrno(OSError)
+    if not S_ISREG(info.st_mode):
+        return None
+    return (<unsigned long long>info.st_ino, _nanoseconds(info.st_mtim), _nanoseconds(info.st_ctim),
+            <long long>info.st_size, <unsigned long long>info.st_dev)

@@ -32,6 +32,7 @@ __all__ = [
     "page_text",
     "preview_cuts",
     "record_fields",
+    "regular_identity",
     "requested",
     "signal_lines",
     "text_fits",
@@ -44,7 +45,7 @@ __all__ = [
 KERNEL_NAMES = (
     "count_lines", "utf8_length", "page_bounds", "preview_cuts", "crc32", "ascii_view", "StreamCap",
     "view_bytes", "signal_lines", "text_fits", "outline_lines", "JsonOutline", "verify_chunks",
-    "view_text", "page_text", "file_unchanged", "record_fields",
+    "view_text", "page_text", "file_unchanged", "record_fields", "regular_identity",
 )
 _CHOICES = ("auto", "cython", "python")
 

@@ -4,10 +4,15 @@ the conventions are stated in ``overspill._native``."""
 from __future__ import annotations
 
 import os
+import stat
 
 from ._buffers import check_int as _check_int
 
-__all__ = ["file_unchanged"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
+    from typing import Optional
+
+__all__ = ["file_unchanged", "regular_identity"]
 
 
 def file_unchanged(fd: int, identity: tuple[int, int, int, int, int], /) -> bool:
@@ -35,3 +40,20 @@ def file_unchanged(fd: int, identity: tuple[int, int, int, int, int], /) -> bool
         return False
     return info.st_nlink > 0 and identity == (info.st_ino, info.st_mtime_ns, info.st_ctime_ns, info.st_size,
                                               info.st_dev)
+
+
+def regular_identity(fd: int, /) -> Optional[tuple[int, int, int, int, int]]:
+    """The identity of the file open as ``fd`` (``file_unchanged``'s: its
+    ``fstat``'s ``(st_ino, st_mtime_ns, st_ctime_ns, st_size, st_dev)``), or
+    None when it is not a regular file.  The compiled twin makes no
+    ``os.stat_result`` (a cold read makes two identities).
+
+    :raises OSError: ``fstat`` fails (a descriptor not open: ``EBADF``).
+    :raises OverflowError: ``fd`` is larger than a descriptor can be.
+    :raises TypeError: ``fd`` is not an int (a bool is not).
+    :raises ValueError: ``fd`` is negative.
+    """
+    info = os.fstat(_check_int(fd, "fd", 0))
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return info.st_ino, info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_dev

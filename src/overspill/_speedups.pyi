@@ -15,6 +15,7 @@ def preview_cuts(
 VIEW_ANSI: int
 VIEW_CR: int
 
+def regular_identity(fd: int, /) -> Union[tuple[int, int, int, int, int], None]: ...
 def record_fields(
     data: bytes, resource_id: str, /
 ) -> Union[tuple[str, str, str, Union[str, None], int, int, bytes, int, Union[tuple[int, int], None], Union[int, None]],

@@ -465,32 +465,32 @@ def _background(document: dict[str, Any], resource_id: str,
     return owner, process, exit_code
 
 
-def read_record(path: Union[str, Path], resource_id: str) -> tuple[Record, os.stat_result]:
+def read_record(path: Union[str, Path], resource_id: str) -> tuple[Record, tuple[int, ...]]:
     """Read and validate the record file at ``path`` (never through a symlink),
-    with the ``fstat`` of the file it was read from.
+    with the identity of the file it was read from (``_files.open_identified``).
 
     :raises ResourceNotFoundError: missing, not a regular file, oversized,
         unreadable or invalid.
     """
-    uri = uri_for(resource_id)
     try:
-        fd, info = _files.open_regular(path)
+        fd, identity = _files.open_identified(path)
     except FileNotFoundError:
-        raise ResourceNotFoundError(f"no resource {uri}") from None
+        raise ResourceNotFoundError(f"no resource {uri_for(resource_id)}") from None
     except OSError as error:
-        raise unreadable(uri, "has no readable record", error) from None
+        raise unreadable(uri_for(resource_id), "has no readable record", error) from None
+    size = identity[3]
     try:
-        if info.st_size > MAX_RECORD_BYTES:
-            raise ResourceNotFoundError(f"resource {uri} has an oversized record")
+        if size > MAX_RECORD_BYTES:
+            raise ResourceNotFoundError(f"resource {uri_for(resource_id)} has an oversized record")
         # One read for a file that stays as fstat saw it; more only if it grew.
-        data = os.read(fd, info.st_size + 1)
-        if len(data) > info.st_size:
+        data = os.read(fd, size + 1)
+        if len(data) > size:
             data += b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
     except OSError as error:
-        raise unreadable(uri, "has no readable record", error) from None
+        raise unreadable(uri_for(resource_id), "has no readable record", error) from None
     finally:
         os.close(fd)
-    return parse_record(data, resource_id), info
+    return parse_record(data, resource_id), identity
 
 
 def load_record(path: Union[str, Path], resource_id: str) -> Record:

@@ -20,7 +20,7 @@ from .._frozen import replace
 from .._owner import owner_alive
 from ..errors import ResourceCorruptError, ResourceNotFoundError
 from ..records import CHECKSUM_CHUNK, SCHEME, Record, Resource, read_record, unreadable, uri_for
-from ._local_maps import Entry, file_identity, map_range
+from ._local_maps import Entry, map_range
 from ._local_writer import LocalWriter
 
 TYPE_CHECKING = False
@@ -182,8 +182,8 @@ class LocalGrowing:
             chain = self._sealed_chain(entry, record.resource.uri)
         except ResourceNotFoundError:
             # The seals go when the command's record is republished: read that one.
-            record, info = read_record(entry.record_path, record.id)
-            entry.parsed = (file_identity(info), record)
+            record, identity = read_record(entry.record_path, record.id)
+            entry.parsed = (identity, record)
             if record.state != "running":
                 return record
             raise

@@ -11,7 +11,7 @@ from .. import _files, _kernels
 from ..errors import ResourceNotFoundError
 from ..records import unreadable
 from ._checksums import corrupt
-from ._local_maps import PRIVATE_MAP_BYTES, file_identity
+from ._local_maps import PRIVATE_MAP_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
@@ -83,11 +83,11 @@ class LocalPages:
         # looking like the payload's end.
         stop = min((-(-high // chunk) * chunk if checksums is not None else high) + 1, size)
         try:
-            fd, opened = _files.open_regular(entry.payload_path)
+            fd, identity = _files.open_identified(entry.payload_path)
         except OSError as error:
             raise unreadable(uri, "has no readable payload", error) from None
         try:
-            if opened.st_size != size:
+            if identity[3] != size:
                 raise ResourceNotFoundError(f"resource {uri} has a missing or mismatched payload")
             data = os.pread(fd, stop - base, base)
         except OSError as error:
@@ -98,7 +98,7 @@ class LocalPages:
             raise ResourceNotFoundError(f"resource {uri} has a missing or mismatched payload")
         with self._lock:
             if entry.mapped[1] is None:  # (another thread may have mapped it meanwhile)
-                entry.mapped = (file_identity(opened), None)  # read once: the next read maps it
+                entry.mapped = (identity, None)  # read once: the next read maps it
         sums = None if checksums is None else memoryview(checksums)[4 * (base // chunk) :]
         found = _kernels.page_text(data, low - base, high - base, offset - base, limit, flags, reach, sums, chunk)
         if isinstance(found, int):

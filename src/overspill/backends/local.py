@@ -172,8 +172,8 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
                         entry.record_file = opened
         if record is None:
             # Parsed from the file that was opened, keyed by that file's fstat.
-            record, info = read_record(entry.record_path, resource_id)
-            entry.parsed = (file_identity(info), record)
+            record, identity = read_record(entry.record_path, resource_id)
+            entry.parsed = (identity, record)
         if record.state != "running":
             return record
         return self._growing(entry, record)
