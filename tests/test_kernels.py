@@ -576,3 +576,93 @@ def test_twins_agree_on_verify_chunks(compiled, buffer, base, start, end, sums, 
             return ("error", type(error))
 
     assert outcome(compiled.verify_chunks) == outcome(_native.verify_chunks)
+
+
+# ---------------------------------------------------------------- new_slotted
+def slots_of(cls: type) -> tuple[object, ...]:
+    return tuple(cls.__dict__[name] for name in cls.__slots__)
+
+
+_FIELD_VALUES = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20))
+
+
+@given(st.data())
+def test_new_slotted_makes_what_the_frozen_init_makes(draw):
+    import dataclasses
+    import pickle
+
+    from overspill import Page, TruncateResult
+    from overspill.records import Resource
+
+    resource = Resource("tool-output://x", "text/plain", 3)
+    for cls in (TruncateResult, Page, Resource):
+        values = tuple(draw.draw(st.one_of(_FIELD_VALUES, st.just(resource))) for _ in cls.__slots__)
+        made = _kernels.new_slotted(cls, slots_of(cls), values)
+        expected = cls(*values)
+        assert type(made) is cls and made == expected and repr(made) == repr(expected)
+        assert hash(made) == hash(expected) and pickle.loads(pickle.dumps(made)) == expected
+        assert dataclasses.asdict(made) == dataclasses.asdict(expected)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            made.content = "changed"  # type: ignore[union-attr]
+
+
+class _Plain:
+    __slots__ = ("a", "b")
+
+
+class _Other:
+    __slots__ = ("a", "b")
+
+
+class _Made(_Plain):
+    __slots__ = ("c",)
+
+    def __new__(cls, *args: object) -> _Made:
+        return super().__new__(cls)
+
+
+class _Pair(tuple):
+    __slots__ = ()
+
+
+class _Abstract(_Plain):
+    __slots__ = ("c",)
+
+
+_Abstract.__abstractmethods__ = frozenset({"run"})  # as ABCMeta marks a class with abstract methods
+
+
+_CLASSES = st.sampled_from([_Plain, _Other, _Made, _Pair, _Abstract, object, int, "_Plain", None])
+_SLOTS = st.one_of(
+    st.sampled_from([slots_of(_Plain), slots_of(_Other), slots_of(_Plain)[::-1], slots_of(_Plain)[:1],
+                     slots_of(_Made), slots_of(_Plain) + slots_of(_Made), (), list(slots_of(_Plain)),
+                     (property(), slots_of(_Plain)[1]), (1, 2), None]),
+)
+_VALUES = st.one_of(st.lists(_FIELD_VALUES, max_size=4).map(tuple), st.lists(_FIELD_VALUES, max_size=3), st.none())
+
+
+def made_outcome(function, *args):
+    kind, made = outcome(function, *args)
+    if kind == "error":
+        return kind, made
+    return kind, type(made), tuple(getattr(made, name, "unset") for name in ("a", "b", "c"))
+
+
+@given(_CLASSES, _SLOTS, _VALUES)
+@example(_Plain, slots_of(_Plain), (1, 2))
+@example(_Made, slots_of(_Plain) + slots_of(_Made), (1, 2, 3))
+def test_twins_agree_on_new_slotted(compiled, cls, slots, values):
+    assert made_outcome(compiled.new_slotted, cls, slots, values) == made_outcome(_native.new_slotted, cls, slots, values)
+
+
+def test_new_slotted_refuses_what_object_new_does_not_make():
+    with pytest.raises(TypeError):
+        _kernels.new_slotted(_Made, slots_of(_Plain) + slots_of(_Made), (1, 2, 3))
+    with pytest.raises(TypeError):
+        _kernels.new_slotted(_Abstract, slots_of(_Plain) + slots_of(_Abstract), (1, 2, 3))
+    with pytest.raises(TypeError):
+        _kernels.new_slotted(_Plain, slots_of(_Other), (1, 2))  # another class's slots
+    with pytest.raises(TypeError):
+        _kernels.new_slotted(_Plain, slots_of(_Plain), (1,))
+    made = _kernels.new_slotted(_Plain, slots_of(_Plain)[1:], (2,))
+    assert made.b == 2 and not hasattr(made, "a")

@@ -27,6 +27,7 @@ __all__ = [
     "count_lines",
     "crc32",
     "file_unchanged",
+    "new_slotted",
     "outline_lines",
     "page_bounds",
     "page_text",
@@ -45,7 +46,7 @@ __all__ = [
 KERNEL_NAMES = (
     "count_lines", "utf8_length", "page_bounds", "preview_cuts", "crc32", "ascii_view", "StreamCap",
     "view_bytes", "signal_lines", "text_fits", "outline_lines", "JsonOutline", "verify_chunks",
-    "view_text", "page_text", "file_unchanged", "record_fields", "regular_identity",
+    "view_text", "page_text", "file_unchanged", "record_fields", "regular_identity", "new_slotted",
 )
 _CHOICES = ("auto", "cython", "python")
 

@@ -33,6 +33,8 @@ conventions above and gathers the kernels under the names ``_kernels`` binds:
   ``regular_identity`` (an open regular file's identity).
 * ``_native_record``: ``record_fields`` (a record as overspill writes it, for
   ``records.parse_record``).
+* ``_native_values``: ``new_slotted`` (a value class's instance without its
+  ``__init__``).
 """
 
 from __future__ import annotations
@@ -46,18 +48,19 @@ from ._native_preview import preview_cuts
 from ._native_record import record_fields
 from ._native_stream import StreamCap
 from ._native_text import page_text, signal_lines, text_fits, view_bytes, view_text
+from ._native_values import new_slotted
 
 __all__ = [
     "JSON_KEYS_MAX", "JSON_KEY_MAX", "JSON_NESTING_MAX", "OUTLINE_DEPTH_MAX", "SUBJECT_MAX", "TOKEN_MAX",
     "VIEW_ANSI", "VIEW_CR", "JsonOutline", "StreamCap", "ascii_view", "count_lines", "crc32", "file_unchanged",
-    "outline_lines", "page_bounds", "page_text", "preview_cuts", "record_fields", "regular_identity",
+    "new_slotted", "outline_lines", "page_bounds", "page_text", "preview_cuts", "record_fields", "regular_identity",
     "signal_lines", "text_fits", "utf8_length", "verify_chunks", "view_bytes", "view_text",
 ]
 
 # A kernel's home is this module, whichever file specifies it: the twin is one
 # module to its callers, as the compiled ``overspill._speedups`` is.
-for _kernel in (JsonOutline, StreamCap, ascii_view, count_lines, crc32, file_unchanged, outline_lines, page_bounds,
-                page_text, preview_cuts, record_fields, regular_identity, signal_lines, text_fits, utf8_length,
-                verify_chunks, view_bytes, view_text):
+for _kernel in (JsonOutline, StreamCap, ascii_view, count_lines, crc32, file_unchanged, new_slotted, outline_lines,
+                page_bounds, page_text, preview_cuts, record_fields, regular_identity, signal_lines, text_fits,
+                utf8_length, verify_chunks, view_bytes, view_text):
     _kernel.__module__ = __name__
 del _kernel

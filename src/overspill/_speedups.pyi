@@ -1,6 +1,8 @@
 """Compiled kernels; the contract is overspill._native's, name for name."""
 
-from typing import Union
+from typing import Any, TypeVar, Union
+
+_T = TypeVar("_T")
 
 BytesLike = Union[bytes, bytearray, memoryview]
 
@@ -33,6 +35,7 @@ def signal_lines(
 ) -> tuple[list[tuple[int, int, int]], list[int]]: ...
 
 def text_fits(text: str, max_lines: int, max_bytes: int, flags: int, /) -> bool: ...
+def new_slotted(cls: type[_T], slots: tuple[Any, ...], values: tuple[object, ...], /) -> _T: ...
 
 def outline_lines(
     buffer: BytesLike, start: int, end: int, section: bytes, max_depth: int, max_runs: int, max_commits: int, /,
