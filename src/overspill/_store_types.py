@@ -7,6 +7,7 @@ chunks into byte views that cannot change while they are stored.
 
 from __future__ import annotations
 
+from . import _kernels
 from ._buffers import byte_view
 from ._frozen import frozen
 from .errors import StorageError
@@ -63,9 +64,16 @@ class Page:
     complete: bool
 
 
+# TruncateResult's fields' slots, in order: what unchanged fills.
+RESULT_SLOTS = tuple(TruncateResult.__dict__[field] for field in TruncateResult.__slots__)
+
+
 def unchanged(content: str) -> TruncateResult:
     """``TruncateResult(content, False, None)``: the path almost every output takes."""
-    return TruncateResult(content, False, None, None, None)
+    # Its __init__ only sets the five slots, each through a bound setter (a
+    # frozen class refuses plain assignment): new_slotted sets them in one call,
+    # a third of the time (issue 21, goal 6).
+    return _kernels.new_slotted(TruncateResult, RESULT_SLOTS, (content, False, None, None, None))
 
 
 def storage_error(action: str, error: OSError) -> StorageError:
