@@ -38,6 +38,7 @@ cdef extern from "Python.h":
     object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
     object PyUnicode_FromKindAndData(int kind, const void *buffer, Py_ssize_t size)
     object PyUnicode_DecodeUTF8(const char *data, Py_ssize_t size, const char *errors)
+    long PyLong_AsLongAndOverflow(object value, int *overflow) except? -1
 
 # Below this many bytes, dropping and retaking the GIL costs more than it frees.
 cdef enum:
@@ -51,6 +52,14 @@ osp_crc_init()
 
 
 cdef Py_ssize_t _check_int(object value, str name, Py_ssize_t minimum) except -1:
+    cdef int overflow = 0
+    cdef long small
+    if type(value) is int:
+        # A plain int in range, as nearly every call passes: read in C, without
+        # the two comparisons of Python ints below (a third of a small text_fits).
+        small = PyLong_AsLongAndOverflow(value, &overflow)
+        if overflow == 0 and minimum <= small < PY_SSIZE_T_MAX:
+            return small
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
     if value < minimum:

@@ -578,6 +578,29 @@ def test_twins_agree_on_verify_chunks(compiled, buffer, base, start, end, sums, 
     assert outcome(compiled.verify_chunks) == outcome(_native.verify_chunks)
 
 
+# ---------------------------------------------------------------- limits at the edge of a machine word
+class IntSubclass(int):
+    """An int subclass: takes the general check of an int argument, must give the same."""
+
+
+_WIDE_LIMITS = st.one_of(
+    st.integers(-(2**70), 2**70), st.integers(-3, 3),
+    st.sampled_from([2**31 - 1, 2**31, 2**32, 2**63 - 2, 2**63 - 1, 2**63, 2**64, -(2**63), -(2**63) - 1,
+                     True, False, IntSubclass(0), IntSubclass(7), IntSubclass(2**63)]),
+)
+
+
+@given(st.text(max_size=30), _WIDE_LIMITS, _WIDE_LIMITS, st.one_of(st.integers(0, 3), _WIDE_LIMITS))
+@example("a\nb\n", 2**63 - 1, 2**63, 0)
+@example("a", 1, IntSubclass(1), 0)
+def test_twins_agree_on_limits_of_any_size(compiled, text, max_lines, max_bytes, flags):
+    # A plain int is read in C when it fits a machine word; any other int
+    # (huge, negative, a bool, a subclass) takes the general check, with the same verdict.
+    for name in ("text_fits", "preview_cuts"):
+        args = (text, max_lines, max_bytes, flags) if name == "text_fits" else (text, max_lines, max_bytes)
+        assert outcome(getattr(compiled, name), *args) == outcome(getattr(_native, name), *args)
+
+
 # ---------------------------------------------------------------- new_slotted
 def slots_of(cls: type) -> tuple[object, ...]:
     return tuple(cls.__dict__[name] for name in cls.__slots__)
