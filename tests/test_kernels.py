@@ -675,7 +675,8 @@ def made_outcome(function, *args):
 @example(_Plain, slots_of(_Plain), (1, 2))
 @example(_Made, slots_of(_Plain) + slots_of(_Made), (1, 2, 3))
 def test_twins_agree_on_new_slotted(compiled, cls, slots, values):
-    assert made_outcome(compiled.new_slotted, cls, slots, values) == made_outcome(_native.new_slotted, cls, slots, values)
+    expected = made_outcome(_native.new_slotted, cls, slots, values)
+    assert made_outcome(compiled.new_slotted, cls, slots, values) == expected
 
 
 def test_new_slotted_refuses_what_object_new_does_not_make():
