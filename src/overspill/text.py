@@ -301,6 +301,13 @@ _SCAN_BLOCK = 8 << 20
 _DIGITS = LazyPattern(r"\d+")
 
 
+# compile_signals' answers for the signal lists (tuples: the configuration's
+# own, immutable) it has seen: a store is made with the same list as the last
+# one nearly always, and compiling ~100 patterns cost more than the rest of
+# the store's construction.  A few lists at most (emptied when full).
+_COMPILED_SIGNALS: dict[tuple[tuple[str, str], ...], SignalPatterns] = {}
+
+
 def compile_signals(signals: Iterable[tuple[str, str]]) -> SignalPatterns:
     """Kernel patterns for ``(kind, pattern)`` pairs (see ``config.DEFAULT_SIGNALS``).
 
@@ -309,6 +316,12 @@ def compile_signals(signals: Iterable[tuple[str, str]]) -> SignalPatterns:
 
     :raises ValueError: an unknown kind, or a pattern that is empty or not ASCII.
     """
+    try:
+        known = _COMPILED_SIGNALS.get(signals) if type(signals) is tuple else None  # type: ignore[arg-type]
+    except TypeError:  # pairs that are not tuples (unhashable): compiled each time
+        known = None
+    if known is not None:
+        return known
     compiled = []
     for kind, pattern in signals:
         if kind not in _SIGNAL_KINDS:
@@ -318,7 +331,12 @@ def compile_signals(signals: Iterable[tuple[str, str]]) -> SignalPatterns:
         if not literal or not literal.isascii():
             raise ValueError(f"a signal pattern must be non-empty ASCII, not {pattern!r}")
         compiled.append((_SIGNAL_KINDS[kind], anchored, literal == literal.lower(), literal.encode("ascii")))
-    return tuple(compiled)
+    result = tuple(compiled)
+    if type(signals) is tuple and all(type(pair) is tuple for pair in signals):
+        if len(_COMPILED_SIGNALS) >= 8:
+            _COMPILED_SIGNALS.clear()
+        _COMPILED_SIGNALS[signals] = result
+    return result
 
 
 class SignalCollector:
