@@ -196,41 +196,26 @@ def _methods(qualname: str, names: tuple[str, ...], shown: tuple[str, ...]) -> d
             "__setstate__": __setstate__}
 
 
-def _placeholder_make(*fields: object) -> object:
-    # Run with a maker's namespace as its globals: see maker.
-    _compile_make()  # noqa: F821 - defined in that namespace
-    return make(*fields)  # type: ignore[no-any-return]  # noqa: F821 - the same function, now compiled
-
-
 def maker(cls: Callable[..., _V]) -> Callable[..., _V]:
     """A fast positional constructor of the ``frozen`` class ``cls``: every
     field, in order, no defaults (for the record a cold read parses).
 
-    ``cls.__init__`` sets each field through its slot's setter, as ``cls``
-    refuses assignment: most of the cost of making a ``Record``.  This makes
-    the instance as a plain class with the same slots, stores the fields as
-    ordinary attributes, then gives it ``cls`` as its class (Python allows
-    that between classes of the same layout): about a third of the cost, and
-    the same instance.  Compiled on its first call, as ``__init__`` is.
+    ``cls.__init__`` sets each field through its slot's bound setter, as
+    ``cls`` refuses assignment: most of the cost of making a ``Record``.  The
+    constructor made here hands the fields to ``_kernels.new_slotted`` (the
+    one way the package makes an instance without ``__init__``; looked up at
+    each call, so that it follows the implementation chosen): the same
+    instance, at about a third of the cost.
     """
-    names: tuple[str, ...] = cls.__slots__  # type: ignore[attr-defined]
-    namespace: dict[str, Any] = {"_class": cls}
-    made = type(_placeholder_make)(_placeholder_make.__code__, namespace, "make")
-    source = (f"class _Plain:\n    __slots__ = {names!r}\n\n\ndef make({', '.join(names)}):\n    made = _Plain()\n"
-              + "".join(f"    made.{name} = {name}\n" for name in names)
-              + "    made.__class__ = _class\n    return made\n")
+    from . import _kernels  # here: _frozen is imported by modules that _kernels' choice must not precede
 
-    def compile_make() -> None:
-        if made.__code__ is _placeholder_make.__code__:  # not done yet (by another thread)
-            scope = dict(namespace)
-            exec(source, scope)  # noqa: S102 - the class's own fields
-            namespace["_Plain"] = scope["_Plain"]
-            made.__code__ = scope["make"].__code__
+    slots = tuple(cls.__dict__[name] for name in cls.__slots__)  # type: ignore[attr-defined]
 
-    namespace["_compile_make"] = compile_make
-    namespace["make"] = made
-    made.__qualname__ = f"maker({cls.__qualname__})"
-    return made
+    def make(*fields: object) -> _V:
+        return _kernels.new_slotted(cls, slots, fields)  # type: ignore[no-any-return]
+
+    make.__qualname__ = f"maker({cls.__qualname__})"
+    return make
 
 
 def replace(value: _V, /, **changes: object) -> _V:
