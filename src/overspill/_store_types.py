@@ -64,8 +64,10 @@ class Page:
     complete: bool
 
 
-# TruncateResult's fields' slots, in order: what unchanged fills.
+# TruncateResult's and Page's fields' slots, in order: what unchanged and a
+# read fill through new_slotted.
 RESULT_SLOTS = tuple(TruncateResult.__dict__[field] for field in TruncateResult.__slots__)
+PAGE_SLOTS = tuple(Page.__dict__[field] for field in Page.__slots__)
 
 
 def unchanged(content: str) -> TruncateResult:
