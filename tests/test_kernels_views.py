@@ -497,3 +497,22 @@ def test_default_patterns_tell_diagnostics_from_names(line, kind):
     hits, _ = _kernels.signal_lines(line, 0, len(line), patterns, 0, 5)
     assert [found for _, _, found in hits] == ([] if kind is None else [kind])
     assert bool(hits) == any(naive_matches(line, pattern) for pattern in patterns)
+
+
+class _UnhashableText(str):
+    __hash__ = None  # type: ignore[assignment]
+
+
+def test_compile_signals_gives_the_same_patterns_whatever_the_list_is_made_of():
+    """A list seen before comes back compiled as the first time; lists of
+    other shapes (lists, str subclasses, unhashable ones) compile as ever."""
+    first = compile_signals(DEFAULT_SIGNALS)
+    assert compile_signals(DEFAULT_SIGNALS) == first
+    assert compile_signals(tuple(tuple(pair) for pair in DEFAULT_SIGNALS)) == first
+    assert compile_signals([list(pair) for pair in DEFAULT_SIGNALS]) == first
+    assert compile_signals((("error", _UnhashableText("boom")),)) == ((0, False, True, b"boom"),)
+    assert compile_signals((("error", _UnhashableText("Boom")),)) == ((0, False, False, b"Boom"),)
+    with pytest.raises(ValueError):
+        compile_signals((("nonsense", "x"),))
+    with pytest.raises(ValueError):
+        compile_signals((("nonsense", "x"),))  # refused again: nothing was kept

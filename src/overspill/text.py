@@ -316,12 +316,15 @@ def compile_signals(signals: Iterable[tuple[str, str]]) -> SignalPatterns:
 
     :raises ValueError: an unknown kind, or a pattern that is empty or not ASCII.
     """
-    try:
-        known = _COMPILED_SIGNALS.get(signals) if type(signals) is tuple else None  # type: ignore[arg-type]
-    except TypeError:  # pairs that are not tuples (unhashable): compiled each time
-        known = None
-    if known is not None:
-        return known
+    # Only a tuple of exact (str, str) pairs is looked up and kept: it hashes,
+    # and no str subclass can compare equal to a different text.
+    cacheable = type(signals) is tuple and all(
+        type(pair) is tuple and len(pair) == 2 and type(pair[0]) is str and type(pair[1]) is str
+        for pair in signals)
+    if cacheable:
+        known = _COMPILED_SIGNALS.get(signals)  # type: ignore[arg-type]
+        if known is not None:
+            return known
     compiled = []
     for kind, pattern in signals:
         if kind not in _SIGNAL_KINDS:
@@ -332,7 +335,7 @@ def compile_signals(signals: Iterable[tuple[str, str]]) -> SignalPatterns:
             raise ValueError(f"a signal pattern must be non-empty ASCII, not {pattern!r}")
         compiled.append((_SIGNAL_KINDS[kind], anchored, literal == literal.lower(), literal.encode("ascii")))
     result = tuple(compiled)
-    if type(signals) is tuple and all(type(pair) is tuple for pair in signals):
+    if cacheable:
         if len(_COMPILED_SIGNALS) >= 8:
             _COMPILED_SIGNALS.clear()
         _COMPILED_SIGNALS[signals] = result
