@@ -44,3 +44,34 @@ def test_documents_parse_as_json_parses_them(value, before, after):
 @example(b"[" * 100_000 + b"]" * 100_000)
 def test_any_bytes_give_what_json_gives(data):
     assert outcome(loads, data) == outcome(json.loads, data)
+
+
+def test_malformed_json_is_a_value_error_before_json_is_imported():
+    """The C scanner raises its JSONDecodeError only when ``json.decoder`` is
+    loaded; without it, a syntax error must still be a ValueError (a damaged
+    record is then not found, never a SystemError)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from overspill._json_load import loads\n"
+        "from overspill.records import new_id, parse_record\n"
+        "from overspill.errors import ResourceNotFoundError\n"
+        "assert 'json.decoder' not in sys.modules\n"
+        "for data in (b'{\"a\": 1,}', b'{\"a\" 1}', b'[1, 2', b'{\"a\": tru}'):\n"
+        "    try:\n"
+        "        loads(data)\n"
+        "    except ValueError:\n"
+        "        pass\n"
+        "    else:\n"
+        "        raise AssertionError(data)\n"
+        "try:\n"
+        "    parse_record(b'{\"version\": 1,}', new_id())\n"
+        "except ResourceNotFoundError:\n"
+        "    pass\n"
+        "else:\n"
+        "    raise AssertionError('parsed')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr

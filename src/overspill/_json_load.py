@@ -57,6 +57,13 @@ def loads(data: bytes) -> object:
         value, stop = _scan(text, end - len(text.lstrip(_WHITESPACE)))
     except StopIteration:
         raise ValueError("Expecting value") from None
+    except SystemError:
+        # The scanner reports a syntax error as json.decoder.JSONDecodeError,
+        # which it takes from sys.modules: without json imported it sets no
+        # exception at all (a SystemError).  json itself raises the right one.
+        import json
+
+        return json.loads(data)
     if stop != end and text[stop:].lstrip(_WHITESPACE):
         raise ValueError(f"Extra data at character {stop}")
     return value
