@@ -18,6 +18,7 @@ import pytest
 
 from overspill import CleanupReport, ResourceNotFoundError, StorageError, ToolOutputStore
 from overspill import _files
+from overspill.backends.local import LocalBackend
 from overspill.records import new_id
 
 OLD = time.time() - 30 * 86400  # a month ago: older than any grace period
@@ -359,6 +360,22 @@ def test_an_open_store_folder_is_tightened_to_0700(tmp_path):
     for folder in (managed, managed.parent):
         assert os.stat(folder).st_mode & 0o777 == 0o700
     assert os.stat(tmp_path / "data").st_mode & 0o777 != 0  # the caller's own folder is left as it is
+
+
+def test_a_sticky_shared_folder_above_the_store_is_left_as_it_is(tmp_path):
+    # As /tmp is to a folder made by mkdtemp: never tightened (as root that
+    # locked every other user out of /tmp), and accepted as the folder's parent.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    backend = LocalBackend(shared / "folder", durable=False)
+    writer = backend.create(new_id())
+    writer.abort()
+    assert os.stat(shared).st_mode & 0o7777 == 0o1777
+    assert os.stat(shared / "folder").st_mode & 0o777 == 0o700
+    os.chmod(shared, 0o777)  # not sticky: the store's own parent, tightened as before
+    LocalBackend(shared / "folder", durable=False)
+    assert os.stat(shared).st_mode & 0o777 == 0o700
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")

@@ -88,13 +88,18 @@ def check_owned_directory(path: PathText, owned: int = 2) -> None:
     :raises OSError: as for :func:`ensure_directory`; ``FileNotFoundError``
         when a component is missing.
     """
-    components = [path, *_parents(path, max(owned - 1, 0))]
-    for component in reversed(components):
+    parents = _parents(path, max(owned - 1, 0))
+    for component in reversed([path, *parents]):
         info = os.lstat(component)
         if stat.S_ISLNK(info.st_mode):
             raise OSError(errno.ELOOP, "a symlink, refused as the store's folder", str(component))
         if not stat.S_ISDIR(info.st_mode):
             raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(component))
+        if component is not path and info.st_mode & stat.S_ISVTX and info.st_uid in (0, os.geteuid()):
+            # A sticky shared folder above the store's own (/tmp, for a folder made
+            # by mkdtemp): nobody else can rename or remove what is in it, and it
+            # is not ours to tighten (as root, 0700 would lock every other user out).
+            continue
         if info.st_uid != os.geteuid():
             raise PermissionError(errno.EPERM, "owned by another user, refused as the store's folder",
                                   str(component))
