@@ -47,6 +47,9 @@ def folder_text(path: PathText) -> str:
     and ``urllib``, most of a cold start): empty and ``.`` parts and trailing
     slashes dropped, ``..`` kept, a leading ``//`` kept as POSIX says."""
     text = os.fspath(path)
+    if (type(text) is str and text and "//" not in text and "/./" not in text and not text.startswith("./")
+            and text[-1] != "/" and not text.endswith("/.") and text != "." and os.sep == "/" and not os.altsep):
+        return text  # already in that form (every path the store builds): no split and join
     if os.sep != "/" or os.altsep:  # pragma: no cover - not POSIX
         from pathlib import Path
 
@@ -78,6 +81,13 @@ def ensure_directory(path: PathText, owned: int = 2) -> None:
     :raises OSError: not a directory, a symlink (``ELOOP``), or owned by
         another user (``EPERM``).
     """
+    try:
+        # The usual case, an existing folder of ours, without makedirs' mkdir and
+        # the EEXIST it raises and catches (most of a store's construction).
+        check_owned_directory(path, owned)
+        return
+    except OSError:
+        pass  # missing, or refused: made and checked as below, which raises as it always did
     os.makedirs(path, mode=DIRECTORY_MODE, exist_ok=True)
     check_owned_directory(path, owned)
 

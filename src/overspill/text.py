@@ -306,6 +306,10 @@ _DIGITS = LazyPattern(r"\d+")
 # one nearly always, and compiling ~100 patterns cost more than the rest of
 # the store's construction.  A few lists at most (emptied when full).
 _COMPILED_SIGNALS: dict[tuple[tuple[str, str], ...], SignalPatterns] = {}
+# The last list kept, by identity: the same tuple object as last time (the
+# configuration's own) needs neither the type checks nor the hash.  A kept
+# list holds only exact strs in tuples, so its text cannot have changed.
+_LAST_SIGNALS: tuple[object, SignalPatterns] = ((), ())
 
 
 def compile_signals(signals: Iterable[tuple[str, str]]) -> SignalPatterns:
@@ -316,6 +320,10 @@ def compile_signals(signals: Iterable[tuple[str, str]]) -> SignalPatterns:
 
     :raises ValueError: an unknown kind, or a pattern that is empty or not ASCII.
     """
+    global _LAST_SIGNALS
+    last = _LAST_SIGNALS
+    if last[0] is signals:
+        return last[1]
     # Only a tuple of exact (str, str) pairs is looked up and kept: it hashes,
     # and no str subclass can compare equal to a different text.
     cacheable = type(signals) is tuple and all(
@@ -324,6 +332,7 @@ def compile_signals(signals: Iterable[tuple[str, str]]) -> SignalPatterns:
     if cacheable:
         known = _COMPILED_SIGNALS.get(signals)  # type: ignore[arg-type]
         if known is not None:
+            _LAST_SIGNALS = (signals, known)
             return known
     compiled = []
     for kind, pattern in signals:
@@ -339,6 +348,7 @@ def compile_signals(signals: Iterable[tuple[str, str]]) -> SignalPatterns:
         if len(_COMPILED_SIGNALS) >= 8:
             _COMPILED_SIGNALS.clear()
         _COMPILED_SIGNALS[signals] = result
+        _LAST_SIGNALS = (signals, result)
     return result
 
 

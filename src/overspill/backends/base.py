@@ -78,6 +78,19 @@ else:
                 members = frozenset(name for klass in cls.__mro__ if isinstance(klass, _ProtocolType)
                                     for name in vars(klass) if not name.startswith("_"))
                 type.__setattr__(cls, "_members", members)
+            # A class whose methods are every member conforms for each of its
+            # instances: remembered per class (a store looks three protocols
+            # up at each construction); any other is checked per instance.
+            conforming = cls.__dict__.get("_conforming")
+            if conforming is None:
+                conforming = set()
+                type.__setattr__(cls, "_conforming", conforming)
+            kind = type(instance)
+            if kind in conforming:
+                return True
+            if all(callable(getattr(kind, name, None)) for name in members):
+                conforming.add(kind)
+                return True
             return all(hasattr(instance, name) for name in members)
 
     class Protocol(metaclass=_ProtocolType):
