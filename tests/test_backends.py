@@ -186,6 +186,48 @@ def _open_descriptors() -> set[str]:
     return set(os.listdir("/proc/self/fd"))
 
 
+def test_a_read_after_a_first_one_maps_the_files_that_one_kept_open(tmp_path, monkeypatch):
+    # A first read keeps its record and payload open (issue 21: no close on its
+    # way, no second open on the next read's): the next read opens nothing by path.
+    from overspill import _files
+
+    with ToolOutputStore(tmp_path, durable=False) as writer:
+        uri = writer.write("s", "c", "".join(f"line {n}\n" for n in range(20000))).uri
+    store = ToolOutputStore(tmp_path, durable=False)
+    first = store.read("s", uri, offset=100, limit=50)
+    opened = []
+    real_open = os.open
+
+    def counted_open(path, *args, **kwargs):
+        opened.append(str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(_files.os, "open", counted_open)
+    again = store.read("s", uri, offset=100, limit=50)
+    later = store.read("s", uri, offset=150_000, limit=50)
+    monkeypatch.undo()
+    assert again.content == first.content and "\nline " in later.content
+    assert opened == []
+    store.close()
+
+
+def test_a_payload_replaced_after_a_first_read_is_looked_up_again(tmp_path):
+    # The payload the first read kept open was renamed over: the next read finds
+    # it unlinked (fstat), takes the new file by path and refuses its bytes.
+    with ToolOutputStore(tmp_path, durable=False) as writer:
+        uri = writer.write("s", "c", "".join(f"line {n}\n" for n in range(20000))).uri
+    store = ToolOutputStore(tmp_path, durable=False)
+    assert store.read("s", uri, offset=0, limit=20).content == "line 0\nline 1\nline 2"
+    payload = str(store.directory / (uri.split("//")[1] + ".txt"))
+    size = os.path.getsize(payload)
+    with open(payload + ".new", "wb") as file:
+        file.write(b"x" * size)
+    os.replace(payload + ".new", payload)
+    with pytest.raises(ResourceCorruptError):
+        store.read("s", uri, offset=0, limit=20)
+    store.close()
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts this process's descriptors in /proc")
 def test_descriptors_held_for_warm_reads_stay_bounded_and_close(tmp_path):
     """Warm reads hold the record and the payload open beside each cached map

@@ -152,3 +152,31 @@ def test_the_kernel_takes_bytes_and_a_str_only(compiled, arguments):
     for kernel in (compiled.record_fields, _native.record_fields):
         with pytest.raises(TypeError):
             kernel(*arguments)
+
+
+def test_a_record_that_grew_after_its_fstat_is_read_to_its_end(tmp_path, monkeypatch):
+    # read_regular reads the fstat size plus one byte: one byte more than the
+    # fstat said shows a file that grew, and open_record reads on from there
+    # (pread keeps no position: the rest is read at the offsets it reached).
+    from overspill import _kernels
+    from overspill.records import open_record, record_json
+    import os
+
+    from overspill import ToolOutputStore
+
+    with ToolOutputStore(tmp_path / "data", durable=False) as store:
+        written = store.write("s", "c", "line\n" * 30000)
+        record = store.status("s", written.uri)
+    resource_id = record.id
+    path = tmp_path / f"{resource_id}.json"
+    path.write_bytes(record_json(record) + b" " * (3 << 20))  # past one 1 MiB pread of the rest
+    real = _kernels.read_regular
+
+    def seen_smaller(path, offset, length, most):
+        fd, identity, data = real(path, offset, length, most)
+        return fd, identity[:3] + (10,) + identity[4:], data[:11]  # as if it had 10 bytes at its fstat
+
+    monkeypatch.setattr(_kernels, "read_regular", seen_smaller)
+    parsed, identity, fd = open_record(str(path), resource_id)
+    os.close(fd)
+    assert parsed == record and identity[3] == 10

@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import resource
 import subprocess
 import sys
 import threading
@@ -17,7 +18,7 @@ from datetime import timedelta
 import pytest
 
 from overspill import CleanupReport, ResourceNotFoundError, StorageError, ToolOutputStore
-from overspill import _files
+from overspill import _files, _kernels
 from overspill.backends.local import LocalBackend
 from overspill.records import new_id
 
@@ -394,14 +395,24 @@ def test_a_store_folder_owned_by_another_user_is_refused(tmp_path, create):
 # storage failure (CLI exit 4), not "not found" (exit 3); and a sweep never
 # removes a good pair because its record could not be opened for a moment.
 def failing_open(monkeypatch, error: int, suffix: str) -> None:
+    """Every open of a file named ``*suffix`` fails with ``error``: through
+    ``os.open``, and through the kernel that opens a cold read's files (the
+    compiled one opens them in C)."""
     real_open = os.open
+    real_read_regular = _kernels.read_regular
 
     def open_or_fail(path, *args, **kwargs):
         if str(path).endswith(suffix):
             raise OSError(error, os.strerror(error), str(path))
         return real_open(path, *args, **kwargs)
 
+    def read_regular_or_fail(path, *args):
+        if str(path).endswith(suffix):
+            raise OSError(error, os.strerror(error), str(path))
+        return real_read_regular(path, *args)
+
     monkeypatch.setattr(_files.os, "open", open_or_fail)
+    monkeypatch.setattr(_kernels, "read_regular", read_regular_or_fail)
 
 
 @pytest.mark.parametrize("error", [errno.EMFILE, errno.EACCES])
@@ -417,6 +428,26 @@ def test_a_payload_or_record_that_cannot_be_opened_is_a_storage_error(tmp_path, 
     monkeypatch.undo()
     with ToolOutputStore(tmp_path, durable=False) as later:
         assert later.read("s", uri).offset == 0  # nothing was lost
+
+
+@pytest.mark.parametrize("suffix", [".txt", ".json"])
+def test_no_descriptor_left_for_a_cold_read_is_a_storage_error(tmp_path, suffix):
+    # For real: the descriptor limit lowered so that the record (".json") or
+    # the payload after it (".txt") gets none; the kernel's own open fails.
+    with ToolOutputStore(tmp_path, durable=False) as writer:
+        uri = writer.truncate("s", "c", "line\n" * 20000).resource.uri
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    with ToolOutputStore(tmp_path, durable=False) as cold:
+        lowest = os.dup(0)  # the lowest free descriptor: the record gets it, the payload the next
+        os.close(lowest)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (lowest + (suffix == ".txt"), hard))
+        try:
+            with pytest.raises(StorageError) as raised:
+                cold.read("s", uri)
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        assert raised.value.errno == errno.EMFILE and not isinstance(raised.value, ResourceNotFoundError)
+        assert cold.read("s", uri).offset == 0  # nothing was lost, and nothing was cached of the failure
 
 
 def test_a_sweep_skips_a_record_it_cannot_open_instead_of_removing_the_pair(tmp_path, monkeypatch):

@@ -11,8 +11,6 @@ import errno
 import os
 import stat
 
-from . import _kernels
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
     from pathlib import Path
@@ -28,7 +26,6 @@ __all__ = [
     "ensure_directory",
     "folder_text",
     "fsync_directory",
-    "open_identified",
     "open_regular",
     "remove_quietly",
     "write_all",
@@ -136,23 +133,6 @@ def open_regular(path: PathText) -> tuple[int, os.stat_result]:
         os.close(fd)
         raise
     return fd, info
-
-
-def open_identified(path: PathText) -> tuple[int, tuple[int, ...]]:
-    """``open_regular``, with the file's identity (``_kernels.regular_identity``:
-    no ``os.stat_result`` made) instead of its ``fstat``.
-
-    :raises OSError: missing, a symlink (``ELOOP``), or not a regular file.
-    """
-    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
-    try:
-        identity = _kernels.regular_identity(fd)
-        if identity is None:
-            raise OSError(0, "not a regular file", str(path))
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd, identity
 
 
 def write_all(fd: int, data: memoryview) -> None:

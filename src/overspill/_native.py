@@ -30,7 +30,8 @@ conventions above and gathers the kernels under the names ``_kernels`` binds:
   page's text in one call), ``text_fits``, ``signal_lines``.
 * ``_native_outline``: ``outline_lines``; ``_native_json``: ``JsonOutline``.
 * ``_native_files``: ``file_unchanged`` (an open file checked against its identity),
-  ``regular_identity`` (an open regular file's identity).
+  ``regular_identity`` (an open regular file's identity), ``read_regular``
+  (a regular file opened, identified and read in one call).
 * ``_native_record``: ``record_fields`` (a record as overspill writes it, for
   ``records.parse_record``).
 * ``_native_values``: ``new_slotted`` (a value class's instance without its
@@ -41,7 +42,7 @@ from __future__ import annotations
 
 from ._buffers import VIEW_ANSI, VIEW_CR
 from ._native_bytes import ascii_view, count_lines, crc32, page_bounds, utf8_length, verify_chunks
-from ._native_files import file_unchanged, regular_identity
+from ._native_files import file_unchanged, read_regular, regular_identity
 from ._native_json import JSON_KEY_MAX, JSON_KEYS_MAX, JSON_NESTING_MAX, JsonOutline
 from ._native_outline import OUTLINE_DEPTH_MAX, SUBJECT_MAX, TOKEN_MAX, outline_lines
 from ._native_preview import preview_cuts
@@ -53,14 +54,14 @@ from ._native_values import new_slotted
 __all__ = [
     "JSON_KEYS_MAX", "JSON_KEY_MAX", "JSON_NESTING_MAX", "OUTLINE_DEPTH_MAX", "SUBJECT_MAX", "TOKEN_MAX",
     "VIEW_ANSI", "VIEW_CR", "JsonOutline", "StreamCap", "ascii_view", "count_lines", "crc32", "file_unchanged",
-    "new_slotted", "outline_lines", "page_bounds", "page_text", "preview_cuts", "record_fields", "regular_identity",
-    "signal_lines", "text_fits", "utf8_length", "verify_chunks", "view_bytes", "view_text",
+    "new_slotted", "outline_lines", "page_bounds", "page_text", "preview_cuts", "read_regular", "record_fields",
+    "regular_identity", "signal_lines", "text_fits", "utf8_length", "verify_chunks", "view_bytes", "view_text",
 ]
 
 # A kernel's home is this module, whichever file specifies it: the twin is one
 # module to its callers, as the compiled ``overspill._speedups`` is.
 for _kernel in (JsonOutline, StreamCap, ascii_view, count_lines, crc32, file_unchanged, new_slotted, outline_lines,
-                page_bounds, page_text, preview_cuts, record_fields, regular_identity, signal_lines, text_fits,
-                utf8_length, verify_chunks, view_bytes, view_text):
+                page_bounds, page_text, preview_cuts, read_regular, record_fields, regular_identity, signal_lines,
+                text_fits, utf8_length, verify_chunks, view_bytes, view_text):
     _kernel.__module__ = __name__
 del _kernel

@@ -18,6 +18,9 @@ VIEW_ANSI: int
 VIEW_CR: int
 
 def regular_identity(fd: int, /) -> Union[tuple[int, int, int, int, int], None]: ...
+def read_regular(
+    path: str, offset: int, length: int, most: int, /
+) -> tuple[int, tuple[int, int, int, int, int], Union[bytes, None]]: ...
 def record_fields(
     data: bytes, resource_id: str, /
 ) -> Union[tuple[str, str, str, Union[str, None], int, int, bytes, int, Union[tuple[int, int], None], Union[int, None]],

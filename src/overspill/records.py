@@ -39,6 +39,7 @@ __all__ = [
     "is_resource_id",
     "load_record",
     "new_id",
+    "open_record",
     "parse_record",
     "parse_uri",
     "read_record",
@@ -467,30 +468,47 @@ def _background(document: dict[str, Any], resource_id: str,
 
 def read_record(path: Union[str, Path], resource_id: str) -> tuple[Record, tuple[int, ...]]:
     """Read and validate the record file at ``path`` (never through a symlink),
-    with the identity of the file it was read from (``_files.open_identified``).
+    with the identity of the file it was read from (``_kernels.read_regular``).
 
     :raises ResourceNotFoundError: missing, not a regular file, oversized,
         unreadable or invalid.
     """
+    record, identity, fd = open_record(path, resource_id)
+    os.close(fd)
+    return record, identity
+
+
+def open_record(path: Union[str, Path], resource_id: str) -> tuple[Record, tuple[int, ...], int]:
+    """``read_record``, with the file left open: ``(record, identity, fd)``, for
+    a caller that checks it again later with ``fstat`` (it closes ``fd``).
+
+    :raises ResourceNotFoundError: as ``read_record`` (nothing is left open).
+    """
     try:
-        fd, identity = _files.open_identified(path)
+        # Opened, identified and read in one kernel call: a cold read's first system calls.
+        fd, identity, data = _kernels.read_regular(os.fspath(path), 0, MAX_RECORD_BYTES + 1, MAX_RECORD_BYTES)
     except FileNotFoundError:
         raise ResourceNotFoundError(f"no resource {uri_for(resource_id)}") from None
     except OSError as error:
         raise unreadable(uri_for(resource_id), "has no readable record", error) from None
-    size = identity[3]
     try:
-        if size > MAX_RECORD_BYTES:
+        if data is None:
             raise ResourceNotFoundError(f"resource {uri_for(resource_id)} has an oversized record")
-        # One read for a file that stays as fstat saw it; more only if it grew.
-        data = os.read(fd, size + 1)
-        if len(data) > size:
-            data += b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
+        if len(data) > identity[3]:  # it grew since its fstat: the rest too
+            parts, at = [data], len(data)
+            while more := os.pread(fd, 1 << 20, at):
+                parts.append(more)
+                at += len(more)
+            data = b"".join(parts)
+        # parse_record's two paths, called directly (data is bytes; the caller's id a str).
+        record = _written_record(data, resource_id) if type(resource_id) is str else None
+        return (record if record is not None else _parse_json(data, resource_id)), identity, fd
     except OSError as error:
-        raise unreadable(uri_for(resource_id), "has no readable record", error) from None
-    finally:
         os.close(fd)
-    return parse_record(data, resource_id), identity
+        raise unreadable(uri_for(resource_id), "has no readable record", error) from None
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def load_record(path: Union[str, Path], resource_id: str) -> Record:

@@ -30,11 +30,13 @@ class Entry:
 
     # ``parsed`` and ``mapped`` are (identity, value) pairs replaced whole, so a
     # reader without the lock never pairs one identity with another's value.
-    # ``record_file`` and ``payload_file``, while the payload is mapped: (the
-    # identity, the file open under it), so that a warm read checks both files
-    # with ``fstat`` instead of a stat by path (``_kernels.file_unchanged``: a
-    # file deleted or replaced, or whose bytes, mode or links changed, is never
-    # served from the cache).
+    # ``record_file`` and ``payload_file``, while the payload is mapped or
+    # after a first read (whose payload is then mapped from the file it read):
+    # (the identity, the file open under it), so that a later read checks both
+    # files with ``fstat`` instead of a stat by path (``_kernels.file_unchanged``:
+    # a file deleted or replaced, or whose bytes, mode or links changed, is
+    # never served from the cache).  ``mapped`` is (identity, None) after a
+    # first read: the payload was read once, not mapped.
     __slots__ = ("record_path", "payload_path", "seal_path", "parsed", "mapped", "chain", "record_file",
                  "payload_file")
 
@@ -50,7 +52,7 @@ class Entry:
         self.payload_file: Optional[tuple[tuple[int, ...], Descriptor]] = None
 
     def drop_map(self) -> None:
-        """Forget the map and the files held open with it (each closes once no reader uses it)."""
+        """Forget the map and the files held open (each closes once no reader uses it)."""
         self.mapped, self.record_file, self.payload_file = (None, None), None, None
 
 

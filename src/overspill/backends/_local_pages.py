@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import os
 
-from .. import _files, _kernels
+from .. import _kernels
 from ..errors import ResourceNotFoundError
 from ..records import unreadable
 from ._checksums import corrupt
-from ._local_maps import PRIVATE_MAP_BYTES
+from ._local_maps import PRIVATE_MAP_BYTES, Descriptor
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
@@ -32,6 +32,7 @@ class LocalPages:
     _entries: dict[str, Entry]
     _lock: threading.Lock
     _map: Callable[[Entry, Record, Optional[tuple[int, ...]]], mmap.mmap]  # open, map and cache the payload
+    _keep_open: Callable[[Entry, str], None]  # with the lock: the entry now holds files open
 
     def page_text(self, resource_id: str, record: Record, low: int, high: int, offset: int, limit: int, flags: int,
                   reach: int, /) -> Optional[tuple[int, int, Optional[str]]]:
@@ -51,7 +52,7 @@ class LocalPages:
             return None
         known, mapping = entry.mapped
         if mapping is None and known is None:
-            return self._first_page(entry, record, low, high, offset, limit, flags, reach)
+            return self._first_page(resource_id, entry, record, low, high, offset, limit, flags, reach)
         if mapping is None:
             mapping = self._map(entry, record, None)  # read again: map it, no stat by path first
         else:
@@ -70,8 +71,8 @@ class LocalPages:
             raise corrupt(record, found)
         return found
 
-    def _first_page(self, entry: Entry, record: Record, low: int, high: int, offset: int, limit: int, flags: int,
-                    reach: int) -> tuple[int, int, Optional[str]]:
+    def _first_page(self, resource_id: str, entry: Entry, record: Record, low: int, high: int, offset: int,
+                    limit: int, flags: int, reach: int) -> tuple[int, int, Optional[str]]:
         """A first read: the window's whole checksum chunks read with one ``pread``
         (no map to set up and fault in for one page); a second read maps the payload."""
         uri = record.resource.uri
@@ -83,22 +84,21 @@ class LocalPages:
         # looking like the payload's end.
         stop = min((-(-high // chunk) * chunk if checksums is not None else high) + 1, size)
         try:
-            fd, identity = _files.open_identified(entry.payload_path)
+            # Opened, identified and read in one kernel call (None: larger than the record says).
+            fd, identity, data = _kernels.read_regular(entry.payload_path, base, stop - base, size)
         except OSError as error:
             raise unreadable(uri, "has no readable payload", error) from None
-        try:
-            if identity[3] != size:
-                raise ResourceNotFoundError(f"resource {uri} has a missing or mismatched payload")
-            data = os.pread(fd, stop - base, base)
-        except OSError as error:
-            raise unreadable(uri, "cannot be read", error) from None
-        finally:
+        if identity[3] != size or data is None or len(data) != stop - base:
             os.close(fd)
-        if len(data) != stop - base:
             raise ResourceNotFoundError(f"resource {uri} has a missing or mismatched payload")
+        held = Descriptor(fd)  # closed when dropped: at once, or when the entry lets it go
         with self._lock:
-            if entry.mapped[1] is None:  # (another thread may have mapped it meanwhile)
-                entry.mapped = (identity, None)  # read once: the next read maps it
+            if entry.mapped[1] is None and entry.payload_file is None:  # (another thread may have mapped it)
+                # Read once: the payload stays open (with the record file just parsed),
+                # and the next read maps it from there, with no open or stat by path.
+                entry.mapped = (identity, None)
+                entry.payload_file = (identity, held)
+                self._keep_open(entry, resource_id)
         sums = None if checksums is None else memoryview(checksums)[4 * (base // chunk) :]
         found = _kernels.page_text(data, low - base, high - base, offset - base, limit, flags, reach, sums, chunk)
         if isinstance(found, int):

@@ -23,7 +23,7 @@ from _thread import allocate_lock  # threading's Lock, without importing threadi
 
 from .. import _files, _kernels
 from ..errors import ResourceNotFoundError
-from ..records import Record, read_record, unreadable, uri_for
+from ..records import Record, open_record, unreadable, uri_for
 from ._checksums import verify
 from ._index import ListingIndex
 from ._local_growing import LocalGrowing
@@ -98,7 +98,13 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
         # the lock serialises insertions, evictions and map bookkeeping.
         self._lock = allocate_lock()
         self._entries: dict[str, Entry] = {}
-        self._mapped_ids: dict[str, None] = {}  # ids with an open map, oldest first (insertion order)
+        # Ids whose entry holds files open (a first read's, or with a map), oldest
+        # first (insertion order); at most _OPEN_MAPS, so descriptors stay few.
+        self._mapped_ids: dict[str, None] = {}
+        # The record file last parsed, still open: a page read just after it keeps
+        # it with the payload (its next reads check it with fstat, and no close
+        # or second open is on their way); the next parse drops (closes) it.
+        self._last_parsed: Optional[tuple[Entry, tuple[int, ...], Descriptor]] = None
 
     @property
     def folder(self) -> str:
@@ -172,17 +178,49 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
                         entry.record_file = opened
         if record is None:
             # Parsed from the file that was opened, keyed by that file's fstat.
-            record, identity = read_record(entry.record_path, resource_id)
+            record, identity, fd = open_record(entry.record_path, resource_id)
             entry.parsed = (identity, record)
+            self._last_parsed = (entry, identity, Descriptor(fd))
         if record.state != "running":
             return record
         return self._growing(entry, record)
 
+    def _keep_open(self, entry: Entry, resource_id: str) -> None:
+        """With the lock held: ``resource_id``'s entry now holds files open (the
+        newest); the oldest beyond _OPEN_MAPS lets its map and files go."""
+        last = self._last_parsed
+        if (last is not None and last[0] is entry and entry.parsed[0] is last[1]
+                and (entry.record_file is None or entry.record_file[0] is not last[1])):
+            entry.record_file = (last[1], last[2])  # the record file just parsed: its next checks are fstats
+            self._last_parsed = None
+        self._mapped_ids.pop(resource_id, None)
+        self._mapped_ids[resource_id] = None  # the newest
+        if len(self._mapped_ids) > _OPEN_MAPS:
+            oldest = next(iter(self._mapped_ids))
+            del self._mapped_ids[oldest]
+            evicted = self._entries.get(oldest)
+            if evicted is not None:
+                evicted.drop_map()  # the map closes once no reader holds a view of it
+
     def _map(self, entry: Entry, record: Record, identity: Optional[tuple[int, ...]]) -> mmap.mmap:
         """Open and map the payload (whose lstat gave ``identity``, if one was
-        taken: a cold read opens without one); cache the map, and keep the
-        payload open beside it for warm reads' ``fstat``."""
+        taken: a cold read opens without one, and a read after a first one maps
+        the payload that read kept open); cache the map, and keep the payload
+        open beside it for warm reads' ``fstat``."""
         uri = record.resource.uri
+        known = entry.mapped[0]
+        held = entry.payload_file
+        if (identity is None and held is not None and held[0] is known and known[3] == record.resource.size
+                and _kernels.file_unchanged(held[1].fd, known)):  # type: ignore[index]
+            try:
+                mapping = mmap.mmap(held[1].fd, 0, access=mmap.ACCESS_READ)
+            except OSError as error:
+                raise unreadable(uri, "cannot be mapped", error) from None
+            with self._lock:
+                if entry.payload_file is held:  # (not dropped meanwhile: nothing would close the map)
+                    entry.mapped = (known, mapping)
+                    self._keep_open(entry, record.id)
+            return mapping
         try:
             fd, opened = _files.open_regular(entry.payload_path)
         except OSError as error:
@@ -204,14 +242,7 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
             entry.mapped = (identity, mapping)
             # Kept open with the map, so that warm reads check the payload with fstat.
             entry.payload_file = (identity, Descriptor(fd))
-            self._mapped_ids.pop(record.id, None)
-            self._mapped_ids[record.id] = None  # the newest
-            if len(self._mapped_ids) > _OPEN_MAPS:
-                oldest = next(iter(self._mapped_ids))
-                del self._mapped_ids[oldest]
-                evicted = self._entries.get(oldest)
-                if evicted is not None:
-                    evicted.drop_map()  # the map closes once no reader holds a view of it
+            self._keep_open(entry, record.id)
         return mapping
 
     def read(self, record: Record, start: int, end: int, /) -> memoryview:
@@ -300,7 +331,9 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
         with self._lock:
             for resource_id in resource_ids:
                 self._mapped_ids.pop(resource_id, None)
-                self._entries.pop(resource_id, None)
+                entry = self._entries.pop(resource_id, None)
+                if entry is not None and self._last_parsed is not None and self._last_parsed[0] is entry:
+                    self._last_parsed = None
 
     def delete(self, resource_id: str, /) -> int:
         """Remove the pair, record first; the bytes freed (0 when it was gone)."""
@@ -339,6 +372,7 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
         self._lock = allocate_lock()
         self._entries = {}
         self._mapped_ids = {}
+        self._last_parsed = None
         if self._index is not None:
             self._index.reset_after_fork()
 
@@ -348,6 +382,7 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
             maps = [entry.mapped[1] for entry in self._entries.values() if entry.mapped[1] is not None]
             self._entries = {}
             self._mapped_ids.clear()
+            self._last_parsed = None
         for mapping in maps:
             try:
                 mapping.close()
