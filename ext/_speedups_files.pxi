@@ -62,7 +62,8 @@ def regular_identity(fd, /):
 
 
 from cpython.exc cimport PyErr_CheckSignals, PyErr_SetFromErrnoWithFilenameObject
-from libc.errno cimport EINTR, EPERM, errno
+from libc cimport errno as c_errno  # module-qualified: a bare ``errno = ...`` would make a local
+from libc.errno cimport EINTR, EPERM
 from libc.string cimport strlen
 from posix.fcntl cimport O_CLOEXEC, O_NONBLOCK, O_RDONLY
 from posix.fcntl cimport open as c_open
@@ -108,19 +109,19 @@ def read_regular(path, offset, length, most, /):
             fd = c_open(c_path, flags)
             if fd >= 0:
                 stat_failed = fstat(fd, &info)
-            failure = errno
+            failure = c_errno.errno
         if fd >= 0:
             break
         if failure == EPERM and flags & O_NOATIME:
             flags &= ~O_NOATIME  # not this user's file: read it as any reader does
             continue
         if failure != EINTR:
-            errno = failure
+            c_errno.errno = failure
             PyErr_SetFromErrnoWithFilenameObject(OSError, path)
         PyErr_CheckSignals()  # as os.open: a handler that raises ends the call
     try:
         if stat_failed != 0:
-            errno = failure
+            c_errno.errno = failure
             PyErr_SetFromErrno(OSError)  # (closed below, as on every error)
         if not S_ISREG(info.st_mode):
             raise OSError(0, "not a regular file", path)
@@ -138,11 +139,11 @@ def read_regular(path, offset, length, most, /):
         while True:
             with nogil:
                 got = c_pread(fd, buffer, wanted, c_offset)
-                failure = errno
+                failure = c_errno.errno
             if got >= 0:
                 break
             if failure != EINTR:
-                errno = failure
+                c_errno.errno = failure
                 PyErr_SetFromErrno(OSError)
             PyErr_CheckSignals()
     except BaseException:

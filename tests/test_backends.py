@@ -211,6 +211,30 @@ def test_a_read_after_a_first_one_maps_the_files_that_one_kept_open(tmp_path, mo
     store.close()
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts this process's descriptors in /proc")
+def test_a_store_dropped_unclosed_lets_its_files_go_at_once(tmp_path):
+    # No reference cycle keeps a backend (and the files and maps its reads hold)
+    # alive until the garbage collector runs: dropping the last reference is enough.
+    import gc
+
+    with ToolOutputStore(tmp_path, durable=False) as writer:
+        uri = writer.write("s", "c", "line\n" * 40000).uri
+    before = _open_descriptors()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        store = ToolOutputStore(tmp_path, durable=False)
+        for _ in range(3):  # a first read, then the map
+            store.read("s", uri, offset=7, limit=20)
+        store.write("s", "d", "y" * 300_000)
+        assert store.records("s") and _open_descriptors() - before
+        del store
+        assert _open_descriptors() <= before
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def test_a_payload_replaced_after_a_first_read_is_looked_up_again(tmp_path):
     # The payload the first read kept open was renamed over: the next read finds
     # it unlinked (fstat), takes the new file by path and refuses its bytes.

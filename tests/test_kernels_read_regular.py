@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 
 import pytest
 from hypothesis import given, settings
@@ -116,3 +120,120 @@ def test_reading_writes_no_access_time(tmp_path):
         os.close(fd)
         assert data == (b"stored bytes\n" * 100)[:100]
         assert os.stat(path).st_atime_ns == modified - 10**9
+
+
+_INTERRUPTING_LIBC = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/types.h>
+/* The next `opens` opens of a path holding "interrupted", and the next `reads`
+   preads, fail with EINTR (as when a signal arrives), then calls go through. */
+static int opens = 0, reads = 0;
+void interrupt_next(int open_calls, int pread_calls) { opens = open_calls; reads = pread_calls; }
+ssize_t pread64(int fd, void *buffer, size_t count, off_t offset) {
+    static ssize_t (*real)(int, void *, size_t, off_t);
+    if (!real) real = (ssize_t (*)(int, void *, size_t, off_t))dlsym(RTLD_NEXT, "pread64");
+    if (reads > 0) { reads--; errno = EINTR; return -1; }
+    return real(fd, buffer, count, offset);
+}
+ssize_t pread(int fd, void *buffer, size_t count, off_t offset) { return pread64(fd, buffer, count, offset); }
+int open64(const char *path, int flags, ...) {
+    static int (*real)(const char *, int, ...);
+    va_list arguments; va_start(arguments, flags); int mode = va_arg(arguments, int); va_end(arguments);
+    if (!real) real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open64");
+    if (opens > 0 && strstr(path, "interrupted")) { opens--; errno = EINTR; return -1; }
+    return real(path, flags, mode);
+}
+int open(const char *path, int flags, ...) {
+    va_list arguments; va_start(arguments, flags); int mode = va_arg(arguments, int); va_end(arguments);
+    return open64(path, flags, mode);
+}
+"""
+
+_INTERRUPTED_READS = """
+import ctypes, os, sys
+from overspill import _native
+try:
+    from overspill import _speedups
+except ImportError:
+    _speedups = None
+shim = ctypes.CDLL(sys.argv[1])
+for kernel in (_speedups, _native):
+    if kernel is None:
+        continue
+    for opens, reads in ((1, 0), (0, 1), (2, 2)):
+        shim.interrupt_next(opens, reads)
+        fd, identity, data = kernel.read_regular(sys.argv[2], 2, 5, 100)
+        os.close(fd)
+        print(kernel.__name__, opens, reads, data.decode())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or shutil.which("gcc") is None,
+                    reason="interrupts glibc's open and pread through LD_PRELOAD")
+def test_an_interrupted_open_or_read_is_retried_as_os_does(tmp_path):
+    # PEP 475: os.open and os.pread retry after EINTR; the compiled kernel does too.
+    source = tmp_path / "interrupting.c"
+    source.write_text(_INTERRUPTING_LIBC)
+    shim = tmp_path / "interrupting.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(shim), str(source), "-ldl"], check=True)
+    target = tmp_path / "interrupted.txt"
+    target.write_bytes(b"0123456789")
+    run = subprocess.run([sys.executable, "-c", _INTERRUPTED_READS, str(shim), str(target)],
+                         capture_output=True, text=True, env={**os.environ, "LD_PRELOAD": str(shim)}, timeout=60)
+    assert run.returncode == 0, run.stderr
+    answers = run.stdout.split("\n")
+    assert [line.split()[-1] for line in answers if line] == ["23456"] * (6 if "_speedups" in run.stdout else 3)
+
+
+def _read_as_another_user(path: str) -> list[str]:
+    """What each implementation reads of ``path`` in a child that is not its owner."""
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        os.close(reader)
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            answers = []
+            for kernel in (_kernels.read_regular, _native.read_regular):
+                fd, _, data = kernel(path, 0, 5, 100)
+                os.close(fd)
+                answers.append(data.decode())
+        except BaseException as error:
+            answers = [repr(error)]
+        os.write(writer, "\n".join(answers).encode())
+        os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader) as answer:
+        text = answer.read()
+    os.waitpid(child, 0)
+    return text.split("\n")
+
+
+@pytest.mark.skipif(not hasattr(os, "O_NOATIME"), reason="O_NOATIME is Linux's")
+def test_a_file_of_another_user_is_read_without_o_noatime(tmp_path):
+    # O_NOATIME is refused (EPERM) to a reader that does not own the file: the
+    # open is made again without it, as any reader's.
+    if os.geteuid() == 0:
+        shared = tempfile.mkdtemp()  # in /tmp: pytest's own folders are closed to other users
+        try:
+            os.chmod(shared, 0o755)
+            path = os.path.join(shared, "shared.txt")
+            with open(path, "wb") as file:
+                file.write(b"hello world")
+            os.chmod(path, 0o644)
+            assert _read_as_another_user(path) == ["hello", "hello"]
+        finally:
+            shutil.rmtree(shared)
+    else:
+        owned_by_root = "/etc/passwd"
+        if not os.path.exists(owned_by_root) or os.stat(owned_by_root).st_uid == os.geteuid():
+            pytest.skip("no readable file of another user")
+        for kernel in (_kernels.read_regular, _native.read_regular):
+            fd, _, data = kernel(owned_by_root, 0, 5, 1 << 30)
+            os.close(fd)
+            assert len(data) == 5

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never eva
 
     from ._local_writer import LocalWriter
 
-__all__ = ["LocalQuota"]
+__all__ = ["LocalQuota", "unpublished_bytes"]
 
 
 class LocalQuota:
@@ -79,4 +79,9 @@ class LocalQuota:
 
     def _pending(self) -> int:
         """Bytes of this backend's payloads not yet published."""
-        return sum(writer.size for writer in list(self._live.values()))
+        return unpublished_bytes(self._live)
+
+
+def unpublished_bytes(live: dict[int, LocalWriter]) -> int:
+    """Bytes of the payloads of ``live`` writers (not yet published)."""
+    return sum(writer.size for writer in list(live.values()))

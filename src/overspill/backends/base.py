@@ -78,9 +78,12 @@ else:
                 members = frozenset(name for klass in cls.__mro__ if isinstance(klass, _ProtocolType)
                                     for name in vars(klass) if not name.startswith("_"))
                 type.__setattr__(cls, "_members", members)
-            # A class whose methods are every member conforms for each of its
-            # instances: remembered per class (a store looks three protocols
-            # up at each construction); any other is checked per instance.
+            # A class that defines every member as a plain function, with the
+            # default attribute lookup, conforms for each of its instances:
+            # remembered per class (a store looks three protocols up at each
+            # construction).  Any other is checked per instance, as typing's
+            # Protocol does.  A class changed after its first check (a member
+            # deleted) is not looked at again.
             conforming = cls.__dict__.get("_conforming")
             if conforming is None:
                 conforming = set()
@@ -88,10 +91,25 @@ else:
             kind = type(instance)
             if kind in conforming:
                 return True
-            if all(callable(getattr(kind, name, None)) for name in members):
+            if _plain_methods(kind, members):
                 conforming.add(kind)
                 return True
             return all(hasattr(instance, name) for name in members)
+
+    _FUNCTION = type(lambda: None)
+
+    def _plain_methods(kind: type, names: frozenset[str]) -> bool:
+        """Whether ``kind``'s instances have every one of ``names`` as a plain
+        function of the class (no descriptor or lookup hook that could answer
+        differently for one instance)."""
+        if (kind.__getattribute__ is not object.__getattribute__ or "__getattr__" in dir(kind)
+                or type(kind) is not type):
+            return False
+        for name in names:
+            found = next((klass.__dict__[name] for klass in kind.__mro__ if name in klass.__dict__), None)
+            if type(found) is not _FUNCTION:
+                return False
+        return True
 
     class Protocol(metaclass=_ProtocolType):
         """The base of the protocols below (``typing.Protocol`` for type checkers)."""

@@ -30,7 +30,7 @@ from ._local_growing import LocalGrowing
 from ._local_listing import LocalListing
 from ._local_maps import PRIVATE_MAP_BYTES, Descriptor, Entry, drop_mapped_pages, file_identity, hold, map_range
 from ._local_pages import LocalPages
-from ._local_quota import LocalQuota
+from ._local_quota import LocalQuota, unpublished_bytes
 from ._local_writer import LocalWriter
 from ._usage import UsageTotal
 from ._report import CleanupReport
@@ -93,7 +93,11 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
         # The quota's running total lives beside the index; without an index the
         # quota check counts the folder (as a sweep always does).
         self._live: dict[int, LocalWriter] = {}  # this backend's writers not yet published
-        self._usage = None if index is None else UsageTotal(self._directory, _files.folder_text(index), self._pending)
+        # Its count of unpublished bytes reads the writers, not the backend: no
+        # reference cycle, so a store dropped unclosed lets its files go at once.
+        live = self._live
+        self._usage = None if index is None else UsageTotal(self._directory, _files.folder_text(index),
+                                                            lambda: unpublished_bytes(live))
         # Readers look entries up without the lock (a dict lookup is atomic);
         # the lock serialises insertions, evictions and map bookkeeping.
         self._lock = allocate_lock()
@@ -104,6 +108,8 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
         # The record file last parsed, still open: a page read just after it keeps
         # it with the payload (its next reads check it with fstat, and no close
         # or second open is on their way); the next parse drops (closes) it.
+        # Set without the lock (a cold read's cost): a parse racing close() may
+        # leave one record file open until the next parse or the backend goes.
         self._last_parsed: Optional[tuple[Entry, tuple[int, ...], Descriptor]] = None
 
     @property
@@ -151,6 +157,8 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
                     # entry's map closes once no reader holds a view of it.
                     dropped = next(iter(self._entries))
                     self._mapped_ids.pop(dropped, None)
+                    if self._last_parsed is not None and self._last_parsed[0] is self._entries[dropped]:
+                        self._last_parsed = None  # (its file, and any map of the entry, go with it)
                     del self._entries[dropped]
         return entry
 
