@@ -147,6 +147,34 @@ def test_first_read_by_a_cold_store(benchmark, implementation, folder, resource_
         opened.pop().close()
 
 
+def test_first_read_kernels_alone(benchmark, implementation, folder, resource_64mib, offsets):
+    """What the store's layers add to a first read: the same kernel calls (record
+    read and parsed, window read, page verified and made) with nothing around them."""
+    benchmark.group = "first read by a cold store vs a warm read"
+    managed = ToolOutputStore(folder, durable=False).directory
+    resource_id = resource_64mib.uri.split("//")[1]
+    record_path, payload_path = f"{managed}/{resource_id}.json", f"{managed}/{resource_id}.txt"
+    offset = offsets[0]
+    size = resource_64mib.size
+
+    def first_read():
+        fd, _, data = _kernels.read_regular(record_path, 0, 1 << 26, 1 << 26)
+        fields = _kernels.record_fields(data, resource_id)
+        chunk, sums = fields[7], fields[6]
+        low, high = offset - 8, min(offset + PAGE + 8, size)
+        base, stop = low - low % chunk, min(-(-high // chunk) * chunk + 1, size)
+        window_fd, _, window = _kernels.read_regular(payload_path, base, stop - base, size)
+        found = _kernels.page_text(window, low - base, high - base, offset - base, PAGE, 0, 16,
+                                   memoryview(sums)[4 * (base // chunk):], chunk)
+        os.close(fd)
+        os.close(window_fd)
+        return found
+
+    assert first_read()[2] == ToolOutputStore(folder, durable=False).read("bench", resource_64mib.uri,
+                                                                          offset=offset).content
+    benchmark.pedantic(first_read, rounds=300, warmup_rounds=5)
+
+
 def test_first_read_baseline_warm_read(benchmark, store, resource_64mib, offsets):
     benchmark.group = "first read by a cold store vs a warm read"
     offset = offsets[0]
