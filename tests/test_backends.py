@@ -252,6 +252,27 @@ def test_a_payload_replaced_after_a_first_read_is_looked_up_again(tmp_path):
     store.close()
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forks")
+def test_a_forked_child_counts_only_its_own_unpublished_bytes(tmp_path):
+    # The quota's running total subtracts this process's unpublished payloads
+    # when it recounts the folder: in a child, the parent's writers are not its own.
+    backend = LocalBackend(tmp_path / "managed", durable=False, index=tmp_path / "index")
+    parents = backend.create(new_id())
+    parents.write(memoryview(b"p" * 1000))
+    assert backend._pending() == backend._usage._unpublished() == 1000
+    child = os.fork()
+    if child == 0:  # pragma: no cover - reported through the exit status
+        try:
+            backend.reset_after_fork()  # as a store does for its backend in a forked child
+            mine = backend.create(new_id())
+            mine.write(memoryview(b"c" * 10))
+            os._exit(0 if backend._pending() == backend._usage._unpublished() == 10 else 1)
+        finally:
+            os._exit(2)
+    assert os.waitpid(child, 0)[1] == 0
+    parents.abort()
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts this process's descriptors in /proc")
 def test_descriptors_held_for_warm_reads_stay_bounded_and_close(tmp_path):
     """Warm reads hold the record and the payload open beside each cached map

@@ -376,7 +376,7 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
         child to release it) or been half-way through a cache update; the
         child starts from nothing and maps what it reads itself.
         """
-        self._live = {}
+        self._live.clear()  # in place: the usage total counts unpublished bytes through this dict
         self._lock = allocate_lock()
         self._entries = {}
         self._mapped_ids = {}
