@@ -16,7 +16,8 @@ Tools: ``text`` (``unit`` repeated ``count`` times, joined by ``sep``),
 ``pid`` (the server's pid, process group and parent), ``headers`` (the
 ``X-Test`` header of the HTTP request), ``typed`` (declares an
 ``outputSchema``: ``{"result": string}``, the SDK's shape for a tool returning
-text, and returns ``text``'s text in both forms).
+text, and returns ``text``'s text in both forms), ``verbatim`` (returns the content blocks it is
+given as ``content``, as JSON, and ``meta`` as the result's ``_meta``).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ MODE = sys.argv[1] if len(sys.argv) > 1 else "serve"
 MODES = set(MODE.split(","))
 
 TOOLS = ["text", "blocks", "image", "structured", "fail", "slow", "crash", "sample", "elicit", "roots", "ping",
-         "log", "pid", "headers", "typed"] + (["read", "grep"] if "collide" in MODES else [])
+         "log", "pid", "headers", "typed", "verbatim"] + (["read", "grep"] if "collide" in MODES else [])
 TYPED = {"type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"]}
 
 
@@ -60,6 +61,8 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         value = args.get("sep", "").join([args.get("unit", "")] * args.get("count", 1))
         return types.CallToolResult(content=[text(value)], structured_content={"result": value} if name == "typed"
                                     else None)
+    if name == "verbatim":  # the test says exactly what the upstream answers (annotations, _meta)
+        return types.CallToolResult.model_validate({"content": args["content"], "_meta": args.get("meta")})
     if name == "blocks":
         return types.CallToolResult(content=[text(part) for part in args["parts"]] + [
             types.ImageContent(type="image", data=IMAGE, mime_type="image/png"),
