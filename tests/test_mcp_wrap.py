@@ -33,6 +33,7 @@ from test_mcp_server import links_of, overspill_script, page_with_read, text_of 
 from conftest import IMPLEMENTATIONS  # noqa: E402
 
 UPSTREAM = str(Path(__file__).with_name("mcp_upstream_server.py"))
+IMAGE = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 LIMIT = 8192
 
 
@@ -244,6 +245,76 @@ def test_an_output_schema_is_listed_and_a_bounded_result_conforms_to_it(shared):
     shared.run(main)
 
 
+def annotated(text: str, annotations: dict | None = None, meta: dict | None = None) -> dict:
+    """A text block as an upstream sends it, with its ``annotations`` and ``_meta`` when given."""
+    block: dict = {"type": "text", "text": text}
+    if annotations is not None:
+        block["annotations"] = annotations
+    if meta is not None:
+        block["_meta"] = meta
+    return block
+
+
+def test_annotations_and_meta_of_text_blocks_survive_bounding(shared, subprocess_env):
+    # Regression: a bounded result's preview block carried neither the annotations (audience,
+    # priority, lastModified) nor the _meta of the text blocks it joins, so a client relying on
+    # audience=["assistant"] saw them vanish only when an output was large.
+    said = {"audience": ["assistant"], "priority": 0.25, "lastModified": "2025-01-02T03:04:05Z"}
+    tagged = {"example.com/origin": "db", "example.com/shape": {"rows": 2}}
+    others = [  # passed through as they are, annotations and _meta included
+        {"type": "image", "data": IMAGE, "mimeType": "image/png", "annotations": {"audience": ["user"]},
+         "_meta": {"example.com/image": True}},
+        {"type": "resource", "resource": {"uri": "test://embedded", "text": "embedded", "mimeType": "text/plain"},
+         "annotations": {"priority": 1.0}, "_meta": {"example.com/embedded": 1}},
+        {"type": "resource_link", "uri": "test://linked", "name": "linked",
+         "annotations": {"audience": ["assistant"], "lastModified": "2024-12-31T00:00:00Z"},
+         "_meta": {"example.com/link": "theirs"}},
+    ]
+    result_meta = {"example.com/trace": "t-1"}
+
+    def verbatim(*texts: dict) -> dict:
+        return {"content": [texts[0], *others, *texts[1:]], "meta": result_meta}
+
+    cases = {  # label: (the text blocks, the preview's annotations and _meta, our link's annotations)
+        "the same on every block": ((annotated("a" * 5000, said, tagged), annotated("b" * 5000, said, tagged)),
+                                    said, tagged),
+        "one block": ((annotated("c" * 9000, said, tagged),), said, tagged),
+        "what every block says": (
+            (annotated("d" * 5000, said, {**tagged, "example.com/part": 1, "example.com/flag": True}),
+             annotated("short", {**said, "priority": 0.75}, {**tagged, "example.com/part": 2, "example.com/flag": 1}),
+             annotated("e" * 5000, {"lastModified": said["lastModified"], "audience": ["assistant"]},
+                       {"example.com/shape": {"rows": 2}, "example.com/origin": "db"})),
+            {"audience": ["assistant"], "lastModified": said["lastModified"]}, tagged),
+        "for the user and for the assistant": (
+            (annotated("f" * 5000, {"audience": ["user"], "priority": 0.5}),
+             annotated("g" * 5000, {"audience": ["assistant"], "priority": 0.5})), {"priority": 0.5}, None),
+        "a block saying nothing": ((annotated("h" * 5000, said, tagged), annotated("i" * 5000)), None, None),
+    }
+
+    async def main(client):
+        async with direct([sys.executable, UPSTREAM], subprocess_env) as upstream:
+            small = verbatim(annotated("small", said, tagged), annotated("text", {"priority": 0.5}, {"x": 1}))
+            passed, expected = await client.call_tool("verbatim", small), await upstream.call_tool("verbatim", small)
+            assert dumped(passed) == dumped(expected) and passed.meta == expected.meta == result_meta
+            for label, (texts, shown, kept) in cases.items():
+                arguments = verbatim(*texts)
+                result = await client.call_tool("verbatim", arguments)
+                expected = await upstream.call_tool("verbatim", arguments)
+                blocks = dumped(result)
+                assert [block["type"] for block in blocks] == [
+                    "text", "resource_link", "image", "resource", "resource_link"], label
+                assert blocks[2:] == dumped(expected)[1:4], label  # the others, unchanged, in their order
+                preview, link = blocks[0], blocks[1]
+                assert preview.get("annotations") == shown, label
+                assert preview.get("_meta") == kept, label
+                assert link.get("annotations") == preview.get("annotations") and "_meta" not in link, label
+                assert result.meta == result_meta, label
+                whole = "\n".join(block["text"] for block in texts)
+                assert await page_all(client, link["uri"]) == whole.encode(), label
+
+    shared.run(main)
+
+
 def test_requests_and_notifications_are_relayed(shared):
     async def main(client):
         assert text_of(await client.call_tool("sample", {"prompt": "the answer?"})) == "sampled: forty-two"
@@ -318,6 +389,10 @@ def test_in_the_2026_era_requests_are_input_required_rounds_and_a_crash_is_an_er
             result = await client.call_tool("text", {"unit": "m", "count": 20000})
             (link,) = links_of(result)
             assert await page_all(client, link.uri) == b"m" * 20000
+            said = {"content": [annotated("n" * 9000, {"audience": ["assistant"]}, {"k": 1})], "meta": {"t": 1}}
+            kept = await client.call_tool("verbatim", said)  # the text blocks' annotations in this era too
+            assert dumped(kept)[0]["annotations"] == {"audience": ["assistant"]} and kept.content[0].meta == {"k": 1}
+            assert kept.meta["t"] == 1 and kept.content[1].annotations.audience == ["assistant"]
 
             group = int(text_of(await client.call_tool("pid", {})).split()[1])
             crashed = await client.call_tool("crash", {})

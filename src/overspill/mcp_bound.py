@@ -7,7 +7,11 @@ whole and the model is shown the bounded preview, its marker, a
 ``resource_link`` and ``structuredContent`` with ``uri``, ``size``,
 ``lines``, ``next_offset`` and ``text``.  A tool that declares an
 ``outputSchema`` gets ``structuredContent`` that conforms to it where one can
-be had (see ``conforming``), with overspill's fields under ``_meta``.
+be had (see ``conforming``), with overspill's fields under ``_meta``.  The
+preview block says what the text blocks it replaces said (their
+``annotations`` and ``_meta``: see ``bound``); every other block passes
+through as it came, its own annotations and ``_meta`` included, and so does
+the result's ``_meta``.
 
 Needs the ``mcp`` extra; ``import overspill`` never imports this module.
 """
@@ -108,6 +112,37 @@ def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limi
     return None
 
 
+def _same(one: Any, other: Any) -> bool:
+    """Whether two JSON values are the same value (Python's ``==`` alone holds ``True == 1 == 1.0``)."""
+    return bool(one == other) and json.dumps(one, sort_keys=True) == json.dumps(other, sort_keys=True)
+
+
+def _common(said: list[Any]) -> Optional[dict[str, Any]]:
+    """The entries that every object of ``said`` (one block's ``annotations`` or ``_meta`` each)
+    holds with the same value, in the first's order; None when there are none.  A block without
+    the object (or with one that is not an object) holds none, so then nothing is common."""
+    first, rest = said[0], said[1:]
+    if not isinstance(first, dict) or not all(isinstance(other, dict) for other in rest):
+        return None
+    kept = {key: value for key, value in first.items()
+            if all(key in other and _same(other[key], value) for other in rest)}
+    return kept or None
+
+
+def _carry(ours: list[dict[str, Any]], joined: list[dict[str, Any]]) -> None:
+    """Give the preview block (``ours[0]``) what the text blocks it replaces (``joined``) all said:
+    the ``annotations`` entries and ``_meta`` keys common to them (``_common``); and the
+    ``resource_link`` after it (``ours[1]``, when there is one) those annotations too."""
+    annotations = _common([block.get("annotations") for block in joined])
+    meta = _common([block.get("_meta") for block in joined])
+    if annotations is not None:
+        for block in ours:  # the link is to the same output, whole: the same audience, priority and date
+            block["annotations"] = dict(annotations)
+    if meta is not None:
+        # Not on the link: an upstream's _meta describes its own blocks, and two blocks would claim it.
+        ours[0]["_meta"] = meta
+
+
 def _dumped(result: Any) -> dict[str, Any]:
     return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
@@ -115,6 +150,20 @@ def _dumped(result: Any) -> dict[str, Any]:
 def bound(raw: dict[str, Any], store: ToolOutputStore, session: str, call_id: str, resource_link: bool,
           output_schema: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     """A ``tools/call`` result bounded for the model (runs on a worker thread: it may write).
+
+    When the text blocks are over the limits, the preview block that replaces
+    them (where the first was) carries what they all said: each
+    ``annotations`` entry (``audience``, ``priority``, ``lastModified``) and
+    each top-level ``_meta`` key that every one of them holds with the same
+    JSON value, and nothing that any of them lacks or states otherwise.  So
+    blocks annotated alike give a preview annotated so; a block with no
+    ``annotations`` (meant for everyone) or blocks for different audiences
+    give one with no ``audience`` (meant for everyone, which is what the
+    joined text is for); differing priorities or dates give none.  Overspill's
+    ``resource_link`` to the stored output carries the same annotations (it is
+    that output, whole), not the ``_meta``; the link to a stored
+    ``structuredContent`` carries neither.  Every other block, and the
+    result's ``_meta``, pass through as they came.
 
     :param output_schema: the tool's declared ``outputSchema``, if any.
     """
@@ -135,6 +184,7 @@ def bound(raw: dict[str, Any], store: ToolOutputStore, session: str, call_id: st
     shown = dict(raw)
     if cut is not None and cut.resource is not None:
         ours = _dumped(_tool_result("wrap", bounded(cut), resource_link))
+        _carry(ours["content"], [content[index] for index in texts])
         blocks: list[Any] = []
         for index, block in enumerate(content):  # the preview where the first text block was
             if index == texts[0]:

@@ -10,8 +10,11 @@ resources, prompts and completions to a real client, with overspill in between:
   ``resource_link=False``) and ``structuredContent`` with ``uri``, ``size``,
   ``lines``, ``next_offset`` and ``text`` (the shape ``overspill mcp`` gives);
   an upstream ``structuredContent`` over the limits is stored as its JSON text.
-  Under the limits the result passes through as the upstream sent it.  Image,
-  audio and embedded-resource blocks pass through unchanged (``mcp_bound``);
+  Under the limits the result passes through as the upstream sent it.  The
+  preview block carries the annotations and ``_meta`` entries common to the
+  text blocks it replaces, the ``resource_link`` those annotations; image,
+  audio, embedded-resource and link blocks, and the result's ``_meta``, pass
+  through unchanged (``mcp_bound.bound``);
 - overspill's ``read`` and ``grep`` over stored outputs are added (named
   ``overspill_read``/``overspill_grep`` when the upstream has a tool of that
   name; the instructions name them), with the ``tool-output://`` template;
