@@ -277,3 +277,19 @@ def test_read_all_stops_at_the_write_the_closed_pipe_refuses(tmp_path, subproces
     probe = subprocess.run([sys.executable, "-c", STOP_PROBE, str(SCRIPT), resource.uri],
                            capture_output=True, text=True, env=subprocess_env, timeout=300)
     assert probe.stdout == "0 10 ''\n", (probe.stdout, probe.stderr)
+
+
+def test_a_preview_bounded_by_end_stops_there_and_states_that_size(store):
+    data = b"".join(b"line %d\n" % number for number in range(5000))
+    uri = store.write("s", "c", data).uri
+    whole = store.preview("s", uri, max_lines=10, max_bytes=10_000)
+    assert whole.resource.size == len(data)
+    assert store.preview("s", uri, max_lines=10, max_bytes=10_000, end=len(data) + 5) == whole
+    small = store.preview("s", uri, max_lines=10, max_bytes=10_000, end=21)
+    assert not small.truncated and small.content == "line 0\nline 1\nline 2\n"
+    assert small.resource.size == small.next_offset == 21 and small.lines == 3
+    bounded = store.preview("s", uri, offset=100, max_lines=10, max_bytes=10_000, end=20_000)
+    assert bounded.truncated and bounded.resource.size == 20_000
+    assert "of 20000 ..." in bounded.content and bounded.content.endswith(data[:20_000].decode()[-30:])
+    nothing = store.preview("s", uri, offset=100, max_lines=10, max_bytes=10_000, end=50)
+    assert nothing.content == "" and nothing.next_offset == 100

@@ -225,7 +225,8 @@ class StoreReads:
         return self._owned_record(session_id, resource_id)
 
     def preview(self, session_id: str, uri: str, *, offset: int = 0, max_lines: Optional[int] = None,
-                max_bytes: Optional[int] = None, kept_end: Optional[bytes] = None) -> TruncateResult:
+                max_bytes: Optional[int] = None, kept_end: Optional[bytes] = None,
+                end: Optional[int] = None) -> TruncateResult:
         """The head+tail preview of a resource's bytes from ``offset`` to its (sealed) end.
 
         Under the limits ``content`` is all of them; over, a marker names the
@@ -236,6 +237,11 @@ class StoreReads:
         :param offset: clamped to ``[0, size]``.
         :param kept_end: the output's true end when its stored copy was capped
             (only used from offset 0).
+        :param end: preview as if the resource ended there (clamped to
+            ``[offset, size]``; the returned resource then has that size).  A
+            running resource's sealed size grows between two looks at it: a
+            caller that states the size of a record it looked at first passes
+            that size, so it never shows bytes past what it states.
         :raises InvalidResourceError, AccessDeniedError, ResourceNotFoundError,
             ResourceCorruptError: as ``read``.
         """
@@ -245,6 +251,17 @@ class StoreReads:
         bytes_limit = self._limits.max_bytes if max_bytes is None else whole_number(max_bytes, "max_bytes", 1)
         size = record.resource.size
         start = min(max(offset, 0), size)
+        resource = record.resource
+        if end is not None:
+            bound = max(whole_number(end, "end"), start)
+            if bound < size:
+                from ._frozen import replace  # only a bounded preview of a grown resource needs it
+
+                # Reads still go through the record as stored (a backend checks its payload
+                # against it); only the bytes previewed and the size stated stop at ``end``.
+                size = bound
+                resource = replace(resource, size=size)
+                kept_end = None  # the true end follows the whole output, not this prefix of it
         backend = self._backend
         newlines = 0
         last_newline = False
@@ -257,23 +274,23 @@ class StoreReads:
         from ._preview import compose, stored_preview  # only previews need it (reads do not)
 
         shaped, signals = stored_preview(
-            lambda low, high: backend.read(record, start + low, start + high), uri=record.resource.uri,
+            lambda low, high: backend.read(record, start + low, start + high), uri=resource.uri,
             stored=size - start, total=total, count=newlines + 1, max_lines=lines_limit, max_bytes=bytes_limit,
             # Signal lines and the outline name offsets of the range: only from 0 are they the output's.
             flags=self._views, signals=self._signals if start == 0 else (), outline=start == 0 and self._limits.outline,
             kept_end=kept_end if capped else None, tokens=self._tokens, runs=self._runs)
         lines = counted_lines(newlines, size - start, last_newline)
         if not shaped.truncated:
-            return TruncateResult(shaped.head, False, record.resource, lines, size)
+            return TruncateResult(shaped.head, False, resource, lines, size)
         if start == 0:
-            content = compose(shaped, signals, record.resource.uri, size, lines, total if capped else None)
+            content = compose(shaped, signals, resource.uri, size, lines, total if capped else None)
         else:
             resume = start + shaped.head_end
             marker = (f"... {shaped.tail_start - shaped.head_end} bytes omitted here: from byte offset {resume} "
-                      f"to {start + shaped.tail_start} of {size} ...\n" + next_calls(record.resource.uri, resume))
+                      f"to {start + shaped.tail_start} of {size} ...\n" + next_calls(resource.uri, resume))
             content = f"{shaped.head}\n\n{marker}"
             if signals:
                 content += "\n" + "\n".join(signals)
             if shaped.tail:
                 content += f"\n\n{shaped.tail}"
-        return TruncateResult(content, True, record.resource, lines, start + shaped.head_end)
+        return TruncateResult(content, True, resource, lines, start + shaped.head_end)
