@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import signal
 import subprocess
@@ -19,10 +21,12 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
 from overspill import ToolOutputStore, background, tools
+from overspill._growing import SEAL_INTERVAL
 from overspill._owner import current_owner
 from overspill.backends._seals import ENTRY_SIZE
 from overspill.backends.local import LocalBackend
 from overspill.errors import BackgroundLimitError, ResourceCorruptError, UnsupportedError
+from overspill.tools.jobs import background_answer, jobs, wait
 
 SESSION = "session-bg"
 
@@ -424,3 +428,89 @@ def test_interpreter_exit_kills_running_commands(tmp_path, subprocess_env):
     with ToolOutputStore(tmp_path) as store:
         record = store.status(SESSION, uri)
         assert record.state == "exited" and record.exit_code == -signal.SIGTERM
+
+
+# ------------------------------------------------------------------ the size an answer states
+def seal_now(output) -> None:
+    """Seal what ``output`` holds unsealed, as its sealer will (a clock past the interval, not a sleep)."""
+    output.seal_if_due(time.monotonic() + SEAL_INTERVAL)
+
+
+@contextlib.contextmanager
+def sealing_at_every_look(output):
+    """While inside, each time a reader opens ``output``'s seal file, the owner has just
+    appended and sealed one more line: the sealer thread of another process may seal
+    between any two looks of one answer, and here it always does."""
+    name = f"{output.record.id}.seal"
+    real = os.open
+    written = itertools.count()
+
+    def opening(path, *args, **kwargs):
+        if isinstance(path, str) and path.endswith(name):
+            output.write(b"line %d\n" % next(written))
+            seal_now(output)
+        return real(path, *args, **kwargs)
+
+    os.open = opening
+    try:
+        yield
+    finally:
+        os.open = real
+
+
+def test_answers_never_state_less_than_they_show(store):
+    """Regression: an answer took the record (its size, its state line) from one look at
+    the seals and its preview from a later one, so it could show bytes past the size it
+    stated; ``jobs`` must then never report less than any answer showed."""
+    output = store.open_growing(SESSION, "c")
+    uri = output.record.resource.uri
+    output.write(b"first\n")
+    seal_now(output)
+    shown = []
+    with sealing_at_every_look(output):
+        answer = background_answer(store, SESSION, uri, store.limits())
+        assert answer.metadata["state"] == "running"
+        end = answer.metadata["next_offset"]
+        assert answer.metadata["size"] == end == answer.resource.size
+        assert f": {end} bytes so far;" in answer.output
+        shown.append(answer.output.rsplit("\n[running", 1)[0] + "\n")
+        for _ in range(3):
+            waited = wait(store, SESSION, "w", uri, 0, offset=end)
+            assert waited.metadata["offset"] == end
+            end = waited.metadata["next_offset"]
+            assert waited.metadata["size"] == end == waited.resource.size
+            assert f": {end} bytes so far;" in waited.output
+            body = waited.output.split("\n[waited", 1)[0]
+            shown.append("" if body == "(no new output)" else body + "\n")
+        listed = jobs(store, SESSION, "j").metadata["jobs"]
+        assert listed[0]["size"] >= end
+    payload_now = b"".join(bytes(view) for view in store.iter_bytes(SESSION, uri))
+    assert "".join(shown).encode() == payload_now[:end]  # nothing skipped, nothing shown twice
+    output.finish(0)
+
+
+def test_wait_never_skips_output_sealed_while_it_answers(store):
+    """Regression: output sealed after ``wait`` last looked at the record, but before its
+    preview, was neither shown ("(no new output)") nor left to read: the offset it named
+    to read on from was already past it."""
+    output = store.open_growing(SESSION, "c")
+    uri = output.record.resource.uri
+    output.write(b"before\n")
+    seal_now(output)
+
+    def seal_more(size: int) -> None:  # called between wait's look at the record and its preview
+        if size == len(b"before\n"):
+            output.write(b"meanwhile\n")
+            seal_now(output)
+
+    waited = wait(store, SESSION, "w", uri, 0, progress=seal_more)
+    assert waited.metadata["offset"] == len(b"before\n")
+    if waited.output.startswith("(no new output)"):
+        assert waited.metadata["next_offset"] == len(b"before\n")
+    else:
+        assert waited.output.startswith("meanwhile\n")
+    assert waited.metadata["size"] >= waited.metadata["next_offset"]
+    following = wait(store, SESSION, "w", uri, 0, offset=waited.metadata["next_offset"])
+    assert "meanwhile" in waited.output + following.output
+    assert jobs(store, SESSION, "j").metadata["jobs"][0]["size"] == len(b"before\nmeanwhile\n")
+    output.finish(0)

@@ -114,8 +114,11 @@ def background_answer(store: ToolOutputStore, session_id: str, uri: str, limits:
         record = store.status(session_id, uri)
         if record.state == "exited":
             return _finished_result(store, session_id, record, limits, job)
-        shown = store.preview(session_id, uri, max_lines=limits.max_lines, max_bytes=limits.max_bytes)
-        start = _start_of(store, session_id, uri)
+        # The owner seals on its own clock: everything shown stops at the size this
+        # record states (the state line's "so far", ``size``), never past it.
+        size = record.resource.size
+        shown = store.preview(session_id, uri, max_lines=limits.max_lines, max_bytes=limits.max_bytes, end=size)
+        start = _start_of(store, session_id, uri, size)
     except OverspillError as error:
         return failure(str(error))
     next_offset = shown.next_offset or 0
@@ -125,11 +128,11 @@ def background_answer(store: ToolOutputStore, session_id: str, uri: str, limits:
                       {**stored_metadata(shown), **_metadata(record, next_offset, pid=pid)})
 
 
-def _start_of(store: ToolOutputStore, session_id: str, uri: str) -> bytes:
-    """The first bytes stored (whether the output is binary)."""
-    for view in store.iter_bytes(session_id, uri):
-        return bytes(view[:SNIFF_BYTES])
-    return b""
+def _start_of(store: ToolOutputStore, session_id: str, uri: str, size: int) -> bytes:
+    """The first bytes stored (whether the output is binary), within the first ``size`` (the size the answer states)."""
+    if size <= 0:
+        return b""
+    return store.read_bytes(session_id, uri, limit=min(SNIFF_BYTES, size))[1]
 
 
 def _body(content: str, start: bytes, record: Record) -> str:
@@ -146,7 +149,7 @@ def _finished_result(store: ToolOutputStore, session_id: str, record: Record, li
     uri = record.resource.uri
     shown = store.preview(session_id, uri, max_lines=limits.max_lines, max_bytes=limits.max_bytes,
                           kept_end=None if job is None else job.output.kept_end())
-    start = _start_of(store, session_id, uri)
+    start = _start_of(store, session_id, uri, record.resource.size)
     total = record.capture[0] if record.capture is not None else record.resource.size
     duration = (job.running.result().duration if job is not None
                 else max(time.time() - record.created_ms / 1000, 0.0))
@@ -205,8 +208,11 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
         start = min(record.resource.size if offset is None else offset, record.resource.size)
         found, record = _watch(store, session_id, resource, start, regex, limit, progress)
         limits = store.limits()
+        # Only up to the size of the record last seen: the state line states that size, and
+        # bytes sealed since are shown by the next call (a preview past it could say
+        # "(no new output)" yet name an offset beyond bytes it never showed).
         shown = store.preview(session_id, resource, offset=start, max_lines=limits.max_lines,
-                              max_bytes=limits.max_bytes)
+                              max_bytes=limits.max_bytes, end=record.resource.size)
     except OverspillError as error:
         return failure(str(error))
     next_offset = shown.next_offset if shown.next_offset is not None else record.resource.size
@@ -284,7 +290,17 @@ def kill(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
 
 
 def jobs(store: ToolOutputStore, session_id: str, tool_call_id: str) -> ToolResult:
-    """This session's background commands, oldest first: handle, state, size, age and exit code."""
+    """This session's background commands, oldest first: handle, state, size, age and exit code.
+
+    ``size`` is the output's bytes so far that can be read (``read``,
+    ``wait``): a running (or lost) command's sealed, verified prefix, an
+    exited one's whole stored output.  The sealed size only grows, and every
+    answer (``bash(background=True)``, ``wait``) shows output only up to the
+    size it states, so ``size`` is never less than what was already shown.
+    It trails the command's raw output only by what is not sealed yet (a
+    background command's output is sealed every 256 KiB, and at the latest
+    about a second after it was written).
+    """
     del tool_call_id
     try:
         records = [record for record in store.records(session_id) if record.state is not None]
