@@ -3,6 +3,10 @@
 
 from libc.string cimport memcmp as _record_memcmp
 
+cdef extern from "overspill_hex.h":
+    Py_ssize_t osp_hex_run(const uint8_t *p, Py_ssize_t n) noexcept nogil
+    void osp_hex_decode(const uint8_t *p, Py_ssize_t pairs, uint8_t *out) noexcept nogil
+
 cdef extern from "Python.h":
     object PyUnicode_DecodeASCII(const char *data, Py_ssize_t size, const char *errors)
     object PyBytes_FromStringAndSize(const char *data, Py_ssize_t size)
@@ -46,13 +50,6 @@ cdef inline Py_ssize_t _record_whole(const uint8_t *p, Py_ssize_t at, Py_ssize_t
     return at
 
 
-cdef inline int _record_nibble(uint8_t c) noexcept:
-    if 48 <= c <= 57:
-        return c - 48
-    if 97 <= c <= 102:  # lowercase only, as record_json writes it
-        return c - 87
-    return -1
-
 
 def record_fields(data, resource_id, /):
     """``(session, call, mime, name, size, created, checksums, chunk, capture, lines)``
@@ -64,8 +61,6 @@ def record_fields(data, resource_id, /):
     cdef const uint8_t *rid
     cdef Py_ssize_t rid_length
     cdef bint has_capture = False
-    cdef char *out
-    cdef int high, low
     if not isinstance(data, bytes):
         raise TypeError(f"data must be bytes, not {type(data).__name__}")
     if not isinstance(resource_id, str):
@@ -102,9 +97,7 @@ def record_fields(data, resource_id, /):
     h0 = _record_literal(p, at, n, b',"values":"')
     if h0 < 0:
         return None
-    h1 = h0
-    while h1 < n and _record_nibble(p[h1]) >= 0:
-        h1 += 1
+    h1 = h0 + osp_hex_run(p + h0, n - h0)  # lowercase only, as record_json writes it
     at = _record_whole(p, _record_literal(p, h1, n, b'"},"chunk":'), n, &second)
     if at < 0 or second != chunk or chunk < 1:
         return None
@@ -120,11 +113,7 @@ def record_fields(data, resource_id, /):
     if (h1 - h0) != 8 * ((size + chunk - 1) // chunk) or (has_capture and (stored != size or total < stored)):
         return None
     checksums = PyBytes_FromStringAndSize(NULL, (h1 - h0) // 2)
-    out = PyBytes_AsString(checksums)
-    for k in range((h1 - h0) // 2):
-        high = _record_nibble(p[h0 + 2 * k])
-        low = _record_nibble(p[h0 + 2 * k + 1])
-        out[k] = <char>(high * 16 + low)
+    osp_hex_decode(p + h0, (h1 - h0) // 2, <uint8_t *>PyBytes_AsString(checksums))
     return (PyUnicode_DecodeASCII(<const char *>p + s0, s1 - s0, NULL),
             PyUnicode_DecodeASCII(<const char *>p + c0, c1 - c0, NULL),
             PyUnicode_DecodeASCII(<const char *>p + m0, m1 - m0, NULL),

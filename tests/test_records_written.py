@@ -144,6 +144,28 @@ def test_the_kernel_gives_what_its_twin_gives(compiled, record, data):
     assert compiled.record_fields(bytes(raw), resource_id) == _native.record_fields(bytes(raw), resource_id)
 
 
+@pytest.mark.parametrize("level", [0, 1, 3])
+def test_every_checksum_digit_is_read_by_each_instruction_set(compiled, level):
+    # The checksums' hex digits are scanned and decoded 16 at a time (SSE2) or
+    # one by one (portable): each path, on runs that end at every position of a
+    # 16-digit step, with a digit replaced by each byte next to a digit range.
+    from overspill import _native
+
+    resource = Resource(uri_for(_ID), "text/plain", 9 * 7, None)
+    record = Record(resource, "s", "c", 1, bytes(range(7, 7 + 4 * 9)), 7, None, 3)
+    raw = record_json(record)
+    start = raw.index(b'"values":"') + len(b'"values":"')
+    previous = compiled._set_simd_cap(level)
+    try:
+        assert compiled.record_fields(raw, _ID) == _native.record_fields(raw, _ID) is not None
+        for where in range(start, start + 8 * 9):
+            for byte in b"/0:9@`afgAF":
+                damaged = raw[:where] + bytes([byte]) + raw[where + 1:]
+                assert compiled.record_fields(damaged, _ID) == _native.record_fields(damaged, _ID)
+    finally:
+        compiled._set_simd_cap(previous)
+
+
 @pytest.mark.parametrize("arguments", [(bytearray(b"{}"), _ID), (memoryview(b"{}"), _ID), ("{}", _ID), (b"{}", None),
                                        (b"{}", b"id")])
 def test_the_kernel_takes_bytes_and_a_str_only(compiled, arguments):
