@@ -5,6 +5,8 @@ Run: ``python -m pytest benchmarks/test_bench_read.py --benchmark-only``.
 * a 50 KB page at random offsets of a 64 MiB resource, verified on every
   read, against ``os.pread`` of the same bytes plus ``decode``;
 * the first read by a store that has never seen the resource, against a warm read;
+* its record's parse (``record_fields``, 1 and 64 MiB payloads), against
+  ``json.loads`` plus ``bytes.fromhex``;
 * ``overspill read URI --all | head -c 10`` of a 500 MB resource, against
   ``python -c pass`` plus ``head -c 10 FILE``; peak memory of a whole
   ``read --all`` in ``extra_info``.  The two alternate round by round (the
@@ -149,7 +151,7 @@ def test_first_read_by_a_cold_store(benchmark, implementation, folder, resource_
 
 def test_first_read_kernels_alone(benchmark, implementation, folder, resource_64mib, offsets):
     """What the store's layers add to a first read: the same kernel calls (record
-    read and parsed, window read, page verified and made) with nothing around them."""
+    read and parsed; window read, verified and paged by ``read_page``) with nothing around them."""
     benchmark.group = "first read by a cold store vs a warm read"
     managed = ToolOutputStore(folder, durable=False).directory
     resource_id = resource_64mib.uri.split("//")[1]
@@ -163,9 +165,8 @@ def test_first_read_kernels_alone(benchmark, implementation, folder, resource_64
         chunk, sums = fields[7], fields[6]
         low, high = offset - 8, min(offset + PAGE + 8, size)
         base, stop = low - low % chunk, min(-(-high // chunk) * chunk + 1, size)
-        window_fd, _, window = _kernels.read_regular(payload_path, base, stop - base, size)
-        found = _kernels.page_text(window, low - base, high - base, offset - base, PAGE, 0, 16,
-                                   memoryview(sums)[4 * (base // chunk):], chunk)
+        window_fd, _, found = _kernels.read_page(payload_path, base, stop - base, size, low, high, offset, PAGE, 0,
+                                                 16, sums, chunk)
         os.close(fd)
         os.close(window_fd)
         return found
@@ -181,6 +182,32 @@ def test_first_read_baseline_warm_read(benchmark, store, resource_64mib, offsets
     store.read("bench", resource_64mib.uri, offset=offset)
     benchmark.pedantic(lambda: store.read("bench", resource_64mib.uri, offset=offset), rounds=300,
                        warmup_rounds=5)
+
+
+# ------------------------------------------------------------ a cold read's record parse
+@pytest.fixture(scope="module", params=[1, 64], ids=["1MiB", "64MiB"])
+def record_bytes(request, store):
+    """A record as the store writes it, for a payload of 1 or 64 MiB (64 or 4,096 checksums)."""
+    written = store.write("bench", "c", make_text(request.param, True).encode()[: request.param * 2**20])
+    resource_id = written.uri.split("//")[1]
+    return resource_id, (store.directory / f"{resource_id}.json").read_bytes()
+
+
+def test_record_parse(benchmark, implementation, record_bytes):
+    """``record_fields`` (a cold read's parse of its record, hex checksums included)."""
+    resource_id, data = record_bytes
+    benchmark.group = f"record parse, {len(data)} bytes"
+    assert _kernels.record_fields(data, resource_id) is not None
+    benchmark(_kernels.record_fields, data, resource_id)
+
+
+def test_record_parse_baseline_json(benchmark, record_bytes):
+    """The obvious Python: json.loads, then the checksums' bytes.fromhex."""
+    import json
+
+    resource_id, data = record_bytes
+    benchmark.group = f"record parse, {len(data)} bytes"
+    benchmark(lambda: bytes.fromhex(json.loads(data)["checksums"]["values"]))
 
 
 # ------------------------------------------------------------ goal 5: read --all streams

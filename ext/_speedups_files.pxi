@@ -85,30 +85,34 @@ cdef extern from "Python.h":
     object PyBytes_FromStringAndSize(const char *data, Py_ssize_t size)
 
 
-def read_regular(path, offset, length, most, /):
-    """A regular file opened, its identity and up to ``length`` bytes at ``offset``; see _native.read_regular."""
-    cdef Py_ssize_t c_offset, c_length, c_most, wanted, got
-    cdef struct_stat info
-    cdef int fd, failure
-    cdef const char *c_path
-    cdef char *buffer
-    cdef bytes data
-    if type(path) is not str:
-        raise TypeError(f"path must be a str, not {type(path).__name__}")
-    c_offset = _check_int(offset, "offset", 0)
-    c_length = _check_int(length, "length", 0)
-    c_most = _check_int(most, "most", 0)
-    encoded = PyUnicode_EncodeFSDefault(path)  # as os.open encodes a path
-    c_path = encoded
+cdef const char *_fs_path(object path, object encoded) except NULL:
+    """``encoded`` (``path`` as os.open encodes it) as a C string; ValueError for a NUL in it."""
+    cdef const char *c_path = encoded
     if <Py_ssize_t>strlen(c_path) != len(encoded):
         raise ValueError("embedded null byte")
+    return c_path
+
+
+cdef int _open_regular(object path, const char *c_path, struct_stat *info, char *buffer, Py_ssize_t wanted,
+                       Py_ssize_t offset, Py_ssize_t size, Py_ssize_t *got) except -1:
+    """Open ``c_path`` as ``read_regular`` does and ``fstat`` it into ``info``; with a
+    ``buffer``, when the file is regular and of ``size`` bytes, ``pread`` ``wanted``
+    bytes at ``offset`` into it (``got``: the bytes read; -1 when none were read).
+    One release of the GIL for all three calls.  Returns the descriptor.
+
+    :raises OSError: the open, ``fstat`` or ``pread`` fails, or the file is not a
+        regular one (errno 0); nothing is left open.
+    """
+    cdef int fd, failure, stat_failed = 0
     cdef int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOATIME
-    cdef int stat_failed = 0
+    got[0] = -1
     while True:
-        with nogil:  # open and fstat in one release of the GIL
+        with nogil:
             fd = c_open(c_path, flags)
             if fd >= 0:
-                stat_failed = fstat(fd, &info)
+                stat_failed = fstat(fd, info)
+                if buffer != NULL and stat_failed == 0 and S_ISREG(info.st_mode) and info.st_size == size:
+                    got[0] = c_pread(fd, buffer, wanted, offset)
             failure = c_errno.errno
         if fd >= 0:
             break
@@ -125,6 +129,45 @@ def read_regular(path, offset, length, most, /):
             PyErr_SetFromErrno(OSError)  # (closed below, as on every error)
         if not S_ISREG(info.st_mode):
             raise OSError(0, "not a regular file", path)
+        if buffer != NULL and got[0] < 0 and info.st_size == size:
+            _pread_again(fd, buffer, wanted, offset, failure, got)
+    except BaseException:
+        c_close(fd)
+        raise
+    return fd
+
+
+cdef int _pread_again(int fd, char *buffer, Py_ssize_t wanted, Py_ssize_t offset, int failure,
+                      Py_ssize_t *got) except -1:
+    """After a ``pread`` that failed with ``failure``: OSError, or (EINTR) run the
+    signal handlers and read again until it succeeds."""
+    while True:
+        if failure != EINTR:
+            c_errno.errno = failure
+            PyErr_SetFromErrno(OSError)
+        PyErr_CheckSignals()
+        with nogil:
+            got[0] = c_pread(fd, buffer, wanted, offset)
+            failure = c_errno.errno
+        if got[0] >= 0:
+            return 0
+
+
+def read_regular(path, offset, length, most, /):
+    """A regular file opened, its identity and up to ``length`` bytes at ``offset``; see _native.read_regular."""
+    cdef Py_ssize_t c_offset, c_length, c_most, wanted, got
+    cdef struct_stat info
+    cdef int fd, failure
+    cdef char *buffer
+    cdef bytes data
+    if type(path) is not str:
+        raise TypeError(f"path must be a str, not {type(path).__name__}")
+    c_offset = _check_int(offset, "offset", 0)
+    c_length = _check_int(length, "length", 0)
+    c_most = _check_int(most, "most", 0)
+    encoded = PyUnicode_EncodeFSDefault(path)  # as os.open encodes a path
+    fd = _open_regular(path, _fs_path(path, encoded), &info, NULL, 0, 0, 0, &got)
+    try:
         identity = _identity(&info)
         if info.st_size > c_most:
             return fd, identity, None
@@ -136,17 +179,72 @@ def read_regular(path, offset, length, most, /):
             wanted = info.st_size - c_offset + 1
         data = PyBytes_FromStringAndSize(NULL, wanted)
         buffer = PyBytes_AS_STRING(data)
-        while True:
-            with nogil:
-                got = c_pread(fd, buffer, wanted, c_offset)
-                failure = c_errno.errno
-            if got >= 0:
-                break
-            if failure != EINTR:
-                c_errno.errno = failure
-                PyErr_SetFromErrno(OSError)
-            PyErr_CheckSignals()
+        with nogil:
+            got = c_pread(fd, buffer, wanted, c_offset)
+            failure = c_errno.errno
+        if got < 0:
+            _pread_again(fd, buffer, wanted, c_offset, failure, &got)
     except BaseException:
         c_close(fd)
         raise
     return fd, identity, data if got == wanted else data[:got]
+
+
+def read_page(path, base, length, size, low, high, offset, limit, flags, reach, checksums, chunk, /):
+    """A first read's page: ``read_regular`` of a window, then ``page_text`` of it; see _native.read_page."""
+    cdef Py_ssize_t c_base, c_length, c_size, c_low, c_high, c_offset, c_limit, c_reach, c_chunk, wanted
+    cdef Py_ssize_t got
+    cdef int c_flags, fd
+    cdef struct_stat info
+    cdef char *buffer
+    cdef Py_buffer sums
+    if type(path) is not str:
+        raise TypeError(f"path must be a str, not {type(path).__name__}")
+    if isinstance(checksums, str):
+        raise TypeError("checksums must be a bytes-like object, not str")
+    c_base = _check_int(base, "base", 0)
+    c_length = _check_int(length, "length", 0)
+    c_size = _check_int(size, "size", 0)
+    c_low = _check_int(low, "low", 0)
+    c_high = _check_int(high, "high", 0)
+    c_offset = _check_int(offset, "offset", 0)
+    c_limit = _check_int(limit, "limit", 1)
+    c_flags = _flags_of(flags)
+    c_reach = _check_int(reach, "reach", 0)
+    c_chunk = _check_int(chunk, "chunk", 1)
+    if not c_base <= c_low <= c_offset <= c_high <= c_base + c_length or c_low == c_high:
+        raise ValueError(f"base, low, offset and high must satisfy base <= low <= offset <= high <= base + length "
+                         f"and low < high, not {base}, {low}, {offset}, {high} (length {length})")
+    if checksums is not None:
+        if c_base % c_chunk:
+            raise ValueError(f"base must be a multiple of chunk ({chunk}) when checksums are given, not {base}")
+        _contiguous(checksums, &sums)
+        if 4 * ((c_high - 1) // c_chunk + 1) > sums.len:
+            PyBuffer_Release(&sums)
+            raise ValueError(f"{sums.len // 4} checksums do not cover the chunks of [{low}, {high})")
+        if c_base + c_length < min((c_high + c_chunk - 1) // c_chunk * c_chunk, c_size):  # (C division)
+            PyBuffer_Release(&sums)
+            raise ValueError(f"a window of {length} bytes at {base} does not hold the whole chunks of [{low}, {high})")
+    encoded = PyUnicode_EncodeFSDefault(path)  # as os.open encodes a path
+    try:
+        # As read_regular reads it: no more than the file holds (the size it must have) plus one byte.
+        wanted = c_length if c_size - c_base >= c_length else max(c_size - c_base + 1, 0)
+        buffer = <char *>malloc(wanted + 1)
+        if buffer == NULL:
+            raise MemoryError()
+        try:
+            fd = _open_regular(path, _fs_path(path, encoded), &info, buffer, wanted, c_base, c_size, &got)
+            try:
+                found = _window_page(<const uint8_t *>buffer, c_length, c_base, c_low, c_high, c_offset, c_limit,
+                                     c_flags, c_reach, <const uint8_t *>sums.buf if checksums is not None else NULL,
+                                     c_chunk) if info.st_size == c_size and got == c_length else None
+                return fd, _identity(&info), found
+            except BaseException:
+                c_close(fd)
+                raise
+        finally:
+            free(buffer)
+    finally:
+        if checksums is not None:
+            PyBuffer_Release(&sums)
+

@@ -121,11 +121,9 @@ cdef int _contiguous(object data, Py_buffer *out) except -1:
 
 def page_text(buffer, low, high, offset, limit, flags, reach, checksums, chunk, /):
     """A verified page of a payload and its text in one call; see _native.page_text."""
-    cdef Py_ssize_t c_low, c_high, c_offset, c_limit, c_reach, c_chunk, size, first, last
-    cdef Py_ssize_t start = 0, end = 0, failed = -1
+    cdef Py_ssize_t c_low, c_high, c_offset, c_limit, c_reach, c_chunk, size
     cdef int c_flags
     cdef const uint8_t *p
-    cdef const uint8_t *recorded
     # Raw buffers, not typed memoryviews: their set-up costs more than a small page's scan.
     cdef Py_buffer data
     cdef Py_buffer sums
@@ -145,31 +143,48 @@ def page_text(buffer, low, high, offset, limit, flags, reach, checksums, chunk, 
         if not c_low <= c_offset <= c_high <= size or c_low == c_high:
             raise ValueError(f"low, offset and high must satisfy low <= offset <= high <= {size} and low < high, "
                              f"not {low}, {offset}, {high}")
-        if checksums is not None:
-            _contiguous(checksums, &sums)
-            try:
-                recorded = <const uint8_t *>sums.buf
-                first, last = c_low // c_chunk, (c_high - 1) // c_chunk
-                if 4 * (last + 1) > sums.len:
-                    raise ValueError(f"{sums.len // 4} checksums do not cover the chunks of [{c_low}, {c_high})")
-                # Checked above: every chunk starts inside the buffer and every index has its 4 bytes.
-                if c_high - c_low >= NOGIL_BYTES:
-                    with nogil:
-                        failed = _first_bad_chunk(p, size, 0, first, last, c_chunk, recorded)
-                else:
-                    failed = _first_bad_chunk(p, size, 0, first, last, c_chunk, recorded)
-            finally:
-                PyBuffer_Release(&sums)
-            if failed >= 0:
-                return failed
-        osp_page(p + c_low, c_high - c_low, c_offset - c_low, c_limit, c_high == size, &start, &end)
-        start += c_low
-        end += c_low
-        if c_flags & VIEW_ANSI and (_escape_within(p, c_low, start, c_reach) or _escape_within(p, c_low, end, c_reach)):
-            return start, end, None
-        return start, end, _shown_text(p + start, end - start, c_flags)
+        if checksums is None:
+            return _window_page(p, size, 0, c_low, c_high, c_offset, c_limit, c_flags, c_reach, NULL, c_chunk)
+        _contiguous(checksums, &sums)
+        try:
+            if 4 * ((c_high - 1) // c_chunk + 1) > sums.len:
+                raise ValueError(f"{sums.len // 4} checksums do not cover the chunks of [{c_low}, {c_high})")
+            # Checked above: every chunk starts inside the buffer and every index has its 4 bytes.
+            return _window_page(p, size, 0, c_low, c_high, c_offset, c_limit, c_flags, c_reach,
+                                <const uint8_t *>sums.buf, c_chunk)
+        finally:
+            PyBuffer_Release(&sums)
     finally:
         PyBuffer_Release(&data)
+
+
+cdef object _window_page(const uint8_t *window, Py_ssize_t length, Py_ssize_t base, Py_ssize_t low, Py_ssize_t high,
+                         Py_ssize_t offset, Py_ssize_t limit, int flags, Py_ssize_t reach, const uint8_t *sums,
+                         Py_ssize_t chunk):
+    """``page_text``'s rule over ``length`` bytes that start at payload offset ``base``
+    (0 for a whole payload, a chunk boundary for ``read_page``'s window): every
+    position, in and out, a payload offset; ``sums`` the payload's checksums
+    (from its first chunk), or NULL for none.  The caller checked
+    ``base <= low <= offset <= high <= base + length``, ``low < high``, and that
+    ``sums`` covers the chunks of ``[low, high)``."""
+    cdef Py_ssize_t start = 0, end = 0, failed
+    if sums != NULL:
+        if high - low >= NOGIL_BYTES:
+            with nogil:
+                failed = _first_bad_chunk(window, length, base, low // chunk, (high - 1) // chunk, chunk, sums)
+        else:
+            failed = _first_bad_chunk(window, length, base, low // chunk, (high - 1) // chunk, chunk, sums)
+        if failed >= 0:
+            return failed
+    # Window positions from here (the page rule reads the bytes around the page alone).
+    low -= base
+    high -= base
+    osp_page(window + low, high - low, offset - base - low, limit, high == length, &start, &end)
+    start += low
+    end += low
+    if flags & VIEW_ANSI and (_escape_within(window, low, start, reach) or _escape_within(window, low, end, reach)):
+        return start + base, end + base, None
+    return start + base, end + base, _shown_text(window + start, end - start, flags)
 
 
 def signal_lines(buffer, start, end, patterns, flags, limit, /):

@@ -53,7 +53,8 @@ static ptrdiff_t osp_hex_run_sse2(const uint8_t *p, ptrdiff_t n) {
     ptrdiff_t i = 0;
     __m128i value;
     for (; i + 16 <= n; i += 16) {
-        unsigned mask = (unsigned)_mm_movemask_epi8(osp_hex_digits16(_mm_loadu_si128((const __m128i *)(p + i)), &value));
+        const __m128i digits = _mm_loadu_si128((const __m128i *)(p + i));
+        unsigned mask = (unsigned)_mm_movemask_epi8(osp_hex_digits16(digits, &value));
         if (mask != 0xFFFFu) return i + __builtin_ctz(~mask);
     }
     return i + osp_hex_run_scalar(p + i, n - i);

@@ -396,23 +396,27 @@ def test_a_store_folder_owned_by_another_user_is_refused(tmp_path, create):
 # removes a good pair because its record could not be opened for a moment.
 def failing_open(monkeypatch, error: int, suffix: str) -> None:
     """Every open of a file named ``*suffix`` fails with ``error``: through
-    ``os.open``, and through the kernel that opens a cold read's files (the
-    compiled one opens them in C)."""
+    ``os.open``, and through the kernels that open a cold read's files (the
+    compiled ones open them in C: ``read_regular`` the record, ``read_page``
+    the payload)."""
     real_open = os.open
-    real_read_regular = _kernels.read_regular
+    kernels = {name: getattr(_kernels, name) for name in ("read_regular", "read_page")}
 
     def open_or_fail(path, *args, **kwargs):
         if str(path).endswith(suffix):
             raise OSError(error, os.strerror(error), str(path))
         return real_open(path, *args, **kwargs)
 
-    def read_regular_or_fail(path, *args):
-        if str(path).endswith(suffix):
-            raise OSError(error, os.strerror(error), str(path))
-        return real_read_regular(path, *args)
+    def kernel_or_fail(kernel):
+        def failing(path, *args):
+            if str(path).endswith(suffix):
+                raise OSError(error, os.strerror(error), str(path))
+            return kernel(path, *args)
+        return failing
 
     monkeypatch.setattr(_files.os, "open", open_or_fail)
-    monkeypatch.setattr(_kernels, "read_regular", read_regular_or_fail)
+    for name, kernel in kernels.items():
+        monkeypatch.setattr(_kernels, name, kernel_or_fail(kernel))
 
 
 @pytest.mark.parametrize("error", [errno.EMFILE, errno.EACCES])

@@ -32,6 +32,7 @@ __all__ = [
     "page_bounds",
     "page_text",
     "preview_cuts",
+    "read_page",
     "read_regular",
     "record_fields",
     "regular_identity",
@@ -48,7 +49,7 @@ KERNEL_NAMES = (
     "count_lines", "utf8_length", "page_bounds", "preview_cuts", "crc32", "ascii_view", "StreamCap",
     "view_bytes", "signal_lines", "text_fits", "outline_lines", "JsonOutline", "verify_chunks",
     "view_text", "page_text", "file_unchanged", "record_fields", "regular_identity", "new_slotted",
-    "read_regular",
+    "read_regular", "read_page",
 )
 _CHOICES = ("auto", "cython", "python")
 

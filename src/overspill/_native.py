@@ -31,7 +31,8 @@ conventions above and gathers the kernels under the names ``_kernels`` binds:
 * ``_native_outline``: ``outline_lines``; ``_native_json``: ``JsonOutline``.
 * ``_native_files``: ``file_unchanged`` (an open file checked against its identity),
   ``regular_identity`` (an open regular file's identity), ``read_regular``
-  (a regular file opened, identified and read in one call).
+  (a regular file opened, identified and read in one call), ``read_page``
+  (a first read's window read and paged in one call).
 * ``_native_record``: ``record_fields`` (a record as overspill writes it, for
   ``records.parse_record``).
 * ``_native_values``: ``new_slotted`` (a value class's instance without its
@@ -42,7 +43,7 @@ from __future__ import annotations
 
 from ._buffers import VIEW_ANSI, VIEW_CR
 from ._native_bytes import ascii_view, count_lines, crc32, page_bounds, utf8_length, verify_chunks
-from ._native_files import file_unchanged, read_regular, regular_identity
+from ._native_files import file_unchanged, read_page, read_regular, regular_identity
 from ._native_json import JSON_KEY_MAX, JSON_KEYS_MAX, JSON_NESTING_MAX, JsonOutline
 from ._native_outline import OUTLINE_DEPTH_MAX, SUBJECT_MAX, TOKEN_MAX, outline_lines
 from ._native_preview import preview_cuts
@@ -52,9 +53,9 @@ from ._native_text import page_text, signal_lines, text_fits, view_bytes, view_t
 from ._native_values import new_slotted
 
 __all__ = [
-    "JSON_KEYS_MAX", "JSON_KEY_MAX", "JSON_NESTING_MAX", "OUTLINE_DEPTH_MAX", "SUBJECT_MAX", "TOKEN_MAX",
-    "VIEW_ANSI", "VIEW_CR", "JsonOutline", "StreamCap", "ascii_view", "count_lines", "crc32", "file_unchanged",
-    "new_slotted", "outline_lines", "page_bounds", "page_text", "preview_cuts", "read_regular", "record_fields",
+    "JSON_KEYS_MAX", "JSON_KEY_MAX", "JSON_NESTING_MAX", "OUTLINE_DEPTH_MAX", "SUBJECT_MAX", "TOKEN_MAX", "VIEW_ANSI",
+    "VIEW_CR", "JsonOutline", "StreamCap", "ascii_view", "count_lines", "crc32", "file_unchanged", "new_slotted",
+    "outline_lines", "page_bounds", "page_text", "preview_cuts", "read_page", "read_regular", "record_fields",
     "regular_identity", "signal_lines", "text_fits", "utf8_length", "verify_chunks", "view_bytes", "view_text",
 ]
 

@@ -1,5 +1,6 @@
-"""Twin kernel that checks an open file against the identity it was known by;
-the conventions are stated in ``overspill._native``."""
+"""Twin kernels that open and read a stored file (a first read's system calls) and
+check an open file against the identity it was known by; the conventions are
+stated in ``overspill._native``."""
 
 from __future__ import annotations
 
@@ -7,13 +8,18 @@ import errno
 import os
 import stat
 
+from ._buffers import byte_view as _byte_view
+from ._buffers import check_flags as _check_flags
 from ._buffers import check_int as _check_int
+from ._native_text import page_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
     from typing import Optional
 
-__all__ = ["file_unchanged", "read_regular", "regular_identity"]
+    from ._buffers import BytesLike
+
+__all__ = ["file_unchanged", "read_page", "read_regular", "regular_identity"]
 
 # Never through a symlink; a FIFO planted under a file's name never blocks the open.
 _OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -110,3 +116,73 @@ def read_regular(path: str, offset: int, length: int, most: int,
         os.close(fd)
         raise
     return fd, identity, data
+
+
+def read_page(path: str, base: int, length: int, size: int, low: int, high: int, offset: int, limit: int,
+              flags: int, reach: int, checksums: Optional[BytesLike], chunk: int,
+              /) -> tuple[int, tuple[int, int, int, int, int], Optional[int | tuple[int, int, Optional[str]]]]:
+    """A first read's page in one call: the ``length`` bytes at ``base`` of the
+    regular file at ``path``, read as ``read_regular(path, base, length, size)``
+    reads them, then ``page_text`` of that window for ``[low, high)`` and
+    ``offset``, with every position (and a mismatched chunk's index) counted
+    from the file's start: ``(fd, identity, found)``.
+
+    ``found`` is None, and nothing is verified, when the file does not hold
+    exactly ``size`` bytes or fewer than ``length`` were read; otherwise
+    ``page_text``'s answer.  ``checksums`` are the file's, from its first
+    chunk, so ``base`` must be a chunk boundary.  The descriptor stays open
+    for the caller (``read_regular``'s).  The compiled twin makes the open,
+    ``fstat`` and ``pread`` in one release of the GIL, into a buffer of its
+    own: no bytes object of the window, and no interpreter between the steps.
+
+    :raises OSError: as ``read_regular`` (nothing is left open).
+    :raises TypeError: ``path`` is not a str, a number not an int (a bool is
+        not), or ``checksums`` neither None nor a contiguous buffer.
+    :raises ValueError: not ``base <= low <= offset <= high <= base + length``
+        with ``low < high``; ``limit`` or ``chunk`` below 1, another number
+        negative, ``flags`` outside 0 to 3; with ``checksums``, ``base`` not a
+        multiple of ``chunk``, too few checksums for the chunks of
+        ``[low, high)``, or a window that ends inside one of those chunks
+        before ``size`` (a part of a chunk cannot be verified).  All are
+        checked before the file is opened.
+    """
+    if type(path) is not str:
+        raise TypeError(f"path must be a str, not {type(path).__name__}")
+    if isinstance(checksums, str):
+        raise TypeError("checksums must be a bytes-like object, not str")
+    base = _check_int(base, "base", 0)
+    length = _check_int(length, "length", 0)
+    size = _check_int(size, "size", 0)
+    low = _check_int(low, "low", 0)
+    high = _check_int(high, "high", 0)
+    offset = _check_int(offset, "offset", 0)
+    limit = _check_int(limit, "limit", 1)
+    flags = _check_flags(flags)
+    reach = _check_int(reach, "reach", 0)
+    chunk = _check_int(chunk, "chunk", 1)
+    if not base <= low <= offset <= high <= base + length or low == high:
+        raise ValueError(f"base, low, offset and high must satisfy base <= low <= offset <= high <= base + length "
+                         f"and low < high, not {base}, {low}, {offset}, {high} (length {length})")
+    sums = None
+    if checksums is not None:
+        if base % chunk:
+            raise ValueError(f"base must be a multiple of chunk ({chunk}) when checksums are given, not {base}")
+        with _byte_view(checksums) as view:
+            count = len(view)
+        if 4 * ((high - 1) // chunk + 1) > count:
+            raise ValueError(f"{count // 4} checksums do not cover the chunks of [{low}, {high})")
+        if base + length < min(-(-high // chunk) * chunk, size):
+            raise ValueError(f"a window of {length} bytes at {base} does not hold the whole chunks of [{low}, {high})")
+        sums = memoryview(checksums).cast("B")[4 * (base // chunk) :]
+    fd, identity, data = read_regular(path, base, length, size)
+    if identity[3] != size or data is None or len(data) != length:
+        return fd, identity, None
+    try:
+        found = page_text(data, low - base, high - base, offset - base, limit, flags, reach, sums, chunk)
+    except BaseException:
+        os.close(fd)
+        raise
+    if isinstance(found, int):
+        return fd, identity, found + base // chunk
+    start, end, text = found
+    return fd, identity, (start + base, end + base, text)

@@ -21,6 +21,10 @@ def regular_identity(fd: int, /) -> Union[tuple[int, int, int, int, int], None]:
 def read_regular(
     path: str, offset: int, length: int, most: int, /
 ) -> tuple[int, tuple[int, int, int, int, int], Union[bytes, None]]: ...
+def read_page(
+    path: str, base: int, length: int, size: int, low: int, high: int, offset: int, limit: int, flags: int,
+    reach: int, checksums: Union[BytesLike, None], chunk: int, /,
+) -> tuple[int, tuple[int, int, int, int, int], Union[int, tuple[int, int, Union[str, None]], None]]: ...
 def record_fields(
     data: bytes, resource_id: str, /
 ) -> Union[tuple[str, str, str, Union[str, None], int, int, bytes, int, Union[tuple[int, int], None], Union[int, None]],

@@ -1,7 +1,8 @@
 """A page read in one step by the local backend (the ``PageTexts``
-capability): one ``fstat`` of the payload held open with its cached map (or,
-on a first read, one ``pread`` of the window's chunks), then one kernel call
-that verifies, finds the page and makes its text."""
+capability): one ``fstat`` of the payload held open with its cached map, then
+one kernel call that verifies, finds the page and makes its text (on a first
+read, one kernel call that also opens the payload and reads the window's chunks
+with one ``pread``)."""
 
 from __future__ import annotations
 
@@ -74,7 +75,8 @@ class LocalPages:
     def _first_page(self, resource_id: str, entry: Entry, record: Record, low: int, high: int, offset: int,
                     limit: int, flags: int, reach: int) -> tuple[int, int, Optional[str]]:
         """A first read: the window's whole checksum chunks read with one ``pread``
-        (no map to set up and fault in for one page); a second read maps the payload."""
+        (no map to set up and fault in for one page), verified and paged in the
+        same kernel call (``_kernels.read_page``); a second read maps the payload."""
         uri = record.resource.uri
         size = record.resource.size
         chunk = record.checksum_chunk
@@ -84,11 +86,13 @@ class LocalPages:
         # looking like the payload's end.
         stop = min((-(-high // chunk) * chunk if checksums is not None else high) + 1, size)
         try:
-            # Opened, identified and read in one kernel call (None: larger than the record says).
-            fd, identity, data = _kernels.read_regular(entry.payload_path, base, stop - base, size)
+            # Opened, identified, read, verified and paged in one kernel call (None: not the
+            # record's size); ``found`` as ``_kernels.page_text``'s, in payload offsets.
+            fd, identity, found = _kernels.read_page(entry.payload_path, base, stop - base, size, low, high, offset,
+                                                     limit, flags, reach, checksums, chunk)
         except OSError as error:
             raise unreadable(uri, "has no readable payload", error) from None
-        if identity[3] != size or data is None or len(data) != stop - base:
+        if found is None:
             os.close(fd)
             raise ResourceNotFoundError(f"resource {uri} has a missing or mismatched payload")
         held = Descriptor(fd)  # closed when dropped: at once, or when the entry lets it go
@@ -99,9 +103,6 @@ class LocalPages:
                 entry.mapped = (identity, None)
                 entry.payload_file = (identity, held)
                 self._keep_open(entry, resource_id)
-        sums = None if checksums is None else memoryview(checksums)[4 * (base // chunk) :]
-        found = _kernels.page_text(data, low - base, high - base, offset - base, limit, flags, reach, sums, chunk)
         if isinstance(found, int):
-            raise corrupt(record, found + base // chunk)
-        start, end, text = found
-        return start + base, end + base, text
+            raise corrupt(record, found)
+        return found
