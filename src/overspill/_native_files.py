@@ -9,9 +9,8 @@ import os
 import stat
 
 from ._buffers import byte_view as _byte_view
-from ._buffers import check_flags as _check_flags
 from ._buffers import check_int as _check_int
-from ._native_text import page_text
+from ._native_text import page_arguments, page_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
@@ -153,13 +152,7 @@ def read_page(path: str, base: int, length: int, size: int, low: int, high: int,
     base = _check_int(base, "base", 0)
     length = _check_int(length, "length", 0)
     size = _check_int(size, "size", 0)
-    low = _check_int(low, "low", 0)
-    high = _check_int(high, "high", 0)
-    offset = _check_int(offset, "offset", 0)
-    limit = _check_int(limit, "limit", 1)
-    flags = _check_flags(flags)
-    reach = _check_int(reach, "reach", 0)
-    chunk = _check_int(chunk, "chunk", 1)
+    low, high, offset, limit, flags, reach, chunk = page_arguments(low, high, offset, limit, flags, reach, chunk)
     if not base <= low <= offset <= high <= base + length or low == high:
         raise ValueError(f"base, low, offset and high must satisfy base <= low <= offset <= high <= base + length "
                          f"and low < high, not {base}, {low}, {offset}, {high} (length {length})")

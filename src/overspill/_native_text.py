@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # re and typing cost start-up; the annotations are never eval
     import re
     from typing import Optional
 
-__all__ = ["page_text", "signal_lines", "text_fits", "view_bytes", "view_text"]
+__all__ = ["page_arguments", "page_text", "signal_lines", "text_fits", "view_bytes", "view_text"]
 
 # A line holding a lone carriage return (one not ending the line as \r\n).
 _REDRAWN_LINE = LazyPattern(rb"[^\n]*\r(?!\n)[^\n]*")
@@ -296,6 +296,18 @@ def view_text(buffer: BytesLike, flags: int, /) -> str:
         return str(view, "utf-8", "replace")
 
 
+def page_arguments(low: int, high: int, offset: int, limit: int, flags: int, reach: int,
+                   chunk: int) -> tuple[int, int, int, int, int, int, int]:
+    """``page_text``'s numbers checked, in order (``read_page`` takes the same).
+
+    :raises TypeError: a number is not an int (a bool is not).
+    :raises ValueError: ``limit`` or ``chunk`` below 1, another negative, ``flags`` outside 0 to 3.
+    """
+    return (_check_int(low, "low", 0), _check_int(high, "high", 0), _check_int(offset, "offset", 0),
+            _check_int(limit, "limit", 1), _check_flags(flags), _check_int(reach, "reach", 0),
+            _check_int(chunk, "chunk", 1))
+
+
 def page_text(buffer: BytesLike, low: int, high: int, offset: int, limit: int, flags: int, reach: int,
               checksums: Optional[BytesLike], chunk: int, /) -> int | tuple[int, int, Optional[str]]:
     """A verified page of a payload and its text, in one call: what a store's
@@ -324,13 +336,7 @@ def page_text(buffer: BytesLike, low: int, high: int, offset: int, limit: int, f
     """
     if isinstance(buffer, str) or isinstance(checksums, str):
         raise TypeError("buffer and checksums must be bytes-like objects, not str")
-    low = _check_int(low, "low", 0)
-    high = _check_int(high, "high", 0)
-    offset = _check_int(offset, "offset", 0)
-    limit = _check_int(limit, "limit", 1)
-    flags = _check_flags(flags)
-    reach = _check_int(reach, "reach", 0)
-    chunk = _check_int(chunk, "chunk", 1)
+    low, high, offset, limit, flags, reach, chunk = page_arguments(low, high, offset, limit, flags, reach, chunk)
     with _byte_view(buffer) as view:
         size = len(view)
         if not low <= offset <= high <= size or low == high:
