@@ -137,6 +137,16 @@ cdef int _open_regular(object path, const char *c_path, struct_stat *info, char 
     return fd
 
 
+cdef inline Py_ssize_t _bounded_length(Py_ssize_t size, Py_ssize_t offset, Py_ssize_t length) noexcept:
+    """How much of ``length`` bytes at ``offset`` a read takes of a file of ``size``
+    bytes: no more than it holds plus one byte, so that a file that grew shows it."""
+    if size < offset:
+        return 0
+    if size - offset < length:
+        return size - offset + 1
+    return length
+
+
 cdef int _pread_again(int fd, char *buffer, Py_ssize_t wanted, Py_ssize_t offset, int failure,
                       Py_ssize_t *got) except -1:
     """After a ``pread`` that failed with ``failure``: OSError, or (EINTR) run the
@@ -171,12 +181,7 @@ def read_regular(path, offset, length, most, /):
         identity = _identity(&info)
         if info.st_size > c_most:
             return fd, identity, None
-        # No more than the file holds, by its fstat, plus one byte: a file that grew shows it.
-        wanted = c_length
-        if info.st_size < c_offset:
-            wanted = 0
-        elif info.st_size - c_offset < c_length:
-            wanted = info.st_size - c_offset + 1
+        wanted = _bounded_length(info.st_size, c_offset, c_length)
         data = PyBytes_FromStringAndSize(NULL, wanted)
         buffer = PyBytes_AS_STRING(data)
         with nogil:
@@ -227,8 +232,7 @@ def read_page(path, base, length, size, low, high, offset, limit, flags, reach, 
             raise ValueError(f"a window of {length} bytes at {base} does not hold the whole chunks of [{low}, {high})")
     encoded = PyUnicode_EncodeFSDefault(path)  # as os.open encodes a path
     try:
-        # As read_regular reads it: no more than the file holds (the size it must have) plus one byte.
-        wanted = c_length if c_size - c_base >= c_length else max(c_size - c_base + 1, 0)
+        wanted = _bounded_length(c_size, c_base, c_length)  # as read_regular reads a file of that size
         buffer = <char *>malloc(wanted + 1)
         if buffer == NULL:
             raise MemoryError()
