@@ -16,12 +16,17 @@ Tools: ``text`` (``unit`` repeated ``count`` times, joined by ``sep``),
 ``pid`` (the server's pid, process group and parent), ``headers`` (the
 ``X-Test`` header of the HTTP request), ``typed`` (declares an
 ``outputSchema``: ``{"result": string}``, the SDK's shape for a tool returning
-text, and returns ``text``'s text in both forms), ``verbatim`` (returns the content blocks it is
-given as ``content``, as JSON, and ``meta`` as the result's ``_meta``).
+text, and returns ``text``'s text in both forms), ``listed`` (declares the schema the SDK's and
+FastMCP's servers declare for a tool returning a list of objects, ``{"result": [{"i", "text"}...]}``,
+and returns ``count`` rows of ``width`` characters as their JSON text and as that object),
+``closed`` (the same rows under a schema that admits no other key and at least one row),
+``verbatim`` (returns the content blocks it is given as ``content``, as JSON, and ``meta`` as
+the result's ``_meta``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -38,8 +43,16 @@ MODE = sys.argv[1] if len(sys.argv) > 1 else "serve"
 MODES = set(MODE.split(","))
 
 TOOLS = ["text", "blocks", "image", "structured", "fail", "slow", "crash", "sample", "elicit", "roots", "ping",
-         "log", "pid", "headers", "typed", "verbatim"] + (["read", "grep"] if "collide" in MODES else [])
+         "log", "pid", "headers", "typed", "listed", "closed", "verbatim"] + (
+            ["read", "grep"] if "collide" in MODES else [])
 TYPED = {"type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"]}
+ROW = {"type": "object", "properties": {"i": {"type": "integer"}, "text": {"type": "string"}}, "required": ["i", "text"]}
+SCHEMAS = {
+    "typed": TYPED,
+    "listed": {"type": "object", "properties": {"result": {"type": "array", "items": ROW}}, "required": ["result"]},
+    "closed": {"type": "object", "properties": {"result": {"type": "array", "items": ROW, "minItems": 1}},
+               "required": ["result"], "additionalProperties": False},
+}
 
 
 def text(value: str) -> types.TextContent:
@@ -49,7 +62,7 @@ def text(value: str) -> types.TextContent:
 async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
     return types.ListToolsResult(tools=[
         types.Tool(name=name, description=f"the test tool {name}", input_schema={"type": "object"},
-                   output_schema=TYPED if name == "typed" else None,
+                   output_schema=SCHEMAS.get(name),
                    annotations=types.ToolAnnotations(read_only_hint=name != "crash"))
         for name in TOOLS])
 
@@ -61,6 +74,9 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         value = args.get("sep", "").join([args.get("unit", "")] * args.get("count", 1))
         return types.CallToolResult(content=[text(value)], structured_content={"result": value} if name == "typed"
                                     else None)
+    if name in ("listed", "closed"):
+        rows = [{"i": index, "text": "r" * args.get("width", 50)} for index in range(args.get("count", 1))]
+        return types.CallToolResult(content=[text(json.dumps(rows))], structured_content={"result": rows})
     if name == "verbatim":  # the test says exactly what the upstream answers (annotations, _meta)
         return types.CallToolResult.model_validate({"content": args["content"], "_meta": args.get("meta")})
     if name == "blocks":

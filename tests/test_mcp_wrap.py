@@ -245,6 +245,47 @@ def test_an_output_schema_is_listed_and_a_bounded_result_conforms_to_it(shared):
     shared.run(main)
 
 
+def test_a_large_list_under_an_output_schema_gives_a_result_a_validating_client_accepts(shared):
+    # Regression: FastMCP's and the SDK's servers declare {"result": [...]} (required) for a tool
+    # returning a list; bounded, such a result carried overspill's own fields, which that schema
+    # refuses, so the SDK's client raised instead of returning anything.
+    rows = [{"i": index, "text": "r" * 50} for index in range(5000)]
+
+    async def main(client):
+        result = await client.call_tool("listed", {"count": 5000})  # validated by the client
+        (link,) = links_of(result)  # the text and structuredContent say the same: stored once
+        structured = result.structured_content
+        # Room beside the preview for a prefix of the rows (none at the default limits), and
+        # overspill's fields for a client that shows the model only structuredContent.
+        assert structured["result"] == rows[:len(structured["result"])]
+        assert {key: structured[key] for key in ("uri", "size", "text")} == {
+            "uri": link.uri, "size": len(json.dumps(rows)), "text": text_of(result)}
+        assert result.meta["overspill/bounded"]["uri"] == link.uri
+        assert await page_all(client, link.uri) == json.dumps(rows).encode()
+
+        # A schema that admits no other key, and at least one row: a prefix of the rows within
+        # the limits, overspill's fields only under _meta.
+        result = await client.call_tool("closed", {"count": 5000})
+        structured = result.structured_content
+        assert list(structured) == ["result"] and 1 <= len(structured["result"]) < 5000
+        assert structured["result"] == rows[:len(structured["result"])]
+        shown = json.dumps(structured, indent=2)
+        assert len(shown.encode()) <= 8192 and shown.count("\n") < 400
+        ours = result.meta["overspill/bounded"]
+        assert ours["uri"] == links_of(result)[0].uri and ours["text"] == text_of(result)
+
+        # Rows wider than the limits: one row, its text cut, rather than none.
+        result = await client.call_tool("closed", {"count": 3, "width": 20000})
+        (row,) = result.structured_content["result"]
+        assert row["i"] == 0 and 0 < len(row["text"]) < 8192 and set(row["text"]) == {"r"}
+
+        # Within the limits: as the upstream sent it.
+        result = await client.call_tool("listed", {"count": 3})
+        assert result.structured_content == {"result": rows[:3]} and not links_of(result)
+
+    shared.run(main)
+
+
 def annotated(text: str, annotations: dict | None = None, meta: dict | None = None) -> dict:
     """A text block as an upstream sends it, with its ``annotations`` and ``_meta`` when given."""
     block: dict = {"type": "text", "text": text}

@@ -7,7 +7,9 @@ whole and the model is shown the bounded preview, its marker, a
 ``resource_link`` and ``structuredContent`` with ``uri``, ``size``,
 ``lines``, ``next_offset`` and ``text``.  A tool that declares an
 ``outputSchema`` gets ``structuredContent`` that conforms to it where one can
-be had (see ``conforming``), with overspill's fields under ``_meta``.  The
+be had (see ``conforming``: a large required array, as the SDK's and
+FastMCP's servers declare for a tool returning a list, is cut to what fits),
+with overspill's fields under ``_meta``.  The
 preview block says what the text blocks it replaces said (their
 ``annotations`` and ``_meta``: see ``bound``); every other block passes
 through as it came, its own annotations and ``_meta`` included, and so does
@@ -43,6 +45,37 @@ def _within(text: str, limits: Any) -> bool:
     return size <= limits.max_bytes and (limits.max_tokens is None or size <= limits.max_tokens)
 
 
+def _least(value: Any, most: int) -> int:
+    """A lower bound of the characters of ``value``'s JSON text, however indented, counted only
+    until it is over ``most``: a walk of about ``most`` items, whatever the size of ``value``.
+    (Each string, item and member adds at least its characters, quotes and separator.)"""
+    if isinstance(value, str):
+        return len(value) + 2
+    if isinstance(value, list):
+        total = 2
+        for item in value:
+            total += _least(item, most - total) + 1
+            if total > most:
+                break
+        return total
+    if isinstance(value, dict):
+        total = 2
+        for key, member in value.items():
+            total += len(str(key)) + 4 + _least(member, most - total)
+            if total > most:
+                break
+        return total
+    return 1  # a number, a bool or null: a character at least
+
+
+def _json_within(value: Any, limits: Any) -> bool:
+    """Whether ``value``'s JSON text (``indent=2``, as the store keeps it) is ``_within`` the limits;
+    a value over them by ``_least`` is never serialized."""
+    if _least(value, limits.max_bytes) > limits.max_bytes:
+        return False
+    return _within(json.dumps(value, ensure_ascii=False, indent=2), limits)
+
+
 def _texts(content: list[Any]) -> list[int]:
     """The indexes of ``content``'s text blocks."""
     return [index for index, block in enumerate(content)
@@ -59,7 +92,7 @@ def fits(raw: dict[str, Any], limits: Any) -> bool:
     if texts and not _within("\n".join(content[index]["text"] for index in texts), limits):
         return False
     structured = raw.get("structuredContent")
-    return structured is None or _within(json.dumps(structured, ensure_ascii=False, indent=2), limits)
+    return structured is None or _json_within(structured, limits)
 
 
 def release(raw: dict[str, Any], shown: dict[str, Any]) -> None:
@@ -72,16 +105,18 @@ def release(raw: dict[str, Any], shown: dict[str, Any]) -> None:
 
 
 def _duplicates(structured: Any, text: str) -> bool:
-    """Whether ``structuredContent`` says what the text blocks say (the SDK's servers put a
-    result in both: its JSON in the text, or the text as ``{"result": text}``)."""
+    """Whether ``structuredContent`` says what the text blocks say (the SDK's and FastMCP's
+    servers put a result in both: its JSON in the text, or the text as ``{"result": text}``, or a
+    value that is not an object as ``{"result": value}`` beside its JSON)."""
     if structured == {"result": text}:
         return True
     if not text.lstrip()[:1] in ("{", "["):
         return False
     try:
-        return json.loads(text) == structured
+        said = json.loads(text)
     except ValueError:
         return False
+    return said == structured or (isinstance(said, list) and structured == {"result": said})
 
 
 def _valid(schema: dict[str, Any], instance: Any) -> bool:
@@ -95,10 +130,21 @@ def _valid(schema: dict[str, Any], instance: Any) -> bool:
 
 def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limits: Any) -> Optional[Any]:
     """The ``structuredContent`` a bounded result of a tool with ``outputSchema`` ``schema`` carries,
-    or None when only ``ours`` is left (which a validating client refuses): ``ours`` when the schema
-    admits it; else the upstream's object with each string value over the limits replaced by the
-    bounded text (``{"result": text}``, the SDK's shape for a tool returning text, becomes
-    ``{"result": preview}``); else the upstream's ``structuredContent`` when it is within the limits."""
+    or None when only ``ours`` is left (which a validating client refuses).  The first the schema
+    admits of:
+
+    1. ``ours``;
+    2. the upstream's object with each string value over the limits replaced by the bounded text
+       (``{"result": text}``, the SDK's shape for a tool returning text, becomes
+       ``{"result": preview}``);
+    3. the upstream's object at its smallest (``_cut`` to no room: arrays empty, strings empty,
+       every key kept) with ``ours``'s fields added, so that a client that shows the model only
+       ``structuredContent`` still gives it the preview and the link (``{"result": [...]}``, the
+       SDK's and FastMCP's shape for a tool returning a list, becomes
+       ``{"result": [], "uri": ..., "text": ...}``);
+    4. the upstream's value cut down to the limits alone;
+    5. the upstream's own, when it is within the limits.
+    """
     if _valid(schema, ours):
         return ours
     if isinstance(upstream, dict):
@@ -106,10 +152,104 @@ def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limi
                    for key, value in upstream.items()}
         if swapped != upstream and _valid(schema, swapped):
             return swapped
-    if upstream is not None and _within(json.dumps(upstream, ensure_ascii=False, indent=2), limits) \
-            and _valid(schema, upstream):
+        if not any(key in upstream for key in ours):
+            merged = {**_cut(upstream, (0, 0), 0), **ours}  # ours take what room there is
+            if _valid(schema, merged):
+                return merged
+    if upstream is not None:
+        alone = _shrunk(upstream, _room(limits))
+        if _json_within(alone, limits) and _valid(schema, alone):
+            return alone
+    if upstream is not None and _json_within(upstream, limits) and _valid(schema, upstream):
         return upstream
     return None
+
+
+def _room(limits: Any) -> tuple[int, int]:
+    """The bytes and newlines a JSON text (``indent=2``) may have and be ``_within`` the limits."""
+    most = limits.max_bytes if limits.max_tokens is None else min(limits.max_bytes, limits.max_tokens)
+    return most, limits.max_lines - 1
+
+
+def _measure(value: Any, depth: int, room: Optional[int] = None) -> tuple[int, int]:
+    """The bytes and newlines ``value`` adds to a JSON text (``indent=2``) as an item ``depth``
+    containers deep: its own text, indented by two spaces a level, and its separator.  With
+    ``room``, a value that ``_least`` finds longer than that is only known to be over it (a
+    lower bound, ``_least``'s, and one line)."""
+    if room is not None:
+        least = _least(value, room)
+        if least > room:
+            return least + 2, 1
+    text = json.dumps(value, ensure_ascii=False, indent=2)
+    newlines = text.count("\n")
+    return len(text.encode("utf-8", "surrogatepass")) + 2 * depth * (newlines + 1) + 2, newlines + 1
+
+
+def _key_size(key: str) -> int:
+    """The bytes a member's key adds before its value: ``"key": ``."""
+    return len(json.dumps(key, ensure_ascii=False).encode("utf-8", "surrogatepass")) + 2
+
+
+def _cut(value: Any, room: tuple[int, int], depth: int) -> Any:
+    """``value`` with its arrays cut to a prefix of their items and its strings to a prefix of
+    their characters, each cut as little as fits ``room`` (bytes, newlines) about as
+    ``_measure`` counts them; an object keeps every key (the schema may require it), sharing
+    ``room`` among its members, the smallest first, so that only the large ones are cut."""
+    size, lines = _measure(value, depth, room[0])
+    if size <= room[0] and lines <= room[1]:
+        return value
+    if isinstance(value, str):
+        prefix = value[:max(0, room[0] - 2 * depth - 6)]
+        while prefix:  # escapes and multi-byte characters take more than a byte each: cut by the excess
+            excess = _measure(prefix, depth)[0] - room[0]
+            if excess <= 0:
+                break
+            prefix = prefix[:max(0, len(prefix) - max(1, excess // 2))]
+        return prefix
+    if isinstance(value, list):
+        items: list[Any] = []
+        left_bytes, left_lines = room[0] - 2 * depth - 6, room[1] - 2
+        for item in value:
+            item_size, item_lines = _measure(item, depth + 1, left_bytes)
+            if item_size <= left_bytes and item_lines <= left_lines:
+                items.append(item)
+                left_bytes, left_lines = left_bytes - item_size, left_lines - item_lines
+                continue
+            if not items and left_bytes > 0 and left_lines > 0:  # one item cut down, rather than none
+                items.append(_cut(item, (left_bytes, left_lines), depth + 1))
+            break
+        return items
+    if isinstance(value, dict):
+        left_bytes, left_lines = room[0] - 2 * depth - 6, room[1] - 2
+        sizes = sorted(((size + _key_size(key), lines), key) for key, (size, lines) in (
+            (key, _measure(member, depth + 1, max(left_bytes, 0))) for key, member in value.items()))
+        kept: dict[str, Any] = {}
+        for index, ((member_size, member_lines), key) in enumerate(sizes):
+            share = (left_bytes // (len(sizes) - index), left_lines // (len(sizes) - index))
+            member = value[key]
+            if member_size > share[0] or member_lines > share[1]:
+                member = _cut(member, (share[0] - _key_size(key), share[1]), depth + 1)
+                member_size, member_lines = _measure(member, depth + 1)
+                member_size += _key_size(key)
+            kept[key] = member
+            left_bytes, left_lines = left_bytes - member_size, left_lines - member_lines
+        return {key: kept[key] for key in value}  # in the upstream's order
+    return value  # a number, a bool or null: as it is
+
+
+def _shrunk(value: Any, room: tuple[int, int]) -> Any:
+    """``value`` as it is when its JSON text (``indent=2``) is within ``room``'s bytes and
+    newlines, else cut down (``_cut``) until it is; its smallest form when nothing is, or when
+    there is no room at all (or less)."""
+    if room[0] > 0 and room[1] > 0:
+        cut = value
+        for attempt in range(7):  # _cut's counts are close, not exact: a smaller room if they missed
+            if _least(cut, room[0]) <= room[0]:  # else its text is over, however it is laid out
+                text = json.dumps(cut, ensure_ascii=False, indent=2)
+                if len(text.encode("utf-8", "surrogatepass")) <= room[0] and text.count("\n") <= room[1]:
+                    return cut
+            cut = _cut(value, (room[0] >> attempt, room[1] >> attempt), 0)
+    return _cut(value, (0, 0), 0)
 
 
 def _same(one: Any, other: Any) -> bool:
