@@ -20,6 +20,8 @@ text, and returns ``text``'s text in both forms), ``listed`` (declares the schem
 FastMCP's servers declare for a tool returning a list of objects, ``{"result": [{"i", "text"}...]}``,
 and returns ``count`` rows of ``width`` characters as their JSON text and as that object),
 ``closed`` (the same rows under a schema that admits no other key and at least one row),
+``reported`` (an object as a FastMCP tool returning a model gives it: ``total``, ``count``
+``items`` and a ``note`` of ``width`` characters, all required),
 ``verbatim`` (returns the content blocks it is given as ``content``, as JSON, and ``meta`` as
 the result's ``_meta``).
 """
@@ -43,7 +45,7 @@ MODE = sys.argv[1] if len(sys.argv) > 1 else "serve"
 MODES = set(MODE.split(","))
 
 TOOLS = ["text", "blocks", "image", "structured", "fail", "slow", "crash", "sample", "elicit", "roots", "ping",
-         "log", "pid", "headers", "typed", "listed", "closed", "verbatim"] + (
+         "log", "pid", "headers", "typed", "listed", "closed", "reported", "verbatim"] + (
             ["read", "grep"] if "collide" in MODES else [])
 TYPED = {"type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"]}
 ROW = {"type": "object", "properties": {"i": {"type": "integer"}, "text": {"type": "string"}}, "required": ["i", "text"]}
@@ -52,6 +54,8 @@ SCHEMAS = {
     "listed": {"type": "object", "properties": {"result": {"type": "array", "items": ROW}}, "required": ["result"]},
     "closed": {"type": "object", "properties": {"result": {"type": "array", "items": ROW, "minItems": 1}},
                "required": ["result"], "additionalProperties": False},
+    "reported": {"type": "object", "properties": {"total": {"type": "integer"}, "items": {
+        "type": "array", "items": {"type": "string"}}, "note": {"type": "string"}}, "required": ["total", "items", "note"]},
 }
 
 
@@ -77,6 +81,10 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
     if name in ("listed", "closed"):
         rows = [{"i": index, "text": "r" * args.get("width", 50)} for index in range(args.get("count", 1))]
         return types.CallToolResult(content=[text(json.dumps(rows))], structured_content={"result": rows})
+    if name == "reported":
+        count = args.get("count", 1)
+        report = {"total": count, "items": [f"item {index}" for index in range(count)], "note": "n" * args["width"]}
+        return types.CallToolResult(content=[text(json.dumps(report))], structured_content=report)
     if name == "verbatim":  # the test says exactly what the upstream answers (annotations, _meta)
         return types.CallToolResult.model_validate({"content": args["content"], "_meta": args.get("meta")})
     if name == "blocks":

@@ -279,6 +279,18 @@ def test_a_large_list_under_an_output_schema_gives_a_result_a_validating_client_
         (row,) = result.structured_content["result"]
         assert row["i"] == 0 and 0 < len(row["text"]) < 8192 and set(row["text"]) == {"r"}
 
+        # An object with a long string and a long array (a model, as FastMCP gives it): the long
+        # string is not swapped for the preview while the array would stay whole beside it.
+        result = await client.call_tool("reported", {"count": 3000, "width": 20000})
+        structured = result.structured_content
+        assert {key: structured[key] for key in ("total", "items", "note", "text")} == {
+            "total": 3000, "items": [], "note": "", "text": text_of(result)}
+        assert len(json.dumps(structured).encode()) < 2 * 8192
+        # A long string and little else: the string is the preview.
+        result = await client.call_tool("reported", {"count": 3, "width": 20000})
+        assert result.structured_content == {"total": 3, "items": ["item 0", "item 1", "item 2"],
+                                             "note": text_of(result)}
+
         # Within the limits: as the upstream sent it.
         result = await client.call_tool("listed", {"count": 3})
         assert result.structured_content == {"result": rows[:3]} and not links_of(result)

@@ -136,7 +136,7 @@ def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limi
     1. ``ours``;
     2. the upstream's object with each string value over the limits replaced by the bounded text
        (``{"result": text}``, the SDK's shape for a tool returning text, becomes
-       ``{"result": preview}``);
+       ``{"result": preview}``), when the rest of it is within the limits;
     3. the upstream's object at its smallest (``_cut`` to no room: arrays empty, strings empty,
        every key kept) with ``ours``'s fields added, so that a client that shows the model only
        ``structuredContent`` still gives it the preview and the link (``{"result": [...]}``, the
@@ -150,7 +150,8 @@ def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limi
     if isinstance(upstream, dict):
         swapped = {key: ours["text"] if isinstance(value, str) and not _within(value, limits) else value
                    for key, value in upstream.items()}
-        if swapped != upstream and _valid(schema, swapped):
+        rest = {key: value for key, value in swapped.items() if value is not ours["text"]}
+        if len(rest) < len(swapped) and _json_within(rest, limits) and _valid(schema, swapped):
             return swapped
         if not any(key in upstream for key in ours):
             merged = {**_cut(upstream, (0, 0), 0), **ours}  # ours take what room there is
