@@ -587,6 +587,13 @@ def test_wrap_url_over_streamable_http(tmp_path, subprocess_env):
                 result = await client.call_tool("text", {"unit": "h", "count": 40000})
                 (link,) = links_of(result)
                 assert await page_all(client, link.uri) == b"h" * 40000
+                # Regression: a result of more than the SDK's default 1 MiB for one server-sent
+                # event failed, and the upstream was then taken for gone.
+                result = await client.call_tool("text", {"unit": "line of an HTTP upstream\n", "count": 100_000})
+                assert not result.is_error, text_of(result)
+                (link,) = links_of(result)
+                assert await page_all(client, link.uri) == b"line of an HTTP upstream\n" * 100_000
+                assert text_of(await client.call_tool("text", {"unit": "after"})) == "after"
 
         anyio.run(main)
     finally:

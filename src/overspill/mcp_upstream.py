@@ -221,7 +221,9 @@ async def _http(url: str, headers: dict[str, str]) -> AsyncIterator[tuple[Any, A
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     async with create_mcp_http_client(headers=headers) as client:
-        async with streamable_http_client(url, http_client=client) as streams:
+        # No bound on one server-sent event (the SDK's default is 1 MiB): large results are what
+        # the wrapper is for, and a stdio upstream's lines have none either.
+        async with streamable_http_client(url, http_client=client, max_sse_event_size=None) as streams:
             yield streams[0], streams[1]
 
 
