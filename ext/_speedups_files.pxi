@@ -198,7 +198,7 @@ def read_regular(path, offset, length, most, /):
 def read_page(path, base, length, size, low, high, offset, limit, flags, reach, checksums, chunk, /):
     """A first read's page: ``read_regular`` of a window, then ``page_text`` of it; see _native.read_page."""
     cdef Py_ssize_t c_base, c_length, c_size, c_low, c_high, c_offset, c_limit, c_reach, c_chunk, wanted
-    cdef Py_ssize_t got
+    cdef Py_ssize_t got, covered, gap
     cdef int c_flags, fd
     cdef struct_stat info
     cdef char *buffer
@@ -217,28 +217,40 @@ def read_page(path, base, length, size, low, high, offset, limit, flags, reach, 
     c_flags = _flags_of(flags)
     c_reach = _check_int(reach, "reach", 0)
     c_chunk = _check_int(chunk, "chunk", 1)
-    if not c_base <= c_low <= c_offset <= c_high <= c_base + c_length or c_low == c_high:
+    # Every number is in [0, PY_SSIZE_T_MAX] (clamped as the twin clamps them), and the twin
+    # compares them exactly: so no check below adds or multiplies what could pass the maximum.
+    if not c_base <= c_low <= c_offset <= c_high or c_high - c_base > c_length or c_low == c_high:
         raise ValueError(f"base, low, offset and high must satisfy base <= low <= offset <= high <= base + length "
                          f"and low < high, not {base}, {low}, {offset}, {high} (length {length})")
     if checksums is not None:
         if c_base % c_chunk:
             raise ValueError(f"base must be a multiple of chunk ({chunk}) when checksums are given, not {base}")
         _contiguous(checksums, &sums)
-        if 4 * ((c_high - 1) // c_chunk + 1) > sums.len:
+        if (c_high - 1) // c_chunk + 1 > sums.len // 4:  # (4 * chunks > len, without the product)
             PyBuffer_Release(&sums)
             raise ValueError(f"{sums.len // 4} checksums do not cover the chunks of [{low}, {high})")
-        if c_base + c_length < min((c_high + c_chunk - 1) // c_chunk * c_chunk, c_size):  # (C division)
+        # The window must reach min(high rounded up to a chunk, size): the rounding is taken
+        # only where it stays below size.
+        covered = c_size
+        if c_high < c_size:
+            gap = (c_chunk - c_high % c_chunk) % c_chunk
+            if gap <= c_size - c_high:
+                covered = c_high + gap
+        if covered > c_base and c_length < covered - c_base:
             PyBuffer_Release(&sums)
             raise ValueError(f"a window of {length} bytes at {base} does not hold the whole chunks of [{low}, {high})")
-    encoded = PyUnicode_EncodeFSDefault(path)  # as os.open encodes a path
+    buffer = NULL
     try:
-        wanted = _bounded_length(c_size, c_base, c_length)  # as read_regular reads a file of that size
-        buffer = <char *>malloc(wanted + 1)
-        if buffer == NULL:
-            raise MemoryError()
+        encoded = PyUnicode_EncodeFSDefault(path)  # as os.open encodes a path (sums released if it fails)
+        # As read_regular reads a file of that size.  A size claimed too large to hold is
+        # only a failure if the file has it: else, as the twin, a mismatch (None).
+        wanted = _bounded_length(c_size, c_base, c_length)
+        buffer = <char *>malloc(<size_t>wanted + 1)
         try:
             fd = _open_regular(path, _fs_path(path, encoded), &info, buffer, wanted, c_base, c_size, &got)
             try:
+                if buffer == NULL and info.st_size == c_size:
+                    raise MemoryError()
                 found = _window_page(<const uint8_t *>buffer, c_length, c_base, c_low, c_high, c_offset, c_limit,
                                      c_flags, c_reach, <const uint8_t *>sums.buf if checksums is not None else NULL,
                                      c_chunk) if info.st_size == c_size and got == c_length else None

@@ -159,3 +159,48 @@ def test_a_window_that_cannot_be_verified_is_a_value_error(arguments):
         for kernel in (_kernels.read_page, _native.read_page):
             with pytest.raises(FileNotFoundError):
                 kernel(*arguments[:10], None, arguments[11])
+
+
+@pytest.mark.parametrize("arguments", [
+    # Found by a red-team pass: numbers near the Py_ssize_t maximum made the compiled checks
+    # overflow (4 * chunks wrapped negative and read past the checksums; base + length and
+    # high + chunk - 1 wrapped), where the twin compares exactly.
+    ("/no/such/file", 2**61, 16, 2**61 + 16, 2**61, 2**61 + 16, 2**61, 10, 0, 0, b"", 1),
+    ("/no/such/file", 2**62, 16, 120, 2**62, 2**62 + 16, 2**62, 10, 0, 0, bytes(64), 1),
+    ("/no/such/file", 0, 2**62 + 2, 2**63 - 1, 0, 2**62 + 2, 0, 10, 0, 0, bytes(8), 2**62 + 1),
+])
+def test_numbers_near_the_maximum_are_checked_exactly(arguments):
+    for kernel in (_kernels.read_page, _native.read_page):
+        with pytest.raises(ValueError):
+            kernel(*arguments)
+
+
+def test_a_window_past_the_maximum_and_a_size_too_large_to_hold_are_mismatches(tmp_path):
+    path = tmp_path / "payload.txt"
+    path.write_bytes(b"x" * 120)
+    for kernel in (_kernels.read_page, _native.read_page):
+        # base + length past the maximum: a window read as the twin reads it (nothing there).
+        assert _page(kernel, str(path), 2**62, 2**62, 120, 2**62, 2**62 + 1, 2**62, 10, 0, 0, None, 1)[1] is None
+        # A record that claims a size no buffer holds: the file has not that size, so a
+        # mismatch, not a MemoryError (the compiled kernel sized its buffer from the claim).
+        assert _page(kernel, str(path), 0, 2**50, 2**50, 0, 10, 0, 10, 0, 0, None, 1)[1] is None
+        assert _page(kernel, str(path), 0, 2**50, 2**50, 0, 10, 0, 10, 0, 0, bytes(4), 2**50)[1] is None
+
+
+def test_a_path_that_cannot_be_encoded_releases_the_checksums():
+    # The compiled kernel took the checksums' buffer before encoding the path, and kept it
+    # (and a reference) when that failed: a bytearray stayed locked against resizing.
+    import gc
+    import sys
+
+    locked, held = bytearray(8), bytes(8)
+    before = sys.getrefcount(held)
+    for kernel in (_kernels.read_page, _native.read_page):
+        for checksums in (locked, held):
+            for _ in range(20):
+                with pytest.raises(UnicodeEncodeError):
+                    kernel("/tmp/\ud800", 0, 4, 4, 0, 4, 0, 10, 0, 0, checksums, 4)
+    del checksums
+    gc.collect()  # the last traceback's frames (the twin's hold its arguments) are gone
+    locked.append(0)  # BufferError if a view were still exported
+    assert sys.getrefcount(held) == before
