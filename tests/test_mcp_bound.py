@@ -25,27 +25,31 @@ def shown(value) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2)
 
 
-def is_cut_of(cut, value) -> bool:
+def is_cut_of(cut, value, every_key: bool = True) -> bool:
     """Whether ``cut`` is ``value`` with arrays cut to a prefix of their items (the last kept one
-    itself possibly cut), strings to a prefix, and every object's keys kept in order."""
+    itself possibly cut), strings to a prefix, and every object's keys kept in order (or, not
+    ``every_key``, a prefix of its members cut as an array's items are)."""
     if isinstance(value, str):
         return isinstance(cut, str) and value.startswith(cut)
-    if isinstance(value, list):
-        if not isinstance(cut, list) or len(cut) > len(value):
+    if isinstance(value, list) or (isinstance(value, dict) and not every_key):
+        if type(cut) is not type(value) or len(cut) > len(value):
             return False
-        whole = cut[:-1] if cut and cut[-1] != value[len(cut) - 1] else cut
-        return whole == value[:len(whole)] and (whole is cut or is_cut_of(cut[-1], value[len(cut) - 1]))
+        pairs, kept = list(value.items() if isinstance(value, dict) else enumerate(value)), list(
+            cut.items() if isinstance(cut, dict) else enumerate(cut))
+        whole = kept[:-1] if kept and kept[-1] != pairs[len(kept) - 1] else kept
+        return whole == pairs[:len(whole)] and (whole is kept or (
+            kept[-1][0] == pairs[len(kept) - 1][0] and is_cut_of(kept[-1][1], pairs[len(kept) - 1][1], every_key)))
     if isinstance(value, dict):
         return isinstance(cut, dict) and list(cut) == list(value) and all(
-            is_cut_of(cut[key], member) for key, member in value.items())
+            is_cut_of(cut[key], member, every_key) for key, member in value.items())
     return cut == value and type(cut) is type(value)
 
 
-@given(json_values, st.integers(-50, 3000), st.integers(-5, 120))
-def test_a_cut_is_within_its_room_and_only_cuts(value, room_bytes, room_lines):
-    cut = _shrunk(value, (room_bytes, room_lines))
-    assert is_cut_of(cut, value)
-    smallest = _shrunk(value, (0, 0))
+@given(json_values, st.integers(-50, 3000), st.integers(-5, 120), st.booleans())
+def test_a_cut_is_within_its_room_and_only_cuts(value, room_bytes, room_lines, every_key):
+    cut = _shrunk(value, (room_bytes, room_lines), every_key)
+    assert is_cut_of(cut, value, every_key)
+    smallest = _shrunk(value, (0, 0), every_key)
     if room_bytes <= 0 or room_lines <= 0:
         assert cut == smallest  # no room: the smallest form, whatever its size
         return
@@ -97,3 +101,13 @@ def test_conforming_prefers_ours_then_keeps_the_upstream_shape():
     # Nothing the schema admits can be had within the limits: None (overspill's own is shown).
     needy = {**CLOSED, "properties": {"result": {"type": "array", "items": ROW, "minItems": 9000}}}
     assert conforming(needy, OURS, {"result": rows}, LIMITS) is None
+
+
+def test_a_large_map_keeps_a_prefix_of_its_members():
+    # The SDK's server declares {"type": "object", "additionalProperties": {"type": "integer"}} for
+    # a tool returning dict[str, int]: no key is required, and overspill's fields are not ints.
+    schema = {"type": "object", "additionalProperties": {"type": "integer"}}
+    counts = {f"k{index}": index for index in range(20_000)}
+    kept = conforming(schema, OURS, counts, LIMITS)
+    assert kept is not None and 10 < len(kept) < 20_000 and list(kept.items()) == list(counts.items())[:len(kept)]
+    assert len(shown(kept).encode()) <= 8192 and shown(kept).count("\n") < 400

@@ -142,7 +142,8 @@ def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limi
        ``structuredContent`` still gives it the preview and the link (``{"result": [...]}``, the
        SDK's and FastMCP's shape for a tool returning a list, becomes
        ``{"result": [], "uri": ..., "text": ...}``);
-    4. the upstream's value cut down to the limits alone;
+    4. the upstream's value cut down to the limits alone: every key of each object kept, else
+       (for a map, ``{"type": "object", "additionalProperties": ...}``) a prefix of its members;
     5. the upstream's own, when it is within the limits.
     """
     if _valid(schema, ours):
@@ -158,9 +159,10 @@ def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limi
             if _valid(schema, merged):
                 return merged
     if upstream is not None:
-        alone = _shrunk(upstream, _room(limits))
-        if _json_within(alone, limits) and _valid(schema, alone):
-            return alone
+        for every_key in (True, False):
+            alone = _shrunk(upstream, _room(limits), every_key)
+            if _json_within(alone, limits) and _valid(schema, alone):
+                return alone
     if upstream is not None and _json_within(upstream, limits) and _valid(schema, upstream):
         return upstream
     return None
@@ -191,11 +193,12 @@ def _key_size(key: str) -> int:
     return len(json.dumps(key, ensure_ascii=False).encode("utf-8", "surrogatepass")) + 2
 
 
-def _cut(value: Any, room: tuple[int, int], depth: int) -> Any:
+def _cut(value: Any, room: tuple[int, int], depth: int, every_key: bool = True) -> Any:
     """``value`` with its arrays cut to a prefix of their items and its strings to a prefix of
     their characters, each cut as little as fits ``room`` (bytes, newlines) about as
-    ``_measure`` counts them; an object keeps every key (the schema may require it), sharing
-    ``room`` among its members, the smallest first, so that only the large ones are cut."""
+    ``_measure`` counts them.  An object keeps every key (``every_key``: the schema may require
+    them), sharing ``room`` among its members, the smallest first, so that only the large ones
+    are cut; or else, like an array, a prefix of its members (for a map, which requires none)."""
     size, lines = _measure(value, depth, room[0])
     if size <= room[0] and lines <= room[1]:
         return value
@@ -207,41 +210,43 @@ def _cut(value: Any, room: tuple[int, int], depth: int) -> Any:
                 break
             prefix = prefix[:max(0, len(prefix) - max(1, excess // 2))]
         return prefix
-    if isinstance(value, list):
-        items: list[Any] = []
+    if isinstance(value, list) or (isinstance(value, dict) and not every_key):
+        pairs = value.items() if isinstance(value, dict) else enumerate(value)
+        kept: list[tuple[Any, Any]] = []
         left_bytes, left_lines = room[0] - 2 * depth - 6, room[1] - 2
-        for item in value:
-            item_size, item_lines = _measure(item, depth + 1, left_bytes)
-            if item_size <= left_bytes and item_lines <= left_lines:
-                items.append(item)
-                left_bytes, left_lines = left_bytes - item_size, left_lines - item_lines
+        for key, item in pairs:
+            named = _key_size(key) if isinstance(value, dict) else 0
+            item_size, item_lines = _measure(item, depth + 1, max(left_bytes - named, 0))
+            if item_size + named <= left_bytes and item_lines <= left_lines:
+                kept.append((key, item))
+                left_bytes, left_lines = left_bytes - item_size - named, left_lines - item_lines
                 continue
-            if not items and left_bytes > 0 and left_lines > 0:  # one item cut down, rather than none
-                items.append(_cut(item, (left_bytes, left_lines), depth + 1))
+            if not kept and left_bytes - named > 0 and left_lines > 0:  # one item cut down, rather than none
+                kept.append((key, _cut(item, (left_bytes - named, left_lines), depth + 1, every_key)))
             break
-        return items
+        return dict(kept) if isinstance(value, dict) else [item for _, item in kept]
     if isinstance(value, dict):
         left_bytes, left_lines = room[0] - 2 * depth - 6, room[1] - 2
         sizes = sorted(((size + _key_size(key), lines), key) for key, (size, lines) in (
             (key, _measure(member, depth + 1, max(left_bytes, 0))) for key, member in value.items()))
-        kept: dict[str, Any] = {}
+        members: dict[str, Any] = {}
         for index, ((member_size, member_lines), key) in enumerate(sizes):
             share = (left_bytes // (len(sizes) - index), left_lines // (len(sizes) - index))
             member = value[key]
             if member_size > share[0] or member_lines > share[1]:
-                member = _cut(member, (share[0] - _key_size(key), share[1]), depth + 1)
+                member = _cut(member, (share[0] - _key_size(key), share[1]), depth + 1, every_key)
                 member_size, member_lines = _measure(member, depth + 1)
                 member_size += _key_size(key)
-            kept[key] = member
+            members[key] = member
             left_bytes, left_lines = left_bytes - member_size, left_lines - member_lines
-        return {key: kept[key] for key in value}  # in the upstream's order
+        return {key: members[key] for key in value}  # in the upstream's order
     return value  # a number, a bool or null: as it is
 
 
-def _shrunk(value: Any, room: tuple[int, int]) -> Any:
+def _shrunk(value: Any, room: tuple[int, int], every_key: bool = True) -> Any:
     """``value`` as it is when its JSON text (``indent=2``) is within ``room``'s bytes and
-    newlines, else cut down (``_cut``) until it is; its smallest form when nothing is, or when
-    there is no room at all (or less)."""
+    newlines, else cut down (``_cut``, keeping ``every_key`` of each object or not) until it
+    is; its smallest form when nothing is, or when there is no room at all (or less)."""
     if room[0] > 0 and room[1] > 0:
         cut = value
         for attempt in range(7):  # _cut's counts are close, not exact: a smaller room if they missed
@@ -249,8 +254,8 @@ def _shrunk(value: Any, room: tuple[int, int]) -> Any:
                 text = json.dumps(cut, ensure_ascii=False, indent=2)
                 if len(text.encode("utf-8", "surrogatepass")) <= room[0] and text.count("\n") <= room[1]:
                     return cut
-            cut = _cut(value, (room[0] >> attempt, room[1] >> attempt), 0)
-    return _cut(value, (0, 0), 0)
+            cut = _cut(value, (room[0] >> attempt, room[1] >> attempt), 0, every_key)
+    return _cut(value, (0, 0), 0, every_key)
 
 
 def _same(one: Any, other: Any) -> bool:
