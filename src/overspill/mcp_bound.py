@@ -68,12 +68,18 @@ def _least(value: Any, most: int) -> int:
     return 1  # a number, a bool or null: a character at least
 
 
-def _json_within(value: Any, limits: Any) -> bool:
-    """Whether ``value``'s JSON text (``indent=2``, as the store keeps it) is ``_within`` the limits;
-    a value over them by ``_least`` is never serialized."""
-    if _least(value, limits.max_bytes) > limits.max_bytes:
+def _json_fits(value: Any, room: tuple[int, int]) -> bool:
+    """Whether ``value``'s JSON text (``indent=2``, as the store keeps it) has at most ``room``'s
+    bytes and newlines; a value over them by ``_least`` is never serialized."""
+    if _least(value, room[0]) > room[0]:
         return False
-    return _within(json.dumps(value, ensure_ascii=False, indent=2), limits)
+    text = json.dumps(value, ensure_ascii=False, indent=2)
+    return len(text.encode("utf-8", "surrogatepass")) <= room[0] and text.count("\n") <= room[1]
+
+
+def _json_within(value: Any, limits: Any) -> bool:
+    """Whether ``value``'s JSON text is ``_within`` the limits (``_json_fits`` their room)."""
+    return _json_fits(value, _room(limits))
 
 
 def _texts(content: list[Any]) -> list[int]:
@@ -250,10 +256,8 @@ def _shrunk(value: Any, room: tuple[int, int], every_key: bool = True) -> Any:
     if room[0] > 0 and room[1] > 0:
         cut = value
         for attempt in range(7):  # _cut's counts are close, not exact: a smaller room if they missed
-            if _least(cut, room[0]) <= room[0]:  # else its text is over, however it is laid out
-                text = json.dumps(cut, ensure_ascii=False, indent=2)
-                if len(text.encode("utf-8", "surrogatepass")) <= room[0] and text.count("\n") <= room[1]:
-                    return cut
+            if _json_fits(cut, room):
+                return cut
             cut = _cut(value, (room[0] >> attempt, room[1] >> attempt), 0, every_key)
     return _cut(value, (0, 0), 0, every_key)
 
