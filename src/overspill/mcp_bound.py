@@ -114,7 +114,7 @@ def _duplicates(structured: Any, text: str) -> bool:
     """Whether ``structuredContent`` says what the text blocks say (the SDK's and FastMCP's
     servers put a result in both: its JSON in the text, or the text as ``{"result": text}``, or a
     value that is not an object as ``{"result": value}`` beside its JSON)."""
-    if structured == {"result": text}:
+    if isinstance(structured, dict) and len(structured) == 1 and structured.get("result") == text:
         return True
     if not text.lstrip()[:1] in ("{", "["):
         return False
@@ -122,7 +122,7 @@ def _duplicates(structured: Any, text: str) -> bool:
         said = json.loads(text)
     except ValueError:
         return False
-    return said == structured or (isinstance(said, list) and structured == {"result": said})
+    return _same(said, structured) or (isinstance(said, list) and _same({"result": said}, structured))
 
 
 def _valid(schema: dict[str, Any], instance: Any) -> bool:
@@ -134,43 +134,53 @@ def _valid(schema: dict[str, Any], instance: Any) -> bool:
         return False
 
 
-def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limits: Any) -> Optional[Any]:
+def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limits: Any,
+               said: Optional[str] = None) -> Optional[Any]:
     """The ``structuredContent`` a bounded result of a tool with ``outputSchema`` ``schema`` carries,
     or None when only ``ours`` is left (which a validating client refuses).  The first the schema
     admits of:
 
     1. ``ours``;
-    2. the upstream's object with each string value over the limits replaced by the bounded text
+    2. the upstream's own, when it is within the limits (exact, and small);
+    3. the upstream's object with the one string value that is ``said`` (the text ``ours["text"]``
+       previews) replaced by that preview, when the rest of it is within the limits
        (``{"result": text}``, the SDK's shape for a tool returning text, becomes
-       ``{"result": preview}``), when the rest of it is within the limits;
-    3. the upstream's object at its smallest (``_cut`` to no room: arrays empty, strings empty,
-       every key kept) with ``ours``'s fields added, so that a client that shows the model only
-       ``structuredContent`` still gives it the preview and the link (``{"result": [...]}``, the
-       SDK's and FastMCP's shape for a tool returning a list, becomes
+       ``{"result": preview}``);
+    4. the upstream's object with ``ours``'s fields added, cut to the room the limits leave beside
+       them, which is none when the preview fills them: arrays and strings empty, every key of a
+       model kept, a map empty (``_emptied``), when that much is within the limits.  So a client
+       that shows the model only ``structuredContent`` still gives it the preview and the link
+       (``{"result": [...]}``, the SDK's and FastMCP's shape for a tool returning a list, becomes
        ``{"result": [], "uri": ..., "text": ...}``);
-    4. the upstream's value cut down to the limits alone: every key of each object kept, else
-       (for a map, ``{"type": "object", "additionalProperties": ...}``) a prefix of its members;
-    5. the upstream's own, when it is within the limits.
+    5. the upstream's value cut down to the limits alone (``_shrunk``): every key of an object
+       kept where they fit, else (a map) a prefix of its members; then the same with the item
+       after each array's prefix cut to fit as well (a tuple's ``prefixItems`` need it).
     """
     if _valid(schema, ours):
         return ours
-    if isinstance(upstream, dict):
-        swapped = {key: ours["text"] if isinstance(value, str) and not _within(value, limits) else value
-                   for key, value in upstream.items()}
-        rest = {key: value for key, value in swapped.items() if value is not ours["text"]}
-        if len(rest) < len(swapped) and _json_within(rest, limits) and _valid(schema, swapped):
-            return swapped
-        if not any(key in upstream for key in ours):
-            merged = {**_cut(upstream, (0, 0), 0), **ours}  # ours take what room there is
-            if _valid(schema, merged):
-                return merged
-    if upstream is not None:
-        for every_key in (True, False):
-            alone = _shrunk(upstream, _room(limits), every_key)
-            if _json_within(alone, limits) and _valid(schema, alone):
-                return alone
     if upstream is not None and _json_within(upstream, limits) and _valid(schema, upstream):
         return upstream
+    room = _room(limits)
+    if isinstance(upstream, dict):
+        if said is not None and not _within(said, limits):
+            previewed = [key for key, value in upstream.items() if isinstance(value, str) and value == said]
+            if len(previewed) == 1:
+                rest = {key: value for key, value in upstream.items() if key != previewed[0]}
+                swapped = {key: ours["text"] if key == previewed[0] else value for key, value in upstream.items()}
+                if _json_within(rest, limits) and _valid(schema, swapped):
+                    return swapped
+        if not any(key in upstream for key in ours):
+            beside = _json_size(ours)
+            left = (room[0] - beside[0], room[1] - beside[1])
+            kept = _shrunk(upstream, left) if left[0] > 0 and left[1] > 0 else _emptied(upstream, 0, room)[0]
+            merged = {**kept, **ours}
+            if _json_within(kept, limits) and _valid(schema, merged):
+                return merged
+    if upstream is not None:
+        for partial in (False, True):
+            alone = _shrunk(upstream, room, partial)
+            if _json_within(alone, limits) and _valid(schema, alone):
+                return alone
     return None
 
 
@@ -180,8 +190,14 @@ def _room(limits: Any) -> tuple[int, int]:
     return most, limits.max_lines - 1
 
 
+def _json_size(value: Any) -> tuple[int, int]:
+    """The bytes and newlines of ``value``'s JSON text (``indent=2``, as the store keeps it)."""
+    text = json.dumps(value, ensure_ascii=False, indent=2)
+    return len(text.encode("utf-8", "surrogatepass")), text.count("\n")
+
+
 def _measure(value: Any, depth: int, room: Optional[int] = None) -> tuple[int, int]:
-    """The bytes and newlines ``value`` adds to a JSON text (``indent=2``) as an item ``depth``
+    """The bytes and lines ``value`` adds to a JSON text (``indent=2``) as an item ``depth``
     containers deep: its own text, indented by two spaces a level, and its separator.  With
     ``room``, a value that ``_least`` finds longer than that is only known to be over it (a
     lower bound, ``_least``'s, and one line)."""
@@ -189,82 +205,149 @@ def _measure(value: Any, depth: int, room: Optional[int] = None) -> tuple[int, i
         least = _least(value, room)
         if least > room:
             return least + 2, 1
-    text = json.dumps(value, ensure_ascii=False, indent=2)
-    newlines = text.count("\n")
-    return len(text.encode("utf-8", "surrogatepass")) + 2 * depth * (newlines + 1) + 2, newlines + 1
+    size, newlines = _json_size(value)
+    return size + 2 * depth * (newlines + 1) + 2, newlines + 1
 
 
-def _key_size(key: str) -> int:
+def _key_size(key: Any) -> int:
     """The bytes a member's key adds before its value: ``"key": ``."""
-    return len(json.dumps(key, ensure_ascii=False).encode("utf-8", "surrogatepass")) + 2
+    return len(json.dumps(str(key), ensure_ascii=False).encode("utf-8", "surrogatepass")) + 2
 
 
-def _cut(value: Any, room: tuple[int, int], depth: int, every_key: bool = True) -> Any:
+def _emptied(value: Any, depth: int, room: tuple[int, int]) -> tuple[Any, int, int]:
+    """``value`` at its smallest, with the bytes and lines it adds as an item ``depth`` deep (as
+    ``_measure`` counts them): strings and arrays empty; an object with every key, each member at
+    its smallest, when that fits ``room`` (a model: its keys may be required), else empty (a map,
+    too large for every key: it requires none).  A walk of about ``room``, whatever the size of
+    ``value``."""
+    empty = 2 * depth + 4
+    if isinstance(value, str):
+        return "", empty, 1
+    if isinstance(value, list):
+        return [], empty, 1
+    if not isinstance(value, dict):
+        size, lines = _measure(value, depth)
+        return value, size, lines
+    if not value:
+        return {}, empty, 1
+    size, lines = 2 * depth + 6, 2
+    members: dict[Any, Any] = {}
+    for key, member in value.items():
+        smallest, member_size, member_lines = _emptied(member, depth + 1, (room[0] - size, room[1] - lines))
+        size, lines = size + _key_size(key) + member_size, lines + member_lines
+        if size > room[0] or lines > room[1]:
+            return {}, empty, 1
+        members[key] = smallest
+    return members, size, lines
+
+
+def _cut(value: Any, room: tuple[int, int], depth: int, partial: bool = False) -> Any:
     """``value`` with its arrays cut to a prefix of their items and its strings to a prefix of
-    their characters, each cut as little as fits ``room`` (bytes, newlines) about as
-    ``_measure`` counts them.  An object keeps every key (``every_key``: the schema may require
-    them), sharing ``room`` among its members, the smallest first, so that only the large ones
-    are cut; or else, like an array, a prefix of its members (for a map, which requires none)."""
+    their characters, each cut as little as fits ``room`` (bytes, lines) about as ``_measure``
+    counts them.  An object keeps every key where they fit at their smallest (``_emptied``),
+    sharing ``room`` among its members beyond that, so that only the large ones are cut; else
+    (a map) a prefix of its members, as an array's items.  Of an array's or a map's items the
+    first is cut to fit when none fits whole; with ``partial``, so is the one after a prefix."""
     size, lines = _measure(value, depth, room[0])
     if size <= room[0] and lines <= room[1]:
         return value
     if isinstance(value, str):
-        prefix = value[:max(0, room[0] - 2 * depth - 6)]
-        while prefix:  # escapes and multi-byte characters take more than a byte each: cut by the excess
-            excess = _measure(prefix, depth)[0] - room[0]
-            if excess <= 0:
-                break
-            prefix = prefix[:max(0, len(prefix) - max(1, excess // 2))]
-        return prefix
-    if isinstance(value, list) or (isinstance(value, dict) and not every_key):
-        pairs = value.items() if isinstance(value, dict) else enumerate(value)
-        kept: list[tuple[Any, Any]] = []
-        left_bytes, left_lines = room[0] - 2 * depth - 6, room[1] - 2
-        for key, item in pairs:
-            named = _key_size(key) if isinstance(value, dict) else 0
-            item_size, item_lines = _measure(item, depth + 1, max(left_bytes - named, 0))
-            if item_size + named <= left_bytes and item_lines <= left_lines:
-                kept.append((key, item))
-                left_bytes, left_lines = left_bytes - item_size - named, left_lines - item_lines
-                continue
-            if not kept and left_bytes - named > 0 and left_lines > 0:  # one item cut down, rather than none
-                kept.append((key, _cut(item, (left_bytes - named, left_lines), depth + 1, every_key)))
-            break
-        return dict(kept) if isinstance(value, dict) else [item for _, item in kept]
-    if isinstance(value, dict):
-        left_bytes, left_lines = room[0] - 2 * depth - 6, room[1] - 2
-        sizes = sorted(((size + _key_size(key), lines), key) for key, (size, lines) in (
-            (key, _measure(member, depth + 1, max(left_bytes, 0))) for key, member in value.items()))
-        members: dict[str, Any] = {}
-        for index, ((member_size, member_lines), key) in enumerate(sizes):
-            share = (left_bytes // (len(sizes) - index), left_lines // (len(sizes) - index))
-            member = value[key]
-            if member_size > share[0] or member_lines > share[1]:
-                member = _cut(member, (share[0] - _key_size(key), share[1]), depth + 1, every_key)
-                member_size, member_lines = _measure(member, depth + 1)
-                member_size += _key_size(key)
-            members[key] = member
-            left_bytes, left_lines = left_bytes - member_size, left_lines - member_lines
-        return {key: members[key] for key in value}  # in the upstream's order
-    return value  # a number, a bool or null: as it is
+        return _string_cut(value, room[0], depth) if room[1] > 0 else ""
+    if isinstance(value, list):
+        return [item for _, item in _prefix(enumerate(value), False, room, depth, partial)]
+    if not isinstance(value, dict):
+        return value  # a number, a bool or null: as it is
+    inner = (room[0] - 2 * depth - 6, room[1] - 2)
+    if value and not _emptied(value, depth, room)[0]:  # not every key fits, even at its smallest
+        return dict(_prefix(value.items(), True, room, depth, partial))
+    entries = []
+    for key, member in value.items():
+        named = _key_size(key)
+        whole_size, whole_lines = _measure(member, depth + 1, max(inner[0], 0))
+        _, least_size, least_lines = _emptied(member, depth + 1, inner)
+        entries.append((whole_size - least_size, key, whole_size + named, whole_lines, least_size + named,
+                        least_lines))
+    spare = [inner[0] - sum(entry[4] for entry in entries), inner[1] - sum(entry[5] for entry in entries)]
+    members: dict[Any, Any] = {}
+    # The members that need least beyond their smallest first: each kept whole while its share of
+    # what is spare allows, so only the large ones are cut (a member is never given less than its
+    # smallest: a model nested in a model keeps its keys).
+    entries.sort(key=lambda entry: entry[0])
+    for index, (_, key, whole_size, whole_lines, least_size, least_lines) in enumerate(entries):
+        share = (least_size + spare[0] // (len(entries) - index), least_lines + spare[1] // (len(entries) - index))
+        member = value[key]
+        if whole_size > share[0] or whole_lines > share[1]:
+            named = _key_size(key)
+            member = _cut(member, (share[0] - named, share[1]), depth + 1, partial)
+            whole_size, whole_lines = _measure(member, depth + 1)
+            whole_size += named
+        members[key] = member
+        spare[0], spare[1] = spare[0] - (whole_size - least_size), spare[1] - (whole_lines - least_lines)
+    return {key: members[key] for key in value}  # in the upstream's order
 
 
-def _shrunk(value: Any, room: tuple[int, int], every_key: bool = True) -> Any:
+def _prefix(pairs: Any, named: bool, room: tuple[int, int], depth: int, partial: bool) -> list[tuple[Any, Any]]:
+    """The longest prefix of ``pairs`` (an array's indexes and items, or a map's keys and members,
+    ``named``) that fits ``room`` inside their container ``depth`` deep; then the next item cut to
+    what is left when none fits whole (rather than nothing), or with ``partial`` when its cut fits."""
+    kept: list[tuple[Any, Any]] = []
+    left_bytes, left_lines = room[0] - 2 * depth - 6, room[1] - 2
+    for key, item in pairs:
+        key_size = _key_size(key) if named else 0
+        item_size, item_lines = _measure(item, depth + 1, max(left_bytes - key_size, 0))
+        if item_size + key_size <= left_bytes and item_lines <= left_lines:
+            kept.append((key, item))
+            left_bytes, left_lines = left_bytes - item_size - key_size, left_lines - item_lines
+            continue
+        if (not kept or partial) and left_bytes - key_size > 0 and left_lines > 0:
+            part = _cut(item, (left_bytes - key_size, left_lines), depth + 1, partial)
+            part_size, part_lines = _measure(part, depth + 1)
+            if not kept or (part_size + key_size <= left_bytes and part_lines <= left_lines):
+                kept.append((key, part))
+        break
+    return kept
+
+
+def _string_cut(value: str, room: int, depth: int) -> str:
+    """The longest prefix of ``value`` whose JSON text, as an item ``depth`` deep, adds at most
+    ``room`` bytes (escapes and multi-byte characters take more than one: a search, not a guess)."""
+    low, high = 0, min(len(value), max(0, room - 2 * depth - 4))  # a character takes a byte at least
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _measure(value[:middle], depth)[0] <= room:
+            low = middle
+        else:
+            high = middle - 1
+    return value[:low]
+
+
+def _shrunk(value: Any, room: tuple[int, int], partial: bool = False) -> Any:
     """``value`` as it is when its JSON text (``indent=2``) is within ``room``'s bytes and
-    newlines, else cut down (``_cut``, keeping ``every_key`` of each object or not) until it
-    is; its smallest form when nothing is, or when there is no room at all (or less)."""
+    newlines, else cut down (``_cut``, with ``partial`` or not) until it is; its smallest form
+    (``_emptied``) when nothing is, or when there is no room at all (or less)."""
     if room[0] > 0 and room[1] > 0:
-        cut = value
-        for attempt in range(7):  # _cut's counts are close, not exact: a smaller room if they missed
-            if _json_fits(cut, room):
+        if _json_fits(value, room):
+            return value
+        target = room
+        for _ in range(8):  # _cut's counts are close, not exact: a room smaller by what it missed by
+            cut = _cut(value, target, 0, partial)
+            size, newlines = _json_size(cut)
+            if size <= room[0] and newlines <= room[1]:
                 return cut
-            cut = _cut(value, (room[0] >> attempt, room[1] >> attempt), 0, every_key)
-    return _cut(value, (0, 0), 0, every_key)
+            target = (target[0] - max(size - room[0], 0, target[0] // 32 if size > room[0] else 0),
+                      target[1] - max(newlines - room[1], 0))
+            if target[0] <= 0 or target[1] <= 0:
+                break
+    return _emptied(value, 0, room)[0]
 
 
 def _same(one: Any, other: Any) -> bool:
     """Whether two JSON values are the same value (Python's ``==`` alone holds ``True == 1 == 1.0``)."""
-    return bool(one == other) and json.dumps(one, sort_keys=True) == json.dumps(other, sort_keys=True)
+    if not one == other:
+        return False
+    if json.dumps(one) == json.dumps(other):  # the same members in the same order: no sort needed
+        return True
+    return json.dumps(one, sort_keys=True) == json.dumps(other, sort_keys=True)
 
 
 def _common(said: list[Any]) -> Optional[dict[str, Any]]:
@@ -356,7 +439,8 @@ def bound(raw: dict[str, Any], store: ToolOutputStore, session: str, call_id: st
         data = ours["structuredContent"]
     shown["structuredContent"] = data
     if output_schema is not None and not raw.get("isError"):
-        kept = conforming(output_schema, data, structured, store.limits())
+        previewed = joined if cut is not None and cut.resource is not None else None  # what data["text"] shows
+        kept = conforming(output_schema, data, structured, store.limits(), previewed)
         if kept is not None and kept is not data:
             shown["structuredContent"] = kept
             shown["_meta"] = {**(raw.get("_meta") or {}), META_KEY: data}
