@@ -199,3 +199,13 @@ def test_booleans_are_not_the_numbers_a_text_says():
     assert not _duplicates({"result": flags}, json.dumps([1, 0] * 3000))
     assert _duplicates({"result": flags}, json.dumps(flags))
     assert _duplicates({"result": "text"}, "text") and not _duplicates({"result": "text", "more": 1}, "text")
+
+
+def test_a_model_too_wide_for_the_room_beside_the_preview_keeps_its_keys_at_their_smallest():
+    fields = {f"f{index}": index for index in range(100)}
+    schema = {"type": "object", "properties": {**{key: {"type": "integer"} for key in fields},
+                                               "rows": {"type": "array"}}, "required": [*fields, "rows"]}
+    upstream = {**fields, "rows": list(range(5000))}
+    ours = {**OURS, "text": "p" * 7500}  # leaves a room that the hundred keys alone do not fit
+    kept = conforming(schema, ours, upstream, LIMITS)
+    assert kept == {**fields, "rows": [], **ours}  # was the model cut alone, without the preview or link

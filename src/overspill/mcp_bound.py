@@ -73,8 +73,8 @@ def _json_fits(value: Any, room: tuple[int, int]) -> bool:
     bytes and newlines; a value over them by ``_least`` is never serialized."""
     if _least(value, room[0]) > room[0]:
         return False
-    text = json.dumps(value, ensure_ascii=False, indent=2)
-    return len(text.encode("utf-8", "surrogatepass")) <= room[0] and text.count("\n") <= room[1]
+    size, newlines = _json_size(value)
+    return size <= room[0] and newlines <= room[1]
 
 
 def _json_within(value: Any, limits: Any) -> bool:
@@ -162,7 +162,7 @@ def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limi
         return upstream
     room = _room(limits)
     if isinstance(upstream, dict):
-        if said is not None and not _within(said, limits):
+        if said is not None:
             previewed = [key for key, value in upstream.items() if isinstance(value, str) and value == said]
             if len(previewed) == 1:
                 rest = {key: value for key, value in upstream.items() if key != previewed[0]}
@@ -172,10 +172,10 @@ def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limi
         if not any(key in upstream for key in ours):
             beside = _json_size(ours)
             left = (room[0] - beside[0], room[1] - beside[1])
-            kept = _shrunk(upstream, left) if left[0] > 0 and left[1] > 0 else _emptied(upstream, 0, room)[0]
-            merged = {**kept, **ours}
-            if _json_within(kept, limits) and _valid(schema, merged):
-                return merged
+            for kept in (_shrunk(upstream, left), _emptied(upstream, 0, room)[0]):
+                merged = {**kept, **ours}
+                if _json_within(kept, limits) and _valid(schema, merged):
+                    return merged
     if upstream is not None:
         for partial in (False, True):
             alone = _shrunk(upstream, room, partial)
