@@ -26,26 +26,25 @@ def shown(value) -> str:
 
 
 def is_cut_of(cut, value) -> bool:
-    """Whether ``cut`` is ``value`` with arrays cut to a prefix of their items (the last kept one
-    itself possibly cut), strings to a prefix, and each object either with every key kept in
-    order, each member a cut of its own, or (a map) a prefix of its members cut as an array's
-    items are."""
+    """Whether ``cut`` is ``value`` with strings cut to a prefix, and each array and object either
+    with every item (key) kept in order, each a cut of its own, or a prefix of them (the last
+    kept one itself possibly cut)."""
     if isinstance(value, str):
         return isinstance(cut, str) and value.startswith(cut)
     if type(cut) is not type(value):
         return False
-    if isinstance(value, dict) and list(cut) == list(value) and all(
-            is_cut_of(cut[key], member) for key, member in value.items()):
-        return True
-    if isinstance(value, (list, dict)):
-        if len(cut) > len(value):
-            return False
-        pairs, kept = list(value.items() if isinstance(value, dict) else enumerate(value)), list(
-            cut.items() if isinstance(cut, dict) else enumerate(cut))
-        whole = kept[:-1] if kept and kept[-1] != pairs[len(kept) - 1] else kept
-        return whole == pairs[:len(whole)] and (whole is kept or (
-            kept[-1][0] == pairs[len(kept) - 1][0] and is_cut_of(kept[-1][1], pairs[len(kept) - 1][1])))
-    return cut == value
+    if not isinstance(value, (list, dict)):
+        return cut == value
+    if len(cut) > len(value):
+        return False
+    pairs, kept = list(value.items() if isinstance(value, dict) else enumerate(value)), list(
+        cut.items() if isinstance(cut, dict) else enumerate(cut))
+    if [key for key, _ in kept] == [key for key, _ in pairs] and all(
+            is_cut_of(part, member) for (_, part), (_, member) in zip(kept, pairs)):
+        return True  # every key (or item) kept, each cut
+    whole = kept[:-1] if kept and kept[-1] != pairs[len(kept) - 1] else kept  # a prefix, its last one cut
+    return whole == pairs[:len(whole)] and (whole is kept or (
+        kept[-1][0] == pairs[len(kept) - 1][0] and is_cut_of(kept[-1][1], pairs[len(kept) - 1][1])))
 
 
 def size_of(value) -> tuple[int, int]:
@@ -54,11 +53,11 @@ def size_of(value) -> tuple[int, int]:
 
 
 @given(json_values, st.integers(-50, 3000), st.integers(-5, 120), st.booleans())
-def test_a_cut_is_within_its_room_and_only_cuts(value, room_bytes, room_lines, partial):
+def test_a_cut_is_within_its_room_and_only_cuts(value, room_bytes, room_lines, every_item):
     room = (room_bytes, room_lines)
-    cut = _shrunk(value, room, partial)
+    cut = _shrunk(value, room, every_item)
     assert is_cut_of(cut, value)
-    smallest = _emptied(value, 0, room)[0]
+    smallest = _emptied(value, 0, room, every_item)[0]
     assert is_cut_of(smallest, value)
     if room_bytes <= 0 or room_lines <= 0:
         assert cut == smallest  # no room: the smallest form, whatever its size
@@ -209,3 +208,33 @@ def test_a_model_too_wide_for_the_room_beside_the_preview_keeps_its_keys_at_thei
     ours = {**OURS, "text": "p" * 7500}  # leaves a room that the hundred keys alone do not fit
     kept = conforming(schema, ours, upstream, LIMITS)
     assert kept == {**fields, "rows": [], **ours}  # was the model cut alone, without the preview or link
+
+
+def test_a_swapped_preview_leaves_the_rest_only_the_room_it_does_not_fill():
+    schema = {"type": "object", "properties": {"note": {"type": "string"}, "summary": {"type": "string"}},
+              "required": ["note", "summary"], "additionalProperties": False}
+    upstream = {"note": "n" * 50_000, "summary": "s" * 8000}  # the rest within the limits on its own
+    kept = conforming(schema, PREVIEW, upstream, LIMITS, upstream["note"])
+    assert size_of(kept)[0] <= 8192  # was the preview and the whole summary: twice the limits
+    assert upstream["note"].startswith(kept["note"]) and upstream["summary"].startswith(kept["summary"])
+
+
+@pytest.mark.parametrize("items", [
+    ["a" * 20_000, "b" * 20_000, "c" * 20_000],  # tuple[str, str, str], every item long
+    ["x" * 50_000, 7],  # tuple[str, int], the first item long
+])
+def test_a_tuple_keeps_every_item_each_cut_to_its_share(items):
+    kinds = [{"type": "string"} if isinstance(item, str) else {"type": "integer"} for item in items]
+    pair = {"type": "array", "prefixItems": kinds, "minItems": len(items), "maxItems": len(items)}
+    schema = {"type": "object", "properties": {"result": pair}, "required": ["result"]}
+    kept = conforming(schema, PREVIEW, {"result": items}, LIMITS)  # was None: the first item cut, the rest dropped
+    assert kept is not None and len(kept["result"]) == len(items) and size_of(kept)[0] <= 8192
+    for part, item in zip(kept["result"], items):
+        assert part == item if not isinstance(item, str) else (item.startswith(part) and len(part) > 2000)
+
+
+def test_a_list_with_min_items_keeps_as_many_each_cut():
+    schema = {"type": "object", "properties": {"rows": {"type": "array", "minItems": 2, "items": {"type": "string"}}},
+              "required": ["rows"], "additionalProperties": False}
+    kept = conforming(schema, PREVIEW, {"rows": ["x" * 6000, "y" * 6000]}, LIMITS)
+    assert [len(row) > 3000 for row in kept["rows"]] == [True, True] and size_of(kept)[0] <= 8192

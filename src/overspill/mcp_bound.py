@@ -143,7 +143,8 @@ def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limi
     1. ``ours``;
     2. the upstream's own, when it is within the limits (exact, and small);
     3. the upstream's object with the one string value that is ``said`` (the text ``ours["text"]``
-       previews) replaced by that preview, when the rest of it is within the limits
+       previews) replaced by that preview, when the rest of it is within the room the preview
+       leaves
        (``{"result": text}``, the SDK's shape for a tool returning text, becomes
        ``{"result": preview}``);
     4. the upstream's object with ``ours``'s fields added, cut to the room the limits leave beside
@@ -153,8 +154,9 @@ def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limi
        (``{"result": [...]}``, the SDK's and FastMCP's shape for a tool returning a list, becomes
        ``{"result": [], "uri": ..., "text": ...}``);
     5. the upstream's value cut down to the limits alone (``_shrunk``): every key of an object
-       kept where they fit, else (a map) a prefix of its members; then the same with the item
-       after each array's prefix cut to fit as well (a tuple's ``prefixItems`` need it).
+       kept where they fit, else (a map) a prefix of its members, and a prefix of each array's
+       items; then the same with every item of each array kept where they fit, each cut to its
+       share (a tuple's ``prefixItems`` and ``minItems`` need it).
     """
     if _valid(schema, ours):
         return ours
@@ -167,7 +169,8 @@ def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limi
             if len(previewed) == 1:
                 rest = {key: value for key, value in upstream.items() if key != previewed[0]}
                 swapped = {key: ours["text"] if key == previewed[0] else value for key, value in upstream.items()}
-                if _json_within(rest, limits) and _valid(schema, swapped):
+                left = (room[0] - len(ours["text"].encode("utf-8", "surrogatepass")), room[1])
+                if (not rest or _json_fits(rest, left)) and _valid(schema, swapped):
                     return swapped
         if not any(key in upstream for key in ours):
             beside = _json_size(ours)
@@ -177,8 +180,8 @@ def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limi
                 if _json_within(kept, limits) and _valid(schema, merged):
                     return merged
     if upstream is not None:
-        for partial in (False, True):
-            alone = _shrunk(upstream, room, partial)
+        for every_item in (False, True):
+            alone = _shrunk(upstream, room, every_item)
             if _json_within(alone, limits) and _valid(schema, alone):
                 return alone
     return None
@@ -214,82 +217,100 @@ def _key_size(key: Any) -> int:
     return len(json.dumps(str(key), ensure_ascii=False).encode("utf-8", "surrogatepass")) + 2
 
 
-def _emptied(value: Any, depth: int, room: tuple[int, int]) -> tuple[Any, int, int]:
+def _pairs(value: Any) -> list[tuple[Any, Any]]:
+    """An object's keys and members, or an array's indexes and items."""
+    return list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+
+
+def _rebuilt(value: Any, pairs: list[tuple[Any, Any]]) -> Any:
+    """An object or an array of ``value``'s kind from ``pairs`` (as ``_pairs`` gives them)."""
+    return dict(pairs) if isinstance(value, dict) else [item for _, item in pairs]
+
+
+def _emptied(value: Any, depth: int, room: tuple[int, int], every_item: bool = False) -> tuple[Any, int, int]:
     """``value`` at its smallest, with the bytes and lines it adds as an item ``depth`` deep (as
-    ``_measure`` counts them): strings and arrays empty; an object with every key, each member at
-    its smallest, when that fits ``room`` (a model: its keys may be required), else empty (a map,
-    too large for every key: it requires none).  A walk of about ``room``, whatever the size of
-    ``value``."""
+    ``_measure`` counts them): strings empty; an object with every key, each member at its
+    smallest, when that fits ``room`` (a model: its keys may be required), else empty (a map,
+    too large for every key: it requires none); an array empty, or with ``every_item`` as an
+    object is (a tuple: its items may be required).  A walk of about ``room``, whatever the
+    size of ``value``."""
     empty = 2 * depth + 4
     if isinstance(value, str):
         return "", empty, 1
-    if isinstance(value, list):
-        return [], empty, 1
-    if not isinstance(value, dict):
+    if not isinstance(value, (list, dict)):
         size, lines = _measure(value, depth)
         return value, size, lines
-    if not value:
-        return {}, empty, 1
+    if not value or (isinstance(value, list) and not every_item):
+        return type(value)(), empty, 1
     size, lines = 2 * depth + 6, 2
-    members: dict[Any, Any] = {}
-    for key, member in value.items():
-        smallest, member_size, member_lines = _emptied(member, depth + 1, (room[0] - size, room[1] - lines))
-        size, lines = size + _key_size(key) + member_size, lines + member_lines
+    kept: list[tuple[Any, Any]] = []
+    for key, member in (value.items() if isinstance(value, dict) else enumerate(value)):
+        smallest, member_size, member_lines = _emptied(member, depth + 1, (room[0] - size, room[1] - lines),
+                                                       every_item)
+        size += member_size + (_key_size(key) if isinstance(value, dict) else 0)
+        lines += member_lines
         if size > room[0] or lines > room[1]:
-            return {}, empty, 1
-        members[key] = smallest
-    return members, size, lines
+            return type(value)(), empty, 1
+        kept.append((key, smallest))
+    return _rebuilt(value, kept), size, lines
 
 
-def _cut(value: Any, room: tuple[int, int], depth: int, partial: bool = False) -> Any:
+def _cut(value: Any, room: tuple[int, int], depth: int, every_item: bool = False) -> Any:
     """``value`` with its arrays cut to a prefix of their items and its strings to a prefix of
     their characters, each cut as little as fits ``room`` (bytes, lines) about as ``_measure``
     counts them.  An object keeps every key where they fit at their smallest (``_emptied``),
-    sharing ``room`` among its members beyond that, so that only the large ones are cut; else
-    (a map) a prefix of its members, as an array's items.  Of an array's or a map's items the
-    first is cut to fit when none fits whole; with ``partial``, so is the one after a prefix."""
+    sharing ``room`` among its members beyond that (``_shared``), so that only the large ones
+    are cut; else (a map) a prefix of its members, as an array's items (``_prefix``).  With
+    ``every_item``, an array is cut as an object is (a tuple keeps each item, cut to its share)."""
     size, lines = _measure(value, depth, room[0])
     if size <= room[0] and lines <= room[1]:
         return value
     if isinstance(value, str):
         return _string_cut(value, room[0], depth) if room[1] > 0 else ""
-    if isinstance(value, list):
-        return [item for _, item in _prefix(enumerate(value), False, room, depth, partial)]
-    if not isinstance(value, dict):
+    if not isinstance(value, (list, dict)):
         return value  # a number, a bool or null: as it is
+    pairs = _pairs(value)
+    if (isinstance(value, dict) or every_item) and _emptied(value, depth, room, every_item)[0]:
+        return _rebuilt(value, _shared(pairs, isinstance(value, dict), room, depth, every_item))
+    return _rebuilt(value, _prefix(pairs, isinstance(value, dict), room, depth, every_item))
+
+
+def _shared(pairs: list[tuple[Any, Any]], named: bool, room: tuple[int, int], depth: int,
+            every_item: bool) -> list[tuple[Any, Any]]:
+    """Every one of ``pairs`` (an object's keys and members, ``named``, or an array's indexes and
+    items), each cut to its share of ``room`` inside their container ``depth`` deep: each is
+    given its smallest (``_emptied``) and an equal share of what is spare beyond that, the ones
+    that need least first, so that only the large ones are cut (and a model nested in a model
+    keeps its keys); in the order of ``pairs``."""
     inner = (room[0] - 2 * depth - 6, room[1] - 2)
-    if value and not _emptied(value, depth, room)[0]:  # not every key fits, even at its smallest
-        return dict(_prefix(value.items(), True, room, depth, partial))
     entries = []
-    for key, member in value.items():
-        named = _key_size(key)
+    for index, (key, member) in enumerate(pairs):
+        key_size = _key_size(key) if named else 0
         whole_size, whole_lines = _measure(member, depth + 1, max(inner[0], 0))
-        _, least_size, least_lines = _emptied(member, depth + 1, inner)
-        entries.append((whole_size - least_size, key, whole_size + named, whole_lines, least_size + named,
+        _, least_size, least_lines = _emptied(member, depth + 1, inner, every_item)
+        entries.append((whole_size - least_size, index, whole_size + key_size, whole_lines, least_size + key_size,
                         least_lines))
     spare = [inner[0] - sum(entry[4] for entry in entries), inner[1] - sum(entry[5] for entry in entries)]
-    members: dict[Any, Any] = {}
-    # The members that need least beyond their smallest first: each kept whole while its share of
-    # what is spare allows, so only the large ones are cut (a member is never given less than its
-    # smallest: a model nested in a model keeps its keys).
+    kept: dict[int, tuple[Any, Any]] = {}
     entries.sort(key=lambda entry: entry[0])
-    for index, (_, key, whole_size, whole_lines, least_size, least_lines) in enumerate(entries):
-        share = (least_size + spare[0] // (len(entries) - index), least_lines + spare[1] // (len(entries) - index))
-        member = value[key]
+    for order, (_, index, whole_size, whole_lines, least_size, least_lines) in enumerate(entries):
+        share = (least_size + spare[0] // (len(entries) - order), least_lines + spare[1] // (len(entries) - order))
+        key, member = pairs[index]
         if whole_size > share[0] or whole_lines > share[1]:
-            named = _key_size(key)
-            member = _cut(member, (share[0] - named, share[1]), depth + 1, partial)
+            key_size = _key_size(key) if named else 0
+            member = _cut(member, (share[0] - key_size, share[1]), depth + 1, every_item)
             whole_size, whole_lines = _measure(member, depth + 1)
-            whole_size += named
-        members[key] = member
+            whole_size += key_size
+        kept[index] = (key, member)
         spare[0], spare[1] = spare[0] - (whole_size - least_size), spare[1] - (whole_lines - least_lines)
-    return {key: members[key] for key in value}  # in the upstream's order
+    return [kept[index] for index in range(len(pairs))]
 
 
-def _prefix(pairs: Any, named: bool, room: tuple[int, int], depth: int, partial: bool) -> list[tuple[Any, Any]]:
+def _prefix(pairs: list[tuple[Any, Any]], named: bool, room: tuple[int, int], depth: int,
+            every_item: bool) -> list[tuple[Any, Any]]:
     """The longest prefix of ``pairs`` (an array's indexes and items, or a map's keys and members,
-    ``named``) that fits ``room`` inside their container ``depth`` deep; then the next item cut to
-    what is left when none fits whole (rather than nothing), or with ``partial`` when its cut fits."""
+    ``named``) that fits ``room`` inside their container ``depth`` deep; the first cut to fit
+    when none fits whole (rather than nothing)."""
     kept: list[tuple[Any, Any]] = []
     left_bytes, left_lines = room[0] - 2 * depth - 6, room[1] - 2
     for key, item in pairs:
@@ -299,11 +320,8 @@ def _prefix(pairs: Any, named: bool, room: tuple[int, int], depth: int, partial:
             kept.append((key, item))
             left_bytes, left_lines = left_bytes - item_size - key_size, left_lines - item_lines
             continue
-        if (not kept or partial) and left_bytes - key_size > 0 and left_lines > 0:
-            part = _cut(item, (left_bytes - key_size, left_lines), depth + 1, partial)
-            part_size, part_lines = _measure(part, depth + 1)
-            if not kept or (part_size + key_size <= left_bytes and part_lines <= left_lines):
-                kept.append((key, part))
+        if not kept and left_bytes - key_size > 0 and left_lines > 0:
+            kept.append((key, _cut(item, (left_bytes - key_size, left_lines), depth + 1, every_item)))
         break
     return kept
 
@@ -321,16 +339,16 @@ def _string_cut(value: str, room: int, depth: int) -> str:
     return value[:low]
 
 
-def _shrunk(value: Any, room: tuple[int, int], partial: bool = False) -> Any:
+def _shrunk(value: Any, room: tuple[int, int], every_item: bool = False) -> Any:
     """``value`` as it is when its JSON text (``indent=2``) is within ``room``'s bytes and
-    newlines, else cut down (``_cut``, with ``partial`` or not) until it is; its smallest form
+    newlines, else cut down (``_cut``, with ``every_item`` or not) until it is; its smallest form
     (``_emptied``) when nothing is, or when there is no room at all (or less)."""
     if room[0] > 0 and room[1] > 0:
         if _json_fits(value, room):
             return value
         target = room
         for _ in range(8):  # _cut's counts are close, not exact: a room smaller by what it missed by
-            cut = _cut(value, target, 0, partial)
+            cut = _cut(value, target, 0, every_item)
             size, newlines = _json_size(cut)
             if size <= room[0] and newlines <= room[1]:
                 return cut
@@ -338,7 +356,7 @@ def _shrunk(value: Any, room: tuple[int, int], partial: bool = False) -> Any:
                       target[1] - max(newlines - room[1], 0))
             if target[0] <= 0 or target[1] <= 0:
                 break
-    return _emptied(value, 0, room)[0]
+    return _emptied(value, 0, room, every_item)[0]
 
 
 def _same(one: Any, other: Any) -> bool:
