@@ -198,6 +198,7 @@ def test_booleans_are_not_the_numbers_a_text_says():
     assert not _duplicates({"result": flags}, json.dumps([1, 0] * 3000))
     assert _duplicates({"result": flags}, json.dumps(flags))
     assert _duplicates({"result": "text"}, "text") and not _duplicates({"result": "text", "more": 1}, "text")
+    assert not _duplicates({"result": 1}, "[" * 200_000)  # was RecursionError out of the wrapper's call
 
 
 def test_a_model_too_wide_for_the_room_beside_the_preview_keeps_its_keys_at_their_smallest():

@@ -120,7 +120,7 @@ def _duplicates(structured: Any, text: str) -> bool:
         return False
     try:
         said = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than a parse goes: not the same
         return False
     return _same(said, structured) or (isinstance(said, list) and _same({"result": said}, structured))
 
