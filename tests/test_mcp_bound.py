@@ -239,3 +239,16 @@ def test_a_list_with_min_items_keeps_as_many_each_cut():
               "required": ["rows"], "additionalProperties": False}
     kept = conforming(schema, PREVIEW, {"rows": ["x" * 6000, "y" * 6000]}, LIMITS)
     assert [len(row) > 3000 for row in kept["rows"]] == [True, True] and size_of(kept)[0] <= 8192
+
+
+def test_a_word_is_kept_whole_or_not_at_all():
+    # An enum's value cut to a prefix ("" or "e" for "error") is refused by the schema, and an id
+    # or a date cut short is another one: a string of a word's length is never cut.
+    rows = [{"status": "error", "log": "x" * 30_000}, {"status": "ok", "log": "y" * 30_000}]
+    assert _emptied({"result": rows}, 0, (8192, 399), True)[0] == {
+        "result": [{"status": "error", "log": ""}, {"status": "ok", "log": ""}]}
+    for room in range(100, 200, 7):  # tight: about the smallest (a status was cut to "e" or "")
+        kept = _shrunk({"result": rows}, (room, 20), True)
+        statuses = [row["status"] for row in kept["result"]]
+        assert statuses == ["error", "ok"][:len(statuses)] and (len(statuses) == 2 or room < 128)
+    assert _shrunk({"id": "0123456789abcdef" * 4, "body": "b" * 9000}, (200, 10))["id"] == "0123456789abcdef" * 4

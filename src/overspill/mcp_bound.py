@@ -21,7 +21,7 @@ Needs the ``mcp`` extra; ``import overspill`` never imports this module.
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from .mcp_server import _tool_result
 from .store import ToolOutputStore
@@ -227,26 +227,39 @@ def _rebuilt(value: Any, pairs: list[tuple[Any, Any]]) -> Any:
     return dict(pairs) if isinstance(value, dict) else [item for _, item in pairs]
 
 
+# A string this short is a word (an enum's or a const's value, an id, a date, a hash): kept whole
+# or not at all, never cut to a prefix that the schema (or the model) would take for another.
+_WORD = 64
+
+
 def _emptied(value: Any, depth: int, room: tuple[int, int], every_item: bool = False) -> tuple[Any, int, int]:
     """``value`` at its smallest, with the bytes and lines it adds as an item ``depth`` deep (as
-    ``_measure`` counts them): strings empty; an object with every key, each member at its
+    ``_measure`` counts them): strings empty (but a word, ``_WORD``); an object with every key, each member at its
     smallest, when that fits ``room`` (a model: its keys may be required), else empty (a map,
     too large for every key: it requires none); an array empty, or with ``every_item`` as an
     object is (a tuple: its items may be required).  A walk of about ``room``, whatever the
     size of ``value``."""
     empty = 2 * depth + 4
-    if isinstance(value, str):
+    if isinstance(value, str) and len(value) > _WORD:
         return "", empty, 1
+    if isinstance(value, str):
+        size, lines = _measure(value, depth)
+        return value, size, lines
     if not isinstance(value, (list, dict)):
         size, lines = _measure(value, depth)
         return value, size, lines
     if not value or (isinstance(value, list) and not every_item):
         return type(value)(), empty, 1
     size, lines = 2 * depth + 6, 2
+    # Each member adds a line and at least its indent, key, value and separator: a map too large
+    # for every key is known so without a walk (a nested one would cost a walk of the room each).
+    least = 2 * depth + 5 + (4 if isinstance(value, dict) else 0)  # a one-character value (and a key "")
+    if size + len(value) * least > room[0] or lines + len(value) > room[1]:
+        return type(value)(), empty, 1
     kept: list[tuple[Any, Any]] = []
     for key, member in (value.items() if isinstance(value, dict) else enumerate(value)):
-        smallest, member_size, member_lines = _emptied(member, depth + 1, (room[0] - size, room[1] - lines),
-                                                       every_item)
+        # The room is the container's, not what is left of it: a model is a model wherever it falls.
+        smallest, member_size, member_lines = _emptied(member, depth + 1, room, every_item)
         size += member_size + (_key_size(key) if isinstance(value, dict) else 0)
         lines += member_lines
         if size > room[0] or lines > room[1]:
@@ -256,8 +269,8 @@ def _emptied(value: Any, depth: int, room: tuple[int, int], every_item: bool = F
 
 
 def _cut(value: Any, room: tuple[int, int], depth: int, every_item: bool = False) -> Any:
-    """``value`` with its arrays cut to a prefix of their items and its strings to a prefix of
-    their characters, each cut as little as fits ``room`` (bytes, lines) about as ``_measure``
+    """``value`` with its arrays cut to a prefix of their items and its strings (but words,
+    ``_WORD``) to a prefix of their characters, each cut as little as fits ``room`` (bytes, lines) about as ``_measure``
     counts them.  An object keeps every key where they fit at their smallest (``_emptied``),
     sharing ``room`` among its members beyond that (``_shared``), so that only the large ones
     are cut; else (a map) a prefix of its members, as an array's items (``_prefix``).  With
@@ -265,13 +278,13 @@ def _cut(value: Any, room: tuple[int, int], depth: int, every_item: bool = False
     size, lines = _measure(value, depth, room[0])
     if size <= room[0] and lines <= room[1]:
         return value
-    if isinstance(value, str):
+    if isinstance(value, str) and len(value) > _WORD:
         return _string_cut(value, room[0], depth) if room[1] > 0 else ""
     if not isinstance(value, (list, dict)):
-        return value  # a number, a bool or null: as it is
-    pairs = _pairs(value)
+        return value  # a number, a bool, null or a word: as it is
     if (isinstance(value, dict) or every_item) and _emptied(value, depth, room, every_item)[0]:
-        return _rebuilt(value, _shared(pairs, isinstance(value, dict), room, depth, every_item))
+        return _rebuilt(value, _shared(_pairs(value), isinstance(value, dict), room, depth, every_item))
+    pairs = value.items() if isinstance(value, dict) else enumerate(value)  # read only as far as the room
     return _rebuilt(value, _prefix(pairs, isinstance(value, dict), room, depth, every_item))
 
 
@@ -283,10 +296,13 @@ def _shared(pairs: list[tuple[Any, Any]], named: bool, room: tuple[int, int], de
     that need least first, so that only the large ones are cut (and a model nested in a model
     keeps its keys); in the order of ``pairs``."""
     inner = (room[0] - 2 * depth - 6, room[1] - 2)
+    # Each is first measured only as far as an equal share (a lower bound past it), so that many
+    # large members cost a walk of about the room in all, not each.
+    equal = max(inner[0] // max(len(pairs), 1), 0)
     entries = []
     for index, (key, member) in enumerate(pairs):
         key_size = _key_size(key) if named else 0
-        whole_size, whole_lines = _measure(member, depth + 1, max(inner[0], 0))
+        whole_size, whole_lines = _measure(member, depth + 1, equal)
         _, least_size, least_lines = _emptied(member, depth + 1, inner, every_item)
         entries.append((whole_size - least_size, index, whole_size + key_size, whole_lines, least_size + key_size,
                         least_lines))
@@ -294,10 +310,16 @@ def _shared(pairs: list[tuple[Any, Any]], named: bool, room: tuple[int, int], de
     kept: dict[int, tuple[Any, Any]] = {}
     entries.sort(key=lambda entry: entry[0])
     for order, (_, index, whole_size, whole_lines, least_size, least_lines) in enumerate(entries):
-        share = (least_size + spare[0] // (len(entries) - order), least_lines + spare[1] // (len(entries) - order))
+        # Never less than its smallest, though those before took more than their share: with less,
+        # a model's keys (a tuple's items) would give way to a prefix.
+        share = (least_size + max(spare[0], 0) // (len(entries) - order),
+                 least_lines + max(spare[1], 0) // (len(entries) - order))
         key, member = pairs[index]
+        key_size = _key_size(key) if named else 0
+        if whole_size <= share[0] and whole_lines <= share[1]:  # a lower bound: measured again, within the share
+            whole_size, whole_lines = _measure(member, depth + 1, max(share[0] - key_size, 0))
+            whole_size += key_size
         if whole_size > share[0] or whole_lines > share[1]:
-            key_size = _key_size(key) if named else 0
             member = _cut(member, (share[0] - key_size, share[1]), depth + 1, every_item)
             whole_size, whole_lines = _measure(member, depth + 1)
             whole_size += key_size
@@ -306,7 +328,7 @@ def _shared(pairs: list[tuple[Any, Any]], named: bool, room: tuple[int, int], de
     return [kept[index] for index in range(len(pairs))]
 
 
-def _prefix(pairs: list[tuple[Any, Any]], named: bool, room: tuple[int, int], depth: int,
+def _prefix(pairs: Iterable[tuple[Any, Any]], named: bool, room: tuple[int, int], depth: int,
             every_item: bool) -> list[tuple[Any, Any]]:
     """The longest prefix of ``pairs`` (an array's indexes and items, or a map's keys and members,
     ``named``) that fits ``room`` inside their container ``depth`` deep; the first cut to fit
@@ -343,6 +365,7 @@ def _shrunk(value: Any, room: tuple[int, int], every_item: bool = False) -> Any:
     """``value`` as it is when its JSON text (``indent=2``) is within ``room``'s bytes and
     newlines, else cut down (``_cut``, with ``every_item`` or not) until it is; its smallest form
     (``_emptied``) when nothing is, or when there is no room at all (or less)."""
+    smallest, least_size, least_lines = _emptied(value, 0, room, every_item)
     if room[0] > 0 and room[1] > 0:
         if _json_fits(value, room):
             return value
@@ -352,11 +375,14 @@ def _shrunk(value: Any, room: tuple[int, int], every_item: bool = False) -> Any:
             size, newlines = _json_size(cut)
             if size <= room[0] and newlines <= room[1]:
                 return cut
-            target = (target[0] - max(size - room[0], 0, target[0] // 32 if size > room[0] else 0),
-                      target[1] - max(newlines - room[1], 0))
-            if target[0] <= 0 or target[1] <= 0:
+            # Never below the smallest form: in less room than that, a model's keys (a tuple's
+            # items) would give way to a prefix, which the smallest form keeps.
+            smaller = (max(target[0] - max(size - room[0], 0, target[0] // 32 if size > room[0] else 0), least_size),
+                       max(target[1] - max(newlines - room[1], 0), least_lines))
+            if smaller == target or smaller[0] <= 0 or smaller[1] <= 0:
                 break
-    return _emptied(value, 0, room, every_item)[0]
+            target = smaller
+    return smallest
 
 
 def _same(one: Any, other: Any) -> bool:
