@@ -144,8 +144,7 @@ def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limi
     2. the upstream's own, when it is within the limits (exact, and small);
     3. the upstream's object with the one string value that is ``said`` (the text ``ours["text"]``
        previews) replaced by that preview, when the rest of it is within the room the preview
-       leaves
-       (``{"result": text}``, the SDK's shape for a tool returning text, becomes
+       leaves (``{"result": text}``, the SDK's shape for a tool returning text, becomes
        ``{"result": preview}``);
     4. the upstream's object with ``ours``'s fields added, cut to the room the limits leave beside
        them, which is none when the preview fills them: arrays and strings empty, every key of a
