@@ -216,9 +216,9 @@ def _key_size(key: Any) -> int:
     return len(json.dumps(str(key), ensure_ascii=False).encode("utf-8", "surrogatepass")) + 2
 
 
-def _pairs(value: Any) -> list[tuple[Any, Any]]:
-    """An object's keys and members, or an array's indexes and items."""
-    return list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+def _pairs(value: Any) -> Iterable[tuple[Any, Any]]:
+    """An object's keys and members, or an array's indexes and items (read as far as needed)."""
+    return value.items() if isinstance(value, dict) else enumerate(value)
 
 
 def _rebuilt(value: Any, pairs: list[tuple[Any, Any]]) -> Any:
@@ -241,25 +241,23 @@ def _emptied(value: Any, depth: int, room: tuple[int, int], every_item: bool = F
     empty = 2 * depth + 4
     if isinstance(value, str) and len(value) > _WORD:
         return "", empty, 1
-    if isinstance(value, str):
-        size, lines = _measure(value, depth)
-        return value, size, lines
-    if not isinstance(value, (list, dict)):
+    if not isinstance(value, (list, dict)):  # a number, a bool, null or a word: as it is
         size, lines = _measure(value, depth)
         return value, size, lines
     if not value or (isinstance(value, list) and not every_item):
         return type(value)(), empty, 1
+    named = isinstance(value, dict)
     size, lines = 2 * depth + 6, 2
     # Each member adds a line and at least its indent, key, value and separator: a map too large
     # for every key is known so without a walk (a nested one would cost a walk of the room each).
-    least = 2 * depth + 5 + (4 if isinstance(value, dict) else 0)  # a one-character value (and a key "")
+    least = 2 * depth + 5 + (4 if named else 0)  # a one-character value (and a key "")
     if size + len(value) * least > room[0] or lines + len(value) > room[1]:
         return type(value)(), empty, 1
     kept: list[tuple[Any, Any]] = []
-    for key, member in (value.items() if isinstance(value, dict) else enumerate(value)):
+    for key, member in _pairs(value):
         # The room is the container's, not what is left of it: a model is a model wherever it falls.
         smallest, member_size, member_lines = _emptied(member, depth + 1, room, every_item)
-        size += member_size + (_key_size(key) if isinstance(value, dict) else 0)
+        size += member_size + (_key_size(key) if named else 0)
         lines += member_lines
         if size > room[0] or lines > room[1]:
             return type(value)(), empty, 1
@@ -281,10 +279,10 @@ def _cut(value: Any, room: tuple[int, int], depth: int, every_item: bool = False
         return _string_cut(value, room[0], depth) if room[1] > 0 else ""
     if not isinstance(value, (list, dict)):
         return value  # a number, a bool, null or a word: as it is
-    if (isinstance(value, dict) or every_item) and _emptied(value, depth, room, every_item)[0]:
-        return _rebuilt(value, _shared(_pairs(value), isinstance(value, dict), room, depth, every_item))
-    pairs = value.items() if isinstance(value, dict) else enumerate(value)  # read only as far as the room
-    return _rebuilt(value, _prefix(pairs, isinstance(value, dict), room, depth, every_item))
+    named = isinstance(value, dict)
+    if (named or every_item) and _emptied(value, depth, room, every_item)[0]:
+        return _rebuilt(value, _shared(list(_pairs(value)), named, room, depth, every_item))
+    return _rebuilt(value, _prefix(_pairs(value), named, room, depth, every_item))  # read only as far as the room
 
 
 def _shared(pairs: list[tuple[Any, Any]], named: bool, room: tuple[int, int], depth: int,
@@ -298,9 +296,10 @@ def _shared(pairs: list[tuple[Any, Any]], named: bool, room: tuple[int, int], de
     # Each is first measured only as far as an equal share (a lower bound past it), so that many
     # large members cost a walk of about the room in all, not each.
     equal = max(inner[0] // max(len(pairs), 1), 0)
+    key_sizes = [_key_size(key) if named else 0 for key, _ in pairs]
     entries = []
     for index, (key, member) in enumerate(pairs):
-        key_size = _key_size(key) if named else 0
+        key_size = key_sizes[index]
         whole_size, whole_lines = _measure(member, depth + 1, equal)
         _, least_size, least_lines = _emptied(member, depth + 1, inner, every_item)
         entries.append((whole_size - least_size, index, whole_size + key_size, whole_lines, least_size + key_size,
@@ -313,8 +312,7 @@ def _shared(pairs: list[tuple[Any, Any]], named: bool, room: tuple[int, int], de
         # a model's keys (a tuple's items) would give way to a prefix.
         share = (least_size + max(spare[0], 0) // (len(entries) - order),
                  least_lines + max(spare[1], 0) // (len(entries) - order))
-        key, member = pairs[index]
-        key_size = _key_size(key) if named else 0
+        (key, member), key_size = pairs[index], key_sizes[index]
         if whole_size <= share[0] and whole_lines <= share[1]:  # a lower bound: measured again, within the share
             whole_size, whole_lines = _measure(member, depth + 1, max(share[0] - key_size, 0))
             whole_size += key_size
