@@ -1,6 +1,8 @@
-"""A tiny MCP server over stdio whose tool returns the scenario's big output (for the adapters' MCP tests)."""
+"""A tiny MCP server over stdio whose tools return the scenario's big output, as text, as an embedded
+resource and as many blocks each within the limits (for the adapters' MCP tests)."""
 
 from mcp.server.mcpserver import MCPServer
+from mcp.types import EmbeddedResource, TextContent, TextResourceContents
 
 from adapter_scenario import BIG
 
@@ -11,6 +13,19 @@ server = MCPServer("big-output")
 def big() -> str:
     """Return a large output."""
     return BIG
+
+
+@server.tool()
+def document() -> list:
+    """Return the big output as an embedded text resource."""
+    return [EmbeddedResource(type="resource", resource=TextResourceContents(uri="file:///big.txt",
+                                                                          mime_type="text/plain", text=BIG))]
+
+
+@server.tool()
+def pieces() -> list:
+    """Return thirty text blocks, each within the limits."""
+    return [TextContent(type="text", text=f"piece {index} " + "x" * 40_000) for index in range(30)]
 
 
 if __name__ == "__main__":

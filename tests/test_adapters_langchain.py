@@ -136,7 +136,7 @@ def test_small_result_passes_untouched_and_nothing_is_stored(store):
     assert store.records() == []
 
 
-def test_content_blocks_each_text_block_is_bounded(store):
+def test_content_blocks_text_is_bounded_and_media_pass(store):
     script = Script("blocks")
     result = run(script, [blocks], store)
     script.check()
@@ -188,3 +188,96 @@ def test_concurrent_runs_do_not_see_each_others_uris(store):
         script.check()
         assert "not found in this session" in script.foreign_answer
     assert len({record.session_id for record in store.records()}) == 2
+
+
+# ------------------------------------------------------------------ regressions (red team 4)
+class OnceChat(GenericFakeChatModel):
+    """Calls one tool, then records the content of the ToolMessage it is sent and stops."""
+
+    name_to_call: str = ""
+    sent: list = []
+    messages: Any = iter(())
+    tools_bound: list = []
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> OnceChat:
+        self.tools_bound = list(tools)
+        return self
+
+    def _generate(self, messages: list, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        if isinstance(messages[-1], ToolMessage):
+            self.sent.append(messages[-1].content)
+            message = AIMessage(content="done")
+        else:
+            message = AIMessage(content="", tool_calls=[{"name": self.name_to_call, "args": {}, "id": "call-1"}])
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def sent_for(function: Any, store: ToolOutputStore) -> Any:
+    chat = OnceChat(name_to_call=function.name, sent=[])
+    create_agent(chat, tools=[function], middleware=[middleware(store)]).invoke({"messages": [("user", "go")]},
+                                                                                RECURSION)
+    (content,) = chat.sent
+    return content
+
+
+ROWS = {"rows": [[n, f"row {n}"] for n in range(20_000)]}
+IMAGE = {"type": "image", "url": "https://example.invalid/a.png"}
+
+
+@tool
+def json_block() -> list:
+    """A json content block."""
+    return [{"type": "json", "json": ROWS}]
+
+
+@tool
+def search_results() -> list:
+    """A search_result block whose text is nested, beside an image."""
+    return [IMAGE, {"type": "search_result", "source": "s", "title": "t", "content": [{"type": "text", "text": BIG}]}]
+
+
+@tool
+def many_blocks() -> list:
+    """Thirty text blocks, each within the limits, and an image between them."""
+    return ([{"type": "text", "text": f"block {index} " + "x" * 40_000} for index in range(15)] + [IMAGE]
+            + [{"type": "text", "text": f"block {index} " + "x" * 40_000} for index in range(15, 30)])
+
+
+def stored_texts(store: ToolOutputStore) -> list[str]:
+    return [b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
+            for record in store.records()]
+
+
+@pytest.mark.parametrize("function", [json_block, search_results, many_blocks])
+def test_every_block_the_model_reads_is_bounded_together(store, function):
+    # json and search_result blocks passed whole (418 KB, 1.5 MB), and so did thirty text blocks each
+    # within the limits (1.2 MB): only text blocks were bounded, each on its own.
+    import json
+
+    content = sent_for(function, store)
+    texts = [block["text"] for block in content if isinstance(block, dict) and block.get("type") == "text"]
+    assert len(texts) == 1 and "tool-output://" in texts[0] and len(texts[0].encode()) < 60_000
+    assert [block for block in content if block.get("type") != "text"] == ([IMAGE] if function is not json_block
+                                                                          else [])
+    (stored,) = stored_texts(store)
+    blocks = function.invoke({})
+    expected = [block["text"] if block["type"] == "text" else json.dumps(block, ensure_ascii=False)
+                for block in blocks if block is not IMAGE and block != IMAGE]
+    assert stored == "\n".join(expected)
+
+
+def test_an_agent_tool_named_read_is_refused(store):
+    # The agent's own read replaced the middleware's silently: the model was shown a read taking a
+    # path, and following the preview's marker failed.
+    @tool
+    def read(path: str) -> str:
+        """Read a file."""
+        return "file"
+
+    for function in (read,):
+        chat = OnceChat(name_to_call=big.name, sent=[])
+        agent = create_agent(chat, tools=[big, function], middleware=[middleware(store)])
+        with pytest.raises(ValueError, match="named 'read'"):
+            agent.invoke({"messages": [("user", "go")]}, RECURSION)
+        with pytest.raises(ValueError, match="named 'read'"):
+            asyncio.run(agent.ainvoke({"messages": [("user", "go")]}, RECURSION))

@@ -222,9 +222,13 @@ def test_typed_outputs_and_output_items(store):
         return await _bound_output(Bounder(store), "s", "c", [ToolOutputText(text=BIG), image,
                                                               {"type": "text", "text": "short"}])
 
-    text_item, image, short = asyncio.run(items())
+    # The text items are read together: stored as one text, shown as one item where the first stood.
+    text_item, image = asyncio.run(items())
     assert isinstance(text_item, ToolOutputText) and "tool-output://" in text_item.text
-    assert image.image_url == "https://example.invalid/a.png" and short == {"type": "text", "text": "short"}
+    assert image.image_url == "https://example.invalid/a.png"
+    stored = [record for record in store.records() if record.session_id == "s"]
+    assert [b"".join(bytes(piece) for piece in store.iter_bytes("s", record.resource.uri)) for record in stored] \
+        == [(BIG + "\nshort").encode()]
 
 
 # ------------------------------------------------------------------ regressions (red team 3)
@@ -347,3 +351,117 @@ def test_mcp_server_tools_share_the_runs_session(store):
     script.check()
     (record,) = store.records()
     assert record.session_id == "chat-7" and record.tool_call_id.startswith("call-")  # the model's call id
+
+
+# ------------------------------------------------------------------ regressions (red team 4)
+LOG_SECRET = "sk-live-0123456789abcdef"
+
+
+def secret_log() -> str:
+    """A long log with a secret in its middle (where a preview omits it)."""
+    return BIG + f"API_KEY={LOG_SECRET}\n" + BIG
+
+
+def test_output_guardrails_check_the_whole_output(store):
+    # A guardrail saw only the preview: the secret in the omitted middle passed it, and the model
+    # read it back through grep.
+    from agents import ToolGuardrailFunctionOutput, tool_output_guardrail
+
+    seen: list[int] = []
+
+    @tool_output_guardrail
+    def measured(data: Any) -> Any:
+        seen.append(len(data.output))
+        return ToolGuardrailFunctionOutput.allow(output_info=None)
+
+    @tool_output_guardrail
+    def no_secrets(data: Any) -> Any:
+        if "sk-live-" in str(data.output):
+            return ToolGuardrailFunctionOutput.reject_content("withheld: the output holds a secret", output_info=None)
+        return ToolGuardrailFunctionOutput.allow(output_info=None)
+
+    tool = agents.function_tool(secret_log, tool_output_guardrails=[measured, no_secrets, measured])
+    (sent,) = _outputs(tool, store)
+    assert sent == "withheld: the output holds a secret"
+    assert seen == [len(secret_log())]  # the first saw the whole output; the SDK stops at a rejection
+
+    # Allowed, the model gets the preview, and every guardrail saw the whole output.
+    seen.clear()
+    (sent,) = _outputs(agents.function_tool(scenario.big, tool_output_guardrails=[measured, measured]), store)
+    assert "tool-output://" in sent and seen == [len(BIG), len(BIG)]
+
+    # A tripwire stops the run, as without bound().
+    @tool_output_guardrail
+    def tripwire(data: Any) -> Any:
+        if LOG_SECRET in str(data.output):
+            return ToolGuardrailFunctionOutput.raise_exception(output_info=None)
+        return ToolGuardrailFunctionOutput.allow(output_info=None)
+
+    with pytest.raises(agents.ToolOutputGuardrailTripwireTriggered):
+        _outputs(agents.function_tool(secret_log, tool_output_guardrails=[tripwire]), store)
+
+
+def many_items() -> list:
+    """Search hits, one text item each, every one within the limits, beside an image."""
+    from agents.tool import ToolOutputImage, ToolOutputText
+
+    return ([ToolOutputText(text=f"hit {index} " + "x" * 30_000) for index in range(20)]
+            + [ToolOutputImage(image_url="https://example.invalid/a.png")]
+            + [ToolOutputText(text=f"hit {index} " + "y" * 30_000) for index in range(20, 40)])
+
+
+def test_text_items_are_bounded_together(store):
+    # Forty text items of 30 KB each were each within the limits, so 1.2 MB reached the model.
+    (sent,) = _outputs(agents.function_tool(many_items), store)
+    assert [item["type"] for item in sent] == ["input_text", "input_image"]
+    assert len(sent[0]["text"].encode()) < 60_000 and "tool-output://" in sent[0]["text"]
+    (record,) = store.records()
+    stored = b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
+    assert stored == "\n".join(item.text for item in many_items() if hasattr(item, "text"))
+
+
+def test_mcp_blocks_the_sdk_shows_as_text_are_bounded(store):
+    # An embedded resource (which the SDK shows as its JSON text) and many text blocks each within the
+    # limits passed whole: 1.5 MB and 1.2 MB reached the model.
+    import os
+    import sys
+
+    import json
+
+    from agents.mcp import MCPServerStdio
+
+    from overspill.adapters.openai_agents import bound_servers
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
+    sent: dict[str, Any] = {}
+
+    async def main() -> None:
+        server = MCPServerStdio({"command": sys.executable, "args": [os.path.join(here, "adapter_mcp_server.py")],
+                                 "env": env}, name="big-output", client_session_timeout_seconds=30)
+        (wrapped,) = bound_servers([server], store, session_id="blocks")
+        async with server:
+            for name in ("document", "pieces"):
+                model = testing.ScriptedModel()
+
+                async def respond(call: Any, name: str = name) -> Any:
+                    last = call.input[-1] if isinstance(call.input, list) else None
+                    if isinstance(last, dict) and last.get("type") == "function_call_output":
+                        sent[name] = last["output"]
+                        return [testing.assistant_message("done")]
+                    model.enqueue(testing.ModelStep.respond(respond))
+                    return [testing.function_call(name, "{}", call_id=f"call-{name}")]
+
+                model.enqueue(testing.ModelStep.respond(respond))
+                agent = agents.Agent(name="a", model=model, tools=bound([], store, session_id="blocks"),
+                                     mcp_servers=[wrapped])
+                await agents.Runner.run(agent, "go")
+
+    asyncio.run(main())
+    for name, output in sent.items():
+        text = output if isinstance(output, str) else "".join(item.get("text", "") for item in output)
+        assert "tool-output://" in text and len(text.encode()) < 60_000, name
+    stored = {record.tool_call_id: b"".join(bytes(piece) for piece in store.iter_bytes("blocks", record.resource.uri))
+              for record in store.records()}
+    assert json.loads(stored["call-document"])["resource"]["text"] == BIG  # the block as the SDK shows it
+    assert stored["call-pieces"] == "\n".join(f"piece {index} " + "x" * 40_000 for index in range(30)).encode()

@@ -202,3 +202,66 @@ def test_text_beside_media_is_bounded_and_the_media_passes(store):
                     for part in message.parts if isinstance(part, ToolReturnPart) and part.tool_name == tool.__name__]
         assert image in list(first.content) and "tool-output://" in first.model_response_str()
     assert len(store.records()) == 2
+
+
+# ------------------------------------------------------------------ regressions (red team 4)
+def _sent(tool: Any, store: ToolOutputStore) -> list:
+    """The parts of the request the model got after one call of ``tool``."""
+    usage = RequestUsage(input_tokens=1, output_tokens=1)
+    sent: list = []
+
+    def respond(messages: list, info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart(tool.__name__, {}, tool_call_id="call-1")], usage=usage)
+        sent.extend(messages[-1].parts)
+        return ModelResponse(parts=[TextPart("done")], usage=usage)
+
+    Agent(FunctionModel(respond), tools=[tool], capabilities=[capability(store)]).run_sync("go")
+    return sent
+
+
+def test_a_tool_returns_content_is_bounded_too(store):
+    # ToolReturn.content goes to the model as a message of its own; it passed whole (1.3 MB).
+    from pydantic_ai import ToolReturn
+    from pydantic_ai.messages import BinaryContent, UserPromptPart
+
+    image = BinaryContent(data=b"\x89PNG\r\n\x1a\n" + bytes(64), media_type="image/png")
+
+    def extra() -> Any:
+        """A short return value, with a large text and an image sent beside it."""
+        return ToolReturn(return_value="see below", content=[BIG, image])
+
+    def extra_text() -> Any:
+        """A large string as the extra content."""
+        return ToolReturn(return_value="see below", content=BIG)
+
+    for tool in (extra, extra_text):
+        parts = _sent(tool, store)
+        (returned,) = [part for part in parts if isinstance(part, ToolReturnPart)]
+        (prompt,) = [part for part in parts if isinstance(part, UserPromptPart)]
+        texts = [prompt.content] if isinstance(prompt.content, str) else [
+            item for item in prompt.content if isinstance(item, str)]
+        assert returned.content == "see below"
+        assert len(texts) == 1 and "tool-output://" in texts[0] and len(texts[0].encode()) < 60_000
+        assert tool is extra_text or image in list(prompt.content)
+    assert [b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
+            for record in store.records()] == [BIG, BIG]
+
+
+def test_text_beside_media_is_bounded_together(store):
+    # Thirty strings of 40 KB beside an image were each within the limits: 1.2 MB reached the model.
+    from pydantic_ai.messages import BinaryContent
+
+    image = BinaryContent(data=b"\x89PNG\r\n\x1a\n" + bytes(64), media_type="image/png")
+    pieces = [f"piece {index} " + "x" * 40_000 for index in range(30)]
+
+    def many() -> list:
+        """Many strings, each within the limits, beside an image."""
+        return pieces[:10] + [image] + pieces[10:]
+
+    (returned,) = [part for part in _sent(many, store) if isinstance(part, ToolReturnPart)]
+    texts = [item for item in returned.content if isinstance(item, str)]
+    assert image in list(returned.content) and len(texts) == 1 and "tool-output://" in texts[0]
+    (record,) = store.records()
+    stored = b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
+    assert stored == "\n".join(pieces)

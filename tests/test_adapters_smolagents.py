@@ -202,3 +202,50 @@ def test_the_agent_subclass_given_bound_tools_pages_what_they_stored(store, tmp_
             script.check(stripped=True)
             assert [record.session_id for record in store.records()][-1] == agent.overspill_session
         assert other.records() == [] and len(store.records()) == 2
+
+
+# ------------------------------------------------------------------ regressions (red team 4)
+class CodeModel(Model):
+    """A CodeAgent's model: answers each step with the next piece of code."""
+
+    def __init__(self, codes: list) -> None:
+        super().__init__(model_id="code")
+        self.codes = list(codes)
+
+    def generate(self, messages: list, stop_sequences: Any = None, response_format: Any = None,
+                 tools_to_call_from: Any = None, **kwargs: Any) -> ChatMessage:
+        return ChatMessage(role=MessageRole.ASSISTANT, content=f"<code>\n{self.codes.pop(0)}\n</code>")
+
+
+def test_a_code_agents_code_gets_the_tools_value(store):
+    # In a CodeAgent the tool's value goes to the code, not the model: bound() replaced a large dict
+    # with its preview (a str), and the code indexing it failed.
+    from smolagents import CodeAgent
+
+    @tool
+    def rows() -> dict:
+        """Many rows."""
+        return {"rows": [[n, f"row {n}"] for n in range(20_000)]}
+
+    agent = CodeAgent(tools=bound([rows], store), model=CodeModel(
+        ['final_answer(sum(row[0] for row in rows()["rows"]))']), max_steps=2, verbosity_level=-1)
+    assert agent.run("sum them") == sum(range(20_000))
+    assert store.records() == []
+
+
+def test_read_takes_its_arguments_by_position(store):
+    # The code prompt shows read(resource, offset, limit), and a CodeAgent's code calls tools so:
+    # read(uri, offset) raised TypeError.
+    from smolagents import CodeAgent
+
+    tools = bound([big], store)
+    preview = tools[0](sanitize_inputs_outputs=True)  # as a ToolCallingAgent calls it: bounded
+    uri, offset = marker(preview)
+    read = next(tool for tool in tools if tool.name == "read")
+    assert read(uri, offset) == read(resource=uri, offset=offset) == read(uri, offset=offset)
+    assert read(uri, offset).startswith(BIG.encode()[offset:offset + 20].decode())
+    assert "at most 3 arguments" in read(uri, offset, 10, 4)
+    assert "both by position and by name" in read(uri, resource=uri)
+    agent = CodeAgent(tools=tools, model=CodeModel([f'final_answer(read("{uri}", {offset}, 100))']), max_steps=2,
+                      verbosity_level=-1)
+    assert agent.run("page it") == read(resource=uri, offset=offset, limit=100)

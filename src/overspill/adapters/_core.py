@@ -25,8 +25,8 @@ from ..tools import ToolResult, call, schemas
 from ..tools._result import failure
 from ..tools.schemas import stored_only, stored_only_problem
 
-__all__ = ["PAGING_TOOLS", "Bounder", "PagingTool", "Sessions", "as_text", "json_text",
-           "new_call_id", "new_session_id", "open_store", "optional_session_id", "paging_tools"]
+__all__ = ["PAGING_TOOLS", "Bounder", "PagingTool", "Sessions", "as_text", "joined", "json_text",
+           "new_call_id", "new_session_id", "open_store", "optional_session_id", "paging_tools", "replaced_pieces"]
 
 #: The tools every adapter adds, so the model can page and search what was stored.
 PAGING_TOOLS = ("read", "grep")
@@ -128,6 +128,22 @@ def as_text(value: object, dumps: Callable[[Any], str] = json_text) -> Optional[
         return None
 
 
+def joined(pieces: list[Text]) -> Text:
+    """Pieces of text as one (one piece as it is): joined with a newline, as bytes when one of them is."""
+    if len(pieces) == 1:
+        return pieces[0]
+    if all(isinstance(piece, str) for piece in pieces):
+        return "\n".join(pieces)  # type: ignore[arg-type]
+    return b"\n".join(piece.encode() if isinstance(piece, str) else bytes(piece) for piece in pieces)
+
+
+def replaced_pieces(items: list[Any], at: list[int], first: Any) -> list[Any]:
+    """``items`` with the pieces at the indices ``at`` (their text, now stored as one) replaced by
+    ``first`` where the first of them stood, the others left out; every other item (media) kept in place."""
+    left_out = set(at[1:])
+    return [first if index == at[0] else item for index, item in enumerate(items) if index not in left_out]
+
+
 class Bounder:
     """Bounds tool results through one store's ``truncate``.
 
@@ -160,6 +176,19 @@ class Bounder:
         if len(text) <= self._fits:
             return self.text(session_id, call_id, text)
         return await asyncio.to_thread(self.text, session_id, call_id, text)
+
+    def pieces(self, session_id: str, call_id: str, pieces: list[Text]) -> Optional[str]:
+        """``text`` of the pieces of text one result shows the model (its text blocks or items), taken
+        together: the preview of them joined with a newline, stored as that one text, when together they
+        are over the limits (each may be within them); else None.
+
+        :raises StorageError: the store could not write the output.
+        """
+        return self.text(session_id, call_id, joined(pieces))
+
+    async def apieces(self, session_id: str, call_id: str, pieces: list[Text]) -> Optional[str]:
+        """``pieces`` for async callers."""
+        return await self.atext(session_id, call_id, joined(pieces))
 
     def value(self, session_id: str, call_id: str, value: Any, dumps: Callable[[Any], str] = json_text) -> Any:
         """``value`` as it came when it fits (or cannot be serialised), else its bounded text.

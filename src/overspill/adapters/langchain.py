@@ -3,8 +3,9 @@
 Needs the ``langchain`` extra (``pip install 'overspill[langchain]'``).
 
 The middleware's ``wrap_tool_call`` and ``awrap_tool_call`` bound every tool
-result: a ``ToolMessage``'s content (a string, or each text block of a
-content-block list) and the ``ToolMessage``s of a ``Command``'s update.  The
+result: a ``ToolMessage``'s content (a string, or the text of a content-block
+list taken together: its text blocks and the JSON of every other block but
+media) and the ``ToolMessage``s of a ``Command``'s update.  The
 middleware registers ``read`` and ``grep`` as its tools and answers their
 calls itself, so they run in the calling thread's session.
 
@@ -26,7 +27,7 @@ from langgraph.types import Command
 from typing_extensions import NotRequired
 
 from ..store import ToolOutputStore
-from ._core import Bounder, PagingTool, new_call_id, new_session_id, open_store, paging_tools
+from ._core import Bounder, PagingTool, as_text, new_call_id, new_session_id, open_store, paging_tools, replaced_pieces
 
 __all__ = ["OverspillMiddleware", "middleware"]
 
@@ -88,6 +89,26 @@ class OverspillMiddleware(AgentMiddleware):
     async def abefore_agent(self, state: Any, runtime: Any) -> Optional[dict[str, Any]]:
         return self.before_agent(state, runtime)
 
+    # -------------------------------------------------------------- model calls
+    def _check_tools(self, request: Any) -> None:
+        """Refuse an agent given its own ``read`` or ``grep``: LangChain keeps one tool of a name (the
+        agent's), so the model would be shown that tool where the markers name the middleware's."""
+        for tool in getattr(request, "tools", None) or ():
+            name = tool.get("name") if isinstance(tool, dict) else getattr(tool, "name", None)
+            if name in self._paging and not any(tool is own for own in self.tools):
+                raise ValueError(f"the agent has a tool named {name!r} of its own; the overspill middleware "
+                                 f"adds its own read and grep (rename the agent's tool)")
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """Check the tools the model is given (``_check_tools``), then call it."""
+        self._check_tools(request)
+        return handler(request)
+
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        """``wrap_model_call`` for async runs."""
+        self._check_tools(request)
+        return await handler(request)
+
     # -------------------------------------------------------------- tool calls
     def _paging_tool(self, request: Any) -> Optional[PagingTool]:
         tool = self._paging.get(request.tool_call.get("name"))
@@ -120,22 +141,47 @@ class OverspillMiddleware(AgentMiddleware):
 
 
 # ------------------------------------------------------------------ bounding results
-# Each bounded piece of text is found once (``_texts``) and replaced once
+# The pieces of text of each ToolMessage are found once (``_pieces``) and replaced once
 # (``_replaced``); only the bounding itself differs between sync and async.
 
-def _texts(result: Any) -> list[tuple[int, int, str]]:
-    """(message index, block index or -1, text) of every text in a tool result."""
-    found: list[tuple[int, int, str]] = []
+# Content blocks that are media for the model, never text to bound (LangChain's standard blocks and the
+# providers' own); a document is media unless its source is text.
+_MEDIA_BLOCKS = frozenset({"image", "image_url", "input_image", "audio", "input_audio", "video", "file",
+                           "input_file"})
+
+
+def _piece(block: Any) -> Optional[str]:
+    """The text a content block shows the model: a string, a text block's text, any other block but
+    media as its JSON text (a ``json``, ``search_result`` or text ``document`` block...); None for media."""
+    if isinstance(block, str):
+        return block
+    if not isinstance(block, dict):
+        return None
+    kind = block.get("type")
+    if kind == "text" and isinstance(block.get("text"), str):
+        return block["text"]
+    if kind in _MEDIA_BLOCKS or (kind == "document" and _media_source(block.get("source"))):
+        return None
+    return as_text(block)  # type: ignore[return-value]  (a dict: JSON text, or None when it has none)
+
+
+def _media_source(source: Any) -> bool:
+    return not isinstance(source, dict) or source.get("type") not in ("text", "content")
+
+
+def _pieces(result: Any) -> list[tuple[int, list[int], list[str]]]:
+    """(message index, block indices or [-1] for a string content, their texts) of each message of a tool
+    result that shows the model text."""
+    found = []
     for index, message in enumerate(_messages(result)):
         content = message.content
         if isinstance(content, str):
-            found.append((index, -1, content))
+            found.append((index, [-1], [content]))
         elif isinstance(content, list):
-            for block_index, block in enumerate(content):
-                if isinstance(block, str):
-                    found.append((index, block_index, block))
-                elif isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
-                    found.append((index, block_index, block["text"]))
+            texts = [_piece(block) for block in content]
+            at = [block for block, text in enumerate(texts) if text is not None]
+            if at:
+                found.append((index, at, [texts[block] for block in at]))  # type: ignore[misc]
     return found
 
 
@@ -150,21 +196,20 @@ def _messages(result: Any) -> list[ToolMessage]:
     return []
 
 
-def _replaced(result: Any, bounded: dict[tuple[int, int], str]) -> Any:
+def _replaced(result: Any, bounded: dict[int, tuple[list[int], str]]) -> Any:
+    """``result`` with each bounded message's pieces replaced by their preview (where the first stood)."""
     if not bounded:
         return result
     messages = _messages(result)
     new: dict[int, ToolMessage] = {}
-    for index, message in enumerate(messages):
-        changes = {block: text for (at, block), text in bounded.items() if at == index}
-        if not changes:
-            continue
-        if -1 in changes:
-            new[index] = message.model_copy(update={"content": changes[-1]})
-            continue
-        content = list(message.content)
-        for block, text in changes.items():
-            content[block] = text if isinstance(content[block], str) else {**content[block], "text": text}
+    for index, (at, preview) in bounded.items():
+        message = messages[index]
+        if at == [-1]:
+            content: Any = preview
+        else:
+            first = message.content[at[0]]
+            content = replaced_pieces(list(message.content), at,
+                                      preview if isinstance(first, str) else {"type": "text", "text": preview})
         new[index] = message.model_copy(update={"content": content})
     if isinstance(result, ToolMessage):
         return new[0]
@@ -173,28 +218,28 @@ def _replaced(result: Any, bounded: dict[tuple[int, int], str]) -> Any:
     return dataclasses.replace(result, update=update)
 
 
-def _call_ids(call_id: str, texts: list[tuple[int, int, str]]) -> list[str]:
-    # One text keeps the call's own id; several are told apart by where they sit.
-    return [call_id] if len(texts) == 1 else [f"{call_id}.{at}.{block}" for at, block, _ in texts]
+def _call_ids(call_id: str, found: list[tuple[int, list[int], list[str]]]) -> list[str]:
+    # One message keeps the call's own id; several (a Command's) are told apart by where they sit.
+    return [call_id] if len(found) == 1 else [f"{call_id}.{index}" for index, _, _ in found]
 
 
 def _bound_result(bounder: Bounder, session_id: str, call_id: str, result: Any) -> Any:
-    texts = _texts(result)
+    found = _pieces(result)
     bounded = {}
-    for (at, block, text), piece_id in zip(texts, _call_ids(call_id, texts)):
-        preview = bounder.text(session_id, piece_id, text)
+    for (index, at, texts), piece_id in zip(found, _call_ids(call_id, found)):
+        preview = bounder.pieces(session_id, piece_id, texts)  # type: ignore[arg-type]
         if preview is not None:
-            bounded[at, block] = preview
+            bounded[index] = (at, preview)
     return _replaced(result, bounded)
 
 
 async def _abound_result(bounder: Bounder, session_id: str, call_id: str, result: Any) -> Any:
-    texts = _texts(result)
+    found = _pieces(result)
     bounded = {}
-    for (at, block, text), piece_id in zip(texts, _call_ids(call_id, texts)):
-        preview = await bounder.atext(session_id, piece_id, text)
+    for (index, at, texts), piece_id in zip(found, _call_ids(call_id, found)):
+        preview = await bounder.apieces(session_id, piece_id, texts)  # type: ignore[arg-type]
         if preview is not None:
-            bounded[at, block] = preview
+            bounded[index] = (at, preview)
     return _replaced(result, bounded)
 
 
@@ -203,9 +248,11 @@ def middleware(store: Optional[ToolOutputStore] = None) -> OverspillMiddleware:
 
     A result within the store's limits reaches the model untouched and
     nothing is stored; a larger one is stored whole and the model gets its
-    preview with the marker naming ``tool-output://ID``.  Each text block of a
-    content-block list is bounded on its own; other blocks (images, files) pass
-    as they are.
+    preview with the marker naming ``tool-output://ID``.  The text of a
+    content-block list is its text blocks and every other block but media as
+    its JSON text, taken together: over the limits, they are stored as one
+    text and shown as one text block where the first stood; media (images,
+    audio, video, files) pass as they are.
 
     :param store: where outputs are stored; the default ``ToolOutputStore()`` when None.
     :raises TypeError: ``store`` is not a ``ToolOutputStore``.

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from collections.abc import Iterable
 from contextvars import ContextVar
 from typing import Any, Optional
@@ -28,6 +29,7 @@ from agents.mcp import MCPServer
 from agents.tool import ToolOutputFileContent, ToolOutputImage, ToolOutputText, \
     ValidToolOutputPydanticModelsTypeAdapter
 from agents.tool_context import ToolContext
+from agents.tool_guardrails import ToolOutputGuardrail
 from agents.tracing import get_current_trace
 from pydantic import ValidationError
 
@@ -38,7 +40,7 @@ except ImportError:
 
 from ..store import ToolOutputStore
 from ._core import PAGING_TOOLS, Bounder, PagingTool, Sessions, json_text, optional_session_id, new_call_id, \
-    open_store, paging_tools
+    open_store, paging_tools, replaced_pieces
 
 __all__ = ["bound", "bound_servers"]
 
@@ -46,6 +48,7 @@ __all__ = ["bound", "bound_servers"]
 # servers' tools agree on the session of a run that has no other id.
 _RUNS = Sessions()
 _NO_TRACE_ID = "no-op"  # the id of every trace when tracing is disabled
+_KEPT_WHOLE = 64  # whole outputs a bound tool keeps for its output guardrails, at most
 # (tool name, run context) of the MCP tool call about to be made, noted by _BoundedServer's meta resolver.
 _MCP_CALL: ContextVar[Optional[tuple[str, Any]]] = ContextVar("overspill_mcp_call", default=None)
 
@@ -90,9 +93,7 @@ async def _bound_item(bounder: Bounder, session_id: str, call_id: str, output: A
     if not isinstance(item, ToolOutputText):
         return output  # media for the model, never text to bound
     text = await bounder.atext(session_id, call_id, item.text)
-    if text is None:
-        return output
-    return {**output, "text": text} if isinstance(output, dict) else output.model_copy(update={"text": text})
+    return output if text is None else _with_text(output, text)
 
 
 def _dumps(value: Any) -> str:
@@ -112,14 +113,31 @@ def _dumps(value: Any) -> str:
         raise TypeError(str(error)) from error
 
 
+def _with_text(output: Any, text: str) -> Any:
+    """A text item (a model or a dict) with its text replaced."""
+    return {**output, "text": text} if isinstance(output, dict) else output.model_copy(update={"text": text})
+
+
+async def _bound_items(bounder: Bounder, session_id: str, call_id: str, output: Any, items: list[Any]) -> Any:
+    """A list of output items bounded: its text items together (the model reads them all), stored as
+    one text when together they are over the limits and then shown as one text item, the first's;
+    images and files in place, whatever their size."""
+    at = [index for index, item in enumerate(items) if isinstance(item, ToolOutputText)]
+    if not at:
+        return output
+    text = await bounder.apieces(session_id, call_id, [items[index].text for index in at])
+    if text is None:
+        return output
+    return replaced_pieces(list(output), at, _with_text(output[at[0]], text))
+
+
 async def _bound_output(bounder: Bounder, session_id: str, call_id: str, output: Any) -> Any:
     """A tool's output bounded: a structured item (text bounded, media as it is), a list of them as the SDK
-    takes one (every item structured: each text item on its own), or any other value as its text."""
+    takes one (every item structured: its text items together), or any other value as its text."""
     if isinstance(output, (list, tuple)) and output:
         items = [_structured_item(item) for item in output]
         if all(item is not None for item in items):
-            return [await _bound_item(bounder, session_id, f"{call_id}.{index}", piece, item)
-                    for index, (piece, item) in enumerate(zip(output, items))]
+            return await _bound_items(bounder, session_id, call_id, output, items)
     else:
         item = _structured_item(output)
         if item is not None:
@@ -143,6 +161,10 @@ class _BoundedInvoker:
         # Whether the SDK narrows the context for the inner invoker: it depends only on the invoker's
         # signature, so it is learnt on the first call (the SDK inspects the signature every time).
         self._narrows: Optional[bool] = None if _narrowed_context is not None else False
+        # The tool's output guardrails (_OnWholeOutput) check the whole output, not the preview: a bounded
+        # call's whole output is kept here under its call id, with how many guardrails are still to see it.
+        self.guardrails = 0
+        self._whole: dict[str, list[Any]] = {}
 
     def _inner_context(self, context: ToolContext[Any]) -> Any:
         if self._narrows is False:
@@ -152,14 +174,52 @@ class _BoundedInvoker:
         return chosen
 
     async def __call__(self, context: ToolContext[Any], input: str) -> Any:
-        output = await self._inner.on_invoke_tool(self._inner_context(context), input)
+        output = whole = await self._inner.on_invoke_tool(self._inner_context(context), input)
         if self._adapter is not None and not isinstance(output, str):
             # The copy no longer declares the output schema (a preview cannot match it):
             # the output becomes the JSON text the SDK would have sent.
             output = json.dumps(self._adapter.dump_python(self._adapter.validate_python(output), mode="json",
                                                           by_alias=True), ensure_ascii=False, separators=(",", ":"))
-        return await _bound_output(self._bounder, _session(self._session_id, context, self._owner),
-                                   _call_id(context), output)
+        bounded = await _bound_output(self._bounder, _session(self._session_id, context, self._owner),
+                                      _call_id(context), output)
+        call_id = getattr(context, "tool_call_id", None)
+        if self.guardrails and bounded is not output and isinstance(call_id, str):
+            if len(self._whole) >= _KEPT_WHOLE:  # calls whose guardrails never ran (the run stopped first)
+                del self._whole[next(iter(self._whole))]
+            self._whole[call_id] = [whole, self.guardrails]
+        return bounded
+
+    def whole_output(self, context: Any, shown: Any, last: bool) -> Any:
+        """The output a guardrail checks for the call of ``context``: the whole output when the model
+        is shown its preview (``shown``), else ``shown``; ``last``: no other guardrail checks it after."""
+        call_id = getattr(context, "tool_call_id", None)
+        kept = self._whole.get(call_id) if isinstance(call_id, str) else None
+        if kept is None:
+            return shown
+        kept[1] -= 1
+        if last or kept[1] <= 0:
+            self._whole.pop(call_id, None)
+        return kept[0]
+
+
+class _OnWholeOutput(ToolOutputGuardrail):  # type: ignore[misc]
+    """A tool output guardrail of a bound tool, run on the whole output where the model is shown its
+    preview: what it rejects or stops never reaches the model, neither in the preview nor through the
+    link (the output was stored before the guardrails ran, but the model is not given its link).  The
+    SDK runs it as it runs the guardrail it stands for (same name and function, results recorded)."""
+
+    def __init__(self, guarded: ToolOutputGuardrail, invoker: _BoundedInvoker) -> None:
+        super().__init__(guardrail_function=guarded.guardrail_function, name=guarded.get_name())
+        self.guarded = guarded
+        self._invoker = invoker
+
+    async def run(self, data: Any) -> Any:
+        checked = replace(data, output=self._invoker.whole_output(data.context, data.output, False))
+        verdict = await self.guarded.run(checked)
+        behavior = getattr(verdict, "behavior", None)
+        if isinstance(behavior, dict) and behavior.get("type") != "allow":
+            self._invoker.whole_output(data.context, None, True)  # the SDK stops at this one
+        return verdict
 
 
 def _wrapped(tool: FunctionTool, bounder: Bounder, session_id: Optional[str], owner: object) -> FunctionTool:
@@ -174,7 +234,10 @@ def _wrapped(tool: FunctionTool, bounder: Bounder, session_id: Optional[str], ow
             from pydantic import TypeAdapter
 
             adapter = TypeAdapter(Any)
-    wrapped.on_invoke_tool = _BoundedInvoker(inner, bounder, session_id, owner, adapter)
+    invoker = wrapped.on_invoke_tool = _BoundedInvoker(inner, bounder, session_id, owner, adapter)
+    if tool.tool_output_guardrails:
+        wrapped.tool_output_guardrails = [_OnWholeOutput(guardrail, invoker) for guardrail in tool.tool_output_guardrails]
+        invoker.guardrails = len(wrapped.tool_output_guardrails)
     return wrapped
 
 
@@ -305,32 +368,45 @@ class _BoundedServer(MCPServer):
                                         bool(getattr(self._overspill_server, "use_structured_content", False)))
 
 
+def _shown_text(block: Any) -> Optional[str]:
+    """The text the SDK shows the model for an MCP content block: a text block's text, any block but an
+    image as its JSON (the SDK's own fallback); None for an image."""
+    kind = getattr(block, "type", None)
+    if kind == "text" and isinstance(getattr(block, "text", None), str):
+        return block.text
+    if kind == "image":
+        return None
+    return block.model_dump_json()
+
+
 async def _bound_call_result(bounder: Bounder, session_id: str, call_id: str, result: Any,
                              structured: bool) -> Any:
-    """An MCP ``CallToolResult`` with each text block bounded (and its structured content, when the
-    server shows that instead)."""
-    content = list(getattr(result, "content", None) or [])
-    changed: dict[str, Any] = {}
-    blocks = []
-    for index, block in enumerate(content):
-        text = getattr(block, "text", None)
-        if getattr(block, "type", None) == "text" and isinstance(text, str):
-            bounded = await bounder.atext(session_id, f"{call_id}.{index}", text)
-            if bounded is not None:
-                block = block.model_copy(update={"text": bounded})
-                changed["content"] = blocks
-        blocks.append(block)
-    structured_content = getattr(result, "structured_content", None)
-    if structured and structured_content is not None:
-        bounded = await bounder.atext(session_id, f"{call_id}.structured", json.dumps(structured_content,
-                                                                                       ensure_ascii=False))
-        if bounded is not None:
-            # A preview is not the declared structure: the model is shown it as text instead.
-            from mcp.types import TextContent
+    """An MCP ``CallToolResult`` bounded as the SDK shows it to the model: its structured content, when
+    the server shows that instead (and the result is no error), else every block but images as text,
+    taken together: stored as one text when together they are over the limits, and then shown as one
+    text block where the first of them stood, images in place."""
+    from mcp.types import TextContent
 
-            changed["structured_content"] = None
-            changed["content"] = [TextContent(type="text", text=bounded)]
-    return result.model_copy(update=changed) if changed else result
+    structured_content = getattr(result, "structured_content", None)
+    if structured and structured_content and not getattr(result, "is_error", False):
+        bounded = await bounder.atext(session_id, call_id, json.dumps(structured_content, ensure_ascii=False))
+        if bounded is None:
+            return result
+        # A preview is not the declared structure: the model is shown it as text instead.
+        return result.model_copy(update={"structured_content": None,
+                                         "content": [TextContent(type="text", text=bounded)]})
+    content = list(getattr(result, "content", None) or [])
+    texts = [_shown_text(block) for block in content]
+    at = [index for index, text in enumerate(texts) if text is not None]
+    if not at:
+        return result
+    bounded = await bounder.apieces(session_id, call_id, [texts[index] for index in at])
+    if bounded is None:
+        return result
+    first = content[at[0]]
+    first = (first.model_copy(update={"text": bounded}) if getattr(first, "type", None) == "text"
+             else TextContent(type="text", text=bounded))
+    return result.model_copy(update={"content": replaced_pieces(content, at, first)})
 
 
 def bound_servers(servers: Iterable[MCPServer], store: Optional[ToolOutputStore] = None, *,

@@ -3,8 +3,9 @@
 Needs the ``pydantic-ai`` extra (``pip install 'overspill[pydantic-ai]'``).
 
 The capability's ``after_tool_execute`` bounds every tool's result (a
-``ToolReturn``'s ``return_value``; multimodal content passes as it is, and
-the text beside it in a list is bounded item by item), and
+``ToolReturn``'s ``return_value`` and, on its own, its ``content``;
+multimodal content passes as it is, and the text beside it in a list is
+bounded together), and
 its toolset gives the model ``read`` and ``grep``, whose failures reach the
 model as ``ToolFailed``.
 
@@ -15,7 +16,8 @@ run, kept by runs that continue its message history), else the run
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 import pydantic_core
@@ -27,7 +29,8 @@ from pydantic_ai.tools import Tool, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 from ..store import ToolOutputStore
-from ._core import Bounder, PagingTool, Sessions, new_call_id, open_store, paging_tools
+from ._core import Bounder, PagingTool, Sessions, Text, as_text, new_call_id, open_store, paging_tools, \
+    replaced_pieces
 
 __all__ = ["OverspillCapability", "capability", "toolset"]
 
@@ -108,28 +111,45 @@ class OverspillCapability(AbstractCapability[Any]):
         session_id = _session(ctx, self)
         call_id = _call_id(ctx, call)
         if isinstance(result, ToolReturn):
-            value = await self._bounded(session_id, call_id, result.return_value)
-            return result if value is result.return_value else _with_return_value(result, value)
+            # Its content goes to the model too, as a message of its own: bounded on its own.
+            changes = {"return_value": await self._bounded(session_id, call_id, result.return_value),
+                       "content": await self._bounded_content(session_id, f"{call_id}.content", result.content)}
+            changes = {name: value for name, value in changes.items() if value is not getattr(result, name)}
+            return replace(result, **changes) if changes else result
         return await self._bounded(session_id, call_id, result)
 
     async def _bounded(self, session_id: str, call_id: str, value: Any) -> Any:
         """A return value bounded: media (images, audio, documents, files) as it is; beside media in a list,
-        each other item on its own (PydanticAI sends a list's media as files and the rest as the tool's
-        text); any other value whole, as its text."""
+        the other items together (PydanticAI sends a list's media as files and the rest as the tool's text);
+        any other value whole, as its text."""
         if value is None or is_multi_modal_content(value):
             return value
         if isinstance(value, list) and any(is_multi_modal_content(item) for item in value):  # only a list is split
-            items = [item if is_multi_modal_content(item)
-                     else await self._bounder.avalue(session_id, f"{call_id}.{index}", item, _dumps)
-                     for index, item in enumerate(value)]
-            return value if all(new is old for new, old in zip(items, value)) else items
+            return await self._bounded_pieces(session_id, call_id, value, lambda item: as_text(item, _dumps))
         return await self._bounder.avalue(session_id, call_id, value, _dumps)
 
+    async def _bounded_content(self, session_id: str, call_id: str, content: Any) -> Any:
+        """A ``ToolReturn``'s content bounded: a string; in a sequence, its strings together (media and
+        anything else as they are)."""
+        if isinstance(content, str):
+            return await self._bounder.avalue(session_id, call_id, content)
+        if isinstance(content, (list, tuple)):
+            items = list(content)
+            bounded = await self._bounded_pieces(session_id, call_id, items,
+                                                 lambda item: item if isinstance(item, str) else None)
+            return content if bounded is items else bounded
+        return content
 
-def _with_return_value(result: ToolReturn[Any], value: Any) -> ToolReturn[Any]:
-    from dataclasses import replace
-
-    return replace(result, return_value=value)
+    async def _bounded_pieces(self, session_id: str, call_id: str, items: list[Any],
+                              text_of: Callable[[Any], Optional[Text]]) -> Any:
+        """``items`` whose text (``text_of``: None for media) is stored as one text when together it is
+        over the limits, then shown as one string where the first stood; else ``items`` as they came."""
+        texts = [None if is_multi_modal_content(item) else text_of(item) for item in items]
+        at = [index for index, text in enumerate(texts) if text is not None]
+        if not at:
+            return items
+        preview = await self._bounder.apieces(session_id, call_id, [texts[index] for index in at])  # type: ignore[misc]
+        return items if preview is None else replaced_pieces(items, at, preview)
 
 
 def capability(store: Optional[ToolOutputStore] = None) -> OverspillCapability:

@@ -2,11 +2,13 @@
 
 Needs the ``smolagents`` extra (``pip install 'overspill[smolagents]'``).
 
-``bound`` wraps each ``Tool`` so its result is bounded by
-``ToolOutputStore.truncate`` (an ``AgentText`` or any other ``str`` subclass
-is bounded as its characters and comes back as the same type when it fits),
-and adds ``read`` and ``grep``; it works with any agent, ``CodeAgent``
-included.  ``BoundedToolCallingAgent`` instead bounds in its
+``bound`` wraps each ``Tool`` so its result, where an agent shows it to the
+model (a ``ToolCallingAgent``'s call), is bounded by ``ToolOutputStore.truncate``
+(an ``AgentText`` or any other ``str`` subclass is bounded as its characters
+and comes back as the same type when it fits), and adds ``read`` and
+``grep``.  In a ``CodeAgent``'s code a tool's value reaches the code as it
+is (the code, not the model, takes it: a dict stays a dict); ``read`` and
+``grep`` are there for what was stored.  ``BoundedToolCallingAgent`` instead bounds in its
 ``execute_tool_call``, so every tool and managed agent it is given is covered
 without wrapping, and adds ``read`` and ``grep`` itself.
 
@@ -56,7 +58,7 @@ def _bounded_value(bounder: Bounder, session_id: str, value: Any) -> Any:
 class _PagingTool(Tool):
     """``read`` or ``grep`` as a smolagents ``Tool``, in one session."""
 
-    skip_forward_signature_validation = True  # the inputs come from the schemas; forward takes them as keywords
+    skip_forward_signature_validation = True  # the inputs come from the schemas; forward takes them in their order
     output_type = "string"
 
     def __init__(self, tool: PagingTool, session_id: str) -> None:
@@ -67,8 +69,17 @@ class _PagingTool(Tool):
         self._session_id = session_id
         super().__init__()
 
-    def forward(self, **arguments: Any) -> str:
-        chosen = {key: value for key, value in arguments.items() if value is not None}
+    def forward(self, *args: Any, **kwargs: Any) -> str:
+        # Positional arguments in the order of ``inputs``, as the code prompt shows the signature
+        # (``read(resource, offset, limit)``); too many is the model's error, said in one line.
+        names = list(self.inputs)
+        if len(args) > len(names):
+            return f"{self.name} takes at most {len(names)} arguments ({', '.join(names)}), not {len(args)}"
+        given = dict(zip(names, args))
+        twice = sorted(set(given) & set(kwargs))
+        if twice:
+            return f"{self.name} got {', '.join(twice)} both by position and by name"
+        chosen = {key: value for key, value in {**given, **kwargs}.items() if value is not None}
         return self._tool.run(self._session_id, new_call_id(), chosen).output
 
 
@@ -88,11 +99,17 @@ class _BoundedTool(Tool):
         self._session_id = session_id
         super().__init__()
 
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        result = self.wrapped(*args, **kwargs)
-        if self.output_type in _MEDIA_TYPES:
+    def __call__(self, *args: Any, sanitize_inputs_outputs: bool = False, **kwargs: Any) -> Any:
+        # An agent that shows the result to the model calls a tool with sanitize_inputs_outputs=True
+        # (ToolCallingAgent); a CodeAgent's code calls it without: the code, not the model, takes that
+        # value (a dict stays a dict), and what the code prints is the agent's own observation.
+        result = self.wrapped(*args, sanitize_inputs_outputs=sanitize_inputs_outputs, **kwargs)
+        if not sanitize_inputs_outputs or self.output_type in _MEDIA_TYPES:
             return result
         return _bounded_value(self._bounder, self._session_id, result)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self.wrapped.forward(*args, **kwargs)
 
 
 def _paging(store: ToolOutputStore, session_id: str) -> list[Tool]:
