@@ -28,9 +28,10 @@ def cli(tmp_path, subprocess_env):
     subprocess_env["OVERSPILL_DATA_DIR"] = str(tmp_path / "data")
     subprocess_env.pop("OVERSPILL_SESSION", None)
 
-    def invoke(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    def invoke(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = None,
+               cwd: str | None = None) -> subprocess.CompletedProcess:
         return subprocess.run([str(SCRIPT), *args], input=stdin, capture_output=True, timeout=120,
-                              env={**subprocess_env, **(env or {})})
+                              env={**subprocess_env, **(env or {})}, cwd=cwd)
 
     return invoke
 
@@ -662,6 +663,20 @@ def test_run_background_fast_failure_is_an_ordinary_result(cli):
     ended = cli("run", "--background", "--yield-after", "10", "--", "echo out; echo err >&2; exit 5")
     assert ended.returncode == 5
     assert ended.stdout == b"out\nerr\n[exit code 5]\n"
+
+
+def test_the_supervisor_imports_nothing_from_the_working_folder(cli, tmp_path):
+    # The supervisor ran as ``python -m``, which puts the working folder first on sys.path: in a
+    # project holding json.py, run --background ran the project's module and failed to start.
+    project = tmp_path / "project"
+    project.mkdir()
+    ran = tmp_path / "ran"
+    for name in ("json", "signal", "runpy", "overspill"):
+        (project / f"{name}.py").write_text(f"open({str(ran)!r}, 'a').write({name!r})\nraise SystemExit(1)\n")
+    started = cli("run", "--background", "--yield-after", "10", "--", "echo in the project; pwd", cwd=str(project))
+    assert started.returncode == 0, started.stderr
+    assert started.stdout == f"in the project\n{project}\n".encode()
+    assert not ran.exists()
 
 
 def test_a_killed_supervisor_leaves_a_lost_handle(cli):

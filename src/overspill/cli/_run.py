@@ -122,6 +122,10 @@ def _command_run(args: argparse.Namespace) -> int:
     return _exit_status(ran.process.exit_code)
 
 
+_SUPERVISOR = ("import sys; sys.path[:] = [entry for entry in sys.path if entry not in ('', '.')]; import runpy; "
+               "runpy.run_module('overspill._supervisor', run_name='__main__')")
+
+
 def _run_background(args: argparse.Namespace, command: str) -> int:
     """``run --background``: a detached supervisor owns the command; answer as the bash tool does."""
     import json
@@ -139,7 +143,10 @@ def _run_background(args: argparse.Namespace, command: str) -> int:
             "session": session, "call": f"cli-{time.time_ns()}", "command": command, "cwd": os.getcwd(),
             "config": _config(args)}
     try:
-        supervisor = subprocess.Popen([sys.executable, "-m", "overspill._supervisor", json.dumps(spec)],
+        # Not ``-m``, which puts the working folder first on sys.path: a project's json.py or
+        # signal.py would be imported (run) by the supervisor in place of the standard library's.
+        # ``-c`` puts it there too (as ""), and the code drops it before importing anything.
+        supervisor = subprocess.Popen([sys.executable, "-c", _SUPERVISOR, json.dumps(spec)],
                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                       start_new_session=True, close_fds=True)
     except OSError as error:
