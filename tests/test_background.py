@@ -514,3 +514,45 @@ def test_wait_never_skips_output_sealed_while_it_answers(store):
     assert "meanwhile" in waited.output + following.output
     assert jobs(store, SESSION, "j").metadata["jobs"][0]["size"] == len(b"before\nmeanwhile\n")
     output.finish(0)
+
+
+# ------------------------------------------------------------------ regressions (red team 4)
+def test_wait_names_the_matching_lines_byte_offset_after_invalid_bytes(store):
+    # The offset was found by decoding with "replace" and encoding back: each invalid byte counted 3.
+    started = start(store, r"printf '\377\377\377\377\377\376\n\351t\351 READY\n'; sleep 30")
+    uri = started.metadata["uri"]
+    try:
+        answer = wait(store, SESSION, "c2", uri, 10, "READY", offset=0)
+        found = answer.metadata["match"]
+        assert found == 7 and payload(store, uri)[found:].startswith(b"\xe9t\xe9 READY")
+    finally:
+        background.kill(store, SESSION, uri)
+
+
+def test_a_line_that_never_ends_is_searched_once_in_pieces(store):
+    # A progress bar redrawn with \r and no newline was read and decoded again from its start at
+    # every poll (quadratic: 13.7 s of CPU for 300 MB), and held whole in memory.
+    import importlib
+    import re
+
+    jobs_module = importlib.import_module("overspill.tools.jobs")  # (overspill.tools.jobs is also a function)
+    bar = b"".join(b"\rprogress %07d" % index for index in range(300_000))  # 5.1 MB, no newline
+    uri = store.write(SESSION, "bar", bar + b"\rDONE 100%").uri
+    size = len(bar) + len("\rDONE 100%")
+    regex = re.compile("DONE")
+    # Unfinished (the command still runs): nothing matches yet, and the next search starts near the end.
+    found, scanned = jobs_module._search(store, SESSION, uri, 0, len(bar), regex, False)
+    assert found is None and len(bar) - jobs_module._LINE_PIECE <= scanned < len(bar)
+    found, _ = jobs_module._search(store, SESSION, uri, scanned, size, regex, True)
+    assert found == scanned  # the piece where the match is (a line searched in pieces has no start)
+    # A match across two pieces is seen, and one in a finished output of many windows is found exactly.
+    for at in range(jobs_module._LINE_PIECE - 6, jobs_module._LINE_PIECE + 2):
+        text = b"x" * at + b"NEEDLE" + b"y" * (3 * jobs_module._LINE_PIECE)
+        piece_uri = store.write(SESSION, f"piece{at}", text).uri
+        found, _ = jobs_module._search(store, SESSION, piece_uri, 0, len(text), re.compile("NEEDLE"), False)
+        assert found is not None and found <= at
+    lines = b"".join(b"line %08d\n" % index for index in range(400_000)) + b"the end: FOUND\n"
+    lines_uri = store.write(SESSION, "lines", lines).uri
+    found, _ = jobs_module._search(store, SESSION, lines_uri, 0, len(lines), re.compile("FOUND$", re.MULTILINE),
+                                   True)
+    assert found == len(lines) - len(b"the end: FOUND\n")

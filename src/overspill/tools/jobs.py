@@ -252,25 +252,43 @@ def _watch(store: ToolOutputStore, session_id: str, uri: str, start: int, regex:
         time.sleep(min(_POLL, max(deadline - time.monotonic(), 0)))
 
 
+# New output is searched a window at a time, never all at once (a finished output of gigabytes).
+_SEARCH_WINDOW = 1 << 20
+# An unfinished line is searched once it ends; one longer than this (a progress bar redrawn with
+# \r and no newline) is searched as it stands, in pieces that overlap by _OVERLAP (a match across
+# two pieces is still seen), so that no poll reads more than a piece of it again.
+_LINE_PIECE = 1 << 16
+_OVERLAP = 1 << 12
+
+
 def _search(store: ToolOutputStore, session_id: str, uri: str, low: int, high: int, regex: re.Pattern[str],
             final: bool) -> tuple[Optional[int], int]:
     """Search the whole lines of ``[low, high)`` (the last, unfinished line too when ``final``).
 
-    :returns: the offset of the first matching line, and where the next search starts.
+    :returns: the byte offset of the first matching line (of the piece, in a line searched in
+        pieces), and where the next search starts.
     """
-    with store.view(session_id, uri, start=low, end=high) as (_, data):
-        chunk = bytes(data)
-    if not final:
-        newline = chunk.rfind(b"\n")
-        if newline < 0:
-            return None, low
-        chunk = chunk[: newline + 1]
-    text = chunk.decode("utf-8", "replace")
-    match = regex.search(text)
-    if match is None:
-        return None, low + len(chunk)
-    line_start = text.rfind("\n", 0, match.start()) + 1
-    return low + len(text[:line_start].encode("utf-8")), low + len(chunk)
+    while low < high:
+        end = min(high, low + _SEARCH_WINDOW)
+        with store.view(session_id, uri, start=low, end=end) as (_, data):
+            chunk = bytes(data)
+        piece = False
+        if not (final and end == high):
+            newline = chunk.rfind(b"\n")
+            if newline >= 0:
+                chunk = chunk[: newline + 1]
+            elif len(chunk) < _LINE_PIECE:
+                return None, low  # an unfinished line, searched once it ends (or grows long)
+            else:
+                piece = True
+        # Invalid bytes decode to one character each and encode back to themselves: offsets stay exact.
+        text = chunk.decode("utf-8", "surrogateescape")
+        match = regex.search(text)
+        if match is not None:
+            line_start = text.rfind("\n", 0, match.start()) + 1
+            return low + len(text[:line_start].encode("utf-8", "surrogateescape")), low + len(chunk)
+        low += len(chunk) - _OVERLAP if piece else len(chunk)
+    return None, low
 
 
 def kill(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: str) -> ToolResult:
