@@ -556,3 +556,23 @@ def test_a_line_that_never_ends_is_searched_once_in_pieces(store):
     found, _ = jobs_module._search(store, SESSION, lines_uri, 0, len(lines), re.compile("FOUND$", re.MULTILINE),
                                    True)
     assert found == len(lines) - len(b"the end: FOUND\n")
+
+
+def test_a_capped_output_answered_by_another_process_says_its_end_was_not_kept(tmp_path):
+    # Past max_stored_bytes, an answer not built by the process that ran the command (wait, the CLI's
+    # run --background) said "(100000 bytes, 18518 lines in all)", showed the stored copy's cut end
+    # ("1851") as the output's end, and "holds all 100000 bytes".
+    config = {"tool_output": {"max_stored_bytes": 100_000, "max_lines": 6}}
+    with ToolOutputStore(tmp_path, config=config) as capped:
+        started = tools.call(capped, SESSION, "call", "bash", {"command": "sleep 0.5; seq 1 1000000",
+                                                               "background": True, "yield_after": 0})
+        uri = started.metadata["uri"]
+        answer = wait(capped, SESSION, "w", uri, 30, offset=0)
+        record = capped.status(SESSION, uri)
+    assert record.capture == (6_888_896, 100_000) and record.lines == 1_000_000
+    text = answer.output
+    assert text.startswith("1\n2\n3\n")
+    assert "the stored copy holds the first 100000 of 6888896 bytes (1000000 lines in all)" in text
+    assert "the rest, bytes 100000 to 6888896, was not kept" in text
+    assert "18518 lines" not in text and "\n1851\n" not in text and "holds all" not in text
+    assert text.endswith(f"[exited with code 0; {uri} holds the first 100000 of its 6888896 bytes]")

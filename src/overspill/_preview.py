@@ -208,11 +208,11 @@ def _outlined(read: Reader, release: Optional[Callable[[int, int], None]], store
 
 
 def compose(shaped: Preview, signals: list[str], uri: str, size: int, lines: int,
-            total: Optional[int] = None) -> str:
-    """What the model reads of a stored output: ``head``, the marker, the
-    signal lines and ``tail`` (see ``ToolOutputStore.truncate``).  A preview
-    that is not truncated is a view that fits the limits of an output whose
-    raw bytes do not: the view, then ``view_marker``."""
+            total: Optional[int] = None, note: Optional[str] = None) -> str:
+    """What the model reads of a stored output: ``head``, the marker (with
+    ``note``), the signal lines and ``tail`` (see ``ToolOutputStore.truncate``).
+    A preview that is not truncated is a view that fits the limits of an
+    output whose raw bytes do not: the view, then ``view_marker``."""
     # One blank line before the marker: a head that ends its last line (it does when whole lines
     # decide the cut) needs one newline more, one that does not, two.
     head = shaped.head
@@ -220,7 +220,7 @@ def compose(shaped: Preview, signals: list[str], uri: str, size: int, lines: int
     if not shaped.truncated:
         collapsed = view_marker(uri, size, lines, total)
         return f"{head}{separator}{collapsed}" if head else collapsed
-    marker = truncation_marker(uri, size, lines, shaped.head_end, total)
+    marker = truncation_marker(uri, size, lines, shaped.head_end, total, note=note)
     text = f"{head}{separator}{marker}"
     if signals:
         text += "\n" + "\n".join(signals)

@@ -270,7 +270,12 @@ class StoreReads:
                 newlines += _kernels.count_lines(view) - 1
                 last_newline = view[-1] == 10
         capped = start == 0 and record.capture is not None and kept_end is not None
-        total = record.capture[0] if capped else size - start  # type: ignore[index]
+        # A capped output whose true end this caller does not hold (its answer is built by another
+        # process than the one that ran it): its head is the stored copy's, and it is said to be the
+        # first bytes of a larger output whose end was not kept (the stored copy's end is not it).
+        endless = (start == 0 and record.capture is not None and kept_end is None and size == record.resource.size
+                   and record.capture[0] > size)
+        total = record.capture[0] if capped or endless else size - start  # type: ignore[index]
         from ._preview import compose, stored_preview  # only previews need it (reads do not)
 
         shaped, signals = stored_preview(
@@ -280,6 +285,15 @@ class StoreReads:
             flags=self._views, signals=self._signals if start == 0 else (), outline=start == 0 and self._limits.outline,
             kept_end=kept_end if capped else None, tokens=self._tokens, runs=self._runs)
         lines = counted_lines(newlines, size - start, last_newline)
+        if endless:
+            from ._frozen import replace
+
+            lines = record.lines if record.lines is not None else lines
+            cut = shaped.head_end if shaped.truncated else size
+            content = compose(replace(shaped, tail="", truncated=True, head_end=cut), signals, resource.uri, size,
+                              lines, total, note=f"the rest, bytes {size} to {total}, was not kept: the stored copy "
+                                             f"ends at byte {size}")
+            return TruncateResult(content, True, resource, lines, cut)
         if not shaped.truncated:
             return TruncateResult(shaped.head, False, resource, lines, size)
         if start == 0:

@@ -62,6 +62,8 @@ def _state_line(record: Record, next_offset: int) -> str:
             how = f"terminated by signal {-code}"
     else:
         how = f"exited with code {code}"
+    if record.capture is not None and record.capture[0] > size:
+        return f"[{how}; {uri} holds the first {size} of its {record.capture[0]} bytes]"
     return f"[{how}; {uri} holds all {size} bytes]"
 
 
