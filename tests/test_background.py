@@ -576,3 +576,27 @@ def test_a_capped_output_answered_by_another_process_says_its_end_was_not_kept(t
     assert "the rest, bytes 100000 to 6888896, was not kept" in text
     assert "18518 lines" not in text and "\n1851\n" not in text and "holds all" not in text
     assert text.endswith(f"[exited with code 0; {uri} holds the first 100000 of its 6888896 bytes]")
+
+
+def test_grep_of_a_running_command_searches_its_whole_lines_and_says_so(store, tmp_path):
+    # grep answered as if the output were complete: "no matches" for a line printed a moment later, and
+    # the line being written matched as a whole ("Tests: 10 passed" matched passed$; it became
+    # "Tests: 10 passed, 3 failed").
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    uri = start(store, f"printf 'start\\nTests: 10 passed'; read -r go < '{gate}'; "
+                       f"printf ', 3 failed\\nERROR: 3 tests failed\\n'; sleep 30").resource.uri
+    until(lambda: store.status(SESSION, uri).resource.size == len("start\nTests: 10 passed"))
+    early = tools.call(store, SESSION, "g", "grep", {"resource": uri, "pattern": "passed$"})
+    assert not early.is_error and early.metadata == {"matches": 0, "complete": False, "searched": len("start\n")}
+    assert early.output.startswith(f"no matches for 'passed$' in {uri} so far [complete: false")
+    with open(gate, "w") as release:
+        release.write("go\n")
+    until(lambda: store.status(SESSION, uri).resource.size > len("start\nTests: 10 passed"))
+    later = tools.call(store, SESSION, "g", "grep", {"resource": uri, "pattern": "ERROR"})
+    assert later.output.startswith("33:ERROR: 3 tests failed\n[1 matching line; complete: false")
+    assert later.metadata["complete"] is False and later.metadata["searched"] == len(payload(store, uri))
+    background.kill(store, SESSION, uri)
+    # Ended, the whole output is searched and nothing is said of completeness.
+    done = tools.call(store, SESSION, "g", "grep", {"resource": uri, "pattern": "ERROR"})
+    assert done.output == "33:ERROR: 3 tests failed\n[1 matching line]" and "complete" not in done.metadata

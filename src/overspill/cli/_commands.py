@@ -65,7 +65,7 @@ def _command_read(args: argparse.Namespace) -> int:
 
 def _command_grep(args: argparse.Namespace) -> int:
     from .._frontend import parse_page_uri
-    from ..tools.grep import search_resource
+    from ..tools.grep import running_note, search_resource
 
     uri = parse_page_uri(args.uri)[0]
     store = _store(args)
@@ -77,9 +77,14 @@ def _command_grep(args: argparse.Namespace) -> int:
     except ValueError as error:  # a bad pattern
         raise _UsageError(str(error)) from None
     if args.json:
-        _print_json({"lines": list(found.lines), "total": found.total, "listed": found.listed})
+        running = {} if found.searched is None else {"complete": False, "searched": found.searched}
+        _print_json({"lines": list(found.lines), "total": found.total, "listed": found.listed, **running})
+    elif found.searched is not None and not found.lines:
+        _print_text(f"[no matches so far; {running_note(found.searched)}]")
     elif found.lines:
         more = f"; {found.total - found.listed} not listed (raise --max-count)" if found.total > found.listed else ""
+        if found.searched is not None:
+            more += f"; {running_note(found.searched)}"
         listing = "\n".join(found.lines) + f"\n[{_count(found.total, 'matching line')}{more}]"
         # Bounded like any output: a long listing is stored whole and previewed, with where to read on.
         bounded = store.truncate(_session(args), f"cli-{time.time_ns()}", listing,

@@ -130,6 +130,9 @@ class ResourceMatches:
     lines: tuple[str, ...]
     total: int
     listed: int
+    #: For the output of a command still running: the bytes searched (its whole lines so far); None
+    #: when the whole output was searched.
+    searched: Optional[int] = None
 
 
 def _display(text: str) -> str:
@@ -181,9 +184,12 @@ def _search_resource(store: ToolOutputStore, session_id: str, uri: str, pattern:
         raise ValueError(f"invalid pattern {pattern!r}: {error}") from None
     views = view_flags(store.views)
     results = _Results(context, max_matches)
+    # A running command's output is searched up to its last whole line: the line being written
+    # may still end otherwise ("10 passed" may become "10 passed, 3 failed").
+    running = store.status(session_id, uri).state == "running"
     with store.view(session_id, uri) as (_, data), Search(pattern, flags, time_limit=time_limit,
                                                           abort=abort) as search:
-        size = len(data)
+        size = _whole_lines_end(data) if running else len(data)
         position = 0
         number = 0  # line number of the block's first line
         while position < size:
@@ -212,7 +218,25 @@ def _search_resource(store: ToolOutputStore, session_id: str, uri: str, pattern:
                 results.pass_line(number + between, offsets[between], texts[between])
             number += len(texts)
             position += max(len(raw), 1)
-    return ResourceMatches(tuple(results.lines), results.total, results.listed)
+    return ResourceMatches(tuple(results.lines), results.total, results.listed, size if running else None)
+
+
+def _whole_lines_end(data: memoryview) -> int:
+    """Where the last whole line of ``data`` ends (0 when it holds none)."""
+    end = len(data)
+    while end > 0:
+        low = max(0, end - _SEARCH_BLOCK)
+        newline = bytes(data[low:end]).rfind(b"\n")
+        if newline >= 0:
+            return low + newline + 1
+        end = low
+    return 0
+
+
+def running_note(searched: int) -> str:
+    """What a search of a running command's output says of what it searched."""
+    return (f"complete: false: the command is still running; searched its first {searched} bytes (its whole "
+            f"lines so far): search again later, or wait")
 
 
 class _Results:
@@ -270,14 +294,20 @@ def _grep_resource(store: ToolOutputStore, session_id: str, tool_call_id: str, u
         return failure(str(error))
     except ValueError as error:
         return failure(str(error))
+    running = {} if found.searched is None else {"complete": False, "searched": found.searched}
     if not found.total:
-        return ToolResult(f"no matches for {pattern!r} in {uri}", False, False, None, {"matches": 0})
+        text = f"no matches for {pattern!r} in {uri}"
+        if found.searched is not None:
+            text += f" so far [{running_note(found.searched)}]"
+        return ToolResult(text, False, False, None, {"matches": 0, **running})
     text = "\n".join(found.lines) + f"\n[{found.total} matching line{'s' if found.total != 1 else ''}"
     if found.total > found.listed:
         # Raising max_matches helps only below the most the schema allows; past it, only a narrower pattern does.
         raise_it = " or raise max_matches" if max_matches < MAX_MATCHES else ""
         text += f"; {found.total - found.listed} not listed: narrow the pattern{raise_it}"
-    return bounded(store.truncate(session_id, tool_call_id, text + "]"), matches=found.total)
+    if found.searched is not None:
+        text += f"; {running_note(found.searched)}"
+    return bounded(store.truncate(session_id, tool_call_id, text + "]"), matches=found.total, **running)
 
 
 def _walk(root: Path) -> Iterator[tuple[Path, bool]]:
