@@ -600,3 +600,27 @@ def test_grep_of_a_running_command_searches_its_whole_lines_and_says_so(store, t
     # Ended, the whole output is searched and nothing is said of completeness.
     done = tools.call(store, SESSION, "g", "grep", {"resource": uri, "pattern": "ERROR"})
     assert done.output == "33:ERROR: 3 tests failed\n[1 matching line]" and "complete" not in done.metadata
+
+
+def test_a_character_the_seal_cuts_in_two_is_read_whole(store, tmp_path):
+    # A running command's sealed end fell inside "€": the page and the preview ending there showed
+    # U+FFFD, and the offset they named pointed inside the character (the next read showed a second
+    # U+FFFD, "5\ufffd" then "\ufffd total").
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    uri = start(store, f"printf 'price: 5\\342\\202'; read -r go < '{gate}'; printf '\\254 total\\n'; sleep 30"
+                ).resource.uri
+    until(lambda: store.status(SESSION, uri).resource.size == 10)
+    page = store.read(SESSION, uri)
+    assert (page.content, page.next) == ("price: 5", 8)
+    tool_page = tools.call(store, SESSION, "r", "read", {"resource": uri})
+    assert tool_page.output.startswith("price: 5\n") and tool_page.metadata["next"] == 8
+    assert store.read(SESSION, uri, offset=9).content == ""  # inside the character: nothing of it yet
+    early = wait(store, SESSION, "w", uri, 0, offset=0)
+    assert early.output.startswith("price: 5\n[") and early.metadata["next_offset"] == 8
+    with open(gate, "w") as release:
+        release.write("go\n")
+    later = wait(store, SESSION, "w", uri, 30, "total", offset=8)
+    assert later.output.startswith("€ total\n[pattern 'total' found at byte offset 8]")
+    background.kill(store, SESSION, uri)
+    assert payload(store, uri) == "price: 5€ total\n".encode()

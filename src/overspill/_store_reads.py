@@ -14,7 +14,7 @@ from ._views import ESCAPE_REACH, escape_end
 from .config import MAX_READ_BYTES
 from .errors import AccessDeniedError
 from .records import parse_uri
-from .text import BOUNDARY_MARGIN, counted_lines, next_calls, shown_text
+from .text import BOUNDARY_MARGIN, counted_lines, cut_character, next_calls, shown_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
@@ -159,6 +159,14 @@ class StoreReads:
         high = offset + limit + after
         if high > size:
             high = size
+        final = high == size
+        if final and not record.complete:
+            # A running command's sealed end may cut a character in two: the page stops before its
+            # first bytes, and names their offset to read on from (a page that ended with them
+            # would show U+FFFD, and the next page would start inside the character).
+            high = size - self._cut_character(record, size)
+            offset = offset if offset < high else high
+            low = low if low < high else high
         pages = self._pages
         found = None
         if pages is not None and low < high:
@@ -167,20 +175,21 @@ class StoreReads:
         if found is not None and found[2] is not None:
             start, end, content = found
         else:
-            start, end, content = self._page_view(record, low, high, offset, limit)
+            start, end, content = self._page_view(record, low, high, offset, limit, final)
         more = end < size
         # Page(...) without its __init__'s six bound setters (~1 us of a ~20 us warm page).
         return _kernels.new_slotted(Page, PAGE_SLOTS, (record.resource, content, start, more,
                                                         end if more else None, record.complete))
 
-    def _page_view(self, record: Record, low: int, high: int, offset: int, limit: int) -> tuple[int, int, str]:
-        """A page read through a verified view of ``[low, high)``: ``(start, end, text)``."""
-        size = record.resource.size
+    def _page_view(self, record: Record, low: int, high: int, offset: int, limit: int,
+                   final: bool) -> tuple[int, int, str]:
+        """A page read through a verified view of ``[low, high)``: ``(start, end, text)``;
+        ``final``: ``high`` ends a character (the payload's end, or a running one's whole characters)."""
         flags = self._views
         with self._backend.read(record, low, high) as view:
             if not view:
-                return 0, 0, ""
-            start, end = _kernels.page_bounds(view, offset - low, limit, high == size)
+                return low, low, ""
+            start, end = _kernels.page_bounds(view, offset - low, limit, final)
             if flags & VIEW_ANSI:
                 # Each page's view is of its bytes alone: a page never starts or ends inside an
                 # escape sequence (it would show a piece of it, such as "[1;31m").  A start inside
@@ -189,6 +198,13 @@ class StoreReads:
                 end = max(escape_end(view, end), start)
             content = shown_text(view[start:end], flags)
         return start + low, end + low, content
+
+    def _cut_character(self, record: Record, size: int) -> int:
+        """The bytes at ``size``'s end that start a character not whole there (``text.cut_character``)."""
+        if size == 0:
+            return 0
+        with self._backend.read(record, max(size - 4, 0), size) as end:
+            return cut_character(end)
 
     def read_bytes(self, session_id: str, uri: str, *, offset: int = 0,
                    limit: Optional[int] = None) -> tuple[Resource, bytes, int, Optional[int]]:
@@ -252,16 +268,19 @@ class StoreReads:
         size = record.resource.size
         start = min(max(offset, 0), size)
         resource = record.resource
-        if end is not None:
-            bound = max(whole_number(end, "end"), start)
-            if bound < size:
-                from ._frozen import replace  # only a bounded preview of a grown resource needs it
+        bound = size if end is None else max(whole_number(end, "end"), start)
+        if not record.complete and bound > start:
+            # A running command's sealed end may cut a character in two: the preview stops before it
+            # (its next offset is then where the character starts, not inside it).
+            bound = min(bound, size) - self._cut_character(record, min(bound, size))
+        if bound < size:
+            from ._frozen import replace  # only a bounded preview of a grown resource needs it
 
-                # Reads still go through the record as stored (a backend checks its payload
-                # against it); only the bytes previewed and the size stated stop at ``end``.
-                size = bound
-                resource = replace(resource, size=size)
-                kept_end = None  # the true end follows the whole output, not this prefix of it
+            # Reads still go through the record as stored (a backend checks its payload
+            # against it); only the bytes previewed and the size stated stop at ``end``.
+            size = max(bound, start)
+            resource = replace(resource, size=size)
+            kept_end = None  # the true end follows the whole output, not this prefix of it
         backend = self._backend
         newlines = 0
         last_newline = False

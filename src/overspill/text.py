@@ -434,6 +434,21 @@ def _signal_header(totals: list[int]) -> str:
     return f"[{total} lines of the omitted part look like errors, warnings or summaries; by byte offset:]"
 
 
+def cut_character(end: BytesLike) -> int:
+    """How many bytes at the end of ``end`` (the last bytes of an output that
+    may go on: a running command's sealed prefix) are the start of a UTF-8
+    character whose other bytes are not there yet: a lead byte followed by
+    fewer continuation bytes than it announces; 0 when none is (whatever
+    follows, the text up to here is whole characters).  Its last 4 bytes decide."""
+    data = bytes(end[-4:])
+    for back in range(1, len(data) + 1):
+        byte = data[-back]
+        if byte & 0xC0 != 0x80:  # the lead (or an ASCII byte) of the last sequence
+            needed = 2 if 0xC2 <= byte <= 0xDF else 3 if 0xE0 <= byte <= 0xEF else 4 if 0xF0 <= byte <= 0xF4 else 1
+            return back if needed > back else 0
+    return 0
+
+
 def last_newline(block: memoryview) -> int:
     """Index of the last newline in ``block``, or -1 (its last 64 KiB looked at first)."""
     tail = block[-(1 << 16) :].tobytes()
