@@ -624,3 +624,18 @@ def test_a_character_the_seal_cuts_in_two_is_read_whole(store, tmp_path):
     assert later.output.startswith("€ total\n[pattern 'total' found at byte offset 8]")
     background.kill(store, SESSION, uri)
     assert payload(store, uri) == "price: 5€ total\n".encode()
+
+
+def test_a_background_commands_binary_output_is_stored_as_binary(store):
+    # A foreground command's binary output is application/octet-stream (read shows it in hex, MCP serves
+    # its exact bytes); a background one's stayed text/plain, and read showed mojibake.
+    uri = start(store, f"{sys.executable} -c \"import os, sys, time; time.sleep(0.3); "
+                       f"sys.stdout.buffer.write(bytes(range(256)) * 800)\"").resource.uri
+    until(lambda: store.status(SESSION, uri).state == "exited")
+    record = store.status(SESSION, uri)
+    assert record.resource.mime == "application/octet-stream" and record.resource.size == 256 * 800
+    page = tools.call(store, SESSION, "r", "read", {"resource": uri})
+    assert page.output.startswith("[binary (application/octet-stream)")
+    text = start(store, "sleep 0.3; seq 1 100000").resource.uri
+    until(lambda: store.status(SESSION, text).state == "exited")
+    assert store.status(SESSION, text).resource.mime == "text/plain"

@@ -19,10 +19,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
     from typing import BinaryIO
 
-__all__ = ["SNIFF_BYTES", "file_is_binary", "output_is_binary"]
+__all__ = ["BINARY_MIME", "SNIFF_BYTES", "file_is_binary", "output_is_binary"]
 
 # How much of the start of a file or an output decides whether it is binary.
 SNIFF_BYTES = 8192
+# The MIME type a binary output is stored under.
+BINARY_MIME = "application/octet-stream"
 
 
 def _holds_nul(sample: bytes) -> bool:

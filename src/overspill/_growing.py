@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any, Optional
 
 from . import _kernels
+from ._binary import BINARY_MIME, SNIFF_BYTES, output_is_binary
 from .backends._seals import SEAL_BYTES
 from .records import Record
 from .text import counted_lines
@@ -49,6 +50,7 @@ class GrowingOutput:
         self._newlines = 0
         self._last_newline = False
         self._tail = bytearray()  # the true end, once the stored copy is capped
+        self._start = bytearray()  # the first SNIFF_BYTES written: whether the output is binary
         self._unsealed_since: Optional[float] = None
         self._finished: Optional[Record] = None
         self.failure: Optional[BaseException] = None  # the write error that stopped storing, if any
@@ -72,6 +74,8 @@ class GrowingOutput:
         if not chunk:
             return
         with self._lock:
+            if len(self._start) < SNIFF_BYTES:
+                self._start += chunk[: SNIFF_BYTES - len(self._start)]
             self._total += len(chunk)
             self._newlines += _kernels.count_lines(chunk) - 1
             self._last_newline = chunk[-1] == 10
@@ -126,7 +130,10 @@ class GrowingOutput:
             if self._finished is None:
                 size = self._writer.size
                 capture = (self._total, size) if self._total > size else None
-                self._finished = self._writer.finish(exit_code, capture=capture, lines=self.lines())
+                # Binary output is said to be so, as a foreground command's (read shows it in hex,
+                # and MCP serves its exact bytes) once its first bytes are all known.
+                mime = BINARY_MIME if output_is_binary(bytes(self._start)) else None
+                self._finished = self._writer.finish(exit_code, capture=capture, lines=self.lines(), mime=mime)
             return self._finished
 
     def abort(self) -> None:

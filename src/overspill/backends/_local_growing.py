@@ -84,7 +84,7 @@ class GrowingLocalWriter(LocalWriter):
         self._seal_crc = 0
 
     def finish(self, exit_code: int, *, capture: Optional[tuple[int, int]] = None,
-               lines: Optional[int] = None) -> Record:
+               lines: Optional[int] = None, mime: Optional[str] = None) -> Record:
         """Seal the rest and republish the record as an ordinary resource that says how the command ended.
 
         :raises OSError: the record could not be republished (the running one stays).
@@ -94,7 +94,7 @@ class GrowingLocalWriter(LocalWriter):
         if self._durable:
             os.fsync(self._fd)
         running = self._running
-        record = Record(Resource(running.resource.uri, running.resource.mime, self._size, running.resource.name),
+        record = Record(Resource(running.resource.uri, mime or running.resource.mime, self._size, running.resource.name),
                         running.session_id, running.tool_call_id, running.created_ms, checksums,
                         CHECKSUM_CHUNK, capture, lines, "exited", running.owner, running.process, exit_code)
         written = self._put_record(record)

@@ -290,9 +290,10 @@ class GrowingWriter(Protocol):
         ...
 
     def finish(self, exit_code: int, *, capture: Optional[tuple[int, int]] = None,
-               lines: Optional[int] = None) -> Record:
-        """Seal the rest and republish the record with size, lines, exit code and the
-        ordinary checksums (``state`` "exited"); an ordinary resource from then on.
+               lines: Optional[int] = None, mime: Optional[str] = None) -> Record:
+        """Seal the rest and republish the record with size, lines, exit code, the
+        ordinary checksums (``state`` "exited") and ``mime`` when given (what the
+        whole output turned out to be); an ordinary resource from then on.
 
         :raises OSError: the record could not be republished.
         """

@@ -18,7 +18,7 @@ from ..capture import MAX_CAPTURE_BYTES, RunningCommand
 from ..config import Limits
 from ..errors import StorageError
 from ..text import held_text, preview, view_flags, within_limits
-from .._binary import SNIFF_BYTES, output_is_binary
+from .._binary import BINARY_MIME, SNIFF_BYTES, output_is_binary
 from ._result import ToolResult, failure, stored_metadata
 
 TYPE_CHECKING = False
@@ -36,7 +36,6 @@ if TYPE_CHECKING:  # typing costs start-up (``overspill run``); annotations are 
 
 __all__ = ["bash"]
 
-BINARY_MIME = "application/octet-stream"
 # Bytes shown (as hex) of a binary output.
 _HEX_BYTES = 16
 
