@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import contextlib
 import json
 import os
 import shlex
@@ -689,6 +690,50 @@ def test_a_killed_supervisor_leaves_a_lost_handle(cli):
     assert wait_until(lambda: json.loads(cli("jobs", "--json").stdout)["jobs"][0]["state"] == "lost")
     assert cli("read", uri).stdout.startswith(b"before\n")
     cli("kill", uri)
+    assert group_ends(pid)
+
+
+def test_kill_ends_a_job_whose_pipe_a_daemon_holds(cli):
+    # The command exited at once, but a child that left its group (setsid) held the pipe: kill from
+    # the CLI waited ~4 s, answered "running" and ended nothing; the supervisor lived on.
+    started = cli("run", "--background", "--yield-after", "0", "--json", "--",
+                  "setsid sleep 300 & echo daemon $!; exit 3")
+    answer = json.loads(started.stdout)
+    uri, pid = answer["metadata"]["uri"], answer["metadata"]["pid"]
+    assert wait_until(lambda: json.loads(cli("read", uri, "--json").stdout)["content"].startswith("daemon "))
+    daemon = int(json.loads(cli("read", uri, "--json").stdout)["content"].split()[1])
+    try:
+        time.sleep(1)  # the command exited long ago; the daemon holds its pipe
+        assert json.loads(cli("jobs", "--json").stdout)["jobs"][0]["state"] == "running"
+        supervisor = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])  # the command's parent
+        killed = cli("kill", uri, "--json")
+        assert killed.returncode == 0
+        assert json.loads(killed.stdout)["metadata"]["state"] == "exited"
+        assert json.loads(killed.stdout)["metadata"]["exit_code"] == 3
+        assert wait_until(lambda: not os.path.exists(f"/proc/{supervisor}") or
+                          open(f"/proc/{supervisor}/stat").read().rsplit(")", 1)[1].split()[0] == "Z")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(daemon, signal.SIGKILL)
+
+
+def test_kill_of_a_lost_job_gives_its_group_the_grace(cli, tmp_path):
+    # A lost command's group got SIGKILL right after SIGTERM (the grace ended at once for a record
+    # that was not running), so its TERM handler never finished; the answer said it did nothing.
+    done = tmp_path / "done"
+    started = cli("run", "--background", "--yield-after", "0", "--json", "--",
+                  f"trap 'sleep 0.5; echo ended > {done}; exit 0' TERM; echo before; "
+                  # (lost, its pipe has no reader: a shell that reported its child's end there would die)
+                  f"exec >/dev/null 2>&1; while :; do sleep 0.1; done")
+    answer = json.loads(started.stdout)
+    uri, pid = answer["metadata"]["uri"], answer["metadata"]["pid"]
+    assert wait_until(lambda: json.loads(cli("read", uri, "--json").stdout)["content"] == "before\n")
+    supervisor = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+    os.kill(supervisor, signal.SIGKILL)
+    assert wait_until(lambda: json.loads(cli("jobs", "--json").stdout)["jobs"][0]["state"] == "lost")
+    killed = cli("kill", uri)
+    assert killed.stdout.startswith(b"[it was lost (its owner is gone); what was left of its process group was ended]")
+    assert done.read_text() == "ended\n"
     assert group_ends(pid)
 
 

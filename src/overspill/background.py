@@ -26,13 +26,14 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Optional, Union
 
 from ._binary import SNIFF_BYTES
-from ._owner import owner_alive, process_start
+from ._owner import current_owner, owner_alive, process_start
 from .capture import RunningCommand
 from .errors import ResourceNotFoundError
 from .records import Record
 
 if TYPE_CHECKING:
     from ._growing import GrowingOutput
+    from ._owner import Owner
     from .store import ToolOutputStore
 
 __all__ = ["KILL_GRACE", "Job", "find", "kill", "kill_all", "start", "wait_for_state"]
@@ -218,17 +219,51 @@ def kill(store: ToolOutputStore, session_id: str, uri: str) -> Record:
     current = process_start(pid)
     if current is not None and started and current and current != started:
         return record  # the pid now names another process: the command is long gone
+    owner = record.owner
+    if record.state == "running" and owner is not None and _is_supervisor(owner):
+        # The CLI's supervisor ends the group as its own kill does, and stops reading once the
+        # command exited: a process that left the group (a daemon) may hold the pipe for ever.
+        _signal_process(owner, signal.SIGTERM)
     _signal_group(pid, signal.SIGTERM)
     deadline = time.monotonic() + KILL_GRACE
     while time.monotonic() < deadline:
         record = store.status(session_id, uri)
-        if record.state != "running":
+        # A lost command's group has no owner to reap it: its grace lasts while any of it is left.
+        if record.state == "exited" or (record.state == "lost" and not _group_alive(pid)):
             break
         time.sleep(_POLL)
     _signal_group(pid, signal.SIGKILL)  # stragglers of the group, whatever the leader did
-    if record.state == "running" and record.owner is not None and owner_alive(record.owner):
+    if record.state == "running" and owner is not None and owner_alive(owner):
         record = wait_for_state(store, session_id, uri, KILL_GRACE)
     return record
+
+
+def _is_supervisor(owner: Owner) -> bool:
+    """Whether ``owner`` is a live ``overspill._supervisor`` process on this host (not a server that
+    owns other jobs too: only a supervisor is signalled)."""
+    if not owner_alive(owner) or owner.host != current_owner().host or owner.pid == os.getpid():
+        return False
+    try:
+        with open(f"/proc/{owner.pid}/cmdline", "rb") as file:
+            return b"overspill._supervisor" in file.read()
+    except OSError:
+        return False
+
+
+def _signal_process(owner: Owner, number: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(owner.pid, number)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process is left in process group ``pgid``."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _signal_group(pgid: int, number: int) -> None:

@@ -305,7 +305,8 @@ def kill(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
     except OverspillError as error:
         return failure(str(error))
     size = record.resource.size
-    prefix = "" if was == "running" else f"[it was already {was}] "
+    prefix = ("" if was == "running" else "[it was lost (its owner is gone); what was left of its process group "
+              "was ended] " if was == "lost" else f"[it was already {was}] ")
     return ToolResult(prefix + _state_line(record, size), False, False, record.resource, _metadata(record, size))
 
 
