@@ -639,3 +639,26 @@ def test_a_background_commands_binary_output_is_stored_as_binary(store):
     text = start(store, "sleep 0.3; seq 1 100000").resource.uri
     until(lambda: store.status(SESSION, text).state == "exited")
     assert store.status(SESSION, text).resource.mime == "text/plain"
+
+
+def test_running_outputs_stay_within_the_quota_together(tmp_path):
+    # Each running output was capped at the whole quota by itself and never evicted, and the quota was
+    # looked at only every 64 MiB: six jobs under a 4 MB quota left 24 MB in the folder.
+    quota = 4_000_000
+    managed = tmp_path / "tool-output" / "managed"
+    with ToolOutputStore(tmp_path, config={"tool_output": {"max_total_bytes": quota}}) as limited:
+        handles = [tools.call(limited, SESSION, f"c{index}", "bash", {"command": "seq 1 600000; sleep 30",
+                                                                      "background": True, "yield_after": 0})
+                   .metadata["uri"] for index in range(6)]
+        until(lambda: sum(limited.status(SESSION, uri).resource.size for uri in handles) > 0)
+        time.sleep(2)
+        while_running = sum(path.stat().st_size for path in managed.iterdir())
+        for uri in handles:
+            background.kill(limited, SESSION, uri)
+        records = [limited.status(SESSION, uri) for uri in handles]
+        after = sum(path.stat().st_size for path in managed.iterdir())
+    # (the records, republished with their checksums as the commands end, may add a few hundred bytes each)
+    assert while_running <= quota and after <= quota + 6 * 1024, (while_running, after)
+    # What did not fit is counted, as past max_stored_bytes: the stored copies say they are the start.
+    assert all(record.capture is None or record.capture[1] == record.resource.size for record in records), records
+    assert sum(record.capture is not None for record in records) >= 5

@@ -36,11 +36,15 @@ class GrowingOutput:
     :param writer: the backend's growing writer (``write``, ``seal``,
         ``sealed``, ``size``, ``finish``, ``abort``, ``record``).
     :param cap: the most bytes stored; the rest is counted.
-    :param make_room: called each time the payload passes another
-        ``quota_step`` bytes (the store's quota).
+    :param make_room: ``make_room(size, write)``, before the payload passes
+        another ``quota_step`` bytes: makes room under the store's quota for
+        the ``size`` bytes about to be written (evicting what it may) and runs
+        ``write`` under the quota's lock when there is room; whether there was.
+        When there is not, the stored copy ends there and the rest is only counted.
     """
 
-    def __init__(self, writer: Any, cap: int, make_room: Callable[[], None], quota_step: int) -> None:
+    def __init__(self, writer: Any, cap: int, make_room: Callable[[int, Callable[[], None]], bool],
+                 quota_step: int) -> None:
         self._writer = writer
         self._cap = cap
         self._make_room = make_room
@@ -87,10 +91,22 @@ class GrowingOutput:
             if room <= 0 or self.failure is not None:
                 return
             before = writer.size
+            piece = chunk if len(chunk) <= room else chunk[:room]
             try:
-                writer.write(memoryview(chunk if len(chunk) <= room else chunk[:room]))
-                if before // self._quota_step != writer.size // self._quota_step:
-                    self._make_room()
+                data = memoryview(piece)
+                if before == 0 or before // self._quota_step != (before + len(piece)) // self._quota_step:
+                    # Written under the quota's lock, once the room for it is there: two outputs
+                    # never both take the same room.
+                    if not self._make_room(len(piece), lambda: writer.write(data)):
+                        # No room for it that can be made (other running outputs hold the quota): from
+                        # here the output is only counted and its true end kept, as past max_stored_bytes.
+                        self._cap = before
+                        if room >= len(chunk):  # (a chunk past the cap is in the tail already)
+                            self._tail += chunk
+                            del self._tail[:-_TRUE_TAIL_BYTES]
+                        return
+                else:
+                    writer.write(data)
                 if writer.size - writer.sealed >= SEAL_BYTES:
                     writer.seal()
                     self._unsealed_since = None

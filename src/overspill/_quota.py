@@ -15,14 +15,15 @@ from .backends._report import CleanupReport
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
-    from typing import Protocol
+    from collections.abc import Callable
+    from typing import Optional, Protocol
 
     from .backends.base import Backend, Quota
 
     class QuotaBackend(Backend, Quota, Protocol):
         """A backend with the ``Quota`` capability."""
 
-__all__ = ["make_room"]
+__all__ = ["make_room", "room_made"]
 
 
 def make_room(backend: QuotaBackend, limit: int) -> CleanupReport:
@@ -36,6 +37,26 @@ def make_room(backend: QuotaBackend, limit: int) -> CleanupReport:
     """
     if backend.usage() + backend.pending_bytes() <= limit:
         return CleanupReport()
+    return _evict(backend, limit)[0]
+
+
+def room_made(backend: QuotaBackend, limit: int, then: Callable[[], None]) -> bool:
+    """``make_room``, with the location counted whatever its running total says
+    (a running output grows behind the total's back, in any process), then
+    ``then()`` while the lock is still held if the location is within ``limit``;
+    whether it was (it is not when what holds the room cannot be evicted:
+    running outputs).  Two writers never both take the same room.
+
+    :raises OSError: as ``make_room``.
+    """
+    return _evict(backend, limit, then)[1] <= limit
+
+
+def _evict(backend: QuotaBackend, limit: int,
+           then: Optional[Callable[[], None]] = None) -> tuple[CleanupReport, int]:
+    """Under the lock: the location counted, then the oldest published resources evicted
+    until it is within ``limit`` (then ``then()``, if it is); the report and the bytes it
+    takes after the eviction."""
     with backend.eviction_lock():
         used = backend.recount() + backend.pending_bytes()
         removed: list[str] = []
@@ -49,4 +70,6 @@ def make_room(backend: QuotaBackend, limit: int) -> CleanupReport:
                 freed += backend.delete(record.id)
                 removed.append(record.id)
                 used = backend.usage() + backend.pending_bytes()
-        return CleanupReport(len(removed), freed, 0, 0, tuple(removed))
+        if then is not None and used <= limit:
+            then()
+        return CleanupReport(len(removed), freed, 0, 0, tuple(removed)), used

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ._frozen import replace
 from ._owner import current_owner
-from ._quota import make_room
+from ._quota import make_room, room_made
 from ._store_types import TruncateResult, storage_error
 from .errors import StorageError
 from .records import CHECKSUM_CHUNK, Record, Resource, new_id, uri_for
@@ -65,9 +65,12 @@ class StoreRoom:
         """Why nothing was stored: the quota is smaller than one record."""
         return f"max_total_bytes {self._limits.max_total_bytes} cannot hold even its record ({reserve} bytes)"
 
-    def _make_room(self, reserve: int = 0) -> None:
+    def _make_room(self, reserve: int = 0, *, then: Optional[Callable[[], None]] = None) -> bool:
         """Evict the oldest resources until the location is within its quota
-        (``overspill._quota``).
+        (``overspill._quota``); with ``then``, the location counted first and
+        ``then()`` run under the lock when it is within its quota
+        (``room_made``), and whether it was (it is not when what holds the
+        room cannot be evicted: running outputs).
 
         The location's own bytes count, unfinished payloads (this writer's
         included) too; only published resources are evicted, oldest
@@ -75,10 +78,17 @@ class StoreRoom:
         ``Quota`` capability is left alone.  ``reserve`` bytes are kept free
         besides: the record about to be published.
         """
-        if self._quota is None:
-            return
+        quota = self._quota
+        if quota is None:
+            if then is not None:
+                then()
+            return True
+        limit = self._limits.max_total_bytes - reserve
         try:
-            make_room(self._quota, self._limits.max_total_bytes - reserve)
+            if then is not None:
+                return room_made(quota, limit, then)
+            make_room(quota, limit)
+            return True
         except OSError as error:
             if isinstance(error, StorageError):
                 raise

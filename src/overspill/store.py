@@ -49,6 +49,9 @@ if TYPE_CHECKING:  # typing, threading and pathlib cost start-up (issue 21); ann
 
 __all__ = ["Page", "ToolOutputStore", "TruncateResult"]
 
+# The least growth between two looks at the quota by a running output.
+_GROWING_QUOTA_STEP = 64 * 1024
+
 
 class ToolOutputStore(StoreStreams, StoreReads):
     """Bounds tool outputs, persists the large ones and serves them back in pages.
@@ -239,7 +242,11 @@ class ToolOutputStore(StoreStreams, StoreReads):
                                                           owner=owner, process=process))
         from ._growing import GrowingOutput  # threading and typing: only a background command pays for them
 
-        return GrowingOutput(writer, cap, lambda: self._make_room(reserve), QUOTA_STEP)
+        # The quota is looked at every step of growth: a small quota as often as a few
+        # hundredths of it (running outputs are never evicted, so they must stop in time).
+        step = min(QUOTA_STEP, max(_GROWING_QUOTA_STEP, self._limits.max_total_bytes // 64))
+        return GrowingOutput(writer, cap, lambda incoming, write: self._make_room(reserve + incoming, then=write),
+                             step)
 
 
     # ------------------------------------------------------------------ listing
