@@ -723,3 +723,48 @@ def test_cli_usage_errors(subprocess_env, arguments, fragment):
     done = subprocess.run([overspill_script(), "mcp", *arguments], capture_output=True, text=True,
                           env=subprocess_env, timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 2 and fragment in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+# ------------------------------------------------------------------ regressions (red team 4)
+RAW_UPSTREAM = str(Path(__file__).with_name("raw_mcp_upstream.py"))
+
+
+def raw_wrapped(tmp_path: Path, env: dict[str, str], mode: str) -> Client:
+    args = ["mcp", "--data-dir", str(tmp_path / "data"), "--wrap", "--", sys.executable, RAW_UPSTREAM, mode]
+    return Client(StdioServerParameters(command=overspill_script(), args=args, env=env), mode="legacy")
+
+
+def test_what_the_upstream_sends_that_cannot_be_passed_on_never_ends_the_wrapper(tmp_path, subprocess_env):
+    # A lone surrogate escape (JSON.stringify of a string cut inside an emoji) parsed, then killed the
+    # wrapper when written on; JSON nested past the parser's depth killed the upstream's reader.
+    async def main():
+        async with raw_wrapped(tmp_path, subprocess_env, "plain") as client:
+            for size in (10, 3 * LIMIT):  # passed through, and bounded
+                result = await client.call_tool("cut", {"size": size})
+                assert not result.is_error
+                text = text_of(result) if size == 10 else (await page_all(
+                    client, result.structured_content["uri"])).decode()
+                assert text == "cut emoji: \ufffd " + "x" * size + " and a whole one: \U0001f600"
+            with pytest.raises(MCPError, match="answer cannot be read: maximum recursion depth"):
+                await client.call_tool("deep", {})
+            assert text_of(await client.call_tool("echo", {})) == "ok"  # the wrapper and the upstream live on
+
+    anyio.run(main)
+
+
+def test_an_upstream_whose_tools_the_sdk_refuses_is_a_clear_error(tmp_path, subprocess_env):
+    # The SDK refused the upstream's tools/list while the wrapper initialized it: initialize succeeded
+    # all the same, and every later request said the upstream "exited with code 0".
+    async def main():
+        with pytest.raises(BaseException) as caught:
+            async with raw_wrapped(tmp_path, subprocess_env, "badlist"):
+                pass
+        error = caught.value
+        while getattr(error, "exceptions", None):
+            error = error.exceptions[0]
+        assert isinstance(error, MCPError)
+        return error.message
+
+    message = anyio.run(main)
+    assert "answered initialize with what the MCP SDK cannot take" in message and "outputSchema" in message
+    assert "exited with code 0" not in message

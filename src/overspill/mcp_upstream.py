@@ -17,6 +17,7 @@ import contextlib
 import ctypes
 import json
 import os
+import re
 import shlex
 import signal
 import sys
@@ -208,11 +209,53 @@ def _large_blocks_mapped() -> None:
         return
 
 
+# The id at the start of an answer, as every JSON-RPC writer puts it: {"jsonrpc": "2.0", "id": 6, ...}.
+_ANSWER_ID = re.compile(r'\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,100}")\s*,')
+
+
 def _parse(line: str) -> Any:
     try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_python(json.loads(line), by_name=False))
-    except ValueError as error:  # handed to the session, which reports it and reads on
-        return ValueError(f"not JSON-RPC: {line[:200]!r} ({one_line(str(error))[:200]})")
+        message = json.loads(line)
+        if "\\ud" in line or "\\uD" in line:
+            # A lone surrogate escape (JSON.stringify of a string cut inside an emoji) parses, but
+            # cannot be written on to the client: the SDK's writer would fail, and the wrapper with it.
+            message = _whole_characters(message)
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(message, by_name=False))
+    except (ValueError, RecursionError) as error:  # handed to the session, which reports it and reads on
+        why = one_line(str(error))[:200]
+        answered = _unreadable_answer(line, why)
+        return answered if answered is not None else ValueError(f"not JSON-RPC: {line[:200]!r} ({why})")
+
+
+def _unreadable_answer(line: str, why: str) -> Optional[SessionMessage]:
+    """For an answer that cannot be read (nested too deep to parse, or not a valid result) whose id
+    its start names: that request's error, so the call it answers fails at once instead of waiting
+    for an answer that will not come.  None for anything else (a request or a notification)."""
+    start = line[:200]
+    found = _ANSWER_ID.match(start)
+    if found is None or '"method"' in start:
+        return None
+    id_text = found.group(1)
+    request_id: Any = json.loads(id_text)
+    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+        return None
+    error = types.ErrorData(code=types.INTERNAL_ERROR, message=f"the upstream server's answer cannot be read: {why}")
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+
+
+def _whole_characters(value: Any) -> Any:
+    """``value`` (parsed JSON) with every lone surrogate in its strings (keys too) replaced by U+FFFD."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return value
+    if isinstance(value, list):
+        return [_whole_characters(item) for item in value]
+    if isinstance(value, dict):
+        return {_whole_characters(key): _whole_characters(item) for key, item in value.items()}
+    return value
 
 
 @contextlib.asynccontextmanager
@@ -267,6 +310,9 @@ class OwnedLink(Link):
                         return
                     except MCPError as error:
                         self.failure = await self.ended(one_line(error.message))
+                        return
+                    except Exception as error:  # an answer the SDK refuses (a tools/list it cannot read)
+                        self.failure = f"answered initialize with what the MCP SDK cannot take: {one_line(str(error))}"
                         return
                     finally:
                         self._settled.set()

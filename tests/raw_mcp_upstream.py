@@ -1,0 +1,50 @@
+"""An MCP server over stdio written without the SDK, so that the bytes it sends are exactly what a
+test asks for (what an SDK server could not send: a lone surrogate escape, JSON nested too deep to
+parse, a tools/list the SDK refuses).  Its one argument chooses: "plain", or "badlist"."""
+
+import json
+import sys
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "plain"
+TOOLS = [{"name": "cut", "description": "text with a lone surrogate escape", "inputSchema": {"type": "object"}},
+         {"name": "deep", "description": "nested too deep", "inputSchema": {"type": "object"}},
+         {"name": "echo", "description": "ok", "inputSchema": {"type": "object"}}]
+if MODE == "badlist":
+    TOOLS.append({"name": "odd", "inputSchema": {"type": "object"},
+                  "outputSchema": {"type": ["object", "null"]}})
+
+
+def send(text: str) -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def answer(request_id: object, result: str) -> None:
+    send('{"jsonrpc": "2.0", "id": ' + json.dumps(request_id) + ', "result": ' + result + "}")
+
+
+for line in sys.stdin:
+    message = json.loads(line)
+    method, request_id = message.get("method"), message.get("id")
+    if request_id is None:
+        continue  # a notification
+    if method == "initialize":
+        answer(request_id, json.dumps({"protocolVersion": message["params"]["protocolVersion"],
+                                       "capabilities": {"tools": {}}, "serverInfo": {"name": "raw", "version": "1"}}))
+    elif method == "tools/list":
+        answer(request_id, json.dumps({"tools": TOOLS}))
+    elif method == "tools/call":
+        name = message["params"]["name"]
+        size = message["params"].get("arguments", {}).get("size", 10)
+        if name == "cut":
+            # What JSON.stringify writes for a string cut inside an emoji: a lone high surrogate.
+            text = "cut emoji: \\ud83d " + "x" * size + " and a whole one: \\ud83d\\ude00"
+            answer(request_id, '{"content": [{"type": "text", "text": "' + text + '"}]}')
+        elif name == "deep":
+            answer(request_id, '{"content": [{"type": "text", "text": "deep"}], "structuredContent": {"d": '
+                   + "[" * 3000 + "]" * 3000 + "}}")
+        else:
+            answer(request_id, '{"content": [{"type": "text", "text": "ok"}]}')
+    else:
+        send('{"jsonrpc": "2.0", "id": ' + json.dumps(request_id) + ', "error": {"code": -32601, '
+             '"message": "Method not found"}}')
