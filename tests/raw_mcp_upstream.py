@@ -1,6 +1,7 @@
 """An MCP server over stdio written without the SDK, so that the bytes it sends are exactly what a
 test asks for (what an SDK server could not send: a lone surrogate escape, JSON nested too deep to
-parse, a tools/list the SDK refuses).  Its one argument chooses: "plain", or "badlist"."""
+parse, a tools/list the SDK refuses).  Its one argument chooses: "plain", "badlist" or "tasks" (it
+declares the tasks capability)."""
 
 import json
 import sys
@@ -29,8 +30,11 @@ for line in sys.stdin:
     if request_id is None:
         continue  # a notification
     if method == "initialize":
+        capabilities: dict = {"tools": {}}
+        if MODE == "tasks":
+            capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
         answer(request_id, json.dumps({"protocolVersion": message["params"]["protocolVersion"],
-                                       "capabilities": {"tools": {}}, "serverInfo": {"name": "raw", "version": "1"}}))
+                                       "capabilities": capabilities, "serverInfo": {"name": "raw", "version": "1"}}))
     elif method == "tools/list":
         answer(request_id, json.dumps({"tools": TOOLS}))
     elif method == "tools/call":

@@ -768,3 +768,15 @@ def test_an_upstream_whose_tools_the_sdk_refuses_is_a_clear_error(tmp_path, subp
     message = anyio.run(main)
     assert "answered initialize with what the MCP SDK cannot take" in message and "outputSchema" in message
     assert "exited with code 0" not in message
+
+
+def test_the_tasks_capability_is_not_passed_on(tmp_path, subprocess_env):
+    # The upstream's tasks capability was passed on, but tasks/* are not forwarded: a task-augmented
+    # tools/call failed with a validation error, tasks/get with "Method not found".
+    async def main():
+        async with raw_wrapped(tmp_path, subprocess_env, "tasks") as client:
+            capabilities = client.server_capabilities
+            assert capabilities.tools is not None and capabilities.tasks is None
+            assert text_of(await client.call_tool("echo", {})) == "ok"
+
+    anyio.run(main)

@@ -474,6 +474,9 @@ def _initialized(result: Any, link: Link, limits: Any, session: str, ours: Mappi
                     if upstream.server_capabilities is not None else {})
     capabilities.setdefault("tools", {})
     capabilities.setdefault("resources", {})
+    # Task-augmented requests (tasks/get, tasks/result...) are not forwarded: a client told the
+    # upstream takes them would send a tools/call the wrapper cannot answer as a task.
+    capabilities.pop("tasks", None)
     result["capabilities"] = capabilities
     return result
 
