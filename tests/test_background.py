@@ -230,6 +230,11 @@ def test_kill_9_of_the_owner_leaves_a_lost_resource_with_its_prefix(tmp_path, su
         assert page.content == "hello from the owner\n" and not page.complete
         listed = tools.call(store, SESSION, "j", "jobs", {})
         assert "lost" in listed.output
+        # A page says the output ends there for good (it said to read again later, or wait).
+        lost_page = tools.call(store, SESSION, "r", "read", {"resource": uri})
+        assert lost_page.output == (f"hello from the owner\n\n\n[complete: false; lost: the process that ran {uri} "
+                                    "is gone, so its output ends at byte 21 for good]")
+        assert lost_page.metadata["next"] is None and lost_page.metadata["complete"] is False
         # The orphaned command is still reachable through the record: kill ends its group.
         assert group_members(int(pid))
         tools.call(store, SESSION, "k", "kill", {"resource": uri})

@@ -25,6 +25,14 @@ _HEX_BYTES = 16
 _LINE_READ = MAX_LINE_LENGTH * 4 + 1
 
 
+def _lost(store: ToolOutputStore, session_id: str, uri: str) -> bool:
+    """Whether the background command of ``uri`` is lost (its owner gone: its output never grows)."""
+    try:
+        return store.status(session_id, uri).state == "lost"
+    except OverspillError:
+        return False
+
+
 def read(store: ToolOutputStore, session_id: str, tool_call_id: str, *, resource: Optional[str] = None,
          path: Optional[str] = None, offset: Optional[int] = None, limit: Optional[int] = None,
          cwd: Union[str, "os.PathLike[str]", None] = None) -> ToolResult:
@@ -60,6 +68,11 @@ def _read_resource(store: ToolOutputStore, session_id: str, uri: object, offset:
         content = _describe_bytes(resource.mime, resource.uri, size, start, data) if data else ""
     metadata = {"offset": start, "next": following, "size": size, "uri": resource.uri, "complete": page.complete}
     if following is None and not page.complete:
+        if _lost(store, session_id, resource.uri):
+            # Its owner is gone: what was sealed is all there will ever be.
+            hint = (f"\n\n[complete: false; lost: the process that ran {resource.uri} is gone, so its output "
+                    f"ends at byte {size} for good]")
+            return ToolResult(content + hint, False, False, None, metadata)
         # A background command's output: the page ends where its sealed prefix does, for now.
         hint = (f"\n\n[complete: false; the output so far ends at byte {size} of {resource.uri}: read again "
                 f"with offset={size} later, or wait(resource=..., offset={size}) for more]")
