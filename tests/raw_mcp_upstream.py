@@ -30,6 +30,7 @@ for line in sys.stdin:
     if request_id is None:
         continue  # a notification
     if method == "initialize":
+        CLIENT = message["params"].get("clientInfo")
         capabilities: dict = {"tools": {}}
         if MODE == "tasks":
             capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
@@ -44,6 +45,8 @@ for line in sys.stdin:
             # What JSON.stringify writes for a string cut inside an emoji: a lone high surrogate.
             text = "cut emoji: \\ud83d " + "x" * size + " and a whole one: \\ud83d\\ude00"
             answer(request_id, '{"content": [{"type": "text", "text": "' + text + '"}]}')
+        elif name == "client":  # the clientInfo it was given at initialize
+            answer(request_id, json.dumps({"content": [{"type": "text", "text": json.dumps(CLIENT)}]}))
         elif name == "deep":
             answer(request_id, '{"content": [{"type": "text", "text": "deep"}], "structuredContent": {"d": '
                    + "[" * 3000 + "]" * 3000 + "}}")

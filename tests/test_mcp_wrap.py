@@ -729,9 +729,10 @@ def test_cli_usage_errors(subprocess_env, arguments, fragment):
 RAW_UPSTREAM = str(Path(__file__).with_name("raw_mcp_upstream.py"))
 
 
-def raw_wrapped(tmp_path: Path, env: dict[str, str], mode: str) -> Client:
+def raw_wrapped(tmp_path: Path, env: dict[str, str], mode: str, **client: object) -> Client:
     args = ["mcp", "--data-dir", str(tmp_path / "data"), "--wrap", "--", sys.executable, RAW_UPSTREAM, mode]
-    return Client(StdioServerParameters(command=overspill_script(), args=args, env=env), mode="legacy")
+    return Client(StdioServerParameters(command=overspill_script(), args=args, env=env), mode="legacy",
+                  **client)  # type: ignore[arg-type]
 
 
 def test_what_the_upstream_sends_that_cannot_be_passed_on_never_ends_the_wrapper(tmp_path, subprocess_env):
@@ -778,5 +779,17 @@ def test_the_tasks_capability_is_not_passed_on(tmp_path, subprocess_env):
             capabilities = client.server_capabilities
             assert capabilities.tools is not None and capabilities.tasks is None
             assert text_of(await client.call_tool("echo", {})) == "ok"
+
+    anyio.run(main)
+
+
+def test_the_upstream_is_told_the_clients_name(tmp_path, subprocess_env):
+    # The upstream was told the SDK's default name ({"name": "mcp", "version": "0.1.0"}), not the
+    # client's: a server that adapts to its client could not.
+    async def main():
+        named = types.Implementation(name="claude-code", version="2.1.0")
+        async with raw_wrapped(tmp_path, subprocess_env, "plain", client_info=named) as client:
+            told = json.loads(text_of(await client.call_tool("client", {})))
+            assert told == {"name": "claude-code", "version": "2.1.0"}
 
     anyio.run(main)

@@ -280,11 +280,14 @@ class OwnedLink(Link):
         self._relay = relay
         self._init_timeout = init_timeout
         self._capabilities: Optional[types.ClientCapabilities] = None
+        self._client_info: Optional[types.Implementation] = None
         self._requested = anyio.Event()
         self._settled = anyio.Event()
 
-    async def _connect(self, capabilities: Optional[types.ClientCapabilities]) -> None:
+    async def _connect(self, capabilities: Optional[types.ClientCapabilities],
+                       client_info: Optional[types.Implementation]) -> None:
         self._capabilities = capabilities
+        self._client_info = client_info
         self._requested.set()
         await self._settled.wait()
 
@@ -296,7 +299,7 @@ class OwnedLink(Link):
             # initialize says what it can do.
             async with self._opener() as (read, write):
                 await self._requested.wait()
-                async with RelayingSession(read, write, relay=self._relay,
+                async with RelayingSession(read, write, relay=self._relay, client_info=self._client_info,
                                            **self._relay.callbacks(self._capabilities)) as session:
                     self.session = session
                     try:

@@ -116,8 +116,10 @@ class Link:
             else:
                 self.output_schemas.pop(tool.get("name"), None)
 
-    async def get(self, capabilities: Optional[types.ClientCapabilities]) -> ClientSession:
-        """The prepared session.
+    async def get(self, capabilities: Optional[types.ClientCapabilities],
+                  client_info: Optional[types.Implementation] = None) -> ClientSession:
+        """The prepared session (opened, where this link opens it, as the real client: with its
+        ``capabilities`` and ``client_info``, the name it gave).
 
         :raises MCPError: the upstream could not be reached or is gone (one line naming why).
         """
@@ -125,13 +127,14 @@ class Link:
             self._lock = anyio.Lock()
         async with self._lock:
             if self.failure is None and not self.prepared:
-                await self._connect(capabilities)
+                await self._connect(capabilities, client_info)
         if self.failure is not None:
             raise MCPError(types.INTERNAL_ERROR, f"{self.label} is gone: {self.failure}")
         assert self.session is not None
         return self.session
 
-    async def _connect(self, capabilities: Optional[types.ClientCapabilities]) -> None:
+    async def _connect(self, capabilities: Optional[types.ClientCapabilities],
+                       client_info: Optional[types.Implementation]) -> None:
         try:
             await self.prepare()
         except MCPError as error:
@@ -231,7 +234,11 @@ class _Wrapper:
                 capabilities = types.ClientCapabilities.model_validate((ctx.params or {}).get("capabilities") or {})
             except ValidationError:
                 capabilities = None
-            await self.link.get(capabilities)
+            try:  # the upstream is told the real client's name, not the SDK's default one
+                client_info = types.Implementation.model_validate((ctx.params or {}).get("clientInfo"))
+            except ValidationError:
+                client_info = None
+            await self.link.get(capabilities, client_info)
             self.name_ours()
             return _initialized(await call_next(ctx), self.link, self.limits, self.session, self.ours)
         if ctx.method == "server/discover":  # the 2026 protocol's handshake: the upstream's answer too
