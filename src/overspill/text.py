@@ -450,13 +450,16 @@ def cut_character(end: BytesLike) -> int:
 
 
 def last_newline(block: memoryview) -> int:
-    """Index of the last newline in ``block``, or -1 (its last 64 KiB looked at first)."""
-    tail = block[-(1 << 16) :].tobytes()
-    found = tail.rfind(b"\n")
-    if found >= 0:
-        return len(block) - len(tail) + found
-    found = block.tobytes().rfind(b"\n")
-    return found
+    """Index of the last newline in ``block``, or -1 (looked for from its end, 64 KiB at
+    first, then in windows twice as wide: never a copy of the whole block)."""
+    end, width = len(block), 1 << 16
+    while end > 0:
+        low = max(end - width, 0)
+        found = block[low:end].tobytes().rfind(b"\n")
+        if found >= 0:
+            return low + found
+        end, width = low, min(width * 2, 1 << 23)
+    return -1
 
 
 def __getattr__(name: str) -> object:

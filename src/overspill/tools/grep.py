@@ -20,7 +20,7 @@ from .. import _kernels
 from .._arguments import positive_seconds
 from ..errors import OverspillError
 from ..store import ToolOutputStore
-from ..text import view_flags
+from ..text import last_newline, view_flags
 from .._binary import file_is_binary
 from ._regex import TIME_LIMIT, Cancelled, Search
 from ._result import MAX_LINE_LENGTH, MAX_MATCHES, ToolResult, bounded, failure
@@ -189,7 +189,7 @@ def _search_resource(store: ToolOutputStore, session_id: str, uri: str, pattern:
     running = store.status(session_id, uri).state == "running"
     with store.view(session_id, uri) as (_, data), Search(pattern, flags, time_limit=time_limit,
                                                           abort=abort) as search:
-        size = _whole_lines_end(data) if running else len(data)
+        size = last_newline(data) + 1 if running else len(data)
         position = 0
         number = 0  # line number of the block's first line
         while position < size:
@@ -219,18 +219,6 @@ def _search_resource(store: ToolOutputStore, session_id: str, uri: str, pattern:
             number += len(texts)
             position += max(len(raw), 1)
     return ResourceMatches(tuple(results.lines), results.total, results.listed, size if running else None)
-
-
-def _whole_lines_end(data: memoryview) -> int:
-    """Where the last whole line of ``data`` ends (0 when it holds none)."""
-    end = len(data)
-    while end > 0:
-        low = max(0, end - _SEARCH_BLOCK)
-        newline = bytes(data[low:end]).rfind(b"\n")
-        if newline >= 0:
-            return low + newline + 1
-        end = low
-    return 0
 
 
 def running_note(searched: int) -> str:
