@@ -190,6 +190,20 @@ class Bounder:
         """``pieces`` for async callers."""
         return await self.atext(session_id, call_id, joined(pieces))
 
+    async def aitems(self, session_id: str, call_id: str, items: list[Any], texts: list[Optional[Text]],
+                     first: Callable[[Any, str], Any]) -> Optional[list[Any]]:
+        """``items`` (a result's blocks or items) whose ``texts`` (None for media) are bounded together
+        (``apieces``): None when they fit, else the items with those pieces replaced by
+        ``first(item, preview)`` where the first of them stood (``replaced_pieces``).
+
+        :raises StorageError: the store could not write the output.
+        """
+        at = [index for index, text in enumerate(texts) if text is not None]
+        if not at:
+            return None
+        preview = await self.apieces(session_id, call_id, [texts[index] for index in at])  # type: ignore[misc]
+        return None if preview is None else replaced_pieces(items, at, first(items[at[0]], preview))
+
     def value(self, session_id: str, call_id: str, value: Any, dumps: Callable[[Any], str] = json_text) -> Any:
         """``value`` as it came when it fits (or cannot be serialised), else its bounded text.
 

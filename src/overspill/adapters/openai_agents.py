@@ -40,7 +40,7 @@ except ImportError:
 
 from ..store import ToolOutputStore
 from ._core import PAGING_TOOLS, Bounder, PagingTool, Sessions, json_text, optional_session_id, new_call_id, \
-    open_store, paging_tools, replaced_pieces
+    open_store, paging_tools
 
 __all__ = ["bound", "bound_servers"]
 
@@ -122,13 +122,9 @@ async def _bound_items(bounder: Bounder, session_id: str, call_id: str, output: 
     """A list of output items bounded: its text items together (the model reads them all), stored as
     one text when together they are over the limits and then shown as one text item, the first's;
     images and files in place, whatever their size."""
-    at = [index for index, item in enumerate(items) if isinstance(item, ToolOutputText)]
-    if not at:
-        return output
-    text = await bounder.apieces(session_id, call_id, [items[index].text for index in at])
-    if text is None:
-        return output
-    return replaced_pieces(list(output), at, _with_text(output[at[0]], text))
+    texts = [item.text if isinstance(item, ToolOutputText) else None for item in items]
+    bounded = await bounder.aitems(session_id, call_id, list(output), texts, _with_text)
+    return output if bounded is None else bounded
 
 
 async def _bound_output(bounder: Bounder, session_id: str, call_id: str, output: Any) -> Any:
@@ -396,17 +392,13 @@ async def _bound_call_result(bounder: Bounder, session_id: str, call_id: str, re
         return result.model_copy(update={"structured_content": None,
                                          "content": [TextContent(type="text", text=bounded)]})
     content = list(getattr(result, "content", None) or [])
-    texts = [_shown_text(block) for block in content]
-    at = [index for index, text in enumerate(texts) if text is not None]
-    if not at:
-        return result
-    bounded = await bounder.apieces(session_id, call_id, [texts[index] for index in at])
-    if bounded is None:
-        return result
-    first = content[at[0]]
-    first = (first.model_copy(update={"text": bounded}) if getattr(first, "type", None) == "text"
-             else TextContent(type="text", text=bounded))
-    return result.model_copy(update={"content": replaced_pieces(content, at, first)})
+
+    def first(block: Any, preview: str) -> Any:
+        return (block.model_copy(update={"text": preview}) if getattr(block, "type", None) == "text"
+                else TextContent(type="text", text=preview))
+
+    bounded = await bounder.aitems(session_id, call_id, content, [_shown_text(block) for block in content], first)
+    return result if bounded is None else result.model_copy(update={"content": bounded})
 
 
 def bound_servers(servers: Iterable[MCPServer], store: Optional[ToolOutputStore] = None, *,

@@ -29,8 +29,7 @@ from pydantic_ai.tools import Tool, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 from ..store import ToolOutputStore
-from ._core import Bounder, PagingTool, Sessions, Text, as_text, new_call_id, open_store, paging_tools, \
-    replaced_pieces
+from ._core import Bounder, PagingTool, Sessions, Text, as_text, new_call_id, open_store, paging_tools
 
 __all__ = ["OverspillCapability", "capability", "toolset"]
 
@@ -145,11 +144,8 @@ class OverspillCapability(AbstractCapability[Any]):
         """``items`` whose text (``text_of``: None for media) is stored as one text when together it is
         over the limits, then shown as one string where the first stood; else ``items`` as they came."""
         texts = [None if is_multi_modal_content(item) else text_of(item) for item in items]
-        at = [index for index, text in enumerate(texts) if text is not None]
-        if not at:
-            return items
-        preview = await self._bounder.apieces(session_id, call_id, [texts[index] for index in at])  # type: ignore[misc]
-        return items if preview is None else replaced_pieces(items, at, preview)
+        bounded = await self._bounder.aitems(session_id, call_id, items, texts, lambda item, preview: preview)
+        return items if bounded is None else bounded
 
 
 def capability(store: Optional[ToolOutputStore] = None) -> OverspillCapability:
