@@ -19,7 +19,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; the annotations are never evaluated
     from typing import Optional
 
-__all__ = ["Owner", "current_owner", "owner_alive", "process_start"]
+__all__ = ["Owner", "current_owner", "group_alive", "owner_alive", "process_start"]
 
 _BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
 
@@ -108,3 +108,14 @@ def owner_alive(owner: Owner) -> bool:
     if started is None:
         return False
     return not owner.start or not started or started == owner.start
+
+
+def group_alive(group: int) -> bool:
+    """Whether any process is left in process group ``group`` (one of another user's counts)."""
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

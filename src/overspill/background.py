@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Optional, Union
 
 from ._binary import SNIFF_BYTES
-from ._owner import current_owner, owner_alive, process_start
+from ._owner import current_owner, group_alive, owner_alive, process_start
 from .capture import RunningCommand
 from .errors import ResourceNotFoundError
 from .records import Record
@@ -229,7 +229,7 @@ def kill(store: ToolOutputStore, session_id: str, uri: str) -> Record:
     while time.monotonic() < deadline:
         record = store.status(session_id, uri)
         # A lost command's group has no owner to reap it: its grace lasts while any of it is left.
-        if record.state == "exited" or (record.state == "lost" and not _group_alive(pid)):
+        if record.state == "exited" or (record.state == "lost" and not group_alive(pid)):
             break
         time.sleep(_POLL)
     _signal_group(pid, signal.SIGKILL)  # stragglers of the group, whatever the leader did
@@ -253,17 +253,6 @@ def _is_supervisor(owner: Owner) -> bool:
 def _signal_process(owner: Owner, number: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(owner.pid, number)
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether any process is left in process group ``pgid``."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _signal_group(pgid: int, number: int) -> None:

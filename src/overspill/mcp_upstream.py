@@ -31,6 +31,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 from ._frontend import WRAP_INIT_TIMEOUT, one_line
+from ._owner import group_alive
 from .mcp_server import run_stdio
 from .mcp_wrap import Link, Relay, RelayingSession, build_server
 from .store import ToolOutputStore
@@ -60,16 +61,6 @@ def parse_header(text: str) -> tuple[str, str]:
     if not colon or not name.strip() or any(character.isspace() for character in name.strip()):
         raise ValueError(f"--header takes 'Name: value', not {text!r}")
     return name.strip(), value.strip()
-
-
-def _group_alive(group: int) -> bool:
-    try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class UpstreamProcess:
@@ -181,12 +172,12 @@ class UpstreamProcess:
                 await anyio.sleep(_POLL)
         # The whole group, whether or not the leader left: its children may still run.
         for number, grace in ((signal.SIGTERM, _TERM_GRACE), (signal.SIGKILL, _TERM_GRACE)):
-            if process.returncode is not None and not _group_alive(group):
+            if process.returncode is not None and not group_alive(group):
                 break
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(group, number)
             with anyio.move_on_after(grace):
-                while process.returncode is None or _group_alive(group):
+                while process.returncode is None or group_alive(group):
                     await anyio.sleep(_POLL)
         for stream in (process.stdout, process.stderr):
             with contextlib.suppress(OSError, anyio.ClosedResourceError, anyio.BrokenResourceError):
