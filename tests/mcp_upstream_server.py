@@ -5,7 +5,8 @@ over stdio), ``collide`` (also has tools named ``read`` and ``grep``), ``garbage
 (writes lines that are not JSON-RPC to stdout before serving),
 ``silent`` (never answers ``initialize``), ``die`` (exits 5 at start, after a
 line on stderr), ``http PORT`` (streamable HTTP on 127.0.0.1:PORT), ``notools``
-(serves resources and prompts only: no tools capability).
+(serves resources and prompts only: no tools capability), ``latecollide`` (tools named
+``read`` and ``grep`` appear from its second ``tools/list`` on, as after a list change).
 
 Tools: ``text`` (``unit`` repeated ``count`` times, joined by ``sep``),
 ``blocks`` (several text blocks, an image, audio and an embedded resource), ``image``, ``structured``
@@ -63,12 +64,17 @@ def text(value: str) -> types.TextContent:
     return types.TextContent(type="text", text=value)
 
 
+LISTINGS = [0]
+
+
 async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+    LISTINGS[0] += 1
+    late = ["read", "grep"] if "latecollide" in MODES and LISTINGS[0] > 1 else []
     return types.ListToolsResult(tools=[
         types.Tool(name=name, description=f"the test tool {name}", input_schema={"type": "object"},
                    output_schema=SCHEMAS.get(name),
                    annotations=types.ToolAnnotations(read_only_hint=name != "crash"))
-        for name in TOOLS])
+        for name in TOOLS + late])
 
 
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:

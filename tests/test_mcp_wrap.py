@@ -488,6 +488,22 @@ def test_an_upstream_that_never_serves_is_a_clear_error(tmp_path, subprocess_env
     assert wait_until(lambda: not running_with(token))
 
 
+def test_an_upstream_tool_taking_our_name_later_is_not_listed(tmp_path, subprocess_env):
+    # The wrapper names its tools when it starts (the instructions say them); an upstream read and grep
+    # that appear after that could never be called through it: a call named read reaches overspill's.
+    async def main():
+        async with wrapped(tmp_path, subprocess_env, "latecollide") as client:
+            assert "read (resource, offset)" in client.instructions
+            for _ in range(2):
+                names = [tool.name for tool in (await client.list_tools()).tools]
+                assert names.count("read") == 1 and names.count("grep") == 1, names
+                assert names[-2:] == ["read", "grep"] and "overspill_read" not in names
+            result = await client.call_tool("text", {"unit": "q", "count": 30000})
+            assert await page_all(client, result.structured_content["uri"], "read") == b"q" * 30000
+
+    anyio.run(main)
+
+
 def test_collisions_garbage_no_resource_link_a_token_bound_and_no_capabilities(tmp_path, subprocess_env):
     async def main():
         # No sampling, elicitation or roots; an upstream with its own read and grep that writes garbage first.

@@ -17,7 +17,9 @@ resources, prompts and completions to a real client, with overspill in between:
   through unchanged (``mcp_bound.bound``);
 - overspill's ``read`` and ``grep`` over stored outputs are added (named
   ``overspill_read``/``overspill_grep`` when the upstream has a tool of that
-  name; the instructions name them), with the ``tool-output://`` template;
+  name at the start; the instructions name them), with the ``tool-output://``
+  template; an upstream tool that takes one of those names later is not listed
+  (a call by that name reaches overspill's tool);
 - ``initialize`` answers with the upstream's server info, instructions and
   capabilities; the upstream's tools are listed unchanged, ``outputSchema``
   included: a bounded result of a tool that declares one carries
@@ -256,6 +258,9 @@ class _Wrapper:
         found = await self.upstream(ctx)
         listed = await _tools_of(found, params, self.gone)
         self.link.learn(listed.get("tools", []))
+        # Our names were chosen at the start and told in the instructions; an upstream tool that
+        # takes one later could never be called through the wrapper, so it is not listed as if it could.
+        listed["tools"] = [tool for tool in listed.get("tools", []) if tool.get("name") not in self.ours]
         if not listed.get("nextCursor"):
             listed["tools"] = [*listed.get("tools", []), *self.definitions]
         return types.ListToolsResult.model_validate(listed, by_name=False)
