@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import http.server
 import importlib
 import json
@@ -10,6 +11,8 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
+import zlib
 
 import pytest
 from processes import alive_in_group, wait_until, zombies_of
@@ -271,6 +274,37 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send(200, "image/png", b"\x89PNG\r\n\x1a\n" + b"\0" * 100)
         elif self.path == "/json":
             self.send(200, "application/json", json.dumps({"key": "välue"}).encode())
+        elif self.path.startswith("/encoded/"):  # a body compressed though the client asked for none
+            name = self.path.rsplit("/", 1)[1]
+            page = "<p>compressed café</p>".encode() * 50
+            packed = {"gzip": gzip.compress(page), "deflate": zlib.compress(page),
+                      "rawdeflate": zlib.compress(page, wbits=-15), "bomb": gzip.compress(b"y" * (6 << 20)),
+                      "cut": gzip.compress(page)[:-12], "br": page}[name]
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Encoding", {"rawdeflate": "deflate", "bomb": "gzip", "cut": "gzip"}.get(name, name))
+            self.send_header("Content-Length", str(len(packed)))
+            self.end_headers()
+            self.wfile.write(packed)
+        elif self.path.startswith("/charset/"):  # names that codecs.lookup takes but are no text codec
+            name = self.path.rsplit("/", 1)[1]
+            if name == "meta":
+                self.send(200, "text/html", '<meta charset="zlib"><p>caf\u00e9</p>'.encode())
+            else:
+                self.send(200, f"text/plain; charset={name}", "café".encode())
+        elif self.path == "/drip":  # a byte every 0.2 s, for ever: only a deadline ends the fetch
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            try:
+                for _ in range(600):
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(0.2)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
         else:
             self.send(404, "text/plain", b"missing")
 
@@ -320,6 +354,33 @@ def test_webfetch_follows_http_redirects_only(store, server):
 def test_webfetch_refusals(store, server, url, fragment):
     result = tools.webfetch(store, "s", "c", server + url)
     assert result.is_error and fragment in result.output
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "rawdeflate"])
+def test_webfetch_undoes_a_content_encoding(store, server, encoding):
+    result = tools.webfetch(store, "s", "c", f"{server}/encoded/{encoding}", format="text")
+    assert not result.is_error, result.output
+    assert result.output.startswith("compressed café")
+
+
+@pytest.mark.parametrize(("encoding", "fragment"), [("bomb", "limit"), ("cut", "ends before"), ("br", "'br'")])
+def test_webfetch_refuses_an_encoded_body_it_cannot_keep(store, server, encoding, fragment):
+    result = tools.webfetch(store, "s", "c", f"{server}/encoded/{encoding}")
+    assert result.is_error and fragment in result.output, result.output
+    assert store.resources("s") == []
+
+
+@pytest.mark.parametrize("charset", ["hex", "idna", "base64", "meta"])
+def test_webfetch_a_charset_that_is_no_text_codec_is_passed_over(store, server, charset):
+    result = tools.webfetch(store, "s", "c", f"{server}/charset/{charset}", format="text")
+    assert not result.is_error and "café" in result.output, result.output
+
+
+def test_webfetch_timeout_bounds_the_whole_body(store, server):
+    started = time.monotonic()
+    result = tools.webfetch(store, "s", "c", f"{server}/drip", timeout=1)
+    assert result.is_error and "did not end within 1 seconds" in result.output, result.output
+    assert time.monotonic() - started < 30  # a liveness bound: the drip goes on for 120 s
 
 
 def test_webfetch_json_is_text(store, server):

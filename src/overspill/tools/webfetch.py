@@ -7,7 +7,9 @@ from __future__ import annotations
 # them: they are imported inside ``webfetch`` and ``_fetch``, so ``import overspill.tools``
 # (the CLI, the MCP server) stays cheap.
 import codecs
-from typing import Callable, Optional
+import time
+import zlib
+from typing import Any, Callable, Optional
 from urllib.parse import urlsplit
 
 from ..store import ToolOutputStore
@@ -54,16 +56,20 @@ def _is_text(content_type: str) -> bool:
             or content_type.endswith(("+json", "+xml")))
 
 
-def _charset(declared: Optional[str], body: bytes, is_html: bool) -> str:
+def _decoded(body: bytes, declared: Optional[str], is_html: bool) -> str:
+    """``body`` as text: by the charset the headers declare, else the one an HTML
+    page names, else UTF-8; invalid bytes become U+FFFD.  A name that is no text
+    codec ("hex", "zlib") or cannot replace what it cannot decode ("idna") is
+    passed over, as an unknown one is."""
     from ._html import sniff_charset
 
-    for candidate in (declared, sniff_charset(body) if is_html else None):
+    for candidate in (declared, sniff_charset(body[:4096]) if is_html else None):
         if candidate:
             try:
-                return codecs.lookup(candidate).name
-            except LookupError:
+                return body.decode(codecs.lookup(candidate).name, "replace")
+            except (LookupError, UnicodeError, ValueError, TypeError):
                 continue
-    return "utf-8"
+    return body.decode("utf-8", "replace")
 
 
 class _Refused(Exception):
@@ -114,6 +120,7 @@ def _fetch(url: str, timeout: float) -> _Response:
     import urllib.error
     import urllib.request
 
+    deadline = time.monotonic() + timeout
     refused_redirect, http_only_redirects = _redirect_handling()
     opener = urllib.request.build_opener(http_only_redirects)
     request = urllib.request.Request(url.strip(), headers={
@@ -128,11 +135,18 @@ def _fetch(url: str, timeout: float) -> _Response:
                                f"{MAX_RESPONSE_BYTES}-byte limit")
             if not _is_text(content_type):
                 raise _Refused(f"refused: {url} returned {content_type}, which is not text")
+            decoder = _BodyDecoder(headers.get("Content-Encoding"), url)
             body = bytearray()
-            while chunk := response.read(_READ_SIZE):
-                body += chunk
+            # read1: what has arrived, so a server that drips a byte at a time meets the deadline too.
+            while chunk := response.read1(_READ_SIZE):
+                body += decoder.feed(chunk)
                 if len(body) > MAX_RESPONSE_BYTES:
                     raise _Refused(f"refused: the response is over the {MAX_RESPONSE_BYTES}-byte limit")
+                if time.monotonic() > deadline:
+                    raise _Refused(f"could not fetch {url}: the response did not end within {timeout:g} seconds")
+            body += decoder.finish()
+            if len(body) > MAX_RESPONSE_BYTES:
+                raise _Refused(f"refused: the response is over the {MAX_RESPONSE_BYTES}-byte limit")
             return _Response(response.geturl(), response.status, content_type, headers.get_content_charset(),
                              bytes(body))
     except urllib.error.HTTPError as error:
@@ -141,15 +155,50 @@ def _fetch(url: str, timeout: float) -> _Response:
         raise _Refused(str(error.reason)) from None
     except urllib.error.URLError as error:
         raise _Refused(f"could not fetch {url}: {error.reason}") from None
-    except (http.client.HTTPException, socket.timeout, TimeoutError, OSError, ValueError) as error:
+    except (http.client.HTTPException, socket.timeout, TimeoutError, OSError, ValueError, zlib.error) as error:
         raise _Refused(f"could not fetch {url}: {type(error).__name__}: {error}") from None
+
+
+class _BodyDecoder:
+    """A body's ``Content-Encoding`` undone as it arrives (gzip or deflate; a server may send
+    them though none was asked for), never more than one byte past ``MAX_RESPONSE_BYTES`` at a
+    time, so a small compressed body cannot become a large one in memory.
+
+    :raises _Refused: an encoding webfetch cannot undo (br, zstd, compress, several).
+    """
+
+    def __init__(self, encoding: Optional[str], url: str) -> None:
+        self._name = name = (encoding or "").strip().lower() or "identity"
+        if name not in ("identity", "gzip", "x-gzip", "deflate"):
+            raise _Refused(f"refused: {url} is sent with Content-Encoding {name!r}, which webfetch cannot decode")
+        self._inflate: Any = zlib.decompressobj(16 + zlib.MAX_WBITS) if name in ("gzip", "x-gzip") else None
+
+    def feed(self, data: bytes) -> bytes:
+        if self._name == "identity":
+            return data
+        if self._inflate is None:
+            # deflate is zlib-wrapped as the RFC says, or raw as some servers send it: the header tells.
+            wrapped = len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
+            self._inflate = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
+        return self._inflate.decompress(data, MAX_RESPONSE_BYTES + 1)
+
+    def finish(self) -> bytes:
+        """What the decoder still holds.
+
+        :raises zlib.error: the body ended inside its compressed stream.
+        """
+        if self._name == "identity" or self._inflate is None:
+            return b""
+        if not self._inflate.eof:
+            raise zlib.error(f"the {self._name} body ends before its compressed stream does")
+        return self._inflate.flush()
 
 
 def _as_text(response: _Response, html_as: Optional[tuple[Callable[[str], str], str]]) -> tuple[str, str]:
     """The body decoded, an HTML one converted by ``html_as`` (the converter
     and its MIME type; None keeps the HTML), and the MIME type."""
     is_html = response.content_type in _HTML_TYPES
-    text = response.body.decode(_charset(response.charset, response.body[:4096], is_html), "replace")
+    text = _decoded(response.body, response.charset, is_html)
     if is_html and html_as is not None:
         convert, mime = html_as
         return convert(text), mime
@@ -163,10 +212,13 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
     A response over ``MAX_RESPONSE_BYTES`` (by Content-Length, or counted while
     reading) is refused and nothing of it is kept; non-text bodies are refused.
     HTML becomes Markdown (``"markdown"``) or text (``"text"``), or is kept
-    (``"html"``), decoded by its declared charset.
+    (``"html"``), decoded by its declared charset (UTF-8 when it names none, or
+    no text codec).  A gzip or deflate ``Content-Encoding`` is undone, and the
+    limit applies to what it gives.
 
     :param format: ``"markdown"``, ``"text"`` or ``"html"``.
-    :param timeout: seconds for the connection and each read.
+    :param timeout: seconds for the fetch: each wait on the server ends past it,
+        and so does the body's read as a whole.
     """
     problem = _argument_problem(url, format, timeout)
     if problem is not None:
