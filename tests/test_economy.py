@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from overspill import ConfigError, ToolOutputStore, page_bounds
+from overspill import text as text_module
 from overspill.text import encode_content, truncation_marker
 
 _NOISE = [b"\x1b[31m", b"\x1b[0m", b"\x1b[1;32m", b"\x1b[2K", b"\x1b]0;t\x07", b"\r", b"\r\n", b"\n", b"\n",
@@ -95,7 +96,7 @@ def test_views_keep_stored_bytes_and_limits(tmp_path_factory, data, max_lines, m
         stored_line = data[start : len(data) if end < 0 else end]
         page = store.read("s", uri, offset=start, limit=max(len(stored_line), 1))
         assert page.offset == start
-        shown_line = re.sub(r" \[×\d+\]$", "", text).removesuffix("…")
+        shown_line = re.sub(r" \[×\d+\+?\]$", "", text).removesuffix("…")
         assert shown_line.strip() in page.content
 
 
@@ -219,6 +220,70 @@ def test_gcc_errors_in_the_middle_are_signalled(store, tmp_path):
     # The 398 identical warnings (but for their numbers) are one line with a count.
     assert sum("[-Wpointer-to-int-cast] [×" in line for line in signals) == 1
     assert signals.index(f"{output.index(errors[0].encode())}:{errors[0]}") < len(signals) - 1  # errors first
+
+
+def test_repeats_are_all_counted_and_a_distinct_error_after_them_still_shows(store):
+    # 300 errors of one shape, then the linker's: the repeats are one line counted 300 times,
+    # and the distinct error after them is found (only distinct lines are bounded, per kind).
+    lines = [f"[{i:4d}/3000] CC src/file{i}.o" for i in range(1000)]
+    lines += [f"src/gen/file{i}.c:{i}:1: error: implicit declaration of function 'foo{i}'" for i in range(300)]
+    lines += ["/usr/bin/ld: main.o: undefined reference to `pthread_create'",
+              "collect2: error: ld returned 1 exit status"]
+    lines += [f"src/unit{i}.c:{i}:5: warning: unused variable 'v{i}' [-Wunused-variable]" for i in range(700)]
+    lines += [f"[{i:4d}/3000] CC src/other{i}.o" for i in range(1000)]
+    data = ("\n".join(lines) + "\n").encode()
+    result = store.truncate("s", "c", data, max_lines=2000, max_bytes=20_000)
+    _, _, signals, _ = parts(result.content)
+    assert signals[0].startswith("[1002 lines of the omitted part look like errors or warnings")
+    linker = data.index(b"/usr/bin/ld:")
+    assert f"{linker}:/usr/bin/ld: main.o: undefined reference to `pthread_create'" in signals
+    assert any(line.endswith("implicit declaration of function 'foo0' [×300]") for line in signals), signals
+    assert any(line.endswith("[-Wunused-variable] [×700]") for line in signals), signals
+
+
+@pytest.mark.parametrize("per_call", [None, 1000])
+def test_repeats_past_one_kernel_call_are_counted_exactly(store, monkeypatch, per_call):
+    # More matching lines than the kernel lists in one call (the real bound, and a tiny one):
+    # the collector asks again from where a kind's list was cut short, and misses none.
+    if per_call is not None:
+        monkeypatch.setattr(text_module, "_HITS_PER_CALL", per_call)
+    lines = ["start"] * 400 + [f"warning: retry {i} of the upload" for i in range(20_000)]
+    lines += ["error: the upload failed for good"] + [f"error: cleanup step {i} skipped" for i in range(20_000)]
+    lines += ["end"] * 400
+    data = ("\n".join(lines) + "\n").encode()
+    result = store.truncate("s", "c", data, max_lines=400, max_bytes=8192)
+    _, _, signals, _ = parts(result.content)
+    assert signals[0].startswith("[40001 lines of the omitted part look like errors or warnings")
+    failed = data.index(b"error: the upload failed")
+    assert signals[1] == f"{failed}:error: the upload failed for good"
+    assert signals[2] == f"{failed + 34}:error: cleanup step 0 skipped [×20000]"
+    assert signals[3].endswith(":warning: retry 0 of the upload [×20000]")
+
+
+def test_counts_past_the_grouping_bound_say_they_are_lower_bounds(store, monkeypatch):
+    monkeypatch.setattr(text_module, "_HITS_GROUPED", 1000)
+    lines = ["start"] * 400 + [f"error: step {i} failed" for i in range(5000)] + ["end"] * 400
+    result = store.truncate("s", "c", ("\n".join(lines) + "\n").encode(), max_lines=400, max_bytes=8192)
+    _, _, signals, _ = parts(result.content)
+    assert signals[0].startswith("[5000 lines")  # the totals count every line
+    counted = re.search(r"\[×(\d+)\+\]$", signals[1])
+    assert counted is not None and 1000 <= int(counted.group(1)) < 5000, signals
+
+
+@pytest.mark.parametrize("max_bytes", [1000, 2000, 4000, 8000])
+def test_a_small_budget_shortens_a_long_signal_line_instead_of_dropping_it(store, max_bytes):
+    versions = ", ".join(f"0.{i}.{j}" for i in range(10) for j in range(4))
+    error = f"ERROR: Could not find a version that satisfies the requirement torch==9.9 (from versions: {versions})"
+    lines = [f"INFO collecting dependency {i}" for i in range(2000)] + [error]
+    lines += [f"INFO collecting dependency {i}" for i in range(2000)]
+    data = ("\n".join(lines) + "\n").encode()
+    result = store.truncate("s", "c", data, max_lines=400, max_bytes=max_bytes)
+    head, _, signals, tail = parts(result.content)
+    offset = data.index(b"ERROR:")
+    shown = [line for line in signals[1:] if line.startswith(f"{offset}:ERROR: Could not find a version")]
+    assert len(shown) == 1, signals
+    assert error.startswith(shown[0].partition(":")[2].removesuffix("…"))
+    assert utf8(head + tail + "".join(line + "\n" for line in signals)) <= max_bytes
 
 
 def test_traceback_at_the_end_of_a_log(store):

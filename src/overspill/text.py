@@ -294,8 +294,19 @@ SIGNAL_PERCENT = 10
 _SIGNAL_KINDS = {"error": 0, "warning": 1, "summary": 2}
 # Characters of one signal line shown; the rest is cut.
 _SIGNAL_CHARS = 240
-# Matching lines remembered per kind (the rest are only counted).
-_HITS_PER_KIND = 256
+# Distinct lines (near-duplicates counted as one) remembered per kind; later distinct
+# ones are only counted in the totals.  Repeats of a remembered line never use this up.
+_GROUPS_PER_KIND = 256
+# Matching lines asked of the kernel per call and kind: the list it builds stays small.
+_HITS_PER_CALL = 16384
+# Matching lines grouped in all (each costs Python work); past it they are only counted,
+# and the counts shown become lower bounds ("[×N+]").
+_HITS_GROUPED = 1 << 16
+# A signal line is shortened to fit the room left, not dropped, while this many bytes of its text fit.
+_SHORTEST_SHOWN = 24
+_DIGIT_BYTES = b"0123456789"
+# Raw lines remembered as belonging to a group, so a repeat needs no view and no regex.
+_ALIASES = 4096
 # Bytes scanned per block: lines longer than this are scanned in parts.
 _SCAN_BLOCK = 8 << 20
 _DIGITS = LazyPattern(r"\d+")
@@ -357,7 +368,10 @@ class SignalCollector:
 
     ``scan`` reads a region once, a block at a time; ``render`` picks what
     fits: errors first, then warnings, then summaries, near-duplicates (the
-    same text once digits are removed) shown once with a count.
+    same text once digits are removed) shown once, at their first offset, with
+    a count.  Repeats of a line already seen are counted however many there are;
+    only distinct lines are bounded (``_GROUPS_PER_KIND`` per kind), so a distinct
+    error after hundreds of repeats of another is still found.
     """
 
     def __init__(self, patterns: SignalPatterns, flags: int) -> None:
@@ -365,8 +379,11 @@ class SignalCollector:
         self._flags = flags
         self._kinds = max((kind for kind, _, _, _ in patterns), default=-1) + 1
         self.totals = [0] * self._kinds
-        self._hits: dict[int, tuple[int, str]] = {}  # offset -> (kind, text)
-        self._kept = [0] * self._kinds
+        # (kind, text without digits) -> [kind, first offset, text, count]
+        self._groups: dict[tuple[int, str], list] = {}
+        self._distinct = [0] * self._kinds
+        self._aliases: dict[bytes, tuple[int, str]] = {}  # a raw line without digits -> its group's key
+        self._grouped = 0  # matching lines grouped so far (``_HITS_GROUPED`` at most)
 
     def scan(self, read: Reader, start: int, end: int) -> None:
         """Scan ``[start, end)`` of the stored bytes; ``read(a, b)`` gives a view of ``[a, b)``."""
@@ -381,50 +398,132 @@ class SignalCollector:
                     newline = last_newline(block)
                     if newline >= 0:
                         length = newline + 1
-                limit = max(_HITS_PER_KIND - min(self._kept, default=0), 0)
-                hits, totals = _kernels.signal_lines(block, 0, length, self._patterns, self._flags, limit)
+                self._scan_block(block, position, length)
+            position += max(length, 1)
+
+    def _scan_block(self, block: memoryview, position: int, length: int) -> None:
+        """Group the matching lines of ``block[:length]`` (at ``position`` in the stored bytes)
+        and count them; the kernel is asked again from where a kind's list was cut short."""
+        offset = 0
+        while offset < length:
+            limit = max(min(_HITS_PER_CALL, _HITS_GROUPED - self._grouped), 0)
+            hits, totals = _kernels.signal_lines(block, offset, length, self._patterns, self._flags, limit)
+            returned = [0] * len(totals)
+            for _, _, kind in hits:
+                returned[kind] += 1
+            cut_short = [kind for kind, count in enumerate(totals) if count > returned[kind]]
+            if limit == 0 or not cut_short:
                 for index, count in enumerate(totals):
                     self.totals[index] += count
-                for line_start, line_end, kind in hits:
-                    if self._kept[kind] >= _HITS_PER_KIND or position + line_start in self._hits:
-                        continue
-                    self._kept[kind] += 1
-                    raw = block[line_start : min(line_end, line_start + 4 * _SIGNAL_CHARS)]
-                    text = shown_text(raw, self._flags).strip()
-                    if len(text) > _SIGNAL_CHARS:
-                        text = text[:_SIGNAL_CHARS] + "…"
-                    self._hits[position + line_start] = (kind, text)
-            position += max(length, 1)
+                self._group(block, position, hits)
+                return
+            # Every matching line that starts before the end of the last line returned for a
+            # kind cut short was returned (lines do not overlap): those are complete.
+            last_end = {kind: line_end for _, line_end, kind in hits if kind in cut_short}
+            cut = min(last_end.values())
+            complete = [hit for hit in hits if hit[0] < cut]
+            for _, _, kind in complete:
+                self.totals[kind] += 1
+            self._group(block, position, complete)
+            offset = cut + 1
+
+    def _group(self, block: memoryview, position: int, hits: list[tuple[int, int, int]]) -> None:
+        groups = self._groups
+        aliases = self._aliases
+        for line_start, line_end, kind in hits:
+            raw = bytes(block[line_start : min(line_end, line_start + 4 * _SIGNAL_CHARS)])
+            alias = raw.translate(None, _DIGIT_BYTES)
+            key = aliases.get(alias)
+            text = None
+            if key is None:
+                text = self._shown(raw)
+                key = (kind, _DIGITS.sub("", text))
+                if len(aliases) < _ALIASES:
+                    aliases[alias] = key
+            self._grouped += 1
+            offset = position + line_start
+            group = groups.get(key)
+            if group is not None:
+                group[3] += 1
+                if offset < group[1]:  # a band scanned later may lie before it
+                    group[1] = offset
+                    group[2] = text if text is not None else self._shown(raw)
+                continue
+            if self._distinct[kind] >= _GROUPS_PER_KIND:
+                continue
+            self._distinct[kind] += 1
+            groups[key] = [kind, offset, text if text is not None else self._shown(raw), 1]
+
+    def _shown(self, raw: bytes) -> str:
+        """A matching line as the model is shown it: its view, stripped, cut at ``_SIGNAL_CHARS``."""
+        text = shown_text(raw, self._flags).strip()
+        return text[:_SIGNAL_CHARS] + "…" if len(text) > _SIGNAL_CHARS else text
 
     def render(self, max_lines: int, max_bytes: int) -> list[str]:
         """The block shown after the marker, within ``max_lines`` and ``max_bytes``
-        (both including its header); empty when nothing fits or nothing was found."""
-        groups: dict[tuple[int, str], list] = {}
-        for offset in sorted(self._hits):
-            kind, text = self._hits[offset]
-            group = groups.setdefault((kind, _DIGITS.sub("", text)), [kind, offset, text, 0])
-            group[3] += 1
-        if not groups or max_lines < 2:
+        (both including its header); empty when nothing fits or nothing was found.
+        A line longer than the room left is shortened (ending in "…") while
+        ``_SHORTEST_SHOWN`` bytes of its text fit: a small budget keeps, in part,
+        what a larger one shows whole."""
+        if not self._groups or max_lines < 2:
             return []
+        # Past _HITS_GROUPED, repeats are no longer counted into their groups.
+        more = "+" if self._grouped >= _HITS_GROUPED and sum(self.totals) > self._grouped else ""
+        ordered = sorted(self._groups.values(), key=lambda group: (group[0], group[1]))
         header = _signal_header(self.totals)
-        used = len(header.encode()) + 1
+        _, offset, text, count = ordered[0]
+        if _size(header) + _size(f"{offset}:{text}{_count_suffix(count, more)}") > max_bytes:
+            header = _signal_header(self.totals, short=True)  # more room for the first line
+        used = _size(header)
         lines = [header]
-        for kind, offset, text, count in sorted(groups.values(), key=lambda group: (group[0], group[1])):
-            line = f"{offset}:{text}" + (f" [×{count}]" if count > 1 else "")
-            size = len(line.encode("utf-8", "surrogateescape")) + 1
+        for _, offset, text, count in ordered:
             if len(lines) >= max_lines:
                 break
-            if used + size > max_bytes:
-                continue  # a shorter line further on may still fit
+            prefix = f"{offset}:"
+            suffix = _count_suffix(count, more)
+            line = prefix + text + suffix
+            if used + _size(line) > max_bytes:
+                room = max_bytes - used - _size(prefix + suffix + "…")
+                shortened = _shortened(text, room)
+                if shortened is None:
+                    continue  # a shorter line further on may still fit
+                line = prefix + shortened + "…" + suffix
             lines.append(line)
-            used += size
+            used += _size(line)
         return lines if len(lines) > 1 else []
 
 
-def _signal_header(totals: list[int]) -> str:
-    """The signal block's first line: how many lines matched, and as what."""
+def _count_suffix(count: int, more: str) -> str:
+    """How many lines a shown signal line stands for, after it (nothing for one)."""
+    return f" [×{count}{more}]" if count > 1 else ""
+
+
+def _size(line: str) -> int:
+    """The bytes ``line`` takes in the preview, its newline included."""
+    return len(line.encode("utf-8", "surrogateescape")) + 1
+
+
+def _shortened(text: str, room: int) -> Optional[str]:
+    """The longest start of ``text`` (whole characters, trailing space removed) within
+    ``room`` UTF-8 bytes, or None when fewer than ``_SHORTEST_SHOWN`` bytes fit."""
+    if room < _SHORTEST_SHOWN:
+        return None
+    cut = text[:room]  # a character takes at least one byte
+    while len(cut.encode("utf-8", "surrogateescape")) > room:
+        cut = cut[:-1]
+    cut = cut.rstrip().rstrip("…")
+    return cut if len(cut.encode("utf-8", "surrogateescape")) >= _SHORTEST_SHOWN else None
+
+
+def _signal_header(totals: list[int], *, short: bool = False) -> str:
+    """The signal block's first line: how many lines matched, and as what (``short``:
+    in fewer words, for a budget the usual line would take most of)."""
     total = sum(totals)
     summaries = totals[2] if len(totals) > 2 else 0
+    if short:
+        what = ("summary" if summaries == total else "error/warning/summary" if summaries
+                else "error/warning")
+        return f"[{total} {what} line{'' if total == 1 else 's'} omitted, by offset:]"
     if not summaries:
         return ("[1 line of the omitted part looks like an error or a warning; by byte offset:]" if total == 1
                 else f"[{total} lines of the omitted part look like errors or warnings; by byte offset:]")
