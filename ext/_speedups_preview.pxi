@@ -146,7 +146,9 @@ cdef tuple _preview_text(object text, Py_ssize_t max_lines, Py_ssize_t max_bytes
     cdef Py_ssize_t size = utf8_length(text)
     cdef int width = PyUnicode_KIND(text)
     cdef const void *data = PyUnicode_DATA(text)
-    cdef Py_ssize_t head_region = length, tail_region = 0, cap = max_bytes + 1
+    # max_bytes may be PY_SSIZE_T_MAX ("lines only"): one past it would wrap to a negative cap.
+    cdef Py_ssize_t head_region = length, tail_region = 0
+    cdef Py_ssize_t cap = max_bytes + 1 if max_bytes < PY_SSIZE_T_MAX else max_bytes
     cdef Py_ssize_t head_size, tail_size, head_share, tail_share, head_index, tail_index
     cdef Py_ssize_t head_end, tail_start, newline, end, start, low, high
     cdef int attempt

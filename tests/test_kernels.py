@@ -6,6 +6,7 @@ from __future__ import annotations
 import array
 import mmap
 import math
+import sys
 
 import pytest
 from hypothesis import example, given
@@ -270,6 +271,15 @@ def test_preview_by_lines():
     assert overspill.preview("".join(f"{i}\n" for i in range(4)) + "x", 4, 10_000).head == "0\n1\n"
 
 
+@pytest.mark.parametrize("content", ["".join(f"line {i}\n" for i in range(10)), "é\n" * 10 + "😀"])
+@pytest.mark.parametrize("max_bytes", [sys.maxsize, 2**70])
+def test_preview_with_no_byte_limit_cuts_by_lines(content, max_bytes):
+    # A host bounding by lines only passes the largest size there is.
+    result = overspill.preview(content, 3, max_bytes)
+    assert result == overspill.preview(content, 3, 10**9)
+    assert 0 <= result.head_end <= result.tail_start
+
+
 def test_preview_by_bytes_hands_unused_budget_over():
     result = overspill.preview("x" * 100, 10, 10)
     assert (result.head, result.tail) == ("x" * 5, "x" * 5)
@@ -442,6 +452,9 @@ def test_twins_agree_on_page_bounds(compiled, buffer, offset, limit, final):
 
 
 @given(st.one_of(contents, _ARGUMENTS), st.one_of(limits, _ARGUMENTS), st.one_of(limits, _ARGUMENTS))
+@example("".join(f"line {i}\n" for i in range(10)), 3, sys.maxsize)  # "lines only": one past it wrapped
+@example("".join(f"line {i}\n" for i in range(10)), 3, 2**70)
+@example(b"".join(b"line %d\n" % i for i in range(10)), 3, sys.maxsize)
 def test_twins_agree_on_preview_cuts(compiled, content, max_lines, max_bytes):
     args = (content, max_lines, max_bytes)
     assert outcome(compiled.preview_cuts, *args) == outcome(_native.preview_cuts, *args)
