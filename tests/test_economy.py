@@ -7,6 +7,7 @@ build, a traceback at the end of a log), for both kernel implementations.
 
 from __future__ import annotations
 
+import random
 import re
 import subprocess
 import sys
@@ -85,8 +86,10 @@ def test_views_keep_stored_bytes_and_limits(tmp_path_factory, data, max_lines, m
     shown = head + tail + "".join(line + "\n" for line in signals)
     assert utf8(shown) <= max_bytes
     assert "\x1b" not in head + tail
-    # The marker's offset is where the head ends in the stored bytes, on a character boundary.
+    # The marker's offset is where the head ends in the stored bytes, on a character boundary,
+    # never inside an escape sequence: a read there starts there.
     assert page_bounds(data, offset, 1)[0] == offset
+    assert store.read("s", uri, offset=offset, limit=1).offset == offset
     for line in signals[1:]:
         position, _, text = line.partition(":")
         start = int(position)
@@ -220,6 +223,26 @@ def test_gcc_errors_in_the_middle_are_signalled(store, tmp_path):
     # The 398 identical warnings (but for their numbers) are one line with a count.
     assert sum("[-Wpointer-to-int-cast] [×" in line for line in signals) == 1
     assert signals.index(f"{output.index(errors[0].encode())}:{errors[0]}") < len(signals) - 1  # errors first
+
+
+def test_the_head_is_never_cut_inside_an_escape_sequence(store):
+    # Coloured tokens with no separator between them: no token end within the slack, so the
+    # byte budget alone placed the cut, once inside "\x1b[30m"; a read there started later.
+    tokens = random.Random(1)
+
+    def token() -> bytes:
+        colour = tokens.randint(0, 7)
+        return b"\x1b[3%dm%s\x1b[0m" % (colour, bytes(tokens.choice(b"abcdefgh") for _ in range(tokens.randint(1, 9))))
+
+    for _ in range(60000):  # the red-team's generator made a one-line variant first
+        token()
+    data = b"".join(token() * 40 + b"\n" for _ in range(2000))
+    for max_bytes in range(4020, 4050):
+        result = store.truncate("s", "c", data, max_bytes=max_bytes)
+        escape = data.rfind(b"\x1b", 0, result.next_offset)
+        sequence = re.match(rb"\x1b\[[0-9;]*m", data[escape:])
+        assert sequence is not None and escape + sequence.end() <= result.next_offset
+        assert store.read("s", result.resource.uri, offset=result.next_offset, limit=1).offset == result.next_offset
 
 
 def test_repeats_are_all_counted_and_a_distinct_error_after_them_still_shows(store):

@@ -108,6 +108,8 @@ def _cut_head(view: memoryview, shown: bytes, stop: int, raw: bytes, share: int,
     end = min(end, line_end)
     if slack and line < end < line_end:
         end = _token_end_before(view, line, max(line, end - slack), end, flags)
+    if flags & VIEW_ANSI:
+        end = _before_escape(view, line, end)  # back, not forward: the head stays within its share
     return end, str(shown[:line_view] + _viewed(view[line:end], flags), "utf-8", "replace")
 
 
@@ -148,14 +150,27 @@ _TOKEN_MARKS = tuple(TOKEN_ENDS[i : i + 1] for i in range(len(TOKEN_ENDS)))
 
 def _past_escape(view: memoryview, line: int, cut: int) -> int:
     """``cut``, moved past an escape sequence that it would split."""
-    low = max(line, cut - ESCAPE_REACH)
-    escape = view[low:cut].tobytes().rfind(b"\x1b")
-    if escape < 0:
+    start = _escape_start(view, line, cut)
+    if start < 0:
         return cut
-    start = low + escape
     match = ESCAPE_SEQUENCE.match(view[start : cut + ESCAPE_REACH].tobytes())
     end = start + (match.end() if match else 1)
     return max(cut, end)
+
+
+def _before_escape(view: memoryview, line: int, cut: int) -> int:
+    """``cut``, moved back to the start of an escape sequence that it would split."""
+    start = _escape_start(view, line, cut)
+    if start < 0:
+        return cut
+    return start if _past_escape(view, line, cut) > cut else cut
+
+
+def _escape_start(view: memoryview, line: int, cut: int) -> int:
+    """Where the last ESC in ``[max(line, cut - ESCAPE_REACH), cut)`` is, or -1."""
+    low = max(line, cut - ESCAPE_REACH)
+    escape = view[low:cut].tobytes().rfind(b"\x1b")
+    return -1 if escape < 0 else low + escape
 
 
 def escape_end(view: memoryview, position: int) -> int:
