@@ -18,6 +18,7 @@ import pytest
 from processes import alive_in_group, wait_until, zombies_of
 
 from overspill import ToolOutputStore, tools
+from overspill.tools._html import html_to_markdown, html_to_text
 
 # The submodule, not the function that tools/__init__ exports under the same name.
 grep_module = importlib.import_module("overspill.tools.grep")
@@ -223,6 +224,13 @@ def test_read_empty_file(store, tmp_path):
 
 
 # ------------------------------------------------------------------ webfetch
+# Pages served as /html/<name>, for the converter's regressions end to end.
+_PAGES = {
+    "ol-start": "<html><body><h1>Steps</h1><ol start='a'><li>one</li><li>two</li></ol>"
+                "<ol start='2.0'><li>three</li></ol></body></html>",
+}
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):  # keep test output clean
         pass
@@ -286,6 +294,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(packed)))
             self.end_headers()
             self.wfile.write(packed)
+        elif self.path.startswith("/html/"):
+            self.send(200, "text/html; charset=utf-8", _PAGES[self.path[len("/html/"):]].encode())
         elif self.path.startswith("/charset/"):  # names that codecs.lookup takes but are no text codec
             name = self.path.rsplit("/", 1)[1]
             if name == "meta":
@@ -405,6 +415,23 @@ def test_webfetch_malformed_url_is_a_tool_error(store, url):
 
 def test_webfetch_bad_format(store, server):
     assert tools.webfetch(store, "s", "c", f"{server}/page", format="pdf").is_error
+
+
+def test_webfetch_an_ol_start_that_is_no_integer_is_read_as_browsers_read_it(store, server):
+    """Regression: ``int(start)`` raised ValueError out of tools.call for start="a"."""
+    for fmt in ("markdown", "text"):
+        result = tools.call(store, "s", "c", "webfetch", {"url": f"{server}/html/ol-start", "format": fmt})
+        assert not result.is_error and "1. one\n2. two" in result.output and "2. three" in result.output
+
+
+@pytest.mark.parametrize(
+    "start, first",
+    [("a", 1), ("", 1), ("2.0", 2), (" +3 items", 3), ("-2", -2), ("007", 7), ("9" * 5000, 1),
+     ("2147483647", 2147483647), ("2147483648", 1), ("-2147483649", 1), ("\u0663", 1)],
+)
+def test_html_ol_start_takes_leading_digits_and_ignores_the_rest(start, first):
+    assert html_to_markdown(f"<ol start='{start}'><li>x</li><li>y</li></ol>") == f"{first}. x\n{first + 1}. y\n"
+    assert html_to_markdown("<ol start><li>x</li></ol>") == "1. x\n"
 
 
 def test_webfetch_unreachable(store):
@@ -638,8 +665,6 @@ def test_call_rejects_arguments_that_do_not_fit(store, name, arguments, fragment
 def test_a_multi_megabyte_page_converts_whole():
     """Regression: the converter re-joined its whole output per text node, so a
     2 MB page took minutes; it now looks only at the end of what it wrote."""
-    from overspill.tools._html import html_to_markdown
-
     html = "<html><body>" + "<p>Some <b>bold</b> and a <a href='/x'>link</a>.</p>" * 40_000 + "</body></html>"
     markdown = html_to_markdown(html)
     assert markdown.count("Some **bold** and a [link](/x).") == 40_000

@@ -20,12 +20,33 @@ _BLOCKS = {"p", "div", "section", "article", "main", "header", "footer", "nav", 
 _INLINE_MARKERS = {"strong": "**", "b": "**", "em": "*", "i": "*", "code": "`"}
 _SPACE = re.compile(r"\s+")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
+# HTML's rules for parsing integers: white space, a sign, digits; what follows is ignored.
+_INTEGER = re.compile(r"[\t\n\f\r ]*([+-]?)([0-9]+)")
+# Browsers hold <ol start> in a 32-bit int and take a value outside it as no value.
+_START_BOUND = 2**31
 
 
 def sniff_charset(head: bytes) -> Optional[str]:
     """The charset a ``<meta>`` tag declares in the first bytes of a page, if any."""
     match = _META_CHARSET.search(head[:4096])
     return match.group(1).decode("ascii") if match else None
+
+
+def _list_start(value: Optional[str]) -> int:
+    """The number an ``<ol start>`` value gives the first item, read as browsers read it.
+
+    Leading digits count ("2.0" is 2, " +3x" is 3); no digits at all, or a number
+    outside a 32-bit int, leaves the default, 1.
+    """
+    match = _INTEGER.match(value or "")
+    if match is None:
+        return 1
+    digits = match.group(2).lstrip("0") or "0"
+    # Checked before int(): Python refuses a string of over 4300 digits with a ValueError.
+    if len(digits) > len(str(_START_BOUND)):
+        return 1
+    number = int(match.group(1) + digits)
+    return number if -_START_BOUND <= number < _START_BOUND else 1
 
 
 class _Converter(HTMLParser):
@@ -111,7 +132,7 @@ class _Converter(HTMLParser):
             self.quote += 1
             self.newlines(2)
         elif tag in ("ul", "ol"):
-            self.lists.append([tag == "ol", int(attributes.get("start") or 1) if tag == "ol" else 0])
+            self.lists.append([tag == "ol", _list_start(attributes.get("start")) if tag == "ol" else 0])
             self.newlines(1 if len(self.lists) > 1 else 2)
         elif tag == "li":
             self.newlines(1)
