@@ -228,6 +228,10 @@ def test_read_empty_file(store, tmp_path):
 _PAGES = {
     "ol-start": "<html><body><h1>Steps</h1><ol start='a'><li>one</li><li>two</li></ol>"
                 "<ol start='2.0'><li>three</li></ol></body></html>",
+    # A Hacker News style layout: a table in a cell, then a cell outside any row.
+    "nested-tables": "<html><body><table><tr><td>Story: Rust 2.0 released</td>"
+                     "<td><table><tr><td>312 points</td><td>by alice</td></tr></table>posted 3 hours ago</td>"
+                     "<td>154 comments</td></tr></table><table><td>lonely cell text</td></table></body></html>",
 }
 
 
@@ -432,6 +436,35 @@ def test_webfetch_an_ol_start_that_is_no_integer_is_read_as_browsers_read_it(sto
 def test_html_ol_start_takes_leading_digits_and_ignores_the_rest(start, first):
     assert html_to_markdown(f"<ol start='{start}'><li>x</li><li>y</li></ol>") == f"{first}. x\n{first + 1}. y\n"
     assert html_to_markdown("<ol start><li>x</li></ol>") == "1. x\n"
+
+
+def test_webfetch_a_table_in_a_cell_keeps_every_cell(store, server):
+    """Regression: one current row and cell for all tables, so an inner <tr> or </td>
+    threw away the outer row's cells; a <td> outside a <tr> was lost too."""
+    markdown = tools.webfetch(store, "s", "c", f"{server}/html/nested-tables").output
+    assert markdown == ("| Story: Rust 2.0 released | 312 points by alice posted 3 hours ago | 154 comments |\n"
+                        "| --- | --- | --- |\n\n| lonely cell text |\n| --- |\n")
+    text = tools.webfetch(store, "s", "c", f"{server}/html/nested-tables", format="text").output
+    assert text == "Story: Rust 2.0 released\t312 points by alice posted 3 hours ago\t154 comments\n\nlonely cell text\n"
+
+
+@pytest.mark.parametrize(
+    "html, markdown",
+    [  # the end tags HTML lets a page leave out: </td>, </th>, </tr>, </tbody>, </table>
+     ("<table><tr><th>k<th>v<tr><td>a<td>1<tbody><tr><td>b<td>2</table>after",
+      "| k | v |\n| --- | --- |\n| a | 1 |\n| b | 2 |\n\nafter\n"),
+     ("<table><tr><td>a<td>b", "| a | b |\n| --- | --- |\n"),
+     # a table among another's rows, not in a cell, ends that one, as HTML5 parses it
+     ("<table><tr><td>a</td></tr><table><tr><td>b</td></tr></table></table>tail",
+      "| a |\n| --- |\n\n| b |\n| --- |\n\ntail\n"),
+     # an inner table left open takes the outer row's later cells; none is lost
+     ("<table><tr><td>a<table><tr><td>b</td></tr></td><td>c</td></tr></table>", "| a b c |\n| --- |\n"),
+     ("<table><caption>Prices</caption><tr><td>x</td></tr></table>", "Prices\n| x |\n| --- |\n"),
+     ("<p>loose <td>cell</td> and <tr>row</tr> tags</p>", "loose cell and row tags\n"),
+     ],
+)
+def test_html_tables_with_omitted_or_stray_tags_keep_their_text(html, markdown):
+    assert html_to_markdown(html) == markdown
 
 
 def test_webfetch_unreachable(store):

@@ -17,6 +17,8 @@ _VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "emb
 _BLOCKS = {"p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "form", "figure",
            "figcaption", "dl", "dt", "dd", "address", "details", "summary", "body", "html"}
 # Markdown for inline elements, the same on both sides (code inside pre is left plain).
+# Their start and end tags end an open row, as HTML5's implied end tags do.
+_ROW_GROUPS = {"thead", "tbody", "tfoot"}
 _INLINE_MARKERS = {"strong": "**", "b": "**", "em": "*", "i": "*", "code": "`"}
 _SPACE = re.compile(r"\s+")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
@@ -49,6 +51,17 @@ def _list_start(value: Optional[str]) -> int:
     return number if -_START_BOUND <= number < _START_BOUND else 1
 
 
+class _Table:
+    """An open table: its rows so far, the row and the cell being filled (None when none is open)."""
+
+    __slots__ = ("rows", "row", "cell")
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.row: Optional[list[str]] = None
+        self.cell: Optional[list[str]] = None
+
+
 class _Converter(HTMLParser):
     def __init__(self, markdown: bool) -> None:
         super().__init__(convert_charrefs=True)
@@ -60,9 +73,9 @@ class _Converter(HTMLParser):
         self.lists: list[list[int]] = []  # per open list: [is_ordered, next number]
         self.links: list[Optional[str]] = []
         self.quote = 0
-        self.row: Optional[list[str]] = None
-        self.cell: Optional[list[str]] = None
-        self.rows_in_table: list[int] = []
+        # One entry per open table, innermost last: a layout table inside a
+        # cell has its own row and cell, so its tags leave the outer ones be.
+        self.tables: list[_Table] = []
 
     # -- output helpers
     # The output is only ever inspected at its end, a few characters at a
@@ -84,16 +97,31 @@ class _Converter(HTMLParser):
         if not self.visible and piece.strip():
             self.visible = True
 
+    @staticmethod
+    def _open_cell(tables: list[_Table]) -> Optional[list[str]]:
+        """The innermost open cell of ``tables``: where text goes while they are open."""
+        for table in reversed(tables):
+            if table.cell is not None:
+                return table.cell
+        return None
+
+    def _ending_here(self, size: int) -> str:
+        """The last ``size`` characters of what is being written: the open cell, or the output."""
+        cell = self._open_cell(self.tables)
+        return self._ending(self.out if cell is None else cell, size)
+
     def emit(self, text: str) -> None:
-        if self.cell is not None:
-            self.cell.append(text)
+        cell = self._open_cell(self.tables)
+        if cell is not None:
+            cell.append(text)
         else:
             self._put(text)
 
     def newlines(self, count: int) -> None:
         """End the current line and leave ``count - 1`` blank lines (never more)."""
-        if self.cell is not None:
-            self.cell.append(" ")
+        cell = self._open_cell(self.tables)
+        if cell is not None:
+            cell.append(" ")
             return
         if not self.visible:
             return
@@ -161,12 +189,24 @@ class _Converter(HTMLParser):
             elif alt:
                 self.emit(alt)
         elif tag == "table":
+            if self.tables and self.tables[-1].cell is None:
+                # A table among another's rows, not in a cell, ends that one (as HTML5 parses it).
+                self.end_table()
             self.newlines(2)
-            self.rows_in_table.append(0)
-        elif tag == "tr":
-            self.row = []
+            self.tables.append(_Table())
+        elif not self.tables:
+            return  # row and cell tags outside a table are ignored; their text is not
+        elif tag == "tr" or tag in _ROW_GROUPS:
+            self.end_row()
+            if tag == "tr":
+                self.tables[-1].row = []
         elif tag in ("td", "th"):
-            self.cell = []
+            # A cell ends the one before it, and one outside a row opens the row it implies.
+            table = self.tables[-1]
+            self.end_cell()
+            if table.row is None:
+                table.row = []
+            table.cell = []
 
     def handle_endtag(self, tag: str) -> None:
         if tag in _DROPPED:
@@ -189,7 +229,7 @@ class _Converter(HTMLParser):
         elif tag == "pre":
             self.pre = max(self.pre - 1, 0)
             if self.markdown:
-                if self._ending(self.out, 1) != "\n":
+                if self._ending_here(1) != "\n":
                     self.emit("\n")
                 self.emit("```")
             self.newlines(2)
@@ -197,32 +237,61 @@ class _Converter(HTMLParser):
             href = self.links.pop() if self.links else None
             if href and self.markdown:
                 self.emit(f"]({href})")
-        elif tag in ("td", "th"):
-            if self.cell is not None and self.row is not None:
-                self.row.append(_SPACE.sub(" ", "".join(self.cell)).strip())
-            self.cell = None
-        elif tag == "tr":
-            self.finish_row()
-        elif tag == "table":
-            self.finish_row()
-            if self.rows_in_table:
-                self.rows_in_table.pop()
-            self.newlines(2)
-
-    def finish_row(self) -> None:
-        if self.row is None:
+        elif not self.tables:
             return
-        row, self.row = self.row, None
+        elif tag in ("td", "th"):
+            self.end_cell()
+        elif tag == "tr" or tag in _ROW_GROUPS:
+            self.end_row()
+        elif tag == "table":
+            self.end_table()
+
+    # -- tables: these act on the innermost open one
+    def end_cell(self) -> None:
+        """Add the open cell, if any, to its row."""
+        table = self.tables[-1]
+        if table.cell is not None and table.row is not None:
+            table.row.append(_SPACE.sub(" ", "".join(table.cell)).strip())
+        table.cell = None
+
+    def end_row(self) -> None:
+        """Put the open row, if any: as a line of its own, or as text in the cell around its table."""
+        self.end_cell()
+        table = self.tables[-1]
+        row, table.row = table.row, None
         if not row:
             return
+        # A table nested in a cell becomes text in that cell: Markdown has no
+        # nested tables, and a row of the outer one is a single line.
+        outer = self._open_cell(self.tables[:-1])
+        if outer is not None:
+            outer.append(" " + " ".join(row) + " ")
+        else:
+            self._row(row, first=table.rows == 0)
+        table.rows += 1
+
+    def _row(self, row: list[str], first: bool) -> None:
+        """Put a row of a table that is not inside another, on a line of its own."""
+        if self._ending(self.out, 1) not in ("", "\n"):
+            self._put("\n")  # after a caption or text among the rows
         if self.markdown:
             self._put("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |\n")
-            if self.rows_in_table and self.rows_in_table[-1] == 0:
+            if first:
                 self._put("|" + "|".join(" --- " for _ in row) + "|\n")
         else:
             self._put("\t".join(row) + "\n")
-        if self.rows_in_table:
-            self.rows_in_table[-1] += 1
+
+    def end_table(self) -> None:
+        """Close the innermost table, putting the row it has open."""
+        self.end_row()
+        self.tables.pop()
+        self.newlines(2)
+
+    def close(self) -> None:
+        """Finish the document: tables left open keep the rows they have."""
+        super().close()
+        while self.tables:
+            self.end_table()
 
     def handle_data(self, data: str) -> None:
         if self.dropping:
@@ -233,11 +302,11 @@ class _Converter(HTMLParser):
         text = _SPACE.sub(" ", data)
         if not text.strip():
             # Whitespace between inline elements is one space; at a line start, none.
-            last = self._ending(self.out if self.cell is None else self.cell, 1)
+            last = self._ending_here(1)
             if last and last not in (" ", "\n"):
                 self.emit(" ")
             return
-        if self._ending(self.out if self.cell is None else self.cell, 1) in ("", "\n"):
+        if self._ending_here(1) in ("", "\n"):
             text = text.lstrip()
         self.emit(text)
 
@@ -246,7 +315,6 @@ def _convert(html: str, markdown: bool) -> str:
     converter = _Converter(markdown)
     converter.feed(html)
     converter.close()
-    converter.finish_row()
     lines = [line.rstrip() for line in "".join(converter.out).split("\n")]
     text = "\n".join(lines)
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
