@@ -228,6 +228,10 @@ def test_read_empty_file(store, tmp_path):
 _PAGES = {
     "ol-start": "<html><body><h1>Steps</h1><ol start='a'><li>one</li><li>two</li></ol>"
                 "<ol start='2.0'><li>three</li></ol></body></html>",
+    # Valid HTML5 that leaves out the optional </head>, </p>, </li>, </body> and </html>.
+    "omitted-end-tags": "<!doctype html><html><head><meta charset='utf-8'><title>Release notes</title>"
+                        "<body><h1>Release 2.0</h1><p>Breaking change: the config key was renamed.<p>Also:"
+                        "<ul><li>faster<li>smaller</ul>",
     # A Hacker News style layout: a table in a cell, then a cell outside any row.
     "nested-tables": "<html><body><table><tr><td>Story: Rust 2.0 released</td>"
                      "<td><table><tr><td>312 points</td><td>by alice</td></tr></table>posted 3 hours ago</td>"
@@ -436,6 +440,42 @@ def test_webfetch_an_ol_start_that_is_no_integer_is_read_as_browsers_read_it(sto
 def test_html_ol_start_takes_leading_digits_and_ignores_the_rest(start, first):
     assert html_to_markdown(f"<ol start='{start}'><li>x</li><li>y</li></ol>") == f"{first}. x\n{first + 1}. y\n"
     assert html_to_markdown("<ol start><li>x</li></ol>") == "1. x\n"
+
+
+def test_webfetch_a_page_that_leaves_out_optional_end_tags_keeps_its_body(store, server):
+    """Regression: without </head> the dropped head never ended, so the page came back empty."""
+    markdown = tools.webfetch(store, "s", "c", f"{server}/html/omitted-end-tags").output
+    assert markdown == "# Release 2.0\n\nBreaking change: the config key was renamed.\n\nAlso:\n\n- faster\n- smaller\n"
+    text = tools.webfetch(store, "s", "c", f"{server}/html/omitted-end-tags", format="text").output
+    assert text == "Release 2.0\n\nBreaking change: the config key was renamed.\n\nAlso:\n\n• faster\n• smaller\n"
+
+
+@pytest.mark.parametrize(
+    "html, markdown",
+    [  # the head ends at a tag that cannot be in it, or at text; its title and scripts stay dropped
+     ("<head><title>T</title><script>s()</script><p>para", "para\n"),
+     ("<head><meta charset=utf-8>Hello<p>x", "Hello\n\nx\n"),
+     ("<head><noscript><link rel=x></noscript><style>p{}</style></head><body>ok", "ok\n"),
+     ("<head><noscript><body>ok", "ok\n"),
+     ("<title>T</title><p>body", "body\n"),
+     # a <head> past the head is ignored, not dropped to the end
+     ("<body><p>main</p><head><meta name=x><p>more", "main\n\nmore\n"),
+     # an <svg> ends at the tags HTML5 breaks out of it with
+     ("<p>a<svg><text>label</text><p>after", "a\n\nafter\n"),
+     ("<svg><foreignObject><p>inside</p></foreignObject><div>out", "out\n"),
+     ("<svg><font color=red>red</font>", "red\n"),
+     # a dropped element never closed keeps its content rather than empty the page
+     ("<body><noscript>Enable JS<p>Content", "Enable JS\n\nContent\n"),
+     ("<p>a<template>t<p>b", "at\n\nb\n"),
+     ("<head><title>Title<body><p>rest", "Title\n\nrest\n"),
+     ("<div><svg><section>s</div>z", "s\n\nz\n"),
+     # closed ones stay dropped, and script and style are raw text to their end tag
+     ("<p>x<template>t</template>y<object>o</object>z<iframe>f</iframe>", "xyz\n"),
+     ("<p>a<script>if (a<b) {}</p></script>b<style>p{}</style>c", "abc\n"),
+     ],
+)
+def test_html_implied_and_missing_end_tags_of_dropped_elements(html, markdown):
+    assert html_to_markdown(html) == markdown
 
 
 def test_webfetch_a_table_in_a_cell_keeps_every_cell(store, server):

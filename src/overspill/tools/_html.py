@@ -2,6 +2,10 @@
 
 Headings, paragraphs, links, lists, emphasis, code and pre, tables and block
 quotes are kept; scripts, styles and other non-content elements are dropped.
+The end tags HTML lets a page leave out are implied where HTML5 implies them
+(a head ends at the body's first tag, an svg at a paragraph, a cell at the
+next cell), and a dropped element left open to the end keeps its content, so
+malformed markup can lose formatting but not the page's text.
 """
 
 from __future__ import annotations
@@ -12,8 +16,29 @@ from typing import Optional
 
 __all__ = ["html_to_markdown", "html_to_text", "sniff_charset"]
 
-_DROPPED = {"script", "style", "noscript", "template", "svg", "head", "iframe", "object", "canvas"}
-_VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
+_DROPPED = {"script", "style", "noscript", "template", "svg", "head", "title", "iframe", "object", "canvas"}
+# A dropped element still open at the end of the page has its content kept
+# (a second pass), so that a missing end tag cannot empty the page; but not
+# these raw-text ones: html.parser itself holds back the text of an unclosed
+# script or style (as a browser does), so there is nothing to keep.
+_RAW_TEXT = {"script", "style"}
+# What HTML5 lets a head hold: any other start tag ends it (so does text),
+# as do </body>, </html> and </br>.  The same for a <noscript> in the head.
+_HEAD_CONTENT = {"base", "basefont", "bgsound", "link", "meta", "title", "noscript", "noframes", "script", "style",
+                 "template", "head", "html"}
+_HEAD_NOSCRIPT_CONTENT = {"basefont", "bgsound", "link", "meta", "noframes", "style"}
+_HEAD_END_TAGS = {"body", "html", "br"}
+# The start tags that end an open <svg> (HTML5's breakout from foreign
+# content), and the end tags; <font> breaks out with one of these attributes.
+_SVG_BREAKOUT = {"b", "big", "blockquote", "body", "br", "center", "code", "dd", "div", "dl", "dt", "em", "embed",
+                 "h1", "h2", "h3", "h4", "h5", "h6", "head", "hr", "i", "img", "li", "listing", "menu", "meta",
+                 "nobr", "ol", "p", "pre", "ruby", "s", "small", "span", "strong", "strike", "sub", "sup", "table",
+                 "tt", "u", "ul", "var"}
+_SVG_BREAKOUT_END_TAGS = {"p", "br"}
+_FONT_BREAKOUT = {"color", "face", "size"}
+# Elements of an svg that hold HTML: no breakout inside them.
+_SVG_HTML_POINTS = {"foreignobject", "desc", "title"}
+_HTML_SPACE = " \t\n\f\r"
 _BLOCKS = {"p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "form", "figure",
            "figcaption", "dl", "dt", "dd", "address", "details", "summary", "body", "html"}
 # Markdown for inline elements, the same on both sides (code inside pre is left plain).
@@ -63,12 +88,21 @@ class _Table:
 
 
 class _Converter(HTMLParser):
-    def __init__(self, markdown: bool) -> None:
+    def __init__(self, markdown: bool, kept: frozenset[int] = frozenset()) -> None:
         super().__init__(convert_charrefs=True)
         self.markdown = markdown
         self.out: list[str] = []
         self.visible = False  # whether anything but white space was output yet
-        self.dropping = 0  # depth inside dropped elements
+        # Open dropped elements, innermost last: the tag and its start tag's
+        # ordinal, which names it across passes (they see the same tags).
+        self.drops: list[tuple[str, int]] = []
+        # Ordinals of dropped elements an earlier pass found never closed: they
+        # open and close as before, so that every pass sees the same elements
+        # open, but their content is kept.  How many open ones are not kept:
+        self.kept = kept
+        self.dropping = 0
+        self.starts = 0  # start tags seen so far
+        self.in_body = False  # past the head: HTML5 ignores a later <head>
         self.pre = 0
         self.lists: list[list[int]] = []  # per open list: [is_ordered, next number]
         self.links: list[Optional[str]] = []
@@ -136,12 +170,57 @@ class _Converter(HTMLParser):
         if self.markdown:
             self.emit(marker)
 
+    # -- dropped elements
+    def _ends_innermost_drop(self, tag: Optional[str], attrs: list[tuple[str, Optional[str]]], end: bool) -> bool:
+        """Whether a start tag (an end tag if ``end``; text if ``tag`` is None)
+        ends the innermost open dropped element without its end tag, as in HTML5."""
+        inner = self.drops[-1][0]
+        if inner == "head" or inner == "noscript" and len(self.drops) > 1 and self.drops[-2][0] == "head":
+            if end:
+                return tag in _HEAD_END_TAGS
+            return tag not in (_HEAD_CONTENT if inner == "head" else _HEAD_NOSCRIPT_CONTENT)
+        if inner == "svg" and tag is not None:
+            if end:
+                return tag in _SVG_BREAKOUT_END_TAGS
+            return tag in _SVG_BREAKOUT or tag == "font" and any(name in _FONT_BREAKOUT for name, _ in attrs)
+        return False
+
+    def _end_implied_drops(self, tag: Optional[str], attrs: list[tuple[str, Optional[str]]], end: bool) -> None:
+        """End the open dropped elements that ``tag`` cannot be inside."""
+        while self.drops and self._ends_innermost_drop(tag, attrs, end):
+            self._pop_drop()
+
+    def _pop_drop(self) -> None:
+        tag, ordinal = self.drops.pop()
+        if ordinal not in self.kept:
+            self.dropping -= 1
+        if tag == "head":
+            self.in_body = True
+
+    def unclosed(self) -> set[int]:
+        """The ordinals of the dropped elements left open at the end whose content a second pass keeps.
+
+        The same on that pass, which opens and closes the same elements.
+        """
+        return {ordinal for tag, ordinal in self.drops if tag not in _RAW_TEXT}
+
     # -- parser callbacks
     def handle_starttag(self, tag: str, attrs: list[tuple[str, Optional[str]]]) -> None:
-        if tag in _DROPPED:
-            if tag not in _VOID:
+        ordinal = self.starts
+        self.starts += 1
+        if self.drops:
+            self._end_implied_drops(tag, attrs, end=False)
+        if tag in _DROPPED or tag in _SVG_HTML_POINTS and self.drops and self.drops[-1][0] == "svg":
+            if tag == "head" and (self.in_body or self.drops):
+                return  # a <head> past the head, or inside a dropped element, is ignored (HTML5)
+            self.drops.append((tag, ordinal))
+            if ordinal not in self.kept:
                 self.dropping += 1
             return
+        # Only what is outside every dropped element, kept or not, ends the
+        # head: a pass that keeps some must see the same <head> tags ignored.
+        if not self.drops and tag not in _HEAD_CONTENT:
+            self.in_body = True
         if self.dropping:
             return
         attributes = dict(attrs)
@@ -209,9 +288,15 @@ class _Converter(HTMLParser):
             table.cell = []
 
     def handle_endtag(self, tag: str) -> None:
-        if tag in _DROPPED:
-            if tag not in _VOID:
-                self.dropping = max(self.dropping - 1, 0)
+        if self.drops:
+            self._end_implied_drops(tag, [], end=True)
+        if tag in _DROPPED or tag in _SVG_HTML_POINTS:
+            # The nearest open element of that name ends, and whatever was opened inside it.
+            for depth in range(len(self.drops) - 1, -1, -1):
+                if self.drops[depth][0] == tag:
+                    while len(self.drops) > depth:
+                        self._pop_drop()
+                    break
             return
         if self.dropping:
             return
@@ -294,6 +379,11 @@ class _Converter(HTMLParser):
             self.end_table()
 
     def handle_data(self, data: str) -> None:
+        if data.strip(_HTML_SPACE):
+            if self.drops:
+                self._end_implied_drops(None, [], end=False)
+            if not self.drops:
+                self.in_body = True
         if self.dropping:
             return
         if self.pre:
@@ -315,6 +405,13 @@ def _convert(html: str, markdown: bool) -> str:
     converter = _Converter(markdown)
     converter.feed(html)
     converter.close()
+    unclosed = converter.unclosed()
+    if unclosed:
+        # Dropped elements never closed swallowed the rest of the page: convert
+        # again with their content kept.
+        converter = _Converter(markdown, frozenset(unclosed))
+        converter.feed(html)
+        converter.close()
     lines = [line.rstrip() for line in "".join(converter.out).split("\n")]
     text = "\n".join(lines)
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
