@@ -232,6 +232,8 @@ _PAGES = {
     "omitted-end-tags": "<!doctype html><html><head><meta charset='utf-8'><title>Release notes</title>"
                         "<body><h1>Release 2.0</h1><p>Breaking change: the config key was renamed.<p>Also:"
                         "<ul><li>faster<li>smaller</ul>",
+    # Marked sections html.parser raises AssertionError at.
+    "marked-sections": "<p>one<![foo[ hidden ]]>two<![ x >three</p><p>four<![",
     # A Hacker News style layout: a table in a cell, then a cell outside any row.
     "nested-tables": "<html><body><table><tr><td>Story: Rust 2.0 released</td>"
                      "<td><table><tr><td>312 points</td><td>by alice</td></tr></table>posted 3 hours ago</td>"
@@ -476,6 +478,13 @@ def test_webfetch_a_page_that_leaves_out_optional_end_tags_keeps_its_body(store,
 )
 def test_html_implied_and_missing_end_tags_of_dropped_elements(html, markdown):
     assert html_to_markdown(html) == markdown
+
+
+def test_webfetch_a_marked_section_html_parser_cannot_read_is_a_bogus_comment(store, server):
+    """Regression: ``<![foo[`` raised html.parser's AssertionError out of tools.call."""
+    result = tools.call(store, "s", "c", "webfetch", {"url": f"{server}/html/marked-sections"})
+    assert not result.is_error and result.output == "onetwothree\n\nfour<![\n"
+    assert html_to_text("<![if !IE]>a<![endif]>b<![CDATA[c]]>d") == "abd\n"
 
 
 def test_webfetch_a_table_in_a_cell_keeps_every_cell(store, server):

@@ -205,6 +205,19 @@ class _Converter(HTMLParser):
         return {ordinal for tag, ordinal in self.drops if tag not in _RAW_TEXT}
 
     # -- parser callbacks
+    def parse_marked_section(self, i: int, report: int = 1) -> int:
+        """Skip a ``<![...`` section, and return where the text after it starts (-1: not all here yet).
+
+        html.parser raises AssertionError at a keyword it does not know
+        (``<![foo[``, ``<![ x``, Word's ``<![-->``): such a section is a bogus
+        comment that ends at the next ``>``, as HTML5 reads it.
+        """
+        try:
+            return super().parse_marked_section(i, report)
+        except AssertionError:
+            end = self.rawdata.find(">", i + 3)
+            return -1 if end < 0 else end + 1
+
     def handle_starttag(self, tag: str, attrs: list[tuple[str, Optional[str]]]) -> None:
         ordinal = self.starts
         self.starts += 1
