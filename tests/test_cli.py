@@ -908,3 +908,78 @@ def test_exit_with_flushes_and_skips_the_teardown_only_after_a_read(subprocess_e
     assert result.returncode == 3, result.stderr
     assert result.stdout == "written" + (" at exit\n" if hook else "")
     assert result.stderr == "noted" + (" torn down" if teardown else "")
+
+
+# ---------------------------------------------------------------- red-team, stop 12
+def test_run_keeps_the_commands_exit_code_when_nobody_reads_the_preview(cli, tmp_path, subprocess_env):
+    # The reader left before a byte was read (`| true`): the preview goes nowhere, but the exit code
+    # is still the command's, so `set -o pipefail` sees the failure.
+    script = f"{shlex.quote(str(SCRIPT))} run -- 'seq 100000; exit 7' | true; echo \"${{PIPESTATUS[0]}}\""
+    done = subprocess.run(["bash", "-c", script], capture_output=True, timeout=120,
+                          env={**subprocess_env, "OVERSPILL_DATA_DIR": str(tmp_path / "data")})
+    assert done.stdout.decode().strip() == "7", done
+    assert done.stderr == b""
+
+
+@pytest.mark.parametrize("via", ["--session", "OVERSPILL_SESSION"])
+def test_an_overlong_session_is_refused_before_the_command_runs(cli, tmp_path, via):
+    witness = tmp_path / "ran"
+    session = "x" * 2000
+    options, env = (["--session", session], None) if via == "--session" else ([], {"OVERSPILL_SESSION": session})
+    done = cli("run", *options, "--", f"touch {witness}; echo hello", env=env)
+    assert done.returncode == 2 and b"session_id must be at most 1024 UTF-8 bytes" in done.stderr
+    assert not witness.exists()  # nothing ran
+
+
+def test_mcp_refuses_an_overlong_session_at_start(cli):
+    done = cli("mcp", "--session", "é" * 600, stdin=b"")
+    assert done.returncode == 2
+    assert done.stderr.decode().strip() == "overspill: error: session_id must be at most 1024 UTF-8 bytes, not 1200"
+
+
+def test_wait_help_lists_the_exit_code_of_an_unseen_pattern(cli):
+    shown = cli("wait", "--help").stdout.decode()
+    codes = shown.split("exit codes:")[1]
+    assert "  1  --pattern matched no new line" in codes
+
+
+@pytest.mark.parametrize("query", ["offset=abc", "limit=0", "offset=-1", "limit=1e3", "offset=" + "9" * 19])
+def test_a_page_number_in_the_uri_that_is_no_number_is_bad_input(cli, query):
+    # As --offset abc is; a URI that is malformed (an unknown key) stays exit 3.
+    uri = uri_in(cli("run", "--", "seq 100000").stdout)
+    done = cli("read", f"{uri}?{query}")
+    assert done.returncode == 2 and done.stderr.startswith(b"overspill: error: "), done.stderr
+    assert cli("read", "tool-output://nosuchresource000000000000?offset=abc").returncode == 3
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("redis://:s3cret@127.0.0.1:6390/0", "redis://:***@127.0.0.1:6390/0"),
+    ("redis://user:s3cret@127.0.0.1:6390/0", "redis://user:***@127.0.0.1:6390/0"),
+    ("redis://127.0.0.1:6390/0?password=s3cret", "redis://127.0.0.1:6390/0"),
+    ("redis://127.0.0.1:6390/0?socket_timeout=5", "redis://127.0.0.1:6390/0?socket_timeout=5"),
+])
+def test_the_next_commands_never_show_a_store_password(url, shown):
+    import argparse
+
+    from overspill.cli._common import _cli_calls, _continue_command
+
+    args = argparse.Namespace(session=None, data_dir=None, store_url=url)
+    for hint in (_cli_calls(args, "tool-output://x", 10), _continue_command(args, "tool-output://x", 10, None)):
+        assert "s3cret" not in hint and f"--store-url {shlex.quote(shown)}" in hint, hint
+
+
+def test_ctrl_c_while_run_background_waits_still_tells_the_handle(cli, tmp_path, subprocess_env):
+    env = {**subprocess_env, "OVERSPILL_DATA_DIR": str(tmp_path / "data")}
+    started = subprocess.Popen([str(SCRIPT), "run", "--background", "--yield-after", "60", "--", "sleep 30"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
+    try:
+        assert wait_until(lambda: cli("jobs").stdout.count(b"tool-output://") == 1)
+        os.killpg(started.pid, signal.SIGINT)  # as a terminal's Ctrl-C reaches the whole group
+        out, _ = started.communicate(timeout=60)
+    finally:
+        if started.poll() is None:
+            started.kill()
+    assert started.returncode == 130
+    uri = uri_in(out)
+    assert b"running in the background as " + uri.encode() in out
+    assert cli("kill", uri).returncode == 0

@@ -6,7 +6,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
     from typing import Optional
 
-__all__ = ["id_string", "positive_seconds", "whole_number"]
+__all__ = ["MAX_METADATA_BYTES", "check_metadata", "id_string", "positive_seconds", "whole_number"]
+
+#: The most UTF-8 bytes of each caller string a record holds (session id, tool
+#: call id, mime, name): a write with a longer one is refused, so that no
+#: record is written that could not be read back.
+MAX_METADATA_BYTES = 1024
 
 
 def whole_number(value: object, name: str, minimum: Optional[int] = None) -> int:
@@ -46,3 +51,16 @@ def id_string(value: object, name: str) -> str:
     if not value:
         raise ValueError(f"{name} must not be empty")
     return value
+
+
+def check_metadata(value: str, name: str) -> None:
+    """Refuse a caller string a record could not hold.
+
+    :raises ValueError: ``value`` takes more than ``MAX_METADATA_BYTES`` UTF-8
+        bytes (a lone surrogate counts as the 3 bytes it takes).
+    """
+    # Only a string over a quarter of the bound can be over it (4 bytes a code point at most).
+    if len(value) > MAX_METADATA_BYTES // 4:
+        size = len(value.encode("utf-8", "surrogatepass"))
+        if size > MAX_METADATA_BYTES:
+            raise ValueError(f"{name} must be at most {MAX_METADATA_BYTES} UTF-8 bytes, not {size}")

@@ -12,7 +12,7 @@ library.
 
 from __future__ import annotations
 
-from ._arguments import id_string
+from ._arguments import check_metadata, id_string
 from .errors import InvalidResourceError
 
 TYPE_CHECKING = False
@@ -62,12 +62,14 @@ def one_line(text: object) -> str:
 
 
 def check_session_id(value: object) -> str:
-    """``value`` if it is a session id (a non-empty ``str``).
+    """``value`` if it is a session id (a non-empty ``str`` a record can hold).
 
     :raises TypeError: not a str.
-    :raises ValueError: empty.
+    :raises ValueError: empty, or over ``MAX_METADATA_BYTES`` UTF-8 bytes.
     """
-    return id_string(value, "session_id")
+    checked = id_string(value, "session_id")
+    check_metadata(checked, "session_id")
+    return checked
 
 
 def timeout_problem(value: object) -> Optional[str]:
@@ -121,13 +123,16 @@ def is_binary_mime(mime: str) -> bool:
 _MAX_QUERY_DIGITS = 18
 
 
-def parse_page_uri(uri: object) -> tuple[str, Optional[int], Optional[int]]:
+def parse_page_uri(uri: object, bad_number: type[Exception] = InvalidResourceError
+                   ) -> tuple[str, Optional[int], Optional[int]]:
     """``tool-output://ID?offset=N&limit=M`` (the MCP resource template's form)
     as the resource's URI, the offset and the limit (None when not given).
 
+    :param bad_number: what an offset or limit that is no number in range raises
+        (the CLI's usage error: the same as ``--offset abc``).
     :raises InvalidResourceError: a malformed URI or query, an unknown query
-        key, or an offset or limit that is not one decimal integer (offset at
-        least 0, limit at least 1; at most 18 digits); one line.
+        key; by default also an offset or limit that is not one decimal integer
+        (offset at least 0, limit at least 1; at most 18 digits); one line.
     """
     from .records import SCHEME, parse_uri
 
@@ -151,8 +156,8 @@ def parse_page_uri(uri: object) -> tuple[str, Optional[int], Optional[int]]:
         minimum = 0 if key == "offset" else 1
         if not (text.isascii() and text.isdigit()) or len(text) > _MAX_QUERY_DIGITS or int(text) < minimum:
             shown = text if len(text) <= 24 else text[:21] + "..."
-            raise InvalidResourceError(f"{key} must be one integer from {minimum} to {10**_MAX_QUERY_DIGITS - 1}, "
-                                       f"not {shown!r}")
+            raise bad_number(f"{key} must be one integer from {minimum} to {10**_MAX_QUERY_DIGITS - 1}, "
+                             f"not {shown!r}")
         numbers[key] = int(text)
     return base, numbers["offset"], numbers["limit"]
 

@@ -11,7 +11,6 @@ from . import _kernels
 from ._buffers import byte_view
 from ._frozen import frozen
 from .errors import StorageError
-from .records import MAX_METADATA_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
@@ -20,7 +19,7 @@ if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never eva
 
     from .records import Resource
 
-__all__ = ["Page", "TruncateResult", "check_metadata", "checked_buffer", "chunk_view", "stable",
+__all__ = ["Page", "TruncateResult", "checked_buffer", "chunk_view", "stable",
            "stable_pieces", "storage_error", "unchanged"]
 
 # Writable buffers are copied this much at a time before they are written (see stable).
@@ -100,15 +99,6 @@ def stable(view: memoryview) -> Iterator[memoryview]:
 def stable_pieces(pieces: Iterable[memoryview]) -> Iterator[memoryview]:
     for piece in pieces:
         yield from stable(piece)
-
-
-def check_metadata(value: str, name: str) -> None:
-    # A record must stay small enough to be read back: each caller string is
-    # bounded in UTF-8 bytes (a lone surrogate counts as the 3 bytes it takes).
-    if len(value) > MAX_METADATA_BYTES // 4:
-        size = len(value.encode("utf-8", "surrogatepass"))
-        if size > MAX_METADATA_BYTES:
-            raise ValueError(f"{name} must be at most {MAX_METADATA_BYTES} UTF-8 bytes, not {size}")
 
 
 def chunk_view(chunk: object) -> memoryview:

@@ -11,13 +11,12 @@ from __future__ import annotations
 import errno
 
 from . import _kernels
-from ._arguments import id_string
+from ._arguments import check_metadata, id_string
 from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike
 from ._store_room import StoreRoom
 from ._store_types import (
     RESULT_SLOTS,
     TruncateResult,
-    check_metadata,
     checked_buffer,
     stable_pieces,
     storage_error,

@@ -451,7 +451,7 @@ def server_session(session_id: Optional[str]) -> str:
     """The store session a server serves: ``session_id``, or a fresh ``mcp-…`` id when None.
 
     :raises TypeError: ``session_id`` is not a str.
-    :raises ValueError: ``session_id`` is empty.
+    :raises ValueError: ``session_id`` is empty or longer than a record holds.
     """
     return f"mcp-{new_id()}" if session_id is None else check_session_id(session_id)
 

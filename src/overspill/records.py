@@ -17,6 +17,7 @@ import time
 from _thread import allocate_lock  # threading's Lock, without importing threading (start-up)
 
 from . import _files, _kernels
+from ._arguments import MAX_METADATA_BYTES  # re-exported: a record's bound on each caller string
 from ._frozen import frozen, maker, replace
 from ._json_load import loads
 from ._owner import Owner
@@ -62,10 +63,6 @@ CHECKSUM_CHUNK = 16 * 1024
 LEGACY_CHECKSUM_CHUNK = 256 * 1024
 # Larger records are refused unread: checksums of a 1 TiB payload fit easily.
 MAX_RECORD_BYTES = 64 * 1024 * 1024
-#: The most UTF-8 bytes of each caller string a record holds (session id, tool
-#: call id, mime, name): a write with a longer one is refused, so that no
-#: record is written that could not be read back.
-MAX_METADATA_BYTES = 1024
 
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 # An id is 12 of [0-9a-f] then 14 of [0-9A-Za-z], ASCII only (checked by

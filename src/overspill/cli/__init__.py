@@ -20,7 +20,7 @@ from ..errors import (
     ResourceNotFoundError,
     StorageError,
 )
-from ._common import EXIT_RESOURCE, EXIT_STORAGE, EXIT_USAGE, _fail, _stdout, _UsageError
+from ._common import EXIT_RESOURCE, EXIT_STORAGE, EXIT_USAGE, _fail, _reader_gone, _stdout, _UsageError
 
 # Each command imports what it needs (argparse, the store, the capture, signal,
 # shlex) when it runs: ``overspill --version`` imports none of them, and no
@@ -171,9 +171,7 @@ def _main(words: list[str]) -> int:
     except OverspillError as error:
         return _fail(EXIT_USAGE, str(error))
     except BrokenPipeError:
-        # The reader (head, less) went away: not an error; keep Python from complaining at exit.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _reader_gone()  # not an error
         return 0
     # Whatever else goes wrong is still one line: bad input (an over-long
     # session id, OVERSPILL_IMPLEMENTATION=cython without the extension) is

@@ -21,7 +21,9 @@ def _command_read(args: argparse.Namespace) -> int:
     from .._frontend import end_of_resource, parse_page_uri, read_page
     from ..config import MAX_READ_BYTES
 
-    uri, query_offset, query_limit = parse_page_uri(args.uri)  # tool-output://ID?offset=N&limit=M, as MCP's
+    # tool-output://ID?offset=N&limit=M, as MCP's: an offset or limit that is no number is bad
+    # input (exit 2), as the same given by --offset and --limit; a malformed URI is exit 3.
+    uri, query_offset, query_limit = parse_page_uri(args.uri, bad_number=_UsageError)
     for name, given, queried in (("offset", args.offset, query_offset), ("limit", args.limit, query_limit)):
         if given is not None and queried is not None and given != queried:
             raise _UsageError(f"read: the URI says {name}={queried} and --{name} says {given}; give one")

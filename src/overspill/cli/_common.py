@@ -64,13 +64,28 @@ def _on_a_server(args: argparse.Namespace) -> bool:
 
 
 def _common_options(args: argparse.Namespace) -> list[str]:
-    """The options a follow-up command needs to find the same resource."""
+    """The options a follow-up command needs to find the same resource.  A store URL's
+    password (and query) is shown as ``***``: the hints go into model contexts and logs
+    (give the URL in ``OVERSPILL_STORE_URL`` and the hints need none)."""
     options: list[str] = []
     for option, value in (("--session", args.session), ("--data-dir", args.data_dir),
                           ("--store-url", args.store_url)):
         if value is not None:
+            if option == "--store-url":
+                value = _without_secrets(str(value))
             options += [option, str(value)]
     return options
+
+
+def _without_secrets(url: str) -> str:
+    """``url``, or where it holds a password (after the user name, or as a query's
+    ``password``) the form errors show it in, with ``***``."""
+    from ..backends._urls import redacted_url
+
+    shown = redacted_url(url)
+    if "***" in shown or shown.startswith("<") or "password" in url.partition("?")[2].lower():
+        return shown
+    return url
 
 
 def _cli_calls(args: argparse.Namespace, uri: str, offset: int) -> str:
@@ -164,6 +179,14 @@ def _print_json(value: Any) -> None:
     _stdout().write(json.dumps(_as_json(value), ensure_ascii=False).translate(_JSON_CONTROLS) + "\n")
 
 
+def _reader_gone() -> None:
+    """Standard output's reader (head, less) went away: what is left to write goes nowhere, and
+    Python does not complain at exit when it flushes."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def _print_text(text: str) -> None:
     _stdout().write(text if text.endswith("\n") else text + "\n")
 
@@ -220,11 +243,9 @@ def _continue_command(args: argparse.Namespace, uri: str, offset: int, limit: Op
     import shlex
 
     words = ["overspill", "read", uri, "--offset", str(offset)]
-    for option, value in (("--limit", limit), ("--session", args.session), ("--data-dir", args.data_dir),
-                          ("--store-url", args.store_url)):
-        if value is not None:
-            words += [option, str(value)]
-    return shlex.join(words)
+    if limit is not None:
+        words += ["--limit", str(limit)]
+    return shlex.join(words + _common_options(args))
 
 
 def _note(message: str) -> None:

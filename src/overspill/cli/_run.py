@@ -9,9 +9,8 @@ import time
 
 from ..errors import StorageError
 from ._common import (EXIT_STORAGE, EXIT_TIMEOUT, _config, _exit_status, _fail, _for_the_shell, _on_a_server,
-                      _print_answer, _print_json, _print_text, _reader, _session, _shell_answer, _shortened, _stdout,
-                      _store,
-                      _UsageError, _NAME_CHARACTERS)
+                      _print_answer, _print_json, _print_text, _reader, _reader_gone, _session, _shell_answer,
+                      _shortened, _stdout, _store, _UsageError, _NAME_CHARACTERS)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and argparse cost start-up; annotations are never evaluated
@@ -105,14 +104,17 @@ def _command_run(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as error:
             raise _UsageError(start_failure(error)) from None
         storage_error = ran.storage_error
-        if args.json:
-            _print_json(ran.tool_result(args.timeout))
-        else:
-            # The preview (from memory if it could not be stored), its next calls as commands.
-            _print_text(_for_the_shell(args, ran.text(args.timeout),
-                                       None if ran.resource is None else ran.resource.uri,
-                                       ran.marker.get("next_offset")))  # type: ignore[arg-type]
-        _stdout().flush()
+        try:
+            if args.json:
+                _print_json(ran.tool_result(args.timeout))
+            else:
+                # The preview (from memory if it could not be stored), its next calls as commands.
+                _print_text(_for_the_shell(args, ran.text(args.timeout),
+                                           None if ran.resource is None else ran.resource.uri,
+                                           ran.marker.get("next_offset")))  # type: ignore[arg-type]
+            _stdout().flush()
+        except BrokenPipeError:
+            _reader_gone()  # nobody reads the preview: the command's own status still decides the exit code
     if storage_error is not None:
         return _fail(EXIT_STORAGE, f"the output could not be kept: {storage_error}")
     if forwarder.received:
@@ -160,13 +162,20 @@ def _run_background(args: argparse.Namespace, command: str) -> int:
         raise _UsageError(f"could not run the command: {rest or 'the supervisor failed to start'}")
     uri, _, pid = rest.partition(" ")
     deadline = time.monotonic() + (YIELD_AFTER if args.yield_after is None else args.yield_after)
-    while store.status(session, uri).state == "running" and time.monotonic() < deadline:
-        time.sleep(0.05)
+    interrupted = False
+    try:
+        while store.status(session, uri).state == "running" and time.monotonic() < deadline:
+            time.sleep(0.05)
+    except KeyboardInterrupt:
+        # Ctrl-C ends the wait, not the command (the supervisor owns it): its handle is still told.
+        interrupted = True
     answer = background_answer(store, session, uri, resolve_limits(_config(args)), pid=int(pid))
     if args.json:
         _print_json(answer)
     else:
         _print_text(_shell_answer(args, answer))
+    if interrupted:
+        return 128 + _signal_module().SIGINT
     if answer.is_error:
         return EXIT_STORAGE
     if answer.metadata.get("state") == "exited":

@@ -12,6 +12,7 @@ import errno
 import itertools
 import os
 
+from .._arguments import check_metadata, id_string
 from .._frontend import DEFAULT_TIMEOUT
 from .._frozen import frozen
 from ..capture import MAX_CAPTURE_BYTES, RunningCommand
@@ -196,6 +197,11 @@ def execute(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str
     :raises OSError: the command could not be started (a missing ``cwd`` is
         named).
     """
+    # Ids and a name no record could hold are refused before the command runs, not after.
+    for value, what in ((session_id, "session_id"), (tool_call_id, "tool_call_id")):
+        check_metadata(id_string(value, what), what)
+    if name is not None:
+        check_metadata(name, "name")
     if limits is None:
         limits = store.limits() if store is not None else Limits()
     if store is not None:
