@@ -983,3 +983,9 @@ def test_ctrl_c_while_run_background_waits_still_tells_the_handle(cli, tmp_path,
     uri = uri_in(out)
     assert b"running in the background as " + uri.encode() in out
     assert cli("kill", uri).returncode == 0
+
+
+def test_an_empty_data_dir_is_bad_input_not_the_working_folder(cli, tmp_path):
+    done = cli("run", "--data-dir", "", "--", "seq 100000", cwd=str(tmp_path))
+    assert done.returncode == 2 and b"data_dir must not be empty" in done.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -39,6 +39,8 @@ def test_bad_argument_types_and_both_locations(tmp_path):
         ToolOutputStore(42)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="not both"):
         ToolOutputStore(tmp_path, url="redis://127.0.0.1:6379/0")
+    with pytest.raises(ValueError, match="data_dir must not be empty"):
+        ToolOutputStore("")  # an unset variable's expansion, not the working folder
 
 
 def test_the_environment_url_applies_only_without_arguments(tmp_path, monkeypatch, redis_server):

@@ -124,7 +124,8 @@ def locate(data_dir: Union[str, os.PathLike[str], None], url: Optional[str],
     """Where a store with these arguments keeps its resources (see the module docstring).
 
     :raises TypeError: ``url`` is not a str, or ``data_dir`` not a path.
-    :raises ValueError: both ``data_dir`` and ``url`` were given.
+    :raises ValueError: both ``data_dir`` and ``url`` were given, or ``data_dir``
+        is empty (an unset variable's expansion, not a wish for the working folder).
     :raises ConfigError: the URL (argument or environment) is empty or of an
         unsupported form.
     """
@@ -134,6 +135,8 @@ def locate(data_dir: Union[str, os.PathLike[str], None], url: Optional[str],
         raise TypeError(f"url must be a str, not {type(url).__name__}")
     if url is not None and data_dir is not None:
         raise ValueError("give data_dir or url, not both")
+    if data_dir is not None and not os.fspath(data_dir):
+        raise ValueError("data_dir must not be empty (give '.' for the working folder)")
     if url is not None:
         return _from_url(url, "url")
     if data_dir is not None:
