@@ -201,6 +201,64 @@ def test_a_reader_racing_the_eviction_gets_not_found_never_other_bytes(tmp_path)
         reader.join()
     assert problems == [] and outcomes["read"] > 0, outcomes
     assert folder_bytes(writer_store) <= quota and len(writer_store.records()) < 40
+def test_two_writers_never_both_take_the_same_room(tmp_path):
+    # Regression (red team f04): each writer checked the quota, then published
+    # after letting go of every lock, so two writers that both found room for
+    # one of them published both, over max_total_bytes.  Forced here: the
+    # second writer looks for room between the first one's look and its publish.
+    quota = 1_000_000
+    first = open_store(tmp_path, max_total_bytes=quota)
+    second = open_store(tmp_path, max_total_bytes=quota)
+    second_looking = threading.Event()
+    outcome: dict[str, object] = {}
+
+    def write_second() -> None:
+        try:
+            outcome["second"] = second.write("s", "second", b"b" * 600_000)
+        except BaseException as error:  # reported by the assertion below
+            outcome["second"] = error
+
+    def marked(real):
+        def call(*args, **kwargs):
+            try:
+                return real(*args, **kwargs)
+            finally:
+                second_looking.set()
+        return call
+
+    def marking(real):
+        def call(*args, **kwargs):
+            second_looking.set()
+            return real(*args, **kwargs)
+        return call
+
+    # The second writer is looking for room once it reads the usage, or once it
+    # asks to hold the running total (where a look waits for the first's publish).
+    second._backend.usage = marked(second._backend.usage)
+    if hasattr(second._backend, "tally"):
+        second._backend.tally = marking(second._backend.tally)
+    real_usage = first._backend.usage
+    thread = threading.Thread(target=write_second)
+
+    def usage_then_second_looks() -> int:
+        first._backend.usage = real_usage
+        used = real_usage()
+        thread.start()
+        assert second_looking.wait(60), "the second writer never looked for room"
+        return used
+
+    first._backend.usage = usage_then_second_looks
+    older = first.write("s", "first", b"a" * 600_000)
+    thread.join()
+    newer = outcome["second"]
+    assert not isinstance(newer, BaseException), newer
+    assert folder_bytes(first) <= quota
+    # The first published first; the second found it there and evicted it.
+    assert [record.id for record in first.records()] == [newer.id]
+    with pytest.raises(ResourceNotFoundError):
+        first.read("s", older.uri)
+
+
 # ---------------------------------------------------------------- the running total (issue 21, goal 9)
 def usage_file(path) -> int:
     return int((path / "tool-output" / "index" / "usage").read_text())

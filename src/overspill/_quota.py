@@ -16,14 +16,16 @@ from .backends._report import CleanupReport
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
     from collections.abc import Callable
-    from typing import Optional, Protocol
+    from typing import Optional, Protocol, TypeVar
 
     from .backends.base import Backend, Quota
 
     class QuotaBackend(Backend, Quota, Protocol):
         """A backend with the ``Quota`` capability."""
 
-__all__ = ["make_room", "room_made"]
+    T = TypeVar("T")
+
+__all__ = ["make_room", "publish_within", "room_made"]
 
 
 def make_room(backend: QuotaBackend, limit: int) -> CleanupReport:
@@ -40,24 +42,49 @@ def make_room(backend: QuotaBackend, limit: int) -> CleanupReport:
     return _evict(backend, limit)[0]
 
 
-def room_made(backend: QuotaBackend, limit: int, then: Callable[[], None]) -> bool:
+def publish_within(backend: QuotaBackend, limit: int, publish: Callable[[], T]) -> T:
+    """``publish()`` once ``backend``'s location has room for it within ``limit``
+    (the writer's unpublished bytes are in ``pending_bytes``); its result.
+
+    The common case, already within the limit, holds only the running total
+    (``tally``: no count of the location, no cleanup lock), and the check and
+    the publish are one step under it: a writer that finds room takes it
+    before any other writer looks.  Otherwise ``room_made`` evicts and
+    publishes under the cleanup lock, within the limit or, when what holds
+    the room cannot be evicted (running outputs, payloads other writers have
+    not published yet: each evicts in its turn when it publishes), anyway.
+
+    :raises OSError: as ``make_room``, or as ``publish``.
+    """
+    with backend.tally():
+        if backend.usage() + backend.pending_bytes() <= limit:
+            return publish()
+    published: list[T] = []
+    room_made(backend, limit, lambda: published.append(publish()), anyway=True)
+    return published[0]
+
+
+def room_made(backend: QuotaBackend, limit: int, then: Callable[[], None], *, anyway: bool = False) -> bool:
     """``make_room``, with the location counted whatever its running total says
     (a running output grows behind the total's back, in any process), then
-    ``then()`` while the lock is still held if the location is within ``limit``;
-    whether it was (it is not when what holds the room cannot be evicted:
-    running outputs).  Two writers never both take the same room.
+    ``then()`` while the lock (and the running total, ``tally``) is still held
+    if the location is within ``limit``, or ``anyway``; whether it was (it is
+    not when what holds the room cannot be evicted: running outputs).  Two
+    writers never both take the same room.
 
     :raises OSError: as ``make_room``.
     """
-    return _evict(backend, limit, then)[1] <= limit
+    return _evict(backend, limit, then, anyway)[1] <= limit
 
 
-def _evict(backend: QuotaBackend, limit: int,
-           then: Optional[Callable[[], None]] = None) -> tuple[CleanupReport, int]:
+def _evict(backend: QuotaBackend, limit: int, then: Optional[Callable[[], None]] = None,
+           anyway: bool = False) -> tuple[CleanupReport, int]:
     """Under the lock: the location counted, then the oldest published resources evicted
-    until it is within ``limit`` (then ``then()``, if it is); the report and the bytes it
-    takes after the eviction."""
-    with backend.eviction_lock():
+    until it is within ``limit`` (then ``then()``, if it is or ``anyway``); the report and
+    the bytes it takes after the eviction."""
+    # The running total is held too: a writer that publishes without the lock
+    # (``publish_within``'s common case) comes before the count or after ``then``.
+    with backend.eviction_lock(), backend.tally():
         used = backend.recount() + backend.pending_bytes()
         removed: list[str] = []
         freed = 0
@@ -70,6 +97,6 @@ def _evict(backend: QuotaBackend, limit: int,
                 freed += backend.delete(record.id)
                 removed.append(record.id)
                 used = backend.usage() + backend.pending_bytes()
-        if then is not None and used <= limit:
+        if then is not None and (used <= limit or anyway):
             then()
         return CleanupReport(len(removed), freed, 0, 0, tuple(removed)), used

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ._frozen import replace
 from ._owner import current_owner
-from ._quota import make_room, room_made
+from ._quota import make_room, publish_within, room_made
 from ._store_types import TruncateResult, storage_error
 from .errors import StorageError
 from .records import CHECKSUM_CHUNK, Record, Resource, new_id, uri_for
@@ -89,6 +89,22 @@ class StoreRoom:
                 return room_made(quota, limit, then)
             make_room(quota, limit)
             return True
+        except OSError as error:
+            if isinstance(error, StorageError):
+                raise
+            raise storage_error(f"cannot make room in {self._folder}", error) from None
+
+    def _publish_within(self, reserve: int, publish: Callable[[], Record]) -> Record:
+        """``publish()`` under the quota (``overspill._quota.publish_within``):
+        the oldest resources evicted first when the location would pass
+        ``max_total_bytes`` with it, and no other writer taking the same room
+        in between.  ``reserve`` is the record's room, as ``_make_room``'s.
+        ``publish`` raises what it raises (its own StorageError wording)."""
+        quota = self._quota
+        if quota is None:
+            return publish()
+        try:
+            return publish_within(quota, self._limits.max_total_bytes - reserve, publish)
         except OSError as error:
             if isinstance(error, StorageError):
                 raise

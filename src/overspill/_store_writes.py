@@ -147,9 +147,16 @@ class StoreWrites(StoreRoom):
             extra["capture"] = capture
         if lines is not None:
             extra["lines"] = lines
+        retention = self._retention
+
+        def publish() -> Record:
+            try:
+                return writer.publish(session_id, tool_call_id, mime, name, retention=retention, **extra)
+            except OSError as error:
+                raise_stored(error)  # the publish's own wording, not the quota's
+
         try:
-            self._make_room(reserve)
-            return writer.publish(session_id, tool_call_id, mime, name, retention=self._retention, **extra)
+            return self._publish_within(reserve, publish)
         except BaseException as error:
             writer.abort()
             raise_stored(error)

@@ -73,6 +73,18 @@ class LocalQuota:
 
         return sweep_lock(self._directory, wait=True)
 
+    def tally(self) -> AbstractContextManager[None]:
+        """The running total held (``UsageTotal.held``): a publish inside counts
+        its bytes with no other writer's check or publish in between.  Without a
+        running total nothing is held (each check counts the folder).
+
+        """
+        if self._usage is None or self._missing():
+            from contextlib import nullcontext
+
+            return nullcontext()
+        return self._usage.held()
+
     def record_bytes(self, record: Record, /) -> int:
         """The bytes of ``record``'s ``{id}.json``, checksums for all of its size included."""
         return record_size(record, CHECKSUM_CHUNK)

@@ -98,6 +98,13 @@ class RedisQuota:
         except REDIS_ERRORS as error:
             raise self.storage_error("cannot make room", error) from None
 
+    def tally(self) -> contextlib.AbstractContextManager[None]:
+        """Nothing held: a writer's bytes reach the running total in the script
+        call before its publish (``RedisWriter.publish``), and a check and a
+        publish cannot be one script where the total and the resource live in
+        different slots of a Cluster."""
+        return contextlib.nullcontext()
+
     def record_bytes(self, record: Record, /) -> int:
         """The bytes of ``record``'s meta key (its JSON with checksums of every
         ``CHECKSUM_BYTES``, plus ``"chunkBytes"``), as the quota counts them."""

@@ -16,11 +16,17 @@ that writes the folder:
 
 Between corrections the total can only lag what it does not see; the quota
 check that trusts it evicts from an exact recount, never from the total.
+
+``held()`` keeps the file locked for a whole step (the quota's check and the
+publish it allows, ``_quota.publish_within``): the same thread's updates
+inside it change the held total, which is written back once at the end, so
+no other writer's check or publish comes between.
 """
 
 from __future__ import annotations
 
 import os
+from _thread import get_ident  # not threading, nor contextlib: a read imports this module (start-up)
 
 from .. import _files
 
@@ -75,37 +81,82 @@ class UsageTotal:
         self._location = location
         self._unpublished = unpublished
         self._path = os.path.join(location, USAGE_NAME)
+        # The held step (``held``): the holding thread, and [the total as read, the total now].
+        self._holder: int | None = None
+        self._step: list[int | None] = [None, None]
 
-    def _update(self, change: int | None) -> int:
-        """Under the file's lock: the total plus ``change``, written back; the
-        folder recounted instead when ``change`` is None or the file holds no total."""
+    def _locked(self) -> int:
+        """The usage file, open and exclusively locked (-1 where there is no ``flock``)."""
         try:
             import fcntl  # here, not at import: a read takes no lock (start-up)
         except ImportError:  # pragma: no cover - not POSIX: every check recounts
-            return _folder_bytes(self._folder)
+            return -1
         _files.ensure_directory(self._location)
         fd = os.open(self._path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, _files.FILE_MODE)
         _LOCKED_FDS.add(fd)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            text = os.pread(fd, 32, 0)
-            total = int(text) if change is not None and text.strip().isdigit() else None
-            if total is None:
-                # Caught up (or corrected) from the folder.  Another process's
-                # unfinished payload is counted now and again at its publish:
-                # the total errs high until the next correction, never low.
-                total = max(_folder_bytes(self._folder) - self._unpublished(), 0)
-            elif change:
-                total = max(total + change, 0)
-            else:
+        except BaseException:
+            _LOCKED_FDS.discard(fd)
+            os.close(fd)
+            raise
+        return fd
+
+    @staticmethod
+    def _release(fd: int) -> None:
+        _LOCKED_FDS.discard(fd)
+        os.close(fd)  # also releases the lock
+
+    def _changed(self, total: int | None, change: int | None) -> int:
+        """The total after ``change``: the folder counted when ``change`` is None or there is no total."""
+        if total is None or change is None:
+            # Caught up (or corrected) from the folder.  Another process's
+            # unfinished payload is counted now and again at its publish:
+            # the total errs high until the next correction, never low.
+            return max(_folder_bytes(self._folder) - self._unpublished(), 0)
+        return max(total + change, 0)
+
+    @staticmethod
+    def _read(fd: int) -> int | None:
+        text = os.pread(fd, 32, 0)
+        return int(text) if text.strip().isdigit() else None
+
+    @staticmethod
+    def _write(fd: int, total: int) -> None:
+        data = f"{total}\n".encode("ascii")
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+
+    def _update(self, change: int | None) -> int:
+        """Under the file's lock: the total plus ``change``, written back; the
+        folder recounted instead when ``change`` is None or the file holds no total."""
+        if self._holder == get_ident():  # inside this thread's ``held``: its lock is this update's
+            step = self._step
+            step[1] = self._changed(step[1], change)
+            return step[1]
+        fd = self._locked()
+        if fd < 0:  # pragma: no cover - not POSIX
+            return _folder_bytes(self._folder)
+        try:
+            total = self._read(fd)
+            if total is not None and change == 0:
                 return total
-            data = f"{total}\n".encode("ascii")
-            os.pwrite(fd, data, 0)
-            os.ftruncate(fd, len(data))
+            total = self._changed(total, change)
+            self._write(fd, total)
             return total
         finally:
-            _LOCKED_FDS.discard(fd)
-            os.close(fd)  # also releases the lock
+            self._release(fd)
+
+    def held(self) -> _Held:
+        """Keep the file locked while a ``with`` block runs: this thread's
+        ``total``, ``add`` and ``recount`` inside it use the held total (written
+        back at the end), and every other writer's wait.  Nested, it holds
+        nothing more; a file that cannot be opened holds nothing (the updates
+        inside go on as without ``held``, each falling back as it does).
+
+        :raises OSError: the file cannot be read.
+        """
+        return _Held(self)
 
     def total(self) -> int:
         """The folder's bytes as last counted and kept up.
@@ -128,3 +179,47 @@ class UsageTotal:
         :raises OSError: the folder cannot be read.
         """
         return self._update(None)
+
+
+class _Held:
+    """``UsageTotal.held``'s block (a class, not contextlib: start-up)."""
+
+    __slots__ = ("_fd", "_usage")
+
+    def __init__(self, usage: UsageTotal) -> None:
+        self._usage = usage
+        self._fd = -1
+
+    def __enter__(self) -> None:
+        usage = self._usage
+        if usage._holder == get_ident():
+            return
+        try:
+            fd = usage._locked()
+        except OSError:
+            return
+        if fd < 0:  # pragma: no cover - not POSIX: nothing to hold
+            return
+        try:
+            total = usage._read(fd)
+        except BaseException:
+            usage._release(fd)
+            raise
+        self._fd = fd
+        usage._step = [total, total]
+        usage._holder = get_ident()
+
+    def __exit__(self, *exc: object) -> None:
+        fd, self._fd = self._fd, -1
+        if fd < 0:
+            return
+        usage = self._usage
+        (read, now), usage._step, usage._holder = usage._step, [None, None], None
+        try:
+            if now is not None and now != read:
+                try:
+                    usage._write(fd, now)
+                except OSError:
+                    pass  # as ``add``: the next sweep corrects a total that could not be kept up
+        finally:
+            usage._release(fd)

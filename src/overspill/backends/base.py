@@ -363,6 +363,16 @@ class Quota(Protocol):
         """
         ...
 
+    def tally(self) -> AbstractContextManager[object]:
+        """Hold the running total behind ``usage`` while a check and the publish
+        it allows run (no other writer's check or publish in between, and the
+        publish's bytes counted before it ends); cheap: no count of the location.
+        A backend whose total cannot be held returns a context that holds nothing.
+
+        :raises OSError: the total cannot be had.
+        """
+        ...
+
     def record_bytes(self, record: Record, /) -> int:
         """At least the bytes ``record`` takes where this location keeps it, with
         checksums for all of its ``resource.size`` (whatever ``record.checksums``
