@@ -157,3 +157,26 @@ def test_a_hung_cluster_node_is_one_error_and_the_others_serve_on(tmp_path):
     finally:
         for node in servers:
             node.stop()
+
+
+def test_a_recount_during_a_publish_keeps_its_bytes_counted(server):
+    """Regression (red team f11): the writer counted its bytes one round trip
+    before the publish script and was not in ovs:pending (outputs under one
+    chunk never were), so another process's recount in between dropped the
+    count of a resource that was then published: counted nowhere, for good."""
+    with ToolOutputStore(url=server.url) as writer, ToolOutputStore(url=server.url) as evictor:
+        backend = writer._backend
+        real = backend.publish_script
+
+        def script_after_a_recount(*args, **kwargs):
+            with evictor._backend.eviction_lock():
+                evictor._backend.recount()  # what the eviction does first
+            return real(*args, **kwargs)
+
+        backend.publish_script = script_after_a_recount
+        resource = writer.write("s", "c", b"x" * 500_000)
+        backend.publish_script = real
+        writer.cleanup()
+        with evictor._backend.eviction_lock():
+            assert evictor._backend.recount() >= resource.size
+        assert backend.client.zcard("ovs:pending") == 0  # the publish's entry went with it

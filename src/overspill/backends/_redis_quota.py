@@ -74,11 +74,14 @@ class RedisQuota:
         """Drop the bookkeeping of resources that expired or whose writer died; the exact total."""
         ids = [member.decode("ascii", "replace") for member in unless_damaged(self._client.hkeys, BY_ID) or []]
         if ids:
+            # ovs:pending before the records: a writer is listed there from before its
+            # bytes are counted until after its record is set, so an id found in
+            # neither (in this order) has no publish in flight.
+            pending = unless_damaged(self._client.zmscore, PENDING, ids) or [0] * len(ids)  # damaged: keep all
             pipe = self._client.pipeline(transaction=False)
             for resource_id in ids:
                 pipe.exists(meta_key(resource_id))
             published = pipe.execute()
-            pending = unless_damaged(self._client.zmscore, PENDING, ids) or [0] * len(ids)  # damaged: keep all
             self.unaccount(*(resource_id for resource_id, live, score in zip(ids, published, pending)
                               if not live and score is None))
         return int(self._recount_script(keys=[USED, BY_ID]))

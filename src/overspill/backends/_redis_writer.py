@@ -47,6 +47,7 @@ class RedisWriter:
         self._checksums = Checksums(CHECKSUM_BYTES)
         self._finished = False
         self._beating = False
+        self._listed = False  # an entry in ovs:pending (the heartbeat's, or the publish's)
         # Held by a heartbeat for its whole renewal and by publish around its script, so a beat
         # that began before publish cannot set the partial expiry back on published chunks.
         self._beat_lock = threading.Lock()
@@ -76,6 +77,7 @@ class RedisWriter:
         if not self._beating:
             # The first chunk makes this write visible to the sweep as pending.
             self._beating = True
+            self._listed = True
             self._backend.enlist(self)
             self.beat()
         self._checksums.feed(data)
@@ -144,9 +146,17 @@ class RedisWriter:
         backend = self._backend
         try:
             # The index first: a crash before the record leaves an entry the sweep drops.
-            self._client.zadd(session_key(session_id), {self._id: created})
+            # And an entry in ovs:pending before the bytes are counted, kept until the
+            # record is there: a recount (another process's eviction) drops the count
+            # of an id with neither, which would lose this one's for good.
+            pipe = self._client.pipeline(transaction=False)
+            pipe.zadd(session_key(session_id), {self._id: created})
+            pipe.zadd(SESSIONS, {session_id.encode("utf-8", "surrogatepass"): created}, gt=True)
+            if not self._listed:
+                pipe.zadd(PENDING, {self._id: time.time() * 1000})
+            self._listed = True
             self._indexed_in = session_id
-            self._client.zadd(SESSIONS, {session_id.encode("utf-8", "surrogatepass"): created}, gt=True)
+            pipe.execute()
             if not tail and self._flushed:
                 self._verify_last_block(record.checksums or b"")
             self._account_to(self.size + len(document))
@@ -168,7 +178,7 @@ class RedisWriter:
         self._finished = True
         self._buffer = bytearray()
         backend.delist(self)
-        if self._beating:
+        if self._listed:
             try:
                 self._client.zrem(PENDING, self._id)
             except REDIS_ERRORS:
@@ -205,7 +215,7 @@ class RedisWriter:
                 self._backend.unaccount(self._id)
             if self._indexed_in is not None and not published:
                 self._client.zrem(session_key(self._indexed_in), self._id)
-            if self._beating:
+            if self._listed:
                 self._client.zrem(PENDING, self._id)
         except (*REDIS_ERRORS, OSError):
             pass  # the chunks expire on their own; the sweep drops the pending entry
