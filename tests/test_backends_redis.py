@@ -74,7 +74,7 @@ def test_wrong_typed_keys_are_skipped_by_listings_and_removed_by_cleanup(server)
         report = store.cleanup()
         assert bad_id in report.removed_ids and report.temporaries >= 1
         assert not raw.exists(f"ovs:{{{bad_id}}}:meta") and not raw.exists("ovs:session:ghost")
-        assert raw.type("ovs:{usage}:by-id") in (b"hash", b"none") and int(raw.get("ovs:{usage}:bytes")) >= 0
+        assert raw.type("ovs:{usage}:by-id") in (b"hash", b"none") and int(raw.get("ovs:{usage}:bytes") or 0) >= 0
         for session, uri in good.items():
             assert store.read(session, uri).content == f"output of {session}\n"
         assert store.cleanup().removed == 0
@@ -180,3 +180,24 @@ def test_a_recount_during_a_publish_keeps_its_bytes_counted(server):
         with evictor._backend.eviction_lock():
             assert evictor._backend.recount() >= resource.size
         assert backend.client.zcard("ovs:pending") == 0  # the publish's entry went with it
+
+
+def test_a_member_that_names_no_id_is_skipped_and_cleaned(server):
+    """Regression (red team f01): one non-ASCII member of a session's set,
+    ovs:pending or ovs:{usage}:by-id made listings, cleanup and every evicting
+    write raise a raw UnicodeEncodeError (the member decoded with "replace",
+    then encoded to ASCII for its key)."""
+    with ToolOutputStore(url=server.url, config={"tool_output": {"max_total_bytes": 3_000_000}}) as store:
+        first = store.write("s1", "c1", b"x" * 1_000_000)
+        raw = store._backend.client
+        raw.zadd(b"ovs:session:s1", {b"\xc3\xa9": 1})
+        raw.hset(b"ovs:{usage}:by-id", b"\xc3\xa9", 5)
+        raw.zadd(b"ovs:pending", {b"\xc3\xa9": 1})
+        assert [record.id for record in store.records("s1")] == [first.id]
+        assert [record.id for record in store.records()] == [first.id]
+        later = store.write("s1", "c2", b"y" * 2_500_000)  # evicts the first
+        assert [record.id for record in store.records("s1")] == [later.id]
+        store.cleanup()
+        assert raw.zscore(b"ovs:session:s1", b"\xc3\xa9") is None
+        assert raw.zscore(b"ovs:pending", b"\xc3\xa9") is None
+        assert not raw.hexists(b"ovs:{usage}:by-id", b"\xc3\xa9")

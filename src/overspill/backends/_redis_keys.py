@@ -14,14 +14,14 @@ The layout (see ``overspill.backends.redis``)::
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, Optional
 
 import redis.exceptions
 
 __all__ = ["ACCOUNT", "ACCOUNT_STEP", "BY_ID", "CHECKSUM_BYTES", "CHUNK_BYTES", "LOCK", "LOCK_MS", "LOCK_WAIT_SECONDS",
            "PARTIAL_TTL", "PENDING", "PUBLISH", "RECOUNT", "REDIS_ERRORS", "RELEASE", "SESSIONS", "UNACCOUNT",
-           "UNLINK_BATCH", "USAGE", "USED", "answers", "chunk_count", "chunk_key", "is_wrong_type", "meta_key",
-           "session_key", "unless_damaged"]
+           "UNLINK_BATCH", "USAGE", "USED", "answers", "chunk_count", "chunk_key", "is_wrong_type", "member_id",
+           "meta_key", "session_key", "unless_damaged"]
 
 #: Bytes per chunk key: far below Redis's 512 MB value cap, large enough that
 #: a 1 GiB payload is about a thousand keys, and 16 KiB short of 1 MiB so that
@@ -112,11 +112,12 @@ if freed ~= 0 then redis.call('DECRBY', KEYS[1], freed) end
 return freed
 """
 
-# KEYS: total, per-id hash.  The total, recomputed from the hash.
+# KEYS: total, per-id hash.  The total, recomputed from the hash (a total of 0
+# is no key, as before the first write: a sweep of an emptied store leaves none).
 RECOUNT = _REPAIR_USAGE + """
 local total = 0
 for _, bytes in ipairs(redis.call('HVALS', KEYS[2])) do total = total + (tonumber(bytes) or 0) end
-redis.call('SET', KEYS[1], total)
+if total == 0 then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], total) end
 return total
 """
 
@@ -128,6 +129,16 @@ return 0
 
 def meta_key(resource_id: str) -> bytes:
     return f"ovs:{{{resource_id}}}:meta".encode("ascii")
+
+
+def member_id(member: bytes) -> Optional[str]:
+    """The resource id a member of the bookkeeping (a session's set, ovs:pending,
+    ovs:{usage}:by-id) names; None for one that is not ASCII, which no writer
+    of ours wrote (ids are ASCII): damage that listings skip and cleanup removes."""
+    try:
+        return member.decode("ascii")
+    except UnicodeDecodeError:
+        return None
 
 
 def chunk_key(resource_id: str, index: int) -> bytes:

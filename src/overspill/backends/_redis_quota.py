@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import StorageError
 from ..records import Record, record_size
-from ._redis_keys import BY_ID, CHECKSUM_BYTES, CHUNK_BYTES, LOCK, LOCK_MS, LOCK_WAIT_SECONDS, PENDING, REDIS_ERRORS, USED, meta_key, unless_damaged
+from ._redis_keys import (BY_ID, CHECKSUM_BYTES, CHUNK_BYTES, LOCK, LOCK_MS, LOCK_WAIT_SECONDS, PENDING, REDIS_ERRORS,
+                          USED, member_id, meta_key, unless_damaged)
 
 if TYPE_CHECKING:
     from ._redis_writer import RedisWriter
@@ -70,9 +71,22 @@ class RedisQuota:
         except REDIS_ERRORS as error:
             raise self.storage_error("cannot read the usage", error) from None
 
+    def recount_now(self) -> int:
+        """``recount`` without its error wrapping (the sweep wraps its own); under the cleanup lock."""
+        return self._recount()
+
     def _recount(self) -> int:
         """Drop the bookkeeping of resources that expired or whose writer died; the exact total."""
-        ids = [member.decode("ascii", "replace") for member in unless_damaged(self._client.hkeys, BY_ID) or []]
+        ids = []
+        damaged = []  # members that name no id (not ASCII): never a resource's, dropped now
+        for member in unless_damaged(self._client.hkeys, BY_ID) or []:
+            resource_id = member_id(member)
+            if resource_id is None:
+                damaged.append(member)
+            else:
+                ids.append(resource_id)
+        if damaged:
+            self._unaccount_script(keys=[USED, BY_ID], args=damaged)
         if ids:
             # ovs:pending before the records: a writer is listed there from before its
             # bytes are counted until after its record is set, so an id found in

@@ -14,7 +14,8 @@ from ..errors import ResourceNotFoundError
 from ..records import Record
 # PARTIAL_TTL is read from its module at each use, so that a test can shorten it.
 from . import _redis_keys
-from ._redis_keys import CHUNK_BYTES, PENDING, SESSIONS, answers, chunk_count, chunk_key, meta_key, unless_damaged
+from ._redis_keys import (CHUNK_BYTES, PENDING, SESSIONS, answers, chunk_count, chunk_key, member_id, meta_key,
+                          unless_damaged)
 from .base import CleanupReport
 
 if TYPE_CHECKING:
@@ -61,7 +62,15 @@ class RedisSweep:
         if listed is None:
             self.damaged(key)
             listed = []
-        entries = [(member.decode("ascii", "replace"), score) for member, score in listed]
+        entries = []
+        for member, score in listed:
+            resource_id = member_id(member)
+            if resource_id is None:  # names no id (not ASCII): damage, dropped from the index
+                if not self.dry_run:
+                    self.client.zrem(key, member)
+                self.temporaries += 1
+            else:
+                entries.append((resource_id, score))
         pipe = self.client.pipeline(transaction=False)
         for resource_id, _ in entries:
             pipe.get(meta_key(resource_id))
@@ -105,7 +114,12 @@ class RedisSweep:
             self.damaged(PENDING)
             members = []
         for member in members:
-            resource_id = member.decode("ascii", "replace")
+            resource_id = member_id(member)
+            if resource_id is None:  # names no id (not ASCII): damage, dropped (its count by the recount)
+                if not self.dry_run:
+                    self.client.zrem(PENDING, member)
+                self.temporaries += 1
+                continue
             if not self.client.exists(meta_key(resource_id)):
                 self.bytes_freed += self.backend.unlink_unknown(resource_id, self.dry_run)
                 self.temporaries += 1
@@ -123,5 +137,8 @@ class RedisSweep:
             self.session(session)
         self.pending()
         if not self.dry_run:
-            self.backend.usage()  # a damaged quota total (not a number) is recounted by the script
+            # The quota's bookkeeping recounted, as every eviction does: counts of
+            # resources gone behind its back dropped, members that name no id too,
+            # and a damaged total (not a number) recounted by the script.
+            self.backend.recount_now()
         return CleanupReport(len(self.removed), self.bytes_freed, self.temporaries, 0, tuple(self.removed))

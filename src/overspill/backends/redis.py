@@ -74,6 +74,7 @@ from ._redis_keys import (
     answers,
     chunk_count,
     chunk_key,
+    member_id,
     meta_key,
     session_key,
     unless_damaged,
@@ -257,7 +258,8 @@ class RedisBackend(RedisReads, RedisQuota):
                 for found in answers(pipe):
                     if not isinstance(found, Exception):
                         members += found
-        return sorted({member.decode("ascii", "replace") for member in members})
+        # A member that names no id (not ASCII) is damage that cleanup removes.
+        return sorted({resource_id for resource_id in map(member_id, members) if resource_id is not None})
 
     def _records_of(self, ids: Sequence[str]) -> list[tuple[str, Optional[tuple[Record, int]]]]:
         """Each id with its record, None when it is gone or invalid; one round trip."""
