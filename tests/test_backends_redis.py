@@ -201,3 +201,43 @@ def test_a_member_that_names_no_id_is_skipped_and_cleaned(server):
         assert raw.zscore(b"ovs:session:s1", b"\xc3\xa9") is None
         assert raw.zscore(b"ovs:pending", b"\xc3\xa9") is None
         assert not raw.hexists(b"ovs:{usage}:by-id", b"\xc3\xa9")
+
+
+_FORGED_SIZE_CLEANUP = r'''
+import json, resource, sys, time
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # far more than a sweep of two records needs
+from overspill import ToolOutputStore
+from overspill.records import new_id
+store = ToolOutputStore(url=sys.argv[1])
+raw = store._backend.client
+now = int(time.time() * 1000)
+forged = []
+for created in (now - 8 * 86400 * 1000, now - 3600 * 1000):  # expired, and not
+    rid = new_id()
+    document = {"version": 1, "id": rid, "uri": "tool-output://" + rid, "sessionID": "s", "toolCallID": "c",
+                "mime": "text/plain", "size": 10**12, "created": created, "chunkBytes": 16384}
+    raw.set(f"ovs:{{{rid}}}:meta", json.dumps(document))
+    raw.set(f"ovs:{{{rid}}}:c:0", b"x" * 16384)
+    raw.zadd(b"ovs:session:s", {rid: created})
+    forged.append(rid)
+raw.zadd(b"ovs:sessions", {b"s": now})
+good = store.write("s", "c", b"kept")
+report = store.cleanup()
+assert sorted(report.removed_ids) == sorted(forged), report
+assert not any(raw.exists(f"ovs:{{{rid}}}:meta", f"ovs:{{{rid}}}:c:0") for rid in forged)
+assert [record.id for record in store.records("s")] == [good.id]
+print("ok")
+'''
+
+
+def test_a_record_claiming_a_huge_size_is_removed_in_bounded_work(server):
+    """Regression (red team f05): a damaged record claiming 10**12 bytes made
+    every sweep build one key name per claimed chunk (61 million) and end in
+    MemoryError.  Now its last chunk is looked at first: missing, the record is
+    broken and goes with the chunk keys that exist."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _FORGED_SIZE_CLEANUP, server.url], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout + done.stderr

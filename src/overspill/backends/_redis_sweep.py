@@ -92,8 +92,10 @@ class RedisSweep:
                 continue
             expired = self.now_ms - record.created_ms > self.retention_ms
             chunks = chunk_count(record.resource.size, chunk)
-            intact = chunks == 0 or self.client.exists(
-                *(chunk_key(resource_id, index) for index in range(chunks))) == chunks
+            # The last chunk first: a damaged record claiming far more than is there
+            # is found broken in one round trip, before a key name per claimed chunk.
+            intact = chunks == 0 or (self.backend.ends_where_claimed(record, chunk) and self.client.exists(
+                *(chunk_key(resource_id, index) for index in range(chunks))) == chunks)
             if expired or not intact:
                 self.remove(resource_id, record, chunk)
         if stale and not self.dry_run:

@@ -74,6 +74,7 @@ from ._redis_keys import (
     answers,
     chunk_count,
     chunk_key,
+    is_wrong_type,
     member_id,
     meta_key,
     session_key,
@@ -320,8 +321,31 @@ class RedisBackend(RedisReads, RedisQuota):
                 self._client.unlink(*present)
             start += UNLINK_BATCH
 
+    def ends_where_claimed(self, record: Record, chunk: int) -> bool:
+        """Whether the last chunk key ``record`` claims is there, as long as it says:
+        one round trip, whatever size the record claims (a damaged one may claim
+        a petabyte, whose key names alone would not fit in memory)."""
+        chunks = chunk_count(record.resource.size, chunk)
+        if not chunks:
+            return True
+        last = record.resource.size - (chunks - 1) * chunk
+        try:
+            return self._client.strlen(chunk_key(record.id, chunks - 1)) == last
+        except redis.exceptions.ResponseError as error:
+            if is_wrong_type(error):
+                return False
+            raise
+
     def remove(self, record: Record, chunk: int) -> int:
-        """Remove a resource, record first (one atomic DEL of all its keys)."""
+        """Remove a resource, record first (one atomic DEL of all its keys).  A record
+        whose last chunk is not there (damaged, or its chunks expired) is broken: its
+        record goes, then the chunk keys that exist, found a batch at a time."""
+        if not self.ends_where_claimed(record, chunk):
+            self._client.delete(meta_key(record.id))
+            self._client.zrem(session_key(record.session_id), record.id)
+            self._forget(record.id)
+            self.unaccount(record.id)
+            return self.unlink_unknown(record.id)
         keys = [meta_key(record.id)] + [chunk_key(record.id, index)
                                          for index in range(chunk_count(record.resource.size, chunk))]
         removed = self._client.delete(*keys)
