@@ -173,3 +173,32 @@ def test_cleanup_retention_boundary(tmp_path):
     assert store.cleanup(now=time.time() + 3700).removed == 1
     with pytest.raises(ResourceNotFoundError):
         store.read("s", resource.uri)
+
+
+_OUT_OF_DESCRIPTORS = r'''
+import os, resource, sys, tempfile
+from overspill import ToolOutputStore
+from overspill.errors import StorageError
+store = ToolOutputStore(tempfile.mkdtemp(), durable=False)
+text = "".join("line %d\n" % i for i in range(100000))
+lowest_free = os.open(os.devnull, os.O_RDONLY)
+os.close(lowest_free)
+resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+try:
+    store.truncate("s", "c", text)
+except StorageError as error:
+    print("StorageError", error.errno)
+'''
+
+
+def test_out_of_descriptors_the_first_stored_output_is_a_storage_error(subprocess_env, tmp_path):
+    """Regression (red team f09): the modules a first stored output needs (the
+    kernels, the preview) are imported lazily, inside the call but outside the
+    code that turns OSError into StorageError: out of descriptors, the first
+    large truncate() raised a raw OSError from the import."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _OUT_OF_DESCRIPTORS], capture_output=True, text=True,
+                          env=subprocess_env, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == f"StorageError {errno.EMFILE}", done.stdout + done.stderr

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from .errors import ConfigError
+from .errors import ConfigError, StorageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # types costs start-up; annotations are never evaluated
@@ -66,20 +66,41 @@ def _load(requested: str) -> tuple[str, ModuleType]:
     # The twin is imported only when it is the one chosen: a process on the
     # compiled kernels never pays for its import (start-up).
     if requested == "python":
-        from . import _native
-
-        return "python", _native
+        return "python", _twin()
     try:
         return "cython", _compiled()
     except ImportError as error:
+        # Out of descriptors, the compiled module cannot be opened either: that
+        # says nothing of whether it is there (nor should it bind the twin for good).
+        _descriptors_left()
         if requested == "cython":
             raise ImportError(
                 "OVERSPILL_IMPLEMENTATION=cython, but overspill._speedups cannot be imported "
                 f"({error}); reinstall overspill with a C compiler available"
             ) from error
-        from . import _native
+        return "python", _twin()
 
-        return "python", _native
+
+def _descriptors_left() -> None:
+    """Raise StorageError when this process cannot open a file now."""
+    try:
+        fd = os.open(os.devnull, os.O_RDONLY)
+    except OSError as error:
+        raise StorageError(error.errno or 0, f"cannot load overspill's kernels: {error.strerror or error}") from None
+    os.close(fd)
+
+
+def _twin() -> ModuleType:
+    """The pure twin, imported now.  Its files are read at the first kernel call,
+    inside a store call: a process out of descriptors gets the StorageError
+    every store call promises (nothing is bound, so the next call chooses again)."""
+    try:
+        from . import _native
+    except OSError as error:
+        if isinstance(error, StorageError):
+            raise
+        raise StorageError(error.errno or 0, f"cannot load overspill's kernels: {error.strerror or error}") from None
+    return _native
 
 
 def use(requested: str) -> str:

@@ -267,7 +267,13 @@ class StoreWrites(StoreRoom):
         first = self._first_cut(content, lines_limit, bytes_limit, flags)
         if isinstance(first, TruncateResult):
             return first
-        return self._stored_result(session_id, tool_call_id, content, mime, name, lines_limit, bytes_limit, first)
+        try:
+            return self._stored_result(session_id, tool_call_id, content, mime, name, lines_limit, bytes_limit,
+                                       first)
+        except OSError as error:
+            # The modules only a stored output needs are imported on its first one
+            # (start-up, issue 21): out of descriptors, that import fails too.
+            raise_stored(error)
 
     def _first_cut(self, content: Union[str, BytesLike], lines_limit: int, bytes_limit: int,
                    flags: int) -> Union[TruncateResult, Preview, None]:
