@@ -93,6 +93,52 @@ def test_a_cleanup_between_create_and_lock_makes_the_writer_draw_again(tmp_path,
     assert store.read("s", resource.uri).content == "x\n" * 100
 
 
+def test_a_pair_published_after_the_sweeps_listing_is_not_swept(tmp_path, monkeypatch):
+    """Red team f07: the sweep lists the folder once; a payload it saw without a record, older
+    than the grace (its producer paused), was removed once its writer lock was free -- but the
+    lock was free because the writer had published since the listing, so a fresh, valid
+    resource went. Forced ordering: the writer publishes between the listing and the judgement."""
+    from overspill.backends import _sweep
+
+    store = ToolOutputStore(tmp_path, durable=False)
+    resume = threading.Event()
+    block = b"a command that then stays quiet for two hours\n" * 2000
+
+    def pieces():
+        yield block
+        resume.wait()
+
+    published = {}
+    producer = threading.Thread(target=lambda: published.setdefault("r", store.write_stream("s", "c", pieces())))
+    producer.start()
+    try:
+        while not any(os.path.getsize(store.directory / name) == len(block) for name in pending_payloads(store)):
+            time.sleep(0.01)
+        (payload,) = pending_payloads(store)
+        os.utime(store.directory / payload, (OLD, OLD))  # its last byte came long ago
+        real_resource = _sweep.FolderSweep.resource
+
+        def publish_first(sweep, resource_id, has_record):
+            if not resume.is_set():
+                assert not has_record  # the listing saw the payload alone
+                resume.set()
+                producer.join()
+            return real_resource(sweep, resource_id, has_record)
+
+        monkeypatch.setattr(_sweep.FolderSweep, "resource", publish_first)
+        report = store.cleanup()
+    finally:
+        resume.set()
+        producer.join()
+    assert report.removed == 0
+    assert store.read("s", published["r"].uri, limit=16).content == block[:16].decode()
+    # An abandoned payload still goes.
+    abandoned = store.directory / f"{new_id()}.txt"
+    abandoned.write_bytes(b"left by a crash")
+    os.utime(abandoned, (OLD, OLD))
+    assert store.cleanup().removed_ids == (abandoned.name[:-4],)
+
+
 def test_truncate_stream_leaves_nothing_when_reading_back_fails(tmp_path, monkeypatch):
     """Issue 9 item 1: ``truncate_stream`` raised StorageError from the preview's read-back but
     left the published record behind. Protects promise 1: an error leaves nothing visible."""

@@ -74,18 +74,19 @@ def writer_lock(fd: int) -> bool:
 
 
 @contextlib.contextmanager
-def _unless_written(path: Path) -> Iterator[bool]:
+def _unless_written(path: Path) -> Iterator[tuple[bool, os.stat_result | None]]:
     """Hold the writer lock of the payload at ``path`` while the body removes
-    what belongs to it; yields False (hands off) when a live writer holds it.
-    A payload that is missing or cannot be opened has no writer: True."""
+    what belongs to it; yields (False, ...) (hands off) when a live writer
+    holds it, else (True, the locked file's ``fstat``).  A payload that is
+    missing or cannot be opened has no writer: (True, None)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
                      | getattr(os, "O_NONBLOCK", 0))
     except OSError:
-        yield True
+        yield True, None
         return
     try:
-        yield writer_lock(fd)
+        yield writer_lock(fd), os.fstat(fd)
     finally:
         os.close(fd)
 
@@ -155,13 +156,20 @@ class FolderSweep:
     def resource(self, resource_id: str, has_record: bool) -> None:
         payload_path = self.directory / f"{resource_id}.txt"
         payload = _lstat(payload_path)
+        record_path = self.directory / f"{resource_id}.json"
         if not has_record:
             if payload is not None and _age(payload, self.now) > self.grace:
-                with _unless_written(payload_path) as unowned:
-                    if unowned:
+                with _unless_written(payload_path) as (unowned, locked):
+                    # The lock is free when the writer is gone, but also when it has
+                    # just published: its record renamed into place after the listing
+                    # that found none.  Under the lock no writer publishes any more, so
+                    # look again: with a record now, or another file locked than the one
+                    # measured, this is not an abandoned payload (a published pair is
+                    # judged by the next sweep).  One that cannot be opened has no writer.
+                    if (unowned and (locked is None or os.path.samestat(locked, payload))
+                            and _lstat(record_path) is None):
                         self.remove_pair(resource_id, has_record=False)
             return
-        record_path = self.directory / f"{resource_id}.json"
         try:
             record = _read_record(record_path, resource_id)
         except StorageError:
@@ -191,7 +199,7 @@ class FolderSweep:
         info = _lstat(path)
         if info is not None and _age(info, self.now) > self.grace:
             # ``.{id}.{hex}.tmp`` is the record a writer is publishing: its payload's lock says it is live.
-            with _unless_written(self.directory / f"{name[1:27]}.txt") as unowned:
+            with _unless_written(self.directory / f"{name[1:27]}.txt") as (unowned, _):
                 if not unowned:
                     return
                 freed = self.remove(path)
