@@ -139,6 +139,31 @@ def test_a_pair_published_after_the_sweeps_listing_is_not_swept(tmp_path, monkey
     assert store.cleanup().removed_ids == (abandoned.name[:-4],)
 
 
+def test_a_background_output_finishing_during_the_sweep_is_not_a_broken_pair(tmp_path, monkeypatch):
+    """Red team f03: the sweep measured the payload, then read the record; a background output
+    that finished in between (its record republished with the final size) was judged a broken
+    pair and removed. Forced ordering: the output finishes just before the sweep reads its record."""
+    from overspill.backends import _sweep
+
+    store = ToolOutputStore(tmp_path, durable=False)
+    output = store.open_growing("s", "bg")
+    output.write(b"first part\n" * 1000)
+    output.seal_if_due(1e18)
+    real_read = _sweep._read_record
+
+    def finish_first(path, resource_id):
+        if output.record.state == "running":
+            output.write(b"last part\n" * 1000)
+            output.finish(0)
+        return real_read(path, resource_id)
+
+    monkeypatch.setattr(_sweep, "_read_record", finish_first)
+    report = store.cleanup()
+    monkeypatch.undo()
+    assert report.removed == 0
+    assert store.read("s", output.record.resource.uri).resource.size == 21000
+
+
 def test_truncate_stream_leaves_nothing_when_reading_back_fails(tmp_path, monkeypatch):
     """Issue 9 item 1: ``truncate_stream`` raised StorageError from the preview's read-back but
     left the published record behind. Protects promise 1: an error leaves nothing visible."""

@@ -155,9 +155,9 @@ class FolderSweep:
 
     def resource(self, resource_id: str, has_record: bool) -> None:
         payload_path = self.directory / f"{resource_id}.txt"
-        payload = _lstat(payload_path)
         record_path = self.directory / f"{resource_id}.json"
         if not has_record:
+            payload = _lstat(payload_path)
             if payload is not None and _age(payload, self.now) > self.grace:
                 with _unless_written(payload_path) as (unowned, locked):
                     # The lock is free when the writer is gone, but also when it has
@@ -176,6 +176,11 @@ class FolderSweep:
             # Unreadable for now (no descriptors, no permission): not a broken pair to remove.
             self.skipped += 1
             return
+        # The payload is measured after its record is read: a running output's record
+        # is republished with its final size when it finishes, and the payload
+        # measured before that would not match it.  A complete record's payload no
+        # longer changes, so measured after it, a size that differs is a broken pair.
+        payload = _lstat(payload_path)
         if record is None:
             # Unreadable or invalid: wait out the grace period of the newer file.
             newest = payload if payload is not None else _lstat(record_path)
