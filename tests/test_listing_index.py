@@ -408,3 +408,53 @@ def test_listing_never_blocks_on_or_follows_a_planted_index_file(data, filled, s
     # Replaced by a sealed regular file by the catch-up.
     assert path.is_file() and not path.is_symlink()
     assert _index._unseal(path.read_bytes(), path.name) is not None
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_fork_during_a_catch_up_leaves_the_index_lock_to_the_parent(data, filled, monkeypatch):
+    """Red team f06b: a fork while another thread caught the index up gave the child a copy of
+    ``index/lock``'s locked descriptor: the parent's next catch-up waited for it for as long as
+    the child lived. The child now closes its copy."""
+    import fcntl
+    import threading
+
+    store = fresh(data)
+    store.write("a", "new", "changes the folder\n")
+    inside, release = threading.Event(), threading.Event()
+    real_store = ListingIndex._store
+
+    def slow_store(index, *args, **kwargs):
+        inside.set()
+        release.wait()
+        return real_store(index, *args, **kwargs)
+
+    monkeypatch.setattr(ListingIndex, "_store", slow_store)
+    holder = threading.Thread(target=store.records, args=("a",), daemon=True)
+    holder.start()
+    inside.wait()
+    child_reads, child_exits = os.pipe()
+    started_reads, started = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # lives until the parent has checked, holding whatever it inherited
+        os.close(child_exits)
+        os.write(started, b".")  # its fork handlers have run
+        os.read(child_reads, 1)
+        os._exit(0)
+    os.close(child_reads)
+    os.close(started)
+    try:
+        os.read(started_reads, 1)
+        os.close(started_reads)
+        release.set()
+        holder.join()
+        monkeypatch.undo()
+        fd = os.open(index_dir(data) / "lock", os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError while the child holds it
+        finally:
+            os.close(fd)
+        store.write("a", "newer", "changes it again\n")
+        assert len(store.records("a")) == len(filled["a"]) + 2
+    finally:
+        os.close(child_exits)
+        os.waitpid(pid, 0)

@@ -364,6 +364,50 @@ def test_a_fork_while_another_thread_holds_the_usage_lock_does_not_deadlock_the_
     assert exit_code_of_child(pid, "the forked child deadlocked on the usage lock") == 0
 
 
+def test_a_fork_during_a_sweep_leaves_the_cleanup_lock_to_the_parent(tmp_path, monkeypatch):
+    """Red team f06: a fork while another thread swept gave the child a copy of ``.cleanup.lock``'s
+    locked descriptor, which kept the lock held for the child's life: every later cleanup was
+    busy and every eviction waited for ever. The child now closes its copy (as the usage file's)."""
+    from overspill.backends import _sweep
+
+    store = ToolOutputStore(tmp_path, durable=False)
+    store.write("s", "c", b"x" * 1000)
+    inside, release = threading.Event(), threading.Event()
+    real_run = _sweep.FolderSweep.run
+
+    def slow_run(sweep):
+        inside.set()
+        release.wait()
+        return real_run(sweep)
+
+    monkeypatch.setattr(_sweep.FolderSweep, "run", slow_run)
+    holder = threading.Thread(target=store.cleanup, daemon=True)
+    holder.start()
+    inside.wait()
+    child_reads, child_exits = os.pipe()
+    started_reads, started = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # lives until the parent has checked, holding whatever it inherited
+        os.close(child_exits)
+        os.write(started, b".")  # its fork handlers have run
+        os.read(child_reads, 1)
+        os._exit(0)
+    os.close(child_reads)
+    os.close(started)
+    try:
+        os.read(started_reads, 1)
+        os.close(started_reads)
+        release.set()
+        holder.join()
+        monkeypatch.undo()
+        with _sweep.sweep_lock(store.directory, wait=False) as locked:
+            assert locked, "the forked child holds the cleanup lock"
+        assert not store.cleanup().busy
+    finally:
+        os.close(child_exits)
+        assert exit_code_of_child(pid, "the forked child did not exit") == 0
+
+
 def test_a_forked_child_reads_and_starts_its_own_cleaner(tmp_path):
     """Issue 9 item 8: ``os.fork()`` while another thread held the store's lock deadlocked the
     child at its first read, and the child could not ``start_cleanup`` ("already running").

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from _thread import allocate_lock  # threading's Lock, without importing threading (start-up)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
@@ -23,9 +24,11 @@ __all__ = [
     "DIRECTORY_MODE",
     "create_exclusive",
     "check_owned_directory",
+    "close_lock_file",
     "ensure_directory",
     "folder_text",
     "fsync_directory",
+    "open_lock_file",
     "open_regular",
     "remove_quietly",
     "write_all",
@@ -159,3 +162,47 @@ def remove_quietly(path: PathText) -> int:
     except FileNotFoundError:
         return 0
     return size
+
+
+# Descriptors of lock files (``flock``) this process has open.  A fork copies
+# them into the child, and a flock belongs to the open file, not to a thread
+# or a process: the copy of a lock another thread held at the fork would stay
+# held for the child's whole life (every cleanup busy, every listing catch-up,
+# usage update or eviction waiting on it for ever).  The child closes its
+# copies.  Opening and closing happen under a guard that a fork waits for, so
+# no fork falls between an open and its registration, or a removal and its close.
+_LOCK_FDS: set[int] = set()
+_LOCK_GUARD = allocate_lock()
+
+
+def open_lock_file(path: PathText) -> int:
+    """Open (creating it ``0600``) the lock file at ``path``, never through a
+    symlink, for an ``flock``; a forked child closes its copy.  Close it with
+    :func:`close_lock_file`."""
+    with _LOCK_GUARD:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, FILE_MODE)
+        _LOCK_FDS.add(fd)
+    return fd
+
+
+def close_lock_file(fd: int) -> None:
+    """Close a descriptor of :func:`open_lock_file` (releasing its lock)."""
+    with _LOCK_GUARD:
+        _LOCK_FDS.discard(fd)
+        os.close(fd)
+
+
+def _close_inherited_locks() -> None:
+    global _LOCK_GUARD
+    for fd in _LOCK_FDS:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _LOCK_FDS.clear()
+    _LOCK_GUARD = allocate_lock()  # the parent's was held (by the fork) when it was copied
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=lambda: _LOCK_GUARD.acquire(), after_in_parent=lambda: _LOCK_GUARD.release(),
+                        after_in_child=_close_inherited_locks)

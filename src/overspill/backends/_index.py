@@ -81,9 +81,6 @@ _VERSION = "overspill-index 2"
 _SAFE = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_")
 _JSON_NAME_LENGTH = ID_LENGTH + len(".json")
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-
 #: The largest index file read: ``ids`` takes about 100 bytes per resource,
 #: so this is millions of resources; anything larger is damage, not an index.
 MAX_FILE_BYTES = 256 * 1024 * 1024
@@ -354,7 +351,7 @@ class ListingIndex:
             return self._session_list(key, known, [])
         finally:
             if lock_fd is not None:
-                os.close(lock_fd)  # also releases the flock
+                _files.close_lock_file(lock_fd)  # also releases the flock
 
     def _new_lists(self, key: Optional[str], known: dict[str, str], previous: Optional[dict[str, str]],
                    gone: list[str], added: list[str]) -> dict[str, list[str]]:
@@ -398,14 +395,13 @@ class ListingIndex:
             return None
         try:
             _files.ensure_directory(self._sessions)
-            fd = os.open(os.path.join(self._location, "lock"), os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC,
-                         _files.FILE_MODE)
+            fd = _files.open_lock_file(os.path.join(self._location, "lock"))  # closed by a forked child
         except OSError:
             return None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
         except OSError:
-            os.close(fd)
+            _files.close_lock_file(fd)
             return None
         # Temporary files of a catch-up killed mid-write: no writer can be live
         # while this process holds the lock.

@@ -247,8 +247,7 @@ def sweep_lock(directory: Union[str, Path], *, wait: bool) -> Iterator[bool]:
 
     :raises OSError: the lock file cannot be opened.
     """
-    lock_fd = os.open(os.path.join(directory, LOCK_NAME), os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-                      | getattr(os, "O_CLOEXEC", 0), _files.FILE_MODE)
+    lock_fd = _files.open_lock_file(os.path.join(directory, LOCK_NAME))  # closed by a forked child
     try:
         if fcntl is not None:
             try:
@@ -260,7 +259,7 @@ def sweep_lock(directory: Union[str, Path], *, wait: bool) -> Iterator[bool]:
                 raise
         yield True
     finally:
-        os.close(lock_fd)  # also releases the lock
+        _files.close_lock_file(lock_fd)  # also releases the lock
 
 
 def sweep(directory: Union[str, Path], now: float, retention: timedelta, grace: timedelta, *,

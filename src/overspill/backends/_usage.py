@@ -37,34 +37,12 @@ if TYPE_CHECKING:
 __all__ = ["USAGE_NAME", "UsageTotal"]
 
 USAGE_NAME = "usage"
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 def _folder_bytes(folder: str) -> int:
     from ._sweep import folder_bytes  # the one definition of what the folder's files take
 
     return folder_bytes(folder)
-
-
-# Descriptors of usage files this process holds locked right now.  A fork
-# copies them into the child, and a flock belongs to the open file, not the
-# thread: the child's copy would keep the parent's lock held for ever and the
-# child's first update would wait on itself.  The child closes its copies.
-_LOCKED_FDS: set[int] = set()
-
-
-def _close_inherited_locks() -> None:
-    for fd in list(_LOCKED_FDS):
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-    _LOCKED_FDS.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_close_inherited_locks)
 
 
 class UsageTotal:
@@ -92,20 +70,17 @@ class UsageTotal:
         except ImportError:  # pragma: no cover - not POSIX: every check recounts
             return -1
         _files.ensure_directory(self._location)
-        fd = os.open(self._path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, _files.FILE_MODE)
-        _LOCKED_FDS.add(fd)
+        fd = _files.open_lock_file(self._path)  # closed by a forked child: see _files
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
         except BaseException:
-            _LOCKED_FDS.discard(fd)
-            os.close(fd)
+            _files.close_lock_file(fd)
             raise
         return fd
 
     @staticmethod
     def _release(fd: int) -> None:
-        _LOCKED_FDS.discard(fd)
-        os.close(fd)  # also releases the lock
+        _files.close_lock_file(fd)  # also releases the lock
 
     def _changed(self, total: int | None, change: int | None) -> int:
         """The total after ``change``: the folder counted when ``change`` is None or there is no total."""
