@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from importlib import metadata
 from pathlib import Path
 
@@ -24,6 +25,24 @@ def test_a_path_or_file_url_is_the_local_folder(tmp_path, monkeypatch):
         with ToolOutputStore(url=given) as store:
             assert store.directory == tmp_path / "tool-output" / "managed" and store.url is None
     assert locate(tmp_path, None).folder == tmp_path
+
+
+def test_a_relative_data_dir_is_resolved_once_at_construction(tmp_path, monkeypatch):
+    """Red team f08: a store opened on a relative data_dir followed every later ``os.chdir``:
+    the resource it had just written was "not found", and writes and sweeps went to a folder
+    whose checks had never run. The folder is the one named at construction."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    monkeypatch.chdir(tmp_path / "a")
+    store = ToolOutputStore("data", durable=False)
+    resource = store.write("s", "c", b"x" * 100)
+    monkeypatch.chdir(tmp_path / "b")
+    assert store.directory == tmp_path / "a" / "data" / "tool-output" / "managed"
+    assert store.read("s", resource.uri).content == "x" * 100
+    assert [record.resource for record in store.records("s")] == [resource]
+    store.write("s", "c2", b"y")
+    assert store.cleanup(now=time.time() + 30 * 86400).removed == 2
+    assert not (tmp_path / "b" / "data").exists()
 
 
 @pytest.mark.parametrize("url", ["", "ftp://host/x", "file://elsewhere/tmp/x", "file:relative", "memcached://h:1"])

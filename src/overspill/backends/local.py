@@ -52,6 +52,16 @@ def _inside(path: str, folder: str) -> bool:
     """Whether the absolute ``path`` is ``folder`` or under it (``Path.is_relative_to``)."""
     return path == folder or path.startswith(folder if folder == "/" else folder + "/")
 
+
+def _absolute(path: Union[str, os.PathLike[str]]) -> str:
+    """``path`` as text, against the working folder of now when relative (``..`` kept, as the system reads it).
+
+    :raises OSError: the working folder is gone.
+    """
+    text = _files.folder_text(path)
+    return text if os.path.isabs(text) else _files.folder_text(os.path.join(os.getcwd(), text))
+
+
 class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
     """Resources as file pairs in ``directory`` (created ``0700`` if missing).
 
@@ -71,9 +81,10 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
 
     def __init__(self, directory: Union[str, os.PathLike[str]], *, durable: bool = True,
                  index: Union[str, os.PathLike[str], None] = None, create: bool = True) -> None:
-        # The folder as text (``str(Path(directory))``): every path here is built
-        # from it; ``directory`` gives it as a Path, made only when asked for.
-        self._directory = _files.folder_text(directory)
+        # The folder as absolute text (``str(Path(directory).absolute())``): every
+        # path here is built from it, so a later ``os.chdir`` does not move the
+        # store; ``directory`` gives it as a Path, made only when asked for.
+        self._directory = _absolute(directory)
         self._path: Optional[Path] = None
         self._durable = bool(durable)
         if create:
@@ -88,16 +99,15 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
         self._folder = self._directory
         if index is not None and _inside(os.path.abspath(index), os.path.abspath(self._directory)):
             raise ValueError("the listing index must be outside the managed folder")
-        self._index = None if index is None else ListingIndex(self._directory, _files.folder_text(index),
-                                                              durable=self._durable)
+        index = None if index is None else _absolute(index)
+        self._index = None if index is None else ListingIndex(self._directory, index, durable=self._durable)
         # The quota's running total lives beside the index; without an index the
         # quota check counts the folder (as a sweep always does).
         self._live: dict[int, LocalWriter] = {}  # this backend's writers not yet published
         # Its count of unpublished bytes reads the writers, not the backend: no
         # reference cycle, so a store dropped unclosed lets its files go at once.
         live = self._live
-        self._usage = None if index is None else UsageTotal(self._directory, _files.folder_text(index),
-                                                            lambda: unpublished_bytes(live))
+        self._usage = None if index is None else UsageTotal(self._directory, index, lambda: unpublished_bytes(live))
         # Readers look entries up without the lock (a dict lookup is atomic);
         # the lock serialises insertions, evictions and map bookkeeping.
         self._lock = allocate_lock()
