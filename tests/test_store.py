@@ -451,6 +451,23 @@ def test_bad_config_names_the_key(tmp_path, config, fragment):
         ToolOutputStore(tmp_path, config=config)
 
 
+@pytest.mark.parametrize("config", [{"max_total_bytes": 3_000_000, "max_stored_bytes": 1000},
+                                    [{"tool_output": {"max_lines": 5}}, {"max_total_bytes": 3_000_000}]])
+def test_a_setting_at_the_top_level_is_a_config_error_saying_where_it_belongs(tmp_path, config):
+    """Red team f12: ``{"max_total_bytes": N}`` without its ``tool_output`` table was taken as no
+    settings at all, so the 4 GiB default stayed in force without a word (while a misspelt key
+    under ``tool_output`` was an error). Other top-level tables stay another program's."""
+    with pytest.raises(ConfigError, match=r"max_total_bytes.* must be under tool_output") as raised:
+        ToolOutputStore(tmp_path, config=config)
+    assert "\n" not in str(raised.value)
+    toml_file = tmp_path / "flat.toml"
+    toml_file.write_text("max_lines = 10\n[other]\nmax_lines = 3\n")
+    with pytest.raises(ConfigError, match=r"max_lines from .*flat.toml must be under tool_output"):
+        ToolOutputStore(tmp_path, config=toml_file)
+    toml_file.write_text("[tool_output]\nmax_lines = 10\n[other]\nmax_lines = 3\n")
+    assert ToolOutputStore(tmp_path, config=toml_file).limits().max_lines == 10
+
+
 def test_bad_config_file_names_the_file(tmp_path):
     broken = tmp_path / "broken.json"
     broken.write_text("{nope")

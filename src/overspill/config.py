@@ -232,6 +232,14 @@ _CHECKS = {"max_lines": positive_int, "max_bytes": positive_int, "max_stored_byt
 
 
 def _section(document: Mapping[str, Any], source: str) -> dict[str, Any]:
+    # Other top-level tables are another program's (a shared file) and left
+    # alone; a setting's own name there was meant for this one, and ignoring it
+    # would leave its default (the quota, say) in force without a word.
+    misplaced = [key for key in document if key in _KEYS]
+    if misplaced:
+        raise ConfigError(f"{', '.join(misplaced)} from {source} must be under {_SECTION} "
+                          f"({{\"{_SECTION}\": {{\"{misplaced[0]}\": ...}}}}, or [{_SECTION}] in a TOML file), "
+                          f"not at the top level")
     section = document.get(_SECTION)
     if section is None:
         return {}
@@ -279,8 +287,10 @@ def resolve_limits(
         ``{"tool_output": {"max_lines": N, "max_bytes": N, "max_stored_bytes": N,
         "max_total_bytes": N}}``.
     :param environ: the environment to read (``os.environ`` by default).
-    :raises ConfigError: a file cannot be read or parsed, or a value is not a
-        positive integer; the message names the key and its source.
+    :raises ConfigError: a file cannot be read or parsed, a value is not a
+        positive integer, a key under ``tool_output`` is not a setting, or a
+        setting is at the top level instead of under ``tool_output`` (other
+        top-level keys are left alone); the message names the key and its source.
     """
     values: dict[str, Any] = {}
     values.update(_from_environment(os.environ if environ is None else environ))
