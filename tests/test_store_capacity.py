@@ -48,6 +48,27 @@ def test_the_new_limits_have_defaults_config_keys_and_environment_variables(tmp_
         resolve_limits(None, environ={"OVERSPILL_MAX_TOTAL_BYTES": "4GiB"})
 
 
+def test_a_stored_copy_too_large_for_its_record_is_refused_at_configuration(tmp_path):
+    """Red team f10: with 16 KiB checksum chunks, a stored copy of 128 GiB or more got a record
+    over MAX_RECORD_BYTES, which its own reader refuses: write() returned a URI that was "not
+    found". max_stored_bytes is now at most MAX_PAYLOAD_BYTES, whose largest record fits."""
+    from overspill.records import (CHECKSUM_CHUNK, MAX_METADATA_BYTES, MAX_PAYLOAD_BYTES, MAX_RECORD_BYTES, Record,
+                                   Resource, new_id, record_size, uri_for)
+
+    # The largest record overspill writes: the largest payload, every string at its longest, escaped.
+    longest = "\u0001" * MAX_METADATA_BYTES
+    largest = Record(Resource(uri_for(new_id()), longest, MAX_PAYLOAD_BYTES, longest), longest, longest,
+                     1_765_000_000_000, bytes(4), CHECKSUM_CHUNK, (2**63, MAX_PAYLOAD_BYTES), 2**63)
+    assert record_size(largest, CHECKSUM_CHUNK) <= MAX_RECORD_BYTES
+    assert resolve_limits({"tool_output": {"max_stored_bytes": MAX_PAYLOAD_BYTES}}, environ={}).max_stored_bytes \
+        == MAX_PAYLOAD_BYTES
+    too_large = {"tool_output": {"max_stored_bytes": MAX_PAYLOAD_BYTES + 1, "max_total_bytes": 400 * 1024**3}}
+    with pytest.raises(ConfigError, match=r"tool_output.max_stored_bytes from config must be at most 68719476736"):
+        ToolOutputStore(tmp_path, config=too_large)
+    with pytest.raises(ConfigError, match=r"OVERSPILL_MAX_STORED_BYTES \(environment\) must be at most"):
+        resolve_limits(None, environ={"OVERSPILL_MAX_STORED_BYTES": str(200 * 1024**3)})
+
+
 # ------------------------------------------------------------------ the per-output cap
 def test_a_stream_past_the_cap_stores_its_start_and_previews_its_true_end(tmp_path):
     store = open_store(tmp_path, max_stored_bytes=3 * MIB)

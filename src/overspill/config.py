@@ -186,6 +186,26 @@ def positive_int(value: object, key: str, source: str) -> int:
     return value
 
 
+def _stored_bytes(value: object, key: str, source: str) -> int:
+    """``value`` if it is a positive int no larger than one record can describe.
+
+    :raises ConfigError: naming ``key`` and ``source`` otherwise.
+    """
+    value = positive_int(value, key, source)
+    _check_stored_bytes(value, f"{key} from {source}")
+    return value
+
+
+def _check_stored_bytes(value: int, named: str) -> None:
+    # A larger stored copy would get a record over records.MAX_RECORD_BYTES,
+    # which its own reader refuses: the output written, then "not found".
+    from .records import MAX_PAYLOAD_BYTES  # the record's rule; only a configured cap needs it
+
+    if value > MAX_PAYLOAD_BYTES:
+        raise ConfigError(f"{named} must be at most {MAX_PAYLOAD_BYTES} (64 GiB, the largest stored copy "
+                          f"one record describes), not {value}")
+
+
 def _from_environment(environ: Mapping[str, str]) -> dict[str, int]:
     values = {}
     for key, variable in _ENVIRONMENT.items():
@@ -197,6 +217,8 @@ def _from_environment(environ: Mapping[str, str]) -> dict[str, int]:
         if not (text.isascii() and text.isdigit()) or len(text) > 18 or int(text) < 1:
             raise ConfigError(f"{variable} (environment) must be a positive integer, not {raw!r}")
         values[key] = int(text)
+    if "max_stored_bytes" in values:
+        _check_stored_bytes(values["max_stored_bytes"], f"{_ENVIRONMENT['max_stored_bytes']} (environment)")
     return values
 
 
@@ -226,7 +248,7 @@ def _read_file(path: Path) -> Mapping[str, Any]:
     return parsed
 
 
-_CHECKS = {"max_lines": positive_int, "max_bytes": positive_int, "max_stored_bytes": positive_int,
+_CHECKS = {"max_lines": positive_int, "max_bytes": positive_int, "max_stored_bytes": _stored_bytes,
            "max_total_bytes": positive_int, "views": _views, "signals": _signals, "outline": _flag,
            "trim_runs": _flag, "max_tokens": positive_int, "max_background": positive_int}
 
@@ -288,7 +310,7 @@ def resolve_limits(
         "max_total_bytes": N}}``.
     :param environ: the environment to read (``os.environ`` by default).
     :raises ConfigError: a file cannot be read or parsed, a value is not a
-        positive integer, a key under ``tool_output`` is not a setting, or a
+        positive integer (``max_stored_bytes`` over ``records.MAX_PAYLOAD_BYTES``), a key under ``tool_output`` is not a setting, or a
         setting is at the top level instead of under ``tool_output`` (other
         top-level keys are left alone); the message names the key and its source.
     """

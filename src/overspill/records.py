@@ -34,6 +34,8 @@ __all__ = [
     "ID_LENGTH",
     "LEGACY_CHECKSUM_CHUNK",
     "MAX_METADATA_BYTES",
+    "MAX_PAYLOAD_BYTES",
+    "MAX_RECORD_BYTES",
     "SCHEME",
     "Record",
     "Resource",
@@ -61,7 +63,13 @@ ID_LENGTH = 26
 CHECKSUM_CHUNK = 16 * 1024
 #: The chunk of records that do not name one (written before ``chunk`` existed).
 LEGACY_CHECKSUM_CHUNK = 256 * 1024
-# Larger records are refused unread: checksums of a 1 TiB payload fit easily.
+#: The largest payload a record is written for: ``tool_output.max_stored_bytes``
+#: (which caps every stored copy) is refused above it.  Its checksums take
+#: 8 hex digits per 16 KiB chunk, 32 MiB, half of ``MAX_RECORD_BYTES``.
+MAX_PAYLOAD_BYTES = 64 * 1024**3
+# Larger records are refused unread.  Every record written fits: the checksums
+# of a MAX_PAYLOAD_BYTES payload and four strings of MAX_METADATA_BYTES (each
+# at most six times that once escaped) are far below it.
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
