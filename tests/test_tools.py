@@ -561,6 +561,22 @@ def test_skill_loads_by_front_matter_name(store, skill_roots):
     assert tools.skill(store, "s", "c", "plain", roots=skill_roots).output.endswith("# No front matter\n")
 
 
+@pytest.mark.parametrize("data", [
+    b"\xef\xbb\xbf---\nname: pdf-tools\ndescription: Fill PDF forms\xe2\x80\xa8by field\n---\n# PDF\n",
+    b"---\r\nname: pdf-tools\r\ndescription: Fill PDF forms\xe2\x80\xa8by field\r\n---\r\n# PDF\r\n",
+    b"\xef\xbb\xbf---\r\nname: 'pdf-tools'\r\ndescription: Fill PDF forms\xe2\x80\xa8by field\r\n---\r\n# PDF\r\n",
+], ids=["bom", "crlf", "bom-crlf"])
+def test_skill_front_matter_after_a_byte_order_mark_or_with_crlf(store, tmp_path, data):
+    """Regression (f08): a SKILL.md saved with a UTF-8 byte-order mark lost its front matter (listed
+    under its folder's name, no description); a U+2028 inside a value cut it short."""
+    (tmp_path / "pdf").mkdir()
+    (tmp_path / "pdf" / "SKILL.md").write_bytes(data)
+    result = tools.skill(store, "s", "c", "pdf-tools", roots=[tmp_path])
+    assert not result.is_error, result.output
+    assert result.metadata["description"] == "Fill PDF forms\u2028by field"
+    assert "\ufeff" not in result.output and "\n\n---" in result.output
+
+
 def test_unknown_skill_lists_the_available_ones(store, skill_roots):
     result = tools.skill(store, "s", "c", "nope", roots=skill_roots)
     assert result.is_error and "pdf-tools" in result.output and "plain" in result.output

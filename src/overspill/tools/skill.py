@@ -24,8 +24,11 @@ _FRONT_MATTER_BYTES = 64 * 1024
 def _front_matter(path: Path) -> dict[str, str]:
     """``key: value`` pairs of a leading ``---`` block (the simple YAML skills use)."""
     with open(path, "rb") as file:
-        head = file.read(_FRONT_MATTER_BYTES).decode("utf-8", "replace")
-    lines = head.splitlines()
+        # utf-8-sig: editors on Windows save a byte-order mark, which would hide the opening "---".
+        head = file.read(_FRONT_MATTER_BYTES).decode("utf-8-sig", "replace")
+    # YAML's line breaks (\n, \r\n, a lone \r), not str.splitlines(), which also breaks inside a value
+    # at U+2028, \x85 or \x0c and so would cut a description short.
+    lines = head.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if not lines or lines[0].strip() != "---":
         return {}
     fields: dict[str, str] = {}
@@ -82,7 +85,7 @@ def skill(store: ToolOutputStore, session_id: str, tool_call_id: str, name: str,
         return failure(f"unknown skill {name!r}; available skills: {listing}")
     path, description = skills[name]
     try:
-        text = path.read_bytes().decode("utf-8", "replace")
+        text = path.read_bytes().decode("utf-8-sig", "replace")  # a byte-order mark is no text for the model
     except OSError as error:
         return failure(f"cannot read skill {name!r}: {error.strerror}")
     header = f"[skill {name}, from {path.parent}; files it mentions are relative to that folder]\n\n"
