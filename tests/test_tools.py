@@ -632,6 +632,23 @@ def test_grep_no_match_and_bad_input(store, tree, engine):
     assert tools.grep(store, "s", "c", "x", max_matches=0, cwd=tree).is_error
 
 
+@pytest.mark.skipif(shutil.which("rg") is None, reason="rg is not on PATH")
+def test_grep_files_rg_splits_its_results_on_newlines_only(store, tmp_path, monkeypatch):
+    """Regression (f09): rg's output was split with str.splitlines(), so a matched line holding
+    \\r, \\x0b, \\x0c, \\x1c-\\x1e, \\x85, U+2028 or U+2029 became two result lines (the second
+    without its file:line:) and was counted twice; the Python search counted it once."""
+    breaks = ["\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+    (tmp_path / "breaks.txt").write_text("".join(f"before{mark}error {index}\n" for index, mark in enumerate(breaks)),
+                                         encoding="utf-8", newline="")
+    (tmp_path / "crlf.txt").write_bytes(b"one error\r\ntwo\r\n")
+    with_rg = tools.grep(store, "s", "c", "error", cwd=tmp_path)
+    monkeypatch.setattr(grep_module, "_ripgrep", lambda: None)
+    in_python = tools.grep(store, "s", "c", "error", cwd=tmp_path)
+    assert with_rg.metadata["matches"] == in_python.metadata["matches"] == len(breaks) + 1
+    assert with_rg.output == in_python.output
+    assert with_rg.output.split("\n")[-1] == "crlf.txt:1:one error"
+
+
 def test_grep_files_with_a_backtracking_pattern_ends(store, tmp_path, engine, monkeypatch):
     """Regression (issue 19, item 13): without rg, Python's re matched in this process with no
     bound; the matching now runs in a worker within a time budget."""

@@ -414,6 +414,11 @@ def _ripgrep_search(ripgrep: str, shown_root: str, pattern: str, glob: Optional[
     if completed.returncode not in (0, 1):
         reason = completed.stderr.decode("utf-8", "replace").strip().splitlines()
         return failure(f"rg failed: {reason[-1] if reason else completed.returncode}")
-    for line in completed.stdout.decode("utf-8", "replace").splitlines():
-        found.add(line.removeprefix("./"))
+    # One result per "\n", as rg writes them: str.splitlines() would also break a matched line at \r,
+    # \x0b, \x0c, \x1c-\x1e, \x85, U+2028 or U+2029 and count its pieces as matches. The line's own
+    # \r before its "\n" goes, as the Python search drops it.
+    output = completed.stdout.decode("utf-8", "replace")
+    for line in output.split("\n"):
+        if line:
+            found.add(line.removeprefix("./").rstrip("\r"))
     return None
