@@ -649,6 +649,24 @@ def test_grep_files_rg_splits_its_results_on_newlines_only(store, tmp_path, monk
     assert with_rg.output.split("\n")[-1] == "crlf.txt:1:one error"
 
 
+def test_grep_files_results_keep_their_place_through_the_cr_view(store, tmp_path, engine):
+    """Regression (f10): the store's cr view shows only what follows a line's last \\r, so a matched
+    line holding a redraw reached the model without its file:line:. The \\r is now written out."""
+    (tmp_path / "build.log").write_bytes(b"ok\nDownloading 10%\rDownloading 100% error: checksum mismatch\r\n")
+    result = tools.grep(store, "s", "c", "error", cwd=tmp_path)
+    assert result.output == "build.log:2:Downloading 10%\\rDownloading 100% error: checksum mismatch"
+    # Over the limits too: the stored results and the preview of them keep every prefix.
+    (tmp_path / "many.log").write_bytes(b"".join(b"step %d 0%%\rstep %d 100%% error %s\n" % (i, i, b"x" * 80)
+                                                 for i in range(900)))
+    many = tools.call(store, "s", "c", "grep", {"pattern": "error", "path": "many.log", "max_matches": 1000},
+                      cwd=tmp_path)
+    assert many.truncated and many.metadata["matches"] == 900
+    shown = [line for line in many.output.split("\n") if "error x" in line]  # head, signal lines, tail
+    assert len(shown) > 10 and all("many.log:" in line and "\\rstep" in line for line in shown)
+    stored = store.read("s", many.resource.uri, offset=0).content
+    assert stored.split("\n")[0] == "many.log:1:step 0 0%\\rstep 0 100% error " + "x" * 80
+
+
 def test_grep_files_with_a_backtracking_pattern_ends(store, tmp_path, engine, monkeypatch):
     """Regression (issue 19, item 13): without rg, Python's re matched in this process with no
     bound; the matching now runs in a worker within a time budget."""

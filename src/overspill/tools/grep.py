@@ -45,7 +45,8 @@ def grep(store: ToolOutputStore, session_id: str, tool_call_id: str, pattern: st
          abort: Optional[threading.Event] = None) -> ToolResult:
     """Search files under ``path``, or the stored output ``resource``, for a regex.
 
-    File results are ``file:line:text``; resource results are
+    File results are ``file:line:text`` (a carriage return inside the line
+    shown as the two characters ``\\r``); resource results are
     ``offset:text``, the byte offset of the line to give ``read`` (the output
     is searched as text, see ``search_resource``; ``context`` lines around
     each match are ``offset-text``), then the count of matching lines.  Each
@@ -99,7 +100,8 @@ def grep(store: ToolOutputStore, session_id: str, tool_call_id: str, pattern: st
 
 
 class _Matches:
-    """The first ``limit`` result lines (cut to MAX_LINE_LENGTH) and a count of all."""
+    """The first ``limit`` result lines (cut to MAX_LINE_LENGTH, a ``\\r`` in one
+    shown as the two characters ``\\r``) and a count of all."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -109,7 +111,10 @@ class _Matches:
     def add(self, line: str) -> None:
         self.total += 1
         if len(self.lines) < self.limit:
-            self.lines.append(_cut(line))
+            # The results go through store.truncate, whose cr view shows only what follows a line's
+            # last \r (a redraw, as a terminal shows it): a progress bar saved in a log would take the
+            # file:line: before it away. Written out as \r, the whole matched line stays in view.
+            self.lines.append(_cut(line.replace("\r", "\\r")))
 
 
 # ---------------------------------------------------------------- stored outputs
