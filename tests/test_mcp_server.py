@@ -188,6 +188,22 @@ def test_large_output_pages_and_reads_back_exactly(store):
     anyio.run(main)
 
 
+def test_integer_arguments_with_a_zero_fraction_through_the_server(store):
+    """Regression (f11): the SDK passes a model's 3890.0 on as a float, which tools.call refused."""
+    async def main():
+        async with Client(create_server(store)) as client:
+            result = await client.call_tool("bash", {"command": "seq 1 100000"})
+            offset = result.structured_content["next_offset"]
+            page = await client.call_tool("read", {"resource": result.structured_content["uri"],
+                                                   "offset": float(offset), "limit": 6.0})
+            assert not page.is_error, text_of(page)
+            assert page.structured_content["offset"] == offset and text_of(page).startswith(SEQ[offset:offset + 6].decode())
+            half = await client.call_tool("read", {"resource": result.structured_content["uri"], "offset": 10.5})
+            assert half.is_error and text_of(half) == "read's argument 'offset' must be an integer, not 10.5"
+
+    anyio.run(main)
+
+
 @pytest.mark.parametrize("query", ["?offset=-1", "?offset=x", "?limit=0", "?offset=1&offset=2", "?page=2"])
 def test_resources_read_refuses_a_malformed_query(store, query):
     uri = store.write("s", "c", "abc" * 10).uri

@@ -795,6 +795,54 @@ def test_call_rejects_arguments_that_do_not_fit(store, name, arguments, fragment
     assert result.is_error and fragment in result.output
 
 
+def _integer_arguments() -> list[tuple[str, str]]:
+    return [(spec["name"], key) for spec in tools.schemas("anthropic")
+            for key, rule in spec["input_schema"]["properties"].items() if rule["type"] == "integer"]
+
+
+def test_integer_arguments_written_with_a_zero_fraction_are_integers(store, tmp_path):
+    """Regression (f11): JSON Schema (draft 6 on) counts 3890.0 as an integer, and models write it
+    so, but call() refused it; the tool now gets the int."""
+    text = "".join(f"line {i}\n" for i in range(100_000))
+    stored = store.truncate("s", "c", text)
+    page = tools.call(store, "s", "c", "read",
+                      '{"resource": "%s", "offset": %d.0, "limit": 20.0}' % (stored.resource.uri, stored.next_offset))
+    assert not page.is_error and page.metadata["offset"] == stored.next_offset
+    assert type(page.metadata["offset"]) is int and page.metadata["next"] == stored.next_offset + 20
+    assert page.output.startswith(text[stored.next_offset:][:20] + "\n\n[")
+    (tmp_path / "notes.txt").write_text("alpha\nbeta\ngamma\n")
+    lines = tools.call(store, "s", "c", "read", {"path": "notes.txt", "offset": 2.0, "limit": 1.0}, cwd=tmp_path)
+    assert not lines.is_error and "beta" in lines.output and "gamma" not in lines.output
+    found = tools.call(store, "s", "c", "grep", {"pattern": r"^line 9999\d$", "resource": stored.resource.uri,
+                                                 "max_matches": 2.0, "context": 1.0})
+    assert not found.is_error and found.output.endswith("[10 matching lines; 8 not listed: narrow the pattern or "
+                                                        "raise max_matches]")
+    handle = tools.call(store, "s", "c", "bash", {"command": "echo ready; sleep 0.5", "background": True,
+                                                  "yield_after": 0})
+    assert handle.metadata["state"] == "running", handle.output
+    waited = tools.call(store, "s", "c", "wait", {"resource": handle.resource.uri, "timeout": 30, "offset": 0.0})
+    assert not waited.is_error and "ready" in waited.output
+
+
+@pytest.mark.parametrize(("name", "key"), _integer_arguments())
+def test_every_integer_argument_takes_a_zero_fraction_and_refuses_the_rest(store, monkeypatch, name, key):
+    """Regression (f11): every integer argument of every tool reaches the tool as an int when
+    written 7.0; 7.5, a bool, NaN and the infinities are still refused, in one line."""
+    received = {}
+    schemas_module = importlib.import_module("overspill.tools.schemas")
+    monkeypatch.setitem(schemas_module._FUNCTIONS, name, lambda *args, **kwargs: received.update(kwargs))
+    spec = next(spec for spec in tools.schemas("anthropic") if spec["name"] == name)["input_schema"]
+    required = {field: {"string": "x", "number": 1}[spec["properties"][field]["type"]] for field in spec["required"]}
+    tools.call(store, "s", "c", name, {**required, key: 7.0})
+    assert received[key] == 7 and type(received[key]) is int
+    for wrong, shown in [(7.5, "7.5"), (True, "bool"), (float("nan"), "nan"), (float("inf"), "inf"),
+                         (float("-inf"), "-inf"), ("7", "str")]:
+        result = tools.call(store, "s", "c", name, {**required, key: wrong})
+        assert result.is_error and result.output == f"{name}'s argument {key!r} must be an integer, not {shown}"
+    refused = tools.call(store, "s", "c", name, '{"%s": NaN}' % key)
+    assert refused.is_error and "\n" not in refused.output
+
+
 def test_a_multi_megabyte_page_converts_whole():
     """Regression: the converter re-joined its whole output per text node, so a
     2 MB page took minutes; it now looks only at the end of what it wrote."""

@@ -319,12 +319,39 @@ def stored_only_problem(name: str, arguments: Mapping[str, Any]) -> str | None:
                                                            "parameters": _parameters(name, None)})["parameters"])
 
 
+_INFINITY = float("inf")  # (math would cost an import at start-up for one comparison)
+
+
+def _is_integer(value: object) -> bool:
+    """JSON Schema's integer (draft 6 on): any number with a zero fraction, so 3890.0 as well
+    as 3890 (a model may write either); never a bool, NaN or an infinity."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+
+
+def _is_number(value: object) -> bool:
+    """JSON's number: finite (Python's json reads NaN and Infinity, which no bound would refuse)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and -_INFINITY < value < _INFINITY)
+
+
 _JSON_TYPES: dict[str, Callable[[object], bool]] = {
     "string": lambda value: isinstance(value, str),
-    "integer": lambda value: isinstance(value, int) and not isinstance(value, bool),
-    "number": lambda value: isinstance(value, (int, float)) and not isinstance(value, bool),
+    "integer": _is_integer,
+    "number": _is_number,
     "boolean": lambda value: isinstance(value, bool),
 }
+
+
+def _as_declared(name: str, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Valid ``arguments`` with each integer argument an ``int``: the tools take 3890.0,
+    which the schema allows, as no integer."""
+    properties = _TOOLS[name]["properties"]
+    floats = {key: int(value) for key, value in arguments.items()
+              if isinstance(value, float) and properties[key]["type"] == "integer"}
+    return {**arguments, **floats} if floats else arguments
 
 
 _ARTICLES = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "a boolean"}
@@ -344,7 +371,9 @@ def _invalid_argument(name: str, arguments: Mapping[str, Any],
             return f"{name} has no argument {key!r} (it takes {', '.join(properties)})"
         rule = properties[key]
         if not _JSON_TYPES[rule["type"]](value):
-            return f"{name}'s argument {key!r} must be {_ARTICLES[rule['type']]}, not {type(value).__name__}"
+            # A float is named by its value: "not float" would not say what is wrong with 3890.5.
+            shown = repr(value) if isinstance(value, float) else type(value).__name__
+            return f"{name}'s argument {key!r} must be {_ARTICLES[rule['type']]}, not {shown}"
         if "enum" in rule and value not in rule["enum"]:
             return f"{name}'s argument {key!r} must be one of {', '.join(rule['enum'])}"
         if "minimum" in rule and value < rule["minimum"]:
@@ -384,6 +413,7 @@ def call(store: ToolOutputStore, session_id: str, tool_call_id: str, name: str,
     problem = _invalid_argument(name, arguments)
     if problem:
         return failure(problem)
+    arguments = _as_declared(name, arguments)
     host = {key: options[key] for key in _HOST_OPTIONS[name] if key in options}
     for key, default in _REQUIRED_OPTIONS.get(name, {}).items():
         host.setdefault(key, default)
