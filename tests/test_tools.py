@@ -667,6 +667,29 @@ def test_grep_files_results_keep_their_place_through_the_cr_view(store, tmp_path
     assert stored.split("\n")[0] == "many.log:1:step 0 0%\\rstep 0 100% error " + "x" * 80
 
 
+@pytest.mark.parametrize(("pattern", "expected"), [
+    (r"\d+(?=%)", "app.log:2:load at 97%"), (r"(?<!load )at \d", "app.log:3:wait at 5s"),
+    (r"(\w)\1", "app.log:4:all good"), (r"good\Z", "app.log:4:all good"), (r"(?>\d+)s", "app.log:3:wait at 5s")])
+def test_grep_files_the_pattern_is_pythons_with_either_engine(store, tmp_path, engine, pattern, expected):
+    """Regression (f12): the pattern was checked with Python's re but given to rg's Rust engine,
+    which refuses look-around, back-references, \\Z and atomic groups: grep failed with
+    "rg failed: and look-around." instead of the matches the Python search gives."""
+    (tmp_path / "app.log").write_text("retry 3 of 5\nload at 97%\nwait at 5s\nall good\n")
+    result = tools.grep(store, "s", "c", pattern, cwd=tmp_path)
+    assert not result.is_error and result.output == expected and result.metadata["matches"] == 1
+
+
+def test_grep_files_rg_failure_is_whole_and_one_line(store, tmp_path):
+    """Regression (f12): only the last line of rg's message reached the model."""
+    if shutil.which("rg") is None:
+        pytest.skip("rg is not on PATH")
+    (tmp_path / "a.txt").write_text("x\n")
+    result = tools.grep(store, "s", "c", "x", glob="[", cwd=tmp_path)
+    assert result.is_error and "\n" not in result.output
+    assert result.output.startswith("rg failed with exit status 2: ") and "glob '['" in result.output
+    assert result.output.endswith("; check the path and glob")
+
+
 def test_grep_files_with_a_backtracking_pattern_ends(store, tmp_path, engine, monkeypatch):
     """Regression (issue 19, item 13): without rg, Python's re matched in this process with no
     bound; the matching now runs in a worker within a time budget."""

@@ -52,7 +52,9 @@ def grep(store: ToolOutputStore, session_id: str, tool_call_id: str, pattern: st
     each match are ``offset-text``), then the count of matching lines.  Each
     line is cut at ``MAX_LINE_LENGTH``; at most ``max_matches`` are listed,
     with a count of the rest.  Files are searched with ``rg`` when it is on PATH,
-    else in Python, skipping ``.git`` and binary files.  Python's matching
+    else in Python, skipping ``.git`` and binary files; the pattern is Python's
+    ``re`` either way, so one that rg's engine refuses (look-around,
+    back-references, ``\\Z``) is searched in Python.  Python's matching
     runs in a worker process within a time budget (``TIME_LIMIT`` seconds,
     plus one per 16 MiB searched): a pattern that backtracks without end
     comes back as a "pattern too slow" error telling the model to narrow it.
@@ -379,7 +381,10 @@ def _search_files(root: Path, shown_root: str, regex: re.Pattern[str], pattern: 
     """
     ripgrep = _ripgrep()
     if ripgrep is not None:
-        return _ripgrep_search(ripgrep, shown_root, pattern, glob, ignore_case, cwd, found)
+        try:
+            return _ripgrep_search(ripgrep, shown_root, pattern, glob, ignore_case, cwd, found)
+        except _RefusedByRipgrep:
+            pass  # look-around, a back-reference, \Z...: the pattern is Python's, so Python searches
     base = Path(cwd or ".")
     with Search(pattern, re.IGNORECASE if ignore_case else 0, time_limit=TIME_LIMIT, abort=abort) as search:
         for file, named in _walk(root):
@@ -405,8 +410,21 @@ def _search_files(root: Path, shown_root: str, regex: re.Pattern[str], pattern: 
     return None
 
 
+class _RefusedByRipgrep(Exception):
+    """rg's regex engine does not take a pattern that Python's re does."""
+
+
+# Seconds rg may take over one search.
+_RIPGREP_TIMEOUT = 300
+
+
 def _ripgrep_search(ripgrep: str, shown_root: str, pattern: str, glob: Optional[str], ignore_case: bool,
                     cwd: PathArg, found: _Matches) -> Optional[ToolResult]:
+    """The search of ``_search_files`` by ``rg``: None when it ran, else the failure for the model.
+
+    :raises _RefusedByRipgrep: rg's engine refused the pattern (Python's re took it): nothing was
+        searched, and the caller searches in Python.
+    """
     # Search what the Python fallback searches: hidden and ignored files too, never .git.
     command = [ripgrep, "--line-number", "--with-filename", "--no-heading", "--color=never", "--sort=path",
                "--hidden", "--no-ignore", "--no-messages", "--glob=!.git", "--glob=!.hg", "--glob=!.svn"]
@@ -415,10 +433,17 @@ def _ripgrep_search(ripgrep: str, shown_root: str, pattern: str, glob: Optional[
     if glob:
         command.append(f"--glob={glob}")
     command += ["--regexp", pattern, "--", shown_root]
-    completed = subprocess.run(command, cwd=cwd, capture_output=True, timeout=300)
+    try:
+        completed = subprocess.run(command, cwd=cwd, capture_output=True, timeout=_RIPGREP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return failure(f"grep stopped after {_RIPGREP_TIMEOUT} s; narrow the path or glob")
     if completed.returncode not in (0, 1):
-        reason = completed.stderr.decode("utf-8", "replace").strip().splitlines()
-        return failure(f"rg failed: {reason[-1] if reason else completed.returncode}")
+        # rg parses the pattern before it reads a file: a refusal comes with no results. (Its
+        # message, several lines, ends with advice about its own flags, useless to the model.)
+        if not completed.stdout and b"regex" in completed.stderr.lower():
+            raise _RefusedByRipgrep
+        reason = " ".join(completed.stderr.decode("utf-8", "replace").split()) or "no message"
+        return failure(f"rg failed with exit status {completed.returncode}: {reason}; check the path and glob")
     # One result per "\n", as rg writes them: str.splitlines() would also break a matched line at \r,
     # \x0b, \x0c, \x1c-\x1e, \x85, U+2028 or U+2029 and count its pieces as matches. The line's own
     # \r before its "\n" goes, as the Python search drops it.

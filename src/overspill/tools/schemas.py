@@ -126,7 +126,7 @@ _TOOLS: dict[str, dict[str, Any]] = {
                        "text, line by line (results as offset:text, the byte offset to pass to read; context "
                        "lines as offset-text; then the count of matching lines)" + _GREP_FILES + ". " + _PAGING,
         "properties": {
-            "pattern": {"type": "string", "description": "A regular expression."},
+            "pattern": {"type": "string", "description": "A regular expression (Python's re syntax)."},
             "path": {"type": "string", "description": "File or folder to search (default: the current one)."},
             "resource": {"type": "string", "description": "A tool-output:// URI to search" + _GREP_FILES_RESOURCE + "."},
             "glob": {"type": "string", "description": "Only files matching this glob, e.g. *.py."},
