@@ -215,6 +215,17 @@ def test_read_past_the_end_says_so(cli):
         assert page["content"] == "" and page["next"] is None and page["offset"] == size
 
 
+def test_read_inside_the_last_character_says_so(cli, tmp_path):
+    """Regression (f17): an offset inside the last character was said to be at or past the end."""
+    (tmp_path / "out.txt").write_bytes(("x" * 60000 + "\nok \U0001F600").encode())
+    uri = uri_in(cli("run", "--", f"cat {tmp_path / 'out.txt'}").stdout)
+    size = json.loads(cli("read", uri, "--json").stdout)["resource"]["size"]
+    result = cli("read", uri, "--offset", str(size - 2))
+    assert result.returncode == 0 and result.stdout == b"" and result.stderr.count(b"\n") == 1
+    assert (f"offset {size - 2} is inside the last character of {uri}, which ends at byte {size}, the end: "
+            "nothing more to read") in result.stderr.decode()
+
+
 def test_the_continuation_hint_repeats_session_and_folder(cli, tmp_path):
     """Regression (issue 9, item 14): the hint of ``read --session foo`` dropped ``--session foo``,
     so running it read as another session. Protects "the marker must let it continue without guessing"."""

@@ -943,6 +943,22 @@ def test_read_at_or_past_the_end_is_an_empty_last_page(store):
                                  "nothing more to read]")
 
 
+def test_read_inside_the_last_character_says_so(store):
+    """Regression (f17): an offset inside the last character (its page starts where the character
+    ends, at the end) was reported "at or past the end ... which has S bytes", although it is
+    before S. The page is unchanged: empty, at S, no next."""
+    data = ("x" * 60000 + "\nresult: ok \U0001F600").encode()
+    resource = store.write("s", "c", data)
+    for offset in range(len(data) - 3, len(data)):
+        result = tools.read(store, "s", "c", resource=resource.uri, offset=offset)
+        assert not result.is_error and not result.truncated
+        assert result.metadata["offset"] == len(data) and result.metadata["next"] is None
+        assert result.output == (f"[offset {offset} is inside the last character of {resource.uri}, which ends at "
+                                 f"byte {len(data)}, the end: nothing more to read]")
+    before = tools.read(store, "s", "c", resource=resource.uri, offset=len(data) - 4)
+    assert before.output == "\U0001F600" and before.metadata["next"] is None
+
+
 def test_read_describes_a_binary_page_instead_of_decoding_it(store):
     """Regression (issue 19, item 3): a binary resource's page was text full of U+FFFD."""
     data = bytes(range(256)) * 400

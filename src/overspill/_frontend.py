@@ -198,7 +198,11 @@ def binary_page(store: ToolOutputStore, session_id: str, page: Page, offset: Opt
 
 def end_of_resource(resource: Resource, offset: int) -> str:
     """What every front end says of a read at or past the end: an empty last
-    page, no next, and not an error."""
+    page, no next, and not an error.  An ``offset`` before the end can get
+    there too: inside the last character, whose page starts where it ends."""
     size = resource.size
+    if offset < size:
+        return (f"offset {offset} is inside the last character of {resource.uri}, which ends at byte {size}, "
+                "the end: nothing more to read")
     return (f"offset {offset} is at or past the end of {resource.uri}, which has {size} "
             f"byte{'' if size == 1 else 's'}: nothing more to read")
