@@ -1000,3 +1000,12 @@ def test_an_empty_data_dir_is_bad_input_not_the_working_folder(cli, tmp_path):
     done = cli("run", "--data-dir", "", "--", "seq 100000", cwd=str(tmp_path))
     assert done.returncode == 2 and b"data_dir must not be empty" in done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_read_says_on_stderr_where_a_capped_stored_copy_ends(cli):
+    ran = cli("run", "--", "seq 1000000", env={"OVERSPILL_MAX_STORED_BYTES": "100000"})
+    uri = uri_in(ran.stdout)
+    last = cli("read", uri, "--offset", "99990")
+    assert last.stdout == b"18517\n1851\n"  # the page is the stored bytes, exactly
+    assert last.stderr.decode() == (f"overspill: note: the stored copy of {uri} ends here, at byte 100000: the output "
+                                    "had 6888896 bytes, and the rest, bytes 100000 to 6888896, was not kept\n")

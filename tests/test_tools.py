@@ -990,3 +990,19 @@ def test_bash_with_an_unreachable_store_does_not_run_the_command(tmp_path):
         result = tools.bash(store, "s", "c", f"touch {witness}; seq 1 100000")
     assert result.is_error and "the command was not run" in result.output and "\n" not in result.output
     assert not witness.exists()
+
+
+def test_the_last_page_of_a_capped_stored_copy_says_the_output_went_on(tmp_path):
+    # The marker says the stored copy holds the first 100000 bytes; a reader paging to its end
+    # must not take "1851" for the output's last line.
+    store = ToolOutputStore(tmp_path, durable=False, config={"tool_output": {"max_stored_bytes": 100_000}})
+    ran = tools.call(store, "s", "c", "bash", {"command": "seq 1000000"})
+    uri = "tool-output://" + ran.output.split("tool-output://")[1][:26]
+    last = tools.call(store, "s", "r", "read", {"resource": uri, "offset": 90_000})
+    assert last.metadata["next"] is None and last.metadata["stored_copy_ends"] is True
+    assert last.output.endswith(f"\n1851\n\n[the stored copy of {uri} ends here, at byte 100000: the output had "
+                                "6888896 bytes, and the rest, bytes 100000 to 6888896, was not kept]")
+    middle = tools.call(store, "s", "r", "read", {"resource": uri, "offset": 0, "limit": 1000})
+    assert "stored copy" not in middle.output
+    whole = store.write("s", "w", b"a\n" * 100)
+    assert "stored copy" not in tools.call(store, "s", "r", "read", {"resource": whole.uri}).output

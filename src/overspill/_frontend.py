@@ -35,6 +35,7 @@ __all__ = [
     "one_line",
     "binary_page",
     "end_of_resource",
+    "stored_copy_end",
     "is_binary_mime",
     "page_argument_problem",
     "parse_page_uri",
@@ -194,6 +195,23 @@ def binary_page(store: ToolOutputStore, session_id: str, page: Page, offset: Opt
         return None
     _, data, start, following = store.read_bytes(session_id, page.resource.uri, offset=offset or 0, limit=limit)
     return data, start, following
+
+
+def stored_copy_end(store: ToolOutputStore, session_id: str, page: Page) -> Optional[str]:
+    """What every front end says after the last page of a capped stored copy
+    (``max_stored_bytes``): the output went on, and the rest was not kept; None
+    for any other page.  Only a last page of a finished output reads the record.
+
+    :raises OverspillError: the record cannot be read (as ``store.status``).
+    """
+    if page.next is not None or not page.complete:
+        return None
+    capture = store.status(session_id, page.resource.uri).capture
+    if capture is None or capture[0] <= capture[1]:
+        return None
+    total, stored = capture
+    return (f"the stored copy of {page.resource.uri} ends here, at byte {stored}: the output had {total} bytes, "
+            f"and the rest, bytes {stored} to {total}, was not kept")
 
 
 def end_of_resource(resource: Resource, offset: int) -> str:

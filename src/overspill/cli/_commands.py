@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # typing and argparse cost start-up; annotations are never ev
     from typing import BinaryIO
 
 def _command_read(args: argparse.Namespace) -> int:
-    from .._frontend import end_of_resource, parse_page_uri, read_page
+    from .._frontend import end_of_resource, parse_page_uri, read_page, stored_copy_end
     from ..config import MAX_READ_BYTES
 
     # tool-output://ID?offset=N&limit=M, as MCP's: an offset or limit that is no number is bad
@@ -59,6 +59,9 @@ def _command_read(args: argparse.Namespace) -> int:
             _note(end_of_resource(page.resource, offset))
             return 0
         _print_text(page.content)
+        capped = stored_copy_end(store, session, page)
+        if capped is not None:
+            _note(capped)  # on stderr: the page itself is the stored bytes' end, exactly
     else:
         _print_text(f"{page.content}\n\n[{page.resource.size - page.next} more bytes: "
                     f"{_continue_command(args, page.resource.uri, page.next, limit)}]")

@@ -10,7 +10,7 @@ if TYPE_CHECKING:  # typing and pathlib cost start-up (``overspill run`` imports
     from pathlib import Path
     from typing import BinaryIO, Optional, Union
 
-from .._frontend import binary_page, end_of_resource, page_argument_problem, read_page
+from .._frontend import binary_page, end_of_resource, page_argument_problem, read_page, stored_copy_end
 from ..config import MAX_READ_BYTES
 from ..errors import OverspillError
 from ..store import ToolOutputStore
@@ -81,6 +81,14 @@ def _read_resource(store: ToolOutputStore, session_id: str, uri: object, offset:
         if start >= size and size:
             # At or past the end: an empty last page (no next), said in one line rather than shown as nothing.
             content = f"[{end_of_resource(resource, offset or 0)}]"
+        try:
+            capped = stored_copy_end(store, session_id, page)
+        except OverspillError as error:
+            return failure(str(error))
+        if capped is not None:
+            # The stored copy ends before the output did: a reader must not take its end for the output's.
+            content = f"{content}\n\n[{capped}]" if content else f"[{capped}]"
+            metadata["stored_copy_ends"] = True
         return ToolResult(content, False, False, None, metadata)
     hint = (f"\n\n[{size - following} more bytes of {resource.uri}: "
             f"read again with offset={following} to continue]")
