@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Callable
 
@@ -57,3 +60,35 @@ def wait_until(condition: Callable[[], object], limit: float = 30.0) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+@contextlib.contextmanager
+def forked_while_held(holder: threading.Thread, inside: threading.Event, release: threading.Event,
+                      undo: Callable[[], None]) -> Iterator[None]:
+    """Fork while ``holder`` (started here) waits inside a lock (it sets ``inside`` there and
+    waits for ``release``); the child lives, holding whatever it inherited, until the ``with``
+    block has run.  The block runs once the child's fork handlers have, the holder has let go and
+    ``undo`` has removed the patch that held it."""
+    holder.start()
+    inside.wait()
+    child_reads, child_exits = os.pipe()
+    started_reads, started = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.close(child_exits)
+        os.write(started, b".")  # its fork handlers have run
+        os.read(child_reads, 1)
+        os._exit(0)
+    os.close(child_reads)
+    os.close(started)
+    try:
+        os.read(started_reads, 1)
+        os.close(started_reads)
+        release.set()
+        holder.join()
+        undo()
+        yield
+    finally:
+        os.close(child_exits)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, "the forked child did not exit"

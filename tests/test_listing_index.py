@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from processes import forked_while_held
 
 from overspill import ToolOutputStore
 from overspill.backends import _index
@@ -430,24 +431,7 @@ def test_a_fork_during_a_catch_up_leaves_the_index_lock_to_the_parent(data, fill
 
     monkeypatch.setattr(ListingIndex, "_store", slow_store)
     holder = threading.Thread(target=store.records, args=("a",), daemon=True)
-    holder.start()
-    inside.wait()
-    child_reads, child_exits = os.pipe()
-    started_reads, started = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # lives until the parent has checked, holding whatever it inherited
-        os.close(child_exits)
-        os.write(started, b".")  # its fork handlers have run
-        os.read(child_reads, 1)
-        os._exit(0)
-    os.close(child_reads)
-    os.close(started)
-    try:
-        os.read(started_reads, 1)
-        os.close(started_reads)
-        release.set()
-        holder.join()
-        monkeypatch.undo()
+    with forked_while_held(holder, inside, release, monkeypatch.undo):
         fd = os.open(index_dir(data) / "lock", os.O_RDWR)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError while the child holds it
@@ -455,6 +439,3 @@ def test_a_fork_during_a_catch_up_leaves_the_index_lock_to_the_parent(data, fill
             os.close(fd)
         store.write("a", "newer", "changes it again\n")
         assert len(store.records("a")) == len(filled["a"]) + 2
-    finally:
-        os.close(child_exits)
-        os.waitpid(pid, 0)

@@ -16,6 +16,7 @@ import time
 from datetime import timedelta
 
 import pytest
+from processes import forked_while_held
 
 from overspill import CleanupReport, ResourceNotFoundError, StorageError, ToolOutputStore
 from overspill import _files, _kernels
@@ -382,30 +383,10 @@ def test_a_fork_during_a_sweep_leaves_the_cleanup_lock_to_the_parent(tmp_path, m
 
     monkeypatch.setattr(_sweep.FolderSweep, "run", slow_run)
     holder = threading.Thread(target=store.cleanup, daemon=True)
-    holder.start()
-    inside.wait()
-    child_reads, child_exits = os.pipe()
-    started_reads, started = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # lives until the parent has checked, holding whatever it inherited
-        os.close(child_exits)
-        os.write(started, b".")  # its fork handlers have run
-        os.read(child_reads, 1)
-        os._exit(0)
-    os.close(child_reads)
-    os.close(started)
-    try:
-        os.read(started_reads, 1)
-        os.close(started_reads)
-        release.set()
-        holder.join()
-        monkeypatch.undo()
+    with forked_while_held(holder, inside, release, monkeypatch.undo):
         with _sweep.sweep_lock(store.directory, wait=False) as locked:
             assert locked, "the forked child holds the cleanup lock"
         assert not store.cleanup().busy
-    finally:
-        os.close(child_exits)
-        assert exit_code_of_child(pid, "the forked child did not exit") == 0
 
 
 def test_a_forked_child_reads_and_starts_its_own_cleaner(tmp_path):

@@ -252,6 +252,22 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def stream(self, chunk: bytes, count: int, pause: float = 0.0) -> None:
+        """A text body of no declared length: ``chunk`` ``count`` times, ``pause`` seconds apart."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            for _ in range(count):
+                self.wfile.write(chunk)
+                if pause:
+                    self.wfile.flush()
+                    time.sleep(pause)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client refused the body part way, as it should
+
     def do_GET(self):  # noqa: N802 - the http.server API
         if self.path == "/page":
             html = ("<html><head><meta charset='iso-8859-1'><script>alert(1)</script><style>p{}</style></head>"
@@ -268,16 +284,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(b"0123456789" + b"EXTRA" * 1000)
         elif self.path == "/unbounded":
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain")
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.close_connection = True
-            try:
-                for _ in range(6 * 16):
-                    self.wfile.write(b"z" * 65536)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client refused the body part way, as it should
+            self.stream(b"z" * 65536, 6 * 16)
         elif self.path == "/redirect":
             self.send_response(302)
             self.send_header("Location", "/page")
@@ -312,19 +319,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 self.send(200, "text/html", '<meta charset="zlib"><p>caf\u00e9</p>'.encode())
             else:
                 self.send(200, f"text/plain; charset={name}", "café".encode())
-        elif self.path == "/drip":  # a byte every 0.2 s, for ever: only a deadline ends the fetch
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain")
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.close_connection = True
-            try:
-                for _ in range(600):
-                    self.wfile.write(b"x")
-                    self.wfile.flush()
-                    time.sleep(0.2)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
+        elif self.path == "/drip":  # a byte every 0.2 s, for two minutes: only a deadline ends the fetch
+            self.stream(b"x", 600, pause=0.2)
         else:
             self.send(404, "text/plain", b"missing")
 
