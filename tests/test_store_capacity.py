@@ -331,3 +331,33 @@ def test_a_lost_or_damaged_total_is_caught_up_from_the_folder(tmp_path):
             path.write_bytes(damage)
         store.write("s", "c", b"b" * 100)
         assert usage_file(tmp_path) == folder_bytes(store.directory)
+
+
+def test_a_durable_payload_is_flushed_before_the_quota_lock_is_taken(tmp_path, monkeypatch):
+    # Review of the f04 fix: the publish runs under the running total's lock, which every other
+    # writer (in any process) waits on; a large payload's fsync must not run under it.
+    import fcntl
+    import os
+
+    store = ToolOutputStore(tmp_path, config={"tool_output": {"max_total_bytes": 10_000_000}})
+    store.truncate("s", "warm", "y\n" * 50_000)  # the running total's file exists
+    usage = tmp_path / "tool-output" / "index" / "usage"
+    data = "x\n" * 60_000
+    seen: list[bool] = []
+    real_fsync = os.fsync
+
+    def watching(fd: int) -> None:
+        if os.fstat(fd).st_size == len(data):  # the payload's fsync
+            probe = os.open(usage, os.O_RDWR)
+            try:
+                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                seen.append(True)  # nobody held the total
+            except BlockingIOError:
+                seen.append(False)
+            finally:
+                os.close(probe)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", watching)
+    result = store.truncate("s", "big", data)
+    assert result.resource is not None and seen == [True]

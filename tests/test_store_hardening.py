@@ -582,3 +582,19 @@ def test_ls_that_cannot_read_the_records_says_so_and_exits_4(tmp_path, subproces
     assert ran.returncode == 4, (ran.stdout, ran.stderr)
     assert "no stored outputs" not in ran.stdout
     assert ran.stderr.startswith("overspill: error:") and len(ran.stderr.strip().splitlines()) == 1
+
+
+def test_a_fork_while_a_thread_holds_the_running_total_gives_the_child_no_holder(tmp_path):
+    """Review of the f04 fix: the thread holding the running total (``UsageTotal.held``) is not in
+    a forked child; a child thread that got its id must not think it holds the total (it would
+    publish with no lock, and its changes would never be written)."""
+    store = ToolOutputStore(tmp_path, durable=False)
+    store.write("s", "c", b"x" * 1000)
+    usage = store._backend._usage
+    with usage.held():
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            os._exit(0 if usage._holder is None else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the child inherited the parent thread's hold"
+    assert store.write("s", "d", b"y" * 1000).size == 1000

@@ -156,6 +156,8 @@ class StoreWrites(StoreRoom):
                 raise_stored(error)  # the publish's own wording, not the quota's
 
         try:
+            # A large payload's fsync before the quota's lock, which other writers wait on.
+            writer.settle()
             return self._publish_within(reserve, publish)
         except BaseException as error:
             writer.abort()

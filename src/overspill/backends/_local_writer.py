@@ -55,6 +55,7 @@ class LocalWriter:
         self._size = 0
         self._checksums = Checksums(CHECKSUM_CHUNK)
         self._written_back = 0  # the payload before this offset is on its way to the disk
+        self._settled = False  # the payload fsync-ed (``settle``)
         from ._sweep import writer_lock  # the cleanup module: only a process that writes needs it
 
         self._fd = _files.create_exclusive(self.payload_path)  # FileExistsError: the store draws again
@@ -106,8 +107,7 @@ class LocalWriter:
                 lines: Optional[int] = None) -> Record:
         del retention  # the folder expires by sweep, which reads ``created``
         checksums = self._checksums.finish()
-        if self._durable:
-            os.fsync(self._fd)
+        self.settle()
         record = Record(
             Resource(uri_for(self._id), mime, self._size, name), session_id, tool_call_id,
             time.time_ns() // 1_000_000, checksums, CHECKSUM_CHUNK, capture, lines,
@@ -119,6 +119,12 @@ class LocalWriter:
         if self._usage is not None:
             self._usage.add(self._size + written)
         return record
+
+    def settle(self) -> None:
+        """The payload fsync-ed now when durable (once: ``publish`` does not repeat it)."""
+        if self._durable and not self._settled:
+            os.fsync(self._fd)
+            self._settled = True
 
     def _put_record(self, record: Record) -> int:
         """Write ``record`` to a temporary file and rename it into ``{id}.json``: visible at once,

@@ -128,6 +128,9 @@ class RedisWriter:
                 self._buffer += view[position:]
         self.size += total
 
+    def settle(self) -> None:
+        """Nothing to do: the server keeps each chunk as it is sent (its own persistence rules)."""
+
     def publish(self, session_id: str, tool_call_id: str, mime: str, name: Optional[str], *,
                 retention: timedelta, capture: Optional[tuple[int, int]] = None,
                 lines: Optional[int] = None) -> Record:

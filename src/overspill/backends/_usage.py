@@ -63,6 +63,12 @@ class UsageTotal:
         self._holder: int | None = None
         self._step: list[int | None] = [None, None]
 
+    def reset_after_fork(self) -> None:
+        """In a forked child: no thread holds the total (the one that did in the parent is not
+        here, and a child's thread that got its id must not take the hold for its own)."""
+        self._holder = None
+        self._step = [None, None]
+
     def _locked(self) -> int:
         """The usage file, open and exclusively locked (-1 where there is no ``flock``)."""
         try:

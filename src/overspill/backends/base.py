@@ -148,6 +148,17 @@ class Writer(Protocol):
         """
         ...
 
+    def settle(self) -> None:
+        """Make what was written durable now, when the backend was opened durable
+        (nothing otherwise): the store calls it before it takes the quota's lock,
+        so that ``publish``, which runs under it, waits on no large flush.  Writing
+        after it is not allowed.
+
+        :raises OSError: the bytes could not be made durable (the caller then
+            calls ``abort``).
+        """
+        ...
+
     def publish(self, session_id: str, tool_call_id: str, mime: str, name: Optional[str], *,
                 retention: timedelta, capture: Optional[tuple[int, int]] = None,
                 lines: Optional[int] = None) -> Record:
@@ -160,7 +171,8 @@ class Writer(Protocol):
         output's line count (``wc -l``, plus one for a final line without a
         newline), kept as ``Record.lines`` (``"lines"`` in JSON).
 
-        Makes the payload durable first when the backend was opened durable.
+        Makes the payload durable first when the backend was opened durable
+        (unless ``settle`` already did).
         ``created_ms`` is the backend's clock at publication; ``retention`` lets
         a backend with native expiry (Redis ``EXPIRE``) expire every key of the
         resource at ``created + retention`` — the local folder ignores it and

@@ -393,6 +393,8 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
         self._last_parsed = None
         if self._index is not None:
             self._index.reset_after_fork()
+        if self._usage is not None:
+            self._usage.reset_after_fork()
 
     def close(self) -> None:
         """Drop the cached records and maps (a map in use closes when its last view goes)."""
