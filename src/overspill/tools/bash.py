@@ -259,7 +259,8 @@ def _keep(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str, 
         and the output was over the limits, or the store failed).
     """
     if store is None and open_store is not None:
-        if spill and not sniffed.binary and _storable_names(session_id, tool_call_id, name):
+        # The ids and name were checked before the command ran: a record can hold them.
+        if spill and not sniffed.binary:
             held, shown = _held_within(chunks, limits)
             if shown is not None:
                 return _Kept(None, strip_final_newline(shown), False, {})
@@ -293,14 +294,6 @@ def _keep(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str, 
     outcome = store.truncate(session_id, tool_call_id, data, name=name,
                              max_lines=limits.max_lines, max_bytes=limits.max_bytes)
     return _Kept(outcome.resource, strip_final_newline(outcome.content), outcome.truncated, stored_metadata(outcome))
-
-
-def _storable_names(*names: Optional[str]) -> bool:
-    """Whether the store would take these ids and name without a check of their
-    size (``check_metadata`` measures only a string over a quarter of
-    ``MAX_METADATA_BYTES``): a longer one opens the store, whose checks refuse
-    it as they do for any output."""
-    return all(name is None or len(name) <= 256 for name in names)
 
 
 def _held_within(chunks: Iterator[bytes], limits: Limits) -> tuple[list[bytes], Optional[str]]:
