@@ -667,3 +667,43 @@ def test_running_outputs_stay_within_the_quota_together(tmp_path):
     # What did not fit is counted, as past max_stored_bytes: the stored copies say they are the start.
     assert all(record.capture is None or record.capture[1] == record.resource.size for record in records), records
     assert sum(record.capture is not None for record in records) >= 5
+
+
+# ------------------------------------------------------------------ regressions (red team 5)
+def test_two_threads_growing_one_seal_chain_take_each_entry_once(tmp_path, monkeypatch):
+    """Regression: two threads of one store fed the cached seal chain the same new entries; its parsed
+    length advanced twice, so every entry after them was skipped for good and the running output's size
+    froze until it exited (an MCP ``wait`` beside a ``read`` of the same handle)."""
+    backend = LocalBackend(tmp_path)
+    writer = growing(backend)
+    writer.write(memoryview(b"one\n"))
+    writer.seal()
+    assert backend.record(writer.id).resource.size == 4  # the chain is cached from here on
+    writer.write(memoryview(b"two\n"))
+    writer.seal()
+    real_pread = os.pread
+    first_reading, second_done = threading.Event(), threading.Event()
+
+    def pread(fd: int, size: int, offset: int) -> bytes:
+        if threading.current_thread() is first and os.readlink(f"/proc/self/fd/{fd}").endswith(".seal"):
+            first_reading.set()
+            second_done.wait(1.0)  # the second look runs meanwhile (or, serialised, waits its turn)
+        return real_pread(fd, size, offset)
+
+    def second_look() -> None:
+        backend.record(writer.id)
+        second_done.set()
+
+    monkeypatch.setattr(os, "pread", pread)
+    first = threading.Thread(target=backend.record, args=(writer.id,))
+    first.start()
+    assert first_reading.wait(5)
+    second = threading.Thread(target=second_look)
+    second.start()
+    first.join(10)
+    second.join(10)
+    monkeypatch.undo()
+    writer.write(memoryview(b"three\n"))
+    writer.seal()
+    assert backend.record(writer.id).resource.size == 14
+    writer.abort()

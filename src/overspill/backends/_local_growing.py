@@ -25,6 +25,7 @@ from ._local_writer import LocalWriter
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing, dataclasses and pathlib cost start-up (issue 21); annotations are never evaluated
+    import threading
     from collections.abc import Callable
     from typing import Any, Optional
 
@@ -137,6 +138,7 @@ class LocalGrowing:
     _created: bool
     _live: dict[int, LocalWriter]
     _usage: Optional[UsageTotal]
+    _chains_lock: threading.Lock
     _entry: Callable[[str], Entry]
     record: Callable[[str], Record]
     read: Callable[[Record, int, int], memoryview]
@@ -162,18 +164,22 @@ class LocalGrowing:
         except OSError as error:
             raise unreadable(uri, "has no readable seals", error) from None
         try:
-            inode, chain = entry.chain
-            if chain is None or inode != info.st_ino:
-                from ._seals import SealChain  # only a running resource has seals
+            # A chain grows in place: two threads feeding it the same new entries would count them
+            # twice in ``consumed`` and skip the entries after them for good.  Readers of a chain
+            # need no lock (its lists only grow, each CRC before its end).
+            with self._chains_lock:
+                inode, chain = entry.chain
+                if chain is None or inode != info.st_ino:
+                    from ._seals import SealChain  # only a running resource has seals
 
-                chain = SealChain(uri[len(SCHEME):])
-            if info.st_size > chain.consumed:
-                chain.feed(os.pread(fd, info.st_size - chain.consumed, chain.consumed))
+                    chain = SealChain(uri[len(SCHEME):])
+                if info.st_size > chain.consumed:
+                    chain.feed(os.pread(fd, info.st_size - chain.consumed, chain.consumed))
+                entry.chain = (info.st_ino, chain)
         except OSError as error:
             raise unreadable(uri, "has no readable seals", error) from None
         finally:
             os.close(fd)
-        entry.chain = (info.st_ino, chain)
         return chain
 
     def _growing(self, entry: Entry, record: Record) -> Record:

@@ -71,8 +71,9 @@ class SealChain:
             start, end, crc = _ENTRY.unpack(body)
             if check != _check(self.resource_id, body) or start != self.end or end <= start:
                 continue  # torn, altered, foreign or out of order: not part of the chain
-            self.ends.append(end)
+            # The CRC first: a reader that sees a stretch's end finds its CRC.
             self.crcs.append(crc)
+            self.ends.append(end)
         self.consumed += whole
 
     def span(self, start: int, end: int) -> tuple[int, int]:

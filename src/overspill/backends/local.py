@@ -111,6 +111,7 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
         # Readers look entries up without the lock (a dict lookup is atomic);
         # the lock serialises insertions, evictions and map bookkeeping.
         self._lock = allocate_lock()
+        self._chains_lock = allocate_lock()  # see LocalGrowing._sealed_chain
         self._entries: dict[str, Entry] = {}
         # Ids whose entry holds files open (a first read's, or with a map), oldest
         # first (insertion order); at most _OPEN_MAPS, so descriptors stay few.
