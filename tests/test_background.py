@@ -707,3 +707,40 @@ def test_two_threads_growing_one_seal_chain_take_each_entry_once(tmp_path, monke
     writer.seal()
     assert backend.record(writer.id).resource.size == 14
     writer.abort()
+
+
+_START_ONE = """
+import sys
+from overspill import ToolOutputStore, background
+from overspill.errors import BackgroundLimitError
+store = ToolOutputStore(sys.argv[1], config={"tool_output": {"max_background": 2}})
+store.records("s")
+sys.stdin.readline()
+try:
+    job = background.start(store, "s", "c", "sleep 3")
+except BackgroundLimitError:
+    print("limited", flush=True)
+else:
+    print("started", flush=True)
+    job.wait(30)
+"""
+
+
+def test_max_background_holds_across_processes_starting_at_once(tmp_path):
+    """Regression: the check of max_background and the publish of the running record were one step
+    only within a process; eight processes (``overspill run --background`` starts each command from
+    its own supervisor) starting at once in one session ran up to six commands under a limit of 2."""
+    processes = [subprocess.Popen([sys.executable, "-c", _START_ONE, str(tmp_path)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True) for _ in range(8)]
+    try:
+        time.sleep(1.5)  # every process up, its store open, before any of them starts
+        for process in processes:
+            process.stdin.write("go\n")
+            process.stdin.flush()
+        answers = [process.communicate(timeout=60)[0].strip() for process in processes]
+    finally:
+        for process in processes:
+            process.kill()
+    assert sorted(answers) == ["limited"] * 6 + ["started"] * 2, answers
+    with ToolOutputStore(tmp_path) as store:
+        assert sum(record.state is not None for record in store.records("s")) == 2

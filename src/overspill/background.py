@@ -154,8 +154,8 @@ def start(store: ToolOutputStore, session_id: str, tool_call_id: str, command: C
     :raises OSError: the command could not be started.
     :raises TypeError: a malformed command.
     """
-    with _LOCK:  # one check-and-start at a time in this process: the limit holds
-        store.check_background(session_id)
+    # One check-and-start at a time in this process, and in this store's folder: the limit holds.
+    with _LOCK, store.starting_background(session_id):
         abort = threading.Event()
         # The output grows in the store; memory keeps only as much of its start
         # as decides whether it is binary.

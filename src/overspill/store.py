@@ -39,6 +39,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing, threading and pathlib cost start-up (issue 21); annotations are never evaluated
     import threading
     from collections.abc import Callable
+    from contextlib import AbstractContextManager
     from pathlib import Path
     from typing import Optional, Union
 
@@ -218,6 +219,21 @@ class ToolOutputStore(StoreStreams, StoreReads):
                 f"{running} background commands are already running in this session (max_background is "
                 f"{self._limits.max_background}); wait for one or kill one first")
 
+    def starting_background(self, session_id: str) -> _HeldLock:
+        """A context manager that holds the store's lock for starting a background command
+        in ``session_id`` (waiting for another process's start): inside it, the
+        ``max_background`` check and ``open_growing``'s publish of the running record are one
+        step, whichever processes start commands at once.  ``check_background`` is done on
+        entering (and again by ``open_growing``).
+
+        :raises UnsupportedError, BackgroundLimitError: as ``check_background``.
+        :raises StorageError: the lock cannot be taken, or the listing failed.
+        """
+        self.check_background(session_id)  # at once, without the lock, for a backend without growing resources
+        backend = self._backend
+        return _HeldLock(backend.starting_background, f"cannot start a background command in {self._where}",  # type: ignore[attr-defined]
+                         lambda: self.check_background(session_id))
+
     def open_growing(self, session_id: str, tool_call_id: str, *, process: Optional[tuple[int, int]] = None,
                      mime: str = "text/plain", name: Optional[str] = None) -> GrowingOutput:
         """A growing resource for a background command's output, published at once as running.
@@ -353,3 +369,39 @@ def _reset_stores_after_fork() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_stores_after_fork)
+
+
+class _HeldLock:
+    """``ToolOutputStore.starting_background``'s context manager (contextlib costs start-up):
+    a backend's lock taken on entering (an ``OSError`` then is a ``StorageError``), then ``check``
+    done under it; released on leaving."""
+
+    __slots__ = ("_lock", "_action", "_check", "_held")
+
+    def __init__(self, lock: Callable[[], AbstractContextManager[object]], action: str,
+                 check: Callable[[], None]) -> None:
+        self._lock = lock
+        self._action = action
+        self._check = check
+        self._held: Optional[AbstractContextManager[object]] = None
+
+    def __enter__(self) -> None:
+        held = self._lock()
+        try:
+            held.__enter__()
+        except OSError as error:
+            raise storage_error(self._action, error) from None
+        self._held = held
+        try:
+            self._check()
+        except BaseException:
+            self._release()
+            raise
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            held.__exit__(None, None, None)

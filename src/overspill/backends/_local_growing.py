@@ -27,6 +27,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing, dataclasses and pathlib cost start-up (issue 21); annotations are never evaluated
     import threading
     from collections.abc import Callable
+    from contextlib import AbstractContextManager
     from typing import Any, Optional
 
     from .._owner import Owner
@@ -142,6 +143,17 @@ class LocalGrowing:
     _entry: Callable[[str], Entry]
     record: Callable[[str], Record]
     read: Callable[[Record, int, int], memoryview]
+
+    def starting_background(self) -> AbstractContextManager[bool]:
+        """The folder's lock for starting background commands (``.background.lock``), waited for:
+        held from the ``max_background`` check to the new running record's publish, so that
+        processes starting commands at once cannot all pass the check.
+
+        :raises OSError: the lock file cannot be opened.
+        """
+        from ._sweep import BACKGROUND_LOCK_NAME, folder_lock  # only a background start needs it
+
+        return folder_lock(self._directory, BACKGROUND_LOCK_NAME, wait=True)
 
     def create_growing(self, resource_id: str, /, *, session_id: str, tool_call_id: str, mime: str,
                        name: Optional[str], owner: Owner, process: Optional[tuple[int, int]]) -> "GrowingLocalWriter":

@@ -31,6 +31,7 @@ from ._report import CleanupReport
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing, datetime and pathlib cost start-up (issue 21); annotations are never evaluated
     from collections.abc import Iterator
+    from contextlib import AbstractContextManager
     from datetime import timedelta
     from pathlib import Path
     from typing import Union
@@ -40,10 +41,12 @@ try:
 except ImportError:  # pragma: no cover - Windows: sweeps are not serialised there
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["CleanupReport", "LOCK_NAME", "TEMPORARY_PATTERN", "FolderSweep", "folder_bytes", "sweep", "sweep_lock",
-           "writer_lock"]
+__all__ = ["BACKGROUND_LOCK_NAME", "CleanupReport", "LOCK_NAME", "TEMPORARY_PATTERN", "FolderSweep", "folder_bytes",
+           "folder_lock", "sweep", "sweep_lock", "writer_lock"]
 
 LOCK_NAME = ".cleanup.lock"
+# Held while a background command is started (``LocalGrowing.starting_background``).
+BACKGROUND_LOCK_NAME = ".background.lock"
 _ID = r"[0-9a-f]{12}[0-9A-Za-z]{14}"
 # Compiled on first use: only a sweep needs them, and ``re`` costs every command's start-up.
 _PAIR_MEMBER = LazyPattern(rf"({_ID})\.(txt|json)")
@@ -241,13 +244,13 @@ class FolderSweep:
 
 
 @contextlib.contextmanager
-def sweep_lock(directory: Union[str, Path], *, wait: bool) -> Iterator[bool]:
-    """Hold the folder's cleanup lock; yields False (without it) when another
+def folder_lock(directory: Union[str, Path], name: str, *, wait: bool) -> Iterator[bool]:
+    """Hold the folder's lock file ``name``; yields False (without it) when another
     process holds it and ``wait`` is false.
 
     :raises OSError: the lock file cannot be opened.
     """
-    lock_fd = _files.open_lock_file(os.path.join(directory, LOCK_NAME))  # closed by a forked child
+    lock_fd = _files.open_lock_file(os.path.join(directory, name))  # closed by a forked child
     try:
         if fcntl is not None:
             try:
@@ -260,6 +263,14 @@ def sweep_lock(directory: Union[str, Path], *, wait: bool) -> Iterator[bool]:
         yield True
     finally:
         _files.close_lock_file(lock_fd)  # also releases the lock
+
+
+def sweep_lock(directory: Union[str, Path], *, wait: bool) -> AbstractContextManager[bool]:
+    """Hold the folder's cleanup lock (``folder_lock`` of ``LOCK_NAME``).
+
+    :raises OSError: the lock file cannot be opened.
+    """
+    return folder_lock(directory, LOCK_NAME, wait=wait)
 
 
 def sweep(directory: Union[str, Path], now: float, retention: timedelta, grace: timedelta, *,

@@ -329,6 +329,14 @@ class GrowingBackend(Protocol):
     remove a running resource whose owner lives.
     """
 
+    def starting_background(self) -> AbstractContextManager[object]:
+        """A lock across processes, waited for, held while a background command is started:
+        from the ``max_background`` check to the publish of its running record.
+
+        :raises OSError: the lock cannot be taken.
+        """
+        ...
+
     def create_growing(self, resource_id: str, /, *, session_id: str, tool_call_id: str, mime: str,
                        name: Optional[str], owner: Owner, process: Optional[tuple[int, int]]) -> GrowingWriter:
         """A growing resource, published at once as running.
