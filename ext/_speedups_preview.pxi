@@ -4,6 +4,12 @@
 # module's layout (which the outline scan's speed is sensitive to) is unchanged.
 
 
+cdef inline Py_ssize_t _saturated_sum(Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    """a + b for a, b >= 0, or PY_SSIZE_T_MAX where that would overflow: the twin's
+    ints never do, so a slack near sys.maxsize must reach as far here as there."""
+    return PY_SSIZE_T_MAX if a > PY_SSIZE_T_MAX - b else a + b
+
+
 cdef (Py_ssize_t, Py_ssize_t) _shares(Py_ssize_t head_size, Py_ssize_t tail_size, Py_ssize_t max_bytes) noexcept:
     """Byte budgets of head and tail; what one side cannot use goes to the other."""
     cdef Py_ssize_t head_share = max_bytes - max_bytes // 2, tail_share = max_bytes // 2
@@ -108,13 +114,14 @@ cdef Py_ssize_t _head_cut(const uint8_t *data, Py_ssize_t size, Py_ssize_t share
 
 cdef Py_ssize_t _tail_cut(const uint8_t *data, Py_ssize_t size, Py_ssize_t share, Py_ssize_t slack) noexcept:
     """The tail's start: see _native_preview._tail_cut."""
-    cdef Py_ssize_t low = size - share, newline
+    cdef Py_ssize_t low = size - share, newline, stop
     cdef Py_ssize_t cut = osp_boundary_at_or_after(data, size, low, 1)
     if slack:
-        newline = _first_newline(data, 1, max(cut - 1, 0), min(low + slack, size - 1))
+        stop = min(_saturated_sum(low, slack), size - 1)
+        newline = _first_newline(data, 1, max(cut - 1, 0), stop)
         if newline >= 0:
             return newline + 1
-        newline = _first_mark(data, 1, max(cut - 1, 0), min(low + slack, size - 1))
+        newline = _first_mark(data, 1, max(cut - 1, 0), stop)
         if newline >= 0:
             return newline + 1
     return cut
@@ -180,7 +187,7 @@ cdef tuple _preview_text(object text, Py_ssize_t max_lines, Py_ssize_t max_bytes
                     break
     if slack and tail_index > tail_region:
         low = max(tail_index - 1, 0)
-        high = min(tail_index + slack, length - 1)
+        high = min(_saturated_sum(tail_index, slack), length - 1)
         for attempt in range(2):
             newline = (_first_newline if attempt == 0 else _first_mark)(data, width, low, high)
             if newline >= 0:

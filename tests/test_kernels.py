@@ -460,6 +460,24 @@ def test_twins_agree_on_preview_cuts(compiled, content, max_lines, max_bytes):
     assert outcome(compiled.preview_cuts, *args) == outcome(_native.preview_cuts, *args)
 
 
+_LONG_LINES = b"line error\n" * 5000
+
+
+@given(st.one_of(contents, st.sampled_from([_LONG_LINES, _LONG_LINES.decode()])), limits, limits,
+       st.one_of(st.integers(0, 70), st.sampled_from([2**62, sys.maxsize - 10, sys.maxsize, 2**63, 10**20])))
+@example(_LONG_LINES, 10, 100, sys.maxsize)
+@example(_LONG_LINES.decode(), 10, 100, sys.maxsize)
+@example(_LONG_LINES, 10, 100, 10**20)
+@example(_LONG_LINES.decode(), 10, 100, sys.maxsize - 10)
+def test_twins_agree_on_preview_cuts_with_a_huge_line_slack(compiled, content, max_lines, max_bytes, slack):
+    """Regression (f04): the compiled tail cut summed its start and the slack in a machine
+    word, so a slack near sys.maxsize (or above it, clamped there) wrapped to a negative
+    bound and left the tail mid-line where the twin found the newline.  Protects "both
+    implementations give the same results ... for every input"."""
+    args = (content, max_lines, max_bytes, slack)
+    assert outcome(compiled.preview_cuts, *args) == outcome(_native.preview_cuts, *args)
+
+
 @given(st.lists(st.one_of(raw_bytes, _ARGUMENTS), max_size=6), st.one_of(st.integers(1, 30), _ARGUMENTS),
        st.sampled_from(["head", "head_tail", "tail"]))
 def test_twins_agree_on_stream_cap(compiled, chunks, max_bytes, keep):
