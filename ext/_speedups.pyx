@@ -267,7 +267,7 @@ def verify_chunks(buffer, base, start, end, checksums, chunk, /):
             size = buf.len
             first, last = c_start // c_chunk, (c_end - 1) // c_chunk
             if (c_end <= c_start or first * c_chunk < c_base or c_end - c_base > size
-                    or 4 * (last + 1) > sums.len):
+                    or last + 1 > sums.len // 4):  # (4 * (last + 1) > len, without the product)
                 raise ValueError(f"the buffer (from {c_base}, {size} bytes) and {sums.len // 4} checksums "
                                  f"do not hold the chunks of [{c_start}, {c_end})")
             # Checked above: every chunk starts inside buf and every index has its 4 bytes.

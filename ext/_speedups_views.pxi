@@ -147,7 +147,7 @@ def page_text(buffer, low, high, offset, limit, flags, reach, checksums, chunk, 
             return _window_page(p, size, 0, c_low, c_high, c_offset, c_limit, c_flags, c_reach, NULL, c_chunk)
         _contiguous(checksums, &sums)
         try:
-            if 4 * ((c_high - 1) // c_chunk + 1) > sums.len:
+            if (c_high - 1) // c_chunk + 1 > sums.len // 4:  # (4 * chunks > len, without the product)
                 raise ValueError(f"{sums.len // 4} checksums do not cover the chunks of [{c_low}, {c_high})")
             # Checked above: every chunk starts inside the buffer and every index has its 4 bytes.
             return _window_page(p, size, 0, c_low, c_high, c_offset, c_limit, c_flags, c_reach,

@@ -599,6 +599,10 @@ _VERIFY_ARGUMENTS = st.one_of(st.none(), st.booleans(), st.integers(-2, 70), st.
 
 @given(st.one_of(st.binary(max_size=70), _VERIFY_ARGUMENTS), _VERIFY_ARGUMENTS, _VERIFY_ARGUMENTS,
        _VERIFY_ARGUMENTS, st.one_of(st.binary(max_size=80), _VERIFY_ARGUMENTS), _VERIFY_ARGUMENTS)
+# Chunks near sys.maxsize: 4 * (last + 1) wrapped in a machine word, so the compiled check
+# passed and read checksums far outside the buffer where the twin raises ValueError.
+@example(b"0123456789", sys.maxsize - 10, sys.maxsize - 5, sys.maxsize, bytes(8), 1)
+@example(b"0123456789", sys.maxsize - 10, sys.maxsize - 5, 2**64, bytes(8), 1)
 def test_twins_agree_on_verify_chunks(compiled, buffer, base, start, end, sums, chunk):
     def outcome(function):
         try:
