@@ -3,15 +3,18 @@ each other) and what ``truncate`` shows (every offset where that part starts).""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from typing import Optional
+from unittest import mock
 
 import pytest
 from hypothesis import given, example, settings
 from hypothesis import strategies as st
 
 import overspill
-from overspill import ToolOutputStore, _kernels, _native
+from overspill import ToolOutputStore, _kernels, _native, _outline
 from overspill._outline import Outline, budget, detect
 from overspill.text import line_slack
 
@@ -557,3 +560,159 @@ def test_trimming_runs_is_on_by_default_and_can_be_turned_off(tmp_path):
     assert whole.content.startswith(plain.head + "\n... output truncated") and whole.content.endswith(plain.tail)
     with pytest.raises(Exception, match="trim_runs"):
         ToolOutputStore(tmp_path, config={"tool_output": {"trim_runs": "no"}})
+
+
+# ---------------------------------------------------------------- an omitted part begun inside the head's structure
+class BytesReader:
+    """``read(a, b)`` over bytes, as the store gives ``Outline`` its stored copy."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    @contextlib.contextmanager
+    def __call__(self, start: int, end: int):
+        with memoryview(self.data)[start:end] as view:
+            yield view
+
+
+def naive_keys(text: bytes, section: bytes, depth: int) -> tuple[bytes, Optional[list]]:
+    """The section after ``text`` (one line) and its key and ``deeper`` at each depth (None when unkeyed)."""
+    name = text[:-1]
+    if (len(text) >= 2 and text.endswith(b":") and not re.search(rb"[ \t:]", name)
+            and (b"/" in name or name.startswith(b"."))):
+        section = token = name[:255]
+    else:
+        token = naive_token(text)
+        if b"/" not in token and b"::" not in token:
+            token = section
+    if not token:
+        return section, None
+    ends = naive_parts(token)
+    return section, [(token[: ends[min(d, len(ends) - 1)]] if ends else token, len(ends) > d + 1)
+                     for d in range(depth)]
+
+
+def naive_omitted_runs(data: bytes, start: int, depth: int) -> tuple[list, int, int]:
+    """The runs of ``data[start:]`` at each depth as the whole output's lines have them:
+    a line counts when its newline (or end) is at or after ``start``; a run the head's
+    last keyed line began goes on from ``start``; unkeyed lines before any keyed line
+    at all count in no run.  Also ``(lines, keyed)`` of the omitted part."""
+    lines = data.split(b"\n")
+    if data.endswith(b"\n") or not data:
+        lines = lines[:-1]
+    runs: list[list] = [[] for _ in range(depth)]
+    current: Optional[list] = None  # the last keyed line's keys
+    section = b""
+    counted = keyed_lines = 0
+    offset = 0
+    for raw in lines:
+        here, offset = offset, offset + len(raw) + 1
+        text = raw[:-1] if raw.endswith(b"\r") else raw
+        section, keys = naive_keys(text, section, depth)
+        if here + len(raw) < start:  # its newline is in the head
+            current = keys or current
+            continue
+        counted += 1
+        keyed_lines += keys is not None
+        for d in range(depth):
+            kept = runs[d]
+            if keys is None:
+                if kept:
+                    kept[-1][2] += 1
+                elif current is not None:
+                    kept.append([current[d][0], start, 1, current[d][1]])
+                continue
+            key, deeper = keys[d]
+            if kept and kept[-1][0] == key:
+                kept[-1][2] += 1
+                kept[-1][3] = kept[-1][3] or deeper
+            elif not kept and current is not None and current[d][0] == key:
+                kept.append([key, start, 1, current[d][1] or deeper])
+            else:
+                kept.append([key, max(here, start), 1, deeper])
+        current = keys or current
+    return runs, counted, keyed_lines
+
+
+@settings(max_examples=300)
+@given(outputs, st.data(), st.sampled_from([256, 600, 1 << 20]))
+@example(b"/srv/data:\ntotal 8\n-rw-r--r-- 1 root a\n-rw-r--r-- 1 root b\n\n/srv/data/x:\ntotal 1\n", 3, 256)
+@example(b"/srv/data:\ntotal 8\n-rw-r--r-- 1 root a\n-rw-r--r-- 1 root b\n", 25, 1 << 20)  # inside a line
+@example(b"src/a.py:1: x\n--\n--\nsrc/a.py:2: y\nsrc/b.py:1: z\n", 14, 256)  # unkeyed lines go on a run
+@example(b"src/a.py:1: x\n--\n--\nsrc/b.py:1: z\n", 19, 256)
+@example(b"src/a.py:1: x\nsrc/b.py:1: z\n", 16, 256)  # the key is read from the line's start
+def test_outline_of_an_omitted_part_is_the_whole_outputs(data, cut, block):
+    """Regression (f03): the omitted part of an ``ls -laR`` listing starts inside the
+    section whose header is in the head; its lines were scanned as if in no section,
+    so they counted in no run (the outline's first entry lay far past the marker's
+    offset, and with a long first section there was no outline at all).  Likewise a
+    run of ``grep`` lines went on from the head unseen, and a line the head cut was
+    keyed by its middle.  Protects (README) "the distinct path prefixes of the omitted
+    lines with their line counts ... each with the byte offset where that part starts":
+    the omitted part's runs are those the whole output's lines have, from its start."""
+    data += b"\n" if data and not data.endswith(b"\n") else b""
+    start = cut if isinstance(cut, int) else cut.draw(st.integers(0, len(data)))
+    start = min(start, len(data))
+    with mock.patch.object(_outline, "_BLOCK", block):
+        collector = Outline("lines", BytesReader(data))
+        collector.scan(start, len(data))
+    runs, lines, keyed = naive_omitted_runs(data, start, _outline._DEPTH)
+    if start == len(data):
+        return
+    assert (collector._lines, collector._keyed) == (lines, keyed)
+    assert collector._runs == [kept if len(kept) <= _outline._RUNS else None for kept in runs]
+
+
+def test_listing_outline_counts_the_section_begun_in_the_head(tmp_path):
+    """Regression (f03, as found): ``ls -laR`` whose first section's header is in the head."""
+    store = ToolOutputStore(tmp_path, durable=False)
+    for first in (250, 1500):
+        rows = ["/srv/data:", "total 4000"]
+        rows += [f"-rw-r--r-- 1 root root {i * 37 % 9999:5d} May  9  2026 record-{lettered(i)}.txt"
+                 for i in range(first)]
+        for sub in ("alpha", "beta", "gamma"):
+            rows += ["", f"/srv/data/{sub}:", "total 100"]
+            rows += [f"-rw-r--r-- 1 root root {i:5d} May  9  2026 part-{lettered(i)}.bin" for i in range(200)]
+        data = ("\n".join(rows) + "\n").encode()
+        result = store.truncate("s", "c", data, max_lines=400, max_bytes=8192)
+        shown = outline_of(result.content)
+        assert shown, "no outline"
+        header = next(line for line in result.content.split("\n") if line.startswith("[outline of"))
+        total = int(re.search(r": (\d+) lines", header).group(1))
+        tail = result.content[result.content.index("\n\n", result.content.index(header)) + 2 :]
+        tail_start = len(data) - len(tail.encode())
+        assert total == data[result.next_offset : tail_start].count(b"\n")
+        offsets = [int(match.group(1)) for line in shown for match in OFFSET.finditer(line)]
+        assert min(offsets) == result.next_offset and max(offsets) < tail_start
+        # The first entry is the section the head began: its lines from the marker's offset on.
+        assert shown[0].startswith("/srv/") and shown[0].endswith(f" @ {result.next_offset}")
+
+
+def test_outline_scan_counts_a_line_longer_than_a_block_once():
+    """A line longer than a block is read in parts: its later parts are no lines of their
+    own (no commit, no section header, no path of theirs), in a scan from anywhere."""
+    # Read 64 bytes at a time, the long line's parts would begin "commit <hash>" and "/a/b/c/d".
+    long = b"x" * 64 + b"commit 0123456789abcdef".ljust(64) + b"/a/b/c/d" + b"z" * 20
+    data = b"/top/one\n" + long + b"\n/top/two\n" + b"q" * 70 + b"\n/top/three\n"
+    for kind in ("lines", "git"):
+        for start in (0, 4, 9, 60, 80, 140, len(data) - 12):
+            with mock.patch.object(_outline, "_BLOCK", 64):
+                collector = Outline(kind, BytesReader(data))
+                collector.scan(start, len(data))
+            assert collector._lines == data[start:].count(b"\n")  # a line the head cut counts once, here
+            assert collector._commit_total == 0 and not collector._commits
+            if kind == "lines" and start < 9:
+                assert [run[0] for run in collector._runs[1]] == [b"/top/one", b"/top/two", b"/top/three"]
+
+
+def test_git_outline_leaves_out_a_commit_begun_in_the_head():
+    """The omitted part starting inside a commit line (shown in the head) does not list that
+    commit; starting inside a subject that quotes a hash finds no commit there."""
+    data = (b"commit 0123456789abcdef0123\nAuthor: a\n\n    Revert commit 89abcdef0123456 fully\n\n"
+            b"commit fedcba9876543210fedc\nAuthor: b\n\n    second\n")
+    for start, expected in [(3, [b"fedcba987654"]), (data.index(b"commit 89ab"), [b"fedcba987654"]),
+                            (0, [b"0123456789ab", b"fedcba987654"])]:
+        collector = Outline("git", BytesReader(data))
+        collector.scan(start, len(data))
+        assert [commit[1] for commit in collector._commits] == expected
+        assert collector._commit_total == len(expected)

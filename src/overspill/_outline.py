@@ -14,9 +14,11 @@ Three kinds of output get one, chosen from what the preview's head shows:
 
 Anything else gets none: no outline beats a wrong one.  Every offset is a
 byte offset in the stored bytes where that part starts.  The omitted part is
-read once, a block at a time (the JSON scan also reads the head before it, to
-know where it stands), by the kernels ``outline_lines`` and ``JsonOutline``;
-memory is bounded by the outline's own size.
+read once, a block at a time, by the kernels ``outline_lines`` and
+``JsonOutline``; the head before it is read too, to know where the omitted
+part stands (the JSON scan, its nesting; the lines scan, the section and the
+run the head ends in, and the start of a line the head cuts).  Memory is
+bounded by the outline's own size.
 """
 
 from __future__ import annotations
@@ -41,8 +43,10 @@ __all__ = ["DETECT_BYTES", "OUTLINE_LINES", "OUTLINE_PERCENT", "Outline", "budge
 OUTLINE_PERCENT = 10
 OUTLINE_LINES = 60
 
-# Bytes read per block (lines longer than this are read in parts).
+# Bytes read per block (of a line longer than this, the first block's worth is read).
 _BLOCK = 8 << 20
+# Bytes read back from a position first to find where its line starts (then wider windows).
+_LINE_WINDOW = 4096
 # Bytes of the head looked at to tell what kind of output this is.
 DETECT_BYTES = 1 << 16
 # Levels of path prefixes tried, and runs kept per level.
@@ -113,11 +117,14 @@ class Outline:
         self._commits: list[list] = []
         self._last_commits: list[list] = []
         self._commit_total = 0
+        # The key and ``deeper`` at each depth of the run the head ends in, which
+        # the omitted part's first lines go on (lines only; taken by the first block).
+        self._seeds: Optional[list] = None
         # json
         self._json: Optional[tuple] = None
 
     def scan(self, start: int, end: int) -> None:
-        """Read ``[start, end)`` (the omitted part) once, a block at a time."""
+        """Read ``[start, end)`` (the omitted part) once, a block at a time (and the head for its state)."""
         self._start, self._end = start, end
         if start >= end:
             return
@@ -127,8 +134,16 @@ class Outline:
                 scanner.feed(block)
             self._json = scanner.result()
             return
+        # The omitted part may start inside a line, and inside a section or a run
+        # begun in the head: the scan starts where that line does (its key is
+        # its start's), in the head's section, and goes on the head's last run.
+        # A line begun in the head and ended in the omitted part is counted
+        # there (its newline is), at ``start``.
+        first = self._line_start(start)
         section = b""
-        for block, base in self._line_blocks(start, end):
+        if self._kind == "lines":
+            section, self._seeds = self._head_state(first)
+        for block, base in self._line_blocks(first, end):
             runs, lead, lines, keyed, section, commits, total = _kernels.outline_lines(
                 block, 0, len(block), section, _DEPTH, _RUNS, _COMMITS)
             self._merge(runs, lead, base)
@@ -136,6 +151,9 @@ class Outline:
             self._keyed += keyed
             self._commit_total += total
             for offset, digest, subject in commits:
+                if base + offset < start:  # a commit line begun in the head: not omitted
+                    self._commit_total -= 1
+                    continue
                 entry = [base + offset, digest, subject]
                 if len(self._commits) < _COMMITS:
                     self._commits.append(entry)
@@ -154,23 +172,72 @@ class Outline:
             position = stop
 
     def _line_blocks(self, start: int, end: int) -> Iterator[tuple[memoryview, int]]:
-        """Views of blocks of whole lines (a line longer than a block is read in
-        parts), each valid until the next one is asked for."""
+        """Views of blocks of whole lines from ``start`` (a line start), each
+        valid until the next one is asked for.  A line longer than a block is
+        given as its first block's worth: the rest of it, which no scan must
+        take for lines of their own, is skipped."""
         position = start
+        inside = False  # position lies inside a line the last block began
         while position < end:
             stop = min(end, position + _BLOCK)
             with self._read(position, stop) as view:
+                if inside:  # the next line starts after the first newline
+                    newline = _first_newline(view)
+                    position = stop if newline < 0 else position + newline + 1
+                    inside = newline < 0
+                    continue
                 length = len(view)
                 if stop < end:
                     newline = last_newline(view)
                     if newline >= 0:
                         length = newline + 1
+                    else:
+                        inside = True
                 with view[:length] as block:
                     yield block, position
-            position += max(length, 1)
+            position += length
+
+    def _line_start(self, position: int) -> int:
+        """Where the line holding ``position`` starts (``position`` when a line starts there)."""
+        low = position
+        width = _LINE_WINDOW
+        while low > 0:
+            high, low = low, max(0, low - width)
+            with self._read(low, high) as view:
+                newline = last_newline(view)
+            if newline >= 0:
+                return low + newline + 1
+            width = min(width * 2, _BLOCK)
+        return 0
+
+    def _head_state(self, first: int) -> tuple[bytes, Optional[list]]:
+        """The section in force at ``first`` (a line start in the head or at its
+        end), and the key and ``deeper`` at each depth of the last keyed line
+        before it (None when there is none): the run the omitted part's first
+        lines go on."""
+        section = b""
+        for block, _ in self._line_blocks(0, first):
+            section = _kernels.outline_lines(block, 0, len(block), section, 1, 1, 0)[4]
+        # Back from ``first``, a line at a time (in a section every line is
+        # keyed; else the lines between keyed ones are few, and the head's
+        # lines are at most the preview's): each keyed as it was, in the
+        # section in force at ``first`` (the one before the last header, if
+        # that is the line, does not key it).
+        position = first
+        while position > 0:
+            begin = self._line_start(position - 1)
+            with self._read(begin, position) as view:
+                line = bytes(view)
+            runs, _, _, keyed, _, _, _ = _kernels.outline_lines(line, 0, len(line), section, _DEPTH, 1, 0)
+            if keyed:
+                return section, [(depth[0][0], depth[0][3]) for depth in runs]
+            position = begin
+        return section, None
 
     def _merge(self, runs: list, lead: int, base: int) -> None:
-        """Append one block's runs, joining a run that goes on across the blocks."""
+        """Append one block's runs, joining a run that goes on across the blocks
+        (the first block's, the run the head ends in: see ``_head_state``)."""
+        seeds, self._seeds = self._seeds, None
         for depth in range(_DEPTH):
             kept = self._runs[depth]
             found = runs[depth]
@@ -179,6 +246,9 @@ class Outline:
             if found is None:
                 self._runs[depth] = None
                 continue
+            if seeds is not None and not kept and (lead or (found and found[0][0] == seeds[depth][0])):
+                # The run the head ends in goes on: from the omitted part's start.
+                kept.append([seeds[depth][0], self._start, 0, seeds[depth][1]])
             if kept and lead:
                 kept[-1][2] += lead
             for index, (key, offset, lines, deeper) in enumerate(found):
@@ -186,7 +256,8 @@ class Outline:
                     kept[-1][2] += lines
                     kept[-1][3] = kept[-1][3] or deeper
                     continue
-                kept.append([key, base + offset, lines, deeper])
+                # (Only the first line can start before the omitted part: in the head.)
+                kept.append([key, max(base + offset, self._start), lines, deeper])
             if len(kept) > _RUNS:
                 self._runs[depth] = None
 
@@ -398,6 +469,17 @@ def _fit(body: list[str], max_lines: int, max_bytes: int) -> list[str]:
         shown.append(line)
         used += size
     return shown if len(shown) > 1 else []
+
+
+def _first_newline(view: memoryview) -> int:
+    """Index of the first newline in ``view``, or -1 (64 KiB at a time: never a copy of the whole)."""
+    start, width = 0, 1 << 16
+    while start < len(view):
+        found = view[start : start + width].tobytes().find(b"\n")
+        if found >= 0:
+            return start + found
+        start, width = start + width, min(width * 2, 1 << 23)
+    return -1
 
 
 def _short(text: str) -> str:
