@@ -744,3 +744,24 @@ def test_max_background_holds_across_processes_starting_at_once(tmp_path):
     assert sorted(answers) == ["limited"] * 6 + ["started"] * 2, answers
     with ToolOutputStore(tmp_path) as store:
         assert sum(record.state is not None for record in store.records("s")) == 2
+
+
+def test_a_timeout_past_what_a_thread_can_wait_waits_without_bound(store):
+    # threading's waits refuse more than threading.TIMEOUT_MAX with an OverflowError: wait_for_state(inf)
+    # raised it, and bash(background=True, yield_after=1e300) raised it and left the command running.
+    from overspill.tools.jobs import start_background
+
+    for timeout in (float("inf"), 1e300):
+        job = background.start(store, SESSION, "call", "sleep 0.2; exit 3")
+        record = background.wait_for_state(store, SESSION, job.uri, timeout)
+        assert record.state == "exited" and record.exit_code == 3
+        assert job.wait(timeout)
+        answer = start_background(store, SESSION, "call", "sleep 0.2; echo done", yield_after=timeout)
+        assert not answer.is_error and answer.metadata["state"] == "exited" and answer.output == "done"
+    job = background.start(store, SESSION, "call", "true")
+    for bad, kind in ((-1, ValueError), (float("nan"), ValueError), ("10", TypeError), (True, TypeError)):
+        with pytest.raises(kind, match="timeout"):
+            background.wait_for_state(store, SESSION, job.uri, bad)
+        with pytest.raises(kind, match="timeout"):
+            job.wait(bad)
+    job.wait(10)

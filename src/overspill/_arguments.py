@@ -6,7 +6,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
     from typing import Optional
 
-__all__ = ["MAX_METADATA_BYTES", "check_metadata", "id_string", "positive_seconds", "whole_number"]
+__all__ = ["MAX_METADATA_BYTES", "check_metadata", "id_string", "positive_seconds", "wait_seconds", "whole_number"]
 
 #: The most UTF-8 bytes of each caller string a record holds (session id, tool
 #: call id, mime, name): a write with a longer one is refused, so that no
@@ -27,17 +27,38 @@ def whole_number(value: object, name: str, minimum: Optional[int] = None) -> int
     return value
 
 
+def _seconds(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    return float(value)
+
+
 def positive_seconds(value: object, name: str) -> float:
     """``value`` as seconds if it is a positive int or float (a bool is not).
 
     :raises TypeError: not a number.
     :raises ValueError: zero, negative or NaN.
     """
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
-    if not value > 0:
+    seconds = _seconds(value, name)
+    if not seconds > 0:
         raise ValueError(f"{name} must be positive")
-    return float(value)
+    return seconds
+
+
+def wait_seconds(value: object, name: str) -> Optional[float]:
+    """``value`` as the timeout of a wait if it is an int or float, at least 0 (a bool is not);
+    None, no bound, past what a thread can wait (``threading.TIMEOUT_MAX``, about 292 years;
+    infinity too), which ``threading`` refuses with an ``OverflowError``.
+
+    :raises TypeError: not a number.
+    :raises ValueError: negative or NaN.
+    """
+    seconds = _seconds(value, name)
+    if not seconds >= 0:
+        raise ValueError(f"{name} must be at least 0 seconds")
+    import threading  # imported already by whoever waits
+
+    return None if seconds > threading.TIMEOUT_MAX else seconds
 
 
 def id_string(value: object, name: str) -> str:

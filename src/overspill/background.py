@@ -25,6 +25,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Optional, Union
 
+from ._arguments import wait_seconds
 from ._binary import SNIFF_BYTES
 from ._owner import current_owner, group_alive, owner_alive, process_start
 from .capture import RunningCommand
@@ -82,8 +83,12 @@ class Job:
             self.exited.set()
 
     def wait(self, timeout: Optional[float]) -> bool:
-        """Wait until the command exited and its record was republished; whether it did."""
-        return self.exited.wait(timeout)
+        """Wait until the command exited and its record was republished; whether it did.
+
+        :param timeout: seconds at most; None or infinity: without bound.
+        :raises TypeError, ValueError: ``timeout`` is not a number of seconds, at least 0.
+        """
+        return self.exited.wait(None if timeout is None else wait_seconds(timeout, "timeout"))
 
     def kill(self) -> None:
         """End the process group (SIGTERM, SIGKILL after ``KILL_GRACE``) and wait for the final record."""
@@ -183,14 +188,20 @@ def find(uri: str) -> Optional[Job]:
 
 
 def wait_for_state(store: ToolOutputStore, session_id: str, uri: str, timeout: float) -> Record:
-    """The record once it is no longer ``running``, or as it is after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
+    """The record once it is no longer ``running``, or as it is after ``timeout`` seconds
+    (infinity: without bound).
+
+    :raises TypeError, ValueError: ``timeout`` is not a number of seconds, at least 0.
+    :raises InvalidResourceError, AccessDeniedError, ResourceNotFoundError: as ``store.status``.
+    """
+    limit = wait_seconds(timeout, "timeout")
+    deadline = None if limit is None else time.monotonic() + limit
     job = find(uri)
     if job is not None:
-        job.wait(timeout)
+        job.wait(limit)
     while True:
         record = store.status(session_id, uri)
-        if record.state != "running" or time.monotonic() >= deadline:
+        if record.state != "running" or (deadline is not None and time.monotonic() >= deadline):
             return record
         time.sleep(_POLL)
 
