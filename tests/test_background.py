@@ -765,3 +765,58 @@ def test_a_timeout_past_what_a_thread_can_wait_waits_without_bound(store):
         with pytest.raises(kind, match="timeout"):
             job.wait(bad)
     job.wait(10)
+
+
+def test_a_record_that_cannot_be_republished_at_exit_is_tried_again(store, monkeypatch):
+    # A moment without file descriptors when the command exited left its record "running" for as long
+    # as the process lived: wait waited to its timeout, and the exit code was lost.
+    from overspill.backends._local_growing import GrowingLocalWriter
+
+    job = background.start(store, SESSION, "call", "echo start; sleep 0.3; exit 4")
+    failures = []
+    put = GrowingLocalWriter._put_record
+
+    def out_of_descriptors(writer, record):
+        if len(failures) < 3:
+            failures.append(record)
+            raise OSError(24, "Too many open files")
+        return put(writer, record)
+
+    monkeypatch.setattr(GrowingLocalWriter, "_put_record", out_of_descriptors)
+    assert job.wait(15) and job.final is not None and len(failures) == 3
+    record = store.status(SESSION, job.uri)
+    assert (record.state, record.exit_code, payload(store, job.uri)) == ("exited", 4, b"start\n")
+    assert not [name for name in os.listdir(store.directory) if name.endswith(".tmp")]
+
+
+def test_a_record_that_can_never_be_republished_reads_as_lost_and_frees_its_slot(tmp_path, monkeypatch):
+    # It stayed "running" with a live owner: status and jobs said running, wait waited to its timeout,
+    # cleanup never removed it, and it held a max_background slot for as long as the process lived.
+    from overspill.backends._local_growing import GrowingLocalWriter
+
+    monkeypatch.setattr(background, "_FINISH_TRIES", 0.3)
+    with ToolOutputStore(tmp_path, config={"tool_output": {"max_background": 1}}) as capped:
+        job = background.start(capped, SESSION, "call", "echo start; sleep 0.3; exit 4")
+
+        def full(writer, record):
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(GrowingLocalWriter, "_put_record", full)
+        assert job.wait(15) and job.final is None and "No space left" in str(job.error)
+        monkeypatch.undo()
+        record = background.wait_for_state(capped, SESSION, job.uri, 5)
+        assert record.state == "lost" and payload(capped, job.uri) == b"start\n"
+        began = time.monotonic()
+        waited = wait(capped, SESSION, "w", job.uri, 30, offset=0)
+        assert time.monotonic() - began < 5 and waited.metadata["state"] == "lost"
+        assert waited.output.startswith("start\n[lost: this process could not finish its record when the command "
+                                        "exited; its first 6 bytes are kept and readable, the rest is not]")
+        answer = background_answer(capped, SESSION, job.uri, capped.limits(), job=job)
+        assert answer.metadata["exit_code"] == 4 and "No space left" in answer.metadata["storage_error"]
+        assert "[the command exited with code 4; its record could not be republished: " in answer.output
+        assert jobs(capped, SESSION, "j").metadata["jobs"][0]["state"] == "lost"
+        other = background.start(capped, SESSION, "call", "true")  # the slot is free
+        assert other.wait(15) and other.final is not None
+        report = capped.cleanup(time.time() + 10 * 365 * 86400)
+        assert f"{job.uri}" not in {record.resource.uri for record in capped.records(SESSION)}
+        assert report.removed

@@ -152,6 +152,15 @@ class GrowingOutput:
                 self._finished = self._writer.finish(exit_code, capture=capture, lines=self.lines(), mime=mime)
             return self._finished
 
+    def give_up(self) -> None:
+        """Never finish the resource (its record could not be republished): this process lets go of
+        its files and reads it as lost from now on, its sealed prefix readable; never raises."""
+        from ._owner import give_up
+
+        with self._lock:
+            self._writer.release()
+            give_up(self._writer.id)
+
     def abort(self) -> None:
         """Remove the resource; never raises."""
         with self._lock:

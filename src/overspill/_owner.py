@@ -19,7 +19,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; the annotations are never evaluated
     from typing import Optional
 
-__all__ = ["Owner", "current_owner", "group_alive", "owner_alive", "process_start"]
+__all__ = ["Owner", "current_owner", "give_up", "group_alive", "owner_alive", "owner_holds", "process_start"]
 
 _BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
 
@@ -108,6 +108,24 @@ def owner_alive(owner: Owner) -> bool:
     if started is None:
         return False
     return not owner.start or not started or started == owner.start
+
+
+# Growing resources this process owns but gave up finishing (their record could not be republished,
+# not even after retries): they read as lost here at once, as they will everywhere once this process
+# is gone; no file can say so to other processes (writing one is what failed).  An id each, and only
+# on such a failure: never large.
+_GIVEN_UP: set[str] = set()
+
+
+def give_up(resource_id: str) -> None:
+    """This process will never finish ``resource_id``, its own growing resource: it reads as lost here."""
+    _GIVEN_UP.add(resource_id)
+
+
+def owner_holds(owner: Optional[Owner], resource_id: str) -> bool:
+    """Whether a running resource may still be finished: its owner may be alive (``owner_alive``;
+    no owner named: taken as alive), and it is not one this process gave up (``give_up``)."""
+    return resource_id not in _GIVEN_UP and (owner is None or owner_alive(owner))
 
 
 def group_alive(group: int) -> bool:

@@ -45,6 +45,12 @@ KILL_GRACE = 2.0
 _SEAL_TICK = 0.1
 # How often a waiter on another process's command looks at its record.
 _POLL = 0.05
+# Seconds a command's record is tried again when it cannot be republished at its exit (a moment
+# without file descriptors, in a server that runs many commands), the first pause between tries and
+# the longest: a failure that lasts longer gives the record up (``GrowingOutput.give_up``).
+_FINISH_TRIES = 10.0
+_FINISH_PAUSE = 0.05
+_FINISH_PAUSE_MAX = 1.0
 
 Command = Union[str, Sequence[str]]
 
@@ -73,17 +79,33 @@ class Job:
             self.error = error
         finally:
             output.close()  # kills the group if the loop above failed; reaps the command
-            try:
-                self.final = self.output.finish(self.running.result().exit_code)
-            except Exception as error:  # noqa: BLE001 - the record stays running, then reads as lost
-                self.error = error
+            self.final = self._finish(self.running.result().exit_code)
             _SEALER.remove(self)
             with _LOCK:
                 _JOBS.pop(self.uri, None)
             self.exited.set()
 
+    def _finish(self, exit_code: int) -> Optional[Record]:
+        """The final record, tried again for ``_FINISH_TRIES`` seconds; None when it could not be
+        republished: then the record is given up (``error`` says why), and reads as lost in this
+        process, as it will everywhere once this process is gone.  Left running, it would hold a
+        ``max_background`` slot and keep ``wait`` waiting for as long as this process lives."""
+        deadline = time.monotonic() + _FINISH_TRIES
+        pause = _FINISH_PAUSE
+        while True:
+            try:
+                return self.output.finish(exit_code)
+            except Exception as error:  # noqa: BLE001 - kept for the caller
+                self.error = error
+            if time.monotonic() + pause > deadline:
+                self.output.give_up()
+                return None
+            time.sleep(pause)
+            pause = min(pause * 2, _FINISH_PAUSE_MAX)
+
     def wait(self, timeout: Optional[float]) -> bool:
-        """Wait until the command exited and its record was republished; whether it did.
+        """Wait until the command exited and its record was republished (or given up: ``final`` is
+        then None); whether it did.
 
         :param timeout: seconds at most; None or infinity: without bound.
         :raises TypeError, ValueError: ``timeout`` is not a number of seconds, at least 0.

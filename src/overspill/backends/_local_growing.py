@@ -17,7 +17,7 @@ import time
 
 from .. import _files, _kernels
 from .._frozen import replace
-from .._owner import owner_alive
+from .._owner import owner_holds
 from ..errors import ResourceCorruptError, ResourceNotFoundError
 from ..records import CHECKSUM_CHUNK, SCHEME, Record, Resource, read_record, unreadable, uri_for
 from ._local_maps import Entry, map_range
@@ -112,6 +112,17 @@ class GrowingLocalWriter(LocalWriter):
             self._usage.add(self._size + written)
         return record
 
+    def release(self) -> None:
+        """Let go of the files without finishing (the record could not be republished): they stay
+        as a dead owner leaves them, the record running, the sealed prefix readable; never raises."""
+        self._close_seals()
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            try:
+                os.close(fd)  # the writer lock: cleanup may judge the resource as a lost one
+            except OSError:
+                pass
+
     def _close_seals(self) -> None:
         if self._seal_fd >= 0:
             try:
@@ -205,7 +216,7 @@ class LocalGrowing:
             if record.state != "running":
                 return record
             raise
-        state = "running" if record.owner is None or owner_alive(record.owner) else "lost"
+        state = "running" if owner_holds(record.owner, record.id) else "lost"
         return replace(record, resource=replace(record.resource, size=chain.end), state=state)
 
     def _read_growing(self, entry: Entry, record: Record, start: int, end: int) -> memoryview:

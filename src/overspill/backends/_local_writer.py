@@ -132,13 +132,21 @@ class LocalWriter:
         self._temporary = f"{self._directory}/.{self._id}.{os.urandom(4).hex()}.tmp"
         temporary_fd = _files.create_exclusive(self._temporary)
         try:
-            document = record_json(record)
-            _files.write_all(temporary_fd, memoryview(document))
-            if self._durable:
-                os.fsync(temporary_fd)
-        finally:
-            os.close(temporary_fd)
-        os.rename(self._temporary, self.record_path)
+            try:
+                document = record_json(record)
+                _files.write_all(temporary_fd, memoryview(document))
+                if self._durable:
+                    os.fsync(temporary_fd)
+            finally:
+                os.close(temporary_fd)
+            os.rename(self._temporary, self.record_path)
+        except BaseException:
+            # A growing writer tries again under a new name: each failed try's file goes now.
+            try:
+                _files.remove_quietly(self._temporary)
+            except OSError:
+                pass  # a leftover, which cleanup removes after the grace period
+            raise
         self._published = True
         self._temporary = None
         if self._durable:

@@ -24,7 +24,7 @@ import stat
 from .. import _files
 from .._buffers import LazyPattern
 from ..errors import ResourceNotFoundError, StorageError
-from .._owner import owner_alive
+from .._owner import owner_holds
 from ..records import Record, load_record
 from ._report import CleanupReport
 
@@ -191,7 +191,7 @@ class FolderSweep:
                 self.remove_pair(resource_id)
             return
         if record.state == "running":
-            if record.owner is None or owner_alive(record.owner):
+            if owner_holds(record.owner, resource_id):
                 return  # a live background command's output: never removed, whatever its age
             # Lost (its owner is gone): expires as any resource; its size is that of its seals.
             if self.now * 1000 - record.created_ms > self.retention_ms:

@@ -315,6 +315,11 @@ class GrowingWriter(Protocol):
         """Remove the resource; never raises."""
         ...
 
+    def release(self) -> None:
+        """Let go of the resource without finishing it (its record could not be republished): what
+        was sealed stays readable, as a dead owner leaves it; never raises."""
+        ...
+
 
 @runtime_checkable
 class GrowingBackend(Protocol):

@@ -16,6 +16,7 @@ from typing import Callable, Optional, Union
 
 from .. import background as _background
 from .._frontend import WAIT_BUDGET, YIELD_AFTER
+from .._owner import current_owner
 from ..capture import ProcessResult
 from ..config import Limits
 from ..errors import OverspillError
@@ -50,8 +51,9 @@ def _state_line(record: Record, next_offset: int) -> str:
     if record.state == "running":
         return f"[running in the background as {uri}: {size} bytes so far; read on with {background_calls(uri, next_offset)}]"
     if record.state == "lost":
-        return (f"[lost: the process that ran {uri} is gone; its first {size} bytes are kept and readable, "
-                "the rest is not]")
+        how = ("this process could not finish its record when the command exited" if _given_up(record)
+               else f"the process that ran {uri} is gone")
+        return f"[lost: {how}; its first {size} bytes are kept and readable, the rest is not]"
     code = record.exit_code
     if code is not None and code < 0:
         import signal
@@ -65,6 +67,12 @@ def _state_line(record: Record, next_offset: int) -> str:
     if record.capture is not None and record.capture[0] > size:
         return f"[{how}; {uri} holds the first {size} of its {record.capture[0]} bytes]"
     return f"[{how}; {uri} holds all {size} bytes]"
+
+
+def _given_up(record: Record) -> bool:
+    """Whether a lost record is one this process, its owner, gave up (``background.Job``: its
+    record could not be republished at the command's exit), not one whose owner is gone."""
+    return record.owner is not None and record.owner == current_owner()
 
 
 def _metadata(record: Record, next_offset: int, **extra: object) -> dict[str, object]:
@@ -106,12 +114,13 @@ def background_answer(store: ToolOutputStore, session_id: str, uri: str, limits:
         past ``max_stored_bytes``).
     :param pid: the command's process id, for the host (``metadata["pid"]``).
     """
+    given_up: dict[str, object] = {}
     if job is not None:
         pid = job.pid
         if job.exited.is_set() and job.final is None:
-            reason = f"the output could not be kept: {job.error}"
-            return ToolResult(f"[{' '.join(reason.split())}]", True, False, None,
-                              {"exit_code": job.running.result().exit_code, "storage_error": str(job.error)})
+            # Its record could not be republished (``Job._finish``): it reads as lost, what was
+            # sealed stays readable, and only this answer can still say how the command ended.
+            given_up = {"exit_code": job.running.result().exit_code, "storage_error": str(job.error)}
     try:
         record = store.status(session_id, uri)
         if record.state == "exited":
@@ -126,8 +135,11 @@ def background_answer(store: ToolOutputStore, session_id: str, uri: str, limits:
     next_offset = shown.next_offset or 0
     text = _body(shown.content, start, record)
     line = _state_line(record, next_offset)
+    if given_up:
+        reason = f"the command exited with code {given_up['exit_code']}; its record could not be republished: {job.error}"
+        line = f"[{' '.join(reason.split())}]\n{line}"
     return ToolResult(f"{text}\n{line}" if text else line, False, True, record.resource,
-                      {**stored_metadata(shown), **_metadata(record, next_offset, pid=pid)})
+                      {**stored_metadata(shown), **_metadata(record, next_offset, pid=pid), **given_up})
 
 
 def _start_of(store: ToolOutputStore, session_id: str, uri: str, size: int) -> bytes:
@@ -305,7 +317,8 @@ def kill(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
     except OverspillError as error:
         return failure(str(error))
     size = record.resource.size
-    prefix = ("" if was == "running" else "[it was lost (its owner is gone); what was left of its process group "
+    gone = "its owner could not finish its record" if _given_up(record) else "its owner is gone"
+    prefix = ("" if was == "running" else f"[it was lost ({gone}); what was left of its process group "
               "was ended] " if was == "lost" else f"[it was already {was}] ")
     return ToolResult(prefix + _state_line(record, size), False, False, record.resource, _metadata(record, size))
 
