@@ -563,7 +563,7 @@ def test_a_line_that_never_ends_is_searched_once_in_pieces(store):
     assert found == len(lines) - len(b"the end: FOUND\n")
 
 
-def test_a_capped_output_answered_by_another_process_says_its_end_was_not_kept(tmp_path):
+def test_a_capped_output_answered_by_another_process_says_its_end_was_not_kept(tmp_path, subprocess_env):
     # Past max_stored_bytes, an answer not built by the process that ran the command (wait, the CLI's
     # run --background) said "(100000 bytes, 18518 lines in all)", showed the stored copy's cut end
     # ("1851") as the output's end, and "holds all 100000 bytes".
@@ -572,10 +572,17 @@ def test_a_capped_output_answered_by_another_process_says_its_end_was_not_kept(t
         started = tools.call(capped, SESSION, "call", "bash", {"command": "sleep 0.5; seq 1 1000000",
                                                                "background": True, "yield_after": 0})
         uri = started.metadata["uri"]
-        answer = wait(capped, SESSION, "w", uri, 30, offset=0)
+        waiter = textwrap.dedent(f"""
+            from overspill import ToolOutputStore
+            from overspill.tools.jobs import wait
+            with ToolOutputStore({str(tmp_path)!r}, config={config!r}) as store:
+                print(wait(store, {SESSION!r}, "w", {uri!r}, 30, offset=0).output, end="")
+            """)
+        answer = subprocess.run([sys.executable, "-c", waiter], env=subprocess_env, capture_output=True, timeout=60,
+                                check=True)
         record = capped.status(SESSION, uri)
     assert record.capture == (6_888_896, 100_000) and record.lines == 1_000_000
-    text = answer.output
+    text = answer.stdout.decode()
     assert text.startswith("1\n2\n3\n")
     assert "the stored copy holds the first 100000 of 6888896 bytes (1000000 lines in all)" in text
     assert "the rest, bytes 100000 to 6888896, was not kept" in text
@@ -820,3 +827,30 @@ def test_a_record_that_can_never_be_republished_reads_as_lost_and_frees_its_slot
         report = capped.cleanup(time.time() + 10 * 365 * 86400)
         assert f"{job.uri}" not in {record.resource.uri for record in capped.records(SESSION)}
         assert report.removed
+
+
+def test_a_capped_output_waited_for_by_the_process_that_ran_it_ends_with_its_true_end(tmp_path):
+    # Past max_stored_bytes, wait in the process that ran the command previewed the stored copy alone
+    # ("(no new output)" from its end, its cut end "1851" from before it) and the job took the true end
+    # with it at exit: the build's last line was never shown.
+    config = {"tool_output": {"max_stored_bytes": 100_000, "max_lines": 10}}
+    with ToolOutputStore(tmp_path, config=config) as capped:
+        started = tools.call(capped, SESSION, "call", "bash", {
+            "command": "sleep 0.3; seq 1 1000000; echo FINAL-ERROR-LINE", "background": True, "yield_after": 0})
+        uri = started.metadata["uri"]
+        waited = wait(capped, SESSION, "w", uri, 30)  # taken while it runs, answered once it exited
+        assert waited.metadata["state"] == "exited"
+        assert waited.output.startswith("1\n2\n") and "\n999999\n1000000\nFINAL-ERROR-LINE\n[exited" in waited.output
+        assert "the stored copy holds the first 100000 of 6888913 bytes (1000001 lines in all)" in waited.output
+        # After the exit, from an offset inside the stored copy and from its end: the new stored
+        # bytes, then the true end, the bytes between said not to be kept.
+        inside = wait(capped, SESSION, "w", uri, 30, offset=50_000)
+        assert inside.output.startswith("185\n10186\n10187\n") and "\nFINAL-ERROR-LINE\n[exited" in inside.output
+        assert "(bytes 100000 to 6888" in inside.output and "were not kept: the stored copy ends at byte 100000; " \
+            "what follows is the output's true end)" in inside.output
+        after = wait(capped, SESSION, "w", uri, 30, offset=100_000)
+        assert after.output.startswith("... ") and "(no new output)" not in after.output
+        assert "\n1000000\nFINAL-ERROR-LINE\n[exited with code 0; " in after.output
+        assert after.metadata["next_offset"] == 100_000
+        answer = background_answer(capped, SESSION, uri, capped.limits())
+        assert answer.output.endswith("\n1000000\nFINAL-ERROR-LINE") and "1851\n" not in answer.output

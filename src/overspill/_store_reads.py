@@ -42,6 +42,13 @@ def _denied(record: Record) -> AccessDeniedError:
     return AccessDeniedError(f"resource {record.resource.uri} not found in this session (another session wrote it)")
 
 
+def _not_kept(stored: int, end: int, total: int) -> str:
+    """What a preview says of the bytes ``[stored, end)`` of an output of ``total`` bytes whose
+    stored copy ends at ``stored``: they were not kept (nor, when ``end`` is ``total``, the rest)."""
+    bytes_lost = f"the rest, bytes {stored} to {total}, was" if end >= total else f"bytes {stored} to {end} were"
+    return f"{bytes_lost} not kept: the stored copy ends at byte {stored}"
+
+
 class StoreReads:
     """Reading what a session stored: ``read`` (pages), ``read_bytes``, ``view``,
     ``iter_bytes``, ``status`` and ``preview``."""
@@ -251,8 +258,9 @@ class StoreReads:
         Nothing is written.
 
         :param offset: clamped to ``[0, size]``.
-        :param kept_end: the output's true end when its stored copy was capped
-            (only used from offset 0).
+        :param kept_end: the output's true end when its stored copy was capped:
+            from any offset, the preview shows the stored bytes from there, then
+            that end (the marker says which bytes between were not kept).
         :param end: preview as if the resource ended there (clamped to
             ``[offset, size]``; the returned resource then has that size).  A
             running resource's sealed size grows between two looks at it: a
@@ -288,30 +296,38 @@ class StoreReads:
             with backend.read(record, low, min(low + _STREAM_BYTES, size)) as view:
                 newlines += _kernels.count_lines(view) - 1
                 last_newline = view[-1] == 10
-        capped = start == 0 and record.capture is not None and kept_end is not None
+        # The output's size when the stored copy holds only its start (past max_stored_bytes).
+        output = record.capture[0] if record.capture is not None and record.capture[0] > size else None
+        # From any offset: the stored bytes from there, then the true end (a wait from an offset
+        # shows the new bytes and how the command ended).
+        capped = output is not None and kept_end is not None
         # A capped output whose true end this caller does not hold (its answer is built by another
         # process than the one that ran it): its head is the stored copy's, and it is said to be the
         # first bytes of a larger output whose end was not kept (the stored copy's end is not it).
-        endless = (start == 0 and record.capture is not None and kept_end is None and size == record.resource.size
-                   and record.capture[0] > size)
-        total = record.capture[0] if capped or endless else size - start  # type: ignore[index]
+        endless = start == 0 and output is not None and kept_end is None and size == record.resource.size
+        total = output - start if capped or endless else size - start  # type: ignore[operator]
+        lines = counted_lines(newlines, size - start, last_newline)
+        count = newlines + 1
+        if (capped or endless) and record.lines is not None:
+            # The output's lines, not the stored copy's: the marker says so many "in all", and a capped
+            # cut's filler stands for the lines not kept (from an offset, an upper bound of them).
+            lines = record.lines
+            if capped:  # (an endless preview is cut from the stored copy alone: its count is the copy's)
+                count = lines + 1 if kept_end.endswith(b"\n") else lines  # type: ignore[union-attr]
         from ._preview import compose, stored_preview  # only previews need it (reads do not)
 
         shaped, signals = stored_preview(
             lambda low, high: backend.read(record, start + low, start + high), uri=resource.uri,
-            stored=size - start, total=total, count=newlines + 1, max_lines=lines_limit, max_bytes=bytes_limit,
+            stored=size - start, total=total, count=count, max_lines=lines_limit, max_bytes=bytes_limit,
             # Signal lines and the outline name offsets of the range: only from 0 are they the output's.
             flags=self._views, signals=self._signals if start == 0 else (), outline=start == 0 and self._limits.outline,
             kept_end=kept_end if capped else None, tokens=self._tokens, runs=self._runs)
-        lines = counted_lines(newlines, size - start, last_newline)
         if endless:
             from ._frozen import replace
 
-            lines = record.lines if record.lines is not None else lines
             cut = shaped.head_end if shaped.truncated else size
             content = compose(replace(shaped, tail="", truncated=True, head_end=cut), signals, resource.uri, size,
-                              lines, total, note=f"the rest, bytes {size} to {total}, was not kept: the stored copy "
-                                             f"ends at byte {size}")
+                              lines, total, note=_not_kept(size, total, total))
             return TruncateResult(content, True, resource, lines, cut)
         if not shaped.truncated:
             return TruncateResult(shaped.head, False, resource, lines, size)
@@ -319,9 +335,13 @@ class StoreReads:
             content = compose(shaped, signals, resource.uri, size, lines, total if capped else None)
         else:
             resume = start + shaped.head_end
-            marker = (f"... {shaped.tail_start - shaped.head_end} bytes omitted here: from byte offset {resume} "
-                      f"to {start + shaped.tail_start} of {size} ...\n" + next_calls(resource.uri, resume))
-            content = f"{shaped.head}\n\n{marker}"
+            tail_start = start + shaped.tail_start  # an offset in the output (past the stored copy: in the kept end)
+            marker = (f"... {tail_start - resume} bytes omitted here: from byte offset {resume} to {tail_start} of "
+                      f"{output if capped else size} ...\n")
+            if capped and tail_start > size:
+                marker += f"({_not_kept(size, tail_start, output)}; what follows is the output's true end)\n"  # type: ignore[arg-type]
+            marker += next_calls(resource.uri, resume)
+            content = f"{shaped.head}\n\n{marker}" if shaped.head else marker  # (none new stored: the kept end)
             if signals:
                 content += "\n" + "\n".join(signals)
             if shaped.tail:

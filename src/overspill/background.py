@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ._owner import Owner
     from .store import ToolOutputStore
 
-__all__ = ["KILL_GRACE", "Job", "find", "kill", "kill_all", "start", "wait_for_state"]
+__all__ = ["KILL_GRACE", "Job", "find", "kill", "kill_all", "kept_end", "start", "wait_for_state"]
 
 #: Seconds between SIGTERM and SIGKILL when a background command is killed.
 KILL_GRACE = 2.0
@@ -81,7 +81,12 @@ class Job:
             output.close()  # kills the group if the loop above failed; reaps the command
             self.final = self._finish(self.running.result().exit_code)
             _SEALER.remove(self)
+            end = self.output.kept_end() if self.final is not None else None
             with _LOCK:
+                if end is not None:  # kept before the job goes: a look-up finds one or the other
+                    _ENDS[self.uri] = end
+                    while len(_ENDS) > _KEPT_ENDS:
+                        del _ENDS[next(iter(_ENDS))]
                 _JOBS.pop(self.uri, None)
             self.exited.set()
 
@@ -158,12 +163,18 @@ class _Sealer:
 _SEALER = _Sealer()
 _LOCK = threading.Lock()
 _JOBS: dict[str, Job] = {}
+# The true ends of the last finished commands whose stored copy was capped (max_stored_bytes, the
+# quota), oldest first, for the answers given after the job is gone (``wait`` called after the exit).
+# Each is at most 1 MiB: with _KEPT_ENDS of them, 16 MiB at most.
+_ENDS: dict[str, bytes] = {}
+_KEPT_ENDS = 16
 
 
 def _reset_after_fork() -> None:
-    global _LOCK, _JOBS
+    global _LOCK, _JOBS, _ENDS
     _LOCK = threading.Lock()
     _JOBS = {}  # the parent's jobs are the parent's: a child owns none of them
+    _ENDS = {}
     _SEALER.reset_after_fork()
 
 
@@ -207,6 +218,18 @@ def start(store: ToolOutputStore, session_id: str, tool_call_id: str, command: C
 def find(uri: str) -> Optional[Job]:
     """The job this process runs for ``uri``, if any."""
     return _JOBS.get(uri)
+
+
+def kept_end(uri: str) -> Optional[bytes]:
+    """The true end of ``uri``'s output (at most 1 MiB) when this process runs or ran its command and
+    its stored copy holds only its start; None otherwise (nothing past the stored copy, or this
+    process no longer holds it: it keeps the last ``_KEPT_ENDS`` ends).  It is the output's end once
+    the record says the command exited: look at the record first."""
+    with _LOCK:
+        job = _JOBS.get(uri)
+        if job is None:
+            return _ENDS.get(uri)
+    return job.output.kept_end()
 
 
 def wait_for_state(store: ToolOutputStore, session_id: str, uri: str, timeout: float) -> Record:

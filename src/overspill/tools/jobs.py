@@ -162,7 +162,7 @@ def _finished_result(store: ToolOutputStore, session_id: str, record: Record, li
     """What the foreground bash tool would have answered for the command that already ended."""
     uri = record.resource.uri
     shown = store.preview(session_id, uri, max_lines=limits.max_lines, max_bytes=limits.max_bytes,
-                          kept_end=None if job is None else job.output.kept_end())
+                          kept_end=_background.kept_end(uri) if job is None else job.output.kept_end())
     start = _start_of(store, session_id, uri, record.resource.size)
     total = record.capture[0] if record.capture is not None else record.resource.size
     duration = (job.running.result().duration if job is not None
@@ -215,6 +215,9 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
         except re.error as error:
             return failure(f"invalid pattern {pattern!r}: {error}")
     limit = min(float(timeout), budget)
+    # Taken now: the command may exit while this call waits, and its true end (past
+    # max_stored_bytes) goes with the job, kept in memory by this process only.
+    job = _background.find(resource)
     try:
         record = store.status(session_id, resource)
         if record.state is None:
@@ -225,8 +228,11 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
         # Only up to the size of the record last seen: the state line states that size, and
         # bytes sealed since are shown by the next call (a preview past it could say
         # "(no new output)" yet name an offset beyond bytes it never showed).
+        kept = None
+        if record.state == "exited":  # (the record first: only then is the kept end the output's end)
+            kept = _background.kept_end(resource) if job is None else job.output.kept_end()
         shown = store.preview(session_id, resource, offset=start, max_lines=limits.max_lines,
-                              max_bytes=limits.max_bytes, end=record.resource.size)
+                              max_bytes=limits.max_bytes, end=record.resource.size, kept_end=kept)
     except OverspillError as error:
         return failure(str(error))
     next_offset = shown.next_offset if shown.next_offset is not None else record.resource.size
@@ -236,7 +242,8 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
                      else f"[pattern {pattern!r} not seen in the new output]")
     elif record.state == "running":
         notes.append(f"[waited {limit:g} s]")
-    body = strip_final_newline(shown.content) if record.resource.size > start else "(no new output)"
+    # New stored bytes, or past the stored copy (max_stored_bytes) the output's true end.
+    body = strip_final_newline(shown.content) or "(no new output)"
     text = "\n".join([body, *notes, _state_line(record, next_offset)])
     return ToolResult(text, False, shown.truncated, record.resource,
                       _metadata(record, next_offset, offset=start, match=found))
