@@ -7,6 +7,7 @@ build, a traceback at the end of a log), for both kernel implementations.
 
 from __future__ import annotations
 
+import base64
 import random
 import re
 import subprocess
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 
 from overspill import ConfigError, ToolOutputStore, page_bounds
 from overspill import text as text_module
+from overspill._views import view_preview
 from overspill.text import encode_content, truncation_marker
 
 _NOISE = [b"\x1b[31m", b"\x1b[0m", b"\x1b[1;32m", b"\x1b[2K", b"\x1b]0;t\x07", b"\r", b"\r\n", b"\n", b"\n",
@@ -360,3 +362,66 @@ def test_long_lines_are_cut_after_a_token_with_or_without_escapes(store, colour)
     assert re.match(r"value\d{5},", tail), tail[:40]
     assert "\x1b" not in head and "\x1b" not in tail
     assert int(marker.group(3)) == len(data[: data.index(head[-20:].encode()) + 20])
+
+
+ESCAPE = re.compile(rb"\x1b(?:\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[\x20-\x2f]*[\x30-\x7e]?)")
+
+
+def inside_a_sequence(data: bytes, offset: int) -> bool:
+    return any(found.start() < offset < found.end() for found in ESCAPE.finditer(data))
+
+
+def inline_image(seed: int) -> bytes:
+    """An iTerm2 inline image (imgcat, a plotting backend): 16 KB of base64 in one OSC string, ended by BEL."""
+    rng = random.Random(seed)
+    image = base64.b64encode(bytes(rng.randrange(256) for _ in range(12000)))
+    return b"\x1b]1337;File=name=cGxvdC5wbmc=;inline=1:" + image + b"\x07"
+
+
+@pytest.mark.parametrize("before, after", [(b"\n", b"\nplot saved\n"), (b"\n", b" plot saved\n"),
+                                           (b"", b"plot saved\n"), (b"\n", b"")])
+def test_the_tail_never_shows_the_inside_of_a_long_osc_string(store, before, after):
+    # The sequence starts far before the tail's window: that window was taken for plain text (the look
+    # for ESC covered only the last max_bytes + 2 bytes) and its bytes were shown, base64 and BEL.
+    log = b"".join(b"2024-05-01 12:00:%02d INFO epoch %d done\n" % (i % 60, i) for i in range(300))
+    data = log[:-1] + before + inline_image(1) + after
+    for max_lines, max_bytes in ((400, 8192), (400, 2000), (40, 8192), (400, 300)):
+        result = store.truncate("s", "c", data, max_lines=max_lines, max_bytes=max_bytes)
+        assert result.truncated
+        assert "\x07" not in result.content and "File=" not in result.content
+        assert not inside_a_sequence(data, result.next_offset)
+        found = view_preview(data, max_lines, max_bytes, 3)
+        assert not inside_a_sequence(data, found.tail_start) and not inside_a_sequence(data, found.head_end)
+        assert found.tail == text_module.shown_text(memoryview(data)[found.tail_start :], 3)
+
+
+def test_the_head_is_never_cut_inside_a_long_osc_string(store):
+    # The same sequence at the start: the head's cut is before it, or after it, never inside.
+    data = inline_image(2) + b"plot saved\n" + b"".join(b"line %d\n" % i for i in range(2000))
+    for max_bytes in (300, 2000, 8192):
+        result = store.truncate("s", "c", data, max_lines=400, max_bytes=max_bytes)
+        assert not inside_a_sequence(data, result.next_offset)
+        assert store.read("s", result.resource.uri, offset=result.next_offset, limit=1).offset == result.next_offset
+        assert "\x07" not in result.content and "File=" not in result.content
+
+
+def hyperlinked_names(count: int) -> bytes:
+    """A line of `ls --hyperlink=always` names: OSC 8 links, each closed by ST (ESC \\)."""
+    def name(i: int) -> str:
+        url = f"file://buildhost/home/user/projects/very-long-project-name/src/components/widgets/file_{i:04d}.tsx"
+        return f"\x1b]8;;{url}\x1b\\\x1b[01;34mfile_{i:04d}.tsx\x1b[0m\x1b]8;;\x1b\\"
+
+    return "  ".join(name(i) for i in range(count)).encode()
+
+
+def test_the_head_is_never_cut_between_an_osc_string_and_its_terminator(store):
+    # A cut right after the ESC of an ST took that ESC for a sequence of its own, and moved back to it
+    # only: the marker's offset was inside the OSC, and a read there started 2 bytes later.
+    data = hyperlinked_names(40)
+    for max_bytes in range(200, 330):
+        result = store.truncate("s", "c", data, max_lines=400, max_bytes=max_bytes)
+        assert not inside_a_sequence(data, result.next_offset), max_bytes
+        assert store.read("s", result.resource.uri, offset=result.next_offset, limit=1).offset == result.next_offset
+        found = view_preview(data, 400, max_bytes, 3)
+        assert not inside_a_sequence(data, found.tail_start), max_bytes
+

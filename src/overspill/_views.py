@@ -33,7 +33,10 @@ def _is_clean(view: memoryview, max_bytes: int, flags: int) -> bool:
     reach = max_bytes + 2
     if size <= 2 * reach:
         return _kernels.view_bytes(view, flags) is None
-    return _kernels.view_bytes(view[:reach], flags) is None and _kernels.view_bytes(view[size - reach :], flags) is None
+    # The tail's window is no piece of a sequence that starts before it (an OSC string, such as an inline
+    # image's base64, can be longer than the window).
+    return (_kernels.view_bytes(view[:reach], flags) is None and _kernels.view_bytes(view[size - reach :], flags) is None
+            and not (flags & VIEW_ANSI and _past_escape(view, 0, size - reach) > size - reach))
 
 
 def _view_forward(view: memoryview, end: int, want: int, flags: int) -> tuple[bytes, int, bytes]:
@@ -66,6 +69,8 @@ def _view_backward(view: memoryview, begin_limit: int, want: int, flags: int) ->
             newline = probe.find(b"\n")
             if 0 <= newline < len(probe) - 1:
                 line_begin = begin + newline
+            elif flags & VIEW_ANSI:
+                line_begin = _past_escape(view, begin_limit, begin)  # mid-line: never inside a sequence
         raw = view[line_begin:].tobytes()
         shown = _viewed(raw, flags)
         if len(shown) > want or line_begin == begin_limit:
@@ -148,37 +153,58 @@ def _token_end_after(view: memoryview, line: int, cut: int, high: int, flags: in
 _TOKEN_MARKS = tuple(TOKEN_ENDS[i : i + 1] for i in range(len(TOKEN_ENDS)))
 
 
+def _last_of(view: memoryview, floor: int, position: int, stops: bytes) -> int:
+    """Where the last byte of ``stops`` in ``view[floor:position]`` is, or -1:
+    read back a window at a time (a few hundred bytes on a line of text)."""
+    high, size = position, ESCAPE_REACH
+    while high > floor:
+        low = max(floor, high - size)
+        window = view[low:high].tobytes()
+        found = max(window.rfind(stops[i : i + 1]) for i in range(len(stops)))
+        if found >= 0:
+            return low + found
+        high, size = low, size * 4
+    return -1
+
+
+def _covering(view: memoryview, floor: int, position: int) -> tuple[int, int]:
+    """The escape sequence that covers ``position`` (starts before it, ends
+    after it) as ``(start, end)``; ``(position, position)`` when none does.
+
+    ``floor`` is where no sequence is under way (a line's start, the data's).
+    Every ESC starts a sequence but the ESC of an ST (``ESC \\``) that ends an
+    OSC string, and no sequence crosses a newline: the sequence is the one at
+    the last ESC before ``position`` on its line, or the OSC whose ST that ESC
+    ends.  The look-back goes as far as that ESC or the line's start, however
+    long an OSC string (an inline image's base64) makes it; the match forward
+    as far as the sequence's end.
+    """
+    escape = _last_of(view, floor, position, b"\x1b\n")
+    if escape < 0 or view[escape] != 0x1B:
+        return position, position
+    if escape > floor and view[escape + 1 : escape + 2] == b"\\":
+        before = _last_of(view, floor, escape, b"\x1b\n\x07")  # an OSC string holds none of these
+        if before >= 0 and view[before] == 0x1B and view[before + 1] == 0x5D:
+            escape = before  # the ST ending the OSC that starts there
+    end = ESCAPE_SEQUENCE.match(view, escape).end()
+    return (escape, end) if end > position else (position, position)
+
+
 def _past_escape(view: memoryview, line: int, cut: int) -> int:
-    """``cut``, moved past an escape sequence that it would split."""
-    start = _escape_start(view, line, cut)
-    if start < 0:
-        return cut
-    match = ESCAPE_SEQUENCE.match(view[start : cut + ESCAPE_REACH].tobytes())
-    end = start + (match.end() if match else 1)
-    return max(cut, end)
+    """``cut``, moved past an escape sequence that it would split (``line``: no sequence is under way there)."""
+    return _covering(view, line, cut)[1]
 
 
 def _before_escape(view: memoryview, line: int, cut: int) -> int:
     """``cut``, moved back to the start of an escape sequence that it would split."""
-    start = _escape_start(view, line, cut)
-    if start < 0:
-        return cut
-    return start if _past_escape(view, line, cut) > cut else cut
-
-
-def _escape_start(view: memoryview, line: int, cut: int) -> int:
-    """Where the last ESC in ``[max(line, cut - ESCAPE_REACH), cut)`` is, or -1."""
-    low = max(line, cut - ESCAPE_REACH)
-    escape = view[low:cut].tobytes().rfind(b"\x1b")
-    return -1 if escape < 0 else low + escape
+    return _covering(view, line, cut)[0]
 
 
 def escape_end(view: memoryview, position: int) -> int:
     """``position``, moved to the end of an escape sequence that covers it (one
     that starts before it and ends after it), when that sequence starts within
-    ``ESCAPE_REACH`` bytes before it and ends within ``view``; else ``position``."""
-    end = _past_escape(view, 0, position)
-    return position if end > len(view) else end
+    ``view`` (whose start no sequence covers); else ``position``."""
+    return _past_escape(view, 0, position)
 
 
 def _cut_tail(view: memoryview, shown: bytes, begin: int, raw: bytes, share: int, slack: int, flags: int
