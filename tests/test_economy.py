@@ -425,3 +425,14 @@ def test_the_head_is_never_cut_between_an_osc_string_and_its_terminator(store):
         found = view_preview(data, 400, max_bytes, 3)
         assert not inside_a_sequence(data, found.tail_start), max_bytes
 
+
+def test_a_tail_starting_mid_line_keeps_its_crlf_endings(store):
+    # Coloured CRLF output (MSBuild): the tail's partial first line was viewed up to its \n, so its \r
+    # was last, a redraw to the view, and dropped; the other lines kept theirs.
+    line = ("\x1b[33mC:\\src\\proj\\Widget{i}.cs(12,5): warning CS0168: The variable 'e' is declared but never "
+            "used [C:\\src\\proj\\proj.csproj]\x1b[0m padding " + "x" * 120 + "\r\n")
+    data = "".join(line.format(i=i) for i in range(300)).encode()
+    for max_bytes in (300, 500, 700, 1000):
+        found = view_preview(data, 400, max_bytes, 3)
+        assert found.tail == text_module.shown_text(memoryview(data)[found.tail_start :], 3), max_bytes
+        assert found.tail.count("\r\n") == found.tail.count("\n"), max_bytes

@@ -233,7 +233,11 @@ def _cut_tail(view: memoryview, shown: bytes, begin: int, raw: bytes, share: int
         start = min(_past_escape(view, line, start), line_end)
     if slack and line < start < line_end:
         start = _token_end_after(view, line, start, min(start + slack, line_end), flags)
-    return start, str(_viewed(view[start:line_end], flags) + shown[line_end_view:], "utf-8", "replace")
+    # The partial line is viewed with its newline: a \r\n is a line ending, and stays (viewed alone, a
+    # final \r would be a redraw).
+    ending = 1 if line_end_view < size else 0
+    return start, str(_viewed(view[start : line_end + ending], flags) + shown[line_end_view + ending :], "utf-8",
+                      "replace")
 
 
 def _shares(head_size: int, tail_size: int, max_bytes: int) -> tuple[int, int]:
