@@ -18,7 +18,8 @@ from .text import Preview, preview_from_cuts, shown_size, shown_text
 
 __all__ = ["ESCAPE_REACH", "escape_end", "view_preview"]
 
-# How far back from a mid-line tail cut (or a page's edge) an escape sequence covering it may start.
+# How far back from a page's edge a read looks for an escape sequence covering it (its window's margin),
+# and the first step of _last_of's look-back (a preview's cut looks back as far as the sequence takes).
 ESCAPE_REACH = 512
 
 
