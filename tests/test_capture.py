@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -256,6 +257,41 @@ def test_spill_with_merged_streams_stores_the_terminals_order(store):
 def test_run_rejects_bad_arguments(kwargs, error):
     with pytest.raises(error):
         run(**kwargs)
+
+
+@pytest.mark.parametrize(("kwargs", "named"), [
+    ({"command": "touch marker; echo \ud800"}, "command"), ({"command": "touch marker\x00"}, "command"),
+    ({"command": ["touch", "marker", "\ud800"]}, "command[2]"), ({"command": ["touch", "mark\x00er"]}, "command[1]"),
+    ({"command": "touch marker", "cwd": "\ud800"}, "cwd"), ({"command": "touch marker", "cwd": "a\x00b"}, "cwd"),
+    ({"command": "touch marker", "env": {"A": "\ud800"}}, "env['A']"),
+    ({"command": "touch marker", "env": {"A\x00": "x"}}, "env's variable name"),
+    ({"command": "touch marker", "stdin": "\ud800"}, "stdin")])
+def test_run_refuses_strings_no_process_can_take_naming_them(tmp_path, monkeypatch, kwargs, named):
+    """Red team f08: a lone surrogate in the command, an argument, cwd, env or stdin leaked a raw
+    UnicodeEncodeError from posix_spawn/Popen, and a NUL a bare "embedded null byte". Now a
+    ValueError names the argument before anything starts, for run, arun and background.start."""
+    import overspill.background as background
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=re.escape(named)) as raised:
+        run(**kwargs)
+    assert not isinstance(raised.value, UnicodeError) and "\n" not in str(raised.value)
+    with pytest.raises(ValueError, match=re.escape(named)):
+        asyncio.run(overspill.arun(**kwargs))
+    if "stdin" not in kwargs:
+        with ToolOutputStore(tmp_path / "data", durable=False) as store, pytest.raises(ValueError, match=re.escape(named)):
+            background.start(store, "s", "c", **kwargs)
+    assert not (tmp_path / "marker").exists()
+    assert run("cat", stdin="a\x00\udcff").stdout == b"a\x00\xff"  # NUL and escaped bytes are fine on a pipe
+
+
+@pytest.mark.parametrize(("kwargs", "fragment"), [
+    ({"env": [("A", "B")]}, "env must be a mapping"), ({"env": {"A": 1}}, "env['A']"),
+    ({"spill": (object(), "s", "c")}, "ToolOutputStore"), ({"cwd": 5}, "cwd")])
+def test_run_with_a_malformed_env_spill_or_cwd_is_a_type_error_naming_it(kwargs, fragment):
+    """Red team f08: env=[("A", "B")] and spill=(object(), "s", "c") raised AttributeError."""
+    with pytest.raises(TypeError, match=re.escape(fragment)):
+        run("true", **kwargs)
 
 
 def test_a_missing_program_is_an_os_error():

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
     from typing import Optional
 
-__all__ = ["MAX_METADATA_BYTES", "check_metadata", "id_string", "positive_seconds", "wait_seconds", "whole_number"]
+__all__ = ["MAX_METADATA_BYTES", "check_metadata", "id_string", "os_string", "os_string_problem",
+           "positive_seconds", "wait_seconds", "whole_number"]
 
 #: The most UTF-8 bytes of each caller string a record holds (session id, tool
 #: call id, mime, name): a write with a longer one is refused, so that no
@@ -85,3 +88,33 @@ def check_metadata(value: str, name: str) -> None:
         size = len(value.encode("utf-8", "surrogatepass"))
         if size > MAX_METADATA_BYTES:
             raise ValueError(f"{name} must be at most {MAX_METADATA_BYTES} UTF-8 bytes, not {size}")
+
+
+def os_string_problem(value: str, name: str) -> Optional[str]:
+    """Why the OS cannot take ``value`` as a file name, a command's argument or
+    an environment entry, in one line naming ``name``; None when it can.
+
+    A NUL ends a C string, and a lone surrogate other than the ones
+    ``os.fsdecode`` makes of undecodable bytes has no encoding.
+    """
+    nul = value.find("\x00")
+    if nul >= 0:
+        return f"{name} holds a NUL character (at index {nul}), which no file name or argument can hold"
+    if not value.isascii():
+        try:
+            os.fsencode(value)
+        except UnicodeEncodeError as error:
+            return (f"{name} holds a lone surrogate ({ascii(value[error.start])} at index {error.start}), "
+                    "which no file name or argument can hold")
+    return None
+
+
+def os_string(value: str, name: str) -> str:
+    """``value`` if the OS can take it (see ``os_string_problem``).
+
+    :raises ValueError: it holds a NUL or a lone surrogate, naming ``name``.
+    """
+    problem = os_string_problem(value, name)
+    if problem is not None:
+        raise ValueError(problem)
+    return value

@@ -12,11 +12,11 @@ import os
 import time
 # The C module's plain ints: ``signal`` would import enum (``overspill run``'s start-up).
 from _signal import SIGKILL, SIGTERM
-# collections.abc's Sequence without importing the collections package (start-up).
-from _collections_abc import Sequence
+# collections.abc's Mapping and Sequence without importing the collections package (start-up).
+from _collections_abc import Mapping, Sequence
 
 from . import _kernels
-from ._arguments import positive_seconds, whole_number
+from ._arguments import check_metadata, id_string, os_string, positive_seconds, whole_number
 from ._frozen import frozen
 from ._pipes import ChildPipes
 from ._spawn import spawn
@@ -25,7 +25,7 @@ from .text import counted_lines
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and dataclasses cost ``overspill run``'s start-up; annotations are never evaluated
     import threading
-    from collections.abc import Iterable, Iterator, Mapping
+    from collections.abc import Iterable, Iterator
     from typing import Optional, Union
 
     from ._spawn import Child
@@ -95,6 +95,55 @@ def collect_stream(chunks: Iterable[Union[bytes, bytearray, memoryview]], max_by
     return Collected(cap.value(), cap.total_bytes, cap.truncated)
 
 
+def _check_cwd(cwd: object) -> None:
+    """Refuse a working folder no process can be started in, before anything is started.
+
+    :raises TypeError: not a path.
+    :raises ValueError: it holds a NUL or a lone surrogate.
+    """
+    if cwd is None:
+        return
+    if not isinstance(cwd, (str, bytes, os.PathLike)):
+        raise TypeError(f"cwd must be a path, not {type(cwd).__name__}")
+    folder = os.fspath(cwd)
+    os_string(os.fsdecode(folder), "cwd")
+
+
+def _check_environment(env: object) -> None:
+    """Refuse an environment no process can be given, naming the entry.
+
+    :raises TypeError: not a mapping of str (or bytes) to str (or bytes).
+    :raises ValueError: a name that is empty or holds ``=``, or a name or value
+        that holds a NUL or a lone surrogate.
+    """
+    if env is None:
+        return
+    if not isinstance(env, Mapping):
+        raise TypeError(f"env must be a mapping of str to str, not {type(env).__name__}")
+    for name, value in env.items():
+        if not isinstance(name, (str, bytes)):
+            raise TypeError(f"env's variable names must be str, not {type(name).__name__}")
+        if not isinstance(value, (str, bytes)):
+            raise TypeError(f"env[{name!r}] must be a str, not {type(value).__name__}")
+        shown = os.fsdecode(name)
+        if not shown or "=" in shown:
+            raise ValueError(f"env's variable name {shown!r} must be non-empty and hold no '='")
+        os_string(shown, f"env's variable name {shown!r}")
+        os_string(os.fsdecode(value), f"env[{shown!r}]")
+
+
+def _encoded_stdin(text: str) -> bytes:
+    """``text`` as the UTF-8 bytes given to a command (``surrogateescape``: undecodable bytes as they were).
+
+    :raises ValueError: it holds a lone surrogate UTF-8 has no bytes for.
+    """
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as error:
+        raise ValueError(f"stdin holds a lone surrogate ({ascii(text[error.start])} at index {error.start}), "
+                         "which UTF-8 cannot encode; pass bytes") from None
+
+
 def _signal_group(process: Child, sig: int) -> None:
     try:
         os.killpg(process.pid, sig)
@@ -122,12 +171,16 @@ class RunningCommand:
                  abort: Optional[threading.Event] = None, merge_stderr: bool = False,
                  inherit_stdin: bool = False) -> None:
         if isinstance(command, str):
-            argv: Union[str, list[str]] = command
+            argv: Union[str, list[str]] = os_string(command, "command")
             shell = True
         elif isinstance(command, Sequence) and command and all(isinstance(part, str) for part in command):
             argv, shell = list(command), False
+            for position, part in enumerate(argv):
+                os_string(part, f"command[{position}]")
         else:
             raise TypeError("command must be a str (run by the shell) or a non-empty list of str")
+        _check_cwd(cwd)
+        _check_environment(env)
         if timeout is not None:
             positive_seconds(timeout, "timeout")
         if stdin is not None and not isinstance(stdin, (bytes, str)):
@@ -138,7 +191,7 @@ class RunningCommand:
             _kernels.StreamCap(whole_number(max_output_bytes, "max_output_bytes", 1), keep=keep),
             _kernels.StreamCap(whole_number(max_error_bytes, "max_error_bytes", 1), keep=keep),
         )
-        self._stdin = stdin.encode("utf-8", "surrogateescape") if isinstance(stdin, str) else stdin
+        self._stdin = _encoded_stdin(stdin) if isinstance(stdin, str) else stdin
         self._timeout = timeout
         self._abort = abort
         self._merged = bool(merge_stderr)
@@ -342,10 +395,22 @@ class _Output:
 
 
 def _spill_target(spill: object) -> Optional[Spill]:
+    """``spill`` checked before the command starts.
+
+    :raises TypeError: not a (ToolOutputStore, str, str) tuple.
+    :raises ValueError: an empty or overlong id.
+    """
     if spill is None:
         return None
+    from .store import ToolOutputStore  # already imported: the caller made the store
+
     if not (isinstance(spill, tuple) and len(spill) == 3):
         raise TypeError("spill must be (store, session_id, tool_call_id)")
+    if not isinstance(spill[0], ToolOutputStore):
+        raise TypeError(f"spill must be (store, session_id, tool_call_id) with a ToolOutputStore first, "
+                        f"not {type(spill[0]).__name__}")
+    for value, name in zip(spill[1:], ("spill's session_id", "spill's tool_call_id")):
+        check_metadata(id_string(value, name), name)
     return spill  # type: ignore[return-value]
 
 
@@ -394,8 +459,12 @@ def run(command: Command, *, cwd: Optional[Union[str, os.PathLike[str]]] = None,
     :param merge_stderr: give the command one pipe for stdout and stderr (as
         ``2>&1`` does), so the output keeps the order a terminal shows;
         ``stdout`` then holds it all and ``stderr`` is empty.
-    :raises TypeError: a malformed command or argument.
-    :raises ValueError: a cap below 1, an unknown ``keep`` or a non-positive timeout.
+    :raises TypeError: a malformed command or argument (``env`` not a mapping of
+        str to str, ``spill`` not a store and two ids).
+    :raises ValueError: a cap below 1, an unknown ``keep`` or a non-positive timeout;
+        a NUL or a lone surrogate in the command, an argument, ``cwd`` or ``env``
+        (no process can be given one), or a lone surrogate in ``stdin`` text. The
+        message names the argument; nothing was started.
     :raises OSError: the command could not be started (for example, a missing
         program or ``cwd``).
     :raises StorageError: spilling failed; the process was killed.
