@@ -814,6 +814,32 @@ def test_call_rejects_arguments_that_do_not_fit(store, name, arguments, fragment
     assert result.is_error and fragment in result.output
 
 
+@pytest.mark.parametrize(("name", "arguments", "fragment"), [
+    ("read", {"path": "a\x00b"}, "path holds a NUL character"),
+    ("read", {"path": "\ud800.txt"}, "path holds a lone surrogate"),
+    ("grep", {"pattern": "e", "glob": "*\x00"}, "glob holds a NUL character"),
+    ("grep", {"pattern": "e", "glob": "\ud800"}, "glob holds a lone surrogate"),
+    ("grep", {"pattern": "e", "path": "a\x00b"}, "path holds a NUL character"),
+    ("grep", {"pattern": "error", "path": "x" * 5000}, "cannot search xxx"),
+    ("bash", {"command": "echo \ud800"}, "command holds a lone surrogate")])
+def test_call_answers_strings_the_os_cannot_take_with_one_line(store, tmp_path, name, arguments, fragment):
+    """Red team f03: a NUL or a lone surrogate in read's path or grep's glob raised ValueError or
+    UnicodeEncodeError out of tools.call, and a 5000-character grep path OSError ENAMETOOLONG."""
+    (tmp_path / "a.txt").write_text("hello error\n")
+    result = tools.call(store, "s", "c", name, arguments, cwd=tmp_path)
+    assert result.is_error and fragment in result.output and "\n" not in result.output
+
+
+@pytest.mark.parametrize("pattern", ["error\x00", "\ud800", "hel\x00|error"])
+def test_grep_files_takes_a_pattern_rg_cannot_as_python_does(store, tmp_path, engine, pattern):
+    """Red team f03: a NUL or a lone surrogate in the pattern went into rg's argv (ValueError,
+    UnicodeEncodeError). The pattern is Python's re either way: such a one is searched in Python."""
+    (tmp_path / "a.txt").write_text("hello error\n")
+    result = tools.call(store, "s", "c", "grep", {"pattern": pattern}, cwd=tmp_path)
+    assert not result.is_error
+    assert result.output == ("a.txt:1:hello error" if "|" in pattern else f"no matches for {pattern!r}")
+
+
 def _integer_arguments() -> list[tuple[str, str]]:
     return [(spec["name"], key) for spec in tools.schemas("anthropic")
             for key, rule in spec["input_schema"]["properties"].items() if rule["type"] == "integer"]

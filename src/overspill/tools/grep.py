@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import BinaryIO, Optional, Union
 
 from .. import _kernels
-from .._arguments import positive_seconds
+from .._arguments import os_string_problem, positive_seconds
 from ..errors import OverspillError
 from ..store import ToolOutputStore
 from ..text import last_newline, view_flags
@@ -70,6 +70,9 @@ def grep(store: ToolOutputStore, session_id: str, tool_call_id: str, pattern: st
         return failure("max_matches must be a positive integer")
     if glob is not None and not isinstance(glob, str):
         return failure("glob must be a string")
+    problem = None if glob is None else os_string_problem(glob, "glob")
+    if problem:
+        return failure(problem)
     flags = re.IGNORECASE if ignore_case else 0
     try:
         regex = re.compile(pattern, flags)
@@ -81,9 +84,16 @@ def grep(store: ToolOutputStore, session_id: str, tool_call_id: str, pattern: st
     found = _Matches(max_matches)
     if not isinstance(path, str) or not path:
         return failure("path must be a non-empty string")
+    problem = os_string_problem(path, "path")
+    if problem:
+        return failure(problem)
     root = Path(cwd or ".") / path
-    if not root.exists():
+    try:
+        os.stat(root)
+    except (FileNotFoundError, NotADirectoryError):
         return failure(f"no such file or folder: {path}")
+    except OSError as error:  # a name too long, a loop of links, no permission: said, not raised
+        return failure(f"cannot search {path}: {error.strerror or error}")
     try:
         problem = _search_files(root, path, regex, pattern, glob, ignore_case, cwd, found, abort)
     except Cancelled:
@@ -430,6 +440,9 @@ def _ripgrep_search(ripgrep: str, shown_root: str, pattern: str, glob: Optional[
                "--hidden", "--no-ignore", "--no-messages", "--glob=!.git", "--glob=!.hg", "--glob=!.svn"]
     if ignore_case:
         command.append("--ignore-case")
+    if os_string_problem(pattern, "pattern") is not None:
+        # A NUL or a lone surrogate cannot be an argument; Python's re takes the pattern as it is.
+        raise _RefusedByRipgrep
     if glob:
         command.append(f"--glob={glob}")
     command += ["--regexp", pattern, "--", shown_root]

@@ -10,6 +10,7 @@ if TYPE_CHECKING:  # typing and pathlib cost start-up (``overspill run`` imports
     from pathlib import Path
     from typing import BinaryIO, Optional, Union
 
+from .._arguments import os_string_problem
 from .._frontend import binary_page, end_of_resource, page_argument_problem, read_page, stored_copy_end
 from ..config import MAX_READ_BYTES
 from ..errors import OverspillError
@@ -122,6 +123,9 @@ def _read_file(path: object, offset: Optional[int], limit: Optional[int],
                cwd: Union[str, "os.PathLike[str]", None]) -> ToolResult:
     if not isinstance(path, str) or not path:
         return failure("path must be a non-empty string")
+    problem = os_string_problem(path, "path")
+    if problem:
+        return failure(problem)
     # The schema shares ``offset`` (minimum 0) with resources, so 0 is valid here too: the first line.
     problem = page_argument_problem(offset, limit)
     if problem:
