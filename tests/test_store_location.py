@@ -51,6 +51,26 @@ def test_unsupported_urls_are_config_errors(url):
         ToolOutputStore(url=url)
 
 
+@pytest.mark.parametrize(("kwargs", "error", "named"), [
+    ({"data_dir": "a\x00b"}, ValueError, "data_dir holds a NUL character"),
+    ({"data_dir": "\ud800"}, ValueError, "data_dir holds a lone surrogate"),
+    ({"url": "file:///tmp/a%00b"}, ConfigError, "url's path holds a NUL character"),
+    ({"url": "/tmp/a\x00b"}, ConfigError, "url holds a NUL character"),
+    ({"url": "/tmp/\ud800"}, ConfigError, "url holds a lone surrogate")])
+def test_a_folder_the_os_cannot_name_is_refused_naming_where_it_came_from(tmp_path, monkeypatch, kwargs, error,
+                                                                          named):
+    """Red team f06: a NUL in data_dir or a file:// URL gave a bare ValueError("embedded null byte"),
+    a lone surrogate a raw UnicodeEncodeError; other bad locations are worded errors naming them."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(error, match=named) as raised:
+        ToolOutputStore(**kwargs)
+    assert not isinstance(raised.value, UnicodeError)
+    if "url" in kwargs and kwargs["url"].isascii() and "\x00" not in kwargs["url"]:  # what a variable can hold
+        monkeypatch.setenv("OVERSPILL_STORE_URL", kwargs["url"])
+        with pytest.raises(ConfigError, match="OVERSPILL_STORE_URL"):
+            ToolOutputStore()
+
+
 def test_bad_argument_types_and_both_locations(tmp_path):
     with pytest.raises(TypeError):
         ToolOutputStore(url=b"redis://127.0.0.1:6379")  # type: ignore[arg-type]

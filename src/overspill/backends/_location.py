@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 
+from .._arguments import os_string, os_string_problem
 from .._files import folder_text
 from .._frozen import frozen
 from ..config import default_data_folder
@@ -103,11 +104,22 @@ def _from_url(url: str, source: str) -> Location:
         path = unquote(parts.path)
         if not url.lower().startswith("file://") or parts.netloc not in ("", "localhost") or not path.startswith("/"):
             raise ConfigError(f"{source} must be file:///absolute/path, not {redacted_url(url)}")
-        return Location(place=folder_text(path))
+        return Location(place=_folder(path, f"{source}'s path"))
     if scheme == "":
-        return Location(place=folder_text(url))
+        return Location(place=_folder(url, source))
     raise ConfigError(f"{source} has an unsupported scheme {scheme!r} (expected a path, "
                       f"file://, {', '.join(s + '://' for s in REDIS_SCHEMES)})")
+
+
+def _folder(path: str, source: str) -> str:
+    """``folder_text(path)`` for a path the OS can take.
+
+    :raises ConfigError: it holds a NUL or a lone surrogate, naming ``source``.
+    """
+    problem = os_string_problem(path, source)
+    if problem is not None:
+        raise ConfigError(problem)
+    return folder_text(path)
 
 
 def check_url(url: str, source: str) -> Location:
@@ -125,9 +137,10 @@ def locate(data_dir: Union[str, os.PathLike[str], None], url: Optional[str],
 
     :raises TypeError: ``url`` is not a str, or ``data_dir`` not a path.
     :raises ValueError: both ``data_dir`` and ``url`` were given, or ``data_dir``
-        is empty (an unset variable's expansion, not a wish for the working folder).
+        is empty (an unset variable's expansion, not a wish for the working folder)
+        or holds a NUL or a lone surrogate (no folder's name can).
     :raises ConfigError: the URL (argument or environment) is empty or of an
-        unsupported form.
+        unsupported form, or its path holds a NUL or a lone surrogate.
     """
     if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
         raise TypeError(f"data_dir must be a path, not {type(data_dir).__name__}")
@@ -140,7 +153,10 @@ def locate(data_dir: Union[str, os.PathLike[str], None], url: Optional[str],
     if url is not None:
         return _from_url(url, "url")
     if data_dir is not None:
-        return Location(place=folder_text(data_dir))
+        folder = os.fspath(data_dir)
+        if isinstance(folder, str):
+            os_string(folder, "data_dir")
+        return Location(place=folder_text(folder))
     environment = os.environ if environ is None else environ
     variable = environment.get(STORE_URL_VARIABLE, "").strip()
     if variable:
