@@ -477,6 +477,17 @@ def test_bad_config_file_names_the_file(tmp_path):
         ToolOutputStore(tmp_path, config=tmp_path / "missing.toml")
 
 
+@pytest.mark.parametrize(("config", "fragment"), [
+    ("/tmp/a\x00b.json", "holds a NUL character"), ("/tmp/\ud800.toml", "holds a lone surrogate"),
+    (memoryview(bytes(4)).cast("B", (2, 2)), "not memoryview"), (memoryview(b"ab"), "not memoryview")])
+def test_a_config_path_the_os_cannot_take_or_a_memoryview_is_a_config_error(tmp_path, config, fragment):
+    """Red team f05: a NUL or a lone surrogate in a configuration path leaked ValueError /
+    UnicodeEncodeError from read_bytes, and a 2-D memoryview (a Sequence) NotImplementedError."""
+    with pytest.raises(ConfigError, match=fragment) as raised:
+        ToolOutputStore(tmp_path, config=config)
+    assert "\n" not in str(raised.value) and "\x00" not in str(raised.value)
+
+
 def test_bad_environment_names_the_variable(tmp_path, monkeypatch):
     monkeypatch.setenv("OVERSPILL_MAX_BYTES", "lots")
     with pytest.raises(ConfigError, match="OVERSPILL_MAX_BYTES"):

@@ -20,6 +20,7 @@ try:
 except ImportError:  # pragma: no cover - an interpreter without the C module
     from datetime import datetime, timedelta
 
+from ._arguments import os_string_problem
 from ._files import folder_text
 from ._frozen import frozen
 from .errors import ConfigError
@@ -224,6 +225,9 @@ def _from_environment(environ: Mapping[str, str]) -> dict[str, int]:
 
 def _read_file(path: Path) -> Mapping[str, Any]:
     source = str(path)  # a configuration file is rare: pathlib is imported for it alone
+    problem = os_string_problem(source, "its name")
+    if problem is not None:
+        raise ConfigError(f"cannot read configuration file {source!a}: {problem}")
     try:
         data = path.read_bytes()
     except OSError as error:
@@ -281,7 +285,7 @@ def _sources(config: ConfigSource | None) -> list[tuple[Mapping[str, Any], str]]
     items: Sequence[Any]
     if isinstance(config, (Mapping, str, os.PathLike)):
         items = [config]
-    elif isinstance(config, Sequence) and not isinstance(config, (bytes, bytearray)):
+    elif isinstance(config, Sequence) and not isinstance(config, (bytes, bytearray, memoryview)):
         items = config
     else:
         raise ConfigError(f"config must be a mapping, a path or a sequence of them, not {type(config).__name__}")
