@@ -156,6 +156,15 @@ def test_paging_tools_never_read_files(store, tmp_path, monkeypatch, name, argum
                                  else f"{name} needs the argument 'pattern'")
 
 
+@pytest.mark.parametrize("name", ["read", "grep"])
+def test_paging_tools_answer_deeply_nested_arguments_text_as_not_json(store, name):
+    """Red team f04: the adapters parse the model's arguments text before call() does, and
+    json.loads raises RecursionError (not a ValueError) on deep nesting: it left the tool."""
+    tool = {tool.name: tool for tool in paging_tools(store)}[name]
+    result = tool.run("s", "c", "[" * 100_000)
+    assert result.is_error and result.output.startswith(f"the arguments of {name} are not valid JSON")
+
+
 def test_each_adapter_has_its_extra():
     from importlib import metadata
 

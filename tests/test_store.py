@@ -486,6 +486,10 @@ def test_a_config_path_the_os_cannot_take_or_a_memoryview_is_a_config_error(tmp_
     with pytest.raises(ConfigError, match=fragment) as raised:
         ToolOutputStore(tmp_path, config=config)
     assert "\n" not in str(raised.value) and "\x00" not in str(raised.value)
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"tool_output": ' + "[" * 100_000)
+    with pytest.raises(ConfigError, match="deep.json is not valid JSON"):
+        ToolOutputStore(tmp_path, config=deep)
 
 
 def test_bad_environment_names_the_variable(tmp_path, monkeypatch):

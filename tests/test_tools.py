@@ -840,6 +840,14 @@ def test_grep_files_takes_a_pattern_rg_cannot_as_python_does(store, tmp_path, en
     assert result.output == ("a.txt:1:hello error" if "|" in pattern else f"no matches for {pattern!r}")
 
 
+@pytest.mark.parametrize("text", ["[" * 100_000, '{"resource": ' + "[" * 100_000, b"[" * 100_000])
+def test_call_answers_deeply_nested_arguments_text_as_not_json(store, text):
+    """Red team f04: json.loads raises RecursionError (not a ValueError) on deep nesting, and
+    tools.call let it out; it is one more "not valid JSON" answer."""
+    result = tools.call(store, "s", "c", "read", text)
+    assert result.is_error and result.output.startswith("the arguments of read are not valid JSON")
+
+
 def _integer_arguments() -> list[tuple[str, str]]:
     return [(spec["name"], key) for spec in tools.schemas("anthropic")
             for key, rule in spec["input_schema"]["properties"].items() if rule["type"] == "integer"]

@@ -12,7 +12,7 @@ itself.
 
 from __future__ import annotations
 
-__all__ = ["loads"]
+__all__ = ["loads", "loads_text"]
 
 # What ``json.decoder.WHITESPACE`` matches around the value.
 _WHITESPACE = " \t\n\r"
@@ -67,3 +67,19 @@ def loads(data: bytes) -> object:
     if stop != end and text[stop:].lstrip(_WHITESPACE):
         raise ValueError(f"Extra data at character {stop}")
     return value
+
+
+def loads_text(text: str | bytes) -> object:
+    """``json.loads(text)`` of text someone else wrote (a model's arguments, a
+    configuration file), where a nesting deeper than the interpreter's recursion
+    limit is one more ``ValueError``: the one rule for every caller that reports
+    malformed JSON.
+
+    :raises ValueError: ``text`` is not JSON, or nests too deeply to parse.
+    """
+    import json  # its callers are rare (a tool call's text, a configuration file)
+
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply to parse") from None

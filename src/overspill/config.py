@@ -240,12 +240,12 @@ def _read_file(path: Path) -> Mapping[str, Any]:
                 raise ConfigError(f"{source}: TOML configuration needs Python 3.11 or newer") from None
             parsed = tomllib.loads(data.decode("utf-8"))
         else:
-            import json  # only a configuration file needs it
+            from ._json_load import loads_text  # only a configuration file needs it
 
-            parsed = json.loads(data)
+            parsed = loads_text(data)
     except ConfigError:
         raise
-    except (ValueError, RecursionError) as error:  # JSON, TOML and UTF-8 errors are ValueErrors
+    except (ValueError, RecursionError) as error:  # JSON, TOML and UTF-8 errors are ValueErrors; TOML nests too
         raise ConfigError(f"{source} is not valid {path.suffix.lstrip('.').upper() or 'JSON'}: {error}") from None
     if not isinstance(parsed, Mapping):
         raise ConfigError(f"{source} must hold an object at the top level")

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
 from .._frontend import check_session_id, one_line
+from .._json_load import loads_text
 from ..store import ToolOutputStore
 from ..tools import ToolResult, call, schemas
 from ..tools._result import failure
@@ -245,7 +246,7 @@ class PagingTool:
         chosen = arguments
         if isinstance(chosen, (str, bytes)):
             try:
-                chosen = json.loads(chosen or "{}")
+                chosen = loads_text(chosen or "{}")
             except ValueError:
                 chosen = arguments  # call() says why
         if chosen is None:

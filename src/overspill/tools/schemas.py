@@ -12,6 +12,7 @@ if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
     from typing import Any
 
 from .._arguments import positive_seconds
+from .._json_load import loads_text
 from .._frontend import DEFAULT_TIMEOUT, MAX_TIMEOUT
 from ..config import MAX_BYTES, MAX_LINES, MAX_READ_BYTES, Limits
 from ..store import ToolOutputStore
@@ -403,9 +404,7 @@ def call(store: ToolOutputStore, session_id: str, tool_call_id: str, name: str,
         arguments = {}
     if isinstance(arguments, (str, bytes)):
         try:
-            import json
-
-            arguments = json.loads(arguments or "{}")
+            arguments = loads_text(arguments or "{}")
         except ValueError as error:
             return failure(f"the arguments of {name} are not valid JSON: {error}")
     if not isinstance(arguments, Mapping):
