@@ -294,6 +294,13 @@ def test_run_with_a_malformed_env_spill_or_cwd_is_a_type_error_naming_it(kwargs,
         run("true", **kwargs)
 
 
+def test_run_with_a_timeout_too_large_for_a_float_has_no_deadline():
+    """Red team f07: run(timeout=10**400) raised OverflowError; it is the float("inf") it stands for."""
+    result = run("echo hi", timeout=10 ** 400)
+    assert (result.exit_code, result.stdout, result.timed_out) == (0, b"hi\n", False)
+    assert run("echo hi", timeout=float("inf")).stdout == b"hi\n"
+
+
 def test_a_missing_program_is_an_os_error():
     with pytest.raises(FileNotFoundError):
         run(["/nonexistent/program"])

@@ -588,6 +588,27 @@ def test_start_cleanup_runs_at_once_and_close_stops_it(tmp_path):
     assert not any(t.name == "overspill-cleanup" for t in threading.enumerate())
 
 
+@pytest.mark.parametrize("interval", [10 ** 400, float("inf")])
+def test_start_cleanup_with_an_endless_interval_sweeps_once_and_stops_on_close(tmp_path, interval):
+    """Red team f07: start_cleanup(10**400) raised OverflowError, and an inf interval killed the
+    cleaner thread on its first wait (a wait takes no infinity). Both mean: sweep now, never again."""
+    import threading
+
+    store = ToolOutputStore(tmp_path, durable=False)
+    store.start_cleanup(interval)
+    time.sleep(0.2)
+    assert store._cleaner is not None and store._cleaner.is_alive()
+    store.close()
+    assert not any(t.name == "overspill-cleanup" for t in threading.enumerate())
+
+
+def test_cleanup_at_a_time_too_large_for_a_float_is_the_end_of_time(store):
+    """Red team f07: cleanup(now=10**400) raised OverflowError; it is float("inf"), as a datetime cannot be."""
+    store.write("s", "c", b"x")
+    assert store.cleanup(now=10 ** 400, dry_run=True) == store.cleanup(now=float("inf"), dry_run=True)
+    assert store.cleanup(now=10 ** 400, dry_run=True).removed == 1
+
+
 @pytest.mark.parametrize("interval", [0, -1, "1", True])
 def test_start_cleanup_rejects_bad_intervals(store, interval):
     with pytest.raises((TypeError, ValueError)):

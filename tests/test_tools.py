@@ -840,6 +840,14 @@ def test_grep_files_takes_a_pattern_rg_cannot_as_python_does(store, tmp_path, en
     assert result.output == ("a.txt:1:hello error" if "|" in pattern else f"no matches for {pattern!r}")
 
 
+@pytest.mark.parametrize("time_limit", [float("inf"), 10 ** 400])
+def test_search_resource_with_an_endless_time_limit_searches(store, time_limit):
+    """Red team f07: time_limit=10**400 raised OverflowError (float()), and inf too (the poll's
+    timeout and the worker's CPU limit take no infinity): both mean no limit."""
+    stored = store.truncate("s", "c", "a\n" * 100_000)
+    assert grep_module.search_resource(store, "s", stored.resource.uri, "a", time_limit=time_limit).total == 100_000
+
+
 @pytest.mark.parametrize("text", ["[" * 100_000, '{"resource": ' + "[" * 100_000, b"[" * 100_000])
 def test_call_answers_deeply_nested_arguments_text_as_not_json(store, text):
     """Red team f04: json.loads raises RecursionError (not a ValueError) on deep nesting, and

@@ -8,8 +8,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
     from typing import Optional
 
-__all__ = ["MAX_METADATA_BYTES", "check_metadata", "id_string", "os_string", "os_string_problem",
+__all__ = ["MAX_METADATA_BYTES", "as_float", "check_metadata", "id_string", "os_string", "os_string_problem",
            "positive_seconds", "wait_seconds", "whole_number"]
+
+_INFINITY = float("inf")  # (math would cost an import at start-up)
 
 #: The most UTF-8 bytes of each caller string a record holds (session id, tool
 #: call id, mime, name): a write with a longer one is refused, so that no
@@ -30,14 +32,24 @@ def whole_number(value: object, name: str, minimum: Optional[int] = None) -> int
     return value
 
 
+def as_float(value: int | float) -> float:
+    """``value`` as a float; an int beyond a float's range is the infinity of its sign,
+    which it is as good as (``10**400`` seconds is past every deadline, as ``inf`` is)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return _INFINITY if value > 0 else -_INFINITY
+
+
 def _seconds(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
-    return float(value)
+    return as_float(value)
 
 
 def positive_seconds(value: object, name: str) -> float:
-    """``value`` as seconds if it is a positive int or float (a bool is not).
+    """``value`` as seconds if it is a positive int or float (a bool is not);
+    ``inf``, or an int too large for a float, is ``inf``.
 
     :raises TypeError: not a number.
     :raises ValueError: zero, negative or NaN.

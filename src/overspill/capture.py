@@ -182,7 +182,7 @@ class RunningCommand:
         _check_cwd(cwd)
         _check_environment(env)
         if timeout is not None:
-            positive_seconds(timeout, "timeout")
+            timeout = positive_seconds(timeout, "timeout")
         if stdin is not None and not isinstance(stdin, (bytes, str)):
             raise TypeError(f"stdin must be bytes or str, not {type(stdin).__name__}")
         if stdin is not None and inherit_stdin:

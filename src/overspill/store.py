@@ -22,7 +22,7 @@ import time
 from _weakref import ref as _weak_ref  # weakref's ref, without importing weakref (start-up)
 
 from . import _tokens
-from ._arguments import id_string, positive_seconds
+from ._arguments import as_float, id_string, positive_seconds
 from ._owner import current_owner
 from ._store_reads import StoreReads
 from ._store_types import Page, TruncateResult, storage_error
@@ -301,7 +301,7 @@ class ToolOutputStore(StoreStreams, StoreReads):
         elif isinstance(now, datetime):
             now_seconds = now.timestamp()
         elif isinstance(now, (int, float)) and not isinstance(now, bool):
-            now_seconds = float(now)
+            now_seconds = as_float(now)
         else:
             raise TypeError(f"now must be a datetime or seconds since the epoch, not {type(now).__name__}")
         try:
@@ -333,7 +333,10 @@ class ToolOutputStore(StoreStreams, StoreReads):
         # failure, and each sweep that left something it could not remove, is
         # logged to the "overspill" logger; the next sweep tries again.
         import logging
+        import threading  # already imported: this is the cleaner thread
 
+        # An interval past what a wait takes (inf, 10**400) is "never again": the longest wait, in turn.
+        pause = min(interval, threading.TIMEOUT_MAX)
         log = logging.getLogger("overspill")
         while not stop.is_set():
             try:
@@ -344,7 +347,7 @@ class ToolOutputStore(StoreStreams, StoreReads):
                 if report.skipped and not report.busy:
                     log.warning("periodic cleanup of %s could not remove %d entries (a directory under a "
                                 "resource's name, or no permission)", self._where, report.skipped)
-            stop.wait(interval)
+            stop.wait(pause)
 
 
 # Every store of this process, so that a forked child can reset them: a lock

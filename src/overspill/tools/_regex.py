@@ -106,6 +106,10 @@ class _Pool:
 _POOL = _Pool()
 
 
+#: The longest time limit a search keeps (about 32 years): any longer one is this.
+_LONGEST = 1e9
+
+
 class Search:
     """The regular-expression work of one grep call, in a worker process.
 
@@ -124,7 +128,9 @@ class Search:
         self._pattern = pattern.encode("utf-8", "surrogatepass")
         self._flags = int(flags)
         self._shown = pattern
-        self._time_limit = time_limit
+        # inf (or 10**400) means no limit: a billion seconds is as good, and a wait and the worker's
+        # CPU limit take it (neither takes an infinity).
+        self._time_limit = min(time_limit, _LONGEST)
         self._abort = abort
         self._searched = 0
         self._spent = 0.0
@@ -185,7 +191,8 @@ class Search:
                     raise PatternTooSlowError(
                         f"pattern too slow: {self._shown!r} was stopped after {self._spent + now - started:.1f} s "
                         "of matching; narrow it (literal text, an anchor, no nested repeats such as (a+)+)")
-                wait = deadline - now if self._abort is None else min(_TICK, deadline - now)
+                # (A poll takes at most about 24 days: a longer limit is waited out an hour at a time.)
+                wait = min(_TICK if self._abort is not None else 3600.0, deadline - now)
                 if not selector.select(wait):
                     continue
                 chunk = os.read(worker.answers, max(needed - len(received), 1 << 16))
