@@ -51,6 +51,10 @@ _KEEP_MODES = ("head", "head_tail")
 osp_crc_init()
 
 
+# int's own slot: an exact int of the value of any int, subclass or not.
+cdef object _int_value = int.__index__
+
+
 cdef Py_ssize_t _check_int(object value, str name, Py_ssize_t minimum) except -1:
     cdef int overflow = 0
     cdef long small
@@ -62,6 +66,10 @@ cdef Py_ssize_t _check_int(object value, str name, Py_ssize_t minimum) except -1
             return small
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    # The int's own value, as the twin's check_int reads it: a subclass's
+    # __index__, __int__ or comparisons never run (an overridden __lt__ let a
+    # negative value through to C).
+    value = _int_value(value)
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, not {value}")
     if value >= PY_SSIZE_T_MAX:

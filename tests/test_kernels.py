@@ -618,22 +618,69 @@ class IntSubclass(int):
     """An int subclass: takes the general check of an int argument, must give the same."""
 
 
+class LyingInt(int):
+    """An int subclass whose conversions and comparisons lie: a kernel reads the int's own
+    value, as the compiled module does, and never runs them."""
+
+    def __int__(self) -> int:
+        return 2
+
+    def __index__(self) -> int:
+        return 3
+
+    def __lt__(self, other: object) -> bool:
+        return False
+
+    def __ge__(self, other: object) -> bool:
+        return False
+
+
 _WIDE_LIMITS = st.one_of(
     st.integers(-(2**70), 2**70), st.integers(-3, 3),
     st.sampled_from([2**31 - 1, 2**31, 2**32, 2**63 - 2, 2**63 - 1, 2**63, 2**64, -(2**63), -(2**63) - 1,
-                     True, False, IntSubclass(0), IntSubclass(7), IntSubclass(2**63)]),
+                     True, False, IntSubclass(0), IntSubclass(7), IntSubclass(2**63), LyingInt(-1), LyingInt(5),
+                     LyingInt(2**63)]),
 )
 
 
 @given(st.text(max_size=30), _WIDE_LIMITS, _WIDE_LIMITS, st.one_of(st.integers(0, 3), _WIDE_LIMITS))
 @example("a\nb\n", 2**63 - 1, 2**63, 0)
 @example("a", 1, IntSubclass(1), 0)
+@example("a\nb\nc\n", LyingInt(1), 10, LyingInt(-1))  # __lt__ said "not below 0": the compiled module raised SystemError
 def test_twins_agree_on_limits_of_any_size(compiled, text, max_lines, max_bytes, flags):
     # A plain int is read in C when it fits a machine word; any other int
     # (huge, negative, a bool, a subclass) takes the general check, with the same verdict.
     for name in ("text_fits", "preview_cuts"):
         args = (text, max_lines, max_bytes, flags) if name == "text_fits" else (text, max_lines, max_bytes)
         assert outcome(getattr(compiled, name), *args) == outcome(getattr(_native, name), *args)
+
+
+
+def test_an_int_subclass_is_read_by_its_own_value(compiled):
+    """Regression: the twin read an int subclass through its ``__int__`` (``crc32(b"abc", LyingInt(7))``
+    continued from 2), the compiled module read the value but compared it with the subclass's own
+    ``__lt__`` (``LyingInt(-1)`` passed as not negative and ended in SystemError, a negative number
+    on its way to C).  Protects "the same results and the same exception types for every input":
+    both read the int's own value and compare that."""
+    data = b"a\nb\nc\nd\ne\n" * 3
+    calls = [
+        ("crc32", (data, LyingInt(7)), (data, 7)),
+        ("count_lines", (data, LyingInt(4)), (data, 4)),
+        ("page_bounds", (data, LyingInt(5), LyingInt(3)), (data, 5, 3)),
+        ("preview_cuts", (data, LyingInt(4), LyingInt(9), LyingInt(2), LyingInt(1)), (data, 4, 9, 2, 1)),
+        ("text_fits", (data.decode(), LyingInt(4), LyingInt(100), LyingInt(3)), (data.decode(), 4, 100, 3)),
+        ("view_text", (data, LyingInt(3)), (data, 3)),
+        ("verify_chunks", (data, LyingInt(0), LyingInt(0), LyingInt(4), bytes(8), LyingInt(4)),
+         (data, 0, 0, 4, bytes(8), 4)),
+    ]
+    for name, lying, plain in calls:
+        expected = getattr(_native, name)(*plain)
+        assert getattr(compiled, name)(*lying) == getattr(_native, name)(*lying) == expected, name
+    for module in (compiled, _native):
+        for call in (lambda: module.crc32(b"abc", LyingInt(-1)), lambda: module.page_bounds(b"abc", LyingInt(-5), 1),
+                     lambda: module.count_lines(b"a\n", LyingInt(-1)), lambda: module.view_bytes(b"a", LyingInt(9))):
+            with pytest.raises(ValueError):
+                call()
 
 
 # ---------------------------------------------------------------- new_slotted

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import sys
 
-from ._arguments import whole_number
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and re cost start-up; the annotations are never evaluated
     import re
@@ -45,8 +43,23 @@ class LazyPattern:
 
 
 def check_int(value: object, name: str, minimum: int) -> int:
-    """``whole_number``, clamped to what a C ``Py_ssize_t`` holds (as the compiled twin does)."""
-    return min(int(whole_number(value, name, minimum)), sys.maxsize)
+    """``value`` if it is an int (a bool is not) of at least ``minimum``, clamped to
+    what a C ``Py_ssize_t`` holds, as the compiled twin reads it.
+
+    The int's own value is read (``int.__index__``, the C slot, not an
+    override): a subclass's ``__int__``, ``__index__`` or comparisons never
+    run, as the compiled module reads the value itself.
+
+    :raises TypeError: not an int.
+    :raises ValueError: below ``minimum``.
+    """
+    if type(value) is not int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+        value = int.__index__(value)
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, not {value}")
+    return value if value < sys.maxsize else sys.maxsize
 
 
 def byte_view(data: object) -> memoryview:
