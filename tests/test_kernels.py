@@ -566,6 +566,103 @@ def test_str_and_bytes_subclasses_are_accepted_by_every_kernel():
     assert (cap.head, cap.tail, cap.keep) == (b"01234", b"bcdef", "head_tail") and type(cap.keep) is str
 
 
+
+class LyingStr(str):
+    """A str subclass whose methods lie: a kernel reads its characters, never these."""
+
+    def count(self, *args):
+        return 0
+
+    def find(self, *args):
+        return -1
+
+    def rfind(self, *args):
+        return -1
+
+    def __len__(self):
+        return 1
+
+    def __getitem__(self, index):
+        return "zz"
+
+    def __contains__(self, item):
+        return False
+
+    def isascii(self):
+        return False
+
+    def isprintable(self):
+        return False
+
+    def endswith(self, *args):
+        return True
+
+    def encode(self, *args, **kwargs):
+        return b"x"
+
+    def __format__(self, spec):
+        return "Q"
+
+
+class LyingBytes(bytes):
+    """A bytes subclass whose methods lie: a kernel reads its storage, never these."""
+
+    def count(self, *args):
+        return 0
+
+    def find(self, *args):
+        return -1
+
+    def __len__(self):
+        return 1
+
+    def __getitem__(self, index):
+        return b"zz"
+
+    def __contains__(self, item):
+        return False
+
+    def decode(self, *args, **kwargs):
+        return "x"
+
+    def lower(self):
+        return b"q"
+
+
+def test_str_and_bytes_subclasses_are_read_by_their_own_values(compiled):
+    """Regression: the twin called a str or bytes subclass's own ``count``/``find``/``rfind``/``len``
+    (and ``isascii``, ``encode``, slicing, a pattern literal's ``lower``, a record's ``decode``...),
+    the compiled module read its storage: ``count_lines(LyingStr("a\\nb\\nc\\n"))`` was 1 in the twin,
+    4 compiled.  Protects "the same results for every input": a subclass is its base class's value."""
+    text = "a\n" * 30 + "é 😀 \udcc3\n" * 30 + "word, word; x} y\n" * 40
+    data = text.encode("utf-8", "surrogateescape")
+    calls = [
+        ("count_lines", (LyingStr(text),), (text,)), ("count_lines", (LyingStr(text), 7), (text, 7)),
+        ("count_lines", (LyingBytes(data),), (data,)), ("count_lines", (LyingBytes(data), 7), (data, 7)),
+        ("utf8_length", (LyingStr(text),), (text,)),
+        ("preview_cuts", (LyingStr(text), 5, 60, 8), (text, 5, 60, 8)),
+        ("preview_cuts", (LyingStr(text), 5, 60, 8, 1), (text, 5, 60, 8, 1)),
+        ("preview_cuts", (LyingStr("x\n" * 50), 6, 10**6, 0, 1), ("x\n" * 50, 6, 10**6, 0, 1)),
+        ("preview_cuts", (LyingBytes(data), 5, 60, 8, 1), (data, 5, 60, 8, 1)),
+        ("text_fits", (LyingStr("a\x1b\n"), 1, 100, 3), ("a\x1b\n", 1, 100, 3)),
+        ("signal_lines", (data, 0, len(data), ((0, False, True, LyingBytes(b"WORD")),), 0, 5),
+         (data, 0, len(data), ((0, False, True, b"WORD"),), 0, 5)),
+        ("outline_lines", (b"a/b x\nc/d\n", 0, 10, LyingBytes(b"sec"), 2, 5, 2), (b"a/b x\nc/d\n", 0, 10, b"sec", 2, 5, 2)),
+    ]
+    for name, lying, plain in calls:
+        expected = getattr(_native, name)(*plain)
+        assert getattr(_native, name)(*lying) == getattr(compiled, name)(*lying) == expected, name
+    assert bytes(_native.ascii_view(LyingStr("abc"))) == bytes(compiled.ascii_view(LyingStr("abc"))) == b"abc"
+    from overspill.records import Record, Resource, new_id, record_json, uri_for
+
+    rid = new_id()
+    record = record_json(Record(Resource(uri_for(rid), "text/plain", 3, "n"), "s", "c", 5, bytes(4), 7, None, 2))
+    expected = _native.record_fields(record, rid)
+    assert expected is not None
+    assert _native.record_fields(LyingBytes(record), LyingStr(rid)) == compiled.record_fields(
+        LyingBytes(record), LyingStr(rid)) == expected
+
+
 # ---------------------------------------------------------------- verify_chunks
 def naive_first_bad_chunk(payload: bytes, start: int, end: int, sums: bytes, chunk: int) -> int:
     import zlib

@@ -16,7 +16,8 @@ if TYPE_CHECKING:  # typing and re cost start-up; the annotations are never eval
     from typing import Union
 
 __all__ = ["ESCAPE", "JSON_LABEL_KEYS", "MAX_KINDS", "MAX_PATTERNS", "TOKEN_ENDS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS",
-           "BytesLike", "LazyPattern", "byte_view", "check_flags", "check_int", "check_patterns"]
+           "BytesLike", "LazyPattern", "byte_view", "check_flags", "check_int", "check_patterns", "plain_bytes",
+           "plain_str"]
 
 if TYPE_CHECKING:
     BytesLike = Union[bytes, bytearray, memoryview]
@@ -60,6 +61,18 @@ def check_int(value: object, name: str, minimum: int) -> int:
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, not {value}")
     return value if value < sys.maxsize else sys.maxsize
+
+
+def plain_str(text: str) -> str:
+    """The exact ``str`` of ``text``'s own characters: a subclass's overrides (``count``,
+    ``find``, ``__len__``, ``__getitem__``, ``encode`` ...) never run, as the compiled
+    module reads a str's storage.  ``text`` itself when it is a ``str`` (no copy)."""
+    return text if type(text) is str else str.__str__(text)  # str's own slot copies the storage
+
+
+def plain_bytes(data: bytes) -> bytes:
+    """The exact ``bytes`` of a ``bytes`` (subclass)'s own storage, as ``plain_str`` for text."""
+    return data if type(data) is bytes else bytes.__getitem__(data, slice(None))
 
 
 def byte_view(data: object) -> memoryview:
@@ -128,6 +141,7 @@ def check_patterns(patterns: object) -> list[tuple[int, bool, bool, bytes]]:
             raise TypeError("anchored and caseless must be bools")
         if not isinstance(literal, bytes):
             raise TypeError(f"literal must be bytes, not {type(literal).__name__}")
+        literal = plain_bytes(literal)
         if not 1 <= len(literal) <= 255 or b"\n" in literal:
             raise ValueError("a literal must hold 1 to 255 bytes and no newline")
         checked.append((kind, anchored, caseless, literal))

@@ -9,6 +9,7 @@ from ._buffers import LazyPattern
 from ._buffers import BytesLike
 from ._buffers import byte_view as _byte_view
 from ._buffers import check_int as _check_int
+from ._buffers import plain_str as _plain_str
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # re and typing cost start-up; the annotations are never evaluated
@@ -112,8 +113,9 @@ def count_lines(data: str | BytesLike, stop: int | None = None, /) -> int:
     """
     limit = None if stop is None else _check_int(stop, "stop", 0)
     if isinstance(data, str):
+        data = _plain_str(data)
         return _newlines_upto(_Haystack(data, None), len(data), limit) + 1
-    if isinstance(data, (bytes, bytearray)):
+    if type(data) is bytes or type(data) is bytearray:  # a subclass is read through its buffer: its storage
         return _newlines_upto(_Haystack(data, None), len(data), limit) + 1
     with _byte_view(data) as view:
         return _newlines_upto(_Haystack(view, view), len(view), limit) + 1
@@ -126,6 +128,7 @@ def utf8_length(text: str, /) -> int:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
+    text = _plain_str(text)
     if text.isascii():
         return len(text)
     total = 0
@@ -236,6 +239,7 @@ def ascii_view(text: str, /) -> memoryview | None:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
+    text = _plain_str(text)
     if not text.isascii():
         return None
     return memoryview(text.encode("ascii"))

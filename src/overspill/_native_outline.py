@@ -7,6 +7,7 @@ from ._buffers import LazyPattern
 from ._buffers import BytesLike
 from ._buffers import byte_view as _byte_view
 from ._buffers import check_int as _check_int
+from ._buffers import plain_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # re and typing cost start-up; the annotations are never evaluated
@@ -122,6 +123,7 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
     """
     start, end, max_depth, max_runs, max_commits = _outline_arguments(buffer, start, end, section, max_depth,
                                                                       max_runs, max_commits)
+    section = plain_bytes(section)
     with _byte_view(buffer) as view:
         if end > len(view) or start > end:
             raise ValueError(f"start and end must satisfy 0 <= start <= end <= {len(view)}")
@@ -146,8 +148,8 @@ def _outline_arguments(buffer: object, start: object, end: object, section: obje
     max_commits = _check_int(max_commits, "max_commits", 0)
     if max_depth > OUTLINE_DEPTH_MAX:
         raise ValueError(f"max_depth must be at most {OUTLINE_DEPTH_MAX}, not {max_depth}")
-    if len(section) > TOKEN_MAX:
-        raise ValueError(f"section must be at most {TOKEN_MAX} bytes, not {len(section)}")
+    if len(plain_bytes(section)) > TOKEN_MAX:
+        raise ValueError(f"section must be at most {TOKEN_MAX} bytes, not {len(plain_bytes(section))}")
     return start, end, max_depth, max_runs, max_commits
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ._buffers import TOKEN_ENDS, BytesLike
 from ._buffers import byte_view as _byte_view
 from ._buffers import check_int as _check_int
+from ._buffers import plain_str as _plain_str
 from ._native_bytes import _boundary_at_or_after, _boundary_at_or_before, _Haystack, _newlines_upto, utf8_length
 
 __all__ = ["preview_cuts"]
@@ -232,8 +233,9 @@ def preview_cuts(content: str | BytesLike, max_lines: int, max_bytes: int, line_
     slack = _check_int(line_slack, "line_slack", 0)
     keep = _check_int(runs, "runs", 0)
     if isinstance(content, str):
+        content = _plain_str(content)
         cuts = _preview_text(content, max_lines, max_bytes, slack)
-    elif isinstance(content, (bytes, bytearray)):
+    elif type(content) is bytes or type(content) is bytearray:  # a subclass is read through its buffer
         cuts = _preview_bytes(content, _Haystack(content, None), max_lines, max_bytes, slack)
     else:
         with _byte_view(content) as view:

@@ -9,6 +9,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
     from typing import Optional
 
+from ._buffers import plain_bytes, plain_str
+
 __all__ = ["RECORD_NUMBER_LIMIT", "record_fields"]
 
 #: The numbers of a record the kernel reads are whole, not negative and below this (18 digits).
@@ -33,6 +35,7 @@ def record_fields(data: bytes, resource_id: str, /) -> Optional[tuple[object, ..
         raise TypeError(f"data must be bytes, not {type(data).__name__}")
     if not isinstance(resource_id, str):
         raise TypeError(f"resource_id must be a str, not {type(resource_id).__name__}")
+    data, resource_id = plain_bytes(data), plain_str(resource_id)  # their own values, as the compiled twin reads
     try:
         text = data.decode("ascii")
     except UnicodeDecodeError:

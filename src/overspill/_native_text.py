@@ -11,6 +11,7 @@ from ._buffers import byte_view as _byte_view
 from ._buffers import check_flags as _check_flags
 from ._buffers import check_int as _check_int
 from ._buffers import check_patterns as _check_patterns
+from ._buffers import plain_str as _plain_str
 from ._native_bytes import page_bounds, utf8_length, verify_chunks
 
 TYPE_CHECKING = False
@@ -54,6 +55,7 @@ def text_fits(text: str, max_lines: int, max_bytes: int, flags: int, /) -> bool:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
+    text = _plain_str(text)
     max_lines = _check_int(max_lines, "max_lines", 1)
     max_bytes = _check_int(max_bytes, "max_bytes", 1)
     flags = _check_flags(flags)

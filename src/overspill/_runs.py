@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Optional, Union
 
-from ._buffers import BytesLike, byte_view
+from ._buffers import BytesLike, byte_view, plain_str
 
 __all__ = ["shape", "trim_cuts", "trim_stored"]
 
@@ -118,6 +118,7 @@ def trim_cuts(content: Union[str, BytesLike], cuts: tuple[int, int, int, int], m
     """
     head_end, tail_start, head_index, tail_index = cuts
     if isinstance(content, str):
+        content = plain_str(content)  # its own characters, as the kernels read them: no override runs
         head, tail = content[:head_index], content[tail_index:]
         kept = kept_head_lines(head, max_lines, keep, shaped)
         if kept is not None:
