@@ -3,7 +3,11 @@
 The pure-Python twin is the specification: every function here returns what
 its namesake there returns and raises the same exception types, checked by
 the differential tests.  Argument checking uses the twin's own helpers
-(overspill._buffers), so the two cannot drift apart in what they accept.
+(overspill._buffers), so the two cannot drift apart in what they accept, and
+follows the twin's one rule of order (overspill._native: one argument at a
+time, in the order of the signature, type then own range; relations last):
+so a bytes-like argument's buffer is taken at its place in the signature,
+before the arguments after it are checked.
 The loops live in overspill_simd.h; this module only checks arguments and
 reaches the bytes.
 """
@@ -120,14 +124,18 @@ def count_lines(data, stop=None, /):
     """Lines in ``data`` as ``len(data.split("\\n"))`` counts them; see _native.count_lines."""
     cdef Py_ssize_t limit = -1
     cdef Py_buffer buf
-    if stop is not None:
-        limit = _check_int(stop, "stop", 0)
     if isinstance(data, str):
+        if stop is not None:
+            limit = _check_int(stop, "stop", 0)
         return _newlines(PyUnicode_DATA(data), PyUnicode_GET_LENGTH(data), PyUnicode_KIND(data), limit) + 1
     if isinstance(data, bytes):
+        if stop is not None:
+            limit = _check_int(stop, "stop", 0)
         return _newlines(PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), 1, limit) + 1
     _bytes_of(data, &buf)
     try:
+        if stop is not None:
+            limit = _check_int(stop, "stop", 0)
         if buf.len == 0:
             return 1
         return _newlines(buf.buf, buf.len, 1, limit) + 1
@@ -161,12 +169,12 @@ def page_bounds(buffer, offset, limit, final=True, /):
     cdef Py_buffer buf
     if isinstance(buffer, str):
         raise TypeError("buffer must be a bytes-like object, not str")
-    c_offset = _check_int(offset, "offset", 0)
-    c_limit = _check_int(limit, "limit", 1)
-    if not isinstance(final, bool):
-        raise TypeError(f"final must be a bool, not {type(final).__name__}")
     _bytes_of(buffer, &buf)
     try:
+        c_offset = _check_int(offset, "offset", 0)
+        c_limit = _check_int(limit, "limit", 1)
+        if not isinstance(final, bool):
+            raise TypeError(f"final must be a bool, not {type(final).__name__}")
         if buf.len > 0:
             osp_page(<const unsigned char *>buf.buf, buf.len, c_offset, c_limit, final is True, &start, &end)
         return start, end
@@ -223,16 +231,17 @@ def ascii_view(text, /):
 
 def crc32(data, value=0, /):
     """zlib's CRC-32 of ``data``, continuing from ``value``; see _native.crc32."""
-    cdef Py_ssize_t start = _check_int(value, "value", 0)
+    cdef Py_ssize_t start
     cdef uint32_t crc
     cdef Py_buffer buf
     if isinstance(data, str):
         raise TypeError("data must be a bytes-like object, not str")
-    if start > 0xFFFFFFFF:
-        raise ValueError(f"value must be at most 4294967295, not {value}")
-    crc = <uint32_t>start
     _bytes_of(data, &buf)
     try:
+        start = _check_int(value, "value", 0)
+        if start > 0xFFFFFFFF:
+            raise ValueError(f"value must be at most 4294967295, not {value}")
+        crc = <uint32_t>start
         if buf.len >= NOGIL_BYTES:
             with nogil:
                 crc = osp_crc32(crc, <const unsigned char *>buf.buf, buf.len)
@@ -259,19 +268,22 @@ cdef Py_ssize_t _first_bad_chunk(const unsigned char *buf, Py_ssize_t size, Py_s
 
 def verify_chunks(buffer, base, start, end, checksums, chunk, /):
     """The first chunk under ``[start, end)`` whose CRC-32 is not recorded, or -1; see _native.verify_chunks."""
-    if isinstance(buffer, str) or isinstance(checksums, str):
-        raise TypeError("buffer and checksums must be bytes-like objects, not str")
-    cdef Py_ssize_t c_base = _check_int(base, "base", 0)
-    cdef Py_ssize_t c_start = _check_int(start, "start", 0)
-    cdef Py_ssize_t c_end = _check_int(end, "end", 0)
-    cdef Py_ssize_t c_chunk = _check_int(chunk, "chunk", 1)
+    cdef Py_ssize_t c_base, c_start, c_end, c_chunk
     cdef Py_ssize_t first, last, size, failed
     cdef Py_buffer buf
     cdef Py_buffer sums
+    if isinstance(buffer, str):
+        raise TypeError("buffer must be a bytes-like object, not str")
     _bytes_of(buffer, &buf)
     try:
+        c_base = _check_int(base, "base", 0)
+        c_start = _check_int(start, "start", 0)
+        c_end = _check_int(end, "end", 0)
+        if isinstance(checksums, str):
+            raise TypeError("checksums must be a bytes-like object, not str")
         _bytes_of(checksums, &sums)
         try:
+            c_chunk = _check_int(chunk, "chunk", 1)
             size = buf.len
             first, last = c_start // c_chunk, (c_end - 1) // c_chunk
             if (c_end <= c_start or first * c_chunk < c_base or c_end - c_base > size

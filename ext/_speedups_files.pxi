@@ -205,8 +205,6 @@ def read_page(path, base, length, size, low, high, offset, limit, flags, reach, 
     cdef Py_buffer sums
     if type(path) is not str:
         raise TypeError(f"path must be a str, not {type(path).__name__}")
-    if isinstance(checksums, str):
-        raise TypeError("checksums must be a bytes-like object, not str")
     c_base = _check_int(base, "base", 0)
     c_length = _check_int(length, "length", 0)
     c_size = _check_int(size, "size", 0)
@@ -216,31 +214,33 @@ def read_page(path, base, length, size, low, high, offset, limit, flags, reach, 
     c_limit = _check_int(limit, "limit", 1)
     c_flags = _flags_of(flags)
     c_reach = _check_int(reach, "reach", 0)
-    c_chunk = _check_int(chunk, "chunk", 1)
-    # Every number is in [0, PY_SSIZE_T_MAX] (clamped as the twin clamps them), and the twin
-    # compares them exactly: so no check below adds or multiplies what could pass the maximum.
-    if not c_base <= c_low <= c_offset <= c_high or c_high - c_base > c_length or c_low == c_high:
-        raise ValueError(f"base, low, offset and high must satisfy base <= low <= offset <= high <= base + length "
-                         f"and low < high, not {base}, {low}, {offset}, {high} (length {length})")
     if checksums is not None:
-        if c_base % c_chunk:
-            raise ValueError(f"base must be a multiple of chunk ({chunk}) when checksums are given, not {base}")
-        _contiguous(checksums, &sums)
-        if (c_high - 1) // c_chunk + 1 > sums.len // 4:  # (4 * chunks > len, without the product)
-            PyBuffer_Release(&sums)
-            raise ValueError(f"{sums.len // 4} checksums do not cover the chunks of [{low}, {high})")
-        # The window must reach min(high rounded up to a chunk, size): the rounding is taken
-        # only where it stays below size.
-        covered = c_size
-        if c_high < c_size:
-            gap = (c_chunk - c_high % c_chunk) % c_chunk
-            if gap <= c_size - c_high:
-                covered = c_high + gap
-        if covered > c_base and c_length < covered - c_base:
-            PyBuffer_Release(&sums)
-            raise ValueError(f"a window of {length} bytes at {base} does not hold the whole chunks of [{low}, {high})")
+        if isinstance(checksums, str):
+            raise TypeError("checksums must be a bytes-like object, not str")
+        _contiguous(checksums, &sums)  # released by the outer finally below, on every path
     buffer = NULL
     try:
+        c_chunk = _check_int(chunk, "chunk", 1)
+        # Every number is in [0, PY_SSIZE_T_MAX] (clamped as the twin clamps them), and the twin
+        # compares them exactly: so no check below adds or multiplies what could pass the maximum.
+        if not c_base <= c_low <= c_offset <= c_high or c_high - c_base > c_length or c_low == c_high:
+            raise ValueError(f"base, low, offset and high must satisfy base <= low <= offset <= high <= base + "
+                             f"length and low < high, not {base}, {low}, {offset}, {high} (length {length})")
+        if checksums is not None:
+            if c_base % c_chunk:
+                raise ValueError(f"base must be a multiple of chunk ({chunk}) when checksums are given, not {base}")
+            if (c_high - 1) // c_chunk + 1 > sums.len // 4:  # (4 * chunks > len, without the product)
+                raise ValueError(f"{sums.len // 4} checksums do not cover the chunks of [{low}, {high})")
+            # The window must reach min(high rounded up to a chunk, size): the rounding is taken
+            # only where it stays below size.
+            covered = c_size
+            if c_high < c_size:
+                gap = (c_chunk - c_high % c_chunk) % c_chunk
+                if gap <= c_size - c_high:
+                    covered = c_high + gap
+            if covered > c_base and c_length < covered - c_base:
+                raise ValueError(f"a window of {length} bytes at {base} does not hold the whole chunks of "
+                                 f"[{low}, {high})")
         encoded = PyUnicode_EncodeFSDefault(path)  # as os.open encodes a path (sums released if it fails)
         # As read_regular reads a file of that size.  A size claimed too large to hold is
         # only a failure if the file has it: else, as the twin, a mismatch (None).

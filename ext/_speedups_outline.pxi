@@ -68,12 +68,14 @@ def outline_lines(buffer, start, end, section, max_depth, max_runs, max_commits,
     cdef osp_outline scan
     cdef Py_ssize_t kept[2]  # max_runs, max_commits
     cdef Py_buffer buf
-    _outline_arguments(&scan, buffer, start, end, section, max_depth, max_runs, max_commits, kept)
-    runs = [[] for _ in range(scan.depth)]
-    open_runs = [None] * scan.depth  # (key, offset) of each depth's current run
-    commits = _OutlineCommits(kept[1])
+    if isinstance(buffer, str):
+        raise TypeError("buffer must be a bytes-like object, not str")
     _bytes_of(buffer, &buf)
     try:
+        _outline_arguments(&scan, start, end, section, max_depth, max_runs, max_commits, kept)
+        runs = [[] for _ in range(scan.depth)]
+        open_runs = [None] * scan.depth  # (key, offset) of each depth's current run
+        commits = _OutlineCommits(kept[1])
         scan.n = buf.len
         if scan.end > scan.n or scan.position > scan.end:
             raise ValueError(f"start and end must satisfy 0 <= start <= end <= {scan.n}")
@@ -93,25 +95,24 @@ def outline_lines(buffer, start, end, section, max_depth, max_runs, max_commits,
             commits.kept(), scan.commits)
 
 
-cdef int _outline_arguments(osp_outline *s, buffer, start, end, section, max_depth, max_runs, max_commits,
+cdef int _outline_arguments(osp_outline *s, start, end, section, max_depth, max_runs, max_commits,
                             Py_ssize_t *kept) except -1:
-    """outline_lines' checks, in the twin's order, into a zeroed *s; kept: max_runs, max_commits."""
+    """outline_lines' arguments after its buffer, each checked alone in order (as the twin's
+    _outline_arguments), into a zeroed *s; kept: max_runs, max_commits."""
     memset(s, 0, sizeof(osp_outline))
-    if isinstance(buffer, str):
-        raise TypeError("buffer must be a bytes-like object, not str")
     s.position = _check_int(start, "start", 0)
     s.end = _check_int(end, "end", 0)
     if not isinstance(section, bytes):
         raise TypeError(f"section must be bytes, not {type(section).__name__}")
-    s.depth = _check_int(max_depth, "max_depth", 1)
-    kept[0] = _check_int(max_runs, "max_runs", 1)
-    kept[1] = _check_int(max_commits, "max_commits", 0)
-    if s.depth > DEPTH_CAP:
-        raise ValueError(f"max_depth must be at most {DEPTH_CAP}, not {s.depth}")
     s.section_length = PyBytes_GET_SIZE(section)
     if s.section_length > TOKEN_CAP:
         raise ValueError(f"section must be at most {TOKEN_CAP} bytes, not {s.section_length}")
     memcpy(s.section, PyBytes_AS_STRING(section), s.section_length)
+    s.depth = _check_int(max_depth, "max_depth", 1)
+    if s.depth > DEPTH_CAP:
+        raise ValueError(f"max_depth must be at most {DEPTH_CAP}, not {s.depth}")
+    kept[0] = _check_int(max_runs, "max_runs", 1)
+    kept[1] = _check_int(max_commits, "max_commits", 0)
     s.lo = _SPECIAL_LOW
     s.hi = _SPECIAL_HIGH
     return 0

@@ -201,11 +201,28 @@ cdef tuple _preview_text(object text, Py_ssize_t max_lines, Py_ssize_t max_bytes
 
 def preview_cuts(content, max_lines, max_bytes, line_slack=0, runs=0, /):
     """Where the head+tail preview cuts ``content``; see _native.preview_cuts."""
-    cdef Py_ssize_t c_lines = _check_int(max_lines, "max_lines", 1)
-    cdef Py_ssize_t c_bytes = _check_int(max_bytes, "max_bytes", 1)
-    cdef Py_ssize_t c_slack = _check_int(line_slack, "line_slack", 0)
-    cdef Py_ssize_t c_runs = _check_int(runs, "runs", 0)
-    cuts = _cuts(content, c_lines, c_bytes, c_slack)
+    cdef Py_ssize_t c_lines, c_bytes, c_slack, c_runs
+    cdef Py_buffer buf
+    cdef bint held = not isinstance(content, str) and not isinstance(content, bytes)
+    if held:
+        _bytes_of(content, &buf)
+    try:
+        c_lines = _check_int(max_lines, "max_lines", 1)
+        c_bytes = _check_int(max_bytes, "max_bytes", 1)
+        c_slack = _check_int(line_slack, "line_slack", 0)
+        c_runs = _check_int(runs, "runs", 0)
+        if isinstance(content, str):
+            cuts = _preview_text(content, c_lines, c_bytes, c_slack)
+        elif not held:
+            cuts = _preview_bytes(<const uint8_t *>PyBytes_AS_STRING(content), PyBytes_GET_SIZE(content),
+                                  c_lines, c_bytes, c_slack)
+        elif buf.len == 0:
+            cuts = 0, 0, 0, 0
+        else:
+            cuts = _preview_bytes(<const uint8_t *>buf.buf, buf.len, c_lines, c_bytes, c_slack)
+    finally:
+        if held:
+            PyBuffer_Release(&buf)
     if c_runs and cuts[0] < cuts[1]:
         # The run rule has one home, shared with the twin (imported only when it trims);
         # only a line's shape is computed here, in one pass instead of a regex substitution.
@@ -258,18 +275,3 @@ def _line_shape(str line):
     finally:
         free(out)
 
-
-cdef tuple _cuts(content, Py_ssize_t c_lines, Py_ssize_t c_bytes, Py_ssize_t c_slack):
-    cdef Py_buffer buf
-    if isinstance(content, str):
-        return _preview_text(content, c_lines, c_bytes, c_slack)
-    if isinstance(content, bytes):
-        return _preview_bytes(<const uint8_t *>PyBytes_AS_STRING(content), PyBytes_GET_SIZE(content),
-                              c_lines, c_bytes, c_slack)
-    _bytes_of(content, &buf)
-    try:
-        if buf.len == 0:
-            return 0, 0, 0, 0
-        return _preview_bytes(<const uint8_t *>buf.buf, buf.len, c_lines, c_bytes, c_slack)
-    finally:
-        PyBuffer_Release(&buf)

@@ -13,9 +13,9 @@ def view_bytes(buffer, flags, /):
     cdef uint8_t *out
     if isinstance(buffer, str):
         raise TypeError("buffer must be a bytes-like object, not str")
-    c_flags = _check_flags(flags)
     _bytes_of(buffer, &buf)
     try:
+        c_flags = _check_flags(flags)
         p = <const uint8_t *>buf.buf
         n = buf.len
         if n == 0 or not osp_needs_view(p, n, c_flags):
@@ -87,9 +87,9 @@ def view_text(buffer, flags, /):
     cdef Py_buffer buf
     if isinstance(buffer, str):
         raise TypeError("buffer must be a bytes-like object, not str")
-    c_flags = _check_flags(flags)
     _bytes_of(buffer, &buf)
     try:
+        c_flags = _check_flags(flags)
         if buf.len == 0:
             return ""
         return _shown_text(<const uint8_t *>buf.buf, buf.len, c_flags)
@@ -127,26 +127,34 @@ def page_text(buffer, low, high, offset, limit, flags, reach, checksums, chunk, 
     # Raw buffers, not typed memoryviews: their set-up costs more than a small page's scan.
     cdef Py_buffer data
     cdef Py_buffer sums
-    if isinstance(buffer, str) or isinstance(checksums, str):
-        raise TypeError("buffer and checksums must be bytes-like objects, not str")
-    c_low = _check_int(low, "low", 0)
-    c_high = _check_int(high, "high", 0)
-    c_offset = _check_int(offset, "offset", 0)
-    c_limit = _check_int(limit, "limit", 1)
-    c_flags = _flags_of(flags)
-    c_reach = _check_int(reach, "reach", 0)
-    c_chunk = _check_int(chunk, "chunk", 1)
+    if isinstance(buffer, str):
+        raise TypeError("buffer must be a bytes-like object, not str")
     _contiguous(buffer, &data)
     try:
-        p = <const uint8_t *>data.buf
-        size = data.len
-        if not c_low <= c_offset <= c_high <= size or c_low == c_high:
-            raise ValueError(f"low, offset and high must satisfy low <= offset <= high <= {size} and low < high, "
-                             f"not {low}, {offset}, {high}")
+        c_low = _check_int(low, "low", 0)
+        c_high = _check_int(high, "high", 0)
+        c_offset = _check_int(offset, "offset", 0)
+        c_limit = _check_int(limit, "limit", 1)
+        c_flags = _flags_of(flags)
+        c_reach = _check_int(reach, "reach", 0)
         if checksums is None:
+            c_chunk = _check_int(chunk, "chunk", 1)
+            p = <const uint8_t *>data.buf
+            size = data.len
+            if not c_low <= c_offset <= c_high <= size or c_low == c_high:
+                raise ValueError(f"low, offset and high must satisfy low <= offset <= high <= {size} and "
+                                 f"low < high, not {low}, {offset}, {high}")
             return _window_page(p, size, 0, c_low, c_high, c_offset, c_limit, c_flags, c_reach, NULL, c_chunk)
+        if isinstance(checksums, str):
+            raise TypeError("checksums must be a bytes-like object, not str")
         _contiguous(checksums, &sums)
         try:
+            c_chunk = _check_int(chunk, "chunk", 1)
+            p = <const uint8_t *>data.buf
+            size = data.len
+            if not c_low <= c_offset <= c_high <= size or c_low == c_high:
+                raise ValueError(f"low, offset and high must satisfy low <= offset <= high <= {size} and "
+                                 f"low < high, not {low}, {offset}, {high}")
             if (c_high - 1) // c_chunk + 1 > sums.len // 4:  # (4 * chunks > len, without the product)
                 raise ValueError(f"{sums.len // 4} checksums do not cover the chunks of [{c_low}, {c_high})")
             # Checked above: every chunk starts inside the buffer and every index has its 4 bytes.
@@ -196,14 +204,14 @@ def signal_lines(buffer, start, end, patterns, flags, limit, /):
     cdef osp_scan scan
     if isinstance(buffer, str):
         raise TypeError("buffer must be a bytes-like object, not str")
-    c_start = _check_int(start, "start", 0)
-    c_end = _check_int(end, "end", 0)
-    checked = _check_patterns(patterns)
-    c_flags = _check_flags(flags)
-    c_limit = _check_int(limit, "limit", 0)
-    kinds = max([entry[0] for entry in checked], default=-1) + 1
     _bytes_of(buffer, &buf)
     try:
+        c_start = _check_int(start, "start", 0)
+        c_end = _check_int(end, "end", 0)
+        checked = _check_patterns(patterns)
+        c_flags = _check_flags(flags)
+        c_limit = _check_int(limit, "limit", 0)
+        kinds = max([entry[0] for entry in checked], default=-1) + 1
         n = buf.len
         if c_end > n or c_start > c_end:
             raise ValueError(f"start and end must satisfy 0 <= start <= end <= {n}")

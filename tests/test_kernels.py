@@ -663,6 +663,50 @@ def test_str_and_bytes_subclasses_are_read_by_their_own_values(compiled):
         LyingBytes(record), LyingStr(rid)) == expected
 
 
+
+_NOT_A_BUFFER = object()
+_STRIDED = memoryview(b"abcd")[::2]
+
+
+@pytest.mark.parametrize(("name", "args", "error"), [
+    ("crc32", ("abc", -1), TypeError),
+    ("crc32", (_NOT_A_BUFFER, -(2**70)), TypeError),
+    ("crc32", (_STRIDED, 2**33), TypeError),
+    ("count_lines", (_NOT_A_BUFFER, -1), TypeError),
+    ("page_bounds", (_NOT_A_BUFFER, -1, 0), TypeError),
+    ("preview_cuts", (3, 0, 1), TypeError),
+    ("verify_chunks", (_NOT_A_BUFFER, -1, 0, 1, b"", 1), TypeError),
+    ("verify_chunks", (b"abc", 0, 0, 1, 5, 0), TypeError),  # checksums come before chunk
+    ("view_bytes", (3, 4), TypeError),
+    ("view_text", (_NOT_A_BUFFER, -1), TypeError),
+    ("page_text", (_NOT_A_BUFFER, -1, 0, 0, 1, 0, 0, None, 1), TypeError),
+    ("page_text", (b"abc", 2, 1, 0, 1, 0, 0, 5, 1), TypeError),  # checksums' type before low <= offset <= high
+    ("page_text", (b"abc", 0, 1, 0, 1, 0, 0, 5, 0), TypeError),  # checksums come before chunk
+    ("signal_lines", (3, -1, 0, (), 0, 0), TypeError),
+    ("outline_lines", (3, -1, 0, b"", 1, 1, 0), TypeError),
+    ("outline_lines", (b"", 0, 0, b"x" * 300, 1, 1.0, 0), ValueError),  # section's length before max_runs
+    ("outline_lines", (b"", 0, 0, b"", 99, 1.0, 0), ValueError),  # max_depth's cap before max_runs
+    ("read_page", ("/nonexistent/x", 5, -1, 5, 4, 1, 0, 1, 0, 0, "abc", 1), ValueError),  # length before checksums
+    ("read_page", ("/nonexistent/x", 0, 8, 8, 0, 4, 0, 1, 0, 0, 5, 0), TypeError),  # checksums before chunk
+])
+def test_the_first_bad_argument_in_the_signature_decides_the_exception(compiled, name, args, error):
+    """Regression: ``crc32("abc", -1)`` was TypeError in the twin and ValueError compiled (the compiled
+    module checked ``value`` before ``data``), and both implementations took a bytes-like argument's
+    buffer only after the numbers behind it (``page_bounds(object(), -1, 0)`` was ValueError).
+    Protects the one rule of _native: one argument at a time, in the order of the signature (its
+    type, then its own range), the relations between them last."""
+    for module in (compiled, _native):
+        with pytest.raises(error):
+            getattr(module, name)(*args)
+
+
+@given(st.one_of(raw_bytes, texts, _ARGUMENTS), st.one_of(st.integers(-3, 2**33), _ARGUMENTS))
+@example("abc", -1)
+@example(memoryview(b"abcd")[::2], 2**33)
+def test_twins_agree_on_crc32(compiled, data, value):
+    assert outcome(compiled.crc32, data, value) == outcome(_native.crc32, data, value)
+
+
 # ---------------------------------------------------------------- verify_chunks
 def naive_first_bad_chunk(payload: bytes, start: int, end: int, sums: bytes, chunk: int) -> int:
     import zlib

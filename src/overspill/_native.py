@@ -17,6 +17,18 @@ Conventions shared by every kernel:
   sequence that covers it and every byte of that sequence is a continuation
   byte inside the buffer.  This is the ordinary code-point boundary for valid
   UTF-8 and a total, loop-free rule for invalid bytes.
+* *Arguments are checked one at a time, in the order of the signature*: each
+  alone, its type first (an int is an int and not a bool; a bytes-like
+  argument is no ``str`` and a C-contiguous buffer), then its own range (a
+  minimum, a maximum, a length), before the next argument is looked at; only
+  when every argument has passed alone are the relations between them checked
+  (``start <= end <= len(buffer)``, checksums that cover a range, ...).  So,
+  of several bad arguments, the first in the signature decides the exception.
+* An argument is read by its *own value*: an ``int`` subclass by its int
+  value (``int.__index__``, never its ``__int__``, ``__index__`` or
+  comparisons), a ``str`` or ``bytes`` subclass by its characters or bytes
+  (``_buffers.plain_str``/``plain_bytes``, never its ``count``, ``find``,
+  ``__len__``...), as the compiled module reads their storage.
 
 The twin is specified in one module per seam; this module states the
 conventions above and gathers the kernels under the names ``_kernels`` binds:

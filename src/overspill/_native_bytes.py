@@ -111,13 +111,13 @@ def count_lines(data: str | BytesLike, stop: int | None = None, /) -> int:
         ``stop`` is not an int (a bool is not).
     :raises ValueError: ``stop`` is negative.
     """
-    limit = None if stop is None else _check_int(stop, "stop", 0)
-    if isinstance(data, str):
-        data = _plain_str(data)
-        return _newlines_upto(_Haystack(data, None), len(data), limit) + 1
-    if type(data) is bytes or type(data) is bytearray:  # a subclass is read through its buffer: its storage
+    if isinstance(data, str) or type(data) is bytes or type(data) is bytearray:
+        # (A bytes or bytearray subclass is read through its buffer below: its storage.)
+        data = _plain_str(data) if isinstance(data, str) else data
+        limit = None if stop is None else _check_int(stop, "stop", 0)
         return _newlines_upto(_Haystack(data, None), len(data), limit) + 1
     with _byte_view(data) as view:
+        limit = None if stop is None else _check_int(stop, "stop", 0)
         return _newlines_upto(_Haystack(view, view), len(view), limit) + 1
 
 
@@ -222,11 +222,11 @@ def page_bounds(buffer: BytesLike, offset: int, limit: int, final: bool = True, 
     """
     if isinstance(buffer, str):
         raise TypeError("buffer must be a bytes-like object, not str")
-    offset = _check_int(offset, "offset", 0)
-    limit = _check_int(limit, "limit", 1)
-    if not isinstance(final, bool):
-        raise TypeError(f"final must be a bool, not {type(final).__name__}")
     with _byte_view(buffer) as view:
+        offset = _check_int(offset, "offset", 0)
+        limit = _check_int(limit, "limit", 1)
+        if not isinstance(final, bool):
+            raise TypeError(f"final must be a bool, not {type(final).__name__}")
         return _page(view, len(view), offset, limit, final)
 
 
@@ -253,10 +253,10 @@ def crc32(data: BytesLike, value: int = 0, /) -> int:
     """
     if isinstance(data, str):
         raise TypeError("data must be a bytes-like object, not str")
-    value = _check_int(value, "value", 0)
-    if value > 0xFFFFFFFF:
-        raise ValueError(f"value must be at most 4294967295, not {value}")
     with _byte_view(data) as view:
+        value = _check_int(value, "value", 0)
+        if value > 0xFFFFFFFF:
+            raise ValueError(f"value must be at most 4294967295, not {value}")
         return zlib.crc32(view, value)
 
 
@@ -273,19 +273,27 @@ def verify_chunks(buffer: BytesLike, base: int, start: int, end: int, checksums:
     :raises ValueError: an empty range, a range ``buffer`` does not hold from
         its first chunk's start, or ``checksums`` too short for it.
     """
-    if isinstance(buffer, str) or isinstance(checksums, str):
-        raise TypeError("buffer and checksums must be bytes-like objects, not str")
-    base = _check_int(base, "base", 0)
-    start = _check_int(start, "start", 0)
-    end = _check_int(end, "end", 0)
-    chunk = _check_int(chunk, "chunk", 1)
-    with _byte_view(buffer) as view, _byte_view(checksums) as sums:
-        first, last = start // chunk, (end - 1) // chunk
-        if end <= start or first * chunk < base or end - base > len(view) or 4 * (last + 1) > len(sums):
-            raise ValueError(f"the buffer (from {base}, {len(view)} bytes) and {len(sums) // 4} checksums "
-                             f"do not hold the chunks of [{start}, {end})")
-        for index in range(first, last + 1):
-            low = index * chunk - base
-            if zlib.crc32(view[low : low + chunk]) != int.from_bytes(sums[4 * index : 4 * index + 4], "big"):
-                return index
+    if isinstance(buffer, str):
+        raise TypeError("buffer must be a bytes-like object, not str")
+    with _byte_view(buffer) as view:
+        base = _check_int(base, "base", 0)
+        start = _check_int(start, "start", 0)
+        end = _check_int(end, "end", 0)
+        if isinstance(checksums, str):
+            raise TypeError("checksums must be a bytes-like object, not str")
+        with _byte_view(checksums) as sums:
+            chunk = _check_int(chunk, "chunk", 1)
+            return _first_bad_chunk(view, base, start, end, sums, chunk)
+
+
+def _first_bad_chunk(view: memoryview, base: int, start: int, end: int, sums: memoryview, chunk: int) -> int:
+    """``verify_chunks`` once each argument passed its own check: the relations, then the chunks."""
+    first, last = start // chunk, (end - 1) // chunk
+    if end <= start or first * chunk < base or end - base > len(view) or 4 * (last + 1) > len(sums):
+        raise ValueError(f"the buffer (from {base}, {len(view)} bytes) and {len(sums) // 4} checksums "
+                         f"do not hold the chunks of [{start}, {end})")
+    for index in range(first, last + 1):
+        low = index * chunk - base
+        if zlib.crc32(view[low : low + chunk]) != int.from_bytes(sums[4 * index : 4 * index + 4], "big"):
+            return index
     return -1

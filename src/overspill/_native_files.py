@@ -8,7 +8,6 @@ import errno
 import os
 import stat
 
-from ._buffers import byte_view as _byte_view
 from ._buffers import check_int as _check_int
 from ._native_text import page_arguments, page_text
 
@@ -147,34 +146,39 @@ def read_page(path: str, base: int, length: int, size: int, low: int, high: int,
     """
     if type(path) is not str:
         raise TypeError(f"path must be a str, not {type(path).__name__}")
-    if isinstance(checksums, str):
-        raise TypeError("checksums must be a bytes-like object, not str")
     base = _check_int(base, "base", 0)
     length = _check_int(length, "length", 0)
     size = _check_int(size, "size", 0)
-    low, high, offset, limit, flags, reach, chunk = page_arguments(low, high, offset, limit, flags, reach, chunk)
-    if not base <= low <= offset <= high <= base + length or low == high:
-        raise ValueError(f"base, low, offset and high must satisfy base <= low <= offset <= high <= base + length "
-                         f"and low < high, not {base}, {low}, {offset}, {high} (length {length})")
-    sums = None
-    if checksums is not None:
-        if base % chunk:
-            raise ValueError(f"base must be a multiple of chunk ({chunk}) when checksums are given, not {base}")
-        with _byte_view(checksums) as view:
-            count = len(view)
-        if 4 * ((high - 1) // chunk + 1) > count:
-            raise ValueError(f"{count // 4} checksums do not cover the chunks of [{low}, {high})")
-        if base + length < min(-(-high // chunk) * chunk, size):
-            raise ValueError(f"a window of {length} bytes at {base} does not hold the whole chunks of [{low}, {high})")
-        sums = memoryview(checksums).cast("B")[4 * (base // chunk) :]
-    fd, identity, data = read_regular(path, base, length, size)
-    if identity[3] != size or data is None or len(data) != length:
-        return fd, identity, None
+    low, high, offset, limit, flags, reach, view, chunk = page_arguments(low, high, offset, limit, flags, reach,
+                                                                         checksums, chunk)
     try:
-        found = page_text(data, low - base, high - base, offset - base, limit, flags, reach, sums, chunk)
-    except BaseException:
-        os.close(fd)
-        raise
+        if not base <= low <= offset <= high <= base + length or low == high:
+            raise ValueError(f"base, low, offset and high must satisfy base <= low <= offset <= high <= base + "
+                             f"length and low < high, not {base}, {low}, {offset}, {high} (length {length})")
+        if view is not None:
+            if base % chunk:
+                raise ValueError(f"base must be a multiple of chunk ({chunk}) when checksums are given, not {base}")
+            count = len(view)
+            if 4 * ((high - 1) // chunk + 1) > count:
+                raise ValueError(f"{count // 4} checksums do not cover the chunks of [{low}, {high})")
+            if base + length < min(-(-high // chunk) * chunk, size):
+                raise ValueError(f"a window of {length} bytes at {base} does not hold the whole chunks of "
+                                 f"[{low}, {high})")
+        fd, identity, data = read_regular(path, base, length, size)
+        if identity[3] != size or data is None or len(data) != length:
+            return fd, identity, None
+        sums = None if view is None else view[4 * (base // chunk) :]
+        try:
+            found = page_text(data, low - base, high - base, offset - base, limit, flags, reach, sums, chunk)
+        except BaseException:
+            os.close(fd)
+            raise
+        finally:
+            if sums is not None:
+                sums.release()
+    finally:
+        if view is not None:
+            view.release()
     if isinstance(found, int):
         return fd, identity, found + base // chunk
     start, end, text = found

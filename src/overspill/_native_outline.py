@@ -121,10 +121,11 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
         ``max_depth`` outside 1 to ``OUTLINE_DEPTH_MAX``, ``max_runs`` below
         1, ``max_commits`` negative, ``section`` longer than ``TOKEN_MAX``.
     """
-    start, end, max_depth, max_runs, max_commits = _outline_arguments(buffer, start, end, section, max_depth,
-                                                                      max_runs, max_commits)
-    section = plain_bytes(section)
+    if isinstance(buffer, str):
+        raise TypeError("buffer must be a bytes-like object, not str")
     with _byte_view(buffer) as view:
+        start, end, section, max_depth, max_runs, max_commits = _outline_arguments(start, end, section, max_depth,
+                                                                                   max_runs, max_commits)
         if end > len(view) or start > end:
             raise ValueError(f"start and end must satisfy 0 <= start <= end <= {len(view)}")
         region = view[start:end].tobytes()
@@ -134,23 +135,21 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
     return runs.shown(), runs.lead, lines, keyed, section, commits.kept(), commits.total
 
 
-def _outline_arguments(buffer: object, start: object, end: object, section: object, max_depth: object,
-                       max_runs: object, max_commits: object) -> tuple[int, int, int, int, int]:
-    """``outline_lines``' checks, in its order: ``(start, end, max_depth, max_runs, max_commits)``."""
-    if isinstance(buffer, str):
-        raise TypeError("buffer must be a bytes-like object, not str")
+def _outline_arguments(start: object, end: object, section: object, max_depth: object, max_runs: object,
+                       max_commits: object) -> tuple[int, int, bytes, int, int, int]:
+    """``outline_lines``' arguments after its buffer, each checked alone, in order."""
     start = _check_int(start, "start", 0)
     end = _check_int(end, "end", 0)
     if not isinstance(section, bytes):
         raise TypeError(f"section must be bytes, not {type(section).__name__}")
+    section = plain_bytes(section)
+    if len(section) > TOKEN_MAX:
+        raise ValueError(f"section must be at most {TOKEN_MAX} bytes, not {len(section)}")
     max_depth = _check_int(max_depth, "max_depth", 1)
-    max_runs = _check_int(max_runs, "max_runs", 1)
-    max_commits = _check_int(max_commits, "max_commits", 0)
     if max_depth > OUTLINE_DEPTH_MAX:
         raise ValueError(f"max_depth must be at most {OUTLINE_DEPTH_MAX}, not {max_depth}")
-    if len(plain_bytes(section)) > TOKEN_MAX:
-        raise ValueError(f"section must be at most {TOKEN_MAX} bytes, not {len(plain_bytes(section))}")
-    return start, end, max_depth, max_runs, max_commits
+    return start, end, section, max_depth, _check_int(max_runs, "max_runs", 1), _check_int(max_commits,
+                                                                                         "max_commits", 0)
 
 
 def _outline_region(region: bytes, start: int, section: bytes, runs: _Runs, commits: _Commits

@@ -228,18 +228,25 @@ def preview_cuts(content: str | BytesLike, max_lines: int, max_bytes: int, line_
     :raises TypeError: wrong argument types (a bool is not an int).
     :raises ValueError: ``max_lines`` or ``max_bytes`` below 1, ``line_slack`` or ``runs`` negative.
     """
-    max_lines = _check_int(max_lines, "max_lines", 1)
-    max_bytes = _check_int(max_bytes, "max_bytes", 1)
-    slack = _check_int(line_slack, "line_slack", 0)
-    keep = _check_int(runs, "runs", 0)
+    view = None
     if isinstance(content, str):
         content = _plain_str(content)
-        cuts = _preview_text(content, max_lines, max_bytes, slack)
-    elif type(content) is bytes or type(content) is bytearray:  # a subclass is read through its buffer
-        cuts = _preview_bytes(content, _Haystack(content, None), max_lines, max_bytes, slack)
-    else:
-        with _byte_view(content) as view:
+    elif type(content) is not bytes and type(content) is not bytearray:  # a subclass is read through its buffer
+        view = _byte_view(content)
+    try:
+        max_lines = _check_int(max_lines, "max_lines", 1)
+        max_bytes = _check_int(max_bytes, "max_bytes", 1)
+        slack = _check_int(line_slack, "line_slack", 0)
+        keep = _check_int(runs, "runs", 0)
+        if isinstance(content, str):
+            cuts = _preview_text(content, max_lines, max_bytes, slack)
+        elif view is None:
+            cuts = _preview_bytes(content, _Haystack(content, None), max_lines, max_bytes, slack)
+        else:
             cuts = _preview_bytes(view, _Haystack(view, view), max_lines, max_bytes, slack)
+    finally:
+        if view is not None:
+            view.release()
     if keep and cuts[0] < cuts[1]:
         from ._runs import trim_cuts  # only a trimmed preview pays for its import (start-up)
 

@@ -85,8 +85,8 @@ def view_bytes(buffer: BytesLike, flags: int, /) -> bytes | None:
     """
     if isinstance(buffer, str):
         raise TypeError("buffer must be a bytes-like object, not str")
-    flags = _check_flags(flags)
     with _byte_view(buffer) as view:
+        flags = _check_flags(flags)
         data = view.tobytes()
     escapes = bool(flags & VIEW_ANSI) and b"\x1b" in data
     redraws = bool(flags & VIEW_CR) and _has_lone_cr(data)
@@ -229,14 +229,14 @@ def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags
     """
     if isinstance(buffer, str):
         raise TypeError("buffer must be a bytes-like object, not str")
-    start = _check_int(start, "start", 0)
-    end = _check_int(end, "end", 0)
-    checked = _check_patterns(patterns)
-    flags = _check_flags(flags)
-    limit = _check_int(limit, "limit", 0)
-    kinds = max((kind for kind, _, _, _ in checked), default=-1) + 1
-    totals = [0] * kinds
     with _byte_view(buffer) as view:
+        start = _check_int(start, "start", 0)
+        end = _check_int(end, "end", 0)
+        checked = _check_patterns(patterns)
+        flags = _check_flags(flags)
+        limit = _check_int(limit, "limit", 0)
+        kinds = max((kind for kind, _, _, _ in checked), default=-1) + 1
+        totals = [0] * kinds
         if end > len(view) or start > end:
             raise ValueError(f"start and end must satisfy 0 <= start <= end <= {len(view)}")
         region = view[start:end].tobytes()
@@ -298,16 +298,28 @@ def view_text(buffer: BytesLike, flags: int, /) -> str:
         return str(view, "utf-8", "replace")
 
 
-def page_arguments(low: int, high: int, offset: int, limit: int, flags: int, reach: int,
-                   chunk: int) -> tuple[int, int, int, int, int, int, int]:
-    """``page_text``'s numbers checked, in order (``read_page`` takes the same).
+def page_arguments(low: int, high: int, offset: int, limit: int, flags: int, reach: int, checksums: object,
+                   chunk: int) -> tuple[int, int, int, int, int, int, Optional[memoryview], int]:
+    """``page_text``'s arguments after its buffer, each checked alone, in order (``read_page``
+    takes the same): the numbers, and ``checksums`` as None or a flat byte view, which the
+    caller releases.
 
-    :raises TypeError: a number is not an int (a bool is not).
+    :raises TypeError: a number is not an int (a bool is not), ``checksums`` neither None
+        nor a contiguous buffer.
     :raises ValueError: ``limit`` or ``chunk`` below 1, another negative, ``flags`` outside 0 to 3.
     """
-    return (_check_int(low, "low", 0), _check_int(high, "high", 0), _check_int(offset, "offset", 0),
-            _check_int(limit, "limit", 1), _check_flags(flags), _check_int(reach, "reach", 0),
-            _check_int(chunk, "chunk", 1))
+    numbers = (_check_int(low, "low", 0), _check_int(high, "high", 0), _check_int(offset, "offset", 0),
+               _check_int(limit, "limit", 1), _check_flags(flags), _check_int(reach, "reach", 0))
+    if checksums is None:
+        return (*numbers, None, _check_int(chunk, "chunk", 1))
+    if isinstance(checksums, str):
+        raise TypeError("checksums must be a bytes-like object, not str")
+    sums = _byte_view(checksums)
+    try:
+        return (*numbers, sums, _check_int(chunk, "chunk", 1))
+    except BaseException:
+        sums.release()
+        raise
 
 
 def page_text(buffer: BytesLike, low: int, high: int, offset: int, limit: int, flags: int, reach: int,
@@ -336,21 +348,25 @@ def page_text(buffer: BytesLike, low: int, high: int, offset: int, limit: int, f
         negative, ``flags`` outside 0 to 3, or ``checksums`` too short for
         the chunks of the window.
     """
-    if isinstance(buffer, str) or isinstance(checksums, str):
-        raise TypeError("buffer and checksums must be bytes-like objects, not str")
-    low, high, offset, limit, flags, reach, chunk = page_arguments(low, high, offset, limit, flags, reach, chunk)
+    if isinstance(buffer, str):
+        raise TypeError("buffer must be a bytes-like object, not str")
     with _byte_view(buffer) as view:
+        low, high, offset, limit, flags, reach, sums, chunk = page_arguments(low, high, offset, limit, flags, reach,
+                                                                             checksums, chunk)
         size = len(view)
-        if not low <= offset <= high <= size or low == high:
-            raise ValueError(f"low, offset and high must satisfy low <= offset <= high <= {size} and low < high, "
-                             f"not {low}, {offset}, {high}")
-        if checksums is not None:
-            with _byte_view(checksums) as sums:
+        try:
+            if not low <= offset <= high <= size or low == high:
+                raise ValueError(f"low, offset and high must satisfy low <= offset <= high <= {size} and low < high, "
+                                 f"not {low}, {offset}, {high}")
+            if sums is not None:
                 if 4 * ((high - 1) // chunk + 1) > len(sums):
                     raise ValueError(f"{len(sums) // 4} checksums do not cover the chunks of [{low}, {high})")
                 failed = verify_chunks(view, 0, low, high, sums, chunk)
-            if failed >= 0:
-                return failed
+                if failed >= 0:
+                    return failed
+        finally:
+            if sums is not None:
+                sums.release()
         start, end = page_bounds(view[low:high], offset - low, limit, high == size)
         start += low
         end += low
