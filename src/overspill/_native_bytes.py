@@ -113,7 +113,8 @@ def count_lines(data: str | BytesLike, stop: int | None = None, /) -> int:
     """
     if isinstance(data, str) or type(data) is bytes or type(data) is bytearray:
         # (A bytes or bytearray subclass is read through its buffer below: its storage.)
-        data = _plain_str(data) if isinstance(data, str) else data
+        if type(data) is not str and isinstance(data, str):
+            data = _plain_str(data)
         limit = None if stop is None else _check_int(stop, "stop", 0)
         return _newlines_upto(_Haystack(data, None), len(data), limit) + 1
     with _byte_view(data) as view:
@@ -128,7 +129,8 @@ def utf8_length(text: str, /) -> int:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
-    text = _plain_str(text)
+    if type(text) is not str:
+        text = _plain_str(text)
     if text.isascii():
         return len(text)
     total = 0
@@ -239,7 +241,8 @@ def ascii_view(text: str, /) -> memoryview | None:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
-    text = _plain_str(text)
+    if type(text) is not str:
+        text = _plain_str(text)
     if not text.isascii():
         return None
     return memoryview(text.encode("ascii"))

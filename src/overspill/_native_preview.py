@@ -230,7 +230,8 @@ def preview_cuts(content: str | BytesLike, max_lines: int, max_bytes: int, line_
     """
     view = None
     if isinstance(content, str):
-        content = _plain_str(content)
+        if type(content) is not str:
+            content = _plain_str(content)
     elif type(content) is not bytes and type(content) is not bytearray:  # a subclass is read through its buffer
         view = _byte_view(content)
     try:

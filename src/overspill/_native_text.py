@@ -55,7 +55,8 @@ def text_fits(text: str, max_lines: int, max_bytes: int, flags: int, /) -> bool:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
-    text = _plain_str(text)
+    if type(text) is not str:
+        text = _plain_str(text)
     max_lines = _check_int(max_lines, "max_lines", 1)
     max_bytes = _check_int(max_bytes, "max_bytes", 1)
     flags = _check_flags(flags)
