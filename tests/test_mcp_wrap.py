@@ -28,7 +28,7 @@ from anyio.from_thread import start_blocking_portal  # noqa: E402
 from mcp import Client, StdioServerParameters, types  # noqa: E402
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS  # noqa: E402
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError  # noqa: E402
-from test_mcp_server import links_of, overspill_script, page_with_read, text_of  # noqa: E402
+from test_mcp_server import links_of, overspill_script, page_with_read, stdio, text_of  # noqa: E402
 
 from conftest import IMPLEMENTATIONS  # noqa: E402
 
@@ -226,6 +226,36 @@ def test_results_pass_through_or_come_back_bounded(shared, subprocess_env):
             await client.read_resource("tool-output://0123456789abZZZZZZZZZZZZZZ")
 
     shared.run(main)
+
+
+def test_a_bounded_result_with_escapes_and_carriage_returns_reads_back_as_sent(shared, tmp_path, subprocess_env):
+    """A wrapped server's results are data, not a terminal's output: no views (ANSI, lone \\r).  Its
+    preview shows the text as sent, and read and resources/read page it back byte-exactly;
+    ``overspill mcp``'s own bash output keeps its shell views."""
+    async def main(client):
+        for unit, count in (("row;1\r", 3000), ("\x1b[32mok\x1b[0m line\n", 1000), ("50%\r100%\x1b[K\r\n", 2000)):
+            whole = unit * count
+            result = await client.call_tool("text", {"unit": unit, "count": count})
+            (link,) = links_of(result)
+            assert text_of(result).startswith(whole[:200]), unit
+            assert await page_all(client, link.uri) == whole.encode(), unit
+            first = (await client.read_resource(link.uri)).contents[0]
+            assert first.text == whole[:first.meta["next_offset"]], unit
+
+    shared.run(main)
+
+    async def own(client):
+        colored = "for i in $(seq 3000); do printf '\\033[31mred\\033[0m\\n'; done"
+        result = await client.call_tool("bash", {"command": colored})
+        (link,) = links_of(result)
+        assert text_of(result).startswith("red\nred\n")
+        assert text_of(await client.call_tool("read", {"resource": link.uri})).startswith("red\nred\n")
+
+    async def served():
+        async with stdio(tmp_path / "own", subprocess_env) as client:
+            await own(client)
+
+    anyio.run(served)
 
 
 def test_an_output_schema_is_listed_and_a_bounded_result_conforms_to_it(shared):

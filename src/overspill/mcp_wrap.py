@@ -152,7 +152,10 @@ def wrap(session: ClientSession, store: ToolOutputStore, session_id: Optional[st
     the first request if its owner did not.
 
     :param session: a ``ClientSession`` to the upstream, entered (running).
-    :param store: where outputs over ``store.limits()`` are kept.
+    :param store: where outputs over ``store.limits()`` are kept.  Its views
+        (``tool_output.views``) apply to previews, reads and greps: give one
+        configured with ``views: []`` (as ``overspill mcp --wrap`` does) for
+        results shown and read back as sent, escapes and lone ``\r`` included.
     :param session_id: the store session of every result and read; a fresh
         ``mcp-…`` id when None (named in the instructions).
     :param resource_link: add a ``resource_link`` block to a bounded result

@@ -15,7 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and argparse cost start-up; annotations are never evaluated
     import argparse
     from collections.abc import Iterator
-    from typing import BinaryIO
+    from typing import Any, BinaryIO
 
 def _command_read(args: argparse.Namespace) -> int:
     from .._frontend import end_of_resource, parse_page_uri, read_page, stored_copy_end
@@ -259,8 +259,10 @@ def _command_mcp(args: argparse.Namespace) -> int:
         raise _UsageError(str(error)) from None
 
     # Opened (a server connected to) before serving: an unreachable store is exit 4 at start-up.
-    store = _store(args, config=mcp_server.limits_config(args.max_lines, args.max_bytes,
-                                                         max_tokens=args.max_tokens))
+    config: dict[str, Any] = mcp_server.limits_config(args.max_lines, args.max_bytes, max_tokens=args.max_tokens)
+    if wrapping:  # a wrapped server's results are data, shown and read back as sent: no shell-output views
+        config = {"tool_output": {**config["tool_output"], "views": []}}
+    store = _store(args, config=config)
     with store:
         if wrapping:
             mcp_upstream.serve_wrapped(store, args.session, command=argv if args.wrap else None, url=args.wrap_url,
