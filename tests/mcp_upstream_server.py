@@ -24,7 +24,7 @@ and returns ``count`` rows of ``width`` characters as their JSON text and as tha
 ``reported`` (an object as a FastMCP tool returning a model gives it: ``total``, ``count``
 ``items`` and a ``note`` of ``width`` characters, all required),
 ``verbatim`` (returns the content blocks it is given as ``content``, as JSON, and ``meta`` as
-the result's ``_meta``).
+the result's ``_meta``).  Its resource reads and prompts report progress (1 of 2) when asked.
 """
 
 from __future__ import annotations
@@ -152,6 +152,7 @@ async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
 
 
 async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    await ctx.session.report_progress(1.0, 2.0, "reading")  # nothing unless the client asked for progress
     return types.ReadResourceResult(contents=[types.TextResourceContents(uri=str(params.uri), text="hello there")])
 
 
@@ -160,6 +161,7 @@ async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
 
 
 async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    await ctx.session.report_progress(1.0, 2.0, "prompting")
     return types.GetPromptResult(messages=[types.PromptMessage(role="user", content=text("hello prompt"))])
 
 

@@ -439,6 +439,28 @@ def test_progress_and_cancellation_go_through(shared, tmp_path):
     assert reports == [1.0, 2.0, 3.0]
 
 
+def test_progress_of_a_resource_read_and_a_prompt_goes_through(shared):
+    """Progress is relayed for any request the client asks it of, not only tools/call."""
+    async def main(client):
+        for request, result_type, message in (
+                (types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri="test://hello")),
+                 types.ReadResourceResult, "reading"),
+                (types.GetPromptRequest(params=types.GetPromptRequestParams(name="greet")),
+                 types.GetPromptResult, "prompting")):
+            reports: list = []
+
+            async def progress(value, total, said) -> None:
+                reports.append((value, total, said))
+
+            await client.session.send_request(request, result_type, progress_callback=progress)
+            with anyio.fail_after(10):
+                while not reports:
+                    await anyio.sleep(0.01)
+            assert reports == [(1.0, 2.0, message)], request.method
+
+    shared.run(main)
+
+
 def test_in_the_2026_era_requests_are_input_required_rounds_and_a_crash_is_an_error(tmp_path, subprocess_env):
     recorded = Recorded()
     flag = tmp_path / "cancelled"

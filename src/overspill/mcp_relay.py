@@ -235,7 +235,7 @@ class Relay:
             logger.warning("the upstream server sent a message that is not JSON-RPC: %s", one_line(str(message))[:300])
             return
         if isinstance(message, types.ProgressNotification):
-            return  # a call's progress goes through that call's callback, with the real client's token
+            return  # a request's progress goes through that request's callback, with the real client's token
         await self._event().wait()
         try:
             await self._standalone.send_notification(message)

@@ -259,7 +259,7 @@ class _Wrapper:
 
     async def list_tools(self, ctx: Any, params: Any) -> Any:
         found = await self.upstream(ctx)
-        listed = await _tools_of(found, params, self.gone)
+        listed = await _tools_of(found, params, self.gone, _progress(ctx))
         self.link.learn(listed.get("tools", []))
         # Our names were chosen at the start and told in the instructions; an upstream tool that
         # takes one later could never be called through the wrapper, so it is not listed as if it could.
@@ -281,8 +281,7 @@ class _Wrapper:
             return await _own_tool(self.store, self.session, call_id, self.ours[params.name], params.name,
                                    params.arguments, self.page, self.resource_link)
         assert found is not None
-        token = ((ctx.params or {}).get("_meta") or {}).get("progressToken")
-        progress = None if token is None else ctx.session.report_progress
+        progress = _progress(ctx)
         if modern(ctx.session) and self.relay.tasks is not None:
             raw = await self._in_rounds(found, ctx, params, progress)
             if isinstance(raw, types.InputRequiredResult):
@@ -364,7 +363,7 @@ class _Wrapper:
         found = await self.upstream(ctx)
         listed: dict[str, Any] = {"resources": []}
         if _has(found, "resources"):
-            listed = await _forward(found, types.ListResourcesRequest(params=params), self.gone)
+            listed = await _forward(found, types.ListResourcesRequest(params=params), self.gone, _progress(ctx))
         if not listed.get("nextCursor"):
             records = await anyio.to_thread.run_sync(self.store.records, self.session)
             listed["resources"] = [*listed.get("resources", []), *(
@@ -379,7 +378,8 @@ class _Wrapper:
         listed: dict[str, Any] = {"resourceTemplates": []}
         if _has(found, "resources"):
             try:
-                listed = await _forward(found, types.ListResourceTemplatesRequest(params=params), self.gone)
+                listed = await _forward(found, types.ListResourceTemplatesRequest(params=params), self.gone,
+                                        _progress(ctx))
             except MCPError as error:
                 if error.code != types.METHOD_NOT_FOUND:  # a server with resources but no templates has none
                     raise
@@ -392,13 +392,13 @@ class _Wrapper:
         if str(params.uri).startswith(SCHEME):
             return await read_resource(self.store, self.session, str(params.uri), self.page)
         return types.ReadResourceResult.model_validate(
-            await _forward(await self.upstream(ctx), types.ReadResourceRequest(params=params), self.gone),
-            by_name=False)
+            await _forward(await self.upstream(ctx), types.ReadResourceRequest(params=params), self.gone,
+                           _progress(ctx)), by_name=False)
 
     def forwarding(self, request_type: Any, result_type: Any) -> Callable[..., Any]:
         # Typed on the way out, so each protocol era's required fields (the 2026 cache hints) are filled.
         async def handler(ctx: Any, params: Any) -> Any:
-            raw = await _forward(await self.upstream(ctx), request_type(params=params), self.gone)
+            raw = await _forward(await self.upstream(ctx), request_type(params=params), self.gone, _progress(ctx))
             return result_type.model_validate(raw, by_name=False)
         return handler
 
@@ -440,12 +440,24 @@ def _has(session: ClientSession, capability: str) -> bool:
     return capabilities is not None and getattr(capabilities, capability) is not None
 
 
-async def _forward(session: ClientSession, request: Any, gone: Callable[[BaseException], Any]) -> dict[str, Any]:
-    """The upstream's answer to ``request`` as the JSON it sent; its errors as they are."""
+def _progress(ctx: Any) -> Any:
+    """The real client's progress reporter for the request in ``ctx``, when it asked for progress
+    (a ``progressToken`` in its ``_meta``): what the upstream reports of the request forwarded goes
+    there, with the client's token; else None."""
+    token = ((ctx.params or {}).get("_meta") or {}).get("progressToken")
+    return None if token is None else ctx.session.report_progress
+
+
+async def _forward(session: ClientSession, request: Any, gone: Callable[[BaseException], Any],
+                   progress: Any = None) -> dict[str, Any]:
+    """The upstream's answer to ``request`` as the JSON it sent; its errors as they are.
+
+    :param progress: where the upstream's progress on it goes (``_progress``'s), if anywhere.
+    """
     if getattr(request, "params", None) is not None:
         request = request.model_copy(update={"params": _onward(request.params)})
     try:
-        return await session.send_request(request, _RAW)
+        return await session.send_request(request, _RAW, progress_callback=progress)
     except MCPError as error:
         if error.code != _GONE:
             raise
@@ -453,7 +465,7 @@ async def _forward(session: ClientSession, request: Any, gone: Callable[[BaseExc
 
 
 async def _tools_of(session: ClientSession, params: Any,
-                    gone: Optional[Callable[[BaseException], Any]] = None) -> dict[str, Any]:
+                    gone: Optional[Callable[[BaseException], Any]] = None, progress: Any = None) -> dict[str, Any]:
     """The upstream's ``tools/list`` answer as the JSON it sent; no tools when it declares none (it is not
     asked) or answers that it has no such method.
 
@@ -465,7 +477,7 @@ async def _tools_of(session: ClientSession, params: Any,
     try:
         if gone is None:
             return await session.send_request(request, _RAW)
-        return await _forward(session, request, gone)
+        return await _forward(session, request, gone, progress)
     except MCPError as error:
         if error.code != types.METHOD_NOT_FOUND:
             raise
