@@ -1,7 +1,8 @@
 """An upstream MCP server for the wrapper's tests, written with the SDK's low-level ``Server``.
 
 Run as ``python mcp_upstream_server.py [MODE[,MODE...]]``: ``serve`` (the default,
-over stdio), ``collide`` (also has tools named ``read`` and ``grep``), ``garbage``
+over stdio), ``collide`` (also has tools named ``read`` and ``grep``), ``overcollide`` (also has tools named ``read``, ``grep``, ``overspill_read`` and
+``overspill_grep``), ``garbage``
 (writes lines that are not JSON-RPC to stdout before serving),
 ``silent`` (never answers ``initialize``), ``die`` (exits 5 at start, after a
 line on stderr), ``http PORT`` (streamable HTTP on 127.0.0.1:PORT), ``notools``
@@ -47,7 +48,8 @@ MODES = set(MODE.split(","))
 
 TOOLS = ["text", "blocks", "image", "structured", "fail", "slow", "crash", "sample", "elicit", "roots", "ping",
          "log", "pid", "headers", "typed", "listed", "closed", "reported", "verbatim"] + (
-            ["read", "grep"] if "collide" in MODES else [])
+            ["read", "grep"] if MODES & {"collide", "overcollide"} else []) + (
+            ["overspill_read", "overspill_grep"] if "overcollide" in MODES else [])
 TYPED = {"type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"]}
 ROW = {"type": "object", "properties": {"i": {"type": "integer"}, "text": {"type": "string"}}, "required": ["i", "text"]}
 SCHEMAS = {
@@ -80,7 +82,7 @@ async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
     name, args = params.name, params.arguments or {}
     related = ServerMessageMetadata(related_request_id=ctx.request_id)
-    if name in ("text", "read", "grep", "typed"):
+    if name in ("text", "read", "grep", "typed", "overspill_read", "overspill_grep"):
         value = args.get("sep", "").join([args.get("unit", "")] * args.get("count", 1))
         return types.CallToolResult(content=[text(value)], structured_content={"result": value} if name == "typed"
                                     else None)

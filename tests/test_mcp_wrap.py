@@ -587,6 +587,26 @@ def test_collisions_garbage_no_resource_link_a_token_bound_and_no_capabilities(t
     anyio.run(main)
 
 
+def test_our_tools_take_a_name_no_upstream_tool_has(tmp_path, subprocess_env):
+    """An upstream with read and overspill_read (grep and overspill_grep): all four are listed and reach
+    the upstream; overspill's are overspill_read_2 and overspill_grep_2, named in the instructions."""
+    async def main():
+        async with wrapped(tmp_path, subprocess_env, "overcollide") as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            assert names[-6:] == ["read", "grep", "overspill_read", "overspill_grep", "overspill_read_2",
+                                  "overspill_grep_2"]
+            assert "overspill_read_2 (resource, offset)" in client.instructions
+            for name in ("read", "grep", "overspill_read", "overspill_grep"):
+                assert text_of(await client.call_tool(name, {"unit": f"upstream's {name}"})) == f"upstream's {name}"
+            result = await client.call_tool("text", {"unit": "q", "count": 30000})
+            (link,) = links_of(result)
+            assert await page_all(client, link.uri, "overspill_read_2") == b"q" * 30000
+            found = await client.call_tool("overspill_grep_2", {"pattern": "q+", "resource": link.uri})
+            assert not found.is_error
+
+    anyio.run(main)
+
+
 def test_an_upstream_with_no_tools_is_served(tmp_path, subprocess_env):
     # A server of resources and prompts only declares no tools capability: the wrapper once asked it for
     # tools/list at initialize, took its "Method not found" for the upstream being gone, and served nothing.

@@ -17,7 +17,8 @@ resources, prompts and completions to a real client, with overspill in between:
   through unchanged (``mcp_bound.bound``);
 - overspill's ``read`` and ``grep`` over stored outputs are added (named
   ``overspill_read``/``overspill_grep`` when the upstream has a tool of that
-  name at the start; the instructions name them), with the ``tool-output://``
+  name at the start, ``overspill_read_2``... when it has that one too; the
+  instructions name them), with the ``tool-output://``
   template; an upstream tool that takes one of those names later is not listed
   (a call by that name reaches overspill's tool);
 - ``initialize`` answers with the upstream's server info, instructions and
@@ -213,7 +214,7 @@ class _Wrapper:
         if self.ours:
             return
         for kind in ("read", "grep"):
-            exposed = f"overspill_{kind}" if kind in self.link.names else kind
+            exposed = _free_name(kind, self.link.names)
             self.ours[exposed] = kind
             spec = _resource_schema(kind, exposed)
             self.definitions.append(types.Tool(
@@ -411,6 +412,15 @@ def build_server(link: Link, store: ToolOutputStore, session_id: Optional[str], 
                  relay: Relay) -> Server[Any]:
     """The wrapping server over ``link`` (``wrap``'s, and the CLI's over a process or URL)."""
     return _Wrapper(link, store, session_id, resource_link=resource_link, relay=relay).server
+
+
+def _free_name(kind: str, taken: set[str]) -> str:
+    """The first of ``kind``, ``overspill_KIND``, ``overspill_KIND_2``, ``overspill_KIND_3``... that
+    no upstream tool has (the same name for the same tools, whatever their order)."""
+    for name in itertools.chain((kind, f"overspill_{kind}"), (f"overspill_{kind}_{n}" for n in itertools.count(2))):
+        if name not in taken:
+            return name
+    raise AssertionError("unreachable")
 
 
 def _adopt_identity(server: Server[Any], upstream: ClientSession) -> None:
