@@ -1,7 +1,8 @@
 """An MCP server over stdio written without the SDK, so that the bytes it sends are exactly what a
 test asks for (what an SDK server could not send: a lone surrogate escape, JSON nested too deep to
-parse, a tools/list the SDK refuses).  Its one argument chooses: "plain", "badlist" or "tasks" (it
-declares the tasks capability)."""
+parse, a tools/list the SDK refuses).  Its one argument chooses: "plain", "badlist", "tasks" (it
+declares the tasks capability) or "extras" (fields no MCP type has, e.g. a vendor's, in its tools,
+results, content blocks and resources; its tool "extras" answers ``size`` x's and an image)."""
 
 import json
 import sys
@@ -13,6 +14,11 @@ TOOLS = [{"name": "cut", "description": "text with a lone surrogate escape", "in
 if MODE == "badlist":
     TOOLS.append({"name": "odd", "inputSchema": {"type": "object"},
                   "outputSchema": {"type": ["object", "null"]}})
+
+if MODE == "extras":
+    TOOLS = [{**tool, "x-cost": 3, "annotations": {"readOnlyHint": True, "x-hint": True}} for tool in TOOLS]
+    TOOLS.append({"name": "extras", "inputSchema": {"type": "object"}, "x-cost": 4})
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 
 
 def send(text: str) -> None:
@@ -32,6 +38,8 @@ for line in sys.stdin:
     if method == "initialize":
         CLIENT = message["params"].get("clientInfo")
         capabilities: dict = {"tools": {}}
+        if MODE == "extras":
+            capabilities["resources"] = {}
         if MODE == "tasks":
             capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
         answer(request_id, json.dumps({"protocolVersion": message["params"]["protocolVersion"],
@@ -47,11 +55,19 @@ for line in sys.stdin:
             answer(request_id, '{"content": [{"type": "text", "text": "' + text + '"}]}')
         elif name == "client":  # the clientInfo it was given at initialize
             answer(request_id, json.dumps({"content": [{"type": "text", "text": json.dumps(CLIENT)}]}))
+        elif name == "extras":
+            answer(request_id, json.dumps({"content": [
+                {"type": "text", "text": "x" * size, "x-vendor": 1},
+                {"type": "image", "data": PIXEL, "mimeType": "image/png", "x-vendor": 2}], "x-top": {"a": 1}}))
         elif name == "deep":
             answer(request_id, '{"content": [{"type": "text", "text": "deep"}], "structuredContent": {"d": '
                    + "[" * 3000 + "]" * 3000 + "}}")
         else:
             answer(request_id, '{"content": [{"type": "text", "text": "ok"}]}')
+    elif method == "resources/list" and MODE == "extras":
+        answer(request_id, json.dumps({"resources": [{"uri": "raw://x", "name": "x", "x-etag": "abc"}]}))
+    elif method == "resources/read" and MODE == "extras":
+        answer(request_id, json.dumps({"contents": [{"uri": "raw://x", "text": "r", "x-etag": "abc"}], "x-top": 1}))
     else:
         send('{"jsonrpc": "2.0", "id": ' + json.dumps(request_id) + ', "error": {"code": -32601, '
              '"message": "Method not found"}}')

@@ -28,6 +28,7 @@ from anyio.from_thread import start_blocking_portal  # noqa: E402
 from mcp import Client, StdioServerParameters, types  # noqa: E402
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS  # noqa: E402
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError  # noqa: E402
+from pydantic import TypeAdapter  # noqa: E402
 from test_mcp_server import links_of, overspill_script, page_with_read, stdio, text_of  # noqa: E402
 
 from conftest import IMPLEMENTATIONS  # noqa: E402
@@ -879,5 +880,37 @@ def test_the_upstream_is_told_the_clients_name(tmp_path, subprocess_env):
         async with raw_wrapped(tmp_path, subprocess_env, "plain", client_info=named) as client:
             told = json.loads(text_of(await client.call_tool("client", {})))
             assert told == {"name": "claude-code", "version": "2.1.0"}
+
+    anyio.run(main)
+
+
+def test_fields_the_sdk_does_not_know_pass_through(tmp_path, subprocess_env):
+    """A vendor's (or a later revision's) fields in tools, results, content blocks and resources reach
+    the client as the upstream sent them, in a bounded result too (the SDK's types dropped them)."""
+    raw = TypeAdapter(dict)
+
+    async def answers(client) -> dict:
+        session = client.session
+        listed = await session.send_request(types.ListToolsRequest(), raw)
+        call = types.CallToolRequest(params=types.CallToolRequestParams(name="extras", arguments={"size": 10}))
+        resources = await session.send_request(types.ListResourcesRequest(), raw)
+        read = types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri="raw://x"))
+        return {"tool": [tool for tool in listed["tools"] if tool["name"] == "echo"],
+                "call": await session.send_request(call, raw),
+                "resource": [resource for resource in resources["resources"] if resource["uri"] == "raw://x"],
+                "read": await session.send_request(read, raw)}
+
+    async def main():
+        async with direct([sys.executable, RAW_UPSTREAM, "extras"], subprocess_env) as upstream:
+            expected = await answers(upstream)
+        assert expected["tool"][0]["x-cost"] == 3 and expected["call"]["x-top"] == {"a": 1}
+        async with raw_wrapped(tmp_path, subprocess_env, "extras") as client:
+            assert await answers(client) == expected
+            call = types.CallToolRequest(params=types.CallToolRequestParams(name="extras",
+                                                                            arguments={"size": 3 * LIMIT}))
+            bounded = await client.session.send_request(call, raw)
+            assert bounded["x-top"] == {"a": 1} and "uri" in bounded["structuredContent"]
+            assert [block["type"] for block in bounded["content"]] == ["text", "resource_link", "image"]
+            assert bounded["content"][2]["x-vendor"] == 2
 
     anyio.run(main)

@@ -35,6 +35,7 @@ Needs the ``mcp`` extra; ``import overspill`` never imports this module.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import itertools
 import time
@@ -63,6 +64,8 @@ __all__ = ["Link", "Relay", "RelayingSession", "build_server", "wrap"]
 # The upstream's results are kept as the JSON it sent, so what passes through is not re-shaped.
 _RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 _GONE = types.CONNECTION_CLOSED
+# The JSON the handler of the request in hand answered (``_answer``), for the middleware (``_with_unknown``).
+_ANSWERED: contextvars.ContextVar[Optional[list[dict[str, Any]]]] = contextvars.ContextVar("_ANSWERED", default=None)
 # The 2026 protocol's per-request envelope: this hop's, never passed on (the upstream has its own);
 # and a retry's answers to our input_required round, ours too.
 _ENVELOPE = frozenset({types.PROTOCOL_VERSION_META_KEY, types.CLIENT_INFO_META_KEY,
@@ -256,7 +259,15 @@ class _Wrapper:
                 self.relay.client_ready(ctx.session)
             return await call_next(ctx)
         self.relay.bind(ctx.session)
-        return await call_next(ctx)
+        sent: list[dict[str, Any]] = []  # what the handler answered, as the JSON it built (_answer)
+        token = _ANSWERED.set(sent)
+        try:
+            result = await call_next(ctx)
+        finally:
+            _ANSWERED.reset(token)
+        # The SDK shapes a result by its types, which drop what they do not know (a vendor's or a later
+        # revision's fields): those are put back, so what passes through is as the upstream sent it.
+        return _with_unknown(result, sent[0]) if sent and isinstance(result, dict) else result
 
     async def list_tools(self, ctx: Any, params: Any) -> Any:
         found = await self.upstream(ctx)
@@ -267,7 +278,7 @@ class _Wrapper:
         listed["tools"] = [tool for tool in listed.get("tools", []) if tool.get("name") not in self.ours]
         if not listed.get("nextCursor"):
             listed["tools"] = [*listed.get("tools", []), *self.definitions]
-        return types.ListToolsResult.model_validate(listed, by_name=False)
+        return types.ListToolsResult.model_validate(_answer(listed), by_name=False)
 
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
         try:
@@ -304,7 +315,7 @@ class _Wrapper:
             release(raw, shown)
         if modern(ctx.session) and "resultType" not in shown:
             shown = {**shown, "resultType": "complete"}  # required in the 2026 protocol; a legacy upstream has none
-        return shown
+        return _answer(shown)
 
     async def _forward_call(self, found: ClientSession, params: types.CallToolRequestParams,
                             progress: Any) -> Any:
@@ -372,7 +383,7 @@ class _Wrapper:
                                mime_type=record.resource.mime, size=record.resource.size
                                ).model_dump(by_alias=True, mode="json", exclude_none=True)
                 for record in reversed(records))]
-        return types.ListResourcesResult.model_validate(listed, by_name=False)
+        return types.ListResourcesResult.model_validate(_answer(listed), by_name=False)
 
     async def list_templates(self, ctx: Any, params: Any) -> Any:
         found = await self.upstream(ctx)
@@ -387,20 +398,20 @@ class _Wrapper:
         if not listed.get("nextCursor"):
             listed["resourceTemplates"] = [*listed.get("resourceTemplates", []), resource_template(
                 self.limits).model_dump(by_alias=True, mode="json", exclude_none=True)]
-        return types.ListResourceTemplatesResult.model_validate(listed, by_name=False)
+        return types.ListResourceTemplatesResult.model_validate(_answer(listed), by_name=False)
 
     async def read(self, ctx: Any, params: types.ReadResourceRequestParams) -> Any:
         if str(params.uri).startswith(SCHEME):
             return await read_resource(self.store, self.session, str(params.uri), self.page)
-        return types.ReadResourceResult.model_validate(
+        return types.ReadResourceResult.model_validate(_answer(
             await _forward(await self.upstream(ctx), types.ReadResourceRequest(params=params), self.gone,
-                           _progress(ctx)), by_name=False)
+                           _progress(ctx))), by_name=False)
 
     def forwarding(self, request_type: Any, result_type: Any) -> Callable[..., Any]:
         # Typed on the way out, so each protocol era's required fields (the 2026 cache hints) are filled.
         async def handler(ctx: Any, params: Any) -> Any:
             raw = await _forward(await self.upstream(ctx), request_type(params=params), self.gone, _progress(ctx))
-            return result_type.model_validate(raw, by_name=False)
+            return result_type.model_validate(_answer(raw), by_name=False)
         return handler
 
     async def roots_changed(self, ctx: Any, params: Any) -> None:
@@ -412,6 +423,29 @@ def build_server(link: Link, store: ToolOutputStore, session_id: Optional[str], 
                  relay: Relay) -> Server[Any]:
     """The wrapping server over ``link`` (``wrap``'s, and the CLI's over a process or URL)."""
     return _Wrapper(link, store, session_id, resource_link=resource_link, relay=relay).server
+
+
+def _answer(sent: dict[str, Any]) -> dict[str, Any]:
+    """``sent``, noted as the JSON the request in hand answers (its unknown fields are put back after
+    the SDK has shaped it: ``_with_unknown``)."""
+    answered = _ANSWERED.get()
+    if answered is not None:
+        answered[:] = [sent]
+    return sent
+
+
+def _with_unknown(shaped: Any, sent: Any) -> Any:
+    """``shaped`` (the SDK's dump of ``sent``, which drops the fields its types do not know) with the
+    members of ``sent`` it lacks put back, at every depth: objects member by member, arrays item by
+    item where the two are as long; what the SDK filled or changed stays as it made it."""
+    if isinstance(shaped, dict) and isinstance(sent, dict):
+        merged = dict(shaped)
+        for key, value in sent.items():
+            merged[key] = _with_unknown(merged[key], value) if key in merged else value
+        return merged
+    if isinstance(shaped, list) and isinstance(sent, list) and len(shaped) == len(sent):
+        return [_with_unknown(item, given) for item, given in zip(shaped, sent)]
+    return shaped
 
 
 def _free_name(kind: str, taken: set[str]) -> str:
