@@ -2,7 +2,7 @@
 test asks for (what an SDK server could not send: a lone surrogate escape, JSON nested too deep to
 parse, a tools/list the SDK refuses).  Its one argument chooses: "plain", "badlist", "tasks" (it
 declares the tasks capability) or "extras" (fields no MCP type has, e.g. a vendor's, in its tools,
-results, content blocks and resources; its tool "extras" answers ``size`` x's and an image)."""
+results, content blocks and resources; its tool "extras" answers ``size`` x's and an image, "widget" a block of an unknown type)."""
 
 import json
 import sys
@@ -59,6 +59,8 @@ for line in sys.stdin:
             answer(request_id, json.dumps({"content": [
                 {"type": "text", "text": "x" * size, "x-vendor": 1},
                 {"type": "image", "data": PIXEL, "mimeType": "image/png", "x-vendor": 2}], "x-top": {"a": 1}}))
+        elif name == "widget":  # a content block of a type no MCP revision has
+            answer(request_id, json.dumps({"content": [{"type": "widget", "spec": {"w": 1}}]}))
         elif name == "deep":
             answer(request_id, '{"content": [{"type": "text", "text": "deep"}], "structuredContent": {"d": '
                    + "[" * 3000 + "]" * 3000 + "}}")

@@ -914,3 +914,17 @@ def test_fields_the_sdk_does_not_know_pass_through(tmp_path, subprocess_env):
             assert bounded["content"][2]["x-vendor"] == 2
 
     anyio.run(main)
+
+
+def test_a_content_block_of_an_unknown_type_is_a_short_error(tmp_path, subprocess_env):
+    """The SDK refuses a block of a type no MCP revision has (it cannot be passed on): the call says so in
+    one short line, not pydantic's report of every content type's misfit (about 3 KB)."""
+    async def main():
+        async with raw_wrapped(tmp_path, subprocess_env, "extras") as client:
+            result = await client.call_tool("widget", {})
+            assert result.is_error and len(text_of(result)) < 400, text_of(result)
+            assert "not a CallToolResult the MCP SDK takes" in text_of(result)
+            assert "content.0 is {'type': 'widget'" in text_of(result)
+            assert text_of(await client.call_tool("echo", {})) == "ok"
+
+    anyio.run(main)

@@ -235,6 +235,8 @@ class _Wrapper:
         if isinstance(error, MCPError) and error.code == _GONE:
             self.link.failure = await self.link.ended("closed the connection")
             return self.link.failure
+        if isinstance(error, ValidationError):  # pydantic's whole report (KBs of every union member's misfit)
+            return _unfit(error)
         return one_line(f"{type(error).__name__}: {error}")
 
     async def middleware(self, ctx: Any, call_next: Any) -> Any:
@@ -446,6 +448,24 @@ def _with_unknown(shaped: Any, sent: Any) -> Any:
     if isinstance(shaped, list) and isinstance(sent, list) and len(shaped) == len(sent):
         return [_with_unknown(item, given) for item, given in zip(shaped, sent)]
     return shaped
+
+
+def _unfit(error: ValidationError) -> str:
+    """One short line for an upstream answer the SDK refuses: the type, the number of misfits, and
+    where the first is, with what was there (e.g. a content block of a type no MCP revision has)."""
+    first = error.errors()[0]
+    where: list[str] = []
+    for part in first["loc"]:
+        if isinstance(part, str) and part[:1].isupper():  # a member of a union tried: the place is before it
+            break
+        where.append(str(part))
+    found = first.get("input")
+    if where != [str(part) for part in first["loc"]] or first["type"] == "missing":
+        said = f"{'.'.join(where) or 'the result'} is {one_line(repr(found))[:160]}"
+    else:
+        said = f"{'.'.join(where)}: {first['msg']}"
+    return (f"its answer is not a {error.title} the MCP SDK takes ({error.error_count()} "
+            f"misfit{'s' if error.error_count() != 1 else ''}; {said})")
 
 
 def _free_name(kind: str, taken: set[str]) -> str:
