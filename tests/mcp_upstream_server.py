@@ -1,9 +1,9 @@
 """An upstream MCP server for the wrapper's tests, written with the SDK's low-level ``Server``.
 
 Run as ``python mcp_upstream_server.py [MODE[,MODE...]]``: ``serve`` (the default,
-over stdio), ``collide`` (also has tools named ``read`` and ``grep``), ``overcollide`` (also has tools named ``read``, ``grep``, ``overspill_read`` and
-``overspill_grep``), ``garbage``
-(writes lines that are not JSON-RPC to stdout before serving),
+over stdio), ``collide`` (also has tools named ``read`` and ``grep``), ``overcollide``
+(also ``overspill_read`` and ``overspill_grep``), ``garbage`` (writes lines that are not
+JSON-RPC to stdout before serving),
 ``silent`` (never answers ``initialize``), ``die`` (exits 5 at start, after a
 line on stderr), ``http PORT`` (streamable HTTP on 127.0.0.1:PORT), ``notools``
 (serves resources and prompts only: no tools capability), ``latecollide`` (tools named

@@ -2,7 +2,8 @@
 test asks for (what an SDK server could not send: a lone surrogate escape, JSON nested too deep to
 parse, a tools/list the SDK refuses).  Its one argument chooses: "plain", "badlist", "tasks" (it
 declares the tasks capability) or "extras" (fields no MCP type has, e.g. a vendor's, in its tools,
-results, content blocks and resources; its tool "extras" answers ``size`` x's and an image, "widget" a block of an unknown type)."""
+results, content blocks and resources; its tool "extras" answers ``size`` x's and an image, "widget"
+a block of an unknown type)."""
 
 import json
 import sys
