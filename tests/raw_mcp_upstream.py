@@ -1,9 +1,10 @@
 """An MCP server over stdio written without the SDK, so that the bytes it sends are exactly what a
 test asks for (what an SDK server could not send: a lone surrogate escape, JSON nested too deep to
 parse, a tools/list the SDK refuses).  Its one argument chooses: "plain", "badlist", "tasks" (it
-declares the tasks capability) or "extras" (fields no MCP type has, e.g. a vendor's, in its tools,
+declares the tasks capability), "extras" (fields no MCP type has, e.g. a vendor's, in its tools,
 results, content blocks and resources; its tool "extras" answers ``size`` x's and an image, "widget"
-a block of an unknown type)."""
+a block of an unknown type), "old" (it answers initialize with 2024-11-05 whatever it is offered)
+or "future" (with 2099-01-01).  Its tool "init" answers the initialize params it was given."""
 
 import json
 import sys
@@ -22,6 +23,9 @@ if MODE == "extras":
 PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 
 
+INIT: dict = {}
+
+
 def send(text: str) -> None:
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
@@ -38,12 +42,14 @@ for line in sys.stdin:
         continue  # a notification
     if method == "initialize":
         CLIENT = message["params"].get("clientInfo")
+        INIT = message["params"]
+        version = {"old": "2024-11-05", "future": "2099-01-01"}.get(MODE, message["params"]["protocolVersion"])
         capabilities: dict = {"tools": {}}
         if MODE == "extras":
             capabilities["resources"] = {}
         if MODE == "tasks":
             capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
-        answer(request_id, json.dumps({"protocolVersion": message["params"]["protocolVersion"],
+        answer(request_id, json.dumps({"protocolVersion": version,
                                        "capabilities": capabilities, "serverInfo": {"name": "raw", "version": "1"}}))
     elif method == "tools/list":
         answer(request_id, json.dumps({"tools": TOOLS}))
@@ -62,6 +68,8 @@ for line in sys.stdin:
                 {"type": "image", "data": PIXEL, "mimeType": "image/png", "x-vendor": 2}], "x-top": {"a": 1}}))
         elif name == "widget":  # a content block of a type no MCP revision has
             answer(request_id, json.dumps({"content": [{"type": "widget", "spec": {"w": 1}}]}))
+        elif name == "init":  # the params it was given at initialize
+            answer(request_id, json.dumps({"content": [{"type": "text", "text": json.dumps(INIT)}]}))
         elif name == "deep":
             answer(request_id, '{"content": [{"type": "text", "text": "deep"}], "structuredContent": {"d": '
                    + "[" * 3000 + "]" * 3000 + "}}")

@@ -6,6 +6,7 @@ upstream written with the SDK (``mcp_upstream_server.py``) and around the real
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import json
@@ -26,7 +27,9 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install '
 import anyio  # noqa: E402
 from anyio.from_thread import start_blocking_portal  # noqa: E402
 from mcp import Client, StdioServerParameters, types  # noqa: E402
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS  # noqa: E402
+from mcp.client.session import ClientSession  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp_types.version import LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS  # noqa: E402
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError  # noqa: E402
 from pydantic import TypeAdapter  # noqa: E402
 from test_mcp_server import links_of, overspill_script, page_with_read, stdio, text_of  # noqa: E402
@@ -916,6 +919,51 @@ def test_fields_the_sdk_does_not_know_pass_through(tmp_path, subprocess_env):
     anyio.run(main)
 
 
+# ------------------------------------------------------------------ regressions (red team D: the handshake)
+@contextlib.asynccontextmanager
+async def handshaken(tmp_path: Path, env: dict[str, str], mode: str, version: str, capabilities: dict):
+    """The SDK's ``ClientSession`` to the wrapped raw upstream, initialized by hand (the SDK's own
+    ``initialize`` always offers its newest version and the capabilities its callbacks imply): offering
+    ``version`` and declaring ``capabilities`` as given.  Yields the session and the answer it was given."""
+    args = ["mcp", "--data-dir", str(tmp_path / "data"), "--wrap", "--", sys.executable, RAW_UPSTREAM, mode]
+    async with stdio_client(StdioServerParameters(command=overspill_script(), args=args, env=env)) as (read, write):
+        async with ClientSession(read, write) as session:
+            answer = await session.send_request(types.InitializeRequest(params=types.InitializeRequestParams(
+                protocol_version=version, capabilities=types.ClientCapabilities.model_validate(capabilities),
+                client_info=types.Implementation(name="by-hand", version="1"))), types.InitializeResult)
+            session.adopt(answer)
+            await session.send_notification(types.InitializedNotification())
+            yield session, answer
+
+
+def test_the_protocol_version_is_the_clients_offer_and_the_upstreams_answer(tmp_path, subprocess_env):
+    # The upstream was offered the SDK's newest version (2025-11-25) whatever the client asked, and the
+    # client was told the version the wrapper's SDK picked (the one it asked for), not the upstream's.
+    async def told(mode: str, version: str) -> tuple[str, str]:
+        async with handshaken(tmp_path, subprocess_env, mode, version, {}) as (session, answer):
+            offered = json.loads(text_of(await session.call_tool("init", {})))["protocolVersion"]
+            assert text_of(await session.call_tool("echo", {})) == "ok"  # the wrapper speaks what it said
+            return offered, answer.protocol_version
+
+    async def main():
+        for version in ("2024-11-05", "2025-06-18"):
+            assert await told("plain", version) == (version, version)
+        # An upstream that speaks only 2024-11-05: the client asking 2025-11-25 is told so, as it would be direct.
+        assert await told("old", "2025-11-25") == ("2025-11-25", "2024-11-05")
+        # A version the wrapper's SDK does not speak is answered with its newest, as the SDK's server would.
+        assert await told("plain", "1999-01-01") == (LATEST_HANDSHAKE_VERSION, LATEST_HANDSHAKE_VERSION)
+        # An upstream answering a version the wrapper's SDK cannot speak: initialize fails, naming it.
+        with pytest.raises(BaseException) as caught:
+            await told("future", "2025-06-18")
+        error = caught.value
+        while getattr(error, "exceptions", None):
+            error = error.exceptions[0]
+        assert isinstance(error, MCPError)
+        assert "Unsupported protocol version from the server: 2099-01-01" in error.message
+
+    anyio.run(main)
+
+
 def test_a_content_block_of_an_unknown_type_is_a_short_error(tmp_path, subprocess_env):
     """The SDK refuses a block of a type no MCP revision has (it cannot be passed on): the call says so in
     one short line, not pydantic's report of every content type's misfit (about 3 KB)."""
@@ -926,5 +974,23 @@ def test_a_content_block_of_an_unknown_type_is_a_short_error(tmp_path, subproces
             assert "not a CallToolResult the MCP SDK takes" in text_of(result)
             assert "content.0 is {'type': 'widget'" in text_of(result)
             assert text_of(await client.call_tool("echo", {})) == "ok"
+
+    anyio.run(main)
+
+
+def test_the_upstream_is_offered_exactly_the_capabilities_the_client_declared(tmp_path, subprocess_env):
+    # The SDK's session declared its own defaults for what the client declared: elicitation form-only came
+    # out as form and url, roots without listChanged with it; experimental and extensions were dropped.
+    declared = {"elicitation": {"form": {}}, "roots": {"listChanged": False}, "sampling": {"tools": {}},
+                "experimental": {"example.com/feature": {"on": True}},
+                "extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html"]}}}
+    tasks = {"tasks": {"list": {}, "cancel": {}, "requests": {"sampling": {"createMessage": {}}}}}
+
+    async def main():
+        for capabilities, expected in (
+                (declared, declared), ({"elicitation": {}}, {"elicitation": {}}), ({}, {}),
+                ({**declared, **tasks}, declared)):  # task-augmented requests are not relayed: not offered
+            async with handshaken(tmp_path, subprocess_env, "plain", "2025-06-18", capabilities) as (session, _):
+                assert json.loads(text_of(await session.call_tool("init", {})))["capabilities"] == expected
 
     anyio.run(main)

@@ -26,10 +26,10 @@ from typing import Any, Optional, Union
 import anyio
 import anyio.abc
 from mcp import types
-from mcp.client.session import ClientSession
+from mcp.client.session import DEFAULT_CLIENT_INFO, ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 
 from ._frontend import one_line
 
@@ -131,8 +131,9 @@ class Relay:
     """Carries what an upstream server sends its client on to the real client.
 
     Give ``callbacks(capabilities)`` to the upstream ``ClientSession``: only
-    the callbacks for capabilities the real client declared are set, so the
-    upstream is offered nothing the real client lacks.  A request the upstream
+    the callbacks for capabilities the real client declared are set (a
+    ``RelayingSession`` given the same ``capabilities`` offers the upstream
+    those, as declared).  A request the upstream
     makes while a call is in flight goes out within that call (in the 2026
     era, as that call's ``input_required`` round).
     """
@@ -245,11 +246,38 @@ class Relay:
 
 class RelayingSession(ClientSession):
     """A ``ClientSession`` that relays the upstream's pings to the real client
-    (the SDK answers them itself otherwise)."""
+    (the SDK answers them itself otherwise), and that can be opened as the real
+    client: given ``version`` or ``capabilities``, its ``initialize`` offers
+    the upstream that protocol version (the SDK's newest handshake version when
+    None) and exactly those capabilities (none when None), where the SDK's
+    offers its newest version and the capabilities its callbacks imply."""
 
-    def __init__(self, *args: Any, relay: Relay, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, relay: Relay, version: Optional[str] = None,
+                 capabilities: Optional[types.ClientCapabilities] = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._relay = relay
+        self._as_client = version is not None or capabilities is not None
+        self._version = version or LATEST_HANDSHAKE_VERSION
+        # Task-augmented requests to the client are not relayed: the upstream is not told it takes them.
+        self._capabilities = (capabilities or types.ClientCapabilities()).model_copy(update={"tasks": None})
+        self._named = kwargs.get("client_info") or DEFAULT_CLIENT_INFO
+
+    async def initialize(self) -> types.InitializeResult:
+        """The upstream's ``initialize`` answer (adopted, and ``notifications/initialized`` sent).
+
+        :raises RuntimeError: it answered a protocol version the SDK cannot speak.
+        :raises MCPError: it answered with an error, or the connection closed.
+        """
+        if not self._as_client or self.initialize_result is not None:
+            return await super().initialize()
+        result = await self.send_request(types.InitializeRequest(params=types.InitializeRequestParams(
+            protocol_version=self._version, capabilities=self._capabilities, client_info=self._named)),
+            types.InitializeResult)
+        if result.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            raise RuntimeError(f"Unsupported protocol version from the server: {result.protocol_version}")
+        self.adopt(result)
+        await self.send_notification(types.InitializedNotification())
+        return result
 
     async def _on_request(self, dctx: Any, method: str, params: Any) -> dict[str, Any]:
         if method == "ping":

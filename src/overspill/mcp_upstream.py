@@ -4,9 +4,12 @@ The upstream command runs in its own process group with this process's
 environment; its stdout carries JSON-RPC (a line that is not is reported on
 stderr and skipped), its stderr is copied to ours as it comes (where clients
 log it) and its last line is kept to name in errors.  It is started when the
-wrapper starts, and initialized when the real client sends ``initialize`` (so
-only the capabilities the real client declared are offered upstream) and its group is terminated when the real
-client goes away: stdin closed, then SIGTERM to the group, then SIGKILL.
+wrapper starts, and initialized when the real client sends ``initialize``: it is
+offered the protocol version the real client asked for and the capabilities it
+declared (those the wrapper relays: sampling, elicitation, roots, experimental
+and extensions), as declared, and the client is told the version it answered.
+Its group is terminated when the real client goes away: stdin closed, then
+SIGTERM to the group, then SIGKILL.
 
 Needs the ``mcp`` extra; ``import overspill`` never imports this module.
 """
@@ -272,13 +275,15 @@ class OwnedLink(Link):
         self._init_timeout = init_timeout
         self._capabilities: Optional[types.ClientCapabilities] = None
         self._client_info: Optional[types.Implementation] = None
+        self._version: Optional[str] = None
         self._requested = anyio.Event()
         self._settled = anyio.Event()
 
     async def _connect(self, capabilities: Optional[types.ClientCapabilities],
-                       client_info: Optional[types.Implementation]) -> None:
+                       client_info: Optional[types.Implementation], version: Optional[str]) -> None:
         self._capabilities = capabilities
         self._client_info = client_info
+        self._version = version
         self._requested.set()
         await self._settled.wait()
 
@@ -291,11 +296,14 @@ class OwnedLink(Link):
             async with self._opener() as (read, write):
                 await self._requested.wait()
                 async with RelayingSession(read, write, relay=self._relay, client_info=self._client_info,
-                                           **self._relay.callbacks(self._capabilities)) as session:
+                                           version=self._version, capabilities=self._capabilities or
+                                           types.ClientCapabilities(), **self._relay.callbacks(self._capabilities)
+                                           ) as session:
                     self.session = session
                     try:
                         with anyio.fail_after(self._init_timeout):
                             await self.prepare()
+                        self.agreed = session.protocol_version
                     except TimeoutError:
                         # A server that died while starting says so rather than "did not answer".
                         ended = await self._describe_end() if self._describe_end is not None else None

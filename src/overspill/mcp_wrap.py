@@ -22,8 +22,10 @@ resources, prompts and completions to a real client, with overspill in between:
   template; an upstream tool that takes one of those names later is not listed
   (a call by that name reaches overspill's tool);
 - ``initialize`` answers with the upstream's server info, instructions and
-  capabilities; the upstream's tools are listed unchanged, ``outputSchema``
-  included: a bounded result of a tool that declares one carries
+  capabilities (and, where the link opens the upstream as the real client, the
+  protocol version the upstream answered to the client's); the upstream's
+  tools are listed unchanged, ``outputSchema`` included: a bounded result of a
+  tool that declares one carries
   ``structuredContent`` conforming to it where one can be had;
 - requests the upstream sends its client (sampling, elicitation, roots, ping)
   go to the real client through a ``Relay`` (``mcp_relay``), in either
@@ -47,6 +49,7 @@ from mcp import types
 from mcp.client.session import ClientSession
 from mcp.server import Server
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 
 from . import tools
@@ -86,6 +89,8 @@ class Link:
         self.failure: Optional[str] = None
         self.names: set[str] = set()
         self.prepared = False
+        # The protocol version the upstream answered to the real client's offer; None when it was not offered one.
+        self.agreed: Optional[str] = None
         self.output_schemas: dict[str, dict[str, Any]] = {}  # the tools that declare one
         self._describe_end = describe_end
         self._lock: Optional[anyio.Lock] = None
@@ -123,9 +128,10 @@ class Link:
                 self.output_schemas.pop(tool.get("name"), None)
 
     async def get(self, capabilities: Optional[types.ClientCapabilities],
-                  client_info: Optional[types.Implementation] = None) -> ClientSession:
+                  client_info: Optional[types.Implementation] = None, version: Optional[str] = None) -> ClientSession:
         """The prepared session (opened, where this link opens it, as the real client: with its
-        ``capabilities`` and ``client_info``, the name it gave).
+        ``capabilities``, ``client_info``, the name it gave, and ``version``, the protocol version it asked
+        for, None for the SDK's newest).
 
         :raises MCPError: the upstream could not be reached or is gone (one line naming why).
         """
@@ -133,14 +139,14 @@ class Link:
             self._lock = anyio.Lock()
         async with self._lock:
             if self.failure is None and not self.prepared:
-                await self._connect(capabilities, client_info)
+                await self._connect(capabilities, client_info, version)
         if self.failure is not None:
             raise MCPError(types.INTERNAL_ERROR, f"{self.label} is gone: {self.failure}")
         assert self.session is not None
         return self.session
 
     async def _connect(self, capabilities: Optional[types.ClientCapabilities],
-                       client_info: Optional[types.Implementation]) -> None:
+                       client_info: Optional[types.Implementation], version: Optional[str]) -> None:
         try:
             await self.prepare()
         except MCPError as error:
@@ -249,8 +255,15 @@ class _Wrapper:
                 client_info = types.Implementation.model_validate((ctx.params or {}).get("clientInfo"))
             except ValidationError:
                 client_info = None
-            await self.link.get(capabilities, client_info)
+            requested = (ctx.params or {}).get("protocolVersion")
+            # A version the SDK cannot speak is answered with its newest, as the SDK's server would.
+            await self.link.get(capabilities, client_info,
+                                requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else None)
             self.name_ours()
+            if self.link.agreed is not None and isinstance(ctx.params, dict):
+                # The client is told the version the upstream answered (it may be older than the one asked
+                # for), and the SDK commits this connection to the version in these very params.
+                ctx.params["protocolVersion"] = self.link.agreed
             return _initialized(await call_next(ctx), self.link, self.limits, self.session, self.ours)
         if ctx.method == "server/discover":  # the 2026 protocol's handshake: the upstream's answer too
             await self.upstream(ctx)
