@@ -3,8 +3,10 @@ test asks for (what an SDK server could not send: a lone surrogate escape, JSON 
 parse, a tools/list the SDK refuses).  Its one argument chooses: "plain", "badlist", "tasks" (it
 declares the tasks capability), "extras" (fields no MCP type has, e.g. a vendor's, in its tools,
 results, content blocks and resources; its tool "extras" answers ``size`` x's and an image, "widget"
-a block of an unknown type), "old" (it answers initialize with 2024-11-05 whatever it is offered)
-or "future" (with 2099-01-01).  Its tool "init" answers the initialize params it was given."""
+a block of an unknown type), "old" (it answers initialize with 2024-11-05 whatever it is offered),
+"future" (with 2099-01-01) or "roots" (it asks its client roots/list before answering tools/list, and
+lists a tool per root, list_NAME, and one named read).  Its tool "init" answers the initialize params it
+was given; "seen" the methods it received, and those that came while it waited for roots/list's answer."""
 
 import json
 import sys
@@ -24,6 +26,31 @@ PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgG
 
 
 INIT: dict = {}
+SEEN: list = []
+WHILE_WAITING: list = []
+PENDING: list = []  # read while waiting for roots/list's answer: handled after it
+
+
+def messages():
+    while True:
+        if PENDING:
+            yield PENDING.pop(0)
+            continue
+        line = sys.stdin.readline()
+        if not line:
+            return
+        yield json.loads(line)
+
+
+def ask_roots() -> list:
+    send('{"jsonrpc": "2.0", "id": "roots", "method": "roots/list"}')
+    while line := sys.stdin.readline():
+        message = json.loads(line)
+        if message.get("id") == "roots" and "method" not in message:
+            return message.get("result", {}).get("roots", [])
+        WHILE_WAITING.append(message.get("method"))
+        PENDING.append(message)
+    sys.exit(0)
 
 
 def send(text: str) -> None:
@@ -35,9 +62,9 @@ def answer(request_id: object, result: str) -> None:
     send('{"jsonrpc": "2.0", "id": ' + json.dumps(request_id) + ', "result": ' + result + "}")
 
 
-for line in sys.stdin:
-    message = json.loads(line)
+for message in messages():
     method, request_id = message.get("method"), message.get("id")
+    SEEN.append(method)
     if request_id is None:
         continue  # a notification
     if method == "initialize":
@@ -51,6 +78,10 @@ for line in sys.stdin:
             capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
         answer(request_id, json.dumps({"protocolVersion": version,
                                        "capabilities": capabilities, "serverInfo": {"name": "raw", "version": "1"}}))
+    elif method == "tools/list" and MODE == "roots":
+        listed = [{"name": "list_" + root["uri"].rsplit("/", 1)[-1], "inputSchema": {"type": "object"}}
+                  for root in ask_roots()]
+        answer(request_id, json.dumps({"tools": listed + [{"name": "read", "inputSchema": {"type": "object"}}]}))
     elif method == "tools/list":
         answer(request_id, json.dumps({"tools": TOOLS}))
     elif method == "tools/call":
@@ -68,8 +99,9 @@ for line in sys.stdin:
                 {"type": "image", "data": PIXEL, "mimeType": "image/png", "x-vendor": 2}], "x-top": {"a": 1}}))
         elif name == "widget":  # a content block of a type no MCP revision has
             answer(request_id, json.dumps({"content": [{"type": "widget", "spec": {"w": 1}}]}))
-        elif name == "init":  # the params it was given at initialize
-            answer(request_id, json.dumps({"content": [{"type": "text", "text": json.dumps(INIT)}]}))
+        elif name in ("init", "seen"):
+            said = INIT if name == "init" else {"methods": SEEN, "while_waiting": WHILE_WAITING}
+            answer(request_id, json.dumps({"content": [{"type": "text", "text": json.dumps(said)}]}))
         elif name == "deep":
             answer(request_id, '{"content": [{"type": "text", "text": "deep"}], "structuredContent": {"d": '
                    + "[" * 3000 + "]" * 3000 + "}}")

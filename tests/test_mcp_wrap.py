@@ -994,3 +994,34 @@ def test_the_upstream_is_offered_exactly_the_capabilities_the_client_declared(tm
                 assert json.loads(text_of(await session.call_tool("init", {})))["capabilities"] == expected
 
     anyio.run(main)
+
+
+def test_an_upstream_asking_the_client_while_listing_its_tools_does_not_hold_up_initialize(tmp_path,
+                                                                                         subprocess_env):
+    # The wrapper listed the upstream's tools inside the client's initialize; an upstream asking roots/list
+    # meanwhile waited for the client, which answers only once initialize is answered: initialize failed
+    # after --init-timeout with "did not answer initialize".
+    async def roots(context):
+        return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/root-a")])
+
+    async def main():
+        args = ["mcp", "--data-dir", str(tmp_path / "data"), "--init-timeout", "20", "--wrap", "--",
+                sys.executable, RAW_UPSTREAM, "roots"]
+        for mode in ("legacy", "auto"):
+            started = time.monotonic()
+            async with Client(StdioServerParameters(command=overspill_script(), args=args, env=subprocess_env),
+                              mode=mode, list_roots_callback=roots) as client:
+                assert time.monotonic() - started < 15  # answered at once, not at the timeout
+                # Its tools were not known when initialize was answered: overspill's avoid read and grep.
+                assert "overspill_read (resource, offset)" in client.instructions
+                names = [tool.name for tool in (await client.list_tools()).tools]
+                # In the 2026 era the client has no roots to give outside a call: no tool of a root.
+                assert names == ([] if mode == "auto" else ["list_root-a"]) + [
+                    "read", "overspill_read", "overspill_grep"]
+                assert text_of(await client.call_tool("read", {})) == "ok"  # the upstream's own read
+                seen = json.loads(text_of(await client.call_tool("seen", {})))
+                # Nothing reached it while it waited for the client (the client's first tools/list shared
+                # the wrapper's), and it was asked for its tools no more than the client asked.
+                assert seen["while_waiting"] == [] and seen["methods"].count("tools/list") <= 2, seen
+
+    anyio.run(main)

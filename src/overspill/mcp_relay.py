@@ -21,6 +21,7 @@ import functools
 import logging
 import math
 import secrets
+from collections.abc import Callable
 from typing import Any, Optional, Union
 
 import anyio
@@ -145,6 +146,9 @@ class Relay:
         self._ready: Optional[anyio.Event] = None
         self._suspended: dict[str, Rounds] = {}
         self.tasks: Optional[anyio.abc.TaskGroup] = None  # where 2026-era calls run on between rounds
+        # Told when the upstream asks the client something before the client finished its handshake
+        # (the request waits for it): whoever waits on the upstream then must not hold up that handshake.
+        self.asked_early: Optional[Callable[[], None]] = None
 
     def callbacks(self, capabilities: Optional[types.ClientCapabilities]) -> dict[str, Any]:
         """Keyword arguments for ``ClientSession``: the relaying callbacks and the message handler."""
@@ -194,6 +198,8 @@ class Relay:
         return rounds
 
     async def _ask(self, request: Any, result_type: Any) -> Any:
+        if not self._event().is_set() and self.asked_early is not None:
+            self.asked_early()
         await self._event().wait()
         if self._in_flight and isinstance(self._in_flight[-1], Rounds):
             return await self._in_flight[-1].ask(request, result_type)

@@ -298,12 +298,11 @@ class OwnedLink(Link):
                 async with RelayingSession(read, write, relay=self._relay, client_info=self._client_info,
                                            version=self._version, capabilities=self._capabilities or
                                            types.ClientCapabilities(), **self._relay.callbacks(self._capabilities)
-                                           ) as session:
+                                           ) as session, anyio.create_task_group() as tasks:
                     self.session = session
                     try:
                         with anyio.fail_after(self._init_timeout):
-                            await self.prepare()
-                        self.agreed = session.protocol_version
+                            await self._start(session, tasks)
                     except TimeoutError:
                         # A server that died while starting says so rather than "did not answer".
                         ended = await self._describe_end() if self._describe_end is not None else None
@@ -318,11 +317,43 @@ class OwnedLink(Link):
                         return
                     finally:
                         self._settled.set()
+                        if self.failure is not None:
+                            tasks.cancel_scope.cancel()
                     await anyio.sleep_forever()
         except Exception as error:  # it could not be started (no such command) or reached
             self.failure = self.failure or f"could not be started: {one_line(str(error))}"
         finally:
             self._settled.set()
+
+    async def _start(self, session: RelayingSession, tasks: Any) -> None:
+        """Initialize the upstream and learn its tools; stop waiting for them (they are learnt on ``tasks``)
+        when the upstream asks the real client something first: the client answers once initialize is
+        answered, so waiting would hold up both until the timeout.
+
+        :raises Exception: what initialize or tools/list raised before that.
+        """
+        await session.initialize()
+        self.agreed = session.protocol_version
+        settle = anyio.Event()
+        failed: list[Exception] = []
+
+        async def learn() -> None:
+            try:
+                await self.learn_tools()
+            except Exception as error:  # once served, the client's own tools/list meets the same
+                failed.append(error)
+            finally:
+                settle.set()
+
+        self._relay.asked_early = settle.set
+        try:
+            tasks.start_soon(learn)
+            await settle.wait()
+        finally:
+            self._relay.asked_early = None
+        if failed:
+            raise failed[0]
+        self.unlisted = not self.prepared
 
 
 def serve_wrapped(store: ToolOutputStore, session_id: Optional[str] = None, *,

@@ -17,7 +17,9 @@ resources, prompts and completions to a real client, with overspill in between:
   through unchanged (``mcp_bound.bound``);
 - overspill's ``read`` and ``grep`` over stored outputs are added (named
   ``overspill_read``/``overspill_grep`` when the upstream has a tool of that
-  name at the start, ``overspill_read_2``... when it has that one too; the
+  name at the start, ``overspill_read_2``... when it has that one too, or
+  when its tools are not known yet when ``initialize`` is answered: it asked
+  the client something while listing them; the
   instructions name them), with the ``tool-output://``
   template; an upstream tool that takes one of those names later is not listed
   (a call by that name reaches overspill's tool);
@@ -89,8 +91,13 @@ class Link:
         self.failure: Optional[str] = None
         self.names: set[str] = set()
         self.prepared = False
+        # The link serves before the upstream's tools are known (it asked the client something while listing
+        # them, which the client answers only once initialize is answered): overspill's names avoid read and grep.
+        self.unlisted = False
         # The protocol version the upstream answered to the real client's offer; None when it was not offered one.
         self.agreed: Optional[str] = None
+        # learn_tools' first tools/list while it waits: the event set when it ends, and its answer if it gave one.
+        self._first: Optional[tuple[anyio.Event, list[dict[str, Any]]]] = None
         self.output_schemas: dict[str, dict[str, Any]] = {}  # the tools that declare one
         self._describe_end = describe_end
         self._lock: Optional[anyio.Lock] = None
@@ -109,14 +116,38 @@ class Link:
         assert self.session is not None
         if self.session.initialize_result is None and self.session.discover_result is None:
             await self.session.initialize()
+        await self.learn_tools()
+
+    async def learn_tools(self) -> None:
+        """Learn the upstream's tool names (all its pages); ``prepared`` once they are known."""
+        assert self.session is not None
         cursor = None
         while True:
-            listed = await _tools_of(self.session, types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+            if cursor:
+                listed = await _tools_of(self.session, types.PaginatedRequestParams(cursor=cursor))
+            else:
+                ended, answer = self._first = (anyio.Event(), [])
+                try:
+                    listed = await _tools_of(self.session, None)
+                    answer.append(listed)
+                finally:
+                    self._first = None
+                    ended.set()
             self.learn(listed.get("tools", []))
             cursor = listed.get("nextCursor")
             if not cursor:
                 self.prepared = True
                 return
+
+    async def first_tools(self) -> Optional[dict[str, Any]]:
+        """The answer to ``learn_tools``' first tools/list (a copy), waited for, when one is in flight; else
+        None (and None when it fails).  A client's own first tools/list shares it rather than sending
+        another while it waits (on the client, for what the upstream asked while listing)."""
+        if self._first is None:
+            return None
+        ended, answer = self._first
+        await ended.wait()
+        return dict(answer[0]) if answer else None
 
     def learn(self, listed: list[dict[str, Any]]) -> None:
         """Take note of listed tools: their names and output schemas."""
@@ -138,7 +169,7 @@ class Link:
         if self._lock is None:
             self._lock = anyio.Lock()
         async with self._lock:
-            if self.failure is None and not self.prepared:
+            if self.failure is None and not self.prepared and not self.unlisted:
                 await self._connect(capabilities, client_info, version)
         if self.failure is not None:
             raise MCPError(types.INTERNAL_ERROR, f"{self.label} is gone: {self.failure}")
@@ -223,7 +254,9 @@ class _Wrapper:
         if self.ours:
             return
         for kind in ("read", "grep"):
-            exposed = _free_name(kind, self.link.names)
+            # Unlisted (the upstream asked the client something while listing its tools): its names are
+            # not known yet, so the plain name is not taken.
+            exposed = _free_name(kind, {kind} if self.link.unlisted else self.link.names)
             self.ours[exposed] = kind
             spec = _resource_schema(kind, exposed)
             self.definitions.append(types.Tool(
@@ -286,7 +319,8 @@ class _Wrapper:
 
     async def list_tools(self, ctx: Any, params: Any) -> Any:
         found = await self.upstream(ctx)
-        listed = await _tools_of(found, params, self.gone, _progress(ctx))
+        listed = (await self.link.first_tools() if params is None or not params.cursor else None) \
+            or await _tools_of(found, params, self.gone, _progress(ctx))
         self.link.learn(listed.get("tools", []))
         # Our names were chosen at the start and told in the instructions; an upstream tool that
         # takes one later could never be called through the wrapper, so it is not listed as if it could.
