@@ -598,3 +598,36 @@ def test_a_fork_while_a_thread_holds_the_running_total_gives_the_child_no_holder
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, "the child inherited the parent thread's hold"
     assert store.write("s", "d", b"y" * 1000).size == 1000
+
+
+def test_a_fork_while_a_thread_grows_a_seal_chain_does_not_deadlock_the_child(tmp_path):
+    """A fork while another thread was growing a running output's seal chain (its lock held across
+    the seal file's read) gave the child the lock held for ever: its first look at any running
+    output never returned."""
+    store = ToolOutputStore(tmp_path)
+    output = store.open_growing("s", "c")
+    uri = output.record.resource.uri
+    output.write(b"sealed\n")
+    output.seal_if_due(float("inf"))
+    assert store.status("s", uri).resource.size == 7
+    inside, release = threading.Event(), threading.Event()
+
+    def holder():  # stands for a thread in the middle of the seal file's read
+        with store._backend._chains_lock:  # noqa: SLF001
+            inside.set()
+            release.wait()
+
+    thread = threading.Thread(target=holder, daemon=True)
+    thread.start()
+    inside.wait()
+    pid = os.fork()
+    if pid == 0:  # the child: report through the exit status only
+        status = 1
+        try:
+            status = 0 if store.status("s", uri).resource.size == 7 else 2
+        finally:
+            os._exit(status)
+    release.set()
+    thread.join()
+    assert exit_code_of_child(pid, "the forked child deadlocked on the seal chain's lock") == 0
+    output.finish(0)

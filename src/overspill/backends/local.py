@@ -381,14 +381,15 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
         return report
 
     def reset_after_fork(self) -> None:
-        """In a forked child: a fresh lock and empty caches.
+        """In a forked child: fresh locks and empty caches.
 
-        Another thread of the parent may have held the lock (it is not in the
+        Another thread of the parent may have held a lock (it is not in the
         child to release it) or been half-way through a cache update; the
         child starts from nothing and maps what it reads itself.
         """
         self._live.clear()  # in place: the usage total counts unpublished bytes through this dict
         self._lock = allocate_lock()
+        self._chains_lock = allocate_lock()
         self._entries = {}
         self._mapped_ids = {}
         self._last_parsed = None
