@@ -722,14 +722,16 @@ from overspill import ToolOutputStore, background
 from overspill.errors import BackgroundLimitError
 store = ToolOutputStore(sys.argv[1], config={"tool_output": {"max_background": 2}})
 store.records("s")
+print("ready", flush=True)
 sys.stdin.readline()
 try:
-    job = background.start(store, "s", "c", "sleep 3")
+    job = background.start(store, "s", "c", "sleep 60")
 except BackgroundLimitError:
     print("limited", flush=True)
 else:
     print("started", flush=True)
-    job.wait(30)
+    sys.stdin.readline()  # running until every process has answered
+    background.kill(store, "s", job.uri)
 """
 
 
@@ -740,17 +742,20 @@ def test_max_background_holds_across_processes_starting_at_once(tmp_path):
     processes = [subprocess.Popen([sys.executable, "-c", _START_ONE, str(tmp_path)], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True) for _ in range(8)]
     try:
-        time.sleep(1.5)  # every process up, its store open, before any of them starts
+        assert [process.stdout.readline() for process in processes] == ["ready\n"] * 8  # every store open
         for process in processes:
             process.stdin.write("go\n")
             process.stdin.flush()
-        answers = [process.communicate(timeout=60)[0].strip() for process in processes]
+        answers = [process.stdout.readline().strip() for process in processes]
+        with ToolOutputStore(tmp_path) as store:
+            started = sum(record.state is not None for record in store.records("s"))
+        for process in processes:
+            process.communicate("end\n", timeout=60)
     finally:
         for process in processes:
             process.kill()
     assert sorted(answers) == ["limited"] * 6 + ["started"] * 2, answers
-    with ToolOutputStore(tmp_path) as store:
-        assert sum(record.state is not None for record in store.records("s")) == 2
+    assert started == 2
 
 
 def test_a_timeout_past_what_a_thread_can_wait_waits_without_bound(store):
@@ -838,7 +843,7 @@ def test_a_capped_output_waited_for_by_the_process_that_ran_it_ends_with_its_tru
         started = tools.call(capped, SESSION, "call", "bash", {
             "command": "sleep 0.3; seq 1 1000000; echo FINAL-ERROR-LINE", "background": True, "yield_after": 0})
         uri = started.metadata["uri"]
-        waited = wait(capped, SESSION, "w", uri, 30)  # taken while it runs, answered once it exited
+        waited = wait(capped, SESSION, "w", uri, 30, offset=0)  # taken while it runs, answered once it exited
         assert waited.metadata["state"] == "exited"
         assert waited.output.startswith("1\n2\n") and "\n999999\n1000000\nFINAL-ERROR-LINE\n[exited" in waited.output
         assert "the stored copy holds the first 100000 of 6888913 bytes (1000001 lines in all)" in waited.output

@@ -193,7 +193,8 @@ def start(store: ToolOutputStore, session_id: str, tool_call_id: str, command: C
     :raises TypeError: a malformed command.
     """
     # One check-and-start at a time in this process, and in this store's folder: the limit holds.
-    with _LOCK, store.starting_background(session_id):
+    # The folder's lock first: waiting for another process's start, this process's jobs may still end (_LOCK).
+    with store.starting_background(session_id), _LOCK:
         abort = threading.Event()
         # The output grows in the store; memory keeps only as much of its start
         # as decides whether it is binary.

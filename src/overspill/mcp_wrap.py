@@ -254,9 +254,9 @@ class _Wrapper:
         if self.ours:
             return
         for kind in ("read", "grep"):
-            # Unlisted (the upstream asked the client something while listing its tools): its names are
-            # not known yet, so the plain name is not taken.
-            exposed = _free_name(kind, {kind} if self.link.unlisted else self.link.names)
+            # Unlisted (the upstream asked the client something while listing its tools): not all its names
+            # are known yet, so the plain name is not taken (nor any it listed already).
+            exposed = _free_name(kind, self.link.names | {kind} if self.link.unlisted else self.link.names)
             self.ours[exposed] = kind
             spec = _resource_schema(kind, exposed)
             self.definitions.append(types.Tool(

@@ -209,15 +209,19 @@ class ToolOutputStore(StoreStreams, StoreReads):
         :raises BackgroundLimitError: ``max_background`` of the session's commands are running.
         :raises StorageError: the listing failed.
         """
-        id_string(session_id, "session_id")
-        if not isinstance(self._backend, GrowingBackend):
-            raise UnsupportedError(f"the store at {self._where} does not support background commands "
-                                   "(no growing resources on this backend); run the command in the foreground")
+        self._growing_backend(session_id)
         running = sum(1 for record in self.records(session_id) if record.state == "running")
         if running >= self._limits.max_background:
             raise BackgroundLimitError(
                 f"{running} background commands are already running in this session (max_background is "
                 f"{self._limits.max_background}); wait for one or kill one first")
+
+    def _growing_backend(self, session_id: str) -> None:
+        """Check ``session_id``, and that the backend keeps growing resources (``UnsupportedError``)."""
+        id_string(session_id, "session_id")
+        if not isinstance(self._backend, GrowingBackend):
+            raise UnsupportedError(f"the store at {self._where} does not support background commands "
+                                   "(no growing resources on this backend); run the command in the foreground")
 
     def starting_background(self, session_id: str) -> _HeldLock:
         """A context manager that holds the store's lock for starting a background command
@@ -229,9 +233,9 @@ class ToolOutputStore(StoreStreams, StoreReads):
         :raises UnsupportedError, BackgroundLimitError: as ``check_background``.
         :raises StorageError: the lock cannot be taken, or the listing failed.
         """
-        self.check_background(session_id)  # at once, without the lock, for a backend without growing resources
-        backend = self._backend
-        return _HeldLock(backend.starting_background, f"cannot start a background command in {self._where}",  # type: ignore[attr-defined]
+        self._growing_backend(session_id)  # at once: a backend without growing resources has no such lock
+        lock = self._backend.starting_background  # type: ignore[attr-defined]  # checked: a GrowingBackend
+        return _HeldLock(lock, f"cannot start a background command in {self._where}",
                          lambda: self.check_background(session_id))
 
     def open_growing(self, session_id: str, tool_call_id: str, *, process: Optional[tuple[int, int]] = None,

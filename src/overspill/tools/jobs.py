@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Callable, Optional, Union
 
 from .. import background as _background
+from .._arguments import as_float
 from .._frontend import WAIT_BUDGET, YIELD_AFTER
 from .._owner import current_owner
 from ..capture import ProcessResult
@@ -214,7 +215,7 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
             regex = re.compile(pattern, re.MULTILINE)
         except re.error as error:
             return failure(f"invalid pattern {pattern!r}: {error}")
-    limit = min(float(timeout), budget)
+    limit = min(as_float(timeout), budget)
     # Taken now: the command may exit while this call waits, and its true end (past
     # max_stored_bytes) goes with the job, kept in memory by this process only.
     job = _background.find(resource)
