@@ -333,6 +333,38 @@ def exit_code_of_child(pid, deadlocked):
     pytest.fail(deadlocked)
 
 
+def child_exit_after_fork_under(hold, in_the_child, deadlocked: str) -> int:
+    """Fork while another thread is inside ``hold(inside, release)``, holding a lock (it sets
+    ``inside`` there and waits for ``release``); the child runs ``in_the_child`` (exit 0 when it
+    returns, 1 when it raises), and the thread lets go once the fork is done.  The child's exit
+    code (see ``exit_code_of_child``)."""
+    inside, release = threading.Event(), threading.Event()
+    holder = threading.Thread(target=hold, args=(inside, release), daemon=True)
+    holder.start()
+    inside.wait()
+    pid = os.fork()
+    if pid == 0:  # the child: report through the exit status only
+        status = 1
+        try:
+            in_the_child()
+            status = 0
+        finally:
+            os._exit(status)
+    release.set()
+    holder.join()
+    return exit_code_of_child(pid, deadlocked)
+
+
+def holding(lock):
+    """A ``hold`` for ``child_exit_after_fork_under`` that holds ``lock``."""
+    def hold(inside: threading.Event, release: threading.Event) -> None:
+        with lock:
+            inside.set()
+            release.wait()
+
+    return hold
+
+
 def test_a_fork_while_another_thread_holds_the_usage_lock_does_not_deadlock_the_child(tmp_path):
     """A fork while another thread held the running total's flock (a sweep recounting it) gave the
     child a copy of the locked descriptor, which kept the lock held for ever: the child's first
@@ -341,28 +373,17 @@ def test_a_fork_while_another_thread_holds_the_usage_lock_does_not_deadlock_the_
 
     folder, location = tmp_path / "managed", tmp_path / "index"
     folder.mkdir()
-    inside, release = threading.Event(), threading.Event()
 
-    def slow_unpublished():  # called under the lock while the folder is recounted
-        inside.set()
-        release.wait()
-        return 0
+    def recounting(inside: threading.Event, release: threading.Event) -> None:
+        def slow_unpublished():  # called under the lock while the folder is recounted
+            inside.set()
+            release.wait()
+            return 0
 
-    holder = threading.Thread(target=UsageTotal(str(folder), str(location), slow_unpublished).recount,
-                              daemon=True)
-    holder.start()
-    inside.wait()
-    pid = os.fork()
-    if pid == 0:  # the child: report through the exit status only
-        status = 1
-        try:
-            UsageTotal(str(folder), str(location), lambda: 0).add(5)
-            status = 0
-        finally:
-            os._exit(status)
-    release.set()
-    holder.join()
-    assert exit_code_of_child(pid, "the forked child deadlocked on the usage lock") == 0
+        UsageTotal(str(folder), str(location), slow_unpublished).recount()
+
+    assert child_exit_after_fork_under(recounting, lambda: UsageTotal(str(folder), str(location), lambda: 0).add(5),
+                                       "the forked child deadlocked on the usage lock") == 0
 
 
 def test_a_fork_during_a_sweep_leaves_the_cleanup_lock_to_the_parent(tmp_path, monkeypatch):
@@ -398,31 +419,16 @@ def test_a_forked_child_reads_and_starts_its_own_cleaner(tmp_path):
     resource = store.write("s", "c", "x\n" * 50_000)
     store.read("s", resource.uri)  # a warm cache and an open map, as in a busy process
     store.start_cleanup(interval=3600)
-    held, release = threading.Event(), threading.Event()
 
-    def hold_the_lock():
-        with store._backend._lock:  # a reader or writer caught mid-update when the fork happens
-            held.set()
-            release.wait()
+    def in_the_child() -> None:
+        for _ in range(20):  # many reads: entries, maps and their evictions all take the lock
+            store.read("s", store.write("s", "c", "y\n" * 30_000).uri)
+        assert store.read("s", resource.uri, limit=4).content == "x\nx\n"
+        store.start_cleanup(interval=3600)
+        store.close()
 
-    holder = threading.Thread(target=hold_the_lock, daemon=True)
-    holder.start()
-    held.wait()
-    pid = os.fork()
-    if pid == 0:  # the child: report through the exit status only
-        status = 1
-        try:
-            for _ in range(20):  # many reads: entries, maps and their evictions all take the lock
-                store.read("s", store.write("s", "c", "y\n" * 30_000).uri)
-            assert store.read("s", resource.uri, limit=4).content == "x\nx\n"
-            store.start_cleanup(interval=3600)
-            store.close()
-            status = 0
-        finally:
-            os._exit(status)
-    release.set()
-    holder.join()
-    exit_code = exit_code_of_child(pid, "the forked child deadlocked")
+    # The store's lock held by a reader or writer caught mid-update when the fork happens.
+    exit_code = child_exit_after_fork_under(holding(store._backend._lock), in_the_child, "the forked child deadlocked")
     store.close()
     assert exit_code == 0
 
@@ -610,24 +616,11 @@ def test_a_fork_while_a_thread_grows_a_seal_chain_does_not_deadlock_the_child(tm
     output.write(b"sealed\n")
     output.seal_if_due(float("inf"))
     assert store.status("s", uri).resource.size == 7
-    inside, release = threading.Event(), threading.Event()
 
-    def holder():  # stands for a thread in the middle of the seal file's read
-        with store._backend._chains_lock:  # noqa: SLF001
-            inside.set()
-            release.wait()
+    def in_the_child() -> None:
+        assert store.status("s", uri).resource.size == 7
 
-    thread = threading.Thread(target=holder, daemon=True)
-    thread.start()
-    inside.wait()
-    pid = os.fork()
-    if pid == 0:  # the child: report through the exit status only
-        status = 1
-        try:
-            status = 0 if store.status("s", uri).resource.size == 7 else 2
-        finally:
-            os._exit(status)
-    release.set()
-    thread.join()
-    assert exit_code_of_child(pid, "the forked child deadlocked on the seal chain's lock") == 0
+    # The chain's lock held by a thread in the middle of the seal file's read.
+    assert child_exit_after_fork_under(holding(store._backend._chains_lock), in_the_child,  # noqa: SLF001
+                                       "the forked child deadlocked on the seal chain's lock") == 0
     output.finish(0)
