@@ -1044,3 +1044,9 @@ def test_the_last_page_of_a_capped_stored_copy_says_the_output_went_on(tmp_path)
     assert "stored copy" not in middle.output
     whole = store.write("s", "w", b"a\n" * 100)
     assert "stored copy" not in tools.call(store, "s", "r", "read", {"resource": whole.uri}).output
+
+
+def test_an_argument_to_a_tool_that_takes_none_is_named_in_a_whole_sentence(store):
+    """Red team (stop 14) D: ``jobs`` with an argument answered "jobs has no argument 'x' (it takes )"."""
+    result = tools.call(store, "s", "c", "jobs", {"x": 1})
+    assert result.is_error and result.output == "jobs has no argument 'x' (it takes no arguments)"

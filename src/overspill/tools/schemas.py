@@ -201,13 +201,18 @@ def _resource_schema(name: str, exposed: str | None = None) -> dict[str, Any]:
                              "additionalProperties": False}}
 
 
+def _takes(properties: Mapping[str, Any]) -> str:
+    """The arguments a tool takes, for an error naming one it does not."""
+    return f"it takes {', '.join(properties)}" if properties else "it takes no arguments"
+
+
 def _resource_problem(name: str, arguments: Mapping[str, Any], exposed: str | None = None) -> str | None:
     """Why ``arguments`` do not fit ``_resource_schema(name)``: None when they do, else one line."""
     allowed = _RESOURCE_ONLY[name]["properties"]
     shown = exposed or name
     for key in arguments:
         if key not in allowed:
-            return f"{shown} has no argument {key!r} (it takes {', '.join(allowed)})"
+            return f"{shown} has no argument {key!r} ({_takes(allowed)})"
     if "resource" not in arguments:
         return f"{shown} needs the argument 'resource' (a tool-output:// URI)"
     problem = _invalid_argument(name, arguments)
@@ -369,7 +374,7 @@ def _invalid_argument(name: str, arguments: Mapping[str, Any],
             return f"{name} needs the argument {key!r}"
     for key, value in arguments.items():
         if key not in properties:
-            return f"{name} has no argument {key!r} (it takes {', '.join(properties)})"
+            return f"{name} has no argument {key!r} ({_takes(properties)})"
         rule = properties[key]
         if not _JSON_TYPES[rule["type"]](value):
             # A float is named by its value: "not float" would not say what is wrong with 3890.5.
