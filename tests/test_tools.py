@@ -1050,3 +1050,50 @@ def test_an_argument_to_a_tool_that_takes_none_is_named_in_a_whole_sentence(stor
     """Red team (stop 14) D: ``jobs`` with an argument answered "jobs has no argument 'x' (it takes )"."""
     result = tools.call(store, "s", "c", "jobs", {"x": 1})
     assert result.is_error and result.output == "jobs has no argument 'x' (it takes no arguments)"
+
+
+# ------------------------------------------------------------------ webfetch: bodies served as declared
+class _DeclaredHandler(http.server.BaseHTTPRequestHandler):
+    """Serves ``ROUTES[path]``: (headers, body, Content-Length or None for the body's own), then closes.
+    A declared length over the body's is a server that closed the connection early."""
+
+    ROUTES: dict[str, tuple[list[tuple[str, str]], bytes, int | None]] = {}
+
+    def log_message(self, *args):  # keep test output clean
+        pass
+
+    def do_GET(self):  # noqa: N802 - the http.server API
+        headers, body, declared = self.ROUTES[self.path]
+        self.send_response(200)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body) if declared is None else declared))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+        self.close_connection = True
+
+
+@pytest.fixture(scope="module")
+def declared_server():
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _DeclaredHandler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.mark.parametrize("mime", ["application/x-javascript", "application/x-yaml", "application/ecmascript",
+                                  "application/ld+json", "application/x-ndjson"])
+def test_webfetch_every_type_kept_as_text_reads_back_as_text(store, declared_server, mime):
+    """Regression: webfetch kept application/x-javascript and x-yaml as text (its own list), and the
+    read tool, by the front ends' list, described the stored page as binary."""
+    path = "/typed/" + mime
+    _DeclaredHandler.ROUTES[path] = ([("Content-Type", mime)], b"var x = 1;\n" * 20000, None)
+    fetched = tools.webfetch(store, "s", "c", declared_server + path, timeout=10)
+    assert not fetched.is_error and fetched.resource is not None, fetched.output
+    assert fetched.resource.mime == mime
+    page = tools.call(store, "s", "r", "read", {"resource": fetched.resource.uri,
+                                                "offset": fetched.metadata["next_offset"]})
+    assert not page.is_error and page.output.startswith("var x = 1;"), page.output[:120]

@@ -104,15 +104,22 @@ def page_argument_problem(offset: object, limit: object) -> Optional[str]:
     return None
 
 
+#: The ``application/`` types that are text (besides every ``text/`` type and
+#: the ``+json`` and ``+xml`` suffixes).  The one list: webfetch keeps a body
+#: as text by it and the front ends decode a stored page by it, so whatever
+#: webfetch stored as text reads back as text.  Legacy names included
+#: (``x-javascript``, ``x-yaml``): servers still send them.
 _TEXT_APPLICATIONS = frozenset({"application/json", "application/xml", "application/javascript",
-                                 "application/x-ndjson", "application/yaml", "application/toml",
+                                 "application/x-javascript", "application/ecmascript", "application/x-ndjson",
+                                 "application/yaml", "application/x-yaml", "application/toml",
                                  "application/x-sh", "application/sql"})
 
 
 def is_binary_mime(mime: str) -> bool:
     """Whether a resource of this MIME type holds bytes that are not text
     (``application/octet-stream``, images, archives...): such a page is
-    served as bytes (MCP's base64 ``blob``) or described, never decoded."""
+    served as bytes (MCP's base64 ``blob``) or described, never decoded.
+    webfetch refuses a body of such a type and keeps every other one as text."""
     kind = mime.split(";", 1)[0].strip().lower()
     if kind.startswith("text/") or kind in _TEXT_APPLICATIONS:
         return False

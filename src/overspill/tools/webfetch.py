@@ -12,15 +12,13 @@ import zlib
 from typing import Any, Callable, Optional
 from urllib.parse import urlsplit
 
+from .._frontend import is_binary_mime
 from ..store import ToolOutputStore
 from ._result import MAX_RESPONSE_BYTES, ToolResult, bounded, failure
 
 __all__ = ["FORMATS", "webfetch"]
 
 FORMATS = ("markdown", "text", "html")
-_TEXT_TYPES = {"application/json", "application/xml", "application/javascript", "application/x-javascript",
-               "application/xhtml+xml", "application/ld+json", "application/x-yaml", "application/yaml",
-               "application/toml", "application/x-sh", "application/rss+xml", "application/atom+xml"}
 _HTML_TYPES = {"text/html", "application/xhtml+xml"}
 _READ_SIZE = 64 * 1024
 _USER_AGENT = "overspill-webfetch/0.1"
@@ -52,8 +50,9 @@ def _redirect_handling() -> tuple[type, type]:
 
 
 def _is_text(content_type: str) -> bool:
-    return (content_type.startswith("text/") or content_type in _TEXT_TYPES
-            or content_type.endswith(("+json", "+xml")))
+    """Whether a body of ``content_type`` is kept as text: by the front ends' own
+    rule (``is_binary_mime``), so that the page stored under it reads back as text."""
+    return not is_binary_mime(content_type)
 
 
 def _decoded(body: bytes, declared: Optional[str], is_html: bool) -> str:
