@@ -1097,3 +1097,15 @@ def test_webfetch_every_type_kept_as_text_reads_back_as_text(store, declared_ser
     page = tools.call(store, "s", "r", "read", {"resource": fetched.resource.uri,
                                                 "offset": fetched.metadata["next_offset"]})
     assert not page.is_error and page.output.startswith("var x = 1;"), page.output[:120]
+
+
+def test_webfetch_a_body_cut_short_of_its_content_length_is_an_error(store, declared_server):
+    """Regression: a server that closed the connection after 19 of 100000 declared bytes had those
+    19 bytes served as the whole page."""
+    _DeclaredHandler.ROUTES["/short"] = ([("Content-Type", "text/plain")], b"only the first part", 100000)
+    result = tools.webfetch(store, "s", "c", declared_server + "/short", timeout=10)
+    assert result.is_error and "\n" not in result.output, result.output
+    assert "closed after 19 of the 100000 bytes" in result.output
+    assert store.resources("s") == []
+    _DeclaredHandler.ROUTES["/exact"] = ([("Content-Type", "text/plain")], b"all of it", None)
+    assert tools.webfetch(store, "s", "c", declared_server + "/exact", timeout=10).output == "all of it"

@@ -143,6 +143,12 @@ def _fetch(url: str, timeout: float) -> _Response:
                     raise _Refused(f"refused: the response is over the {MAX_RESPONSE_BYTES}-byte limit")
                 if time.monotonic() > deadline:
                     raise _Refused(f"could not fetch {url}: the response did not end within {timeout:g} seconds")
+            # http.client counts a declared Content-Length down as it reads (``length``), and read1
+            # answers b"" when the server closes early instead of raising: bytes still owed are a cut body.
+            missing = getattr(response, "length", None)
+            if missing:
+                raise _Refused(f"could not fetch {url}: the connection closed after {int(declared) - missing} "
+                               f"of the {int(declared)} bytes its Content-Length declares")
             body += decoder.finish()
             if len(body) > MAX_RESPONSE_BYTES:
                 raise _Refused(f"refused: the response is over the {MAX_RESPONSE_BYTES}-byte limit")
@@ -209,7 +215,8 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
     """Fetch an http or https URL and return its text, bounded by the store.
 
     A response over ``MAX_RESPONSE_BYTES`` (by Content-Length, or counted while
-    reading) is refused and nothing of it is kept; non-text bodies are refused.
+    reading) is refused and nothing of it is kept; non-text bodies are refused,
+    and so is a body the server cut short of its Content-Length.
     HTML becomes Markdown (``"markdown"``) or text (``"text"``), or is kept
     (``"html"``), decoded by its declared charset (UTF-8 when it names none, or
     no text codec).  A gzip or deflate ``Content-Encoding`` is undone, and the
