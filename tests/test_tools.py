@@ -1109,3 +1109,21 @@ def test_webfetch_a_body_cut_short_of_its_content_length_is_an_error(store, decl
     assert store.resources("s") == []
     _DeclaredHandler.ROUTES["/exact"] = ([("Content-Type", "text/plain")], b"all of it", None)
     assert tools.webfetch(store, "s", "c", declared_server + "/exact", timeout=10).output == "all of it"
+
+
+def test_webfetch_decodes_every_member_of_a_gzip_body(store, declared_server):
+    """Regression: a gzip body of several members (RFC 1952; ``gzip -c a b``, pigz) kept only the first."""
+    gzipped = [("Content-Type", "text/plain"), ("Content-Encoding", "gzip")]
+    members = gzip.compress(b"first member\n") + gzip.compress(b"") + gzip.compress(b"second member\n")
+    _DeclaredHandler.ROUTES["/members"] = (gzipped, members + b"\0" * 8, None)  # NUL padding is skipped
+    result = tools.webfetch(store, "s", "c", declared_server + "/members", timeout=10)
+    assert not result.is_error and result.output == "first member\nsecond member\n", result.output
+    # The cap holds across members: small ones that decode to over 5 MiB together are refused.
+    _DeclaredHandler.ROUTES["/member-bomb"] = (gzipped, gzip.compress(b"y" * (1 << 20)) * 6, None)
+    bomb = tools.webfetch(store, "s", "c", declared_server + "/member-bomb", timeout=10)
+    assert bomb.is_error and "limit" in bomb.output, bomb.output
+    # A second member cut short is a cut body, as a first one is.
+    _DeclaredHandler.ROUTES["/member-cut"] = (gzipped, members[:-12], None)
+    cut = tools.webfetch(store, "s", "c", declared_server + "/member-cut", timeout=10)
+    assert cut.is_error and "ends before" in cut.output, cut.output
+    assert store.resources("s") == []

@@ -165,9 +165,9 @@ def _fetch(url: str, timeout: float) -> _Response:
 
 
 class _BodyDecoder:
-    """A body's ``Content-Encoding`` undone as it arrives (gzip or deflate; a server may send
-    them though none was asked for), never more than one byte past ``MAX_RESPONSE_BYTES`` at a
-    time, so a small compressed body cannot become a large one in memory.
+    """A body's ``Content-Encoding`` undone as it arrives (gzip, every member of it, or deflate;
+    a server may send them though none was asked for), never more than one byte past
+    ``MAX_RESPONSE_BYTES`` at a time, so a small compressed body cannot become a large one in memory.
 
     :raises _Refused: an encoding webfetch cannot undo (br, zstd, compress, several).
     """
@@ -179,13 +179,33 @@ class _BodyDecoder:
         self._inflate: Any = zlib.decompressobj(16 + zlib.MAX_WBITS) if name in ("gzip", "x-gzip") else None
 
     def feed(self, data: bytes) -> bytes:
+        """What ``data`` (the next bytes of the body) decodes to, at most ``MAX_RESPONSE_BYTES + 1`` bytes.
+
+        :raises zlib.error: the bytes are not the encoding's.
+        """
         if self._name == "identity":
             return data
         if self._inflate is None:
             # deflate is zlib-wrapped as the RFC says, or raw as some servers send it: the header tells.
             wrapped = len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
             self._inflate = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
-        return self._inflate.decompress(data, MAX_RESPONSE_BYTES + 1)
+        out = bytearray()  # many small members in one read: appending stays linear
+        while True:
+            if self._inflate.eof:
+                if self._name == "deflate":
+                    return bytes(out)  # one stream; what follows it is not the body (as before)
+                # A gzip body may be several members one after another (RFC 1952, ``gzip -c a b``,
+                # pigz): each is decoded in turn.  NULs between or after them are padding, which
+                # gzip(1) skips too.
+                data = data.lstrip(b"\0")
+                if not data:
+                    return bytes(out)
+                self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            # Never 0, which zlib reads as "no limit": the cap holds across members.
+            out += self._inflate.decompress(data, MAX_RESPONSE_BYTES + 1 - len(out))
+            if len(out) > MAX_RESPONSE_BYTES or not self._inflate.eof:
+                return bytes(out)
+            data = self._inflate.unused_data
 
     def finish(self) -> bytes:
         """What the decoder still holds.
