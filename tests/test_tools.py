@@ -1127,3 +1127,24 @@ def test_webfetch_decodes_every_member_of_a_gzip_body(store, declared_server):
     cut = tools.webfetch(store, "s", "c", declared_server + "/member-cut", timeout=10)
     assert cut.is_error and "ends before" in cut.output, cut.output
     assert store.resources("s") == []
+
+
+def test_html_nesting_depth_bounds_the_prefixes_so_output_stays_linear():
+    """Regression: each <li> was indented two spaces per open list and each line in a block quote
+    prefixed "> " per open quote, unbounded: 40 KB of "<ul><li>" became 25 MB of Markdown."""
+    from overspill.tools._html import _MAX_NESTING
+
+    for page in ("<ul><li>" * 5000 + "x", "<ol><li>" * 5000 + "x", "<blockquote><p>x" * 5000,
+                 "<blockquote>" * 5000 + "a<br>" * 5000):
+        for convert in (html_to_markdown, html_to_text):
+            out = convert(page)
+            assert len(out) < 10 * len(page), (page[:20], convert.__name__, len(out))
+            assert "x" in out or "a" in out
+    # Nesting up to the bound is written as before; deeper items stay at its indentation.
+    deep = html_to_markdown("<ul><li>" * (_MAX_NESTING + 5) + "end")
+    lines = deep.splitlines()
+    assert lines[_MAX_NESTING] == "  " * _MAX_NESTING + "-"
+    assert lines[-1] == "  " * _MAX_NESTING + "- end" and len(lines) == _MAX_NESTING + 5
+    quoted = html_to_markdown("<p>a</p>" + "<blockquote>" * (_MAX_NESTING + 5) + "<p>q</p>")
+    assert [line for line in quoted.splitlines() if "q" in line] == ["> " * _MAX_NESTING + "q"]
+    assert max(len(line) for line in quoted.splitlines()) == 2 * _MAX_NESTING + 1

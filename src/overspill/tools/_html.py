@@ -5,7 +5,9 @@ quotes are kept; scripts, styles and other non-content elements are dropped.
 The end tags HTML lets a page leave out are implied where HTML5 implies them
 (a head ends at the body's first tag, an svg at a paragraph, a cell at the
 next cell), and a dropped element left open to the end keeps its content, so
-malformed markup can lose formatting but not the page's text.
+malformed markup can lose formatting but not the page's text.  Lists and
+block quotes nested deeper than ``_MAX_NESTING`` are written at that depth, so
+the output stays linear in the page.
 """
 
 from __future__ import annotations
@@ -51,6 +53,12 @@ _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]
 _INTEGER = re.compile(r"[\t\n\f\r ]*([+-]?)([0-9]+)")
 # Browsers hold <ol start> in a 32-bit int and take a value outside it as no value.
 _START_BOUND = 2**31
+# The deepest list indentation and block-quote prefix written: deeper nesting is
+# written at this depth.  Each level costs bytes on every item or line, so an
+# unbounded depth makes the output quadratic in the page (40 KB of "<ul><li>" was
+# 25 MB); renderers stop nesting about here anyway (markdown-it's CommonMark
+# preset at 20), and the text is all kept.
+_MAX_NESTING = 20
 
 
 def sniff_charset(head: bytes) -> Optional[str]:
@@ -164,7 +172,7 @@ class _Converter(HTMLParser):
         if trailing < count:
             self._put("\n" * (count - trailing))
         if self.quote and self.markdown:
-            self._put("> " * self.quote)
+            self._put("> " * min(self.quote, _MAX_NESTING))
 
     def inline(self, marker: str) -> None:
         if self.markdown:
@@ -256,7 +264,7 @@ class _Converter(HTMLParser):
             self.newlines(1 if len(self.lists) > 1 else 2)
         elif tag == "li":
             self.newlines(1)
-            depth = max(len(self.lists) - 1, 0)
+            depth = min(max(len(self.lists) - 1, 0), _MAX_NESTING)
             if self.lists and self.lists[-1][0]:
                 bullet = f"{self.lists[-1][1]}. "
                 self.lists[-1][1] += 1
