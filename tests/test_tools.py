@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import http.server
 import importlib
@@ -1148,3 +1149,25 @@ def test_html_nesting_depth_bounds_the_prefixes_so_output_stays_linear():
     quoted = html_to_markdown("<p>a</p>" + "<blockquote>" * (_MAX_NESTING + 5) + "<p>q</p>")
     assert [line for line in quoted.splitlines() if "q" in line] == ["> " * _MAX_NESTING + "q"]
     assert max(len(line) for line in quoted.splitlines()) == 2 * _MAX_NESTING + 1
+
+
+@pytest.mark.parametrize(("content_type", "body", "expected"), [
+    ("text/plain", "hello utf16 café\n".encode("utf-16-le"), None),  # no BOM: the default, UTF-8, as before
+    ("text/plain", codecs.BOM_UTF16_LE + "hello utf16 café\n".encode("utf-16-le"), "hello utf16 café\n"),
+    ("text/plain", codecs.BOM_UTF16_BE + "hello utf16 café\n".encode("utf-16-be"), "hello utf16 café\n"),
+    # The BOM wins over the Content-Type charset and over <meta>, and is not part of the text.
+    ("text/plain; charset=iso-8859-1", codecs.BOM_UTF8 + "café\n".encode(), "café\n"),
+    ("text/html", codecs.BOM_UTF8 + "<meta charset='windows-1252'><p>hello bom café</p>".encode(),
+     "hello bom café\n"),
+])
+def test_webfetch_a_byte_order_mark_names_the_encoding(store, declared_server, content_type, body, expected):
+    """Regression: the BOM was ignored, so a UTF-16 body came back as mojibake with NULs and a UTF-8 BOM
+    as U+FEFF at the start of the text."""
+    path = f"/bom/{zlib.crc32(content_type.encode() + body)}"
+    _DeclaredHandler.ROUTES[path] = ([("Content-Type", content_type)], body, None)
+    result = tools.webfetch(store, "s", "c", declared_server + path, timeout=10)
+    assert not result.is_error, result.output
+    if expected is None:
+        assert "\x00" in result.output  # without a BOM nothing says UTF-16
+    else:
+        assert result.output == expected and "\ufeff" not in result.output

@@ -55,13 +55,22 @@ def _is_text(content_type: str) -> bool:
     return not is_binary_mime(content_type)
 
 
+# The byte-order marks HTML's encoding sniffing reads first (the WHATWG Encoding
+# Standard's "decode"), and the codec each names.
+_BYTE_ORDER_MARKS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+
+
 def _decoded(body: bytes, declared: Optional[str], is_html: bool) -> str:
-    """``body`` as text: by the charset the headers declare, else the one an HTML
-    page names, else UTF-8; invalid bytes become U+FFFD.  A name that is no text
-    codec ("hex", "zlib") or cannot replace what it cannot decode ("idna") is
-    passed over, as an unknown one is."""
+    """``body`` as text: by its byte-order mark (which is dropped), else the
+    charset the headers declare, else the one an HTML page names, else UTF-8,
+    the order of HTML's encoding sniffing; invalid bytes become U+FFFD.  A name
+    that is no text codec ("hex", "zlib") or cannot replace what it cannot
+    decode ("idna") is passed over, as an unknown one is."""
     from ._html import sniff_charset
 
+    for mark, codec in _BYTE_ORDER_MARKS:
+        if body.startswith(mark):
+            return body[len(mark):].decode(codec, "replace")
     for candidate in (declared, sniff_charset(body[:4096]) if is_html else None):
         if candidate:
             try:
@@ -238,8 +247,8 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
     reading) is refused and nothing of it is kept; non-text bodies are refused,
     and so is a body the server cut short of its Content-Length.
     HTML becomes Markdown (``"markdown"``) or text (``"text"``), or is kept
-    (``"html"``), decoded by its declared charset (UTF-8 when it names none, or
-    no text codec).  A gzip or deflate ``Content-Encoding`` is undone, and the
+    (``"html"``), decoded by its byte-order mark, else its declared charset
+    (UTF-8 when it names none, or no text codec).  A gzip or deflate ``Content-Encoding`` is undone, and the
     limit applies to what it gives.
 
     :param format: ``"markdown"``, ``"text"`` or ``"html"``.
