@@ -1171,3 +1171,33 @@ def test_webfetch_a_byte_order_mark_names_the_encoding(store, declared_server, c
         assert "\x00" in result.output  # without a BOM nothing says UTF-16
     else:
         assert result.output == expected and "\ufeff" not in result.output
+
+
+def test_html_tables_nested_past_the_bound_are_text_of_their_cell_and_cost_linear_work(monkeypatch):
+    """Regression: each level of tables nested in cells copied (and re-normalised) all the text
+    inside it into the cell around it, so the work was depth times text: a 275 KB page of nested
+    tables around 200 KB of text took 90 s.  The work is counted as the characters the whitespace
+    normaliser is given, not timed."""
+    from overspill.tools import _html
+
+    given = []
+
+    class _Counting:
+        def __init__(self, pattern):
+            self.pattern = pattern
+
+        def sub(self, replacement, text):
+            given.append(len(text))
+            return self.pattern.sub(replacement, text)
+
+    monkeypatch.setattr(_html, "_SPACE", _Counting(_html._SPACE))
+    depth = 2000
+    page = "".join(f"<table><tr><td>L{level}</td><td>" for level in range(depth)) + "word " * 4000
+    for convert in (html_to_markdown, html_to_text):
+        given.clear()
+        out = convert(page)
+        assert sum(given) < 50 * len(page), (convert.__name__, sum(given), len(page))
+        # Every level's text is kept, in order, and the deep text after it.
+        words = out.split()
+        assert [word for word in words if word.startswith("L")] == [f"L{level}" for level in range(depth)]
+        assert words.count("word") == 4000

@@ -6,8 +6,9 @@ The end tags HTML lets a page leave out are implied where HTML5 implies them
 (a head ends at the body's first tag, an svg at a paragraph, a cell at the
 next cell), and a dropped element left open to the end keeps its content, so
 malformed markup can lose formatting but not the page's text.  Lists and
-block quotes nested deeper than ``_MAX_NESTING`` are written at that depth, so
-the output stays linear in the page.
+block quotes nested deeper than ``_MAX_NESTING`` are written at that depth, and
+tables nested deeper are read as text of the cell around them, so the output
+and the time stay linear in the page.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ _INTEGER = re.compile(r"[\t\n\f\r ]*([+-]?)([0-9]+)")
 # Browsers hold <ol start> in a 32-bit int and take a value outside it as no value.
 _START_BOUND = 2**31
 # The deepest list indentation and block-quote prefix written: deeper nesting is
-# written at this depth.  Each level costs bytes on every item or line, so an
+# written at this depth (and tables nested deeper are text of their outer cell).  Each level costs bytes on every item or line, so an
 # unbounded depth makes the output quadratic in the page (40 KB of "<ul><li>" was
 # 25 MB); renderers stop nesting about here anyway (markdown-it's CommonMark
 # preset at 20), and the text is all kept.
@@ -118,6 +119,12 @@ class _Converter(HTMLParser):
         # One entry per open table, innermost last: a layout table inside a
         # cell has its own row and cell, so its tags leave the outer ones be.
         self.tables: list[_Table] = []
+        # Tables open inside a cell of a table nested ``_MAX_NESTING`` deep: their
+        # tags only separate words of that cell.  Every level of nesting copies
+        # its cells' text into the cell around it, so an unbounded depth made the
+        # conversion quadratic in time (a 275 KB page took 90 s); nested tables
+        # are single lines of text in their outer cell anyway.
+        self.flat_tables = 0
 
     # -- output helpers
     # The output is only ever inspected at its end, a few characters at a
@@ -289,6 +296,10 @@ class _Converter(HTMLParser):
             elif alt:
                 self.emit(alt)
         elif tag == "table":
+            if self.flat_tables or len(self.tables) >= _MAX_NESTING and self.tables[-1].cell is not None:
+                self.flat_tables += 1
+                self.emit(" ")
+                return
             if self.tables and self.tables[-1].cell is None:
                 # A table among another's rows, not in a cell, ends that one (as HTML5 parses it).
                 self.end_table()
@@ -296,6 +307,8 @@ class _Converter(HTMLParser):
             self.tables.append(_Table())
         elif not self.tables:
             return  # row and cell tags outside a table are ignored; their text is not
+        elif self.flat_tables and (tag in ("tr", "td", "th") or tag in _ROW_GROUPS):
+            self.emit(" ")  # a flattened table's rows and cells are words of the cell around it
         elif tag == "tr" or tag in _ROW_GROUPS:
             self.end_row()
             if tag == "tr":
@@ -345,6 +358,11 @@ class _Converter(HTMLParser):
                 self.emit(f"]({href})")
         elif not self.tables:
             return
+        elif self.flat_tables:
+            if tag == "table":
+                self.flat_tables -= 1
+            if tag in ("td", "th", "tr", "table") or tag in _ROW_GROUPS:
+                self.emit(" ")
         elif tag in ("td", "th"):
             self.end_cell()
         elif tag == "tr" or tag in _ROW_GROUPS:
