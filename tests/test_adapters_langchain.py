@@ -281,3 +281,33 @@ def test_an_agent_tool_named_read_is_refused(store):
             agent.invoke({"messages": [("user", "go")]}, RECURSION)
         with pytest.raises(ValueError, match="named 'read'"):
             asyncio.run(agent.ainvoke({"messages": [("user", "go")]}, RECURSION))
+
+
+# ------------------------------------------------------------------ regressions (red team 5)
+def _command_of(form: str) -> Any:
+    @tool
+    def command_message(runtime: ToolRuntime) -> Command:
+        """Return a Command whose update carries the tool message in another form than a ToolMessage."""
+        if form == "role":
+            message: Any = [{"role": "tool", "content": BIG, "tool_call_id": runtime.tool_call_id}]
+        elif form == "type":
+            message = [{"type": "tool", "content": BIG, "tool_call_id": runtime.tool_call_id}]
+        else:  # the serialised ToolMessage
+            message = [ToolMessage(BIG, tool_call_id=runtime.tool_call_id).to_json()]
+        return Command(update={"messages": message})
+
+    return command_message
+
+
+@pytest.mark.parametrize("form", ["role", "type", "serialised"])
+def test_command_tool_message_in_any_form_is_bounded(store, form):
+    # A Command whose update carried the tool message as a message dict (which LangGraph turns into a
+    # ToolMessage) reached the model whole: only ToolMessage instances were bounded.
+    script = Script("command_message")
+    result = run(script, [_command_of(form)], store)
+    script.check()
+    sent = [m for m in result["messages"] if isinstance(m, ToolMessage)][0]  # the Command's, then the pages
+    assert "tool-output://" in sent.content and len(sent.content.encode()) < 60_000
+    (record,) = store.records()
+    assert b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)) \
+        == BIG.encode()

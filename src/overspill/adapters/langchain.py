@@ -5,9 +5,10 @@ Needs the ``langchain`` extra (``pip install 'overspill[langchain]'``).
 The middleware's ``wrap_tool_call`` and ``awrap_tool_call`` bound every tool
 result: a ``ToolMessage``'s content (a string, or the text of a content-block
 list taken together: its text blocks and the JSON of every other block but
-media) and the ``ToolMessage``s of a ``Command``'s update.  The
-middleware registers ``read`` and ``grep`` as its tools and answers their
-calls itself, so they run in the calling thread's session.
+media) and the tool messages of a ``Command``'s update (in any form LangGraph
+turns into a ``ToolMessage``).  The middleware registers ``read`` and ``grep``
+as its tools and answers their calls itself, so they run in the calling
+thread's session.
 
 The session is the LangGraph thread (``configurable.thread_id``) when the
 agent is run with one, else the agent run (an id the middleware keeps in the
@@ -21,7 +22,7 @@ from typing import Annotated, Any, Awaitable, Callable, Optional
 
 from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain.agents.middleware.types import PrivateStateAttr
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import BaseMessage, ToolMessage, convert_to_messages
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.types import Command
 from typing_extensions import NotRequired
@@ -185,19 +186,41 @@ def _pieces(result: Any) -> list[tuple[int, list[int], list[str]]]:
     return found
 
 
+def _tool_message(item: Any) -> Optional[ToolMessage]:
+    """``item`` of a Command's messages as the ``ToolMessage`` LangGraph makes of it, else None.
+
+    LangGraph's ``add_messages`` takes any message-like form (a message dict with ``role``/``type``
+    ``"tool"``, a serialised ``ToolMessage``, a ``("tool", ...)`` pair) and turns it into a message
+    with ``convert_to_messages``: the same conversion says which of them reach the model as tool
+    messages.
+    """
+    if isinstance(item, ToolMessage):
+        return item
+    if isinstance(item, BaseMessage) or not isinstance(item, (dict, tuple, list)):
+        return None  # another kind of message, or a string (a human message)
+    try:
+        (message,) = convert_to_messages([item])
+    except Exception:  # a form LangGraph refuses as well: the run fails there, with its own error
+        return None
+    return message if isinstance(message, ToolMessage) else None
+
+
 def _messages(result: Any) -> list[ToolMessage]:
+    """The tool messages of a tool's result: a ``ToolMessage`` itself, or those of a ``Command``'s update
+    (its list of messages, in any form LangGraph accepts, each as the ``ToolMessage`` it becomes)."""
     if isinstance(result, ToolMessage):
         return [result]
     if isinstance(result, Command) and isinstance(result.update, dict):
         # A tool's Command reports to the model through the ToolMessages of its update.
         messages = result.update.get("messages")
         if isinstance(messages, list):
-            return [message for message in messages if isinstance(message, ToolMessage)]
+            return [message for message in map(_tool_message, messages) if message is not None]
     return []
 
 
 def _replaced(result: Any, bounded: dict[int, tuple[list[int], str]]) -> Any:
-    """``result`` with each bounded message's pieces replaced by their preview (where the first stood)."""
+    """``result`` with each bounded message's pieces replaced by their preview (where the first stood); a
+    message given in another form than a ``ToolMessage`` is replaced by the ``ToolMessage`` it becomes."""
     if not bounded:
         return result
     messages = _messages(result)
@@ -213,8 +236,12 @@ def _replaced(result: Any, bounded: dict[int, tuple[list[int], str]]) -> Any:
         new[index] = message.model_copy(update={"content": content})
     if isinstance(result, ToolMessage):
         return new[0]
-    swap = {id(messages[index]): message for index, message in new.items()}
-    update = {**result.update, "messages": [swap.get(id(item), item) for item in result.update["messages"]]}
+    replaced, found = [], 0
+    for item in result.update["messages"]:  # the n-th tool message found is the n-th item _tool_message takes
+        if _tool_message(item) is not None:
+            item, found = new.get(found, item), found + 1
+        replaced.append(item)
+    update = {**result.update, "messages": replaced}
     return dataclasses.replace(result, update=update)
 
 
