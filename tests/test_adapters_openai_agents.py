@@ -465,3 +465,35 @@ def test_mcp_blocks_the_sdk_shows_as_text_are_bounded(store):
               for record in store.records()}
     assert json.loads(stored["call-document"])["resource"]["text"] == BIG  # the block as the SDK shows it
     assert stored["call-pieces"] == "\n".join(f"piece {index} " + "x" * 40_000 for index in range(30)).encode()
+
+
+# ------------------------------------------------------------------ regressions (red team 5)
+def deploy() -> str:
+    """Deploy (a human approves it first)."""
+    return "deployed"
+
+
+def test_a_run_resumed_after_an_approval_keeps_its_session(store):
+    # With tracing disabled each Runner.run has a new NoOpTrace, which was the session: the run resumed
+    # after the approval could not read what it stored before the pause ("another session wrote it").
+    gated = agents.function_tool(deploy, needs_approval=True)
+
+    async def streamed(agent: Any, start: Any) -> Any:
+        result = agents.Runner.run_streamed(agent, start, max_turns=MAX_TURNS)
+        async for _ in result.stream_events():
+            pass
+        return result
+
+    for stream in (False, True):
+        script = Script(probes=[("deploy", {})])  # after the preview, before paging: the run pauses there
+        agent = agents.Agent(name="a", model=scripted(script), tools=bound([big, gated], store))
+        run = (lambda start: asyncio.run(streamed(agent, start))) if stream else \
+            (lambda start: agents.Runner.run_sync(agent, start, max_turns=MAX_TURNS))
+        first = run("go")
+        assert [item.name for item in first.interruptions] == ["deploy"]
+        state = first.to_state()
+        state.approve(first.interruptions[0])
+        run(state)
+        script.check()
+        assert script.probe_answers == ["deployed"]
+    assert len({record.session_id for record in store.records()}) == 2  # still one session per run

@@ -10,14 +10,16 @@ of MCP servers (``Agent(mcp_servers=bound_servers(servers))``).
 
 The session is ``session_id`` when given, else the run's thread: the run
 config's ``group_id`` (the SDK's "chat thread ID"), else the run's trace (its
-``trace_id``, or the trace object itself when tracing is disabled), else the
-agent.  The call id is the model's ``call_id``.
+``trace_id``; when tracing is disabled, an id kept on the run's ``Usage``, which
+a ``RunState`` carries into the resumed run), else the agent.  The call id is
+the model's ``call_id``.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import threading
 from dataclasses import replace
 from collections.abc import Iterable
 from contextvars import ContextVar
@@ -40,7 +42,7 @@ except ImportError:
 
 from ..store import ToolOutputStore
 from ._core import PAGING_TOOLS, Bounder, PagingTool, Sessions, json_text, optional_session_id, new_call_id, \
-    open_store, paging_tools
+    new_session_id, open_store, paging_tools
 
 __all__ = ["bound", "bound_servers"]
 
@@ -48,6 +50,8 @@ __all__ = ["bound", "bound_servers"]
 # servers' tools agree on the session of a run that has no other id.
 _RUNS = Sessions()
 _NO_TRACE_ID = "no-op"  # the id of every trace when tracing is disabled
+_RUN_SESSION = "_overspill_session_id"  # the attribute of a run's Usage naming its session (_run_session)
+_RUN_SESSION_LOCK = threading.Lock()
 _KEPT_WHOLE = 64  # whole outputs a bound tool keeps for its output guardrails, at most
 # (tool name, run context) of the MCP tool call about to be made, noted by _BoundedServer's meta resolver.
 _MCP_CALL: ContextVar[Optional[tuple[str, Any]]] = ContextVar("overspill_mcp_call", default=None)
@@ -65,9 +69,35 @@ def _session(fixed: Optional[str], context: Any, fallback: object) -> str:
         trace_id = trace.trace_id
         if isinstance(trace_id, str) and trace_id and trace_id != _NO_TRACE_ID:
             return trace_id
-        return _RUNS.of(trace)
+        return _run_session(context) or _RUNS.of(trace)
     agent = getattr(context, "agent", None)
     return _RUNS.of(agent if agent is not None else fallback)
+
+
+def _run_session(context: Any) -> Optional[str]:
+    """The session of the run ``context`` belongs to when tracing is disabled (its trace, a ``NoOpTrace``,
+    is new in each ``Runner.run``, a resumed one too), kept on the run's ``Usage``; None outside a run.
+
+    The usage is the one object of a run that every tool context shares with it (the SDK copies the run
+    context into each call's ``ToolContext``, keeping its ``usage``) and that a ``RunState`` carries
+    into the resumed run: ``RunResult.to_state()`` deep-copies it, attributes included.  A state
+    serialised with ``to_json`` keeps only the usage's fields; give such a run a ``group_id``.
+    """
+    usage = getattr(context, "usage", None)
+    if usage is None:
+        return None
+    found = getattr(usage, _RUN_SESSION, None)
+    if isinstance(found, str):
+        return found
+    with _RUN_SESSION_LOCK:  # tools of one run may run on several threads
+        found = getattr(usage, _RUN_SESSION, None)
+        if isinstance(found, str):
+            return found
+        try:
+            setattr(usage, _RUN_SESSION, new_session_id())
+        except (AttributeError, TypeError):  # a usage that takes no attribute: the trace's session
+            return None
+        return getattr(usage, _RUN_SESSION)
 
 
 def _call_id(context: Any) -> str:
