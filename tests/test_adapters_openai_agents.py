@@ -497,3 +497,26 @@ def test_a_run_resumed_after_an_approval_keeps_its_session(store):
         script.check()
         assert script.probe_answers == ["deployed"]
     assert len({record.session_id for record in store.records()}) == 2  # still one session per run
+
+
+def test_bound_tool_keeps_wrapped_and_drops_only_the_output_schema(store):
+    # bound()'s copy raised AttributeError for __wrapped__ (the SDK's access to the decorated function).
+    # Its output schema goes, as the README says: the SDK checks every output against it, a preview cannot match.
+    from agents.models.openai_responses import Converter
+
+    typed = agents.function_tool(count, output_type=Count)
+    wrapped, *_ = bound([typed], store)
+    assert wrapped.__wrapped__ is typed.__wrapped__ is count
+    assert isinstance(wrapped, agents.FunctionTool) and wrapped.name == typed.name
+    assert wrapped.params_json_schema == typed.params_json_schema
+    assert Converter._convert_function_tool(typed)[0].get("output_schema") is not None
+    assert Converter._convert_function_tool(wrapped)[0].get("output_schema") is None
+    assert bound([wrapped], store)[0].__wrapped__ is count  # bound again
+    with pytest.raises(AttributeError, match="read-only"):
+        wrapped.__wrapped__ = len
+    async def invoke(context: Any, input: str) -> str:
+        return "plain"
+
+    untyped = agents.FunctionTool(name="plain", description="", params_json_schema={}, on_invoke_tool=invoke)
+    with pytest.raises(AttributeError):  # no decorated function: as the SDK says for the tool itself
+        bound([untyped], store)[0].__wrapped__

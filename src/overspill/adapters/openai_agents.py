@@ -248,10 +248,44 @@ class _OnWholeOutput(ToolOutputGuardrail):  # type: ignore[misc]
         return verdict
 
 
+class _WrappedOfOriginal:
+    """``__wrapped__`` of a bound tool: the original tool's (the callable given to ``function_tool``).
+
+    The SDK's own descriptor finds that callable in the tool's invoker, which bound() replaced, so a
+    bound tool's class (``_bound_class``) puts this one in its place.
+    """
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        if instance is None:
+            raise AttributeError("FunctionTool classes have no wrapped Python callable")
+        invoker = instance.on_invoke_tool
+        if isinstance(invoker, _BoundedInvoker):
+            return invoker.original.__wrapped__
+        return FunctionTool.__wrapped__.__get__(instance, owner)  # its invoker was replaced since
+
+    def __set__(self, instance: Any, value: object) -> None:
+        raise AttributeError("FunctionTool.__wrapped__ is read-only")  # as the SDK's own
+
+
+_BOUND_CLASSES: dict[type, type] = {}
+
+
+def _bound_class(kind: type) -> type:
+    """The class of a bound copy of a ``kind`` tool: ``kind`` itself, with ``__wrapped__`` read from the
+    original tool (a subclass per tool class, so a subclass's own methods stay)."""
+    found = _BOUND_CLASSES.get(kind)
+    if found is None:
+        found = _BOUND_CLASSES.setdefault(kind, type(kind.__name__, (kind,), {
+            "__wrapped__": _WrappedOfOriginal(), "__module__": kind.__module__, "__qualname__": kind.__qualname__,
+            "__doc__": kind.__doc__}))
+    return found
+
+
 def _wrapped(tool: FunctionTool, bounder: Bounder, session_id: Optional[str], owner: object) -> FunctionTool:
     inner = copy.copy(tool)
     adapter = None
     wrapped = copy.copy(tool)
+    wrapped.__class__ = _bound_class(type(tool))
     if tool.output_json_schema is not None or tool._output_type_adapter is not None:
         adapter = tool._output_type_adapter
         wrapped.output_json_schema = None
