@@ -520,3 +520,57 @@ def test_bound_tool_keeps_wrapped_and_drops_only_the_output_schema(store):
     untyped = agents.FunctionTool(name="plain", description="", params_json_schema={}, on_invoke_tool=invoke)
     with pytest.raises(AttributeError):  # no decorated function: as the SDK says for the tool itself
         bound([untyped], store)[0].__wrapped__
+
+
+FILES_SERVER = '''
+from mcp.server.mcpserver import MCPServer
+server = MCPServer("files")
+@server.tool()
+def read(path: str) -> str:
+    """Read a file."""
+    return "FILE CONTENT of " + path
+server.run("stdio")
+'''
+
+
+def test_an_mcp_tool_named_read_is_refused(store, tmp_path):
+    # bound_servers() took a server with a tool named read: the SDK kept one of the two reads and only
+    # logged the collision, so the model lost the server's tool (bound() refuses a function tool so named).
+    import sys
+
+    from agents.mcp import MCPServerStdio, create_static_tool_filter
+
+    from overspill.adapters.openai_agents import bound_servers
+
+    path = tmp_path / "files_server.py"
+    path.write_text(FILES_SERVER)
+
+    async def offered(call: str, **options: Any) -> tuple[list[str], Any]:
+        """The tools the model was offered, and what it got calling ``call``."""
+        model, seen = testing.ScriptedModel(), {}
+
+        async def respond(request: Any) -> Any:
+            last = request.input[-1] if isinstance(request.input, list) else None
+            if isinstance(last, dict) and last.get("type") == "function_call_output":
+                seen["output"] = last["output"]
+                return [testing.assistant_message("done")]
+            seen["tools"] = [tool.name for tool in request.tools]
+            model.enqueue(testing.ModelStep.respond(respond))
+            return [testing.function_call(call, {"path": "notes.txt"}, call_id="call-1")]
+
+        model.enqueue(testing.ModelStep.respond(respond))
+        server = MCPServerStdio({"command": sys.executable, "args": [str(path)]}, name="files",
+                                client_session_timeout_seconds=30, tool_filter=options.pop("tool_filter", None))
+        async with server:
+            agent = agents.Agent(name="a", model=model, tools=bound([], store),
+                                 mcp_servers=bound_servers([server], store), **options)
+            await agents.Runner.run(agent, "go")
+        return seen.get("tools", []), seen.get("output")
+
+    with pytest.raises(ValueError, match="MCP server 'files' has a tool named 'read'"):
+        asyncio.run(offered("read"))
+    # Left out by the server's filter, or named after its server by the agent: no collision, so no refusal.
+    tools, output = asyncio.run(offered("read", tool_filter=create_static_tool_filter(blocked_tool_names=["read"])))
+    assert tools == ["read", "grep"] and "resource" in str(output)  # overspill's read answered
+    tools, output = asyncio.run(offered("mcp_files__read", mcp_config={"include_server_in_tool_names": True}))
+    assert sorted(tools) == ["grep", "mcp_files__read", "read"] and "FILE CONTENT of notes.txt" in str(output)

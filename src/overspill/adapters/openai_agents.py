@@ -21,7 +21,7 @@ import copy
 import json
 import threading
 from dataclasses import replace
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from typing import Any, Optional
 
@@ -389,7 +389,23 @@ class _BoundedServer(MCPServer):
         await self._overspill_server.cleanup()
 
     async def list_tools(self, *args: Any, **kwargs: Any) -> Any:
-        return await self._overspill_server.list_tools(*args, **kwargs)
+        """The wrapped server's tools, refused when one of them takes the name of overspill's ``read`` or
+        ``grep`` (as ``bound`` refuses such a function tool): the SDK would keep one tool of the name and
+        only log the collision, so the model would lose the server's tool or overspill's.
+
+        :raises ValueError: a tool named ``read`` or ``grep``, unless the agent the tools are listed for
+            prefixes MCP tools' names with their server's (``mcp_config`` ``include_server_in_tool_names``).
+        """
+        tools = await self._overspill_server.list_tools(*args, **kwargs)
+        agent = args[1] if len(args) > 1 else kwargs.get("agent")
+        mcp_config = getattr(agent, "mcp_config", None)
+        if not (isinstance(mcp_config, Mapping) and mcp_config.get("include_server_in_tool_names")):
+            for tool in tools:
+                if getattr(tool, "name", None) in PAGING_TOOLS:
+                    raise ValueError(f"the MCP server {self.name!r} has a tool named {tool.name!r}; bound() adds "
+                                     f"its own read and grep (leave the server's tool out with its tool_filter, or "
+                                     f"give the agent mcp_config={{'include_server_in_tool_names': True}})")
+        return tools
 
     async def list_prompts(self, *args: Any, **kwargs: Any) -> Any:
         return await self._overspill_server.list_prompts(*args, **kwargs)
@@ -473,6 +489,10 @@ def bound_servers(servers: Iterable[MCPServer], store: Optional[ToolOutputStore]
     of a tool result over the limits is stored and replaced by its preview.
     Give the agent ``bound(...)``'s ``read`` and ``grep`` (with the same store
     and ``session_id``) so the model can page what was stored.
+
+    A server with a tool named ``read`` or ``grep`` is refused with ``ValueError`` when its tools are
+    listed for an agent (the run fails there), unless the agent's ``mcp_config`` sets
+    ``include_server_in_tool_names``: the SDK would keep one tool of the name.
 
     :raises TypeError: ``store`` or ``session_id`` of the wrong type, or a server that is not an ``MCPServer``.
     :raises ValueError: an empty ``session_id``.
