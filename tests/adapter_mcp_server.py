@@ -1,5 +1,6 @@
 """A tiny MCP server over stdio whose tools return the scenario's big output, as text, as an embedded
-resource and as many blocks each within the limits (for the adapters' MCP tests)."""
+resource, as many blocks each within the limits and with a secret in its middle (for the adapters'
+MCP tests)."""
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import EmbeddedResource, TextContent, TextResourceContents
@@ -26,6 +27,12 @@ def document() -> list:
 def pieces() -> list:
     """Return thirty text blocks, each within the limits."""
     return [TextContent(type="text", text=f"piece {index} " + "x" * 40_000) for index in range(30)]
+
+
+@server.tool()
+def secret_log() -> str:
+    """Return a long log with a secret in its middle (where a preview omits it)."""
+    return BIG + "API_KEY=sk-live-0123456789abcdef\n" + BIG
 
 
 if __name__ == "__main__":

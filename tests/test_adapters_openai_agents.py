@@ -574,3 +574,75 @@ def test_an_mcp_tool_named_read_is_refused(store, tmp_path):
     assert tools == ["read", "grep"] and "resource" in str(output)  # overspill's read answered
     tools, output = asyncio.run(offered("mcp_files__read", mcp_config={"include_server_in_tool_names": True}))
     assert sorted(tools) == ["grep", "mcp_files__read", "read"] and "FILE CONTENT of notes.txt" in str(output)
+
+
+def test_mcp_server_guardrails_and_extractor_see_the_whole_result(store):
+    # An MCP server's own output guardrails saw the preview: the secret in the omitted middle passed
+    # them and the model grepped it out of the stored output.  Its custom data extractor lost the
+    # result's structured content (the model is shown the preview instead).
+    import json
+    import os
+    import sys
+
+    from agents import ToolGuardrailFunctionOutput, tool_output_guardrail
+    from agents.mcp import MCPServerStdio
+
+    from overspill.adapters.openai_agents import bound_servers
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
+    whole = secret_log()
+    seen: list[str] = []
+    extracted: list[Any] = []
+
+    @tool_output_guardrail
+    def measured(data: Any) -> Any:
+        seen.append(data.output if isinstance(data.output, str) else data.output["text"])
+        return ToolGuardrailFunctionOutput.allow(output_info=None)
+
+    @tool_output_guardrail
+    def no_secrets(data: Any) -> Any:
+        if LOG_SECRET in str(data.output):
+            return ToolGuardrailFunctionOutput.reject_content("withheld: the output holds a secret", output_info=None)
+        return ToolGuardrailFunctionOutput.allow(output_info=None)
+
+    def extractor(context: Any) -> Any:
+        extracted.append((context.structured_content, context.tool_output))
+        return None
+
+    async def sent_for(tool: str, structured: bool) -> Any:
+        model, sent = testing.ScriptedModel(), []
+
+        async def respond(call: Any) -> Any:
+            last = call.input[-1] if isinstance(call.input, list) else None
+            if isinstance(last, dict) and last.get("type") == "function_call_output":
+                sent.append(last["output"])
+                return [testing.assistant_message("done")]
+            model.enqueue(testing.ModelStep.respond(respond))
+            return [testing.function_call(tool, "{}", call_id=f"call-{tool}-{structured}")]
+
+        model.enqueue(testing.ModelStep.respond(respond))
+        server = MCPServerStdio({"command": sys.executable, "args": [os.path.join(here, "adapter_mcp_server.py")],
+                                 "env": env}, name="big-output", client_session_timeout_seconds=30,
+                                use_structured_content=structured, custom_data_extractor=extractor,
+                                tool_output_guardrails=[measured, no_secrets, measured])
+        async with server:
+            agent = agents.Agent(name="a", model=model, tools=bound([], store, session_id="g"),
+                                 mcp_servers=bound_servers([server], store, session_id="g"))
+            await agents.Runner.run(agent, "go")
+        (output,) = sent
+        return output if isinstance(output, str) else "".join(item.get("text", "") for item in output)
+
+    for structured in (False, True):
+        seen.clear()
+        extracted.clear()
+        assert asyncio.run(sent_for("secret_log", structured)) == "withheld: the output holds a secret"
+        shown = json.dumps({"result": whole}) if structured else whole
+        assert seen == [shown]  # the first saw the whole output; the SDK stops at the rejection
+        ((content, output),) = extracted
+        assert dict(content or {}) == {"result": whole}
+        assert "tool-output://" in str(output)  # tool_output: what the model is shown, as the SDK documents it
+    # Allowed, the model gets the preview and each guardrail saw the whole output.
+    seen.clear()
+    sent = asyncio.run(sent_for("big", False))
+    assert "tool-output://" in sent and seen == [BIG, BIG]

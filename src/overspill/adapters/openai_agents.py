@@ -18,12 +18,14 @@ the model's ``call_id``.
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import threading
 from dataclasses import replace
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
-from typing import Any, Optional
+from types import MappingProxyType
+from typing import Any, Callable, Optional
 
 import pydantic_core
 from agents import FunctionTool, Tool
@@ -187,10 +189,8 @@ class _BoundedInvoker:
         # Whether the SDK narrows the context for the inner invoker: it depends only on the invoker's
         # signature, so it is learnt on the first call (the SDK inspects the signature every time).
         self._narrows: Optional[bool] = None if _narrowed_context is not None else False
-        # The tool's output guardrails (_OnWholeOutput) check the whole output, not the preview: a bounded
-        # call's whole output is kept here under its call id, with how many guardrails are still to see it.
-        self.guardrails = 0
-        self._whole: dict[str, list[Any]] = {}
+        # The tool's output guardrails (_OnWholeOutput) check the whole output, not the preview.
+        self.whole = _WholeOutputs()
 
     def _inner_context(self, context: ToolContext[Any]) -> Any:
         if self._narrows is False:
@@ -208,23 +208,42 @@ class _BoundedInvoker:
                                                           by_alias=True), ensure_ascii=False, separators=(",", ":"))
         bounded = await _bound_output(self._bounder, _session(self._session_id, context, self._owner),
                                       _call_id(context), output)
-        call_id = getattr(context, "tool_call_id", None)
-        if self.guardrails and bounded is not output and isinstance(call_id, str):
-            if len(self._whole) >= _KEPT_WHOLE:  # calls whose guardrails never ran (the run stopped first)
-                del self._whole[next(iter(self._whole))]
-            self._whole[call_id] = [whole, self.guardrails]
+        if bounded is not output:
+            self.whole.keep(context, whole, self.whole.readers)
         return bounded
 
-    def whole_output(self, context: Any, shown: Any, last: bool) -> Any:
-        """The output a guardrail checks for the call of ``context``: the whole output when the model
-        is shown its preview (``shown``), else ``shown``; ``last``: no other guardrail checks it after."""
+
+_NOT_KEPT = object()
+
+
+class _WholeOutputs:
+    """The whole outputs of bounded calls, for the checks that must see them rather than the preview
+    the model is shown (the output guardrails, ``_OnWholeOutput``): each kept under its call id with
+    how many checks are still to see it, and dropped when the last has (or one stopped the SDK)."""
+
+    def __init__(self) -> None:
+        self.readers = 0  # the checks of each call (a bound tool's guardrails); none: nothing is kept
+        self._kept: dict[str, list[Any]] = {}
+
+    def keep(self, context: Any, whole: Any, readers: int) -> None:
+        """Keep ``whole``, the output of the call of ``context``, for ``readers`` checks."""
         call_id = getattr(context, "tool_call_id", None)
-        kept = self._whole.get(call_id) if isinstance(call_id, str) else None
+        if readers <= 0 or not isinstance(call_id, str):
+            return
+        if len(self._kept) >= _KEPT_WHOLE:  # calls whose checks never ran (the run stopped first)
+            del self._kept[next(iter(self._kept))]
+        self._kept[call_id] = [whole, readers]
+
+    def take(self, context: Any, last: bool) -> Any:
+        """The whole output of the call of ``context`` for one check, ``_NOT_KEPT`` when the model is shown
+        the output itself; ``last``: no other check sees it after this one."""
+        call_id = getattr(context, "tool_call_id", None)
+        kept = self._kept.get(call_id) if isinstance(call_id, str) else None
         if kept is None:
-            return shown
+            return _NOT_KEPT
         kept[1] -= 1
         if last or kept[1] <= 0:
-            self._whole.pop(call_id, None)
+            self._kept.pop(call_id, None)
         return kept[0]
 
 
@@ -234,17 +253,20 @@ class _OnWholeOutput(ToolOutputGuardrail):  # type: ignore[misc]
     link (the output was stored before the guardrails ran, but the model is not given its link).  The
     SDK runs it as it runs the guardrail it stands for (same name and function, results recorded)."""
 
-    def __init__(self, guarded: ToolOutputGuardrail, invoker: _BoundedInvoker) -> None:
+    def __init__(self, guarded: ToolOutputGuardrail, whole: _WholeOutputs,
+                 shown: Callable[[Any], Any] = lambda kept: kept) -> None:
         super().__init__(guardrail_function=guarded.guardrail_function, name=guarded.get_name())
         self.guarded = guarded
-        self._invoker = invoker
+        self._whole = whole
+        self._shown = shown  # the output as the SDK would have given it, from what was kept
 
     async def run(self, data: Any) -> Any:
-        checked = replace(data, output=self._invoker.whole_output(data.context, data.output, False))
+        kept = self._whole.take(data.context, False)
+        checked = data if kept is _NOT_KEPT else replace(data, output=self._shown(kept))
         verdict = await self.guarded.run(checked)
         behavior = getattr(verdict, "behavior", None)
         if isinstance(behavior, dict) and behavior.get("type") != "allow":
-            self._invoker.whole_output(data.context, None, True)  # the SDK stops at this one
+            self._whole.take(data.context, True)  # the SDK stops at this one
         return verdict
 
 
@@ -296,8 +318,9 @@ def _wrapped(tool: FunctionTool, bounder: Bounder, session_id: Optional[str], ow
             adapter = TypeAdapter(Any)
     invoker = wrapped.on_invoke_tool = _BoundedInvoker(inner, bounder, session_id, owner, adapter)
     if tool.tool_output_guardrails:
-        wrapped.tool_output_guardrails = [_OnWholeOutput(guardrail, invoker) for guardrail in tool.tool_output_guardrails]
-        invoker.guardrails = len(wrapped.tool_output_guardrails)
+        wrapped.tool_output_guardrails = [_OnWholeOutput(guardrail, invoker.whole)
+                                          for guardrail in tool.tool_output_guardrails]
+        invoker.whole.readers = len(wrapped.tool_output_guardrails)
     return wrapped
 
 
@@ -374,6 +397,8 @@ class _BoundedServer(MCPServer):
         self.__dict__["_overspill_bounder"] = bounder
         self.__dict__["_overspill_session_id"] = session_id
         self.__dict__["_overspill_owner"] = owner
+        # The server's output guardrails and custom data extractor see a bounded call's whole result.
+        self.__dict__["_overspill_whole"] = _WholeOutputs()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.__dict__["_overspill_server"], name)
@@ -432,6 +457,36 @@ class _BoundedServer(MCPServer):
 
         return resolve
 
+    @property
+    def tool_output_guardrails(self) -> Any:
+        """The wrapped server's output guardrails, each run on a bounded call's whole output (as the SDK
+        would have shown it) rather than the preview, as ``bound`` does for a function tool's."""
+        guardrails = getattr(self._overspill_server, "tool_output_guardrails", None)
+        if not guardrails:
+            return guardrails
+        return [_OnWholeOutput(guardrail, self._overspill_whole, lambda kept: kept[1]) for guardrail in guardrails]
+
+    @property
+    def custom_data_extractor(self) -> Any:
+        """The wrapped server's custom data extractor, given a bounded call's own ``structured_content``
+        (the MCP result's, which the model is shown as the preview instead); ``tool_output`` stays what
+        the model is shown, as the SDK documents it."""
+        extractor = getattr(self._overspill_server, "custom_data_extractor", None)
+        if extractor is None:
+            return None
+        whole = self._overspill_whole
+
+        async def extract(context: Any) -> Any:
+            kept = whole.take(getattr(context, "run_context", None), False)
+            if kept is not _NOT_KEPT:
+                structured = _structured_content(kept[0])
+                context = replace(context, structured_content=(
+                    MappingProxyType(copy.deepcopy(structured)) if isinstance(structured, dict) else None))
+            found = extractor(context)
+            return await found if inspect.isawaitable(found) else found
+
+        return extract
+
     async def call_tool(self, *args: Any, **kwargs: Any) -> Any:
         result = await self._overspill_server.call_tool(*args, **kwargs)
         # The run's context as the resolver noted it for this call (the SDK runs the call in a task made
@@ -440,8 +495,41 @@ class _BoundedServer(MCPServer):
         name = args[0] if args else kwargs.get("tool_name")
         context = noted[1] if noted is not None and noted[0] == name else None
         session_id = _session(self._overspill_session_id, context, self._overspill_owner)
-        return await _bound_call_result(self._overspill_bounder, session_id, _call_id(context), result,
-                                        bool(getattr(self._overspill_server, "use_structured_content", False)))
+        structured = bool(getattr(self._overspill_server, "use_structured_content", False))
+        bounded = await _bound_call_result(self._overspill_bounder, session_id, _call_id(context), result, structured)
+        if bounded is not result:
+            readers = (len(getattr(self._overspill_server, "tool_output_guardrails", None) or ())
+                       + (getattr(self._overspill_server, "custom_data_extractor", None) is not None))
+            if readers:
+                self._overspill_whole.keep(context, (result, _sdk_output(result, structured)), readers)
+        return bounded
+
+
+def _structured_content(result: Any) -> Any:
+    """An MCP result's structured content (the MCP SDK's attribute name of either major version)."""
+    found = getattr(result, "structured_content", None)
+    return found if found is not None else getattr(result, "structuredContent", None)
+
+
+def _sdk_output(result: Any, structured: bool) -> Any:
+    """The tool output the SDK makes of an MCP ``CallToolResult`` (``MCPUtil.invoke_mcp_tool``): its
+    structured content as JSON text when the server shows that (and the result is no error), else one
+    item per block (text; an image as a data URL; any other block as its JSON text), one item alone."""
+    content = _structured_content(result)
+    is_error = getattr(result, "is_error", getattr(result, "isError", False))
+    if structured and content and not is_error:
+        return json.dumps(content)
+    items: list[dict[str, str]] = []
+    for block in getattr(result, "content", None) or ():
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            items.append({"type": "text", "text": block.text})
+        elif kind == "image":
+            mime = getattr(block, "mime_type", None) or getattr(block, "mimeType", None)
+            items.append({"type": "image", "image_url": f"data:{mime};base64,{block.data}"})
+        else:
+            items.append({"type": "text", "text": block.model_dump_json()})
+    return items[0] if len(items) == 1 else items
 
 
 def _shown_text(block: Any) -> Optional[str]:
@@ -486,7 +574,10 @@ def bound_servers(servers: Iterable[MCPServer], store: Optional[ToolOutputStore]
     """MCP servers whose tools' results are bounded as ``bound`` bounds function tools.
 
     Each server is wrapped (connect, list and clean up as usual); a text block
-    of a tool result over the limits is stored and replaced by its preview.
+    of a tool result over the limits is stored and replaced by its preview.  The
+    server's output guardrails check a bounded result whole (as the SDK would
+    have shown it), and its custom data extractor gets the result's own
+    structured content.
     Give the agent ``bound(...)``'s ``read`` and ``grep`` (with the same store
     and ``session_id``) so the model can page what was stored.
 
