@@ -1201,3 +1201,19 @@ def test_html_tables_nested_past_the_bound_are_text_of_their_cell_and_cost_linea
         words = out.split()
         assert [word for word in words if word.startswith("L")] == [f"L{level}" for level in range(depth)]
         assert words.count("word") == 4000
+
+
+@pytest.mark.parametrize(("html", "markdown"), [
+    ("<blockquote><p>one</p><p>two</p></blockquote><p>after</p>", "> one\n>\n> two\n\nafter\n"),
+    ("<blockquote>q</blockquote>", "> q\n"),
+    ("<blockquote>  spaced  </blockquote>", "> spaced\n"),
+    ("<p>x</p><blockquote>one<br>two</blockquote>", "x\n\n> one\n> two\n"),
+    ("<blockquote><p>a</p><blockquote><p>deep</p></blockquote><p>back</p></blockquote><p>out</p>",
+     "> a\n>\n> > deep\n>\n> back\n\nout\n"),
+    ("<blockquote></blockquote><p>x</p>", "x\n"),
+    ("<blockquote><ul><li>a<li>b</ul></blockquote>", "> - a\n> - b\n"),
+    ("<p>&gt;</p><p>b</p>", ">\n\nb\n")])
+def test_every_line_of_a_block_quote_starts_with_its_prefix(html, markdown):
+    """Fix helper B1 (stop 14): a quote at the page's start lost the ``>`` of its first line, and
+    the blank line between two of its paragraphs had none, which ends a quote in Markdown."""
+    assert html_to_markdown(html) == markdown

@@ -116,6 +116,10 @@ class _Converter(HTMLParser):
         self.lists: list[list[int]] = []  # per open list: [is_ordered, next number]
         self.links: list[Optional[str]] = []
         self.quote = 0
+        self.content_quote = 0  # the block-quote depth of the last text written
+        # What the last newlines() wrote, while it is the output's last piece (a line
+        # holding only a quote's prefix is blank): (pieces then, line breaks before it, line breaks after).
+        self.breaks: Optional[tuple[int, int, int]] = None
         # One entry per open table, innermost last: a layout table inside a
         # cell has its own row and cell, so its tags leave the outer ones be.
         self.tables: list[_Table] = []
@@ -143,8 +147,9 @@ class _Converter(HTMLParser):
 
     def _put(self, piece: str) -> None:
         self.out.append(piece)
-        if not self.visible and piece.strip():
+        if piece.strip():
             self.visible = True
+            self.content_quote = self.quote
 
     @staticmethod
     def _open_cell(tables: list[_Table]) -> Optional[list[str]]:
@@ -166,20 +171,46 @@ class _Converter(HTMLParser):
         else:
             self._put(text)
 
+    def _prefix(self, quote: int) -> str:
+        """What starts a line inside ``quote`` block quotes."""
+        return "> " * min(quote, _MAX_NESTING) if self.markdown else ""
+
     def newlines(self, count: int) -> None:
-        """End the current line and leave ``count - 1`` blank lines (never more)."""
+        """End the current line and leave ``count - 1`` blank lines (never more).
+
+        Inside a block quote every line, blank ones too, starts with the
+        quote's prefix (a bare blank line would end the quote), and a line
+        that holds only a prefix counts as blank: the lines this call writes
+        are rewritten by the next one when nothing came between them, so the
+        prefix of the line text will go on is the quote's depth then.
+        """
         cell = self._open_cell(self.tables)
         if cell is not None:
             cell.append(" ")
             return
         if not self.visible:
+            # Nothing shown yet: the first line starts with the prefix of the quote it is in, and only that.
+            self.out.clear()
+            if self.quote and self.markdown:
+                self.out.append(self._prefix(self.quote))
             return
-        ending = self._ending(self.out, count)
-        trailing = len(ending) - len(ending.rstrip("\n"))
-        if trailing < count:
-            self._put("\n" * (count - trailing))
-        if self.quote and self.markdown:
-            self._put("> " * min(self.quote, _MAX_NESTING))
+        if self.breaks is not None and self.breaks[0] == len(self.out):
+            _, trailing, written = self.breaks
+            self.out.pop()
+            count = max(count, written)
+        else:
+            ending = self._ending(self.out, count)
+            trailing = len(ending) - len(ending.rstrip("\n"))
+        if trailing >= count and not self.quote:
+            self.breaks = None
+            return
+        # A blank line between two depths belongs to the shallower: it neither ends the quote text came
+        # from nor opens the one text goes on in.
+        blank = "\n" + self._prefix(min(self.quote, self.content_quote))
+        lines = max(count - trailing, 0)
+        piece = blank * max(lines - 1, 0) + ("\n" if lines else "") + self._prefix(self.quote)
+        self.out.append(piece)
+        self.breaks = (len(self.out), trailing, max(count, trailing))
 
     def inline(self, marker: str) -> None:
         if self.markdown:
@@ -435,7 +466,7 @@ class _Converter(HTMLParser):
             if last and last not in (" ", "\n"):
                 self.emit(" ")
             return
-        if self._ending_here(1) in ("", "\n"):
+        if self._ending_here(1) in ("", "\n", " "):  # a line's start (a quote's prefix ends in a space), or a space
             text = text.lstrip()
         self.emit(text)
 
