@@ -1217,3 +1217,21 @@ def test_every_line_of_a_block_quote_starts_with_its_prefix(html, markdown):
     """Fix helper B1 (stop 14): a quote at the page's start lost the ``>`` of its first line, and
     the blank line between two of its paragraphs had none, which ends a quote in Markdown."""
     assert html_to_markdown(html) == markdown
+
+
+def test_grep_skips_a_file_with_a_nul_anywhere_with_either_engine(store, tmp_path, engine, monkeypatch):
+    """Red team B f05: with rg, grep on a named binary file gave rg's notice 'blob.bin: binary file
+    matches (found "\\0" byte around offset 7)' as a match (matches: 1), the Python search nothing;
+    and a file whose first NUL lay past 8 KiB was skipped by rg but searched by the Python search
+    (which looked at the first 8 KiB only). Both now skip a file with a NUL anywhere, as rg does."""
+    monkeypatch.setattr(grep_module, "_SEARCH_BLOCK", 4096)  # the Python search meets the NUL in a later block
+    (tmp_path / "blob.bin").write_bytes(b"needle \0 x\n")
+    (tmp_path / "late.log").write_bytes(b"needle one\n" + b"x" * 20000 + b"\n\0\nneedle two\n")
+    (tmp_path / "later.log").write_bytes(b"needle one\n" + b"x" * 200_000 + b"\n\0\nno more\n")
+    (tmp_path / "utf16.txt").write_bytes("needle\n".encode("utf-16"))  # a BOM, then NULs: rg would decode it
+    (tmp_path / "text.txt").write_bytes(b"a needle\n")
+    for path in ("blob.bin", "late.log", "later.log", "utf16.txt"):
+        named = tools.grep(store, "s", "c", "needle", path=path, cwd=tmp_path)
+        assert (named.output, named.metadata["matches"]) == ("no matches for 'needle'", 0), path
+    everything = tools.grep(store, "s", "c", "needle", cwd=tmp_path)
+    assert (everything.output, everything.metadata["matches"]) == ("text.txt:1:a needle", 1)

@@ -1,9 +1,10 @@
 """When bytes count as binary: one sniff size, two rules for two purposes.
 
-* A **file** (the read and grep tools) is binary when its first
-  ``SNIFF_BYTES`` hold a NUL.  This is the rule ripgrep and git apply, so
-  grep's Python fallback skips exactly what ``rg`` skips and ``read`` agrees
-  with both; a file in a legacy 8-bit encoding stays searchable text.
+* A **file** (the read tool) is binary when its first ``SNIFF_BYTES`` hold
+  a NUL, as git decides; a file in a legacy 8-bit encoding stays text.  The
+  grep tool skips these too, and also a file with a NUL further on, as
+  ``rg`` does (it stops at the NUL and drops the file); its Python search
+  reads the whole file anyway, so it applies rg's rule, not this sniff alone.
 * A command's **output** (bash, and the background jobs' results) is binary
   by the file rule or when its first ``SNIFF_BYTES`` are mostly invalid
   UTF-8.  An output is shown to the model, whole or as a preview, and a

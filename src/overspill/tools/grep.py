@@ -52,7 +52,8 @@ def grep(store: ToolOutputStore, session_id: str, tool_call_id: str, pattern: st
     each match are ``offset-text``), then the count of matching lines.  Each
     line is cut at ``MAX_LINE_LENGTH``; at most ``max_matches`` are listed,
     with a count of the rest.  Files are searched with ``rg`` when it is on PATH,
-    else in Python, skipping ``.git`` and binary files; the pattern is Python's
+    else in Python, skipping ``.git`` and binary files (a NUL byte anywhere in
+    the file, rg's rule: matches before a late NUL are dropped too); the pattern is Python's
     ``re`` either way, so one that rg's engine refuses (look-around,
     back-references, ``\\Z``) is searched in Python.  Python's matching
     runs in a worker process within a time budget (``TIME_LIMIT`` seconds,
@@ -127,6 +128,29 @@ class _Matches:
             # last \r (a redraw, as a terminal shows it): a progress bar saved in a log would take the
             # file:line: before it away. Written out as \r, the whole matched line stays in view.
             self.lines.append(_cut(line.replace("\r", "\\r")))
+
+
+class _FileMatches:
+    """One file's result lines, held until the file is known to be text: grep skips a
+    file with a NUL byte anywhere in it, as ``rg`` does (it stops at the NUL and drops
+    the file), so matches before a late NUL are not results."""
+
+    def __init__(self, found: _Matches, name: str) -> None:
+        self.found = found
+        self.name = name
+        self.lines: list[str] = []
+        self.total = 0
+
+    def add(self, line: str) -> None:
+        self.total += 1
+        if len(self.found.lines) + len(self.lines) < self.found.limit:  # the rest are only counted
+            self.lines.append(line)
+
+    def keep(self) -> None:
+        """The file is text: its results count."""
+        for line in self.lines:
+            self.found.add(line)
+        self.found.total += self.total - len(self.lines)
 
 
 # ---------------------------------------------------------------- stored outputs
@@ -402,19 +426,24 @@ def _search_files(root: Path, shown_root: str, regex: re.Pattern[str], pattern: 
             if glob and not (fnmatch.fnmatch(file.name, glob) or fnmatch.fnmatch(Path(shown).as_posix(), glob)):
                 continue
             name = Path(shown).as_posix()
+            results = _FileMatches(found, name)
             try:
                 with _open_regular(file, named) as handle:
-                    if file_is_binary(handle):
+                    if file_is_binary(handle):  # the common case, told by its first bytes
                         continue
                     number = 1  # the block's first line
                     for block in _line_blocks(handle, b""):
+                        if b"\0" in block:
+                            break  # binary after all (rg's rule: a NUL anywhere)
                         matching = search.lines(block)
                         if matching:
                             lines = block.split(b"\n")
                             for index in matching:
                                 text = lines[index].decode("utf-8", "replace").rstrip("\r\n")
-                                found.add(f"{name}:{number + index}:{text}")
+                                results.add(f"{name}:{number + index}:{text}")
                         number += block.count(b"\n")
+                    else:
+                        results.keep()
             except OSError:
                 continue  # unreadable or vanished: not a match
     return None
@@ -435,8 +464,13 @@ def _ripgrep_search(ripgrep: str, shown_root: str, pattern: str, glob: Optional[
     :raises _RefusedByRipgrep: rg's engine refused the pattern (Python's re took it): nothing was
         searched, and the caller searches in Python.
     """
-    # Search what the Python fallback searches: hidden and ignored files too, never .git.
+    # Search what the Python fallback searches: hidden and ignored files too, never .git. --null
+    # puts a NUL after the file's name: a result line always has one, rg's notice of a binary file
+    # never. --no-mmap: reading a file through a memory map, rg looks for a NUL in its start only.
+    # --encoding=none: the bytes as they are (rg would decode a UTF-16 file with a BOM, which the
+    # Python search skips for its NULs, and drop a UTF-8 BOM the Python search keeps).
     command = [ripgrep, "--line-number", "--with-filename", "--no-heading", "--color=never", "--sort=path",
+               "--null", "--no-mmap", "--encoding=none",
                "--hidden", "--no-ignore", "--no-messages", "--glob=!.git", "--glob=!.hg", "--glob=!.svn"]
     if ignore_case:
         command.append("--ignore-case")
@@ -460,8 +494,21 @@ def _ripgrep_search(ripgrep: str, shown_root: str, pattern: str, glob: Optional[
     # One result per "\n", as rg writes them: str.splitlines() would also break a matched line at \r,
     # \x0b, \x0c, \x1c-\x1e, \x85, U+2028 or U+2029 and count its pieces as matches. The line's own
     # \r before its "\n" goes, as the Python search drops it.
-    output = completed.stdout.decode("utf-8", "replace")
-    for line in output.split("\n"):
-        if line:
-            found.add(line.removeprefix("./").rstrip("\r"))
+    results: Optional[_FileMatches] = None
+    current = b""  # the file of ``results``, as rg names it
+    for line in completed.stdout.split(b"\n"):
+        name, null, rest = line.partition(b"\0")
+        if null:
+            if results is None or name != current:
+                if results is not None:
+                    results.keep()
+                current = name
+                results = _FileMatches(found, name.decode("utf-8", "replace").removeprefix("./"))
+            results.add(f"{results.name}:{rest.decode('utf-8', 'replace')}".rstrip("\r"))
+        elif results is not None and line.startswith(current + b": "):
+            # "FILE: binary file matches (found "\0" byte around offset N)", or "FILE: WARNING:
+            # stopped searching binary file after match (...)": a NUL after the lines rg printed.
+            results = None
+    if results is not None:
+        results.keep()
     return None
