@@ -676,15 +676,19 @@ def test_grep_files_the_pattern_is_pythons_with_either_engine(store, tmp_path, e
     assert not result.is_error and result.output == expected and result.metadata["matches"] == 1
 
 
-def test_grep_files_rg_failure_is_whole_and_one_line(store, tmp_path):
-    """Regression (f12): only the last line of rg's message reached the model."""
-    if shutil.which("rg") is None:
-        pytest.skip("rg is not on PATH")
+def test_grep_files_rg_failure_is_whole_and_one_line(store, tmp_path, monkeypatch):
+    """Regression (f12): only the last line of rg's message reached the model. (A glob rg refuses,
+    the way this was once seen, is now refused before rg runs: see the red team B f06 test.)"""
+    fake = tmp_path / "rg"
+    fake.write_text("#!/bin/sh\necho \"error parsing something: it is wrong\" >&2\necho \"a second line\" >&2\n"
+                    "exit 2\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(grep_module, "_ripgrep", lambda: str(fake))
     (tmp_path / "a.txt").write_text("x\n")
-    result = tools.grep(store, "s", "c", "x", glob="[", cwd=tmp_path)
+    result = tools.grep(store, "s", "c", "x", cwd=tmp_path)
     assert result.is_error and "\n" not in result.output
-    assert result.output.startswith("rg failed with exit status 2: ") and "glob '['" in result.output
-    assert result.output.endswith("; check the path and glob")
+    assert result.output == ("rg failed with exit status 2: error parsing something: it is wrong a second line; "
+                             "check the path and glob")
 
 
 def test_grep_files_with_a_backtracking_pattern_ends(store, tmp_path, engine, monkeypatch):
@@ -1235,3 +1239,37 @@ def test_grep_skips_a_file_with_a_nul_anywhere_with_either_engine(store, tmp_pat
         assert (named.output, named.metadata["matches"]) == ("no matches for 'needle'", 0), path
     everything = tools.grep(store, "s", "c", "needle", cwd=tmp_path)
     assert (everything.output, everything.metadata["matches"]) == ("text.txt:1:a needle", 1)
+
+
+GLOB_TREE = ("a.py", "b.md", "c.txt", "z.py", "sub/d.py", "sub/.git", "sub/deep/e.py", "x.txt/f.py", "src/sub/g.py",
+             ".git/h.py", "é.py")
+
+
+@pytest.mark.parametrize(("glob", "files"), [
+    ("*.py", ["a.py", "src/sub/g.py", "sub/d.py", "sub/deep/e.py", "x.txt/f.py", "z.py", "é.py"]),
+    ("*.{py,md}", ["a.py", "b.md", "src/sub/g.py", "sub/d.py", "sub/deep/e.py", "x.txt/f.py", "z.py", "é.py"]),
+    ("!*.txt", ["a.py", "b.md", "src/sub/g.py", "sub/d.py", "sub/deep/e.py", "z.py", "é.py"]),  # x.txt/ too
+    ("sub/*.py", ["sub/d.py"]), ("sub/**", ["sub/d.py", "sub/deep/e.py"]), ("**/sub/*.py", ["src/sub/g.py", "sub/d.py"]),
+    ("*/*.py", ["sub/d.py", "x.txt/f.py"]), ("/a.py", ["a.py"]), ("deep", []), ("!sub/", None), ("?.py", None),
+    ("[!a].py", ["src/sub/g.py", "sub/d.py", "sub/deep/e.py", "x.txt/f.py", "z.py"]), ("#a.py", None), ("*", None),
+    ("{a,z}.py", ["a.py", "z.py"])])
+def test_grep_glob_means_what_rg_glob_means_with_either_engine(store, tmp_path, engine, glob, files):
+    """Red team B f06: the glob was rg's with rg and fnmatch's without it: '*.{py,md}' and '!*.txt'
+    matched nothing in Python, 'sub/*.py' crossed into sub/deep there. The Python search now applies
+    rg's --glob rules (_glob.translate); files come in rg's order (a folder's entries by name, a
+    subfolder's files before the next name's), .git never, not even a file of that name or for a
+    glob such as '*' that matches it."""
+    everything = ["a.py", "b.md", "c.txt", "src/sub/g.py", "sub/d.py", "sub/deep/e.py", "x.txt/f.py", "z.py", "é.py"]
+    expected = {"!sub/": [name for name in everything if "sub/" not in name],  # no other /: any depth
+                "?.py": ["a.py", "src/sub/g.py", "sub/d.py", "sub/deep/e.py", "x.txt/f.py", "z.py"],  # é: 2 bytes
+                "#a.py": everything, "*": everything}.get(glob, files)  # a glob starting with # is no glob
+    for name in GLOB_TREE:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("needle\n")
+    result = tools.grep(store, "s", "c", "needle", glob=glob, cwd=tmp_path)
+    found = [] if result.output.startswith("no matches") else [line.split(":")[0] for line in result.output.split("\n")]
+    assert found == expected
+    # A file named as the path is searched whatever the glob; a glob rg refuses is refused alike.
+    assert tools.grep(store, "s", "c", "needle", path="c.txt", glob="*.py", cwd=tmp_path).output == "c.txt:1:needle"
+    refused = tools.grep(store, "s", "c", "needle", glob="*.{py,{md}}", cwd=tmp_path)
+    assert refused.is_error and refused.output == "invalid glob '*.{py,{md}}': nested alternate groups are not allowed"

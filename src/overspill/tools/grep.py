@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 import shutil
@@ -22,12 +21,15 @@ from ..errors import OverspillError
 from ..store import ToolOutputStore
 from ..text import last_newline, view_flags
 from .._binary import file_is_binary
+from ._glob import Overrides
 from ._regex import TIME_LIMIT, Cancelled, Search
 from ._result import MAX_LINE_LENGTH, MAX_MATCHES, ToolResult, bounded, failure
 
 __all__ = ["ResourceMatches", "grep", "search_resource"]
 
-_SKIPPED_FOLDERS = {".git", ".hg", ".svn"}
+# Never searched, at any depth (files or folders of these names), given to rg after the user's
+# glob: of rg's globs the last that matches decides, so no glob brings these back in.
+_SKIPPED_GLOBS = ("!.git", "!.hg", "!.svn")
 PathArg = Union[str, "os.PathLike[str]", None]
 
 
@@ -60,7 +62,10 @@ def grep(store: ToolOutputStore, session_id: str, tool_call_id: str, pattern: st
     plus one per 16 MiB searched): a pattern that backtracks without end
     comes back as a "pattern too slow" error telling the model to narrow it.
 
-    :param glob: only files whose path or name matches this pattern.
+    :param glob: only files whose path or name matches this glob, as ``rg --glob``
+        reads it either way (see ``_glob``): ``*.{py,md}``, ``!*.txt`` (all but these),
+        ``src/**/*.py``; ``*`` stays within a folder, a glob without ``/`` matches a
+        name at any depth. It never filters a file named by ``path``.
     :param cwd: the folder a relative ``path`` is searched from (the host's choice).
     :param abort: when set (the host's cancellation), the search stops and its
         worker is killed; the result is an error.
@@ -90,13 +95,17 @@ def grep(store: ToolOutputStore, session_id: str, tool_call_id: str, pattern: st
         return failure(problem)
     root = Path(cwd or ".") / path
     try:
+        overrides = Overrides(([glob] if glob else []) + list(_SKIPPED_GLOBS), cwd or ".")
+    except ValueError as error:  # the same refusal, in the same words, whether rg is there or not
+        return failure(f"invalid glob {glob!r}: {error}")
+    try:
         os.stat(root)
     except (FileNotFoundError, NotADirectoryError):
         return failure(f"no such file or folder: {path}")
     except OSError as error:  # a name too long, a loop of links, no permission: said, not raised
         return failure(f"cannot search {path}: {error.strerror or error}")
     try:
-        problem = _search_files(root, path, regex, pattern, glob, ignore_case, cwd, found, abort)
+        problem = _search_files(root, path, regex, pattern, glob, overrides, ignore_case, cwd, found, abort)
     except Cancelled:
         return failure("grep was cancelled")
     except OverspillError as error:
@@ -339,34 +348,64 @@ def _grep_resource(store: ToolOutputStore, session_id: str, tool_call_id: str, u
     return bounded(store.truncate(session_id, tool_call_id, text + "]"), matches=found.total, **running)
 
 
-def _walk(root: Path) -> Iterator[tuple[Path, bool]]:
-    """Regular files under ``root``, each with whether it was given by name.
+def _walk(root: Path, shown_root: str, overrides: Overrides) -> Iterator[tuple[str, bool, str]]:
+    """Regular files under ``root`` as rg's walk (``--sort=path``) gives them:
+    each with whether it was given by name and its name as rg prints it
+    (``shown_root`` joined with the names under it).
 
-    FIFOs, devices and sockets are never yielded (opening one can block for
-    ever: a FIFO without a writer, ``/proc/self/fd/0``); symlinks inside the
-    tree are not followed, as ``rg`` does not follow them.
+    A folder's entries come in the order of their names' bytes, a subfolder's
+    files before the next name's; ``overrides`` (the globs) decide what is
+    skipped, a folder with all it holds, but never ``root`` itself nor a file
+    named as it.  FIFOs, devices and sockets are never yielded (opening one
+    can block for ever: a FIFO without a writer, ``/proc/self/fd/0``);
+    symlinks inside the tree are not followed, as ``rg`` does not follow them.
     """
     try:
         info = os.stat(root)  # the path the caller named is followed
     except OSError:
         return
     if stat.S_ISREG(info.st_mode):
-        yield root, True
+        yield str(root), True, shown_root
         return
     if not stat.S_ISDIR(info.st_mode):
         return
-    for folder, folders, files in os.walk(root):
-        folders[:] = sorted(name for name in folders if name not in _SKIPPED_FOLDERS)
-        for name in sorted(files):
-            file = Path(folder) / name
-            try:
-                if stat.S_ISREG(os.lstat(file).st_mode):
-                    yield file, False
-            except OSError:
-                continue  # vanished: not a match
+    folders = [iter(_entries(str(root), shown_root))]  # a stack, not recursion: trees can be deep
+    while folders:
+        entry = next(folders[-1], None)
+        if entry is None:
+            folders.pop()
+            continue
+        path, name, is_folder = entry
+        if overrides.skips(name, is_folder):
+            continue
+        if is_folder:
+            folders.append(iter(_entries(path, name)))
+        else:
+            yield path, False, name
 
 
-def _open_regular(file: Path, named: bool) -> BinaryIO:
+def _entries(folder: str, name: str) -> list[tuple[str, str, bool]]:
+    """The folders and regular files in ``folder`` (rg names it ``name``), sorted by
+    their names' bytes: (path, rg's name, is a folder); symlinks and other kinds
+    left out, an unreadable folder empty (rg --no-messages says nothing of it)."""
+    found = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        found.append((entry.name, True))
+                    elif entry.is_file(follow_symlinks=False):
+                        found.append((entry.name, False))
+                except OSError:
+                    continue  # vanished: not a match
+    except OSError:
+        return []
+    found.sort(key=lambda item: os.fsencode(item[0]))
+    return [(os.path.join(folder, entry), os.path.join(name, entry), is_folder) for entry, is_folder in found]
+
+
+def _open_regular(file: Union[str, Path], named: bool) -> BinaryIO:
     """``file`` opened for reading if it is still a regular file (it may have been
     replaced since it was listed): O_NONBLOCK so that a FIFO put in its place
     cannot block the open, and fstat decides.
@@ -405,7 +444,7 @@ def _line_blocks(handle: BinaryIO, start: bytes) -> Iterator[bytes]:
 
 
 def _search_files(root: Path, shown_root: str, regex: re.Pattern[str], pattern: str, glob: Optional[str],
-                  ignore_case: bool, cwd: PathArg, found: _Matches,
+                  overrides: Overrides, ignore_case: bool, cwd: PathArg, found: _Matches,
                   abort: Optional[threading.Event]) -> Optional[ToolResult]:
     """Files under ``root``, with ``rg`` when it is on PATH, else line by line
     with the matching in a worker (``Search``: a time budget, ``abort``).
@@ -419,13 +458,9 @@ def _search_files(root: Path, shown_root: str, regex: re.Pattern[str], pattern: 
             return _ripgrep_search(ripgrep, shown_root, pattern, glob, ignore_case, cwd, found)
         except _RefusedByRipgrep:
             pass  # look-around, a back-reference, \Z...: the pattern is Python's, so Python searches
-    base = Path(cwd or ".")
     with Search(pattern, re.IGNORECASE if ignore_case else 0, time_limit=TIME_LIMIT, abort=abort) as search:
-        for file, named in _walk(root):
-            shown = os.path.relpath(file, base) if not os.path.isabs(shown_root) else str(file)
-            if glob and not (fnmatch.fnmatch(file.name, glob) or fnmatch.fnmatch(Path(shown).as_posix(), glob)):
-                continue
-            name = Path(shown).as_posix()
+        for file, named, shown in _walk(root, shown_root, overrides):
+            name = shown.removeprefix("./")  # as the rg search shows it
             results = _FileMatches(found, name)
             try:
                 with _open_regular(file, named) as handle:
@@ -470,15 +505,14 @@ def _ripgrep_search(ripgrep: str, shown_root: str, pattern: str, glob: Optional[
     # --encoding=none: the bytes as they are (rg would decode a UTF-16 file with a BOM, which the
     # Python search skips for its NULs, and drop a UTF-8 BOM the Python search keeps).
     command = [ripgrep, "--line-number", "--with-filename", "--no-heading", "--color=never", "--sort=path",
-               "--null", "--no-mmap", "--encoding=none",
-               "--hidden", "--no-ignore", "--no-messages", "--glob=!.git", "--glob=!.hg", "--glob=!.svn"]
+               "--null", "--no-mmap", "--encoding=none", "--hidden", "--no-ignore", "--no-messages"]
     if ignore_case:
         command.append("--ignore-case")
     if os_string_problem(pattern, "pattern") is not None:
         # A NUL or a lone surrogate cannot be an argument; Python's re takes the pattern as it is.
         raise _RefusedByRipgrep
-    if glob:
-        command.append(f"--glob={glob}")
+    # The user's glob first: the last matching glob decides, and .git & co. stay out.
+    command += [f"--glob={glob}" for glob in ([glob] if glob else []) + list(_SKIPPED_GLOBS)]
     command += ["--regexp", pattern, "--", shown_root]
     try:
         completed = subprocess.run(command, cwd=cwd, capture_output=True, timeout=_RIPGREP_TIMEOUT)
