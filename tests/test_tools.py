@@ -8,11 +8,13 @@ import http.server
 import importlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import threading
 import time
+import warnings
 import zlib
 
 import pytest
@@ -1273,3 +1275,53 @@ def test_grep_glob_means_what_rg_glob_means_with_either_engine(store, tmp_path, 
     assert tools.grep(store, "s", "c", "needle", path="c.txt", glob="*.py", cwd=tmp_path).output == "c.txt:1:needle"
     refused = tools.grep(store, "s", "c", "needle", glob="*.{py,{md}}", cwd=tmp_path)
     assert refused.is_error and refused.output == "invalid glob '*.{py,{md}}': nested alternate groups are not allowed"
+
+
+CRLF_LINES = [b"first line end\r", b"second;\r", b"end\r\r", b"abc", b"word<x>", b"a[b", b"end ", b"tab\there",
+              b"a\r\rb\r", b"\r", b"", b"q\rz", b"caf\xc3\xa9 \xce\xa3\xcf\x83", b"x[:a]", b"1,2;3", b"end"]
+CRLF_PATTERNS = ["end$", r"end\r$", r"\s$", "d.$", ";$", "^$", r"^\s*$", r"\S$", "[^a]$", "q.z", r"\r", r"\w+$",
+                 "[[:alpha:]]", "[a[:digit:]]", "[a-z&&[^b]]", "[a--b]", "a*+b", "(?x)[ ]", r"\B$", "(end|;)$",
+                 r"e\Z", r"end(?!\r)", "(?i)END$", "σ$", "x|$", r"$\b", r"\bend\b"]
+
+
+@pytest.mark.skipif(shutil.which("rg") is None, reason="rg is not on PATH")
+@pytest.mark.parametrize("ignore_case", [False, True])
+def test_grep_a_pattern_finds_the_same_lines_with_rg_and_without(store, tmp_path, monkeypatch, ignore_case):
+    """Red team B f07: the same pattern matched other lines with rg: 'end$' found nothing in a CRLF
+    file with rg (run without --crlf) and the line without it (which dropped the \\r), '[[:alpha:]]'
+    was a POSIX class for rg and a set of characters for Python. Now the rg search gets each $ as
+    (?:\\r?$), the Python search tries a line ending in \\r without it too, and a pattern the two
+    engines read differently (classes with [ or set operations, possessive repeats, the x flag, \\B,
+    a $ followed by more) is searched in Python."""
+    (tmp_path / "win.txt").write_bytes(b"\n".join(CRLF_LINES) + b"\n")
+    real = grep_module._ripgrep
+    for pattern in CRLF_PATTERNS:
+        monkeypatch.setattr(grep_module, "_ripgrep", real)
+        with_rg = tools.grep(store, "s", "c", pattern, cwd=tmp_path, ignore_case=ignore_case)
+        monkeypatch.setattr(grep_module, "_ripgrep", lambda: None)
+        in_python = tools.grep(store, "s", "c", pattern, cwd=tmp_path, ignore_case=ignore_case)
+        assert (pattern, with_rg.output) == (pattern, in_python.output)
+
+
+def test_grep_reads_crlf_ends_and_posix_looking_classes_as_python_does(store, tmp_path, engine):
+    """Red team B f07, what either engine now answers; and the FutureWarning Python gives for
+    '[[:alpha:]]' no longer reaches the host (it went to its stderr)."""
+    (tmp_path / "win.txt").write_bytes(b"\n".join(CRLF_LINES) + b"\n")
+    assert tools.grep(store, "s", "c", "end$", cwd=tmp_path).output == "win.txt:1:first line end\nwin.txt:16:end"
+    assert tools.grep(store, "s", "c", ";$", cwd=tmp_path).output == "win.txt:2:second;"
+    re.purge()  # a cached pattern warns no more
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        posix = tools.grep(store, "s", "c", "[[:alpha:]]", cwd=tmp_path)
+    assert posix.output == "win.txt:14:x[:a]"  # one of [:alph followed by ], as Python reads it
+    assert [warning for warning in caught if issubclass(warning.category, FutureWarning)] == []
+
+
+@pytest.mark.parametrize(("pattern", "expected"), [
+    ("end$", r"end(?:\r?$)"), (r"a\$[$]", r"a\$[$]"), ("(a$|b$)", r"(a(?:\r?$)|b(?:\r?$))"), ("a$|b", r"a(?:\r?$)|b"),
+    ("(a$)+", r"(a(?:\r?$))+"), (r"\d+(?=%)", r"\d+(?=%)"), ("[]a]", "[]a]"), ("(?i)x", "(?i)x"),
+    ("[[:alpha:]]", None), ("[a[]", None), ("[a&&b]", None), ("[a~~b]", None), ("[a--b]", None), ("a*+", None),
+    ("a{2}+", None), ("a?+", None), ("(?x)a", None), ("(?ix:a)", None), (r"\<a", None), (r"\b{start}", None),
+    (r"a\B", None), (r"a$\b", None), ("(a$|b)c", None), ("$$", None)])
+def test_ripgrep_pattern_rewrites_or_refuses(pattern, expected):
+    assert grep_module.ripgrep_pattern(pattern) == expected

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from array import array
 from pathlib import Path
 from typing import Optional
@@ -27,7 +28,7 @@ from typing import Optional
 from ..errors import PatternTooSlowError, SearchError
 from ._regex_worker import _ANSWER, _FAILED, _REQUEST, LINES, TEXT
 
-__all__ = ["BYTES_PER_SECOND", "TIME_LIMIT", "Cancelled", "Search"]
+__all__ = ["BYTES_PER_SECOND", "TIME_LIMIT", "Cancelled", "Search", "compile_pattern"]
 
 #: Seconds a search may spend matching, plus one second per ``BYTES_PER_SECOND``
 #: bytes it searches (a large output may take longer than a small one; a
@@ -38,6 +39,18 @@ BYTES_PER_SECOND = 16 << 20
 _TICK = 0.05
 _KEPT_WORKERS = 2
 _WORKER = Path(__file__).with_name("_regex_worker.py")
+
+
+def compile_pattern(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """``re.compile``, without the FutureWarning Python gives for a pattern whose
+    meaning a later version may change (``[[:alpha:]]``, ``[a&&b]``): the
+    pattern is the model's, and the warning would reach the host's stderr.
+
+    :raises re.error: an invalid pattern.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return re.compile(pattern, flags)
 
 
 class Cancelled(Exception):

@@ -22,8 +22,10 @@ import sys
 from array import array
 
 #: The payload is lines, each ended by ``\n`` (the last may lack it), searched
-#: one at a time as a file's lines are: decoded with ``errors="replace"``,
-#: trailing ``\r`` and ``\n`` removed.
+#: one at a time as a file's lines are: decoded with ``errors="replace"``, the
+#: ``\n`` removed; a line ending in ``\r`` (a CRLF file's) matches when it does
+#: or the line without that ``\r`` does, so ``end$`` finds ``end\r\n``.  (The
+#: rg search gets each ``$`` as ``(?:\r?$)``, the same rule.)
 LINES = 1
 #: The payload is a block of a stored output's view, searched as one text
 #: (decoded with ``surrogateescape``, ``re.MULTILINE``); a line matches when a
@@ -44,8 +46,12 @@ def matching_lines(regex: re.Pattern[str], payload: bytes) -> list[int]:
     lines = payload.split(b"\n")
     if payload.endswith(b"\n") or not payload:
         lines.pop()
-    return [index for index, raw in enumerate(lines)
-            if regex.search(raw.decode("utf-8", "replace").rstrip("\r\n"))]
+    found = []
+    for index, raw in enumerate(lines):
+        text = raw.decode("utf-8", "replace")
+        if regex.search(text) or (text.endswith("\r") and regex.search(text[:-1])):
+            found.append(index)
+    return found
 
 
 def lines_with_a_match(regex: re.Pattern[str], payload: bytes) -> list[int]:

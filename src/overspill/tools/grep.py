@@ -22,7 +22,7 @@ from ..store import ToolOutputStore
 from ..text import last_newline, view_flags
 from .._binary import file_is_binary
 from ._glob import Overrides
-from ._regex import TIME_LIMIT, Cancelled, Search
+from ._regex import TIME_LIMIT, Cancelled, Search, compile_pattern
 from ._result import MAX_LINE_LENGTH, MAX_MATCHES, ToolResult, bounded, failure
 
 __all__ = ["ResourceMatches", "grep", "search_resource"]
@@ -56,8 +56,10 @@ def grep(store: ToolOutputStore, session_id: str, tool_call_id: str, pattern: st
     with a count of the rest.  Files are searched with ``rg`` when it is on PATH,
     else in Python, skipping ``.git`` and binary files (a NUL byte anywhere in
     the file, rg's rule: matches before a late NUL are dropped too); the pattern is Python's
-    ``re`` either way, so one that rg's engine refuses (look-around,
-    back-references, ``\\Z``) is searched in Python.  Python's matching
+    ``re`` either way, a line's final ``\\r`` (CRLF) optional before ``$``, and one
+    that rg's engine refuses (look-around, back-references, ``\\Z``) or reads
+    otherwise (``[[:alpha:]]``, ``a*+``... see ``ripgrep_pattern``) is searched in
+    Python; the README names what still differs (Unicode details).  Python's matching
     runs in a worker process within a time budget (``TIME_LIMIT`` seconds,
     plus one per 16 MiB searched): a pattern that backtracks without end
     comes back as a "pattern too slow" error telling the model to narrow it.
@@ -81,7 +83,7 @@ def grep(store: ToolOutputStore, session_id: str, tool_call_id: str, pattern: st
         return failure(problem)
     flags = re.IGNORECASE if ignore_case else 0
     try:
-        regex = re.compile(pattern, flags)
+        regex = compile_pattern(pattern, flags)
     except re.error as error:
         return failure(f"invalid pattern {pattern!r}: {error}")
     if resource is not None:
@@ -229,7 +231,7 @@ def _search_resource(store: ToolOutputStore, session_id: str, uri: str, pattern:
         raise ValueError("max_matches must be a positive integer")
     flags = re.IGNORECASE if ignore_case else 0
     try:
-        re.compile(pattern, re.MULTILINE | flags)
+        compile_pattern(pattern, re.MULTILINE | flags)
     except re.error as error:
         raise ValueError(f"invalid pattern {pattern!r}: {error}") from None
     views = view_flags(store.views)
@@ -485,7 +487,78 @@ def _search_files(root: Path, shown_root: str, regex: re.Pattern[str], pattern: 
 
 
 class _RefusedByRipgrep(Exception):
-    """rg's regex engine does not take a pattern that Python's re does."""
+    """rg's regex engine does not take a pattern that Python's re does, or would give it another meaning."""
+
+
+# One token of a Python pattern, for ripgrep_pattern: an escape, a class, a group's opening (with
+# its (?...) prefix), a repetition (with its lazy ?), or one character.
+_TOKEN = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\]])*\]|\((?:\?(?:P<\w+>|P=\w+\)|[#=!:]|<[=!]|[-a-zA-Z]*[:)]))?"
+                    r"|(?:[*+?]|\{\d*(?:,\d*)?\})\??|.", re.DOTALL)
+# In a class, what Rust reads as a nested class, a POSIX class ([:alpha:]) or a set operation
+# and Python as plain characters.
+_RUST_CLASS_SYNTAX = re.compile(r"\\.|(\[|&&|--|~~)", re.DOTALL)
+_FLAGS = re.compile(r"\(\?([-a-zA-Z]*)[:)]")
+# rg's $ for Python's at a line's end, where a CRLF's \r is optional (see _regex_worker.LINES).
+_LINE_END = r"(?:\r?$)"
+
+
+def _repeats(token: str) -> bool:
+    return token[0] in "*+?" or (token[0] == "{" and len(token) > 1)
+
+
+def ripgrep_pattern(pattern: str) -> Optional[str]:
+    """``pattern`` (one Python's ``re`` takes) as given to rg so that it matches
+    the lines the Python search matches, or None when only Python can search it.
+
+    Each ``$`` becomes ``(?:\\r?$)``, as the Python search lets a line's final
+    ``\\r`` (a CRLF file's) go unmatched.  None for what both engines take with
+    different meanings: in a class, a ``[`` (Rust: a POSIX class such as
+    ``[[:alpha:]]``, or a nested one; Python: characters) or ``&&``, ``--``,
+    ``~~`` (Rust's set operations); a repetition repeated (``a*+``: possessive
+    for Python); the verbose flag ``x`` (Rust drops spaces inside classes
+    too); ``\\<``, ``\\>``, ``\\b{`` (word assertions in newer Rust); ``\\B``
+    (Python's never matches an empty line, Rust's does); a ``$``
+    followed by more than the end of its alternative or group (``$\\b``: only
+    there could the optional ``\\r`` tell the two rules apart).  A pattern rg
+    refuses outright (look-around, back-references, ``\\Z``) rg itself
+    reports (``_RefusedByRipgrep``).
+    """
+    tokens = _TOKEN.findall(pattern)
+    for index, token in enumerate(tokens):
+        following = tokens[index + 1] if index + 1 < len(tokens) else ""
+        if token[0] == "[" and any(match.group(1) for match in _RUST_CLASS_SYNTAX.finditer(token[1:-1])):
+            return None
+        if _repeats(token) and following and _repeats(following):
+            return None
+        flags = _FLAGS.fullmatch(token)
+        if flags and "x" in flags.group(1):
+            return None
+        if token in ("\\<", "\\>", "\\B") or (token == "\\b" and following.startswith("{")):
+            return None
+        if token == "$" and not _ends_its_branch(tokens, index + 1):
+            return None
+    return "".join(_LINE_END if token == "$" else token for token in tokens)
+
+
+def _ends_its_branch(tokens: list[str], start: int) -> bool:
+    """Whether nothing that matches or asserts follows ``tokens[start - 1]`` in the
+    pattern: only repetitions, closing parentheses and other alternatives."""
+    depth = 0  # of groups opened after start, inside an alternative being passed over
+    passing = False  # inside another alternative: its content does not follow
+    for token in tokens[start:]:
+        if passing:
+            if token.startswith("(") and token[-1] != ")":
+                depth += 1
+            elif token == ")":
+                if depth:
+                    depth -= 1
+                else:
+                    passing = False  # its group closed: what follows the group follows the $ too
+        elif token == "|":
+            passing = True
+        elif token != ")" and not _repeats(token):
+            return False
+    return True
 
 
 # Seconds rg may take over one search.
@@ -511,9 +584,12 @@ def _ripgrep_search(ripgrep: str, shown_root: str, pattern: str, glob: Optional[
     if os_string_problem(pattern, "pattern") is not None:
         # A NUL or a lone surrogate cannot be an argument; Python's re takes the pattern as it is.
         raise _RefusedByRipgrep
+    translated = ripgrep_pattern(pattern)
+    if translated is None:  # rg would take it, with another meaning
+        raise _RefusedByRipgrep
     # The user's glob first: the last matching glob decides, and .git & co. stay out.
     command += [f"--glob={glob}" for glob in ([glob] if glob else []) + list(_SKIPPED_GLOBS)]
-    command += ["--regexp", pattern, "--", shown_root]
+    command += ["--regexp", translated, "--", shown_root]
     try:
         completed = subprocess.run(command, cwd=cwd, capture_output=True, timeout=_RIPGREP_TIMEOUT)
     except subprocess.TimeoutExpired:
