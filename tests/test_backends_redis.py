@@ -241,3 +241,54 @@ def test_a_record_claiming_a_huge_size_is_removed_in_bounded_work(server):
     done = subprocess.run([sys.executable, "-c", _FORGED_SIZE_CLEANUP, server.url], capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout + done.stderr
+
+
+def test_a_dead_writers_bytes_leave_the_quota_at_the_recount(server, monkeypatch):
+    """Regression (red team C f01): a writer killed mid-write kept counting against
+    the quota as long as its ovs:pending entry lived (a sweep's grace, an hour; for
+    ever without cleanup), so live outputs were evicted for memory Redis had freed.
+    Its heartbeat older than PARTIAL_TTL and its chunk 0 gone, the recount drops it;
+    a writer whose chunks are still there is kept however old its heartbeat looks."""
+    import time
+    from datetime import timedelta
+
+    from overspill.backends import _redis_keys
+    from overspill.backends import redis as backend_module
+    from overspill.records import new_id
+
+    monkeypatch.setattr(backend_module, "_HEARTBEAT_SECONDS", 3600.0)  # one beat, at the first chunk
+    chunk = backend_module.CHUNK_BYTES
+    with ToolOutputStore(url=server.url) as writing, ToolOutputStore(url=server.url) as evicting:
+        raw = writing._backend.client
+        kept = writing.write("s", "kept", b"k" * 1000)
+        baseline = evicting._backend.usage()
+
+        def counted_writer():
+            writer = writing._backend.create(new_id())
+            writer.write(memoryview(b"x" * (9 * chunk)))  # past ACCOUNT_STEP: counted in Redis
+            assert evicting._backend.usage() >= baseline + 8 * chunk
+            return writer
+
+        def recount():
+            with evicting._backend.eviction_lock():
+                return evicting._backend.recount()
+
+        # Chunks written with the full partial expiry, then a heartbeat that looks a
+        # minute old (a skewed clock, a starved heartbeat thread): still alive.
+        alive = counted_writer()
+        monkeypatch.setattr(_redis_keys, "PARTIAL_TTL", timedelta(milliseconds=300))
+        time.sleep(0.5)
+        assert raw.exists(f"ovs:{{{alive.id}}}:c:0".encode())
+        assert recount() >= baseline + 8 * chunk and raw.zscore(b"ovs:pending", alive.id) is not None
+        alive.abort()
+        assert recount() == baseline
+
+        # A writer that stops beating: its chunks expire, and its count goes with them.
+        dead = counted_writer()
+        writing._backend.delist(dead)  # as in a process that was killed: nothing of it left here
+        deadline = time.monotonic() + 30
+        while raw.exists(f"ovs:{{{dead.id}}}:c:0".encode()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert recount() == baseline
+        assert raw.zscore(b"ovs:pending", dead.id) is None
+        assert evicting.read("s", kept.uri).content == "k" * 1000

@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 import redis.exceptions
 
-__all__ = ["ACCOUNT", "ACCOUNT_STEP", "BY_ID", "CHECKSUM_BYTES", "CHUNK_BYTES", "LOCK", "LOCK_MS", "LOCK_WAIT_SECONDS",
+__all__ = ["ACCOUNT", "ACCOUNT_STEP", "BY_ID", "CHECKSUM_BYTES", "CHUNK_BYTES", "DROP_DEAD", "LOCK", "LOCK_MS", "LOCK_WAIT_SECONDS",
            "PARTIAL_TTL", "PENDING", "PUBLISH", "RECOUNT", "REDIS_ERRORS", "RELEASE", "SESSIONS", "UNACCOUNT",
            "UNLINK_BATCH", "USAGE", "USED", "answers", "chunk_count", "chunk_key", "is_wrong_type", "member_id",
            "meta_key", "session_key", "unless_damaged"]
@@ -119,6 +119,22 @@ local total = 0
 for _, bytes in ipairs(redis.call('HVALS', KEYS[2])) do total = total + (tonumber(bytes) or 0) end
 if total == 0 then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], total) end
 return total
+"""
+
+# KEYS: ovs:pending.  ARGV: a heartbeat time (ms), then ids.  Removes each id whose
+# entry is still no newer than that time (a writer that beat meanwhile keeps its
+# entry) and returns those removed.
+DROP_DEAD = """
+local dropped = {}
+local before = tonumber(ARGV[1])
+for i = 2, #ARGV do
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if score and tonumber(score) <= before then
+    redis.call('ZREM', KEYS[1], ARGV[i])
+    dropped[#dropped + 1] = ARGV[i]
+  end
+end
+return dropped
 """
 
 RELEASE = """

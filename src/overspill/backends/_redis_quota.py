@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import StorageError
 from ..records import Record, record_size
+# PARTIAL_TTL is read from its module at each use, so that a test can shorten it.
+from . import _redis_keys
 from ._redis_keys import (BY_ID, CHECKSUM_BYTES, CHUNK_BYTES, LOCK, LOCK_MS, LOCK_WAIT_SECONDS, PENDING, REDIS_ERRORS,
-                          USED, member_id, meta_key, unless_damaged)
+                          USED, chunk_key, member_id, meta_key, unless_damaged)
 
 if TYPE_CHECKING:
     from ._redis_writer import RedisWriter
@@ -41,6 +43,7 @@ class RedisQuota:
     _unaccount_script: Any
     _recount_script: Any
     _usage_script: Any
+    _drop_dead_script: Any
     _release: Any
 
     storage_error: Callable[[str, BaseException], StorageError]  # RedisBackend's
@@ -91,14 +94,50 @@ class RedisQuota:
             # ovs:pending before the records: a writer is listed there from before its
             # bytes are counted until after its record is set, so an id found in
             # neither (in this order) has no publish in flight.
-            pending = unless_damaged(self._client.zmscore, PENDING, ids) or [0] * len(ids)  # damaged: keep all
+            scores = unless_damaged(self._client.zmscore, PENDING, ids)
+            pending = scores if scores is not None else [0] * len(ids)  # damaged: keep all
             pipe = self._client.pipeline(transaction=False)
             for resource_id in ids:
                 pipe.exists(meta_key(resource_id))
             published = pipe.execute()
-            self.unaccount(*(resource_id for resource_id, live, score in zip(ids, published, pending)
-                              if not live and score is None))
+            gone = [resource_id for resource_id, live, score in zip(ids, published, pending)
+                    if not live and score is None]
+            if scores is not None:
+                gone += self._dead_writers([(resource_id, score) for resource_id, live, score
+                                            in zip(ids, published, pending) if not live and score is not None])
+            self.unaccount(*gone)
         return int(self._recount_script(keys=[USED, BY_ID]))
+
+    def _dead_writers(self, listed: list[tuple[str, float]]) -> list[str]:
+        """Of unpublished ids listed in ovs:pending (with their heartbeat, ms), those
+        whose writer is dead, their entries dropped: its count would otherwise
+        stay until a sweep's grace (an hour; forever without cleanup), evicting
+        live outputs for memory Redis already freed.
+
+        Dead means a heartbeat older than ``PARTIAL_TTL`` *and* no chunk 0.  A
+        live writer beats every ``_HEARTBEAT_SECONDS`` (10 s, six times per
+        ``PARTIAL_TTL``), renewing its chunks from chunk 0 on; a writer whose
+        chunk 0 expired cannot publish any more (the publish script refuses a
+        lost chunk), so however slow or starved it is, and whatever the skew of
+        its clock against this one, nothing it can still publish loses its
+        count.  (Only a small output's publish, which has no chunk before its
+        script, could be taken for dead, and only if it stalled for
+        ``PARTIAL_TTL`` between two round trips.)  The chunk is looked at after
+        the heartbeat: a publish in between shows its record or its chunks.
+        """
+        dead_before = time.time() * 1000 - _redis_keys.PARTIAL_TTL.total_seconds() * 1000
+        stale = [resource_id for resource_id, score in listed if score <= dead_before]
+        if not stale:
+            return []
+        pipe = self._client.pipeline(transaction=False)
+        for resource_id in stale:
+            pipe.exists(meta_key(resource_id), chunk_key(resource_id, 0))
+        silent = [resource_id for resource_id, held in zip(stale, pipe.execute()) if not held]
+        if not silent:
+            return []
+        # Dropped only if still that old: a writer that beat since keeps its entry and count.
+        dropped = self._drop_dead_script(keys=[PENDING], args=[dead_before, *silent])
+        return [resource_id for resource_id in map(member_id, dropped) if resource_id is not None]
 
     def pending_bytes(self) -> int:
         """Bytes this process's unfinished writers hold that ``usage`` does not count yet."""

@@ -62,6 +62,7 @@ from ._redis_keys import (
     ACCOUNT,
     CHECKSUM_BYTES,
     CHUNK_BYTES,
+    DROP_DEAD,
     PARTIAL_TTL,
     PUBLISH,
     RECOUNT,
@@ -140,6 +141,7 @@ class RedisBackend(RedisReads, RedisQuota):
         self._unaccount_script = self._client.register_script(UNACCOUNT)
         self._recount_script = self._client.register_script(RECOUNT)
         self._usage_script = self._client.register_script(USAGE)
+        self._drop_dead_script = self._client.register_script(DROP_DEAD)
         self._lock = threading.Lock()
         self._records: OrderedDict[str, tuple[Record, int]] = OrderedDict()
         self._live: weakref.WeakSet[RedisWriter] = weakref.WeakSet()  # writers with chunks in Redis
