@@ -674,3 +674,45 @@ def test_a_forked_child_reads_through_the_parents_store(backing, session):
         _, status = os.waitpid(pid, 0)
         assert os.waitstatus_to_exitcode(status) == 0
         assert len(store.resources(session)) == 2
+
+
+def test_calls_past_max_connections_wait_for_a_connection(redis_backing, session):
+    """Regression (red team C f02): with ``?max_connections=N`` a call that found
+    every connection busy failed at once ("Too many connections"). It waits for
+    one now; a pool that stays busy is one StorageError naming the option."""
+    import threading
+
+    from overspill.backends.redis import CHUNK_BYTES
+
+    url = f"{redis_backing.url}?max_connections=1&socket_timeout=1&socket_connect_timeout=1"
+    with ToolOutputStore(url=url) as store:
+        failures: list = []
+
+        def work(worker: int) -> None:
+            for index in range(10):
+                try:
+                    # Over a chunk: a write of several commands and a pipeline or two.
+                    written = store.write(session, f"c{worker}-{index}", bytes([65 + worker]) * (CHUNK_BYTES + 5))
+                    assert store.read(session, written.uri, offset=CHUNK_BYTES, limit=5).content == chr(65 + worker) * 5
+                except Exception as error:  # reported below, with the others
+                    failures.append(error)
+
+        threads = [threading.Thread(target=work, args=(worker,)) for worker in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert failures == [] and len(store.resources(session)) == 40
+        kept = store.write(session, "held", b"held")
+        client = store._backend.client
+        if redis_backing.kind == "redis-cluster":
+            pool = client.get_node_from_key(f"ovs:{{{kept.id}}}:meta").redis_connection.connection_pool
+        else:
+            pool = client.connection_pool
+        held = pool.get_connection()  # the one connection, busy elsewhere
+        try:
+            with pytest.raises(StorageError, match="max_connections"):
+                store.read(session, kept.uri)
+        finally:
+            pool.release(held)
+        assert store.read(session, kept.uri).content == "held"

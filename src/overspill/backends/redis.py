@@ -124,12 +124,22 @@ class RedisBackend(RedisReads, RedisQuota):
         # one StorageError after one timeout and the other nodes are untouched.
         options["retry"] = Retry(NoBackoff(), 0 if self._cluster else 1,
                                  supported_errors=(redis.exceptions.ConnectionError,))
+        # Past ``max_connections`` a call waits for a connection to come back (the
+        # default pool fails it at once, "Too many connections"), as long as one
+        # connect and one reply may take: a pool that stays busy longer (a hung
+        # server, callers piling up) is a StorageError, as a timeout is.
+        self._pool_cap: Optional[int] = options.get("max_connections")
+        self._pool_wait = options["socket_connect_timeout"] + options["socket_timeout"]
+        if self._pool_cap is not None and self._cluster:
+            options.update(connection_pool_class=redis.BlockingConnectionPool, timeout=self._pool_wait)
         try:
             if self._cluster:
                 # The cluster client connects at once, to learn the slots.
                 self._client: Any = redis.cluster.RedisCluster(**options)
             else:
                 self._client = redis.Redis(**options)
+                if self._pool_cap is not None:
+                    self._client = self._blocking(self._client, self._pool_cap, self._pool_wait)
                 self._client.ping()
         except (TypeError, ValueError) as error:
             raise ConfigError(f"malformed Redis URL {self._shown}: {self._scrub(error)}") from None
@@ -148,6 +158,17 @@ class RedisBackend(RedisReads, RedisQuota):
         self._open: weakref.WeakSet[RedisWriter] = weakref.WeakSet()  # every unfinished writer
         self._keeper: Optional[threading.Thread] = None
         self._closed = threading.Event()
+
+    @staticmethod
+    def _blocking(client: Any, cap: int, wait: float) -> Any:
+        """A client like ``client`` (connected the same way: TCP, TLS or a socket,
+        with the same options) whose pool of ``cap`` connections makes a call
+        wait up to ``wait`` seconds for a free one."""
+        plain = client.connection_pool
+        pool = redis.BlockingConnectionPool(connection_class=plain.connection_class, max_connections=cap,
+                                            timeout=wait, **plain.connection_kwargs)
+        client.close()  # it never connected: nothing to wait for
+        return redis.Redis.from_pool(pool)
 
     # ------------------------------------------------------------------ basics
     @property
@@ -172,6 +193,10 @@ class RedisBackend(RedisReads, RedisQuota):
         """A StorageError naming the server, with any password scrubbed from the cause."""
         reason = self._scrub(error)
         number = getattr(error, "errno", None)
+        if self._pool_cap is not None and str(error) == "No connection available.":  # BlockingConnectionPool's
+            reason = (f"all {self._pool_cap} connections (max_connections) stayed busy for "
+                      f"{self._pool_wait:g} s")
+            number = errno.EBUSY
         if not isinstance(number, int):
             number = errno.ECONNREFUSED if isinstance(error, redis.exceptions.ConnectionError) else errno.EIO
         return StorageError(number, f"{action} at {self._shown}: {reason}")
