@@ -716,3 +716,41 @@ def test_calls_past_max_connections_wait_for_a_connection(redis_backing, session
         finally:
             pool.release(held)
         assert store.read(session, kept.uri).content == "held"
+
+
+def test_a_cleanup_with_a_short_grace_keeps_a_resource_being_published(redis_backing, session):
+    """Regression (red team C f03): a cleanup whose grace was shorter than a publish
+    (grace=0) took the index entry of a resource another process was publishing
+    (listed before its record is set) for a crash's leftover: the resource was then
+    published, readable, but never listed, and its bytes were no longer counted."""
+    with redis_backing.store() as writing, redis_backing.store(grace=timedelta(0)) as cleaning:
+        backend = writing._backend
+        real = backend.publish_script
+        reports = []
+
+        def script_after_a_cleanup(*args, **kwargs):
+            reports.append(cleaning.cleanup())  # between the index entry and the record
+            return real(*args, **kwargs)
+
+        backend.publish_script = script_after_a_cleanup
+        try:
+            small = writing.write(session, "small", b"s" * 60_000)
+            large = writing.write(session, "large", b"l" * (3 * MiB))  # listed by its heartbeat
+        finally:
+            backend.publish_script = real
+        assert len(reports) == 2 and all(report.removed == 0 for report in reports)
+        assert {record.id for record in writing.records(session)} == {small.id, large.id}
+        with cleaning._backend.eviction_lock():
+            assert cleaning._backend.recount() >= small.size + large.size
+        # A crash's leftover (an index entry, no record, no writer) still goes.
+        from overspill.records import new_id
+
+        client = redis_backing.client()
+        try:
+            orphan = new_id()
+            client.zadd(f"ovs:session:{session}".encode(), {orphan: time.time() * 1000 - 1000})
+            cleaning.cleanup()
+            assert client.zscore(f"ovs:session:{session}".encode(), orphan) is None
+            assert client.zcard(f"ovs:session:{session}".encode()) == 2
+        finally:
+            client.close()

@@ -80,7 +80,8 @@ class RedisSweep:
                 self.remove(resource_id, None, CHUNK_BYTES)
                 continue
             if data is None:
-                # Expired, deleted, or a publish in progress (the index entry comes first).
+                # Expired, deleted, or a publish in progress (the index entry comes
+                # before the record): which, ``abandoned`` tells.
                 if self.now_ms - score > self.grace_ms:
                     stale.append(resource_id)
                 continue
@@ -98,6 +99,7 @@ class RedisSweep:
                 *(chunk_key(resource_id, index) for index in range(chunks))) == chunks)
             if expired or not intact:
                 self.remove(resource_id, record, chunk)
+        stale = self.abandoned(stale)
         if stale and not self.dry_run:
             self.client.zrem(key, *stale)
             self.backend.unaccount(*stale)
@@ -109,8 +111,34 @@ class RedisSweep:
             if score:
                 self.client.zadd(SESSIONS, {session: score[0][1]}, gt=True)
 
+    def dead_before(self) -> float:
+        """The heartbeat (ms) at or before which a writer listed in ovs:pending is dead."""
+        return self.now_ms - max(self.grace_ms, _redis_keys.PARTIAL_TTL.total_seconds() * 1000)
+
+    def abandoned(self, ids: list[str]) -> list[str]:
+        """Of ids a session lists that had no record, those no live writer is
+        publishing: a writer is in ovs:pending from before its index entry until
+        after its record is set, so an id in neither (looked up in this order,
+        after the index) has no publish in flight, whatever the grace (one
+        shorter than a publish unlisted and uncounted a resource being published).
+        A Cluster keeps ovs:pending and the session's set in different slots, so
+        this is an order of reads, not one script."""
+        if not ids:
+            return []
+        scores = unless_damaged(self.client.zmscore, PENDING, ids)
+        if scores is None:  # damaged: ``pending`` removes it, and the next sweep decides
+            return []
+        dead_before = self.dead_before()
+        quiet = [resource_id for resource_id, beat in zip(ids, scores) if beat is None or beat <= dead_before]
+        if not quiet:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for resource_id in quiet:
+            pipe.exists(meta_key(resource_id))
+        return [resource_id for resource_id, there in zip(quiet, pipe.execute()) if not there]
+
     def pending(self) -> None:
-        dead_before = self.now_ms - max(self.grace_ms, _redis_keys.PARTIAL_TTL.total_seconds() * 1000)
+        dead_before = self.dead_before()
         members = unless_damaged(self.client.zrangebyscore, PENDING, "-inf", dead_before)
         if members is None:
             self.damaged(PENDING)

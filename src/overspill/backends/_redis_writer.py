@@ -148,16 +148,23 @@ class RedisWriter:
         keys = [meta_key(self._id)] + [chunk_key(self._id, index) for index in range(chunks)]
         backend = self._backend
         try:
-            # The index first: a crash before the record leaves an entry the sweep drops.
-            # And an entry in ovs:pending before the bytes are counted, kept until the
-            # record is there: a recount (another process's eviction) drops the count
-            # of an id with neither, which would lose this one's for good.
+            # An entry in ovs:pending first, kept until the record is there: a recount
+            # (another process's eviction) drops the count of an id with neither, which
+            # would lose this one's for good, and a sweep drops an index entry with
+            # neither (a crash before the record), which would unlist this one.  So it
+            # must be there before the index entry: on one server the pipeline's
+            # commands run in order; a Cluster pipeline sends to each node at once, in
+            # no order, so there it is a round trip of its own (a small output's only:
+            # a larger writer's heartbeat listed it at its first chunk).
             pipe = self._client.pipeline(transaction=False)
+            if not self._listed:
+                self._listed = True
+                if backend.is_cluster:
+                    self._client.zadd(PENDING, {self._id: time.time() * 1000})
+                else:
+                    pipe.zadd(PENDING, {self._id: time.time() * 1000})
             pipe.zadd(session_key(session_id), {self._id: created})
             pipe.zadd(SESSIONS, {session_id.encode("utf-8", "surrogatepass"): created}, gt=True)
-            if not self._listed:
-                pipe.zadd(PENDING, {self._id: time.time() * 1000})
-            self._listed = True
             self._indexed_in = session_id
             pipe.execute()
             if not tail and self._flushed:

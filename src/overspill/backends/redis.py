@@ -181,6 +181,11 @@ class RedisBackend(RedisReads, RedisQuota):
         """The redis-py client (``Redis`` or ``RedisCluster``)."""
         return self._client
 
+    @property
+    def is_cluster(self) -> bool:
+        """Whether the store is a Redis Cluster (keys of different slots on different nodes)."""
+        return self._cluster
+
     def __repr__(self) -> str:
         return f"RedisBackend({self._shown!r})"
 
