@@ -292,3 +292,31 @@ def test_a_dead_writers_bytes_leave_the_quota_at_the_recount(server, monkeypatch
         assert recount() == baseline
         assert raw.zscore(b"ovs:pending", dead.id) is None
         assert evicting.read("s", kept.uri).content == "k" * 1000
+
+
+def test_a_plain_url_at_a_cluster_node_says_to_use_the_cluster_form(tmp_path):
+    """Regression (red team C, minor): ``redis://`` at a Cluster node failed the
+    calls whose keys live on other nodes with a bare MOVED reply ("6852
+    127.0.0.1:46333"); the error now says the server is a Cluster node and
+    names the URL form to use."""
+    from conftest import _redis_or_skip
+
+    _redis_or_skip()
+    from redis_servers import start_cluster
+
+    servers = start_cluster(3, parent=tmp_path)
+    try:
+        with ToolOutputStore(url=f"redis://{servers[0].address}/0") as store:
+            failures = []
+            for index in range(12):  # keys of several slots: some on other nodes
+                try:
+                    store.write("s", f"c{index}", f"output {index}\n")
+                except StorageError as error:
+                    failures.append(str(error))
+            assert failures
+            assert all("Redis Cluster node" in failure and "redis+cluster://" in failure for failure in failures)
+        with ToolOutputStore(url=f"redis+cluster://{servers[0].address}") as store:
+            assert store.read("s", store.write("s", "c", "fine\n").uri).content == "fine\n"
+    finally:
+        for node in servers:
+            node.stop()

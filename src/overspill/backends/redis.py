@@ -202,6 +202,11 @@ class RedisBackend(RedisReads, RedisQuota):
             reason = (f"all {self._pool_cap} connections (max_connections) stayed busy for "
                       f"{self._pool_wait:g} s")
             number = errno.EBUSY
+        if not self._cluster and (isinstance(error, (redis.exceptions.AskError, redis.exceptions.ClusterDownError))
+                                  or reason.startswith("CROSSSLOT")):
+            # A MOVED reply's own text is only "SLOT HOST:PORT": say what it means.
+            reason = (f"the server is a Redis Cluster node ({type(error).__name__}: {reason}); use the Cluster "
+                      "URL form, redis+cluster://host:port (rediss+cluster:// over TLS)")
         if not isinstance(number, int):
             number = errno.ECONNREFUSED if isinstance(error, redis.exceptions.ConnectionError) else errno.EIO
         return StorageError(number, f"{action} at {self._shown}: {reason}")
