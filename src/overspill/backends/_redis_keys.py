@@ -18,10 +18,10 @@ from typing import Any, Optional
 
 import redis.exceptions
 
-__all__ = ["ACCOUNT", "ACCOUNT_STEP", "BY_ID", "CHECKSUM_BYTES", "CHUNK_BYTES", "DROP_DEAD", "LOCK", "LOCK_MS", "LOCK_WAIT_SECONDS",
-           "PARTIAL_TTL", "PENDING", "PUBLISH", "RECOUNT", "REDIS_ERRORS", "RELEASE", "SESSIONS", "UNACCOUNT",
-           "UNLINK_BATCH", "USAGE", "USED", "answers", "chunk_count", "chunk_key", "is_wrong_type", "member_id",
-           "meta_key", "session_key", "unless_damaged"]
+__all__ = ["ACCOUNT", "ACCOUNT_STEP", "BY_ID", "CHECKSUM_BYTES", "CHUNK_BYTES", "DROP_DEAD", "LOCK", "LOCK_MS",
+           "LOCK_WAIT_SECONDS", "PARTIAL_TTL", "PENDING", "PUBLISH", "RECOUNT", "REDIS_ERRORS", "RELEASE", "SESSIONS",
+           "UNACCOUNT", "UNLINK_BATCH", "USAGE", "USED", "answers", "chunk_count", "chunk_key", "is_wrong_type",
+           "member_id", "meta_key", "session_key", "unless_damaged"]
 
 #: Bytes per chunk key: far below Redis's 512 MB value cap, large enough that
 #: a 1 GiB payload is about a thousand keys, and 16 KiB short of 1 MiB so that
