@@ -650,3 +650,75 @@ def test_stdio_store_url_and_an_unreachable_store_at_start_up(tmp_path, subproce
             assert resource.size == len(SEQ) and bytes(data) == SEQ
     finally:
         server.stop()
+
+
+def _end_group(leader: int) -> None:
+    """SIGKILL what is left of a command's group (a failing test must not leave ``sleep 1000`` behind)."""
+    try:
+        os.killpg(leader, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def test_stdio_a_background_call_cancelled_in_its_yield_kills_the_command(tmp_path, subprocess_env):
+    """Regression (red team D, f01): the yield of bash(background=true) ignored the call's abort, so a
+    cancelled call left its command running, its handle never given to the model."""
+    pid_file = tmp_path / "pids"
+    command = f"echo $$ $PPID > {pid_file}; sleep 1000"
+
+    async def main():
+        async with stdio(tmp_path / "data", subprocess_env) as client:
+            async with anyio.create_task_group() as group:
+
+                async def call() -> None:
+                    await client.call_tool("bash", {"command": command, "background": True, "yield_after": 600})
+                    pytest.fail("the call should have been cancelled")
+
+                group.start_soon(call)
+                await anyio.to_thread.run_sync(wait_until, lambda: pid_file.exists() and pid_file.read_text().strip())
+                group.cancel_scope.cancel()  # the client sends notifications/cancelled
+            leader, server = map(int, pid_file.read_text().split())
+            try:
+                assert await anyio.to_thread.run_sync(wait_until, lambda: not alive_in_group(leader))
+                assert await anyio.to_thread.run_sync(wait_until, lambda: not zombies_of(server))
+                listed = text_of(await client.call_tool("jobs", {}))
+                assert " exited " in listed and " running " not in listed
+            finally:
+                _end_group(leader)
+
+    anyio.run(main)
+
+
+@pytest.mark.parametrize("how", ["stdin closed", "SIGTERM"])
+def test_stdio_a_background_call_in_its_yield_ends_with_the_server(tmp_path, subprocess_env, how):
+    """Regression (red team D, f01): during a background call's yield the server neither left on the
+    client's EOF nor on SIGTERM; the client SIGKILLed it and the command (its own group) ran on."""
+    pid_file = tmp_path / "pids"
+    command = f"echo $$ $PPID > {pid_file}; sleep 1000"
+
+    async def main():
+        async with stdio(tmp_path / "data", subprocess_env) as client:
+            async with anyio.create_task_group() as group:
+
+                async def call() -> None:
+                    with pytest.raises(MCPError):  # the server goes away mid-call
+                        await client.call_tool("bash", {"command": command, "background": True,
+                                                        "yield_after": 600})
+
+                group.start_soon(call)
+                await anyio.to_thread.run_sync(wait_until, lambda: pid_file.exists() and pid_file.read_text().strip())
+                leader, server = map(int, pid_file.read_text().split())
+                if how == "SIGTERM":
+                    os.kill(server, signal.SIGTERM)
+                    try:
+                        assert await anyio.to_thread.run_sync(wait_until, lambda: not alive_in_group(leader))
+                    finally:
+                        _end_group(leader)
+                group.cancel_scope.cancel()
+
+    anyio.run(main)  # leaving the block closes the server's stdin (and, past 2 s, kills the server)
+    leader = int(pid_file.read_text().split()[0])
+    try:
+        assert wait_until(lambda: not alive_in_group(leader))
+    finally:
+        _end_group(leader)

@@ -45,6 +45,8 @@ KILL_GRACE = 2.0
 _SEAL_TICK = 0.1
 # How often a waiter on another process's command looks at its record.
 _POLL = 0.05
+# How often a wait for a command's end looks at its abort event.
+_ABORT_TICK = 0.05
 # Seconds a command's record is tried again when it cannot be republished at its exit (a moment
 # without file descriptors, in a server that runs many commands), the first pause between tries and
 # the longest: a failure that lasts longer gives the record up (``GrowingOutput.give_up``).
@@ -108,14 +110,26 @@ class Job:
             time.sleep(pause)
             pause = min(pause * 2, _FINISH_PAUSE_MAX)
 
-    def wait(self, timeout: Optional[float]) -> bool:
+    def wait(self, timeout: Optional[float], *, abort: Optional[threading.Event] = None) -> bool:
         """Wait until the command exited and its record was republished (or given up: ``final`` is
         then None); whether it did.
 
         :param timeout: seconds at most; None or infinity: without bound.
+        :param abort: when set (the host's cancellation, a server shutting down), the wait ends
+            within ``_ABORT_TICK`` seconds, False unless the command exited; the command runs on.
         :raises TypeError, ValueError: ``timeout`` is not a number of seconds, at least 0.
         """
-        return self.exited.wait(None if timeout is None else wait_seconds(timeout, "timeout"))
+        limit = None if timeout is None else wait_seconds(timeout, "timeout")
+        if abort is None:
+            return self.exited.wait(limit)
+        deadline = None if limit is None else time.monotonic() + limit
+        # Two events cannot be waited on at once: the command's end is waited for, and the abort
+        # looked at between short waits.
+        while not abort.is_set():
+            left = _ABORT_TICK if deadline is None else min(deadline - time.monotonic(), _ABORT_TICK)
+            if left <= 0 or self.exited.wait(left):
+                break
+        return self.exited.is_set()
 
     def kill(self) -> None:
         """End the process group (SIGTERM, SIGKILL after ``KILL_GRACE``) and wait for the final record."""

@@ -24,7 +24,8 @@ What a client gets:
   session's URI is "not found in this session";
 - ``bash`` streams into the store as the command runs, reports the bytes so far
   every second to a client that sent a progress token, and a cancelled call
-  ends the command's process group.
+  ends the command's process group (a background call's too, while it waits
+  out ``yield_after``: its handle was never given).
 
 The low-level ``mcp.server.Server`` is used rather than ``MCPServer``: the
 input schemas must be exactly ``tools.schemas``'s, not ones inferred from a

@@ -341,7 +341,9 @@ def bash(store: ToolOutputStore, session_id: str, tool_call_id: str, command: st
         default); False keeps only what capture holds in memory (1 MiB, its
         start and its end), stored when nothing was dropped.
     :param abort: when set (from another thread), the command's process group
-        is terminated as on a timeout (the host's cancellation).
+        is terminated as on a timeout (the host's cancellation); a background
+        command only while the call waits out ``yield_after`` (its handle not
+        given yet), and the answer is then an error.
     :param progress: called from the running thread with the bytes of output
         so far, after each chunk that arrives (the host's progress reports).
     :param background: run the command on past this call, its output growing
@@ -360,7 +362,8 @@ def bash(store: ToolOutputStore, session_id: str, tool_call_id: str, command: st
         from .jobs import YIELD_AFTER, start_background
 
         return start_background(store, session_id, tool_call_id, command,
-                                yield_after=YIELD_AFTER if yield_after is None else yield_after, cwd=cwd, env=env)
+                                yield_after=YIELD_AFTER if yield_after is None else yield_after, cwd=cwd, env=env,
+                                abort=abort)
     if yield_after is not None:
         return failure("yield_after applies to background commands only (background=true)")
     try:

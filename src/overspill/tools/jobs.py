@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from collections.abc import Mapping
 from typing import Callable, Optional, Union
@@ -83,13 +84,18 @@ def _metadata(record: Record, next_offset: int, **extra: object) -> dict[str, ob
 
 def start_background(store: ToolOutputStore, session_id: str, tool_call_id: str, command: str, *,
                      yield_after: float = YIELD_AFTER, cwd: PathArg = None, env: Optional[Mapping[str, str]] = None,
-                     limits: Optional[Limits] = None) -> ToolResult:
+                     limits: Optional[Limits] = None, abort: Optional[threading.Event] = None) -> ToolResult:
     """``bash(..., background=True)``: start ``command``, wait up to ``yield_after`` seconds, answer.
 
     A command that ended by then is an ordinary result (its output under
     the limits comes back whole and nothing stays stored).  Otherwise the
     answer is the preview of its output so far and a line naming the handle
     (``tool-output://ID``), its state and the offset to read on from.
+
+    :param abort: when set during the wait (the host's cancellation of this
+        call, a server shutting down), the wait ends and the command is
+        killed, since its handle was never given to anyone; the answer is an
+        error.  After the answer the command runs on whatever ``abort`` does.
     """
     if isinstance(yield_after, bool) or not isinstance(yield_after, (int, float)) or not yield_after >= 0:
         return failure("yield_after must be a number of seconds, at least 0")
@@ -101,7 +107,9 @@ def start_background(store: ToolOutputStore, session_id: str, tool_call_id: str,
         return failure(str(error))
     except (OSError, ValueError, TypeError) as error:
         return failure(f"could not run the command: {getattr(error, 'strerror', None) or error}")
-    job.wait(yield_after)
+    if not job.wait(yield_after, abort=abort) and abort is not None and abort.is_set():
+        job.kill()  # nobody holds its handle: left running, it would outlive the call that started it unseen
+        return failure("bash was cancelled: the background command was killed before its handle was given")
     return background_answer(store, session_id, job.uri, limits, job=job)
 
 
