@@ -538,28 +538,30 @@ def test_a_line_that_never_ends_is_searched_once_in_pieces(store):
     # A progress bar redrawn with \r and no newline was read and decoded again from its start at
     # every poll (quadratic: 13.7 s of CPU for 300 MB), and held whole in memory.
     import importlib
-    import re
+
+    from overspill.tools._regex import Search
 
     jobs_module = importlib.import_module("overspill.tools.jobs")  # (overspill.tools.jobs is also a function)
     bar = b"".join(b"\rprogress %07d" % index for index in range(300_000))  # 5.1 MB, no newline
     uri = store.write(SESSION, "bar", bar + b"\rDONE 100%").uri
     size = len(bar) + len("\rDONE 100%")
-    regex = re.compile("DONE")
-    # Unfinished (the command still runs): nothing matches yet, and the next search starts near the end.
-    found, scanned = jobs_module._search(store, SESSION, uri, 0, len(bar), regex, False)
-    assert found is None and len(bar) - jobs_module._LINE_PIECE <= scanned < len(bar)
-    found, _ = jobs_module._search(store, SESSION, uri, scanned, size, regex, True)
-    assert found == scanned  # the piece where the match is (a line searched in pieces has no start)
+    with Search("DONE") as search:
+        # Unfinished (the command still runs): nothing matches yet, and the next search starts near the end.
+        found, scanned = jobs_module._search(store, SESSION, uri, 0, len(bar), search, False)
+        assert found is None and len(bar) - jobs_module._LINE_PIECE <= scanned < len(bar)
+        found, _ = jobs_module._search(store, SESSION, uri, scanned, size, search, True)
+        assert found == scanned  # the piece where the match is (a line searched in pieces has no start)
     # A match across two pieces is seen, and one in a finished output of many windows is found exactly.
-    for at in range(jobs_module._LINE_PIECE - 6, jobs_module._LINE_PIECE + 2):
-        text = b"x" * at + b"NEEDLE" + b"y" * (3 * jobs_module._LINE_PIECE)
-        piece_uri = store.write(SESSION, f"piece{at}", text).uri
-        found, _ = jobs_module._search(store, SESSION, piece_uri, 0, len(text), re.compile("NEEDLE"), False)
-        assert found is not None and found <= at
+    with Search("NEEDLE") as search:
+        for at in range(jobs_module._LINE_PIECE - 6, jobs_module._LINE_PIECE + 2):
+            text = b"x" * at + b"NEEDLE" + b"y" * (3 * jobs_module._LINE_PIECE)
+            piece_uri = store.write(SESSION, f"piece{at}", text).uri
+            found, _ = jobs_module._search(store, SESSION, piece_uri, 0, len(text), search, False)
+            assert found is not None and found <= at
     lines = b"".join(b"line %08d\n" % index for index in range(400_000)) + b"the end: FOUND\n"
     lines_uri = store.write(SESSION, "lines", lines).uri
-    found, _ = jobs_module._search(store, SESSION, lines_uri, 0, len(lines), re.compile("FOUND$", re.MULTILINE),
-                                   True)
+    with Search("FOUND$") as search:  # (a stored output's text is searched with re.MULTILINE)
+        found, _ = jobs_module._search(store, SESSION, lines_uri, 0, len(lines), search, True)
     assert found == len(lines) - len(b"the end: FOUND\n")
 
 
@@ -859,3 +861,30 @@ def test_a_capped_output_waited_for_by_the_process_that_ran_it_ends_with_its_tru
         assert after.metadata["next_offset"] == 100_000
         answer = background_answer(capped, SESSION, uri, capped.limits())
         assert answer.output.endswith("\n1000000\nFINAL-ERROR-LINE") and "1851\n" not in answer.output
+
+
+def test_a_backtracking_wait_pattern_is_stopped_and_said_in_one_line(store):
+    """Regression (red team D, f02): wait matched its pattern with ``re`` on the caller's thread and no
+    bound, so ``(a+)+$`` on one line of 34 a's held the GIL (an MCP server's every call with it) for
+    ever, far past the wait's timeout.  It is matched as grep's is: a worker within a time budget."""
+    uri = start(store, "printf 'a%.0s' $(seq 34); echo b; echo tail; sleep 1000").resource.uri
+    try:
+        seen = wait(store, SESSION, "c1", uri, 30, "^tail$", offset=0)  # the whole output is sealed
+        assert seen.metadata["match"] == 36
+        # A cancelled wait (the host's abort) ends, its worker killed, the command untouched.
+        abort = threading.Event()
+        answers = []
+        waiter = threading.Thread(target=lambda: answers.append(
+            wait(store, SESSION, "c2", uri, 60, "(a+)+$", offset=0, abort=abort)))
+        waiter.start()
+        abort.set()
+        waiter.join(60)
+        assert not waiter.is_alive() and answers and answers[0].is_error
+        assert answers[0].output == "wait was cancelled" and store.status(SESSION, uri).state == "running"
+        answer = wait(store, SESSION, "c3", uri, 0, "(a+)+$", offset=0)
+        assert not answer.is_error and answer.metadata["match"] is None
+        assert answer.metadata["state"] == "running" and "\ntail\n" in answer.output
+        (note,) = [line for line in answer.output.splitlines() if "pattern too slow" in line]
+        assert note.startswith("[pattern too slow: '(a+)+$' was stopped after ") and note.endswith("]")
+    finally:
+        background.kill(store, SESSION, uri)

@@ -722,3 +722,45 @@ def test_stdio_a_background_call_in_its_yield_ends_with_the_server(tmp_path, sub
         assert wait_until(lambda: not alive_in_group(leader))
     finally:
         _end_group(leader)
+
+
+@pytest.mark.filterwarnings("ignore:ping is removed")
+def test_stdio_a_backtracking_wait_pattern_leaves_the_server_answering_and_is_cancelled(tmp_path, subprocess_env):
+    """Regression (red team D, f02): wait's pattern ran in ``re`` on the server's thread, holding the
+    GIL without bound: pings went unanswered and the wait overran its timeout.  It runs in grep's
+    worker (a time budget), which a cancelled wait kills."""
+    async def main():
+        async with stdio(tmp_path / "data", subprocess_env) as client:
+            started = await client.call_tool("bash", {"command": "printf 'a%.0s' $(seq 34); echo b; echo $PPID; "
+                                                                 "sleep 1000", "background": True, "yield_after": 0})
+            uri = started.structured_content["uri"]
+            try:
+                seen = await client.call_tool("wait", {"resource": uri, "timeout": 30, "pattern": "^[0-9]+$",
+                                                       "offset": 0})
+                server = int(text_of(seen).splitlines()[1])
+                ended: list[object] = []
+                async with anyio.create_task_group() as group:
+
+                    async def call() -> None:
+                        ended.append(await client.call_tool("wait", {"resource": uri, "timeout": 50,
+                                                                     "pattern": "(a+)+$", "offset": 0}))
+
+                    group.start_soon(call)
+                    assert await anyio.to_thread.run_sync(wait_until, lambda: regex_workers_of(server))
+                    worker = regex_workers_of(server)[0]
+                    with anyio.fail_after(60):  # a bound on a hang, not a timing claim
+                        await client.send_ping()
+                        page = await client.read_resource(f"{uri}?offset=0&limit=3")
+                    assert page.contents[0].text == "aaa" and ended == []
+                    group.cancel_scope.cancel()  # notifications/cancelled
+                assert await anyio.to_thread.run_sync(wait_until, lambda: worker not in regex_workers_of(server))
+                with anyio.fail_after(60):  # likewise: the budget ends it
+                    slow = await client.call_tool("wait", {"resource": uri, "timeout": 1, "pattern": "(a+)+$",
+                                                           "offset": 0})
+                assert not slow.is_error and "[pattern too slow: '(a+)+$' was stopped after" in text_of(slow)
+                assert slow.structured_content["state"] == "running"
+            finally:
+                with anyio.move_on_after(60):  # (a server stuck under the GIL never answers)
+                    await client.call_tool("kill", {"resource": uri})
+
+    anyio.run(main)

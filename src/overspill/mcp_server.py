@@ -298,8 +298,9 @@ def _host_options(ctx: Any, name: str, arguments: Any, *, cwd: PathArg, timeout:
         report = _Progress(ctx)
         options.update(spill=True, abort=abort, progress=report.set)
     elif name == "wait":
+        abort = threading.Event()  # a cancelled wait stops polling and kills its pattern's worker
         report = _Progress(ctx)  # the sealed size of the command's output, while the call waits
-        options.update(progress=report.set)
+        options.update(progress=report.set, abort=abort)
     return arguments, options, abort, report
 
 

@@ -13,7 +13,7 @@ import re
 import threading
 import time
 from collections.abc import Mapping
-from typing import Callable, Optional, Union
+from typing import TYPE_CHECKING, Callable, Optional, Union
 
 from .. import background as _background
 from .._arguments import as_float
@@ -21,12 +21,15 @@ from .._frontend import WAIT_BUDGET, YIELD_AFTER
 from .._owner import current_owner
 from ..capture import ProcessResult
 from ..config import Limits
-from ..errors import OverspillError
+from ..errors import OverspillError, SearchError
 from ..records import Record
 from ..store import ToolOutputStore
 from ._result import ToolResult, failure, stored_metadata
 from .._binary import SNIFF_BYTES, output_is_binary
 from .bash import CommandOutput, describe_binary, strip_final_newline
+
+if TYPE_CHECKING:
+    from ._regex import Search
 
 __all__ = ["DEFAULT_WAIT_BUDGET", "YIELD_AFTER", "background_answer", "background_calls", "jobs", "kill", "start_background", "wait"]
 
@@ -37,6 +40,8 @@ Progress = Callable[[int], None]
 DEFAULT_WAIT_BUDGET = WAIT_BUDGET
 # How often a wait looks for new sealed output.
 _POLL = 0.05
+# The least time a wait's pattern may spend matching (``timeout=0`` still searches what is new).
+_LEAST_MATCH_TIME = 1.0
 
 
 def background_calls(uri: str, next_offset: int) -> str:
@@ -196,17 +201,23 @@ def _finished_result(store: ToolOutputStore, session_id: str, record: Record, li
 
 def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: str, timeout: float,
          pattern: Optional[str] = None, *, offset: Optional[int] = None, budget: float = DEFAULT_WAIT_BUDGET,
-         progress: Optional[Progress] = None) -> ToolResult:
+         progress: Optional[Progress] = None, abort: Optional[threading.Event] = None) -> ToolResult:
     """Wait for a background command: until it exits, until ``pattern`` appears in its new lines, or ``timeout``.
 
     :param resource: the command's handle (``tool-output://ID``).
     :param timeout: seconds to wait at most (cut to ``budget``).
     :param pattern: a regular expression searched in the text of the new
-        output, line by line (``^``/``$`` anchor at lines).
+        output, line by line (``^``/``$`` anchor at lines).  It is matched as
+        grep matches a stored output: in a worker process, within grep's time
+        budget (``_regex.TIME_LIMIT`` seconds, cut to ``timeout`` but at least
+        one, plus one per 16 MiB searched); past it the answer says
+        ``pattern too slow: ...`` after the new output.
     :param offset: where the new output starts (the offset an earlier answer
         named); by default the end of the output sealed when the call begins.
     :param budget: the most seconds one call waits (the host's tool-call budget).
     :param progress: called with the sealed size now and then while waiting.
+    :param abort: when set (the host's cancellation), the wait ends within a
+        poll, its search's worker killed; the answer is an error.
     :returns: the new output's preview, then a line with the state, whether
         the pattern was found, and the offset to read on from.
     """
@@ -215,12 +226,11 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
         return failure("timeout must be a number of seconds, at least 0")
     if offset is not None and (isinstance(offset, bool) or not isinstance(offset, int) or offset < 0):
         return failure("offset must be a non-negative integer")
-    regex = None
     if pattern is not None:
         if not isinstance(pattern, str) or not pattern:
             return failure("pattern must be a non-empty string")
         try:
-            regex = re.compile(pattern, re.MULTILINE)
+            re.compile(pattern, re.MULTILINE)  # a bad pattern is the model's error, said here
         except re.error as error:
             return failure(f"invalid pattern {pattern!r}: {error}")
     limit = min(as_float(timeout), budget)
@@ -232,7 +242,7 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
         if record.state is None:
             return failure(f"{resource} is a stored output, not a background command; read it with read")
         start = min(record.resource.size if offset is None else offset, record.resource.size)
-        found, record = _watch(store, session_id, resource, start, regex, limit, progress)
+        found, record, too_slow = _watch(store, session_id, resource, start, pattern, limit, progress, abort)
         limits = store.limits()
         # Only up to the size of the record last seen: the state line states that size, and
         # bytes sealed since are shown by the next call (a preview past it could say
@@ -242,11 +252,15 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
             kept = _background.kept_end(resource) if job is None else job.output.kept_end()
         shown = store.preview(session_id, resource, offset=start, max_lines=limits.max_lines,
                               max_bytes=limits.max_bytes, end=record.resource.size, kept_end=kept)
+    except _Cancelled:
+        return failure("wait was cancelled")
     except OverspillError as error:
         return failure(str(error))
     next_offset = shown.next_offset if shown.next_offset is not None else record.resource.size
     notes = []
-    if regex is not None:
+    if too_slow is not None:  # the output and the state are still news; the search is what failed
+        notes.append(f"[{too_slow}]")
+    elif pattern is not None:
         notes.append(f"[pattern {pattern!r} found at byte offset {found}]" if found is not None
                      else f"[pattern {pattern!r} not seen in the new output]")
     elif record.state == "running":
@@ -258,28 +272,65 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
                       _metadata(record, next_offset, offset=start, match=found))
 
 
-def _watch(store: ToolOutputStore, session_id: str, uri: str, start: int, regex: Optional[re.Pattern[str]],
-           limit: float, progress: Optional[Progress]) -> tuple[Optional[int], Record]:
-    """Poll until the command is no longer running, ``regex`` matches a new line, or ``limit`` seconds passed.
+class _Cancelled(Exception):
+    """The wait's abort event was set (its search's worker, if any, is gone)."""
 
-    :returns: the byte offset of the first matching line (None if none) and the last record seen.
+
+def _watch(store: ToolOutputStore, session_id: str, uri: str, start: int, pattern: Optional[str],
+           limit: float, progress: Optional[Progress],
+           abort: Optional[threading.Event]) -> tuple[Optional[int], Record, Optional[str]]:
+    """Poll until the command is no longer running, ``pattern`` matches a new line, or ``limit`` seconds passed.
+
+    The matching is grep's (``_regex.Search``: a worker process, a time budget), never ``re`` on
+    this thread: a pattern that backtracks without end would hold the GIL, and a server's every
+    other call with it, past any timeout.
+
+    :returns: the byte offset of the first matching line (None if none), the last record seen,
+        and, when the search ran out of its time or failed, its one-line message.
+    :raises _Cancelled: ``abort`` was set.
     """
+    if pattern is None:
+        return _poll(store, session_id, uri, start, None, limit, progress, abort)
+    from ._regex import TIME_LIMIT, Cancelled, Search  # the worker's machinery, only for a pattern
+
+    # grep's budget, its fixed part cut to the wait's own time (a wait honours its timeout, give or
+    # take what the last bytes it saw take to match), though never below what a quick look needs.
+    time_limit = min(TIME_LIMIT, max(limit, _LEAST_MATCH_TIME))
+    try:
+        with Search(pattern, time_limit=time_limit, abort=abort) as search:
+            return _poll(store, session_id, uri, start, search, limit, progress, abort)
+    except Cancelled:
+        raise _Cancelled from None
+
+
+def _poll(store: ToolOutputStore, session_id: str, uri: str, start: int, search: Optional[Search], limit: float,
+          progress: Optional[Progress], abort: Optional[threading.Event]) -> tuple[Optional[int], Record, Optional[str]]:
+    """``_watch``'s loop."""
     deadline = time.monotonic() + limit
     scanned = start  # new output before this offset was searched, up to a line end
     reported = -1
     while True:
+        if abort is not None and abort.is_set():
+            raise _Cancelled
         record = store.status(session_id, uri)
         size = record.resource.size
-        if regex is not None and size > scanned:
-            found, scanned = _search(store, session_id, uri, scanned, size, regex, record.state != "running")
+        if search is not None and size > scanned:
+            try:
+                found, scanned = _search(store, session_id, uri, scanned, size, search, record.state != "running")
+            except SearchError as error:  # too slow, or no worker: said in one line, the rest still answered
+                return None, record, " ".join(str(error).split())
             if found is not None:
-                return found, record
+                return found, record, None
         if progress is not None and size != reported:
             reported = size
             progress(size)
         if record.state != "running" or time.monotonic() >= deadline:
-            return None, record
-        time.sleep(min(_POLL, max(deadline - time.monotonic(), 0)))
+            return None, record, None
+        pause = min(_POLL, max(deadline - time.monotonic(), 0))
+        if abort is not None:
+            abort.wait(pause)
+        else:
+            time.sleep(pause)
 
 
 # New output is searched a window at a time, never all at once (a finished output of gigabytes).
@@ -291,12 +342,14 @@ _LINE_PIECE = 1 << 16
 _OVERLAP = 1 << 12
 
 
-def _search(store: ToolOutputStore, session_id: str, uri: str, low: int, high: int, regex: re.Pattern[str],
+def _search(store: ToolOutputStore, session_id: str, uri: str, low: int, high: int, search: Search,
             final: bool) -> tuple[Optional[int], int]:
     """Search the whole lines of ``[low, high)`` (the last, unfinished line too when ``final``).
 
     :returns: the byte offset of the first matching line (of the piece, in a line searched in
         pieces), and where the next search starts.
+    :raises PatternTooSlowError, SearchError: the search ran out of its time, or its worker failed.
+    :raises _regex.Cancelled: the search's abort event was set.
     """
     while low < high:
         end = min(high, low + _SEARCH_WINDOW)
@@ -311,12 +364,12 @@ def _search(store: ToolOutputStore, session_id: str, uri: str, low: int, high: i
                 return None, low  # an unfinished line, searched once it ends (or grows long)
             else:
                 piece = True
-        # Invalid bytes decode to one character each and encode back to themselves: offsets stay exact.
-        text = chunk.decode("utf-8", "surrogateescape")
-        match = regex.search(text)
-        if match is not None:
-            line_start = text.rfind("\n", 0, match.start()) + 1
-            return low + len(text[:line_start].encode("utf-8", "surrogateescape")), low + len(chunk)
+        # The worker decodes with surrogateescape (invalid bytes one character each) and names the
+        # lines, counted by their \n bytes, in which a match starts: offsets stay exact.
+        lines = search.text(chunk)
+        if lines:
+            line_start = len(chunk) - len(chunk.split(b"\n", lines[0])[-1])
+            return low + line_start, low + len(chunk)
         low += len(chunk) - _OVERLAP if piece else len(chunk)
     return None, low
 

@@ -223,7 +223,7 @@ def _resource_problem(name: str, arguments: Mapping[str, Any], exposed: str | No
 # What the host decides, per tool: passed through ``call``'s options, never seen by the model.
 _HOST_OPTIONS = {
     "bash": ("cwd", "env", "spill", "abort", "progress"),
-    "wait": ("budget", "progress"),
+    "wait": ("budget", "progress", "abort"),
     "kill": (),
     "jobs": (),
     "read": ("cwd",),
