@@ -1025,3 +1025,89 @@ def test_an_upstream_asking_the_client_while_listing_its_tools_does_not_hold_up_
                 assert seen["while_waiting"] == [] and seen["methods"].count("tools/list") <= 2, seen
 
     anyio.run(main)
+
+
+def _marker_calls(result) -> str:
+    """The bounded result's ``next:`` line (the marker's calls)."""
+    (line,) = [line for line in text_of(result).splitlines() if line.startswith("next: ")]
+    return line
+
+
+def _calls_named(uri: str, offset: int, read: str = "read", grep: str = "grep") -> str:
+    """The store's marker line (``next_calls``) with its two tools called ``read`` and ``grep``."""
+    from overspill.text import next_calls
+
+    default = next_calls(uri, offset)
+    assert default.startswith("next: read(") and default.count(" or grep(") == 1
+    return default.replace("next: read(", f"next: {read}(", 1).replace(" or grep(", f" or {grep}(", 1)
+
+
+def test_the_marker_and_the_link_name_the_tools_the_wrapper_serves(tmp_path, subprocess_env):
+    """Regression (red team D, f03): over an upstream with its own read, overspill's pager is served as
+    overspill_read, yet the marker said ``next: read(resource=..., offset=N)`` (the upstream's read,
+    with arguments it does not take) and the resource_link "page through it with read"."""
+    async def through_the_cli():
+        async with wrapped(tmp_path, subprocess_env, "overcollide") as client:
+            result = await client.call_tool("text", {"unit": "q\n", "count": 30000})
+            (link,) = links_of(result)
+            offset = result.structured_content["next_offset"]
+            expected = _calls_named(link.uri, offset, "overspill_read_2", "overspill_grep_2")
+            assert _marker_calls(result) == expected and expected.startswith("next: overspill_read_2(")
+            assert expected in result.structured_content["text"]
+            assert "page through it with overspill_read_2 (" in link.description
+            page = await client.call_tool("overspill_read_2", {"resource": link.uri, "offset": offset})
+            assert not page.is_error and text_of(page).startswith("q\nq\n")
+            # overspill's own grep, its listing over the limits: its marker names the same tools.
+            found = await client.call_tool("overspill_grep_2", {"pattern": "q", "resource": link.uri,
+                                                                "max_matches": 1000})
+            (listing,) = links_of(found)
+            assert _marker_calls(found) == _calls_named(listing.uri, found.structured_content["next_offset"],
+                                                        "overspill_read_2", "overspill_grep_2")
+
+    anyio.run(through_the_cli)
+
+    from mcp.server.mcpserver import MCPServer
+    from mcp.shared.memory import create_client_server_memory_streams
+
+    from overspill import ToolOutputStore
+    from overspill.mcp_server import limits_config
+    from overspill.mcp_wrap import Relay, wrap
+
+    def upstream(with_read: bool) -> MCPServer:
+        served = MCPServer("up")
+
+        @served.tool()
+        def big(n: int) -> str:
+            return "".join(f"row {i}\n" for i in range(n))
+
+        if with_read:
+            @served.tool()
+            def read(path: str) -> str:
+                return "the upstream's own read of " + path
+        return served
+
+    async def through_the_library(with_read: bool, data: Path):
+        config = {"tool_output": {**limits_config(environ={})["tool_output"], "views": []}}
+        with ToolOutputStore(data, durable=False, config=config) as store:
+            async with create_client_server_memory_streams() as ((c_r, c_w), (s_r, s_w)):
+                async with anyio.create_task_group() as group:
+                    low = upstream(with_read)._lowlevel_server
+                    group.start_soon(lambda: low.run(s_r, s_w, low.create_initialization_options()))
+                    relay = Relay()
+                    async with ClientSession(c_r, c_w, **relay.callbacks(None)) as session:
+                        await session.initialize()
+                        async with Client(wrap(session, store, "s", relay=relay), mode="legacy") as client:
+                            result = await client.call_tool("big", {"n": 5000})
+                            (link,) = links_of(result)
+                            # (The tool declares an outputSchema: structuredContent is its shape.)
+                            offset = int(_marker_calls(result).split("offset=", 1)[1].split(")", 1)[0])
+                            pager = "overspill_read" if with_read else "read"
+                            # Under the default names, the marker is byte for byte the store's own.
+                            assert _marker_calls(result) == _calls_named(link.uri, offset, pager)
+                            assert f"page through it with {pager} (" in link.description
+                            follow = await client.call_tool(pager, {"resource": link.uri, "offset": offset})
+                            assert not follow.is_error and text_of(follow).startswith("row ")
+                    group.cancel_scope.cancel()
+
+    anyio.run(through_the_library, True, tmp_path / "with-read")
+    anyio.run(through_the_library, False, tmp_path / "without")

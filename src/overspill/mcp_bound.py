@@ -422,7 +422,7 @@ def _dumped(result: Any) -> dict[str, Any]:
 
 
 def bound(raw: dict[str, Any], store: ToolOutputStore, session: str, call_id: str, resource_link: bool,
-          output_schema: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+          output_schema: Optional[dict[str, Any]] = None, *, read: str = "read", grep: str = "grep") -> dict[str, Any]:
     """A ``tools/call`` result bounded for the model (runs on a worker thread: it may write).
 
     When the text blocks are over the limits, the preview block that replaces
@@ -440,6 +440,8 @@ def bound(raw: dict[str, Any], store: ToolOutputStore, session: str, call_id: st
     result's ``_meta``, pass through as they came.
 
     :param output_schema: the tool's declared ``outputSchema``, if any.
+    :param read: the name overspill's ``read`` is served under, and ``grep`` its ``grep``'s: the
+        markers' next calls and the links' descriptions name them.
     """
     content = raw.get("content")
     if not isinstance(content, list):
@@ -457,7 +459,7 @@ def bound(raw: dict[str, Any], store: ToolOutputStore, session: str, call_id: st
         return raw  # within the limits: as the upstream sent it
     shown = dict(raw)
     if cut is not None and cut.resource is not None:
-        ours = _dumped(_tool_result("wrap", bounded(cut), resource_link))
+        ours = _dumped(_tool_result("wrap", bounded(cut), resource_link, read=read, grep=grep))
         _carry(ours["content"], [content[index] for index in texts])
         blocks: list[Any] = []
         for index, block in enumerate(content):  # the preview where the first text block was
@@ -470,12 +472,13 @@ def bound(raw: dict[str, Any], store: ToolOutputStore, session: str, call_id: st
         if shape is not None and shape.resource is not None:
             data["structured_uri"] = shape.resource.uri  # stored too, not shown: the text is the preview
             if resource_link:
-                shown["content"].append(_dumped(_tool_result("wrap", bounded(shape)))["content"][1])
+                shown["content"].append(_dumped(_tool_result("wrap", bounded(shape), read=read,
+                                                             grep=grep))["content"][1])
         elif shape is not None:
             data["structured"] = structured  # small: kept whole beside the preview
     else:
         assert shape is not None
-        ours = _dumped(_tool_result("wrap", bounded(shape), resource_link))
+        ours = _dumped(_tool_result("wrap", bounded(shape), resource_link, read=read, grep=grep))
         shown["content"] = [*content, *ours["content"]]
         data = ours["structuredContent"]
     shown["structuredContent"] = data

@@ -68,10 +68,12 @@ from ._frontend import (
     parse_page_uri,
     read_page,
 )
+from ._frozen import replace
 from .config import MAX_READ_BYTES
 from .errors import InvalidResourceError, OverspillError
 from .records import SCHEME, Resource, new_id
 from .store import ToolOutputStore
+from .text import renamed_calls
 from .tools import ToolResult
 
 __all__ = [
@@ -189,14 +191,24 @@ def _structured(name: str, result: ToolResult) -> dict[str, Any]:
     return data
 
 
-def _tool_result(name: str, result: ToolResult, resource_link: bool = True) -> types.CallToolResult:
+def _tool_result(name: str, result: ToolResult, resource_link: bool = True, *, read: str = "read",
+                 grep: str = "grep") -> types.CallToolResult:
+    """``result`` as MCP's: its text, a ``resource_link`` to what it stored, its numbers (``_structured``).
+
+    :param read: the name overspill's ``read`` is served under, and ``grep`` its ``grep``'s (a
+        wrapper's upstream may have tools of those names): the marker's next calls and the
+        link's description name them.
+    """
+    if result.resource is not None and (read, grep) != ("read", "grep"):
+        result = replace(result, output=renamed_calls(result.output, result.resource.uri, read=read,
+                                                                  grep=grep))
     # A failure's output is already one line; a timed-out command's is its preview and a note.
     content: list[types.ContentBlock] = [types.TextContent(type="text", text=result.output)]
     if result.resource is not None and resource_link:
         resource = result.resource
         content.append(types.ResourceLink(
             type="resource_link", uri=resource.uri, name=resource.name or resource.id, mime_type=resource.mime,
-            size=resource.size, description="The whole output: page through it with read (resource=this URI, "
+            size=resource.size, description=f"The whole output: page through it with {read} (resource=this URI, "
                                             "offset) or resources/read of this URI with ?offset=N."))
     structured = _structured(name, result)
     return types.CallToolResult(content=content, structured_content=structured or None, is_error=result.is_error)

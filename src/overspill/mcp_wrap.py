@@ -19,8 +19,8 @@ resources, prompts and completions to a real client, with overspill in between:
   ``overspill_read``/``overspill_grep`` when the upstream has a tool of that
   name at the start, ``overspill_read_2``... when it has that one too, or
   when its tools are not known yet when ``initialize`` is answered: it asked
-  the client something while listing them; the
-  instructions name them), with the ``tool-output://``
+  the client something while listing them; the instructions, the markers'
+  next calls and the links' descriptions name them), with the ``tool-output://``
   template; an upstream tool that takes one of those names later is not listed
   (a call by that name reaches overspill's tool);
 - ``initialize`` answers with the upstream's server info, instructions and
@@ -264,6 +264,10 @@ class _Wrapper:
                 annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
             ).model_dump(by_alias=True, mode="json", exclude_none=True))
 
+    def named(self) -> dict[str, str]:
+        """The names our tools are served under, by kind (``read``, ``grep``): what markers call them."""
+        return {kind: exposed for exposed, kind in self.ours.items()}
+
     async def upstream(self, ctx: Any) -> ClientSession:
         found = await self.link.get(getattr(ctx.session, "client_capabilities", None))
         self.name_ours()
@@ -340,7 +344,7 @@ class _Wrapper:
         call_id = f"wrap-{time.time_ns()}-{next(self._calls)}"
         if params.name in self.ours:
             return await _own_tool(self.store, self.session, call_id, self.ours[params.name], params.name,
-                                   params.arguments, self.page, self.resource_link)
+                                   params.arguments, self.page, self.resource_link, self.named())
         assert found is not None
         progress = _progress(ctx)
         if modern(ctx.session) and self.relay.tasks is not None:
@@ -359,8 +363,9 @@ class _Wrapper:
         if fits(raw, self.limits):
             shown = raw  # nearly every result: no thread, no store
         else:
-            shown = await anyio.to_thread.run_sync(bound, raw, self.store, self.session, call_id,
-                                                   self.resource_link, self.link.output_schemas.get(params.name))
+            shown = await anyio.to_thread.run_sync(functools.partial(
+                bound, raw, self.store, self.session, call_id, self.resource_link,
+                self.link.output_schemas.get(params.name), **self.named()))
             release(raw, shown)
         if modern(ctx.session) and "resultType" not in shown:
             shown = {**shown, "resultType": "complete"}  # required in the 2026 protocol; a legacy upstream has none
@@ -620,8 +625,9 @@ def _initialized(result: Any, link: Link, limits: Any, session: str, ours: Mappi
 
 
 async def _own_tool(store: ToolOutputStore, session: str, call_id: str, kind: str, exposed: str,
-                    arguments: Optional[Mapping[str, Any]], page: int, resource_link: bool) -> types.CallToolResult:
-    """overspill's read or grep over the session's stored outputs."""
+                    arguments: Optional[Mapping[str, Any]], page: int, resource_link: bool,
+                    named: Mapping[str, str]) -> types.CallToolResult:
+    """overspill's read or grep over the session's stored outputs (``named``: the names they are served under)."""
     arguments = dict(arguments or {})
     problem = _resource_problem(kind, arguments, exposed)
     if problem is not None:
@@ -629,4 +635,4 @@ async def _own_tool(store: ToolOutputStore, session: str, call_id: str, kind: st
     if kind == "read" and "limit" not in arguments:
         arguments["limit"] = page
     work = functools.partial(tools.call, store, session, call_id, kind, arguments)
-    return _tool_result(kind, await anyio.to_thread.run_sync(work), resource_link)
+    return _tool_result(kind, await anyio.to_thread.run_sync(work), resource_link, **named)

@@ -31,6 +31,7 @@ __all__ = [
     "next_calls",
     "preview",
     "preview_from_cuts",
+    "renamed_calls",
     "shown_size",
     "shown_text",
     "stored_pieces",
@@ -148,11 +149,31 @@ def truncation_marker(uri: str, size: int, lines: int, resume_offset: int, total
     return status + next_calls(uri, resume_offset)
 
 
-def next_calls(uri: str, resume_offset: int) -> str:
+def next_calls(uri: str, resume_offset: int, *, read: str = "read", grep: str = "grep") -> str:
     """The marker's last line: the model's ``read`` call that continues at
     ``resume_offset`` and the ``grep`` call that searches the output (a
-    front end that speaks another syntax replaces exactly this line)."""
-    return f'next: read(resource="{uri}", offset={resume_offset}) or grep(resource="{uri}", pattern="...")'
+    front end that speaks another syntax replaces exactly this line, one that
+    serves the tools under other names with ``renamed_calls``).
+
+    :param read: the name the paging tool is called by.
+    :param grep: the name the search tool is called by.
+    """
+    return f'next: {read}(resource="{uri}", offset={resume_offset}) or {grep}(resource="{uri}", pattern="...")'
+
+
+def renamed_calls(content: str, uri: str, *, read: str = "read", grep: str = "grep") -> str:
+    """``content`` with each marker line for ``uri`` (``next_calls``'s, at
+    whatever offset) naming the tools ``read`` and ``grep`` instead: for a
+    front end that serves overspill's tools under other names (an upstream
+    it wraps has a ``read`` of its own).  Unchanged under the default names."""
+    if read == "read" and grep == "grep":
+        return content
+    import re  # only front ends that rename need it
+
+    # The line's shape is next_calls's own (the offset its one variable part): no second copy of it here.
+    before, after = next_calls(uri, 0).split("offset=0", 1)
+    line = re.compile(re.escape(before + "offset=") + "([0-9]+)" + re.escape(after))
+    return line.sub(lambda found: next_calls(uri, int(found.group(1)), read=read, grep=grep), content)
 
 
 def view_marker(uri: str, size: int, lines: int, total: Optional[int] = None) -> str:
