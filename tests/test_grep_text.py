@@ -209,3 +209,16 @@ def test_cli_grep_honours_sigint_during_a_slow_search(tmp_path, subprocess_env):
     assert child.returncode == 128 + signal.SIGINT
     assert wait_until(lambda: not Path(f"/proc/{worker}").exists()
                       or Path(f"/proc/{worker}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z")
+
+
+def test_idle_search_workers_are_reaped_when_the_interpreter_exits(tmp_path, implementation):
+    """A grep leaves its worker idle for the next search; at exit the pool ends and reaps it
+    (it was left running, and the interpreter warned "subprocess ... is still running")."""
+    code = ("import sys, warnings\nwarnings.simplefilter('always')\nimport overspill, overspill.tools as tools\n"
+            "store = overspill.ToolOutputStore(sys.argv[1])\nstored = store.write('s', 'c', 'abc\\n' * 10)\n"
+            "assert not tools.call(store, 's', 'c', 'grep', {'pattern': '(a+)+b', 'resource': stored.uri}).is_error\n")
+    env = {**os.environ, "OVERSPILL_IMPLEMENTATION": implementation}
+    result = subprocess.run([sys.executable, "-X", "dev", "-c", code, str(tmp_path)], capture_output=True, text=True,
+                            env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "still running" not in result.stderr and "ResourceWarning" not in result.stderr, result.stderr

@@ -13,6 +13,7 @@ for a process start.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import selectors
@@ -115,8 +116,18 @@ class _Pool:
                 return
         worker.kill()
 
+    def close(self) -> None:
+        """End and reap this process's idle workers (at exit: a worker left to
+        see its pipe close would outlive the interpreter unreaped)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            if worker.owner == os.getpid():
+                worker.kill()
+
 
 _POOL = _Pool()
+atexit.register(_POOL.close)
 
 
 #: The longest time limit a search keeps (about 32 years): any longer one is this.
