@@ -23,11 +23,12 @@ cdef extern from "overspill_outline.h" nogil:
         Py_ssize_t run_count[DEPTH_CAP]
         Py_ssize_t run_lines[DEPTH_CAP]
         int run_deeper[DEPTH_CAP]
+        int blank
         Py_ssize_t section_length
         uint8_t section[TOKEN_CAP]
     int osp_outline_next(osp_outline *s)
 
-from overspill._buffers import JSON_LABEL_KEYS
+from overspill._buffers import JSON_LABEL_KEYS, OUTLINE_AFTER_BLANK, check_outline_flags
 
 cdef enum:
     KEY_CAP = 64
@@ -63,7 +64,7 @@ for _index, (_low, _high) in enumerate(zip(*_special_tables())):
     _SPECIAL_HIGH[_index] = _high
 
 
-def outline_lines(buffer, start, end, section, max_depth, max_runs, max_commits, /):
+def outline_lines(buffer, start, end, section, max_depth, max_runs, max_commits, flags=0, /):
     """Runs of lines by path prefix, and commits; see _native.outline_lines."""
     cdef osp_outline scan
     cdef Py_ssize_t kept[2]  # max_runs, max_commits
@@ -73,6 +74,7 @@ def outline_lines(buffer, start, end, section, max_depth, max_runs, max_commits,
     _bytes_of(buffer, &buf)
     try:
         _outline_arguments(&scan, start, end, section, max_depth, max_runs, max_commits, kept)
+        scan.blank = (check_outline_flags(flags) & OUTLINE_AFTER_BLANK) != 0
         runs = [[] for _ in range(scan.depth)]
         open_runs = [None] * scan.depth  # (key, offset) of each depth's current run
         commits = _OutlineCommits(kept[1])

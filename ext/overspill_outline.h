@@ -36,6 +36,7 @@ typedef struct {
     /* Counts, and state carried from line to line. */
     ptrdiff_t lines, keyed, lead, commits;
     int pending, any_keyed;  /* a commit waits for its subject; a keyed line was seen */
+    int blank;            /* the previous line was empty (set by the caller for the first: OUTLINE_AFTER_BLANK) */
     ptrdiff_t run_count[OSP_DEPTH_CAP];  /* runs begun at each depth; -1 once past the caller's cap */
     ptrdiff_t run_lines[OSP_DEPTH_CAP];  /* lines of each depth's current run */
     int run_deeper[OSP_DEPTH_CAP];       /* a line of it had more parts than the key */
@@ -43,15 +44,18 @@ typedef struct {
     uint8_t section[OSP_TOKEN_CAP], previous[OSP_TOKEN_CAP];  /* the current section; the last keyed token */
 } osp_outline;
 
-/* `/some/dir:` as ls -R heads a folder: no space, tab or colon before the
- * final colon, and a '/' in it or a '.' first. */
-static inline int osp_section_header(const uint8_t *p, ptrdiff_t n) {
-    int slash = 0;
+/* `/some/dir:` as ls -R heads a folder: no colon before the final colon,
+ * and a '/' in it or a '.' first; a space or tab in it only right after an
+ * empty line (after_blank) and not first. */
+static inline int osp_section_header(const uint8_t *p, ptrdiff_t n, int after_blank) {
+    int slash = 0, spaced = 0;
     if (n < 2 || p[n - 1] != ':') return 0;
     for (ptrdiff_t i = 0; i < n - 1; i++) {
-        if (p[i] == ' ' || p[i] == '\t' || p[i] == ':') return 0;
+        if (p[i] == ':') return 0;
+        spaced |= p[i] == ' ' || p[i] == '\t';
         slash |= p[i] == '/';
     }
+    if (spaced && (!after_blank || p[0] == ' ' || p[0] == '\t')) return 0;
     return slash || p[0] == '.';
 }
 
@@ -117,7 +121,7 @@ static inline ptrdiff_t osp_common_prefix(const uint8_t *a, const uint8_t *b, pt
  * that holds a separator, else the section.  avail bytes from line on may be read. */
 static inline void osp_outline_key(osp_outline *s, const uint8_t *line, ptrdiff_t length, ptrdiff_t avail) {
     int separated;
-    if (osp_section_header(line, length)) {
+    if (osp_section_header(line, length, s->blank)) {
         s->section_length = length - 1 < OSP_TOKEN_CAP ? length - 1 : OSP_TOKEN_CAP;
         memcpy(s->section, line, (size_t)s->section_length);
     } else {
@@ -182,6 +186,7 @@ static int osp_outline_next(osp_outline *s) {
         from = to = 0;
         if (digits || (s->pending && osp_subject(line, length, &from, &to))) s->pending = digits != 0;
         osp_outline_key(s, line, length, s->n - offset);
+        s->blank = length == 0;
         changed = 0;
         if (s->token_length) {
             s->keyed++;

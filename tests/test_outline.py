@@ -54,7 +54,7 @@ def naive_parts(token: bytes) -> list[int]:
     return ends
 
 
-def naive_outline(data: bytes, section: bytes, max_depth: int, max_runs: int, max_commits: int):
+def naive_outline(data: bytes, section: bytes, max_depth: int, max_runs: int, max_commits: int, flags: int = 0):
     lines = data.split(b"\n")
     if data.endswith(b"\n") or not data:
         lines = lines[:-1]
@@ -64,6 +64,7 @@ def naive_outline(data: bytes, section: bytes, max_depth: int, max_runs: int, ma
     commits = []
     offset = 0
     pending = None
+    after_blank = bool(flags & 1)
     for raw in lines:
         here = offset
         offset += len(raw) + 1
@@ -77,7 +78,10 @@ def naive_outline(data: bytes, section: bytes, max_depth: int, max_runs: int, ma
             pending[2] = text.strip(b" \t")[:120]
             pending = None
         name = text[:-1]
-        if (len(text) >= 2 and text.endswith(b":") and not re.search(rb"[ \t:]", name)
+        spaced_ok = after_blank and not name.startswith((b" ", b"\t"))
+        after_blank = not text
+        if (len(text) >= 2 and text.endswith(b":") and b":" not in name
+                and (spaced_ok or not re.search(rb"[ \t]", name))
                 and (b"/" in name or name.startswith(b"."))):
             section = name[:255]
             token = section
@@ -119,7 +123,7 @@ def naive_outline(data: bytes, section: bytes, max_depth: int, max_runs: int, ma
 line_pieces = st.sampled_from([
     "/usr/lib/", "/usr/share/doc/", "src/", "a.py", "::test_x", "[1]", " PASSED", ":12: def f", "commit ",
     "0123456789abcdef0123", "    subject line", "Author: x", "\r", "-rw-r--r-- 1 root", "./build:", "/tmp/x:",
-    "total 8", "", "é", "\x1b[1m", ":", "::", "/", " ", "\t", "x/y/z",
+    "total 8", "", "é", "\x1b[1m", ":", "::", "/", " ", "\t", "x/y/z", "/t/My Dir:", " /a b:",
 ])
 outputs = st.lists(st.lists(line_pieces, max_size=5).map("".join), max_size=30).map(
     lambda lines: "\n".join(lines).encode())
@@ -127,14 +131,16 @@ outputs = st.lists(st.lists(line_pieces, max_size=5).map("".join), max_size=30).
 
 @settings(max_examples=300)
 @given(outputs, st.integers(1, 5), st.integers(1, 6), st.integers(0, 3),
-       st.sampled_from([b"", b"/sec/tion"]), st.booleans())
-@example(b"/a/b:\nfoo\n/a/c/d\n", 3, 5, 1, b"", True)
-def test_outline_lines_matches_the_naive_reference(data, depth, runs, commits, section, final_newline):
+       st.sampled_from([b"", b"/sec/tion"]), st.booleans(), st.sampled_from([None, 0, 1]))
+@example(b"/a/b:\nfoo\n/a/c/d\n", 3, 5, 1, b"", True, None)
+@example(b"/t/My Dir:\nx\n\n/t/My Dir:\ny\n", 2, 5, 0, b"", True, 1)
+def test_outline_lines_matches_the_naive_reference(data, depth, runs, commits, section, final_newline, flags):
     if final_newline:
         data += b"\n"
-    expected = naive_outline(data, section, depth, runs, commits)
+    expected = naive_outline(data, section, depth, runs, commits, flags or 0)
+    extra = () if flags is None else (flags,)
     for kernels in BOTH:
-        assert kernels.outline_lines(data, 0, len(data), section, depth, runs, commits) == expected
+        assert kernels.outline_lines(data, 0, len(data), section, depth, runs, commits, *extra) == expected
 
 
 @given(outputs, st.integers(0, 40), st.integers(0, 40))
@@ -166,6 +172,8 @@ def test_outline_lines_rejects_bad_arguments(kernels):
         ((b"x", 0, 1, b"", 1, 1, -1), ValueError),
         ((b"x", 0, 1, b"s" * 256, 1, 1, 1), ValueError),
         ((b"x", True, 1, b"", 1, 1, 1), TypeError),
+        ((b"x", 0, 1, b"", 1, 1, 1, 99), ValueError),
+        ((b"x", 0, 1, b"", 1, 1, 1, 1.0), TypeError),
     ]:
         with pytest.raises(error):
             kernels.outline_lines(*args)
@@ -575,10 +583,14 @@ class BytesReader:
             yield view
 
 
-def naive_keys(text: bytes, section: bytes, depth: int) -> tuple[bytes, Optional[list]]:
-    """The section after ``text`` (one line) and its key and ``deeper`` at each depth (None when unkeyed)."""
+def naive_keys(text: bytes, section: bytes, depth: int, after_blank: bool = False
+               ) -> tuple[bytes, Optional[list]]:
+    """The section after ``text`` (one line; ``after_blank``: it starts the output
+    or follows an empty line) and its key and ``deeper`` at each depth (None when unkeyed)."""
     name = text[:-1]
-    if (len(text) >= 2 and text.endswith(b":") and not re.search(rb"[ \t:]", name)
+    spaced_ok = after_blank and not name.startswith((b" ", b"\t"))
+    if (len(text) >= 2 and text.endswith(b":") and b":" not in name
+            and (spaced_ok or not re.search(rb"[ \t]", name))
             and (b"/" in name or name.startswith(b"."))):
         section = token = name[:255]
     else:
@@ -605,10 +617,12 @@ def naive_omitted_runs(data: bytes, start: int, depth: int) -> tuple[list, int, 
     section = b""
     counted = keyed_lines = 0
     offset = 0
+    after_blank = True
     for raw in lines:
         here, offset = offset, offset + len(raw) + 1
         text = raw[:-1] if raw.endswith(b"\r") else raw
-        section, keys = naive_keys(text, section, depth)
+        section, keys = naive_keys(text, section, depth, after_blank)
+        after_blank = not text
         if here + len(raw) < start:  # its newline is in the head
             current = keys or current
             continue
@@ -716,3 +730,37 @@ def test_git_outline_leaves_out_a_commit_begun_in_the_head():
         collector.scan(start, len(data))
         assert [commit[1] for commit in collector._commits] == expected
         assert collector._commit_total == len(expected)
+
+
+def test_ls_r_headers_with_spaces_are_sections_red_team_f_f03(tmp_path):
+    """Red team F f03: ``ls -R`` of folders whose names hold spaces (``Program
+    Files``): each such header is a section of its own, so the outline names
+    the folder its lines are in, never a truncated ``/t/Program`` nor the
+    previous folder; a log line ending in ``:`` right after a line is no header."""
+    root = "/t"
+    parts = []
+    for name in ("alpha", "My Documents", "beta", "Program Files", "gamma"):
+        for folder in (f"{root}/{name}", f"{root}/{name}/sub"):
+            parts.append(f"{folder}:\n" + "".join(f"file_{i}.txt\n" for i in range(150)))
+    text = "\n".join(parts)
+    data = text.encode()
+    owner, section, position = {}, None, 0
+    for line in text.split("\n"):
+        if line.startswith(root) and line.endswith(":"):
+            section = line[:-1]
+        owner[position] = section
+        position += len(line) + 1
+    with ToolOutputStore(data_dir=str(tmp_path), config={"tool_output": {"max_lines": 400, "max_bytes": 8192}}) as store:
+        content = store.truncate("s", "c", text).content
+    shown = [line for line in content.split("\n") if re.match(r"/t\S* ?\S* \d+ lines? @ \d+$", line)]
+    assert any(line.startswith("/t/Program Files ") for line in shown), content
+    for line in shown:
+        name, at = re.match(r"(.*) \d+ lines? @ (\d+)$", line).groups()
+        assert owner[int(at)] == name, line
+    # Without the empty line before it, a line ending in ":" with a space is no header.
+    log = b"src/a.py: ok\nsee src/c.py and more:\nsrc/d.py: ok\n"
+    for kernels in BOTH:
+        runs = kernels.outline_lines(log, 0, len(log), b"", 1, 8, 0, 1)[0][0]
+        assert [key for key, *_ in runs] == [b"src"], runs
+        lsr = b"/t/a:\nx\n\n/t/Program Files:\ny\n"
+        assert kernels.outline_lines(lsr, 0, len(lsr), b"", 2, 8, 0)[4] == b"/t/Program Files"

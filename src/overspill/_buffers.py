@@ -15,8 +15,8 @@ if TYPE_CHECKING:  # typing and re cost start-up; the annotations are never eval
     import re
     from typing import Union
 
-__all__ = ["ESCAPE", "JSON_LABEL_KEYS", "MAX_KINDS", "MAX_PATTERNS", "TOKEN_ENDS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS",
-           "BytesLike", "LazyPattern", "byte_view", "check_flags", "check_int", "check_patterns", "plain_bytes",
+__all__ = ["ESCAPE", "JSON_LABEL_KEYS", "OUTLINE_AFTER_BLANK", "OUTLINE_FLAGS", "MAX_KINDS", "MAX_PATTERNS", "TOKEN_ENDS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS",
+           "BytesLike", "LazyPattern", "byte_view", "check_flags", "check_int", "check_outline_flags", "check_patterns", "plain_bytes",
            "plain_str"]
 
 if TYPE_CHECKING:
@@ -115,6 +115,21 @@ def check_flags(flags: object) -> int:
     value = check_int(flags, "flags", 0)
     if value > VIEW_FLAGS:
         raise ValueError(f"flags must be a combination of VIEW_ANSI (1) and VIEW_CR (2), not {flags}")
+    return value
+
+
+# How outline_lines reads a region (see _native_outline.outline_lines): its
+# first line follows an empty line or starts the output (an ls -R header
+# there may hold spaces).
+OUTLINE_AFTER_BLANK = 1
+OUTLINE_FLAGS = OUTLINE_AFTER_BLANK
+
+
+def check_outline_flags(flags: object) -> int:
+    """``outline_lines``' ``flags``: an int made of the ``OUTLINE_*`` bits."""
+    value = check_int(flags, "flags", 0)
+    if value > OUTLINE_FLAGS:
+        raise ValueError(f"flags must be a combination of the OUTLINE_* bits (at most {OUTLINE_FLAGS}), not {flags}")
     return value
 
 

@@ -7,6 +7,8 @@ from ._buffers import LazyPattern
 from ._buffers import BytesLike
 from ._buffers import byte_view as _byte_view
 from ._buffers import check_int as _check_int
+from ._buffers import OUTLINE_AFTER_BLANK
+from ._buffers import check_outline_flags as _check_outline_flags
 from ._buffers import plain_bytes
 
 TYPE_CHECKING = False
@@ -35,12 +37,18 @@ def _leading_token(text: bytes) -> bytes:
     return window[: min(end, TOKEN_MAX)]
 
 
-def _section_header(text: bytes) -> bool:
-    """``/some/dir:`` (as ``ls -R`` heads each folder): a path with no space or colon, then a colon."""
+def _section_header(text: bytes, after_blank: bool) -> bool:
+    """``/some/dir:`` (as ``ls -R`` heads each folder): a path with no colon, then a colon.
+
+    A name with a space or tab (``/t/Program Files:``) is one only right after
+    an empty line (where ``ls -R`` puts every header but the first) and when it
+    starts with neither: a log line ending in ``:`` is no folder."""
     if len(text) < 2 or text[-1] != 58:
         return False
     name = text[:-1]
-    if b" " in name or b"\t" in name or b":" in name:
+    if b":" in name:
+        return False
+    if (b" " in name or b"\t" in name) and (not after_blank or name[0] in (32, 9)):
         return False
     return b"/" in name or name[0] == 46
 
@@ -82,7 +90,7 @@ def _commit_hash(text: bytes) -> bytes | None:
 
 
 def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_depth: int, max_runs: int,
-                  max_commits: int, /) -> tuple:
+                  max_commits: int, flags: int = 0, /) -> tuple:
     """The structure of the lines of ``buffer[start:end]``: runs of lines by path prefix, and commits.
 
     The region is split at newlines (a final newline ends the last line; it
@@ -92,8 +100,10 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
     is *keyed* by
 
     * when the whole line is a section header (``/a/dir:`` as ``ls -R``
-      writes: no space or colon before the final colon, holding ``/`` or
-      starting with ``.``), by that path, which becomes the current section;
+      writes: no colon before the final colon, holding ``/`` or starting
+      with ``.``; a space or tab in it only when the line follows an empty
+      one and does not start with one), by that path, which becomes the
+      current section;
     * else by its own token, when the token holds ``/`` or ``::`` (a path, a
       test id);
     * else by the current section (``section`` at the start), if any.
@@ -108,7 +118,9 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
     is the first later line (before the next commit) that starts with four
     spaces and holds more, stripped of spaces and tabs, at most
     ``SUBJECT_MAX`` bytes.  The first ``max_commits`` and the last
-    ``max_commits`` commits are kept.
+    ``max_commits`` commits are kept.  With ``OUTLINE_AFTER_BLANK`` in
+    ``flags``, the region's first line is taken to follow an empty line (the
+    caller knows: it follows one, or starts the output).
 
     Returns ``(runs, lead, lines, keyed, section, commits, commit_total)``:
     ``runs[d - 1]`` lists ``(key, offset, lines, deeper)`` (``deeper``: some
@@ -119,19 +131,21 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
     :raises TypeError: wrong argument types.
     :raises ValueError: ``start``/``end`` outside the buffer or reversed,
         ``max_depth`` outside 1 to ``OUTLINE_DEPTH_MAX``, ``max_runs`` below
-        1, ``max_commits`` negative, ``section`` longer than ``TOKEN_MAX``.
+        1, ``max_commits`` negative, ``section`` longer than ``TOKEN_MAX``,
+        ``flags`` not made of the ``OUTLINE_*`` bits.
     """
     if isinstance(buffer, str):
         raise TypeError("buffer must be a bytes-like object, not str")
     with _byte_view(buffer) as view:
         start, end, section, max_depth, max_runs, max_commits = _outline_arguments(start, end, section, max_depth,
                                                                                    max_runs, max_commits)
+        flags = _check_outline_flags(flags)
         if end > len(view) or start > end:
             raise ValueError(f"start and end must satisfy 0 <= start <= end <= {len(view)}")
         region = view[start:end].tobytes()
     runs = _Runs(max_depth, max_runs)
     commits = _Commits(max_commits)
-    lines, keyed, section = _outline_region(region, start, section, runs, commits)
+    lines, keyed, section = _outline_region(region, start, section, runs, commits, flags)
     return runs.shown(), runs.lead, lines, keyed, section, commits.kept(), commits.total
 
 
@@ -152,11 +166,12 @@ def _outline_arguments(start: object, end: object, section: object, max_depth: o
                                                                                          "max_commits", 0)
 
 
-def _outline_region(region: bytes, start: int, section: bytes, runs: _Runs, commits: _Commits
+def _outline_region(region: bytes, start: int, section: bytes, runs: _Runs, commits: _Commits, flags: int
                     ) -> tuple[int, int, bytes]:
     """Give each line of ``region`` (at ``start`` in the buffer) to ``commits`` and,
     by its key, to ``runs``; ``(lines, keyed lines, the section at the end)``."""
     lines = keyed = 0
+    after_blank = bool(flags & OUTLINE_AFTER_BLANK)
     position = 0
     size = len(region)
     while position < size:
@@ -169,7 +184,9 @@ def _outline_region(region: bytes, start: int, section: bytes, runs: _Runs, comm
         position = stop + 1
         lines += 1
         commits.line(text, offset)
-        if _section_header(text):
+        header = _section_header(text, after_blank)
+        after_blank = not text
+        if header:
             section = text[:-1][:TOKEN_MAX]
             token = section
         else:

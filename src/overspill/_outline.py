@@ -26,7 +26,7 @@ from __future__ import annotations
 import heapq
 
 from . import _kernels
-from ._buffers import LazyPattern
+from ._buffers import OUTLINE_AFTER_BLANK, LazyPattern
 from .text import last_newline
 
 TYPE_CHECKING = False
@@ -93,7 +93,7 @@ def detect(head: bytes) -> Optional[str]:
     if _kernels.outline_lines(first, 0, len(first), b"", 1, 1, 1)[6]:
         return "git"
     end = stripped.rfind(b"\n") + 1 or len(stripped)
-    _, _, lines, keyed, _, _, _ = _kernels.outline_lines(stripped, 0, end, b"", 1, 1, 0)
+    _, _, lines, keyed, _, _, _ = _kernels.outline_lines(stripped, 0, end, b"", 1, 1, 0, OUTLINE_AFTER_BLANK)
     if lines >= 8 and keyed * 100 >= lines * _KEYED_PERCENT:
         return "lines"
     return None
@@ -145,7 +145,7 @@ class Outline:
             section, self._seeds = self._head_state(first)
         for block, base in self._line_blocks(first, end):
             runs, lead, lines, keyed, section, commits, total = _kernels.outline_lines(
-                block, 0, len(block), section, _DEPTH, _RUNS, _COMMITS)
+                block, 0, len(block), section, _DEPTH, _RUNS, _COMMITS, self._follows_blank(base))
             self._merge(runs, lead, base)
             self._lines += lines
             self._keyed += keyed
@@ -210,14 +210,27 @@ class Outline:
             width = min(width * 2, _BLOCK)
         return 0
 
+    def _follows_blank(self, position: int) -> int:
+        """``OUTLINE_AFTER_BLANK`` when the line at ``position`` (a line start)
+        starts the output or follows an empty line (where ``ls -R`` puts its
+        headers), else 0: the kernel's state at the start of a block."""
+        if position == 0:
+            return OUTLINE_AFTER_BLANK
+        low = max(0, position - 3)
+        with self._read(low, position) as view:
+            before = bytes(view)[:-1]  # the previous line's end, without its newline
+        if before.endswith(b"\r"):
+            before = before[:-1]
+        return OUTLINE_AFTER_BLANK if before.endswith(b"\n") or (low == 0 and not before) else 0
+
     def _head_state(self, first: int) -> tuple[bytes, Optional[list]]:
         """The section in force at ``first`` (a line start in the head or at its
         end), and the key and ``deeper`` at each depth of the last keyed line
         before it (None when there is none): the run the omitted part's first
         lines go on."""
         section = b""
-        for block, _ in self._line_blocks(0, first):
-            section = _kernels.outline_lines(block, 0, len(block), section, 1, 1, 0)[4]
+        for block, base in self._line_blocks(0, first):
+            section = _kernels.outline_lines(block, 0, len(block), section, 1, 1, 0, self._follows_blank(base))[4]
         # Back from ``first``, a line at a time (in a section every line is
         # keyed; else the lines between keyed ones are few, and the head's
         # lines are at most the preview's): each keyed as it was, in the
@@ -228,7 +241,8 @@ class Outline:
             begin = self._line_start(position - 1)
             with self._read(begin, position) as view:
                 line = bytes(view)
-            runs, _, _, keyed, _, _, _ = _kernels.outline_lines(line, 0, len(line), section, _DEPTH, 1, 0)
+            runs, _, _, keyed, _, _, _ = _kernels.outline_lines(line, 0, len(line), section, _DEPTH, 1, 0,
+                                                                self._follows_blank(begin))
             if keyed:
                 return section, [(depth[0][0], depth[0][3]) for depth in runs]
             position = begin
