@@ -14,7 +14,7 @@ cdef extern from "overspill_outline.h" nogil:
         Py_ssize_t n, position, end, depth
         const uint8_t *lo
         const uint8_t *hi
-        Py_ssize_t offset, digits, subject_start, subject_end
+        Py_ssize_t offset, digits, hash_start, subject_start, subject_end
         uint64_t changed
         const uint8_t *token
         Py_ssize_t token_length, parts
@@ -35,10 +35,10 @@ cdef enum:
     KEYS_CAP = 12
     NESTING_CAP = 4096
 
-# Bytes that end a line's leading token (a ':' ends it unless "::").
+# Bytes that end a line's leading token (a ':' ends it unless "::"; ESC: a colour change).
 cdef bint _TOKEN_STOPS[256]
 for _byte in range(256):
-    _TOKEN_STOPS[_byte] = _byte in b" \t[(,;\"'=<>|{}"
+    _TOKEN_STOPS[_byte] = _byte in b" \t[(,;\"'=<>|{}\x1b"
 
 
 # Bytes osp_scan_token stops at (the token's stop bytes, ':' and '/') as
@@ -163,7 +163,7 @@ cdef class _OutlineCommits:
             self.pending[2] = s.buf[s.subject_start : s.subject_end]
             self.pending = None
             return 0
-        self.pending = [s.offset, s.buf[s.offset + 7 : s.offset + 7 + min(s.digits, 12)], None]
+        self.pending = [s.offset, s.buf[s.hash_start : s.hash_start + min(s.digits, 12)], None]
         if len(self.first) < self.limit:
             self.first.append(self.pending)
         elif self.limit:

@@ -29,6 +29,7 @@ typedef struct {
     /* The line osp_outline_next stopped at. */
     ptrdiff_t offset;     /* where it starts in buf */
     ptrdiff_t digits;     /* hex digits when it is a commit line, else 0 */
+    ptrdiff_t hash_start; /* where they start in buf, when it is */
     ptrdiff_t subject_start, subject_end;  /* the pending commit's subject in buf, else equal */
     uint64_t changed;     /* depths whose key changed there, while they still count runs */
     const uint8_t *token; /* its key: in buf or in section; token[:ends[min(d + 1, parts) - 1]] at depth d */
@@ -81,12 +82,26 @@ static ptrdiff_t osp_part_ends(const uint8_t *p, ptrdiff_t n, ptrdiff_t *ends, p
     return count;
 }
 
-/* Hex digits of a `commit <hash>` line (7 or more, then its end or a space), else 0. */
+/* Where p[0:n) starts once its leading complete CSI escape sequences (ESC [
+ * parameters intermediates final: colour) are skipped. */
+static inline ptrdiff_t osp_skip_escapes(const uint8_t *p, ptrdiff_t n) {
+    ptrdiff_t i = 0, j;
+    while (i + 1 < n && p[i] == 0x1b && p[i + 1] == '[') {
+        j = i + 2;
+        while (j < n && p[j] >= 0x30 && p[j] <= 0x3f) j++;
+        while (j < n && p[j] >= 0x20 && p[j] <= 0x2f) j++;
+        if (j >= n || p[j] < 0x40 || p[j] > 0x7e) break;  /* cut short: not skipped */
+        i = j + 1;
+    }
+    return i;
+}
+
+/* Hex digits of a `commit <hash>` line (7 or more, then its end, a space or ESC), else 0. */
 static inline ptrdiff_t osp_commit_digits(const uint8_t *p, ptrdiff_t n) {
     ptrdiff_t end = 7;
     if (n < 7 || memcmp(p, "commit ", 7) != 0) return 0;
     while (end < n && ((p[end] >= '0' && p[end] <= '9') || (p[end] >= 'a' && p[end] <= 'f'))) end++;
-    if (end - 7 < 7 || (end < n && p[end] != ' ')) return 0;
+    if (end - 7 < 7 || (end < n && p[end] != ' ' && p[end] != 0x1b)) return 0;
     return end - 7;
 }
 
@@ -170,7 +185,7 @@ static inline uint64_t osp_outline_runs(osp_outline *s) {
  * middle part; returns 1) or the region ends (returns 0). */
 static int osp_outline_next(osp_outline *s) {
     const uint8_t *line, *found;
-    ptrdiff_t stop, length, offset, digits, from = 0, to = 0;
+    ptrdiff_t stop, length, offset, digits, skip, from = 0, to = 0;
     uint64_t changed;
     while (s->position < s->end) {
         offset = s->position;
@@ -181,12 +196,13 @@ static int osp_outline_next(osp_outline *s) {
         if (length && line[length - 1] == '\r') length--;
         s->position = stop + 1;
         s->lines++;
-        digits = osp_commit_digits(line, length);
+        skip = osp_skip_escapes(line, length);  /* a reader is shown the line without them */
+        digits = osp_commit_digits(line + skip, length - skip);
         if (digits) s->commits++;
         from = to = 0;
         if (digits || (s->pending && osp_subject(line, length, &from, &to))) s->pending = digits != 0;
-        osp_outline_key(s, line, length, s->n - offset);
-        s->blank = length == 0;
+        osp_outline_key(s, line + skip, length - skip, s->n - offset - skip);
+        s->blank = length == skip;
         changed = 0;
         if (s->token_length) {
             s->keyed++;
@@ -199,6 +215,7 @@ static int osp_outline_next(osp_outline *s) {
         if (digits || to > from || changed) {
             s->offset = offset;
             s->digits = digits;
+            s->hash_start = offset + skip + 7;
             s->subject_start = offset + from;
             s->subject_end = offset + to;
             s->changed = changed;

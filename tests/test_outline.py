@@ -24,7 +24,13 @@ except ImportError:  # pragma: no cover - the compiled half is checked by confte
     _speedups = None
 
 BOTH = [_native] + ([_speedups] if _speedups is not None else [])
-STOPS = set(b" \t[(,;\"'=<>|{}")
+STOPS = set(b" \t[(,;\"'=<>|{}\x1b")
+CSI = rb"(?:\x1b\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e])*"
+
+
+def naive_shown(text: bytes) -> bytes:
+    """``text`` without the complete CSI escape sequences it starts with."""
+    return text[re.match(CSI, text).end():]
 
 
 # ---------------------------------------------------------------- naive references
@@ -69,13 +75,14 @@ def naive_outline(data: bytes, section: bytes, max_depth: int, max_runs: int, ma
         here = offset
         offset += len(raw) + 1
         text = raw[:-1] if raw.endswith(b"\r") else raw
-        match = re.match(rb"commit ([0-9a-f]{7,})( |$)", text)
+        whole, text = text, naive_shown(text)
+        match = re.match(rb"commit ([0-9a-f]{7,})( |\x1b|$)", text)
         if match:
             total += 1
             pending = [here, match.group(1)[:12], None]
             commits.append(pending)
-        elif pending is not None and text.startswith(b"    ") and text.strip(b" \t"):
-            pending[2] = text.strip(b" \t")[:120]
+        elif pending is not None and whole.startswith(b"    ") and whole.strip(b" \t"):
+            pending[2] = whole.strip(b" \t")[:120]
             pending = None
         name = text[:-1]
         spaced_ok = after_blank and not name.startswith((b" ", b"\t"))
@@ -124,6 +131,7 @@ line_pieces = st.sampled_from([
     "/usr/lib/", "/usr/share/doc/", "src/", "a.py", "::test_x", "[1]", " PASSED", ":12: def f", "commit ",
     "0123456789abcdef0123", "    subject line", "Author: x", "\r", "-rw-r--r-- 1 root", "./build:", "/tmp/x:",
     "total 8", "", "é", "\x1b[1m", ":", "::", "/", " ", "\t", "x/y/z", "/t/My Dir:", " /a b:",
+    "\x1b[33m", "\x1b[m", "\x1b[01;31m\x1b[K", "\x1b[3",
 ])
 outputs = st.lists(st.lists(line_pieces, max_size=5).map("".join), max_size=30).map(
     lambda lines: "\n".join(lines).encode())
@@ -475,7 +483,7 @@ def test_unused_outline_share_goes_back_to_head_and_tail(tmp_path, limits):
 # buffer lasts and byte by byte near its end, and cuts a token at 255 bytes (a "::" may straddle the cap).
 long_pieces = st.sampled_from([
     "/usr/share/doc/", "x" * 40, "a/" * 20, "::" * 3, ":", "/", " ", "=", "{", "\t", "q" * 250, "b" * 253 + "::c",
-    "commit ", "\n", "/srv/x:", "é",
+    "commit ", "\n", "/srv/x:", "é", "\x1b[35m\x1b[K", "\x1b[m", "y" * 30 + "\x1b",
 ])
 long_outputs = st.lists(long_pieces, max_size=40).map(lambda pieces: "".join(pieces).encode())
 
@@ -587,6 +595,7 @@ def naive_keys(text: bytes, section: bytes, depth: int, after_blank: bool = Fals
                ) -> tuple[bytes, Optional[list]]:
     """The section after ``text`` (one line; ``after_blank``: it starts the output
     or follows an empty line) and its key and ``deeper`` at each depth (None when unkeyed)."""
+    text = naive_shown(text)
     name = text[:-1]
     spaced_ok = after_blank and not name.startswith((b" ", b"\t"))
     if (len(text) >= 2 and text.endswith(b":") and b":" not in name
@@ -622,7 +631,7 @@ def naive_omitted_runs(data: bytes, start: int, depth: int) -> tuple[list, int, 
         here, offset = offset, offset + len(raw) + 1
         text = raw[:-1] if raw.endswith(b"\r") else raw
         section, keys = naive_keys(text, section, depth, after_blank)
-        after_blank = not text
+        after_blank = not naive_shown(text)
         if here + len(raw) < start:  # its newline is in the head
             current = keys or current
             continue
@@ -764,3 +773,43 @@ def test_ls_r_headers_with_spaces_are_sections_red_team_f_f03(tmp_path):
         assert [key for key, *_ in runs] == [b"src"], runs
         lsr = b"/t/a:\nx\n\n/t/Program Files:\ny\n"
         assert kernels.outline_lines(lsr, 0, len(lsr), b"", 2, 8, 0)[4] == b"/t/Program Files"
+
+
+def test_coloured_git_log_and_grep_get_the_plain_outputs_outline_red_team_f_f01(tmp_path):
+    """Red team F f01: ``git log --color=always`` and ``grep -rn --color=always``
+    (colour escapes before ``commit <hash>`` and around the path) got no outline;
+    the model is shown them without the escapes, so they get the outline of the
+    plain output: the same commits and subjects, the same path groups and counts,
+    each offset at its line's start in the stored (coloured) bytes."""
+    def git_log(colour: bool) -> str:
+        out = []
+        for i in range(300):
+            digest = f"{i * 7919:040x}"[::-1].replace("0", "a")
+            first = f"\x1b[33mcommit {digest}\x1b[m" if colour else f"commit {digest}"
+            out.append(f"{first}\nAuthor: A <a@x>\nDate:   Mon Jan 1 2024\n\n    component {i}: fix\n")
+        return "\n".join(out)
+
+    def grep_rn(colour: bool) -> str:
+        out = []
+        for d in range(20):
+            for n in range(40):
+                path = f"src/pkg{d}/module_{n % 7}.py"
+                out.append(f"\x1b[35m\x1b[K{path}\x1b[m\x1b[K\x1b[36m\x1b[K:\x1b[m\x1b[K{n}:    def f{n}(x):"
+                           if colour else f"{path}:{n}:    def f{n}(x):")
+        return "\n".join(out) + "\n"
+
+    for make in (git_log, grep_rn):
+        shown = {}
+        for colour in (False, True):
+            text = make(colour)
+            with ToolOutputStore(tmp_path / f"{make.__name__}{colour}",
+                                 config={"tool_output": {"max_lines": 200, "max_bytes": 1 << 20}}) as store:
+                content = store.truncate("s", "c", text).content
+            lines = [line for line in content.split("\n") if re.search(r" @ \d+$", line)]
+            data = text.encode()
+            for line in lines:
+                at = int(line.rsplit(" @ ", 1)[1])
+                assert at == 0 or data[at - 1] == 10, line
+            shown[colour] = [line.rsplit(" @ ", 1)[0] for line in lines]
+            assert "\x1b" not in content.split("output truncated", 1)[1], content
+        assert shown[False] and shown[True] == shown[False], shown

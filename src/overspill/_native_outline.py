@@ -25,7 +25,10 @@ SUBJECT_MAX = 120
 #: The most levels ``outline_lines`` keeps runs for.
 OUTLINE_DEPTH_MAX = 32
 # Bytes that end a line's leading token ("::" does not: it separates parts).
-_TOKEN = LazyPattern(rb"(?:[^ \t\[(,;\"'=<>|{}:]|::)*")
+_TOKEN = LazyPattern(rb"(?:[^ \t\[(,;\"'=<>|{}:\x1b]|::)*")
+# A complete CSI escape sequence (colour, erase in line: ESC [ parameters
+# intermediates final), as grep --color and git's colour write them.
+_CSI = LazyPattern(rb"(?:\x1b\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e])*")
 _HEX_DIGITS = frozenset(b"0123456789abcdef")
 
 
@@ -35,6 +38,12 @@ def _leading_token(text: bytes) -> bytes:
     end = _TOKEN.match(window).end()  # type: ignore[union-attr]  # it matches the empty string
     # A "::" that straddles the cap ends the scan past it, as a byte loop does.
     return window[: min(end, TOKEN_MAX)]
+
+
+def _skip_escapes(text: bytes) -> int:
+    """Where ``text`` starts once its leading complete CSI escape sequences are skipped:
+    a reader is shown the line without them."""
+    return _CSI.match(text).end()  # type: ignore[union-attr]  # it matches the empty string
 
 
 def _section_header(text: bytes, after_blank: bool) -> bool:
@@ -78,13 +87,14 @@ def _part_ends(token: bytes) -> list[int]:
 
 
 def _commit_hash(text: bytes) -> bytes | None:
-    """The first 12 hex digits of a ``commit <hash>`` line (7 or more), else None."""
+    """The first 12 hex digits of a ``commit <hash>`` line (7 or more; then its
+    end, a space or an escape), else None."""
     if not text.startswith(b"commit "):
         return None
     end = 7
     while end < len(text) and text[end] in _HEX_DIGITS:
         end += 1
-    if end - 7 < 7 or (end < len(text) and text[end] != 32):
+    if end - 7 < 7 or (end < len(text) and text[end] not in (32, 27)):
         return None
     return text[7 : min(end, 19)]
 
@@ -94,15 +104,18 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
     """The structure of the lines of ``buffer[start:end]``: runs of lines by path prefix, and commits.
 
     The region is split at newlines (a final newline ends the last line; it
-    does not start another), and a line's final ``\\r`` is dropped.  A line's
-    *token* is its leading text up to the first space, tab, ``[({<>|=,;'"``
-    or lone ``:`` (``::`` joins parts), at most ``TOKEN_MAX`` bytes.  A line
+    does not start another), and a line's final ``\\r`` is dropped.  The
+    complete CSI escape sequences a line starts with (``ESC[33m``: colour)
+    are skipped: what follows them is classified, as a reader sees the line.
+    A line's *token* is its leading text up to the first space, tab,
+    ``[({<>|=,;'"``, ESC or lone ``:`` (``::`` joins parts), at most
+    ``TOKEN_MAX`` bytes.  A line
     is *keyed* by
 
     * when the whole line is a section header (``/a/dir:`` as ``ls -R``
       writes: no colon before the final colon, holding ``/`` or starting
       with ``.``; a space or tab in it only when the line follows an empty
-      one and does not start with one), by that path, which becomes the
+      one, or one of escapes only, and does not start with one), by that path, which becomes the
       current section;
     * else by its own token, when the token holds ``/`` or ``::`` (a path, a
       test id);
@@ -114,7 +127,7 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
     the same key form a *run*; an unkeyed line joins the current run (or,
     before any, counts in ``lead``).  At most ``max_runs`` runs are kept per
     depth: a depth with more is ``None``.  A *commit* is a line
-    ``commit <7 or more hex digits>`` (then its end or a space); its subject
+    ``commit <7 or more hex digits>`` (then its end, a space or ESC); its subject
     is the first later line (before the next commit) that starts with four
     spaces and holds more, stripped of spaces and tabs, at most
     ``SUBJECT_MAX`` bytes.  The first ``max_commits`` and the last
@@ -183,9 +196,11 @@ def _outline_region(region: bytes, start: int, section: bytes, runs: _Runs, comm
         offset = start + position
         position = stop + 1
         lines += 1
-        commits.line(text, offset)
+        whole = text
+        text = text[_skip_escapes(text):]
+        commits.line(whole, text, offset)
         header = _section_header(text, after_blank)
-        after_blank = not text
+        after_blank = not text  # (a line of escapes only is shown empty)
         if header:
             section = text[:-1][:TOKEN_MAX]
             token = section
@@ -260,9 +275,9 @@ class _Commits:
         self._pending: list | None = None  # the latest commit still without a subject
         self.total = 0
 
-    def line(self, text: bytes, offset: int) -> None:
-        """A line at ``offset``: a commit, its subject, or neither."""
-        digest = _commit_hash(text)
+    def line(self, text: bytes, shown: bytes, offset: int) -> None:
+        """A line at ``offset`` (``shown``: without its leading escapes): a commit, its subject, or neither."""
+        digest = _commit_hash(shown)
         if digest is not None:
             self.total += 1
             pending = self._pending = [offset, digest, None]

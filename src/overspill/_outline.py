@@ -26,7 +26,7 @@ from __future__ import annotations
 import heapq
 
 from . import _kernels
-from ._buffers import OUTLINE_AFTER_BLANK, LazyPattern
+from ._buffers import ESCAPE, OUTLINE_AFTER_BLANK, LazyPattern
 from .text import last_newline
 
 TYPE_CHECKING = False
@@ -49,6 +49,9 @@ _BLOCK = 8 << 20
 _LINE_WINDOW = 4096
 # Bytes of the head looked at to tell what kind of output this is.
 DETECT_BYTES = 1 << 16
+# Bytes of the line before a block read to tell whether it is empty (or escapes only).
+_BLANK_WINDOW = 256
+_ESCAPES_ONLY = LazyPattern(rb"(?:\x1b\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e])*")
 # Levels of path prefixes tried, and runs kept per level.
 _DEPTH = 8
 _RUNS = 512
@@ -216,12 +219,18 @@ class Outline:
         headers), else 0: the kernel's state at the start of a block."""
         if position == 0:
             return OUTLINE_AFTER_BLANK
-        low = max(0, position - 3)
-        with self._read(low, position) as view:
-            before = bytes(view)[:-1]  # the previous line's end, without its newline
-        if before.endswith(b"\r"):
-            before = before[:-1]
-        return OUTLINE_AFTER_BLANK if before.endswith(b"\n") or (low == 0 and not before) else 0
+        # The previous line, up to _BLANK_WINDOW bytes of it: empty once its
+        # escapes are removed (as the kernel tells a line of escapes only)?
+        low = max(0, position - 1 - _BLANK_WINDOW)
+        with self._read(low, position - 1) as view:
+            before = bytes(view)
+        newline = before.rfind(b"\n")
+        if newline < 0 and low > 0:
+            return 0  # longer than the window: not empty
+        line = before[newline + 1 :]
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        return OUTLINE_AFTER_BLANK if _ESCAPES_ONLY.fullmatch(line) else 0
 
     def _head_state(self, first: int) -> tuple[bytes, Optional[list]]:
         """The section in force at ``first`` (a line start in the head or at its
@@ -507,6 +516,9 @@ def line_size(line: str) -> int:
 
 
 def _text(raw: bytes) -> str:
+    """``raw`` as a reader is shown it: escapes removed (see ``view_bytes``), one line."""
+    if b"\x1b" in raw:
+        raw = ESCAPE.sub(b"", raw)
     return str(raw, "utf-8", "replace").replace("\n", " ")
 
 
