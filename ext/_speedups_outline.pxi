@@ -24,11 +24,12 @@ cdef extern from "overspill_outline.h" nogil:
         Py_ssize_t run_lines[DEPTH_CAP]
         int run_deeper[DEPTH_CAP]
         int blank
+        int oneline
         Py_ssize_t section_length
         uint8_t section[TOKEN_CAP]
     int osp_outline_next(osp_outline *s)
 
-from overspill._buffers import JSON_LABEL_KEYS, OUTLINE_AFTER_BLANK, check_outline_flags
+from overspill._buffers import JSON_LABEL_KEYS, OUTLINE_AFTER_BLANK, OUTLINE_ONELINE, check_outline_flags
 
 cdef enum:
     KEY_CAP = 64
@@ -74,7 +75,9 @@ def outline_lines(buffer, start, end, section, max_depth, max_runs, max_commits,
     _bytes_of(buffer, &buf)
     try:
         _outline_arguments(&scan, start, end, section, max_depth, max_runs, max_commits, kept)
-        scan.blank = (check_outline_flags(flags) & OUTLINE_AFTER_BLANK) != 0
+        flags = check_outline_flags(flags)
+        scan.blank = (flags & OUTLINE_AFTER_BLANK) != 0
+        scan.oneline = (flags & OUTLINE_ONELINE) != 0
         runs = [[] for _ in range(scan.depth)]
         open_runs = [None] * scan.depth  # (key, offset) of each depth's current run
         commits = _OutlineCommits(kept[1])
@@ -158,18 +161,18 @@ cdef class _OutlineCommits:
         self.limit = limit
 
     cdef int line(self, osp_outline *s) except -1:
-        """The line at s.offset: a commit, or the pending commit's subject."""
-        if not s.digits:
+        """The line at s.offset: a commit (with its subject, on one line), or the pending commit's subject."""
+        if s.digits:
+            self.pending = [s.offset, s.buf[s.hash_start : s.hash_start + min(s.digits, 12)], None]
+            if len(self.first) < self.limit:
+                self.first.append(self.pending)
+            elif self.limit:
+                self.last.append(self.pending)
+                if len(self.last) > self.limit:
+                    del self.last[0]
+        if s.subject_end > s.subject_start:
             self.pending[2] = s.buf[s.subject_start : s.subject_end]
             self.pending = None
-            return 0
-        self.pending = [s.offset, s.buf[s.hash_start : s.hash_start + min(s.digits, 12)], None]
-        if len(self.first) < self.limit:
-            self.first.append(self.pending)
-        elif self.limit:
-            self.last.append(self.pending)
-            if len(self.last) > self.limit:
-                del self.last[0]
         return 0
 
     cdef list kept(self):

@@ -38,6 +38,7 @@ typedef struct {
     ptrdiff_t lines, keyed, lead, commits;
     int pending, any_keyed;  /* a commit waits for its subject; a keyed line was seen */
     int blank;            /* the previous line was empty (set by the caller for the first: OUTLINE_AFTER_BLANK) */
+    int oneline;          /* git log --oneline lines are commits (set by the caller: OUTLINE_ONELINE) */
     ptrdiff_t run_count[OSP_DEPTH_CAP];  /* runs begun at each depth; -1 once past the caller's cap */
     ptrdiff_t run_lines[OSP_DEPTH_CAP];  /* lines of each depth's current run */
     int run_deeper[OSP_DEPTH_CAP];       /* a line of it had more parts than the key */
@@ -96,26 +97,80 @@ static inline ptrdiff_t osp_skip_escapes(const uint8_t *p, ptrdiff_t n) {
     return i;
 }
 
-/* Hex digits of a `commit <hash>` line (7 or more, then its end, a space or ESC), else 0. */
-static inline ptrdiff_t osp_commit_digits(const uint8_t *p, ptrdiff_t n) {
-    ptrdiff_t end = 7;
-    if (n < 7 || memcmp(p, "commit ", 7) != 0) return 0;
-    while (end < n && ((p[end] >= '0' && p[end] <= '9') || (p[end] >= 'a' && p[end] <= 'f'))) end++;
-    if (end - 7 < 7 || (end < n && p[end] != ' ' && p[end] != 0x1b)) return 0;
-    return end - 7;
+/* A byte git log --graph draws before a commit's lines. */
+static inline int osp_graph_glyph(uint8_t c) {
+    return c == ' ' || c == '*' || c == '|' || c == '/' || c == '\\' || c == '_';
 }
 
-/* A subject line: four spaces, then more than spaces and tabs.  Its stripped
- * text is line[*from:*to) (at most OSP_SUBJECT_CAP bytes); returns whether it is one. */
+/* Where a commit may start in p[0:n): past the leading graph glyphs, spaces
+ * and CSI escapes, when they hold a '*' or are escapes only; else -1. */
+static inline ptrdiff_t osp_graph_prefix(const uint8_t *p, ptrdiff_t n) {
+    ptrdiff_t i = 0;
+    int star = 0, visible = 0;
+    for (;;) {
+        i += osp_skip_escapes(p + i, n - i);
+        if (i >= n || !osp_graph_glyph(p[i])) break;
+        star |= p[i] == '*';
+        visible = 1;
+        i++;
+    }
+    return star || !visible ? i : -1;
+}
+
+/* Hex digits (7 or more) of a commit line p[0:n) (see _native_outline._commit),
+ * else 0: their start in *hash; a --oneline subject in p[*from:*to) (at most
+ * OSP_SUBJECT_CAP bytes; else left as it was). */
+static inline ptrdiff_t osp_commit(const uint8_t *p, ptrdiff_t n, int oneline, ptrdiff_t *hash, ptrdiff_t *from,
+                                   ptrdiff_t *to) {
+    ptrdiff_t start = osp_graph_prefix(p, n), begin, end, stop, digits;
+    int command;
+    if (start < 0) return 0;
+    command = n - start >= 7 && memcmp(p + start, "commit ", 7) == 0;
+    if (!command && !oneline) return 0;
+    begin = end = command ? start + 7 : start;
+    while (end < n && ((p[end] >= '0' && p[end] <= '9') || (p[end] >= 'a' && p[end] <= 'f'))) end++;
+    digits = end - begin;
+    if (digits < 7) return 0;
+    *hash = begin;
+    if (command) return end == n || p[end] == ' ' || p[end] == 0x1b ? digits : 0;
+    end += osp_skip_escapes(p + end, n - end);
+    if (end + 1 >= n || p[end] != ' ' || p[end + 1] == ' ' || p[end + 1] == '\t' || p[end + 1] == '*') return 0;
+    end++;
+    end += osp_skip_escapes(p + end, n - end);
+    stop = n;
+    while (stop > end && (p[stop - 1] == ' ' || p[stop - 1] == '\t')) stop--;
+    if (stop <= end) return 0;
+    *from = end;
+    *to = stop - end > OSP_SUBJECT_CAP ? end + OSP_SUBJECT_CAP : stop;
+    return digits;
+}
+
+/* A subject line: its leading run of graph glyphs, spaces and CSI escapes
+ * holds four spaces in a row, and more follows them than spaces and tabs.
+ * Its stripped text is line[*from:*to) (at most OSP_SUBJECT_CAP bytes);
+ * returns whether it is one. */
 static inline int osp_subject(const uint8_t *line, ptrdiff_t length, ptrdiff_t *from, ptrdiff_t *to) {
-    ptrdiff_t i = 4, stop = length;
-    if (length <= 4 || memcmp(line, "    ", 4) != 0) return 0;
-    while (i < length && (line[i] == ' ' || line[i] == '\t')) i++;
-    while (stop > i && (line[stop - 1] == ' ' || line[stop - 1] == '\t')) stop--;
-    if (stop <= i) return 0;
-    *from = i;
-    *to = stop - i > OSP_SUBJECT_CAP ? i + OSP_SUBJECT_CAP : stop;
-    return 1;
+    ptrdiff_t i = 0, spaces = 0, skipped, stop = length;
+    while (i < length) {
+        skipped = osp_skip_escapes(line + i, length - i);
+        if (skipped) {
+            i += skipped;
+            spaces = 0;
+            continue;
+        }
+        if (!osp_graph_glyph(line[i])) return 0;
+        spaces = line[i] == ' ' ? spaces + 1 : 0;
+        i++;
+        if (spaces == 4) {
+            while (i < length && (line[i] == ' ' || line[i] == '\t')) i++;
+            while (stop > i && (line[stop - 1] == ' ' || line[stop - 1] == '\t')) stop--;
+            if (stop <= i) return 0;
+            *from = i;
+            *to = stop - i > OSP_SUBJECT_CAP ? i + OSP_SUBJECT_CAP : stop;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* Bytes a and b share at their start (at most n), compared eight at a time. */
@@ -185,7 +240,7 @@ static inline uint64_t osp_outline_runs(osp_outline *s) {
  * middle part; returns 1) or the region ends (returns 0). */
 static int osp_outline_next(osp_outline *s) {
     const uint8_t *line, *found;
-    ptrdiff_t stop, length, offset, digits, skip, from = 0, to = 0;
+    ptrdiff_t stop, length, offset, digits, skip, hash, from = 0, to = 0;
     uint64_t changed;
     while (s->position < s->end) {
         offset = s->position;
@@ -197,10 +252,14 @@ static int osp_outline_next(osp_outline *s) {
         s->position = stop + 1;
         s->lines++;
         skip = osp_skip_escapes(line, length);  /* a reader is shown the line without them */
-        digits = osp_commit_digits(line + skip, length - skip);
-        if (digits) s->commits++;
-        from = to = 0;
-        if (digits || (s->pending && osp_subject(line, length, &from, &to))) s->pending = digits != 0;
+        from = to = hash = 0;
+        digits = osp_commit(line, length, s->oneline, &hash, &from, &to);
+        if (digits) {
+            s->commits++;
+            s->pending = to == from;  /* a --oneline commit has its subject */
+        } else if (s->pending && osp_subject(line, length, &from, &to)) {
+            s->pending = 0;
+        }
         osp_outline_key(s, line + skip, length - skip, s->n - offset - skip);
         s->blank = length == skip;
         changed = 0;
@@ -215,7 +274,7 @@ static int osp_outline_next(osp_outline *s) {
         if (digits || to > from || changed) {
             s->offset = offset;
             s->digits = digits;
-            s->hash_start = offset + skip + 7;
+            s->hash_start = offset + hash;
             s->subject_start = offset + from;
             s->subject_end = offset + to;
             s->changed = changed;

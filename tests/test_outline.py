@@ -60,6 +60,46 @@ def naive_parts(token: bytes) -> list[int]:
     return ends
 
 
+ONE_CSI = rb"\x1b\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]"
+
+
+def naive_commit(text: bytes, oneline: bool):
+    """``(hash, subject or None)`` of a commit line (after a --graph prefix holding
+    a ``*`` or escapes only), else None."""
+    prefix = re.match(rb"(?:" + ONE_CSI + rb"|[*|/\\_ ])*", text).group()
+    visible = re.sub(ONE_CSI, b"", prefix)
+    if visible and b"*" not in visible:
+        return None
+    rest = text[len(prefix):]
+    if rest.startswith(b"commit "):
+        match = re.match(rb"commit ([0-9a-f]{7,})(?= |\x1b|$)", rest)
+        return (match.group(1)[:12], None) if match else None
+    if not oneline:
+        return None
+    match = re.match(rb"([0-9a-f]{7,})" + CSI + rb" (?=[^ \t*])" + CSI + rb"(.*)", rest, re.S)
+    if not match or not match.group(2).rstrip(b" \t"):
+        return None
+    return match.group(1)[:12], match.group(2).rstrip(b" \t")[:120]
+
+
+def naive_subject(text: bytes):
+    """What follows the first four spaces in a row of the line's leading run of
+    graph glyphs, spaces and escapes, stripped (None when there are none or nothing follows)."""
+    run = position = 0
+    for piece in re.findall(ONE_CSI + rb"|.", text, re.S):
+        position += len(piece)
+        if piece == b" ":
+            run += 1
+        elif len(piece) > 1 or piece in (b"*", b"|", b"/", b"\\", b"_"):
+            run = 0
+        else:
+            return None
+        if run == 4:
+            subject = text[position:].strip(b" \t")
+            return subject[:120] if subject else None
+    return None
+
+
 def naive_outline(data: bytes, section: bytes, max_depth: int, max_runs: int, max_commits: int, flags: int = 0):
     lines = data.split(b"\n")
     if data.endswith(b"\n") or not data:
@@ -76,13 +116,15 @@ def naive_outline(data: bytes, section: bytes, max_depth: int, max_runs: int, ma
         offset += len(raw) + 1
         text = raw[:-1] if raw.endswith(b"\r") else raw
         whole, text = text, naive_shown(text)
-        match = re.match(rb"commit ([0-9a-f]{7,})( |\x1b|$)", text)
-        if match:
+        commit = naive_commit(whole, bool(flags & 2))
+        if commit:
             total += 1
-            pending = [here, match.group(1)[:12], None]
+            pending = [here, commit[0], commit[1]]
             commits.append(pending)
-        elif pending is not None and whole.startswith(b"    ") and whole.strip(b" \t"):
-            pending[2] = whole.strip(b" \t")[:120]
+            if commit[1] is not None:
+                pending = None
+        elif pending is not None and naive_subject(whole) is not None:
+            pending[2] = naive_subject(whole)
             pending = None
         name = text[:-1]
         spaced_ok = after_blank and not name.startswith((b" ", b"\t"))
@@ -132,6 +174,7 @@ line_pieces = st.sampled_from([
     "0123456789abcdef0123", "    subject line", "Author: x", "\r", "-rw-r--r-- 1 root", "./build:", "/tmp/x:",
     "total 8", "", "é", "\x1b[1m", ":", "::", "/", " ", "\t", "x/y/z", "/t/My Dir:", " /a b:",
     "\x1b[33m", "\x1b[m", "\x1b[01;31m\x1b[K", "\x1b[3",
+    "* ", "| ", "|\\ ", "abc1234 ", "abc1234  x", "abc1234 *x", "\x1b[33mabc1234\x1b[m subject", "|     ", "*",
 ])
 outputs = st.lists(st.lists(line_pieces, max_size=5).map("".join), max_size=30).map(
     lambda lines: "\n".join(lines).encode())
@@ -139,9 +182,11 @@ outputs = st.lists(st.lists(line_pieces, max_size=5).map("".join), max_size=30).
 
 @settings(max_examples=300)
 @given(outputs, st.integers(1, 5), st.integers(1, 6), st.integers(0, 3),
-       st.sampled_from([b"", b"/sec/tion"]), st.booleans(), st.sampled_from([None, 0, 1]))
+       st.sampled_from([b"", b"/sec/tion"]), st.booleans(), st.sampled_from([None, 0, 1, 2, 3]))
 @example(b"/a/b:\nfoo\n/a/c/d\n", 3, 5, 1, b"", True, None)
 @example(b"/t/My Dir:\nx\n\n/t/My Dir:\ny\n", 2, 5, 0, b"", True, 1)
+@example(b"* \x1b[33mcommit abcdef1234\x1b[m\n\x1b[31m|\x1b[m Author: x\n\x1b[31m|\x1b[m     subj \n"
+         b"* \x1b[33mabc1234\x1b[m\x1b[33m (\x1b[mHEAD)\x1b[m fix it\n| * 1234567 b\n|/\n", 2, 5, 3, b"", True, 2)
 def test_outline_lines_matches_the_naive_reference(data, depth, runs, commits, section, final_newline, flags):
     if final_newline:
         data += b"\n"
@@ -813,3 +858,42 @@ def test_coloured_git_log_and_grep_get_the_plain_outputs_outline_red_team_f_f01(
             shown[colour] = [line.rsplit(" @ ", 1)[0] for line in lines]
             assert "\x1b" not in content.split("output truncated", 1)[1], content
         assert shown[False] and shown[True] == shown[False], shown
+
+
+def test_git_log_oneline_and_graph_get_the_commits_outline_red_team_f_f05(tmp_path):
+    """Red team F f05: ``git log --oneline`` (the form agents use most, with
+    ``--graph`` and decorations too) and ``git log --graph`` got no outline of
+    the commits in the middle; only ``commit <hash>`` lines at a line's start
+    counted.  Outputs whose lines only look like ``<hex> <text>`` (hexdump's
+    ascending offsets, ``sha256sum``'s two spaces) get none."""
+    def history():
+        for i in range(1500):
+            yield f"{(i * 2654435761) % (1 << 64):016x}"[::-1] + "a" * 24, f"area{i % 13}: change {i}"
+
+    oneline = "".join(f"{h[:7]} {s}\n" for h, s in history())
+    decorated = "".join(f"* \x1b[33m{h[:9]}\x1b[m\x1b[33m (\x1b[mtag: v{i}\x1b[33m)\x1b[m {s}\n"
+                        + ("|\\\n" if i % 10 == 0 else "") for i, (h, s) in enumerate(history()))
+    graph = "".join(f"* commit {h}\n| Author: A <a@x>\n| Date:   Mon Jan 1 2024\n|\n|     {s}\n|\n"
+                    for h, s in history())
+    for name, text in (("oneline", oneline), ("decorated", decorated), ("graph", graph)):
+        with ToolOutputStore(tmp_path / name, config={"tool_output": {"max_lines": 400, "max_bytes": 8192}}) as store:
+            content = store.truncate("s", "c", text).content
+        body = content.split("[outline of the omitted part: ", 1)
+        assert len(body) == 2 and body[1].split(" ", 1)[1].startswith("commits;"), (name, content[-2000:])
+        data = text.encode()
+        entries = [line for line in body[1].split("\n")[1:] if re.search(r" @ \d+$", line)]
+        assert entries, content
+        for line in entries:
+            digest, rest = line.split(" ", 1)
+            subject, at = rest.rsplit(" @ ", 1)
+            start = int(at)
+            assert start == 0 or data[start - 1] == 10
+            stored_line = data[start : data.index(b"\n", start)].decode()
+            assert digest[:7] in stored_line and "\x1b" not in subject
+            if name != "graph":  # a --graph subject is on a later line
+                assert re.sub("\x1b\\[[0-9;]*m", "", stored_line).endswith(subject), (line, stored_line)
+    hexdump = b"".join(b"%07x %s\n" % (i * 16, b" ".join(b"%04x" % ((i * 31 + j) % 65536) for j in range(8)))
+                       for i in range(200))
+    sums = b"".join(b"%064x  src/file_%d.py\n" % (i * 0x9E3779B97F4A7C15 % (1 << 256), i) for i in range(200))
+    assert detect(hexdump) is None and detect(sums) != "oneline"
+    assert detect(oneline.encode()) == "oneline" and detect(graph.encode()) == "git"

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # typing and re cost start-up; the annotations are never eval
     import re
     from typing import Union
 
-__all__ = ["ESCAPE", "JSON_LABEL_KEYS", "OUTLINE_AFTER_BLANK", "OUTLINE_FLAGS", "MAX_KINDS", "MAX_PATTERNS", "TOKEN_ENDS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS",
+__all__ = ["ESCAPE", "JSON_LABEL_KEYS", "OUTLINE_AFTER_BLANK", "OUTLINE_FLAGS", "OUTLINE_ONELINE", "MAX_KINDS", "MAX_PATTERNS", "TOKEN_ENDS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS",
            "BytesLike", "LazyPattern", "byte_view", "check_flags", "check_int", "check_outline_flags", "check_patterns", "plain_bytes",
            "plain_str"]
 
@@ -120,9 +120,11 @@ def check_flags(flags: object) -> int:
 
 # How outline_lines reads a region (see _native_outline.outline_lines): its
 # first line follows an empty line or starts the output (an ls -R header
-# there may hold spaces).
+# there may hold spaces); its lines may be git log --oneline's (a line
+# "<hash> <subject>" is a commit).
 OUTLINE_AFTER_BLANK = 1
-OUTLINE_FLAGS = OUTLINE_AFTER_BLANK
+OUTLINE_ONELINE = 2
+OUTLINE_FLAGS = OUTLINE_AFTER_BLANK | OUTLINE_ONELINE
 
 
 def check_outline_flags(flags: object) -> int:

@@ -7,7 +7,7 @@ from ._buffers import LazyPattern
 from ._buffers import BytesLike
 from ._buffers import byte_view as _byte_view
 from ._buffers import check_int as _check_int
-from ._buffers import OUTLINE_AFTER_BLANK
+from ._buffers import OUTLINE_AFTER_BLANK, OUTLINE_ONELINE
 from ._buffers import check_outline_flags as _check_outline_flags
 from ._buffers import plain_bytes
 
@@ -30,6 +30,8 @@ _TOKEN = LazyPattern(rb"(?:[^ \t\[(,;\"'=<>|{}:\x1b]|::)*")
 # intermediates final), as grep --color and git's colour write them.
 _CSI = LazyPattern(rb"(?:\x1b\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e])*")
 _HEX_DIGITS = frozenset(b"0123456789abcdef")
+# What git log --graph draws before a commit's lines: its glyphs and spaces.
+_GRAPH = frozenset(b"*|/\\_ ")
 
 
 def _leading_token(text: bytes) -> bytes:
@@ -86,17 +88,78 @@ def _part_ends(token: bytes) -> list[int]:
     return ends
 
 
-def _commit_hash(text: bytes) -> bytes | None:
-    """The first 12 hex digits of a ``commit <hash>`` line (7 or more; then its
-    end, a space or an escape), else None."""
-    if not text.startswith(b"commit "):
+def _graph_prefix(text: bytes) -> int:
+    """Where a commit may start in ``text``: past its leading ``git log --graph``
+    glyphs (``*|/\\_``), spaces and CSI escapes, when they hold a ``*`` (the
+    commit's node) or are escapes only; else -1."""
+    i = star = visible = 0
+    size = len(text)
+    while True:
+        i += _skip_escapes(text[i:])
+        if i >= size or text[i] not in _GRAPH:
+            break
+        star = star or text[i] == 42
+        visible = 1
+        i += 1
+    return i if star or not visible else -1
+
+
+def _commit(text: bytes, oneline: bool) -> tuple[bytes, bytes | None] | None:
+    """``(first 12 hex digits, subject or None)`` when ``text`` is a commit line, else None.
+
+    After ``_graph_prefix``: ``commit <7 or more hex digits>`` then the line's
+    end, a space or ESC (its subject comes on a later line); or, when
+    ``oneline``, ``git log --oneline``'s ``<7 or more hex digits>``, CSI escapes,
+    one space, then the subject: the rest of the line, its leading escapes
+    skipped and its end stripped of spaces and tabs, not empty and starting
+    with no space, tab or ``*`` (``sha256sum`` writes two spaces or `` *``)."""
+    start = _graph_prefix(text)
+    if start < 0:
         return None
-    end = 7
-    while end < len(text) and text[end] in _HEX_DIGITS:
+    size = len(text)
+    command = text.startswith(b"commit ", start)
+    begin = end = start + 7 if command else start
+    if not (command or oneline):
+        return None
+    while end < size and text[end] in _HEX_DIGITS:
         end += 1
-    if end - 7 < 7 or (end < len(text) and text[end] not in (32, 27)):
+    if end - begin < 7:
         return None
-    return text[7 : min(end, 19)]
+    digest = text[begin : min(end, begin + 12)]
+    if command and (end == size or text[end] in (32, 27)):
+        return digest, None
+    if command or not oneline:
+        return None
+    end += _skip_escapes(text[end:])
+    if end + 1 >= size or text[end] != 32 or text[end + 1] in (32, 9, 42):
+        return None
+    end += 1
+    end += _skip_escapes(text[end:])
+    subject = text[end:].rstrip(b" \t")
+    return (digest, subject[:SUBJECT_MAX]) if subject else None
+
+
+def _subject(text: bytes) -> bytes | None:
+    """The subject on a line after a commit line: the leading run of graph glyphs,
+    spaces and CSI escapes holds four spaces in a row (a plain log indents the
+    message by four; ``--graph`` puts its glyphs first); what follows the first
+    four, stripped of spaces and tabs, when not empty."""
+    i = spaces = 0
+    size = len(text)
+    while i < size:
+        skipped = _skip_escapes(text[i:])
+        if skipped:
+            i += skipped
+            spaces = 0
+            continue
+        if text[i] not in _GRAPH:
+            return None
+        spaces = spaces + 1 if text[i] == 32 else 0
+        i += 1
+        if spaces == 4:
+            subject = text[i:].strip(b" \t")
+            return subject[:SUBJECT_MAX] if subject else None
+    return None
 
 
 def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_depth: int, max_runs: int,
@@ -127,10 +190,13 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
     the same key form a *run*; an unkeyed line joins the current run (or,
     before any, counts in ``lead``).  At most ``max_runs`` runs are kept per
     depth: a depth with more is ``None``.  A *commit* is a line
-    ``commit <7 or more hex digits>`` (then its end, a space or ESC); its subject
-    is the first later line (before the next commit) that starts with four
-    spaces and holds more, stripped of spaces and tabs, at most
-    ``SUBJECT_MAX`` bytes.  The first ``max_commits`` and the last
+    ``commit <7 or more hex digits>`` (then its end, a space or ESC), after
+    ``git log --graph``'s glyphs if any (see ``_commit``); its subject is the
+    first later line (before the next commit) that starts with four spaces
+    (after the graph's glyphs) and holds more, stripped of spaces and tabs,
+    at most ``SUBJECT_MAX`` bytes (see ``_subject``).  With ``OUTLINE_ONELINE``
+    in ``flags``, a ``git log --oneline`` line ``<hash> <subject>`` is a
+    commit too, with its subject.  The first ``max_commits`` and the last
     ``max_commits`` commits are kept.  With ``OUTLINE_AFTER_BLANK`` in
     ``flags``, the region's first line is taken to follow an empty line (the
     caller knows: it follows one, or starts the output).
@@ -185,6 +251,7 @@ def _outline_region(region: bytes, start: int, section: bytes, runs: _Runs, comm
     by its key, to ``runs``; ``(lines, keyed lines, the section at the end)``."""
     lines = keyed = 0
     after_blank = bool(flags & OUTLINE_AFTER_BLANK)
+    oneline = bool(flags & OUTLINE_ONELINE)
     position = 0
     size = len(region)
     while position < size:
@@ -198,7 +265,7 @@ def _outline_region(region: bytes, start: int, section: bytes, runs: _Runs, comm
         lines += 1
         whole = text
         text = text[_skip_escapes(text):]
-        commits.line(whole, text, offset)
+        commits.line(whole, offset, oneline)
         header = _section_header(text, after_blank)
         after_blank = not text  # (a line of escapes only is shown empty)
         if header:
@@ -275,22 +342,23 @@ class _Commits:
         self._pending: list | None = None  # the latest commit still without a subject
         self.total = 0
 
-    def line(self, text: bytes, shown: bytes, offset: int) -> None:
-        """A line at ``offset`` (``shown``: without its leading escapes): a commit, its subject, or neither."""
-        digest = _commit_hash(shown)
-        if digest is not None:
+    def line(self, text: bytes, offset: int, oneline: bool) -> None:
+        """A line at ``offset``: a commit (with its subject, on one line), its subject, or neither."""
+        found = _commit(text, oneline)
+        if found is not None:
             self.total += 1
-            pending = self._pending = [offset, digest, None]
+            pending = [offset, found[0], found[1]]
+            self._pending = pending if found[1] is None else None
             if len(self._first) < self._limit:
                 self._first.append(pending)
             elif self._limit:
                 self._last.append(pending)
                 if len(self._last) > self._limit:
                     del self._last[0]
-        elif self._pending is not None and text.startswith(b"    "):
-            subject = text.strip(b" \t")
-            if subject:
-                self._pending[2] = subject[:SUBJECT_MAX]
+        elif self._pending is not None:
+            subject = _subject(text)
+            if subject is not None:
+                self._pending[2] = subject
                 self._pending = None
 
     def kept(self) -> list:

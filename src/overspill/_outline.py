@@ -6,13 +6,16 @@ Three kinds of output get one, chosen from what the preview's head shows:
   sizes of the omitted structure, the keys of objects, and the names of the
   omitted items of arrays of objects (``$.packages[12..480] (469 items) @ 40960``;
   the few that stand out of a uniform list first);
-* ``git log``: the commits of the omitted part (short hash and subject; the
-  first and last ones when there are many, with the count between);
+* ``git log`` (also ``--graph`` and ``--oneline``): the commits of the
+  omitted part (short hash and subject; the first and last ones when there
+  are many, with the count between);
 * listings and path-led logs (``find``, ``ls -R``, ``grep -rn``, test ids):
   the distinct prefixes of the omitted lines at the deepest level that keeps
   the outline short, with their line counts (``src/overspill/ 214 lines @ 10240``).
 
-Anything else gets none: no outline beats a wrong one.  Every offset is a
+Colour escapes at a line's start do not change what a line is (the model
+is shown the output without them).  Anything else gets none: no outline
+beats a wrong one.  Every offset is a
 byte offset in the stored bytes where that part starts.  The omitted part is
 read once, a block at a time, by the kernels ``outline_lines`` and
 ``JsonOutline``; the head before it is read too, to know where the omitted
@@ -26,7 +29,7 @@ from __future__ import annotations
 import heapq
 
 from . import _kernels
-from ._buffers import ESCAPE, OUTLINE_AFTER_BLANK, LazyPattern
+from ._buffers import ESCAPE, OUTLINE_AFTER_BLANK, OUTLINE_ONELINE, LazyPattern
 from .text import last_newline
 
 TYPE_CHECKING = False
@@ -88,7 +91,8 @@ def budget(max_lines: int, max_bytes: int) -> tuple[int, int]:
 
 
 def detect(head: bytes) -> Optional[str]:
-    """The kind of outline an output gets, from its first bytes: "json", "git", "lines" or None."""
+    """The kind of outline an output gets, from its first bytes: "json", "git",
+    "oneline" (``git log --oneline``), "lines" or None."""
     stripped = head[:DETECT_BYTES].lstrip(b" \t\r\n")
     if stripped[:1] in (b"{", b"["):
         return "json"
@@ -96,6 +100,14 @@ def detect(head: bytes) -> Optional[str]:
     if _kernels.outline_lines(first, 0, len(first), b"", 1, 1, 1)[6]:
         return "git"
     end = stripped.rfind(b"\n") + 1 or len(stripped)
+    # Most lines "<hash> <subject>" (a --graph's merge lines are not): git log
+    # --oneline, unless the "hashes" ascend, as hexdump's and od's offsets do.
+    _, _, lines, _, _, commits, total = _kernels.outline_lines(stripped, 0, end, b"", 1, 1, _COMMITS,
+                                                               OUTLINE_ONELINE)
+    if lines >= 8 and total * 100 >= lines * _KEYED_PERCENT:
+        hashes = [digest for _, digest, _ in commits]
+        if hashes != sorted(hashes):
+            return "oneline"
     _, _, lines, keyed, _, _, _ = _kernels.outline_lines(stripped, 0, end, b"", 1, 1, 0, OUTLINE_AFTER_BLANK)
     if lines >= 8 and keyed * 100 >= lines * _KEYED_PERCENT:
         return "lines"
@@ -112,6 +124,8 @@ class Outline:
     def __init__(self, kind: str, read: Reader) -> None:
         self._kind = kind
         self._read = read
+        # The kernel's flags for commit lines: --oneline ones count too.
+        self._oneline = OUTLINE_ONELINE if kind == "oneline" else 0
         self._start = self._end = 0
         # lines and git
         self._runs: list[Optional[list[list]]] = [[] for _ in range(_DEPTH)]
@@ -148,7 +162,7 @@ class Outline:
             section, self._seeds = self._head_state(first)
         for block, base in self._line_blocks(first, end):
             runs, lead, lines, keyed, section, commits, total = _kernels.outline_lines(
-                block, 0, len(block), section, _DEPTH, _RUNS, _COMMITS, self._follows_blank(base))
+                block, 0, len(block), section, _DEPTH, _RUNS, _COMMITS, self._follows_blank(base) | self._oneline)
             self._merge(runs, lead, base)
             self._lines += lines
             self._keyed += keyed
@@ -292,7 +306,7 @@ class Outline:
             return []
         if self._kind == "json":
             body = self._render_json()
-        elif self._kind == "git":
+        elif self._kind in ("git", "oneline"):
             return self._render_git(max_lines, max_bytes)
         else:
             body = self._render_lines(max_lines - 1)
@@ -365,7 +379,7 @@ class Outline:
         stop = min(self._end, offset + _SUBJECT_WINDOW)
         with self._read(offset, stop) as view:
             window = bytes(view)
-        commits = _kernels.outline_lines(window, 0, len(window), b"", 1, 1, 1)[5]
+        commits = _kernels.outline_lines(window, 0, len(window), b"", 1, 1, 1, self._oneline)[5]
         return commits[0][2] if commits else None
 
     def _render_json(self) -> list[str]:
