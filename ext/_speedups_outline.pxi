@@ -15,6 +15,7 @@ cdef extern from "overspill_outline.h" nogil:
         const uint8_t *lo
         const uint8_t *hi
         Py_ssize_t offset, digits, hash_start, subject_start, subject_end
+        int subject_cut
         uint64_t changed
         const uint8_t *token
         Py_ssize_t token_length, parts
@@ -30,6 +31,9 @@ cdef extern from "overspill_outline.h" nogil:
     int osp_outline_next(osp_outline *s)
 
 from overspill._buffers import JSON_LABEL_KEYS, OUTLINE_AFTER_BLANK, OUTLINE_ONELINE, check_outline_flags
+
+# What ends a subject cut at SUBJECT_MAX bytes (the twin's _ELLIPSIS).
+_ELLIPSIS = "…".encode()
 
 cdef enum:
     KEY_CAP = 64
@@ -171,7 +175,7 @@ cdef class _OutlineCommits:
                 if len(self.last) > self.limit:
                     del self.last[0]
         if s.subject_end > s.subject_start:
-            self.pending[2] = s.buf[s.subject_start : s.subject_end]
+            self.pending[2] = s.buf[s.subject_start : s.subject_end] + (_ELLIPSIS if s.subject_cut else b"")
             self.pending = None
         return 0
 

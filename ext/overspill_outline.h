@@ -31,6 +31,7 @@ typedef struct {
     ptrdiff_t digits;     /* hex digits when it is a commit line, else 0 */
     ptrdiff_t hash_start; /* where they start in buf, when it is */
     ptrdiff_t subject_start, subject_end;  /* the pending commit's subject in buf, else equal */
+    int subject_cut;      /* it was longer than OSP_SUBJECT_CAP: "…" goes after it */
     uint64_t changed;     /* depths whose key changed there, while they still count runs */
     const uint8_t *token; /* its key: in buf or in section; token[:ends[min(d + 1, parts) - 1]] at depth d */
     ptrdiff_t token_length, parts, ends[OSP_DEPTH_CAP + 1];
@@ -97,6 +98,17 @@ static inline ptrdiff_t osp_skip_escapes(const uint8_t *p, ptrdiff_t n) {
     return i;
 }
 
+/* The end of a subject line[from:stop) kept: all of it when it fits
+ * OSP_SUBJECT_CAP bytes; else a cut that leaves room for "…" (3 bytes), moved
+ * back before a character (off up to 3 continuation bytes), and *cut is set. */
+static inline ptrdiff_t osp_subject_end(const uint8_t *line, ptrdiff_t from, ptrdiff_t stop, int *cut) {
+    ptrdiff_t end = from + OSP_SUBJECT_CAP - 3, back = 0;
+    *cut = stop - from > OSP_SUBJECT_CAP;
+    if (!*cut) return stop;
+    while (back < 3 && line[end - back] >= 0x80 && line[end - back] < 0xC0) back++;
+    return end - back;
+}
+
 /* A byte git log --graph draws before a commit's lines. */
 static inline int osp_graph_glyph(uint8_t c) {
     return c == ' ' || c == '*' || c == '|' || c == '/' || c == '\\' || c == '_';
@@ -121,7 +133,7 @@ static inline ptrdiff_t osp_graph_prefix(const uint8_t *p, ptrdiff_t n) {
  * else 0: their start in *hash; a --oneline subject in p[*from:*to) (at most
  * OSP_SUBJECT_CAP bytes; else left as it was). */
 static inline ptrdiff_t osp_commit(const uint8_t *p, ptrdiff_t n, int oneline, ptrdiff_t *hash, ptrdiff_t *from,
-                                   ptrdiff_t *to) {
+                                   ptrdiff_t *to, int *cut) {
     ptrdiff_t start = osp_graph_prefix(p, n), begin, end, stop, digits;
     int command;
     if (start < 0) return 0;
@@ -141,7 +153,7 @@ static inline ptrdiff_t osp_commit(const uint8_t *p, ptrdiff_t n, int oneline, p
     while (stop > end && (p[stop - 1] == ' ' || p[stop - 1] == '\t')) stop--;
     if (stop <= end) return 0;
     *from = end;
-    *to = stop - end > OSP_SUBJECT_CAP ? end + OSP_SUBJECT_CAP : stop;
+    *to = osp_subject_end(p, end, stop, cut);
     return digits;
 }
 
@@ -149,7 +161,7 @@ static inline ptrdiff_t osp_commit(const uint8_t *p, ptrdiff_t n, int oneline, p
  * holds four spaces in a row, and more follows them than spaces and tabs.
  * Its stripped text is line[*from:*to) (at most OSP_SUBJECT_CAP bytes);
  * returns whether it is one. */
-static inline int osp_subject(const uint8_t *line, ptrdiff_t length, ptrdiff_t *from, ptrdiff_t *to) {
+static inline int osp_subject(const uint8_t *line, ptrdiff_t length, ptrdiff_t *from, ptrdiff_t *to, int *cut) {
     ptrdiff_t i = 0, spaces = 0, skipped, stop = length;
     while (i < length) {
         skipped = osp_skip_escapes(line + i, length - i);
@@ -166,7 +178,7 @@ static inline int osp_subject(const uint8_t *line, ptrdiff_t length, ptrdiff_t *
             while (stop > i && (line[stop - 1] == ' ' || line[stop - 1] == '\t')) stop--;
             if (stop <= i) return 0;
             *from = i;
-            *to = stop - i > OSP_SUBJECT_CAP ? i + OSP_SUBJECT_CAP : stop;
+            *to = osp_subject_end(line, i, stop, cut);
             return 1;
         }
     }
@@ -241,6 +253,7 @@ static inline uint64_t osp_outline_runs(osp_outline *s) {
 static int osp_outline_next(osp_outline *s) {
     const uint8_t *line, *found;
     ptrdiff_t stop, length, offset, digits, skip, hash, from = 0, to = 0;
+    int cut;
     uint64_t changed;
     while (s->position < s->end) {
         offset = s->position;
@@ -253,11 +266,12 @@ static int osp_outline_next(osp_outline *s) {
         s->lines++;
         skip = osp_skip_escapes(line, length);  /* a reader is shown the line without them */
         from = to = hash = 0;
-        digits = osp_commit(line, length, s->oneline, &hash, &from, &to);
+        cut = 0;
+        digits = osp_commit(line, length, s->oneline, &hash, &from, &to, &cut);
         if (digits) {
             s->commits++;
             s->pending = to == from;  /* a --oneline commit has its subject */
-        } else if (s->pending && osp_subject(line, length, &from, &to)) {
+        } else if (s->pending && osp_subject(line, length, &from, &to, &cut)) {
             s->pending = 0;
         }
         osp_outline_key(s, line + skip, length - skip, s->n - offset - skip);
@@ -277,6 +291,7 @@ static int osp_outline_next(osp_outline *s) {
             s->hash_start = offset + hash;
             s->subject_start = offset + from;
             s->subject_end = offset + to;
+            s->subject_cut = cut;
             s->changed = changed;
             return 1;
         }

@@ -79,7 +79,18 @@ def naive_commit(text: bytes, oneline: bool):
     match = re.match(rb"([0-9a-f]{7,})" + CSI + rb" (?=[^ \t*])" + CSI + rb"(.*)", rest, re.S)
     if not match or not match.group(2).rstrip(b" \t"):
         return None
-    return match.group(1)[:12], match.group(2).rstrip(b" \t")[:120]
+    return match.group(1)[:12], naive_capped(match.group(2).rstrip(b" \t"))
+
+
+def naive_capped(subject: bytes) -> bytes:
+    """At most 120 bytes: a longer subject's first 117 at most, never ending
+    inside a character (before a continuation byte, up to 3 off), then "…"."""
+    if len(subject) <= 120:
+        return subject
+    cut = 117
+    while cut > 114 and 0x80 <= subject[cut] < 0xC0:
+        cut -= 1
+    return subject[:cut] + "…".encode()
 
 
 def naive_subject(text: bytes):
@@ -96,7 +107,7 @@ def naive_subject(text: bytes):
             return None
         if run == 4:
             subject = text[position:].strip(b" \t")
-            return subject[:120] if subject else None
+            return naive_capped(subject) if subject else None
     return None
 
 
@@ -175,6 +186,7 @@ line_pieces = st.sampled_from([
     "total 8", "", "é", "\x1b[1m", ":", "::", "/", " ", "\t", "x/y/z", "/t/My Dir:", " /a b:",
     "\x1b[33m", "\x1b[m", "\x1b[01;31m\x1b[K", "\x1b[3",
     "* ", "| ", "|\\ ", "abc1234 ", "abc1234  x", "abc1234 *x", "\x1b[33mabc1234\x1b[m subject", "|     ", "*",
+    "修复" * 7, "y" * 39,
 ])
 outputs = st.lists(st.lists(line_pieces, max_size=5).map("".join), max_size=30).map(
     lambda lines: "\n".join(lines).encode())
@@ -897,3 +909,25 @@ def test_git_log_oneline_and_graph_get_the_commits_outline_red_team_f_f05(tmp_pa
     sums = b"".join(b"%064x  src/file_%d.py\n" % (i * 0x9E3779B97F4A7C15 % (1 << 256), i) for i in range(200))
     assert detect(hexdump) is None and detect(sums) != "oneline"
     assert detect(oneline.encode()) == "oneline" and detect(graph.encode()) == "git"
+
+
+def test_a_long_commit_subject_is_cut_before_a_character_and_marked_red_team_f_f02(tmp_path):
+    """Red team F f02: a commit subject over ``SUBJECT_MAX`` bytes was cut at
+    that byte, inside a character (the outline showed U+FFFD), and nothing said
+    it was cut.  Now it ends before a character, then ``…``, in both the
+    kernels and the outline."""
+    subject = ("v1: " + "修复" * 19 + "页面读取边界问题").encode()  # 142 bytes; byte 117 is inside a character
+    for oneline in (False, True):
+        data = (b"abcdef1 " + subject + b"\n") if oneline else (b"commit abcdef1\n\n    " + subject + b"\n")
+        for kernels in BOTH:
+            shown = kernels.outline_lines(data, 0, len(data), b"", 1, 1, 1, 2 if oneline else 0)[5][0][2]
+            assert len(shown) <= 120 and shown.endswith("…".encode()), shown
+            text = shown.decode()  # whole characters only
+            assert subject.decode().startswith(text[:-1]) and len(text[:-1].encode()) >= 114
+        short = b"abcdef1 " + subject[:118] + b"\n"
+        assert kernels.outline_lines(short, 0, len(short), b"", 1, 1, 1, 2)[5][0][2] == subject[:118]
+    log = "\n".join(f"commit {i:040x}\nAuthor: A <a@x>\n\n    {i}: " + "修复" * 60 + "\n" for i in range(400))
+    with ToolOutputStore(tmp_path, config={"tool_output": {"max_lines": 400, "max_bytes": 8192}}) as store:
+        content = store.truncate("s", "c", log).content
+    entries = [line for line in content.split("\n") if re.match(r"[0-9a-f]{10} .* @ \d+$", line)]
+    assert entries and all("\ufffd" not in line and line.rsplit(" @ ", 1)[0].endswith("…") for line in entries)

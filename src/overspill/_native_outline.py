@@ -20,7 +20,7 @@ __all__ = ["OUTLINE_DEPTH_MAX", "SUBJECT_MAX", "TOKEN_MAX", "outline_lines"]
 
 #: Bytes of a line's leading token kept (a longer one is cut there).
 TOKEN_MAX = 255
-#: Bytes of a commit subject kept.
+#: Bytes of a commit subject kept (a longer one is cut before a character and ends in ``…``).
 SUBJECT_MAX = 120
 #: The most levels ``outline_lines`` keeps runs for.
 OUTLINE_DEPTH_MAX = 32
@@ -30,6 +30,8 @@ _TOKEN = LazyPattern(rb"(?:[^ \t\[(,;\"'=<>|{}:\x1b]|::)*")
 # intermediates final), as grep --color and git's colour write them.
 _CSI = LazyPattern(rb"(?:\x1b\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e])*")
 _HEX_DIGITS = frozenset(b"0123456789abcdef")
+# What ends a subject cut at SUBJECT_MAX bytes.
+_ELLIPSIS = "…".encode()
 # What git log --graph draws before a commit's lines: its glyphs and spaces.
 _GRAPH = frozenset(b"*|/\\_ ")
 
@@ -136,7 +138,19 @@ def _commit(text: bytes, oneline: bool) -> tuple[bytes, bytes | None] | None:
     end += 1
     end += _skip_escapes(text[end:])
     subject = text[end:].rstrip(b" \t")
-    return (digest, subject[:SUBJECT_MAX]) if subject else None
+    return (digest, _capped(subject)) if subject else None
+
+
+def _capped(subject: bytes) -> bytes:
+    """``subject`` when it fits ``SUBJECT_MAX`` bytes; else its start, cut before
+    a character (never after a lead byte: no U+FFFD), and ``…`` (it is cut)."""
+    if len(subject) <= SUBJECT_MAX:
+        return subject
+    cut = SUBJECT_MAX - len(_ELLIPSIS)
+    back = 0
+    while back < 3 and 0x80 <= subject[cut - back] < 0xC0:  # a continuation byte: inside a character
+        back += 1
+    return subject[: cut - back] + _ELLIPSIS
 
 
 def _subject(text: bytes) -> bytes | None:
@@ -158,7 +172,7 @@ def _subject(text: bytes) -> bytes | None:
         i += 1
         if spaces == 4:
             subject = text[i:].strip(b" \t")
-            return subject[:SUBJECT_MAX] if subject else None
+            return _capped(subject) if subject else None
     return None
 
 
@@ -194,7 +208,8 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
     ``git log --graph``'s glyphs if any (see ``_commit``); its subject is the
     first later line (before the next commit) that starts with four spaces
     (after the graph's glyphs) and holds more, stripped of spaces and tabs,
-    at most ``SUBJECT_MAX`` bytes (see ``_subject``).  With ``OUTLINE_ONELINE``
+    at most ``SUBJECT_MAX`` bytes (see ``_subject``; a longer one is cut
+    before a character and ends in ``…``: see ``_capped``).  With ``OUTLINE_ONELINE``
     in ``flags``, a ``git log --oneline`` line ``<hash> <subject>`` is a
     commit too, with its subject.  The first ``max_commits`` and the last
     ``max_commits`` commits are kept.  With ``OUTLINE_AFTER_BLANK`` in
