@@ -68,12 +68,12 @@ cdef class JsonOutline:
 
     cdef Py_ssize_t _omit_start, _omit_end, _max_depth, _max_entries, _max_labels, _position
     cdef _JFrame *_frames
-    cdef Py_ssize_t _depth, _allocated, _dropped
+    cdef Py_ssize_t _depth, _allocated, _dropped, _deepest
     cdef bint _valid, _is_key, _capturing
     cdef int _state  # 0: between values, 1: in a string, 2: after its backslash, 3: in a literal
     cdef uint8_t _capture[KEY_CAP]
     cdef Py_ssize_t _capture_length
-    cdef list _entries, _paths, _keys, _labels
+    cdef list _entries, _depths, _paths, _keys, _labels
 
     def __cinit__(self, *args, **kwargs):
         self._frames = NULL
@@ -102,6 +102,8 @@ cdef class JsonOutline:
         self._is_key = False
         self._capturing = False
         self._entries = []
+        self._depths = []  # each entry's frame depth (the root 0); _deepest is their largest
+        self._deepest = 0
         self._paths = [()]
         self._keys = [[]]
         self._labels = [[]]
@@ -199,11 +201,11 @@ cdef class JsonOutline:
     def result(self):
         """``(valid, records, entries, dropped)``; see _native.JsonOutline."""
         cdef Py_ssize_t depth
-        saved = list(self._entries), self._dropped
+        saved = list(self._entries), list(self._depths), self._deepest, self._dropped
         for depth in range(self._depth, -1, -1):
             _json_emit(self, depth, self._omit_end)
         entries, dropped = self._entries, self._dropped
-        self._entries, self._dropped = saved
+        self._entries, self._depths, self._deepest, self._dropped = saved
         return self._valid, self._frames[0].index, entries, dropped
 
 
@@ -243,15 +245,28 @@ cdef inline bint _json_item(JsonOutline self, _JFrame *frame, Py_ssize_t offset)
 cdef int _json_emit(JsonOutline self, Py_ssize_t depth, Py_ssize_t end) except -1:
     """The entry of a closed (or, at the end, still open) reported frame, if it has items in range."""
     cdef _JFrame *frame = &self._frames[depth]
+    cdef Py_ssize_t at
     if not frame.reportable or frame.count == 0:
         return 0
     if len(self._entries) >= self._max_entries:
+        # Full: the deepest entries give way (the last of them), so a map whose members
+        # (closing first) fill the list still gets its own entry; see _native.JsonOutline.
         self._dropped += 1
-        return 0
+        if depth >= self._deepest:
+            return 0
+        at = len(self._depths) - 1
+        while self._depths[at] != self._deepest:
+            at -= 1
+        del self._entries[at]
+        del self._depths[at]
+        self._deepest = max(self._depths) if self._depths else 0
     kind = ("root", "object", "array")[frame.kind]
     self._entries.append((None if frame.kind == J_ROOT else self._paths[depth], kind, frame.first_index,
                           frame.last_index, frame.count, frame.first_offset, min(end, self._omit_end),
                           tuple(self._keys[depth]), tuple(self._labels[depth])))
+    self._depths.append(depth)
+    if depth > self._deepest:
+        self._deepest = depth
     return 0
 
 

@@ -931,3 +931,44 @@ def test_a_long_commit_subject_is_cut_before_a_character_and_marked_red_team_f_f
         content = store.truncate("s", "c", log).content
     entries = [line for line in content.split("\n") if re.match(r"[0-9a-f]{10} .* @ \d+$", line)]
     assert entries and all("\ufffd" not in line and line.rsplit(" @ ", 1)[0].endswith("…") for line in entries)
+
+
+def test_a_map_of_objects_gets_its_own_outline_line_red_team_f_f04(tmp_path):
+    """Red team F f04: a large object whose members are objects (package-lock's
+    ``packages``) got no line of its own: its members close first, filled the
+    scan's entries and the map was dropped, so the outline listed ~64 members
+    and said nothing of the thousands after them.  Now shallower containers
+    displace the deepest entries, the map gets its summary line (as a map of
+    strings does) and the renderer counts what was left out."""
+    members = {f"node_modules/pkg-{i}": {"version": f"1.{i % 10}.0", "license": "MIT"} for i in range(300)}
+    data = json.dumps({"name": "app", "packages": members}, indent=2).encode()
+    start = data.index(b'"node_modules/pkg-10"')
+    results = []
+    for kernels in BOTH:
+        scanner = kernels.JsonOutline(start, len(data) - 100, 4, 16, 4)
+        scanner.feed(data)
+        valid, _, entries, dropped = scanner.result()
+        assert valid
+        whole = [entry for entry in entries if entry[0] == (b"packages",)]
+        assert len(whole) == 1 and whole[0][1] == "object" and whole[0][5] == start, whole
+        assert whole[0][4] == data[start: len(data) - 100].count(b'"node_modules/pkg-')
+        assert len(entries) == 16 and dropped > 0
+        # The kept members are the first to close; the rest are counted in ``dropped``.
+        kept = [entry[0][1] for entry in entries if len(entry[0]) == 2]
+        assert kept == [f"node_modules/pkg-{i}".encode() for i in range(10, 10 + len(kept))]
+        results.append((entries, dropped))
+    assert all(result == results[0] for result in results)
+    members = {f"node_modules/pkg-{i}": {"version": f"1.{i % 10}.0", "license": "MIT", "dev": i % 2 == 0}
+               for i in range(5000)}
+    text = json.dumps({"name": "app", "lockfileVersion": 3, "packages": members}, indent=2)
+    for limits in ((2000, 51200), (400, 8192)):
+        with ToolOutputStore(tmp_path / str(limits[0]), config={"tool_output": {
+                "max_lines": limits[0], "max_bytes": limits[1]}}) as store:
+            content = store.truncate("s", "c", text).content
+        lines = [line for line in outline_of(content) if line.startswith("$.packages {")]
+        assert len(lines) == 1, outline_of(content)
+        count = int(re.search(r"\((\d+) keys, ", lines[0]).group(1))
+        offset = int(OFFSET.search(lines[0]).group(1))
+        assert text.encode()[offset:].startswith(b'"node_modules/pkg-')
+        # The members from there on, less the few the tail shows.
+        assert 4000 < count <= text.encode()[offset:].count(b'\n    "node_modules/pkg-')

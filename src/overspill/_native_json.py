@@ -85,6 +85,11 @@ class JsonOutline:
     key is one of ``JSON_LABEL_KEYS``, in the item or an object member of
     it).  Entries come in the order their containers close, then the open
     ones innermost first; at most ``max_entries``, ``dropped`` counts the rest.
+    When more than ``max_entries`` containers have omitted items, the
+    shallower ones are kept (the first to close among equals): a container
+    takes the place of the deepest entry kept (the last of those) when it is
+    shallower, so a map whose members are objects keeps its own entry even
+    though its members close first and would fill the list.
 
     :raises TypeError: wrong argument types.
     :raises ValueError: ``omit_start > omit_end``, ``max_depth`` outside 1 to
@@ -92,8 +97,8 @@ class JsonOutline:
     """
 
     __slots__ = ("_omit_start", "_omit_end", "_max_depth", "_max_entries", "_max_labels", "_position",
-                 "_stack", "_valid", "_entries", "_dropped", "_state", "_capture", "_capture_frame",
-                 "_is_key")
+                 "_stack", "_valid", "_entries", "_depths", "_deepest", "_dropped", "_state", "_capture",
+                 "_capture_frame", "_is_key")
 
     def __init__(self, omit_start: int, omit_end: int, max_depth: int, max_entries: int, max_labels: int) -> None:
         self._omit_start = _check_int(omit_start, "omit_start", 0)
@@ -109,6 +114,8 @@ class JsonOutline:
         self._stack = [_Frame(_ROOT, (), True)]
         self._valid = True
         self._entries: list = []
+        self._depths: list = []  # each entry's nesting depth (the root 0, the top-level value 1)
+        self._deepest = 0  # the largest of _depths
         self._dropped = 0
         self._state = 0  # 0: between tokens, 1: in a string, 2: after a backslash in one, 3: in a literal
         self._capture = bytearray()
@@ -187,13 +194,23 @@ class JsonOutline:
     def _emit(self, frame: _Frame, end: int) -> None:
         if not frame.reportable or frame.count == 0:
             return
+        depth = 0 if frame.kind == _ROOT else len(frame.path) + 1
         if len(self._entries) >= self._max_entries:
+            # Full: the deepest entries give way.  A container's members close
+            # before it does, so without this a map of objects would be
+            # described by its first members only and never by a line of its own.
             self._dropped += 1
-            return
+            if depth >= self._deepest:
+                return
+            at = len(self._depths) - 1 - self._depths[::-1].index(self._deepest)
+            del self._entries[at], self._depths[at]
+            self._deepest = max(self._depths, default=0)
         kind = ("root", "object", "array")[frame.kind]
         self._entries.append((None if frame.kind == _ROOT else frame.path, kind, frame.first_index,
                               frame.last_index, frame.count, frame.first_offset, min(end, self._omit_end),
                               tuple(frame.keys), tuple(frame.labels)))
+        self._depths.append(depth)
+        self._deepest = max(self._deepest, depth)
 
     def _owner(self, frame: _Frame) -> Optional[_Frame]:
         """The array whose item ``frame`` (the item or its member) belongs to."""
@@ -327,9 +344,9 @@ class JsonOutline:
 
     def result(self) -> tuple[bool, int, list, int]:
         """``(valid, records, entries, dropped)``; see the class."""
-        saved = list(self._entries), self._dropped
+        saved = list(self._entries), list(self._depths), self._deepest, self._dropped
         for frame in reversed(self._stack):
             self._emit(frame, self._omit_end)
         entries, dropped = self._entries, self._dropped
-        self._entries, self._dropped = saved
+        self._entries, self._depths, self._deepest, self._dropped = saved
         return self._valid, self._stack[0].index, entries, dropped

@@ -385,7 +385,7 @@ class Outline:
     def _render_json(self) -> list[str]:
         if self._json is None:
             return []
-        valid, records, entries, _ = self._json
+        valid, records, entries, dropped = self._json
         if not valid or not entries:
             return []
         body = ["[outline of the omitted part (JSON); by byte offset:]"]
@@ -406,6 +406,10 @@ class Outline:
                 standing_out = _unlike_the_rest(names)
                 for number, (index, at, name) in enumerate(names):
                     (unlike if number in standing_out else labels).append(f"[{index}] {_text(name)} @ {at}")
+        if dropped:
+            # The scan keeps the shallower containers: these are nested in (or beside) the ones above.
+            body.append(f"… {dropped} more object{'s' if dropped != 1 else ''} or list{'s' if dropped != 1 else ''}"
+                        " with omitted items, not listed")
         if unlike:
             body.extend(_wrap(unlike, lead="  unlike the rest: "))
         if labels:
