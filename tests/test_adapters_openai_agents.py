@@ -261,8 +261,9 @@ def pictures() -> list:
     return [ToolOutputImage(image_url=PICTURE), ToolOutputImage(image_url=PICTURE)]
 
 
-def _outputs(tool: Any, store: ToolOutputStore) -> list:
-    """What the model was sent for one call of ``tool`` (as the SDK put it in the next turn's input)."""
+def _calling_once(name: str, call_id: str = "call-1") -> tuple[Any, list]:
+    """A scripted model that calls the tool ``name`` once, then says "done"; and the list that
+    gets what it was sent for the call (as the SDK put it in the next turn's input)."""
     model, sent = testing.ScriptedModel(), []
 
     async def respond(call: Any) -> Any:
@@ -271,9 +272,15 @@ def _outputs(tool: Any, store: ToolOutputStore) -> list:
             sent.append(last["output"])
             return [testing.assistant_message("done")]
         model.enqueue(testing.ModelStep.respond(respond))
-        return [testing.function_call(tool.name, "{}", call_id="call-1")]
+        return [testing.function_call(name, "{}", call_id=call_id)]
 
     model.enqueue(testing.ModelStep.respond(respond))
+    return model, sent
+
+
+def _outputs(tool: Any, store: ToolOutputStore) -> list:
+    """What the model was sent for one call of ``tool`` (as the SDK put it in the next turn's input)."""
+    model, sent = _calling_once(tool.name)
     agents.Runner.run_sync(agents.Agent(name="a", model=model, tools=bound([tool], store)), "go")
     return sent
 
@@ -611,17 +618,7 @@ def test_mcp_server_guardrails_and_extractor_see_the_whole_result(store):
         return None
 
     async def sent_for(tool: str, structured: bool) -> Any:
-        model, sent = testing.ScriptedModel(), []
-
-        async def respond(call: Any) -> Any:
-            last = call.input[-1] if isinstance(call.input, list) else None
-            if isinstance(last, dict) and last.get("type") == "function_call_output":
-                sent.append(last["output"])
-                return [testing.assistant_message("done")]
-            model.enqueue(testing.ModelStep.respond(respond))
-            return [testing.function_call(tool, "{}", call_id=f"call-{tool}-{structured}")]
-
-        model.enqueue(testing.ModelStep.respond(respond))
+        model, sent = _calling_once(tool, f"call-{tool}-{structured}")
         server = MCPServerStdio({"command": sys.executable, "args": [os.path.join(here, "adapter_mcp_server.py")],
                                  "env": env}, name="big-output", client_session_timeout_seconds=30,
                                 use_structured_content=structured, custom_data_extractor=extractor,

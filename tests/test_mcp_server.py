@@ -404,6 +404,22 @@ def test_stdio_restarted_server_reads_a_finished_background_handle(tmp_path, sub
     assert anyio.run(read) == SEQ
 
 
+async def cancelled_once_started(client, arguments: dict, pid_file) -> tuple[int, int]:
+    """Call bash with ``arguments`` (whose command writes ``$$ $PPID`` to ``pid_file``), cancel the
+    call once the command has started (notifications/cancelled): (the group's leader, the server)."""
+    async with anyio.create_task_group() as group:
+
+        async def call() -> None:
+            await client.call_tool("bash", arguments)
+            pytest.fail("the call should have been cancelled")
+
+        group.start_soon(call)
+        await anyio.to_thread.run_sync(wait_until, lambda: pid_file.exists() and pid_file.read_text().strip())
+        group.cancel_scope.cancel()
+    leader, server = map(int, pid_file.read_text().split())
+    return leader, server
+
+
 def test_stdio_cancellation_kills_the_process_group(tmp_path, subprocess_env):
     pid_file = tmp_path / "pids"
     # $$ is the shell (the group's leader), $PPID the server that started it.
@@ -411,22 +427,35 @@ def test_stdio_cancellation_kills_the_process_group(tmp_path, subprocess_env):
 
     async def main():
         async with stdio(tmp_path / "data", subprocess_env) as client:
-            async with anyio.create_task_group() as group:
-
-                async def call() -> None:
-                    await client.call_tool("bash", {"command": command, "timeout": 3600})
-                    pytest.fail("the call should have been cancelled")
-
-                group.start_soon(call)
-                await anyio.to_thread.run_sync(wait_until, lambda: pid_file.exists() and pid_file.read_text().strip())
-                group.cancel_scope.cancel()  # the client sends notifications/cancelled
-            leader, server = map(int, pid_file.read_text().split())
+            leader, server = await cancelled_once_started(client, {"command": command, "timeout": 3600}, pid_file)
             assert await anyio.to_thread.run_sync(wait_until, lambda: not alive_in_group(leader))
             assert await anyio.to_thread.run_sync(wait_until, lambda: not zombies_of(server))
             after = await client.call_tool("bash", {"command": "echo still serving"})
             assert text_of(after) == "still serving"
 
     anyio.run(main)
+
+
+async def answers_while_matching_then_cancels(client, server: int, name: str, arguments: dict, page_uri: str,
+                                              page_text: str) -> None:
+    """While the call ``name(arguments)`` matches a backtracking pattern in a worker of ``server``,
+    the server answers a ping and a read of ``page_uri`` (``page_text``); cancelling the call
+    (notifications/cancelled) ends that worker."""
+    ended: list[object] = []
+    async with anyio.create_task_group() as group:
+
+        async def call() -> None:
+            ended.append(await client.call_tool(name, arguments))
+
+        group.start_soon(call)
+        assert await anyio.to_thread.run_sync(wait_until, lambda: regex_workers_of(server))
+        worker = regex_workers_of(server)[0]
+        with anyio.fail_after(60):  # a bound on a hang, not a timing claim
+            await client.send_ping()
+            page = await client.read_resource(page_uri)
+        assert page.contents[0].text == page_text and ended == []
+        group.cancel_scope.cancel()
+    assert await anyio.to_thread.run_sync(wait_until, lambda: worker not in regex_workers_of(server))
 
 
 @pytest.mark.filterwarnings("ignore:ping is removed")
@@ -439,21 +468,8 @@ def test_stdio_a_backtracking_grep_leaves_the_server_answering_and_is_cancelled(
                                                               "echo $PPID >&2"})
             uri = links_of(made)[0].uri
             server = int(text_of(made).rstrip().rsplit("\n", 1)[-1])
-            ended: list[object] = []
-            async with anyio.create_task_group() as group:
-
-                async def call() -> None:
-                    ended.append(await client.call_tool("grep", {"pattern": "(a+)+$", "resource": uri}))
-
-                group.start_soon(call)
-                assert await anyio.to_thread.run_sync(wait_until, lambda: regex_workers_of(server))
-                worker = regex_workers_of(server)[0]
-                with anyio.fail_after(60):  # a bound on a hang, not a timing claim
-                    await client.send_ping()
-                    page = await client.read_resource(f"{uri}?offset=0&limit=10")
-                assert page.contents[0].text == "1\n2\n3\n4\n5\n" and ended == []
-                group.cancel_scope.cancel()  # notifications/cancelled
-            assert await anyio.to_thread.run_sync(wait_until, lambda: worker not in regex_workers_of(server))
+            await answers_while_matching_then_cancels(client, server, "grep", {"pattern": "(a+)+$", "resource": uri},
+                                                      f"{uri}?offset=0&limit=10", "1\n2\n3\n4\n5\n")
             found = await client.call_tool("grep", {"pattern": "a+b$", "resource": uri})
             assert not found.is_error and text_of(found).endswith("[1 matching line]")
 
@@ -668,16 +684,8 @@ def test_stdio_a_background_call_cancelled_in_its_yield_kills_the_command(tmp_pa
 
     async def main():
         async with stdio(tmp_path / "data", subprocess_env) as client:
-            async with anyio.create_task_group() as group:
-
-                async def call() -> None:
-                    await client.call_tool("bash", {"command": command, "background": True, "yield_after": 600})
-                    pytest.fail("the call should have been cancelled")
-
-                group.start_soon(call)
-                await anyio.to_thread.run_sync(wait_until, lambda: pid_file.exists() and pid_file.read_text().strip())
-                group.cancel_scope.cancel()  # the client sends notifications/cancelled
-            leader, server = map(int, pid_file.read_text().split())
+            leader, server = await cancelled_once_started(
+                client, {"command": command, "background": True, "yield_after": 600}, pid_file)
             try:
                 assert await anyio.to_thread.run_sync(wait_until, lambda: not alive_in_group(leader))
                 assert await anyio.to_thread.run_sync(wait_until, lambda: not zombies_of(server))
@@ -738,22 +746,9 @@ def test_stdio_a_backtracking_wait_pattern_leaves_the_server_answering_and_is_ca
                 seen = await client.call_tool("wait", {"resource": uri, "timeout": 30, "pattern": "^[0-9]+$",
                                                        "offset": 0})
                 server = int(text_of(seen).splitlines()[1])
-                ended: list[object] = []
-                async with anyio.create_task_group() as group:
-
-                    async def call() -> None:
-                        ended.append(await client.call_tool("wait", {"resource": uri, "timeout": 50,
-                                                                     "pattern": "(a+)+$", "offset": 0}))
-
-                    group.start_soon(call)
-                    assert await anyio.to_thread.run_sync(wait_until, lambda: regex_workers_of(server))
-                    worker = regex_workers_of(server)[0]
-                    with anyio.fail_after(60):  # a bound on a hang, not a timing claim
-                        await client.send_ping()
-                        page = await client.read_resource(f"{uri}?offset=0&limit=3")
-                    assert page.contents[0].text == "aaa" and ended == []
-                    group.cancel_scope.cancel()  # notifications/cancelled
-                assert await anyio.to_thread.run_sync(wait_until, lambda: worker not in regex_workers_of(server))
+                await answers_while_matching_then_cancels(
+                    client, server, "wait", {"resource": uri, "timeout": 50, "pattern": "(a+)+$", "offset": 0},
+                    f"{uri}?offset=0&limit=3", "aaa")
                 with anyio.fail_after(60):  # likewise: the budget ends it
                     slow = await client.call_tool("wait", {"resource": uri, "timeout": 1, "pattern": "(a+)+$",
                                                            "offset": 0})

@@ -328,14 +328,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send(404, "text/plain", b"missing")
 
 
-@pytest.fixture(scope="module")
-def server():
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+def _serving(handler: type[http.server.BaseHTTPRequestHandler]):
+    """An HTTP server on loopback answering with ``handler``: yields its base URL, then stops it."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
     httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def server():
+    yield from _serving(_Handler)
 
 
 def test_webfetch_html_as_markdown_text_and_html(store, server):
@@ -1083,12 +1088,7 @@ class _DeclaredHandler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def declared_server():
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _DeclaredHandler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    yield from _serving(_DeclaredHandler)
 
 
 @pytest.mark.parametrize("mime", ["application/x-javascript", "application/x-yaml", "application/ecmascript",
