@@ -98,9 +98,14 @@ def view_text(buffer, flags, /):
 
 
 cdef bint _escape_within(const uint8_t *p, Py_ssize_t floor, Py_ssize_t position, Py_ssize_t reach) noexcept:
-    """Whether an ESC lies in ``p[max(floor, position - reach):position]``."""
+    """Whether ``position`` may split an escape sequence (``page_text``'s rule 3): an ESC lies in
+    ``p[max(floor, position - reach):position]``, or those bytes are all ``reach`` of them and hold
+    none of ESC, newline and BEL (a sequence longer than ``reach``, an OSC string, may be under way)."""
     cdef Py_ssize_t low = max(floor, position - reach)
-    return position > low and memchr(p + low, 0x1b, <size_t>(position - low)) != NULL
+    if position > low and memchr(p + low, 0x1b, <size_t>(position - low)) != NULL:
+        return True
+    return (reach > 0 and position - reach >= floor and memchr(p + low, 0x0a, <size_t>reach) == NULL
+            and memchr(p + low, 0x07, <size_t>reach) == NULL)
 
 
 cdef int _flags_of(object flags) except -1:

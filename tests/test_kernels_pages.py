@@ -41,6 +41,13 @@ def naive_bounds(window: bytes, offset: int, limit: int, final: bool) -> tuple[i
     return start, min((b for b in bounds if b > start), default=start)
 
 
+def maybe_split(data: bytes, low: int, edge: int, reach: int) -> bool:
+    """Whether an edge may split an escape sequence: an ESC in the reach bytes before it, or all reach of
+    them in the window and none of them an ESC, a newline or a BEL (a longer sequence may be under way)."""
+    window = data[max(low, edge - reach) : edge]
+    return 0x1B in window or (reach > 0 and edge - reach >= low and not {0x1B, 0x0A, 0x07} & set(window))
+
+
 def naive_page_text(data: bytes, low: int, high: int, offset: int, limit: int, flags: int, reach: int,
                     checksums: bytes | None, chunk: int):
     if checksums is not None:
@@ -50,7 +57,7 @@ def naive_page_text(data: bytes, low: int, high: int, offset: int, limit: int, f
                 return index
     start, end = naive_bounds(data[low:high], offset - low, limit, high == len(data))
     start, end = start + low, end + low
-    if flags & ANSI and any(0x1B in data[max(low, edge - reach) : edge] for edge in (start, end)):
+    if flags & ANSI and any(maybe_split(data, low, edge, reach) for edge in (start, end)):
         return start, end, None
     return start, end, naive_view(data[start:end], flags).decode("utf-8", "replace")
 

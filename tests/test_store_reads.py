@@ -293,3 +293,39 @@ def test_a_preview_bounded_by_end_stops_there_and_states_that_size(store):
     assert "of 20000 ..." in bounded.content and bounded.content.endswith(data[:20_000].decode()[-30:])
     nothing = store.preview("s", uri, offset=100, max_lines=10, max_bytes=10_000, end=50)
     assert nothing.content == "" and nothing.next_offset == 100
+
+
+# ---------------------------------------------------------------- red team E f01
+def _long_sequences() -> bytes:
+    """OSC 8 links whose URLs (700 and 1,500 bytes, as signed URLs are) outrun a page's 512-byte look
+    for an ESC, an inline image whose base64 outruns any page window, and a line of 200 KB after an
+    early escape (no newline, no ESC: the look-back must not scan it on every page)."""
+    links = b"".join(b"\x1b]8;;http://x/" + b"u" * length + b"\x1b\\link%d\x1b]8;;\x1b\\ plain line %d\n" % (i, i)
+                     for i in range(40) for length in (700, 1500))
+    image = b"\x1b]1337;File=inline=1:" + b"QUJD" * 10_000 + b"\x07 after the image\n"
+    return b"\x1b[1mtitle\x1b[0m\n" + b'{"k":"v"},' * 20_000 + b"\n" + links + image + links[:5000]
+
+
+@pytest.mark.parametrize("limit", [64, 1000, 8192, 51200])
+def test_pages_of_sequences_longer_than_the_window_show_no_piece_of_them(store, limit):
+    """A page edge inside an escape sequence moves to its end however long it is (README "What the
+    model sees"): the read looked only 512 bytes around a page for its ESC, so pages of OSC 8 links
+    with long URLs or of an inline image showed pieces of the URL or the base64.  Pages following
+    ``next`` now show, joined, exactly the view of the whole output, and no page, at any offset,
+    shows a piece of a sequence."""
+    from overspill.text import shown_text, view_flags
+
+    data = _long_sequences()
+    uri = store.write("s", "c", data).uri
+    pieces = ("\x1b", "\x07", "]8;;", "uuuuuuuu", "QUJDQUJD", "1337;File")
+    offset, contents = 0, []
+    while offset is not None:
+        page = store.read("s", uri, offset=offset, limit=limit)
+        assert page.offset == offset
+        assert not [piece for piece in pieces if piece in page.content], (offset, page.content[:80])
+        contents.append(page.content)
+        offset = page.next
+    assert "".join(contents) == shown_text(data, view_flags(store.views))
+    for inside in range(0, len(data), 997):  # asked for anywhere, inside sequences too
+        page = store.read("s", uri, offset=inside, limit=limit)
+        assert not [piece for piece in pieces if piece in page.content], (inside, page.content[:80])

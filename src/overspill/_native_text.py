@@ -323,6 +323,15 @@ def page_arguments(low: int, high: int, offset: int, limit: int, flags: int, rea
         raise
 
 
+def _maybe_split(view: memoryview, low: int, edge: int, reach: int) -> bool:
+    """``page_text``'s rule 3 for one edge."""
+    window = view[max(low, edge - reach) : edge].tobytes()
+    if b"\x1b" in window:
+        return True
+    # None of a sequence's bytes past its ESC is a newline, a BEL or an ESC (but an ST's or BEL's last byte).
+    return reach > 0 and edge - reach >= low and b"\n" not in window and b"\x07" not in window
+
+
 def page_text(buffer: BytesLike, low: int, high: int, offset: int, limit: int, flags: int, reach: int,
               checksums: Optional[BytesLike], chunk: int, /) -> int | tuple[int, int, Optional[str]]:
     """A verified page of a payload and its text, in one call: what a store's
@@ -336,11 +345,13 @@ def page_text(buffer: BytesLike, low: int, high: int, offset: int, limit: int, f
        check): the index of the first that does not match is returned.
     2. ``(start, end) = page_bounds(buffer[low:high], offset - low, limit,
        high == len(buffer))``, made payload offsets.
-    3. With ``VIEW_ANSI`` in ``flags``, an ESC in the ``reach`` bytes of the
-       window before ``start`` or before ``end`` may be a sequence that an
-       edge splits: ``(start, end, None)`` (the caller moves the edges by its
-       escape rule).  Otherwise ``(start, end, view_text(buffer[start:end],
-       flags))``.
+    3. With ``VIEW_ANSI`` in ``flags``, an edge (``start`` or ``end``) may
+       split an escape sequence when the ``reach`` bytes of the window before
+       it hold an ESC, or (``reach`` > 0) are all inside the window and hold
+       none of ESC, newline and BEL (a sequence longer than ``reach``, such as
+       an OSC string, may be under way): then ``(start, end, None)`` (the
+       caller moves the edges by its escape rule).  Otherwise ``(start, end,
+       view_text(buffer[start:end], flags))``.
 
     :raises TypeError: ``buffer`` or ``checksums`` is not a contiguous buffer
         (or None, for ``checksums``), or a number is not an int.
@@ -371,6 +382,6 @@ def page_text(buffer: BytesLike, low: int, high: int, offset: int, limit: int, f
         start, end = page_bounds(view[low:high], offset - low, limit, high == size)
         start += low
         end += low
-        if flags & VIEW_ANSI and any(b"\x1b" in view[max(low, edge - reach) : edge].tobytes() for edge in (start, end)):
+        if flags & VIEW_ANSI and any(_maybe_split(view, low, edge, reach) for edge in (start, end)):
             return start, end, None
         return start, end, view_text(view[start:end], flags)

@@ -10,7 +10,7 @@ from . import _kernels
 from ._arguments import id_string, whole_number
 from ._buffers import VIEW_ANSI
 from ._store_types import PAGE_SLOTS, Page, TruncateResult
-from ._views import ESCAPE_REACH, escape_end
+from ._views import ESCAPE_BLOCK, ESCAPE_REACH, Escapes, covering_far, covering_in
 from .config import MAX_READ_BYTES
 from .errors import AccessDeniedError
 from .records import parse_uri
@@ -35,6 +35,10 @@ _PAGE_MARGIN = BOUNDARY_MARGIN
 # Bytes per range that ``iter_bytes`` verifies and yields (rounded to whole
 # checksum chunks, so that no chunk is verified twice).
 _STREAM_BYTES = 1 << 20
+# How far a page read that moves its edges past escape sequences looks on either side of its window.
+_WIDE_REACH = 4096
+# The most payloads whose escape index (``_views.Escapes``) a store keeps.
+_ESCAPE_INDEXES = 256
 
 
 def _denied(record: Record) -> AccessDeniedError:
@@ -61,6 +65,9 @@ class StoreReads:
     _limits: Limits
     _signals: SignalPatterns
     _tokens: Optional[tuple[int, Callable[[str], int]]]
+    # Per resource id: where the payload's ESC bytes are, for page edges inside a sequence longer
+    # than a page's window (built only by pages that need it; stored bytes never change).
+    _escapes: dict[str, Escapes]
 
     def _owned_record(self, session_id: str, resource_id: str) -> Record:
         record = self._backend.record(resource_id)
@@ -158,8 +165,10 @@ class StoreReads:
         # When escapes are removed it is wider: room to see an escape sequence
         # that a page edge would split.
         flags = self._views
+        reach = 0
         if flags & VIEW_ANSI:
             before, after = ESCAPE_REACH, _PAGE_MARGIN + ESCAPE_REACH
+            reach = ESCAPE_REACH
         else:
             before = after = _PAGE_MARGIN
         low = offset - before if offset > before else 0
@@ -177,34 +186,79 @@ class StoreReads:
         pages = self._pages
         found = None
         if pages is not None and low < high:
+            if reach:
+                escapes = self._escapes.get(resource_id)
+                if escapes is not None and escapes.quiet(low, high):
+                    reach = 0  # no sequence in the window, nor over its edges: none to look for
             # The common case in one kernel call: verify, bounds and text (None: no warm map).
-            found = pages.page_text(resource_id, record, low, high, offset, limit, flags, ESCAPE_REACH)
+            found = pages.page_text(resource_id, record, low, high, offset, limit, flags, reach)
         if found is not None and found[2] is not None:
             start, end, content = found
         else:
-            start, end, content = self._page_view(record, low, high, offset, limit, final)
+            start, end, content = self._page_view(resource_id, record, low, high, offset, limit, final)
         more = end < size
         # Page(...) without its __init__'s six bound setters (~1 us of a ~20 us warm page).
         return _kernels.new_slotted(Page, PAGE_SLOTS, (record.resource, content, start, more,
                                                         end if more else None, record.complete))
 
-    def _page_view(self, record: Record, low: int, high: int, offset: int, limit: int,
+    def _page_view(self, resource_id: str, record: Record, low: int, high: int, offset: int, limit: int,
                    final: bool) -> tuple[int, int, str]:
         """A page read through a verified view of ``[low, high)``: ``(start, end, text)``;
         ``final``: ``high`` ends a character (the payload's end, or a running one's whole characters)."""
         flags = self._views
-        with self._backend.read(record, low, high) as view:
-            if not view:
-                return low, low, ""
-            start, end = _kernels.page_bounds(view, offset - low, limit, final)
-            if flags & VIEW_ANSI:
-                # Each page's view is of its bytes alone: a page never starts or ends inside an
-                # escape sequence (it would show a piece of it, such as "[1;31m").  A start inside
-                # one moves past it (it shows nothing); an end inside one moves to its end.
-                start = escape_end(view, start)
-                end = max(escape_end(view, end), start)
-            content = shown_text(view[start:end], flags)
-        return start + low, end + low, content
+        if not flags & VIEW_ANSI:
+            with self._backend.read(record, low, high) as view:
+                if not view:
+                    return low, low, ""
+                start, end = _kernels.page_bounds(view, offset - low, limit, final)
+                return start + low, end + low, shown_text(view[start:end], flags)
+        if low == high:
+            return low, low, ""
+        # Each page's view is of its bytes alone: a page never starts or ends inside an escape
+        # sequence (it would show a piece of it, such as "[1;31m").  A start inside one moves past it
+        # (it shows nothing); an end inside one moves to its end.  The edges are found in a window
+        # wider than the page's on both sides: most long sequences (an OSC 8 link's signed URL) end in it.
+        size = record.resource.size
+        wide_low, wide_high = max(low - _WIDE_REACH, 0), min(high + _WIDE_REACH, size)
+        with self._backend.read(record, wide_low, wide_high) as wide:
+            start, end = _kernels.page_bounds(wide[low - wide_low : high - wide_low], offset - low, limit, final)
+            start = self._sequence_end(resource_id, record, wide, wide_low, wide_high, start + low)
+            end = max(self._sequence_end(resource_id, record, wide, wide_low, wide_high, end + low), start)
+            if end <= wide_high:
+                return start, end, shown_text(wide[start - wide_low : end - wide_low], flags)
+        # The end moved past the window: the end of a sequence longer than its margin.
+        with self._backend.read(record, start, end) as view:
+            return start, end, shown_text(view, flags)
+
+    def _sequence_end(self, resource_id: str, record: Record, view: memoryview, low: int, high: int,
+                      position: int) -> int:
+        """``position`` (in the payload; ``view`` holds its bytes ``[low, high)``), moved to the end
+        of an escape sequence that covers it; else ``position``."""
+        size = record.resource.size
+        found = covering_in(view, position - low, low == 0, high == size)
+        if found is not None:
+            return found[1] + low
+        # The sequence may start before the window (an OSC string longer than its margin) or end past it.
+        escapes = self._escapes.get(resource_id)
+        if escapes is not None and position <= escapes.clean:
+            return position  # no ESC before it
+        # The payload's escape index finds the sequence's ESC however far back, after one scan of the
+        # bytes before the window's block end, made once for all pages (a page whose window no sequence
+        # reaches then skips the look-back: ``read``'s fast path).
+        backend = self._backend
+
+        def read(start: int, end: int) -> AbstractContextManager[memoryview]:
+            return backend.read(record, start, end)
+
+        if escapes is None:
+            escapes = Escapes.empty()
+        wanted = min(size, -(-high // ESCAPE_BLOCK) * ESCAPE_BLOCK)
+        if escapes.indexed < wanted:
+            escapes = escapes.extended(read, wanted, size)
+            if len(self._escapes) >= _ESCAPE_INDEXES:
+                self._escapes.clear()
+            self._escapes[resource_id] = escapes
+        return covering_far(read, escapes, position, size)[1]
 
     def _cut_character(self, record: Record, size: int) -> int:
         """The bytes at ``size``'s end that start a character not whole there (``text.cut_character``)."""

@@ -16,7 +16,16 @@ from ._buffers import ESCAPE as ESCAPE_SEQUENCE
 from ._buffers import TOKEN_ENDS, VIEW_ANSI, BytesLike, byte_view
 from .text import Preview, preview_from_cuts, shown_size, shown_text
 
-__all__ = ["ESCAPE_REACH", "escape_end", "view_preview"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
+    from array import array
+    from collections.abc import Callable
+    from contextlib import AbstractContextManager
+    from typing import Optional
+
+    Reader = Callable[[int, int], AbstractContextManager[memoryview]]  # a payload's bytes [start, end), verified
+
+__all__ = ["ESCAPE_REACH", "Escapes", "covering_far", "covering_in", "view_preview"]
 
 # How far back from a page's edge a read looks for an escape sequence covering it (its window's margin),
 # and the first step of _last_of's look-back (a preview's cut looks back as far as the sequence takes).
@@ -201,11 +210,154 @@ def _before_escape(view: memoryview, line: int, cut: int) -> int:
     return _covering(view, line, cut)[0]
 
 
-def escape_end(view: memoryview, position: int) -> int:
-    """``position``, moved to the end of an escape sequence that covers it (one
-    that starts before it and ends after it), when that sequence starts within
-    ``view`` (whose start no sequence covers); else ``position``."""
-    return _past_escape(view, 0, position)
+def covering_in(view: memoryview, position: int, from_start: bool, to_end: bool) -> Optional[tuple[int, int]]:
+    """``_covering`` of a window of a payload (``from_start``: it starts the
+    payload, ``to_end``: it ends it), or None when the window cannot tell: a
+    sequence may start before it (no ESC, newline or BEL before ``position``
+    in it: an OSC string, an inline image's base64, can be longer than any
+    window) or go on past its end."""
+    escape = _last_of(view, 0, position, b"\x1b\n")
+    if escape < 0:
+        # None of a sequence's bytes is a BEL but an OSC's last: after one, no sequence is under way.
+        return (position, position) if from_start or b"\x07" in view[:position].tobytes() else None
+    if view[escape] != 0x1B:
+        return position, position
+    if view[escape + 1 : escape + 2] == b"\\":
+        before = _last_of(view, 0, escape, b"\x1b\n\x07")  # an OSC string holds none of these
+        if before < 0 and not from_start:
+            return None  # the OSC this ST may end starts before the window
+        if before >= 0 and view[before] == 0x1B and view[before + 1] == 0x5D:
+            escape = before
+    end = ESCAPE_SEQUENCE.match(view, escape).end()
+    if end >= len(view) - 1 and not to_end:
+        return None  # with the bytes after the window, the match may be longer (its ST is two bytes)
+    return (escape, end) if end > position else (position, position)
+
+
+# The block of an escape index (``Escapes``): a look-back through the index reads at most this much.
+ESCAPE_BLOCK = 4096
+# The bytes an index's scan reads at a time.
+_SCAN_BYTES = 1 << 20
+
+class Escapes:
+    """What is known of where a payload's escape sequences are, for a page
+    edge inside one longer than the page's window (an OSC string): its bytes
+    ``[0, indexed)`` hold no ESC before ``clean``; ``lasts[k]`` is the last
+    ESC before ``k * ESCAPE_BLOCK`` (-1: none) and ``ends[k]`` where the
+    sequence there ends (0: none; ``sys.maxsize``: at the payload's end, which
+    may yet grow); ``last``/``last_end``: the same before ``indexed``.
+
+    Stored bytes never change (a running resource's only grow), so what an
+    index says stays true; it is never changed, only replaced by a longer one
+    (``extended``), so threads may share it without a lock.  Built a range at
+    a time (``bytes.rfind``: memory speed), once per byte of the payload.
+    """
+
+    __slots__ = ("clean", "ends", "indexed", "last", "last_end", "lasts")
+
+    def __init__(self, clean: int, indexed: int, last: int, last_end: int, lasts: array[int], ends: array[int]) -> None:
+        self.clean = clean
+        self.indexed = indexed
+        self.last = last
+        self.last_end = last_end
+        self.lasts = lasts
+        self.ends = ends
+
+    @classmethod
+    def empty(cls) -> Escapes:
+        """The index of no bytes."""
+        from array import array
+
+        return cls(0, 0, -1, 0, array("q", [-1]), array("q", [0]))
+
+    def extended(self, read: Reader, upto: int, size: int) -> Escapes:
+        """This index, or a new one that also covers the bytes ``[indexed, upto)``
+        (read through ``read``; the payload has ``size`` bytes)."""
+        low = self.indexed
+        if upto <= low:
+            return self
+        clean, last, last_end = self.clean, self.last, self.last_end
+        lasts, ends = self.lasts[:], self.ends[:]
+        while low < upto:
+            high = min(upto, low + _SCAN_BYTES)
+            with read(low, high) as view:
+                data = view.tobytes()
+            position = 0
+            while position < len(data):
+                boundary = (low + position) // ESCAPE_BLOCK * ESCAPE_BLOCK + ESCAPE_BLOCK
+                stop = min(len(data), boundary - low)
+                found = data.rfind(b"\x1b", position, stop)
+                if found >= 0:
+                    if last < 0:
+                        clean = low + data.find(b"\x1b", position, stop)  # the first ESC
+                    last = low + found
+                    end = ESCAPE_SEQUENCE.match(data, found).end()
+                    last_end = low + end if end < len(data) - 1 else _match_end(read, last, size)
+                    if last_end == size:
+                        last_end = sys.maxsize  # a running command's next bytes may go on with it
+                position = stop
+                if low + position == boundary:
+                    lasts.append(last)
+                    ends.append(last_end)
+            low = high
+        if last < 0:
+            clean = upto
+        return Escapes(clean, upto, last, last_end, lasts, ends)
+
+    def quiet(self, low: int, high: int) -> bool:
+        """Whether no escape sequence has a byte in ``[low, high)`` (said only of indexed blocks)."""
+        first, stop = low // ESCAPE_BLOCK, -(-high // ESCAPE_BLOCK)
+        lasts = self.lasts
+        return stop < len(lasts) and lasts[stop] == lasts[first] and self.ends[first] <= low
+
+    def last_before(self, read: Reader, position: int) -> int:
+        """The last ESC before ``position`` (at most ``indexed``), or -1."""
+        if position == self.indexed:
+            return self.last
+        block = position // ESCAPE_BLOCK
+        start = block * ESCAPE_BLOCK
+        if start < position:
+            with read(start, position) as view:
+                found = view.tobytes().rfind(b"\x1b")
+            if found >= 0:
+                return start + found
+        return self.lasts[block]
+
+
+def covering_far(read: Reader, escapes: Escapes, position: int, size: int) -> tuple[int, int]:
+    """``_covering`` of the bytes ``[0, size)`` read through ``read``, as far
+    back and on as the sequence takes: its ESC is the last before
+    ``position`` (from ``escapes``, which covers ``position``), or the OSC
+    start before it when that one is an ST; a newline between, or any byte
+    no sequence holds, ends the sequence's match before ``position``."""
+    escape = escapes.last_before(read, position)
+    if escape < 0:
+        return position, position
+    if escape > 0 and _bytes_at(read, escape + 1, size) == b"\\":
+        before = escapes.last_before(read, escape)
+        # The OSC at ``before`` whose string runs to this ST (none of ESC, newline, BEL between).
+        if before >= 0 and _bytes_at(read, before + 1, size) == b"]" and _match_end(read, before, size) == escape + 2:
+            escape = before
+    end = _match_end(read, escape, size)
+    return (escape, end) if end > position else (position, position)
+
+
+def _bytes_at(read: Reader, start: int, size: int) -> bytes:
+    """The byte at ``start`` (nothing past ``size``)."""
+    with read(start, min(start + 1, size)) as view:
+        return view.tobytes()
+
+
+def _match_end(read: Reader, escape: int, size: int) -> int:
+    """Where the escape sequence at ``escape`` ends, read on as far as it goes."""
+    reach = ESCAPE_REACH
+    while True:
+        high = min(size, escape + reach)
+        with read(escape, high) as view:
+            end = ESCAPE_SEQUENCE.match(view).end()
+        if end < high - escape - 1 or high == size:
+            return escape + end
+        reach *= 4
 
 
 def _cut_tail(view: memoryview, shown: bytes, begin: int, raw: bytes, share: int, slack: int, flags: int

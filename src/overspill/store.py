@@ -126,6 +126,7 @@ class ToolOutputStore(StoreStreams, StoreReads):
         self._quota = self._backend if isinstance(self._backend, Quota) else None
         self._hints = self._backend if isinstance(self._backend, PageHints) else None
         self._pages = self._backend if isinstance(self._backend, PageTexts) else None
+        self._escapes = {}  # read's escape indexes (``_store_reads``)
         self._cleaner: Optional[threading.Thread] = None
         self._stop: Optional[threading.Event] = None  # made by start_cleanup: threading is not imported before
         _track(self)
