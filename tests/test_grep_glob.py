@@ -6,6 +6,7 @@ import importlib
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -97,3 +98,26 @@ def test_the_walk_picks_what_rg_picks_in_its_order(tmp_path):
             if walked != by_rg:
                 differences.append((root, glob, by_rg, walked))
     assert differences == []
+
+
+def test_a_glob_of_many_stars_matches_a_long_name_in_linear_time(tmp_path):
+    """Review (stop 14): each ``*`` became ``[^/]*``, and ``*a*a*a*a*b`` against a 200-character
+    name backtracked exponentially on the caller's thread (7.6 s; one ``*a`` more, minutes).
+    ``*X*`` now takes X's first match atomically; the subprocess's bound is for a hang only."""
+    code = ("from overspill.tools._glob import translate\n"
+            "glob = translate('*a' * 14 + '*b')\n"
+            "assert not glob.regex.fullmatch(b'a' * 200)\n"
+            "assert glob.regex.fullmatch(b'a' * 200 + b'b') and glob.regex.fullmatch(b'dir/' + b'xa' * 14 + b'b')\n"
+            "assert not glob.regex.fullmatch(b'a' * 13 + b'/' + b'a' + b'b')\n"
+            "print('ok')\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert result.stdout == "ok\n", result.stderr
+
+
+@pytest.mark.parametrize(("glob", "name", "matches"), [
+    ("*ab*c", "xabyabzc", True), ("*a?c*", "zzabcq", True), ("*a?c*", "zzacq", False), ("x*ab*", "xaab", True),
+    ("*ab*ab*", "abab", True), ("*ab*ab*", "aba", False), ("*.t*t", "a.tt", True), ("*.t*t", "a.t", False),
+    ("*a*/b", "xay/b", True), ("*a*b", "a/b", False)])
+def test_a_star_takes_the_first_match_of_what_follows_without_losing_a_match(glob, name, matches):
+    assert bool(translate(glob).regex.fullmatch(name.encode())) is matches

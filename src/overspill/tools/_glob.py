@@ -170,14 +170,43 @@ class _Parser:
         return ("class", negated, [(low, high) for low, high in ranges])
 
 
-def _regex(tokens: Sequence[object]) -> str:
-    """globset's regex for ``tokens`` (its ``(?-u)`` bytes semantics)."""
+def _fixed_run(tokens: Sequence[object], start: int) -> int:
+    """Where the run of ``?`` and literals other than ``/`` from ``start`` ends."""
+    end = start
+    while end < len(tokens) and (tokens[end] == _ANY or isinstance(tokens[end], tuple)
+                                 and tokens[end][0] == "literal" and tokens[end][1] != "/"):  # type: ignore[index]
+        end += 1
+    return end
+
+
+def _regex(tokens: Sequence[object], groups: Optional[list[int]] = None) -> str:
+    """globset's regex for ``tokens`` (its ``(?-u)`` bytes semantics).
+
+    ``*X*`` (X a run of ``?`` and literals, no ``/``) takes X's first match,
+    atomically (a look-ahead group matched again by reference), as fnmatch does:
+    a later match leaves the next ``*`` less to take, never more, so no match is
+    lost, and ``*a*a*a*a*b`` against a long name is linear instead of
+    exponential (each ``[^/]*`` retrying every split of the rest).
+    """
+    groups = [0] if groups is None else groups
     parts = []
-    for token in tokens:
-        if token == _ANY:
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        index += 1
+        if token == _STAR:
+            while index < len(tokens) and tokens[index] == _STAR:  # ** inside a name is one *
+                index += 1
+            end = _fixed_run(tokens, index)
+            if end > index and end < len(tokens) and tokens[end] == _STAR:
+                groups[0] += 1
+                run = _regex(tokens[index:end], groups)
+                parts.append(f"(?=(?P<g{groups[0]}>[^/]*?{run}))(?P=g{groups[0]})")
+                index = end
+            else:
+                parts.append("[^/]*")
+        elif token == _ANY:
             parts.append("[^/]")
-        elif token == _STAR:
-            parts.append("[^/]*")
         elif token == _PREFIX:
             parts.append("(?:/?|.*/)")
         elif token == _SUFFIX:
@@ -192,7 +221,8 @@ def _regex(tokens: Sequence[object]) -> str:
                               for low, high in ranges)
             parts.append(f"[{'^' if negated else ''}{members}]")
         else:  # alternates; an empty one matches the empty string
-            alternatives = [regex for regex in (_regex(alternative) for alternative in token[1]) if regex]  # type: ignore[index]
+            alternatives = [regex for regex in (_regex(alternative, groups) for alternative in token[1])  # type: ignore[index]
+                            if regex]
             if alternatives:
                 parts.append(f"(?:{'|'.join(alternatives)})")
     return "".join(parts)
