@@ -32,7 +32,7 @@ MARKER = re.compile(r"\.\.\. output truncated \((\d+) bytes, (\d+) lines? in all
                     r"grep\(resource=\"\4\", pattern=\"\.\.\.\"\)")
 
 
-VIEW_MARKER = re.compile(r"\.\.\. output stored \((\d+) bytes, (\d+) lines in all\): the view above collapsed "
+VIEW_MARKER = re.compile(r"\.\.\. output stored \((\d+) bytes, (\d+) lines? in all\): the view above collapsed "
                          r"redraws and escape sequences and stands for all \1 stored bytes \.\.\.\nnext: "
                          r"read\(resource=\"(tool-output://\w+)\", offset=0\)")
 

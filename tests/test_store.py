@@ -815,7 +815,9 @@ def test_an_output_over_the_limits_only_as_raw_bytes_is_stored_whole(store, shap
     assert result.truncated and result.resource is not None and result.next_offset == 0
     with store.view("s", result.resource.uri) as (_, stored):
         assert bytes(stored) == data
-    marker = (f"... output stored ({len(data)} bytes, {result.lines} lines in all): the view above collapsed "
+    # "1 line", not "1 lines" (issue 19 item 12: this assertion had pinned the plural for one line).
+    counted = f"{result.lines} line{'' if result.lines == 1 else 's'} in all"
+    marker = (f"... output stored ({len(data)} bytes, {counted}): the view above collapsed "
               f"redraws and escape sequences and stands for all {len(data)} stored bytes ...\n"
               f'next: read(resource="{result.resource.uri}", offset=0)')
     assert marker in result.content
@@ -884,3 +886,15 @@ def test_invalid_utf8_is_bounded_as_the_model_is_shown_it(tmp_path, shape, strea
         shown = len(result.content.encode()) - len(marker.group().encode())
         assert shown <= 8192
         assert page_bounds(data, result.next_offset, 1)[0] == result.next_offset
+
+
+def test_view_marker_says_1_line_not_1_lines(store):
+    """Regression (issue 19 item 12, red team E f05): the view marker (an output shown as its
+    collapsed view, e.g. ``seq 1 100000 | tr '\\n' '\\r'``) said "1 lines in all"; it now words
+    the count as the truncation marker does, and a two-line output keeps the plural."""
+    one = store.truncate("s", "c", "".join(f"{i}\r" for i in range(1, 100_001)))
+    assert "stands for all" in one.content and "1 line in all)" in one.content
+    assert "1 lines" not in one.content
+    two = store.truncate("s", "c", "".join(f"{i}\r" for i in range(1, 100_001)) + "\nend\r")
+    assert "stands for all" in two.content and "2 lines in all)" in two.content
+    assert overspill.text.view_marker("u", 5, 1, total=9).count("1 line in all") == 1

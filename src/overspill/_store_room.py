@@ -14,7 +14,7 @@ from ._quota import make_room, publish_within, room_made
 from ._store_types import TruncateResult, storage_error
 from .errors import StorageError
 from .records import CHECKSUM_CHUNK, Record, Resource, new_id, uri_for
-from .text import encode_content
+from .text import encode_content, lines_in_all
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
@@ -124,7 +124,7 @@ class StoreRoom:
                                    total=total, count=count, max_lines=lines_limit, max_bytes=bytes_limit,
                                    flags=self._views, signals=(), content=held if whole else None,
                                    kept_end=kept_end, first=first, tokens=self._tokens)
-        marker = (f"... output not stored ({total} bytes, {lines} line{'' if lines == 1 else 's'} in all): "
+        marker = (f"... output not stored ({total} bytes, {lines_in_all(lines)}): "
                   f"{self._not_even_the_record(reserve)} ...")
         head = shaped.head
         # One blank line before the marker, as ``_preview.compose`` puts it.

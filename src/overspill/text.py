@@ -125,6 +125,12 @@ def preview_from_cuts(content: Content, cuts: tuple[int, int, int, int]) -> Prev
         return Preview(_decode(view[:head_index]), _decode(view[tail_index:]), True, head_end, tail_start)
 
 
+def lines_in_all(lines: int) -> str:
+    """How every marker words an output's line count: ``"1 line in all"``,
+    ``"2 lines in all"`` (one rule, so no marker says "1 lines")."""
+    return f"{lines} line{'' if lines == 1 else 's'} in all"
+
+
 def truncation_marker(uri: str, size: int, lines: int, resume_offset: int, total: Optional[int] = None, *,
                       note: Optional[str] = None) -> str:
     """The marker between head and tail: what was cut, and the exact next calls.
@@ -137,7 +143,7 @@ def truncation_marker(uri: str, size: int, lines: int, resume_offset: int, total
     ``grep`` call that searches the stored output.  Under 300 bytes without
     ``note`` for any size below a petabyte.
     """
-    counted = f"{lines} line{'' if lines == 1 else 's'} in all"
+    counted = lines_in_all(lines)
     if total is not None and total > size:
         status = (f"... output truncated: the stored copy holds the first {size} of {total} bytes ({counted}); "
                   f"the omitted part starts at byte offset {resume_offset} ...\n")
@@ -185,9 +191,9 @@ def view_marker(uri: str, size: int, lines: int, total: Optional[int] = None) ->
     from the start.
     """
     if total is not None and total > size:
-        stored = f"the stored copy holds the first {size} of {total} bytes, {lines} lines in all"
+        stored = f"the stored copy holds the first {size} of {total} bytes, {lines_in_all(lines)}"
     else:
-        stored = f"{size} bytes, {lines} lines in all"
+        stored = f"{size} bytes, {lines_in_all(lines)}"
     return (f"... output stored ({stored}): the view above collapsed redraws and escape sequences and stands for "
             f"all {size} stored bytes ...\n" + next_calls(uri, 0))
 
