@@ -898,3 +898,40 @@ def test_view_marker_says_1_line_not_1_lines(store):
     two = store.truncate("s", "c", "".join(f"{i}\r" for i in range(1, 100_001)) + "\nend\r")
     assert "stands for all" in two.content and "2 lines in all)" in two.content
     assert overspill.text.view_marker("u", 5, 1, total=9).count("1 line in all") == 1
+
+
+@pytest.mark.parametrize("config", [{"max_stored_bytes": 1}, {"max_stored_bytes": 40}, {"max_total_bytes": 1500}])
+@pytest.mark.parametrize("kind", ["bytes", "str", "stream", "bash", "preview", "preview with end", "preview from 8"])
+def test_a_capped_copy_all_in_the_head_offers_no_read_past_it(tmp_path, config, kind):
+    """Regression (issue 19 item 18, red team E f02): when the head already showed the whole capped
+    stored copy (max_total_bytes 1500 kept 1,154 bytes of 1.29 MB; max_stored_bytes 1), the marker
+    still said "the omitted part starts at byte offset 1154" and offered read(offset=1154), which
+    returns ''. The marker now says the rest was not kept and offers no read."""
+    from overspill import tools
+
+    data = "".join(f"{i}\n" for i in range(200_000))
+    with ToolOutputStore(tmp_path, durable=False, config={"tool_output": config}) as store:
+        if kind == "bash":
+            content = tools.call(store, "s", "c", "bash", {"command": "seq 0 199999"}, cwd=str(tmp_path)).output
+            resource = store.records()[-1].resource
+        else:
+            result = (store.truncate("s", "c", data.encode()) if kind == "bytes" or kind.startswith("preview")
+                      else store.truncate("s", "c", data) if kind == "str"
+                      else store.truncate_stream("s", "c", [data.encode()[i : i + 65536]
+                                                            for i in range(0, len(data), 65536)]))
+            resource = result.resource
+            if kind.startswith("preview"):  # another process's answer (only the stored copy), or with the end
+                kept = None if kind == "preview" else data.encode()[-1000:]
+                result = store.preview("s", resource.uri, kept_end=kept, offset=8 if kind.endswith("8") else 0)
+            content = result.content
+        start = 8 if kind.endswith("8") else 0
+        assert resource.size < len(data)
+        assert f"first {resource.size} of {len(data)} bytes" in content or f"of {len(data)} ..." in content
+        assert store.read("s", resource.uri, offset=resource.size).content == ""
+        offered = [int(found) for found in re.findall(r"next: read\(resource=\"[^\"]+\", offset=(\d+)\)", content)]
+        for offset in offered:  # any read the marker offers returns something
+            assert offset < resource.size and store.read("s", resource.uri, offset=offset).content
+        if start < resource.size and data.encode()[start : resource.size].decode() in content:
+            # All of the copy (from the preview's start) shown: nothing to offer.
+            assert not offered and "next:" not in content
+            assert f"{resource.size} to " in content and "not kept" in content

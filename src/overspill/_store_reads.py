@@ -14,7 +14,7 @@ from ._views import ESCAPE_BLOCK, ESCAPE_REACH, Escapes, covering_far, covering_
 from .config import MAX_READ_BYTES
 from .errors import AccessDeniedError
 from .records import parse_uri
-from .text import BOUNDARY_MARGIN, counted_lines, cut_character, next_calls, shown_text
+from .text import BOUNDARY_MARGIN, counted_lines, cut_character, next_calls, not_kept, shown_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
@@ -44,13 +44,6 @@ _ESCAPE_INDEXES = 256
 def _denied(record: Record) -> AccessDeniedError:
     """What a session is told of a resource another session wrote."""
     return AccessDeniedError(f"resource {record.resource.uri} not found in this session (another session wrote it)")
-
-
-def _not_kept(stored: int, end: int, total: int) -> str:
-    """What a preview says of the bytes ``[stored, end)`` of an output of ``total`` bytes whose
-    stored copy ends at ``stored``: they were not kept (nor, when ``end`` is ``total``, the rest)."""
-    bytes_lost = f"the rest, bytes {stored} to {total}, was" if end >= total else f"bytes {stored} to {end} were"
-    return f"{bytes_lost} not kept: the stored copy ends at byte {stored}"
 
 
 class StoreReads:
@@ -381,7 +374,8 @@ class StoreReads:
 
             cut = shaped.head_end if shaped.truncated else size
             content = compose(replace(shaped, tail="", truncated=True, head_end=cut), signals, resource.uri, size,
-                              lines, total, note=_not_kept(size, total, total))
+                              # (all of the copy in the head: the marker itself says the rest was not kept)
+                              lines, total, note=not_kept(size, total, total) if cut < size else None)
             return TruncateResult(content, True, resource, lines, cut)
         if not shaped.truncated:
             return TruncateResult(shaped.head, False, resource, lines, size)
@@ -393,8 +387,11 @@ class StoreReads:
             marker = (f"... {tail_start - resume} bytes omitted here: from byte offset {resume} to {tail_start} of "
                       f"{output if capped else size} ...\n")
             if capped and tail_start > size:
-                marker += f"({_not_kept(size, tail_start, output)}; what follows is the output's true end)\n"  # type: ignore[arg-type]
-            marker += next_calls(resource.uri, resume)
+                marker += f"({not_kept(size, tail_start, output)}; what follows is the output's true end)\n"  # type: ignore[arg-type]
+            if resume < size:  # (a read at the stored copy's end would return nothing)
+                marker += next_calls(resource.uri, resume)
+            else:
+                marker = marker.rstrip("\n")
             content = f"{shaped.head}\n\n{marker}" if shaped.head else marker  # (none new stored: the kept end)
             if signals:
                 content += "\n" + "\n".join(signals)

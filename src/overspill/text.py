@@ -131,6 +131,13 @@ def lines_in_all(lines: int) -> str:
     return f"{lines} line{'' if lines == 1 else 's'} in all"
 
 
+def not_kept(stored: int, end: int, total: int) -> str:
+    """What a preview says of the bytes ``[stored, end)`` of an output of ``total`` bytes whose
+    stored copy ends at ``stored``: they were not kept (nor, when ``end`` is ``total``, the rest)."""
+    bytes_lost = f"the rest, bytes {stored} to {total}, was" if end >= total else f"bytes {stored} to {end} were"
+    return f"{bytes_lost} not kept: the stored copy ends at byte {stored}"
+
+
 def truncation_marker(uri: str, size: int, lines: int, resume_offset: int, total: Optional[int] = None, *,
                       note: Optional[str] = None) -> str:
     """The marker between head and tail: what was cut, and the exact next calls.
@@ -140,10 +147,18 @@ def truncation_marker(uri: str, size: int, lines: int, resume_offset: int, total
     without a newline; ``total`` is the output's size when the stored copy
     holds only its first ``size`` bytes) and the byte offset where the
     omitted part begins, then the ``read`` call that continues there and the
-    ``grep`` call that searches the stored output.  Under 300 bytes without
+    ``grep`` call that searches the stored output.  When a capped stored copy
+    (``total``) is all in the head (``resume_offset`` at or past ``size``),
+    one line that says the rest was not kept, and no next call (a read there
+    would return nothing).  Under 300 bytes without
     ``note`` for any size below a petabyte.
     """
     counted = lines_in_all(lines)
+    if total is not None and total > size and resume_offset >= size:
+        # The head already shows the whole stored copy: a read from there would return nothing
+        # (issue 19 item 18), so the marker says the rest was not kept and offers no next call.
+        return (f"... output truncated: the stored copy holds the first {size} of {total} bytes ({counted}), "
+                f"all of it shown here; {not_kept(size, total, total)} ..." + (f"\n({note})" if note else ""))
     if total is not None and total > size:
         status = (f"... output truncated: the stored copy holds the first {size} of {total} bytes ({counted}); "
                   f"the omitted part starts at byte offset {resume_offset} ...\n")
