@@ -1325,3 +1325,19 @@ def test_grep_reads_crlf_ends_and_posix_looking_classes_as_python_does(store, tm
     (r"a\B", None), (r"a$\b", None), ("(a$|b)c", None), ("$$", None)])
 def test_ripgrep_pattern_rewrites_or_refuses(pattern, expected):
     assert grep_module.ripgrep_pattern(pattern) == expected
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_bash_background_names_a_missing_working_folder_as_the_foreground_does(store, tmp_path, background):
+    """Regression (issue 19 item 12, red team E f04): with ``background: true`` a missing cwd
+    answered "could not run the command: No such file or directory" (a file: "Not a directory"),
+    while the foreground named the folder. Both paths now give the same line, and nothing runs."""
+    missing, a_file = tmp_path / "missing" / "dir", tmp_path / "a-file"
+    a_file.write_text("x")
+    marker = tmp_path / "ran"
+    for cwd, what in ((missing, "does not exist"), (a_file, "is not a folder")):
+        result = tools.call(store, "s", "c", "bash", {"command": f"touch {marker}", "background": background},
+                            cwd=str(cwd))
+        assert result.is_error
+        assert result.output == f"could not run the command: the working folder {cwd} {what}"
+    assert not marker.exists() and store.records() == []

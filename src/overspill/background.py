@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Optional, Union
 from ._arguments import wait_seconds
 from ._binary import SNIFF_BYTES
 from ._owner import current_owner, group_alive, owner_alive, process_start
-from .capture import RunningCommand
+from .capture import RunningCommand, check_working_folder
 from .errors import ResourceNotFoundError
 from .records import Record
 
@@ -203,9 +203,11 @@ def start(store: ToolOutputStore, session_id: str, tool_call_id: str, command: C
     :raises UnsupportedError: the store's backend has no growing resources.
     :raises BackgroundLimitError: the session already runs ``max_background`` commands.
     :raises StorageError: the resource could not be created (the command is not left running).
-    :raises OSError: the command could not be started.
+    :raises OSError: the command could not be started (``NotADirectoryError`` naming a ``cwd`` that
+        is missing or not a folder).
     :raises TypeError: a malformed command.
     """
+    check_working_folder(cwd)  # named as in the foreground, before any lock or record
     # One check-and-start at a time in this process, and in this store's folder: the limit holds.
     # The folder's lock first: waiting for another process's start, this process's jobs may still end (_LOCK).
     with store.starting_background(session_id), _LOCK:

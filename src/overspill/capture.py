@@ -109,6 +109,26 @@ def _check_cwd(cwd: object) -> None:
     os_string(os.fsdecode(folder), "cwd")
 
 
+def check_working_folder(cwd: object) -> None:
+    """Refuse a ``cwd`` that is not an existing folder, in the one line every
+    front end gives (the bash tool in the foreground or the background,
+    ``overspill run``, MCP): "the working folder X does not exist" or "... is
+    not a folder", rather than the bare "No such file or directory" of the
+    failed start.
+
+    :raises NotADirectoryError: ``cwd`` is missing or not a folder.
+    :raises TypeError: not a path.
+    :raises ValueError: it holds a NUL or a lone surrogate (named as the start names it).
+    """
+    _check_cwd(cwd)
+    if cwd is None or os.path.isdir(cwd):  # type: ignore[arg-type]
+        return
+    import errno  # (only a refused folder needs it)
+
+    what = "does not exist" if not os.path.exists(cwd) else "is not a folder"
+    raise NotADirectoryError(errno.ENOTDIR, f"the working folder {os.fsdecode(os.fspath(cwd))} {what}")
+
+
 def _check_environment(env: object) -> None:
     """Refuse an environment no process can be given, naming the entry.
 

@@ -8,14 +8,13 @@ line the model sees after the preview.
 
 from __future__ import annotations
 
-import errno
 import itertools
 import os
 
 from .._arguments import check_metadata, id_string
 from .._frontend import DEFAULT_TIMEOUT
 from .._frozen import frozen
-from ..capture import MAX_CAPTURE_BYTES, RunningCommand
+from ..capture import MAX_CAPTURE_BYTES, RunningCommand, check_working_folder
 from ..config import Limits
 from ..errors import StorageError
 from ..text import held_text, preview, view_flags, within_limits
@@ -206,9 +205,7 @@ def execute(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str
         limits = store.limits() if store is not None else Limits()
     if store is not None:
         store.ping()  # a server that cannot be reached fails now, before the command runs
-    if cwd is not None and not os.path.isdir(cwd):
-        what = "does not exist" if not os.path.exists(cwd) else "is not a folder"
-        raise NotADirectoryError(errno.ENOTDIR, f"the working folder {os.fspath(cwd)} {what}")
+    check_working_folder(cwd)
     running = RunningCommand(command, cwd=cwd, env=env, timeout=timeout, stdin=None,
                              max_output_bytes=MAX_CAPTURE_BYTES, max_error_bytes=1, keep="head_tail",
                              merge_stderr=True, inherit_stdin=inherit_stdin, abort=abort)

@@ -26,7 +26,7 @@ from ..records import Record
 from ..store import ToolOutputStore
 from ._result import ToolResult, failure, stored_metadata
 from .._binary import SNIFF_BYTES, output_is_binary
-from .bash import CommandOutput, describe_binary, strip_final_newline
+from .bash import CommandOutput, describe_binary, start_failure, strip_final_newline
 
 if TYPE_CHECKING:
     from ._regex import Search
@@ -111,7 +111,7 @@ def start_background(store: ToolOutputStore, session_id: str, tool_call_id: str,
     except OverspillError as error:
         return failure(str(error))
     except (OSError, ValueError, TypeError) as error:
-        return failure(f"could not run the command: {getattr(error, 'strerror', None) or error}")
+        return failure(start_failure(error))
     if not job.wait(yield_after, abort=abort) and abort is not None and abort.is_set():
         job.kill()  # nobody holds its handle: left running, it would outlive the call that started it unseen
         return failure("bash was cancelled: the background command was killed before its handle was given")
