@@ -439,3 +439,47 @@ def test_a_fork_during_a_catch_up_leaves_the_index_lock_to_the_parent(data, fill
             os.close(fd)
         store.write("a", "newer", "changes it again\n")
         assert len(store.records("a")) == len(filled["a"]) + 2
+
+
+@pytest.mark.parametrize("victim", ["usage", "lock", "cleanup lock"])
+@pytest.mark.parametrize("planted", ["fifo", "symlink to /dev/zero", "socket"])
+def test_a_planted_usage_or_lock_file_is_replaced_and_writes_go_on(tmp_path, subprocess_env, victim, planted):
+    """Regression (issue 19 item 16, red team E f03): a FIFO at ``index/usage`` made every later
+    write fail for good ("cannot make room ...: Illegal seek"): the lock files were opened O_RDWR
+    without checking they are regular. Now a FIFO, socket or symlink there is damage, opened
+    without blocking and replaced by a regular file (the usage total recounted from the folder)."""
+    import socket
+
+    data = tmp_path / "data"
+    with fresh(data) as store:
+        first = store.truncate("s", "c0", "x\n" * 100_000).resource
+    managed = data / "tool-output" / "managed"
+    path = {"usage": index_dir(data) / "usage", "lock": index_dir(data) / "lock",
+            "cleanup lock": managed / ".cleanup.lock"}[victim]
+    if path.exists():
+        path.unlink()
+    held = None
+    if planted == "fifo":
+        os.mkfifo(path)
+    elif planted == "socket":
+        held = socket.socket(socket.AF_UNIX)
+        held.bind(str(path))
+    else:
+        path.symlink_to("/dev/zero")
+    # In a child with a deadline: a blocking open of the FIFO must not hang the suite.
+    script = ("from overspill import ToolOutputStore as S\n"
+              f"s = S({str(data)!r}, durable=False)\n"
+              "for i in range(3): assert s.truncate('s', f'c{i + 1}', 'y\\n' * 100000).resource is not None\n"
+              "print(len(s.records('s')), s.cleanup().removed)")
+    try:
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60, env=subprocess_env)
+    finally:
+        if held is not None:
+            held.close()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [b"4", b"0"]
+    assert path.is_file() and not path.is_symlink()
+    if victim == "usage":  # recounted from the folder: the four outputs' payloads and records
+        assert int(path.read_text()) >= 4 * 200_000
+    with fresh(data) as reader:
+        assert reader.read("s", first.uri).content.startswith("x\n")

@@ -175,14 +175,71 @@ _LOCK_FDS: set[int] = set()
 _LOCK_GUARD = allocate_lock()
 
 
+# What opening a lock file's name gives when something other than a regular
+# file was planted there: a symlink (``O_NOFOLLOW``), a socket.
+_NOT_A_FILE = (errno.ELOOP, errno.ENXIO)
+# Replacements of a damaged lock file tried before giving up (another process
+# may be replacing it at the same time: each then opens what is there).
+_REPLACE_TRIES = 4
+
+
 def open_lock_file(path: PathText) -> int:
     """Open (creating it ``0600``) the lock file at ``path``, never through a
     symlink, for an ``flock``; a forked child closes its copy.  Close it with
-    :func:`close_lock_file`."""
-    with _LOCK_GUARD:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, FILE_MODE)
-        _LOCK_FDS.add(fd)
-    return fd
+    :func:`close_lock_file`.
+
+    Only a regular file is kept open (``index/usage`` is also read and written
+    in place).  A FIFO, socket or symlink planted at ``path`` is damage, as in
+    the listing index's files: it is opened without blocking, refused, and
+    replaced by an empty regular file by a rename (the usage total is then
+    recounted from the folder); a directory there is an error.
+
+    :raises OSError: the file cannot be opened or replaced.
+    """
+    for _ in range(_REPLACE_TRIES):
+        with _LOCK_GUARD:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC | _NONBLOCK, FILE_MODE)
+            except OSError as error:
+                if error.errno not in _NOT_A_FILE:
+                    raise
+            else:
+                try:
+                    regular = stat.S_ISREG(os.fstat(fd).st_mode)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                if regular:
+                    _LOCK_FDS.add(fd)
+                    return fd
+                os.close(fd)
+        _replace_damaged(path)
+    raise OSError(errno.EIO, "a non-regular file keeps replacing the lock file", os.fspath(path))
+
+
+def _replace_damaged(path: PathText) -> None:
+    """Put an empty regular file in place of the non-regular one at ``path``,
+    by a rename (never following a symlink there, never truncating a regular
+    file another process just put in its place).
+
+    :raises OSError: a directory is there, or the folder cannot be written.
+    """
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return  # gone: the next open creates it
+    if stat.S_ISREG(info.st_mode):
+        return  # another process replaced it first
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "a folder is in the lock file's place", os.fspath(path))
+    folder, name = os.path.split(os.fspath(path))
+    temporary = os.path.join(folder, f".{name}.{os.urandom(4).hex()}.tmp")
+    os.close(create_exclusive(temporary))
+    try:
+        os.rename(temporary, path)
+    except BaseException:
+        remove_quietly(temporary)
+        raise
 
 
 def close_lock_file(fd: int) -> None:
