@@ -320,3 +320,47 @@ def test_a_plain_url_at_a_cluster_node_says_to_use_the_cluster_form(tmp_path):
     finally:
         for node in servers:
             node.stop()
+
+
+@pytest.mark.parametrize("topology", ["server", "cluster"])
+def test_a_damaged_sessions_key_is_rebuilt_not_hiding_sessions_nor_failing_writes(tmp_path, topology):
+    """Regression (issue 19 item 21, red team E f06): ``ovs:sessions`` set to a string made
+    ``ls --all-sessions`` and ``stats`` show nothing though every output was stored, failed
+    every write ("WRONGTYPE"), and cleanup deleted it as "1 unfinished write" without
+    rebuilding it, so sessions that did not write again stayed unlisted. It is only a cache of
+    the ``ovs:session:*`` sets: rebuilt from them (SCAN), by a listing, a write or cleanup."""
+    from conftest import _redis_or_skip
+
+    _redis_or_skip()
+    from redis_servers import start_cluster, start_server
+
+    servers = [start_server(parent=tmp_path)] if topology == "server" else start_cluster(3, parent=tmp_path)
+    url = servers[0].url if topology == "server" else f"redis+cluster://{servers[0].address}"
+    try:
+        with ToolOutputStore(url=url) as store:
+            raw = store._backend.client
+            written = {session: store.write(session, "c", f"output of {session}\n").uri for session in "abc"}
+
+            def damage() -> None:
+                raw.delete("ovs:sessions")
+                raw.set("ovs:sessions", "not a sorted set")
+
+            damage()  # a listing rebuilds it
+            assert sorted(r.resource.uri for r in store.records()) == sorted(written.values())
+            assert raw.type("ovs:sessions") == b"zset"
+            assert sorted(raw.zrange("ovs:sessions", 0, -1)) == [b"a", b"b", b"c"]
+            damage()  # a write goes through and rebuilds it
+            written["d"] = store.write("d", "c", "output of d\n").uri
+            assert sorted(raw.zrange("ovs:sessions", 0, -1)) == [b"a", b"b", b"c", b"d"]
+            damage()  # a dry run writes nothing; cleanup rebuilds it and reports no leftover
+            dry = store.cleanup(dry_run=True)
+            assert dry.temporaries == 0 and dry.removed == 0 and raw.type("ovs:sessions") == b"string"
+            report = store.cleanup()
+            assert report.temporaries == 0 and report.removed == 0
+            assert sorted(raw.zrange("ovs:sessions", 0, -1)) == [b"a", b"b", b"c", b"d"]
+            assert sorted(r.resource.uri for r in store.records()) == sorted(written.values())
+            for session, uri in written.items():
+                assert store.read(session, uri).content == f"output of {session}\n"
+    finally:
+        for node in servers:
+            node.stop()

@@ -5,7 +5,8 @@ The layout (see ``overspill.backends.redis``)::
     ovs:{ID}:meta        the record: the local folder's {id}.json, plus "chunkBytes"
     ovs:{ID}:c:N         payload bytes [N * CHUNK_BYTES, (N + 1) * CHUNK_BYTES)
     ovs:session:SESSION  sorted set: the session's ids, scored by creation (ms)
-    ovs:sessions         sorted set: sessions, scored by their latest write (ms)
+    ovs:sessions         sorted set: sessions, scored by their latest write (ms); only a
+                         cache of the ovs:session:* keys, rebuilt from them when damaged
     ovs:pending          sorted set: unfinished writers, scored by their heartbeat (ms)
     ovs:cleanup-lock     held by the one process sweeping or evicting
     ovs:{usage}:bytes    the quota's running total, and ovs:{usage}:by-id its bytes per resource
@@ -18,7 +19,7 @@ from typing import Any, Optional
 
 import redis.exceptions
 
-__all__ = ["ACCOUNT", "ACCOUNT_STEP", "BY_ID", "CHECKSUM_BYTES", "CHUNK_BYTES", "DROP_DEAD", "LOCK", "LOCK_MS",
+__all__ = ["ACCOUNT", "ACCOUNT_STEP", "BY_ID", "CHECKSUM_BYTES", "CHUNK_BYTES", "DROP_DAMAGED_SESSIONS", "DROP_DEAD", "LOCK", "LOCK_MS",
            "LOCK_WAIT_SECONDS", "PARTIAL_TTL", "PENDING", "PUBLISH", "RECOUNT", "REDIS_ERRORS", "RELEASE", "SESSIONS",
            "UNACCOUNT", "UNLINK_BATCH", "USAGE", "USED", "answers", "chunk_count", "chunk_key", "is_wrong_type",
            "member_id", "meta_key", "session_key", "unless_damaged"]
@@ -135,6 +136,18 @@ for i = 2, #ARGV do
   end
 end
 return dropped
+"""
+
+# KEYS: ovs:sessions.  Deletes it when it holds another type than a sorted set
+# (damage: every listing and write would fail on it); 1 when it did.  One
+# script, so a key another process has just rebuilt is never deleted.
+DROP_DAMAGED_SESSIONS = """
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind ~= 'zset' and kind ~= 'none' then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0
 """
 
 RELEASE = """

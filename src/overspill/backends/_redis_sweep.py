@@ -159,11 +159,9 @@ class RedisSweep:
                 self.client.zrem(PENDING, member)
 
     def run(self) -> CleanupReport:
-        sessions = unless_damaged(self.client.zrange, SESSIONS, 0, -1)
-        if sessions is None:
-            self.damaged(SESSIONS)
-            sessions = []
-        for session in sessions:
+        # A damaged ovs:sessions is rebuilt from the sessions' sets (it only caches them), not
+        # counted as a leftover: nothing stored was lost with it.
+        for session in self.backend.sessions(repair=not self.dry_run):
             self.session(session)
         self.pending()
         if not self.dry_run:

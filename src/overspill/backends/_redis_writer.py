@@ -23,6 +23,7 @@ from ._redis_keys import (
     REDIS_ERRORS,
     SESSIONS,
     UNLINK_BATCH,
+    answers,
     chunk_key,
     meta_key,
     session_key,
@@ -166,7 +167,14 @@ class RedisWriter:
             pipe.zadd(session_key(session_id), {self._id: created})
             pipe.zadd(SESSIONS, {session_id.encode("utf-8", "surrogatepass"): created}, gt=True)
             self._indexed_in = session_id
-            pipe.execute()
+            replies = answers(pipe)
+            for reply in replies[:-1]:
+                if isinstance(reply, Exception):  # this session's own set is damaged: as before, a failure
+                    raise reply
+            if isinstance(replies[-1], Exception):
+                # ovs:sessions of another type (damage): rebuilt from the sessions' sets, this
+                # session's included (its set was written just before), not a failed write.
+                backend.rebuild_sessions()
             if not tail and self._flushed:
                 self._verify_last_block(record.checksums or b"")
             self._account_to(self.size + len(document))

@@ -30,7 +30,8 @@ How the promises of the local folder carry over:
   see: index entries of expired resources, resources older than a shorter
   retention than they were written with, records whose chunks are gone, and
   partial writes whose writer stopped beating.
-* **Listing** reads the per-session sorted set, never ``KEYS`` or ``SCAN``.
+* **Listing** reads the per-session sorted set, never ``KEYS`` or ``SCAN`` (``SCAN``
+  only rebuilds a damaged ``ovs:sessions`` from the per-session sets).
 * **The quota** (``_redis_quota``; the store's policy in ``overspill._quota``):
   writers add their bytes to the running total; when it passes the limit,
   the store (under the cleanup lock) has the bookkeeping of resources that
@@ -62,6 +63,7 @@ from ._redis_keys import (
     ACCOUNT,
     CHECKSUM_BYTES,
     CHUNK_BYTES,
+    DROP_DAMAGED_SESSIONS,
     DROP_DEAD,
     PARTIAL_TTL,
     PUBLISH,
@@ -152,6 +154,7 @@ class RedisBackend(RedisReads, RedisQuota):
         self._recount_script = self._client.register_script(RECOUNT)
         self._usage_script = self._client.register_script(USAGE)
         self._drop_dead_script = self._client.register_script(DROP_DEAD)
+        self._drop_damaged_sessions = self._client.register_script(DROP_DAMAGED_SESSIONS)
         self._lock = threading.Lock()
         self._records: OrderedDict[str, tuple[Record, int]] = OrderedDict()
         self._live: weakref.WeakSet[RedisWriter] = weakref.WeakSet()  # writers with chunks in Redis
@@ -287,7 +290,7 @@ class RedisBackend(RedisReads, RedisQuota):
         if session_id is not None:
             members = unless_damaged(self._client.zrange, session_key(session_id), 0, -1) or []
         else:
-            sessions = unless_damaged(self._client.zrange, SESSIONS, 0, -1) or []
+            sessions = self.sessions()
             members = []
             if sessions:
                 pipe = self._client.pipeline(transaction=False)
@@ -298,6 +301,36 @@ class RedisBackend(RedisReads, RedisQuota):
                         members += found
         # A member that names no id (not ASCII) is damage that cleanup removes.
         return sorted({resource_id for resource_id in map(member_id, members) if resource_id is not None})
+
+    def sessions(self, *, repair: bool = True) -> list[bytes]:
+        """The sessions ``ovs:sessions`` lists.  That key is only a cache of the
+        ``ovs:session:*`` keys: one of another type is damage, rebuilt from them
+        (as the local listing index is from the folder), so it hides no session
+        and fails no write for good.
+
+        :param repair: False (a dry-run cleanup): the sessions are found as the
+            rebuild finds them, and nothing is written.
+        """
+        listed = unless_damaged(self._client.zrange, SESSIONS, 0, -1)
+        return listed if listed is not None else self.rebuild_sessions(repair=repair)
+
+    def rebuild_sessions(self, *, repair: bool = True) -> list[bytes]:
+        """``ovs:sessions`` rebuilt from the sessions' own sets, found by ``SCAN``
+        (on every node of a Cluster), each scored by its latest write; a key of
+        another type in its place is deleted first.  Only damage calls this:
+        listings never scan."""
+        prefix = b"ovs:session:"
+        if repair:
+            self._drop_damaged_sessions(keys=[SESSIONS])
+        found: dict[bytes, float] = {}
+        for key in self._client.scan_iter(match=prefix + b"*", _type="zset", count=1000):
+            newest = unless_damaged(self._client.zrange, key, -1, -1, withscores=True)
+            if newest:
+                found[bytes(key)[len(prefix):]] = newest[0][1]
+        if repair and found:
+            # GT: a writer that listed its session meanwhile keeps its (later) score.
+            self._client.zadd(SESSIONS, found, gt=True)
+        return sorted(found)
 
     def _records_of(self, ids: Sequence[str]) -> list[tuple[str, Optional[tuple[Record, int]]]]:
         """Each id with its record, None when it is gone or invalid; one round trip."""
