@@ -1009,3 +1009,15 @@ def test_read_says_on_stderr_where_a_capped_stored_copy_ends(cli):
     assert last.stdout == b"18517\n1851\n"  # the page is the stored bytes, exactly
     assert last.stderr.decode() == (f"overspill: note: the stored copy of {uri} ends here, at byte 100000: the output "
                                     "had 6888896 bytes, and the rest, bytes 100000 to 6888896, was not kept\n")
+
+
+def test_read_limit_past_a_page_in_the_uri_is_named_as_written(cli):
+    """Regression (issue 19 item 12, red team E minor): ``read "URI?limit=100000"`` said its clamp
+    note as ``--limit 100000``, a flag the user never gave; it names the URI's limit now."""
+    uri = uri_in(cli("run", "--", "seq 1 100000").stdout)
+    page = cli("read", f"{uri}?limit=100000")
+    assert page.returncode == 0
+    assert page.stderr.decode() == ("overspill: note: the URI's limit=100000 is more than a page holds: "
+                                    "clamped to 51200 bytes\n")
+    hint = page.stdout.decode().rstrip().rsplit("\n", 1)[1]
+    assert "limit" not in hint and "--offset 51200" in hint

@@ -43,7 +43,9 @@ def _command_read(args: argparse.Namespace) -> int:
         _write_all(_stdout().buffer, store.iter_bytes(session, uri))
         return 0
     if limit is not None and limit > MAX_READ_BYTES:
-        _note(f"--limit {limit} is more than a page holds: clamped to {MAX_READ_BYTES} bytes")
+        # Named as the user wrote it: the flag, or the URI's query.
+        said = f"--limit {limit}" if args.limit is not None else f"the URI's limit={limit}"
+        _note(f"{said} is more than a page holds: clamped to {MAX_READ_BYTES} bytes")
         limit = None  # the most, which is the default: the hint need not repeat it
     offset = offset_given or 0
     page = read_page(store, session, uri, offset, limit)
