@@ -49,17 +49,18 @@ typedef struct {
 
 /* `/some/dir:` as ls -R heads a folder: no colon before the final colon,
  * and a '/' in it or a '.' first; a space or tab in it only right after an
- * empty line (after_blank) and not first. */
+ * empty line (after_blank) and after its first '/' (a log line ending in ':'
+ * is no folder). */
 static inline int osp_section_header(const uint8_t *p, ptrdiff_t n, int after_blank) {
-    int slash = 0, spaced = 0;
+    ptrdiff_t slash = -1, space = -1;
     if (n < 2 || p[n - 1] != ':') return 0;
     for (ptrdiff_t i = 0; i < n - 1; i++) {
         if (p[i] == ':') return 0;
-        spaced |= p[i] == ' ' || p[i] == '\t';
-        slash |= p[i] == '/';
+        if (space < 0 && (p[i] == ' ' || p[i] == '\t')) space = i;
+        if (slash < 0 && p[i] == '/') slash = i;
     }
-    if (spaced && (!after_blank || p[0] == ' ' || p[0] == '\t')) return 0;
-    return slash || p[0] == '.';
+    if (space >= 0) return after_blank && slash >= 0 && slash < space;
+    return slash >= 0 || p[0] == '.';
 }
 
 /* The ends of the first `cap` non-empty parts of p[0:n) (split at "/" and

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import re
 from typing import Optional
 from unittest import mock
@@ -111,6 +112,19 @@ def naive_subject(text: bytes):
     return None
 
 
+def naive_is_header(text: bytes, after_blank: bool) -> bool:
+    """Whether the line ``text`` (escapes removed) heads an ``ls -R`` folder: ``name:`` with no other
+    colon, a ``/`` in it or a ``.`` first; with a space or tab only after an empty line, and a ``/``
+    before the first of them."""
+    name = text[:-1]
+    if len(text) < 2 or not text.endswith(b":") or b":" in name:
+        return False
+    spaced = re.search(rb"[ \t]", name)
+    if spaced:
+        return after_blank and b"/" in name[: spaced.start()]
+    return b"/" in name or name.startswith(b".")
+
+
 def naive_outline(data: bytes, section: bytes, max_depth: int, max_runs: int, max_commits: int, flags: int = 0):
     lines = data.split(b"\n")
     if data.endswith(b"\n") or not data:
@@ -138,11 +152,9 @@ def naive_outline(data: bytes, section: bytes, max_depth: int, max_runs: int, ma
             pending[2] = naive_subject(whole)
             pending = None
         name = text[:-1]
-        spaced_ok = after_blank and not name.startswith((b" ", b"\t"))
+        header = naive_is_header(text, after_blank)
         after_blank = not text
-        if (len(text) >= 2 and text.endswith(b":") and b":" not in name
-                and (spaced_ok or not re.search(rb"[ \t]", name))
-                and (b"/" in name or name.startswith(b"."))):
+        if header:
             section = name[:255]
             token = section
         else:
@@ -654,10 +666,7 @@ def naive_keys(text: bytes, section: bytes, depth: int, after_blank: bool = Fals
     or follows an empty line) and its key and ``deeper`` at each depth (None when unkeyed)."""
     text = naive_shown(text)
     name = text[:-1]
-    spaced_ok = after_blank and not name.startswith((b" ", b"\t"))
-    if (len(text) >= 2 and text.endswith(b":") and b":" not in name
-            and (spaced_ok or not re.search(rb"[ \t]", name))
-            and (b"/" in name or name.startswith(b"."))):
+    if naive_is_header(text, after_blank):
         section = token = name[:255]
     else:
         token = naive_token(text)
@@ -972,3 +981,30 @@ def test_a_map_of_objects_gets_its_own_outline_line_red_team_f_f04(tmp_path):
         assert text.encode()[offset:].startswith(b'"node_modules/pkg-')
         # The members from there on, less the few the tail shows.
         assert 4000 < count <= text.encode()[offset:].count(b'\n    "node_modules/pkg-')
+
+
+def _looks_like_commits_or_folders() -> dict[str, str]:
+    """Outputs that look like ``git log --oneline`` or ``ls -R`` to a loose reader, and are not."""
+    rng = random.Random(1)
+    return {
+        "git blame": "".join(f"{rng.getrandbits(32):08x} (A U Thor 2024-01-01 12:00:00 +0000 {i:4}) code line {i}\n"
+                             for i in range(3000)),
+        "git blame, one commit": "".join(f"3fcc587a (A 2026-12-06 07:48:55 +0000 {i:4}) line {i}\n"
+                                         for i in range(3000)),
+        "epoch times": "".join(f"{1701234567 + i + rng.randint(-3, 3)} worker-{i % 4} processed item {i}\n"
+                               for i in range(3000)),
+        "cksum": "".join(f"{rng.getrandbits(32)} {rng.randint(10, 99999)} file{i}.dat\n" for i in range(3000)),
+        "a log line ending in ':' after a blank line": "".join(
+            f"\nProcessing batch {i} from /data/in/batch{i}.csv:\n" + "".join(f"  row {j}: ok\n" for j in range(15))
+            for i in range(300)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_looks_like_commits_or_folders()))
+def test_outputs_that_only_look_like_a_git_log_or_ls_r_get_no_outline(tmp_path, name):
+    """Review (stop 14): the --oneline and spaced-header fixes outlined git blame, epoch-time logs and
+    cksum as commits, and a log line ending in ':' after a blank line as a folder."""
+    text = _looks_like_commits_or_folders()[name]
+    with ToolOutputStore(data_dir=tmp_path) as store:
+        content = store.truncate("s", "c", text).content
+    assert "[outline" not in content

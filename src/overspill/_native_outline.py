@@ -54,15 +54,17 @@ def _section_header(text: bytes, after_blank: bool) -> bool:
     """``/some/dir:`` (as ``ls -R`` heads each folder): a path with no colon, then a colon.
 
     A name with a space or tab (``/t/Program Files:``) is one only right after
-    an empty line (where ``ls -R`` puts every header but the first) and when it
-    starts with neither: a log line ending in ``:`` is no folder."""
+    an empty line (where ``ls -R`` puts every header but the first) and when a
+    ``/`` comes before its first space or tab: a log line ending in ``:``
+    ("Processing batch 57 from /data/in:") is no folder."""
     if len(text) < 2 or text[-1] != 58:
         return False
     name = text[:-1]
     if b":" in name:
         return False
-    if (b" " in name or b"\t" in name) and (not after_blank or name[0] in (32, 9)):
-        return False
+    spaces = [found for found in (name.find(b" "), name.find(b"\t")) if found >= 0]
+    if spaces:
+        return after_blank and 0 <= name.find(b"/") < min(spaces)
     return b"/" in name or name[0] == 46
 
 

@@ -90,6 +90,30 @@ def budget(max_lines: int, max_bytes: int) -> tuple[int, int]:
     return lines, size
 
 
+def _are_commits(commits: list[tuple[int, bytes, Optional[bytes]]]) -> bool:
+    """Whether the ``(offset, hash, subject)`` of lines read as ``git log --oneline``
+    are a log's: hashes that are not in order, hold a letter (all-digit "hashes"
+    are numbers; 7 random hex digits are all digits 4% of the time), are each
+    on one line, and subjects that are mostly not git blame's ``(author date
+    time zone line)``."""
+    hashes = [digest for _, digest, _ in commits]
+    lettered = sum(1 for digest in hashes if digest.strip(b"0123456789"))
+    blamed = sum(1 for _, _, subject in commits if subject and _is_blame(subject))
+    return (hashes != sorted(hashes) and lettered * 10 >= len(hashes) * 8 and len(set(hashes)) * 10 >= len(hashes) * 9
+            and blamed * 2 < len(hashes))
+
+
+def _is_blame(subject: bytes) -> bool:
+    """Whether ``subject`` starts as git blame's ``(A U Thor 2024-01-01 12:00:00 +0000 12)``
+    does: its last two words a time zone and a line number (a decoration's, ``(tag:
+    v1.2)`` or ``(HEAD -> main)``, are not)."""
+    if not subject.startswith(b"("):
+        return False
+    words = subject[1 : subject.find(b")")].split()
+    return (len(words) >= 4 and words[-1].isdigit() and words[-2][:1] in (b"+", b"-")
+            and words[-2][1:].isdigit())
+
+
 def detect(head: bytes) -> Optional[str]:
     """The kind of outline an output gets, from its first bytes: "json", "git",
     "oneline" (``git log --oneline``), "lines" or None."""
@@ -101,13 +125,13 @@ def detect(head: bytes) -> Optional[str]:
         return "git"
     end = stripped.rfind(b"\n") + 1 or len(stripped)
     # Most lines "<hash> <subject>" (a --graph's merge lines are not): git log
-    # --oneline, unless the "hashes" ascend, as hexdump's and od's offsets do.
+    # --oneline, unless what looks like one is not: offsets that ascend (hexdump,
+    # od), numbers (epoch times, cksum), a hash on many lines (git blame, whose
+    # "subjects" also start with "(author").
     _, _, lines, _, _, commits, total = _kernels.outline_lines(stripped, 0, end, b"", 1, 1, _COMMITS,
                                                                OUTLINE_ONELINE)
-    if lines >= 8 and total * 100 >= lines * _KEYED_PERCENT:
-        hashes = [digest for _, digest, _ in commits]
-        if hashes != sorted(hashes):
-            return "oneline"
+    if lines >= 8 and total * 100 >= lines * _KEYED_PERCENT and _are_commits(commits):
+        return "oneline"
     _, _, lines, keyed, _, _, _ = _kernels.outline_lines(stripped, 0, end, b"", 1, 1, 0, OUTLINE_AFTER_BLANK)
     if lines >= 8 and keyed * 100 >= lines * _KEYED_PERCENT:
         return "lines"
