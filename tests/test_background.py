@@ -888,3 +888,20 @@ def test_a_backtracking_wait_pattern_is_stopped_and_said_in_one_line(store):
         assert note.startswith("[pattern too slow: '(a+)+$' was stopped after ") and note.endswith("]")
     finally:
         background.kill(store, SESSION, uri)
+
+
+def test_a_wait_pattern_python_reads_differently_later_gives_the_host_no_warning(store):
+    """Review (stop 14): wait checked its pattern with a bare ``re.compile``, which printed Python's
+    FutureWarning ("Possible nested set") for ``[[:alpha:]]`` on the host's stderr; grep's compile does not."""
+    import warnings
+
+    started = start(store, "echo abc; sleep 30")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            answer = tools.call(store, SESSION, "w", "wait", {"resource": started.metadata["uri"], "timeout": 0.1,
+                                                              "pattern": "[[:alpha:]]"})
+        assert not answer.is_error, answer.output
+        assert not [warning for warning in caught if issubclass(warning.category, FutureWarning)]
+    finally:
+        tools.call(store, SESSION, "k", "kill", {"resource": started.metadata["uri"]})

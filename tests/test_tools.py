@@ -1341,3 +1341,22 @@ def test_bash_background_names_a_missing_working_folder_as_the_foreground_does(s
         assert result.is_error
         assert result.output == f"could not run the command: the working folder {cwd} {what}"
     assert not marker.exists() and store.records() == []
+
+
+def test_webfetch_ignores_bytes_after_the_last_gzip_member_as_gzip_does(store, declared_server):
+    """Review (stop 14): with every gzip member decoded, bytes after the last one that start no member
+    (a trailer some servers add) failed the fetch with "incorrect header check"; gzip(1) and browsers
+    ignore them.  A member whose magic is split between two reads still starts a member."""
+    from overspill.tools.webfetch import _BodyDecoder
+
+    gzipped = [("Content-Type", "text/plain"), ("Content-Encoding", "gzip")]
+    _DeclaredHandler.ROUTES["/trailer"] = (gzipped, gzip.compress(b"hello world\n") + b"GARBAGE-TRAILER", None)
+    result = tools.webfetch(store, "s", "c", declared_server + "/trailer", timeout=10)
+    assert not result.is_error and result.output == "hello world\n", result.output
+    first, second = gzip.compress(b"a\n"), gzip.compress(b"b\n")
+    for cut in (len(first), len(first) + 1, len(first) + 2):
+        decoder = _BodyDecoder("gzip", "http://x")
+        body = first + second
+        assert decoder.feed(body[:cut]) + decoder.feed(body[cut:]) + decoder.finish() == b"a\nb\n"
+    decoder = _BodyDecoder("gzip", "http://x")
+    assert decoder.feed(first + b"\x1f") + decoder.feed(b"") + decoder.finish() == b"a\n"

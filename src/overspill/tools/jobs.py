@@ -229,8 +229,10 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
     if pattern is not None:
         if not isinstance(pattern, str) or not pattern:
             return failure("pattern must be a non-empty string")
+        from ._regex import compile_pattern  # grep's compile: no FutureWarning on the host's stderr
+
         try:
-            re.compile(pattern, re.MULTILINE)  # a bad pattern is the model's error, said here
+            compile_pattern(pattern, re.MULTILINE)  # a bad pattern is the model's error, said here
         except re.error as error:
             return failure(f"invalid pattern {pattern!r}: {error}")
     limit = min(as_float(timeout), budget)

@@ -186,6 +186,8 @@ class _BodyDecoder:
         if name not in ("identity", "gzip", "x-gzip", "deflate"):
             raise _Refused(f"refused: {url} is sent with Content-Encoding {name!r}, which webfetch cannot decode")
         self._inflate: Any = zlib.decompressobj(16 + zlib.MAX_WBITS) if name in ("gzip", "x-gzip") else None
+        self._held = b""  # after a member, a first byte of gzip's magic: the next read says if a member starts
+        self._trailing = False  # the bytes after the last member start none: ignored, as gzip(1) ignores them
 
     def feed(self, data: bytes) -> bytes:
         """What ``data`` (the next bytes of the body) decodes to, at most ``MAX_RESPONSE_BYTES + 1`` bytes.
@@ -201,13 +203,21 @@ class _BodyDecoder:
         out = bytearray()  # many small members in one read: appending stays linear
         while True:
             if self._inflate.eof:
-                if self._name == "deflate":
+                if self._name == "deflate" or self._trailing:
                     return bytes(out)  # one stream; what follows it is not the body (as before)
                 # A gzip body may be several members one after another (RFC 1952, ``gzip -c a b``,
                 # pigz): each is decoded in turn.  NULs between or after them are padding, which
-                # gzip(1) skips too.
-                data = data.lstrip(b"\0")
+                # gzip(1) skips too; other bytes that start no member are trailing garbage, which
+                # gzip(1) and browsers ignore.
+                data = self._held + data if self._held else data.lstrip(b"\0")
+                self._held = b""
+                if data == b"\x1f":
+                    self._held = data
+                    return bytes(out)
                 if not data:
+                    return bytes(out)
+                if not data.startswith(b"\x1f\x8b"):
+                    self._trailing = True
                     return bytes(out)
                 self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
             # Never 0, which zlib reads as "no limit": the cap holds across members.
