@@ -1360,3 +1360,14 @@ def test_webfetch_ignores_bytes_after_the_last_gzip_member_as_gzip_does(store, d
         assert decoder.feed(body[:cut]) + decoder.feed(body[cut:]) + decoder.finish() == b"a\nb\n"
     decoder = _BodyDecoder("gzip", "http://x")
     assert decoder.feed(first + b"\x1f") + decoder.feed(b"") + decoder.finish() == b"a\n"
+
+
+@pytest.mark.parametrize(("html", "markdown"), [
+    ("<blockquote><pre>x\ny</pre></blockquote>", "> ```\n> x\n> y\n> ```\n"),
+    ("<blockquote><p>a</p><pre>x\n  y\n</pre><p>b</p></blockquote>", "> a\n>\n> ```\n> x\n>   y\n> ```\n>\n> b\n"),
+    ("<blockquote><blockquote><pre>q</pre></blockquote></blockquote>", "> > ```\n> > q\n> > ```\n"),
+    ("<pre>x\ny\n</pre><p>z</p>", "```\nx\ny\n```\n\nz\n")])
+def test_a_pre_in_a_block_quote_keeps_every_line_in_the_quote(html, markdown):
+    """Review (stop 14): a pre's lines and its closing fence had no quote prefix, so the quote ended
+    after the opening fence."""
+    assert html_to_markdown(html) == markdown

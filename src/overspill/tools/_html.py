@@ -313,7 +313,7 @@ class _Converter(HTMLParser):
             self.inline(_INLINE_MARKERS[tag])
         elif tag == "pre":
             self.newlines(2)
-            self.inline("```\n")
+            self.inline("```\n" + self._prefix(self.quote))
             self.pre += 1
         elif tag == "a":
             href = attributes.get("href")
@@ -379,8 +379,9 @@ class _Converter(HTMLParser):
         elif tag == "pre":
             self.pre = max(self.pre - 1, 0)
             if self.markdown:
-                if self._ending_here(1) != "\n":
-                    self.emit("\n")
+                line_start = "\n" + self._prefix(self.quote)
+                if self._ending_here(len(line_start)) != line_start:
+                    self.emit(line_start)
                 self.emit("```")
             self.newlines(2)
         elif tag == "a":
@@ -457,7 +458,8 @@ class _Converter(HTMLParser):
         if self.dropping:
             return
         if self.pre:
-            self.emit(data)
+            # A pre's lines are a quote's lines too: each starts with its prefix.
+            self.emit(data.replace("\n", "\n" + self._prefix(self.quote)) if self.quote else data)
             return
         text = _SPACE.sub(" ", data)
         if not text.strip():
