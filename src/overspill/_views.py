@@ -181,23 +181,12 @@ def _covering(view: memoryview, floor: int, position: int) -> tuple[int, int]:
     """The escape sequence that covers ``position`` (starts before it, ends
     after it) as ``(start, end)``; ``(position, position)`` when none does.
 
-    ``floor`` is where no sequence is under way (a line's start, the data's).
-    Every ESC starts a sequence but the ESC of an ST (``ESC \\``) that ends an
-    OSC string, and no sequence crosses a newline: the sequence is the one at
-    the last ESC before ``position`` on its line, or the OSC whose ST that ESC
-    ends.  The look-back goes as far as that ESC or the line's start, however
-    long an OSC string (an inline image's base64) makes it; the match forward
-    as far as the sequence's end.
+    ``floor`` is where no sequence is under way (a line's start, the data's),
+    so the bytes from it to ``view``'s end tell (``covering_in`` of them).
     """
-    escape = _last_of(view, floor, position, b"\x1b\n")
-    if escape < 0 or view[escape] != 0x1B:
-        return position, position
-    if escape > floor and view[escape + 1 : escape + 2] == b"\\":
-        before = _last_of(view, floor, escape, b"\x1b\n\x07")  # an OSC string holds none of these
-        if before >= 0 and view[before] == 0x1B and view[before + 1] == 0x5D:
-            escape = before  # the ST ending the OSC that starts there
-    end = ESCAPE_SEQUENCE.match(view, escape).end()
-    return (escape, end) if end > position else (position, position)
+    found = covering_in(view[floor:], position - floor, True, True)
+    assert found is not None  # both edges are known: the window can tell
+    return found[0] + floor, found[1] + floor
 
 
 def _past_escape(view: memoryview, line: int, cut: int) -> int:
@@ -211,11 +200,21 @@ def _before_escape(view: memoryview, line: int, cut: int) -> int:
 
 
 def covering_in(view: memoryview, position: int, from_start: bool, to_end: bool) -> Optional[tuple[int, int]]:
-    """``_covering`` of a window of a payload (``from_start``: it starts the
-    payload, ``to_end``: it ends it), or None when the window cannot tell: a
-    sequence may start before it (no ESC, newline or BEL before ``position``
-    in it: an OSC string, an inline image's base64, can be longer than any
-    window) or go on past its end."""
+    """The escape sequence that covers ``position`` in a window of a payload
+    (starts before it, ends after it) as ``(start, end)``; ``(position,
+    position)`` when none does; None when the window cannot tell: a sequence
+    may start before it (no ESC, newline or BEL before ``position`` in it: an
+    OSC string, an inline image's base64, can be longer than any window) or go
+    on past its end.  ``from_start``: no sequence is under way at the window's
+    start (it starts the payload, or a line); ``to_end``: it ends the payload.
+
+    Every ESC starts a sequence but the ESC of an ST (``ESC \\``) that ends an
+    OSC string, and no sequence crosses a newline: the sequence is the one at
+    the last ESC before ``position`` on its line, or the OSC whose ST that ESC
+    ends.  The look-back goes as far as that ESC or the window's start, however
+    long an OSC string (an inline image's base64) makes it; the match forward
+    as far as the sequence's end.
+    """
     escape = _last_of(view, 0, position, b"\x1b\n")
     if escape < 0:
         # None of a sequence's bytes is a BEL but an OSC's last: after one, no sequence is under way.
