@@ -483,3 +483,106 @@ def test_a_planted_usage_or_lock_file_is_replaced_and_writes_go_on(tmp_path, sub
         assert int(path.read_text()) >= 4 * 200_000
     with fresh(data) as reader:
         assert reader.read("s", first.uri).content.startswith("x\n")
+
+
+@pytest.mark.parametrize("victim", ["usage", "lock", "cleanup lock"])
+def test_a_lock_file_replaced_while_being_locked_is_locked_where_it_is_now(tmp_path, monkeypatch, victim):
+    """Regression (stop 14's left-alone lock-file race): a repair renames a new regular file over a
+    damaged lock file; a process that opened the old one and then took its flock held a lock on a
+    file no longer at the path, and excluded no one (two writers then held "the" usage lock). Each
+    lock is now checked to be on the file at its path after the flock, and taken again if not."""
+    import fcntl
+
+    from overspill.backends._sweep import folder_lock
+
+    data = tmp_path / "data"
+    with fresh(data) as store:
+        store.truncate("s", "c0", "x\n" * 100_000)
+        managed = Path(store.directory)
+    path = {"usage": index_dir(data) / "usage", "lock": index_dir(data) / "lock",
+            "cleanup lock": managed / ".cleanup.lock"}[victim]
+    path.touch()
+    real_flock = fcntl.flock
+    swapped = []
+
+    def flock_after_a_repair(fd, operation):
+        if not swapped and operation & fcntl.LOCK_EX:  # the repair lands between the open and the flock
+            swapped.append(True)
+            spare = path.with_name(".spare.tmp")
+            spare.touch()
+            os.rename(spare, path)
+        return real_flock(fd, operation)
+
+    def the_path_is_locked() -> bool:
+        probe = os.open(path, os.O_RDWR)
+        try:
+            real_flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(probe)
+        return False
+
+    monkeypatch.setattr(fcntl, "flock", flock_after_a_repair)
+    if victim == "cleanup lock":
+        with folder_lock(managed, ".cleanup.lock", wait=True) as held:
+            assert held
+            assert the_path_is_locked()
+    else:
+        with fresh(data) as store:
+            if victim == "usage":
+                usage = store._backend._usage
+                fd = usage._locked()
+                try:
+                    assert the_path_is_locked()
+                finally:
+                    usage._release(fd)
+            else:
+                index = store._backend._index
+                fd = index._acquire()
+                assert fd is not None
+                try:
+                    assert the_path_is_locked()
+                finally:
+                    _files_close(fd)
+    assert swapped
+
+
+def _files_close(fd: int) -> None:
+    from overspill import _files
+
+    _files.close_lock_file(fd)
+
+
+def test_a_lock_repair_whose_temporary_file_a_catch_up_removed_tries_again(tmp_path, monkeypatch):
+    """Regression: an index catch-up (holding the index's lock, not the usage file's) removes every
+    ``.*.tmp`` of ``index/`` as a killed write's, a lock-file repair's temporary included; the
+    repair's rename then raised FileNotFoundError and the write failed. It now looks again."""
+    from overspill import _files
+
+    data = tmp_path / "data"
+    with fresh(data) as store:
+        store.truncate("s", "c0", "x\n" * 100_000)
+    path = index_dir(data) / "usage"
+    path.unlink()
+    os.mkfifo(path)
+    real_create = _files.create_exclusive
+    removed = []
+
+    def created_then_removed(name, *args, **kwargs):
+        fd = real_create(name, *args, **kwargs)
+        if not removed and os.path.basename(name).startswith(".usage."):
+            removed.append(name)
+            os.unlink(name)  # what a catch-up's sweep of temporaries does
+        return fd
+
+    monkeypatch.setattr(_files, "create_exclusive", created_then_removed)
+    with fresh(data) as store:
+        usage = store._backend._usage
+        fd = usage._locked()  # the usage total's lock, as a write's quota check takes it
+        try:
+            assert removed and path.is_file() and not path.is_symlink()
+            assert os.fstat(fd).st_ino == os.lstat(path).st_ino
+        finally:
+            usage._release(fd)
+        assert store.truncate("s", "c1", "y\n" * 100_000).resource is not None

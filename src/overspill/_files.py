@@ -15,11 +15,12 @@ from _thread import allocate_lock  # threading's Lock, without importing threadi
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
     from pathlib import Path
-    from typing import Union
+    from typing import Optional, Union
 
     PathText = Union[str, "os.PathLike[str]"]
 
 __all__ = [
+    "CAN_LOCK",
     "FILE_MODE",
     "DIRECTORY_MODE",
     "create_exclusive",
@@ -28,6 +29,7 @@ __all__ = [
     "ensure_directory",
     "folder_text",
     "fsync_directory",
+    "lock_exclusive",
     "open_lock_file",
     "open_regular",
     "remove_quietly",
@@ -35,6 +37,8 @@ __all__ = [
 ]
 
 FILE_MODE = 0o600
+# Whether there is an ``flock`` (fcntl is imported only where a lock is taken: start-up).
+CAN_LOCK = os.name == "posix"
 DIRECTORY_MODE = 0o700
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -217,6 +221,47 @@ def open_lock_file(path: PathText) -> int:
     raise OSError(errno.EIO, "a non-regular file keeps replacing the lock file", os.fspath(path))
 
 
+def lock_exclusive(path: PathText, *, wait: bool = True) -> Optional[int]:
+    """The lock file at ``path`` (:func:`open_lock_file`), open and exclusively
+    ``flock``-ed; None when ``wait`` is false and another holder has it.  Where
+    there is no ``flock`` (not POSIX) the file is only opened.  Close it with
+    :func:`close_lock_file`.
+
+    The lock is on the file at ``path`` when this returns: a repair of a
+    damaged lock file (:func:`open_lock_file`) renames a new file into place,
+    and a lock taken on the one it replaced would exclude nobody.
+
+    :raises OSError: the file cannot be opened, locked or replaced.
+    """
+    if not CAN_LOCK:  # pragma: no cover - not POSIX
+        return open_lock_file(path)
+    import fcntl  # here, not at import: a read takes no lock (start-up)
+
+    for _ in range(_REPLACE_TRIES):
+        fd = open_lock_file(path)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except OSError as error:
+            close_lock_file(fd)
+            if not wait and error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                return None
+            raise
+        except BaseException:
+            close_lock_file(fd)
+            raise
+        try:
+            held, there = os.fstat(fd), os.lstat(path)
+        except FileNotFoundError:
+            there = None
+        except BaseException:
+            close_lock_file(fd)
+            raise
+        if there is not None and (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino):
+            return fd
+        close_lock_file(fd)  # replaced while it was being locked: lock the one there now
+    raise OSError(errno.EIO, "the lock file keeps being replaced", os.fspath(path))
+
+
 def _replace_damaged(path: PathText) -> None:
     """Put an empty regular file in place of the non-regular one at ``path``,
     by a rename (never following a symlink there, never truncating a regular
@@ -237,6 +282,10 @@ def _replace_damaged(path: PathText) -> None:
     os.close(create_exclusive(temporary))
     try:
         os.rename(temporary, path)
+    except FileNotFoundError:
+        # A listing index catch-up (which holds the index's lock, not this file's) removed the
+        # temporary file as a killed write's; the caller looks at ``path`` again.
+        remove_quietly(temporary)
     except BaseException:
         remove_quietly(temporary)
         raise

@@ -389,20 +389,14 @@ class ListingIndex:
     def _acquire(self) -> Optional[int]:
         """The index's lock, held; None when the index cannot be written (then
         the catch-up still answers, from the folder alone, and writes nothing)."""
-        try:
-            import fcntl  # here, not at import: a read takes no lock (start-up)
-        except ImportError:  # pragma: no cover - Windows: no index, listings scan the folder
+        if not _files.CAN_LOCK:  # pragma: no cover - Windows: no index, listings scan the folder
             return None
         try:
             _files.ensure_directory(self._sessions)
-            fd = _files.open_lock_file(os.path.join(self._location, "lock"))  # closed by a forked child
+            fd = _files.lock_exclusive(os.path.join(self._location, "lock"))  # closed by a forked child
         except OSError:
             return None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:
-            _files.close_lock_file(fd)
-            return None
+        assert fd is not None  # it waits
         # Temporary files of a catch-up killed mid-write: no writer can be live
         # while this process holds the lock.
         try:

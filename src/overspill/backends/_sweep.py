@@ -250,16 +250,11 @@ def folder_lock(directory: Union[str, Path], name: str, *, wait: bool) -> Iterat
 
     :raises OSError: the lock file cannot be opened.
     """
-    lock_fd = _files.open_lock_file(os.path.join(directory, name))  # closed by a forked child
+    lock_fd = _files.lock_exclusive(os.path.join(directory, name), wait=wait)  # closed by a forked child
+    if lock_fd is None:
+        yield False
+        return
     try:
-        if fcntl is not None:
-            try:
-                fcntl.flock(lock_fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-            except OSError as error:
-                if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    yield False
-                    return
-                raise
         yield True
     finally:
         _files.close_lock_file(lock_fd)  # also releases the lock

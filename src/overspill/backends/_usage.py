@@ -71,17 +71,11 @@ class UsageTotal:
 
     def _locked(self) -> int:
         """The usage file, open and exclusively locked (-1 where there is no ``flock``)."""
-        try:
-            import fcntl  # here, not at import: a read takes no lock (start-up)
-        except ImportError:  # pragma: no cover - not POSIX: every check recounts
+        if not _files.CAN_LOCK:  # pragma: no cover - not POSIX: every check recounts
             return -1
         _files.ensure_directory(self._location)
-        fd = _files.open_lock_file(self._path)  # closed by a forked child: see _files
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except BaseException:
-            _files.close_lock_file(fd)
-            raise
+        fd = _files.lock_exclusive(self._path)  # closed by a forked child: see _files
+        assert fd is not None  # it waits
         return fd
 
     @staticmethod
