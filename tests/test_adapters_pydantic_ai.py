@@ -265,3 +265,38 @@ def test_text_beside_media_is_bounded_together(store):
     (record,) = store.records()
     stored = b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
     assert stored == "\n".join(pieces)
+
+
+# ------------------------------------------------------------------ regressions (red team L)
+def test_grep_with_its_context_argument_reaches_the_model(store):
+    # grep's schema has a ``context`` argument (lines around each match); the paging tool's function took
+    # the run context as ``context``, so the model's call crashed the run with "got multiple values for
+    # argument 'context'".  The capability's grep and toolset()'s grep both take it.
+    usage = RequestUsage(input_tokens=1, output_tokens=1)
+    needle = scenario.NEEDLE
+
+    def model(first: tuple) -> tuple[FunctionModel, list]:
+        received: list = []
+
+        def respond(messages: list, info: AgentInfo) -> ModelResponse:
+            if len(messages) > 1:
+                received.append(_received(messages))
+            if len(received) == 0:
+                return ModelResponse(parts=[ToolCallPart(*first, tool_call_id="call-0")], usage=usage)
+            if len(received) == 1 and first[0] == "big":
+                uri = scenario.MARKER.search(received[0]).group(1)
+                return ModelResponse(parts=[ToolCallPart(
+                    "grep", {"pattern": f"^{needle}$", "resource": uri, "context": 1}, tool_call_id="call-1")],
+                    usage=usage)
+            return ModelResponse(parts=[TextPart("done")], usage=usage)
+
+        return FunctionModel(respond), received
+
+    bounded, received = model(("big", {}))
+    Agent(bounded, tools=[big], capabilities=[capability(store)]).run_sync("go")
+    found = received[1]
+    assert f":{needle}\n" in found and f"-{int(needle) - 1}\n" in found and f"-{int(needle) + 1}\n" in found
+    foreign = "tool-output://0123456789abXXXXXXXXXXXXXX"
+    alone, received = model(("grep", {"pattern": "x", "resource": foreign, "context": 1}))
+    Agent(alone, toolsets=[toolset(store)]).run_sync("go")
+    assert received[0].startswith(f"no resource {foreign}"), received  # the tool's failure, not a crash

@@ -58,8 +58,10 @@ def _call_id(context: RunContext[Any], call: Optional[ToolCallPart] = None) -> s
 
 
 def _paging_tool(tool: PagingTool, owner: object) -> Tool[Any]:
-    async def run(context: RunContext[Any], **arguments: Any) -> str:
-        result = await tool.arun(_session(context, owner), _call_id(context), arguments)
+    # The run context is positional-only: PydanticAI passes it first and the model's arguments by keyword,
+    # and grep has an argument named ``context`` (lines around each match) that must land in ``arguments``.
+    async def run(run_context: RunContext[Any], /, **arguments: Any) -> str:
+        result = await tool.arun(_session(run_context, owner), _call_id(run_context), arguments)
         if result.is_error:
             raise ToolFailed(result.output)
         return result.output
