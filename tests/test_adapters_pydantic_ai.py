@@ -300,3 +300,47 @@ def test_grep_with_its_context_argument_reaches_the_model(store):
     alone, received = model(("grep", {"pattern": "x", "resource": foreign, "context": 1}))
     Agent(alone, toolsets=[toolset(store)]).run_sync("go")
     assert received[0].startswith(f"no resource {foreign}"), received  # the tool's failure, not a crash
+
+
+def test_a_retry_or_failure_message_is_bounded_and_stored(store):
+    # A tool's ModelRetry or ToolFailed (as PydanticAI's MCPToolset raises for an MCP server's isError
+    # result) is shown to the model instead of a result; its message reached the model whole (1.3 MB)
+    # because after_tool_execute never sees it.  Now it is stored and previewed like a result, and the
+    # model pages it back exactly; the error keeps its kind (a retry stays a retry, a failure a failure).
+    from pydantic_ai import ModelRetry
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.exceptions import ToolFailed
+
+    log = "build failed:\n" + BIG
+
+    def retrying() -> str:
+        """Ask for another try, with the long log of what failed."""
+        raise ModelRetry(log)
+
+    def failing() -> str:
+        """Fail for good, with the long log."""
+        raise ToolFailed(log)
+
+    def fine() -> str:
+        """A small result a later capability rejects with a long retry message."""
+        return "ok"
+
+    class Rejecting(AbstractCapability[Any]):
+        # Another capability's hook raising ModelRetry reaches overspill's wrap_tool_execute as it is.
+        async def after_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, result: Any) -> Any:
+            if tool_def.name == "fine":
+                raise ModelRetry(log)
+            return result
+
+    outcomes = {}
+    for tool, extra in ((retrying, []), (failing, []), (fine, [Rejecting()])):
+        script = Script(tool.__name__)
+        result = Agent(scripted(script), tools=[tool], capabilities=[capability(store), *extra]).run_sync("go")
+        script.check(log)  # the preview's marker, pages reproducing the message exactly, grep
+        (first,) = [part for message in result.all_messages() if isinstance(message, ModelRequest)
+                    for part in message.parts if getattr(part, "tool_name", None) == tool.__name__]
+        outcomes[tool.__name__] = type(first).__name__ if isinstance(first, RetryPromptPart) else first.outcome
+    assert outcomes["failing"] == "failed" and outcomes["retrying"] in ("retried", "RetryPromptPart")
+    assert outcomes["fine"] == outcomes["retrying"]
+    assert [b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
+            for record in store.records()] == [log] * 3

@@ -5,7 +5,9 @@ Needs the ``pydantic-ai`` extra (``pip install 'overspill[pydantic-ai]'``).
 The capability's ``after_tool_execute`` bounds every tool's result (a
 ``ToolReturn``'s ``return_value`` and, on its own, its ``content``;
 multimodal content passes as it is, and the text beside it in a list is
-bounded together), and
+bounded together); its ``wrap_tool_execute`` bounds the message of a
+``ModelRetry`` or ``ToolFailed`` (an MCP server's ``isError`` result comes as
+one of them), which the model sees instead of a result; and
 its toolset gives the model ``read`` and ``grep``, whose failures reach the
 model as ``ToolFailed``.
 
@@ -16,14 +18,15 @@ run, kept by runs that continue its message history), else the run
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 import pydantic_core
 from pydantic_ai import RunContext
-from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.exceptions import ToolFailed
+from pydantic_ai.capabilities import AbstractCapability, WrapToolExecuteHandler
+from pydantic_ai.exceptions import ModelRetry, ToolFailed, ToolFailedError, ToolRetryError
 from pydantic_ai.messages import ToolCallPart, ToolReturn, is_multi_modal_content
 from pydantic_ai.tools import Tool, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
@@ -118,6 +121,51 @@ class OverspillCapability(AbstractCapability[Any]):
             changes = {name: value for name, value in changes.items() if value is not getattr(result, name)}
             return replace(result, **changes) if changes else result
         return await self._bounded(session_id, call_id, result)
+
+    async def wrap_tool_execute(self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition,
+                                args: Any, handler: WrapToolExecuteHandler) -> Any:
+        """Run the call; bound the message of a retry or failure it raises, which the model is shown instead
+        of a result (a ``ModelRetry`` or ``ToolFailed`` of the tool, or an MCP server's ``isError`` result).
+
+        The exception keeps its type (PydanticAI's ``ToolRetryError``/``ToolFailedError``, or the
+        ``ModelRetry``/``ToolFailed`` itself when the caller asked for raw errors): over the limits, its
+        message is stored whole in the run's session and replaced by the preview with the marker.
+        """
+        try:
+            return await handler(args)
+        except (ToolRetryError, ToolFailedError, ModelRetry, ToolFailed) as error:
+            if tool_def.name in self._toolset.tools:
+                raise  # read's and grep's own failures are one line
+            bounded = await self._bounded_error(_session(ctx, self), _call_id(ctx, call), error)
+            if bounded is None:
+                raise
+            # The cause stays the one PydanticAI gave (the tool's own exception, for whoever debugs it).
+            raise bounded from (error.__cause__ if isinstance(error, (ToolRetryError, ToolFailedError)) else error)
+
+    async def _bounded_error(self, session_id: str, call_id: str, error: Exception) -> Optional[Exception]:
+        """``error`` with the text the model is shown bounded, as a new exception of its type; None when
+        that text fits or is not text (a ``ValidationError``'s details, structured content)."""
+        if isinstance(error, (ToolRetryError, ToolFailedError)):
+            attribute = "tool_retry" if isinstance(error, ToolRetryError) else "tool_failed"
+            part = getattr(error, attribute)
+            if not isinstance(part.content, str):
+                return None
+            preview = await self._bounder.atext(session_id, call_id, part.content)
+            # The part keeps everything else (the retry's attempt count, the call id, the outcome).
+            return None if preview is None else type(error)(replace(part, content=preview))
+        message = getattr(error, "message", None)
+        if not isinstance(message, str):
+            return None
+        preview = await self._bounder.atext(session_id, call_id, message)
+        if preview is None:
+            return None
+        try:
+            bounded = copy.copy(error)  # a subclass of the user's stays that subclass
+        except Exception:  # a subclass whose __init__ takes other arguments: the base type PydanticAI handles
+            bounded = (ModelRetry if isinstance(error, ModelRetry) else ToolFailed)(preview)
+        bounded.message = preview  # type: ignore[attr-defined]
+        bounded.args = (preview,)
+        return bounded
 
     async def _bounded(self, session_id: str, call_id: str, value: Any) -> Any:
         """A return value bounded: media (images, audio, documents, files) as it is; beside media in a list,
