@@ -230,7 +230,8 @@ class Script:
         head = data[:self.offset].decode()
         # The preview starts with the output's first lines, then the marker names the size and the lines.
         assert self.preview.startswith(head.rstrip("\n").split("\n")[0])
-        assert f"({len(data)} bytes, {text.count(chr(10))} lines in all)" in self.preview
+        lines = text.count("\n") + (not text.endswith("\n"))  # a last line without its newline counts
+        assert f"({len(data)} bytes, {lines} lines in all)" in self.preview
         assert len(self.preview.encode()) < 60_000
         # The pages, from the marker's offset on, are the output's exact bytes.
         assert len(self.pages) == len(self.starts) > 1 and self.starts[0] == self.offset

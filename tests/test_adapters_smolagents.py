@@ -249,3 +249,61 @@ def test_read_takes_its_arguments_by_position(store):
     agent = CodeAgent(tools=tools, model=CodeModel([f'final_answer(read("{uri}", {offset}, 100))']), max_steps=2,
                       verbosity_level=-1)
     assert agent.run("page it") == read(resource=uri, offset=offset, limit=100)
+
+
+# ------------------------------------------------------------------ regressions (red team L)
+def test_a_raising_tools_long_error_text_is_bounded_and_stored(store):
+    # smolagents shows the model "Error executing tool ...: RuntimeError: <the exception's text>": a tool
+    # raising with a 1.3 MB log reached the model whole through bound(...) and BoundedToolCallingAgent.
+    # Now the text is stored whole and the model gets its preview, pages it back exactly and greps it;
+    # the error keeps its type.
+    from smolagents import CodeAgent
+
+    log = "tests failed:\n" + BIG
+
+    @tool
+    def run_tests() -> str:
+        """Run the test suite."""
+        raise RuntimeError(log)
+
+    message = f"Error executing tool 'run_tests' with arguments {{}}: RuntimeError: {log}\nPlease try again or use another tool"
+    # bound() stores the exception's text, the agent smolagents' whole message: each is what the model is
+    # shown (the preview) in place of that text, so the pages are of it.
+    for make, shown, whole in (
+            (lambda model: ToolCallingAgent(tools=bound([run_tests], store), model=model, max_steps=MAX_STEPS,
+                                            verbosity_level=-1), "RuntimeError: ", log),
+            (lambda model: BoundedToolCallingAgent([run_tests], model, store=store, max_steps=MAX_STEPS,
+                                                   verbosity_level=-1), "Error:\n", message)):
+        script = Script("run_tests")
+        assert make(ScriptedModel(script)).run("go") == "done"
+        error = script.received[0]
+        assert "Error executing tool 'run_tests'" in error and "RuntimeError: tests failed:" in error
+        script.preview = error.split(shown, 1)[1]
+        script.check(whole, stripped=True)
+    assert [b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
+            for record in store.records()] == [log, message]
+    # A CodeAgent shows the model the code's failure with the exception's text: bounded the same way.
+    agent = CodeAgent(tools=bound([run_tests], store), model=CodeModel(["run_tests()", "final_answer('x')"]),
+                      max_steps=3, verbosity_level=-1)
+    agent.run("go")
+    (step,) = [step for step in agent.memory.steps if getattr(step, "error", None) is not None]
+    assert "RuntimeError: tests failed:" in str(step.error) and len(str(step.error).encode()) < 60_000
+    assert "tool-output://" in str(step.error) and len(store.records()) == 3
+
+
+def test_an_exception_is_retold_with_its_type(store):
+    # The bounded error keeps the type smolagents names to the model; one whose text is not its
+    # argument (a custom __str__) is retold as an exception of the same name.
+    import subprocess
+
+    from overspill.adapters.smolagents import _retold
+
+    class Picky(Exception):
+        def __init__(self, code: int, detail: str) -> None:
+            super().__init__(code, detail)
+            self.code = code
+
+    retold = _retold(Picky(3, "x" * 10), "short")
+    assert type(retold) is Picky and str(retold) == "short" and retold.code == 3
+    failed = _retold(subprocess.CalledProcessError(2, ["make"], output="y"), "short")
+    assert type(failed).__name__ == "CalledProcessError" and str(failed) == "short"

@@ -12,6 +12,10 @@ is (the code, not the model, takes it: a dict stays a dict); ``read`` and
 ``execute_tool_call``, so every tool and managed agent it is given is covered
 without wrapping, and adds ``read`` and ``grep`` itself.
 
+A tool that raises reaches the model as smolagents' error text; the text of
+the exception (``bound``) or the whole error message (``BoundedToolCallingAgent``)
+is bounded like a result, the exception keeping its type.
+
 smolagents has no run or thread id: the session is one per agent (per
 ``bound`` list, which belongs to one agent), and each call's id is made.
 Image and audio results pass as they are.
@@ -19,11 +23,13 @@ Image and audio results pass as they are.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any, Optional
 
 from smolagents import Tool, ToolCallingAgent
 from smolagents.agent_types import AgentText
+from smolagents.utils import AgentError
 
 from ..store import ToolOutputStore
 from ._core import PAGING_TOOLS, Bounder, PagingTool, new_call_id, new_session_id, open_store, paging_tools
@@ -53,6 +59,45 @@ def _bounded_value(bounder: Bounder, session_id: str, value: Any) -> Any:
     if bounded is value or not isinstance(value, AgentText):
         return bounded
     return AgentText(bounded)
+
+
+@functools.lru_cache(maxsize=None)
+def _named_like(kind: type) -> type:
+    """An ``Exception`` subclass named as ``kind``, for an exception whose text is not its first argument."""
+    return type(kind.__name__, (Exception,), {"__module__": kind.__module__, "__qualname__": kind.__qualname__})
+
+
+def _retold(error: BaseException, text: str) -> BaseException:
+    """An exception of ``error``'s type (its attributes copied) whose ``str()`` is ``text``.
+
+    Made without calling its ``__init__``, which may take other arguments or, as smolagents'
+    ``AgentError`` does, log the message again.  A type whose text is not its first argument (a custom
+    ``__str__``) gives an ``Exception`` of the same name saying ``text``: smolagents shows the model
+    ``Name: text`` either way.
+    """
+    kind = type(error)
+    try:
+        retold = kind.__new__(kind, text)
+        retold.__dict__.update(error.__dict__)
+        retold.args = (text,)
+        if "message" in error.__dict__:  # AgentError keeps its message apart too (its dict() shows it)
+            retold.message = text  # type: ignore[attr-defined]
+        if str(retold) == text:
+            return retold
+    except Exception:  # noqa: BLE001  (a type that cannot be made so: the named stand-in below)
+        pass
+    return _named_like(kind)(text)
+
+
+def _bounded_error(bounder: Bounder, session_id: str, error: BaseException) -> Optional[BaseException]:
+    """``error`` retold with its text bounded (``_retold``) when that text is over the limits (it is then
+    stored whole), else None."""
+    try:
+        text = str(error)
+    except Exception:  # noqa: BLE001  (an exception that cannot say itself: smolagents will fail on it too)
+        return None
+    preview = bounder.text(session_id, new_call_id(), text)
+    return None if preview is None else _retold(error, preview)
 
 
 class _PagingTool(Tool):
@@ -103,7 +148,15 @@ class _BoundedTool(Tool):
         # An agent that shows the result to the model calls a tool with sanitize_inputs_outputs=True
         # (ToolCallingAgent); a CodeAgent's code calls it without: the code, not the model, takes that
         # value (a dict stays a dict), and what the code prints is the agent's own observation.
-        result = self.wrapped(*args, sanitize_inputs_outputs=sanitize_inputs_outputs, **kwargs)
+        try:
+            result = self.wrapped(*args, sanitize_inputs_outputs=sanitize_inputs_outputs, **kwargs)
+        except Exception as error:
+            # The agent shows the model the exception's text (a ToolCallingAgent's "Error executing tool
+            # ...", a CodeAgent's "Code execution failed ... due to"): bounded, its type kept.
+            bounded = _bounded_error(self._bounder, self._session_id, error)
+            if bounded is None:
+                raise
+            raise bounded from error
         if not sanitize_inputs_outputs or self.output_type in _MEDIA_TYPES:
             return result
         return _bounded_value(self._bounder, self._session_id, result)
@@ -176,9 +229,16 @@ class BoundedToolCallingAgent(ToolCallingAgent):
     def execute_tool_call(self, tool_name: str, arguments: Any) -> Any:
         """Run the call as ``ToolCallingAgent`` does, then bound its result.
 
-        Errors propagate as smolagents raises them, so the model sees them as it always does.
+        Errors propagate as smolagents raises them, so the model sees them as it always does, with
+        their message (the tool's error text inside smolagents' own words) bounded like a result.
         """
-        result = super().execute_tool_call(tool_name, arguments)
+        try:
+            result = super().execute_tool_call(tool_name, arguments)
+        except AgentError as error:
+            bounded = _bounded_error(self._overspill_bounder, self.overspill_session, error)
+            if bounded is None:
+                raise
+            raise bounded from error
         tool = self.tools.get(tool_name)
         if tool_name == _FINAL_ANSWER or isinstance(tool, (_PagingTool, _BoundedTool)) or (
                 tool is not None and tool.output_type in _MEDIA_TYPES):
