@@ -191,3 +191,30 @@ def test_adapter_public_names_are_pinned(module, framework_module, names):
     adapter = import_module(f"overspill.adapters.{module}")
     assert set(adapter.__all__) == names
     assert all(callable(getattr(adapter, name)) for name in names)
+
+
+# ------------------------------------------------------------------ regressions (red team L)
+def test_an_error_is_retold_with_its_text_bounded_and_its_type_kept(store):
+    # Frameworks show the model an exception's text (smolagents' "Error executing tool ...", a LangChain
+    # error handler's str(exc)): Bounder.error stores a long one whole and retells the exception with the
+    # preview, keeping what an ``except`` clause or the framework's "Name: text" looks at.
+    from overspill.adapters._core import retold
+
+    class Picky(Exception):
+        def __init__(self, code: int, detail: str) -> None:
+            super().__init__(code, detail)
+            self.code = code
+
+    told = retold(Picky(3, "x" * 10), "short")
+    assert type(told) is Picky and str(told) == "short" and told.code == 3 and told.args == ("short",)
+    failed = retold(subprocess.CalledProcessError(2, ["make"], output="y"), "short")  # str() is not its args
+    assert isinstance(failed, subprocess.CalledProcessError) and type(failed).__name__ == "CalledProcessError"
+    assert str(failed) == "short" and (failed.returncode, failed.output) == (2, "y")
+    assert isinstance(retold(KeyError("k"), "short"), KeyError) and str(retold(KeyError("k"), "short")) == "short"
+    bounder = Bounder(store)
+    log = "".join(f"{n}\n" for n in range(200_000))
+    assert bounder.error("s", "c1", ValueError("small")) is None and store.records() == []
+    bounded = asyncio.run(bounder.aerror("s", "c2", ValueError(log)))
+    assert type(bounded) is ValueError and "tool-output://" in str(bounded) and len(str(bounded)) < 60_000
+    (record,) = store.records()
+    assert b"".join(bytes(piece) for piece in store.iter_bytes("s", record.resource.uri)).decode() == log

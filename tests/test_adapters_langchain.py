@@ -311,3 +311,46 @@ def test_command_tool_message_in_any_form_is_bounded(store, form):
     (record,) = store.records()
     assert b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)) \
         == BIG.encode()
+
+
+# ------------------------------------------------------------------ regressions (red team L)
+def test_a_long_exception_text_is_bounded_whichever_side_the_error_middleware_is(store):
+    # With ToolErrorMiddleware outside overspill's middleware, the exception passed through ours and its
+    # handler's str(exc) reached the model whole (1.3 MB).  Now ours bounds the exception's text (stored
+    # whole, the exception keeping its type); inside, the error ToolMessage is bounded as any result.
+    from langchain.agents.middleware import ToolErrorMiddleware
+
+    log = "tests failed:\n" + BIG
+
+    @tool
+    def run_tests() -> str:
+        """Run the test suite."""
+        raise RuntimeError(log)
+
+    kinds = []
+
+    def on_error(error: Exception, request: Any) -> str:
+        kinds.append(type(error))
+        return f"{type(error).__name__}: {error}"
+
+    for asynchronous in (False, True):
+        for outside in (True, False):
+            surface = ToolErrorMiddleware(on_error=on_error)
+            order = [surface, middleware(store)] if outside else [middleware(store), surface]
+            script = Script("run_tests")
+            agent = create_agent(ScriptedChat(script=script), tools=[run_tests], middleware=order)
+            task = {"messages": [("user", "go")]}
+            if asynchronous:
+                asyncio.run(agent.ainvoke(task, RECURSION))
+            else:
+                agent.invoke(task, RECURSION)
+            shown = "RuntimeError: "
+            assert script.received[0].startswith(shown + "tests failed:")
+            if outside:  # the exception's text is what was stored
+                script.preview = script.received[0][len(shown):]
+                script.check(log)
+            else:  # the handler's whole message is what was stored
+                script.check(shown + log)
+    assert kinds == [RuntimeError] * 4
+    assert [b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
+            for record in store.records()] == [log, "RuntimeError: " + log] * 2

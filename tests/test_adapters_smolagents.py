@@ -290,20 +290,3 @@ def test_a_raising_tools_long_error_text_is_bounded_and_stored(store):
     assert "RuntimeError: tests failed:" in str(step.error) and len(str(step.error).encode()) < 60_000
     assert "tool-output://" in str(step.error) and len(store.records()) == 3
 
-
-def test_an_exception_is_retold_with_its_type(store):
-    # The bounded error keeps the type smolagents names to the model; one whose text is not its
-    # argument (a custom __str__) is retold as an exception of the same name.
-    import subprocess
-
-    from overspill.adapters.smolagents import _retold
-
-    class Picky(Exception):
-        def __init__(self, code: int, detail: str) -> None:
-            super().__init__(code, detail)
-            self.code = code
-
-    retold = _retold(Picky(3, "x" * 10), "short")
-    assert type(retold) is Picky and str(retold) == "short" and retold.code == 3
-    failed = _retold(subprocess.CalledProcessError(2, ["make"], output="y"), "short")
-    assert type(failed).__name__ == "CalledProcessError" and str(failed) == "short"

@@ -10,6 +10,7 @@ previews, markers, schemas, error wording) all come from the store and
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import threading
@@ -27,7 +28,8 @@ from ..tools._result import failure
 from ..tools.schemas import stored_only, stored_only_problem
 
 __all__ = ["PAGING_TOOLS", "Bounder", "PagingTool", "Sessions", "as_text", "joined", "json_text",
-           "new_call_id", "new_session_id", "open_store", "optional_session_id", "paging_tools", "replaced_pieces"]
+           "new_call_id", "new_session_id", "open_store", "optional_session_id", "paging_tools", "replaced_pieces",
+           "retold"]
 
 #: The tools every adapter adds, so the model can page and search what was stored.
 PAGING_TOOLS = ("read", "grep")
@@ -145,6 +147,37 @@ def replaced_pieces(items: list[Any], at: list[int], first: Any) -> list[Any]:
     return [first if index == at[0] else item for index, item in enumerate(items) if index not in left_out]
 
 
+@functools.lru_cache(maxsize=None)
+def _saying_its_args(kind: type) -> type:
+    """A subclass of ``kind``, named as it is, whose text is its first argument (``kind``'s own ``__str__``
+    shows something else: a ``KeyError``'s repr, a ``CalledProcessError``'s command and code)."""
+    return type(kind.__name__, (kind,), {"__module__": kind.__module__, "__qualname__": kind.__qualname__,
+                                         "__str__": BaseException.__str__})
+
+
+def retold(error: BaseException, text: str) -> BaseException:
+    """An exception of ``error``'s type (its attributes copied) whose ``str()`` is ``text``.
+
+    Made without calling its ``__init__``, which may take other arguments or have side effects
+    (smolagents' ``AgentError`` logs its message).  A type whose text is not its first argument is
+    retold as a subclass of it of the same name (so ``except`` clauses and the type name a framework
+    shows the model are kept); one that cannot be subclassed, as an ``Exception`` of the same name.
+    """
+    for kind in (type(error), None):
+        try:
+            kind = kind if kind is not None else _saying_its_args(type(error))
+            told = kind.__new__(kind, text)
+            told.__dict__.update(error.__dict__)
+            told.args = (text,)
+            if "message" in error.__dict__:  # frameworks' errors often keep their text apart too
+                told.message = text  # type: ignore[attr-defined]
+            if str(told) == text:
+                return told
+        except Exception:  # noqa: BLE001  (a type that cannot be made so: the next way)
+            pass
+    return type(type(error).__name__, (Exception,), {"__module__": type(error).__module__})(text)
+
+
 class Bounder:
     """Bounds tool results through one store's ``truncate``.
 
@@ -190,6 +223,28 @@ class Bounder:
     async def apieces(self, session_id: str, call_id: str, pieces: list[Text]) -> Optional[str]:
         """``pieces`` for async callers."""
         return await self.atext(session_id, call_id, joined(pieces))
+
+    def error(self, session_id: str, call_id: str, error: BaseException) -> Optional[BaseException]:
+        """``error`` retold (``retold``) with its text bounded, when that text (what a framework shows the
+        model of it) is over the limits: it is then stored whole.  None when it fits.
+
+        :raises StorageError: the store could not write the output.
+        """
+        try:
+            text = str(error)
+        except Exception:  # noqa: BLE001  (an exception that cannot say itself: left as it is)
+            return None
+        preview = self.text(session_id, call_id, text)
+        return None if preview is None else retold(error, preview)
+
+    async def aerror(self, session_id: str, call_id: str, error: BaseException) -> Optional[BaseException]:
+        """``error`` for async callers."""
+        try:
+            text = str(error)
+        except Exception:  # noqa: BLE001
+            return None
+        preview = await self.atext(session_id, call_id, text)
+        return None if preview is None else retold(error, preview)
 
     async def aitems(self, session_id: str, call_id: str, items: list[Any], texts: list[Optional[Text]],
                      first: Callable[[Any, str], Any]) -> Optional[list[Any]]:

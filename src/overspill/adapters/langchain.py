@@ -6,7 +6,9 @@ The middleware's ``wrap_tool_call`` and ``awrap_tool_call`` bound every tool
 result: a ``ToolMessage``'s content (a string, or the text of a content-block
 list taken together: its text blocks and the JSON of every other block but
 media) and the tool messages of a ``Command``'s update (in any form LangGraph
-turns into a ``ToolMessage``).  The middleware registers ``read`` and ``grep``
+turns into a ``ToolMessage``); a tool's exception passing through it has its
+text bounded (for an error middleware outside it, such as ``ToolErrorMiddleware``,
+that shows the model ``str(exc)``), keeping its type.  The middleware registers ``read`` and ``grep``
 as its tools and answers their calls itself, so they run in the calling
 thread's session.
 
@@ -24,6 +26,7 @@ from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import BaseMessage, ToolMessage, convert_to_messages
 from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 from typing_extensions import NotRequired
 
@@ -129,7 +132,18 @@ class OverspillMiddleware(AgentMiddleware):
         if paging is not None:
             result = paging.run(session_id, _call_id(request), request.tool_call.get("args"))
             return self._message(request, result.output, result.is_error)
-        return _bound_result(self._bounder, session_id, _call_id(request), handler(request))
+        try:
+            result = handler(request)
+        except GraphBubbleUp:
+            raise  # LangGraph's control flow (an interrupt, a parent command), not an error
+        except Exception as error:
+            # An error middleware outside this one (ToolErrorMiddleware) shows the model the exception's
+            # text: bounded here whatever the order, the exception keeping its type.
+            bounded = self._bounder.error(session_id, _call_id(request), error)
+            if bounded is None:
+                raise
+            raise bounded from error
+        return _bound_result(self._bounder, session_id, _call_id(request), result)
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         """``wrap_tool_call`` for async runs."""
@@ -138,7 +152,16 @@ class OverspillMiddleware(AgentMiddleware):
         if paging is not None:
             result = await paging.arun(session_id, _call_id(request), request.tool_call.get("args"))
             return self._message(request, result.output, result.is_error)
-        return await _abound_result(self._bounder, session_id, _call_id(request), await handler(request))
+        try:
+            result = await handler(request)
+        except GraphBubbleUp:
+            raise
+        except Exception as error:  # as in wrap_tool_call
+            bounded = await self._bounder.aerror(session_id, _call_id(request), error)
+            if bounded is None:
+                raise
+            raise bounded from error
+        return await _abound_result(self._bounder, session_id, _call_id(request), result)
 
 
 # ------------------------------------------------------------------ bounding results

@@ -23,7 +23,6 @@ Image and audio results pass as they are.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 from typing import Any, Optional
 
@@ -59,45 +58,6 @@ def _bounded_value(bounder: Bounder, session_id: str, value: Any) -> Any:
     if bounded is value or not isinstance(value, AgentText):
         return bounded
     return AgentText(bounded)
-
-
-@functools.lru_cache(maxsize=None)
-def _named_like(kind: type) -> type:
-    """An ``Exception`` subclass named as ``kind``, for an exception whose text is not its first argument."""
-    return type(kind.__name__, (Exception,), {"__module__": kind.__module__, "__qualname__": kind.__qualname__})
-
-
-def _retold(error: BaseException, text: str) -> BaseException:
-    """An exception of ``error``'s type (its attributes copied) whose ``str()`` is ``text``.
-
-    Made without calling its ``__init__``, which may take other arguments or, as smolagents'
-    ``AgentError`` does, log the message again.  A type whose text is not its first argument (a custom
-    ``__str__``) gives an ``Exception`` of the same name saying ``text``: smolagents shows the model
-    ``Name: text`` either way.
-    """
-    kind = type(error)
-    try:
-        retold = kind.__new__(kind, text)
-        retold.__dict__.update(error.__dict__)
-        retold.args = (text,)
-        if "message" in error.__dict__:  # AgentError keeps its message apart too (its dict() shows it)
-            retold.message = text  # type: ignore[attr-defined]
-        if str(retold) == text:
-            return retold
-    except Exception:  # noqa: BLE001  (a type that cannot be made so: the named stand-in below)
-        pass
-    return _named_like(kind)(text)
-
-
-def _bounded_error(bounder: Bounder, session_id: str, error: BaseException) -> Optional[BaseException]:
-    """``error`` retold with its text bounded (``_retold``) when that text is over the limits (it is then
-    stored whole), else None."""
-    try:
-        text = str(error)
-    except Exception:  # noqa: BLE001  (an exception that cannot say itself: smolagents will fail on it too)
-        return None
-    preview = bounder.text(session_id, new_call_id(), text)
-    return None if preview is None else _retold(error, preview)
 
 
 class _PagingTool(Tool):
@@ -153,7 +113,7 @@ class _BoundedTool(Tool):
         except Exception as error:
             # The agent shows the model the exception's text (a ToolCallingAgent's "Error executing tool
             # ...", a CodeAgent's "Code execution failed ... due to"): bounded, its type kept.
-            bounded = _bounded_error(self._bounder, self._session_id, error)
+            bounded = self._bounder.error(self._session_id, new_call_id(), error)
             if bounded is None:
                 raise
             raise bounded from error
@@ -235,7 +195,7 @@ class BoundedToolCallingAgent(ToolCallingAgent):
         try:
             result = super().execute_tool_call(tool_name, arguments)
         except AgentError as error:
-            bounded = _bounded_error(self._overspill_bounder, self.overspill_session, error)
+            bounded = self._overspill_bounder.error(self.overspill_session, new_call_id(), error)
             if bounded is None:
                 raise
             raise bounded from error
