@@ -290,3 +290,31 @@ def test_a_raising_tools_long_error_text_is_bounded_and_stored(store):
     assert "RuntimeError: tests failed:" in str(step.error) and len(str(step.error).encode()) < 60_000
     assert "tool-output://" in str(step.error) and len(store.records()) == 3
 
+
+
+def test_an_image_from_a_tool_of_any_output_type_passes_without_a_warning(store, caplog):
+    # output_type="any" returning an image: the image passed (as meant) but every call logged "cannot be
+    # serialised ... passed on unbounded", as if it were a value overspill failed to bound.
+    import logging
+
+    import PIL.Image
+    from smolagents import Tool
+
+    class Picture(Tool):
+        name = "picture"
+        description = "Draw a picture."
+        inputs: dict = {}
+        output_type = "any"
+
+        def forward(self) -> Any:
+            return PIL.Image.new("RGB", (4, 4))
+
+    picture = Picture()
+    agent = BoundedToolCallingAgent([picture], ScriptedModel(Script()), store=store, verbosity_level=-1)
+    with caplog.at_level(logging.WARNING, logger="overspill"):
+        through_bound = bound([picture], store)[0](sanitize_inputs_outputs=True)
+        through_agent = agent.execute_tool_call("picture", {})
+    for image in (through_bound, through_agent):  # smolagents makes it an AgentImage, whose to_raw() it is
+        assert isinstance(image, PIL.Image.Image) and image.to_raw().size == (4, 4)
+    assert [record.getMessage() for record in caplog.records if record.name == "overspill"] == []
+    assert store.records() == []

@@ -26,8 +26,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Optional
 
+import PIL.Image
 from smolagents import Tool, ToolCallingAgent
-from smolagents.agent_types import AgentText
+from smolagents.agent_types import AgentAudio, AgentText
 from smolagents.utils import AgentError
 
 from ..store import ToolOutputStore
@@ -53,7 +54,15 @@ def _inputs(parameters: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _bounded_value(bounder: Bounder, session_id: str, value: Any) -> Any:
-    """A tool result bounded; a ``str`` subclass that is cut comes back as its own type where it can."""
+    """A tool result bounded; a ``str`` subclass that is cut comes back as its own type where it can.
+
+    An image or audio value (a tool of output type ``any`` may return one) passes as it is, as for the
+    ``image`` and ``audio`` output types: the agent shows it to the model as media, never as text (so it
+    is not "a value that cannot be serialised" either, and gets no warning).
+    """
+    # smolagents needs Pillow (its agent types import it); an AgentImage is a PIL image, an AgentAudio a str.
+    if isinstance(value, (PIL.Image.Image, AgentAudio)):
+        return value
     bounded = bounder.value(session_id, new_call_id(), value)
     if bounded is value or not isinstance(value, AgentText):
         return bounded
