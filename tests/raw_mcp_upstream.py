@@ -6,9 +6,13 @@ results, content blocks and resources; its tool "extras" answers ``size`` x's an
 a block of an unknown type), "old" (it answers initialize with 2024-11-05 whatever it is offered),
 "future" (with 2099-01-01) or "roots" (it asks its client roots/list before answering tools/list, and
 lists a tool per root, list_NAME, and one named read).  Its tool "init" answers the initialize params it
-was given; "seen" the methods it received, and those that came while it waited for roots/list's answer."""
+was given; "seen" the methods it received, and those that came while it waited for roots/list's answer;
+"pid" its pid and process group; "crash" starts a ``sleep 300`` that inherits its stdout (a worker that
+outlives it), writes a line on stderr and exits 7 without answering."""
 
 import json
+import os
+import subprocess
 import sys
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "plain"
@@ -102,6 +106,13 @@ for message in messages():
         elif name in ("init", "seen"):
             said = INIT if name == "init" else {"methods": SEEN, "while_waiting": WHILE_WAITING}
             answer(request_id, json.dumps({"content": [{"type": "text", "text": json.dumps(said)}]}))
+        elif name == "pid":
+            answer(request_id, json.dumps({"content": [{"type": "text", "text": f"{os.getpid()} {os.getpgid(0)}"}]}))
+        elif name == "crash":
+            subprocess.Popen(["sleep", "300"])  # holds this process's stdout open after it has gone
+            sys.stderr.write("first line\nupstream crashing now\n")
+            sys.stderr.flush()
+            os._exit(7)
         elif name == "deep":
             answer(request_id, '{"content": [{"type": "text", "text": "deep"}], "structuredContent": {"d": '
                    + "[" * 3000 + "]" * 3000 + "}}")

@@ -1111,3 +1111,23 @@ def test_the_marker_and_the_link_name_the_tools_the_wrapper_serves(tmp_path, sub
 
     anyio.run(through_the_library, True, tmp_path / "with-read")
     anyio.run(through_the_library, False, tmp_path / "without")
+
+
+def test_a_crash_is_an_error_though_a_child_of_the_upstream_holds_its_stdout(tmp_path, subprocess_env):
+    # Only EOF on the upstream's stdout ended the connection: an upstream that exited mid-call while a
+    # process it started (a worker) still held its stdout was never seen to go, and the call (and every
+    # later one) waited for ever.
+    async def main():
+        async with raw_wrapped(tmp_path, subprocess_env, "plain") as client:
+            group = int(text_of(await client.call_tool("pid", {})).split()[1])
+            with anyio.fail_after(120):  # a liveness bound: the defect waited for ever
+                crashed = await client.call_tool("crash", {})
+                later = await client.call_tool("echo", {})
+            assert crashed.is_error and "\n" not in text_of(crashed)
+            assert "exited with code 7" in text_of(crashed) and "upstream crashing now" in text_of(crashed)
+            assert later.is_error and "is gone" in text_of(later) and "exited with code 7" in text_of(later)
+            assert alive_in_group(group)  # the helper still runs, until the client goes away
+            return group
+
+    group = anyio.run(main)
+    assert wait_until(lambda: not alive_in_group(group))

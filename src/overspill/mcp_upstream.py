@@ -3,7 +3,9 @@
 The upstream command runs in its own process group with this process's
 environment; its stdout carries JSON-RPC (a line that is not is reported on
 stderr and skipped), its stderr is copied to ours as it comes (where clients
-log it) and its last line is kept to name in errors.  It is started when the
+log it) and its last line is kept to name in errors.  Its exit ends the
+connection even when a process it started still holds its stdout (so no EOF
+comes): what it wrote before leaving is read first.  It is started when the
 wrapper starts, and initialized when the real client sends ``initialize``: it is
 offered the protocol version the real client asked for and the capabilities it
 declared (those the wrapper relays: sampling, elicitation, roots, experimental
@@ -46,6 +48,11 @@ _EXIT_GRACE = 1.0
 _TERM_GRACE = 2.0
 # How long a call that saw the connection close waits for the process's exit code.
 _REAP_WAIT = 2.0
+# Once the process has exited, its stdout is read on until it stays quiet this long (or ends): what it wrote
+# before leaving is passed on, then the connection is closed though a child it left may hold the pipe open.
+_DRAIN_QUIET = 0.2
+# ... and no longer than this in all, however much a child it left keeps writing.
+_DRAIN_MOST = 2.0
 _POLL = 0.02
 # The stderr kept to name its last line (a line longer than this is named by its end).
 _STDERR_TAIL = 4096
@@ -75,6 +82,12 @@ class UpstreamProcess:
         self.label = f"the upstream server ({one_line(shlex.join(self.argv))[:120]})"
         self._process: Any = None
         self._stderr_tail = b""
+        # The reader's progress, for _watch_exit: chunks read so far, whether it waits on the pipe (and the
+        # scope of that wait), whether it has ended, and whether it is to stop (the process has gone).
+        self._chunks = 0
+        self._waiting: Optional[anyio.CancelScope] = None
+        self._reader_done = False
+        self._stop_reading = False
 
     @property
     def returncode(self) -> Optional[int]:
@@ -112,6 +125,7 @@ class UpstreamProcess:
                 tasks.start_soon(self._read_stdout, read_in)
                 tasks.start_soon(self._write_stdin, write_out, read_in)
                 tasks.start_soon(self._copy_stderr)
+                tasks.start_soon(self._watch_exit)
                 try:
                     yield read_out, write_in
                 finally:
@@ -127,9 +141,22 @@ class UpstreamProcess:
         # dropped before json.loads: a result of N bytes is held at most twice at any moment (bytes and
         # text, then text and the parsed string), and no trail of decoded pieces is left behind in the heap.
         buffer = bytearray()
-        async with sink:
-            try:
-                async for chunk in self._process.stdout:
+        stdout = self._process.stdout
+        try:
+            async with sink:
+                while not self._stop_reading:
+                    # Only the wait on the pipe is cancelled (by _watch_exit, once the process has gone and
+                    # its stdout is quiet): a message read is never dropped half-way to the session.
+                    chunk = b""
+                    with anyio.CancelScope() as self._waiting:
+                        try:
+                            chunk = await stdout.receive()
+                        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
+                            return
+                    self._waiting = None
+                    if not chunk:  # cancelled: the process is gone, and what it wrote has been read
+                        return
+                    self._chunks += 1
                     start = 0
                     while (end := chunk.find(b"\n", start)) >= 0:
                         if buffer:
@@ -142,11 +169,38 @@ class UpstreamProcess:
                         if line.strip():
                             message = _parse(line)
                             del line  # the parsed message holds what is needed
-                            await sink.send(message)
+                            try:
+                                await sink.send(message)
+                            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                                return
                             del message  # held by the session from here on, and only as long as it needs it
                     if start < len(chunk):
                         buffer += memoryview(chunk)[start:]
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
+                    del chunk
+        finally:
+            self._reader_done = True
+
+    async def _watch_exit(self) -> None:
+        """End the connection once the process has exited, though its stdout has not.
+
+        A process it started (a worker, a language server) inherits its stdout and may hold it open long
+        after it is gone: EOF never comes, and a call in flight would wait for ever.  Once it has exited,
+        its stdout is read on until it has been quiet for ``_DRAIN_QUIET`` (what it wrote before leaving is
+        passed on), ``_DRAIN_MOST`` at most; then the reader stops and the session sees the connection end,
+        as on EOF.  The child is left to ``_stop``, which ends the whole group.
+        """
+        await self._process.wait()  # anyio's: the exit itself, not (as asyncio's own) the pipes' end too
+        waited = 0.0
+        while not self._reader_done:
+            seen = self._chunks
+            await anyio.sleep(_DRAIN_QUIET)
+            waited += _DRAIN_QUIET
+            waiting = self._waiting
+            # Quiet: waiting on the pipe, with nothing read for a while (not busy handing a message on).
+            if (waiting is not None and self._chunks == seen) or waited >= _DRAIN_MOST:
+                self._stop_reading = True
+                if waiting is not None:
+                    waiting.cancel()
                 return
 
     async def _write_stdin(self, source: MemoryObjectReceiveStream[SessionMessage],
