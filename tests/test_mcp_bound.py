@@ -252,3 +252,40 @@ def test_a_word_is_kept_whole_or_not_at_all():
         statuses = [row["status"] for row in kept["result"]]
         assert statuses == ["error", "ok"][:len(statuses)] and (len(statuses) == 2 or room < 128)
     assert _shrunk({"id": "0123456789abcdef" * 4, "body": "b" * 9000}, (200, 10))["id"] == "0123456789abcdef" * 4
+
+
+def _too_large(*args, **kwargs):
+    raise OSError(27, "File too large")  # EFBIG: past RLIMIT_FSIZE, or a full disk's ENOSPC alike
+
+
+@pytest.mark.parametrize("failure", ["quota", "write"])
+def test_a_result_the_store_cannot_keep_is_its_bounded_not_stored_preview(tmp_path, monkeypatch, failure):
+    # A quota too small for the output's record: bound took the unstored result (no resource) for one
+    # within the limits and passed the whole 210 KB on.  A failed write: the StorageError left bound, and the
+    # wrapper's client got a JSON-RPC error (code 0) instead of the result.
+    from overspill import ToolOutputStore
+    from overspill.mcp_bound import bound
+
+    limits = {"max_bytes": 8192, **({"max_total_bytes": 100} if failure == "quota" else {})}
+    store = ToolOutputStore(tmp_path, config={"tool_output": limits}, durable=False)
+    if failure == "write":
+        monkeypatch.setattr("os.write", _too_large)
+    text = "".join(f"line {index} of output\n" for index in range(10000))
+    image = {"type": "image", "data": "AAAA", "mimeType": "image/png"}
+    structured = {"rows": list(range(5000))}
+    for raw in ({"content": [{"type": "text", "text": text}, image]},
+                {"content": [{"type": "text", "text": "rows"}], "structuredContent": structured},
+                {"content": [{"type": "text", "text": text}], "structuredContent": structured}):
+        shown = bound(raw, store, "s", "c", True)
+        assert shown is not raw and len(json.dumps(shown)) < 4 * 8192  # bounded: previews, never the whole
+        said = [block["text"] for block in shown["content"] if block["type"] == "text"]
+        previews = said if raw["content"][0]["text"] == text else said[1:]
+        assert previews and all("output not stored" in preview for preview in previews)
+        why = "cannot hold even its record" if failure == "quota" else "File too large"
+        assert all(why in preview for preview in previews)
+        if raw["content"][0]["text"] == text:
+            assert said[0].startswith("line 0 of output\n") and said[0].rstrip().endswith("line 9999 of output")
+        assert not any(block["type"] == "resource_link" for block in shown["content"])
+        assert "uri" not in shown["structuredContent"] and "structured" not in shown["structuredContent"]
+        assert shown["content"][-1] == image or image not in raw["content"]
+    assert store.resources("s") == []

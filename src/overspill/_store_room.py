@@ -112,11 +112,12 @@ class StoreRoom:
 
     def _unstored(self, held: Content, *, total: int, lines: int, lines_limit: int, bytes_limit: int,
                   reserve: int, whole: bool = True, first: Optional[Preview] = None, count: Optional[int] = None,
-                  kept_end: Optional[bytes] = None) -> TruncateResult:
+                  kept_end: Optional[bytes] = None, why: Optional[str] = None) -> TruncateResult:
         """What the model sees of an output over the limits that could not be
-        stored at all: its preview, then a marker that says so and names no
-        resource (none exists to read).  ``held`` is the whole output
-        (``whole``), or its start and ``kept_end`` its true end."""
+        stored at all: its preview, then a marker that says so, and why, and
+        names no resource (none exists to read).  ``held`` is the whole output
+        (``whole``), or its start and ``kept_end`` its true end; ``why`` is the
+        reason (by default: the quota cannot hold even the record)."""
         data = memoryview(encode_content(held) if isinstance(held, str) else held).cast("B")
         from ._preview import stored_preview  # only a preview needs it
 
@@ -125,7 +126,7 @@ class StoreRoom:
                                    flags=self._views, signals=(), content=held if whole else None,
                                    kept_end=kept_end, first=first, tokens=self._tokens)
         marker = (f"... output not stored ({total} bytes, {lines_in_all(lines)}): "
-                  f"{self._not_even_the_record(reserve)} ...")
+                  f"{self._not_even_the_record(reserve) if why is None else why} ...")
         head = shaped.head
         # One blank line before the marker, as ``_preview.compose`` puts it.
         separator = "\n" if head.endswith("\n") else "\n\n"

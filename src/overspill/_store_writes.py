@@ -261,11 +261,7 @@ class StoreWrites(StoreRoom):
                 and _kernels.text_fits(content, lines_limit, bytes_limit, flags)):
             # unchanged(content), without the call into it (~5% of this path).
             return _kernels.new_slotted(TruncateResult, RESULT_SLOTS, (content, False, None, None, None))
-        if not isinstance(content, str):
-            content = checked_buffer(content)
-        elif flags and _needs_view(content, flags):
-            # The view is cut from the stored form, where offsets are counted.
-            content = _kernels.ascii_view(content) or memoryview(encode_content(content))
+        content = self._to_cut(content)
         first = self._first_cut(content, lines_limit, bytes_limit, flags)
         if isinstance(first, TruncateResult):
             return first
@@ -276,6 +272,31 @@ class StoreWrites(StoreRoom):
             # The modules only a stored output needs are imported on its first one
             # (start-up, issue 21): out of descriptors, that import fails too.
             raise_stored(error)
+
+    def _to_cut(self, content: Content) -> Union[str, BytesLike]:
+        """``content`` as ``truncate`` cuts its preview: bytes-like content checked, a ``str`` whose
+        view differs from it as its stored form (the view is cut from that, where offsets are counted)."""
+        if not isinstance(content, str):
+            return checked_buffer(content)
+        flags = self._views
+        if flags and _needs_view(content, flags):
+            return _kernels.ascii_view(content) or memoryview(encode_content(content))
+        return content
+
+    def _not_stored(self, content: Content, why: str) -> TruncateResult:
+        """What ``truncate`` shows of ``content`` that it could not store for ``why`` (a failed write:
+        the ``StorageError``'s reason, one line), for a front end that shows the model a preview
+        rather than the error: within the limits, ``content`` as ``truncate`` gives it; over them, the
+        preview with the marker that says "output not stored" and why, naming no resource, as when
+        the quota cannot hold even a record.  Nothing is written."""
+        limits = self._limits
+        content = self._to_cut(content)
+        first = self._first_cut(content, limits.max_lines, limits.max_bytes, self._views)
+        if isinstance(first, TruncateResult):
+            return first
+        return self._unstored(content, total=_stored_size(content), lines=human_lines(content),
+                              lines_limit=limits.max_lines, bytes_limit=limits.max_bytes, reserve=0, first=first,
+                              why=why)
 
     def _first_cut(self, content: Union[str, BytesLike], lines_limit: int, bytes_limit: int,
                    flags: int) -> Union[TruncateResult, Preview, None]:

@@ -5,7 +5,9 @@ The result's text blocks, joined with ``"\\n"``, and its ``structuredContent``
 passes through as the upstream sent it, over them what is over is stored
 whole and the model is shown the bounded preview, its marker, a
 ``resource_link`` and ``structuredContent`` with ``uri``, ``size``,
-``lines``, ``next_offset`` and ``text``.  A tool that declares an
+``lines``, ``next_offset`` and ``text``; what the store cannot keep (a quota
+too small for its record, a failed write) is only its preview, whose marker
+says "output not stored" and why.  A tool that declares an
 ``outputSchema`` gets ``structuredContent`` that conforms to it where one can
 be had (see ``conforming``: a large required array, as the SDK's and
 FastMCP's servers declare for a tool returning a list, is cut to what fits),
@@ -23,8 +25,10 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Optional
 
+from ._frontend import one_line
+from .errors import StorageError
 from .mcp_server import _tool_result
-from .store import ToolOutputStore
+from .store import ToolOutputStore, TruncateResult
 from .tools._result import bounded
 
 __all__ = ["bound", "conforming", "fits", "release"]
@@ -417,6 +421,16 @@ def _carry(ours: list[dict[str, Any]], joined: list[dict[str, Any]]) -> None:
         ours[0]["_meta"] = meta
 
 
+def _kept(store: ToolOutputStore, session: str, call_id: str, text: str, mime: str = "text/plain") -> TruncateResult:
+    """``store.truncate`` of ``text``; when the store cannot keep it (a failed write: a full disk, a file
+    too large), the preview with the store's own "output not stored" marker naming why, as when the
+    quota cannot hold even a record: the model still gets the bounded start and end of the result."""
+    try:
+        return store.truncate(session, call_id, text, mime=mime)
+    except StorageError as error:
+        return store._not_stored(text, one_line(error.strerror or str(error)))
+
+
 def _dumped(result: Any) -> dict[str, Any]:
     return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
@@ -449,16 +463,19 @@ def bound(raw: dict[str, Any], store: ToolOutputStore, session: str, call_id: st
     texts = _texts(content)
     joined = "\n".join(content[index]["text"] for index in texts)
     structured = raw.get("structuredContent")
-    cut = store.truncate(session, call_id, joined) if texts else None
-    if structured is not None and (cut is None or cut.resource is None or not _duplicates(structured, joined)):
+    # Over the limits is ``truncated``, stored or not: an output the store could not keep (a quota too
+    # small for its record, a failed write) has no resource and is still only its bounded preview.
+    cut = _kept(store, session, call_id, joined) if texts else None
+    over = cut is not None and cut.truncated
+    if structured is not None and (not over or not _duplicates(structured, joined)):
         as_json = json.dumps(structured, ensure_ascii=False, indent=2)
-        shape = store.truncate(session, f"{call_id}-structured", as_json, mime="application/json")
+        shape = _kept(store, session, f"{call_id}-structured", as_json, mime="application/json")
     else:
         shape = None
-    if (cut is None or cut.resource is None) and (shape is None or shape.resource is None):
+    if not over and (shape is None or not shape.truncated):
         return raw  # within the limits: as the upstream sent it
     shown = dict(raw)
-    if cut is not None and cut.resource is not None:
+    if cut is not None and over:
         ours = _dumped(_tool_result("wrap", bounded(cut), resource_link, read=read, grep=grep))
         _carry(ours["content"], [content[index] for index in texts])
         blocks: list[Any] = []
@@ -474,6 +491,8 @@ def bound(raw: dict[str, Any], store: ToolOutputStore, session: str, call_id: st
             if resource_link:
                 shown["content"].append(_dumped(_tool_result("wrap", bounded(shape), read=read,
                                                              grep=grep))["content"][1])
+        elif shape is not None and shape.truncated:  # over, and not stored: its preview is all there is of it
+            shown["content"].append(_dumped(_tool_result("wrap", bounded(shape), read=read, grep=grep))["content"][0])
         elif shape is not None:
             data["structured"] = structured  # small: kept whole beside the preview
     else:
@@ -483,7 +502,7 @@ def bound(raw: dict[str, Any], store: ToolOutputStore, session: str, call_id: st
         data = ours["structuredContent"]
     shown["structuredContent"] = data
     if output_schema is not None and not raw.get("isError"):
-        previewed = joined if cut is not None and cut.resource is not None else None  # what data["text"] shows
+        previewed = joined if over else None  # what data["text"] shows
         kept = conforming(output_schema, data, structured, store.limits(), previewed)
         if kept is not None and kept is not data:
             shown["structuredContent"] = kept
