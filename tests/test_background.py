@@ -627,7 +627,8 @@ def test_a_character_the_seal_cuts_in_two_is_read_whole(store, tmp_path):
                 ).resource.uri
     until(lambda: store.status(SESSION, uri).resource.size == 10)
     page = store.read(SESSION, uri)
-    assert (page.content, page.next) == ("price: 5", 8)
+    # (the end so far, stated as the page's size: no "more bytes" that a read at 8 could not serve yet)
+    assert (page.content, page.next, page.resource.size) == ("price: 5", None, 8)
     tool_page = tools.call(store, SESSION, "r", "read", {"resource": uri})
     assert tool_page.output.startswith("price: 5\n") and tool_page.metadata["next"] == 8
     assert store.read(SESSION, uri, offset=9).content == ""  # inside the character: nothing of it yet
@@ -907,3 +908,41 @@ def test_a_wait_pattern_python_reads_differently_later_gives_the_host_no_warning
         assert not [warning for warning in caught if issubclass(warning.category, FutureWarning)]
     finally:
         tools.call(store, SESSION, "k", "kill", {"resource": started.metadata["uri"]})
+
+
+def test_a_sealed_end_inside_a_character_is_the_end_so_far_and_a_lost_one_ends_for_good(tmp_path):
+    """Red team H f01: a running output whose sealed prefix ended inside a character ("ab" + the first
+    byte of "é") paged as "[1 more bytes ...: read again with offset=2]", and a read at 2 said the same
+    (next 2, an empty page, never ``complete: false``): the model went round for ever once it was lost."""
+    from overspill._frozen import replace
+
+    def grown(store, resource_id, owner):
+        writer = store._backend.create_growing(resource_id, session_id=SESSION, tool_call_id="c", mime="text/plain",
+                                               name=None, owner=owner, process=None)
+        writer.write(memoryview(b"ab\xc3"))
+        writer.seal()
+        return writer
+
+    with ToolOutputStore(tmp_path) as store:
+        writer = grown(store, "0" * 12 + "B" * 14, current_owner())
+        uri = writer.record.resource.uri
+        for offset in (0, 2):
+            answer = tools.call(store, SESSION, "r", "read", {"resource": uri, "offset": offset})
+            assert "more bytes" not in answer.output and not answer.metadata["complete"]
+            assert "[complete: false; the output so far ends at byte 2 " in answer.output
+            assert (answer.metadata["next"], answer.metadata["size"]) == (2, 2)
+        page = store.read(SESSION, uri, offset=0, limit=1)
+        assert page.content == "a" and page.next == 1
+        assert (store.read(SESSION, uri, offset=1, limit=1).content, store.read(SESSION, uri, offset=1).next) == ("b", None)
+        inside = tools.call(store, SESSION, "r", "read", {"resource": uri, "offset": 3})
+        assert inside.metadata["offset"] == inside.metadata["next"] == 3  # never back before the offset asked
+        # Its owner gone (a pid that is not running): the cut character is shown as it is, the end for good.
+        gone = grown(store, "0" * 12 + "C" * 14, replace(current_owner(), pid=2 ** 22 + 1, start=1))
+        lost_uri = gone.record.resource.uri
+        assert store.status(SESSION, lost_uri).state == "lost"
+        for offset in (0, 2):
+            lost = tools.call(store, SESSION, "r", "read", {"resource": lost_uri, "offset": offset})
+            assert "more bytes" not in lost.output and "ends at byte 3 for good" in lost.output
+            assert lost.output.startswith("ab\ufffd\n\n" if offset == 0 else "\ufffd\n\n") and lost.metadata["next"] is None
+        writer.abort()
+        gone.abort()

@@ -169,13 +169,25 @@ class StoreReads:
         if high > size:
             high = size
         final = high == size
-        if final and not record.complete:
+        resource = record.resource
+        if final and record.state == "running":
             # A running command's sealed end may cut a character in two: the page stops before its
             # first bytes, and names their offset to read on from (a page that ended with them
-            # would show U+FFFD, and the next page would start inside the character).
-            high = size - self._cut_character(record, size)
-            offset = offset if offset < high else high
-            low = low if low < high else high
+            # would show U+FFFD, and the next page would start inside the character).  The page
+            # states that end as the size so far, as ``preview`` does: a page ending there is the
+            # last one for now (not "more bytes" that a read there could never serve).  An offset
+            # inside those bytes starts past them, as any mid-character offset starts at the next
+            # character: an empty page at the sealed end (offsets never go back).  A lost command's
+            # end is final: a character cut there stays cut, and is shown as such.
+            cut = self._cut_character(record, size)
+            if cut and offset <= size - cut:
+                from ._frozen import replace  # only a sealed end inside a character needs it
+
+                size = high = size - cut
+                resource = replace(resource, size=size)
+                low = low if low < high else high
+            elif cut:
+                final = False  # (the page's bounds move a start inside the character to the sealed end)
         pages = self._pages
         found = None
         if pages is not None and low < high:
@@ -191,7 +203,7 @@ class StoreReads:
             start, end, content = self._page_view(resource_id, record, low, high, offset, limit, final)
         more = end < size
         # Page(...) without its __init__'s six bound setters (~1 us of a ~20 us warm page).
-        return _kernels.new_slotted(Page, PAGE_SLOTS, (record.resource, content, start, more,
+        return _kernels.new_slotted(Page, PAGE_SLOTS, (resource, content, start, more,
                                                         end if more else None, record.complete))
 
     def _page_view(self, resource_id: str, record: Record, low: int, high: int, offset: int, limit: int,
@@ -324,7 +336,7 @@ class StoreReads:
         start = min(max(offset, 0), size)
         resource = record.resource
         bound = size if end is None else max(whole_number(end, "end"), start)
-        if not record.complete and bound > start:
+        if record.state == "running" and bound > start:
             # A running command's sealed end may cut a character in two: the preview stops before it
             # (its next offset is then where the character starts, not inside it).
             bound = min(bound, size) - self._cut_character(record, min(bound, size))
