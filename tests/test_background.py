@@ -26,7 +26,7 @@ from overspill._growing import SEAL_INTERVAL
 from overspill._owner import current_owner
 from overspill.backends._seals import ENTRY_SIZE
 from overspill.backends.local import LocalBackend
-from overspill.errors import BackgroundLimitError, ResourceCorruptError, UnsupportedError
+from overspill.errors import BackgroundLimitError, ResourceCorruptError, StorageError, UnsupportedError
 from overspill.tools.jobs import background_answer, jobs, wait
 
 SESSION = "session-bg"
@@ -946,3 +946,41 @@ def test_a_sealed_end_inside_a_character_is_the_end_so_far_and_a_lost_one_ends_f
             assert lost.output.startswith("ab\ufffd\n\n" if offset == 0 else "\ufffd\n\n") and lost.metadata["next"] is None
         writer.abort()
         gone.abort()
+
+
+def test_running_outputs_count_toward_the_quota_of_every_write(tmp_path):
+    """Red team H f02: a running output's bytes were not in the folder's running total (only added
+    at its exit), so an ordinary write took the fast path past max_total_bytes without evicting the
+    older output; and when only running outputs held the room, a write was published anyway."""
+    quota = 600_000
+
+    def folder_bytes() -> int:
+        return sum(entry.stat().st_size for entry in os.scandir(tmp_path) if entry.is_file()
+                   and not entry.name.startswith("."))
+
+    with ToolOutputStore(tmp_path, config={"tool_output": {"max_total_bytes": quota}}) as store:
+        older = store.write(SESSION, "older", "x" * 150_000)
+        uri = start(store, "seq 1 60000; sleep 30").metadata["uri"]
+        try:
+            until(lambda: store.status(SESSION, uri).resource.size == 348_894)
+            stored = store.truncate(SESSION, "w1", "y\n" * 100_000)
+            assert stored.resource is not None and folder_bytes() <= quota
+            assert not (tmp_path / f"{older.id}.json").exists()  # the oldest removable output made the room
+        finally:
+            background.kill(store, SESSION, uri)
+        uri = start(store, "seq 1 100000; sleep 30").metadata["uri"]
+        try:
+            until(lambda: store.status(SESSION, uri).resource.size == 588_895)
+            for call in ("w2", "w3"):
+                result = store.truncate(SESSION, call, "y\n" * 100_000)
+                assert result.resource is None and folder_bytes() <= quota
+                assert "output not stored (200000 bytes" in result.content and "running background" in result.content
+                streamed = store.truncate_stream(SESSION, call, [b"z\n" * 50_000] * 2)
+                assert streamed.resource is None and folder_bytes() <= quota
+                assert streamed.content == result.content.replace("y\n", "z\n")  # the same head, marker and tail
+            with pytest.raises(StorageError, match="running background"):
+                store.write(SESSION, "w4", "q" * 200_000)
+            assert folder_bytes() <= quota
+        finally:
+            background.kill(store, SESSION, uri)
+

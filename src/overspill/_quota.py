@@ -11,7 +11,10 @@ bytes.
 
 from __future__ import annotations
 
+import errno
+
 from .backends._report import CleanupReport
+from .errors import StorageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
@@ -19,13 +22,24 @@ if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never eva
     from typing import Optional, Protocol, TypeVar
 
     from .backends.base import Backend, Quota
+    from .records import Record
 
     class QuotaBackend(Backend, Quota, Protocol):
         """A backend with the ``Quota`` capability."""
 
     T = TypeVar("T")
 
-__all__ = ["make_room", "publish_within", "room_made"]
+__all__ = ["HeldByRunning", "make_room", "publish_within", "room_made"]
+
+
+class HeldByRunning(StorageError):
+    """An output not published: with every other published resource evicted, running
+    background outputs (never evicted, their bytes counted) leave no room for it."""
+
+    def __init__(self, running: int, limit: int) -> None:
+        super().__init__(errno.ENOSPC, f"running background commands' outputs (never evicted) hold {running} of "
+                                       f"the {limit} bytes that max_total_bytes leaves for outputs")
+        self.running = running
 
 
 def make_room(backend: QuotaBackend, limit: int) -> CleanupReport:
@@ -42,25 +56,30 @@ def make_room(backend: QuotaBackend, limit: int) -> CleanupReport:
     return _evict(backend, limit)[0]
 
 
-def publish_within(backend: QuotaBackend, limit: int, publish: Callable[[], T]) -> T:
-    """``publish()`` once ``backend``'s location has room for it within ``limit``
-    (the writer's unpublished bytes are in ``pending_bytes``); its result.
+def publish_within(backend: QuotaBackend, limit: int, publish: Callable[[], T], size: int = 0) -> T:
+    """``publish()`` of a payload of ``size`` bytes once ``backend``'s location has room for
+    it within ``limit`` (the writer's unpublished bytes are in ``pending_bytes``); its result.
 
     The common case, already within the limit, holds only the running total
-    (``tally``: no count of the location, no cleanup lock), and the check and
-    the publish are one step under it: a writer that finds room takes it
-    before any other writer looks.  Otherwise ``room_made`` evicts and
-    publishes under the cleanup lock, within the limit or, when what holds
-    the room cannot be evicted (running outputs, payloads other writers have
-    not published yet: each evicts in its turn when it publishes), anyway.
+    (``tally``: no count of the location, no cleanup lock; running outputs'
+    bytes are in it as they are sealed), and the check and the publish are
+    one step under it: a writer that finds room takes it before any other
+    writer looks.  Otherwise ``room_made`` evicts and publishes under the
+    cleanup lock, within the limit or, when what holds the room are payloads
+    other writers have not published yet (each evicts in its turn when it
+    publishes), anyway; but never when running outputs, which are never
+    evicted, leave no room for these ``size`` bytes: ``HeldByRunning``.
 
+    :raises HeldByRunning: running outputs hold the room (nothing is published).
     :raises OSError: as ``make_room``, or as ``publish``.
     """
     with backend.tally():
         if backend.usage() + backend.pending_bytes() <= limit:
             return publish()
     published: list[T] = []
-    room_made(backend, limit, lambda: published.append(publish()), anyway=True)
+    held = _evict(backend, limit, lambda: published.append(publish()), True, size)[2]
+    if not published:
+        raise HeldByRunning(held, limit)
     return published[0]
 
 
@@ -78,18 +97,21 @@ def room_made(backend: QuotaBackend, limit: int, then: Callable[[], None], *, an
 
 
 def _evict(backend: QuotaBackend, limit: int, then: Optional[Callable[[], None]] = None,
-           anyway: bool = False) -> tuple[CleanupReport, int]:
+           anyway: bool = False, size: int = 0) -> tuple[CleanupReport, int, int]:
     """Under the lock: the location counted, then the oldest published resources evicted
-    until it is within ``limit`` (then ``then()``, if it is or ``anyway``); the report and
-    the bytes it takes after the eviction."""
+    until it is within ``limit`` (then ``then()``, if it is, or ``anyway`` unless running
+    outputs and ``size`` bytes together pass ``limit``); the report, the bytes it takes
+    after the eviction, and the running outputs' bytes when they were counted (else 0)."""
     # The running total is held too: a writer that publishes without the lock
     # (``publish_within``'s common case) comes before the count or after ``then``.
     with backend.eviction_lock(), backend.tally():
         used = backend.recount() + backend.pending_bytes()
         removed: list[str] = []
         freed = 0
+        listed: list[Record] = []
         if used > limit:
-            for record in sorted(backend.records(), key=lambda record: (record.created_ms, record.id)):
+            listed = sorted(backend.records(), key=lambda record: (record.created_ms, record.id))
+            for record in listed:
                 if used <= limit:
                     break
                 if record.state == "running":
@@ -97,6 +119,12 @@ def _evict(backend: QuotaBackend, limit: int, then: Optional[Callable[[], None]]
                 freed += backend.delete(record.id)
                 removed.append(record.id)
                 used = backend.usage() + backend.pending_bytes()
+        running = 0
+        if then is not None and used > limit and anyway:
+            # Nothing more can be evicted.  Other writers' unpublished payloads go when they publish,
+            # each in its turn: this one may take their room for now.  Running outputs never go.
+            running = sum(record.resource.size for record in listed if record.state == "running")
+            anyway = running + size <= limit
         if then is not None and (used <= limit or anyway):
             then()
-        return CleanupReport(len(removed), freed, 0, 0, tuple(removed)), used
+        return CleanupReport(len(removed), freed, 0, 0, tuple(removed)), used, running

@@ -94,17 +94,19 @@ class StoreRoom:
                 raise
             raise storage_error(f"cannot make room in {self._folder}", error) from None
 
-    def _publish_within(self, reserve: int, publish: Callable[[], Record]) -> Record:
-        """``publish()`` under the quota (``overspill._quota.publish_within``):
-        the oldest resources evicted first when the location would pass
-        ``max_total_bytes`` with it, and no other writer taking the same room
-        in between.  ``reserve`` is the record's room, as ``_make_room``'s.
-        ``publish`` raises what it raises (its own StorageError wording)."""
+    def _publish_within(self, reserve: int, publish: Callable[[], Record], size: int = 0) -> Record:
+        """``publish()`` of a payload of ``size`` bytes under the quota
+        (``overspill._quota.publish_within``): the oldest resources evicted
+        first when the location would pass ``max_total_bytes`` with it, and no
+        other writer taking the same room in between; ``HeldByRunning`` (a
+        StorageError) when running outputs leave no room for it.  ``reserve``
+        is the record's room, as ``_make_room``'s.  ``publish`` raises what it
+        raises (its own StorageError wording)."""
         quota = self._quota
         if quota is None:
             return publish()
         try:
-            return publish_within(quota, self._limits.max_total_bytes - reserve, publish)
+            return publish_within(quota, self._limits.max_total_bytes - reserve, publish, size)
         except OSError as error:
             if isinstance(error, StorageError):
                 raise
@@ -117,7 +119,8 @@ class StoreRoom:
         stored at all: its preview, then a marker that says so, and why, and
         names no resource (none exists to read).  ``held`` is the whole output
         (``whole``), or its start and ``kept_end`` its true end; ``why`` is the
-        reason (by default: the quota cannot hold even the record)."""
+        reason (by default: the quota cannot hold even the record; running
+        outputs may hold the room, or the write may fail)."""
         data = memoryview(encode_content(held) if isinstance(held, str) else held).cast("B")
         from ._preview import stored_preview  # only a preview needs it
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from . import _kernels
 from ._arguments import whole_number
 from ._buffers import BytesLike
+from ._quota import HeldByRunning
 from ._store_types import TruncateResult, chunk_view, stable
 from ._store_writes import TRUE_TAIL_BYTES, StoreWrites, raise_stored
 from .text import counted_lines, held_text, within_limits
@@ -101,7 +102,14 @@ class StoreStreams(StoreWrites):
             if early is not None:
                 return early
         size = spill.size
-        record = self._publish(spill.writer, session_id, tool_call_id, mime, name, size, lines, spill.reserve)
+        try:
+            record = self._publish(spill.writer, session_id, tool_call_id, mime, name, size, lines, spill.reserve)
+        except HeldByRunning as held:
+            # Running background outputs hold the quota: nothing stored, as for a quota too small
+            # (the preview from the output's start and its true end, both kept in memory).
+            return self._unstored(bytes(spill.first), total=size, lines=lines, lines_limit=lines_limit,
+                                  bytes_limit=bytes_limit, reserve=spill.reserve, whole=False,
+                                  count=spill.newlines + 1, kept_end=spill.true_tail.value(), why=held.strerror)
         count = spill.newlines + 1  # as the preview's line rule counts them
         from ._preview import stored_preview  # only a stored output's preview needs it
 
@@ -155,6 +163,9 @@ class _Spill:
         # output's start stays in ``held`` (twice the preview's bytes) and its end in ``true_tail``.
         self.unstored = False
         self.held = bytearray()
+        # Once written: the output's start (twice the preview's bytes), for the preview of an
+        # output that running background outputs leave no room for (``HeldByRunning``).
+        self.first = bytearray()
         self.newlines = 0
         self.size = 0
         self.last_newline = False
@@ -195,9 +206,12 @@ class _Spill:
                 self._hold_start(view)
             elif self.writer is None:
                 self.start(len(view))
-            if self.size > self.cap - TRUE_TAIL_BYTES:
-                self.true_tail.feed(chunk, view)
+            # (The true end is kept whatever the cap: a publish refused for running outputs shows it.)
+            self.true_tail.feed(chunk, view)
             if self.writer is not None:
+                room = 2 * self._bytes_limit - len(self.first)
+                if room > 0:
+                    self.first += view[:room]
                 for piece in stable(view):
                     self._store._write_capped(self.writer, piece, self.cap)
 
@@ -214,8 +228,8 @@ class _Spill:
         """Open the writer and write what was held (``arriving`` bytes are counted but not yet held)."""
         self.writer = self._store._writer()
         self._store._write_capped(self.writer, memoryview(self.held), self.cap)
-        if self.size - arriving > self.cap - TRUE_TAIL_BYTES:
-            self.true_tail.feed(bytes(self.held), memoryview(self.held))
+        self.true_tail.feed(bytes(self.held), memoryview(self.held))
+        self.first = self.held[: 2 * self._bytes_limit]
         self.held = bytearray()
 
     def abort(self) -> None:

@@ -13,6 +13,7 @@ import errno
 from . import _kernels
 from ._arguments import check_metadata, id_string
 from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike
+from ._quota import HeldByRunning
 from ._store_room import StoreRoom
 from ._store_types import (
     RESULT_SLOTS,
@@ -158,7 +159,7 @@ class StoreWrites(StoreRoom):
         try:
             # A large payload's fsync before the quota's lock, which other writers wait on.
             writer.settle()
-            return self._publish_within(reserve, publish)
+            return self._publish_within(reserve, publish, writer.size)
         except BaseException as error:
             writer.abort()
             raise_stored(error)
@@ -342,7 +343,12 @@ class StoreWrites(StoreRoom):
         if cap < 1:
             return self._unstored(content, total=_stored_size(content), lines=lines, lines_limit=lines_limit,
                                   bytes_limit=bytes_limit, reserve=reserve, first=shaped)
-        record = self._write_pieces(session_id, tool_call_id, stored_pieces(content), mime, name, room)
+        try:
+            record = self._write_pieces(session_id, tool_call_id, stored_pieces(content), mime, name, room)
+        except HeldByRunning as held:
+            # Running background outputs hold the quota: nothing stored, as for a quota too small.
+            return self._unstored(content, total=_stored_size(content), lines=lines, lines_limit=lines_limit,
+                                  bytes_limit=bytes_limit, reserve=reserve, first=shaped, why=held.strerror)
         if record.capture is None:
             shaped, signals = stored_preview(
                 self._stored_bytes(record), uri=record.resource.uri, stored=record.resource.size,

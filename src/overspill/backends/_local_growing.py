@@ -47,6 +47,10 @@ class GrowingLocalWriter(LocalWriter):
         self._seal_fd = -1
         self._sealed = 0
         self._seal_crc = 0  # CRC-32 of the bytes after ``_sealed``, from memory as they were written
+        # The payload's bytes added to the folder's running total so far (at each seal): a running
+        # output's bytes count toward the quota as it grows, in every process's check, not only once
+        # it finished.  Until then the rest is this backend's pending bytes (``pending``).
+        self._counted = 0
         try:
             self._seal_fd = _files.create_exclusive(self.seal_path)
             self._running = Record(Resource(uri_for(resource_id), mime, 0, name), session_id, tool_call_id,
@@ -56,6 +60,8 @@ class GrowingLocalWriter(LocalWriter):
         except BaseException:
             self.abort()
             raise
+        if live is not None:
+            live[id(self)] = self  # its bytes not yet in the running total are pending (the quota's check)
 
     @property
     def seal_path(self) -> str:
@@ -84,6 +90,14 @@ class GrowingLocalWriter(LocalWriter):
         _files.write_all(self._seal_fd, memoryview(seal_entry(self._id, self._sealed, self._size, self._seal_crc)))
         self._sealed = self._size
         self._seal_crc = 0
+        if self._usage is not None and self._size > self._counted:
+            self._usage.add(self._size - self._counted)
+            self._counted = self._size
+
+    @property
+    def pending(self) -> int:
+        """The bytes written since the last seal added them to the running total."""
+        return self._size - self._counted
 
     def finish(self, exit_code: int, *, capture: Optional[tuple[int, int]] = None,
                lines: Optional[int] = None, mime: Optional[str] = None) -> Record:
@@ -109,13 +123,15 @@ class GrowingLocalWriter(LocalWriter):
         os.close(fd)  # releases the writer lock: the resource is complete
         self._done()
         if self._usage is not None:
-            self._usage.add(self._size + written)
+            self._usage.add(self._size - self._counted + written)
+        self._counted = self._size
         return record
 
     def release(self) -> None:
         """Let go of the files without finishing (the record could not be republished): they stay
         as a dead owner leaves them, the record running, the sealed prefix readable; never raises."""
         self._close_seals()
+        self._done()  # its unsealed bytes are no longer pending: the next recount finds what is there
         fd, self._fd = self._fd, -1
         if fd >= 0:
             try:
@@ -134,6 +150,9 @@ class GrowingLocalWriter(LocalWriter):
     def abort(self) -> None:
         """Remove the payload, the record and the seals; never raises."""
         self._close_seals()
+        if self._usage is not None and self._counted:
+            self._usage.add(-self._counted)  # (add never raises)
+            self._counted = 0
         try:
             _files.remove_quietly(self.seal_path)
         except OSError:

@@ -95,5 +95,6 @@ class LocalQuota:
 
 
 def unpublished_bytes(live: dict[int, LocalWriter]) -> int:
-    """Bytes of the payloads of ``live`` writers (not yet published)."""
-    return sum(writer.size for writer in list(live.values()))
+    """Bytes of the payloads of ``live`` writers not yet in the running total (not yet published;
+    a growing payload's bytes since it last added them, at its last seal)."""
+    return sum(writer.pending for writer in list(live.values()))

@@ -84,6 +84,11 @@ class LocalWriter:
         return self._size
 
     @property
+    def pending(self) -> int:
+        """The payload's bytes that the folder's running total does not hold yet (all, until the publish)."""
+        return self._size
+
+    @property
     def payload_path(self) -> str:
         return f"{self._directory}/{self._id}.txt"
 
