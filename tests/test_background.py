@@ -984,3 +984,16 @@ def test_running_outputs_count_toward_the_quota_of_every_write(tmp_path):
         finally:
             background.kill(store, SESSION, uri)
 
+
+def test_the_answer_at_yield_shows_what_the_command_already_wrote(store):
+    """Red team H f03: with ``yield_after`` under the seal interval the answer said "0 bytes so far"
+    and showed nothing, although the command had printed its line and this process owned the output."""
+    job = background.start(store, SESSION, "c", "echo server listening on :8080; sleep 30")
+    try:
+        until(lambda: job.output.total == 26)  # written to the payload, not sealed yet (a second of quiet)
+        answer = background_answer(store, SESSION, job.uri, store.limits(), job=job)
+        assert answer.output.startswith("server listening on :8080\n[running in the background")
+        assert (answer.metadata["size"], answer.metadata["next_offset"]) == (26, 26)
+    finally:
+        job.kill()
+

@@ -120,6 +120,13 @@ class GrowingOutput:
         since = self._unsealed_since
         if since is None or now - since < SEAL_INTERVAL:
             return
+        self.seal_now()
+
+    def seal_now(self) -> None:
+        """Seal the unsealed bytes now (an answer about to show the output so far); never raises
+        (a failure is kept in ``failure``, as ``write``'s)."""
+        if self._unsealed_since is None:
+            return
         with self._lock:
             if self._finished is not None or self.failure is not None:
                 return

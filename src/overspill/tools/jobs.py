@@ -130,6 +130,9 @@ def background_answer(store: ToolOutputStore, session_id: str, uri: str, limits:
     """
     given_up: dict[str, object] = {}
     if job is not None:
+        # This process owns the output: what the command wrote so far is sealed before the answer
+        # looks (the timer would seal it only after a second of quiet, past a short ``yield_after``).
+        job.output.seal_now()
         pid = job.pid
         if job.exited.is_set() and job.final is None:
             # Its record could not be republished (``Job._finish``): it reads as lost, what was
