@@ -1021,3 +1021,38 @@ def test_read_limit_past_a_page_in_the_uri_is_named_as_written(cli):
                                     "clamped to 51200 bytes\n")
     hint = page.stdout.decode().rstrip().rsplit("\n", 1)[1]
     assert "limit" not in hint and "--offset 51200" in hint
+
+
+def test_read_of_a_lost_output_says_it_ends_for_good_and_read_all_says_it_is_not_all(cli, tmp_path):
+    """Red team H f04: ``overspill read`` of a lost background output said "read ... later, or
+    overspill wait" (the read tool says it ends for good), and ``read --all`` of a running or lost
+    one printed its bytes so far with no word that they are not all."""
+    from overspill import ToolOutputStore
+    from overspill._frozen import replace
+    from overspill._owner import current_owner
+
+    with ToolOutputStore(tmp_path / "data") as store:
+        writers = []
+        for resource_id, owner in (("0" * 12 + "R" * 14, current_owner()),
+                                   ("0" * 12 + "L" * 14, replace(current_owner(), pid=2 ** 22 + 1, start=1))):
+            writer = store._backend.create_growing(resource_id, session_id="cs", tool_call_id="c", mime="text/plain",
+                                                   name=None, owner=owner, process=None)
+            writer.write(memoryview(b"tick\n" * 4))
+            writer.seal()
+            writers.append(writer)
+        running, lost = (writer.record.resource.uri for writer in writers)
+        try:
+            page = cli("read", lost, "--session", "cs")
+            assert page.returncode == 0 and b"later" not in page.stdout and b"overspill wait" not in page.stdout
+            assert page.stdout.endswith(f"[complete: false; lost: the process that ran {lost} is gone, so its output "
+                                        f"ends at byte 20 for good]\n".encode())
+            whole = cli("read", lost, "--session", "cs", "--all")
+            assert (whole.returncode, whole.stdout) == (0, b"tick\n" * 4)
+            assert b"lost: " in whole.stderr and b"ends at byte 20 for good" in whole.stderr
+            whole = cli("read", running, "--session", "cs", "--all")
+            assert (whole.returncode, whole.stdout) == (0, b"tick\n" * 4)
+            assert b"complete: false; the output so far ends at byte 20: overspill read " in whole.stderr
+            assert b"--offset 20" in whole.stderr
+        finally:
+            for writer in writers:
+                writer.abort()

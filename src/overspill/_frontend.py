@@ -35,6 +35,8 @@ __all__ = [
     "one_line",
     "binary_page",
     "end_of_resource",
+    "lost_end",
+    "lost_note",
     "stored_copy_end",
     "is_binary_mime",
     "page_argument_problem",
@@ -219,6 +221,27 @@ def stored_copy_end(store: ToolOutputStore, session_id: str, page: Page) -> Opti
     total, stored = capture
     return (f"the stored copy of {page.resource.uri} ends here, at byte {stored}: the output had {total} bytes, "
             f"and the rest, bytes {stored} to {total}, was not kept")
+
+
+def lost_end(store: ToolOutputStore, session_id: str, page: Page) -> Optional[str]:
+    """What every front end says after the last page (so far) of a background command's output
+    whose owner is gone (``lost``): its output ends there for good, so no front end invites a
+    read later; None for any other page (a running one's end is for now: each front end names
+    its own way to read on).
+
+    :raises OverspillError: the record cannot be read (as ``store.status``).
+    """
+    if page.next is not None or page.complete:
+        return None
+    record = store.status(session_id, page.resource.uri)
+    if record.state != "lost":
+        return None
+    return lost_note(page.resource.uri, record.resource.size)
+
+
+def lost_note(uri: str, size: int) -> str:
+    """The words for a lost background command's output that ends at byte ``size`` for good."""
+    return f"complete: false; lost: the process that ran {uri} is gone, so its output ends at byte {size} for good"
 
 
 def end_of_resource(resource: Resource, offset: int) -> str:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # typing and argparse cost start-up; annotations are never ev
     from typing import Any, BinaryIO
 
 def _command_read(args: argparse.Namespace) -> int:
-    from .._frontend import end_of_resource, parse_page_uri, read_page, stored_copy_end
+    from .._frontend import end_of_resource, lost_end, lost_note, parse_page_uri, read_page, stored_copy_end
     from ..config import MAX_READ_BYTES
 
     # tool-output://ID?offset=N&limit=M, as MCP's: an offset or limit that is no number is bad
@@ -38,9 +38,22 @@ def _command_read(args: argparse.Namespace) -> int:
             _print_json({"resource": resource, "content": str(data, "utf-8", "replace")})
         return 0
     if args.all:
-        # Verified range by range as it is written: the first bytes go out at
-        # once and memory stays flat, whatever the size.
-        _write_all(_stdout().buffer, store.iter_bytes(session, uri))
+        record = store.status(session, uri)
+        if record.complete:
+            # Verified range by range as it is written: the first bytes go out at
+            # once and memory stays flat, whatever the size.
+            _write_all(_stdout().buffer, store.iter_bytes(session, uri))
+            return 0
+        # A background command's output, running or lost: its bytes so far, exactly (up to the
+        # size its record states, which the note names), and on stderr that they are not all.
+        size = record.resource.size
+        with store.view(session, uri, end=size) as (_, data):
+            _write_all(_stdout().buffer, iter((data,)))
+        if record.state == "lost":
+            _note(lost_note(uri, size))
+        else:
+            _note(f"complete: false; the output so far ends at byte {size}: "
+                  f"{_continue_command(args, record.resource.uri, size, None)} later, or overspill wait")
         return 0
     if limit is not None and limit > MAX_READ_BYTES:
         # Named as the user wrote it: the flag, or the URI's query.
@@ -51,6 +64,8 @@ def _command_read(args: argparse.Namespace) -> int:
     page = read_page(store, session, uri, offset, limit)
     if args.json:
         _print_json(page)
+    elif page.next is None and not page.complete and (lost := lost_end(store, session, page)) is not None:
+        _print_text(f"{page.content}\n\n[{lost}]")  # its owner gone: what was sealed is all there is
     elif page.next is None and not page.complete:
         # A background command still running: its output so far ends here.
         _print_text(f"{page.content}\n\n[complete: false; the output so far ends at byte {page.resource.size}: "

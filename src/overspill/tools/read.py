@@ -11,7 +11,7 @@ if TYPE_CHECKING:  # typing and pathlib cost start-up (``overspill run`` imports
     from typing import BinaryIO, Optional, Union
 
 from .._arguments import os_string_problem
-from .._frontend import binary_page, end_of_resource, page_argument_problem, read_page, stored_copy_end
+from .._frontend import binary_page, end_of_resource, lost_end, page_argument_problem, read_page, stored_copy_end
 from ..config import MAX_READ_BYTES
 from ..errors import OverspillError
 from ..store import ToolOutputStore
@@ -24,14 +24,6 @@ __all__ = ["read"]
 _HEX_BYTES = 16
 # Longest raw line read at once; the rest of a longer line is skipped unread.
 _LINE_READ = MAX_LINE_LENGTH * 4 + 1
-
-
-def _lost(store: ToolOutputStore, session_id: str, uri: str) -> bool:
-    """Whether the background command of ``uri`` is lost (its owner gone: its output never grows)."""
-    try:
-        return store.status(session_id, uri).state == "lost"
-    except OverspillError:
-        return False
 
 
 def read(store: ToolOutputStore, session_id: str, tool_call_id: str, *, resource: Optional[str] = None,
@@ -69,11 +61,13 @@ def _read_resource(store: ToolOutputStore, session_id: str, uri: object, offset:
         content = _describe_bytes(resource.mime, resource.uri, size, start, data) if data else ""
     metadata = {"offset": start, "next": following, "size": size, "uri": resource.uri, "complete": page.complete}
     if following is None and not page.complete:
-        if _lost(store, session_id, resource.uri):
+        try:
+            lost = lost_end(store, session_id, page)
+        except OverspillError:
+            lost = None  # (gone since the page was read: said as for a running one)
+        if lost is not None:
             # Its owner is gone: what was sealed is all there will ever be.
-            hint = (f"\n\n[complete: false; lost: the process that ran {resource.uri} is gone, so its output "
-                    f"ends at byte {size} for good]")
-            return ToolResult(content + hint, False, False, None, metadata)
+            return ToolResult(f"{content}\n\n[{lost}]", False, False, None, metadata)
         # A background command's output: the page ends where its sealed prefix does, for now.
         hint = (f"\n\n[complete: false; the output so far ends at byte {size} of {resource.uri}: read again "
                 f"with offset={size} later, or wait(resource=..., offset={size}) for more]")
