@@ -997,3 +997,21 @@ def test_the_answer_at_yield_shows_what_the_command_already_wrote(store):
     finally:
         job.kill()
 
+
+def test_a_loop_of_waits_follows_the_output_past_a_burst(tmp_path):
+    """Red team H f05: after a burst larger than a preview, each wait named the end of its head as
+    the next offset, so the next wait showed the same tail again and moved on by one head."""
+    config = {"tool_output": {"max_bytes": 1000, "max_lines": 20}}
+    with ToolOutputStore(tmp_path, config=config) as store:
+        uri = start(store, "seq 1 5000; echo 'LAST LINE'; sleep 30").metadata["uri"]
+        try:
+            until(lambda: store.status(SESSION, uri).resource.size == 23_903)
+            first = wait(store, SESSION, "w", uri, 0, offset=21)
+            assert first.output.count("LAST LINE") == 1 and first.metadata["next_offset"] == 23_903
+            omitted = first.metadata["omitted_offset"]  # the omitted part stays named, in the marker too
+            assert f"bytes omitted here: from byte offset {omitted} to " in first.output and omitted < 23_903
+            second = wait(store, SESSION, "w", uri, 0, offset=first.metadata["next_offset"])
+            assert second.output.startswith("(no new output)") and "LAST LINE" not in second.output
+            assert second.metadata["next_offset"] == 23_903
+        finally:
+            background.kill(store, SESSION, uri)

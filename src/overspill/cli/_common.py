@@ -121,7 +121,8 @@ def _shell_answer(args: argparse.Namespace, answer: Any) -> str:
         return text
     import shlex
 
-    text = _for_the_shell(args, text, uri, offset)
+    # (a wait's marker names the part it omitted, its state line where it stopped: ``omitted_offset``)
+    text = _for_the_shell(args, text, uri, answer.metadata.get("omitted_offset", offset))
     words = _common_options(args)
     read = shlex.join(["overspill", "read", uri, "--offset", str(offset), *words])
     wait = shlex.join(["overspill", "wait", uri, "--offset", str(offset), *words])

@@ -262,6 +262,12 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
     except OverspillError as error:
         return failure(str(error))
     next_offset = shown.next_offset if shown.next_offset is not None else record.resource.size
+    omitted: dict[str, object] = {}
+    if record.state == "running" and shown.resource is not None and next_offset != shown.resource.size:
+        # A follow loop goes on after what was shown (the end of its tail), not from the omitted part:
+        # from there the next wait would show the same tail again.  The marker names the omitted part.
+        omitted = {"omitted_offset": next_offset}
+        next_offset = shown.resource.size
     notes = []
     if too_slow is not None:  # the output and the state are still news; the search is what failed
         notes.append(f"[{too_slow}]")
@@ -274,7 +280,7 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
     body = strip_final_newline(shown.content) or "(no new output)"
     text = "\n".join([body, *notes, _state_line(record, next_offset)])
     return ToolResult(text, False, shown.truncated, record.resource,
-                      _metadata(record, next_offset, offset=start, match=found))
+                      _metadata(record, next_offset, offset=start, match=found, **omitted))
 
 
 class _Cancelled(Exception):
