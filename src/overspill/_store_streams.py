@@ -205,7 +205,7 @@ class _Spill:
             if self.cap < 1:
                 self._hold_start(view)
             elif self.writer is None:
-                self.start(len(view))
+                self.start()
             # (The true end is kept whatever the cap: a publish refused for running outputs shows it.)
             self.true_tail.feed(chunk, view)
             if self.writer is not None:
@@ -224,8 +224,8 @@ class _Spill:
         if room > 0:
             self.held += view[:room]
 
-    def start(self, arriving: int = 0) -> None:
-        """Open the writer and write what was held (``arriving`` bytes are counted but not yet held)."""
+    def start(self) -> None:
+        """Open the writer and write what was held (a chunk being fed is counted but not yet held)."""
         self.writer = self._store._writer()
         self._store._write_capped(self.writer, memoryview(self.held), self.cap)
         self.true_tail.feed(bytes(self.held), memoryview(self.held))
