@@ -1056,3 +1056,23 @@ def test_read_of_a_lost_output_says_it_ends_for_good_and_read_all_says_it_is_not
         finally:
             for writer in writers:
                 writer.abort()
+
+
+@pytest.mark.parametrize("args, closed, message", [
+    (("truncate",), 0, "standard input is closed: nothing could be read"),
+    (("truncate", "-"), 0, "standard input is closed: nothing could be read"),
+    (("mcp",), 0, "standard input is closed: nothing could be read"),
+    (("mcp",), 1, "standard output is closed: nothing could be written"),
+])
+def test_a_closed_stdin_or_stdout_is_one_line_exit_4_for_truncate_and_mcp(cli, subprocess_env, tmp_path, args,
+                                                                          closed, message):
+    """Regression (red team K f01): ``truncate <&-`` and ``mcp <&-`` / ``mcp >&-`` ended in an
+    AttributeError traceback (sys.stdin or sys.stdout is None), exit 1."""
+    if args[0] == "mcp":
+        pytest.importorskip("mcp")
+    result = subprocess.run([str(SCRIPT), *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=tmp_path, timeout=120, env=subprocess_env,
+                            preexec_fn=lambda: os.close(closed))
+    assert result.returncode == 4
+    assert one_error_line(result) == f"overspill: error: {message}"
+    assert result.stdout == b""

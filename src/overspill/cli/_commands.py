@@ -9,7 +9,8 @@ import time
 from .._frontend import MAX_TIMEOUT
 from ..errors import OverspillError
 from ._common import (_CHUNK, _NAME_CHARACTERS, _as_json, _continue_command, _for_the_shell, _note, _print_json,
-                      _print_text, _reader, _session, _shortened, _shown, _stdout, _store, _UsageError, _write_all)
+                      _print_text, _reader, _session, _shortened, _shown, _stdin, _stdout, _store, _UsageError,
+                      _write_all)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and argparse cost start-up; annotations are never evaluated
@@ -127,7 +128,7 @@ def _command_truncate(args: argparse.Namespace) -> int:
     call = f"cli-{time.time_ns()}"
     name = args.name if args.name is not None else (None if args.file == "-" else os.path.basename(args.file))
     if args.file == "-":
-        result = store.truncate_stream(session, call, _chunks_of(sys.stdin.buffer), name=name)
+        result = store.truncate_stream(session, call, _chunks_of(_stdin().buffer), name=name)
     else:
         try:
             source = open(args.file, "rb")
@@ -275,6 +276,9 @@ def _command_mcp(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise _UsageError(str(error)) from None
 
+    # The protocol runs over standard input and output: closed, there is no client to serve.
+    _stdin()
+    _stdout()
     # Opened (a server connected to) before serving: an unreachable store is exit 4 at start-up.
     config: dict[str, Any] = mcp_server.limits_config(args.max_lines, args.max_bytes, max_tokens=args.max_tokens)
     if wrapping:  # a wrapped server's results are data, shown and read back as sent: no shell-output views

@@ -174,6 +174,14 @@ def _stdout() -> TextIO:
     return sys.stdout
 
 
+def _stdin() -> TextIO:
+    """Standard input; an OSError (exit 4, one line) when the caller closed
+    it (``<&-``), for which Python sets ``sys.stdin`` to None."""
+    if sys.stdin is None:
+        raise OSError("standard input is closed: nothing could be read")
+    return sys.stdin
+
+
 def _print_json(value: Any) -> None:
     import json  # only --json needs it
 
