@@ -1076,3 +1076,26 @@ def test_a_closed_stdin_or_stdout_is_one_line_exit_4_for_truncate_and_mcp(cli, s
     assert result.returncode == 4
     assert one_error_line(result) == f"overspill: error: {message}"
     assert result.stdout == b""
+
+
+def test_json_output_is_valid_utf8_and_keeps_non_utf8_names_recoverable(cli, tmp_path):
+    """Regression (red team K f03): a file name, --name or session that is not UTF-8 was written
+    into ``--json`` output as its raw byte (surrogateescape), so the document was not UTF-8 and
+    json.loads / jq rejected it.  Such a character is now the JSON escape ``\\udcff``."""
+    source = os.path.join(os.fsencode(tmp_path), b"na\xffme.txt")
+    with open(source, "wb") as out:
+        out.write(b"".join(b"%d\n" % i for i in range(20000)))
+    session = os.fsdecode(b"s\xfe")
+    for argv, name in (([b"truncate", source, b"--json"], "na\udcffme.txt"),
+                       ([b"truncate", b"--json", b"--name", b"x\xfey", source], "x\udcfey")):
+        done = cli(*(os.fsdecode(word) for word in argv), "--session", session)  # arguments go out as their bytes
+        assert done.returncode == 0, done.stderr
+        document = json.loads(done.stdout.decode("utf-8"))
+        assert document["resource"]["name"] == name
+        assert os.fsencode(document["resource"]["name"]) == os.fsencode(name)
+    listed = cli("ls", "--json", "--session", session)
+    text = listed.stdout.decode("utf-8")
+    assert "\\udcff" in text and "\\udcfe" in text
+    resources = json.loads(text)["resources"]
+    assert sorted(r["name"] for r in resources) == ["na\udcffme.txt", "x\udcfey"]
+    assert {os.fsencode(r["session"]) for r in resources} == {b"s\xfe"}

@@ -183,9 +183,22 @@ def _stdin() -> TextIO:
 
 
 def _print_json(value: Any) -> None:
+    """``value`` as one line of JSON: valid UTF-8 whatever it holds."""
     import json  # only --json needs it
 
-    _stdout().write(json.dumps(_as_json(value), ensure_ascii=False).translate(_JSON_CONTROLS) + "\n")
+    text = json.dumps(_as_json(value), ensure_ascii=False).translate(_JSON_CONTROLS)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate: a name, session or path that was not UTF-8
+            # (surrogateescape's U+DC80-U+DCFF for its bytes).  Written raw it
+            # would be an invalid byte in the document; as the JSON escape
+            # (``\udcff``, what ensure_ascii writes for it) the document is valid
+            # and os.fsencode of the decoded string gives the original bytes.
+            # It can only stand inside a JSON string, where the escape is legal.
+            text = text.translate({code: f"\\u{code:04x}" for code in range(0xD800, 0xE000)})
+    _stdout().write(text + "\n")
 
 
 def _reader_gone() -> None:
