@@ -1099,3 +1099,26 @@ def test_json_output_is_valid_utf8_and_keeps_non_utf8_names_recoverable(cli, tmp
     resources = json.loads(text)["resources"]
     assert sorted(r["name"] for r in resources) == ["na\udcffme.txt", "x\udcfey"]
     assert {os.fsencode(r["session"]) for r in resources} == {b"s\xfe"}
+
+
+def test_run_no_spill_needs_no_store_for_an_output_shown_whole(cli, tmp_path):
+    """Regression (red team K f04): ``run --no-spill -- echo hi`` opened (created) the data folder
+    for a 3-byte output and, where it could not be used, exited 4 "the output could not be kept";
+    with spilling on the same output needs no store.  Spilled or not, an output shown whole opens
+    nothing; one over the limits still shows its preview and exits 4."""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the data folder should be")
+    broken = {"OVERSPILL_DATA_DIR": str(blocker / "data")}
+    for flags in ((), ("--no-spill",)):
+        small = cli("run", *flags, "--", "echo hi", env=broken)
+        assert (small.returncode, small.stdout, small.stderr) == (0, b"hi\n", b""), flags
+    fresh = tmp_path / "fresh"
+    small = cli("run", "--no-spill", "--data-dir", str(fresh), "--", "echo hi")
+    assert small.returncode == 0 and small.stdout == b"hi\n" and not fresh.exists()
+    # Over the limits and held whole in memory: it would be stored, so the failure is told.
+    large = cli("run", "--no-spill", "--", "seq 1 20000", env=broken)
+    assert large.returncode == 4 and large.stdout.startswith(b"1\n2\n3\n")
+    assert large.stderr.decode().startswith("overspill: error: the output could not be kept")
+    # Past what capture holds with spilling off: nothing would be stored, so no store is needed.
+    dropped = cli("run", "--no-spill", "--", "seq 1 1000000", env=broken)
+    assert dropped.returncode == 0 and dropped.stderr == b"" and b"spilling was off" in dropped.stdout

@@ -257,11 +257,20 @@ def _keep(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str, 
     """
     if store is None and open_store is not None:
         # The ids and name were checked before the command ran: a record can hold them.
-        if spill and not sniffed.binary:
+        # An output shown whole needs no store, spilled or not (binary output is always stored).
+        if not sniffed.binary:
             held, shown = _held_within(chunks, limits)
             if shown is not None:
                 return _Kept(None, strip_final_newline(shown), False, {})
             chunks = itertools.chain(held, chunks)
+        if not spill:
+            for _ in chunks:
+                pass
+            if running.captured()[2]:
+                # Bytes dropped with spilling off: nothing would be stored, so nothing is opened.
+                shown, truncated = _memory_view(running, limits, sniffed.binary,
+                                                "spilling was off, so the output was not stored")
+                return _Kept(None, shown, truncated, {})
         store = open_store()
     if store is None:
         # Without a store only an output that needs no storing is whole:
