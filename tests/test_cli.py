@@ -1122,3 +1122,32 @@ def test_run_no_spill_needs_no_store_for_an_output_shown_whole(cli, tmp_path):
     # Past what capture holds with spilling off: nothing would be stored, so no store is needed.
     dropped = cli("run", "--no-spill", "--", "seq 1 1000000", env=broken)
     assert dropped.returncode == 0 and dropped.stderr == b"" and b"spilling was off" in dropped.stdout
+
+
+def test_truncate_opens_the_store_only_for_an_input_it_must_store(cli, tmp_path):
+    """Regression (red team K f02): ``truncate`` opened (created) the data folder before reading
+    its input, so with an unusable folder ``echo hi | overspill truncate`` printed nothing and
+    exited 4 (the input lost) and a large input printed no preview; a small input created the
+    folder.  As ``run``: a small input is printed untouched with no store opened; a large one
+    whose store fails still has its preview printed, then the error, exit 4."""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the data folder should be")
+    broken = {"OVERSPILL_DATA_DIR": str(blocker / "data")}
+    small = cli("truncate", stdin=b"hi\n", env=broken)
+    assert (small.returncode, small.stdout, small.stderr) == (0, b"hi\n", b"")
+    fresh = tmp_path / "fresh"
+    small = cli("truncate", "-", "--data-dir", str(fresh), "--json", stdin=b"hi\n")
+    assert small.returncode == 0 and json.loads(small.stdout)["content"] == "hi\n" and not fresh.exists()
+    numbers = b"".join(b"%d\n" % i for i in range(1, 100001))
+    source = tmp_path / "numbers.txt"
+    source.write_bytes(numbers)
+    for ran in (cli("truncate", stdin=numbers, env=broken), cli("truncate", str(source), env=broken)):
+        assert ran.returncode == 4
+        out = ran.stdout.decode()
+        assert out.startswith("1\n2\n3\n") and out.endswith("\n100000\n") and "tool-output://" not in out
+        assert "the output could not be stored" in out
+        errors = ran.stderr.decode().splitlines()
+        assert len(errors) == 1 and errors[0].startswith("overspill: error: the output could not be kept: ")
+    # A usable folder: stored and previewed as before.
+    stored = cli("truncate", "--data-dir", str(fresh), stdin=numbers)
+    assert stored.returncode == 0 and "overspill read tool-output://" in stored.stdout.decode()

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import os
-import sys
 import time
 
 from .._frontend import MAX_TIMEOUT
 from ..errors import OverspillError
-from ._common import (_CHUNK, _NAME_CHARACTERS, _as_json, _continue_command, _for_the_shell, _note, _print_json,
-                      _print_text, _reader, _session, _shortened, _shown, _stdin, _stdout, _store, _UsageError,
-                      _write_all)
+from ._common import (_CHUNK, _NAME_CHARACTERS, EXIT_STORAGE, _as_json, _config, _continue_command, _fail,
+                      _for_the_shell, _note, _on_a_server, _print_json, _print_text, _reader, _session, _shortened,
+                      _shown, _stdin, _stdout, _store, _UsageError, _write_all)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and argparse cost start-up; annotations are never evaluated
     import argparse
     from collections.abc import Iterator
-    from typing import Any, BinaryIO
+    from typing import Any, BinaryIO, Optional
 
 def _command_read(args: argparse.Namespace) -> int:
     from .._frontend import end_of_resource, lost_end, lost_note, parse_page_uri, read_page, stored_copy_end
@@ -123,24 +122,38 @@ def _chunks_of(stream: BinaryIO) -> Iterator[bytes]:
 
 
 def _command_truncate(args: argparse.Namespace) -> int:
-    store = _store(args)
+    from ..config import resolve_limits
+    from ..tools.bash import bound_stream
+
     session = _session(args)
     call = f"cli-{time.time_ns()}"
     name = args.name if args.name is not None else (None if args.file == "-" else os.path.basename(args.file))
+    limits = resolve_limits(_config(args))
+    # As ``run``: a server that cannot be reached is exit 4 before the input is read; a
+    # local folder is opened only for an input that must be stored (a small one is
+    # printed as it is), and one that cannot be opened still leaves the preview printed.
+    server = _store(args) if args.store_url is not None or _on_a_server(args) else None
+
+    def bounded(source: BinaryIO) -> tuple[Any, Optional[str]]:
+        return bound_stream(lambda: server if server is not None else _store(args), session, call,
+                            _chunks_of(source), limits=limits, name=name)
+
     if args.file == "-":
-        result = store.truncate_stream(session, call, _chunks_of(_stdin().buffer), name=name)
+        result, storage_error = bounded(_stdin().buffer)
     else:
         try:
             source = open(args.file, "rb")
         except OSError as error:
             raise _UsageError(f"cannot read {args.file}: {error.strerror}") from None
         with source:
-            result = store.truncate_stream(session, call, _chunks_of(source), name=name)
+            result, storage_error = bounded(source)
     if args.json:
         _print_json(result)
     else:
         _print_text(_for_the_shell(args, result.content, None if result.resource is None else result.resource.uri,
                                    result.next_offset))
+    if storage_error is not None:
+        return _fail(EXIT_STORAGE, f"the output could not be kept: {storage_error}")
     return 0
 
 

@@ -24,12 +24,12 @@ from ._result import ToolResult, failure, stored_metadata
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up (``overspill run``); annotations are never evaluated
     import threading
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Iterable, Iterator, Mapping
     from typing import Callable, Optional, Union
 
     from ..capture import ProcessResult
     from ..records import Resource
-    from ..store import ToolOutputStore
+    from ..store import ToolOutputStore, TruncateResult
 
     PathArg = Union[str, "os.PathLike[str]", None]
     Progress = Callable[[int], None]
@@ -128,9 +128,10 @@ def strip_final_newline(text: str) -> str:
     return text[:-1] if text.endswith("\n") else text
 
 
-def _memory_view(running: RunningCommand, limits: Limits, binary: bool, note: str) -> tuple[str, bool]:
-    """What the model sees when nothing was stored: a preview of the bytes held in memory."""
-    data, total, dropped = running.captured()
+def _memory_view(captured: tuple[bytes, int, bool], limits: Limits, binary: bool, note: str) -> tuple[str, bool]:
+    """What the model sees when nothing was stored: a preview of the bytes held in
+    memory (``captured``: the start and the true end, the total, whether bytes were dropped)."""
+    data, total, dropped = captured
     if binary:
         return describe_binary(total, data, None), True
     shown = preview(data, limits.max_lines, limits.max_bytes)
@@ -223,7 +224,7 @@ def execute(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str
             error = str(problem)
             for _ in counted:  # the command runs to its end; what it says is still previewed
                 pass
-            shown, truncated = _memory_view(running, limits, sniffed.binary, "the output could not be stored")
+            shown, truncated = _memory_view(running.captured(), limits, sniffed.binary, "the output could not be stored")
             kept = _Kept(None, shown, truncated, {})
         if kept.resource is not None and sniffed.binary:
             total = running.captured()[1]  # the bytes written; past max_stored_bytes the copy holds fewer
@@ -268,7 +269,7 @@ def _keep(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str, 
                 pass
             if running.captured()[2]:
                 # Bytes dropped with spilling off: nothing would be stored, so nothing is opened.
-                shown, truncated = _memory_view(running, limits, sniffed.binary,
+                shown, truncated = _memory_view(running.captured(), limits, sniffed.binary,
                                                 "spilling was off, so the output was not stored")
                 return _Kept(None, shown, truncated, {})
         store = open_store()
@@ -277,7 +278,7 @@ def _keep(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str, 
         # one under the limits (text) is shown as it is, not a failure.
         for _ in chunks:
             pass
-        shown, truncated = _memory_view(running, limits, sniffed.binary, "the output could not be stored")
+        shown, truncated = _memory_view(running.captured(), limits, sniffed.binary, "the output could not be stored")
         if truncated:
             raise StorageError(0, "the output folder could not be opened")
         return _Kept(None, shown, truncated, {})
@@ -292,7 +293,7 @@ def _keep(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str, 
     # Spilling off: only what capture held in memory can be stored, and only when it is all.
     data, _, dropped = running.captured()
     if dropped:
-        shown, truncated = _memory_view(running, limits, sniffed.binary,
+        shown, truncated = _memory_view(running.captured(), limits, sniffed.binary,
                                         "spilling was off, so the output was not stored")
         return _Kept(None, shown, truncated, {})
     if sniffed.binary:
@@ -323,6 +324,50 @@ def _held_within(chunks: Iterator[bytes], limits: Limits) -> tuple[list[bytes], 
     if limits.max_tokens is not None:
         return held, None
     return held, held_text(b"".join(held), view_flags(limits.views), limits.max_bytes)
+
+
+def bound_stream(open_store: Callable[[], ToolOutputStore], session_id: str, tool_call_id: str,
+                 chunks: Iterable[bytes], *, limits: Limits,
+                 name: Optional[str] = None) -> tuple[TruncateResult, Optional[str]]:
+    """``truncate_stream`` of ``chunks`` with the store opened only when the output must be stored
+    (``overspill truncate``; ``overspill run`` keeps its output by the same rule).
+
+    An output shown whole within ``limits`` (which must be the store's) opens
+    nothing.  When the store cannot be opened, or fails while the output is
+    written, the rest is still read and a preview of what memory held (its
+    start and its true end) comes back with the error's text; else the error
+    is None.
+
+    :raises ValueError: an id or name no record could hold (before anything is read).
+    """
+    for value, what in ((session_id, "session_id"), (tool_call_id, "tool_call_id")):
+        check_metadata(id_string(value, what), what)
+    if name is not None:
+        check_metadata(name, "name")
+    from .._kernels import StreamCap
+    from .._store_types import TruncateResult
+
+    held_in_memory = StreamCap(MAX_CAPTURE_BYTES, keep="head_tail")  # what capture holds of a command's output
+
+    def fed() -> Iterator[bytes]:
+        for chunk in chunks:
+            held_in_memory.feed(chunk)
+            yield chunk
+
+    stream = fed()
+    held, shown = _held_within(stream, limits)
+    if shown is not None:
+        return TruncateResult(shown, False, None, None, None), None
+    try:
+        store = open_store()
+        return store.truncate_stream(session_id, tool_call_id, itertools.chain(held, stream), name=name,
+                                     max_lines=limits.max_lines, max_bytes=limits.max_bytes), None
+    except StorageError as error:
+        for _ in stream:  # the rest is still previewed
+            pass
+        captured = (held_in_memory.value(), held_in_memory.total_bytes, held_in_memory.truncated)
+        content, truncated = _memory_view(captured, limits, False, "the output could not be stored")
+        return TruncateResult(content, truncated, None, None, None), str(error)
 
 
 def bash(store: ToolOutputStore, session_id: str, tool_call_id: str, command: str, *,
