@@ -1151,3 +1151,16 @@ def test_truncate_opens_the_store_only_for_an_input_it_must_store(cli, tmp_path)
     # A usable folder: stored and previewed as before.
     stored = cli("truncate", "--data-dir", str(fresh), stdin=numbers)
     assert stored.returncode == 0 and "overspill read tool-output://" in stored.stdout.decode()
+
+
+def test_grep_of_an_unknown_resource_creates_no_data_folder(cli, tmp_path):
+    """Regression (red team K f02, grep): ``grep`` opened its store with create=True, so a grep of
+    a resource that does not exist created the data folder; it reads as ``read`` does now, and a
+    long listing is still stored."""
+    fresh = tmp_path / "fresh"
+    missing = cli("grep", "--data-dir", str(fresh), "tool-output://1a24ad076d20YOJxh6ONPcHupc", "x")
+    assert missing.returncode == 3 and not fresh.exists()
+    uri = uri_in(cli("run", "--data-dir", str(fresh), "--", "seq 1 100000").stdout)
+    listing = cli("grep", "--data-dir", str(fresh), uri, "1", "-m", "100000")
+    assert listing.returncode == 0 and b"next: overspill read tool-output://" in listing.stdout
+    assert len(cli("ls", "--data-dir", str(fresh)).stdout.splitlines()) == 3  # a header, the output, the listing

@@ -90,7 +90,9 @@ def _command_grep(args: argparse.Namespace) -> int:
     from ..tools.grep import running_note, search_resource
 
     uri = parse_page_uri(args.uri)[0]
-    store = _store(args)
+    # A reader's store: a missing folder holds no resource and is not created for one (a
+    # long listing is stored in the folder its resource is in).
+    store = _reader(args)
     try:
         found = search_resource(store, _session(args), uri, args.pattern, ignore_case=args.ignore_case,
                                 context=args.context, max_matches=args.max_count)
