@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -15,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from overspill import PatternTooSlowError, ToolOutputStore, tools
-from overspill.tools.grep import search_resource
+from overspill.tools.grep import grep, search_resource
 from processes import regex_workers_of, wait_until
 
 SCRIPT = Path(sys.executable).with_name("overspill")
@@ -222,3 +223,26 @@ def test_idle_search_workers_are_reaped_when_the_interpreter_exits(tmp_path, imp
                             env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "still running" not in result.stderr and "ResourceWarning" not in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("context", [sys.maxsize, sys.maxsize + 1, 2**64, 10**40])
+def test_a_context_past_any_line_count_shows_every_line(store, tmp_path, context):
+    """Regression (red team K f05): a context of 2**63 or more (``grep -C``, the Python API)
+    raised OverflowError from the deque that holds the lines before a match; it shows every line
+    now, as any context at least the output's line count does.  The tool's schema caps it at 20."""
+    data = "".join(f"line {i}\n" for i in range(10)).encode()
+    uri = stored(store, data)
+    everything = search_resource(store, "s", uri, "^line 5$", context=10)
+    assert search_resource(store, "s", uri, "^line 5$", context=context) == everything
+    assert len(everything.lines) == 10
+    answer = grep(store, "s", "t", "^line 5$", resource=uri, context=context)
+    assert not answer.is_error and answer.output.startswith("0-line 0\n")
+    refused = tools.call(store, "s", "t", "grep", {"pattern": "x", "resource": uri, "context": context})
+    assert refused.is_error and "at most 20" in refused.output
+    env = {**os.environ, "OVERSPILL_DATA_DIR": str(tmp_path / "cli")}
+    truncated = subprocess.run([str(SCRIPT), "truncate", "--json", "--max-lines", "3"], input=data, capture_output=True,
+                               env=env, timeout=120, check=True)
+    uri = json.loads(truncated.stdout)["resource"]["uri"]
+    ran = subprocess.run([str(SCRIPT), "grep", uri, "^line 5$", "-C", str(context)], capture_output=True, env=env,
+                         timeout=120)
+    assert ran.returncode == 0 and ran.stderr == b"" and ran.stdout.startswith(b"0-line 0\n7-line 1\n")

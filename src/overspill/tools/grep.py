@@ -7,6 +7,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import threading
 from collections import deque
 from collections.abc import Iterator
@@ -208,7 +209,8 @@ def search_resource(store: ToolOutputStore, session_id: str, uri: str, pattern: 
     plus one per 16 MiB of the output.
 
     :param ignore_case: match regardless of case.
-    :param context: lines shown before and after each matching line (``-C``).
+    :param context: lines shown before and after each matching line (``-C``);
+        any size (one as large as the output's line count shows every line).
     :param max_matches: matching lines listed (the rest are counted).
     :param time_limit: seconds of matching allowed besides the per-size allowance.
     :raises ValueError: an invalid pattern or argument.
@@ -227,6 +229,9 @@ def _search_resource(store: ToolOutputStore, session_id: str, uri: str, pattern:
     """``search_resource``, which also stops (``Cancelled``) when ``abort`` is set."""
     if isinstance(context, bool) or not isinstance(context, int) or context < 0:
         raise ValueError("context must be a non-negative integer")
+    # No output has more lines than sys.maxsize: a larger context shows the same lines,
+    # and the deque holding the lines before a match takes no larger bound.
+    context = min(context, sys.maxsize)
     if isinstance(max_matches, bool) or not isinstance(max_matches, int) or max_matches < 1:
         raise ValueError("max_matches must be a positive integer")
     flags = re.IGNORECASE if ignore_case else 0
