@@ -935,3 +935,21 @@ def test_a_capped_copy_all_in_the_head_offers_no_read_past_it(tmp_path, config, 
             # All of the copy (from the preview's start) shown: nothing to offer.
             assert not offered and "next:" not in content
             assert f"{resource.size} to " in content and "not kept" in content
+
+
+def test_a_relative_xdg_data_home_is_ignored(tmp_path, monkeypatch):
+    """Regression (red team K f06): a relative $XDG_DATA_HOME was taken against the working
+    folder, so each folder had its own store; the XDG Base Directory spec says a relative path
+    is invalid and ignored, so the default is ~/.local/share/overspill."""
+    from overspill.config import default_data_dir
+
+    monkeypatch.delenv("OVERSPILL_DATA_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    for relative in ("reldata", "./reldata", "reldata/sub"):
+        monkeypatch.setenv("XDG_DATA_HOME", relative)
+        assert default_data_dir() == tmp_path / "home" / ".local/share/overspill"
+        assert ToolOutputStore().directory == tmp_path / "home" / ".local/share/overspill/tool-output/managed"
+    assert not (tmp_path / "reldata").exists()
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert default_data_dir() == tmp_path / "xdg" / "overspill"

@@ -326,7 +326,8 @@ def resolve_limits(
 
 
 def default_data_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """``$OVERSPILL_DATA_DIR``, else ``$XDG_DATA_HOME/overspill``, else ``~/.local/share/overspill``."""
+    """``$OVERSPILL_DATA_DIR``, else ``$XDG_DATA_HOME/overspill`` (when it is an absolute
+    path), else ``~/.local/share/overspill``."""
     from pathlib import Path
 
     return Path(default_data_folder(environ))
@@ -337,7 +338,9 @@ def default_data_folder(environ: Mapping[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     if env.get("OVERSPILL_DATA_DIR"):
         folder = env["OVERSPILL_DATA_DIR"]
-    elif env.get("XDG_DATA_HOME"):
+    elif env.get("XDG_DATA_HOME") and os.path.isabs(env["XDG_DATA_HOME"]):
+        # The XDG Base Directory spec: a relative path is invalid and ignored (it would
+        # name a different folder from each working folder).
         folder = os.path.join(env["XDG_DATA_HOME"], "overspill")
     else:
         folder = os.path.join(os.path.expanduser("~"), ".local", "share", "overspill")
