@@ -1164,3 +1164,23 @@ def test_grep_of_an_unknown_resource_creates_no_data_folder(cli, tmp_path):
     listing = cli("grep", "--data-dir", str(fresh), uri, "1", "-m", "100000")
     assert listing.returncode == 0 and b"next: overspill read tool-output://" in listing.stdout
     assert len(cli("ls", "--data-dir", str(fresh)).stdout.splitlines()) == 3  # a header, the output, the listing
+
+
+def test_next_hints_escape_a_sessions_control_characters_and_still_run(cli, tmp_path):
+    """Regression (red team K, minor): the ``next:`` and continue hints wrote ``--session`` through
+    shlex.join, so an ESC or a 0xFF byte in it reached the terminal raw.  Such a word is written in
+    ANSI-C quoting with ``_shown``'s escapes now: nothing raw is printed, and bash runs the hint."""
+    session = os.fsdecode(b"s\x1b[31m'\\\xff")
+    ran = cli("run", "--session", session, "--", "seq 1 100000")
+    hint = next(line for line in ran.stdout.splitlines() if line.startswith(b"next: "))
+    assert b"\x1b" not in ran.stdout and b"\xff" not in ran.stdout
+    assert b"--session $'s\\x1b[31m\\'\\\\\\xff'" in hint
+    command = hint.decode().removeprefix("next: ").split("  or  ")[0]
+    page = subprocess.run(["bash", "-c", command], capture_output=True, timeout=120,
+                          env={**os.environ, "PATH": f"{SCRIPT.parent}:{os.environ['PATH']}",
+                               "OVERSPILL_DATA_DIR": str(tmp_path / "data")})
+    assert page.returncode == 0, page.stderr
+    following = page.stdout.splitlines()[-1]  # the continue hint
+    assert b"\x1b" not in page.stdout and b"--session $'s\\x1b[31m" in following
+    uri = uri_in(ran.stdout)
+    assert cli("read", uri, "--session", session).returncode == 0  # the session is the one bash gave back

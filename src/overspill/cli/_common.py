@@ -88,13 +88,35 @@ def _without_secrets(url: str) -> str:
     return url
 
 
-def _cli_calls(args: argparse.Namespace, uri: str, offset: int) -> str:
-    """The marker's last line as shell commands: read on at ``offset``, or grep."""
+def _shell_join(words: list[str]) -> str:
+    """``shlex.join(words)``, safe to print: a word with a non-printable character
+    (a session id or folder given by the caller) is written in ANSI-C quoting
+    (``$'...'``: bash, zsh, ksh, POSIX sh since 2024) with ``_shown``'s escapes,
+    so no control character reaches the terminal and the shell reads the word
+    back as it was; a byte that was not UTF-8 (surrogateescape) is ``\\xNN``."""
     import shlex
 
+    return " ".join(shlex.quote(word) if word.isprintable() else _ansi_c_quoted(word) for word in words)
+
+
+def _ansi_c_quoted(word: str) -> str:
+    out = []
+    for character in word:
+        code = ord(character)
+        if 0xDC80 <= code <= 0xDCFF:  # surrogateescape's stand-in for the byte code - 0xDC00
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif character in "\\'":
+            out.append("\\" + character)
+        else:
+            out.append(character if character.isprintable() else _escape(character))
+    return "$'" + "".join(out) + "'"
+
+
+def _cli_calls(args: argparse.Namespace, uri: str, offset: int) -> str:
+    """The marker's last line as shell commands: read on at ``offset``, or grep."""
     options = _common_options(args)
-    return (f"next: {shlex.join(['overspill', 'read', uri, '--offset', str(offset), *options])}  or  "
-            f"{shlex.join(['overspill', 'grep', uri, *options])} PATTERN")
+    return (f"next: {_shell_join(['overspill', 'read', uri, '--offset', str(offset), *options])}  or  "
+            f"{_shell_join(['overspill', 'grep', uri, *options])} PATTERN")
 
 
 def _for_the_shell(args: argparse.Namespace, text: str, uri: Optional[str], offset: Optional[int]) -> str:
@@ -123,10 +145,13 @@ def _shell_answer(args: argparse.Namespace, answer: Any) -> str:
 
     # (a wait's marker names the part it omitted, its state line where it stopped: ``omitted_offset``)
     text = _for_the_shell(args, text, uri, answer.metadata.get("omitted_offset", offset))
+
+
+    text = _for_the_shell(args, text, uri, offset)
     words = _common_options(args)
-    read = shlex.join(["overspill", "read", uri, "--offset", str(offset), *words])
-    wait = shlex.join(["overspill", "wait", uri, "--offset", str(offset), *words])
-    kill = shlex.join(["overspill", "kill", uri, *words])
+    read = _shell_join(["overspill", "read", uri, "--offset", str(offset), *words])
+    wait = _shell_join(["overspill", "wait", uri, "--offset", str(offset), *words])
+    kill = _shell_join(["overspill", "kill", uri, *words])
     return text.replace(background_calls(uri, offset), f"{read}, {wait} for more, {kill} to stop it", 1)
 
 
@@ -262,12 +287,10 @@ def _write_all(out: BinaryIO, chunks: Iterator[memoryview]) -> None:
 
 def _continue_command(args: argparse.Namespace, uri: str, offset: int, limit: Optional[int]) -> str:
     """The command that reads on from ``offset``: the same session, folder and page size as this one."""
-    import shlex
-
     words = ["overspill", "read", uri, "--offset", str(offset)]
     if limit is not None:
         words += ["--limit", str(limit)]
-    return shlex.join(words + _common_options(args))
+    return _shell_join(words + _common_options(args))
 
 
 def _note(message: str) -> None:
