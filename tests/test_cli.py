@@ -1184,3 +1184,22 @@ def test_next_hints_escape_a_sessions_control_characters_and_still_run(cli, tmp_
     assert b"\x1b" not in page.stdout and b"--session $'s\\x1b[31m" in following
     uri = uri_in(ran.stdout)
     assert cli("read", uri, "--session", session).returncode == 0  # the session is the one bash gave back
+
+
+def test_read_limit_in_the_uri_past_18_digits_is_clamped_as_the_flag_is(cli):
+    """Regression (red team K, minor): ``read "URI?limit=10**20"`` was exit 2 (the query took at
+    most 18 digits) while ``--limit 10**20`` was clamped to a page with a note; one rule now, and a
+    number of thousands of digits is cut short in the note."""
+    uri = uri_in(cli("run", "--", "seq 1 100000").stdout)
+    big = str(10**20)
+    by_flag, by_uri = cli("read", uri, "--limit", big), cli("read", f"{uri}?limit={big}")
+    assert by_flag.returncode == by_uri.returncode == 0 and by_uri.stdout == by_flag.stdout
+    assert by_uri.stderr.decode() == (f"overspill: note: the URI's limit={big} is more than a page holds: "
+                                      "clamped to 51200 bytes\n")
+    huge = cli("read", f"{uri}?limit={'1' * 4300}")
+    assert huge.returncode == 0 and huge.stdout == by_flag.stdout
+    assert huge.stderr.decode() == ("overspill: note: the URI's limit=111111111111111111111... is more than a page "
+                                    "holds: clamped to 51200 bytes\n")
+    for refused in ("0", "1" * 4301, "1e9"):
+        done = cli("read", f"{uri}?limit={refused}")
+        assert done.returncode == 2 and "limit must be one integer of at least 1" in one_error_line(done)

@@ -128,9 +128,13 @@ def is_binary_mime(mime: str) -> bool:
     return not kind.endswith(("+json", "+xml"))
 
 
-#: The most digits a page's offset or limit may have in a URI's query (more is
-#: past any resource's size, and Python refuses to parse 4,300+ digits).
+#: The most digits a page's offset may have in a URI's query (more is past any
+#: resource's size).
 _MAX_QUERY_DIGITS = 18
+#: The most digits of a limit in a URI's query: a limit over a page is a page,
+#: as ``read --limit``'s is, up to where Python refuses to parse a number (int()'s
+#: default bound, which --limit meets too).
+_MAX_LIMIT_DIGITS = 4300
 
 
 def parse_page_uri(uri: object, bad_number: type[Exception] = InvalidResourceError
@@ -142,7 +146,8 @@ def parse_page_uri(uri: object, bad_number: type[Exception] = InvalidResourceErr
         (the CLI's usage error: the same as ``--offset abc``).
     :raises InvalidResourceError: a malformed URI or query, an unknown query
         key; by default also an offset or limit that is not one decimal integer
-        (offset at least 0, limit at least 1; at most 18 digits); one line.
+        (offset at least 0, at most 18 digits; limit at least 1, at most 4,300
+        digits: one over a page is clamped by the read); one line.
     """
     from .records import SCHEME, parse_uri
 
@@ -163,11 +168,12 @@ def parse_page_uri(uri: object, bad_number: type[Exception] = InvalidResourceErr
         if key in seen:
             raise InvalidResourceError(f"{key} is given twice in a {SCHEME}ID URI")
         seen.add(key)
-        minimum = 0 if key == "offset" else 1
-        if not (text.isascii() and text.isdigit()) or len(text) > _MAX_QUERY_DIGITS or int(text) < minimum:
+        minimum, digits = (0, _MAX_QUERY_DIGITS) if key == "offset" else (1, _MAX_LIMIT_DIGITS)
+        if not (text.isascii() and text.isdigit()) or len(text) > digits or int(text) < minimum:
             shown = text if len(text) <= 24 else text[:21] + "..."
-            raise bad_number(f"{key} must be one integer from {minimum} to {10**_MAX_QUERY_DIGITS - 1}, "
-                             f"not {shown!r}")
+            wanted = (f"from 0 to {10**digits - 1}" if key == "offset"
+                      else f"of at least 1 (at most {digits} digits)")
+            raise bad_number(f"{key} must be one integer {wanted}, not {shown!r}")
         numbers[key] = int(text)
     return base, numbers["offset"], numbers["limit"]
 

@@ -56,8 +56,9 @@ def _command_read(args: argparse.Namespace) -> int:
                   f"{_continue_command(args, record.resource.uri, size, None)} later, or overspill wait")
         return 0
     if limit is not None and limit > MAX_READ_BYTES:
-        # Named as the user wrote it: the flag, or the URI's query.
-        said = f"--limit {limit}" if args.limit is not None else f"the URI's limit={limit}"
+        # Named as the user wrote it: the flag, or the URI's query (a number of thousands of digits cut short).
+        written = str(limit) if limit < 10**24 else f"{str(limit)[:21]}..."
+        said = f"--limit {written}" if args.limit is not None else f"the URI's limit={written}"
         _note(f"{said} is more than a page holds: clamped to {MAX_READ_BYTES} bytes")
         limit = None  # the most, which is the default: the hint need not repeat it
     offset = offset_given or 0
