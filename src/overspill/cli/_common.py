@@ -145,9 +145,6 @@ def _shell_answer(args: argparse.Namespace, answer: Any) -> str:
 
     # (a wait's marker names the part it omitted, its state line where it stopped: ``omitted_offset``)
     text = _for_the_shell(args, text, uri, answer.metadata.get("omitted_offset", offset))
-
-
-    text = _for_the_shell(args, text, uri, offset)
     words = _common_options(args)
     read = _shell_join(["overspill", "read", uri, "--offset", str(offset), *words])
     wait = _shell_join(["overspill", "wait", uri, "--offset", str(offset), *words])
