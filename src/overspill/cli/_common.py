@@ -141,8 +141,6 @@ def _shell_answer(args: argparse.Namespace, answer: Any) -> str:
     offset = answer.metadata.get("next_offset")
     if uri is None or offset is None:
         return text
-    import shlex
-
     # (a wait's marker names the part it omitted, its state line where it stopped: ``omitted_offset``)
     text = _for_the_shell(args, text, uri, answer.metadata.get("omitted_offset", offset))
     words = _common_options(args)
