@@ -125,10 +125,10 @@ class GrowingOutput:
     def seal_now(self) -> None:
         """Seal the unsealed bytes now (an answer about to show the output so far); never raises
         (a failure is kept in ``failure``, as ``write``'s)."""
-        if self._unsealed_since is None:
-            return
+        # Under the lock: a write under way (its bytes already counted in ``total``) ends first, so
+        # what the caller saw counted is sealed too.
         with self._lock:
-            if self._finished is not None or self.failure is not None:
+            if self._unsealed_since is None or self._finished is not None or self.failure is not None:
                 return
             try:
                 self._writer.seal()
