@@ -1203,3 +1203,30 @@ def test_read_limit_in_the_uri_past_18_digits_is_clamped_as_the_flag_is(cli):
     for refused in ("0", "1" * 4301, "1e9"):
         done = cli("read", f"{uri}?limit={refused}")
         assert done.returncode == 2 and "limit must be one integer of at least 1" in one_error_line(done)
+
+
+def test_next_hints_write_code_points_past_ascii_as_bash_reads_them_back(cli, tmp_path):
+    """Regression (review M r01): the ANSI-C quoting wrote a non-printable U+0080..U+00FF as
+    ``\\xNN``, which bash reads as one raw byte, not the character's UTF-8, so a hint for the session
+    ``s\\u00a0x`` named another session (exit 3).  Such code points are ``\\uNNNN``/``\\UNNNNNNNN``
+    now; ``\\xNN`` is kept for ASCII controls and surrogateescape's bytes."""
+    from overspill.cli._common import _shell_join
+
+    bash_env = {**os.environ, "LC_ALL": "C.UTF-8"}
+    for word in ("s\u0085x", "s\u00a0x", "s\u00adx", "s\u009b31m", "s\u200bx", "s\u2028x", "s\U000e0001x",
+                 "s\x1b[0m", os.fsdecode(b"s\xa0\xffx"), "s\u00a0" + os.fsdecode(b"\xc2") + "'\\"):
+        quoted = _shell_join([word])
+        assert quoted.isprintable() and quoted.startswith("$'")
+        echoed = subprocess.run(["bash", "-c", f"printf %s {quoted}"], capture_output=True, env=bash_env,
+                                timeout=60)
+        assert echoed.returncode == 0 and echoed.stdout == os.fsencode(word), (word, quoted, echoed)
+    # End to end: the hint printed for a session holding U+00A0 runs in bash and reads the same output.
+    session = "s\u00a0x"
+    ran = cli("run", "--session", session, "--", "seq 1 100000")
+    hint = next(line for line in ran.stdout.splitlines() if line.startswith(b"next: "))
+    assert b"--session $'s\\u00a0x'" in hint
+    command = hint.decode().removeprefix("next: ").split("  or  ")[0]
+    page = subprocess.run(["bash", "-c", command], capture_output=True, timeout=120,
+                          env={**bash_env, "PATH": f"{SCRIPT.parent}:{os.environ['PATH']}",
+                               "OVERSPILL_DATA_DIR": str(tmp_path / "data")})
+    assert page.returncode == 0, page.stderr

@@ -91,9 +91,11 @@ def _without_secrets(url: str) -> str:
 def _shell_join(words: list[str]) -> str:
     """``shlex.join(words)``, safe to print: a word with a non-printable character
     (a session id or folder given by the caller) is written in ANSI-C quoting
-    (``$'...'``: bash, zsh, ksh, POSIX sh since 2024) with ``_shown``'s escapes,
+    (``$'...'``: bash, zsh, ksh, POSIX sh since 2024),
     so no control character reaches the terminal and the shell reads the word
-    back as it was; a byte that was not UTF-8 (surrogateescape) is ``\\xNN``."""
+    back as it was; a byte that was not UTF-8 (surrogateescape) is ``\\xNN``,
+    as is an ASCII control; any other code point is ``\\uNNNN`` (``\\xNN``
+    would be one raw byte, not the character's UTF-8)."""
     import shlex
 
     return " ".join(shlex.quote(word) if word.isprintable() else _ansi_c_quoted(word) for word in words)
@@ -107,8 +109,15 @@ def _ansi_c_quoted(word: str) -> str:
             out.append(f"\\x{code - 0xDC00:02x}")
         elif character in "\\'":
             out.append("\\" + character)
+        elif character.isprintable():
+            out.append(character)
+        elif code < 0x80:  # an ASCII control: \xNN is that byte, the character's own UTF-8
+            out.append(f"\\x{code:02x}")
         else:
-            out.append(character if character.isprintable() else _escape(character))
+            # bash reads $'\xNN' as one raw byte, so a code point from 0x80 up (U+00A0 is
+            # C2 A0 in UTF-8) is written as \uNNNN or \UNNNNNNNN, which bash encodes in
+            # the locale's charset: the word it passes back is the one printed
+            out.append(f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
     return "$'" + "".join(out) + "'"
 
 
