@@ -1230,3 +1230,41 @@ def test_next_hints_write_code_points_past_ascii_as_bash_reads_them_back(cli, tm
                           env={**bash_env, "PATH": f"{SCRIPT.parent}:{os.environ['PATH']}",
                                "OVERSPILL_DATA_DIR": str(tmp_path / "data")})
     assert page.returncode == 0, page.stderr
+
+
+def test_read_all_of_a_running_output_stops_before_a_cut_character(cli, tmp_path):
+    """Regression (review M r02): ``read --all`` of a running output whose sealed end cut a character
+    wrote the character's first bytes and named the raw sealed size, so a read there started inside
+    the character and skipped it.  It stops where the character starts and names that, as pages do;
+    a lost output's cut character stays (nothing will complete it), and its true end is named."""
+    from overspill import ToolOutputStore
+    from overspill._frozen import replace
+    from overspill._owner import current_owner
+
+    with ToolOutputStore(tmp_path / "data") as store:
+        writers = []
+        for resource_id, owner in (("0" * 12 + "C" * 14, current_owner()),
+                                   ("0" * 12 + "D" * 14, replace(current_owner(), pid=2 ** 22 + 1, start=1))):
+            writer = store._backend.create_growing(resource_id, session_id="cs", tool_call_id="c", mime="text/plain",
+                                                   name=None, owner=owner, process=None)
+            writer.write(memoryview(b"price: \xe2\x82"))  # "price: €" cut after 2 of its 3 bytes
+            writer.seal()
+            writers.append(writer)
+        running, lost = (writer.record.resource.uri for writer in writers)
+        try:
+            whole = cli("read", running, "--session", "cs", "--all")
+            assert (whole.returncode, whole.stdout) == (0, b"price: ")
+            assert b"complete: false; the output so far ends at byte 7: overspill read " in whole.stderr
+            assert b"--offset 7 " in whole.stderr
+            page = cli("read", running, "--session", "cs")  # the page says the same
+            assert b"ends at byte 7: " in page.stdout and b"--offset 7 " in page.stdout
+            writers[0].write(memoryview(b"\xac 5\n"))
+            writers[0].seal()
+            later = cli("read", running, "--session", "cs", "--offset", "7")  # following the note loses nothing
+            assert later.returncode == 0 and later.stdout.startswith("€ 5\n".encode())
+            whole = cli("read", lost, "--session", "cs", "--all")
+            assert (whole.returncode, whole.stdout) == (0, b"price: \xe2\x82")
+            assert b"ends at byte 9 for good" in whole.stderr
+        finally:
+            for writer in writers:
+                writer.abort()

@@ -45,10 +45,18 @@ def _command_read(args: argparse.Namespace) -> int:
             _write_all(_stdout().buffer, store.iter_bytes(session, uri))
             return 0
         # A background command's output, running or lost: its bytes so far, exactly (up to the
-        # size its record states, which the note names), and on stderr that they are not all.
+        # size its record states), and on stderr that they are not all.
         size = record.resource.size
         with store.view(session, uri, end=size) as (_, data):
-            _write_all(_stdout().buffer, iter((data,)))
+            if record.state != "lost":
+                from ..text import cut_character  # the store's rule for a running output's sealed end
+
+                # A running output's sealed end may cut a character in two: stop before its first
+                # bytes and name where it starts, as pages, previews and wait do (a read from the
+                # sealed end would start inside the character and skip it).  A lost output's end is
+                # final: nothing will complete the character, so all its bytes are written.
+                size -= cut_character(data[-4:])
+            _write_all(_stdout().buffer, iter((data[:size],)))
         if record.state == "lost":
             _note(lost_note(uri, size))
         else:
