@@ -25,7 +25,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up (``overspill run``); annotations are never evaluated
     import threading
     from collections.abc import Iterable, Iterator, Mapping
-    from typing import Callable, Optional, Union
+    from typing import Callable, Optional, TypeVar, Union
 
     from ..capture import ProcessResult
     from ..records import Resource
@@ -33,11 +33,15 @@ if TYPE_CHECKING:  # typing costs start-up (``overspill run``); annotations are 
 
     PathArg = Union[str, "os.PathLike[str]", None]
     Progress = Callable[[int], None]
+    _R = TypeVar("_R")
 
 __all__ = ["bash"]
 
 # Bytes shown (as hex) of a binary output.
 _HEX_BYTES = 16
+# What memory holds of an output, to preview it when it cannot be stored: a command's capture
+# and ``overspill truncate``'s input alike (``_stored_late``).
+_HELD_BYTES, _HELD_KEEP = MAX_CAPTURE_BYTES, "head_tail"
 
 
 def describe_binary(size: int, start: bytes, uri: Optional[str], stored: Optional[int] = None) -> str:
@@ -208,24 +212,28 @@ def execute(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str
         store.ping()  # a server that cannot be reached fails now, before the command runs
     check_working_folder(cwd)
     running = RunningCommand(command, cwd=cwd, env=env, timeout=timeout, stdin=None,
-                             max_output_bytes=MAX_CAPTURE_BYTES, max_error_bytes=1, keep="head_tail",
+                             max_output_bytes=_HELD_BYTES, max_error_bytes=1, keep=_HELD_KEEP,
                              merge_stderr=True, inherit_stdin=inherit_stdin, abort=abort)
     if started is not None:
         started(running)
     output = running.output()
-    error: Optional[str] = None
     try:
         counted = _counted(output, progress)
         sniffed = _Sniffed(counted)
-        try:
-            kept = _keep(store, session_id, tool_call_id, running, sniffed, itertools.chain(sniffed.held, counted),
-                         limits=limits, spill=spill, name=name, open_store=open_store)
-        except StorageError as problem:
-            error = str(problem)
-            for _ in counted:  # the command runs to its end; what it says is still previewed
-                pass
-            shown, truncated = _memory_view(running.captured(), limits, sniffed.binary, "the output could not be stored")
-            kept = _Kept(None, shown, truncated, {})
+        late = store is None and open_store is not None
+
+        def keep(opened: Callable[[], Optional[ToolOutputStore]], chunks: Iterator[bytes]) -> _Kept:
+            return _keep(opened, session_id, tool_call_id, running, sniffed, chunks, limits=limits, spill=spill,
+                         name=name, late=late)
+
+        # An output shown whole needs no store, spilled or not (binary output is always stored);
+        # the command runs to its end whatever happens to the store, and what it says is still previewed.
+        stored, shown, truncated, error = _stored_late(
+            itertools.chain(sniffed.held, counted), limits, open_store if late else lambda: store, keep,
+            running.captured, wait=late and not sniffed.binary, binary=sniffed.binary)
+        # (shown whole: the model sees the status line right after it; a preview from memory is ready)
+        kept = stored if stored is not None else _Kept(
+            None, strip_final_newline(shown) if error is None else shown, truncated, {})
         if kept.resource is not None and sniffed.binary:
             total = running.captured()[1]  # the bytes written; past max_stored_bytes the copy holds fewer
             kept.shown = describe_binary(total, sniffed.start, kept.resource.uri, kept.resource.size)
@@ -248,31 +256,26 @@ class _Kept:
         self.marker = marker
 
 
-def _keep(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str, running: RunningCommand,
-          sniffed: _Sniffed, chunks: Iterator[bytes], *, limits: Limits, spill: bool, name: Optional[str],
-          open_store: Optional[Callable[[], ToolOutputStore]]) -> _Kept:
-    """Drive the command through ``chunks`` to its end and keep its output as ``execute`` says.
+def _keep(open_store: Callable[[], Optional[ToolOutputStore]], session_id: str, tool_call_id: str,
+          running: RunningCommand, sniffed: _Sniffed, chunks: Iterator[bytes], *, limits: Limits, spill: bool,
+          name: Optional[str], late: bool) -> _Kept:
+    """Drive the command through ``chunks`` to its end and keep its output as ``execute`` says
+    (``_stored_late``'s ``keep``: an output shown whole never gets here when the store is opened late).
 
-    :raises StorageError: the output could not be stored (``store`` is None
+    :param open_store: the store (None: there is none); ``late``: it is opened only now.
+    :raises StorageError: the output could not be stored (there is no store
         and the output was over the limits, or the store failed).
     """
-    if store is None and open_store is not None:
-        # The ids and name were checked before the command ran: a record can hold them.
-        # An output shown whole needs no store, spilled or not (binary output is always stored).
-        if not sniffed.binary:
-            held, shown = _held_within(chunks, limits)
-            if shown is not None:
-                return _Kept(None, strip_final_newline(shown), False, {})
-            chunks = itertools.chain(held, chunks)
-        if not spill:
-            for _ in chunks:
-                pass
-            if running.captured()[2]:
-                # Bytes dropped with spilling off: nothing would be stored, so nothing is opened.
-                shown, truncated = _memory_view(running.captured(), limits, sniffed.binary,
-                                                "spilling was off, so the output was not stored")
-                return _Kept(None, shown, truncated, {})
-        store = open_store()
+    # (the ids and name were checked before the command ran: a record can hold them)
+    if late and not spill:
+        for _ in chunks:
+            pass
+        if running.captured()[2]:
+            # Bytes dropped with spilling off: nothing would be stored, so nothing is opened.
+            shown, truncated = _memory_view(running.captured(), limits, sniffed.binary,
+                                            "spilling was off, so the output was not stored")
+            return _Kept(None, shown, truncated, {})
+    store = open_store()
     if store is None:
         # Without a store only an output that needs no storing is whole:
         # one under the limits (text) is shown as it is, not a failure.
@@ -330,7 +333,7 @@ def bound_stream(open_store: Callable[[], ToolOutputStore], session_id: str, too
                  chunks: Iterable[bytes], *, limits: Limits,
                  name: Optional[str] = None) -> tuple[TruncateResult, Optional[str]]:
     """``truncate_stream`` of ``chunks`` with the store opened only when the output must be stored
-    (``overspill truncate``; ``overspill run`` keeps its output by the same rule).
+    (``overspill truncate``; ``overspill run`` keeps its output by the same rule, ``_stored_late``).
 
     An output shown whole within ``limits`` (which must be the store's) opens
     nothing.  When the store cannot be opened, or fails while the output is
@@ -344,30 +347,62 @@ def bound_stream(open_store: Callable[[], ToolOutputStore], session_id: str, too
         check_metadata(id_string(value, what), what)
     if name is not None:
         check_metadata(name, "name")
-    from .._kernels import StreamCap
     from .._store_types import TruncateResult
 
-    held_in_memory = StreamCap(MAX_CAPTURE_BYTES, keep="head_tail")  # what capture holds of a command's output
+    def keep(opened: Callable[[], ToolOutputStore], chunks: Iterator[bytes]) -> TruncateResult:
+        return opened().truncate_stream(session_id, tool_call_id, chunks, name=name,
+                                        max_lines=limits.max_lines, max_bytes=limits.max_bytes)
 
-    def fed() -> Iterator[bytes]:
-        for chunk in chunks:
-            held_in_memory.feed(chunk)
-            yield chunk
+    stored, shown, truncated, error = _stored_late(iter(chunks), limits, open_store, keep)
+    return (stored, None) if stored is not None else (TruncateResult(shown, truncated, None, None, None), error)
 
-    stream = fed()
-    held, shown = _held_within(stream, limits)
-    if shown is not None:
-        return TruncateResult(shown, False, None, None, None), None
+
+def _stored_late(chunks: Iterator[bytes], limits: Limits, open_store: Callable[[], Optional[ToolOutputStore]],
+                 keep: Callable[[Callable[[], Optional[ToolOutputStore]], Iterator[bytes]], _R],
+                 captured: Optional[Callable[[], tuple[bytes, int, bool]]] = None, *, wait: bool = True,
+                 binary: bool = False) -> tuple[Optional[_R], str, bool, Optional[str]]:
+    """The one rule by which ``overspill run`` (``execute``) and ``overspill truncate``
+    (``bound_stream``) keep an output whose store is opened only when it must be.
+
+    With ``wait``, the chunks are taken while the output is within ``limits``
+    (``_held_within``): one that ends there is shown whole and ``keep`` is not
+    called (nothing is opened).  Else ``keep(open_store, chunks)`` keeps all of
+    it, opening the store.  When that raises ``StorageError`` (the store could
+    not be opened, or failed while the output was written), the rest of the
+    chunks is still read, and a preview of what memory held comes back with
+    the error's text.
+
+    :param captured: what memory holds of the output (a command's capture:
+        the start and the true end, the total, whether bytes were dropped);
+        None: held here as capture would (``MAX_CAPTURE_BYTES``, head and tail).
+    :returns: ``(kept, shown, truncated, error)``: ``keep``'s result (None when
+        nothing was kept) and, when None, what is shown: the whole output
+        (``error`` None), or the preview from memory and the error's text.
+    """
+    if captured is None:
+        from .._kernels import StreamCap
+
+        held_in_memory = StreamCap(_HELD_BYTES, keep=_HELD_KEEP)
+
+        def fed(source: Iterator[bytes]) -> Iterator[bytes]:
+            for chunk in source:
+                held_in_memory.feed(chunk)
+                yield chunk
+
+        chunks = fed(chunks)
+        captured = lambda: (held_in_memory.value(), held_in_memory.total_bytes, held_in_memory.truncated)  # noqa: E731
+    if wait:
+        held, shown = _held_within(chunks, limits)
+        if shown is not None:
+            return None, shown, False, None
+        chunks = itertools.chain(held, chunks)
     try:
-        store = open_store()
-        return store.truncate_stream(session_id, tool_call_id, itertools.chain(held, stream), name=name,
-                                     max_lines=limits.max_lines, max_bytes=limits.max_bytes), None
+        return keep(open_store, chunks), "", False, None
     except StorageError as error:
-        for _ in stream:  # the rest is still previewed
+        for _ in chunks:  # the rest is still read (a command runs to its end) and previewed
             pass
-        captured = (held_in_memory.value(), held_in_memory.total_bytes, held_in_memory.truncated)
-        content, truncated = _memory_view(captured, limits, False, "the output could not be stored")
-        return TruncateResult(content, truncated, None, None, None), str(error)
+        shown, truncated = _memory_view(captured(), limits, binary, "the output could not be stored")
+        return None, shown, truncated, str(error)
 
 
 def bash(store: ToolOutputStore, session_id: str, tool_call_id: str, command: str, *,
