@@ -344,3 +344,35 @@ def test_a_retry_or_failure_message_is_bounded_and_stored(store):
     assert outcomes["fine"] == outcomes["retrying"]
     assert [b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
             for record in store.records()] == [log] * 3
+
+
+def test_a_bounded_retry_keeps_the_users_subclass_without_calling_its_init_again(store):
+    """Regression (review M, duplicate): ``_bounded_error`` rebuilt a ModelRetry with ``copy.copy``,
+    which calls ``__init__`` with the message alone: a subclass whose ``__init__`` takes other
+    arguments fell back to a bare ModelRetry (its type and attributes lost).  It uses ``_core.retold``
+    now, as the other adapters do: the subclass, its attributes, the bounded text, no second ``__init__``."""
+    from pydantic_ai import ModelRetry
+    from pydantic_ai.exceptions import ToolFailed
+
+    made = []
+
+    class Flaky(ModelRetry):
+        def __init__(self, attempt: int, log: str) -> None:
+            made.append(attempt)
+            self.attempt = attempt
+            super().__init__(log)
+
+    class Gone(ToolFailed):
+        def __init__(self, log: str, *, where: str) -> None:
+            made.append(where)
+            self.where = where
+            super().__init__(log)
+
+    bounding = capability(store)
+    log = "build failed:\n" + BIG
+    for error, kept in ((Flaky(3, log), ("attempt", 3)), (Gone(log, where="disk"), ("where", "disk"))):
+        bounded = asyncio.run(bounding._bounded_error("s", "c1", error))
+        assert type(bounded) is type(error) and getattr(bounded, kept[0]) == kept[1]
+        assert bounded.message == str(bounded) == bounded.args[0] and "tool-output://" in bounded.message
+        assert len(bounded.message) < len(log)
+    assert made == [3, "disk"]  # each __init__ ran once, when the tool raised

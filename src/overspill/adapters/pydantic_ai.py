@@ -18,7 +18,6 @@ run, kept by runs that continue its message history), else the run
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
@@ -32,7 +31,7 @@ from pydantic_ai.tools import Tool, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 from ..store import ToolOutputStore
-from ._core import Bounder, PagingTool, Sessions, Text, as_text, new_call_id, open_store, paging_tools
+from ._core import Bounder, PagingTool, Sessions, Text, as_text, new_call_id, open_store, paging_tools, retold
 
 __all__ = ["OverspillCapability", "capability", "toolset"]
 
@@ -159,13 +158,13 @@ class OverspillCapability(AbstractCapability[Any]):
         preview = await self._bounder.atext(session_id, call_id, message)
         if preview is None:
             return None
-        try:
-            bounded = copy.copy(error)  # a subclass of the user's stays that subclass
-        except Exception:  # a subclass whose __init__ takes other arguments: the base type PydanticAI handles
+        # A subclass of the user's stays that subclass, with its attributes, and its __init__ (which
+        # may take other arguments) is not called again: ``retold``, as the other adapters do.
+        bounded = retold(error, preview)
+        if not isinstance(bounded, (ModelRetry, ToolFailed)) or getattr(bounded, "message", None) != preview:
+            # (retold could not make one that PydanticAI handles, with the text where it reads it: the base type)
             bounded = (ModelRetry if isinstance(error, ModelRetry) else ToolFailed)(preview)
-        bounded.message = preview  # type: ignore[attr-defined]
-        bounded.args = (preview,)
-        return bounded
+        return bounded  # type: ignore[return-value]
 
     async def _bounded(self, session_id: str, call_id: str, value: Any) -> Any:
         """A return value bounded: media (images, audio, documents, files) as it is; beside media in a list,
