@@ -218,3 +218,35 @@ def test_an_error_is_retold_with_its_text_bounded_and_its_type_kept(store):
     assert type(bounded) is ValueError and "tool-output://" in str(bounded) and len(str(bounded)) < 60_000
     (record,) = store.records()
     assert b"".join(bytes(piece) for piece in store.iter_bytes("s", record.resource.uri)).decode() == log
+
+
+def test_a_retold_oserror_keeps_its_errno_strerror_and_filenames():
+    """Regression (review M, minor): ``retold`` copied only ``__dict__``, so a retold OSError lost its
+    errno, strerror and filenames (built-in slots), and a class's ``__slots__`` were lost the same way,
+    though its docstring says the attributes are copied."""
+    import errno as errnos
+
+    from overspill.adapters._core import retold
+
+    missing = FileNotFoundError(errnos.ENOENT, "No such file or directory", "/no/such", None, "/other")
+    missing.note = "kept too"
+    told = retold(missing, "short")
+    assert isinstance(told, FileNotFoundError) and type(told).__name__ == "FileNotFoundError"
+    assert str(told) == "short" and told.args == ("short",) and told.note == "kept too"
+    assert (told.errno, told.strerror, told.filename, told.filename2) == (
+        errnos.ENOENT, "No such file or directory", "/no/such", "/other")
+    blocked = retold(BlockingIOError(errnos.EAGAIN, "busy", 5), "short")  # characters_written: a getset
+    assert (blocked.errno, blocked.characters_written, str(blocked)) == (errnos.EAGAIN, 5, "short")
+    assert not hasattr(retold(BlockingIOError(errnos.EAGAIN, "busy"), "short"), "characters_written")
+    bad = retold(SyntaxError("bad", ("f.py", 3, 7, "x = = 1\n")), "short")
+    assert (bad.filename, bad.lineno, bad.offset, bad.text, str(bad)) == ("f.py", 3, 7, "x = = 1\n", "short")
+
+    class Slotted(Exception):
+        __slots__ = ("code",)
+
+        def __init__(self, code: int) -> None:
+            super().__init__(f"failed with {code}")
+            self.code = code
+
+    again = retold(Slotted(7), "short")
+    assert type(again) is Slotted and again.code == 7 and str(again) == "short"

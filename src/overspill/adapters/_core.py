@@ -155,8 +155,32 @@ def _saying_its_args(kind: type) -> type:
                                          "__str__": BaseException.__str__})
 
 
+def _slot_values(error: BaseException) -> list[tuple[str, Any]]:
+    """The attributes of ``error`` kept outside its ``__dict__``: a built-in exception's (an
+    ``OSError``'s errno, strerror, filename and filename2, a ``SyntaxError``'s line, a
+    ``StopIteration``'s value...) and a class's ``__slots__``; ``BaseException``'s own (args,
+    traceback, cause, context) are not among them."""
+    import types  # only an error to retell needs it
+
+    found: dict[str, Any] = {}
+    for kind in type(error).__mro__:
+        if kind is BaseException or kind is object:
+            continue
+        for name, slot in vars(kind).items():
+            if name in found or not (isinstance(slot, types.MemberDescriptorType) or (
+                    kind.__module__ == "builtins" and isinstance(slot, types.GetSetDescriptorType)
+                    and name != "__dict__")):
+                continue
+            try:
+                found[name] = getattr(error, name)
+            except AttributeError:  # unset (a BlockingIOError's characters_written, an empty slot)
+                pass
+    return list(found.items())
+
+
 def retold(error: BaseException, text: str) -> BaseException:
-    """An exception of ``error``'s type (its attributes copied) whose ``str()`` is ``text``.
+    """An exception of ``error``'s type (its attributes copied: its ``__dict__``, and those a built-in
+    type or ``__slots__`` keep apart, such as an ``OSError``'s errno) whose ``str()`` is ``text``.
 
     Made without calling its ``__init__``, which may take other arguments or have side effects
     (smolagents' ``AgentError`` logs its message).  A type whose text is not its first argument is
@@ -168,6 +192,8 @@ def retold(error: BaseException, text: str) -> BaseException:
             kind = kind if kind is not None else _saying_its_args(type(error))
             told = kind.__new__(kind, text)
             told.__dict__.update(error.__dict__)
+            for name, value in _slot_values(error):
+                setattr(told, name, value)
             told.args = (text,)
             if "message" in error.__dict__:  # frameworks' errors often keep their text apart too
                 told.message = text  # type: ignore[attr-defined]
