@@ -436,3 +436,42 @@ def test_a_tail_starting_mid_line_keeps_its_crlf_endings(store):
         found = view_preview(data, 400, max_bytes, 3)
         assert found.tail == text_module.shown_text(memoryview(data)[found.tail_start :], 3), max_bytes
         assert found.tail.count("\r\n") == found.tail.count("\n"), max_bytes
+
+
+def _run_ending_the_head_log() -> str:
+    """A log whose head ends in a run of 40 same-shape lines: trimming runs makes
+    the head at a smaller byte limit longer than at a larger one."""
+    head = "".join(f"setting up component {w} done\n" for w in
+                   ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"] * 3)
+    run = "".join(f"step {i}: error rate {i * 7 % 13}\n" for i in range(40))
+    middle = "".join(f"plain line {w} ok\n" for w in ["x", "y", "z", "w"] * 500)
+    return head + run + middle + "FATAL: disk error\n" + middle + "final a\nfinal b\n"
+
+
+@pytest.mark.parametrize("max_bytes", range(2700, 2960, 3))
+def test_signal_lines_point_into_and_count_only_the_omitted_part(tmp_path, max_bytes):
+    # The signal block makes the preview be cut again, narrower; with runs trimmed that cut's head
+    # can end later than the first one's, and the signal lines found between the two ends pointed
+    # into the head the model is shown (1163 when the omitted part starts at 1340), their counts
+    # taking in shown lines.  Every signal offset is in [head_end, tail_start), every count is of
+    # omitted lines only.
+    text = _run_ending_the_head_log()
+    config = {"tool_output": {"max_lines": 2000, "max_bytes": max_bytes,
+                              "signals": [{"kind": "error", "pattern": "error"}]}}
+    with ToolOutputStore(tmp_path, durable=False, config=config) as custom:
+        result = custom.truncate("s", "c", text)
+    _, marker, signals, tail = parts(result.content)
+    head_end, tail_start = int(marker.group(3)), len(text) - utf8(tail)
+    omitted = text[head_end:tail_start]
+    matching = [line for line in omitted.split("\n") if "error" in line]
+    if not matching:
+        assert not signals
+        return
+    assert signals[0].startswith(f"[{len(matching)} line"), (head_end, signals)
+    for line in signals[1:]:
+        offset, _, shown = line.partition(":")
+        assert head_end <= int(offset) < tail_start, (head_end, tail_start, line)
+        assert text[int(offset):].startswith(re.sub(r" \[×\d+\]$", "", shown))
+        count = re.search(r" \[×(\d+)\]$", shown)
+        shape = re.sub(r"\d+", "", re.sub(r" \[×\d+\]$", "", shown))
+        assert (int(count.group(1)) if count else 1) == sum(re.sub(r"\d+", "", m) == shape for m in matching)

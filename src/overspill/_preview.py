@@ -398,7 +398,9 @@ def _with_signals(read: Reader, release: Optional[Callable[[int, int], None]], s
     The omitted part is scanned once; when signal lines are found, the
     preview is cut again with their lines and bytes taken out of its budget,
     and only the two bands that this adds to the omitted part are scanned
-    besides.  When the stored bytes cannot be read back, the preview comes
+    besides (or, when that cut omits less on a side, its omitted part
+    afresh): every line shown points into, and counts only, the final
+    omitted part.  When the stored bytes cannot be read back, the preview comes
     without signal lines.
     """
 
@@ -418,9 +420,15 @@ def _with_signals(read: Reader, release: Optional[Callable[[int, int], None]], s
         used_lines = len(block)
         used_bytes = sum(len(line.encode("utf-8", "surrogateescape")) + 1 for line in block)
         narrower = recut(max(max_lines - used_lines, 1), max(max_bytes - used_bytes, 1))
-        if narrower.head_end < shaped.head_end:
+        if narrower.head_end > shaped.head_end or narrower.tail_start < shaped.tail_start:
+            # Trimmed runs make a cut not monotone in the limits: the narrower
+            # cut shows lines the first one omitted, and lines counted there
+            # would be pointed at (and counted) as omitted.  The collector
+            # keeps no offset per line, so its final omitted part is scanned afresh.
+            collector = SignalCollector(signals, flags)
+            scan(narrower.head_end, narrower.tail_start)
+        else:
             scan(narrower.head_end, shaped.head_end)
-        if narrower.tail_start > shaped.tail_start:
             scan(shaped.tail_start, narrower.tail_start)
     except (OSError, ResourceNotFoundError):
         # The output is stored and the preview stands; the signal lines are a
