@@ -759,3 +759,37 @@ def test_stdio_a_backtracking_wait_pattern_leaves_the_server_answering_and_is_ca
                     await client.call_tool("kill", {"resource": uri})
 
     anyio.run(main)
+
+
+@pytest.mark.parametrize("bound", [{}, {"max_tokens": 300}, {"max_lines": 7}, {"max_bytes": 1000}])
+def test_reading_a_file_through_the_server_stays_within_its_bound(tmp_path, bound):
+    """Regression (red team J, f02): ``read`` with a ``path`` gave up to 50 KiB / 2,000 lines whatever
+    the server's bound (400 lines / 8 KiB, or --max-tokens), so a client's ~10 KB cut took its
+    closing hint.  A file's page is kept within the bound; the hint (like the marker) comes on top."""
+    pytest.importorskip("quicktok") if "max_tokens" in bound else None
+    line = "entry {}: lorem ipsum dolor sit amet consectetur\n"
+    (tmp_path / "notes.txt").write_text("".join(line.format(i) for i in range(5000)) + "é" * 9000 + "\n")
+    config = limits_config(environ={}, **bound)
+    limits = config["tool_output"]
+    with ToolOutputStore(tmp_path / "data", durable=False, config=config) as bounded:
+        async def main():
+            async with Client(create_server(bounded, cwd=tmp_path)) as client:
+                offset, seen = 1, 0
+                while offset:
+                    page = await client.call_tool("read", {"path": "notes.txt", "offset": offset})
+                    assert not page.is_error, text_of(page)
+                    text = text_of(page)
+                    body, _, hint = text.partition("\n\n[more lines follow: read again with offset=")
+                    assert len(body.encode()) <= limits["max_bytes"] and body.count("\n") < limits["max_lines"]
+                    if "max_tokens" in limits:
+                        from overspill._tokens import counter
+                        assert counter()(body) <= limits["max_tokens"]
+                    numbers = [int(shown.split("\t")[0]) for shown in body.split("\n")]
+                    assert numbers == list(range(offset, offset + len(numbers)))
+                    seen += len(numbers)
+                    offset = int(hint.split(" ")[0]) if hint else 0
+                    assert not hint or offset == numbers[-1] + 1
+                assert seen == 5001  # every line, the last one (over the bound alone) cut with a note
+                assert "… [line cut at" in body
+
+        anyio.run(main)

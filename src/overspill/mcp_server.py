@@ -289,15 +289,18 @@ class _Progress:
             await self._ctx.session.report_progress(float(count), None, f"{count} bytes of output so far")
 
 
-def _host_options(ctx: Any, name: str, arguments: Any, *, cwd: PathArg, timeout: float, page: int
-                  ) -> tuple[Any, dict[str, Any], Optional[threading.Event], Optional[_Progress]]:
+def _host_options(ctx: Any, name: str, arguments: Any, *, cwd: PathArg, timeout: float, page: int,
+                  limits: Any = None) -> tuple[Any, dict[str, Any], Optional[threading.Event], Optional[_Progress]]:
     """What the server adds to the model's call of tool ``name``: the arguments
     with the server's defaults (a ``read`` page's limit, ``bash``'s timeout),
     the host's options for ``tools.call``, the event that cancels the call
     and the progress reported while it runs."""
     options: dict[str, Any] = {"cwd": cwd}
-    if name == "read" and isinstance(arguments, Mapping) and "limit" not in arguments and "path" not in arguments:
-        arguments = {**arguments, "limit": page}
+    if name == "read":
+        if isinstance(arguments, Mapping) and "limit" not in arguments and "path" not in arguments:
+            arguments = {**arguments, "limit": page}
+        # A file's page is not stored and previewed: it is kept within the server's bound itself.
+        options["limits"] = limits
     abort = None
     report = None
     if name == "grep":  # a cancelled search kills its worker
@@ -357,7 +360,7 @@ def create_server(store: ToolOutputStore, session_id: Optional[str] = None, *, c
             return _error(f"unknown tool {name!r}; the tools are {', '.join(TOOLS)}")
         arguments, options, abort, report = _host_options(
             ctx, name, params.arguments if params.arguments is not None else {}, cwd=cwd, timeout=timeout,
-            page=page)
+            page=page, limits=limits)
         call_id = f"mcp-{time.time_ns()}-{next(calls)}"
         work = functools.partial(tools.call, store, session, call_id, name, arguments, **options)
         try:

@@ -7,8 +7,11 @@ import stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and pathlib cost start-up (``overspill run`` imports every tool); never evaluated
+    from collections.abc import Callable
     from pathlib import Path
     from typing import BinaryIO, Optional, Union
+
+    from ..config import Limits
 
 from .._arguments import os_string_problem
 from .._frontend import binary_page, end_of_resource, lost_end, page_argument_problem, read_page, stored_copy_end
@@ -28,7 +31,7 @@ _LINE_READ = MAX_LINE_LENGTH * 4 + 1
 
 def read(store: ToolOutputStore, session_id: str, tool_call_id: str, *, resource: Optional[str] = None,
          path: Optional[str] = None, offset: Optional[int] = None, limit: Optional[int] = None,
-         cwd: Union[str, "os.PathLike[str]", None] = None) -> ToolResult:
+         cwd: Union[str, "os.PathLike[str]", None] = None, limits: Optional[Limits] = None) -> ToolResult:
     """Read a page of a ``tool-output://`` resource, or lines of a file.
 
     With ``resource``: ``offset`` and ``limit`` are bytes (as ``store.read``),
@@ -38,12 +41,19 @@ def read(store: ToolOutputStore, session_id: str, tool_call_id: str, *, resource
     are numbered and each is cut at ``MAX_LINE_LENGTH`` characters.
 
     :param cwd: the folder a relative ``path`` is read from (the host's choice).
+    :param limits: the host's bound on what the model is shown (the MCP
+        server's): a file's page then takes at most ``limits.max_lines``
+        lines and ``limits.max_bytes`` bytes (and ``limits.max_tokens``
+        o200k tokens when set) besides its closing hint, the first line cut
+        to fit when it alone does not.
+    :raises ConfigError: ``limits.max_tokens`` is set and the ``tokens``
+        extra is not installed.
     """
     if (resource is None) == (path is None):
         return failure("give exactly one of resource (a tool-output:// URI) or path (a file)")
     if resource is not None:
         return _read_resource(store, session_id, resource, offset, limit)
-    return _read_file(path, offset, limit, cwd)
+    return _read_file(path, offset, limit, cwd, limits)
 
 
 def _read_resource(store: ToolOutputStore, session_id: str, uri: object, offset: Optional[int],
@@ -114,7 +124,7 @@ def _read_line(file: BinaryIO) -> Optional[tuple[bytes, bool]]:
 
 
 def _read_file(path: object, offset: Optional[int], limit: Optional[int],
-               cwd: Union[str, "os.PathLike[str]", None]) -> ToolResult:
+               cwd: Union[str, "os.PathLike[str]", None], limits: Optional[Limits] = None) -> ToolResult:
     if not isinstance(path, str) or not path:
         return failure("path must be a non-empty string")
     problem = os_string_problem(path, "path")
@@ -126,6 +136,13 @@ def _read_file(path: object, offset: Optional[int], limit: Optional[int],
         return failure(problem)
     first = max(offset or 1, 1)
     count = limit or MAX_READ_LINES
+    size, tokens = MAX_READ_BYTES, None
+    if limits is not None:
+        count, size = min(count, limits.max_lines), min(size, limits.max_bytes)
+        if limits.max_tokens is not None:
+            from .._tokens import counter
+
+            tokens = (limits.max_tokens, counter())
     from pathlib import Path
 
     target = Path(cwd or ".") / path
@@ -143,12 +160,15 @@ def _read_file(path: object, offset: Optional[int], limit: Optional[int],
         with open(target, "rb") as file:
             if file_is_binary(file):
                 return failure(f"{path} looks binary (it contains NUL bytes); it cannot be read as text")
-            return _numbered_lines(file, path, first, count)
+            return _numbered_lines(file, path, first, count, size, tokens)
     except OSError as error:
         return failure(f"cannot read {path}: {error.strerror}")
 
 
-def _numbered_lines(file: BinaryIO, path: str, first: int, count: int) -> ToolResult:
+def _numbered_lines(file: BinaryIO, path: str, first: int, count: int, max_bytes: int = MAX_READ_BYTES,
+                    tokens: Optional[tuple[int, Callable[[str], int]]] = None) -> ToolResult:
+    """Up to ``count`` numbered lines from line ``first``, within ``max_bytes``
+    (and ``tokens``: ``(max_tokens, count)``) and a closing hint when more follow."""
     number = 0
     lines: list[str] = []
     used = 0
@@ -169,17 +189,56 @@ def _numbered_lines(file: BinaryIO, path: str, first: int, count: int) -> ToolRe
             text = text[:MAX_LINE_LENGTH] + f"… [line cut at {MAX_LINE_LENGTH} characters]"
         numbered = f"{number:>6}\t{text}"
         size = len(numbered.encode("utf-8", "surrogateescape")) + 1
-        if lines and used + size > MAX_READ_BYTES:
+        if lines and used + size > max_bytes:
             more = True
             break
+        if size > max_bytes:  # the first line alone is over a host's bound: cut further
+            numbered = _cut_line(number, text, lambda shown: _utf8(shown) + 1 <= max_bytes)
+            size = _utf8(numbered) + 1
         lines.append(numbered)
         used += size
     if not lines:
         if number == 0:
             return ToolResult("(empty file)", False, False, None, {"lines": 0})
         return failure(f"offset {first} is past the end of {path}, which has {number} lines")
+    if tokens is not None:
+        lines, more = _within_tokens(lines, more, tokens)
     last = first + len(lines) - 1
     output = "\n".join(lines)
     if more:
         output += f"\n\n[more lines follow: read again with offset={last + 1} to continue]"
     return ToolResult(output, False, more, None, {"first_line": first, "last_line": last})
+
+
+def _utf8(text: str) -> int:
+    return len(text.encode("utf-8", "surrogateescape"))
+
+
+def _cut_line(number: int, text: str, fits: Callable[[str], bool]) -> str:
+    """Line ``number`` numbered, its text cut (with a note saying where) to
+    the longest start that ``fits``; at least the number and the note."""
+    keep = len(text)
+    while True:
+        keep = keep * 7 // 8 if keep > 8 else keep - 1
+        if keep <= 0:
+            return f"{number:>6}\t… [line cut at 0 characters]"
+        shown = f"{number:>6}\t{text[:keep]}… [line cut at {keep} characters]"
+        if fits(shown):
+            return shown
+
+
+def _within_tokens(lines: list[str], more: bool, tokens: tuple[int, Callable[[str], int]]
+                   ) -> tuple[list[str], bool]:
+    """The first of ``lines`` whose text takes at most ``max_tokens`` tokens,
+    narrowed in proportion (as the preview's byte limit is), and whether
+    lines follow them."""
+    max_tokens, counted = tokens
+    while True:
+        used = counted("\n".join(lines))
+        if used <= max_tokens:
+            return lines, more
+        if len(lines) == 1:  # one line over the bound: its text is cut until it fits
+            number, _, text = lines[0].partition("\t")
+            text = text.rpartition("… [line cut at ")[0] or text  # a line already cut is cut from its text
+            return [_cut_line(int(number), text, lambda shown: counted(shown) <= max_tokens)], more
+        lines, more = lines[: max(1, min(len(lines) - 1, len(lines) * max_tokens * 15 // (used * 16)))], True

@@ -226,7 +226,7 @@ _HOST_OPTIONS = {
     "wait": ("budget", "progress", "abort"),
     "kill": (),
     "jobs": (),
-    "read": ("cwd",),
+    "read": ("cwd", "limits"),
     "webfetch": (),
     "websearch": ("provider",),
     "skill": ("roots",),
