@@ -8,6 +8,7 @@ build, a traceback at the end of a log), for both kernel implementations.
 from __future__ import annotations
 
 import base64
+import json
 import random
 import re
 import subprocess
@@ -475,3 +476,29 @@ def test_signal_lines_point_into_and_count_only_the_omitted_part(tmp_path, max_b
         count = re.search(r" \[×(\d+)\]$", shown)
         shape = re.sub(r"\d+", "", re.sub(r" \[×\d+\]$", "", shown))
         assert (int(count.group(1)) if count else 1) == sum(re.sub(r"\d+", "", m) == shape for m in matching)
+
+
+@pytest.mark.parametrize("shape", ["json", "csv", "blob", "word_inside"])
+def test_a_signal_in_a_very_long_line_points_near_its_match(tmp_path, shape):
+    # Regression (red team J, f01): a one-line output's signal line kept the line's start (~156 KB
+    # before the match) and its first 240 characters, which did not show the match.  It is shown from
+    # a token end shortly before the match, the matched word included.
+    if shape == "json":
+        items = [{"name": f"pkg{i}", "version": f"1.{i}.0", "status": "ok"} for i in range(6000)]
+        items[3000]["status"] = "error: connection refused to db-7"
+        text = json.dumps({"packages": items}, separators=(",", ":"))
+    elif shape == "csv":
+        text = ",".join(f"cell{i}" for i in range(20000)) + ",ERROR: bad cell," + ",".join("x" * 9 for _ in range(20000))
+    elif shape == "blob":  # no token end for 100 KB before the match
+        text = "a" * 100_000 + ";error: the blob ends;" + "b" * 100_000
+    else:  # "error" inside words first: only the word itself is a match
+        text = " ".join(f"noerrors{i} xerror{i}" for i in range(8000)) + " error: real one " + "y " * 30000
+    match = text.index({"json": "error: connection", "csv": "ERROR: bad", "blob": "error: the blob",
+                        "word_inside": "error: real"}[shape])
+    with ToolOutputStore(tmp_path, durable=False, config={"tool_output": {"max_lines": 400, "max_bytes": 8192}}) as s:
+        result = s.truncate("s", "c", text)
+    _, marker, signals, tail = parts(result.content)
+    assert signals[0].startswith("[1 line of the omitted part"), signals  # (an outline may follow the line)
+    offset, _, shown = signals[1].partition(":")
+    assert int(marker.group(3)) <= int(offset) <= match < int(offset) + 200, (offset, match)
+    assert text[int(offset) : match + 5] in shown and text[int(offset):].startswith(shown.rstrip("…"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from . import _kernels
 from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike, LazyPattern, byte_view
 from ._frozen import frozen
+from ._signal_near import LONG_LINE, shown_from
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
@@ -488,13 +489,23 @@ class SignalCollector:
             if group is not None:
                 group[3] += 1
                 if offset < group[1]:  # a band scanned later may lie before it
-                    group[1] = offset
-                    group[2] = text if text is not None else self._shown(raw)
+                    group[1:3] = self._first(block, position, line_start, line_end, kind, raw, text)
                 continue
             if self._distinct[kind] >= _GROUPS_PER_KIND:
                 continue
             self._distinct[kind] += 1
-            groups[key] = [kind, offset, text if text is not None else self._shown(raw), 1]
+            groups[key] = [kind, *self._first(block, position, line_start, line_end, kind, raw, text), 1]
+
+    def _first(self, block: memoryview, position: int, line_start: int, line_end: int, kind: int, raw: bytes,
+               text: Optional[str]) -> tuple[int, str]:
+        """The offset and text a group's first line is shown by: a line longer
+        than ``LONG_LINE`` from near its match (found again only here, once per
+        group at most, as grouping goes by the line's start)."""
+        if line_end - line_start > LONG_LINE:
+            near = shown_from(block, line_start, line_end, kind, self._patterns, self._flags)
+            if near != line_start:
+                return position + near, self._shown(bytes(block[near : min(line_end, near + 4 * _SIGNAL_CHARS)]))
+        return position + line_start, text if text is not None else self._shown(raw)
 
     def _shown(self, raw: bytes) -> str:
         """A matching line as the model is shown it: its view, stripped, cut at ``_SIGNAL_CHARS``."""

@@ -1,0 +1,110 @@
+"""Where a signal line of a very long line (minified JSON, one-line logs) is shown from.
+
+The signal kernel reports whole lines; a line of megabytes shown from its
+start would point the model far from what matched and show none of it.  For
+such a line the match is found again with the same kernel, over regions that
+begin and end just after a delimiter (a token end: ``,`` ``;`` ``}`` ``]``
+``{`` ``[`` space, tab), so the kernel's word rules see the same edges there
+as in the whole line; the line is then shown from the last token end before
+the match, within a bounded look-back.
+"""
+
+from __future__ import annotations
+
+from . import _kernels
+from ._buffers import LazyPattern
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # never evaluated
+    from ._buffers import BytesLike
+
+__all__ = ["LONG_LINE", "shown_from"]
+
+#: A matching line longer than this (bytes) is shown from near its match rather than its start.
+LONG_LINE = 240
+# Bytes searched per kernel call; a region overlaps the last one by _OVERLAP
+# bytes (more than any literal) so that no match across their edge is missed.
+_WINDOW = 64 << 10
+_OVERLAP = 512
+# Most bytes before the end of the token that ends the match the shown text starts at
+# (mid-token only for a token this long: the match stays within what is shown).
+_LOOK_BACK = 160
+_TOKEN_END = LazyPattern(rb"[,;}\]{\[ \t]")  # (compiled on first use: importing overspill never imports re)
+
+
+def shown_from(block: BytesLike, line_start: int, line_end: int, kind: int, patterns: tuple, flags: int) -> int:
+    """Where in ``block`` to show the matching line ``[line_start, line_end)``
+    of ``kind`` from: its start when its first ``LONG_LINE`` bytes show the
+    match (or it is not long), else a token end shortly before its first match."""
+    if line_end - line_start <= LONG_LINE:
+        return line_start
+    mine = tuple(pattern for pattern in patterns if pattern[0] == kind)
+    if _matches(block, line_start, _cut_before(block, line_start, line_start + LONG_LINE), mine, flags):
+        return line_start
+    unanchored = tuple(pattern for pattern in mine if not pattern[1])
+    start = line_start
+    while start < line_end and unanchored:
+        end = _next_token_end(block, min(line_end, start + _WINDOW), line_end)
+        if _matches(block, start, end, unanchored, flags):
+            return _last_start(block, start, _first_end(block, start, end, unanchored, flags), unanchored, flags)
+        if end >= line_end:
+            break
+        # On from a token end _OVERLAP bytes back (mid-token only when there is none).
+        following = _cut_before(block, start, end - _OVERLAP)
+        start = following if following > start else end - _OVERLAP
+    return line_start  # (a match only the view or an anchored pattern makes: the line's start)
+
+
+def _matches(block: BytesLike, start: int, end: int, patterns: tuple, flags: int) -> bool:
+    return start < end and bool(_kernels.signal_lines(block, start, end, patterns, flags, 1)[0])
+
+
+def _next_token_end(block: BytesLike, position: int, line_end: int) -> int:
+    """The first token end at or after ``position`` (``line_end`` when none), searched a window at a time."""
+    while position < line_end:
+        stop = min(line_end, position + _WINDOW)
+        found = _TOKEN_END.search(bytes(block[position:stop]))
+        if found is not None:
+            return position + found.end()
+        position = stop
+    return line_end
+
+
+def _cut_before(block: BytesLike, floor: int, position: int) -> int:
+    """The last token end at or before ``position``, within ``_OVERLAP`` bytes
+    and after ``floor`` (``floor`` when none)."""
+    if position <= floor:
+        return floor
+    data = bytes(block[max(floor, position - _OVERLAP) : position])
+    found = max(data.rfind(bytes([delimiter])) for delimiter in b",;}]{[ \t")
+    return position - len(data) + found + 1 if found >= 0 else floor
+
+
+def _first_end(block: BytesLike, start: int, end: int, patterns: tuple, flags: int) -> int:
+    """The first token end ``cut`` (or ``end``) such that ``[start, cut)``
+    holds a match, ``[start, end)`` holding one (bisected)."""
+    data = bytes(block[start:end])
+    cuts = [start + found.end() for found in _TOKEN_END.finditer(data) if start + found.end() < end] + [end]
+    low, high = 0, len(cuts) - 1
+    while low < high:
+        middle = (low + high) // 2
+        if _matches(block, start, cuts[middle], patterns, flags):
+            high = middle
+        else:
+            low = middle + 1
+    return cuts[low]
+
+
+def _last_start(block: BytesLike, start: int, end: int, patterns: tuple, flags: int) -> int:
+    """The last token end ``s`` with a match in ``[s, end)`` (``start`` when
+    none), no more than ``_LOOK_BACK`` bytes before that match's end."""
+    data = bytes(block[start:end])
+    starts = [start] + [start + found.end() for found in _TOKEN_END.finditer(data) if start + found.end() < end]
+    low, high = 0, len(starts) - 1
+    while low < high:  # the last start whose region still holds the match
+        middle = (low + high + 1) // 2
+        if _matches(block, starts[middle], end, patterns, flags):
+            low = middle
+        else:
+            high = middle - 1
+    return max(starts[low], end - _LOOK_BACK)
