@@ -1028,18 +1028,9 @@ def test_read_of_a_lost_output_says_it_ends_for_good_and_read_all_says_it_is_not
     overspill wait" (the read tool says it ends for good), and ``read --all`` of a running or lost
     one printed its bytes so far with no word that they are not all."""
     from overspill import ToolOutputStore
-    from overspill._frozen import replace
-    from overspill._owner import current_owner
 
     with ToolOutputStore(tmp_path / "data") as store:
-        writers = []
-        for resource_id, owner in (("0" * 12 + "R" * 14, current_owner()),
-                                   ("0" * 12 + "L" * 14, replace(current_owner(), pid=2 ** 22 + 1, start=1))):
-            writer = store._backend.create_growing(resource_id, session_id="cs", tool_call_id="c", mime="text/plain",
-                                                   name=None, owner=owner, process=None)
-            writer.write(memoryview(b"tick\n" * 4))
-            writer.seal()
-            writers.append(writer)
+        writers = _running_and_lost(store, "RL", b"tick\n" * 4)
         running, lost = (writer.record.resource.uri for writer in writers)
         try:
             page = cli("read", lost, "--session", "cs")
@@ -1238,18 +1229,9 @@ def test_read_all_of_a_running_output_stops_before_a_cut_character(cli, tmp_path
     the character and skipped it.  It stops where the character starts and names that, as pages do;
     a lost output's cut character stays (nothing will complete it), and its true end is named."""
     from overspill import ToolOutputStore
-    from overspill._frozen import replace
-    from overspill._owner import current_owner
 
     with ToolOutputStore(tmp_path / "data") as store:
-        writers = []
-        for resource_id, owner in (("0" * 12 + "C" * 14, current_owner()),
-                                   ("0" * 12 + "D" * 14, replace(current_owner(), pid=2 ** 22 + 1, start=1))):
-            writer = store._backend.create_growing(resource_id, session_id="cs", tool_call_id="c", mime="text/plain",
-                                                   name=None, owner=owner, process=None)
-            writer.write(memoryview(b"price: \xe2\x82"))  # "price: €" cut after 2 of its 3 bytes
-            writer.seal()
-            writers.append(writer)
+        writers = _running_and_lost(store, "CD", b"price: \xe2\x82")  # "price: €" cut after 2 of its 3 bytes
         running, lost = (writer.record.resource.uri for writer in writers)
         try:
             whole = cli("read", running, "--session", "cs", "--all")
@@ -1268,3 +1250,19 @@ def test_read_all_of_a_running_output_stops_before_a_cut_character(cli, tmp_path
         finally:
             for writer in writers:
                 writer.abort()
+
+
+def _running_and_lost(store, letters: str, data: bytes) -> list:
+    """Two growing outputs of session ``cs`` holding ``data``, sealed: one this process owns
+    (running) and one whose owner is gone (lost); ids from ``letters``' two letters."""
+    from overspill._frozen import replace
+    from overspill._owner import current_owner
+
+    writers = []
+    for letter, owner in zip(letters, (current_owner(), replace(current_owner(), pid=2 ** 22 + 1, start=1))):
+        writer = store._backend.create_growing("0" * 12 + letter * 14, session_id="cs", tool_call_id="c",
+                                               mime="text/plain", name=None, owner=owner, process=None)
+        writer.write(memoryview(data))
+        writer.seal()
+        writers.append(writer)
+    return writers
