@@ -502,3 +502,22 @@ def test_a_signal_in_a_very_long_line_points_near_its_match(tmp_path, shape):
     offset, _, shown = signals[1].partition(":")
     assert int(marker.group(3)) <= int(offset) <= match < int(offset) + 200, (offset, match)
     assert text[int(offset) : match + 5] in shown and text[int(offset):].startswith(shown.rstrip("…"))
+
+
+@pytest.mark.parametrize("pad", ["é", "€", "😀"])
+def test_a_long_line_signal_starts_at_a_character_start(tmp_path, pad):
+    # Regression (red team P, f01): with no token end within the look-back, the shown start was
+    # the match's end less 160 bytes, which can be inside a multi-byte character: the offset
+    # pointed mid-character and the shown text began with U+FFFD, which no stored byte is.
+    text = pad * 50_000 + "error: mb here" + "ü" * 50_000
+    data = text.encode()
+    with ToolOutputStore(tmp_path, durable=False, config={"tool_output": {"max_lines": 400, "max_bytes": 8192}}) as s:
+        result = s.truncate("s", "c", text)
+    _, marker, signals, _ = parts(result.content)
+    offset, _, shown = signals[1].partition(":")
+    offset = int(offset)
+    match = data.index(b"error: mb")
+    assert int(marker.group(3)) <= offset <= match < offset + 200, (offset, match)
+    assert data[offset] & 0xC0 != 0x80, offset  # the first byte of a character
+    assert "\ufffd" not in shown
+    assert data[offset:].decode("utf-8", "replace").startswith(shown.rstrip("…")) and "error: mb" in shown

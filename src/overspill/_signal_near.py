@@ -107,4 +107,12 @@ def _last_start(block: BytesLike, start: int, end: int, patterns: tuple, flags: 
             low = middle
         else:
             high = middle - 1
-    return max(starts[low], end - _LOOK_BACK)
+    return _character_start(block, max(starts[low], end - _LOOK_BACK), end)
+
+
+def _character_start(block: BytesLike, position: int, end: int) -> int:
+    """``position``, moved on to the first byte of a character (at most 3
+    bytes; never past ``end``): the look-back, or a region begun ``_OVERLAP``
+    bytes back, can land inside a multi-byte character, whose view from there
+    would start with U+FFFD, which no stored byte is."""
+    return min(_kernels.page_bounds(block, position, 1, True)[0], end)
