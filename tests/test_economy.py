@@ -521,3 +521,24 @@ def test_a_long_line_signal_starts_at_a_character_start(tmp_path, pad):
     assert data[offset] & 0xC0 != 0x80, offset  # the first byte of a character
     assert "\ufffd" not in shown
     assert data[offset:].decode("utf-8", "replace").startswith(shown.rstrip("…")) and "error: mb" in shown
+
+
+@pytest.mark.parametrize("colour", [b"\x1b[31m", b"\x1b[1;31m", b"\x1b[38;5;196m"])
+def test_a_long_line_signal_never_starts_inside_an_escape_sequence(tmp_path, colour):
+    # Regression (red team P, f02): the "[" and ";" of a colour code were token ends to the
+    # long-line signal search, so a coloured one-line output's signal pointed inside the
+    # sequence and showed its remnant ("31mERROR: red ...").  A start inside a sequence
+    # moves past it: what is shown is the view of the stored bytes from the offset.
+    data = (b" ".join(b"item%d" % i for i in range(5000)) + b" " + colour + b"ERROR: red\x1b[0m "
+            + b" ".join(b"z%d" % i for i in range(5000)))
+    with ToolOutputStore(tmp_path, durable=False, config={"tool_output": {"max_lines": 400, "max_bytes": 8192}}) as s:
+        result = s.truncate("s", "c", data)
+    _, marker, signals, _ = parts(result.content)
+    offset, _, shown = signals[1].partition(":")
+    offset = int(offset)
+    escape = data.index(colour)
+    assert int(marker.group(3)) <= offset <= escape + len(colour), (offset, escape)
+    assert not escape < offset < escape + len(colour), (offset, escape)
+    assert "ERROR: red" in shown and not shown.startswith(("31m", "1;31m", "5;196m", "196m"))
+    view = text_module.shown_text(data[offset : offset + 1000], text_module.view_flags(["ansi", "cr"])).strip()
+    assert view.startswith(shown.rstrip("…")), (view[:40], shown[:40])

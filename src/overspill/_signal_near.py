@@ -6,13 +6,16 @@ such a line the match is found again with the same kernel, over regions that
 begin and end just after a delimiter (a token end: ``,`` ``;`` ``}`` ``]``
 ``{`` ``[`` space, tab), so the kernel's word rules see the same edges there
 as in the whole line; the line is then shown from the last token end before
-the match, within a bounded look-back.
+the match, within a bounded look-back.  With escape sequences viewed away
+(``VIEW_ANSI``) the ``[`` and ``;`` inside one are no token ends: no region,
+and no shown text, starts inside a sequence (``_views._past_escape``, the
+rule the preview's cuts keep).
 """
 
 from __future__ import annotations
 
 from . import _kernels
-from ._buffers import LazyPattern
+from ._buffers import VIEW_ANSI, LazyPattern
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # never evaluated
@@ -39,7 +42,7 @@ def shown_from(block: BytesLike, line_start: int, line_end: int, kind: int, patt
     if line_end - line_start <= LONG_LINE:
         return line_start
     mine = tuple(pattern for pattern in patterns if pattern[0] == kind)
-    if _matches(block, line_start, _cut_before(block, line_start, line_start + LONG_LINE), mine, flags):
+    if _matches(block, line_start, _cut_before(block, line_start, line_start + LONG_LINE, flags), mine, flags):
         return line_start
     unanchored = tuple(pattern for pattern in mine if not pattern[1])
     start = line_start
@@ -49,9 +52,11 @@ def shown_from(block: BytesLike, line_start: int, line_end: int, kind: int, patt
             return _last_start(block, start, _first_end(block, start, end, unanchored, flags), unanchored, flags)
         if end >= line_end:
             break
-        # On from a token end _OVERLAP bytes back (mid-token only when there is none).
-        following = _cut_before(block, start, end - _OVERLAP)
-        start = following if following > start else end - _OVERLAP
+        # On from a token end _OVERLAP bytes back (mid-token only when there is none; then
+        # never inside an escape sequence: each region's start is a floor no sequence is under
+        # way at, the next one's look-back for an ESC stops there).
+        following = _cut_before(block, start, end - _OVERLAP, flags)
+        start = following if following > start else _outside_escape(block, start, end - _OVERLAP, line_end, flags)
     return line_start  # (a match only the view or an anchored pattern makes: the line's start)
 
 
@@ -70,14 +75,22 @@ def _next_token_end(block: BytesLike, position: int, line_end: int) -> int:
     return line_end
 
 
-def _cut_before(block: BytesLike, floor: int, position: int) -> int:
+def _cut_before(block: BytesLike, floor: int, position: int, flags: int) -> int:
     """The last token end at or before ``position``, within ``_OVERLAP`` bytes
-    and after ``floor`` (``floor`` when none)."""
+    and after ``floor`` (``floor`` when none), that is no part of an escape
+    sequence when they are viewed away (``floor``: no sequence is under way there)."""
     if position <= floor:
         return floor
-    data = bytes(block[max(floor, position - _OVERLAP) : position])
-    found = max(data.rfind(bytes([delimiter])) for delimiter in b",;}]{[ \t")
-    return position - len(data) + found + 1 if found >= 0 else floor
+    low = max(floor, position - _OVERLAP)
+    data = bytes(block[low:position])
+    found = len(data)
+    while True:
+        found = max(data.rfind(bytes([delimiter]), 0, found) for delimiter in b",;}]{[ \t")
+        if found < 0:
+            return floor
+        after = low + found + 1
+        if _outside_escape(block, floor, after, position, flags) == after:
+            return after
 
 
 def _first_end(block: BytesLike, start: int, end: int, patterns: tuple, flags: int) -> int:
@@ -107,7 +120,8 @@ def _last_start(block: BytesLike, start: int, end: int, patterns: tuple, flags: 
             low = middle
         else:
             high = middle - 1
-    return _character_start(block, max(starts[low], end - _LOOK_BACK), end)
+    shown = _character_start(block, max(starts[low], end - _LOOK_BACK), end)
+    return _outside_escape(block, start, shown, end, flags)
 
 
 def _character_start(block: BytesLike, position: int, end: int) -> int:
@@ -116,3 +130,17 @@ def _character_start(block: BytesLike, position: int, end: int) -> int:
     bytes back, can land inside a multi-byte character, whose view from there
     would start with U+FFFD, which no stored byte is."""
     return min(_kernels.page_bounds(block, position, 1, True)[0], end)
+
+
+def _outside_escape(block: BytesLike, floor: int, position: int, end: int, flags: int) -> int:
+    """``position``, moved past the escape sequence it is inside (never past
+    ``end``) when the view removes them (``VIEW_ANSI``): what is shown from
+    there is then the view of the stored bytes from there, not a sequence's
+    remnant ("31mERROR").  ``floor``: no sequence is under way there (the
+    line's start, a region's); the look-back for an ESC stops at it."""
+    if not flags & VIEW_ANSI:
+        return position
+    from ._views import _past_escape  # (here: _views imports text, which imports this module)
+
+    with memoryview(block) as view:  # (released here: the block may be a mapped file's)
+        return min(_past_escape(view, floor, position), end)
