@@ -1015,3 +1015,28 @@ def test_a_loop_of_waits_follows_the_output_past_a_burst(tmp_path):
             assert second.metadata["next_offset"] == 23_903
         finally:
             background.kill(store, SESSION, uri)
+
+
+# ------------------------------------------------------------------ regressions (red team P)
+def test_running_outputs_stay_within_the_quota_between_their_looks(tmp_path):
+    """Red team P f03: a running output looks at the quota once per quota step, and made room only
+    for the chunk in hand, then wrote the rest of the step unlooked-at: three outputs of 600 KB under
+    a quota of 1,000,003 bytes took the folder to 1,100,987.  A look now makes room for the bytes up
+    to the next one, and counts what the other running outputs made room for and have not written."""
+    quota = 1_000_003
+
+    def stored_bytes() -> int:
+        return sum(os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(tmp_path)
+                   for name in names if name.endswith((".txt", ".json")))
+
+    with ToolOutputStore(tmp_path, config={"tool_output": {"max_total_bytes": quota}}) as limited:
+        outputs = [limited.open_growing(SESSION, f"c{index}") for index in range(3)]
+        peak = 0
+        for _ in range(60):
+            for output in outputs:
+                output.write(b"y" * 9999 + b"\n")
+                peak = max(peak, stored_bytes())
+        assert peak <= quota, peak
+        records = [output.finish(0) for output in outputs]
+    assert sum(record.resource.size for record in records) > quota * 9 // 10  # (they did store, up to the quota)
+    assert all(record.capture == (600_000, record.resource.size) for record in records)  # the rest is counted

@@ -3,7 +3,7 @@
 ``GrowingOutput`` wraps a backend's growing writer with the store's policy:
 the stored copy stops at ``max_stored_bytes`` (the rest is counted, and its
 true end kept in memory for the preview), the quota is made room for as the
-payload grows, and progress is sealed every ``SEAL_BYTES`` (256 KiB) or once
+payload grows (for the bytes up to its next check, ``Reservations``), and progress is sealed every ``SEAL_BYTES`` (256 KiB) or once
 the oldest unsealed byte is ``SEAL_INTERVAL`` old (about a second of quiet),
 whichever comes first.  ``write`` is called by the thread that drains the
 command, ``seal_if_due`` by a timer thread; a lock keeps them apart.
@@ -22,12 +22,55 @@ from .backends._seals import SEAL_BYTES
 from .records import Record
 from .text import counted_lines
 
-__all__ = ["SEAL_BYTES", "SEAL_INTERVAL", "GrowingOutput"]
+__all__ = ["SEAL_BYTES", "SEAL_INTERVAL", "GrowingOutput", "Reservations", "reservations_for"]
 
 #: Seconds the oldest unsealed byte waits at most (plus the sealer's tick) before it is sealed.
 SEAL_INTERVAL = 1.0
 # What a capped output keeps of its true end, in memory, for the preview's tail.
 _TRUE_TAIL_BYTES = 1024 * 1024
+
+
+class Reservations:
+    """The room the running outputs of one location (in this process) have
+    made under the quota and not yet filled.
+
+    A growing payload looks at the quota only when it passes another quota
+    step; the bytes it writes until the next look are made room for at the
+    look, and stay reserved (``GrowingOutput.reserved``) until written or the
+    output ends, so that another output's look counts them: the running
+    outputs together stay within ``max_total_bytes``.  A look costs one pass
+    over this process's running outputs (no count of the folder per write).
+    """
+
+    def __init__(self) -> None:
+        import weakref  # (only a background command pays for it)
+
+        self._lock = threading.Lock()
+        self._outputs: weakref.WeakSet[GrowingOutput] = weakref.WeakSet()
+
+    def add(self, output: GrowingOutput) -> None:
+        """Count ``output``'s reservation from now on (until it ends or is gone)."""
+        with self._lock:
+            self._outputs.add(output)
+
+    def held_by_others(self, output: GrowingOutput) -> int:
+        """Bytes reserved and not yet written by the running outputs other than ``output``."""
+        with self._lock:
+            outputs = list(self._outputs)
+        return sum(other.reserved for other in outputs if other is not output)
+
+
+_RESERVATIONS: dict[str, Reservations] = {}
+_RESERVATIONS_LOCK = threading.Lock()
+
+
+def reservations_for(where: str) -> Reservations:
+    """The reservations of the location ``where`` (a folder, a URL), shared by this process's stores of it."""
+    with _RESERVATIONS_LOCK:
+        found = _RESERVATIONS.get(where)
+        if found is None:
+            found = _RESERVATIONS[where] = Reservations()
+        return found
 
 
 class GrowingOutput:
@@ -41,6 +84,8 @@ class GrowingOutput:
         the ``size`` bytes about to be written (evicting what it may) and runs
         ``write`` under the quota's lock when there is room; whether there was.
         When there is not, the stored copy ends there and the rest is only counted.
+        ``size`` covers the bytes up to the next quota step (within ``cap``):
+        those written before the next look are made room for at this one.
     """
 
     def __init__(self, writer: Any, cap: int, make_room: Callable[[int, Callable[[], None]], bool],
@@ -58,11 +103,18 @@ class GrowingOutput:
         self._unsealed_since: Optional[float] = None
         self._finished: Optional[Record] = None
         self.failure: Optional[BaseException] = None  # the write error that stopped storing, if any
+        # The stored size the last look at the quota made room for; 0 once the output stops storing.
+        self._reserved_to = 0
 
     @property
     def record(self) -> Record:
         """The running record as published (the final one once finished)."""
         return self._finished if self._finished is not None else self._writer.record
+
+    @property
+    def reserved(self) -> int:
+        """Bytes made room for under the quota and not yet written (0 once storing stopped)."""
+        return max(self._reserved_to - self._writer.size, 0)
 
     @property
     def total(self) -> int:
@@ -94,10 +146,17 @@ class GrowingOutput:
             piece = chunk if len(chunk) <= room else chunk[:room]
             try:
                 data = memoryview(piece)
-                if before == 0 or before // self._quota_step != (before + len(piece)) // self._quota_step:
+                step = self._quota_step
+                if before == 0 or before // step != (before + len(piece)) // step:
                     # Written under the quota's lock, once the room for it is there: two outputs
-                    # never both take the same room.
-                    if not self._make_room(len(piece), lambda: writer.write(data)):
+                    # never both take the same room.  The room is for the bytes up to the next
+                    # step (the next look), reserved before the look so that another output's
+                    # look counts them too (a look racing this one may find too little room:
+                    # never too much).
+                    ahead = min(((before + len(piece)) // step + 1) * step, self._cap) - before
+                    self._reserved_to = before + ahead
+                    if not self._make_room(ahead, lambda: writer.write(data)):
+                        self._reserved_to = 0
                         # No room for it that can be made (other running outputs hold the quota): from
                         # here the output is only counted and its true end kept, as past max_stored_bytes.
                         self._cap = before
@@ -114,6 +173,7 @@ class GrowingOutput:
                     self._unsealed_since = time.monotonic()
             except Exception as error:  # noqa: BLE001 - kept and reported; the command goes on
                 self.failure = error
+                self._reserved_to = 0
 
     def seal_if_due(self, now: float) -> None:
         """Seal the unsealed bytes when the oldest of them is ``SEAL_INTERVAL`` old."""
@@ -156,6 +216,7 @@ class GrowingOutput:
                 # Binary output is said to be so, as a foreground command's (read shows it in hex,
                 # and MCP serves its exact bytes) once its first bytes are all known.
                 mime = BINARY_MIME if output_is_binary(bytes(self._start)) else None
+                self._reserved_to = 0  # (its size is final: what was not written is no longer held)
                 self._finished = self._writer.finish(exit_code, capture=capture, lines=self.lines(), mime=mime)
             return self._finished
 
@@ -165,10 +226,12 @@ class GrowingOutput:
         from ._owner import give_up
 
         with self._lock:
+            self._reserved_to = 0
             self._writer.release()
             give_up(self._writer.id)
 
     def abort(self) -> None:
         """Remove the resource; never raises."""
         with self._lock:
+            self._reserved_to = 0
             self._writer.abort()

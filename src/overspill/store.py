@@ -261,13 +261,18 @@ class ToolOutputStore(StoreStreams, StoreReads):
         writer = self._created(lambda resource_id: create(resource_id, session_id=session_id,
                                                           tool_call_id=tool_call_id, mime=mime, name=name,
                                                           owner=owner, process=process))
-        from ._growing import GrowingOutput  # threading and typing: only a background command pays for them
+        from ._growing import GrowingOutput, reservations_for  # threading: only a background command pays for it
 
         # The quota is looked at every step of growth: a small quota as often as a few
         # hundredths of it (running outputs are never evicted, so they must stop in time).
+        # Each look makes room for the bytes up to the next one, and counts what the other
+        # running outputs of this process made room for and have not written yet.
         step = min(QUOTA_STEP, max(_GROWING_QUOTA_STEP, self._limits.max_total_bytes // 64))
-        return GrowingOutput(writer, cap, lambda incoming, write: self._make_room(reserve + incoming, then=write),
-                             step)
+        reservations = reservations_for(self._where)
+        output = GrowingOutput(writer, cap, lambda incoming, write: self._make_room(
+            reserve + incoming + reservations.held_by_others(output), then=write), step)
+        reservations.add(output)
+        return output
 
 
     # ------------------------------------------------------------------ listing
