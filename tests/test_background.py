@@ -264,7 +264,10 @@ def test_cleanup_racing_a_running_writer_loses_nothing(tmp_path):
 
 def test_max_stored_bytes_caps_the_copy_and_the_command_runs_on(tmp_path):
     with ToolOutputStore(tmp_path, config={"tool_output": {"max_stored_bytes": 10_000}}) as store:
-        uri = start(store, "seq 1 20000; echo the true end").resource.uri
+        # (It may have ended by the time the answer is made, the machine being fast: either answer names it.)
+        answer = tools.call(store, SESSION, "call", "bash", {"command": "seq 1 20000; echo the true end",
+                                                             "background": True, "yield_after": 0})
+        uri = answer.resource.uri
         record = background.wait_for_state(store, SESSION, uri, 15)
         assert record.state == "exited" and record.exit_code == 0
         assert record.resource.size == 10_000 and record.capture[0] > 100_000
