@@ -250,3 +250,24 @@ def test_a_retold_oserror_keeps_its_errno_strerror_and_filenames():
 
     again = retold(Slotted(7), "short")
     assert type(again) is Slotted and again.code == 7 and str(again) == "short"
+
+
+def test_a_long_error_text_the_store_cannot_keep_keeps_the_tools_exception(tmp_path):
+    """Regression (red team Q f04): with a data folder that cannot be written, Bounder.error raised
+    StorageError in place of the tool's own exception, so LangChain's ToolErrorMiddleware
+    (``isinstance(exc, ValueError)``) missed it and the run halted, and a long ModelRetry ended a
+    PydanticAI run as a storage error. The tool's exception now comes through, its text the
+    preview whose marker says "output not stored" and why (as ``mcp --wrap`` gives a result)."""
+    import shutil
+
+    folder = tmp_path / "store"
+    with ToolOutputStore(folder) as store:
+        bounder = Bounder(store)
+        shutil.rmtree(folder)
+        folder.write_text("")  # the disk went bad: a file where the data folder was
+        log = "".join(f"FAILED test_{n} - assert 1 == 2\n" for n in range(20_000))
+        for told in (bounder.error("s", "c1", ValueError(log)), asyncio.run(bounder.aerror("s", "c2", ValueError(log)))):
+            assert type(told) is ValueError and "output not stored" in str(told) and len(str(told)) < 60_000
+            assert str(told).startswith("FAILED test_0 - assert 1 == 2\n") and "tool-output://" not in str(told)
+        assert asyncio.run(bounder.aerror_text("s", "c3", log)).startswith("FAILED test_0")
+        assert bounder.error("s", "c4", ValueError("small")) is None

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # typing costs start-up (every CLI command imports this modul
     from typing import Optional
 
     from .records import Resource
-    from .store import Page, ToolOutputStore
+    from .store import Page, ToolOutputStore, TruncateResult
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -31,6 +31,7 @@ __all__ = [
     "MCP_MAX_LINES",
     "WRAP_INIT_TIMEOUT",
     "check_session_id",
+    "truncate_kept",
     "check_timeout",
     "one_line",
     "binary_page",
@@ -62,6 +63,20 @@ WRAP_INIT_TIMEOUT = 30.0
 def one_line(text: object) -> str:
     """``text`` as one line: every run of whitespace (newlines included) is one space."""
     return " ".join(str(text).split())
+
+
+def truncate_kept(store: ToolOutputStore, session_id: str, call_id: str, text: str,
+                  mime: str = "text/plain") -> TruncateResult:
+    """``store.truncate`` of ``text``; when the store cannot keep it (a failed write: a full disk, a file
+    too large), the preview with the store's own "output not stored" marker naming why, as when the
+    quota cannot hold even a record: the model still gets the bounded start and end, and the caller
+    what it had (a wrapped server's result, a tool's own exception), not a storage error in its place."""
+    from .errors import StorageError
+
+    try:
+        return store.truncate(session_id, call_id, text, mime=mime)
+    except StorageError as error:
+        return store._not_stored(text, one_line(error.strerror or str(error)))
 
 
 def check_session_id(value: object) -> str:

@@ -25,8 +25,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Optional
 
-from ._frontend import one_line
-from .errors import StorageError
+from ._frontend import truncate_kept
 from .mcp_server import _tool_result
 from .store import ToolOutputStore, TruncateResult
 from .tools._result import bounded
@@ -421,16 +420,6 @@ def _carry(ours: list[dict[str, Any]], joined: list[dict[str, Any]]) -> None:
         ours[0]["_meta"] = meta
 
 
-def _kept(store: ToolOutputStore, session: str, call_id: str, text: str, mime: str = "text/plain") -> TruncateResult:
-    """``store.truncate`` of ``text``; when the store cannot keep it (a failed write: a full disk, a file
-    too large), the preview with the store's own "output not stored" marker naming why, as when the
-    quota cannot hold even a record: the model still gets the bounded start and end of the result."""
-    try:
-        return store.truncate(session, call_id, text, mime=mime)
-    except StorageError as error:
-        return store._not_stored(text, one_line(error.strerror or str(error)))
-
-
 def _dumped(result: Any) -> dict[str, Any]:
     return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
@@ -465,11 +454,11 @@ def bound(raw: dict[str, Any], store: ToolOutputStore, session: str, call_id: st
     structured = raw.get("structuredContent")
     # Over the limits is ``truncated``, stored or not: an output the store could not keep (a quota too
     # small for its record, a failed write) has no resource and is still only its bounded preview.
-    cut = _kept(store, session, call_id, joined) if texts else None
+    cut = truncate_kept(store, session, call_id, joined) if texts else None
     over = cut is not None and cut.truncated
     if structured is not None and (not over or not _duplicates(structured, joined)):
         as_json = json.dumps(structured, ensure_ascii=False, indent=2)
-        shape = _kept(store, session, f"{call_id}-structured", as_json, mime="application/json")
+        shape = truncate_kept(store, session, f"{call_id}-structured", as_json, mime="application/json")
     else:
         shape = None
     if not over and (shape is None or not shape.truncated):
@@ -479,10 +468,11 @@ def bound(raw: dict[str, Any], store: ToolOutputStore, session: str, call_id: st
         ours = _dumped(_tool_result("wrap", bounded(cut), resource_link, read=read, grep=grep))
         _carry(ours["content"], [content[index] for index in texts])
         blocks: list[Any] = []
+        replaced = set(texts)  # (a set: a result may hold hundreds of thousands of blocks)
         for index, block in enumerate(content):  # the preview where the first text block was
             if index == texts[0]:
                 blocks.extend(ours["content"])
-            elif index not in texts:
+            elif index not in replaced:
                 blocks.append(block)
         shown["content"] = blocks
         data = ours["structuredContent"]

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
-from .._frontend import check_session_id, one_line
+from .._frontend import check_session_id, one_line, truncate_kept
 from .._json_load import loads_text
 from ..store import ToolOutputStore
 from ..tools import ToolResult, call, schemas
@@ -250,17 +250,28 @@ class Bounder:
         """``pieces`` for async callers."""
         return await self.atext(session_id, call_id, joined(pieces))
 
-    def error(self, session_id: str, call_id: str, error: BaseException) -> Optional[BaseException]:
-        """``error`` retold (``retold``) with its text bounded, when that text (what a framework shows the
-        model of it) is over the limits: it is then stored whole.  None when it fits.
+    def error_text(self, session_id: str, call_id: str, text: Text) -> Optional[str]:
+        """``text`` for an error's text: the preview with its marker when it is over the limits (it is
+        then stored), else None.  When the store cannot keep it, the preview says "output not stored"
+        and why: a tool's own exception (its type, which the framework and the user's handlers act on)
+        is never replaced by a storage error."""
+        result = truncate_kept(self.store, session_id, call_id, text)
+        return result.content if result.truncated else None
 
-        :raises StorageError: the store could not write the output.
-        """
+    async def aerror_text(self, session_id: str, call_id: str, text: Text) -> Optional[str]:
+        """``error_text`` for async callers: a text that may be stored is written on a worker thread."""
+        if len(text) <= self._fits:
+            return self.error_text(session_id, call_id, text)
+        return await asyncio.to_thread(self.error_text, session_id, call_id, text)
+
+    def error(self, session_id: str, call_id: str, error: BaseException) -> Optional[BaseException]:
+        """``error`` retold (``retold``) with its text bounded (``error_text``), when that text (what a
+        framework shows the model of it) is over the limits: it is then stored whole.  None when it fits."""
         try:
             text = str(error)
         except Exception:  # noqa: BLE001  (an exception that cannot say itself: left as it is)
             return None
-        preview = self.text(session_id, call_id, text)
+        preview = self.error_text(session_id, call_id, text)
         return None if preview is None else retold(error, preview)
 
     async def aerror(self, session_id: str, call_id: str, error: BaseException) -> Optional[BaseException]:
@@ -269,7 +280,7 @@ class Bounder:
             text = str(error)
         except Exception:  # noqa: BLE001
             return None
-        preview = await self.atext(session_id, call_id, text)
+        preview = await self.aerror_text(session_id, call_id, text)
         return None if preview is None else retold(error, preview)
 
     async def aitems(self, session_id: str, call_id: str, items: list[Any], texts: list[Optional[Text]],

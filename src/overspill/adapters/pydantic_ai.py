@@ -149,13 +149,13 @@ class OverspillCapability(AbstractCapability[Any]):
             part = getattr(error, attribute)
             if not isinstance(part.content, str):
                 return None
-            preview = await self._bounder.atext(session_id, call_id, part.content)
+            preview = await self._bounder.aerror_text(session_id, call_id, part.content)
             # The part keeps everything else (the retry's attempt count, the call id, the outcome).
             return None if preview is None else type(error)(replace(part, content=preview))
         message = getattr(error, "message", None)
         if not isinstance(message, str):
             return None
-        preview = await self._bounder.atext(session_id, call_id, message)
+        preview = await self._bounder.aerror_text(session_id, call_id, message)
         if preview is None:
             return None
         # A subclass of the user's stays that subclass, with its attributes, and its __init__ (which
