@@ -271,3 +271,83 @@ def test_a_long_error_text_the_store_cannot_keep_keeps_the_tools_exception(tmp_p
             assert str(told).startswith("FAILED test_0 - assert 1 == 2\n") and "tool-output://" not in str(told)
         assert asyncio.run(bounder.aerror_text("s", "c3", log)).startswith("FAILED test_0")
         assert bounder.error("s", "c4", ValueError("small")) is None
+
+
+# ------------------------------------------------------------------ regressions (red team Q f01)
+class _Coded(Exception):
+    """An exception whose ``__new__`` takes its own arguments (as some libraries' do)."""
+
+    def __new__(cls, code: int, detail: str) -> "_Coded":
+        made = super().__new__(cls, code, detail)
+        made.code = code
+        return made
+
+
+class _Sealed(Exception):
+    """An exception that only its own maker can make (its ``__new__`` wants a token it does not keep)."""
+
+    def __new__(cls, token: object) -> "_Sealed":
+        if token is not _SEALED_TOKEN:
+            raise TypeError("made only by its maker")
+        made = super().__new__(cls)
+        return made
+
+    def __init__(self, token: object) -> None:  # (keeps no arguments: nothing to make it again from)
+        pass
+
+    def __str__(self) -> str:
+        return "sealed: " + "x" * 100
+
+
+_SEALED_TOKEN = object()
+
+
+def _validation_error() -> Exception:
+    import pydantic
+
+    class Rows(pydantic.BaseModel):
+        rows: list[int]
+
+    try:
+        Rows(rows=[f"x{n}" for n in range(50)])
+    except pydantic.ValidationError as error:
+        return error
+    raise AssertionError("pydantic accepted what it should refuse")
+
+
+def test_a_retold_error_keeps_its_type_when_its_type_is_not_made_from_its_text(store):
+    """Regression (red team Q f01): an ExceptionGroup / BaseExceptionGroup (an asyncio.TaskGroup in a tool),
+    a pydantic ValidationError or a type whose ``__new__`` takes its own arguments came out of ``retold``
+    (so of LangChain's middleware, smolagents' ``bound()``, PydanticAI) as a plain ``Exception`` of the same
+    name: ``except* ValueError``, ``except ExceptionGroup``, ``except ValidationError`` all missed it. It is now
+    a subclass of the original type saying the preview; one no exception of its type can be made to say it
+    is left unbounded (None) rather than lose its type."""
+    pydantic = pytest.importorskip("pydantic")
+    from overspill.adapters._core import retold
+
+    shards = [ValueError(f"shard {n} failed") for n in range(3)]
+    group = retold(ExceptionGroup("fetch failed: " + "z" * 100, shards), "short")
+    assert isinstance(group, ExceptionGroup) and type(group).__name__ == "ExceptionGroup" and str(group) == "short"
+    assert list(group.exceptions) == shards
+    try:
+        raise group
+    except* ValueError as caught:  # what the tool's caller wrote
+        assert list(caught.exceptions) == shards
+    base = retold(BaseExceptionGroup("stopped", [KeyboardInterrupt(), ValueError("v")]), "short")
+    assert isinstance(base, BaseExceptionGroup) and not isinstance(base, Exception) and str(base) == "short"
+    invalid = _validation_error()
+    told = retold(invalid, "short")
+    assert isinstance(told, pydantic.ValidationError) and isinstance(told, ValueError) and str(told) == "short"
+    assert type(told).__name__ == "ValidationError" and told.errors() == invalid.errors()
+    coded = retold(_Coded(3, "d" * 100), "short")
+    assert isinstance(coded, _Coded) and coded.code == 3 and str(coded) == "short"
+    assert retold(_Sealed(_SEALED_TOKEN), "short") is None
+    bounder = Bounder(store)
+    assert bounder.error("s", "c1", _Sealed(_SEALED_TOKEN)) is None  # (its text fits: nothing stored anyway)
+    long = ExceptionGroup("fetch failed:\n" + "\n".join("y" * 200 for _ in range(2_000)), shards)
+    bounded = bounder.error("s", "c2", long)
+    assert isinstance(bounded, ExceptionGroup) and "tool-output://" in str(bounded) and len(str(bounded)) < 60_000
+    bounded = asyncio.run(bounder.aerror("s", "c3", _validation_error().__class__.from_exception_data(
+        "Rows", [{"type": "missing", "loc": (f"field_{n}",), "input": {}} for n in range(2_000)])))
+    assert isinstance(bounded, pydantic.ValidationError) and "tool-output://" in str(bounded)
+

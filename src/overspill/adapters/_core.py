@@ -147,12 +147,47 @@ def replaced_pieces(items: list[Any], at: list[int], first: Any) -> list[Any]:
     return [first if index == at[0] else item for index, item in enumerate(items) if index not in left_out]
 
 
+#: Where a retold subclass instance keeps its text and how it was made: ``(text, how)`` (see ``_made``).
+_RETOLD = "_overspill_retold"
+
+
+def _its_text(self: BaseException) -> str:
+    """The ``__str__`` of a retold subclass: the bounded text, wherever its type keeps its own."""
+    return self.__dict__[_RETOLD][0]
+
+
 @functools.lru_cache(maxsize=None)
 def _saying_its_args(kind: type) -> type:
-    """A subclass of ``kind``, named as it is, whose text is its first argument (``kind``'s own ``__str__``
-    shows something else: a ``KeyError``'s repr, a ``CalledProcessError``'s command and code)."""
+    """A subclass of ``kind``, named as it is, whose text is the bounded text (``kind``'s own ``__str__``
+    shows something else: a ``KeyError``'s repr, a ``CalledProcessError``'s command and code, an
+    ``ExceptionGroup``'s count of sub-exceptions, a pydantic ``ValidationError``'s errors)."""
     return type(kind.__name__, (kind,), {"__module__": kind.__module__, "__qualname__": kind.__qualname__,
-                                         "__str__": BaseException.__str__})
+                                         "__str__": _its_text})
+
+
+def _made(kind: type, text: str, how: tuple[Any, ...], attributes: dict[str, Any],
+          slots: list[tuple[str, Any]]) -> BaseException:
+    """An instance of ``_saying_its_args(kind)`` saying ``text``, with ``attributes`` (its ``__dict__``) and
+    ``slots`` (``_slot_values``), made ``how``: ``("new", args)`` by the type's ``__new__`` on ``args`` (its
+    ``__init__`` is not called), or ``("call", name, args)`` by its class method ``name`` (the way the type
+    itself is pickled, for one whose ``__new__`` takes what only such a method makes).
+
+    :raises Exception: the type cannot be made so (whatever its ``__new__`` or method raises).
+    """
+    subclass = _saying_its_args(kind)
+    told = subclass.__new__(subclass, *how[1]) if how[0] == "new" else getattr(subclass, how[1])(*how[2])
+    told.__dict__.update(attributes)
+    for name, value in slots:
+        try:
+            setattr(told, name, value)
+        except AttributeError:  # read-only: made by its __new__ already (an exception group's exceptions)
+            pass
+    if how == ("new", (text,)):
+        told.args = (text,)
+    if "message" in attributes:  # frameworks' errors often keep their text apart too
+        told.message = text  # type: ignore[attr-defined]
+    told.__dict__[_RETOLD] = (text, how)
+    return told
 
 
 def _slot_values(error: BaseException) -> list[tuple[str, Any]]:
@@ -178,30 +213,51 @@ def _slot_values(error: BaseException) -> list[tuple[str, Any]]:
     return list(found.items())
 
 
-def retold(error: BaseException, text: str) -> BaseException:
+def retold(error: BaseException, text: str) -> Optional[BaseException]:
     """An exception of ``error``'s type (its attributes copied: its ``__dict__``, and those a built-in
-    type or ``__slots__`` keep apart, such as an ``OSError``'s errno) whose ``str()`` is ``text``.
+    type or ``__slots__`` keep apart, such as an ``OSError``'s errno) whose ``str()`` is ``text``; None
+    when no such exception can be made (the caller then leaves ``error`` as it is, unbounded, rather
+    than lose its type).
 
     Made without calling its ``__init__``, which may take other arguments or have side effects
     (smolagents' ``AgentError`` logs its message).  A type whose text is not its first argument is
-    retold as a subclass of it of the same name (so ``except`` clauses and the type name a framework
-    shows the model are kept); one that cannot be subclassed, as an ``Exception`` of the same name.
+    retold as a subclass of it of the same name (so ``except`` and ``except*`` clauses and the type name
+    a framework shows the model are kept), made by the type's ``__new__`` on the text (an exception
+    group: on the text and its sub-exceptions), else on the error's own arguments (a ``__new__`` that
+    takes its own), else as the type pickles itself (a pydantic ``ValidationError``).
     """
-    for kind in (type(error), None):
+    try:
+        told = type(error).__new__(type(error), text)
+        told.__dict__.update(error.__dict__)
+        for name, value in _slot_values(error):
+            setattr(told, name, value)
+        told.args = (text,)
+        if "message" in error.__dict__:  # frameworks' errors often keep their text apart too
+            told.message = text  # type: ignore[attr-defined]
+        if str(told) == text:
+            return told
+    except Exception:  # noqa: BLE001  (a type that cannot be made so: a subclass of it)
+        pass
+    ways: list[tuple[Any, ...]] = [("new", (text,))]
+    if isinstance(error, BaseExceptionGroup):
+        ways.insert(0, ("new", (text, error.exceptions)))
+    ways.append(("new", tuple(error.args)))
+    try:
+        recipe = error.__reduce__()
+        if getattr(recipe[0], "__self__", None) is type(error):  # a class method of its own makes it
+            ways.append(("call", recipe[0].__name__, tuple(recipe[1])))
+    except Exception:  # noqa: BLE001  (none to follow)
+        pass
+    attributes = dict(error.__dict__)
+    attributes.pop(_RETOLD, None)  # an error retold before is retold from what it holds
+    for how in ways:
         try:
-            kind = kind if kind is not None else _saying_its_args(type(error))
-            told = kind.__new__(kind, text)
-            told.__dict__.update(error.__dict__)
-            for name, value in _slot_values(error):
-                setattr(told, name, value)
-            told.args = (text,)
-            if "message" in error.__dict__:  # frameworks' errors often keep their text apart too
-                told.message = text  # type: ignore[attr-defined]
-            if str(told) == text:
+            told = _made(type(error), text, how, attributes, _slot_values(error))
+            if isinstance(told, type(error)) and str(told) == text:
                 return told
-        except Exception:  # noqa: BLE001  (a type that cannot be made so: the next way)
+        except Exception:  # noqa: BLE001  (the next way)
             pass
-    return type(type(error).__name__, (Exception,), {"__module__": type(error).__module__})(text)
+    return None
 
 
 class Bounder:
@@ -266,12 +322,14 @@ class Bounder:
 
     def error(self, session_id: str, call_id: str, error: BaseException) -> Optional[BaseException]:
         """``error`` retold (``retold``) with its text bounded (``error_text``), when that text (what a
-        framework shows the model of it) is over the limits: it is then stored whole.  None when it fits."""
+        framework shows the model of it) is over the limits: it is then stored whole.  None when it fits
+        (or when no exception of its type can say the preview: it is then left as it is)."""
         try:
             text = str(error)
         except Exception:  # noqa: BLE001  (an exception that cannot say itself: left as it is)
             return None
         preview = self.error_text(session_id, call_id, text)
+        # (an error no exception of its type can retell is left as it is: its type matters more)
         return None if preview is None else retold(error, preview)
 
     async def aerror(self, session_id: str, call_id: str, error: BaseException) -> Optional[BaseException]:
