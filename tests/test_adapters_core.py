@@ -273,7 +273,7 @@ def test_a_long_error_text_the_store_cannot_keep_keeps_the_tools_exception(tmp_p
         assert bounder.error("s", "c4", ValueError("small")) is None
 
 
-# ------------------------------------------------------------------ regressions (red team Q f01)
+# ------------------------------------------------------------------ regressions (red team Q f01, f02)
 class _Coded(Exception):
     """An exception whose ``__new__`` takes its own arguments (as some libraries' do)."""
 
@@ -351,3 +351,39 @@ def test_a_retold_error_keeps_its_type_when_its_type_is_not_made_from_its_text(s
         "Rows", [{"type": "missing", "loc": (f"field_{n}",), "input": {}} for n in range(2_000)])))
     assert isinstance(bounded, pydantic.ValidationError) and "tool-output://" in str(bounded)
 
+
+def test_a_retold_error_pickles_and_copies_as_its_type():
+    """Regression (red team Q f02): a retold KeyError / CalledProcessError / UnicodeDecodeError (a subclass
+    made at run time, under the original's name) could not be pickled ("it's not the same object as
+    builtins.KeyError"), nor copied (its args no longer fit its __init__), so a tool run in a process pool
+    reported a PicklingError instead of its error. It now pickles and copies as its own type, with the same
+    text and attributes."""
+    import copy
+    import pickle
+
+    from overspill.adapters._core import retold
+
+    originals = [KeyError("k" * 100), subprocess.CalledProcessError(2, ["make", "-j"], output="out", stderr="err"),
+                 UnicodeDecodeError("utf-8", b"ab\xff", 2, 3, "invalid start byte"), _Coded(4, "d" * 100),
+                 ExceptionGroup("many", [ValueError("a"), KeyError("b")])]
+    try:
+        import pydantic  # noqa: F401
+        originals.append(_validation_error())
+    except ImportError:
+        pass
+    for original in originals:
+        original.note = "kept"
+        told = retold(original, "short")
+        assert isinstance(told, type(original)) and str(told) == "short"
+        for again in (pickle.loads(pickle.dumps(told)), copy.copy(told)):
+            assert isinstance(again, type(original)) and type(again).__name__ == type(original).__name__
+            assert str(again) == "short" and again.note == "kept" and len(again.args) == len(told.args)
+            if hasattr(original, "errors"):  # a ValidationError's args are its own objects: its errors() are it
+                assert again.errors() == original.errors()
+            else:
+                assert repr(again.args) == repr(told.args)
+            for name in ("returncode", "cmd", "output", "stderr", "encoding", "object", "start", "end", "reason",
+                         "code"):
+                assert getattr(again, name, None) == getattr(original, name, None), name
+    group = pickle.loads(pickle.dumps(retold(originals[4], "short")))
+    assert [type(inner) for inner in group.exceptions] == [ValueError, KeyError]

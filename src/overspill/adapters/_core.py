@@ -156,13 +156,22 @@ def _its_text(self: BaseException) -> str:
     return self.__dict__[_RETOLD][0]
 
 
+def _reduced(self: BaseException) -> tuple[Any, ...]:
+    """The ``__reduce__`` of a retold subclass: made again by ``_made`` from the original type, which
+    pickle finds by name (the subclass, made here, it cannot), so a bounded error crosses a process
+    pool or a ``copy.copy`` as the tool's own error (its type, text and attributes)."""
+    text, how = self.__dict__[_RETOLD]
+    attributes = {name: value for name, value in self.__dict__.items() if name != _RETOLD}
+    return _made, (type(self).__mro__[1], text, how, attributes, _slot_values(self))
+
+
 @functools.lru_cache(maxsize=None)
 def _saying_its_args(kind: type) -> type:
     """A subclass of ``kind``, named as it is, whose text is the bounded text (``kind``'s own ``__str__``
     shows something else: a ``KeyError``'s repr, a ``CalledProcessError``'s command and code, an
     ``ExceptionGroup``'s count of sub-exceptions, a pydantic ``ValidationError``'s errors)."""
     return type(kind.__name__, (kind,), {"__module__": kind.__module__, "__qualname__": kind.__qualname__,
-                                         "__str__": _its_text})
+                                         "__str__": _its_text, "__reduce__": _reduced})
 
 
 def _made(kind: type, text: str, how: tuple[Any, ...], attributes: dict[str, Any],
@@ -170,7 +179,8 @@ def _made(kind: type, text: str, how: tuple[Any, ...], attributes: dict[str, Any
     """An instance of ``_saying_its_args(kind)`` saying ``text``, with ``attributes`` (its ``__dict__``) and
     ``slots`` (``_slot_values``), made ``how``: ``("new", args)`` by the type's ``__new__`` on ``args`` (its
     ``__init__`` is not called), or ``("call", name, args)`` by its class method ``name`` (the way the type
-    itself is pickled, for one whose ``__new__`` takes what only such a method makes).
+    itself is pickled, for one whose ``__new__`` takes what only such a method makes).  Also how pickle
+    makes one again (``_reduced``).
 
     :raises Exception: the type cannot be made so (whatever its ``__new__`` or method raises).
     """
@@ -204,7 +214,7 @@ def _slot_values(error: BaseException) -> list[tuple[str, Any]]:
         for name, slot in vars(kind).items():
             if name in found or not (isinstance(slot, types.MemberDescriptorType) or (
                     kind.__module__ == "builtins" and isinstance(slot, types.GetSetDescriptorType)
-                    and name != "__dict__")):
+                    and name not in ("__dict__", "__weakref__"))):  # (a retold subclass's own)
                 continue
             try:
                 found[name] = getattr(error, name)
@@ -224,7 +234,8 @@ def retold(error: BaseException, text: str) -> Optional[BaseException]:
     retold as a subclass of it of the same name (so ``except`` and ``except*`` clauses and the type name
     a framework shows the model are kept), made by the type's ``__new__`` on the text (an exception
     group: on the text and its sub-exceptions), else on the error's own arguments (a ``__new__`` that
-    takes its own), else as the type pickles itself (a pydantic ``ValidationError``).
+    takes its own), else as the type pickles itself (a pydantic ``ValidationError``).  Such a subclass
+    pickles and copies as the original type (see ``_reduced``).
     """
     try:
         told = type(error).__new__(type(error), text)
