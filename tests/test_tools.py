@@ -1371,3 +1371,11 @@ def test_a_pre_in_a_block_quote_keeps_every_line_in_the_quote(html, markdown):
     """Review (stop 14): a pre's lines and its closing fence had no quote prefix, so the quote ended
     after the opening fence."""
     assert html_to_markdown(html) == markdown
+
+
+@pytest.mark.parametrize("timeout", [1e10, float("inf"), 10**400], ids=["1e10", "inf", "10**400"])
+def test_webfetch_a_timeout_too_large_to_wait_is_no_bound(store, server, timeout):
+    """Regression (red team Y f06): a timeout past what a socket can wait (1e10, inf, 10**400)
+    raised OverflowError out of webfetch (socket.settimeout, monotonic() + timeout)."""
+    result = tools.webfetch(store, "s", "c", f"{server}/json", timeout=timeout)
+    assert not result.is_error and result.metadata["status"] == 200, result.output

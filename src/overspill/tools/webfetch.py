@@ -12,6 +12,7 @@ import zlib
 from typing import Any, Callable, Optional
 from urllib.parse import urlsplit
 
+from .._arguments import wait_seconds
 from .._frontend import is_binary_mime
 from ..store import ToolOutputStore
 from ._result import MAX_RESPONSE_BYTES, ToolResult, bounded, failure
@@ -118,7 +119,8 @@ def _argument_problem(url: object, format: object, timeout: object) -> Optional[
 
 def _fetch(url: str, timeout: float) -> _Response:
     """GET ``url`` (following redirects to http and https only), reading at most
-    ``MAX_RESPONSE_BYTES`` of a text body.
+    ``MAX_RESPONSE_BYTES`` of a text body.  A ``timeout`` past what a socket or a
+    thread can wait (``inf``, ``10**400``) is no bound, as the README says of too many seconds.
 
     :raises _Refused: an HTTP error, a network failure, a body that is not
         text or is over the limit.
@@ -128,13 +130,15 @@ def _fetch(url: str, timeout: float) -> _Response:
     import urllib.error
     import urllib.request
 
-    deadline = time.monotonic() + timeout
+    # None: no bound (socket.settimeout and monotonic() + 10**400 raise OverflowError past it).
+    seconds = wait_seconds(timeout, "timeout")
+    deadline = float("inf") if seconds is None else time.monotonic() + seconds
     refused_redirect, http_only_redirects = _redirect_handling()
     opener = urllib.request.build_opener(http_only_redirects)
     request = urllib.request.Request(url.strip(), headers={
         "User-Agent": _USER_AGENT, "Accept": "text/html, text/markdown, text/plain;q=0.9, */*;q=0.5"})
     try:
-        with opener.open(request, timeout=timeout) as response:
+        with opener.open(request, timeout=seconds) as response:
             headers = response.headers
             content_type = headers.get_content_type()
             declared = headers.get("Content-Length")
@@ -151,7 +155,7 @@ def _fetch(url: str, timeout: float) -> _Response:
                 if len(body) > MAX_RESPONSE_BYTES:
                     raise _Refused(f"refused: the response is over the {MAX_RESPONSE_BYTES}-byte limit")
                 if time.monotonic() > deadline:
-                    raise _Refused(f"could not fetch {url}: the response did not end within {timeout:g} seconds")
+                    raise _Refused(f"could not fetch {url}: the response did not end within {seconds:g} seconds")
             # http.client counts a declared Content-Length down as it reads (``length``), and read1
             # answers b"" when the server closes early instead of raising: bytes still owed are a cut body.
             missing = getattr(response, "length", None)
