@@ -1379,3 +1379,42 @@ def test_webfetch_a_timeout_too_large_to_wait_is_no_bound(store, server, timeout
     raised OverflowError out of webfetch (socket.settimeout, monotonic() + timeout)."""
     result = tools.webfetch(store, "s", "c", f"{server}/json", timeout=timeout)
     assert not result.is_error and result.metadata["status"] == 200, result.output
+
+
+def _raw_server(answer):
+    """A one-connection server on loopback that reads the request and calls ``answer(connection)``
+    on a daemon thread: yields its URL."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(5)
+
+    def serve():
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            try:
+                answer(connection)
+            except OSError:  # the client went away
+                pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"http://127.0.0.1:{listener.getsockname()[1]}/", listener
+
+
+def test_webfetch_timeout_bounds_headers_sent_a_byte_at_a_time(store):
+    """Regression (red team Y f01): the deadline was checked only while reading the body, and a
+    socket's timeout bounds each wait only: a server sending its headers a byte every 0.2 s held the
+    fetch for as long as it went on (here 20 s, then it closes; the fetch must end at its timeout)."""
+    def trickle(connection):
+        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n")
+        for _ in range(100):
+            connection.sendall(b"X")
+            time.sleep(0.2)
+
+    url, listener = _raw_server(trickle)
+    with listener:
+        result = tools.webfetch(store, "s", "c", url, timeout=1)
+    assert result.is_error and "did not end within 1 seconds" in result.output, result.output
+    assert store.resources("s") == []

@@ -117,24 +117,134 @@ def _argument_problem(url: object, format: object, timeout: object) -> Optional[
     return None
 
 
+class _Watchdog:
+    """Ends a fetch at its deadline: a socket's timeout bounds each wait only, so a server that
+    sends its status line and headers a byte at a time would hold the fetch for ever.  At the
+    deadline every connection the fetch opened is shut down, which wakes whatever read or
+    handshake waits on it; ``fired`` tells the fetch that its failure is the timeout."""
+
+    def __init__(self, seconds: Optional[float]) -> None:
+        import threading
+
+        self.fired = False
+        self._lock = threading.Lock()
+        self._connections: list[Any] = []
+        self._deadline = float("inf") if seconds is None else time.monotonic() + seconds
+        self._timer = None if seconds is None else threading.Timer(seconds, self._fire)
+        if self._timer is not None:
+            self._timer.daemon = True
+            self._timer.start()
+
+    def remaining(self, timeout: Optional[float]) -> Optional[float]:
+        """``timeout`` (a socket's, None for none) cut to the time left, so that a connect waits no longer."""
+        if self._timer is None:  # no deadline
+            return timeout
+        left = max(self._deadline - time.monotonic(), 0.001)
+        return left if timeout is None or timeout > left else timeout
+
+    def connection(self, http_class: type) -> Callable[..., Any]:
+        """A factory of ``http_class``'s connections, each watched from its start."""
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            made = http_class(*args, **kwargs)
+            made.timeout = self.remaining(made.timeout)
+            connect = made.connect
+
+            def connect_then_check() -> None:
+                connect()
+                if self.fired:  # it fired while connecting, before there was a socket to shut down
+                    self._shut(made)
+
+            made.connect = connect_then_check
+            with self._lock:
+                self._connections.append(made)
+            return made
+        return watched
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            connections = list(self._connections)
+        for connection in connections:
+            self._shut(connection)
+
+    @staticmethod
+    def _shut(connection: Any) -> None:
+        import socket
+
+        sock = connection.sock
+        if sock is not None:
+            try:
+                # The plain socket's shutdown even for TLS: ssl's own drops its state under a reader.
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            except (OSError, ValueError):  # closed already, or never connected
+                pass
+
+    def cancel(self) -> None:
+        """Stop the timer: the fetch ended."""
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+_watched_classes: Optional[tuple[type, ...]] = None
+
+
+def _watched_handlers(watchdog: _Watchdog) -> list[Any]:
+    """urllib's http and https handlers, their connections watched by ``watchdog``."""
+    global _watched_classes
+    if _watched_classes is None:
+        import urllib.request
+
+        def watched(handler: type) -> type:
+            class _Watched(handler):  # type: ignore[valid-type,misc]
+                def __init__(self, watchdog: _Watchdog) -> None:
+                    super().__init__()
+                    self._watchdog = watchdog
+
+                def do_open(self, http_class, req, **kwargs):  # type: ignore[no-untyped-def]
+                    return super().do_open(self._watchdog.connection(http_class), req, **kwargs)
+            return _Watched
+
+        bases = [urllib.request.HTTPHandler] + ([urllib.request.HTTPSHandler]
+                                                if hasattr(urllib.request, "HTTPSHandler") else [])
+        _watched_classes = tuple(watched(base) for base in bases)
+    return [handler(watchdog) for handler in _watched_classes]
+
+
 def _fetch(url: str, timeout: float) -> _Response:
     """GET ``url`` (following redirects to http and https only), reading at most
-    ``MAX_RESPONSE_BYTES`` of a text body.  A ``timeout`` past what a socket or a
-    thread can wait (``inf``, ``10**400``) is no bound, as the README says of too many seconds.
+    ``MAX_RESPONSE_BYTES`` of a text body, all of it (connect, status, headers, body)
+    within ``timeout``.  A ``timeout`` past what a socket or a thread can wait
+    (``inf``, ``10**400``) is no bound, as the README says of too many seconds.
 
     :raises _Refused: an HTTP error, a network failure, a body that is not
-        text or is over the limit.
+        text or is over the limit, the timeout.
     """
+    # None: no bound (socket.settimeout and monotonic() + 10**400 raise OverflowError past it).
+    seconds = wait_seconds(timeout, "timeout")
+    watchdog = _Watchdog(seconds)
+    try:
+        response = _exchange(url, seconds, watchdog)
+    except _Refused:
+        if not watchdog.fired:
+            raise
+    finally:
+        watchdog.cancel()
+    # Fired: whatever was read may be cut short by the shutdown (a body without a length ends there).
+    if watchdog.fired:
+        raise _Refused(f"could not fetch {url}: the response did not end within {seconds:g} seconds")
+    return response
+
+
+def _exchange(url: str, seconds: Optional[float], watchdog: _Watchdog) -> _Response:
+    """``_fetch``'s request and response, the connections watched by ``watchdog``."""
     import http.client
     import socket
     import urllib.error
     import urllib.request
 
-    # None: no bound (socket.settimeout and monotonic() + 10**400 raise OverflowError past it).
-    seconds = wait_seconds(timeout, "timeout")
     deadline = float("inf") if seconds is None else time.monotonic() + seconds
     refused_redirect, http_only_redirects = _redirect_handling()
-    opener = urllib.request.build_opener(http_only_redirects)
+    opener = urllib.request.build_opener(http_only_redirects, *_watched_handlers(watchdog))
     request = urllib.request.Request(url.strip(), headers={
         "User-Agent": _USER_AGENT, "Accept": "text/html, text/markdown, text/plain;q=0.9, */*;q=0.5"})
     try:
@@ -266,8 +376,8 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
     limit applies to what it gives.
 
     :param format: ``"markdown"``, ``"text"`` or ``"html"``.
-    :param timeout: seconds for the fetch: each wait on the server ends past it,
-        and so does the body's read as a whole.
+    :param timeout: seconds for the whole fetch (connect, status line, headers,
+        body): past it the fetch ends with an error; one too large to wait is no bound.
     """
     problem = _argument_problem(url, format, timeout)
     if problem is not None:
