@@ -793,3 +793,16 @@ def test_reading_a_file_through_the_server_stays_within_its_bound(tmp_path, boun
                 assert "… [line cut at" in body
 
         anyio.run(main)
+
+
+def test_a_failure_quoting_a_long_value_stays_within_the_bound(store):
+    """Regression (red team Y f02): the server's own failures (an unknown tool) and the tools'
+    (a 100 KB URL) quoted the value whole, past the 8 KiB an answer promises."""
+    async def main():
+        async with Client(create_server(store)) as client:
+            for name, arguments in (("n" * 100000, {}), ("webfetch", {"url": "ftp://" + "u" * 100000})):
+                result = await client.call_tool(name, arguments)
+                assert result.is_error and len(result.content) == 1
+                assert len(text_of(result).encode()) <= 8192 and "characters cut]" in text_of(result)
+
+    anyio.run(main)

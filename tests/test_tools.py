@@ -1418,3 +1418,28 @@ def test_webfetch_timeout_bounds_headers_sent_a_byte_at_a_time(store):
         result = tools.webfetch(store, "s", "c", url, timeout=1)
     assert result.is_error and "did not end within 1 seconds" in result.output, result.output
     assert store.resources("s") == []
+
+
+@pytest.mark.parametrize("answer", [
+    b"HTTP/1.1 503 " + b"R" * 60000 + b"\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 302 Found\r\nLocation: ftp://x/" + b"L" * 60000 + b"\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Type: image/" + b"T" * 60000 + b"\r\nContent-Length: 0\r\n\r\n",
+], ids=["reason", "location", "content-type"])
+def test_webfetch_a_failure_quoting_a_long_server_value_is_bounded(store, answer):
+    """Regression (red team Y f02): a failure quoted what the server sent whole: a 60 KB reason
+    phrase or refused redirect's Location came back as a 60 KB error, past the 8 KiB answers."""
+    url, listener = _raw_server(lambda connection: connection.sendall(answer))
+    with listener:
+        result = tools.webfetch(store, "s", "c", url, timeout=10)
+    assert result.is_error and "\n" not in result.output, result.output[:200]
+    assert len(result.output.encode()) <= tools.MAX_LINE_LENGTH * 4 < 8192, len(result.output)
+    assert "of 600" in result.output and "characters cut]" in result.output  # it says what was cut
+    assert result.output.startswith(("HTTP 503 RRR", "refused a redirect to ftp://x/LLL", "refused: http"))
+
+
+def test_a_failure_quoting_the_models_long_input_is_bounded(store, tmp_path):
+    """Regression (red team Y f02): a 100 KB URL or path came back whole in the error."""
+    for result in (tools.webfetch(store, "s", "c", "ftp://" + "u" * 100000),
+                   tools.call(store, "s", "c", "read", {"path": str(tmp_path / ("p" * 100000))}),
+                   tools.call(store, "s", "c", "grep", {"pattern": "q" * 100000, "path": str(tmp_path)})):
+        assert len(result.output) <= tools.MAX_LINE_LENGTH and "characters cut]" in result.output, result.output[:200]

@@ -64,7 +64,6 @@ from ._frontend import (
     binary_page,
     check_session_id,
     check_timeout,
-    one_line,
     parse_page_uri,
     read_page,
 )
@@ -75,6 +74,7 @@ from .records import SCHEME, Resource, new_id
 from .store import ToolOutputStore
 from .text import renamed_calls
 from .tools import ToolResult
+from .tools._result import message_line
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -159,7 +159,8 @@ def paging_instructions(limits: Any, session: str, read: str = "read", grep: str
 
 
 def _error(message: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=one_line(message))], is_error=True)
+    """A failure for the model: one line, bounded as a tool's own failure is (``message_line``)."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message_line(message))], is_error=True)
 
 
 def _structured(name: str, result: ToolResult) -> dict[str, Any]:
@@ -413,9 +414,9 @@ async def read_resource(store: ToolOutputStore, session: str, uri: str, page: in
         found = await anyio.to_thread.run_sync(functools.partial(_page, store, session, base, offset,
                                                                  page if limit is None else limit))
     except InvalidResourceError as error:
-        raise MCPError(_INVALID_PARAMS, one_line(str(error))) from None
+        raise MCPError(_INVALID_PARAMS, message_line(str(error))) from None
     except OverspillError as error:
-        raise MCPError(_RESOURCE_NOT_FOUND, one_line(str(error))) from None
+        raise MCPError(_RESOURCE_NOT_FOUND, message_line(str(error))) from None
     resource, start, following, content, complete = found
     # next_offset is absent at the end (a read at or past the end is an empty last page).
     meta = {"offset": start, "size": resource.size}
@@ -449,7 +450,7 @@ def _page_request(uri: str) -> tuple[str, int, Optional[int]]:
     try:
         base, offset, limit = parse_page_uri(uri)
     except InvalidResourceError as error:
-        raise MCPError(_INVALID_PARAMS, one_line(str(error))) from None
+        raise MCPError(_INVALID_PARAMS, message_line(str(error))) from None
     return base, offset or 0, limit
 
 

@@ -12,7 +12,8 @@ if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
     from ..store import TruncateResult
 
 __all__ = ["MAX_LINE_LENGTH", "MAX_MATCHES", "MAX_READ_LINES", "MAX_RESPONSE_BYTES", "MAX_SEARCH_BYTES", "ToolResult",
-           "bounded", "failure", "stored_metadata"]
+           "bounded", "failure", "message_line", "shortened_line",
+           "stored_metadata"]
 
 MAX_READ_LINES = 2000
 MAX_LINE_LENGTH = 2000
@@ -40,9 +41,27 @@ class ToolResult:
     metadata: dict[str, Any]
 
 
+def shortened_line(line: str) -> str:
+    """``line`` if it has at most ``MAX_LINE_LENGTH`` characters, the tools' bound on a line; a
+    longer one keeps its start and its end around a note of how much was cut.  A message may quote
+    what a server sent (a reason phrase, a ``Location``) or the model's own input (a URL, a path, a
+    pattern), of any length; cut so, it stays within the default preview's 8 KiB
+    (``MAX_LINE_LENGTH`` characters are at most 8000 UTF-8 bytes)."""
+    if len(line) <= MAX_LINE_LENGTH:
+        return line
+    room = MAX_LINE_LENGTH - 40  # the note takes under 40 characters
+    head = room // 2
+    return f"{line[:head]} …[{len(line) - room} of {len(line)} characters cut]… {line[len(line) - (room - head):]}"
+
+
+def message_line(text: str) -> str:
+    """``text`` as one line (every run of white space one space), shortened by ``shortened_line``."""
+    return shortened_line(" ".join(text.split()))
+
+
 def failure(reason: str, **metadata: Any) -> ToolResult:
-    """A one-line error for the model."""
-    return ToolResult(" ".join(reason.split()), True, False, None, metadata)
+    """A one-line error for the model, bounded by ``message_line``."""
+    return ToolResult(message_line(reason), True, False, None, metadata)
 
 
 def stored_metadata(result: TruncateResult) -> dict[str, Any]:

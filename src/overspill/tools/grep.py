@@ -24,7 +24,7 @@ from ..text import last_newline, view_flags
 from .._binary import file_is_binary
 from ._glob import Overrides
 from ._regex import TIME_LIMIT, Cancelled, Search, compile_pattern
-from ._result import MAX_LINE_LENGTH, MAX_MATCHES, ToolResult, bounded, failure
+from ._result import MAX_LINE_LENGTH, MAX_MATCHES, ToolResult, bounded, failure, shortened_line
 
 __all__ = ["ResourceMatches", "grep", "search_resource"]
 
@@ -116,7 +116,7 @@ def grep(store: ToolOutputStore, session_id: str, tool_call_id: str, pattern: st
     if problem is not None:
         return problem
     if not found.total:
-        return ToolResult(f"no matches for {pattern!r}", False, False, None, {"matches": 0})
+        return ToolResult(shortened_line(f"no matches for {pattern!r}"), False, False, None, {"matches": 0})
     rest = found.total - len(found.lines)
     text = "\n".join(found.lines)
     if rest:
@@ -341,7 +341,7 @@ def _grep_resource(store: ToolOutputStore, session_id: str, tool_call_id: str, u
         return failure(str(error))
     running = {} if found.searched is None else {"complete": False, "searched": found.searched}
     if not found.total:
-        text = f"no matches for {pattern!r} in {uri}"
+        text = shortened_line(f"no matches for {pattern!r} in {uri}")
         if found.searched is not None:
             text += f" so far [{running_note(found.searched)}]"
         return ToolResult(text, False, False, None, {"matches": 0, **running})
