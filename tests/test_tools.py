@@ -1443,3 +1443,38 @@ def test_a_failure_quoting_the_models_long_input_is_bounded(store, tmp_path):
                    tools.call(store, "s", "c", "read", {"path": str(tmp_path / ("p" * 100000))}),
                    tools.call(store, "s", "c", "grep", {"pattern": "q" * 100000, "path": str(tmp_path)})):
         assert len(result.output) <= tools.MAX_LINE_LENGTH and "characters cut]" in result.output, result.output[:200]
+
+
+def test_webfetch_a_deflate_body_whose_first_byte_comes_alone(store):
+    """Regression (red team Y f04): zlib-wrapped deflate was told from raw by the first read alone,
+    and a first byte that arrived by itself was taken for a raw stream: the body failed to decode."""
+    body = zlib.compress(b"deflated text line\n" * 200)
+
+    def split(connection):
+        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Encoding: deflate\r\n"
+                           b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body[:1])
+        time.sleep(0.3)  # the first byte is read by itself
+        connection.sendall(body[1:])
+
+    url, listener = _raw_server(split)
+    with listener:
+        result = tools.webfetch(store, "s", "c", url, timeout=10)
+    assert not result.is_error and result.output.startswith("deflated text line\n"), result.output[:200]
+
+
+def test_webfetch_a_deflate_body_of_one_byte_is_an_error(store, declared_server):
+    """Regression (red team Y f04): a body of one byte, no whole stream in either form, is a cut body."""
+    _DeclaredHandler.ROUTES["/deflate-one-byte"] = ([("Content-Type", "text/plain"),
+                                                     ("Content-Encoding", "deflate")], b"x", None)
+    result = tools.webfetch(store, "s", "c", declared_server + "/deflate-one-byte", timeout=10)
+    assert result.is_error and "ends before its compressed stream does" in result.output, result.output
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "x-gzip", "deflate"])
+def test_webfetch_an_empty_encoded_body_is_an_empty_page(store, declared_server, encoding):
+    """Regression (red team Y f05): an empty body with Content-Encoding gzip (an empty 200, as a 204
+    has) failed with "the gzip body ends before its compressed stream does"; deflate's was empty."""
+    _DeclaredHandler.ROUTES["/empty-" + encoding] = ([("Content-Type", "text/plain"),
+                                                      ("Content-Encoding", encoding)], b"", None)
+    result = tools.webfetch(store, "s", "c", declared_server + "/empty-" + encoding, timeout=10)
+    assert not result.is_error and result.output == "" and result.metadata["bytes"] == 0, result.output

@@ -300,7 +300,10 @@ class _BodyDecoder:
         if name not in ("identity", "gzip", "x-gzip", "deflate"):
             raise _Refused(f"refused: {url} is sent with Content-Encoding {name!r}, which webfetch cannot decode")
         self._inflate: Any = zlib.decompressobj(16 + zlib.MAX_WBITS) if name in ("gzip", "x-gzip") else None
-        self._held = b""  # after a member, a first byte of gzip's magic: the next read says if a member starts
+        # After a gzip member, a first byte of gzip's magic: the next read says if a member starts;
+        # deflate's first byte when it came alone: the second says whether the stream is zlib-wrapped.
+        self._held = b""
+        self._started = False  # whether any byte came: an empty body is an empty page, whatever its encoding
         self._trailing = False  # the bytes after the last member start none: ignored, as gzip(1) ignores them
 
     def feed(self, data: bytes) -> bytes:
@@ -310,9 +313,16 @@ class _BodyDecoder:
         """
         if self._name == "identity":
             return data
+        self._started = self._started or bool(data)
         if self._inflate is None:
-            # deflate is zlib-wrapped as the RFC says, or raw as some servers send it: the header tells.
-            wrapped = len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
+            # deflate is zlib-wrapped as the RFC says, or raw as some servers send it: the two-byte
+            # header tells, so a first byte that came alone waits for the next.
+            data = self._held + data
+            if len(data) < 2:
+                self._held = data
+                return b""
+            self._held = b""
+            wrapped = data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
             self._inflate = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
         out = bytearray()  # many small members in one read: appending stays linear
         while True:
@@ -343,11 +353,11 @@ class _BodyDecoder:
     def finish(self) -> bytes:
         """What the decoder still holds.
 
-        :raises zlib.error: the body ended inside its compressed stream.
+        :raises zlib.error: the body ended inside its compressed stream (a lone byte is no whole one).
         """
-        if self._name == "identity" or self._inflate is None:
+        if self._name == "identity" or not self._started:
             return b""
-        if not self._inflate.eof:
+        if self._inflate is None or not self._inflate.eof:
             raise zlib.error(f"the {self._name} body ends before its compressed stream does")
         return self._inflate.flush()
 
