@@ -1478,3 +1478,21 @@ def test_webfetch_an_empty_encoded_body_is_an_empty_page(store, declared_server,
                                                       ("Content-Encoding", encoding)], b"", None)
     result = tools.webfetch(store, "s", "c", declared_server + "/empty-" + encoding, timeout=10)
     assert not result.is_error and result.output == "" and result.metadata["bytes"] == 0, result.output
+
+
+@pytest.mark.parametrize(("label", "body"), [
+    ("utf-16", "café".encode()), ("UTF-16LE", "café".encode()), ("utf-16be", "café".encode()),
+    ("unicodeFFFE", "café".encode()), ("x-user-defined", b"caf\xe9")])
+def test_webfetch_a_meta_naming_utf16_is_read_as_utf8(store, declared_server, label, body):
+    """Regression (red team Y f03): a page whose <meta> names UTF-16 (no charset in the headers) was
+    decoded as UTF-16, its text garbled; HTML's prescan reads such a page as UTF-8 (its <meta> was
+    read as ASCII), and x-user-defined as windows-1252.  A header's UTF-16 is still UTF-16."""
+    path = "/meta-" + label
+    page = b'<html><head><meta charset="' + label.encode() + b'"></head><body><p>' + body + b"</p></body></html>"
+    _DeclaredHandler.ROUTES[path] = ([("Content-Type", "text/html")], page, None)
+    result = tools.webfetch(store, "s", "c", declared_server + path, format="text", timeout=10)
+    assert not result.is_error and result.output.strip() == "café", result.output
+    _DeclaredHandler.ROUTES["/header-utf-16"] = ([("Content-Type", "text/html; charset=utf-16-le")],
+                                                 "<p>café</p>".encode("utf-16-le"), None)
+    result = tools.webfetch(store, "s", "c", declared_server + "/header-utf-16", format="text", timeout=10)
+    assert not result.is_error and result.output.strip() == "café", result.output

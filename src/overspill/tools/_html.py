@@ -62,10 +62,23 @@ _START_BOUND = 2**31
 _MAX_NESTING = 20
 
 
+# The WHATWG Encoding Standard's labels of UTF-16LE and UTF-16BE.  HTML's prescan reads a <meta>
+# naming one of them as UTF-8 (a page whose <meta> could be read as ASCII is no UTF-16), and
+# x-user-defined as windows-1252.
+_META_AS_UTF8 = frozenset(("csunicode", "iso-10646-ucs-2", "ucs-2", "unicode", "unicodefeff", "utf-16", "utf-16le",
+                           "unicodefffe", "utf-16be"))
+
+
 def sniff_charset(head: bytes) -> Optional[str]:
-    """The charset a ``<meta>`` tag declares in the first bytes of a page, if any."""
+    """The charset a ``<meta>`` tag declares in the first bytes of a page, if any, as HTML's
+    prescan takes it: a UTF-16 label is UTF-8, x-user-defined windows-1252."""
     match = _META_CHARSET.search(head[:4096])
-    return match.group(1).decode("ascii") if match else None
+    if match is None:
+        return None
+    label = match.group(1).decode("ascii")
+    if label.lower() in _META_AS_UTF8:
+        return "utf-8"
+    return "windows-1252" if label.lower() == "x-user-defined" else label
 
 
 def _list_start(value: Optional[str]) -> int:
