@@ -1496,3 +1496,22 @@ def test_webfetch_a_meta_naming_utf16_is_read_as_utf8(store, declared_server, la
                                                  "<p>café</p>".encode("utf-16-le"), None)
     result = tools.webfetch(store, "s", "c", declared_server + "/header-utf-16", format="text", timeout=10)
     assert not result.is_error and result.output.strip() == "café", result.output
+
+
+@pytest.mark.parametrize("format", ["markdown", "text"])
+def test_webfetch_a_page_converted_past_the_limit_is_cut_and_says_so(store, declared_server, format):
+    """Regression (red team Y, also): HTML to Markdown can make a page many times its size (a
+    "> " per level on each short line of a <pre> deep in quotes): a 400 KB page became 8.4 MB of
+    stored text, though the schema promises at most 5 MB of text."""
+    page = b"<blockquote>" * 20 + b"<pre>" + "é\n".encode() * 200000 + b"</pre>"
+    _DeclaredHandler.ROUTES["/grows"] = ([("Content-Type", "text/html")], page, None)
+    result = tools.webfetch(store, "s", "c", declared_server + "/grows", format=format, timeout=30)
+    assert not result.is_error and result.resource is not None, result.output[:200]
+    limit = tools.MAX_RESPONSE_BYTES
+    if format == "text":  # text has no quote prefixes: it stays whole
+        assert "cut" not in result.metadata and result.resource.size < limit
+        return
+    assert result.metadata["cut"] and limit < result.resource.size < limit + 200
+    stored = (store.directory / f"{result.resource.id}.txt").read_bytes()
+    stored.decode("utf-8")  # cut at a character: still valid UTF-8
+    assert stored.endswith(b'cut at the 5242880-byte limit; format "html" gives the whole page]')

@@ -362,15 +362,34 @@ class _BodyDecoder:
         return self._inflate.flush()
 
 
-def _as_text(response: _Response, html_as: Optional[tuple[Callable[[str], str], str]]) -> tuple[str, str]:
-    """The body decoded, an HTML one converted by ``html_as`` (the converter
-    and its MIME type; None keeps the HTML), and the MIME type."""
+def _within_limit(text: str, format: str) -> tuple[str, bool]:
+    """``text`` (a converted page) cut to ``MAX_RESPONSE_BYTES`` UTF-8 bytes at a character
+    boundary, with a last line saying so, and whether it was cut.  Conversion can make a page
+    many times its size (each short line of a ``<pre>`` deep in quotes gets a ``> `` per level),
+    and the schema promises at most 5 MB of text."""
+    if len(text) <= MAX_RESPONSE_BYTES // 4:  # a character is at most 4 bytes: it fits
+        return text, False
+    # Each character that cannot be encoded is one "?": the characters of the prefix are the text's.
+    data = text.encode("utf-8", "replace")
+    if len(data) <= MAX_RESPONSE_BYTES:
+        return text, False
+    kept = len(data[:MAX_RESPONSE_BYTES].decode("utf-8", "ignore"))  # a character cut in two is left out
+    return (text[:kept] + f"\n[webfetch: the page as {format} is {len(data)} bytes, cut at the "
+            f"{MAX_RESPONSE_BYTES}-byte limit; format \"html\" gives the whole page]"), True
+
+
+def _as_text(response: _Response, html_as: Optional[tuple[Callable[[str], str], str]],
+             format: str = "html") -> tuple[str, str, bool]:
+    """The body decoded, an HTML one converted by ``html_as`` (the converter and its MIME
+    type; None keeps the HTML) and cut to ``MAX_RESPONSE_BYTES`` (``_within_limit``), the
+    MIME type and whether the conversion was cut."""
     is_html = response.content_type in _HTML_TYPES
     text = _decoded(response.body, response.charset, is_html)
     if is_html and html_as is not None:
         convert, mime = html_as
-        return convert(text), mime
-    return text, response.content_type
+        converted, cut = _within_limit(convert(text), format)
+        return converted, mime, cut
+    return text, response.content_type, False
 
 
 def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: str, *,
@@ -383,7 +402,8 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
     HTML becomes Markdown (``"markdown"``) or text (``"text"``), or is kept
     (``"html"``), decoded by its byte-order mark, else its declared charset
     (UTF-8 when it names none, or no text codec).  A gzip or deflate ``Content-Encoding`` is undone, and the
-    limit applies to what it gives.
+    limit applies to what it gives.  A page that conversion makes larger than the limit
+    is cut there, at a character, with a last line saying so (``metadata["cut"]``).
 
     :param format: ``"markdown"``, ``"text"`` or ``"html"``.
     :param timeout: seconds for the whole fetch (connect, status line, headers,
@@ -399,7 +419,9 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
         response = _fetch(url, timeout)
     except _Refused as refusal:
         return failure(str(refusal))
-    text, mime = _as_text(response, html_as)
+    text, mime, cut = _as_text(response, html_as, format)
     metadata = {"url": response.url, "status": response.status, "content_type": response.content_type,
                 "bytes": len(response.body)}
+    if cut:
+        metadata["cut"] = True
     return bounded(store.truncate(session_id, tool_call_id, text, mime=mime), **metadata)
