@@ -542,3 +542,51 @@ def test_a_long_line_signal_never_starts_inside_an_escape_sequence(tmp_path, col
     assert "ERROR: red" in shown and not shown.startswith(("31m", "1;31m", "5;196m", "196m"))
     view = text_module.shown_text(data[offset : offset + 1000], text_module.view_flags(["ansi", "cr"])).strip()
     assert view.startswith(shown.rstrip("…")), (view[:40], shown[:40])
+
+
+def _bars(count: int, name: str, fill: str, colour: bool, last: bytes = b"") -> bytes:
+    """``count`` tqdm-style bars, each one line of 21 ``\\r`` redraws from 0 % to 100 %
+    (``colour``: with SGR colours and ``ESC[K``; ``last``: bytes after the final redraw)."""
+    lines = []
+    for j in range(count):
+        line = b""
+        for i in range(21):
+            state = f"{name} {j:03d}: {5 * i:3d}%|{fill * (2 * i):<40}| {i}/20 [00:00<00:00, 9000.00it/s]"
+            if colour:
+                state = f"\x1b[1;32m{state[:12]}\x1b[0m{state[12:]}\x1b[K"
+            line += b"\r" + state.encode()
+        lines.append(line + last + b"\n")
+    return b"".join(lines)
+
+
+@pytest.mark.parametrize("data", [
+    _bars(300, "fetch pkg", "#", False),
+    _bars(300, "fetch pkg データ", "\u2588", False),
+    _bars(300, "fetch pkg", "\u2588", True),
+    _bars(300, "fetch pkg", "#", True, b"\r\x1b[K"),  # a final empty redraw: the state before it stays
+    _bars(300, "fetch pkg データ", "#", False, b"\r"),
+], ids=["ascii", "utf-8", "ansi", "ansi-cleared", "final-cr"])
+def test_a_head_cut_inside_a_redrawn_line_shows_its_final_state(tmp_path, data):
+    # Regression (red team Z, f01): a head cut inside a line of \r redraws (a tqdm bar) was the
+    # view of the stored bytes up to a raw offset before the line's last redraw: the head ended
+    # with "fetch pkg-002 データ:   2%|" - a state overwritten, never shown in the view of the
+    # whole output, where the bar ends at 100 %.  The head now ends inside the final state (or at
+    # the line's start), and is still exactly the view of the stored bytes before the marker's offset.
+    flags = text_module.view_flags(["ansi", "cr"])
+    view_lines = text_module.shown_text(data, flags).split("\n")
+    finals = 0
+    with ToolOutputStore(tmp_path, durable=False) as s:
+        for max_lines, max_bytes in ((400, 300), (400, 700), (400, 1024), (400, 2048), (400, 8192), (6, 700),
+                                     (3, 8192), (2, 150)):
+            found = view_preview(data, max_lines, max_bytes, flags, text_module.line_slack(max_bytes))
+            result = s.truncate("s", f"c{max_lines}-{max_bytes}", data, max_lines=max_lines, max_bytes=max_bytes)
+            head, marker, _, _ = parts(result.content)
+            assert found.truncated and result.next_offset == int(marker.group(3))
+            for shown, offset in ((found.head, found.head_end), (head, result.next_offset)):
+                assert text_module.shown_text(data[:offset], flags) in (shown, shown + "\n"), (max_lines, max_bytes)
+                assert len(shown.encode()) <= max_bytes and shown.count("\n") <= max_lines
+                for index, line in enumerate(shown.rstrip("\n").split("\n")):
+                    assert view_lines[index].startswith(line), (max_lines, max_bytes, line, view_lines[index])
+            last = found.head.split("\n")[-1]
+            finals += "100%" in last
+    assert finals >= 3  # most of these cuts show a part of the final state, not just stop at the line's start

@@ -13,7 +13,7 @@ import sys
 
 from . import _kernels
 from ._buffers import ESCAPE as ESCAPE_SEQUENCE
-from ._buffers import TOKEN_ENDS, VIEW_ANSI, BytesLike, byte_view
+from ._buffers import TOKEN_ENDS, VIEW_ANSI, VIEW_CR, BytesLike, byte_view
 from .text import Preview, preview_from_cuts, shown_size, shown_text
 
 TYPE_CHECKING = False
@@ -112,20 +112,84 @@ def _cut_head(view: memoryview, shown: bytes, stop: int, raw: bytes, share: int,
     line = _line_start(raw, shown.count(b"\n", 0, line_view))
     if cut == line_view:
         return line, str(shown[:cut], "utf-8", "replace")
-    # Mid-line: the line's view is no longer than its stored bytes, so taking
-    # the remaining budget in stored bytes keeps the head within the share.
+    # Mid-line: the head ends inside the line's final state (what follows its
+    # last \r redraw): cut at an earlier offset, the view of the stored prefix
+    # would be a redraw the line overwrites (a bar at 2 % that ends at 100 %).
+    # The final state's view is no longer than its stored bytes, so taking the
+    # remaining budget in stored bytes keeps the head within the share.
     remaining = share - line_view
-    line_end = raw.find(b"\n", line)
-    line_end = len(raw) if line_end < 0 else line_end
-    end = _kernels.page_bounds(view, line, remaining, True)[1]
-    if end - line > remaining:
-        end = line
+    line_end, start = _final_state(view, raw, line, flags)
+    if start < 0:
+        return line, str(shown[:line_view], "utf-8", "replace")
+    end = _kernels.page_bounds(view, start, remaining, True)[1]
+    if end - start > remaining:
+        end = start
     end = min(end, line_end)
-    if slack and line < end < line_end:
-        end = _token_end_before(view, line, max(line, end - slack), end, flags)
+    if slack and start < end < line_end:
+        end = _token_end_before(view, line, max(start, end - slack), end, flags)
     if flags & VIEW_ANSI:
         end = _before_escape(view, line, end)  # back, not forward: the head stays within its share
+    if start > line and not _viewed(view[start:end], flags):
+        # Nothing of the final state fits (or only escapes): its \r alone would show the redraw before it.
+        end = line
     return end, str(shown[:line_view] + _viewed(view[line:end], flags), "utf-8", "replace")
+
+
+# How many \r a look for a line's final state passes over (empty redraws, \r inside escape sequences)
+# before the head ends at the line's start instead.
+_REDRAWS_PASSED = 64
+
+
+def _final_state(view: memoryview, raw: bytes, line: int, flags: int) -> tuple[int, int]:
+    """Where the line starting at ``line`` ends (its newline, or the data's
+    end) and where its final state starts: what its view shows, the last
+    non-empty segment between lone \\r (``view_bytes``), is the view of
+    ``view[start:end]`` for every ``end`` in it.  ``start`` is ``line`` when
+    the line has no redraw (or the flags collapse none); -1 when the look
+    back passes over more than ``_REDRAWS_PASSED`` \\r without finding it.
+    ``raw`` is ``view``'s first bytes.
+
+    A \\r inside an escape sequence (an OSC string) is removed with it
+    (``VIEW_ANSI``) and separates nothing.  Whether the line is redrawn after
+    the cut is known only at its end: the look for its last \\r reads on to
+    its newline (memory speed, a window at a time).
+    """
+    line_end = raw.find(b"\n", line)
+    if not flags & VIEW_CR:
+        return (len(raw) if line_end < 0 else line_end), line
+    if line_end >= 0:
+        last = raw.rfind(b"\r", line, line_end)
+        escapes = b"\x1b" in raw[line:line_end]
+    else:
+        size = len(view)
+        low, reach, last, escapes = line, ESCAPE_REACH, -1, False
+        while True:
+            high = min(size, low + reach)
+            window = view[low:high].tobytes()
+            newline = window.find(b"\n")
+            found = window.rfind(b"\r", 0, len(window) if newline < 0 else newline)
+            if found >= 0:
+                last = low + found
+            escapes = escapes or b"\x1b" in (window if newline < 0 else window[:newline])
+            if newline >= 0 or high == size:
+                line_end = low + newline if newline >= 0 else size
+                break
+            low, reach = high, min(reach * 4, _SCAN_BYTES)
+    if last < 0:
+        return line_end, line
+    ansi = bool(flags & VIEW_ANSI) and escapes
+    segment_end = line_end
+    for _ in range(_REDRAWS_PASSED):
+        if last < 0:
+            return line_end, line  # the first segment is the final state
+        if ansi and _covering(view, line, last) != (last, last):
+            pass  # inside an escape sequence: no redraw
+        elif _viewed(view[last + 1 : segment_end], flags):
+            return line_end, last + 1
+        else:
+            segment_end = last  # an empty redraw (or the \r of a \r\n): the one before shows
+        last = _last_of(view, line, last, b"\r")
+    return line_end, -1
 
 
 def _token_end_before(view: memoryview, line: int, low: int, cut: int, flags: int) -> int:
