@@ -1266,3 +1266,14 @@ def _running_and_lost(store, letters: str, data: bytes) -> list:
         writer.seal()
         writers.append(writer)
     return writers
+
+
+@pytest.mark.parametrize("pattern", ["a{99999999999}", "(" * 5000])
+def test_cli_grep_refuses_an_uncompilable_pattern_with_exit_2(cli, pattern):
+    """Regression (red team V f01): a pattern ``re`` refuses with OverflowError or RecursionError
+    printed a traceback and exited 1 ("no matches"); it is a one-line usage error, exit 2."""
+    uri = uri_in(cli("run", "--", "seq 1 100000").stdout)
+    refused = cli("grep", uri, pattern)
+    assert refused.returncode == 2, refused.stderr[-300:]
+    assert refused.stderr.decode().startswith("overspill: error: invalid pattern '")
+    assert b"Traceback" not in refused.stderr and refused.stderr.count(b"\n") == 1

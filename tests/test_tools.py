@@ -1515,3 +1515,22 @@ def test_webfetch_a_page_converted_past_the_limit_is_cut_and_says_so(store, decl
     stored = (store.directory / f"{result.resource.id}.txt").read_bytes()
     stored.decode("utf-8")  # cut at a character: still valid UTF-8
     assert stored.endswith(b'cut at the 5242880-byte limit; format "html" gives the whole page]')
+
+
+@pytest.mark.parametrize("pattern", ["a{99999999999}", "(" * 5000])
+def test_grep_and_wait_refuse_an_uncompilable_pattern_in_one_line(store, tmp_path, pattern):
+    """Regression (red team V f01): a pattern ``re`` refuses with OverflowError (a repeat count
+    too large) or RecursionError (groups nested too deeply) rather than ``re.error`` escaped grep
+    (stored output or files) and wait as a raw exception; it is an "invalid pattern" error."""
+    stored = store.truncate("s", "c", "\n".join(map(str, range(5000))))
+    (tmp_path / "notes.txt").write_text("alpha\n")
+    handle = tools.call(store, "s", "c", "bash", {"command": "echo ready; sleep 30", "background": True,
+                                                  "yield_after": 0})
+    try:
+        for name, arguments in [("grep", {"resource": stored.resource.uri}), ("grep", {"path": str(tmp_path)}),
+                                ("wait", {"resource": handle.resource.uri, "timeout": 0})]:
+            result = tools.call(store, "s", "c", name, {"pattern": pattern, **arguments})
+            assert result.is_error and result.output.startswith("invalid pattern '"), (name, result.output[:100])
+            assert "\n" not in result.output and len(result.output) <= tools.MAX_LINE_LENGTH
+    finally:
+        tools.call(store, "s", "c", "kill", {"resource": handle.resource.uri})

@@ -47,11 +47,21 @@ def compile_pattern(pattern: str, flags: int = 0) -> re.Pattern[str]:
     meaning a later version may change (``[[:alpha:]]``, ``[a&&b]``): the
     pattern is the model's, and the warning would reach the host's stderr.
 
+    A pattern ``re`` cannot compile for other reasons than its syntax (a repeat
+    count past what ``re`` can hold, ``a{99999999999}``: OverflowError; groups
+    nested deeper than its recursive parser goes: RecursionError) is refused
+    the same way: every caller catches ``re.error`` and tells the model in one line.
+
     :raises re.error: an invalid pattern.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        return re.compile(pattern, flags)
+        try:
+            return re.compile(pattern, flags)
+        except OverflowError as error:
+            raise re.error(str(error) or "a number in it is too large") from None
+        except RecursionError:
+            raise re.error("it nests too deeply") from None
 
 
 class Cancelled(Exception):
