@@ -1534,3 +1534,19 @@ def test_grep_and_wait_refuse_an_uncompilable_pattern_in_one_line(store, tmp_pat
             assert "\n" not in result.output and len(result.output) <= tools.MAX_LINE_LENGTH
     finally:
         tools.call(store, "s", "c", "kill", {"resource": handle.resource.uri})
+
+
+def test_wait_notes_quote_a_long_pattern_shortened(store):
+    """Regression (red team V f02): wait's "[pattern '…' not seen in the new output]" (and "found
+    at") note quoted the model's pattern whole: a 100 KB pattern gave a 100 KB answer, past the
+    preview's 8 KiB.  The note is cut as a failure's line is."""
+    handle = tools.call(store, "s", "c", "bash", {"command": "echo ready; sleep 30", "background": True,
+                                                  "yield_after": 0})
+    try:
+        for pattern, seen in [("q" * 100_000, "not seen in the new output]"), ("ready|" + "q" * 100_000, "found at")]:
+            result = tools.call(store, "s", "c", "wait", {"resource": handle.resource.uri, "pattern": pattern,
+                                                          "timeout": 0 if "ready" not in pattern else 30, "offset": 0})
+            assert not result.is_error, result.output[:200]
+            assert len(result.output) < 8192 and seen in result.output and "characters cut]" in result.output
+    finally:
+        tools.call(store, "s", "c", "kill", {"resource": handle.resource.uri})

@@ -24,7 +24,7 @@ from ..config import Limits
 from ..errors import OverspillError, SearchError
 from ..records import Record
 from ..store import ToolOutputStore
-from ._result import ToolResult, failure, stored_metadata
+from ._result import ToolResult, failure, shortened_line, stored_metadata
 from .._binary import SNIFF_BYTES, output_is_binary
 from .bash import CommandOutput, describe_binary, start_failure, strip_final_newline
 
@@ -269,11 +269,12 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
         omitted = {"omitted_offset": next_offset}
         next_offset = shown.resource.size
     notes = []
+    # A note quoting the model's pattern (of any length) is cut as a failure's line is: within the preview's bound.
     if too_slow is not None:  # the output and the state are still news; the search is what failed
-        notes.append(f"[{too_slow}]")
+        notes.append(shortened_line(f"[{too_slow}]"))
     elif pattern is not None:
-        notes.append(f"[pattern {pattern!r} found at byte offset {found}]" if found is not None
-                     else f"[pattern {pattern!r} not seen in the new output]")
+        notes.append(shortened_line(f"[pattern {pattern!r} found at byte offset {found}]" if found is not None
+                                    else f"[pattern {pattern!r} not seen in the new output]"))
     elif record.state == "running":
         notes.append(f"[waited {limit:g} s]")
     # New stored bytes, or past the stored copy (max_stored_bytes) the output's true end.
