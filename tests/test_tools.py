@@ -1550,3 +1550,23 @@ def test_wait_notes_quote_a_long_pattern_shortened(store):
             assert len(result.output) < 8192 and seen in result.output and "characters cut]" in result.output
     finally:
         tools.call(store, "s", "c", "kill", {"resource": handle.resource.uri})
+
+
+def test_grep_files_with_a_pattern_or_glob_too_long_for_an_argument(store, tmp_path, monkeypatch):
+    """Regression (red team V f03): a pattern or glob over the kernel's 128 KiB limit on one
+    argument made starting rg fail with E2BIG, a raw OSError out of grep; it is searched in
+    Python, with the lines rg would have given."""
+    if shutil.which("rg") is None:
+        pytest.skip("rg is not on PATH")
+    (tmp_path / "a.txt").write_text("hay\nneedle here\n")
+    (tmp_path / "b.md").write_text("needle too\n")
+    long_pattern = "needle|" + "q" * 140_000
+    long_glob = "{*.txt," + "x" * 140_000 + "}"
+    real = grep_module._ripgrep
+    for pattern, glob, expected in [(long_pattern, None, "a.txt:2:needle here\nb.md:1:needle too"),
+                                    ("needle", long_glob, "a.txt:2:needle here")]:
+        monkeypatch.setattr(grep_module, "_ripgrep", real)
+        result = tools.grep(store, "s", "c", pattern, glob=glob, cwd=tmp_path)
+        assert not result.is_error and result.output == expected, result.output[:200]
+        monkeypatch.setattr(grep_module, "_ripgrep", lambda: None)
+        assert tools.grep(store, "s", "c", pattern, glob=glob, cwd=tmp_path).output == expected

@@ -492,7 +492,8 @@ def _search_files(root: Path, shown_root: str, regex: re.Pattern[str], pattern: 
 
 
 class _RefusedByRipgrep(Exception):
-    """rg's regex engine does not take a pattern that Python's re does, or would give it another meaning."""
+    """rg's regex engine does not take a pattern that Python's re does, or would give it another meaning,
+    or rg cannot be started with it (a pattern or glob past the kernel's limit on one argument)."""
 
 
 # One token of a Python pattern, for ripgrep_pattern: an escape, a class, a group's opening (with
@@ -574,8 +575,9 @@ def _ripgrep_search(ripgrep: str, shown_root: str, pattern: str, glob: Optional[
                     cwd: PathArg, found: _Matches) -> Optional[ToolResult]:
     """The search of ``_search_files`` by ``rg``: None when it ran, else the failure for the model.
 
-    :raises _RefusedByRipgrep: rg's engine refused the pattern (Python's re took it): nothing was
-        searched, and the caller searches in Python.
+    :raises _RefusedByRipgrep: rg's engine refused the pattern (Python's re took it), or rg could
+        not be started (an argument too long for the kernel): nothing was searched, and the caller
+        searches in Python.
     """
     # Search what the Python fallback searches: hidden and ignored files too, never .git. --null
     # puts a NUL after the file's name: a result line always has one, rg's notice of a binary file
@@ -597,6 +599,12 @@ def _ripgrep_search(ripgrep: str, shown_root: str, pattern: str, glob: Optional[
     command += ["--regexp", translated, "--", shown_root]
     try:
         completed = subprocess.run(command, cwd=cwd, capture_output=True, timeout=_RIPGREP_TIMEOUT)
+    except OSError:
+        # rg could not be started: mostly a pattern or glob past the kernel's limit on one argument
+        # (128 KiB: E2BIG), which rg has no other way to take (--glob has no file form; -f reads one
+        # pattern a line and drops a final \r), or rg gone since it was found. The Python search
+        # searches the same files for the same lines.
+        raise _RefusedByRipgrep from None
     except subprocess.TimeoutExpired:
         return failure(f"grep stopped after {_RIPGREP_TIMEOUT} s; narrow the path or glob")
     if completed.returncode not in (0, 1):
