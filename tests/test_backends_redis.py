@@ -364,3 +364,25 @@ def test_a_damaged_sessions_key_is_rebuilt_not_hiding_sessions_nor_failing_write
     finally:
         for node in servers:
             node.stop()
+
+
+def test_run_with_spill_to_a_server_gone_away_does_not_start_the_command(server, tmp_path):
+    """Regression (red team V f04): ``run``/``arun`` with ``spill=`` on a Redis store whose server
+    had stopped ran the command to its end, then raised StorageError when the output first
+    spilled (its effects done, its exit code and output lost).  As the bash tool does, the
+    store is pinged first: StorageError, and the command is not run."""
+    import asyncio
+
+    from overspill import arun, run
+
+    with ToolOutputStore(url=server.url) as store:
+        store.truncate("s", "warm", "the store was reached once")
+        server.stop()
+        for name, call in (("run", lambda command: run(command, spill=(store, "s", "c1"))),
+                           ("arun", lambda command: asyncio.run(arun(command, spill=(store, "s", "c2"))))):
+            marker = tmp_path / name
+            failed = returns(lambda: call(f"touch {marker}; seq 1 100000"))
+            assert isinstance(failed, StorageError) and server.address in str(failed), (name, failed)
+            assert not marker.exists(), f"{name} ran the command on a store it could not reach"
+        kept = run(f"touch {tmp_path / 'unspilled'}; seq 1 10")  # without spill nothing needs the store
+        assert kept.exit_code == 0 and (tmp_path / "unspilled").exists()

@@ -26,7 +26,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and dataclasses cost ``overspill run``'s start-up; annotations are never evaluated
     import threading
     from collections.abc import Iterable, Iterator
-    from typing import Optional, Union
+    from typing import Callable, Optional, Union
 
     from ._spawn import Child
     from .records import Resource
@@ -189,7 +189,9 @@ class RunningCommand:
                  env: Optional[Mapping[str, str]], timeout: Optional[float], stdin: Optional[Union[bytes, str]],
                  max_output_bytes: int, max_error_bytes: int, keep: str,
                  abort: Optional[threading.Event] = None, merge_stderr: bool = False,
-                 inherit_stdin: bool = False) -> None:
+                 inherit_stdin: bool = False, before_start: Optional[Callable[[], None]] = None) -> None:
+        """Check every argument, call ``before_start`` (an exception from it starts nothing),
+        then start the command."""
         if isinstance(command, str):
             argv: Union[str, list[str]] = os_string(command, "command")
             shell = True
@@ -221,6 +223,8 @@ class RunningCommand:
         self._kill_at: Optional[float] = None
         self._killed = False
         self._ends_with_newline = False
+        if before_start is not None:  # the arguments are good; what else must hold comes before the start
+            before_start()
         self._started = time.monotonic()
         # Its own session and process group, so a timeout reaches grandchildren.
         self._process = spawn(argv, cwd=cwd, env=env, feed_stdin=self._stdin is not None,
@@ -437,8 +441,12 @@ def _spill_target(spill: object) -> Optional[Spill]:
 def _run(command: Command, *, cwd, env, timeout, stdin, max_output_bytes, max_error_bytes, keep, spill,
          merge_stderr, abort: Optional[threading.Event] = None) -> ProcessResult:
     target = _spill_target(spill)
+    # A store server that cannot be reached fails now, before the command runs (as the bash tool's
+    # rule is): found only when the output first spills, the command would have run, its effects
+    # done, and its exit code and output been lost with the error.
     capture = RunningCommand(command, cwd=cwd, env=env, timeout=timeout, stdin=stdin, max_output_bytes=max_output_bytes,
-                             max_error_bytes=max_error_bytes, keep=keep, abort=abort, merge_stderr=merge_stderr)
+                             max_error_bytes=max_error_bytes, keep=keep, abort=abort, merge_stderr=merge_stderr,
+                             before_start=None if target is None else target[0].ping)
     if target is None:
         capture.drain()
         return capture.result()
@@ -487,7 +495,11 @@ def run(command: Command, *, cwd: Optional[Union[str, os.PathLike[str]]] = None,
         message names the argument; nothing was started.
     :raises OSError: the command could not be started (for example, a missing
         program or ``cwd``).
-    :raises StorageError: spilling failed; the process was killed.
+    :raises StorageError: with ``spill``, a store server that cannot be reached
+        (checked with ``store.ping()`` before the command starts: nothing was
+        run); or storing the output failed while the command ran (the store
+        went away, the disk filled): its process group was killed if it was
+        still running, and its exit code and output are not returned.
     """
     return _run(command, cwd=cwd, env=env, timeout=timeout, stdin=stdin, max_output_bytes=max_output_bytes,
                 max_error_bytes=max_error_bytes, keep=keep, spill=spill, merge_stderr=merge_stderr)
