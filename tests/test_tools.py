@@ -1570,3 +1570,33 @@ def test_grep_files_with_a_pattern_or_glob_too_long_for_an_argument(store, tmp_p
         assert not result.is_error and result.output == expected, result.output[:200]
         monkeypatch.setattr(grep_module, "_ripgrep", lambda: None)
         assert tools.grep(store, "s", "c", pattern, glob=glob, cwd=tmp_path).output == expected
+
+
+@pytest.mark.parametrize("length", [2001, 10**5, 10**7 + 1961, 2 * 10**7])
+def test_a_shortened_line_is_at_most_max_line_length_whatever_the_count_it_names(length: int) -> None:
+    # The note names the count it cut: with eight-digit counts it took more than the 40 characters
+    # set aside for it, and the line came out at 2001 characters.
+    from overspill.tools._result import failure, shortened_line
+
+    line = "a" * (length // 2) + "é" + "b" * (length - length // 2 - 1)
+    shortened = shortened_line(line)
+    assert len(shortened) <= tools.MAX_LINE_LENGTH, len(shortened)
+    assert shortened.startswith("a" * 900) and shortened.endswith("b" * 900)
+    assert f" of {length} characters cut]" in shortened
+    assert len(failure(line).output) <= tools.MAX_LINE_LENGTH
+
+
+def test_grep_no_match_of_a_running_output_is_one_bounded_line(tmp_path) -> None:
+    # The "so far [...]" note was appended after the line was cut: 2,130 characters.
+    with ToolOutputStore(tmp_path) as store:
+        started = tools.call(store, "s", "c", "bash", {"command": "printf 'start\\n'; sleep 30",
+                                                        "background": True, "yield_after": 0})
+        uri = started.resource.uri
+        try:
+            assert wait_until(lambda: store.status("s", uri).resource.size >= 6)
+            found = tools.call(store, "s", "g", "grep", {"resource": uri, "pattern": "zz" * 3000})
+            assert found.output.startswith("no matches for 'zzzz")
+            assert "\n" not in found.output and len(found.output) <= tools.MAX_LINE_LENGTH, len(found.output)
+            assert "so far [" in found.output
+        finally:
+            tools.call(store, "s", "k", "kill", {"resource": uri})

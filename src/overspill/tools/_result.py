@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._frontend import one_line
 from .._frozen import frozen
 
 TYPE_CHECKING = False
@@ -49,14 +50,20 @@ def shortened_line(line: str) -> str:
     (``MAX_LINE_LENGTH`` characters are at most 8000 UTF-8 bytes)."""
     if len(line) <= MAX_LINE_LENGTH:
         return line
-    room = MAX_LINE_LENGTH - 40  # the note takes under 40 characters
+    # The note's length depends on the count it gives, which depends on the room the note leaves:
+    # sized with the line's own length in both places, it is never shorter than the final one.
+    room = MAX_LINE_LENGTH - len(_cut_note(len(line), len(line)))
     head = room // 2
-    return f"{line[:head]} …[{len(line) - room} of {len(line)} characters cut]… {line[len(line) - (room - head):]}"
+    return f"{line[:head]}{_cut_note(len(line) - room, len(line))}{line[len(line) - (room - head):]}"
+
+
+def _cut_note(cut: int, whole: int) -> str:
+    return f" …[{cut} of {whole} characters cut]… "
 
 
 def message_line(text: str) -> str:
-    """``text`` as one line (every run of white space one space), shortened by ``shortened_line``."""
-    return shortened_line(" ".join(text.split()))
+    """``text`` as one line (``one_line``), shortened by ``shortened_line``."""
+    return shortened_line(one_line(text))
 
 
 def failure(reason: str, **metadata: Any) -> ToolResult:

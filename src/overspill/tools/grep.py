@@ -341,10 +341,10 @@ def _grep_resource(store: ToolOutputStore, session_id: str, tool_call_id: str, u
         return failure(str(error))
     running = {} if found.searched is None else {"complete": False, "searched": found.searched}
     if not found.total:
-        text = shortened_line(f"no matches for {pattern!r} in {uri}")
+        text = f"no matches for {pattern!r} in {uri}"
         if found.searched is not None:
             text += f" so far [{running_note(found.searched)}]"
-        return ToolResult(text, False, False, None, {"matches": 0, **running})
+        return ToolResult(shortened_line(text), False, False, None, {"matches": 0, **running})
     text = "\n".join(found.lines) + f"\n[{found.total} matching line{'s' if found.total != 1 else ''}"
     if found.total > found.listed:
         # Raising max_matches helps only below the most the schema allows; past it, only a narrower pattern does.
