@@ -265,3 +265,18 @@ def test_a_unix_socket_url_reaches_the_server(tmp_path, scheme):
             ToolOutputStore(url=f"{scheme}://{tmp_path}/nothing-here.sock")
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("count", ["1000000000000", "10001", "0"])
+def test_max_connections_past_its_bound_is_a_config_error_naming_it(count):
+    """Regression (red team W f01): ``?max_connections=1000000000000`` passed the URL check,
+    then the store's constructor spun at 100 % CPU for ever (redis-py's blocking pool fills a
+    queue with one slot per allowed connection). It is bounded (1 to 10,000) and refused
+    before anything connects, naming the option."""
+    from overspill.backends._redis_url import MAX_CONNECTIONS, parse_redis_url
+
+    with pytest.raises(ConfigError, match=f"max_connections={count!r} must be an integer from 1 to 10000"):
+        parse_redis_url(f"redis://127.0.0.1:1/0?max_connections={count}")
+    assert MAX_CONNECTIONS == 10_000
+    accepted = parse_redis_url(f"redis://127.0.0.1:1/0?max_connections={MAX_CONNECTIONS}")
+    assert accepted.options["max_connections"] == MAX_CONNECTIONS

@@ -22,7 +22,8 @@ Rules:
 * the database is a decimal number, as the path (``/3``) or as ``?db=3``; a
   URL that gives both must give the same number; ``url`` of the store shows
   the database in force as the path (``redis://host:6379/3``);
-* options are those of ``OPTIONS``; ``ssl_*`` ones only with TLS.  Socket
+* options are those of ``OPTIONS``; ``ssl_*`` ones only with TLS;
+  ``max_connections`` is at most ``MAX_CONNECTIONS``.  Socket
   timeouts default to ``CONNECT_TIMEOUT`` and ``SOCKET_TIMEOUT`` seconds: a
   server that stopped answering fails a tool call in seconds, not minutes.
 """
@@ -38,7 +39,7 @@ from ..errors import ConfigError
 if TYPE_CHECKING:
     from urllib.parse import SplitResult
 
-__all__ = ["CONNECT_TIMEOUT", "OPTIONS", "SOCKET_TIMEOUT", "TCP_SCHEMES", "UNIX_SCHEMES", "RedisAddress",
+__all__ = ["CONNECT_TIMEOUT", "MAX_CONNECTIONS", "OPTIONS", "SOCKET_TIMEOUT", "TCP_SCHEMES", "UNIX_SCHEMES", "RedisAddress",
            "parse_redis_url"]
 
 TCP_SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster")
@@ -48,6 +49,10 @@ CONNECT_TIMEOUT = 3.0
 SOCKET_TIMEOUT = 5.0
 _MAX_SECONDS = 3600.0
 _DEFAULT_PORT = 6379
+#: The most connections a URL may ask for, per server (per node in a Cluster).
+#: redis-py's blocking pool fills a queue with one slot per allowed connection
+#: when it is built: ``max_connections=10**12`` spun there for ever.
+MAX_CONNECTIONS = 10_000
 
 
 def _seconds(name: str, text: str) -> float:
@@ -63,6 +68,13 @@ def _seconds(name: str, text: str) -> float:
 def _count(name: str, text: str) -> int:
     if not (text.isascii() and text.isdigit()) or int(text) < 1:
         raise ConfigError(f"option {name}={text!r} must be a positive integer")
+    return int(text)
+
+
+def _connections(name: str, text: str) -> int:
+    # Bounded: the client allocates per allowed connection up front (see MAX_CONNECTIONS).
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_CONNECTIONS:
+        raise ConfigError(f"option {name}={text!r} must be an integer from 1 to {MAX_CONNECTIONS}")
     return int(text)
 
 
@@ -92,7 +104,7 @@ OPTIONS: dict[str, Callable[[str, str], Any]] = {
     "socket_timeout": _seconds,
     "socket_connect_timeout": _seconds,
     "health_check_interval": _count,
-    "max_connections": _count,
+    "max_connections": _connections,
     "client_name": _text,
     "ssl_cert_reqs": _cert_reqs,
     "ssl_ca_certs": _text,
