@@ -386,3 +386,38 @@ def test_run_with_spill_to_a_server_gone_away_does_not_start_the_command(server,
             assert not marker.exists(), f"{name} ran the command on a store it could not reach"
         kept = run(f"touch {tmp_path / 'unspilled'}; seq 1 10")  # without spill nothing needs the store
         assert kept.exit_code == 0 and (tmp_path / "unspilled").exists()
+
+
+@pytest.mark.parametrize("topology", ["server", "cluster"])
+def test_a_damaged_pending_key_is_replaced_not_failing_small_writes(tmp_path, topology):
+    """Regression (red team W f02): ``ovs:pending`` holding another type made every output
+    smaller than one chunk fail to store ("WRONGTYPE": the publish's ZADD to it was raised,
+    on one server from its pipeline, on a Cluster as a call of its own) until a cleanup
+    ran.  It only lists writes in flight: a damaged one is replaced, as ``ovs:sessions``
+    is rebuilt, and the write goes through."""
+    from conftest import _redis_or_skip
+
+    _redis_or_skip()
+    from redis_servers import start_cluster, start_server
+
+    servers = [start_server(parent=tmp_path)] if topology == "server" else start_cluster(3, parent=tmp_path)
+    url = servers[0].url if topology == "server" else f"redis+cluster://{servers[0].address}"
+    try:
+        with ToolOutputStore(url=url) as store:
+            raw = store._backend.client
+            raw.set("ovs:pending", "not a sorted set")
+            small = store.write("s", "c1", "small output\n" * 1000)
+            assert store.read("s", small.uri).content == "small output\n" * 1000
+            assert raw.type("ovs:pending") in (b"zset", b"none")
+            raw.delete("ovs:pending")
+            raw.set("ovs:pending", "not a sorted set")
+            big = store.write("s", "c2", "x" * (3 * 1024 * 1024))  # listed by its heartbeat first
+            assert store.read("s", big.uri).content[:10] == "x" * 10
+            assert raw.type("ovs:pending") in (b"zset", b"none")
+            raw.set("ovs:pending", "not a sorted set")
+            report = store.cleanup()
+            assert report.removed == 0 and raw.type("ovs:pending") == b"none"
+            assert sorted(r.resource.uri for r in store.records("s")) == sorted([small.uri, big.uri])
+    finally:
+        for node in servers:
+            node.stop()

@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 import redis.exceptions
 
-__all__ = ["ACCOUNT", "ACCOUNT_STEP", "BY_ID", "CHECKSUM_BYTES", "CHUNK_BYTES", "DROP_DAMAGED_SESSIONS", "DROP_DEAD", "LOCK", "LOCK_MS",
+__all__ = ["ACCOUNT", "ACCOUNT_STEP", "BY_ID", "CHECKSUM_BYTES", "CHUNK_BYTES", "DROP_DAMAGED_ZSET", "DROP_DEAD", "LOCK", "LOCK_MS",
            "LOCK_WAIT_SECONDS", "PARTIAL_TTL", "PENDING", "PUBLISH", "RECOUNT", "REDIS_ERRORS", "RELEASE", "SESSIONS",
            "UNACCOUNT", "UNLINK_BATCH", "USAGE", "USED", "answers", "chunk_count", "chunk_key", "is_wrong_type",
            "member_id", "meta_key", "session_key", "unless_damaged"]
@@ -138,10 +138,10 @@ end
 return dropped
 """
 
-# KEYS: ovs:sessions.  Deletes it when it holds another type than a sorted set
-# (damage: every listing and write would fail on it); 1 when it did.  One
-# script, so a key another process has just rebuilt is never deleted.
-DROP_DAMAGED_SESSIONS = """
+# KEYS: ovs:sessions or ovs:pending.  Deletes it when it holds another type than
+# a sorted set (damage: every listing and write would fail on it); 1 when it did.
+# One script, so a key another process has just rebuilt is never deleted.
+DROP_DAMAGED_ZSET = """
 local kind = redis.call('TYPE', KEYS[1]).ok
 if kind ~= 'zset' and kind ~= 'none' then
   redis.call('DEL', KEYS[1])

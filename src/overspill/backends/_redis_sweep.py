@@ -141,7 +141,10 @@ class RedisSweep:
         dead_before = self.dead_before()
         members = unless_damaged(self.client.zrangebyscore, PENDING, "-inf", dead_before)
         if members is None:
-            self.damaged(PENDING)
+            # Deleted only while still damaged: a writer may have just replaced it (list_pending).
+            if not self.dry_run:
+                self.backend.drop_damaged_zset(PENDING)
+            self.temporaries += 1
             members = []
         for member in members:
             resource_id = member_id(member)

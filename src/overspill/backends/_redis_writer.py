@@ -98,7 +98,7 @@ class RedisWriter:
                 return
             flushed = self._flushed
             try:
-                self._client.zadd(PENDING, {self._id: time.time() * 1000})
+                self._backend.list_pending(self._id)
                 ttl = int(_redis_keys.PARTIAL_TTL.total_seconds() * 1000)
                 for start in range(0, flushed, UNLINK_BATCH):
                     pipe = self._client.pipeline(transaction=False)
@@ -158,19 +158,27 @@ class RedisWriter:
             # no order, so there it is a round trip of its own (a small output's only:
             # a larger writer's heartbeat listed it at its first chunk).
             pipe = self._client.pipeline(transaction=False)
+            pending_in_pipe = False
             if not self._listed:
                 self._listed = True
                 if backend.is_cluster:
-                    self._client.zadd(PENDING, {self._id: time.time() * 1000})
+                    backend.list_pending(self._id)
                 else:
                     pipe.zadd(PENDING, {self._id: time.time() * 1000})
+                    pending_in_pipe = True
             pipe.zadd(session_key(session_id), {self._id: created})
             pipe.zadd(SESSIONS, {session_id.encode("utf-8", "surrogatepass"): created}, gt=True)
             self._indexed_in = session_id
             replies = answers(pipe)
-            for reply in replies[:-1]:
-                if isinstance(reply, Exception):  # this session's own set is damaged: as before, a failure
-                    raise reply
+            pending_reply = replies.pop(0) if pending_in_pipe else None
+            if isinstance(replies[0], Exception):  # this session's own set is damaged: as before, a failure
+                raise replies[0]
+            if isinstance(pending_reply, Exception):
+                # ovs:pending of another type (damage, listing no write): replaced by a new
+                # one holding this entry, and the index entry written again after it, as
+                # the order above wants (a sweep in between may have dropped it).
+                backend.list_pending(self._id)
+                self._client.zadd(session_key(session_id), {self._id: created})
             if isinstance(replies[-1], Exception):
                 # ovs:sessions of another type (damage): rebuilt from the sessions' sets, this
                 # session's included (its set was written just before), not a failed write.

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import errno
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -63,9 +64,10 @@ from ._redis_keys import (
     ACCOUNT,
     CHECKSUM_BYTES,
     CHUNK_BYTES,
-    DROP_DAMAGED_SESSIONS,
+    DROP_DAMAGED_ZSET,
     DROP_DEAD,
     PARTIAL_TTL,
+    PENDING,
     PUBLISH,
     RECOUNT,
     REDIS_ERRORS,
@@ -154,7 +156,7 @@ class RedisBackend(RedisReads, RedisQuota):
         self._recount_script = self._client.register_script(RECOUNT)
         self._usage_script = self._client.register_script(USAGE)
         self._drop_dead_script = self._client.register_script(DROP_DEAD)
-        self._drop_damaged_sessions = self._client.register_script(DROP_DAMAGED_SESSIONS)
+        self._drop_damaged_zset = self._client.register_script(DROP_DAMAGED_ZSET)
         self._lock = threading.Lock()
         self._records: OrderedDict[str, tuple[Record, int]] = OrderedDict()
         self._live: weakref.WeakSet[RedisWriter] = weakref.WeakSet()  # writers with chunks in Redis
@@ -271,6 +273,27 @@ class RedisBackend(RedisReads, RedisQuota):
                                                 daemon=True)
                 self._keeper.start()
 
+    def list_pending(self, resource_id: str) -> None:
+        """Put (or renew) ``resource_id``'s entry in ``ovs:pending``.  That key only
+        lists writes in flight: one of another type is damage, which lists none of
+        them, so it is deleted (atomically, only while still damaged) and the entry
+        written into a new one, never a failure of every write.
+
+        :raises redis.exceptions.RedisError: the server fails or cannot be reached.
+        """
+        entry = {resource_id: time.time() * 1000}
+        try:
+            self._client.zadd(PENDING, entry)
+        except redis.exceptions.ResponseError as error:
+            if not is_wrong_type(error):
+                raise
+            self.drop_damaged_zset(PENDING)
+            self._client.zadd(PENDING, entry)
+
+    def drop_damaged_zset(self, key: bytes) -> bool:
+        """Delete ``key`` if it holds another type than a sorted set (damage); True when it did."""
+        return bool(self._drop_damaged_zset(keys=[key]))
+
     def delist(self, writer: RedisWriter) -> None:
         with self._lock:
             self._live.discard(writer)
@@ -321,7 +344,7 @@ class RedisBackend(RedisReads, RedisQuota):
         listings never scan."""
         prefix = b"ovs:session:"
         if repair:
-            self._drop_damaged_sessions(keys=[SESSIONS])
+            self._drop_damaged_zset(keys=[SESSIONS])
         found: dict[bytes, float] = {}
         for key in self._client.scan_iter(match=prefix + b"*", _type="zset", count=1000):
             newest = unless_damaged(self._client.zrange, key, -1, -1, withscores=True)
