@@ -421,3 +421,26 @@ def test_a_damaged_pending_key_is_replaced_not_failing_small_writes(tmp_path, to
     finally:
         for node in servers:
             node.stop()
+
+
+def test_status_of_an_output_another_process_removed_is_not_found(server):
+    """Regression (red team W f03): ``status`` on Redis served the record it had cached for an
+    output another process's cleanup (or eviction) had since removed, so ``wait``, ``kill``
+    and grep's running check answered as if it still existed; the folder raises
+    ResourceNotFoundError, as status's docstring says ("as read")."""
+    from overspill.records import parse_uri
+
+    with ToolOutputStore(url=server.url) as agent, ToolOutputStore(url=server.url) as other:
+        uri = agent.write("s", "c", "kept\n" * 1000).uri
+        assert agent.status("s", uri).resource.size == 5000  # cached by the write
+        gone = agent.write("s", "c2", "removed\n" * 1000).uri
+        agent.status("s", gone)
+        other._backend.delete(parse_uri(gone))  # another process removes it
+        with pytest.raises(ResourceNotFoundError):
+            agent.status("s", gone)
+        with pytest.raises(ResourceNotFoundError):
+            agent.status("s", gone)  # and stays so
+        assert agent.status("s", uri).resource.size == 5000
+        other.cleanup(now=10**11)
+        with pytest.raises(ResourceNotFoundError):
+            agent.status("s", uri)

@@ -80,6 +80,26 @@ class RedisReads:
             self.remember(resource_id, parsed)
         return parsed[0]
 
+    def current_record(self, resource_id: str, /) -> Record:
+        """``record``, confirmed to be there still: a cached record is served only
+        while its key exists (another process's cleanup or eviction may have
+        removed it; ``record`` leaves that to the read of the bytes).
+
+        :raises ResourceNotFoundError: it is gone (or its record is damaged).
+        :raises StorageError: the server fails or cannot be reached.
+        """
+        parsed = self._cached(resource_id)
+        if parsed is None:
+            return self.record(resource_id)
+        try:
+            there = self._client.exists(meta_key(resource_id))
+        except REDIS_ERRORS as error:
+            raise self.storage_error(f"cannot read {uri_for(resource_id)}", error) from None
+        if not there:
+            self._forget(resource_id)
+            raise ResourceNotFoundError(f"no resource {uri_for(resource_id)}")
+        return parsed[0]
+
     def _chunk_of(self, record: Record) -> int:
         """The chunk key size ``record``'s resource was written with."""
         parsed = self._cached(record.id)
