@@ -444,3 +444,36 @@ def test_status_of_an_output_another_process_removed_is_not_found(server):
         other.cleanup(now=10**11)
         with pytest.raises(ResourceNotFoundError):
             agent.status("s", uri)
+
+
+@pytest.mark.parametrize("topology", ["server", "cluster"])
+def test_a_chunk_key_of_the_wrong_type_reads_as_not_found_not_a_storage_failure(tmp_path, topology):
+    """Regression (red team W f04): a chunk key holding another type made ``read`` and
+    ``grep`` raise StorageError (EIO, the CLI's exit 4 "storage failure"), while the same
+    damage to the record key is ResourceNotFoundError ("a damaged record"): WRONGTYPE is
+    damage, not an outage. Now both say the resource cannot be found as stored."""
+    from conftest import _redis_or_skip
+
+    _redis_or_skip()
+    from redis_servers import start_cluster, start_server
+
+    from overspill.backends._redis_keys import CHUNK_BYTES, chunk_key
+    from overspill.records import parse_uri
+
+    servers = [start_server(parent=tmp_path)] if topology == "server" else start_cluster(3, parent=tmp_path)
+    url = servers[0].url if topology == "server" else f"redis+cluster://{servers[0].address}"
+    try:
+        with ToolOutputStore(url=url) as store:
+            raw = store._backend.client
+            uri = store.write("s", "c", "".join(f"{i:08d}\n" for i in range(400_000))).uri
+            damaged = chunk_key(parse_uri(uri), 1)
+            raw.delete(damaged)
+            raw.hset(damaged, "a", "b")
+            assert store.read("s", uri, offset=0).content.startswith("00000000\n")  # chunk 0 is whole
+            with pytest.raises(ResourceNotFoundError, match="damaged payload"):
+                store.read("s", uri, offset=CHUNK_BYTES + 5)
+            with pytest.raises(ResourceNotFoundError), store.view("s", uri):
+                pass  # the whole payload, as grep scans it
+    finally:
+        for node in servers:
+            node.stop()

@@ -106,6 +106,11 @@ class RedisReads:
         if parsed is None:
             try:
                 data = self._client.get(meta_key(record.id))
+            except redis.exceptions.ResponseError as error:
+                if not is_wrong_type(error):
+                    raise self.storage_error(f"cannot read {record.resource.uri}", error) from None
+                raise ResourceNotFoundError(f"resource {record.resource.uri} has a damaged record "
+                                            "(a key of the wrong type)") from None
             except REDIS_ERRORS as error:
                 raise self.storage_error(f"cannot read {record.resource.uri}", error) from None
             parsed = self.parse(record.id, data)
@@ -130,6 +135,14 @@ class RedisReads:
                 base = index * chunk
                 pieces.append(self._client.getrange(chunk_key(record.id, index), max(first, base) - base,
                                                     min(last, base + chunk) - base - 1))
+        except redis.exceptions.ResponseError as error:
+            if not is_wrong_type(error):
+                raise self.storage_error(f"cannot read {uri}", error) from None
+            # Damage, not an outage (as a record key of the wrong type): the resource
+            # cannot be read back, so it is not found, never a storage failure.
+            self._forget(record.id)
+            raise ResourceNotFoundError(f"resource {uri} has a damaged payload (a chunk key of the wrong "
+                                        "type)") from None
         except REDIS_ERRORS as error:
             raise self.storage_error(f"cannot read {uri}", error) from None
         data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
