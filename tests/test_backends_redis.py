@@ -477,3 +477,37 @@ def test_a_chunk_key_of_the_wrong_type_reads_as_not_found_not_a_storage_failure(
     finally:
         for node in servers:
             node.stop()
+
+
+@pytest.mark.parametrize("topology", ["server", "cluster"])
+@pytest.mark.parametrize("damage", ["another type", "no expiry"])
+def test_a_damaged_cleanup_lock_is_cleared_not_busy_for_ever(tmp_path, topology, damage):
+    """Regression (red team W f05): ``ovs:cleanup-lock`` holding another type, or a value
+    with no expiry, was never cleared (SET NX PX fails on any key): every cleanup reported
+    busy for ever and every write needing an eviction waited a minute, then failed. A
+    holder always sets it with an expiry: such a key is damage, removed as the lock is taken;
+    a lock held by another process (a string with an expiry) is still respected."""
+    from conftest import _redis_or_skip
+
+    _redis_or_skip()
+    from redis_servers import start_cluster, start_server
+
+    servers = [start_server(parent=tmp_path)] if topology == "server" else start_cluster(3, parent=tmp_path)
+    url = servers[0].url if topology == "server" else f"redis+cluster://{servers[0].address}"
+    try:
+        with ToolOutputStore(url=url) as store:
+            raw = store._backend.client
+            if damage == "another type":
+                raw.hset("ovs:cleanup-lock", "a", "b")
+            else:
+                raw.set("ovs:cleanup-lock", "left without an expiry")
+            report = returns(store.cleanup)
+            assert not isinstance(report, BaseException), report
+            assert not report.busy
+            assert raw.exists("ovs:cleanup-lock") == 0  # released after the cleanup
+            raw.set("ovs:cleanup-lock", "another holder", px=60_000)
+            assert store.cleanup().busy  # a live holder's lock stays
+            assert raw.get("ovs:cleanup-lock") == b"another holder"
+    finally:
+        for node in servers:
+            node.stop()

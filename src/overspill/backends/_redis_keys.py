@@ -19,10 +19,10 @@ from typing import Any, Optional
 
 import redis.exceptions
 
-__all__ = ["ACCOUNT", "ACCOUNT_STEP", "BY_ID", "CHECKSUM_BYTES", "CHUNK_BYTES", "DROP_DAMAGED_ZSET", "DROP_DEAD", "LOCK", "LOCK_MS",
-           "LOCK_WAIT_SECONDS", "PARTIAL_TTL", "PENDING", "PUBLISH", "RECOUNT", "REDIS_ERRORS", "RELEASE", "SESSIONS",
-           "UNACCOUNT", "UNLINK_BATCH", "USAGE", "USED", "answers", "chunk_count", "chunk_key", "is_wrong_type",
-           "member_id", "meta_key", "session_key", "unless_damaged"]
+__all__ = ["ACCOUNT", "ACCOUNT_STEP", "BY_ID", "CHECKSUM_BYTES", "CHUNK_BYTES", "DROP_DAMAGED_ZSET", "DROP_DEAD",
+           "LOCK", "LOCK_MS", "LOCK_WAIT_SECONDS", "PARTIAL_TTL", "PENDING", "PUBLISH", "RECOUNT", "REDIS_ERRORS",
+           "RELEASE", "SESSIONS", "TAKE_LOCK", "UNACCOUNT", "UNLINK_BATCH", "USAGE", "USED", "answers", "chunk_count",
+           "chunk_key", "is_wrong_type", "member_id", "meta_key", "session_key", "unless_damaged"]
 
 #: Bytes per chunk key: far below Redis's 512 MB value cap, large enough that
 #: a 1 GiB payload is about a thousand keys, and 16 KiB short of 1 MiB so that
@@ -147,6 +147,20 @@ if kind ~= 'zset' and kind ~= 'none' then
   redis.call('DEL', KEYS[1])
   return 1
 end
+return 0
+"""
+
+# KEYS: ovs:cleanup-lock.  ARGV: this holder's token, its expiry (ms).  Takes the lock
+# when it is free; 1 when taken.  A holder always sets it with an expiry, as a string:
+# a key of another type, or one with no expiry, is damage no holder will ever release
+# (every cleanup would be busy for ever, every eviction wait and fail), so it is
+# deleted first.  One script, so a lock another process has just taken stays.
+TAKE_LOCK = """
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind ~= 'none' and (kind ~= 'string' or redis.call('PTTL', KEYS[1]) == -1) then
+  redis.call('DEL', KEYS[1])
+end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
 return 0
 """
 

@@ -45,6 +45,7 @@ class RedisQuota:
     _usage_script: Any
     _drop_dead_script: Any
     _release: Any
+    _take_lock: Any
 
     storage_error: Callable[[str, BaseException], StorageError]  # RedisBackend's
 
@@ -185,10 +186,11 @@ class RedisQuota:
     @contextlib.contextmanager
     def _locked(self, wait: bool) -> Iterator[bool]:
         """Hold the one cleanup lock (a key with an expiry); yields False when
-        not waiting and another process holds it."""
+        not waiting and another process holds it.  A damaged lock (another type,
+        or no expiry) is removed as it is taken (``TAKE_LOCK``)."""
         token = secrets.token_hex(16)
         deadline = time.monotonic() + LOCK_WAIT_SECONDS
-        while not self._client.set(LOCK, token, nx=True, px=LOCK_MS):
+        while not self._take_lock(keys=[LOCK], args=[token, LOCK_MS]):
             if not wait:
                 yield False
                 return

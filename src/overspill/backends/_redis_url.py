@@ -39,8 +39,8 @@ from ..errors import ConfigError
 if TYPE_CHECKING:
     from urllib.parse import SplitResult
 
-__all__ = ["CONNECT_TIMEOUT", "MAX_CONNECTIONS", "OPTIONS", "SOCKET_TIMEOUT", "TCP_SCHEMES", "UNIX_SCHEMES", "RedisAddress",
-           "parse_redis_url"]
+__all__ = ["CONNECT_TIMEOUT", "MAX_CONNECTIONS", "OPTIONS", "SOCKET_TIMEOUT", "TCP_SCHEMES", "UNIX_SCHEMES",
+           "RedisAddress", "parse_redis_url"]
 
 TCP_SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster")
 UNIX_SCHEMES = ("unix", "redis+unix")

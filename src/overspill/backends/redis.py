@@ -73,6 +73,7 @@ from ._redis_keys import (
     REDIS_ERRORS,
     RELEASE,
     SESSIONS,
+    TAKE_LOCK,
     UNACCOUNT,
     UNLINK_BATCH,
     USAGE,
@@ -151,6 +152,7 @@ class RedisBackend(RedisReads, RedisQuota):
             raise self.storage_error("cannot connect to Redis", error) from None
         self.publish_script = self._client.register_script(PUBLISH)
         self._release = self._client.register_script(RELEASE)
+        self._take_lock = self._client.register_script(TAKE_LOCK)
         self._account_script = self._client.register_script(ACCOUNT)
         self._unaccount_script = self._client.register_script(UNACCOUNT)
         self._recount_script = self._client.register_script(RECOUNT)
