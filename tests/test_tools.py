@@ -1511,7 +1511,7 @@ def test_webfetch_a_page_converted_past_the_limit_is_cut_and_says_so(store, decl
     if format == "text":  # text has no quote prefixes: it stays whole
         assert "cut" not in result.metadata and result.resource.size < limit
         return
-    assert result.metadata["cut"] and limit < result.resource.size < limit + 200
+    assert result.metadata["cut"] and limit - 200 < result.resource.size <= limit
     stored = (store.directory / f"{result.resource.id}.txt").read_bytes()
     stored.decode("utf-8")  # cut at a character: still valid UTF-8
     assert stored.endswith(b'cut at the 5242880-byte limit; format "html" gives the whole page]')
@@ -1600,3 +1600,17 @@ def test_grep_no_match_of_a_running_output_is_one_bounded_line(tmp_path) -> None
             assert "so far [" in found.output
         finally:
             tools.call(store, "s", "k", "kill", {"resource": uri})
+
+
+@pytest.mark.parametrize("line", ["> line\n", "> 😀\n"])
+def test_webfetch_a_cut_page_with_its_note_is_within_the_limit(line):
+    """Regression (red team R f04): ``_within_limit`` kept MAX_RESPONSE_BYTES of the converted
+    page and then appended its note line, so a cut page was ~117 bytes over the 5 MiB it promises;
+    the prefix now leaves room for the note, and is still cut at a character."""
+    from overspill.tools.webfetch import _within_limit
+
+    limit = tools.MAX_RESPONSE_BYTES
+    text, cut = _within_limit(line * (limit // len(line.encode()) + 1000), "markdown")
+    data = text.encode("utf-8")
+    assert cut and limit - len(line.encode()) - 200 < len(data) <= limit
+    assert text.endswith('cut at the 5242880-byte limit; format "html" gives the whole page]')

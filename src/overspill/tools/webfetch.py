@@ -363,8 +363,8 @@ class _BodyDecoder:
 
 
 def _within_limit(text: str, format: str) -> tuple[str, bool]:
-    """``text`` (a converted page) cut to ``MAX_RESPONSE_BYTES`` UTF-8 bytes at a character
-    boundary, with a last line saying so, and whether it was cut.  Conversion can make a page
+    """``text`` (a converted page) cut at a character boundary so that it and a last line
+    saying so are at most ``MAX_RESPONSE_BYTES`` UTF-8 bytes, and whether it was cut.  Conversion can make a page
     many times its size (each short line of a ``<pre>`` deep in quotes gets a ``> `` per level),
     and the schema promises at most 5 MB of text."""
     if len(text) <= MAX_RESPONSE_BYTES // 4:  # a character is at most 4 bytes: it fits
@@ -373,9 +373,12 @@ def _within_limit(text: str, format: str) -> tuple[str, bool]:
     data = text.encode("utf-8", "replace")
     if len(data) <= MAX_RESPONSE_BYTES:
         return text, False
-    kept = len(data[:MAX_RESPONSE_BYTES].decode("utf-8", "ignore"))  # a character cut in two is left out
-    return (text[:kept] + f"\n[webfetch: the page as {format} is {len(data)} bytes, cut at the "
-            f"{MAX_RESPONSE_BYTES}-byte limit; format \"html\" gives the whole page]"), True
+    note = (f"\n[webfetch: the page as {format} is {len(data)} bytes, cut at the "
+            f"{MAX_RESPONSE_BYTES}-byte limit; format \"html\" gives the whole page]")
+    # The note is inside the limit too: the prefix leaves room for it.
+    room = MAX_RESPONSE_BYTES - len(note.encode("utf-8"))
+    kept = len(data[:room].decode("utf-8", "ignore"))  # a character cut in two is left out
+    return text[:kept] + note, True
 
 
 def _as_text(response: _Response, html_as: Optional[tuple[Callable[[str], str], str]],
