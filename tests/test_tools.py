@@ -1614,3 +1614,53 @@ def test_webfetch_a_cut_page_with_its_note_is_within_the_limit(line):
     data = text.encode("utf-8")
     assert cut and limit - len(line.encode()) - 200 < len(data) <= limit
     assert text.endswith('cut at the 5242880-byte limit; format "html" gives the whole page]')
+
+
+def test_webfetch_timeout_bounds_the_connect_to_a_host_of_many_addresses(store, monkeypatch):
+    """Regression (red team R f05): the connect went through socket.create_connection, which gives
+    each of a host's addresses the whole timeout and hands the connection its socket only once
+    connected (so the watchdog had nothing to shut): a name with 4 addresses that do not answer held
+    a fetch of timeout=1 for ~4 s.  Each attempt now waits only the time left and none starts
+    after the deadline: the fetch fails with the timeout having tried fewer than all the addresses."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    try:
+        for _ in range(8):  # fill the accept queue: Linux then drops the SYNs, and a connect waits
+            filler = socket.socket()
+            filler.setblocking(False)
+            try:
+                filler.connect(("127.0.0.1", port))
+            except BlockingIOError:
+                pass
+            fillers.append(filler)
+        probe = socket.socket()
+        probe.settimeout(0.5)
+        try:
+            probe.connect(("127.0.0.1", port))
+            pytest.skip("this system accepts past a full backlog: no connect that waits")
+        except (socket.timeout, TimeoutError):
+            pass
+        finally:
+            probe.close()
+        real = socket.getaddrinfo
+        tried = []
+
+        def four_addresses(host, *args, **kwargs):  # type: ignore[no-untyped-def]
+            found = real("127.0.0.1", *args, **kwargs)[:1] if host == "many.invalid" else real(host, *args, **kwargs)
+            for entry in found * 4 if host == "many.invalid" else found:
+                tried.append(entry)  # counted as each is taken: before its attempt, or before the deadline stops it
+                yield entry
+
+        monkeypatch.setattr(socket, "getaddrinfo", four_addresses)
+        result = tools.webfetch(store, "s", "c", f"http://many.invalid:{port}/", timeout=0.5)
+        assert result.is_error and "did not end within 0.5 seconds" in result.output, result.output
+        assert 1 <= len(tried) < 4
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()

@@ -121,7 +121,8 @@ class _Watchdog:
     """Ends a fetch at its deadline: a socket's timeout bounds each wait only, so a server that
     sends its status line and headers a byte at a time would hold the fetch for ever.  At the
     deadline every connection the fetch opened is shut down, which wakes whatever read or
-    handshake waits on it; ``fired`` tells the fetch that its failure is the timeout."""
+    handshake waits on it; ``fired`` tells the fetch that its failure is the timeout.  A connection
+    connects by ``_create_connection``, whose socket is watched while it connects."""
 
     def __init__(self, seconds: Optional[float]) -> None:
         import threading
@@ -129,6 +130,7 @@ class _Watchdog:
         self.fired = False
         self._lock = threading.Lock()
         self._connections: list[Any] = []
+        self._connecting: set[Any] = set()  # the sockets being connected, not yet any connection's
         self._deadline = float("inf") if seconds is None else time.monotonic() + seconds
         self._timer = None if seconds is None else threading.Timer(seconds, self._fire)
         if self._timer is not None:
@@ -142,17 +144,28 @@ class _Watchdog:
         left = max(self._deadline - time.monotonic(), 0.001)
         return left if timeout is None or timeout > left else timeout
 
+    def expired(self) -> bool:
+        """Whether the deadline has passed; once it has, the watchdog fires if its timer has not
+        yet run (a thread may be late), so ``fired`` and this answer agree."""
+        if not self.fired and time.monotonic() >= self._deadline:
+            self._fire()
+        return self.fired
+
     def connection(self, http_class: type) -> Callable[..., Any]:
         """A factory of ``http_class``'s connections, each watched from its start."""
         def watched(*args: Any, **kwargs: Any) -> Any:
             made = http_class(*args, **kwargs)
             made.timeout = self.remaining(made.timeout)
+            # http.client's connect opens its socket by this attribute (socket.create_connection,
+            # which gives each of a host's addresses the whole timeout, and whose socket the
+            # connection holds, for ``_fire`` to shut, only once connected); HTTPS wraps what it returns.
+            made._create_connection = self._create_connection
             connect = made.connect
 
             def connect_then_check() -> None:
                 connect()
-                if self.fired:  # it fired while connecting, before there was a socket to shut down
-                    self._shut(made)
+                if self.fired:  # it fired while connecting, before the connection held its socket
+                    self._shut(made.sock)
 
             made.connect = connect_then_check
             with self._lock:
@@ -160,18 +173,56 @@ class _Watchdog:
             return made
         return watched
 
+    def _create_connection(self, address: tuple[str, int], timeout: Optional[float] = None,
+                           source_address: Optional[tuple[str, int]] = None) -> Any:
+        """A socket connected to ``address`` (host, port), trying the host's addresses in turn as
+        ``socket.create_connection`` does, but each attempt waits at most the time left and is
+        shut down if the watchdog fires, and none starts once it has: a host with many
+        addresses that do not answer cannot hold the fetch past its deadline.
+
+        :raises OSError: the last attempt's failure; TimeoutError once the deadline has passed.
+        """
+        import socket
+
+        host, port = address
+        failure: Optional[OSError] = None
+        for family, kind, proto, _, sockaddr in socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM):
+            if self.expired():
+                break
+            sock = socket.socket(family, kind, proto)
+            with self._lock:
+                self._connecting.add(sock)
+            try:
+                sock.settimeout(self.remaining(timeout))
+                if source_address:
+                    sock.bind(source_address)
+                sock.connect(sockaddr)
+            except OSError as error:
+                sock.close()
+                failure = error
+                continue
+            finally:
+                with self._lock:
+                    self._connecting.discard(sock)
+            return sock
+        if self.expired():
+            raise TimeoutError(f"no connection to {host} port {port} within the timeout")
+        raise failure if failure is not None else OSError(f"getaddrinfo gave no address for {host}")
+
     def _fire(self) -> None:
         with self._lock:
             self.fired = True
             connections = list(self._connections)
+            connecting = list(self._connecting)
         for connection in connections:
-            self._shut(connection)
+            self._shut(connection.sock)
+        for sock in connecting:  # Linux aborts a connect in progress that is shut down
+            self._shut(sock)
 
     @staticmethod
-    def _shut(connection: Any) -> None:
+    def _shut(sock: Any) -> None:
         import socket
 
-        sock = connection.sock
         if sock is not None:
             try:
                 # The plain socket's shutdown even for TLS: ssl's own drops its state under a reader.
