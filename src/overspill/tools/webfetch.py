@@ -293,7 +293,6 @@ def _exchange(url: str, seconds: Optional[float], watchdog: _Watchdog) -> _Respo
     import urllib.error
     import urllib.request
 
-    deadline = float("inf") if seconds is None else time.monotonic() + seconds
     refused_redirect, http_only_redirects = _redirect_handling()
     opener = urllib.request.build_opener(http_only_redirects, *_watched_handlers(watchdog))
     request = urllib.request.Request(url.strip(), headers={
@@ -315,7 +314,7 @@ def _exchange(url: str, seconds: Optional[float], watchdog: _Watchdog) -> _Respo
                 body += decoder.feed(chunk)
                 if len(body) > MAX_RESPONSE_BYTES:
                     raise _Refused(f"refused: the response is over the {MAX_RESPONSE_BYTES}-byte limit")
-                if time.monotonic() > deadline:
+                if watchdog.expired():  # the shutdown ends the reads too; this does not wait for the timer
                     raise _Refused(f"could not fetch {url}: the response did not end within {seconds:g} seconds")
             # http.client counts a declared Content-Length down as it reads (``length``), and read1
             # answers b"" when the server closes early instead of raising: bytes still owed are a cut body.
