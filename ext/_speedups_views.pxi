@@ -195,8 +195,14 @@ cdef object _window_page(const uint8_t *window, Py_ssize_t length, Py_ssize_t ba
     osp_page(window + low, high - low, offset - base - low, limit, high == length, &start, &end)
     start += low
     end += low
-    if flags & VIEW_ANSI and (_escape_within(window, low, start, reach) or _escape_within(window, low, end, reach)):
+    if flags & VIEW_ANSI and (_escape_within(window, low, start, reach) or _escape_within(window, low, end, reach)
+                              or flags & VIEW_CR and end < high and window[end] == 0x1b):
+        # (An ESC just past the end may stand between a line's \r and its \n: the caller looks past it.)
         return start + base, end + base, None
+    if flags & VIEW_CR and end < high and window[end] == 0x0a:
+        # The page ends a line but for its \n: a \r before it is the line's ending (viewed alone, a
+        # final \r is a redraw), so the page's text is the view of it and that \n, less the \n.
+        return start + base, end + base, _shown_text(window + start, end + 1 - start, flags)[:-1]
     return start + base, end + base, _shown_text(window + start, end - start, flags)
 
 

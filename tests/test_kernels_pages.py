@@ -57,8 +57,12 @@ def naive_page_text(data: bytes, low: int, high: int, offset: int, limit: int, f
                 return index
     start, end = naive_bounds(data[low:high], offset - low, limit, high == len(data))
     start, end = start + low, end + low
-    if flags & ANSI and any(maybe_split(data, low, edge, reach) for edge in (start, end)):
+    follows = data[end] if end < high else None  # the byte after the page, when the window holds it
+    if flags & ANSI and (any(maybe_split(data, low, edge, reach) for edge in (start, end))
+                         or flags & CR and follows == 0x1B):
         return start, end, None
+    if flags & CR and follows == 0x0A:  # a final \r is the line's ending, as in the whole view
+        return start, end, naive_view(data[start : end + 1], flags).decode("utf-8", "replace")[:-1]
     return start, end, naive_view(data[start:end], flags).decode("utf-8", "replace")
 
 
@@ -79,6 +83,8 @@ def page_calls(draw, payload=payloads):
 @example((b"\x1b[1;31m", 0, 7, 0, 1, ANSI | CR, 512, None, 16))
 @example((b"a\r\nb\rc" + b"x" * 300, 0, 306, 1, 200, CR, 8, None, 64))
 @example((("row \u00e9\u4e2d\n" * 40).encode(), 5, 400, 7, 100, ANSI | CR, 16, None, 3))
+@example((b"ab\r\ncd", 0, 6, 0, 3, CR, 0, None, 16))  # red team V f06: the page keeps its line's \r
+@example((b"ab\r\x1b[0m\ncd", 0, 10, 0, 3, ANSI | CR, 0, None, 16))  # an ESC after the end: the caller's
 def test_page_text_matches_naive_reference(call):
     data, low, high, offset, limit, flags, reach, checksums, chunk = call
     assert _kernels.page_text(*call) == naive_page_text(*call)

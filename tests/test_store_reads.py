@@ -329,3 +329,59 @@ def test_pages_of_sequences_longer_than_the_window_show_no_piece_of_them(store, 
     for inside in range(0, len(data), 997):  # asked for anywhere, inside sequences too
         page = store.read("s", uri, offset=inside, limit=limit)
         assert not [piece for piece in pieces if piece in page.content], (inside, page.content[:80])
+
+
+# ---------------------------------------------------------------- red team V f06
+_CRLF = [b"line", b" done", b"\xc3\xa9", b"\r\n", b"\r\r\n", b"\n", b"\r\x1b[0m\n", b"\x1b[0m\r\n", b"\r\x1b[K\r\n",
+         b"\x1b]0;title\x07", b"\x1b[1;31m", b"x" * 20]
+
+
+def _pages_in_order(store: ToolOutputStore, uri: str, limit: int) -> str:
+    offset, contents = 0, []
+    while offset is not None:
+        page = store.read("s", uri, offset=offset, limit=limit)
+        assert page.offset == offset
+        contents.append(page.content)
+        offset = page.next
+    return "".join(contents)
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_pages_of_crlf_output_keep_the_line_endings_their_edges_fall_in(tmp_path, warm):
+    """A page ending between the \\r and \\n of a line ending showed the line without its \\r (viewed
+    alone, a page's final \\r is a redraw), so the pages of a CRLF output read in order changed a line
+    ending at each such edge. The \\r now stays: joined, the pages are the output's view, on the
+    kernel's path and on the read through the backend (``warm`` False: no mapped page)."""
+    from overspill.text import shown_text, view_flags
+
+    store = ToolOutputStore(tmp_path, durable=False)
+    if not warm:
+        store._pages = None  # as a backend without a warm map (redis): the store's own page rule
+    data = b"".join(b"line %04d done\r\n" % i for i in range(600))  # 16 bytes a line
+    runs = b"".join(b"step %d\r\r\n" % i for i in range(300))  # an edge inside a run of \r\r\n
+    coloured = b"".join(b"ok %d\r\x1b[0m\n" % i for i in range(300))  # an ESC between \r and \n
+    for payload in (data, runs, coloured):
+        uri = store.write("s", "c", payload).uri
+        whole = shown_text(payload, view_flags(store.views))
+        assert "\r\n" in whole
+        for limit in (1, 2, 15, 31, 4095):
+            assert _pages_in_order(store, uri, limit) == whole, limit
+    # A page starting at the \n of a \r\n shows that \n; one ending before it, the \r.
+    uri = store.write("s", "c", data).uri
+    assert store.read("s", uri, offset=15, limit=16).content == "\nline 0001 done\r"
+    assert store.read("s", uri, offset=0, limit=15).content == "line 0000 done\r"
+
+
+@given(st.lists(st.sampled_from(_CRLF), min_size=1, max_size=60).map(b"".join), st.integers(1, 64),
+       st.booleans())
+@settings(max_examples=60)
+def test_crlf_pages_joined_are_the_view_of_the_whole(tmp_path_factory, data, limit, warm):
+    """Pages read in order show, joined, the view of the whole output for text whose \\r all end
+    lines (CRLF, \\r\\r\\n, escape sequences between), at any page size."""
+    from overspill.text import shown_text, view_flags
+
+    store = ToolOutputStore(tmp_path_factory.mktemp("crlf"), durable=False)
+    if not warm:
+        store._pages = None
+    uri = store.write("s", "c", data).uri
+    assert _pages_in_order(store, uri, limit) == shown_text(data, view_flags(store.views))

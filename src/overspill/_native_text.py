@@ -349,9 +349,14 @@ def page_text(buffer: BytesLike, low: int, high: int, offset: int, limit: int, f
        split an escape sequence when the ``reach`` bytes of the window before
        it hold an ESC, or (``reach`` > 0) are all inside the window and hold
        none of ESC, newline and BEL (a sequence longer than ``reach``, such as
-       an OSC string, may be under way): then ``(start, end, None)`` (the
-       caller moves the edges by its escape rule).  Otherwise ``(start, end,
-       view_text(buffer[start:end], flags))``.
+       an OSC string, may be under way), or (with ``VIEW_CR`` too) the byte
+       at ``end`` is in the window and an ESC: then ``(start, end, None)``
+       (the caller moves the edges by its escape rule).  Otherwise ``(start,
+       end, view_text(buffer[start:end], flags))``, but that with ``VIEW_CR``,
+       when the byte at ``end`` is in the window and a newline, a ``\r``
+       ending the page is that line's ending and stays, as in the view of the
+       whole buffer: the text is ``view_text(buffer[start:end + 1],
+       flags)`` less its final newline.
 
     :raises TypeError: ``buffer`` or ``checksums`` is not a contiguous buffer
         (or None, for ``checksums``), or a number is not an int.
@@ -382,6 +387,14 @@ def page_text(buffer: BytesLike, low: int, high: int, offset: int, limit: int, f
         start, end = page_bounds(view[low:high], offset - low, limit, high == size)
         start += low
         end += low
-        if flags & VIEW_ANSI and any(_maybe_split(view, low, edge, reach) for edge in (start, end)):
+        if flags & VIEW_ANSI and (any(_maybe_split(view, low, edge, reach) for edge in (start, end))
+                                  or flags & VIEW_CR and end < high and view[end] == 0x1B):
+            # (An ESC just past the end may stand between a line's \r and its \n: the caller's escape
+            # rule looks past it.)
             return start, end, None
+        if flags & VIEW_CR and end < high and view[end] == 0x0A:
+            # The page ends a line but for its \n: a \r before it is the line's ending, as in the whole
+            # output's view (viewed alone, a final \r is a redraw). The view of the page and that \n,
+            # less the \n, is the page's.
+            return start, end, view_text(view[start : end + 1], flags)[:-1]
         return start, end, view_text(view[start:end], flags)

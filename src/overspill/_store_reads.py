@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from . import _kernels
 from ._arguments import id_string, whole_number
-from ._buffers import VIEW_ANSI
+from ._buffers import VIEW_ANSI, VIEW_CR
 from ._store_types import PAGE_SLOTS, Page, TruncateResult
 from ._views import ESCAPE_BLOCK, ESCAPE_REACH, Escapes, covering_far, covering_in
 from .config import MAX_READ_BYTES
@@ -44,6 +44,13 @@ _ESCAPE_INDEXES = 256
 def _denied(record: Record) -> AccessDeniedError:
     """What a session is told of a resource another session wrote."""
     return AccessDeniedError(f"resource {record.resource.uri} not found in this session (another session wrote it)")
+
+
+def _ending_line(page: bytes | memoryview, flags: int) -> str:
+    """The text of a page whose payload goes on with a newline (``page`` ends with it, escape
+    sequences between left out): the view of the page and that newline, less the newline, so a
+    final \r is the line's ending, as in the view of the whole output (alone, it is a redraw)."""
+    return shown_text(page, flags)[:-1]
 
 
 class StoreReads:
@@ -216,6 +223,8 @@ class StoreReads:
                 if not view:
                     return low, low, ""
                 start, end = _kernels.page_bounds(view, offset - low, limit, final)
+                if flags & VIEW_CR and end < len(view) and view[end] == 0x0A:
+                    return start + low, end + low, _ending_line(view[start : end + 1], flags)
                 return start + low, end + low, shown_text(view[start:end], flags)
         if low == high:
             return low, low, ""
@@ -229,11 +238,39 @@ class StoreReads:
             start, end = _kernels.page_bounds(wide[low - wide_low : high - wide_low], offset - low, limit, final)
             start = self._sequence_end(resource_id, record, wide, wide_low, wide_high, start + low)
             end = max(self._sequence_end(resource_id, record, wide, wide_low, wide_high, end + low), start)
+            ending = flags & VIEW_CR and self._newline_next(resource_id, record, wide, wide_low, wide_high, end)
             if end <= wide_high:
-                return start, end, shown_text(wide[start - wide_low : end - wide_low], flags)
+                page = wide[start - wide_low : end - wide_low]
+                return start, end, _ending_line(page.tobytes() + b"\n", flags) if ending else shown_text(page, flags)
         # The end moved past the window: the end of a sequence longer than its margin.
         with self._backend.read(record, start, end) as view:
-            return start, end, shown_text(view, flags)
+            return start, end, _ending_line(view.tobytes() + b"\n", flags) if ending else shown_text(view, flags)
+
+    def _newline_next(self, resource_id: str, record: Record, view: memoryview, low: int, high: int,
+                      position: int) -> bool:
+        """Whether the view's next byte after a page ending at ``position`` is a newline: the
+        bytes from there (``view`` holds ``[low, high)``) are escape sequences, which the view
+        removes, then a newline.  A \r ending the page is then that line's ending (``page_text``)."""
+        size = record.resource.size
+        window: Optional[AbstractContextManager[memoryview]] = None
+        try:
+            while position < size:
+                if not low <= position < high:
+                    if window is not None:
+                        window.__exit__(None, None, None)
+                        window = None
+                    low, high = position, min(position + _WIDE_REACH, size)
+                    window = self._backend.read(record, low, high)
+                    view = window.__enter__()
+                byte = view[position - low]
+                if byte != 0x1B:
+                    return byte == 0x0A
+                # Past the sequence this ESC starts (one ESC alone is a sequence of its own).
+                position = max(self._sequence_end(resource_id, record, view, low, high, position + 1), position + 1)
+            return False
+        finally:
+            if window is not None:
+                window.__exit__(None, None, None)
 
     def _sequence_end(self, resource_id: str, record: Record, view: memoryview, low: int, high: int,
                       position: int) -> int:
