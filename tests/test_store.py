@@ -953,3 +953,28 @@ def test_a_relative_xdg_data_home_is_ignored(tmp_path, monkeypatch):
     assert not (tmp_path / "reldata").exists()
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     assert default_data_dir() == tmp_path / "xdg" / "overspill"
+
+
+# ---------------------------------------------------------------- red team V f05
+@pytest.mark.parametrize("max_bytes", [1, 2, 3])
+@pytest.mark.parametrize("data", [b"\xff" * 400, b"\xe9" * 400, b"\xc3" * 400, b"\xff", b"ab\xff" * 300,
+                                  b"\xc3\xa9" * 400])
+@pytest.mark.parametrize("streamed", [False, True])
+def test_invalid_utf8_preview_holds_a_budget_under_3_bytes(tmp_path, max_bytes, data, streamed):
+    """Regression (red team V f05): at max_bytes 1 or 2, an output starting with an invalid byte
+    showed U+FFFD (3 bytes) over the budget, where a valid 2-byte character is left out. Nothing
+    that does not fit as shown is shown now, at every budget; the marker stands for the rest."""
+    with ToolOutputStore(tmp_path, durable=False, config={"tool_output": {"max_bytes": max_bytes}}) as store:
+        if streamed:
+            result = store.truncate_stream("s", "c", [data[i : i + 7] for i in range(0, len(data), 7)])
+        else:
+            result = store.truncate("s", "c", data)
+        if not result.truncated:  # a lone invalid byte fits 3 bytes as shown
+            assert (result.content, max_bytes) == ("\ufffd", 3)
+            return
+        assert result.resource.size == len(data)
+        marker = re.search(r"\n*\.\.\. output truncated .*?pattern=\"\.\.\.\"\)\n*", result.content, re.S)
+        shown = len(result.content.encode()) - len(marker.group().encode())
+        assert shown <= max_bytes, result.content
+        page = store.read("s", result.resource.uri, offset=result.next_offset)
+        assert page.offset == result.next_offset

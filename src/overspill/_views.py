@@ -490,7 +490,16 @@ def view_preview(data: BytesLike, max_lines: int, max_bytes: int, flags: int, sl
             best, low = candidate, budget + 1
         else:
             high = budget - 1
-    return best if best is not None else _viewed_preview(data, max_lines, 1, flags, 0, runs)
+    if best is not None:
+        return best
+    least = _viewed_preview(data, max_lines, 1, flags, 0, runs)
+    if shown_size(least.head) + shown_size(least.tail) <= max_bytes:
+        return least
+    # Under 3 bytes, not even one invalid byte fits as shown (U+FFFD): nothing is shown, as when a
+    # valid character is wider than the budget, and the marker stands for every byte.
+    with byte_view(data) as view:
+        size = len(view)
+    return Preview("", "", True, 0, size)
 
 
 def _viewed_preview(data: BytesLike, max_lines: int, max_bytes: int, flags: int, slack: int = 0,
