@@ -806,3 +806,83 @@ def test_a_failure_quoting_a_long_value_stays_within_the_bound(store):
                 assert len(text_of(result).encode()) <= 8192 and "characters cut]" in text_of(result)
 
     anyio.run(main)
+
+
+# ------------------------------------------------------------------ red team V f07
+def _answers(process: subprocess.Popen, wanted: set, timeout: float = 60) -> dict:
+    """The server's answers, by id, until every id in ``wanted`` has one (or ``timeout`` passes:
+    a bound against hanging, not a timing check)."""
+    import json
+    import queue
+
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
+    found: dict = {}
+    while not wanted <= found.keys():
+        try:
+            message = json.loads(lines.get(timeout=timeout))
+        except queue.Empty:
+            break
+        if "id" in message:
+            found[message["id"]] = message
+    return found
+
+
+def test_stdio_answers_requests_the_sdk_cannot_validate(tmp_path, subprocess_env):
+    """Regression (red team V f07): a ``tools/call`` whose JSON holds a 5,000-digit integer and a
+    ``resources/read`` whose params is an array failed the SDK's message validation, and its
+    stdio reader dropped them: the client waited forever. Each is now answered with a JSON-RPC
+    error carrying its id (-32602: only the params are at fault), and the server goes on."""
+    import json
+
+    process = subprocess.Popen([sys.executable, "-m", "overspill", "mcp", "--data-dir", str(tmp_path / "data"),
+                                "--session", "S"], env=subprocess_env, stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
+    raw = [json.dumps(request) for request in requests] + [
+        '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read","arguments":'
+        '{"resource":"tool-output://x","offset":1%s}}}' % ("0" * 5000),
+        '{"jsonrpc":"2.0","id":"four","method":"resources/read","params":["tool-output://x"]}',
+        '{"jsonrpc":"2.0","id":5,"method":"ping"}',
+    ]
+    try:
+        process.stdin.write("".join(line + "\n" for line in raw).encode())
+        process.stdin.flush()
+        found = _answers(process, {1, 3, "four", 5})
+    finally:
+        process.stdin.close()
+        process.wait(timeout=60)
+    assert found.keys() >= {1, 3, "four", 5}, found.keys()
+    assert found[3]["error"]["code"] == found["four"]["error"]["code"] == -32602
+    assert "number out of range" in found[3]["error"]["message"]
+    assert "params" in found["four"]["error"]["message"]
+    assert found[5]["result"] == {}
+
+
+def test_only_requests_with_an_id_are_answered_when_the_sdk_cannot_validate_them():
+    """``rejected_request`` answers a request by its id, -32600 when more than its params is wrong,
+    and leaves alone what names no request to answer (a notification, broken JSON, a huge id)."""
+    from mcp import types
+    from pydantic import ValidationError
+
+    from overspill.mcp_server import rejected_request
+
+    def failure(line: str) -> Exception:
+        try:
+            types.jsonrpc_message_adapter.validate_json(line)
+        except ValidationError as error:
+            return error
+        raise AssertionError(f"{line} validated")
+
+    wrong_version = rejected_request(failure('{"jsonrpc":"1.0","id":7,"method":"ping","params":[1]}'))
+    assert (wrong_version.id, wrong_version.error.code) == (7, -32600)
+    assert "\n" not in wrong_version.error.message
+    assert rejected_request(failure('{"jsonrpc":"2.0","method":"notifications/x","params":[1]}')) is None
+    assert rejected_request(failure('{"jsonrpc":"2.0","id":7,"method":"ping"')) is None
+    assert rejected_request(failure('{"jsonrpc":"2.0","id":1%s,"method":"ping"}' % ("0" * 5000))) is None
+    assert rejected_request(failure('{"jsonrpc":"2.0","id":true,"method":"ping","params":[]}')) is None
+    assert rejected_request(ValueError("not the SDK's")) is None

@@ -474,6 +474,105 @@ def server_session(session_id: Optional[str]) -> str:
     return f"mcp-{new_id()}" if session_id is None else check_session_id(session_id)
 
 
+def _small_int(digits: str) -> Optional[int]:
+    """A JSON integer, or None for one of more digits than ``int`` takes from a string (4,300)."""
+    return int(digits) if len(digits) <= 4000 else None
+
+
+def rejected_request(error: Exception) -> Optional[types.JSONRPCError]:
+    """The JSON-RPC error answering a request that the SDK's reader could not
+    validate (it yields the validation error in the message's place and the
+    request would go unanswered): -32602 when only its ``params`` are at fault
+    (an array, a number too long to convert), else -32600.  None when
+    ``error`` is no such failure or names no usable id (then there is no
+    request to answer)."""
+    from json import loads
+
+    from pydantic import ValidationError
+
+    if not isinstance(error, ValidationError):
+        return None
+    details = error.errors(include_url=False)
+    message: object = None
+    for detail in details:
+        given = detail.get("input")
+        if detail.get("type") == "json_invalid" and isinstance(given, str):
+            try:  # valid JSON that pydantic's parser cannot hold (a 5,000-digit number)
+                message = loads(given, parse_int=_small_int)
+            except ValueError:
+                return None
+            break
+        if isinstance(given, dict) and "method" in given:
+            message = given
+            break
+    if not isinstance(message, dict):
+        return None
+    request_id, method = message.get("id"), message.get("method")
+    if not (isinstance(request_id, str) or type(request_id) is int) or not isinstance(method, str):
+        return None
+    try:
+        types.JSONRPCRequest.model_validate({"jsonrpc": message.get("jsonrpc"), "id": request_id, "method": method})
+    except ValidationError:
+        code, what = types.INVALID_REQUEST, "Invalid request"
+    else:
+        code, what = types.INVALID_PARAMS, "Invalid params"
+    first = details[0]
+    where = ".".join(str(part) for part in first.get("loc", ())[1:])
+    reason = f"{where}: {first.get('msg')}" if where else str(first.get("msg"))
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id,
+                              error=types.ErrorData(code=code, message=one_line(f"{what} for {method}: {reason}")))
+
+
+class _Answering:
+    """The SDK's stdio read stream, with the requests its reader could not
+    validate answered with an error (``rejected_request``) on ``write``, the
+    stream the server writes to, instead of being dropped unanswered; every
+    other item passes through as it came."""
+
+    def __init__(self, inner: Any, write: Any) -> None:
+        self._inner = inner
+        self._write = write
+
+    @property
+    def last_context(self) -> Any:
+        """The sender's context of the last item (the SDK's dispatcher runs its handler in it)."""
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        """The next item to serve."""
+        from mcp.shared.message import SessionMessage
+
+        while True:
+            item = await self._inner.receive()
+            answer = rejected_request(item) if isinstance(item, Exception) else None
+            if answer is None:
+                return item
+            await self._write.send(SessionMessage(answer))
+
+    def __aiter__(self) -> _Answering:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    def close(self) -> None:
+        """Closes the SDK's stream."""
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        """Closes the SDK's stream."""
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _Answering:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
 def run_stdio(server: Server[Any], *beside: Callable[[], Any]) -> None:
     """Run ``server`` over this process's stdin and stdout, with the tasks ``beside`` it, until the
     client closes stdin or a SIGTERM, SIGHUP or SIGINT; then cancel everything (each handler and
@@ -494,7 +593,8 @@ def run_stdio(server: Server[Any], *beside: Callable[[], Any]) -> None:
                 group.start_soon(stop_on_signal)
                 for task in beside:
                     group.start_soon(task)
-                await server.run(read_stream, write_stream, server.create_initialization_options())
+                await server.run(_Answering(read_stream, write_stream), write_stream,
+                                 server.create_initialization_options())
                 group.cancel_scope.cancel()
             background.kill_all()  # commands started in the background end with the server that owns them
             if received:
