@@ -520,7 +520,7 @@ def rejected_request(error: Exception) -> Optional[types.JSONRPCError]:
     where = ".".join(str(part) for part in first.get("loc", ())[1:])
     reason = f"{where}: {first.get('msg')}" if where else str(first.get("msg"))
     return types.JSONRPCError(jsonrpc="2.0", id=request_id,
-                              error=types.ErrorData(code=code, message=one_line(f"{what} for {method}: {reason}")))
+                              error=types.ErrorData(code=code, message=message_line(f"{what} for {method}: {reason}")))
 
 
 class _Answering:
