@@ -5,6 +5,7 @@ them) and stops them by pid."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -322,13 +323,10 @@ def test_a_plain_url_at_a_cluster_node_says_to_use_the_cluster_form(tmp_path):
             node.stop()
 
 
-@pytest.mark.parametrize("topology", ["server", "cluster"])
-def test_a_damaged_sessions_key_is_rebuilt_not_hiding_sessions_nor_failing_writes(tmp_path, topology):
-    """Regression (issue 19 item 21, red team E f06): ``ovs:sessions`` set to a string made
-    ``ls --all-sessions`` and ``stats`` show nothing though every output was stored, failed
-    every write ("WRONGTYPE"), and cleanup deleted it as "1 unfinished write" without
-    rebuilding it, so sessions that did not write again stayed unlisted. It is only a cache of
-    the ``ovs:session:*`` sets: rebuilt from them (SCAN), by a listing, a write or cleanup."""
+@contextlib.contextmanager
+def _damageable(tmp_path, topology):
+    """A store on servers of its own (one, or a 3-node Cluster), and its raw client to damage
+    keys with; the servers are stopped after."""
     from conftest import _redis_or_skip
 
     _redis_or_skip()
@@ -338,32 +336,42 @@ def test_a_damaged_sessions_key_is_rebuilt_not_hiding_sessions_nor_failing_write
     url = servers[0].url if topology == "server" else f"redis+cluster://{servers[0].address}"
     try:
         with ToolOutputStore(url=url) as store:
-            raw = store._backend.client
-            written = {session: store.write(session, "c", f"output of {session}\n").uri for session in "abc"}
-
-            def damage() -> None:
-                raw.delete("ovs:sessions")
-                raw.set("ovs:sessions", "not a sorted set")
-
-            damage()  # a listing rebuilds it
-            assert sorted(r.resource.uri for r in store.records()) == sorted(written.values())
-            assert raw.type("ovs:sessions") == b"zset"
-            assert sorted(raw.zrange("ovs:sessions", 0, -1)) == [b"a", b"b", b"c"]
-            damage()  # a write goes through and rebuilds it
-            written["d"] = store.write("d", "c", "output of d\n").uri
-            assert sorted(raw.zrange("ovs:sessions", 0, -1)) == [b"a", b"b", b"c", b"d"]
-            damage()  # a dry run writes nothing; cleanup rebuilds it and reports no leftover
-            dry = store.cleanup(dry_run=True)
-            assert dry.temporaries == 0 and dry.removed == 0 and raw.type("ovs:sessions") == b"string"
-            report = store.cleanup()
-            assert report.temporaries == 0 and report.removed == 0
-            assert sorted(raw.zrange("ovs:sessions", 0, -1)) == [b"a", b"b", b"c", b"d"]
-            assert sorted(r.resource.uri for r in store.records()) == sorted(written.values())
-            for session, uri in written.items():
-                assert store.read(session, uri).content == f"output of {session}\n"
+            yield store, store._backend.client
     finally:
         for node in servers:
             node.stop()
+
+
+@pytest.mark.parametrize("topology", ["server", "cluster"])
+def test_a_damaged_sessions_key_is_rebuilt_not_hiding_sessions_nor_failing_writes(tmp_path, topology):
+    """Regression (issue 19 item 21, red team E f06): ``ovs:sessions`` set to a string made
+    ``ls --all-sessions`` and ``stats`` show nothing though every output was stored, failed
+    every write ("WRONGTYPE"), and cleanup deleted it as "1 unfinished write" without
+    rebuilding it, so sessions that did not write again stayed unlisted. It is only a cache of
+    the ``ovs:session:*`` sets: rebuilt from them (SCAN), by a listing, a write or cleanup."""
+    with _damageable(tmp_path, topology) as (store, raw):
+        written = {session: store.write(session, "c", f"output of {session}\n").uri for session in "abc"}
+
+        def damage() -> None:
+            raw.delete("ovs:sessions")
+            raw.set("ovs:sessions", "not a sorted set")
+
+        damage()  # a listing rebuilds it
+        assert sorted(r.resource.uri for r in store.records()) == sorted(written.values())
+        assert raw.type("ovs:sessions") == b"zset"
+        assert sorted(raw.zrange("ovs:sessions", 0, -1)) == [b"a", b"b", b"c"]
+        damage()  # a write goes through and rebuilds it
+        written["d"] = store.write("d", "c", "output of d\n").uri
+        assert sorted(raw.zrange("ovs:sessions", 0, -1)) == [b"a", b"b", b"c", b"d"]
+        damage()  # a dry run writes nothing; cleanup rebuilds it and reports no leftover
+        dry = store.cleanup(dry_run=True)
+        assert dry.temporaries == 0 and dry.removed == 0 and raw.type("ovs:sessions") == b"string"
+        report = store.cleanup()
+        assert report.temporaries == 0 and report.removed == 0
+        assert sorted(raw.zrange("ovs:sessions", 0, -1)) == [b"a", b"b", b"c", b"d"]
+        assert sorted(r.resource.uri for r in store.records()) == sorted(written.values())
+        for session, uri in written.items():
+            assert store.read(session, uri).content == f"output of {session}\n"
 
 
 def test_run_with_spill_to_a_server_gone_away_does_not_start_the_command(server, tmp_path):
@@ -395,32 +403,20 @@ def test_a_damaged_pending_key_is_replaced_not_failing_small_writes(tmp_path, to
     on one server from its pipeline, on a Cluster as a call of its own) until a cleanup
     ran.  It only lists writes in flight: a damaged one is replaced, as ``ovs:sessions``
     is rebuilt, and the write goes through."""
-    from conftest import _redis_or_skip
-
-    _redis_or_skip()
-    from redis_servers import start_cluster, start_server
-
-    servers = [start_server(parent=tmp_path)] if topology == "server" else start_cluster(3, parent=tmp_path)
-    url = servers[0].url if topology == "server" else f"redis+cluster://{servers[0].address}"
-    try:
-        with ToolOutputStore(url=url) as store:
-            raw = store._backend.client
-            raw.set("ovs:pending", "not a sorted set")
-            small = store.write("s", "c1", "small output\n" * 1000)
-            assert store.read("s", small.uri).content == "small output\n" * 1000
-            assert raw.type("ovs:pending") in (b"zset", b"none")
-            raw.delete("ovs:pending")
-            raw.set("ovs:pending", "not a sorted set")
-            big = store.write("s", "c2", "x" * (3 * 1024 * 1024))  # listed by its heartbeat first
-            assert store.read("s", big.uri).content[:10] == "x" * 10
-            assert raw.type("ovs:pending") in (b"zset", b"none")
-            raw.set("ovs:pending", "not a sorted set")
-            report = store.cleanup()
-            assert report.removed == 0 and raw.type("ovs:pending") == b"none"
-            assert sorted(r.resource.uri for r in store.records("s")) == sorted([small.uri, big.uri])
-    finally:
-        for node in servers:
-            node.stop()
+    with _damageable(tmp_path, topology) as (store, raw):
+        raw.set("ovs:pending", "not a sorted set")
+        small = store.write("s", "c1", "small output\n" * 1000)
+        assert store.read("s", small.uri).content == "small output\n" * 1000
+        assert raw.type("ovs:pending") in (b"zset", b"none")
+        raw.delete("ovs:pending")
+        raw.set("ovs:pending", "not a sorted set")
+        big = store.write("s", "c2", "x" * (3 * 1024 * 1024))  # listed by its heartbeat first
+        assert store.read("s", big.uri).content[:10] == "x" * 10
+        assert raw.type("ovs:pending") in (b"zset", b"none")
+        raw.set("ovs:pending", "not a sorted set")
+        report = store.cleanup()
+        assert report.removed == 0 and raw.type("ovs:pending") == b"none"
+        assert sorted(r.resource.uri for r in store.records("s")) == sorted([small.uri, big.uri])
 
 
 def test_status_of_an_output_another_process_removed_is_not_found(server):
@@ -452,31 +448,20 @@ def test_a_chunk_key_of_the_wrong_type_reads_as_not_found_not_a_storage_failure(
     ``grep`` raise StorageError (EIO, the CLI's exit 4 "storage failure"), while the same
     damage to the record key is ResourceNotFoundError ("a damaged record"): WRONGTYPE is
     damage, not an outage. Now both say the resource cannot be found as stored."""
-    from conftest import _redis_or_skip
-
-    _redis_or_skip()
-    from redis_servers import start_cluster, start_server
 
     from overspill.backends._redis_keys import CHUNK_BYTES, chunk_key
     from overspill.records import parse_uri
 
-    servers = [start_server(parent=tmp_path)] if topology == "server" else start_cluster(3, parent=tmp_path)
-    url = servers[0].url if topology == "server" else f"redis+cluster://{servers[0].address}"
-    try:
-        with ToolOutputStore(url=url) as store:
-            raw = store._backend.client
-            uri = store.write("s", "c", "".join(f"{i:08d}\n" for i in range(400_000))).uri
-            damaged = chunk_key(parse_uri(uri), 1)
-            raw.delete(damaged)
-            raw.hset(damaged, "a", "b")
-            assert store.read("s", uri, offset=0).content.startswith("00000000\n")  # chunk 0 is whole
-            with pytest.raises(ResourceNotFoundError, match="damaged payload"):
-                store.read("s", uri, offset=CHUNK_BYTES + 5)
-            with pytest.raises(ResourceNotFoundError), store.view("s", uri):
-                pass  # the whole payload, as grep scans it
-    finally:
-        for node in servers:
-            node.stop()
+    with _damageable(tmp_path, topology) as (store, raw):
+        uri = store.write("s", "c", "".join(f"{i:08d}\n" for i in range(400_000))).uri
+        damaged = chunk_key(parse_uri(uri), 1)
+        raw.delete(damaged)
+        raw.hset(damaged, "a", "b")
+        assert store.read("s", uri, offset=0).content.startswith("00000000\n")  # chunk 0 is whole
+        with pytest.raises(ResourceNotFoundError, match="damaged payload"):
+            store.read("s", uri, offset=CHUNK_BYTES + 5)
+        with pytest.raises(ResourceNotFoundError), store.view("s", uri):
+            pass  # the whole payload, as grep scans it
 
 
 @pytest.mark.parametrize("topology", ["server", "cluster"])
@@ -487,27 +472,15 @@ def test_a_damaged_cleanup_lock_is_cleared_not_busy_for_ever(tmp_path, topology,
     busy for ever and every write needing an eviction waited a minute, then failed. A
     holder always sets it with an expiry: such a key is damage, removed as the lock is taken;
     a lock held by another process (a string with an expiry) is still respected."""
-    from conftest import _redis_or_skip
-
-    _redis_or_skip()
-    from redis_servers import start_cluster, start_server
-
-    servers = [start_server(parent=tmp_path)] if topology == "server" else start_cluster(3, parent=tmp_path)
-    url = servers[0].url if topology == "server" else f"redis+cluster://{servers[0].address}"
-    try:
-        with ToolOutputStore(url=url) as store:
-            raw = store._backend.client
-            if damage == "another type":
-                raw.hset("ovs:cleanup-lock", "a", "b")
-            else:
-                raw.set("ovs:cleanup-lock", "left without an expiry")
-            report = returns(store.cleanup)
-            assert not isinstance(report, BaseException), report
-            assert not report.busy
-            assert raw.exists("ovs:cleanup-lock") == 0  # released after the cleanup
-            raw.set("ovs:cleanup-lock", "another holder", px=60_000)
-            assert store.cleanup().busy  # a live holder's lock stays
-            assert raw.get("ovs:cleanup-lock") == b"another holder"
-    finally:
-        for node in servers:
-            node.stop()
+    with _damageable(tmp_path, topology) as (store, raw):
+        if damage == "another type":
+            raw.hset("ovs:cleanup-lock", "a", "b")
+        else:
+            raw.set("ovs:cleanup-lock", "left without an expiry")
+        report = returns(store.cleanup)
+        assert not isinstance(report, BaseException), report
+        assert not report.busy
+        assert raw.exists("ovs:cleanup-lock") == 0  # released after the cleanup
+        raw.set("ovs:cleanup-lock", "another holder", px=60_000)
+        assert store.cleanup().busy  # a live holder's lock stays
+        assert raw.get("ovs:cleanup-lock") == b"another holder"
