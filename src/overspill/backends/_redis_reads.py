@@ -14,8 +14,6 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Optional
 
-import redis.exceptions
-
 from ..errors import ResourceNotFoundError, StorageError
 from ..records import Record, parse_record, uri_for
 from ._checksums import verify
@@ -65,20 +63,33 @@ class RedisReads:
     def record(self, resource_id: str, /) -> Record:
         # Published records are immutable (ids are never reused), so a cached
         # one stays right; that it still exists is checked by every read.
+        return self._parsed(resource_id)[0]
+
+    def _parsed(self, resource_id: str) -> tuple[Record, int]:
+        """``resource_id``'s record and the chunk key size it was written with,
+        from the cache or the server."""
         parsed = self._cached(resource_id)
         if parsed is None:
             try:
                 data = self._client.get(meta_key(resource_id))
-            except redis.exceptions.ResponseError as error:
-                if not is_wrong_type(error):
-                    raise self.storage_error(f"cannot read {uri_for(resource_id)}", error) from None
-                raise ResourceNotFoundError(f"resource {uri_for(resource_id)} has a damaged record "
-                                            "(a key of the wrong type)") from None
             except REDIS_ERRORS as error:
-                raise self.storage_error(f"cannot read {uri_for(resource_id)}", error) from None
+                raise self._read_failure(resource_id, error, "record", "key") from None
             parsed = self.parse(resource_id, data)
             self.remember(resource_id, parsed)
-        return parsed[0]
+        return parsed
+
+    def _read_failure(self, resource_id: str, error: BaseException, part: str, key: str) -> Exception:
+        """What a failed read of one of ``resource_id``'s keys raises.
+
+        A key of the wrong type is damage, not an outage: the resource cannot be
+        read back, so it is not found (``part`` and ``key`` name what is damaged
+        in the message), never a storage failure.
+        """
+        uri = uri_for(resource_id)
+        if not is_wrong_type(error):
+            return self.storage_error(f"cannot read {uri}", error)
+        self._forget(resource_id)
+        return ResourceNotFoundError(f"resource {uri} has a damaged {part} (a {key} of the wrong type)")
 
     def current_record(self, resource_id: str, /) -> Record:
         """``record``, confirmed to be there still: a cached record is served only
@@ -100,23 +111,6 @@ class RedisReads:
             raise ResourceNotFoundError(f"no resource {uri_for(resource_id)}")
         return parsed[0]
 
-    def _chunk_of(self, record: Record) -> int:
-        """The chunk key size ``record``'s resource was written with."""
-        parsed = self._cached(record.id)
-        if parsed is None:
-            try:
-                data = self._client.get(meta_key(record.id))
-            except redis.exceptions.ResponseError as error:
-                if not is_wrong_type(error):
-                    raise self.storage_error(f"cannot read {record.resource.uri}", error) from None
-                raise ResourceNotFoundError(f"resource {record.resource.uri} has a damaged record "
-                                            "(a key of the wrong type)") from None
-            except REDIS_ERRORS as error:
-                raise self.storage_error(f"cannot read {record.resource.uri}", error) from None
-            parsed = self.parse(record.id, data)
-            self.remember(record.id, parsed)
-        return parsed[1]
-
     def read(self, record: Record, start: int, end: int, /) -> memoryview:
         size = record.resource.size
         if not 0 <= start <= end <= size:
@@ -124,7 +118,7 @@ class RedisReads:
         if start == end:
             return memoryview(b"")
         uri = record.resource.uri
-        chunk = self._chunk_of(record)
+        chunk = self._parsed(record.id)[1]
         block = record.checksum_chunk if record.checksums is not None else 1
         # Widen to whole checksum blocks (never past the end), so each can be verified.
         first = start - start % block
@@ -135,16 +129,8 @@ class RedisReads:
                 base = index * chunk
                 pieces.append(self._client.getrange(chunk_key(record.id, index), max(first, base) - base,
                                                     min(last, base + chunk) - base - 1))
-        except redis.exceptions.ResponseError as error:
-            if not is_wrong_type(error):
-                raise self.storage_error(f"cannot read {uri}", error) from None
-            # Damage, not an outage (as a record key of the wrong type): the resource
-            # cannot be read back, so it is not found, never a storage failure.
-            self._forget(record.id)
-            raise ResourceNotFoundError(f"resource {uri} has a damaged payload (a chunk key of the wrong "
-                                        "type)") from None
         except REDIS_ERRORS as error:
-            raise self.storage_error(f"cannot read {uri}", error) from None
+            raise self._read_failure(record.id, error, "payload", "chunk key") from None
         data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
         if len(data) != last - first:
             # Deleted or expired: every key of a resource goes at once, so its

@@ -452,13 +452,13 @@ class RedisBackend(RedisReads, RedisQuota):
     def delete(self, resource_id: str, /) -> int:
         try:
             try:
-                record = self.record(resource_id)
+                record, chunk = self._parsed(resource_id)
             except ResourceNotFoundError:
                 self._client.delete(meta_key(resource_id))
                 self._forget(resource_id)
                 self.unaccount(resource_id)
                 return self.unlink_unknown(resource_id)
-            return self.remove(record, self._chunk_of(record))
+            return self.remove(record, chunk)
         except REDIS_ERRORS as error:
             raise self.storage_error(f"cannot delete {uri_for(resource_id)}", error) from None
 
