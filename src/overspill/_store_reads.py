@@ -53,6 +53,12 @@ def _ending_line(page: bytes | memoryview, flags: int) -> str:
     return shown_text(page, flags)[:-1]
 
 
+def _page_text(page: memoryview, flags: int, newline_next: bool) -> str:
+    """The view of ``page``; ``newline_next``: the payload's view goes on with a newline
+    (``_ending_line``, the escape sequences between left out)."""
+    return _ending_line(page.tobytes() + b"\n", flags) if newline_next else shown_text(page, flags)
+
+
 class StoreReads:
     """Reading what a session stored: ``read`` (pages), ``read_bytes``, ``view``,
     ``iter_bytes``, ``status`` and ``preview``."""
@@ -240,11 +246,10 @@ class StoreReads:
             end = max(self._sequence_end(resource_id, record, wide, wide_low, wide_high, end + low), start)
             ending = flags & VIEW_CR and self._newline_next(resource_id, record, wide, wide_low, wide_high, end)
             if end <= wide_high:
-                page = wide[start - wide_low : end - wide_low]
-                return start, end, _ending_line(page.tobytes() + b"\n", flags) if ending else shown_text(page, flags)
+                return start, end, _page_text(wide[start - wide_low : end - wide_low], flags, ending)
         # The end moved past the window: the end of a sequence longer than its margin.
         with self._backend.read(record, start, end) as view:
-            return start, end, _ending_line(view.tobytes() + b"\n", flags) if ending else shown_text(view, flags)
+            return start, end, _page_text(view, flags, ending)
 
     def _newline_next(self, resource_id: str, record: Record, view: memoryview, low: int, high: int,
                       position: int) -> bool:
@@ -252,25 +257,24 @@ class StoreReads:
         bytes from there (``view`` holds ``[low, high)``) are escape sequences, which the view
         removes, then a newline.  A \r ending the page is then that line's ending (``page_text``)."""
         size = record.resource.size
-        window: Optional[AbstractContextManager[memoryview]] = None
-        try:
-            while position < size:
-                if not low <= position < high:
-                    if window is not None:
-                        window.__exit__(None, None, None)
-                        window = None
-                    low, high = position, min(position + _WIDE_REACH, size)
-                    window = self._backend.read(record, low, high)
-                    view = window.__enter__()
-                byte = view[position - low]
-                if byte != 0x1B:
-                    return byte == 0x0A
-                # Past the sequence this ESC starts (one ESC alone is a sequence of its own).
-                position = max(self._sequence_end(resource_id, record, view, low, high, position + 1), position + 1)
-            return False
-        finally:
-            if window is not None:
-                window.__exit__(None, None, None)
+        position, byte = self._past_escapes(resource_id, record, view, low, high, position)
+        while byte < 0 and position < size:  # the sequences run past the window: read on from there
+            low, high = position, min(position + _WIDE_REACH, size)
+            with self._backend.read(record, low, high) as view:
+                position, byte = self._past_escapes(resource_id, record, view, low, high, position)
+        return byte == 0x0A
+
+    def _past_escapes(self, resource_id: str, record: Record, view: memoryview, low: int, high: int,
+                      position: int) -> tuple[int, int]:
+        """The first payload position from ``position`` outside escape sequences, and its byte;
+        the byte is -1 when the window (``view`` holds ``[low, high)``) ends first."""
+        while low <= position < high:
+            byte = view[position - low]
+            if byte != 0x1B:
+                return position, byte
+            # Past the sequence this ESC starts (one ESC alone is a sequence of its own).
+            position = max(self._sequence_end(resource_id, record, view, low, high, position + 1), position + 1)
+        return position, -1
 
     def _sequence_end(self, resource_id: str, record: Record, view: memoryview, low: int, high: int,
                       position: int) -> int:
