@@ -1664,3 +1664,32 @@ def test_webfetch_timeout_bounds_the_connect_to_a_host_of_many_addresses(store, 
         for filler in fillers:
             filler.close()
         listener.close()
+
+
+@pytest.mark.parametrize("front, description", [
+    ("name: pdf-tools # the tool's name\ndescription: Fill forms # not shown", "Fill forms"),
+    ("name: pdf-tools\ndescription: >\n  Fill PDF forms\n  by field.\n\n  Then sign.\n", "Fill PDF forms by field.\nThen sign."),
+    ("name: pdf-tools\ndescription: |-\n  Line one\n    indented\n", "Line one\n  indented"),
+    ("name: 'pdf-tools'\ndescription: \"Say \\\"hi\\\"\\tcaf\\u00e9\"", 'Say "hi"\tcafé'),
+    ("name: pdf-tools\ndescription: 'it''s\n  folded'", "it's folded"),
+    ("description:\n  starts on the next line\n  and goes on\nname: pdf-tools", "starts on the next line and goes on"),
+    ("name: pdf-tools\ndescription: see http://x.test/#frag\nmetadata:\n  name: other", "see http://x.test/#frag"),
+], ids=["comments", "folded", "literal", "double-quoted", "single-quoted", "next-line", "nested"])
+def test_skill_front_matter_reads_yaml_scalars_as_yaml_does(store, tmp_path, front, description):
+    """A `# comment` after a value was kept in it (the name no longer matched), a `description: >`
+    block was read as ">", and quoted values kept their escapes."""
+    (tmp_path / "pdf").mkdir()
+    (tmp_path / "pdf" / "SKILL.md").write_text(f"---\n{front}\n---\n# PDF\n")
+    result = tools.skill(store, "s", "c", "pdf-tools", roots=[tmp_path])
+    assert not result.is_error, result.output
+    assert result.metadata["description"] == description
+
+
+def test_a_skill_folder_named_as_the_skill_wins_over_another_claiming_its_name(store, tmp_path):
+    """A folder sorted first whose front matter claimed another skill's name took it over."""
+    for folder, front in (("a-impostor", "name: pdf\ndescription: not the real one"),
+                          ("pdf", "name: pdf\ndescription: the real one")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "SKILL.md").write_text(f"---\n{front}\n---\n# {folder}\n")
+    result = tools.skill(store, "s", "c", "pdf", roots=[tmp_path])
+    assert result.metadata["description"] == "the real one" and result.output.endswith("# pdf\n")

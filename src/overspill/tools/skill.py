@@ -13,6 +13,7 @@ if TYPE_CHECKING:  # typing and pathlib cost start-up (``overspill run`` imports
     PathArg = Union[str, "os.PathLike[str]"]
 
 from ..store import ToolOutputStore
+from ._front_matter import front_matter
 from ._result import ToolResult, bounded, failure
 
 __all__ = ["available_skills", "skill"]
@@ -22,36 +23,25 @@ _FRONT_MATTER_BYTES = 64 * 1024
 
 
 def _front_matter(path: Path) -> dict[str, str]:
-    """``key: value`` pairs of a leading ``---`` block (the simple YAML skills use)."""
+    """The scalars of the SKILL.md's front matter (``_front_matter.front_matter``)."""
     with open(path, "rb") as file:
         # utf-8-sig: editors on Windows save a byte-order mark, which would hide the opening "---".
-        head = file.read(_FRONT_MATTER_BYTES).decode("utf-8-sig", "replace")
-    # YAML's line breaks (\n, \r\n, a lone \r), not str.splitlines(), which also breaks inside a value
-    # at U+2028, \x85 or \x0c and so would cut a description short.
-    lines = head.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    if not lines or lines[0].strip() != "---":
-        return {}
-    fields: dict[str, str] = {}
-    for line in lines[1:]:
-        if line.strip() == "---":
-            return fields
-        key, separator, value = line.partition(":")
-        if separator and key.strip() and not key.startswith((" ", "\t", "#")):
-            fields[key.strip()] = value.strip().strip("\"'")
-    return {}  # never closed: not front matter
+        return front_matter(file.read(_FRONT_MATTER_BYTES).decode("utf-8-sig", "replace"))
 
 
 def available_skills(roots: Sequence[PathArg]) -> dict[str, tuple[Path, str]]:
     """Skills found in ``roots`` (one folder per skill, each with a SKILL.md):
-    name -> (SKILL.md path, description).  The first root to define a name wins."""
+    name -> (SKILL.md path, description).  The first root to define a name wins;
+    within a root, the folder named as the skill, else the first by folder name."""
     from pathlib import Path
 
     found: dict[str, tuple[Path, str]] = {}
     for root in roots:
         try:
-            entries = sorted(os.scandir(root), key=lambda entry: entry.name)
+            entries = list(os.scandir(root))
         except OSError:
             continue
+        skills = []
         for entry in entries:
             path = Path(entry.path) / SKILL_FILE
             if not entry.is_dir() or not path.is_file():
@@ -61,7 +51,11 @@ def available_skills(roots: Sequence[PathArg]) -> dict[str, tuple[Path, str]]:
             except OSError:
                 continue
             name = fields.get("name") or entry.name
-            found.setdefault(name, (path, fields.get("description", "")))
+            skills.append((name != entry.name, entry.name, name, path, fields.get("description", "")))
+        # Within a root, a skill's own folder (named as the skill) wins over another folder whose
+        # front matter claims its name; then folders in name order.
+        for _, _, name, path, description in sorted(skills):
+            found.setdefault(name, (path, description))
     return found
 
 
