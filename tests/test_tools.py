@@ -1693,3 +1693,18 @@ def test_a_skill_folder_named_as_the_skill_wins_over_another_claiming_its_name(s
         (tmp_path / folder / "SKILL.md").write_text(f"---\n{front}\n---\n# {folder}\n")
     result = tools.skill(store, "s", "c", "pdf", roots=[tmp_path])
     assert result.metadata["description"] == "the real one" and result.output.endswith("# pdf\n")
+
+
+def test_read_takes_a_resource_uri_with_its_page_query(store):
+    """The read tool refused `tool-output://ID?offset=N&limit=M`, the form `resources/read` and
+    `overspill read` take (a model copies what it was shown); the same number given both ways must agree."""
+    resource = store.write("s", "c", "".join(f"{n:04d}\n" for n in range(100)))
+    plain = tools.read(store, "s", "c", resource=resource.uri, offset=10, limit=20)
+    queried = tools.read(store, "s", "c", resource=f"{resource.uri}?offset=10&limit=20")
+    assert not queried.is_error and (queried.output, queried.metadata) == (plain.output, plain.metadata)
+    both = tools.read(store, "s", "c", resource=f"{resource.uri}?offset=10", offset=10, limit=20)
+    assert (both.output, both.metadata) == (plain.output, plain.metadata)
+    clash = tools.read(store, "s", "c", resource=f"{resource.uri}?offset=10", offset=30)
+    assert clash.is_error and "give one" in clash.output
+    bad = tools.read(store, "s", "c", resource=f"{resource.uri}?offset=ten")
+    assert bad.is_error and "offset" in bad.output

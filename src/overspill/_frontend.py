@@ -41,6 +41,7 @@ __all__ = [
     "stored_copy_end",
     "is_binary_mime",
     "page_argument_problem",
+    "page_request",
     "parse_page_uri",
     "read_page",
 ]
@@ -191,6 +192,24 @@ def parse_page_uri(uri: object, bad_number: type[Exception] = InvalidResourceErr
             raise bad_number(f"{key} must be one integer {wanted}, not {shown!r}")
         numbers[key] = int(text)
     return base, numbers["offset"], numbers["limit"]
+
+
+def page_request(uri: object, offset: Optional[int], limit: Optional[int],
+                 bad_input: type[Exception] = InvalidResourceError) -> tuple[str, Optional[int], Optional[int]]:
+    """A page read asked for as ``uri`` (which may carry ``?offset=N&limit=M``) and as
+    ``offset`` and ``limit`` arguments: the resource's URI, the offset and the limit
+    (None when given neither way).  The same number given both ways must agree.
+
+    :param bad_input: what a number that is no number in range, or one given
+        two ways that disagree, raises (``parse_page_uri``'s ``bad_number``).
+    :raises InvalidResourceError: as ``parse_page_uri``.
+    """
+    base, queried_offset, queried_limit = parse_page_uri(uri, bad_input)
+    for name, given, queried in (("offset", offset, queried_offset), ("limit", limit, queried_limit)):
+        if given is not None and queried is not None and given != queried:
+            raise bad_input(f"the URI says {name}={queried} and {name} is {given}; give one")
+    return (base, offset if offset is not None else queried_offset,
+            limit if limit is not None else queried_limit)
 
 
 def read_page(store: ToolOutputStore, session_id: str, uri: object, offset: Optional[int] = None,

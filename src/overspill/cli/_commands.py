@@ -18,17 +18,12 @@ if TYPE_CHECKING:  # typing and argparse cost start-up; annotations are never ev
     from typing import Any, BinaryIO, Optional
 
 def _command_read(args: argparse.Namespace) -> int:
-    from .._frontend import end_of_resource, lost_end, lost_note, parse_page_uri, read_page, stored_copy_end
+    from .._frontend import end_of_resource, lost_end, lost_note, page_request, read_page, stored_copy_end
     from ..config import MAX_READ_BYTES
 
     # tool-output://ID?offset=N&limit=M, as MCP's: an offset or limit that is no number is bad
     # input (exit 2), as the same given by --offset and --limit; a malformed URI is exit 3.
-    uri, query_offset, query_limit = parse_page_uri(args.uri, bad_number=_UsageError)
-    for name, given, queried in (("offset", args.offset, query_offset), ("limit", args.limit, query_limit)):
-        if given is not None and queried is not None and given != queried:
-            raise _UsageError(f"read: the URI says {name}={queried} and --{name} says {given}; give one")
-    offset_given = args.offset if args.offset is not None else query_offset
-    limit = args.limit if args.limit is not None else query_limit
+    uri, offset_given, limit = page_request(args.uri, args.offset, args.limit, _UsageError)
     if args.all and (offset_given is not None or limit is not None):
         raise _UsageError("read: --all writes the whole resource; it takes no --offset or --limit")
     store = _reader(args)

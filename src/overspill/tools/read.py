@@ -14,7 +14,8 @@ if TYPE_CHECKING:  # typing and pathlib cost start-up (``overspill run`` imports
     from ..config import Limits
 
 from .._arguments import os_string_problem
-from .._frontend import binary_page, end_of_resource, lost_end, page_argument_problem, read_page, stored_copy_end
+from .._frontend import (binary_page, end_of_resource, lost_end, page_argument_problem, page_request, read_page,
+                         stored_copy_end)
 from ..config import MAX_READ_BYTES
 from ..errors import OverspillError
 from ..store import ToolOutputStore
@@ -34,8 +35,9 @@ def read(store: ToolOutputStore, session_id: str, tool_call_id: str, *, resource
          cwd: Union[str, "os.PathLike[str]", None] = None, limits: Optional[Limits] = None) -> ToolResult:
     """Read a page of a ``tool-output://`` resource, or lines of a file.
 
-    With ``resource``: ``offset`` and ``limit`` are bytes (as ``store.read``),
-    and a closing hint names the next offset when more follows.  With
+    With ``resource``: ``offset`` and ``limit`` are bytes (as ``store.read``; the URI may
+    carry them too, ``?offset=N&limit=M``, as MCP's ``resources/read`` takes it), and a
+    closing hint names the next offset when more follows.  With
     ``path``: ``offset`` is the first line (1-based; 0 also means the first), ``limit`` the number of
     lines (default ``MAX_READ_LINES``), at most ``MAX_READ_BYTES`` bytes; lines
     are numbered and each is cut at ``MAX_LINE_LENGTH`` characters.
@@ -59,6 +61,8 @@ def read(store: ToolOutputStore, session_id: str, tool_call_id: str, *, resource
 def _read_resource(store: ToolOutputStore, session_id: str, uri: object, offset: Optional[int],
                    limit: Optional[int]) -> ToolResult:
     try:
+        if isinstance(uri, str) and "?" in uri:  # tool-output://ID?offset=N&limit=M, as resources/read takes it
+            uri, offset, limit = page_request(uri, offset, limit)
         page = read_page(store, session_id, uri, offset, limit)
         binary = binary_page(store, session_id, page, offset, limit)
     except OverspillError as error:
