@@ -1708,3 +1708,12 @@ def test_read_takes_a_resource_uri_with_its_page_query(store):
     assert clash.is_error and "give one" in clash.output
     bad = tools.read(store, "s", "c", resource=f"{resource.uri}?offset=ten")
     assert bad.is_error and "offset" in bad.output
+
+
+@pytest.mark.parametrize("files", [{"path": "src"}, {"glob": "*.py"}])
+def test_grep_refuses_a_resource_with_a_path_or_glob(store, files):
+    """grep given a resource and a path searched the resource and ignored the path (read refuses the pair)."""
+    resource = store.write("s", "c", "TODO here\n")
+    result = tools.grep(store, "s", "c", "TODO", resource=resource.uri, **files)
+    assert result.is_error and "not both" in result.output
+    assert not tools.grep(store, "s", "c", "TODO", resource=resource.uri, path=".").is_error

@@ -88,6 +88,8 @@ def grep(store: ToolOutputStore, session_id: str, tool_call_id: str, pattern: st
     except re.error as error:
         return failure(f"invalid pattern {pattern!r}: {error}")
     if resource is not None:
+        if path != "." or glob is not None:  # (read refuses a resource and a path alike)
+            return failure("give resource (a tool-output:// URI) or path and glob (files), not both")
         return _grep_resource(store, session_id, tool_call_id, resource, pattern, ignore_case, context, max_matches,
                               abort)
     found = _Matches(max_matches)
