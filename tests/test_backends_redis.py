@@ -484,3 +484,18 @@ def test_a_damaged_cleanup_lock_is_cleared_not_busy_for_ever(tmp_path, topology,
         raw.set("ovs:cleanup-lock", "another holder", px=60_000)
         assert store.cleanup().busy  # a live holder's lock stays
         assert raw.get("ovs:cleanup-lock") == b"another holder"
+
+
+def test_an_empty_range_of_a_removed_output_is_not_found(tmp_path):
+    """A read of no bytes (every page of an empty output, a page at the end) asked nothing of
+    the server, so an output another process removed still read back as there."""
+    from overspill.records import parse_uri
+
+    with _damageable(tmp_path, "server") as (store, raw):
+        empty = store.write("s", "c", "")
+        full = store.write("s", "c", "whole\n")
+        assert store.read("s", empty.uri).content == "" and store.read("s", full.uri, offset=6).content == ""
+        for uri in (empty.uri, full.uri):
+            raw.delete(*raw.keys(f"*{parse_uri(uri)}*"))
+            with pytest.raises(ResourceNotFoundError):
+                store.read("s", uri, offset=0 if uri == empty.uri else 6)

@@ -233,7 +233,8 @@ class StoreReads:
                     return start + low, end + low, _ending_line(view[start : end + 1], flags)
                 return start + low, end + low, shown_text(view[start:end], flags)
         if low == high:
-            return low, low, ""
+            with self._backend.read(record, low, high):  # (no bytes, but the backend tells if it is gone)
+                return low, low, ""
         # Each page's view is of its bytes alone: a page never starts or ends inside an escape
         # sequence (it would show a piece of it, such as "[1;31m").  A start inside one moves past it
         # (it shows nothing); an end inside one moves to its end.  The edges are found in a window

@@ -116,6 +116,9 @@ class RedisReads:
         if not 0 <= start <= end <= size:
             raise ValueError(f"range [{start}, {end}) is outside the resource's {size} bytes")
         if start == end:
+            # No bytes to read, so no read to find the resource gone: its record is asked
+            # (a page at the end, every page of an empty output), as a read of bytes would.
+            self.current_record(record.id)
             return memoryview(b"")
         uri = record.resource.uri
         chunk = self._parsed(record.id)[1]
