@@ -354,3 +354,32 @@ def test_a_long_exception_text_is_bounded_whichever_side_the_error_middleware_is
     assert kinds == [RuntimeError] * 4
     assert [b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
             for record in store.records()] == [log, "RuntimeError: " + log] * 2
+
+
+# ------------------------------------------------------------------ regressions (red team A7)
+def _listing_of(form: str) -> Any:
+    @tool
+    def listing(runtime: ToolRuntime) -> list:
+        """Return the result as a list of Command and ToolMessage objects, as LangGraph's ToolNode accepts."""
+        if form == "command":
+            return [Command(update={"messages": [ToolMessage(BIG, tool_call_id=runtime.tool_call_id)]})]
+        return [Command(update={"messages": []}), ToolMessage(BIG, tool_call_id=runtime.tool_call_id)]
+
+    return listing
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+@pytest.mark.parametrize("form", ["command", "message"])
+def test_a_list_of_commands_and_tool_messages_is_bounded(store, form, asynchronous):
+    # A tool returning a list of Command/ToolMessage objects reached the model whole (590 KB): only a
+    # single ToolMessage or Command was looked into.
+    script = Script("listing")
+    agent = create_agent(ScriptedChat(script=script), tools=[_listing_of(form)], middleware=[middleware(store)])
+    task = {"messages": [("user", "go")]}
+    result = asyncio.run(agent.ainvoke(task, RECURSION)) if asynchronous else agent.invoke(task, RECURSION)
+    script.check()
+    sent = [m for m in result["messages"] if isinstance(m, ToolMessage)][0]  # the list's, then the pages
+    assert "tool-output://" in sent.content and len(sent.content.encode()) < 60_000
+    (record,) = store.records()
+    assert b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)) \
+        == BIG.encode()

@@ -6,7 +6,7 @@ The middleware's ``wrap_tool_call`` and ``awrap_tool_call`` bound every tool
 result: a ``ToolMessage``'s content (a string, or the text of a content-block
 list taken together: its text blocks and the JSON of every other block but
 media) and the tool messages of a ``Command``'s update (in any form LangGraph
-turns into a ``ToolMessage``); a tool's exception passing through it has its
+turns into a ``ToolMessage``), or of each item of a list of them; a tool's exception passing through it has its
 text bounded (for an error middleware outside it, such as ``ToolErrorMiddleware``,
 that shows the model ``str(exc)``), keeping its type.  The middleware registers ``read`` and ``grep``
 as its tools and answers their calls itself, so they run in the calling
@@ -228,17 +228,30 @@ def _tool_message(item: Any) -> Optional[ToolMessage]:
     return message if isinstance(message, ToolMessage) else None
 
 
-def _messages(result: Any) -> list[ToolMessage]:
-    """The tool messages of a tool's result: a ``ToolMessage`` itself, or those of a ``Command``'s update
-    (its list of messages, in any form LangGraph accepts, each as the ``ToolMessage`` it becomes)."""
-    if isinstance(result, ToolMessage):
-        return [result]
-    if isinstance(result, Command) and isinstance(result.update, dict):
+def _items(result: Any) -> list[Any]:
+    """The parts of a tool's result that may carry tool messages: each item of a list (LangGraph's
+    ``ToolNode`` takes a tool's list of ``ToolMessage`` and ``Command`` objects, each as if returned
+    alone), else the result itself."""
+    return list(result) if isinstance(result, list) else [result]
+
+
+def _item_messages(item: Any) -> list[ToolMessage]:
+    """The tool messages of one part of a result: a ``ToolMessage`` itself, or those of a ``Command``'s
+    update (its list of messages, in any form LangGraph accepts, each as the ``ToolMessage`` it becomes)."""
+    if isinstance(item, ToolMessage):
+        return [item]
+    if isinstance(item, Command) and isinstance(item.update, dict):
         # A tool's Command reports to the model through the ToolMessages of its update.
-        messages = result.update.get("messages")
+        messages = item.update.get("messages")
         if isinstance(messages, list):
             return [message for message in map(_tool_message, messages) if message is not None]
     return []
+
+
+def _messages(result: Any) -> list[ToolMessage]:
+    """The tool messages of a tool's result, in order: a ``ToolMessage``, a ``Command``'s, or those of each
+    item of a list of them."""
+    return [message for item in _items(result) for message in _item_messages(item)]
 
 
 def _replaced(result: Any, bounded: dict[int, tuple[list[int], str]]) -> Any:
@@ -257,15 +270,29 @@ def _replaced(result: Any, bounded: dict[int, tuple[list[int], str]]) -> Any:
             content = replaced_pieces(list(message.content), at,
                                       preview if isinstance(first, str) else {"type": "text", "text": preview})
         new[index] = message.model_copy(update={"content": content})
-    if isinstance(result, ToolMessage):
+    if not isinstance(result, list):
+        return _replaced_item(result, new)
+    replaced, start = [], 0
+    for item in result:  # the messages _messages found, item by item: renumbered from each item's first
+        count = len(_item_messages(item))
+        replaced.append(_replaced_item(item, {index - start: message for index, message in new.items()
+                                              if start <= index < start + count}))
+        start += count
+    return replaced
+
+
+def _replaced_item(item: Any, new: dict[int, ToolMessage]) -> Any:
+    """``item`` (a ``ToolMessage`` or a ``Command``) with its n-th tool message replaced by ``new[n]``."""
+    if not new:
+        return item
+    if isinstance(item, ToolMessage):
         return new[0]
     replaced, found = [], 0
-    for item in result.update["messages"]:  # the n-th tool message found is the n-th item _tool_message takes
-        if _tool_message(item) is not None:
-            item, found = new.get(found, item), found + 1
-        replaced.append(item)
-    update = {**result.update, "messages": replaced}
-    return dataclasses.replace(result, update=update)
+    for message in item.update["messages"]:  # the n-th tool message found is the n-th one _tool_message takes
+        if _tool_message(message) is not None:
+            message, found = new.get(found, message), found + 1
+        replaced.append(message)
+    return dataclasses.replace(item, update={**item.update, "messages": replaced})
 
 
 def _call_ids(call_id: str, found: list[tuple[int, list[int], list[str]]]) -> list[str]:
