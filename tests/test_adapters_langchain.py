@@ -383,3 +383,51 @@ def test_a_list_of_commands_and_tool_messages_is_bounded(store, form, asynchrono
     (record,) = store.records()
     assert b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)) \
         == BIG.encode()
+
+
+class TurnChat(GenericFakeChatModel):
+    """Calls the given tools in one turn, then records the ToolMessages it is sent and stops."""
+
+    names: list = []
+    sent: list = []
+    messages: Any = iter(())
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> TurnChat:
+        return self
+
+    def _generate(self, messages: list, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        if isinstance(messages[-1], ToolMessage):
+            self.sent.extend(m.content for m in messages if isinstance(m, ToolMessage))
+            message = AIMessage(content="done")
+        else:
+            message = AIMessage(content="", tool_calls=[{"name": name, "args": {}, "id": f"call-{index}"}
+                                                        for index, name in enumerate(self.names)])
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+@tool(return_direct=True)
+def report() -> str:
+    """The final report, returned to the user as the run's answer."""
+    return BIG
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_return_direct_tools_answer_is_the_whole_output(store, asynchronous):
+    # A return_direct tool's message ends the run and is the application's answer: the middleware
+    # replaced it by the model's preview (head, tail and a marker telling a model to call read).
+    chat = TurnChat(names=["report"], sent=[])
+    agent = create_agent(chat, tools=[report, small], middleware=[middleware(store)])
+    task = {"messages": [("user", "go")]}
+    result = asyncio.run(agent.ainvoke(task, RECURSION)) if asynchronous else agent.invoke(task, RECURSION)
+    final = result["messages"][-1]
+    assert isinstance(final, ToolMessage) and final.content == BIG
+    assert chat.sent == [] and store.records() == []
+    # Called beside a tool that is not return_direct, it does not end the run: the model reads it, bounded.
+    chat = TurnChat(names=["report", "small"], sent=[])
+    agent = create_agent(chat, tools=[report, small], middleware=[middleware(store)])
+    result = asyncio.run(agent.ainvoke(task, RECURSION)) if asynchronous else agent.invoke(task, RECURSION)
+    assert result["messages"][-1].content == "done"
+    assert "tool-output://" in chat.sent[0] and len(chat.sent[0].encode()) < 60_000 and chat.sent[1] == SMALL
+    (record,) = store.records()
+    assert b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)) \
+        == BIG.encode()

@@ -8,7 +8,8 @@ list taken together: its text blocks and the JSON of every other block but
 media) and the tool messages of a ``Command``'s update (in any form LangGraph
 turns into a ``ToolMessage``), or of each item of a list of them; a tool's exception passing through it has its
 text bounded (for an error middleware outside it, such as ``ToolErrorMiddleware``,
-that shows the model ``str(exc)``), keeping its type.  The middleware registers ``read`` and ``grep``
+that shows the model ``str(exc)``), keeping its type.  A ``return_direct`` tool's call
+that ends the run passes whole: its message is the run's answer, for the application.  The middleware registers ``read`` and ``grep``
 as its tools and answers their calls itself, so they run in the calling
 thread's session.
 
@@ -24,7 +25,7 @@ from typing import Annotated, Any, Awaitable, Callable, Optional
 
 from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain.agents.middleware.types import PrivateStateAttr
-from langchain_core.messages import BaseMessage, ToolMessage, convert_to_messages
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert_to_messages
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
@@ -53,6 +54,31 @@ def _session_of(request: Any, fallback: str) -> str:
     state = getattr(request, "state", None)
     session = state.get(_SESSION_KEY) if isinstance(state, dict) else getattr(state, _SESSION_KEY, None)
     return session if isinstance(session, str) and session else fallback
+
+
+def _returned_directly(request: Any) -> bool:
+    """Whether the call's message ends the run as its answer, for the application rather than the model.
+
+    ``create_agent`` stops after the tools when every tool the model's turn called (of the agent's own:
+    a provider's tools aside) has ``return_direct=True``; its last message, this call's, is then the
+    run's answer.  A ``return_direct`` tool called beside another tool does not stop the run: the model
+    reads its message, so it is bounded.  Without the run's tools or state to tell, the tool's own flag
+    decides.
+    """
+    if not getattr(request.tool, "return_direct", False):
+        return False
+    tools = getattr(getattr(request, "runtime", None), "tools", None)
+    state = getattr(request, "state", None)
+    messages = state.get("messages") if isinstance(state, dict) else getattr(state, "messages", None)
+    if not tools or not isinstance(messages, list):
+        return True
+    direct = {tool.name: bool(getattr(tool, "return_direct", False)) for tool in tools}
+    call_id = request.tool_call.get("id")
+    for message in reversed(messages):  # the model's turn that made this call
+        calls = getattr(message, "tool_calls", None)
+        if isinstance(message, AIMessage) and calls and any(call.get("id") == call_id for call in calls):
+            return all(direct[call.get("name")] for call in calls if call.get("name") in direct)
+    return True
 
 
 def _call_id(request: Any) -> str:
@@ -126,12 +152,15 @@ class OverspillMiddleware(AgentMiddleware):
                            name=request.tool_call.get("name"), status="error" if is_error else "success")
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        """Answer ``read``/``grep`` calls; bound every other tool's result."""
+        """Answer ``read``/``grep`` calls; bound every other tool's result but the run's answer
+        (``_returned_directly``)."""
         paging = self._paging_tool(request)
         session_id = _session_of(request, self._session)
         if paging is not None:
             result = paging.run(session_id, _call_id(request), request.tool_call.get("args"))
             return self._message(request, result.output, result.is_error)
+        if _returned_directly(request):
+            return handler(request)  # the run's answer, for the application: this run's model never reads it
         try:
             result = handler(request)
         except GraphBubbleUp:
@@ -152,6 +181,8 @@ class OverspillMiddleware(AgentMiddleware):
         if paging is not None:
             result = await paging.arun(session_id, _call_id(request), request.tool_call.get("args"))
             return self._message(request, result.output, result.is_error)
+        if _returned_directly(request):
+            return await handler(request)
         try:
             result = await handler(request)
         except GraphBubbleUp:
