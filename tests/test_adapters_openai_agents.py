@@ -643,3 +643,67 @@ def test_mcp_server_guardrails_and_extractor_see_the_whole_result(store):
     seen.clear()
     sent = asyncio.run(sent_for("big", False))
     assert "tool-output://" in sent and seen == [BIG, BIG]
+
+
+# ------------------------------------------------------------------ regressions (red team A7)
+@pytest.mark.parametrize("behavior", ["stop_on_first_tool", "stop_at_tools"])
+def test_a_tool_output_that_is_the_final_output_passes_whole(store, behavior):
+    # With tool_use_behavior="stop_on_first_tool" or StopAtTools, the tool's output is the run's
+    # final_output, for the application: it was the model's preview (a head, a tail and a marker).
+    chosen = "stop_on_first_tool" if behavior == "stop_on_first_tool" else agents.StopAtTools(stop_at_tool_names=["big"])
+    model, sent = _calling_once("big")
+    agent = agents.Agent(name="a", model=model, tools=bound([big], store), tool_use_behavior=chosen)
+    assert agents.Runner.run_sync(agent, "go").final_output == BIG
+    assert sent == [] and store.records() == []
+
+
+def test_outputs_the_model_reads_are_bounded_whatever_the_tool_use_behavior(store):
+    # StopAtTools naming another tool, or a custom function that chooses no final output: the model
+    # reads the output, bounded (a custom function is given it so too).
+    seen = []
+
+    def never(context: Any, results: list) -> Any:
+        seen.extend(result.output for result in results)
+        return agents.ToolsToFinalOutputResult(is_final_output=False)
+
+    for chosen in (agents.StopAtTools(stop_at_tool_names=["small"]), never):
+        model, sent = _calling_once("big")
+        agent = agents.Agent(name="a", model=model, tools=bound([big, small], store), tool_use_behavior=chosen)
+        assert agents.Runner.run_sync(agent, "go").final_output == "done"
+        (output,) = sent
+        assert "tool-output://" in output and len(output.encode()) < 60_000
+    assert len(seen) == 1 and "tool-output://" in seen[0]
+    assert len(store.records()) == 2
+
+
+def test_an_mcp_tool_output_that_is_the_final_output_passes_whole(store):
+    import os
+    import sys
+
+    from agents.mcp import MCPServerStdio
+
+    from overspill.adapters.openai_agents import bound_servers
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
+    finals = []
+
+    async def main() -> None:
+        server = MCPServerStdio({"command": sys.executable, "args": [os.path.join(here, "adapter_mcp_server.py")],
+                                 "env": env}, name="big-output", client_session_timeout_seconds=30)
+        (wrapped,) = bound_servers([server], store)
+        async with server:
+            for chosen in ("stop_on_first_tool", agents.StopAtTools(stop_at_tool_names=["big"]), "run_llm_again"):
+                for given in (server, wrapped):  # the final output is the SDK's own, as without overspill
+                    model, sent = _calling_once("big")
+                    agent = agents.Agent(name="a", model=model, tools=bound([], store), mcp_servers=[given],
+                                         tool_use_behavior=chosen)
+                    finals.append(((await agents.Runner.run(agent, "go")).final_output, sent))
+
+    asyncio.run(main())
+    for (own, _), (final, sent) in (finals[0:2], finals[2:4]):
+        assert final == own and len(own) > len(BIG) and sent == []  # the SDK shows the item as str(dict)
+    final, (output,) = finals[5]  # run_llm_again: the model reads it, bounded
+    text = output if isinstance(output, str) else "".join(item.get("text", "") for item in output)
+    assert final == "done" and "tool-output://" in text and len(text.encode()) < 60_000
+    assert len(store.records()) == 1

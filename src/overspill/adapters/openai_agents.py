@@ -6,7 +6,10 @@ Needs the ``openai-agents`` extra (``pip install 'overspill[openai-agents]'``).
 its result (after the SDK's own failure handling, which turns an exception
 into the error text the model sees) is bounded by ``ToolOutputStore.truncate``,
 and adds ``read`` and ``grep``.  ``bound_servers`` does the same for the tools
-of MCP servers (``Agent(mcp_servers=bound_servers(servers))``).
+of MCP servers (``Agent(mcp_servers=bound_servers(servers))``).  An output
+that becomes the run's ``final_output`` (by the agent's ``tool_use_behavior``:
+``"stop_on_first_tool"`` or ``StopAtTools``) is the application's, not the
+model's, and passes whole.
 
 The session is ``session_id`` when given, else the run's thread: the run
 config's ``group_id`` (the SDK's "chat thread ID"), else the run's trace (its
@@ -107,6 +110,26 @@ def _call_id(context: Any) -> str:
     return call_id if isinstance(call_id, str) and call_id else new_call_id()
 
 
+def _final_output(context: Any, names: Iterable[Optional[str]]) -> bool:
+    """Whether the output of the call of ``context``, to a tool of one of ``names``, is the run's
+    ``final_output``, for the application rather than the model, by the agent's ``tool_use_behavior``.
+
+    ``"stop_on_first_tool"``: any turn that calls function tools ends the run, with the first call's
+    output as its final output; which call is first is not known to any one of them, so every call of
+    such an agent passes whole (the others' outputs are never read by this run's model either).  A
+    ``StopAtTools``: the calls of the tools it names (by name or qualified name, as the SDK matches
+    them).  A custom ``ToolsToFinalOutputFunction`` chooses after the calls, from their outputs, which
+    the model reads if it chooses none: they are bounded, and the function gets them so.
+    """
+    behavior = getattr(getattr(context, "agent", None), "tool_use_behavior", None)
+    if isinstance(behavior, str):
+        return behavior == "stop_on_first_tool"
+    if isinstance(behavior, Mapping):
+        stop_at = behavior.get("stop_at_tool_names") or ()
+        return any(name in stop_at for name in names if name)
+    return False
+
+
 def _structured_item(output: Any) -> Any:
     """The SDK's structured output item ``output`` stands for (a text, image or file item, as a model or a
     dict with a ``type``), else None: the SDK's own rule for what it sends the model as an item."""
@@ -201,6 +224,8 @@ class _BoundedInvoker:
 
     async def __call__(self, context: ToolContext[Any], input: str) -> Any:
         output = whole = await self._inner.on_invoke_tool(self._inner_context(context), input)
+        if _final_output(context, (self._inner.name, getattr(self._inner, "qualified_name", None))):
+            return whole  # the run's final output, as the tool returned it: the application's, not the model's
         if self._adapter is not None and not isinstance(output, str):
             # The copy no longer declares the output schema (a preview cannot match it):
             # the output becomes the JSON text the SDK would have sent.
@@ -348,7 +373,10 @@ def bound(tools: Iterable[Tool], store: Optional[ToolOutputStore] = None, *,
     dataclass as pydantic writes it); one that cannot be serialised passes
     unchanged, with a warning on the ``overspill`` logger.  Output items (a
     ``ToolOutputText``, image or file, or a list of them) are bounded as the
-    SDK sends them: each text item on its own, images and files untouched.
+    SDK sends them: each text item on its own, images and files untouched.  A
+    call whose output becomes the run's ``final_output`` (an agent with
+    ``tool_use_behavior="stop_on_first_tool"``, or a tool its ``StopAtTools``
+    names) passes whole, as the tool returned it.
 
     :param tools: the agent's tools (``function_tool`` results and any other ``Tool``).
     :param store: where outputs are stored; the default ``ToolOutputStore()`` when None.
@@ -494,6 +522,10 @@ class _BoundedServer(MCPServer):
         noted = _MCP_CALL.get()
         name = args[0] if args else kwargs.get("tool_name")
         context = noted[1] if noted is not None and noted[0] == name else None
+        tool_name = getattr(context, "tool_name", None)
+        namespace = getattr(context, "tool_namespace", None)
+        if tool_name and _final_output(context, (tool_name, f"{namespace}.{tool_name}" if namespace else None)):
+            return result  # the run's final output (as for a function tool)
         session_id = _session(self._overspill_session_id, context, self._overspill_owner)
         structured = bool(getattr(self._overspill_server, "use_structured_content", False))
         bounded = await _bound_call_result(self._overspill_bounder, session_id, _call_id(context), result, structured)
