@@ -318,3 +318,31 @@ def test_an_image_from_a_tool_of_any_output_type_passes_without_a_warning(store,
         assert isinstance(image, PIL.Image.Image) and image.to_raw().size == (4, 4)
     assert [record.getMessage() for record in caplog.records if record.name == "overspill"] == []
     assert store.records() == []
+
+
+# ------------------------------------------------------------------ regressions (red team A7)
+def test_saving_an_agent_with_overspills_tools_is_refused_saying_why(store, tmp_path):
+    # smolagents' own validation refused bound tools, read and grep with "Tool validation failed for
+    # _BoundedTool" (init parameters without defaults, forward naming outside names): a tool that holds a
+    # live store and session cannot be saved as the source of its class.  The refusal now says so.
+    from smolagents import CodeAgent
+
+    @tool
+    def lookup(tag: str) -> str:
+        """Look something up.
+
+        Args:
+            tag: what to look up
+        """
+        return tag
+
+    model = ScriptedModel(Script())
+    agents = [ToolCallingAgent(tools=bound([lookup], store), model=model),
+              CodeAgent(tools=bound([lookup], store), model=model),
+              BoundedToolCallingAgent([lookup], model, store=store)]
+    for index, agent in enumerate(agents):
+        for save in (agent.to_dict, lambda: agent.save(tmp_path / f"agent-{index}")):
+            with pytest.raises(ValueError, match="cannot be saved: smolagents saves a tool as the source"):
+                save()
+    ToolCallingAgent(tools=[lookup], model=model).save(tmp_path / "plain")  # the agent's own tools save
+    assert (tmp_path / "plain" / "tools" / "lookup.py").exists()

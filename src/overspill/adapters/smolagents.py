@@ -19,6 +19,10 @@ is bounded like a result, the exception keeping its type.
 smolagents has no run or thread id: the session is one per agent (per
 ``bound`` list, which belongs to one agent), and each call's id is made.
 Image and audio results pass as they are.
+
+An agent with overspill's tools cannot be saved (``save``, ``to_dict``,
+``push_to_hub``, a remote executor): smolagents saves a tool as the source of
+its class, and these hold a live store and session (``_not_saved``).
 """
 
 from __future__ import annotations
@@ -69,6 +73,21 @@ def _bounded_value(bounder: Bounder, session_id: str, value: Any) -> Any:
     return AgentText(bounded)
 
 
+def _not_saved(tool: Tool) -> ValueError:
+    """The error saving an overspill tool raises (as smolagents refuses to save its own wrappers).
+
+    smolagents saves a tool (``to_dict``, and through it ``save``, ``push_to_hub`` and the remote
+    executors) as the source code of its class, made again without arguments when loaded; a bound tool
+    and overspill's ``read`` and ``grep`` are made of live objects (the store, the session they share,
+    the wrapped tool) that no source code carries.  Saving the wrapped tool instead would write an agent
+    that no longer bounds anything, beside a ``read`` and ``grep`` of a session nothing writes to.
+    """
+    kind = "the bound tool" if isinstance(tool, _BoundedTool) else "overspill's tool"
+    return ValueError(f"{kind} {tool.name!r} cannot be saved: smolagents saves a tool as the source of its "
+                      f"class, made again without arguments, and this one holds a live store and session; "
+                      f"save the agent with its own tools, and bound them again once it is loaded")
+
+
 class _PagingTool(Tool):
     """``read`` or ``grep`` as a smolagents ``Tool``, in one session."""
 
@@ -95,6 +114,13 @@ class _PagingTool(Tool):
             return f"{self.name} got {', '.join(twice)} both by position and by name"
         chosen = {key: value for key, value in {**given, **kwargs}.items() if value is not None}
         return self._tool.run(self._session_id, new_call_id(), chosen).output
+
+    def to_dict(self) -> dict:
+        """Refused: see ``_not_saved``.
+
+        :raises ValueError: always.
+        """
+        raise _not_saved(self)
 
 
 class _BoundedTool(Tool):
@@ -132,6 +158,13 @@ class _BoundedTool(Tool):
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self.wrapped.forward(*args, **kwargs)
+
+    def to_dict(self) -> dict:
+        """Refused: see ``_not_saved``.
+
+        :raises ValueError: always.
+        """
+        raise _not_saved(self)
 
 
 def _paging(store: ToolOutputStore, session_id: str) -> list[Tool]:
