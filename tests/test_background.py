@@ -1043,3 +1043,41 @@ def test_running_outputs_stay_within_the_quota_between_their_looks(tmp_path):
         records = [output.finish(0) for output in outputs]
     assert sum(record.resource.size for record in records) > quota * 9 // 10  # (they did store, up to the quota)
     assert all(record.capture == (600_000, record.resource.size) for record in records)  # the rest is counted
+
+
+def test_a_write_failure_mid_output_keeps_the_stored_prefix_readable_and_the_true_end(tmp_path, subprocess_env):
+    # A payload write that failed part-way (EFBIG past a file-size limit, ENOSPC) left part of a chunk in
+    # the payload without counting it: the record republished at exit named a size shorter than the file,
+    # so every read failed ("missing or mismatched payload"), even of the prefix sealed before; the bash
+    # answer was that error alone (no exit code), and the output's end was not kept after the failure.
+    # A real file-size limit, in a child process (it would bind pytest's own files too).
+    script = textwrap.dedent(f"""
+        import json, resource, signal
+        from overspill import ToolOutputStore, tools
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+        with ToolOutputStore({str(tmp_path)!r}) as store:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (300_000, resource.RLIM_INFINITY))
+            answer = tools.call(store, {SESSION!r}, "call", "bash", {{
+                "command": "echo first; sleep 0.3; seq 1 200000; exit 5", "background": True, "yield_after": 60}})
+            resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+            listed = tools.call(store, {SESSION!r}, "j", "jobs", {{}})
+            print(json.dumps({{"error": answer.is_error, "output": answer.output, "metadata": answer.metadata,
+                              "uri": answer.resource and answer.resource.uri, "jobs": listed.metadata["jobs"]}}))
+        """)
+    ran = subprocess.run([sys.executable, "-c", script], env=subprocess_env, capture_output=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr.decode()
+    answer = __import__("json").loads(ran.stdout)
+    whole = b"first\n" + b"".join(b"%d\n" % number for number in range(1, 200_001))
+    assert not answer["error"], answer["output"]
+    metadata = answer["metadata"]
+    assert metadata["exit_code"] == 5 and metadata["state"] == "exited"
+    assert "File too large" in metadata["storage_error"]
+    assert answer["output"].endswith("\n199999\n200000\n[storing the output stopped, not the command: "
+                                     "[Errno 27] File too large]\n[exit code 5]")
+    with ToolOutputStore(tmp_path) as store:
+        record = store.status(SESSION, answer["uri"])
+        stored = payload(store, answer["uri"])
+        assert record.resource.size == len(stored) == 300_000  # every byte that reached the file, counted
+        assert stored == whole[:300_000] and record.capture == (len(whole), 300_000)
+        assert store.read(SESSION, answer["uri"]).content.startswith("first\n1\n2\n")
+    assert [(job["state"], job["size"], job["exit_code"]) for job in answer["jobs"]] == [("exited", 300_000, 5)]

@@ -125,7 +125,8 @@ class GrowingOutput:
         """Append ``chunk`` (what fits under the cap), sealing every ``SEAL_BYTES``.
 
         A storage failure stops the storing, not the command: it is kept in
-        ``failure`` and the rest is only counted.
+        ``failure``, the stored copy ends where the failed write left it, and
+        the rest is only counted, its true end kept (``kept_end``).
         """
         if not chunk:
             return
@@ -140,7 +141,7 @@ class GrowingOutput:
             if room < len(chunk):
                 self._tail += chunk
                 del self._tail[:-_TRUE_TAIL_BYTES]
-            if room <= 0 or self.failure is not None:
+            if room <= 0:  # (also once a storage failure stopped the storing: the cap is then the size)
                 return
             before = writer.size
             piece = chunk if len(chunk) <= room else chunk[:room]
@@ -172,8 +173,20 @@ class GrowingOutput:
                 elif self._unsealed_since is None:
                     self._unsealed_since = time.monotonic()
             except Exception as error:  # noqa: BLE001 - kept and reported; the command goes on
-                self.failure = error
-                self._reserved_to = 0
+                self._stop_storing(error)
+                if room >= len(chunk):  # (a chunk past the cap is in the tail already)
+                    # Part of it may not be stored: the true end starts no later than this chunk
+                    # (a part that is stored overlaps the stored copy's end, which the preview allows).
+                    self._tail += chunk
+                    del self._tail[:-_TRUE_TAIL_BYTES]
+
+    def _stop_storing(self, error: BaseException) -> None:
+        """A write or a seal failed: the stored copy ends at what the writer holds (the bytes that
+        reached the payload, a failed write's first part too), and from here the output is only
+        counted and its true end kept, as past ``max_stored_bytes``; under ``_lock``."""
+        self.failure = error
+        self._reserved_to = 0
+        self._cap = self._writer.size
 
     def seal_if_due(self, now: float) -> None:
         """Seal the unsealed bytes when the oldest of them is ``SEAL_INTERVAL`` old."""
@@ -193,7 +206,7 @@ class GrowingOutput:
             try:
                 self._writer.seal()
             except Exception as error:  # noqa: BLE001 - kept and reported; the command goes on
-                self.failure = error
+                self._stop_storing(error)
             self._unsealed_since = None
 
     def lines(self) -> int:

@@ -77,8 +77,8 @@ class GrowingLocalWriter(LocalWriter):
         """The running record, as published at the start."""
         return self._running
 
-    def write(self, data: memoryview, /) -> None:
-        super().write(data)
+    def _wrote(self, data: memoryview) -> None:
+        super()._wrote(data)
         self._seal_crc = _kernels.crc32(data, self._seal_crc)
 
     def seal(self) -> None:

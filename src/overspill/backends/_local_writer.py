@@ -97,7 +97,24 @@ class LocalWriter:
         return f"{self._directory}/{self._id}.json"
 
     def write(self, data: memoryview, /) -> None:
-        _files.write_all(self._fd, data)
+        """Append ``data`` to the payload.
+
+        :raises OSError: a write failed part-way (the disk full, a file-size
+            limit).  The bytes that did reach the file are accounted for
+            (size, checksums) all the same: the payload file never holds more
+            than this writer says, so a growing resource published with that
+            size stays readable up to it.
+        """
+        written = 0
+        try:
+            while written < len(data):
+                written += os.write(self._fd, data[written:])
+        finally:
+            if written:
+                self._wrote(data[:written])
+
+    def _wrote(self, data: memoryview) -> None:
+        """Account for ``data``, just appended to the payload."""
         self._size += len(data)
         self._checksums.feed(data)
         if self._durable and self._size - self._written_back >= _WRITEBACK_BYTES and _fadvise is not None:

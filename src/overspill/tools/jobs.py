@@ -152,11 +152,15 @@ def background_answer(store: ToolOutputStore, session_id: str, uri: str, limits:
     next_offset = shown.next_offset or 0
     text = _body(shown.content, start, record)
     line = _state_line(record, next_offset)
+    stopped = _storing_stopped(job)
+    if stopped:
+        line = f"{stopped}\n{line}"
     if given_up:
         reason = f"the command exited with code {given_up['exit_code']}; its record could not be republished: {job.error}"
         line = f"[{' '.join(reason.split())}]\n{line}"
+    storage = {"storage_error": str(job.output.failure)} if stopped else {}  # type: ignore[union-attr]
     return ToolResult(f"{text}\n{line}" if text else line, False, True, record.resource,
-                      {**stored_metadata(shown), **_metadata(record, next_offset, pid=pid), **given_up})
+                      {**stored_metadata(shown), **_metadata(record, next_offset, pid=pid), **storage, **given_up})
 
 
 def _start_of(store: ToolOutputStore, session_id: str, uri: str, size: int) -> bytes:
@@ -199,7 +203,22 @@ def _finished_result(store: ToolOutputStore, session_id: str, record: Record, li
                                stored_metadata(shown))
     answer = output.tool_result(None)
     answer.metadata.update(state="exited", background=True)
+    note = _storing_stopped(job)
+    if note and answer.resource is not None:
+        # The stored copy is only the output's start because storing failed, not because of a cap:
+        # said above the status line, as the foreground's storage failure is.
+        answer = ToolResult(output.text(None, note), answer.is_error, answer.truncated, answer.resource,
+                            {**answer.metadata, "storage_error": str(job.output.failure)})  # type: ignore[union-attr]
     return answer
+
+
+def _storing_stopped(job: Optional[_background.Job]) -> str:
+    """The note for an output whose storing a write or seal failure stopped ("" when none did:
+    only the process that runs the command knows)."""
+    failed = job.output.failure if job is not None else None
+    if failed is None:
+        return ""
+    return f"[storing the output stopped, not the command: {' '.join(str(failed).split())}]"
 
 
 def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: str, timeout: float,
