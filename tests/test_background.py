@@ -1081,3 +1081,40 @@ def test_a_write_failure_mid_output_keeps_the_stored_prefix_readable_and_the_tru
         assert stored == whole[:300_000] and record.capture == (len(whole), 300_000)
         assert store.read(SESSION, answer["uri"]).content.startswith("first\n1\n2\n")
     assert [(job["state"], job["size"], job["exit_code"]) for job in answer["jobs"]] == [("exited", 300_000, 5)]
+
+
+def test_a_start_with_no_room_for_the_output_never_runs_the_command(tmp_path, monkeypatch):
+    # start spawned the command, then found the quota had no room for even the record and raised
+    # StorageError: the command had run (3 of 5 times it wrote its side effect) though start "failed".
+    spawned = []
+    real = background.RunningCommand
+
+    def counted(*args, **kwargs):  # the real class, each construction (a spawn) counted
+        spawned.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(background, "RunningCommand", counted)
+    marker = tmp_path / "marker"
+    with ToolOutputStore(tmp_path / "data", config={"tool_output": {"max_total_bytes": 100}}) as full:
+        with pytest.raises(StorageError, match="cannot hold even its record"):
+            background.start(full, SESSION, "call", f"echo ran >> '{marker}'")
+        answer = tools.call(full, SESSION, "call", "bash", {"command": f"echo ran >> '{marker}'", "background": True,
+                                                            "yield_after": 0})
+        assert answer.is_error and "cannot hold even its record" in answer.output
+        assert not [record for record in full.records(SESSION)]
+    assert spawned == [] and not marker.exists()
+    # With room, the command is started once, and only once.
+    job = background.start(ToolOutputStore(tmp_path / "roomy"), SESSION, "call", f"echo ran >> '{marker}'")
+    assert job.wait(15) and job.final is not None and job.final.exit_code == 0
+    assert len(spawned) == 1 and marker.read_text() == "ran\n"
+
+
+def test_a_command_that_cannot_be_started_leaves_no_resource_and_keeps_its_error(store, tmp_path, monkeypatch):
+    # The command now starts inside the store's creation of its resource: its own failure (a working
+    # folder gone) must still be the OSError start names, not a StorageError, and leave no files.
+    monkeypatch.setattr(background, "check_working_folder", lambda cwd: None)  # the folder goes after the check
+    with pytest.raises(OSError) as raised:
+        background.start(store, SESSION, "call", "true", cwd=tmp_path / "gone")
+    assert not isinstance(raised.value, StorageError)
+    assert store.records(SESSION) == [] and [name for name in os.listdir(store.directory)
+                                              if not name.startswith(".")] == []

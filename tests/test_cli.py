@@ -1277,3 +1277,16 @@ def test_cli_grep_refuses_an_uncompilable_pattern_with_exit_2(cli, pattern):
     assert refused.returncode == 2, refused.stderr[-300:]
     assert refused.stderr.decode().startswith("overspill: error: invalid pattern '")
     assert b"Traceback" not in refused.stderr and refused.stderr.count(b"\n") == 1
+
+
+def test_run_background_with_no_room_for_its_output_exits_4_and_never_runs_it(cli, tmp_path):
+    """Regression (red team C7 f02): the supervisor started the command, then found the quota
+    (``max_total_bytes``) had no room for its output and killed it; the CLI said so as a usage error
+    (exit 2) though README gives exit 4 for a storage failure."""
+    marker = tmp_path / "marker"
+    refused = cli("run", "--background", "--yield-after", "5", "--", f"echo ran >> '{marker}'",
+                  env={"OVERSPILL_MAX_TOTAL_BYTES": "100"})
+    assert refused.returncode == 4, refused.stderr
+    assert refused.stderr.decode().startswith("overspill: error: could not run the command: the output cannot be "
+                                              "stored: max_total_bytes 100 cannot hold even its record")
+    assert refused.stderr.count(b"\n") == 1 and not marker.exists()

@@ -4,7 +4,8 @@
 growing resource needs an owner that drains the pipe, seals and finishes it.
 This small process is that owner: the CLI starts it in a session of its own
 (no terminal, stdin ``/dev/null``), it starts the command (``background.start``),
-writes one line to its stdout — ``ok URI PID`` or ``error MESSAGE`` — closes
+writes one line to its stdout — ``ok URI PID``, ``storage-error MESSAGE`` (the
+output could not be stored: the command was not run) or ``error MESSAGE`` — closes
 it, and lives until the command exited and its record was finished.  SIGTERM,
 SIGHUP or SIGINT to it end the command's process group first.
 
@@ -21,7 +22,7 @@ import sys
 from typing import Any, Optional
 
 from . import background
-from .errors import OverspillError
+from .errors import OverspillError, StorageError
 from .store import ToolOutputStore
 
 __all__ = ["main"]
@@ -43,6 +44,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         else:
             store = ToolOutputStore(spec.get("data_dir"), config=spec.get("config"))
         job = background.start(store, spec["session"], spec["call"], spec["command"], cwd=spec.get("cwd"))
+    except StorageError as error:  # (an OSError too) the CLI's exit 4, not a usage error
+        _announce(f"storage-error {error.strerror or error}")
+        return 1
     except (OverspillError, OSError, ValueError, TypeError) as error:
         _announce(f"error {getattr(error, 'strerror', None) or error}")
         return 1

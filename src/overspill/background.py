@@ -202,7 +202,9 @@ def start(store: ToolOutputStore, session_id: str, tool_call_id: str, command: C
 
     :raises UnsupportedError: the store's backend has no growing resources.
     :raises BackgroundLimitError: the session already runs ``max_background`` commands.
-    :raises StorageError: the resource could not be created (the command is not left running).
+    :raises StorageError: the resource could not be created (the command is not run: it starts
+        only once the quota's room and the files are there; a failure of the record's publish
+        after that ends it at once).
     :raises OSError: the command could not be started (``NotADirectoryError`` naming a ``cwd`` that
         is missing or not a folder).
     :raises TypeError: a malformed command.
@@ -212,24 +214,48 @@ def start(store: ToolOutputStore, session_id: str, tool_call_id: str, command: C
     # The folder's lock first: waiting for another process's start, this process's jobs may still end (_LOCK).
     with store.starting_background(session_id), _LOCK:
         abort = threading.Event()
-        # The output grows in the store; memory keeps only as much of its start
-        # as decides whether it is binary.
-        running = RunningCommand(command, cwd=cwd, env=env, timeout=None, stdin=None,
-                                 max_output_bytes=SNIFF_BYTES, max_error_bytes=1, keep="head", abort=abort,
-                                 merge_stderr=True)
+        started: list[RunningCommand] = []
+
+        def spawn() -> tuple[int, int]:
+            # Called by the store once the resource's checks, room and files are in place (a quota
+            # with no room, a folder that cannot be written: the command never runs), at most once.
+            if not started:
+                try:
+                    # The output grows in the store; memory keeps only as much of its start
+                    # as decides whether it is binary.
+                    started.append(RunningCommand(command, cwd=cwd, env=env, timeout=None, stdin=None,
+                                                  max_output_bytes=SNIFF_BYTES, max_error_bytes=1, keep="head",
+                                                  abort=abort, merge_stderr=True))
+                except BaseException as error:
+                    raise _NotStarted(error) from None  # not the store's failure: said as it is, below
+            pid = started[0].pid
+            return pid, process_start(pid) or 0
+
         try:
-            output = store.open_growing(session_id, tool_call_id,
-                                        process=(running.pid, process_start(running.pid) or 0))
+            output = store.open_growing(session_id, tool_call_id, process=spawn)
+        except _NotStarted as failed:
+            raise failed.error from None
         except BaseException:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(running.pid, signal.SIGKILL)
-            running.drain()  # the pipe closes with the group; the command is reaped
+            if started:  # only the running record's publish failed: the command must not run on unseen
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(started[0].pid, signal.SIGKILL)
+                started[0].drain()  # the pipe closes with the group; the command is reaped
             raise
+        running = started[0]
         job = Job(running, output, abort)
         _JOBS[job.uri] = job
     _SEALER.add(job)
     job._thread.start()
     return job
+
+
+class _NotStarted(Exception):
+    """The command itself could not be started (``error``), inside the store's creation of its
+    resource: carried through it untouched, then raised as it is."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def find(uri: str) -> Optional[Job]:

@@ -239,7 +239,8 @@ class ToolOutputStore(StoreStreams, StoreReads):
         return _HeldLock(lock, f"cannot start a background command in {self._where}",
                          lambda: self.check_background(session_id))
 
-    def open_growing(self, session_id: str, tool_call_id: str, *, process: Optional[tuple[int, int]] = None,
+    def open_growing(self, session_id: str, tool_call_id: str, *,
+                     process: Union[tuple[int, int], Callable[[], tuple[int, int]], None] = None,
                      mime: str = "text/plain", name: Optional[str] = None) -> GrowingOutput:
         """A growing resource for a background command's output, published at once as running.
 
@@ -247,7 +248,11 @@ class ToolOutputStore(StoreStreams, StoreReads):
         and finishes it with the exit code; this process is its owner.
 
         :param process: the command's (pid, start time), so that ``kill`` can
-            reach it from another process.
+            reach it from another process; or a function that starts the
+            command and gives them, called only once the checks passed, the
+            quota had room and the files exist (nothing that can fail before it
+            leaves a command run for a resource that was never created; only
+            the running record's publish comes after it).
         :raises UnsupportedError, BackgroundLimitError: as ``check_background``.
         :raises StorageError: the resource could not be created.
         """

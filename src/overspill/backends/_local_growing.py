@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # typing, dataclasses and pathlib cost start-up (issue 21); a
     import threading
     from collections.abc import Callable
     from contextlib import AbstractContextManager
-    from typing import Any, Optional
+    from typing import Any, Optional, Union
 
     from .._owner import Owner
     from ._seals import SealChain
@@ -42,7 +42,7 @@ class GrowingLocalWriter(LocalWriter):
 
     def __init__(self, directory: str, resource_id: str, durable: bool, live: Any, usage: Any, *,
                  session_id: str, tool_call_id: str, mime: str, name: Optional[str], owner: Owner,
-                 process: Optional[tuple[int, int]]) -> None:
+                 process: Union[tuple[int, int], Callable[[], tuple[int, int]], None]) -> None:
         super().__init__(directory, resource_id, durable, live, usage)
         self._seal_fd = -1
         self._sealed = 0
@@ -53,6 +53,10 @@ class GrowingLocalWriter(LocalWriter):
         self._counted = 0
         try:
             self._seal_fd = _files.create_exclusive(self.seal_path)
+            if callable(process):
+                # The command starts only now that its files exist: a folder that cannot take them
+                # never runs it (see ``GrowingBackend.create_growing``).
+                process = process()
             self._running = Record(Resource(uri_for(resource_id), mime, 0, name), session_id, tool_call_id,
                                    time.time_ns() // 1_000_000, None, CHECKSUM_CHUNK, None, None, "running",
                                    owner, process)
@@ -186,8 +190,10 @@ class LocalGrowing:
         return folder_lock(self._directory, BACKGROUND_LOCK_NAME, wait=True)
 
     def create_growing(self, resource_id: str, /, *, session_id: str, tool_call_id: str, mime: str,
-                       name: Optional[str], owner: Owner, process: Optional[tuple[int, int]]) -> "GrowingLocalWriter":
-        """A growing resource, published at once as running (see ``_local_growing``).
+                       name: Optional[str], owner: Owner,
+                       process: Union[tuple[int, int], Callable[[], tuple[int, int]], None]) -> "GrowingLocalWriter":
+        """A growing resource, published at once as running (see ``_local_growing``); ``process`` as
+        ``GrowingBackend.create_growing`` takes it.
 
         :raises FileExistsError: the id is taken.
         :raises OSError: the files could not be created or the record published.

@@ -57,9 +57,10 @@ from ._report import CleanupReport
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
+    from collections.abc import Callable
     from contextlib import AbstractContextManager
     from datetime import timedelta
-    from typing import Optional, Protocol, runtime_checkable
+    from typing import Optional, Protocol, Union, runtime_checkable
 
     from .._owner import Owner
     from ..records import Record
@@ -343,10 +344,16 @@ class GrowingBackend(Protocol):
         ...
 
     def create_growing(self, resource_id: str, /, *, session_id: str, tool_call_id: str, mime: str,
-                       name: Optional[str], owner: Owner, process: Optional[tuple[int, int]]) -> GrowingWriter:
+                       name: Optional[str], owner: Owner,
+                       process: Union[tuple[int, int], Callable[[], tuple[int, int]], None]) -> GrowingWriter:
         """A growing resource, published at once as running.
 
-        :raises FileExistsError: the id is taken.
+        :param process: the command's (pid, start time), or a function that
+            starts the command and gives them: called once everything but the
+            record is in place, so that a resource that cannot be created
+            never runs its command (a failure of the record's publish is the
+            only one left after it).
+        :raises FileExistsError: the id is taken (``process`` not called yet).
         :raises OSError: it could not be created or published.
         """
         ...

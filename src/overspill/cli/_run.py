@@ -159,6 +159,8 @@ def _run_background(args: argparse.Namespace, command: str) -> int:
     status, _, rest = line.partition(" ")
     if status != "ok":
         supervisor.wait()
+        if status == "storage-error":  # the output could not be stored (the command was not run): exit 4
+            return _fail(EXIT_STORAGE, f"could not run the command: {rest}")
         raise _UsageError(f"could not run the command: {rest or 'the supervisor failed to start'}")
     uri, _, pid = rest.partition(" ")
     deadline = time.monotonic() + (YIELD_AFTER if args.yield_after is None else args.yield_after)
