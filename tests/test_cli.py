@@ -1290,3 +1290,30 @@ def test_run_background_with_no_room_for_its_output_exits_4_and_never_runs_it(cl
     assert refused.stderr.decode().startswith("overspill: error: could not run the command: the output cannot be "
                                               "stored: max_total_bytes 100 cannot hold even its record")
     assert refused.stderr.count(b"\n") == 1 and not marker.exists()
+
+
+def test_kill_of_a_command_that_ignores_sigterm_reads_the_record_its_supervisor_finished(cli, tmp_path, monkeypatch):
+    """Regression (red team C7 f01): kill's grace ends with the supervisor's own (both 2 s): when the
+    supervisor finished the record and exited between kill's last look and its check of the owner,
+    kill returned its stale look, "running" with no exit code, for a command that had ended.  That
+    interleaving is made certain here: a shorter grace in this process, and the look after the
+    SIGKILL only once the supervisor is gone."""
+    from overspill import ToolOutputStore, background
+    from overspill._owner import owner_alive
+
+    started = cli("run", "--background", "--yield-after", "0", "--json", "--",
+                  'trap "" TERM; echo up; while :; do sleep 0.1; done')
+    uri = json.loads(started.stdout)["metadata"]["uri"]
+    with ToolOutputStore(tmp_path / "data") as store:
+        owner = store.status("cli", uri).owner
+        real = background._signal_group
+
+        def then_the_owner_is_gone(pgid, number):
+            real(pgid, number)
+            if number == signal.SIGKILL:  # the command ends: its supervisor finishes the record and exits
+                assert wait_until(lambda: not owner_alive(owner), 30)
+
+        monkeypatch.setattr(background, "KILL_GRACE", 0.3)
+        monkeypatch.setattr(background, "_signal_group", then_the_owner_is_gone)
+        record = background.kill(store, "cli", uri)
+    assert (record.state, record.exit_code) == ("exited", -signal.SIGKILL)

@@ -332,8 +332,12 @@ def kill(store: ToolOutputStore, session_id: str, uri: str) -> Record:
             break
         time.sleep(_POLL)
     _signal_group(pid, signal.SIGKILL)  # stragglers of the group, whatever the leader did
-    if record.state == "running" and owner is not None and owner_alive(owner):
-        record = wait_for_state(store, session_id, uri, KILL_GRACE)
+    if record.state == "running":
+        # Looked at again whatever the owner's state: a supervisor's own SIGKILL grace ends with
+        # this one, and it may have finished the record and exited since the last look (then the
+        # record says how the command ended, or "lost"); a live owner is given a grace to finish it.
+        alive = owner is not None and owner_alive(owner)
+        record = wait_for_state(store, session_id, uri, KILL_GRACE if alive else 0)
     return record
 
 
