@@ -1118,3 +1118,30 @@ def test_a_command_that_cannot_be_started_leaves_no_resource_and_keeps_its_error
     assert not isinstance(raised.value, StorageError)
     assert store.records(SESSION) == [] and [name for name in os.listdir(store.directory)
                                               if not name.startswith(".")] == []
+
+
+def test_the_owner_kills_its_command_after_the_data_folder_was_removed(tmp_path):
+    # kill (the tool and the library) looked the record up first and gave up ("no resource ...") once
+    # the folder was removed, though this process held the Job: the whole group ran on.
+    import shutil
+
+    from overspill.errors import ResourceNotFoundError
+
+    for kill_with in ("tool", "library"):
+        folder = tmp_path / kill_with
+        with ToolOutputStore(folder) as store:
+            started = start(store, "echo server up; sleep 60 & sleep 60; wait")
+            uri, pid = started.metadata["uri"], started.metadata["pid"]
+            shutil.rmtree(folder)
+            # Another session cannot reach it through this process's Job either.
+            refused = tools.call(store, "another-session", "k", "kill", {"resource": uri})
+            assert refused.is_error and group_members(pid)
+            if kill_with == "tool":
+                killed = tools.call(store, SESSION, "k", "kill", {"resource": uri})
+                assert not killed.is_error, killed.output
+                assert killed.output.startswith("[terminated by SIGTERM; its stored output is gone (no resource ")
+                assert (killed.metadata["state"], killed.metadata["exit_code"]) == ("lost", -signal.SIGTERM)
+            else:
+                with pytest.raises(ResourceNotFoundError):
+                    background.kill(store, SESSION, uri)
+            assert group_members(pid) == [] and background.find(uri) is None

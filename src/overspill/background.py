@@ -104,7 +104,8 @@ class Job:
                 return self.output.finish(exit_code)
             except Exception as error:  # noqa: BLE001 - kept for the caller
                 self.error = error
-            if time.monotonic() + pause > deadline:
+            # The folder removed (no new file can be made in it): no later try can succeed.
+            if isinstance(self.error, FileNotFoundError) or time.monotonic() + pause > deadline:
                 self.output.give_up()
                 return None
             time.sleep(pause)
@@ -303,13 +304,17 @@ def kill(store: ToolOutputStore, session_id: str, uri: str) -> Record:
     record is returned as it is once the owner did, or after the grace.
 
     :returns: the final record (``exited``; ``lost`` when the owner is gone).
-    :raises InvalidResourceError, AccessDeniedError, ResourceNotFoundError: as ``store.read``.
+    :raises InvalidResourceError, AccessDeniedError, ResourceNotFoundError: as ``store.read``; a
+        command of ``session_id`` this process runs is ended first whatever the store says (its
+        folder removed: ``ResourceNotFoundError`` once the group is ended).
     """
-    record = store.status(session_id, uri)
     job = find(uri)
-    if job is not None:
+    if job is not None and job.output.record.session_id == session_id:
+        # This process holds the command: nothing the store says (its folder removed, its record
+        # unreadable) may leave the group running.  Another session's job is refused by the look below.
         job.kill()
         return store.status(session_id, uri)
+    record = store.status(session_id, uri)
     if record.state == "exited" or record.state is None:
         return record
     if record.process is None:

@@ -21,7 +21,7 @@ from .._frontend import WAIT_BUDGET, YIELD_AFTER
 from .._owner import current_owner
 from ..capture import ProcessResult
 from ..config import Limits
-from ..errors import OverspillError, SearchError
+from ..errors import OverspillError, ResourceNotFoundError, SearchError
 from ..records import Record
 from ..store import ToolOutputStore
 from ._result import ToolResult, failure, shortened_line, stored_metadata
@@ -61,19 +61,22 @@ def _state_line(record: Record, next_offset: int) -> str:
         how = ("this process could not finish its record when the command exited" if _given_up(record)
                else f"the process that ran {uri} is gone")
         return f"[lost: {how}; its first {size} bytes are kept and readable, the rest is not]"
-    code = record.exit_code
+    how = _how_it_ended(record.exit_code)
+    if record.capture is not None and record.capture[0] > size:
+        return f"[{how}; {uri} holds the first {size} of its {record.capture[0]} bytes]"
+    return f"[{how}; {uri} holds all {size} bytes]"
+
+
+def _how_it_ended(code: Optional[int]) -> str:
+    """"exited with code N", or "terminated by SIGNAME" for a command a signal ended."""
     if code is not None and code < 0:
         import signal
 
         try:
-            how = f"terminated by {signal.Signals(-code).name}"
+            return f"terminated by {signal.Signals(-code).name}"
         except ValueError:
-            how = f"terminated by signal {-code}"
-    else:
-        how = f"exited with code {code}"
-    if record.capture is not None and record.capture[0] > size:
-        return f"[{how}; {uri} holds the first {size} of its {record.capture[0]} bytes]"
-    return f"[{how}; {uri} holds all {size} bytes]"
+            return f"terminated by signal {-code}"
+    return f"exited with code {code}"
 
 
 def _given_up(record: Record) -> bool:
@@ -408,12 +411,25 @@ def _search(store: ToolOutputStore, session_id: str, uri: str, low: int, high: i
 def kill(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: str) -> ToolResult:
     """End a background command's whole process group (SIGTERM, then SIGKILL after a grace); say how it ended."""
     del tool_call_id
+    job = _background.find(resource) if isinstance(resource, str) else None
+    if job is not None and job.output.record.session_id != session_id:
+        job = None  # another session's command: the store refuses it below
     try:
         record = store.status(session_id, resource)
         if record.state is None:
             return failure(f"{resource} is a stored output, not a background command")
         was = record.state
         record = _background.kill(store, session_id, resource)
+    except ResourceNotFoundError as error:
+        if job is None:
+            return failure(str(error))
+        # This process runs the command but its stored output is gone (its folder removed): the
+        # group is ended all the same, and the answer says how the command ended.
+        job.kill()
+        code = job.running.result().exit_code
+        return ToolResult(f"[{_how_it_ended(code)}; its stored output is gone ({error}): none of it can be read]",
+                          False, False, None, {"uri": resource, "state": "lost", "exit_code": code, "size": 0,
+                                               "next_offset": 0, "complete": False})
     except OverspillError as error:
         return failure(str(error))
     size = record.resource.size
