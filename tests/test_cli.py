@@ -1317,3 +1317,17 @@ def test_kill_of_a_command_that_ignores_sigterm_reads_the_record_its_supervisor_
         monkeypatch.setattr(background, "_signal_group", then_the_owner_is_gone)
         record = background.kill(store, "cli", uri)
     assert (record.state, record.exit_code) == ("exited", -signal.SIGKILL)
+
+
+def test_run_background_from_a_removed_working_folder_runs_as_the_foreground_does(cli, tmp_path, subprocess_env):
+    """Regression (red team C7, minor): ``run --background`` from a working folder that was removed
+    exited 4 with a bare "[Errno 2] No such file or directory" (its ``os.getcwd()``), while ``run``
+    in the foreground runs the command there."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    # The shell removes its own working folder, then runs the CLI from it.
+    script = f"cd '{gone}' && rmdir '{gone}' && exec '{SCRIPT}' run --background --yield-after 30 -- 'echo ran; exit 3'"
+    started = subprocess.run(["sh", "-c", script], capture_output=True, timeout=120, env=subprocess_env)
+    assert started.returncode == 3, started.stderr
+    # (The command's shell says it cannot name its folder, as in the foreground: part of its output.)
+    assert started.stdout.decode().splitlines()[-2:] == ["ran", "[exit code 3]"]

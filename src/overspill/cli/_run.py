@@ -141,9 +141,15 @@ def _run_background(args: argparse.Namespace, command: str) -> int:
     store = _store(args)
     session = _session(args)
     store.check_background(session)  # a clear error now, not from the supervisor
-    spec = {"data_dir": None if args.data_dir is None else os.path.abspath(args.data_dir), "url": args.store_url,
-            "session": session, "call": f"cli-{time.time_ns()}", "command": command, "cwd": os.getcwd(),
-            "config": _config(args)}
+    try:
+        here: Optional[str] = os.getcwd()
+    except FileNotFoundError:
+        # The working folder was removed: the supervisor inherits it as it is (no cwd given), and
+        # the command runs there, as in the foreground; a relative path resolves as it does here.
+        here = None
+    data_dir = args.data_dir if args.data_dir is None or here is None else os.path.abspath(args.data_dir)
+    spec = {"data_dir": data_dir, "url": args.store_url, "session": session, "call": f"cli-{time.time_ns()}",
+            "command": command, "cwd": here, "config": _config(args)}
     try:
         # Not ``-m``, which puts the working folder first on sys.path: a project's json.py or
         # signal.py would be imported (run) by the supervisor in place of the standard library's.
