@@ -5,8 +5,9 @@ declares the tasks capability), "extras" (fields no MCP type has, e.g. a vendor'
 results, content blocks and resources; its tool "extras" answers ``size`` x's and an image, "widget"
 a block of an unknown type), "old" (it answers initialize with 2024-11-05 whatever it is offered),
 "future" (with 2099-01-01) or "roots" (it asks its client roots/list before answering tools/list, and
-lists a tool per root, list_NAME, and one named read).  Its tool "init" answers the initialize params it
-was given; "seen" the methods it received, and those that came while it waited for roots/list's answer;
+lists a tool per root, list_NAME, and one named read) or "tsorder" (as "plain", its answers written
+as the TypeScript SDK writes them: ``{"result": ..., "jsonrpc": "2.0", "id": N}``).  Its tool "init"
+answers the initialize params it was given; "seen" the methods it received, and those that came while it waited for roots/list's answer;
 "pid" its pid and process group; "crash" starts a ``sleep 300`` that inherits its stdout (a worker that
 outlives it), writes a line on stderr and exits 7 without answering."""
 
@@ -63,7 +64,10 @@ def send(text: str) -> None:
 
 
 def answer(request_id: object, result: str) -> None:
-    send('{"jsonrpc": "2.0", "id": ' + json.dumps(request_id) + ', "result": ' + result + "}")
+    if MODE == "tsorder":  # as the TypeScript SDK writes its answers: the result first, the id last
+        send('{"result": ' + result + ', "jsonrpc": "2.0", "id": ' + json.dumps(request_id) + "}")
+    else:
+        send('{"jsonrpc": "2.0", "id": ' + json.dumps(request_id) + ', "result": ' + result + "}")
 
 
 for message in messages():

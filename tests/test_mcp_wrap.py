@@ -1131,3 +1131,38 @@ def test_a_crash_is_an_error_though_a_child_of_the_upstream_holds_its_stdout(tmp
 
     group = anyio.run(main)
     assert wait_until(lambda: not alive_in_group(group))
+
+
+# ------------------------------------------------------------------ regressions (red team B7)
+def test_an_unreadable_answer_written_result_first_fails_its_call(tmp_path, subprocess_env):
+    # The id of an answer that cannot be read was looked for only at the line's start, after "jsonrpc":
+    # an upstream writing {"result": ..., "jsonrpc": "2.0", "id": N} (the TypeScript SDK) left the call
+    # waiting for ever.  Its id is now read at either end, never from inside the result.
+    from overspill.mcp_upstream import _parse
+
+    deep = "[" * 3000 + "]" * 3000
+    for line, expected in (
+            ('{"result": {"d": ' + deep + ', "id": 99}, "jsonrpc": "2.0", "id": 7}', 7),
+            ('{"result":{"d":' + deep + '},"jsonrpc":"2.0","id":"a-b"}', "a-b"),
+            ('{"id": 5, "result": ' + deep + ', "jsonrpc": "2.0"}', 5),
+            ('{"jsonrpc": "2.0", "id": 6, "result": ' + deep + '}', 6),
+            ('{"error": {"code": 1, "message": "m", "data": ' + deep + '}, "jsonrpc": "2.0", "id": 4}', 4),
+            ('{"result": 5, "jsonrpc": "2.0", "id": 3}', 3),  # parsed, but not a valid result
+            ('{"result": {"d": ' + deep + ', "id": 99}, "jsonrpc": "2.0"}', None),  # only the result's own id
+            ('{"result": {"id": 99, "d": ' + deep + '}, "jsonrpc": "2.0"}', None),
+            ('{"params": {"d": ' + deep + '}, "method": "m", "jsonrpc": "2.0", "id": 8}', None)):  # a request
+        parsed = _parse(line)
+        if expected is None:
+            assert isinstance(parsed, ValueError), line[:40]
+        else:
+            assert isinstance(parsed.message, types.JSONRPCError) and parsed.message.id == expected, line[:40]
+            assert "answer cannot be read" in parsed.message.error.message
+
+    async def main():
+        async with raw_wrapped(tmp_path, subprocess_env, "tsorder") as client:
+            with anyio.fail_after(60):
+                with pytest.raises(MCPError, match="answer cannot be read: maximum recursion depth"):
+                    await client.call_tool("deep", {})
+                assert text_of(await client.call_tool("echo", {})) == "ok"
+
+    anyio.run(main)

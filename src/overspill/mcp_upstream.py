@@ -257,8 +257,20 @@ def _large_blocks_mapped() -> None:
         return
 
 
-# The id at the start of an answer, as every JSON-RPC writer puts it: {"jsonrpc": "2.0", "id": 6, ...}.
-_ANSWER_ID = re.compile(r'\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,100}")\s*,')
+# What an unreadable answer's top-level members are read with (``_unreadable_answer``): a member whose value is
+# a scalar (a string, a number, true, false or null), a run of them, each with its comma, then...
+_KEY = r'"(?:[^"\\]|\\.){0,40}"'
+_SCALAR = r'-?\d{1,18}(?:\.\d+)?(?:[eE][+-]?\d+)?|"(?:[^"\\]|\\.){0,100}"|true|false|null'
+_PAIR = r'\s*' + _KEY + r'\s*:\s*(?:' + _SCALAR + r')\s*'
+_MEMBER = re.compile(r'\s*"(?P<key>(?:[^"\\]|\\.){0,40})"\s*:\s*(?P<value>' + _SCALAR + r')\s*')
+# ... the head of the line: the scalar members before the first compound value, and that value's key...
+_ANSWER_HEAD = re.compile(r'\s*\{(?P<members>(?:' + _PAIR + r',)*)'
+                          r'(?:\s*"(?P<compound>(?:[^"\\]|\\.){0,40})"\s*:\s*[\[{])?')
+# ... and its tail: the scalar members after the last compound value, up to the line's last brace.  That one
+# brace closes the line, so they are the top-level object's members, never those of an object in the result.
+_ANSWER_TAIL = re.compile(r'(?P<members>(?:,' + _PAIR + r')+)\}\s*$')
+# How far from each end of a line they are looked for (the result between can be any size).
+_ANSWER_EDGE = 400
 
 
 def _parse(line: str) -> Any:
@@ -277,18 +289,38 @@ def _parse(line: str) -> Any:
 
 def _unreadable_answer(line: str, why: str) -> Optional[SessionMessage]:
     """For an answer that cannot be read (nested too deep to parse, or not a valid result) whose id
-    its start names: that request's error, so the call it answers fails at once instead of waiting
-    for an answer that will not come.  None for anything else (a request or a notification)."""
-    start = line[:200]
-    found = _ANSWER_ID.match(start)
-    if found is None or '"method"' in start:
+    its top-level members name: that request's error, so the call it answers fails at once instead of
+    waiting for an answer that will not come.  None for anything else (a request or a notification).
+
+    The id is looked for among the scalar members before the result (``{"jsonrpc": "2.0", "id": 6,
+    "result": ...}``, as Python writers put it) and after it (``{"result": ..., "jsonrpc": "2.0",
+    "id": 6}``, as the TypeScript SDK does), near each end of the line only: the result between can be
+    any size, and an "id" inside it is not the answer's."""
+    head = _ANSWER_HEAD.match(line[:_ANSWER_EDGE])
+    if head is None:
         return None
-    id_text = found.group(1)
-    request_id: Any = json.loads(id_text)
+    members = dict(_members(head.group("members")))
+    # From the head's last comma at the earliest: not members the head has read already.
+    tail = _ANSWER_TAIL.search(line, max(len(line) - _ANSWER_EDGE, head.end() - 1))
+    if tail is not None:
+        members.update(_members(tail.group("members")))
+    compound = head.group("compound")
+    answers = compound in ("result", "error") or "result" in members or "error" in members
+    if not answers or compound == "params" or "method" in members or "id" not in members:
+        return None  # a request or a notification (its compound value is params), or no id to answer
+    try:
+        request_id: Any = json.loads(members["id"])
+    except ValueError:
+        return None
     if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
         return None
     error = types.ErrorData(code=types.INTERNAL_ERROR, message=f"the upstream server's answer cannot be read: {why}")
     return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+
+
+def _members(text: str) -> list[tuple[str, str]]:
+    """The ``(key, value text)`` of the scalar members in ``text`` (a run of them, with their commas)."""
+    return [(found.group("key"), found.group("value")) for found in _MEMBER.finditer(text)]
 
 
 def _whole_characters(value: Any) -> Any:
