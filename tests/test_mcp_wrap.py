@@ -1166,3 +1166,21 @@ def test_an_unreadable_answer_written_result_first_fails_its_call(tmp_path, subp
                 assert text_of(await client.call_tool("echo", {})) == "ok"
 
     anyio.run(main)
+
+
+def test_the_upstream_is_told_the_name_a_2026_client_gives(tmp_path, subprocess_env):
+    # A 2026-era client (the SDK's default mode discovers, or one pinned to the version) has no initialize:
+    # its name travels in each request's _meta envelope, and the upstream was told the SDK's default
+    # {"name": "mcp", "version": "0.1.0"} instead.
+    args = ["mcp", "--data-dir", str(tmp_path / "data"), "--wrap", "--", sys.executable, RAW_UPSTREAM, "plain"]
+    named = types.Implementation(name="my-client", version="7.1")
+
+    async def main():
+        for mode in ("auto", MODERN_PROTOCOL_VERSIONS[-1]):
+            async with Client(StdioServerParameters(command=overspill_script(), args=args, env=subprocess_env),
+                              mode=mode, client_info=named) as client:
+                with anyio.fail_after(60):
+                    told = json.loads(text_of(await client.call_tool("init", {})))["clientInfo"]
+                assert told == {"name": "my-client", "version": "7.1"}, mode
+
+    anyio.run(main)

@@ -269,7 +269,8 @@ class _Wrapper:
         return {kind: exposed for exposed, kind in self.ours.items()}
 
     async def upstream(self, ctx: Any) -> ClientSession:
-        found = await self.link.get(getattr(ctx.session, "client_capabilities", None))
+        """The upstream session, opened (on the first request that needs it) as the client of ``ctx``."""
+        found = await self.link.get(getattr(ctx.session, "client_capabilities", None), _client_info(ctx))
         self.name_ours()
         _adopt_identity(self.server, found)
         return found
@@ -549,6 +550,20 @@ def _onward(params: Any) -> Any:
     if getattr(params, "request_state", None) is not None or getattr(params, "input_responses", None) is not None:
         update.update(request_state=None, input_responses=None)
     return params.model_copy(update=update) if update else params
+
+
+def _client_info(ctx: Any) -> Optional[types.Implementation]:
+    """The name the real client gave: at ``initialize`` in the handshake era, in each request's ``_meta``
+    envelope in the 2026 era (which has no handshake; ``server/discover`` carries it too).  None when it
+    gave none, or one that is not an ``Implementation``."""
+    given = getattr(ctx.session, "client_params", None)
+    if given is not None:
+        return given.client_info
+    meta = (ctx.params if isinstance(ctx.params, dict) else {}).get("_meta")
+    try:
+        return types.Implementation.model_validate((meta or {}).get(types.CLIENT_INFO_META_KEY))
+    except ValidationError:
+        return None
 
 
 def _has(session: ClientSession, capability: str) -> bool:
