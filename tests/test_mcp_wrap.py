@@ -1184,3 +1184,51 @@ def test_the_upstream_is_told_the_name_a_2026_client_gives(tmp_path, subprocess_
                 assert told == {"name": "my-client", "version": "7.1"}, mode
 
     anyio.run(main)
+
+
+def test_a_2026_client_pinning_its_version_gets_the_upstreams_requests_and_notifications(tmp_path,
+                                                                                         subprocess_env):
+    # A 2026-era client that pins its version sends no server/discover (nor notifications/initialized):
+    # the upstream's sampling, elicitation and roots requests waited for a handshake that never came (the
+    # call hung), and its notifications piled up, each a task waiting for ever.
+    recorded = Recorded()
+
+    async def main():
+        async with wrapped(tmp_path, subprocess_env, mode=MODERN_PROTOCOL_VERSIONS[-1],
+                           **recorded.callbacks()) as client:
+            with anyio.fail_after(60):
+                assert text_of(await client.call_tool("sample", {"prompt": "q"})) == "sampled: forty-two"
+                assert text_of(await client.call_tool("elicit", {})) == "elicited: accept {'name': 'Ada'}"
+                assert text_of(await client.call_tool("roots", {})) == "roots: file:///tmp/root-a"
+                assert text_of(await client.call_tool("log", {})) == "logged"
+                while not recorded.logged:
+                    await anyio.sleep(0.02)
+            assert recorded.logged == ["a log line"]
+
+    anyio.run(main)
+
+    from overspill.mcp_relay import _HELD_MOST, Relay
+
+    class Client:  # the real client's session, as the relay sees it: what it is sent
+        protocol_version = LATEST_HANDSHAKE_VERSION
+
+        def __init__(self) -> None:
+            self.sent: list = []
+
+        async def send_notification(self, message) -> None:
+            self.sent.append(message.params.data)
+
+    async def held():
+        # Before the handshake ends, notifications wait for it, in order, a bounded number of them.
+        relay, client = Relay(), Client()
+        async with anyio.create_task_group() as tasks:
+            for number in range(_HELD_MOST + 50):
+                tasks.start_soon(relay._notification, types.LoggingMessageNotification(
+                    params=types.LoggingMessageNotificationParams(level="info", data=number)))
+                await anyio.sleep(0)
+            await anyio.sleep(0)  # the last one started has run up to its wait
+            assert relay._held == _HELD_MOST
+            relay.client_ready(client)
+        assert client.sent == list(range(_HELD_MOST)) and relay._held == 0
+
+    anyio.run(held)

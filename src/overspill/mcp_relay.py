@@ -43,6 +43,8 @@ _PING_TIMEOUT = 10.0
 # How long a 2026-era client has to retry with its answers before the upstream is told it gave none.
 _ANSWER_WAIT = 600.0
 _EXPIRED = "Invalid or expired requestState"
+# How many of the upstream's notifications wait for the real client's handshake to end, at most.
+_HELD_MOST = 100
 
 
 def modern(session: Any) -> bool:
@@ -145,6 +147,7 @@ class Relay:
         self._in_flight: list[Any] = []
         self._ready: Optional[anyio.Event] = None
         self._suspended: dict[str, Rounds] = {}
+        self._held = 0  # the upstream's notifications waiting for the client's handshake to end
         self.tasks: Optional[anyio.abc.TaskGroup] = None  # where 2026-era calls run on between rounds
         # Told when the upstream asks the client something before the client finished its handshake
         # (the request waits for it): whoever waits on the upstream then must not hold up that handshake.
@@ -167,7 +170,8 @@ class Relay:
         return self._ready
 
     def client_ready(self, session: Any) -> None:
-        """The real client finished its handshake on ``session``: relaying may start."""
+        """The real client finished its handshake on ``session`` (in the 2026 era, which has none: sent
+        ``server/discover`` or any request): relaying may start."""
         self._standalone = session
         self._event().set()
 
@@ -198,6 +202,9 @@ class Relay:
         return rounds
 
     async def _ask(self, request: Any, result_type: Any) -> Any:
+        if self._in_flight and isinstance(self._in_flight[-1], Rounds):
+            # A 2026-era call's own round: the client is there (it made the call), handshake or none.
+            return await self._in_flight[-1].ask(request, result_type)
         if not self._event().is_set() and self.asked_early is not None:
             self.asked_early()
         await self._event().wait()
@@ -243,7 +250,17 @@ class Relay:
             return
         if isinstance(message, types.ProgressNotification):
             return  # a request's progress goes through that request's callback, with the real client's token
-        await self._event().wait()
+        if not self._event().is_set():
+            # Held until the client's handshake ends (notifications go out in the order they came), a
+            # bounded number of them: past that the client is not finishing it, and the rest are dropped.
+            if self._held >= _HELD_MOST:
+                logger.debug("%s dropped: the client has not finished its handshake", type(message).__name__)
+                return
+            self._held += 1
+            try:
+                await self._event().wait()
+            finally:
+                self._held -= 1
         try:
             await self._standalone.send_notification(message)
         except Exception as error:  # the real client is going away: nothing left to tell

@@ -311,7 +311,12 @@ class _Wrapper:
             if ctx.method == "notifications/initialized":
                 self.relay.client_ready(ctx.session)
             return await call_next(ctx)
-        self.relay.bind(ctx.session)
+        if modern(ctx.session):
+            # The 2026 era has no handshake: a client that pins its version sends no server/discover, and is
+            # ready at its first request (else the upstream's requests and notifications would wait for ever).
+            self.relay.client_ready(ctx.session)
+        else:
+            self.relay.bind(ctx.session)
         sent: list[dict[str, Any]] = []  # what the handler answered, as the JSON it built (_answer)
         token = _ANSWERED.set(sent)
         try:
