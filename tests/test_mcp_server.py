@@ -886,3 +886,37 @@ def test_only_requests_with_an_id_are_answered_when_the_sdk_cannot_validate_them
     assert rejected_request(failure('{"jsonrpc":"2.0","id":1%s,"method":"ping"}' % ("0" * 5000))) is None
     assert rejected_request(failure('{"jsonrpc":"2.0","id":true,"method":"ping","params":[]}')) is None
     assert rejected_request(ValueError("not the SDK's")) is None
+
+
+# ------------------------------------------------------------------ red team B7 f03
+def test_stdio_a_client_of_a_protocol_before_resource_links_gets_none(tmp_path, subprocess_env):
+    """Regression (red team B7 f03): a bounded result carried a ``resource_link`` block (added in
+    2025-06-18) whatever version the client agreed: a 2025-03-26 or 2024-11-05 client (the SDK 1.9
+    line) refused the whole result.  It gets none now (the marker names the URI); later ones do."""
+    import json
+
+    def blocks(version: str) -> list:
+        process = subprocess.Popen([sys.executable, "-m", "overspill", "mcp", "--data-dir", str(tmp_path / "data")],
+                                   env=subprocess_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL)
+        requests = [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+             "params": {"name": "bash", "arguments": {"command": "seq 1 100000"}}},
+        ]
+        try:
+            process.stdin.write("".join(json.dumps(request) + "\n" for request in requests).encode())
+            process.stdin.flush()
+            found = _answers(process, {1, 2})
+        finally:
+            process.stdin.close()
+            process.wait(timeout=60)
+        assert found[1]["result"]["protocolVersion"] == version
+        result = found[2]["result"]
+        assert "tool-output://" in result["content"][0]["text"]  # the marker names the URI either way
+        return [block["type"] for block in result["content"]]
+
+    assert blocks("2024-11-05") == blocks("2025-03-26") == ["text"]
+    assert blocks("2025-06-18") == blocks("2025-11-25") == ["text", "resource_link"]

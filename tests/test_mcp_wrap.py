@@ -1232,3 +1232,41 @@ def test_a_2026_client_pinning_its_version_gets_the_upstreams_requests_and_notif
         assert client.sent == list(range(_HELD_MOST)) and relay._held == 0
 
     anyio.run(held)
+
+
+def test_a_client_of_a_protocol_before_resource_links_gets_none_from_the_wrapper(tmp_path, subprocess_env):
+    # A bounded result carried a resource_link block (added in 2025-06-18) whatever version was agreed:
+    # a 2025-03-26 or 2024-11-05 client (the SDK 1.9 line) refused the whole result.  It gets none now, from
+    # the upstream's tools and overspill's own; the marker names the URI either way.
+    raw = TypeAdapter(dict)
+    args = ["mcp", "--data-dir", str(tmp_path / "data"), "--wrap", "--", sys.executable, UPSTREAM]
+
+    async def call(session, name: str, arguments: dict) -> dict:
+        return await session.send_request(types.CallToolRequest(params=types.CallToolRequestParams(
+            name=name, arguments=arguments)), raw)
+
+    async def blocks(version: str) -> tuple[list, list]:
+        parameters = StdioServerParameters(command=overspill_script(), args=args, env=subprocess_env)
+        async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
+            answer = await session.send_request(types.InitializeRequest(params=types.InitializeRequestParams(
+                protocol_version=version, capabilities=types.ClientCapabilities(),
+                client_info=types.Implementation(name="by-hand", version="1"))), types.InitializeResult)
+            assert answer.protocol_version == version
+            session.adopt(answer)
+            await session.send_notification(types.InitializedNotification())
+            with anyio.fail_after(60):
+                bounded = await call(session, "text", {"unit": "a line " * 20, "sep": "\n", "count": 2000})
+                uri = bounded["structuredContent"]["uri"]
+                assert uri in bounded["content"][0]["text"]
+                # overspill's grep: 100 matching lines of 140 bytes, over the limits, stored
+                grepped = await call(session, "grep", {"resource": uri, "pattern": "line"})
+                assert grepped["structuredContent"]["uri"] in grepped["content"][0]["text"]
+            return ([block["type"] for block in bounded["content"]],
+                    [block["type"] for block in grepped["content"]])
+
+    async def main():
+        for version in ("2024-11-05", "2025-03-26"):
+            assert await blocks(version) == (["text"], ["text"]), version
+        assert await blocks("2025-06-18") == (["text", "resource_link"], ["text", "resource_link"])
+
+    anyio.run(main)

@@ -10,7 +10,8 @@ What a client gets:
   descriptions and input schemas of ``overspill.tools.schemas`` (one source of
   truth), dispatched through ``overspill.tools.call``;
 - each result is a text block with the bounded output; when the whole output
-  was stored, also a ``resource_link`` to ``tool-output://ID``; and
+  was stored, also a ``resource_link`` to ``tool-output://ID`` (for a client
+  of protocol 2025-06-18 or later, which has them: ``links_allowed``); and
   ``structuredContent`` with ``uri``, ``size``, ``lines``, ``next_offset`` and
   ``exit_code`` where they apply, and ``text``: the bounded output again, for
   clients that show the model only ``structuredContent``.  A failure is
@@ -54,6 +55,7 @@ from mcp import types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import is_version_at_least
 
 from . import __version__, background, tools
 from ._frontend import (
@@ -112,6 +114,8 @@ _PROGRESS_INTERVAL = 1.0
 _BACKGROUND = {"bash", "wait", "kill"}
 _ENVIRONMENT = {"max_lines": "OVERSPILL_MAX_LINES", "max_bytes": "OVERSPILL_MAX_BYTES"}
 _READ_ONLY = {"read", "grep", "wait", "jobs"}
+# The protocol version that added resource_link content blocks (an older client refuses a result with one).
+_LINKS_SINCE = "2025-06-18"
 
 logger = logging.getLogger(__name__)
 
@@ -190,6 +194,13 @@ def _structured(name: str, result: ToolResult) -> dict[str, Any]:
     if not result.is_error:
         data["text"] = result.output
     return data
+
+
+def links_allowed(ctx: Any) -> bool:
+    """Whether the protocol version the client of the request in ``ctx`` agreed has ``resource_link``
+    content blocks (added in 2025-06-18): an older client refuses a result holding one, whole."""
+    version = getattr(ctx.session, "protocol_version", None)
+    return isinstance(version, str) and is_version_at_least(version, _LINKS_SINCE)
 
 
 def _tool_result(name: str, result: ToolResult, resource_link: bool = True, *, read: str = "read",
@@ -369,7 +380,7 @@ def create_server(store: ToolOutputStore, session_id: Optional[str] = None, *, c
         except Exception as error:  # a bug or an unexpected failure: still one line for the model
             logger.exception("tool %s failed", name)
             return _error(f"{name} failed: {type(error).__name__}: {error}")
-        return _tool_result(name, result)
+        return _tool_result(name, result, links_allowed(ctx))
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         records = await anyio.to_thread.run_sync(store.records, session)

@@ -7,8 +7,9 @@ resources, prompts and completions to a real client, with overspill in between:
 - a ``tools/call`` result whose text blocks (joined with ``"\\n"``) are over the
   store's limits is stored whole and replaced by the bounded preview with its
   marker, a ``resource_link`` to ``tool-output://ID`` (unless
-  ``resource_link=False``) and ``structuredContent`` with ``uri``, ``size``,
-  ``lines``, ``next_offset`` and ``text`` (the shape ``overspill mcp`` gives);
+  ``resource_link=False`` or the client's protocol predates 2025-06-18) and
+  ``structuredContent`` with ``uri``, ``size``, ``lines``, ``next_offset`` and
+  ``text`` (the shape ``overspill mcp`` gives);
   an upstream ``structuredContent`` over the limits is stored as its JSON text.
   Under the limits the result passes through as the upstream sent it.  The
   preview block carries the annotations and ``_meta`` entries common to the
@@ -58,7 +59,7 @@ from . import tools
 from ._frontend import one_line
 from .mcp_bound import bound, fits, release
 from .mcp_relay import Relay, RelayingSession, Rounds, modern
-from .mcp_server import (_error, _tool_result, page_bytes, paging_instructions,
+from .mcp_server import (_error, _tool_result, links_allowed, page_bytes, paging_instructions,
                          read_resource, resource_template, server_session)
 from .records import SCHEME
 from .store import ToolOutputStore
@@ -200,7 +201,8 @@ def wrap(session: ClientSession, store: ToolOutputStore, session_id: Optional[st
     :param session_id: the store session of every result and read; a fresh
         ``mcp-…`` id when None (named in the instructions).
     :param resource_link: add a ``resource_link`` block to a bounded result
-        (the marker names the URI either way).
+        (for a client of protocol 2025-06-18 or later, which has them; the
+        marker names the URI either way).
     :param relay: the ``Relay`` whose ``callbacks`` the session was built with,
         so its requests reach the real client; None when it has none.
     :raises TypeError: ``session`` is not a ``ClientSession``, or ``session_id`` not a str.
@@ -263,6 +265,11 @@ class _Wrapper:
                 name=exposed, description=spec["description"], input_schema=spec["input_schema"],
                 annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
             ).model_dump(by_alias=True, mode="json", exclude_none=True))
+
+    def links(self, ctx: Any) -> bool:
+        """Whether a bounded result for the request in ``ctx`` carries a ``resource_link``: unless told not
+        to, and for a client whose protocol version has them (the marker names the URI either way)."""
+        return self.resource_link and links_allowed(ctx)
 
     def named(self) -> dict[str, str]:
         """The names our tools are served under, by kind (``read``, ``grep``): what markers call them."""
@@ -350,7 +357,7 @@ class _Wrapper:
         call_id = f"wrap-{time.time_ns()}-{next(self._calls)}"
         if params.name in self.ours:
             return await _own_tool(self.store, self.session, call_id, self.ours[params.name], params.name,
-                                   params.arguments, self.page, self.resource_link, self.named())
+                                   params.arguments, self.page, self.links(ctx), self.named())
         assert found is not None
         progress = _progress(ctx)
         if modern(ctx.session) and self.relay.tasks is not None:
@@ -370,7 +377,7 @@ class _Wrapper:
             shown = raw  # nearly every result: no thread, no store
         else:
             shown = await anyio.to_thread.run_sync(functools.partial(
-                bound, raw, self.store, self.session, call_id, self.resource_link,
+                bound, raw, self.store, self.session, call_id, self.links(ctx),
                 self.link.output_schemas.get(params.name), **self.named()))
             release(raw, shown)
         if modern(ctx.session) and "resultType" not in shown:
