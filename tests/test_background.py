@@ -1145,3 +1145,49 @@ def test_the_owner_kills_its_command_after_the_data_folder_was_removed(tmp_path)
                 with pytest.raises(ResourceNotFoundError):
                     background.kill(store, SESSION, uri)
             assert group_members(pid) == [] and background.find(uri) is None
+
+
+# ------------------------------------------------------------------ regressions (red team E7)
+def test_a_background_output_under_a_binding_quota_keeps_what_fits(tmp_path):
+    """Red team E7 f02: under a quota that binds, a running output's look asked for room up to its cap
+    while the location's count already held its own running record, so the look failed and the stored
+    copy ended short (192,512 / 131,072 / 0 bytes of a 200,000-byte quota, in 4 KiB / 64 KiB / 1 MiB
+    chunks; the foreground kept 199,553); and a look that found only part of the room it asked for
+    (other running outputs hold the rest) stored nothing of it.  It now counts its own record once
+    and stores what fits, never past the quota."""
+    quota = 200_000
+    config = {"tool_output": {"max_total_bytes": quota}}
+
+    def folder_bytes(store: ToolOutputStore) -> int:
+        return sum(entry.stat().st_size for entry in os.scandir(store.directory) if entry.is_file())
+
+    with ToolOutputStore(tmp_path / "foreground", durable=False, config=config) as foreground:
+        kept_in_foreground = foreground.truncate(SESSION, "fg", b"y\n" * 650_000).resource.size
+    for chunk in (4096, 65536, 1 << 20):
+        with ToolOutputStore(tmp_path / f"chunks-{chunk}", durable=False, config=config) as store:
+            output = store.open_growing(SESSION, "bg")
+            written = 0
+            while written < 1_300_000:
+                output.write(b"y" * (chunk - 1) + b"\n")
+                written += chunk
+                assert folder_bytes(store) <= quota, (chunk, written)
+            record = output.finish(0)
+            assert folder_bytes(store) <= quota, chunk
+        assert record.capture == (written, record.resource.size)
+        assert kept_in_foreground - 1024 <= record.resource.size <= quota, (chunk, record.resource.size)
+
+    # Another running output holds part of the quota: the second takes the rest of it.
+    with ToolOutputStore(tmp_path / "shared", durable=False, config=config) as store:
+        first = store.open_growing(SESSION, "first")
+        first.write(b"a" * 120_000)
+        second = store.open_growing(SESSION, "second")
+        for _ in range(3):
+            second.write(b"b" * (1 << 20))
+            assert folder_bytes(store) <= quota
+        for _ in range(40):
+            first.write(b"a" * 4096)
+            assert folder_bytes(store) <= quota
+        records = [first.finish(0), second.finish(0)]
+        assert folder_bytes(store) <= quota
+    stored = [record.resource.size for record in records]
+    assert stored[1] > 50_000 and sum(stored) >= quota - 4096, stored

@@ -54,10 +54,11 @@ class Reservations:
             self._outputs.add(output)
 
     def held_by_others(self, output: GrowingOutput) -> int:
-        """Bytes reserved and not yet written by the running outputs other than ``output``."""
+        """Bytes reserved and not yet written by the running outputs other than ``output``, their
+        finished records' room (``record_room``) included."""
         with self._lock:
             outputs = list(self._outputs)
-        return sum(other.reserved for other in outputs if other is not output)
+        return sum(other.reserved + other.record_room for other in outputs if other is not output)
 
 
 _RESERVATIONS: dict[str, Reservations] = {}
@@ -82,16 +83,21 @@ class GrowingOutput:
     :param make_room: ``make_room(size, write)``, before the payload passes
         another ``quota_step`` bytes: makes room under the store's quota for
         the ``size`` bytes about to be written (evicting what it may) and runs
-        ``write`` under the quota's lock when there is room; whether there was.
-        When there is not, the stored copy ends there and the rest is only counted.
+        ``write(room)`` under the quota's lock with the bytes that fit (all
+        ``size`` of them, or fewer when other running outputs hold the rest;
+        not run when none fit); ``room``.  When fewer fit, the stored copy
+        takes them and ends there, and the rest is only counted.
         ``size`` covers the bytes up to the next quota step (within ``cap``):
         those written before the next look are made room for at this one.
+    :param record_bytes: the most bytes its finished record takes (the quota
+        counts them besides ``cap``; see ``record_room``).
     """
 
-    def __init__(self, writer: Any, cap: int, make_room: Callable[[int, Callable[[], None]], bool],
-                 quota_step: int) -> None:
+    def __init__(self, writer: Any, cap: int, make_room: Callable[[int, Callable[[int], None]], int],
+                 quota_step: int, record_bytes: int = 0) -> None:
         self._writer = writer
         self._cap = cap
+        self._record_bytes = record_bytes
         self._make_room = make_room
         self._quota_step = quota_step
         self._lock = threading.Lock()
@@ -115,6 +121,15 @@ class GrowingOutput:
     def reserved(self) -> int:
         """Bytes made room for under the quota and not yet written (0 once storing stopped)."""
         return max(self._reserved_to - self._writer.size, 0)
+
+    @property
+    def record_room(self) -> int:
+        """Bytes its finished record may take beyond what its running record and seals take now
+        (``writer.overhead``, which a count of the location holds): the room the quota keeps for
+        it until it is finished (0 from then on, or once the resource is given up or removed)."""
+        if self._finished is not None:
+            return 0
+        return max(self._record_bytes - self._writer.overhead, 0)
 
     @property
     def total(self) -> int:
@@ -146,7 +161,6 @@ class GrowingOutput:
             before = writer.size
             piece = chunk if len(chunk) <= room else chunk[:room]
             try:
-                data = memoryview(piece)
                 step = self._quota_step
                 if before == 0 or before // step != (before + len(piece)) // step:
                     # Written under the quota's lock, once the room for it is there: two outputs
@@ -156,17 +170,28 @@ class GrowingOutput:
                     # never too much).
                     ahead = min(((before + len(piece)) // step + 1) * step, self._cap) - before
                     self._reserved_to = before + ahead
-                    if not self._make_room(ahead, lambda: writer.write(data)):
-                        self._reserved_to = 0
-                        # No room for it that can be made (other running outputs hold the quota): from
-                        # here the output is only counted and its true end kept, as past max_stored_bytes.
-                        self._cap = before
-                        if room >= len(chunk):  # (a chunk past the cap is in the tail already)
+
+                    def write_within(fits: int) -> None:
+                        # (When only ``fits`` of the ``ahead`` bytes fit, the stored copy takes those and ends.)
+                        self._reserved_to = before + fits
+                        writer.write(memoryview(piece if fits >= len(piece) else piece[:fits]))
+
+                    granted = self._make_room(ahead, write_within)
+                    if granted < ahead:
+                        # The quota has no more room that can be made (other running outputs hold it):
+                        # the stored copy ends with what fitted (none of this chunk, when nothing did),
+                        # and from there the output is only counted and its true end kept, as past
+                        # max_stored_bytes.
+                        self._cap = before + granted
+                        self._reserved_to = self._cap
+                        if granted < len(piece) and len(piece) == len(chunk):
+                            # (a chunk past the cap is in the tail already)
                             self._tail += chunk
                             del self._tail[:-_TRUE_TAIL_BYTES]
-                        return
+                        if granted == 0:
+                            return
                 else:
-                    writer.write(data)
+                    writer.write(memoryview(piece))
                 if writer.size - writer.sealed >= SEAL_BYTES:
                     writer.seal()
                     self._unsealed_since = None
@@ -240,6 +265,7 @@ class GrowingOutput:
 
         with self._lock:
             self._reserved_to = 0
+            self._record_bytes = 0  # (its running record stays as it is)
             self._writer.release()
             give_up(self._writer.id)
 
@@ -247,4 +273,5 @@ class GrowingOutput:
         """Remove the resource; never raises."""
         with self._lock:
             self._reserved_to = 0
+            self._record_bytes = 0
             self._writer.abort()

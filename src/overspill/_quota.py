@@ -83,17 +83,24 @@ def publish_within(backend: QuotaBackend, limit: int, publish: Callable[[], T], 
     return published[0]
 
 
-def room_made(backend: QuotaBackend, limit: int, then: Callable[[], None], *, anyway: bool = False) -> bool:
-    """``make_room``, with the location counted whatever its running total says
-    (a running output grows behind the total's back, in any process), then
-    ``then()`` while the lock (and the running total, ``tally``) is still held
-    if the location is within ``limit``, or ``anyway``; whether it was (it is
-    not when what holds the room cannot be evicted: running outputs).  Two
-    writers never both take the same room.
+def room_made(backend: QuotaBackend, limit: int, size: int, then: Callable[[int], None]) -> int:
+    """Room for up to ``size`` more bytes within ``limit``: ``make_room`` for all
+    of them, with the location counted whatever its running total says (a
+    running output grows behind the total's back, in any process), then
+    ``then(room)`` while the lock (and the running total, ``tally``) is still
+    held, with ``room`` the bytes of ``size`` that fit (fewer when what holds
+    the rest cannot be evicted: running outputs); ``room`` (0: none, and
+    ``then`` is not called).  Two writers never both take the same room.
 
-    :raises OSError: as ``make_room``.
+    :raises OSError: as ``make_room``, or as ``then``.
     """
-    return _evict(backend, limit, then, anyway)[1] <= limit
+    with backend.eviction_lock(), backend.tally():
+        used = _evicted(backend, limit - size)[2]
+        room = min(size, limit - used)
+        if room <= 0:
+            return 0
+        then(room)
+        return room
 
 
 def _evict(backend: QuotaBackend, limit: int, then: Optional[Callable[[], None]] = None,
@@ -105,20 +112,7 @@ def _evict(backend: QuotaBackend, limit: int, then: Optional[Callable[[], None]]
     # The running total is held too: a writer that publishes without the lock
     # (``publish_within``'s common case) comes before the count or after ``then``.
     with backend.eviction_lock(), backend.tally():
-        used = backend.recount() + backend.pending_bytes()
-        removed: list[str] = []
-        freed = 0
-        listed: list[Record] = []
-        if used > limit:
-            listed = sorted(backend.records(), key=lambda record: (record.created_ms, record.id))
-            for record in listed:
-                if used <= limit:
-                    break
-                if record.state == "running":
-                    continue  # a live background command's output is never evicted; its bytes still count
-                freed += backend.delete(record.id)
-                removed.append(record.id)
-                used = backend.usage() + backend.pending_bytes()
+        removed, freed, used, listed = _evicted(backend, limit)
         running = 0
         if then is not None and used > limit and anyway:
             # Nothing more can be evicted.  Other writers' unpublished payloads go when they publish,
@@ -128,3 +122,25 @@ def _evict(backend: QuotaBackend, limit: int, then: Optional[Callable[[], None]]
         if then is not None and (used <= limit or anyway):
             then()
         return CleanupReport(len(removed), freed, 0, 0, tuple(removed)), used, running
+
+
+def _evicted(backend: QuotaBackend, limit: int) -> tuple[list[str], int, int, list[Record]]:
+    """The location counted, then the oldest published resources evicted until it is within
+    ``limit`` (running ones never); under the eviction lock and the running total, held by the
+    caller.  The ids removed, the bytes freed, the bytes the location takes after, and the
+    records listed (none when it was within ``limit`` from the start)."""
+    used = backend.recount() + backend.pending_bytes()
+    removed: list[str] = []
+    freed = 0
+    listed: list[Record] = []
+    if used > limit:
+        listed = sorted(backend.records(), key=lambda record: (record.created_ms, record.id))
+        for record in listed:
+            if used <= limit:
+                break
+            if record.state == "running":
+                continue  # a live background command's output is never evicted; its bytes still count
+            freed += backend.delete(record.id)
+            removed.append(record.id)
+            used = backend.usage() + backend.pending_bytes()
+    return removed, freed, used, listed

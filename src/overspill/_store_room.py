@@ -65,12 +65,9 @@ class StoreRoom:
         """Why nothing was stored: the quota is smaller than one record."""
         return f"max_total_bytes {self._limits.max_total_bytes} cannot hold even its record ({reserve} bytes)"
 
-    def _make_room(self, reserve: int = 0, *, then: Optional[Callable[[], None]] = None) -> bool:
+    def _make_room(self, reserve: int = 0) -> None:
         """Evict the oldest resources until the location is within its quota
-        (``overspill._quota``); with ``then``, the location counted first and
-        ``then()`` run under the lock when it is within its quota
-        (``room_made``), and whether it was (it is not when what holds the
-        room cannot be evicted: running outputs).
+        (``overspill._quota``).
 
         The location's own bytes count, unfinished payloads (this writer's
         included) too; only published resources are evicted, oldest
@@ -80,15 +77,31 @@ class StoreRoom:
         """
         quota = self._quota
         if quota is None:
-            if then is not None:
-                then()
-            return True
-        limit = self._limits.max_total_bytes - reserve
+            return
         try:
-            if then is not None:
-                return room_made(quota, limit, then)
-            make_room(quota, limit)
-            return True
+            make_room(quota, self._limits.max_total_bytes - reserve)
+        except OSError as error:
+            if isinstance(error, StorageError):
+                raise
+            raise storage_error(f"cannot make room in {self._folder}", error) from None
+
+    def _room_for(self, reserve: int, size: int, then: Callable[[int], None]) -> int:
+        """Room under the quota for up to ``size`` more bytes, ``reserve`` bytes
+        kept free besides (``_make_room``): the location counted, evicted for all
+        of them, then ``then(room)`` run under the lock with the bytes that fit
+        (``room_made``: fewer when what holds the rest cannot be evicted,
+        running outputs); ``room`` (0: none, and ``then`` is not run).  Without
+        the ``Quota`` capability every byte fits.
+
+        :raises StorageError: the location could not be counted or evicted from
+            (or ``then`` failed: its error, as one).
+        """
+        quota = self._quota
+        if quota is None:
+            then(size)
+            return size
+        try:
+            return room_made(quota, self._limits.max_total_bytes - reserve, size, then)
         except OSError as error:
             if isinstance(error, StorageError):
                 raise

@@ -271,11 +271,16 @@ class ToolOutputStore(StoreStreams, StoreReads):
         # The quota is looked at every step of growth: a small quota as often as a few
         # hundredths of it (running outputs are never evicted, so they must stop in time).
         # Each look makes room for the bytes up to the next one, and counts what the other
-        # running outputs of this process made room for and have not written yet.
+        # running outputs of this process made room for and have not written yet, their records'
+        # too.  The location's count holds each output's running record and seals, which its
+        # finished record (``reserve`` bytes at most) replaces: only the rest of ``reserve`` is kept
+        # free (``record_room``), or the stored copy would end that much short of the quota
+        # (nothing stored when the first look asks for the whole cap).  A look that finds less room
+        # than it asks for stores what fits.
         step = min(QUOTA_STEP, max(_GROWING_QUOTA_STEP, self._limits.max_total_bytes // 64))
         reservations = reservations_for(self._where)
-        output = GrowingOutput(writer, cap, lambda incoming, write: self._make_room(
-            reserve + incoming + reservations.held_by_others(output), then=write), step)
+        output = GrowingOutput(writer, cap, lambda incoming, write: self._room_for(
+            output.record_room + reservations.held_by_others(output), incoming, write), step, reserve)
         reservations.add(output)
         return output
 

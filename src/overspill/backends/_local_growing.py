@@ -51,6 +51,8 @@ class GrowingLocalWriter(LocalWriter):
         # output's bytes count toward the quota as it grows, in every process's check, not only once
         # it finished.  Until then the rest is this backend's pending bytes (``pending``).
         self._counted = 0
+        self._record_bytes = 0  # the running record's ``{id}.json``
+        self._seal_bytes = 0  # the seal file's entries written so far
         try:
             self._seal_fd = _files.create_exclusive(self.seal_path)
             if callable(process):
@@ -60,7 +62,7 @@ class GrowingLocalWriter(LocalWriter):
             self._running = Record(Resource(uri_for(resource_id), mime, 0, name), session_id, tool_call_id,
                                    time.time_ns() // 1_000_000, None, CHECKSUM_CHUNK, None, None, "running",
                                    owner, process)
-            self._put_record(self._running)
+            self._record_bytes = self._put_record(self._running)
         except BaseException:
             self.abort()
             raise
@@ -81,6 +83,12 @@ class GrowingLocalWriter(LocalWriter):
         """The running record, as published at the start."""
         return self._running
 
+    @property
+    def overhead(self) -> int:
+        """Bytes its files other than the payload take now (the running record, the seals): a
+        count of the folder includes them, and the finished record replaces them."""
+        return self._record_bytes + self._seal_bytes
+
     def _wrote(self, data: memoryview) -> None:
         super()._wrote(data)
         self._seal_crc = _kernels.crc32(data, self._seal_crc)
@@ -91,7 +99,9 @@ class GrowingLocalWriter(LocalWriter):
             return
         from ._seals import seal_entry  # (struct, bisect) only a background command's writer needs it
 
-        _files.write_all(self._seal_fd, memoryview(seal_entry(self._id, self._sealed, self._size, self._seal_crc)))
+        entry = seal_entry(self._id, self._sealed, self._size, self._seal_crc)
+        _files.write_all(self._seal_fd, memoryview(entry))
+        self._seal_bytes += len(entry)
         self._sealed = self._size
         self._seal_crc = 0
         if self._usage is not None and self._size > self._counted:

@@ -287,6 +287,12 @@ class GrowingWriter(Protocol):
         """The running record as published at the start."""
         ...
 
+    @property
+    def overhead(self) -> int:
+        """Bytes its other stored parts (the running record, the seals) take now
+        under the quota: the finished record replaces them."""
+        ...
+
     def write(self, data: memoryview, /) -> None:
         """Append ``data``; not readable until the next ``seal``.
 
