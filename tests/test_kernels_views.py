@@ -516,3 +516,21 @@ def test_compile_signals_gives_the_same_patterns_whatever_the_list_is_made_of():
         compile_signals((("nonsense", "x"),))
     with pytest.raises(ValueError):
         compile_signals((("nonsense", "x"),))  # refused again: nothing was kept
+
+
+def test_redraw_view_is_linear_in_a_long_line_beside_a_progress_line():
+    """A lone \\r anywhere once made the pure twin's view try a whole-line
+    pattern at every byte of every other line: quadratic in a line's length
+    (a 100 KB minified-JSON line took 25 s, this 4 MB one hours). Now only the
+    lines holding a lone \\r are redrawn; no timing is asserted, the old code
+    simply never finishes this test."""
+    long_line = b'{"k":"' + b"x" * 4_000_000 + b'"}'
+    data = b"progress 1%\r100%\n" + long_line + b"\nbuild done\r\nstep 1\rstep 2"
+    shown = b"100%\n" + long_line + b"\nbuild done\r\nstep 2"
+    assert _kernels.view_bytes(data, CR) == shown
+    assert _kernels.view_bytes(data, ANSI | CR) == shown
+    assert _kernels.view_text(data, CR) == shown.decode()
+    patterns = ((0, False, False, b"done"),)
+    first_done = data.index(b"build")
+    assert _kernels.signal_lines(data, 0, len(data), patterns, CR, 5) == (
+        [(first_done, first_done + len(b"build done\r"), 0)], [1])

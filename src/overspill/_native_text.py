@@ -15,14 +15,16 @@ from ._buffers import plain_str as _plain_str
 from ._native_bytes import page_bounds, utf8_length, verify_chunks
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # re and typing cost start-up; the annotations are never evaluated
-    import re
+if TYPE_CHECKING:  # typing costs start-up; the annotations are never evaluated
     from typing import Optional
 
 __all__ = ["page_arguments", "page_text", "signal_lines", "text_fits", "view_bytes", "view_text"]
 
-# A line holding a lone carriage return (one not ending the line as \r\n).
-_REDRAWN_LINE = LazyPattern(rb"[^\n]*\r(?!\n)[^\n]*")
+# A lone carriage return: one not ending its line as \r\n.  Only the lines
+# holding one are redrawn, each found from its \r (built-in searches for its
+# bounds): a pattern for the whole line, tried at every byte of the lines that
+# have none, would scan each such line once per byte (quadratic in its length).
+_LONE_CR = LazyPattern(rb"\r(?!\n)")
 
 
 def _has_lone_cr(data: bytes) -> bool:
@@ -31,16 +33,25 @@ def _has_lone_cr(data: bytes) -> bool:
 
 def _collapse(data: bytes) -> bytes:
     size = len(data)
-
-    def redraw(match: re.Match[bytes]) -> bytes:
-        line = match.group()
+    pieces: list[bytes] = []
+    done = 0  # data[:done] is settled; always a line's start (or the end of a line just redrawn)
+    found = _LONE_CR.search(data)
+    while found is not None:
+        carriage = found.start()
+        newline = data.rfind(b"\n", done, carriage)
+        first = done if newline < 0 else newline + 1
+        last = data.find(b"\n", carriage)
+        last = size if last < 0 else last
+        line = data[first:last]
         # A \r just before the \n is the line's ending and stays.
-        ending = b"\r" if line.endswith(b"\r") and match.end() < size else b""
+        ending = b"\r" if line.endswith(b"\r") and last < size else b""
         segments = (line[:-1] if ending else line).split(b"\r")
-        shown = next((segment for segment in reversed(segments) if segment), b"")
-        return shown + ending
-
-    return _REDRAWN_LINE.sub(redraw, data)
+        pieces.append(data[done:first])
+        pieces.append(next((segment for segment in reversed(segments) if segment), b"") + ending)
+        done = last
+        found = _LONE_CR.search(data, last)
+    pieces.append(data[done:])
+    return b"".join(pieces)
 
 
 def text_fits(text: str, max_lines: int, max_bytes: int, flags: int, /) -> bool:
