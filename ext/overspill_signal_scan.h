@@ -186,7 +186,7 @@ static int osp_scan_region(osp_scan *scan, const uint8_t *s, ptrdiff_t n, int fl
         while (line > position && s[line - 1] != '\n') line--;
         if (osp_scan_clean(scan, s, position, line) < 0) return -1;
         end = osp_line_end(s, dirty, n);
-        kind = osp_view_line_kind(scan, s + line, end - line, flags);
+        kind = osp_view_line_kind(scan, s + line, end - line, end < n, flags);
         if (kind < 0) return -1;
         if (kind < scan->kinds && osp_scan_record(scan, line, end, kind) < 0) return -1;
         position = end + 1;

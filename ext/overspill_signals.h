@@ -229,15 +229,20 @@ static int osp_scan_record(osp_scan *scan, ptrdiff_t start, ptrdiff_t end, int k
     return 0;
 }
 
-/* The kind of the line s[0:n), through its view when it has special bytes. */
-static int osp_view_line_kind(osp_scan *scan, const uint8_t *s, ptrdiff_t n, int flags) {
-    if (n > scan->scratch_room) {
-        uint8_t *grown = (uint8_t *)realloc(scan->scratch, (size_t)n);
+/* The kind of the line s[0:n), through its view when it has special bytes.
+ * With ended, s[n] is the line's \n: it is viewed with the line, so that a \r
+ * just before it stays as the line's ending (as in the view of the whole
+ * region; viewed alone, a final \r would be a redraw), then left out. */
+static int osp_view_line_kind(osp_scan *scan, const uint8_t *s, ptrdiff_t n, int ended, int flags) {
+    ptrdiff_t room = ended ? n + 1 : n;
+    if (room > scan->scratch_room) {
+        uint8_t *grown = (uint8_t *)realloc(scan->scratch, (size_t)room);
         if (!grown) return -1;
         scan->scratch = grown;
-        scan->scratch_room = n;
+        scan->scratch_room = room;
     }
-    return osp_line_kind(scan, scan->scratch, osp_view(s, n, flags, scan->scratch));
+    /* The view keeps every newline: the one viewed is its last byte. */
+    return osp_line_kind(scan, scan->scratch, osp_view(s, room, flags, scan->scratch) - (ended ? 1 : 0));
 }
 
 #endif

@@ -534,3 +534,25 @@ def test_redraw_view_is_linear_in_a_long_line_beside_a_progress_line():
     first_done = data.index(b"build")
     assert _kernels.signal_lines(data, 0, len(data), patterns, CR, 5) == (
         [(first_done, first_done + len(b"build done\r"), 0)], [1])
+
+
+@pytest.mark.parametrize("data, end, literal, flags, found", [
+    (b"a\r\n", 3, b"\r", CR, [(0, 2, 0)]),
+    (b"job done\r\nnext\n", 15, b"done\r", CR, [(0, 9, 0)]),
+    (b"job done\r\nnext\n", 15, b"done\r", ANSI | CR, [(0, 9, 0)]),
+    (b"x\r\n", 3, b"x\r", ANSI | CR, [(0, 2, 0)]),
+    (b"\x1b[1mjob done\r\x1b[0m\nnext\n", 23, b"done\r", ANSI | CR, [(0, 17, 0)]),
+    # The escape stays without VIEW_ANSI: the \r before it is a redraw.
+    (b"\x1b[1mjob done\r\x1b[0m\nnext\n", 23, b"done\r", CR, []),
+    # A region that ends at the \r leaves its \n out: viewed alone, that \r is a redraw.
+    (b"job done\r\nnext\n", 9, b"done\r", CR, []),
+])
+def test_signal_lines_keep_the_cr_of_a_crlf_ending_in_the_view(data, end, literal, flags, found):
+    """The view keeps the \\r of a line's \\r\\n ending, so a literal holding it
+    matches there; the compiled scan once viewed each line holding a \\r
+    without its \\n, so that \\r read as a redraw and was dropped."""
+    patterns = ((0, False, False, literal),)
+    assert _kernels.signal_lines(data, 0, end, patterns, flags, 5) == (found, [len(found)])
+    # What matched is what a reader is shown of the first line.
+    first_line = _kernels.view_text(data[:end], flags).split("\n")[0]
+    assert (literal.decode() in first_line) == bool(found)
