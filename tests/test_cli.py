@@ -1331,3 +1331,24 @@ def test_run_background_from_a_removed_working_folder_runs_as_the_foreground_doe
     assert started.returncode == 3, started.stderr
     # (The command's shell says it cannot name its folder, as in the foreground: part of its output.)
     assert started.stdout.decode().splitlines()[-2:] == ["ran", "[exit code 3]"]
+
+
+# ------------------------------------------------------------------ red team E7
+def test_run_and_truncate_of_an_output_the_quota_cannot_hold_exit_4(cli):
+    """Regression (red team E7 f01): with max_total_bytes too small for even a record, ``run`` and
+    ``truncate`` printed the "output not stored" preview and exited 0 (``run --json``: is_error false);
+    README: an output that cannot be stored still has its preview printed, and exit 4."""
+    quota = {"OVERSPILL_MAX_TOTAL_BYTES": "1"}
+    numbers = b"".join(b"%d\n" % number for number in range(100000))
+    for args, stdin in ((("run", "--", "seq 0 99999"), None), (("truncate",), numbers)):
+        result = cli(*args, stdin=stdin, env=quota)
+        assert result.returncode == 4, (args, result.stderr)
+        assert b"output not stored (588890 bytes, 100000 lines in all)" in result.stdout
+        assert result.stdout.startswith(b"0\n1\n") and b"\n99999" in result.stdout
+        assert result.stderr.decode().startswith("overspill: error: the output could not be kept: ")
+        assert b"max_total_bytes 1 cannot hold even its record" in result.stderr
+    ran = cli("run", "--json", "--", "seq 0 99999", env=quota)
+    document = json.loads(ran.stdout)
+    assert ran.returncode == 4 and document["is_error"] and document["resource"] is None
+    assert "max_total_bytes 1" in document["metadata"]["storage_error"]
+    assert cli("run", "--", "echo small", env=quota).returncode == 0  # shown whole: nothing to store

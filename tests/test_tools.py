@@ -1717,3 +1717,41 @@ def test_grep_refuses_a_resource_with_a_path_or_glob(store, files):
     result = tools.grep(store, "s", "c", "TODO", resource=resource.uri, **files)
     assert result.is_error and "not both" in result.output
     assert not tools.grep(store, "s", "c", "TODO", resource=resource.uri, path=".").is_error
+
+
+# ------------------------------------------------------------------ red team E7
+@pytest.mark.parametrize("spill", [True, False])
+def test_bash_output_the_quota_cannot_hold_is_a_storage_failure(tmp_path, spill):
+    """Regression (red team E7 f01): an output over the limits that ``max_total_bytes`` cannot hold
+    (not even its record) was previewed "output not stored" yet reported as success (is_error False,
+    no ``storage_error``); it is the storage failure a full disk is, the store's preview kept."""
+    with ToolOutputStore(tmp_path, durable=False, config={"tool_output": {"max_total_bytes": 1}}) as limited:
+        result = tools.bash(limited, "s", "c", "seq 1 100000; exit 3", spill=spill)
+        assert result.is_error and result.resource is None and result.truncated
+        assert result.output.startswith("1\n2\n") and "\n100000\n" in result.output
+        assert "... output not stored (588895 bytes, 100000 lines in all): max_total_bytes 1 cannot hold even its " \
+               "record" in result.output
+        assert "[the output could not be kept: " in result.output and result.output.endswith("[exit code 3]")
+        assert "max_total_bytes 1" in result.metadata["storage_error"] and result.metadata["stored_bytes"] == 0
+        # Shown whole, an output needs no room: still a success.
+        assert tools.bash(limited, "s", "c", "echo small").output == "small"
+        assert not tools.bash(limited, "s", "c", "echo small").is_error
+
+
+def test_bash_output_running_outputs_leave_no_room_for_is_a_storage_failure(tmp_path):
+    """Regression (red team E7 f01): the other way the quota refuses an output (running background
+    outputs, never evicted, hold its room) was a success too."""
+    from overspill._owner import current_owner
+
+    with ToolOutputStore(tmp_path, durable=False, config={"tool_output": {"max_total_bytes": 200_000}}) as limited:
+        writer = limited._backend.create_growing("0" * 12 + "r" * 14, session_id="s", tool_call_id="c",
+                                                 mime="text/plain", name=None, owner=current_owner(), process=None)
+        try:
+            writer.write(memoryview(b"x" * 199_000))
+            writer.seal()
+            result = tools.bash(limited, "s", "c", "seq 1 100000")
+            assert result.is_error and result.resource is None
+            assert "running background commands' outputs (never evicted) hold" in result.metadata["storage_error"]
+            assert "... output not stored (588895 bytes" in result.output
+        finally:
+            writer.abort()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ._frozen import replace
 from ._owner import current_owner
 from ._quota import make_room, publish_within, room_made
-from ._store_types import TruncateResult, storage_error
+from ._store_types import NotStored, TruncateResult, storage_error
 from .errors import StorageError
 from .records import CHECKSUM_CHUNK, Record, Resource, new_id, uri_for
 from .text import encode_content, lines_in_all
@@ -127,13 +127,18 @@ class StoreRoom:
 
     def _unstored(self, held: Content, *, total: int, lines: int, lines_limit: int, bytes_limit: int,
                   reserve: int, whole: bool = True, first: Optional[Preview] = None, count: Optional[int] = None,
-                  kept_end: Optional[bytes] = None, why: Optional[str] = None) -> TruncateResult:
+                  kept_end: Optional[bytes] = None, why: Optional[str] = None,
+                  refuse: bool = False) -> TruncateResult:
         """What the model sees of an output over the limits that could not be
         stored at all: its preview, then a marker that says so, and why, and
         names no resource (none exists to read).  ``held`` is the whole output
         (``whole``), or its start and ``kept_end`` its true end; ``why`` is the
         reason (by default: the quota cannot hold even the record; running
-        outputs may hold the room, or the write may fail)."""
+        outputs may hold the room, or the write may fail).
+
+        :raises NotStored: with ``refuse`` (``_truncate_stream``), carrying that result.
+        """
+        reason = self._not_even_the_record(reserve) if why is None else why
         data = memoryview(encode_content(held) if isinstance(held, str) else held).cast("B")
         from ._preview import stored_preview  # only a preview needs it
 
@@ -141,12 +146,14 @@ class StoreRoom:
                                    total=total, count=count, max_lines=lines_limit, max_bytes=bytes_limit,
                                    flags=self._views, signals=(), content=held if whole else None,
                                    kept_end=kept_end, first=first, tokens=self._tokens)
-        marker = (f"... output not stored ({total} bytes, {lines_in_all(lines)}): "
-                  f"{self._not_even_the_record(reserve) if why is None else why} ...")
+        marker = f"... output not stored ({total} bytes, {lines_in_all(lines)}): {reason} ..."
         head = shaped.head
         # One blank line before the marker, as ``_preview.compose`` puts it.
         separator = "\n" if head.endswith("\n") else "\n\n"
         text = f"{head}{separator}{marker}" if head else marker
         if shaped.truncated and shaped.tail:
             text += f"\n\n{shaped.tail}"
-        return TruncateResult(text, True, None, lines, None)
+        result = TruncateResult(text, True, None, lines, None)
+        if refuse:
+            raise NotStored(reason, result)
+        return result

@@ -81,6 +81,16 @@ class StoreStreams(StoreWrites):
         :raises ValueError: a limit below 1, or an empty id or mime.
         :raises StorageError: the write failed; nothing was left visible.
         """
+        return self._truncate_stream(session_id, tool_call_id, chunks, max_lines=max_lines, max_bytes=max_bytes,
+                                     mime=mime, name=name, refuse=False)
+
+    def _truncate_stream(self, session_id: str, tool_call_id: str, chunks: Iterable[BytesLike], *,
+                         max_lines: Optional[int], max_bytes: Optional[int], mime: Optional[str],
+                         name: Optional[str], refuse: bool) -> TruncateResult:
+        """``truncate_stream``; with ``refuse``, an output over the limits that the quota cannot
+        hold (not even its record, or running outputs hold the room) is the ``StorageError`` it is
+        rather than the "output not stored" preview: for the front ends that report a storage
+        failure as one (the bash tool, ``overspill run`` and ``truncate``), as a failed write is."""
         mime = "text/plain" if mime is None else mime
         self._check_write_arguments(session_id, tool_call_id, mime, name)
         lines_limit = self._limits.max_lines if max_lines is None else whole_number(max_lines, "max_lines", 1)
@@ -96,9 +106,9 @@ class StoreStreams(StoreWrites):
         if spill.unstored:
             return self._unstored(bytes(spill.held), total=spill.size, lines=lines, lines_limit=lines_limit,
                                   bytes_limit=bytes_limit, reserve=spill.reserve, whole=False,
-                                  count=spill.newlines + 1, kept_end=spill.true_tail.value())
+                                  count=spill.newlines + 1, kept_end=spill.true_tail.value(), refuse=refuse)
         if spill.writer is None:
-            early = self._held_result(spill, lines, lines_limit, bytes_limit)
+            early = self._held_result(spill, lines, lines_limit, bytes_limit, refuse)
             if early is not None:
                 return early
         size = spill.size
@@ -109,7 +119,8 @@ class StoreStreams(StoreWrites):
             # (the preview from the output's start and its true end, both kept in memory).
             return self._unstored(bytes(spill.first), total=size, lines=lines, lines_limit=lines_limit,
                                   bytes_limit=bytes_limit, reserve=spill.reserve, whole=False,
-                                  count=spill.newlines + 1, kept_end=spill.true_tail.value(), why=held.strerror)
+                                  count=spill.newlines + 1, kept_end=spill.true_tail.value(), why=held.strerror,
+                                  refuse=refuse)
         count = spill.newlines + 1  # as the preview's line rule counts them
         from ._preview import stored_preview  # only a stored output's preview needs it
 
@@ -127,10 +138,11 @@ class StoreStreams(StoreWrites):
             raise
         return self._truncated(record, shaped, signals, lines)
 
-    def _held_result(self, spill: _Spill, lines: int, lines_limit: int, bytes_limit: int) -> Optional[TruncateResult]:
+    def _held_result(self, spill: _Spill, lines: int, lines_limit: int, bytes_limit: int,
+                     refuse: bool) -> Optional[TruncateResult]:
         """The result of an output held whole in memory: itself when it is shown
         within the limits, else None once a writer holds it (or its preview
-        when not even a record can be stored)."""
+        when not even a record can be stored; with ``refuse``, that StorageError)."""
         text = held_text(spill.held, self._views, bytes_limit)
         if text is not None and (self._tokens is None or self._tokens[1](text) <= self._tokens[0]):
             return TruncateResult(text, False, None)
@@ -138,7 +150,7 @@ class StoreStreams(StoreWrites):
         # like any larger output.
         if spill.cap < 1:
             return self._unstored(bytes(spill.held), total=spill.size, lines=lines, lines_limit=lines_limit,
-                                  bytes_limit=bytes_limit, reserve=spill.reserve)
+                                  bytes_limit=bytes_limit, reserve=spill.reserve, refuse=refuse)
         try:
             spill.start()
         except BaseException as error:

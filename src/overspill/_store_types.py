@@ -7,6 +7,8 @@ chunks into byte views that cannot change while they are stored.
 
 from __future__ import annotations
 
+import errno
+
 from . import _kernels
 from ._buffers import byte_view
 from ._frozen import frozen
@@ -19,7 +21,7 @@ if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never eva
 
     from .records import Resource
 
-__all__ = ["Page", "TruncateResult", "checked_buffer", "chunk_view", "stable",
+__all__ = ["NotStored", "Page", "TruncateResult", "checked_buffer", "chunk_view", "stable",
            "stable_pieces", "storage_error", "unchanged"]
 
 # Writable buffers are copied this much at a time before they are written (see stable).
@@ -75,6 +77,17 @@ def unchanged(content: str) -> TruncateResult:
     # frozen class refuses plain assignment): new_slotted sets them in one call,
     # a third of the time (issue 21, goal 6).
     return _kernels.new_slotted(TruncateResult, RESULT_SLOTS, (content, False, None, None, None))
+
+
+class NotStored(StorageError):
+    """An output over the limits that the quota cannot hold (not even its record, or running
+    outputs hold the room), raised for a front end that reports it as the storage failure it
+    is (``_truncate_stream(refuse=True)``); ``result`` is what ``truncate_stream`` returns for
+    it otherwise: the preview, its marker saying "output not stored" and why."""
+
+    def __init__(self, reason: str, result: TruncateResult) -> None:
+        super().__init__(errno.ENOSPC, f"the output was not stored: {reason}")
+        self.result = result
 
 
 def storage_error(action: str, error: OSError) -> StorageError:

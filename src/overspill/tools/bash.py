@@ -230,10 +230,8 @@ def execute(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str
         # the command runs to its end whatever happens to the store, and what it says is still previewed.
         stored, shown, truncated, error = _stored_late(
             itertools.chain(sniffed.held, counted), limits, open_store if late else lambda: store, keep,
-            running.captured, wait=late and not sniffed.binary, binary=sniffed.binary)
-        # (shown whole: the model sees the status line right after it; a preview from memory is ready)
-        kept = stored if stored is not None else _Kept(
-            None, strip_final_newline(shown) if error is None else shown, truncated, {})
+            running.captured, wait=late and not sniffed.binary, binary=sniffed.binary, strip=True)
+        kept = stored if stored is not None else _Kept(None, shown, truncated, {})
         if kept.resource is not None and sniffed.binary:
             total = running.captured()[1]  # the bytes written; past max_stored_bytes the copy holds fewer
             kept.shown = describe_binary(total, sniffed.start, kept.resource.uri, kept.resource.size)
@@ -287,23 +285,33 @@ def _keep(open_store: Callable[[], Optional[ToolOutputStore]], session_id: str, 
         return _Kept(None, shown, truncated, {})
     if spill and sniffed.binary:
         return _Kept(store.write_stream(session_id, tool_call_id, chunks, mime=BINARY_MIME, name=name), "", False, {})
-    if spill:
-        outcome = store.truncate_stream(session_id, tool_call_id, chunks, name=name,
-                                        max_lines=limits.max_lines, max_bytes=limits.max_bytes)
-        return _Kept(outcome.resource, strip_final_newline(outcome.content), outcome.truncated, stored_metadata(outcome))
-    for _ in chunks:
-        pass
-    # Spilling off: only what capture held in memory can be stored, and only when it is all.
-    data, _, dropped = running.captured()
-    if dropped:
-        shown, truncated = _memory_view(running.captured(), limits, sniffed.binary,
-                                        "spilling was off, so the output was not stored")
-        return _Kept(None, shown, truncated, {})
-    if sniffed.binary:
-        return _Kept(store.write(session_id, tool_call_id, data, mime=BINARY_MIME, name=name), "", False, {})
-    outcome = store.truncate(session_id, tool_call_id, data, name=name,
-                             max_lines=limits.max_lines, max_bytes=limits.max_bytes)
+    if not spill:
+        for _ in chunks:
+            pass
+        # Spilling off: only what capture held in memory can be stored, and only when it is all.
+        data, _, dropped = running.captured()
+        if dropped:
+            shown, truncated = _memory_view(running.captured(), limits, sniffed.binary,
+                                            "spilling was off, so the output was not stored")
+            return _Kept(None, shown, truncated, {})
+        if sniffed.binary:
+            return _Kept(store.write(session_id, tool_call_id, data, mime=BINARY_MIME, name=name), "", False, {})
+        chunks = iter((data,))  # (truncate_stream of one chunk is truncate of it)
+    outcome = _truncated_or_refused(store, session_id, tool_call_id, chunks, limits, name)
     return _Kept(outcome.resource, strip_final_newline(outcome.content), outcome.truncated, stored_metadata(outcome))
+
+
+def _truncated_or_refused(store: ToolOutputStore, session_id: str, tool_call_id: str, chunks: Iterator[bytes],
+                          limits: Limits, name: Optional[str]) -> TruncateResult:
+    """``store.truncate_stream`` of ``chunks`` for a front end that reports a storage failure:
+    an output over the limits that the quota cannot hold (not even its record, or running
+    outputs hold the room) raises ``NotStored``, a ``StorageError`` carrying the store's
+    preview, so it is the failure a failed write is (a tool error, exit 4), not a success.
+
+    :raises StorageError: the output could not be stored.
+    """
+    return store._truncate_stream(session_id, tool_call_id, chunks, name=name, mime=None,
+                                  max_lines=limits.max_lines, max_bytes=limits.max_bytes, refuse=True)
 
 
 def _held_within(chunks: Iterator[bytes], limits: Limits) -> tuple[list[bytes], Optional[str]]:
@@ -350,8 +358,7 @@ def bound_stream(open_store: Callable[[], ToolOutputStore], session_id: str, too
     from .._store_types import TruncateResult
 
     def keep(opened: Callable[[], ToolOutputStore], chunks: Iterator[bytes]) -> TruncateResult:
-        return opened().truncate_stream(session_id, tool_call_id, chunks, name=name,
-                                        max_lines=limits.max_lines, max_bytes=limits.max_bytes)
+        return _truncated_or_refused(opened(), session_id, tool_call_id, chunks, limits, name)
 
     stored, shown, truncated, error = _stored_late(iter(chunks), limits, open_store, keep)
     return (stored, None) if stored is not None else (TruncateResult(shown, truncated, None, None, None), error)
@@ -360,7 +367,7 @@ def bound_stream(open_store: Callable[[], ToolOutputStore], session_id: str, too
 def _stored_late(chunks: Iterator[bytes], limits: Limits, open_store: Callable[[], Optional[ToolOutputStore]],
                  keep: Callable[[Callable[[], Optional[ToolOutputStore]], Iterator[bytes]], _R],
                  captured: Optional[Callable[[], tuple[bytes, int, bool]]] = None, *, wait: bool = True,
-                 binary: bool = False) -> tuple[Optional[_R], str, bool, Optional[str]]:
+                 binary: bool = False, strip: bool = False) -> tuple[Optional[_R], str, bool, Optional[str]]:
     """The one rule by which ``overspill run`` (``execute``) and ``overspill truncate``
     (``bound_stream``) keep an output whose store is opened only when it must be.
 
@@ -370,11 +377,14 @@ def _stored_late(chunks: Iterator[bytes], limits: Limits, open_store: Callable[[
     it, opening the store.  When that raises ``StorageError`` (the store could
     not be opened, or failed while the output was written), the rest of the
     chunks is still read, and a preview of what memory held comes back with
-    the error's text.
+    the error's text; when the quota refused it (``NotStored``), the store's own
+    preview, its marker saying "output not stored" and why.
 
     :param captured: what memory holds of the output (a command's capture:
         the start and the true end, the total, whether bytes were dropped);
         None: held here as capture would (``MAX_CAPTURE_BYTES``, head and tail).
+    :param strip: what is shown comes back without a final newline (``execute``:
+        the model sees the status line right after it; a preview from memory has none).
     :returns: ``(kept, shown, truncated, error)``: ``keep``'s result (None when
         nothing was kept) and, when None, what is shown: the whole output
         (``error`` None), or the preview from memory and the error's text.
@@ -394,13 +404,19 @@ def _stored_late(chunks: Iterator[bytes], limits: Limits, open_store: Callable[[
     if wait:
         held, shown = _held_within(chunks, limits)
         if shown is not None:
-            return None, shown, False, None
+            return None, strip_final_newline(shown) if strip else shown, False, None
         chunks = itertools.chain(held, chunks)
     try:
         return keep(open_store, chunks), "", False, None
     except StorageError as error:
         for _ in chunks:  # the rest is still read (a command runs to its end) and previewed
             pass
+        from .._store_types import NotStored  # here: an output shown whole needs none of the store's modules
+
+        if isinstance(error, NotStored):
+            # Refused by the quota: the store's own preview, its marker saying "output not stored" and why.
+            shown = error.result.content
+            return None, strip_final_newline(shown) if strip else shown, True, str(error)
         shown, truncated = _memory_view(captured(), limits, binary, "the output could not be stored")
         return None, shown, truncated, str(error)
 
