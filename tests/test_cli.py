@@ -1352,3 +1352,34 @@ def test_run_and_truncate_of_an_output_the_quota_cannot_hold_exit_4(cli):
     assert ran.returncode == 4 and document["is_error"] and document["resource"] is None
     assert "max_total_bytes 1" in document["metadata"]["storage_error"]
     assert cli("run", "--", "echo small", env=quota).returncode == 0  # shown whole: nothing to store
+
+
+def test_truncate_of_binary_input_stores_and_describes_it_as_run_does(cli, tmp_path):
+    """Regression (red team E7 f04): ``truncate`` of random bytes (a file or stdin) printed ~50 KB of
+    U+FFFD and raw control bytes and stored them as text/plain, where ``run -- cat FILE`` stores
+    them as application/octet-stream and prints one line; both now follow the one rule."""
+    blob = tmp_path / "blob.bin"
+    data = bytes(range(256)) * 1200
+    blob.write_bytes(data)
+    ran = cli("run", "--", f"cat {blob}")
+    for args, stdin in (((str(blob),), None), (("-", "--name", "piped"), data), (("--json", str(blob)), None)):
+        result = cli("truncate", *args, stdin=stdin)
+        assert result.returncode == 0, result.stderr
+        if "--json" in args:
+            document = json.loads(result.stdout)
+            assert document["truncated"] and document["resource"]["mime"] == "application/octet-stream"
+            assert document["content"].startswith("[binary output, 307200 bytes, stored as tool-output://")
+            continue
+        assert result.stdout.count(b"\n") == 1 and len(result.stdout) < 200
+        assert result.stdout.startswith(b"[binary output, 307200 bytes, stored as tool-output://")
+        assert result.stdout.endswith(b"; it begins 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f ...]\n")
+        assert cli("read", uri_in(result.stdout), "--all").stdout == data
+        assert ran.stdout.split(b" stored as ")[0] == result.stdout.split(b" stored as ")[0]
+    mimes = {entry["name"]: entry["mime"] for entry in json.loads(cli("ls", "--json").stdout)["resources"]}
+    assert mimes == {"blob.bin": "application/octet-stream", "piped": "application/octet-stream",
+                     f"cat {blob}": "application/octet-stream"}
+    # A small binary input is stored too (run's rule: binary output is never shown as text).
+    small = cli("truncate", "-", stdin=b"\x00\x01\x02")
+    assert small.stdout.startswith(b"[binary output, 3 bytes, stored as tool-output://")
+    # Text is unchanged: shown whole under the limits.
+    assert cli("truncate", "-", stdin="ünïcode\n".encode()).stdout == "ünïcode\n".encode()

@@ -284,7 +284,7 @@ def _keep(open_store: Callable[[], Optional[ToolOutputStore]], session_id: str, 
             raise StorageError(0, "the output folder could not be opened")
         return _Kept(None, shown, truncated, {})
     if spill and sniffed.binary:
-        return _Kept(store.write_stream(session_id, tool_call_id, chunks, mime=BINARY_MIME, name=name), "", False, {})
+        return _Kept(_stored_binary(store, session_id, tool_call_id, chunks, name), "", False, {})
     if not spill:
         for _ in chunks:
             pass
@@ -299,6 +299,16 @@ def _keep(open_store: Callable[[], Optional[ToolOutputStore]], session_id: str, 
         chunks = iter((data,))  # (truncate_stream of one chunk is truncate of it)
     outcome = _truncated_or_refused(store, session_id, tool_call_id, chunks, limits, name)
     return _Kept(outcome.resource, strip_final_newline(outcome.content), outcome.truncated, stored_metadata(outcome))
+
+
+def _stored_binary(store: ToolOutputStore, session_id: str, tool_call_id: str, chunks: Iterator[bytes],
+                   name: Optional[str]) -> Resource:
+    """Store a binary output (``_Sniffed``'s verdict) whole, as ``application/octet-stream``:
+    it is described in one line (``describe_binary``), never previewed as text.
+
+    :raises StorageError: the output could not be stored.
+    """
+    return store.write_stream(session_id, tool_call_id, chunks, mime=BINARY_MIME, name=name)
 
 
 def _truncated_or_refused(store: ToolOutputStore, session_id: str, tool_call_id: str, chunks: Iterator[bytes],
@@ -347,7 +357,9 @@ def bound_stream(open_store: Callable[[], ToolOutputStore], session_id: str, too
     nothing.  When the store cannot be opened, or fails while the output is
     written, the rest is still read and a preview of what memory held (its
     start and its true end) comes back with the error's text; else the error
-    is None.
+    is None.  Binary input (the rule ``execute`` applies to a command's output,
+    ``output_is_binary``) is stored whole as ``application/octet-stream`` and
+    described in one line, as ``overspill run`` shows it.
 
     :raises ValueError: an id or name no record could hold (before anything is read).
     """
@@ -357,10 +369,27 @@ def bound_stream(open_store: Callable[[], ToolOutputStore], session_id: str, too
         check_metadata(name, "name")
     from .._store_types import TruncateResult
 
+    total = 0
+
+    def counted(source: Iterator[bytes]) -> Iterator[bytes]:
+        nonlocal total
+        for chunk in source:
+            total += len(chunk)
+            yield chunk
+
+    # Binary input by the rule a command's output follows (``execute``): stored whole as
+    # application/octet-stream, whatever its size, and described in one line.
+    source = counted(iter(chunks))
+    sniffed = _Sniffed(source)
+
     def keep(opened: Callable[[], ToolOutputStore], chunks: Iterator[bytes]) -> TruncateResult:
+        if sniffed.binary:
+            resource = _stored_binary(opened(), session_id, tool_call_id, chunks, name)
+            return TruncateResult(describe_binary(total, sniffed.start, resource.uri, resource.size), True, resource)
         return _truncated_or_refused(opened(), session_id, tool_call_id, chunks, limits, name)
 
-    stored, shown, truncated, error = _stored_late(iter(chunks), limits, open_store, keep)
+    stored, shown, truncated, error = _stored_late(itertools.chain(sniffed.held, source), limits, open_store, keep,
+                                                   wait=not sniffed.binary, binary=sniffed.binary)
     return (stored, None) if stored is not None else (TruncateResult(shown, truncated, None, None, None), error)
 
 
