@@ -624,3 +624,27 @@ def test_a_fork_while_a_thread_grows_a_seal_chain_does_not_deadlock_the_child(tm
     assert child_exit_after_fork_under(holding(store._backend._chains_lock), in_the_child,  # noqa: SLF001
                                        "the forked child deadlocked on the seal chain's lock") == 0
     output.finish(0)
+
+
+# ------------------------------------------------------------------ red team E7
+@pytest.mark.parametrize("component", ["tool-output", "tool-output/managed", "tool-output/index"])
+def test_a_symlinked_store_folder_is_refused_before_anything_is_made_through_it(tmp_path, component):
+    """Regression (red team E7 f03): ``ensure_directory`` ran ``os.makedirs`` before it checked the
+    store's own folders, so a symlinked ``tool-output`` got ``managed`` made in its target, and a
+    symlinked ``tool-output/index`` got ``sessions``; now each is checked before anything is made in it."""
+    data, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = data / component
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(elsewhere)
+    if component != "tool-output/index":
+        with pytest.raises(StorageError, match="symlink"):
+            ToolOutputStore(data)
+    else:
+        with ToolOutputStore(data, durable=False) as store:  # the index is only a cache: listed without it
+            uri = store.truncate("s", "c", "x\n" * 5000).resource.uri
+            assert [resource.uri for resource in store.resources("s")] == [uri]
+    assert os.listdir(elsewhere) == []
+    with pytest.raises(OSError, match="symlink") as refused:
+        _files.ensure_directory(link / "inner")
+    assert refused.value.errno == errno.ELOOP and os.listdir(elsewhere) == []

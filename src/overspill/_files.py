@@ -42,6 +42,7 @@ CAN_LOCK = os.name == "posix"
 DIRECTORY_MODE = 0o700
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 # A FIFO planted under a resource's name must not block the reader's open().
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
@@ -81,6 +82,9 @@ def ensure_directory(path: PathText, owned: int = 2) -> None:
     The last ``owned`` components are the store's own folders: each must be a
     real directory (never a symlink, which would send payloads elsewhere and
     let cleanup delete there) owned by this user, and is tightened to ``0700``.
+    Each is checked before anything is made inside it, so a symlink there is
+    refused before it is followed (the folders above them are the caller's:
+    made as ``os.makedirs`` makes them).
 
     :raises OSError: not a directory, a symlink (``ELOOP``), or owned by
         another user (``EPERM``).
@@ -92,8 +96,70 @@ def ensure_directory(path: PathText, owned: int = 2) -> None:
         return
     except OSError:
         pass  # missing, or refused: made and checked as below, which raises as it always did
-    os.makedirs(path, mode=DIRECTORY_MODE, exist_ok=True)
+    ours = list(reversed([path, *_parents(path, max(owned - 1, 0))]))
+    above = os.path.dirname(folder_text(ours[0])) or "."
+    if above != folder_text(ours[0]):  # (a root has nothing above it)
+        os.makedirs(above, mode=DIRECTORY_MODE, exist_ok=True)
+    if os.mkdir in os.supports_dir_fd and os.stat in os.supports_dir_fd and _NOFOLLOW:
+        _make_owned_at(above, ours, path)
+    else:  # pragma: no cover - no *at() calls: by path, each checked before the next is made in it
+        for component in ours:
+            try:
+                os.mkdir(component, DIRECTORY_MODE)  # never follows a symlink in the last place
+            except FileExistsError:
+                pass
+            if _check_component(component, os.lstat(component), component is path):
+                os.chmod(component, DIRECTORY_MODE)
     check_owned_directory(path, owned)
+
+
+def _make_owned_at(above: str, ours: list[PathText], path: PathText) -> None:
+    """Make the store's own folders ``ours`` (outermost first) one inside the other from the
+    folder ``above`` them, through directory descriptors: each component is made (``mkdirat``,
+    which never follows a symlink), looked at (``fstatat`` without following), checked as
+    :func:`check_owned_directory` checks it, and only then opened (``O_NOFOLLOW``, the same
+    inode) to make the next one in.  No symlink put in their place, before or during, is
+    followed."""
+    fd = os.open(above, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    try:
+        for component in ours:
+            name = os.path.basename(folder_text(component))
+            try:
+                os.mkdir(name, DIRECTORY_MODE, dir_fd=fd)
+            except FileExistsError:
+                pass
+            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            loose = _check_component(component, info, component is path)
+            inner = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+            opened = os.fstat(fd)
+            if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+                raise OSError(errno.EAGAIN, "replaced while it was made, refused as the store's folder",
+                              str(component))
+            if loose:
+                os.fchmod(fd, DIRECTORY_MODE)
+    finally:
+        os.close(fd)
+
+
+def _check_component(component: PathText, info: os.stat_result, last: bool) -> bool:
+    """Refuse one of the store's own folders (``info``: its ``lstat``; ``last``: the
+    innermost) that is a symlink, not a directory or another user's; return whether
+    it is to be tightened to ``0700`` (it is ours and open to others)."""
+    if stat.S_ISLNK(info.st_mode):
+        raise OSError(errno.ELOOP, "a symlink, refused as the store's folder", str(component))
+    if not stat.S_ISDIR(info.st_mode):
+        raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(component))
+    if not last and info.st_mode & stat.S_ISVTX and info.st_uid in (0, os.geteuid()):
+        # A sticky shared folder above the store's own (/tmp, for a folder made
+        # by mkdtemp): nobody else can rename or remove what is in it, and it
+        # is not ours to tighten (as root, 0700 would lock every other user out).
+        return False
+    if info.st_uid != os.geteuid():
+        raise PermissionError(errno.EPERM, "owned by another user, refused as the store's folder",
+                              str(component))
+    return bool(stat.S_IMODE(info.st_mode) & 0o077)
 
 
 def check_owned_directory(path: PathText, owned: int = 2) -> None:
@@ -104,20 +170,7 @@ def check_owned_directory(path: PathText, owned: int = 2) -> None:
     """
     parents = _parents(path, max(owned - 1, 0))
     for component in reversed([path, *parents]):
-        info = os.lstat(component)
-        if stat.S_ISLNK(info.st_mode):
-            raise OSError(errno.ELOOP, "a symlink, refused as the store's folder", str(component))
-        if not stat.S_ISDIR(info.st_mode):
-            raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(component))
-        if component is not path and info.st_mode & stat.S_ISVTX and info.st_uid in (0, os.geteuid()):
-            # A sticky shared folder above the store's own (/tmp, for a folder made
-            # by mkdtemp): nobody else can rename or remove what is in it, and it
-            # is not ours to tighten (as root, 0700 would lock every other user out).
-            continue
-        if info.st_uid != os.geteuid():
-            raise PermissionError(errno.EPERM, "owned by another user, refused as the store's folder",
-                                  str(component))
-        if stat.S_IMODE(info.st_mode) & 0o077:
+        if _check_component(component, os.lstat(component), component is path):
             os.chmod(component, DIRECTORY_MODE)
 
 
