@@ -648,3 +648,35 @@ def test_a_symlinked_store_folder_is_refused_before_anything_is_made_through_it(
     with pytest.raises(OSError, match="symlink") as refused:
         _files.ensure_directory(link / "inner")
     assert refused.value.errno == errno.ELOOP and os.listdir(elsewhere) == []
+
+
+@pytest.mark.parametrize("victim", [".cleanup.lock", "index/usage", "index/lock"])
+@pytest.mark.parametrize("full", [False, True])
+def test_a_directory_in_place_of_a_lock_file_is_cleared_and_cleanup_and_eviction_go_on(tmp_path, victim, full):
+    """Regression (red team E7, minor): a directory at ``managed/.cleanup.lock`` made every cleanup,
+    and every write that had to evict, fail ("Is a directory"), where a FIFO, socket or symlink
+    there is replaced; an empty one is now removed and a full one renamed aside, its contents kept."""
+    data = tmp_path / "data"
+    quota = {"tool_output": {"max_total_bytes": 1_300_000}}
+    with ToolOutputStore(data, durable=False, config=quota) as store:
+        store.truncate("s", "c0", "x\n" * 200_000)
+    managed = data / "tool-output" / "managed"
+    folder = managed if victim == ".cleanup.lock" else data / "tool-output"
+    path = folder / victim
+    if path.exists():
+        path.unlink()
+    path.mkdir()
+    if full:
+        (path / "kept").write_bytes(b"someone's")
+    with ToolOutputStore(data, durable=False, config=quota) as store:
+        assert store.cleanup().removed == 0
+        # Over the quota together: the first output is evicted, under the cleanup lock.
+        uris = [store.truncate("s", f"c{i}", "y\n" * 200_000).resource.uri for i in range(1, 4)]
+        assert [resource.uri for resource in store.resources("s")] == uris
+    assert path.is_file() and not path.is_symlink()
+    aside = [name for name in os.listdir(path.parent) if name.endswith(".damaged")]
+    if full:
+        assert len(aside) == 1 and aside[0].startswith(f".{path.name}.")
+        assert (path.parent / aside[0] / "kept").read_bytes() == b"someone's"
+    else:
+        assert aside == []

@@ -233,8 +233,8 @@ _LOCK_GUARD = allocate_lock()
 
 
 # What opening a lock file's name gives when something other than a regular
-# file was planted there: a symlink (``O_NOFOLLOW``), a socket.
-_NOT_A_FILE = (errno.ELOOP, errno.ENXIO)
+# file was planted there: a symlink (``O_NOFOLLOW``), a socket, a directory.
+_NOT_A_FILE = (errno.ELOOP, errno.ENXIO, errno.EISDIR)
 # Replacements of a damaged lock file tried before giving up (another process
 # may be replacing it at the same time: each then opens what is there).
 _REPLACE_TRIES = 4
@@ -249,7 +249,8 @@ def open_lock_file(path: PathText) -> int:
     in place).  A FIFO, socket or symlink planted at ``path`` is damage, as in
     the listing index's files: it is opened without blocking, refused, and
     replaced by an empty regular file by a rename (the usage total is then
-    recounted from the folder); a directory there is an error.
+    recounted from the folder); a directory there is removed when empty, else
+    renamed aside with what it holds (``_move_folder_aside``), and the file made.
 
     :raises OSError: the file cannot be opened or replaced.
     """
@@ -318,9 +319,10 @@ def lock_exclusive(path: PathText, *, wait: bool = True) -> Optional[int]:
 def _replace_damaged(path: PathText) -> None:
     """Put an empty regular file in place of the non-regular one at ``path``,
     by a rename (never following a symlink there, never truncating a regular
-    file another process just put in its place).
+    file another process just put in its place); a directory there is cleared
+    from the name (``_move_folder_aside``) for the next open to create the file.
 
-    :raises OSError: a directory is there, or the folder cannot be written.
+    :raises OSError: the folder cannot be written.
     """
     try:
         info = os.lstat(path)
@@ -328,9 +330,10 @@ def _replace_damaged(path: PathText) -> None:
         return  # gone: the next open creates it
     if stat.S_ISREG(info.st_mode):
         return  # another process replaced it first
-    if stat.S_ISDIR(info.st_mode):
-        raise IsADirectoryError(errno.EISDIR, "a folder is in the lock file's place", os.fspath(path))
     folder, name = os.path.split(os.fspath(path))
+    if stat.S_ISDIR(info.st_mode):
+        _move_folder_aside(path, folder, name)
+        return  # the next open creates the file
     temporary = os.path.join(folder, f".{name}.{os.urandom(4).hex()}.tmp")
     os.close(create_exclusive(temporary))
     try:
@@ -342,6 +345,27 @@ def _replace_damaged(path: PathText) -> None:
     except BaseException:
         remove_quietly(temporary)
         raise
+
+
+def _move_folder_aside(path: PathText, folder: str, name: str) -> None:
+    """Clear a lock file's name taken by a directory: removed when empty, else renamed to
+    ``.{name}.{8 hex}.damaged`` beside it, with what it holds (nothing is deleted; no
+    sweep or catch-up matches that name, so it is left alone as any stranger's file is).
+
+    :raises OSError: it can be neither removed nor renamed.
+    """
+    try:
+        os.rmdir(path)
+        return
+    except FileNotFoundError:
+        return  # another process cleared it first
+    except OSError as error:
+        if error.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+    try:
+        os.rename(path, os.path.join(folder, f".{name}.{os.urandom(4).hex()}.damaged"))
+    except FileNotFoundError:
+        pass  # another process moved it first
 
 
 def close_lock_file(fd: int) -> None:
