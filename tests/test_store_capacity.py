@@ -361,3 +361,47 @@ def test_a_durable_payload_is_flushed_before_the_quota_lock_is_taken(tmp_path, m
     monkeypatch.setattr(os, "fsync", watching)
     result = store.truncate("s", "big", data)
     assert result.resource is not None and seen == [True]
+
+
+# ------------------------------------------------------------------ red team E7
+def test_a_write_that_must_evict_gives_up_on_a_cleanup_lock_that_stays_held(tmp_path, monkeypatch):
+    """Regression (red team E7, minor): a write that had to evict waited for the folder's cleanup
+    lock with no bound, so a stopped cleaner (SIGSTOP, a debugger) hung every writer that needed
+    room; as with Redis, it now fails after ``CLEANUP_LOCK_WAIT_SECONDS`` with a StorageError
+    (EBUSY) naming the lock, and nothing of the output is left."""
+    import errno
+    import os
+
+    from overspill import StorageError, _files
+    from overspill.backends import _report
+    from overspill.backends._sweep import LOCK_NAME
+
+    monkeypatch.setattr(_report, "CLEANUP_LOCK_WAIT_SECONDS", 0.2)
+    store = open_store(tmp_path, max_total_bytes=MIB)
+    first = store.write("s", "c0", b"a" * 600_000)
+    # Another open of the lock file: an flock held here excludes the store's own open of it.
+    held = _files.lock_exclusive(os.path.join(store.directory, LOCK_NAME))
+    outcome: list[object] = []
+    writer = threading.Thread(target=lambda: outcome.append(_attempt(lambda: store.write("s", "c1", b"b" * 600_000))))
+    try:
+        writer.start()
+        writer.join(60)  # without the bound, the write waits until the lock is released below
+    finally:
+        _files.close_lock_file(held)
+        writer.join()
+    [error] = outcome
+    assert isinstance(error, StorageError) and error.errno == errno.EBUSY, error
+    assert "stayed held by another process for 0.2 s" in str(error) and LOCK_NAME in str(error)
+    assert [record.id for record in store.records()] == [first.id]
+    assert sorted(os.listdir(store.directory)) == sorted([f"{first.id}.txt", f"{first.id}.json", LOCK_NAME])
+    # Released, the next write evicts as ever.
+    assert store.write("s", "c2", b"c" * 600_000).size == 600_000
+    assert [record.id for record in store.records()] != [first.id]
+
+
+def _attempt(call):
+    """``call()``'s result, or the exception it raised."""
+    try:
+        return call()
+    except Exception as error:  # noqa: BLE001 - handed to the test to look at
+        return error

@@ -275,11 +275,16 @@ def open_lock_file(path: PathText) -> int:
     raise OSError(errno.EIO, "a non-regular file keeps replacing the lock file", os.fspath(path))
 
 
-def lock_exclusive(path: PathText, *, wait: bool = True) -> Optional[int]:
+def lock_exclusive(path: PathText, *, wait: bool = True, within: Optional[float] = None) -> Optional[int]:
     """The lock file at ``path`` (:func:`open_lock_file`), open and exclusively
     ``flock``-ed; None when ``wait`` is false and another holder has it.  Where
     there is no ``flock`` (not POSIX) the file is only opened.  Close it with
     :func:`close_lock_file`.
+
+    With ``within`` (seconds), a wait that lasts longer raises ``OSError``
+    (``EBUSY``) saying so: ``flock`` has no timeout, so the lock is then asked
+    for without blocking, again and again, a little less often each time
+    (from 1 ms to 50 ms).
 
     The lock is on the file at ``path`` when this returns: a repair of a
     damaged lock file (:func:`open_lock_file`) renames a new file into place,
@@ -294,10 +299,13 @@ def lock_exclusive(path: PathText, *, wait: bool = True) -> Optional[int]:
     for _ in range(_REPLACE_TRIES):
         fd = open_lock_file(path)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            if wait and within is not None:
+                _flock_within(fd, within, path)
+            else:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except OSError as error:
             close_lock_file(fd)
-            if not wait and error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            if not wait and error.errno in _HELD:
                 return None
             raise
         except BaseException:
@@ -314,6 +322,34 @@ def lock_exclusive(path: PathText, *, wait: bool = True) -> Optional[int]:
             return fd
         close_lock_file(fd)  # replaced while it was being locked: lock the one there now
     raise OSError(errno.EIO, "the lock file keeps being replaced", os.fspath(path))
+
+
+# What a non-blocking ``flock`` gives when another holder has the lock.
+_HELD = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
+
+
+def _flock_within(fd: int, seconds: float, path: PathText) -> None:
+    """``flock(fd, LOCK_EX)``, waiting at most ``seconds`` for another holder.
+
+    :raises OSError: ``EBUSY`` when it was held all that time.
+    """
+    import fcntl
+    import time
+
+    deadline = time.monotonic() + seconds
+    pause = 0.001
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as error:
+            if error.errno not in _HELD:
+                raise
+        if time.monotonic() >= deadline:
+            raise OSError(errno.EBUSY, f"the lock {os.fspath(path)} stayed held by another process for "
+                                       f"{seconds:g} s")
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def _replace_damaged(path: PathText) -> None:

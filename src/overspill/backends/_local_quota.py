@@ -65,13 +65,16 @@ class LocalQuota:
         return max(folder_bytes(self._directory) - self._pending(), 0)
 
     def eviction_lock(self) -> AbstractContextManager[bool]:
-        """The folder's cleanup lock (``.cleanup.lock``), waiting for a sweep in progress.
+        """The folder's cleanup lock (``.cleanup.lock``), waiting for a sweep in progress
+        at most ``CLEANUP_LOCK_WAIT_SECONDS``, as the Redis backend waits for its lock.
 
-        :raises OSError: the lock file cannot be opened.
+        :raises OSError: the lock file cannot be opened, or another process held it
+            all that time (``EBUSY``: a stopped cleaner must not hang every writer).
         """
+        from . import _report
         from ._sweep import sweep_lock  # only an eviction needs the cleanup module
 
-        return sweep_lock(self._directory, wait=True)
+        return sweep_lock(self._directory, wait=True, within=_report.CLEANUP_LOCK_WAIT_SECONDS)
 
     def tally(self) -> AbstractContextManager[None]:
         """The running total held (``UsageTotal.held``): a publish inside counts

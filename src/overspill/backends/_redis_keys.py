@@ -19,6 +19,8 @@ from typing import Any, Optional
 
 import redis.exceptions
 
+from ._report import CLEANUP_LOCK_WAIT_SECONDS
+
 __all__ = ["ACCOUNT", "ACCOUNT_STEP", "BY_ID", "CHECKSUM_BYTES", "CHUNK_BYTES", "DROP_DAMAGED_ZSET", "DROP_DEAD",
            "LOCK", "LOCK_MS", "LOCK_WAIT_SECONDS", "PARTIAL_TTL", "PENDING", "PUBLISH", "RECOUNT", "REDIS_ERRORS",
            "RELEASE", "SESSIONS", "TAKE_LOCK", "UNACCOUNT", "UNLINK_BATCH", "USAGE", "USED", "answers", "chunk_count",
@@ -45,7 +47,7 @@ USED = b"ovs:{usage}:bytes"
 BY_ID = b"ovs:{usage}:by-id"
 # A writer accounts its chunks this often (and the rest when it publishes).
 ACCOUNT_STEP = 8 * 1024 * 1024
-LOCK_WAIT_SECONDS = 60.0
+LOCK_WAIT_SECONDS = CLEANUP_LOCK_WAIT_SECONDS
 LOCK_MS = 10 * 60 * 1000
 UNLINK_BATCH = 256
 

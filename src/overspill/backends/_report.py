@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from .._frozen import frozen
 
-__all__ = ["CleanupReport"]
+__all__ = ["CLEANUP_LOCK_WAIT_SECONDS", "CleanupReport"]
+
+#: How long a write that must evict waits for the location's cleanup lock (a sweep or another
+#: eviction in progress) before it fails with a ``StorageError`` (EBUSY) that says so: a holder
+#: that stopped (SIGSTOP, a debugger) must not hang every writer that needs room.  A sweep takes
+#: far less; Redis's lock also expires by itself (``_redis_keys.LOCK_MS``), the local ``flock``
+#: only when its holder dies.
+CLEANUP_LOCK_WAIT_SECONDS = 60.0
 
 
 @frozen(defaults={"removed": 0, "bytes_freed": 0, "temporaries": 0, "skipped": 0, "removed_ids": (),

@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # typing, datetime and pathlib cost start-up (issue 21); anno
     from contextlib import AbstractContextManager
     from datetime import timedelta
     from pathlib import Path
-    from typing import Union
+    from typing import Optional, Union
 
 try:
     import fcntl
@@ -244,13 +244,15 @@ class FolderSweep:
 
 
 @contextlib.contextmanager
-def folder_lock(directory: Union[str, Path], name: str, *, wait: bool) -> Iterator[bool]:
+def folder_lock(directory: Union[str, Path], name: str, *, wait: bool,
+                within: Optional[float] = None) -> Iterator[bool]:
     """Hold the folder's lock file ``name``; yields False (without it) when another
-    process holds it and ``wait`` is false.
+    process holds it and ``wait`` is false; ``within``: wait at most that many seconds.
 
-    :raises OSError: the lock file cannot be opened.
+    :raises OSError: the lock file cannot be opened, or stayed held ``within`` seconds (``EBUSY``).
     """
-    lock_fd = _files.lock_exclusive(os.path.join(directory, name), wait=wait)  # closed by a forked child
+    # (closed by a forked child)
+    lock_fd = _files.lock_exclusive(os.path.join(directory, name), wait=wait, within=within)
     if lock_fd is None:
         yield False
         return
@@ -260,12 +262,13 @@ def folder_lock(directory: Union[str, Path], name: str, *, wait: bool) -> Iterat
         _files.close_lock_file(lock_fd)  # also releases the lock
 
 
-def sweep_lock(directory: Union[str, Path], *, wait: bool) -> AbstractContextManager[bool]:
+def sweep_lock(directory: Union[str, Path], *, wait: bool,
+               within: Optional[float] = None) -> AbstractContextManager[bool]:
     """Hold the folder's cleanup lock (``folder_lock`` of ``LOCK_NAME``).
 
-    :raises OSError: the lock file cannot be opened.
+    :raises OSError: the lock file cannot be opened, or stayed held ``within`` seconds (``EBUSY``).
     """
-    return folder_lock(directory, LOCK_NAME, wait=wait)
+    return folder_lock(directory, LOCK_NAME, wait=wait, within=within)
 
 
 def sweep(directory: Union[str, Path], now: float, retention: timedelta, grace: timedelta, *,
