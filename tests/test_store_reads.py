@@ -385,3 +385,27 @@ def test_crlf_pages_joined_are_the_view_of_the_whole(tmp_path_factory, data, lim
         store._pages = None
     uri = store.write("s", "c", data).uri
     assert _pages_in_order(store, uri, limit) == shown_text(data, view_flags(store.views))
+
+
+@pytest.mark.parametrize("run", [b"\x1b[31m" * 60_000, b"\x1b]8;;http://x/" + b"a" * 70_000 + b"\x1b\\" + b"\x1b[0m" * 9,
+                                 b"\x1b" * 70_001, b"\x1b[0m\x1b]0;t\x07" * 9_000])
+def test_a_cr_before_a_long_run_of_escapes_then_a_newline_is_a_line_ending(tmp_path, run):
+    """Red team F7 f01: the look for a newline after a page's escape sequences walked them one
+    Python call at a time (a page of 3 MB of colour codes took 5 s, paging through it was
+    quadratic); a page that does not end in \\r no longer looks, and a run of sequences longer
+    than the look's windows is walked a run at a time. The view stays: a \\r before the run and
+    its newline ends the line."""
+    from overspill.text import shown_text, view_flags
+
+    store = ToolOutputStore(tmp_path, durable=False)
+    store._pages = None  # the store's own page rule, as a backend without a warm map
+    payload = b"line\r" + run + b"\nnext\r" + run
+    uri = store.write("s", "c", payload).uri
+    assert store.read("s", uri, offset=0, limit=5).content == "line\r"
+    assert store.read("s", uri, offset=0, limit=5).next == 5
+    second = store.read("s", uri, offset=5 + len(run), limit=6)  # "\nnext\r", then the run to the end
+    assert second.content == "\nnext"  # (no newline after that run: its \r is a redraw)
+    whole = shown_text(payload, view_flags(store.views))
+    assert whole == "line\r\nnext"
+    for limit in (4096, 65_536):
+        assert _pages_in_order(store, uri, limit) == whole, limit

@@ -108,9 +108,15 @@ VIEW_FLAGS = VIEW_ANSI | VIEW_CR
 # (intermediates, then one final byte: charset selection, keypad modes, save
 # and restore cursor).  A sequence cut short by the end of the data or by a
 # byte that cannot continue it ends there; none of them crosses a newline.
-ESCAPE = LazyPattern(
+_ESCAPE_SOURCE = (
     rb"\x1b(?:\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[\x20-\x2f]*[\x30-\x7e]?)"
 )
+ESCAPE = LazyPattern(_ESCAPE_SOURCE)
+# A run of escape sequences, one after another, its last one captured (group 1): a walk over them
+# takes the run in one match, and resumes from its last one when that reaches the end of the bytes.
+ESCAPE_RUN = LazyPattern(rb"(?:(" + _ESCAPE_SOURCE + rb"))+")
+
+
 def check_flags(flags: object) -> int:
     value = check_int(flags, "flags", 0)
     if value > VIEW_FLAGS:

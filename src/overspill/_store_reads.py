@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from . import _kernels
 from ._arguments import id_string, whole_number
-from ._buffers import VIEW_ANSI, VIEW_CR
+from ._buffers import ESCAPE_RUN, VIEW_ANSI, VIEW_CR
 from ._store_types import PAGE_SLOTS, Page, TruncateResult
 from ._views import ESCAPE_BLOCK, ESCAPE_REACH, Escapes, covering_far, covering_in
 from .config import MAX_READ_BYTES
@@ -37,6 +37,8 @@ _PAGE_MARGIN = BOUNDARY_MARGIN
 _STREAM_BYTES = 1 << 20
 # How far a page read that moves its edges past escape sequences looks on either side of its window.
 _WIDE_REACH = 4096
+# The window in which the look for a newline past a page's escape sequences reads on.
+_WALK_BYTES = 1 << 16
 # The most payloads whose escape index (``_views.Escapes``) a store keeps.
 _ESCAPE_INDEXES = 256
 
@@ -51,6 +53,14 @@ def _ending_line(page: bytes | memoryview, flags: int) -> str:
     sequences between left out): the view of the page and that newline, less the newline, so a
     final \r is the line's ending, as in the view of the whole output (alone, it is a redraw)."""
     return shown_text(page, flags)[:-1]
+
+
+def _ends_in_cr(page: memoryview) -> bool:
+    """Whether the last byte of ``page`` outside escape sequences is a \r: only then does a
+    newline after the page (``_newline_next``) change its view."""
+    shown = _kernels.view_bytes(page, VIEW_ANSI)
+    last = page[-1:] if shown is None else shown[-1:]
+    return last == b"\r"
 
 
 def _page_text(page: memoryview, flags: int, newline_next: bool) -> str:
@@ -245,11 +255,15 @@ class StoreReads:
             start, end = _kernels.page_bounds(wide[low - wide_low : high - wide_low], offset - low, limit, final)
             start = self._sequence_end(resource_id, record, wide, wide_low, wide_high, start + low)
             end = max(self._sequence_end(resource_id, record, wide, wide_low, wide_high, end + low), start)
-            ending = flags & VIEW_CR and self._newline_next(resource_id, record, wide, wide_low, wide_high, end)
             if end <= wide_high:
-                return start, end, _page_text(wide[start - wide_low : end - wide_low], flags, ending)
+                page = wide[start - wide_low : end - wide_low]
+                ending = flags & VIEW_CR and _ends_in_cr(page) and self._newline_next(
+                    resource_id, record, wide, wide_low, wide_high, end)
+                return start, end, _page_text(page, flags, ending)
         # The end moved past the window: the end of a sequence longer than its margin.
         with self._backend.read(record, start, end) as view:
+            ending = flags & VIEW_CR and _ends_in_cr(view) and self._newline_next(
+                resource_id, record, view, start, end, end)
             return start, end, _page_text(view, flags, ending)
 
     def _newline_next(self, resource_id: str, record: Record, view: memoryview, low: int, high: int,
@@ -260,7 +274,7 @@ class StoreReads:
         size = record.resource.size
         position, byte = self._past_escapes(resource_id, record, view, low, high, position)
         while byte < 0 and position < size:  # the sequences run past the window: read on from there
-            low, high = position, min(position + _WIDE_REACH, size)
+            low, high = position, min(position + _WALK_BYTES, size)
             with self._backend.read(record, low, high) as view:
                 position, byte = self._past_escapes(resource_id, record, view, low, high, position)
         return byte == 0x0A
@@ -269,11 +283,19 @@ class StoreReads:
                       position: int) -> tuple[int, int]:
         """The first payload position from ``position`` outside escape sequences, and its byte;
         the byte is -1 when the window (``view`` holds ``[low, high)``) ends first."""
+        size = record.resource.size
         while low <= position < high:
             byte = view[position - low]
             if byte != 0x1B:
                 return position, byte
-            # Past the sequence this ESC starts (one ESC alone is a sequence of its own).
+            # Past the run of sequences from this ESC (one ESC alone is a sequence of its own), in one
+            # match: a run's sequences whose ends are inside the window are whole, as the view reads them.
+            run = ESCAPE_RUN.match(view, position - low)
+            if run.end() < high - low - 1 or high == size:
+                position = run.end() + low
+                continue
+            # The run's last sequence reaches the window's end, and may go on past it.
+            position = run.start(1) + low
             position = max(self._sequence_end(resource_id, record, view, low, high, position + 1), position + 1)
         return position, -1
 
