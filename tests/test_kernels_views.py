@@ -556,3 +556,22 @@ def test_signal_lines_keep_the_cr_of_a_crlf_ending_in_the_view(data, end, litera
     # What matched is what a reader is shown of the first line.
     first_line = _kernels.view_text(data[:end], flags).split("\n")[0]
     assert (literal.decode() in first_line) == bool(found)
+
+
+def test_signal_scan_is_linear_in_a_long_line_of_hits_that_do_not_count():
+    """The pure twin's scan once found a hit's line bounds (a search to each
+    edge of the line) for every hit, including hits on a line already claimed
+    and hits that do not count (``-Werror`` holds ``error`` inside a word):
+    quadratic in a line's length (2 MB of ``-Werror `` took 21 s, these two
+    8 MB lines most of an hour). Now a line's bounds are found once and a
+    claimed line is left at its end; no timing is asserted, the old code simply
+    takes far too long to finish this test."""
+    werror = b"-Werror " * 1_000_000
+    data = b"ok\n" + werror + b"\nfailed: " + werror + b"\nerror: done\n"
+    patterns = ((0, False, False, b"failed"), (1, False, True, b"error"))
+    failed = data.index(b"failed")
+    last = data.index(b"error: done")
+    assert _kernels.signal_lines(data, 0, len(data), patterns, 0, 5) == (
+        [(failed, last - 1, 0), (last, len(data) - 1, 1)], [1, 1])
+    assert _kernels.signal_lines(data, 0, len(data), patterns, ANSI | CR, 5) == (
+        [(failed, last - 1, 0), (last, len(data) - 1, 1)], [1, 1])

@@ -188,7 +188,10 @@ def _scan_kinds(text: bytes, patterns: list[tuple[int, bool, bool, bytes]]) -> d
 
     Each literal is found with ``bytes.find`` (in a lowercased copy when
     caseless) and checked only where found: a few C-speed passes instead of
-    a regex tried at every byte.
+    a regex tried at every byte.  A line's bounds are found once however many
+    hits it holds, and the search leaves a claimed line at its end: a long
+    line full of hits that do not count (``-Werror``) is read a bounded number
+    of times, not once per hit.
     """
     lowered: bytes | None = None
     claimed: dict[int, int] = {}
@@ -204,13 +207,20 @@ def _scan_kinds(text: bytes, patterns: list[tuple[int, bool, bool, bytes]]) -> d
             if haystack.startswith(needle):
                 claimed.setdefault(0, kind)
             needle = b"\n" + needle
+        line_start, line_end = 0, -1  # the line of the last hit: [line_start, line_end), line_end its \n
         position = haystack.find(needle)
         while position >= 0:
             start = position + 1 if anchored else position
-            line_start = text.rfind(b"\n", 0, start) + 1
-            line_end = text.find(b"\n", start)
-            line_end = size if line_end < 0 else line_end
-            if line_start in claimed or not _matches_at(text, start, line_end, literal, anchored):
+            if start > line_end:  # (hits come in order: otherwise the last hit's line, no \n between)
+                line_start = text.rfind(b"\n", 0, start) + 1
+                line_end = text.find(b"\n", start)
+                line_end = size if line_end < 0 else line_end
+            if line_start in claimed:
+                # Every later hit on the line has the same verdict: on from its end (an anchored
+                # needle's \n there starts the next line's hit).
+                position = haystack.find(needle, max(position + 1, line_end))
+                continue
+            if not _matches_at(text, start, line_end, literal, anchored):
                 position = haystack.find(needle, position + 1)
                 continue
             claimed[line_start] = kind
