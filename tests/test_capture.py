@@ -366,3 +366,36 @@ def test_200_mib_through_run_and_truncate_stream_in_bounded_memory(subprocess_en
     # ru_maxrss is in KiB on Linux: the 200 MiB never came near memory.
     assert figures["after_run"] - figures["before"] < 64 * 1024
     assert figures["after_stream"] - figures["before"] < 64 * 1024
+
+
+LONG_LINE_PROBE = """
+import json, resource, sys
+from overspill import ToolOutputStore
+store = ToolOutputStore(sys.argv[1], durable=False)
+shape = sys.argv[2]
+block = {"redraw": b"progress\\r" * 116508, "escapes": b"\\x1b[31m" * 209715,
+         "redraws_and_lines": (b"progress\\r" * 1000 + b"\\n") * 116}[shape]
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+truncated = store.truncate_stream("s", "c", (block for _ in range(190)))
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"grown": after - before, "size": truncated.resource.size, "content": truncated.content}))
+"""
+
+
+@pytest.mark.parametrize("shape", ["redraw", "escapes", "redraws_and_lines"])
+def test_truncate_stream_of_a_long_redrawn_or_escape_line_in_bounded_memory(subprocess_env, tmp_path, shape):
+    """About 200 MB of one progress line redrawn with \\r (no newline), of escape sequences, or of
+    long redrawn lines: the preview's view of a line that long was built whole (the line's bytes
+    and view held in memory, 190 MB with the compiled kernels, 1.6 GB with the pure twin; the
+    whole payload's pages resident through its verification). Red team F7 f05."""
+    probe = subprocess.run([PY, "-c", LONG_LINE_PROBE, str(tmp_path), shape], capture_output=True, text=True,
+                           env=subprocess_env, timeout=600)
+    assert probe.returncode == 0, probe.stderr
+    figures = json.loads(probe.stdout)
+    assert figures["size"] > 190_000_000
+    if shape == "redraw":
+        assert figures["content"].startswith("progress\n")  # the line's final state, then the marker
+    if shape == "escapes":
+        assert "\x1b" not in figures["content"]  # the view of escapes alone: nothing but the marker
+    # ru_maxrss is in KiB on Linux.
+    assert figures["grown"] < 64 * 1024

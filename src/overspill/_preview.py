@@ -88,7 +88,7 @@ def stored_preview(read: Reader, *, uri: str, stored: int, total: int, max_lines
         of a kind when the stored copy cannot be read for it.
     :raises StorageError: a window of the stored copy cannot be read back.
     """
-    recut = _cutter(read, uri, stored, total, count, flags, content, kept_end, runs)
+    recut = _cutter(read, uri, stored, total, count, flags, content, kept_end, runs, release)
     if tokens is None:
         shaped = recut(max_lines, max_bytes) if first is None else first
         return _shown(read, release, stored, shaped, recut, max_lines, max_bytes, flags, signals, outline)
@@ -228,7 +228,8 @@ def compose(shaped: Preview, signals: list[str], uri: str, size: int, lines: int
 
 
 def _cutter(read: Reader, uri: str, stored: int, total: int, count: Optional[int], flags: int,
-            content: Optional[Content], kept_end: Optional[bytes], runs: int) -> Recut:
+            content: Optional[Content], kept_end: Optional[bytes], runs: int,
+            release: Optional[Callable[[int, int], None]] = None) -> Recut:
     """``recut(max_lines, max_bytes)``: the preview within those limits, from the best source."""
     if isinstance(content, str):
         text = content
@@ -249,7 +250,7 @@ def _cutter(read: Reader, uri: str, stored: int, total: int, count: Optional[int
             return _capped(read, uri, stored, end, total, count, lines, size, flags, runs)
     else:
         def recut(lines: int, size: int) -> Preview:
-            return _payload(read, uri, stored, count, lines, size, flags, runs)
+            return _payload(read, uri, stored, count, lines, size, flags, runs, release)
     return recut
 
 
@@ -294,7 +295,7 @@ def _filler(head: bytes, tail: bytes, lines: int, max_lines: int) -> bytes:
 
 
 def _payload(read: Reader, uri: str, size: int, lines: int, max_lines: int, max_bytes: int,
-             flags: int, runs: int) -> Preview:
+             flags: int, runs: int, release: Optional[Callable[[int, int], None]] = None) -> Preview:
     """The view preview of a just-published payload, from verified windows of it.
 
     Only the first and last ``max_bytes`` (and a few) bytes decide a preview
@@ -302,7 +303,8 @@ def _payload(read: Reader, uri: str, size: int, lines: int, max_lines: int, max_
     size: memory stays bounded and a remote backend sends only those bytes.
     When a window holds escapes or redraws, what the view shows depends on
     whole lines, so the preview is cut from the whole payload (through the
-    local map, only the parts it reads).
+    local map, only the parts it reads; a long region read for its view is
+    read a piece at a time and given back with ``release``).
     """
     slack = line_slack(max_bytes)
     window = max_bytes + BOUNDARY_MARGIN
@@ -317,7 +319,7 @@ def _payload(read: Reader, uri: str, size: int, lines: int, max_lines: int, max_
         if flags and (_kernels.view_bytes(head, flags) is not None
                       or _kernels.view_bytes(tail, flags) is not None):
             with read(0, size) as whole:
-                return view_preview(whole, max_lines, max_bytes, flags, slack, runs)
+                return view_preview(whole, max_lines, max_bytes, flags, slack, runs, lines=lines, release=release)
         filler = _filler(head, tail, lines, max_lines)
         # Trimmed runs stay within the windows: a cut moves only away from the gap.
         cut = view_preview(head + filler + tail, max_lines, max_bytes, flags, slack, runs)

@@ -19,7 +19,7 @@ from .text import Preview, preview_from_cuts, shown_size, shown_text
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
     from array import array
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from contextlib import AbstractContextManager
     from typing import Optional
 
@@ -37,23 +37,37 @@ def _viewed(data: BytesLike, flags: int) -> bytes:
     return bytes(data) if shown is None else shown
 
 
-def _is_clean(view: memoryview, max_bytes: int, flags: int) -> bool:
-    """Whether the parts of ``view`` a preview can show are their own view."""
+def _is_clean(view: memoryview, max_bytes: int, flags: int,
+              release: Optional[Callable[[int, int], None]] = None) -> bool:
+    """Whether the parts of ``view`` a preview can show are their own view (the look back for an
+    escape sequence under way gives each window back with ``release``)."""
     size = len(view)
     reach = max_bytes + 2
     if size <= 2 * reach:
         return _kernels.view_bytes(view, flags) is None
     # The tail's window is no piece of a sequence that starts before it (an OSC string, such as an inline
     # image's base64, can be longer than the window).
-    return (_kernels.view_bytes(view[:reach], flags) is None and _kernels.view_bytes(view[size - reach :], flags) is None
-            and not (flags & VIEW_ANSI and _past_escape(view, 0, size - reach) > size - reach))
+    if _kernels.view_bytes(view[:reach], flags) is not None or _kernels.view_bytes(view[size - reach :], flags) is not None:
+        return False
+    if not flags & VIEW_ANSI:
+        return True
+    # No ESC on the line before the window: no sequence is under way (the look back of
+    # _past_escape, first made here a window at a time, given back as read).
+    if release is not None and _last_of(view, 0, size - reach, b"\x1b\n", release) < 0:
+        return True
+    return not _past_escape(view, 0, size - reach) > size - reach
 
 
-def _view_forward(view: memoryview, end: int, want: int, flags: int) -> tuple[bytes, int, bytes]:
+def _view_forward(view: memoryview, end: int, want: int, flags: int,
+                  release: Optional[Callable[[int, int], None]] = None) -> tuple[bytes, int, Optional[bytes]]:
     """The view of ``view[:stop]`` for the least line-aligned ``stop <= end``
-    whose view exceeds ``want`` bytes (or ``stop == end``): (view, stop, raw)."""
+    whose view exceeds ``want`` bytes (or ``stop == end``): (view, stop, raw).
+    Past ``_REGION_BYTES`` (``_view_forward_far``) raw is None and the view
+    only its first ``want + _CAP_MARGIN`` bytes."""
     stop = min(end, want + 1)
     while True:
+        if stop > _REGION_BYTES:
+            return _view_forward_far(view, end, want, flags, stop, release)
         raw = view[:stop].tobytes()
         line_stop = stop
         if stop < end:
@@ -67,12 +81,17 @@ def _view_forward(view: memoryview, end: int, want: int, flags: int) -> tuple[by
         stop = min(end, stop * 4)
 
 
-def _view_backward(view: memoryview, begin_limit: int, want: int, flags: int) -> tuple[bytes, int, bytes]:
+def _view_backward(view: memoryview, begin_limit: int, want: int, flags: int,
+                   release: Optional[Callable[[int, int], None]] = None) -> tuple[bytes, int, Optional[bytes]]:
     """The view of ``view[begin:]`` for the greatest line-aligned ``begin >=
-    begin_limit`` whose view exceeds ``want`` bytes: (view, begin, raw)."""
+    begin_limit`` whose view exceeds ``want`` bytes: (view, begin, raw).
+    Past ``_REGION_BYTES`` (``_view_backward_far``) raw is None and the view
+    only its last ``want + _CAP_MARGIN`` bytes."""
     size = len(view)
     begin = max(begin_limit, size - want - 1)
     while True:
+        if size - begin > _REGION_BYTES:
+            return _view_backward_far(view, begin_limit, want, flags, begin, release)
         line_begin = begin
         if begin > begin_limit:
             probe = view[begin - 1 :].tobytes()
@@ -88,6 +107,248 @@ def _view_backward(view: memoryview, begin_limit: int, want: int, flags: int) ->
         begin = max(begin_limit, size - 4 * (size - begin))
 
 
+# Past this many stored bytes, _view_forward and _view_backward view their region a piece at a time
+# (_region_view) and keep only the view's ends: a line redrawn with \r, or a run of escapes, can be
+# any length and its view a few bytes, so the region's bytes and view were held whole (200 MB of
+# progress\r on one line: 200 MB of memory, 1.6 GB in the pure twin). The margin kept past a
+# side's budget lets the cut find its character boundary as it would in the whole view.
+_REGION_BYTES = 4 << 20
+_PIECE_BYTES = 1 << 20
+_CAP_MARGIN = 64
+
+
+def _view_forward_far(view: memoryview, end: int, want: int, flags: int, stop: int,
+                      release: Optional[Callable[[int, int], None]]) -> tuple[bytes, int, None]:
+    """``_view_forward``'s loop from ``stop`` on, each region viewed in pieces: the same
+    ``stop``, and the first ``want + _CAP_MARGIN`` bytes of the same view (all of it when shorter)."""
+    cap = want + _CAP_MARGIN
+    while True:
+        line_stop = stop
+        if stop < end:
+            newline = _last_newline(view, 0, stop, release)
+            if newline >= 0:
+                line_stop = newline + 1
+        shown = _region_view(view, 0, line_stop, flags, cap, release)
+        if shown.length > want or line_stop == end:
+            return shown.first, line_stop, None
+        stop = min(end, stop * 4)
+
+
+def _view_backward_far(view: memoryview, begin_limit: int, want: int, flags: int, begin: int,
+                       release: Optional[Callable[[int, int], None]]) -> tuple[bytes, int, None]:
+    """``_view_backward``'s loop from ``begin`` on, each region viewed in pieces: the same
+    ``begin``, and the last ``want + _CAP_MARGIN`` bytes of the same view (all of it when shorter)."""
+    size = len(view)
+    cap = want + _CAP_MARGIN
+    while True:
+        line_begin = begin
+        if begin > begin_limit:
+            newline = _find_newline(view, begin - 1, size, release)
+            if 0 <= newline < size - 1:
+                line_begin = newline + 1
+            elif flags & VIEW_ANSI:
+                line_begin = _past_escape(view, begin_limit, begin)  # mid-line: never inside a sequence
+        shown = _region_view(view, line_begin, size, flags, cap, release)
+        if shown.length > want or line_begin == begin_limit:
+            return shown.last, line_begin, None
+        begin = max(begin_limit, size - 4 * (size - begin))
+
+
+class _Ends:
+    """The first and last ``cap`` bytes and the length of bytes appended a piece at a time."""
+
+    __slots__ = ("cap", "first", "last", "length")
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.first = b""
+        self.last = b""
+        self.length = 0
+
+    def add(self, piece: bytes) -> None:
+        if not piece:
+            return
+        cap = self.cap
+        if len(self.first) < cap:
+            self.first += piece[: cap - len(self.first)]
+        self.last = (self.last + piece[-cap:])[-cap:]
+        self.length += len(piece)
+
+    def add_ends(self, other: _Ends) -> None:
+        """Append what ``other`` stands for (its middle is not needed: only the ends are kept)."""
+        if other.length <= self.cap:
+            self.add(other.first)  # all of it
+            return
+        if len(self.first) < self.cap:
+            self.first += other.first[: self.cap - len(self.first)]
+        self.last = other.last
+        self.length += other.length
+
+
+def _find_newline(view: memoryview, low: int, high: int,
+                  release: Optional[Callable[[int, int], None]] = None) -> int:
+    """The first newline in ``view[low:high]`` (an offset in ``view``), or -1; read a window at a
+    time (each given back with ``release``)."""
+    while low < high:
+        top = min(high, low + _PIECE_BYTES)
+        found = view[low:top].tobytes().find(b"\n")
+        if release is not None:
+            release(low, top)
+        if found >= 0:
+            return low + found
+        low = top
+    return -1
+
+
+def _last_newline(view: memoryview, low: int, high: int,
+                  release: Optional[Callable[[int, int], None]] = None) -> int:
+    """The last newline in ``view[low:high]`` (an offset in ``view``), or -1; read back a window at
+    a time (each given back with ``release``)."""
+    while high > low:
+        bottom = max(low, high - _PIECE_BYTES)
+        found = view[bottom:high].tobytes().rfind(b"\n")
+        if release is not None:
+            release(bottom, high)
+        if found >= 0:
+            return bottom + found
+        high = bottom
+    return -1
+
+
+def _nth_line_start(view: memoryview, low: int, count: int) -> int:
+    """Where the line after the ``count``-th newline from ``low`` starts (``low`` for 0)."""
+    position = low
+    for _ in range(count):
+        position = _find_newline(view, position, len(view)) + 1
+    return position
+
+
+def _line_start_from_end(view: memoryview, low: int, after: int) -> int:
+    """Where the line of ``view[low:]`` followed by ``after`` newlines starts (``low`` when it is the first)."""
+    high, wanted = len(view), after + 1
+    while high > low:
+        bottom = max(low, high - _PIECE_BYTES)
+        window = view[bottom:high].tobytes()
+        found = window.count(b"\n")
+        if found >= wanted:
+            position = len(window)
+            for _ in range(wanted):
+                position = window.rfind(b"\n", 0, position)
+            return bottom + position + 1
+        wanted -= found
+        high = bottom
+    return low
+
+
+def _pieces(view: memoryview, low: int, high: int, flags: int) -> Iterator[tuple[int, int, bool]]:
+    """``[low, high)`` (in one line, ``view`` ending where its data does) as pieces ``(start, end,
+    sequence)`` of about ``_PIECE_BYTES``, each viewed alone as it is in the whole: with
+    ``VIEW_ANSI`` no piece ends inside an escape sequence, and a long one (an OSC string) is a
+    piece of its own, ``sequence`` True (its view is empty)."""
+    while low < high:
+        end = min(high, low + _PIECE_BYTES)
+        if flags & VIEW_ANSI and end < high:
+            first, last = _covering(view, low, end)
+            if first < end:
+                if first > low:
+                    yield low, first, False
+                yield first, last, True
+                low = last
+                continue
+        yield low, end, False
+        low = end
+
+
+def _line_ends(view: memoryview, line: int, end: int, flags: int, cap: int,
+               release: Optional[Callable[[int, int], None]]) -> _Ends:
+    """The ends of the view of the line ``view[line:end]`` (no newline in it; ``end < len(view)``:
+    the newline at ``end`` follows it), read a piece at a time: escapes removed (``VIEW_ANSI``),
+    then (``VIEW_CR``) the last non-empty segment between \r, with the \r that ends a line
+    before its newline (as ``view_bytes``)."""
+    whole = _Ends(cap)
+    ansi = flags & VIEW_ANSI
+    if not flags & VIEW_CR:
+        for start, stop, sequence in _pieces(view, line, end, flags):
+            if not sequence:
+                whole.add(_viewed(view[start:stop], flags))
+            if release is not None:
+                release(start, stop)
+        return whole
+    best: Optional[_Ends] = None  # the last non-empty segment ended so far
+    current = _Ends(cap)
+    last_byte = b""
+    for start, stop, sequence in _pieces(view, line, end, flags):
+        piece = b"" if sequence else view[start:stop].tobytes()
+        if ansi and piece:
+            shown = _kernels.view_bytes(piece, VIEW_ANSI)
+            piece = piece if shown is None else shown
+        if release is not None:
+            release(start, stop)
+        if not piece:
+            continue
+        last_byte = piece[-1:]
+        first = piece.find(b"\r")
+        if first < 0:
+            current.add(piece)
+            continue
+        current.add(piece[:first])
+        if current.length:
+            best = current
+        last = piece.rfind(b"\r")
+        between = piece[first + 1 : last].rstrip(b"\r")
+        if between:
+            best = _Ends(cap)
+            best.add(between[between.rfind(b"\r") + 1 :])
+        current = _Ends(cap)
+        current.add(piece[last + 1 :])
+    if current.length:
+        best = current
+    shown_line = best if best is not None else _Ends(cap)
+    if end < len(view) and last_byte == b"\r":
+        shown_line.add(b"\r")  # the line's ending: it stays
+    return shown_line
+
+
+def _region_view(view: memoryview, low: int, high: int, flags: int, cap: int,
+                 release: Optional[Callable[[int, int], None]]) -> _Ends:
+    """The ends of ``_viewed(view[low:high], flags)``, read a piece at a time: views never cross a
+    newline, so line-aligned pieces are viewed alone, and a line longer than a piece by
+    ``_line_ends``; each piece is given back with ``release`` once read."""
+    data = view[:high]
+    found = _Ends(cap)
+    position = low
+    while position < high:
+        stop = min(high, position + _PIECE_BYTES)
+        window = data[position:stop].tobytes()
+        newline = window.rfind(b"\n") if stop < high else len(window) - 1
+        if newline >= 0:
+            found.add(_viewed(window[: newline + 1], flags) if stop < high else _viewed(window, flags))
+            stop = position + newline + 1 if stop < high else high
+        else:
+            line_end = _find_newline(data, stop, high, release)
+            line_end = high if line_end < 0 else line_end
+            found.add_ends(_line_ends(data, position, line_end, flags, cap, release))
+            if line_end < high:
+                found.add(b"\n")
+            stop = min(high, line_end + 1)
+        if release is not None:
+            release(position, stop)
+        position = stop
+    return found
+
+
+def _shows_any(view: memoryview, low: int, high: int, flags: int) -> bool:
+    """Whether ``_viewed(view[low:high], flags)`` is not empty, for a slice holding no \r,
+    read a piece at a time."""
+    if high - low <= _PIECE_BYTES:
+        return bool(_viewed(view[low:high], flags))
+    if not flags & VIEW_ANSI:
+        return True  # no escape and no \r: the view is the bytes
+    data = view[:high]
+    return any(not sequence and _viewed(data[start:stop], flags) for start, stop, sequence in
+               _pieces(data, low, high, flags))
+
+
 def _line_start(raw: bytes, lines: int) -> int:
     """Where line number ``lines`` (0-based) of ``raw`` starts."""
     position = 0
@@ -96,9 +357,10 @@ def _line_start(raw: bytes, lines: int) -> int:
     return position
 
 
-def _cut_head(view: memoryview, shown: bytes, stop: int, raw: bytes, share: int, slack: int, flags: int
-              ) -> tuple[int, str]:
-    """The head within ``share`` view bytes: (its stored end, its text)."""
+def _cut_head(view: memoryview, shown: bytes, stop: int, raw: Optional[bytes], share: int, slack: int,
+              flags: int) -> tuple[int, str]:
+    """The head within ``share`` view bytes: (its stored end, its text). ``raw`` is
+    ``view[:stop]``, or None (then ``shown`` may be only the view's first bytes)."""
     if share >= len(shown):
         return stop, str(shown, "utf-8", "replace")
     cut = _kernels.page_bounds(shown, 0, share, True)[1] if share else 0
@@ -109,7 +371,8 @@ def _cut_head(view: memoryview, shown: bytes, stop: int, raw: bytes, share: int,
         if newline >= 0:
             cut = newline + 1
     line_view = shown.rfind(b"\n", 0, cut) + 1
-    line = _line_start(raw, shown.count(b"\n", 0, line_view))
+    above = shown.count(b"\n", 0, line_view)
+    line = _line_start(raw, above) if raw is not None else _nth_line_start(view, 0, above)
     if cut == line_view:
         return line, str(shown[:cut], "utf-8", "replace")
     # Mid-line: the head ends inside the line's final state (what follows its
@@ -118,7 +381,7 @@ def _cut_head(view: memoryview, shown: bytes, stop: int, raw: bytes, share: int,
     # The final state's view is no longer than its stored bytes, so taking the
     # remaining budget in stored bytes keeps the head within the share.
     remaining = share - line_view
-    line_end, start = _final_state(view, raw, line, flags)
+    line_end, start = _final_state(view, raw, line, flags, stop)
     if start < 0:
         return line, str(shown[:line_view], "utf-8", "replace")
     end = _kernels.page_bounds(view, start, remaining, True)[1]
@@ -140,24 +403,24 @@ def _cut_head(view: memoryview, shown: bytes, stop: int, raw: bytes, share: int,
 _REDRAWS_PASSED = 64
 
 
-def _final_state(view: memoryview, raw: bytes, line: int, flags: int) -> tuple[int, int]:
+def _final_state(view: memoryview, raw: Optional[bytes], line: int, flags: int, stop: int) -> tuple[int, int]:
     """Where the line starting at ``line`` ends (its newline, or the data's
     end) and where its final state starts: what its view shows, the last
     non-empty segment between lone \\r (``view_bytes``), is the view of
     ``view[start:end]`` for every ``end`` in it.  ``start`` is ``line`` when
     the line has no redraw (or the flags collapse none); -1 when the look
     back passes over more than ``_REDRAWS_PASSED`` \\r without finding it.
-    ``raw`` is ``view``'s first bytes.
+    ``raw`` is ``view[:stop]``, or None (then read from ``view``).
 
     A \\r inside an escape sequence (an OSC string) is removed with it
     (``VIEW_ANSI``) and separates nothing.  Whether the line is redrawn after
     the cut is known only at its end: the look for its last \\r reads on to
     its newline (memory speed, a window at a time).
     """
-    line_end = raw.find(b"\n", line)
+    line_end = raw.find(b"\n", line) if raw is not None else _find_newline(view, line, stop)
     if not flags & VIEW_CR:
-        return (len(raw) if line_end < 0 else line_end), line
-    if line_end >= 0:
+        return (stop if line_end < 0 else line_end), line
+    if raw is not None and line_end >= 0:
         last = raw.rfind(b"\r", line, line_end)
         escapes = b"\x1b" in raw[line:line_end]
     else:
@@ -184,7 +447,7 @@ def _final_state(view: memoryview, raw: bytes, line: int, flags: int) -> tuple[i
             return line_end, line  # the first segment is the final state
         if ansi and _covering(view, line, last) != (last, last):
             pass  # inside an escape sequence: no redraw
-        elif _viewed(view[last + 1 : segment_end], flags):
+        elif _shows_any(view, last + 1, segment_end, flags):
             return line_end, last + 1
         else:
             segment_end = last  # an empty redraw (or the \r of a \r\n): the one before shows
@@ -227,17 +490,21 @@ def _token_end_after(view: memoryview, line: int, cut: int, high: int, flags: in
 _TOKEN_MARKS = tuple(TOKEN_ENDS[i : i + 1] for i in range(len(TOKEN_ENDS)))
 
 
-def _last_of(view: memoryview, floor: int, position: int, stops: bytes) -> int:
+def _last_of(view: memoryview, floor: int, position: int, stops: bytes,
+             release: Optional[Callable[[int, int], None]] = None) -> int:
     """Where the last byte of ``stops`` in ``view[floor:position]`` is, or -1:
-    read back a window at a time (a few hundred bytes on a line of text)."""
+    read back a window at a time (a few hundred bytes on a line of text; each
+    given back with ``release``)."""
     high, size = position, ESCAPE_REACH
     while high > floor:
         low = max(floor, high - size)
         window = view[low:high].tobytes()
+        if release is not None:
+            release(low, high)
         found = max(window.rfind(stops[i : i + 1]) for i in range(len(stops)))
         if found >= 0:
             return low + found
-        high, size = low, size * 4
+        high, size = low, min(size * 4, _SCAN_BYTES)  # bounded windows: a long line is read, not held
     return -1
 
 
@@ -423,9 +690,10 @@ def _match_end(read: Reader, escape: int, size: int) -> int:
         reach *= 4
 
 
-def _cut_tail(view: memoryview, shown: bytes, begin: int, raw: bytes, share: int, slack: int, flags: int
-              ) -> tuple[int, str]:
-    """The tail within ``share`` view bytes: (its stored start, its text)."""
+def _cut_tail(view: memoryview, shown: bytes, begin: int, raw: Optional[bytes], share: int, slack: int,
+              flags: int) -> tuple[int, str]:
+    """The tail within ``share`` view bytes: (its stored start, its text). ``raw`` is
+    ``view[begin:]``, or None (then ``shown`` may be only the view's last bytes)."""
     size = len(shown)
     if share >= size:
         return begin, str(shown, "utf-8", "replace")
@@ -436,14 +704,21 @@ def _cut_tail(view: memoryview, shown: bytes, begin: int, raw: bytes, share: int
         if newline >= 0:
             cut = newline + 1
     line_view = shown.rfind(b"\n", 0, cut) + 1
-    line = begin + _line_start(raw, shown.count(b"\n", 0, line_view))
+    if raw is not None:
+        line = begin + _line_start(raw, shown.count(b"\n", 0, line_view))
+    else:  # counted from the end: ``shown`` may be the view's last bytes only
+        line = _line_start_from_end(view, begin, shown.count(b"\n", line_view))
     if cut == line_view:
         return line, str(shown[cut:], "utf-8", "replace")
     line_end_view = shown.find(b"\n", cut)
     line_end_view = size if line_end_view < 0 else line_end_view
     remaining = share - (size - line_end_view)
-    line_end = raw.find(b"\n", line - begin)
-    line_end = begin + (len(raw) if line_end < 0 else line_end)
+    if raw is not None:
+        line_end = raw.find(b"\n", line - begin)
+        line_end = begin + (len(raw) if line_end < 0 else line_end)
+    else:
+        line_end = _find_newline(view, line, len(view))
+        line_end = len(view) if line_end < 0 else line_end
     start = _kernels.page_bounds(view, max(line_end - remaining, line), 1, True)[0]
     if flags & VIEW_ANSI:
         start = min(_past_escape(view, line, start), line_end)
@@ -466,16 +741,20 @@ def _shares(head_size: int, tail_size: int, max_bytes: int) -> tuple[int, int]:
 
 
 def view_preview(data: BytesLike, max_lines: int, max_bytes: int, flags: int, slack: int = 0,
-                 runs: int = 0) -> Preview:
+                 runs: int = 0, *, lines: Optional[int] = None,
+                 release: Optional[Callable[[int, int], None]] = None) -> Preview:
     """``preview`` of what the model is shown of ``data`` (stored bytes),
     within the limits as shown: each invalid byte becomes U+FFFD, three bytes
     of what the model reads, so output with invalid UTF-8 (Latin-1, binary)
     is cut with the largest smaller byte budget whose head and tail, as shown,
     fit ``max_bytes`` (and is truncated even when its stored bytes fit).
 
-    The rest is ``_viewed_preview``'s; ``runs`` is ``preview``'s.
+    The rest is ``_viewed_preview``'s; ``runs`` is ``preview``'s. ``lines``, when
+    known, is ``data``'s line count (newlines + 1): an output whose lines fit is
+    then not read through for them. ``release(start, end)`` is called once a
+    long region of ``data`` has been read (its pages are not needed soon).
     """
-    found = _viewed_preview(data, max_lines, max_bytes, flags, slack, runs)
+    found = _viewed_preview(data, max_lines, max_bytes, flags, slack, runs, lines, release)
     if "\ufffd" not in found.head and "\ufffd" not in found.tail:
         return found
     if shown_size(found.head) + shown_size(found.tail) <= max_bytes:
@@ -485,14 +764,15 @@ def view_preview(data: BytesLike, max_lines: int, max_bytes: int, flags: int, sl
     low, high, best = 1, max_bytes - 1, None
     while low <= high:
         budget = (low + high) // 2
-        candidate = _viewed_preview(data, max_lines, budget, flags, slack * budget // max_bytes, runs)
+        candidate = _viewed_preview(data, max_lines, budget, flags, slack * budget // max_bytes, runs, lines,
+                                    release)
         if candidate.truncated and shown_size(candidate.head) + shown_size(candidate.tail) <= max_bytes:
             best, low = candidate, budget + 1
         else:
             high = budget - 1
     if best is not None:
         return best
-    least = _viewed_preview(data, max_lines, 1, flags, 0, runs)
+    least = _viewed_preview(data, max_lines, 1, flags, 0, runs, lines, release)
     if shown_size(least.head) + shown_size(least.tail) <= max_bytes:
         return least
     # Under 3 bytes, not even one invalid byte fits as shown (U+FFFD): nothing is shown, as when a
@@ -503,7 +783,8 @@ def view_preview(data: BytesLike, max_lines: int, max_bytes: int, flags: int, sl
 
 
 def _viewed_preview(data: BytesLike, max_lines: int, max_bytes: int, flags: int, slack: int = 0,
-                    runs: int = 0) -> Preview:
+                    runs: int = 0, lines: Optional[int] = None,
+                    release: Optional[Callable[[int, int], None]] = None) -> Preview:
     """``preview`` of what the model is shown of ``data`` (stored bytes), its limits counted in view bytes.
 
     The rules of ``preview`` applied to the view (``view_bytes`` with
@@ -520,12 +801,12 @@ def _viewed_preview(data: BytesLike, max_lines: int, max_bytes: int, flags: int,
     :raises ValueError: a limit below 1 or a negative ``slack``.
     """
     with byte_view(data) as view:
-        if not flags or _is_clean(view, max_bytes, flags):
+        if not flags or _is_clean(view, max_bytes, flags, release):
             found = preview_from_cuts(view, _kernels.preview_cuts(view, max_lines, max_bytes, slack, runs))
             if flags and not found.truncated:
                 return Preview(shown_text(view, flags), "", False, found.head_end, found.tail_start)
             return found
-        found = _dirty_preview(view, max_lines, max_bytes, flags, slack)
+        found = _dirty_preview(view, max_lines, max_bytes, flags, slack, lines, release)
         if runs and found.truncated:
             from ._runs import trim_stored  # only a trimmed preview pays for its import
 
@@ -535,17 +816,23 @@ def _viewed_preview(data: BytesLike, max_lines: int, max_bytes: int, flags: int,
         return found
 
 
-def _dirty_preview(view: memoryview, max_lines: int, max_bytes: int, flags: int, slack: int) -> Preview:
+def _dirty_preview(view: memoryview, max_lines: int, max_bytes: int, flags: int, slack: int,
+                   lines: Optional[int] = None, release: Optional[Callable[[int, int], None]] = None) -> Preview:
     size = len(view)
-    # With no byte limit, the cuts are the line regions (equal when the lines fit).
-    head_region, tail_region = _kernels.preview_cuts(view, max_lines, sys.maxsize)[:2]
+    if lines is not None and lines - (size > 0 and view[size - 1] == 0x0A) <= max_lines:
+        # The lines fit (whole lines decide: a final newline starts none), known without reading
+        # through a long line for its newlines.
+        head_region = tail_region = size
+    else:
+        # With no byte limit, the cuts are the line regions (equal when the lines fit).
+        head_region, tail_region = _kernels.preview_cuts(view, max_lines, sys.maxsize)[:2]
     lines_over = head_region < tail_region
     if not lines_over:
         head_region, tail_region = size, 0
-    head_view, head_stop, head_raw = _view_forward(view, head_region, max_bytes, flags)
+    head_view, head_stop, head_raw = _view_forward(view, head_region, max_bytes, flags, release)
     if not lines_over and head_stop == size and len(head_view) <= max_bytes:
         return Preview(str(head_view, "utf-8", "replace"), "", False, size, size)
-    tail_view, tail_begin, tail_raw = _view_backward(view, tail_region, max_bytes, flags)
+    tail_view, tail_begin, tail_raw = _view_backward(view, tail_region, max_bytes, flags, release)
     whole = head_stop == head_region and tail_begin == tail_region
     if lines_over and whole and len(head_view) + len(tail_view) <= max_bytes:
         return Preview(str(head_view, "utf-8", "replace"), str(tail_view, "utf-8", "replace"), True,

@@ -20,6 +20,7 @@ import mmap
 import os
 import stat
 from _thread import allocate_lock  # threading's Lock, without importing threading (start-up)
+from _weakref import ref as _weak  # weakref's ref, without importing weakref (start-up)
 
 from .. import _files, _kernels
 from ..errors import ResourceNotFoundError
@@ -37,12 +38,16 @@ from ._report import CleanupReport
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing, datetime and pathlib cost start-up (issue 21); annotations are never evaluated
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
     from datetime import timedelta
     from pathlib import Path
     from typing import Optional, Union
 
 __all__ = ["LocalBackend"]
+
+# Past this many bytes, a read verifies its range a step at a time (a multiple of any checksum
+# chunk a record names up to it), giving back each step's pages.
+_VERIFY_STEP = 4 << 20
 
 _OPEN_MAPS = 16
 _CACHED_RECORDS = 1024
@@ -116,6 +121,9 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
         # Ids whose entry holds files open (a first read's, or with a map), oldest
         # first (insertion order); at most _OPEN_MAPS, so descriptors stay few.
         self._mapped_ids: dict[str, None] = {}
+        # The maps of their own that large reads handed out and that are still in use, by resource
+        # id, each with its offset in the payload: drop_pages gives their scanned pages back too.
+        self._large_maps: dict[str, list[tuple[Callable[[], Optional[mmap.mmap]], int]]] = {}
         # The record file last parsed, still open: a page read just after it keeps
         # it with the payload (its next reads check it with fstat, and no close
         # or second open is on their way); the next parse drops (closes) it.
@@ -331,8 +339,25 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
 
         mapping = map_range(entry.payload_path, uri, base, last, check)
         with memoryview(mapping) as part:
-            verify(record, part, base, start, end)
-            return part[start - base : end - base]
+            if end - start <= _VERIFY_STEP:
+                verify(record, part, base, start, end)
+                return part[start - base : end - base]
+            # A very large range (a whole payload, for a preview that must view a long line) is
+            # verified a step at a time, each step's pages given back once checked: the
+            # verification alone would otherwise make every page of it resident at once.
+            position, step = start, max(chunk, _VERIFY_STEP // chunk * chunk)
+            while position < end:
+                stop = min(end, position // chunk * chunk + step)
+                verify(record, part, base, position, stop)
+                drop_mapped_pages(mapping, position - base, min(-(-stop // chunk) * chunk, last) - base)
+                position = stop
+            view = part[start - base : end - base]
+        # drop_pages (a scan's hint) reaches this map too while the caller holds it (a map of a
+        # range this large only: few are made, and the next one of the resource prunes the dead).
+        live = [(alive, offset) for alive, offset in self._large_maps.get(record.id, ()) if alive() is not None]
+        live.append((_weak(mapping), base))
+        self._large_maps[record.id] = live
+        return view
 
     def drop_pages(self, record: Record, start: int, end: int, /) -> None:
         """A hint after a long scan of ``[start, end)``: its mapped pages are not needed soon.
@@ -344,12 +369,20 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
         entry = self._entries.get(record.id)
         if entry is not None:
             drop_mapped_pages(entry.mapped[1], start, end)
+        maps = self._large_maps.get(record.id, ())
+        for alive, offset in maps:
+            mapping = alive()
+            if mapping is not None and end > offset:
+                drop_mapped_pages(mapping, max(start - offset, 0), end - offset)
+        if maps and all(alive() is None for alive, _ in maps):
+            self._large_maps.pop(record.id, None)
 
     # ------------------------------------------------------------------ removal
     def _forget(self, resource_ids: Iterable[str]) -> None:
         with self._lock:
             for resource_id in resource_ids:
                 self._mapped_ids.pop(resource_id, None)
+                self._large_maps.pop(resource_id, None)
                 entry = self._entries.pop(resource_id, None)
                 if entry is not None and self._last_parsed is not None and self._last_parsed[0] is entry:
                     self._last_parsed = None
