@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import os
 import re
@@ -1191,3 +1192,24 @@ def test_a_background_output_under_a_binding_quota_keeps_what_fits(tmp_path):
         assert folder_bytes(store) <= quota
     stored = [record.resource.size for record in records]
     assert stored[1] > 50_000 and sum(stored) >= quota - 4096, stored
+
+
+def test_a_chunk_partly_stored_then_a_failed_seal_is_in_the_true_end_once(tmp_path):
+    """Review of E7 f02's fix: a look that granted part of a chunk put the chunk in the true end,
+    then a failing seal put it there again, so the preview's tail showed those bytes twice."""
+    config = {"tool_output": {"max_total_bytes": 1_000_000}}
+    with ToolOutputStore(tmp_path, durable=False, config=config) as store:
+        first = store.open_growing(SESSION, "first")
+        first.write(b"a" * 500_000)  # holds half the quota: the next output gets part of its chunk
+        second = store.open_growing(SESSION, "second")
+
+        def seal() -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        second._writer.seal = seal  # the disk fills as the granted part is sealed
+        chunk = bytes(range(256)) * 3500  # under the true end's 1 MiB
+        second.write(chunk)
+        assert isinstance(second.failure, OSError) and 0 < second._writer.size < len(chunk)
+        assert second.kept_end() == chunk
+        first.abort()
+        second.abort()

@@ -1755,3 +1755,13 @@ def test_bash_output_running_outputs_leave_no_room_for_is_a_storage_failure(tmp_
             assert "... output not stored (588895 bytes" in result.output
         finally:
             writer.abort()
+
+
+def test_skill_front_matter_surrogate_escapes_are_replacement_characters(store, tmp_path):
+    """Review: a "\\ud800" escape in a double-quoted value gave a lone surrogate, which the answer
+    could not be encoded with (a raw UnicodeEncodeError out of MCP or stdout)."""
+    (tmp_path / "pdf").mkdir()
+    (tmp_path / "pdf" / "SKILL.md").write_text('---\nname: pdf\ndescription: "a \\ud800 b \\U0001F600"\n---\n# PDF\n')
+    result = tools.skill(store, "s", "c", "pdf", roots=[tmp_path])
+    assert result.metadata["description"] == "a \ufffd b \U0001F600"
+    result.metadata["description"].encode("utf-8")

@@ -153,7 +153,8 @@ class GrowingOutput:
             self._last_newline = chunk[-1] == 10
             writer = self._writer
             room = self._cap - writer.size
-            if room < len(chunk):
+            tailed = room < len(chunk)  # (the chunk is in the true end: never added twice)
+            if tailed:
                 self._tail += chunk
                 del self._tail[:-_TRUE_TAIL_BYTES]
             if room <= 0:  # (also once a storage failure stopped the storing: the cap is then the size)
@@ -184,10 +185,10 @@ class GrowingOutput:
                         # max_stored_bytes.
                         self._cap = before + granted
                         self._reserved_to = self._cap
-                        if granted < len(piece) and len(piece) == len(chunk):
-                            # (a chunk past the cap is in the tail already)
+                        if granted < len(piece) and not tailed:
                             self._tail += chunk
                             del self._tail[:-_TRUE_TAIL_BYTES]
+                            tailed = True
                         if granted == 0:
                             return
                 else:
@@ -199,7 +200,7 @@ class GrowingOutput:
                     self._unsealed_since = time.monotonic()
             except Exception as error:  # noqa: BLE001 - kept and reported; the command goes on
                 self._stop_storing(error)
-                if room >= len(chunk):  # (a chunk past the cap is in the tail already)
+                if not tailed:
                     # Part of it may not be stored: the true end starts no later than this chunk
                     # (a part that is stored overlaps the stored copy's end, which the preview allows).
                     self._tail += chunk

@@ -148,6 +148,8 @@ def _escape(text: str, position: int) -> tuple[str, int]:
         code = text[position + 1 : position + 1 + digits]
         if len(code) == digits and all(digit in "0123456789abcdefABCDEF" for digit in code):
             number = int(code, 16)
+            if 0xD800 <= number <= 0xDFFF:  # a lone surrogate: no character, and it could not be encoded
+                return "\ufffd", position + 1 + digits
             if number <= 0x10FFFF:
                 return chr(number), position + 1 + digits
     return "\\" + letter, position + 1
