@@ -338,3 +338,25 @@ def test_windowed_stream_preview_of_long_redraw_and_escape_lines_equals_the_whol
         assert streamed.content.replace(streamed.resource.uri, "U") == whole.content.replace(whole.resource.uri, "U")
     else:
         assert streamed.content == whole.content
+
+
+def test_resources_read_large_once_are_not_listed_for_ever(tmp_path, monkeypatch):
+    """Review of the bounded-memory preview: each resource read past the verify step stayed listed
+    (its dead map references) until it was read again, so a long-lived server that previews many
+    large outputs that others remove grew that list without end; past a few, the dead are dropped."""
+    import gc
+
+    from overspill.backends import local
+
+    monkeypatch.setattr(local, "_VERIFY_STEP", 1 << 20)
+    monkeypatch.setattr(local, "_LARGE_MAP_IDS", 4, raising=False)
+    with ToolOutputStore(tmp_path, durable=False) as store:
+        backend = store._backend
+        data = bytes(range(256)) * 8192  # 2 MiB: over the step
+        for _ in range(12):
+            record = backend.record(store.write("s", "c", data).uri.removeprefix("tool-output://"))
+            with backend.read(record, 0, len(data)) as view:
+                assert view == data
+            del view
+            gc.collect()
+        assert len(backend._large_maps) <= 5

@@ -51,6 +51,8 @@ _VERIFY_STEP = 4 << 20
 
 _OPEN_MAPS = 16
 _CACHED_RECORDS = 1024
+# Past this many resources with large-read maps listed, the ones whose maps are all gone are dropped.
+_LARGE_MAP_IDS = 64
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -357,6 +359,11 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
         live = [(alive, offset) for alive, offset in self._large_maps.get(record.id, ()) if alive() is not None]
         live.append((_weak(mapping), base))
         self._large_maps[record.id] = live
+        if len(self._large_maps) > _LARGE_MAP_IDS:
+            # Resources read large once and never again (removed, say) would stay listed for ever.
+            for resource_id in list(self._large_maps):
+                if all(alive() is None for alive, _ in self._large_maps.get(resource_id, ())):
+                    self._large_maps.pop(resource_id, None)
         return view
 
     def drop_pages(self, record: Record, start: int, end: int, /) -> None:
