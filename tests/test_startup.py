@@ -91,7 +91,7 @@ def test_webfetch_still_loads_what_it_needs(subprocess_env):
             "r = t.webfetch(store, 's', 'c', 'http://127.0.0.1:9/', timeout=5)\n"
             "assert r.is_error and 'could not fetch' in r.output, r.output\n")
     loaded = loaded_after(code, subprocess_env)
-    assert {"http.client", "urllib.request", "overspill.tools._html"} <= loaded
+    assert {"http.client", "urllib.request", "overspill.tools._html", "overspill.tools._regex"} <= loaded
 
 
 def test_capture_names_load_on_first_use(subprocess_env):

@@ -1765,3 +1765,27 @@ def test_skill_front_matter_surrogate_escapes_are_replacement_characters(store, 
     result = tools.skill(store, "s", "c", "pdf", roots=[tmp_path])
     assert result.metadata["description"] == "a \ufffd b \U0001F600"
     result.metadata["description"].encode("utf-8")
+
+
+def test_webfetch_timeout_bounds_the_conversion_of_a_page_html_parser_is_quadratic_on(store, declared_server):
+    """Regression (red team F7 f02): html.parser is quadratic on many unclosed ``<a `` tags
+    (CVE-2025-6069, unfixed in the Pythons before 3.11.14): converting 60 KB of them took over
+    a minute, after the fetch and outside its timeout.  The conversion runs in a worker within
+    what the timeout leaves; one that does not finish gives the page's HTML and a last line
+    saying so.  A normal page converts as html_to_markdown converts it."""
+    page = b"<html><body>" + b"<a " * 8000  # about 10 s of html.parser here where it is quadratic
+    _DeclaredHandler.ROUTES["/unclosed-anchors"] = ([("Content-Type", "text/html")], page, None)
+    result = tools.webfetch(store, "s", "c", declared_server + "/unclosed-anchors", timeout=1)
+    assert not result.is_error, result.output[:200]
+    # A parser with the CVE fixed ignores an unclosed tag at the end (HTML5's rule) and is linear.
+    if "<a" in html_to_text("<html><body><a <a <a "):
+        assert result.metadata["converted"] is False and result.metadata["content_type"] == "text/html"
+        assert result.resource is None and result.output == page.decode() + ("\n[webfetch: the page could not be converted to markdown within "
+                                          "the 1-second timeout; a larger timeout may convert it: this is its HTML]")
+    else:
+        assert "converted" not in result.metadata
+    normal = b"<html><body><h1>Title</h1><p>Some <a href='/x'>link</a> and <b>bold</b>.</p></body></html>"
+    _DeclaredHandler.ROUTES["/normal"] = ([("Content-Type", "text/html")], normal, None)
+    for format, convert in (("markdown", html_to_markdown), ("text", html_to_text)):
+        converted = tools.webfetch(store, "s", "c", declared_server + "/normal", format=format, timeout=10)
+        assert converted.output == convert(normal.decode()) and "converted" not in converted.metadata

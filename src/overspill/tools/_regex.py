@@ -8,7 +8,9 @@ script ``_regex_worker``, run by this interpreter) and waits for the matching
 lines without holding the GIL; when the search's time is spent, or its
 ``abort`` event is set, or the wait is interrupted (Ctrl-C), the worker is
 killed.  Idle workers are kept for the next search, so a search seldom pays
-for a process start.
+for a process start.  webfetch's HTML conversion runs in the same workers
+(``convert_html``), for the same reasons: ``html.parser`` is quadratic on
+some malformed pages.
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import PatternTooSlowError, SearchError
-from ._regex_worker import _ANSWER, _FAILED, _REQUEST, LINES, TEXT
+from ._regex_worker import _ANSWER, _FAILED, _REQUEST, LINES, MARKDOWN, PLAIN_TEXT, TEXT
 
-__all__ = ["BYTES_PER_SECOND", "TIME_LIMIT", "Cancelled", "Search", "compile_pattern"]
+__all__ = ["BYTES_PER_SECOND", "TIME_LIMIT", "Cancelled", "Search", "compile_pattern", "convert_html"]
 
 #: Seconds a search may spend matching, plus one second per ``BYTES_PER_SECOND``
 #: bytes it searches (a large output may take longer than a small one; a
@@ -193,15 +195,12 @@ class Search:
         self._worker = None  # until it answers, a worker is not fit to be given back
         started = time.monotonic()
         try:
-            header = _REQUEST.pack(operation, flags, max(allowed, 0.0), len(self._pattern), len(payload))
-            _write_all(worker.requests, header + self._pattern)
-            _write_all(worker.requests, payload)
-            status, body = self._answer(worker, started, started + allowed)
-        except BaseException as error:
-            worker.kill()
-            if isinstance(error, (BrokenPipeError, EOFError)):
-                raise SearchError("the search's worker process ended unexpectedly") from None
-            raise
+            status, body = _request(worker, operation, flags, self._pattern, payload, allowed, self._abort)
+        except _OutOfTime:
+            raise PatternTooSlowError(
+                f"pattern too slow: {self._shown!r} was stopped after "
+                f"{self._spent + time.monotonic() - started:.1f} s of matching; narrow it (literal text, "
+                "an anchor, no nested repeats such as (a+)+)") from None
         finally:
             self._spent += time.monotonic() - started
         self._worker = worker
@@ -211,32 +210,83 @@ class Search:
         found.frombytes(body)
         return found.tolist()
 
-    def _answer(self, worker: _Worker, started: float, deadline: float) -> tuple[int, bytes]:
-        received = bytearray()
-        needed = _ANSWER.size
-        status = -1
-        with selectors.DefaultSelector() as selector:
-            selector.register(worker.answers, selectors.EVENT_READ)
-            while len(received) < needed:
-                now = time.monotonic()
-                if self._abort is not None and self._abort.is_set():
-                    raise Cancelled
-                if now >= deadline:
-                    raise PatternTooSlowError(
-                        f"pattern too slow: {self._shown!r} was stopped after {self._spent + now - started:.1f} s "
-                        "of matching; narrow it (literal text, an anchor, no nested repeats such as (a+)+)")
-                # (A poll takes at most about 24 days: a longer limit is waited out an hour at a time.)
-                wait = min(_TICK if self._abort is not None else 3600.0, deadline - now)
-                if not selector.select(wait):
-                    continue
-                chunk = os.read(worker.answers, max(needed - len(received), 1 << 16))
-                if not chunk:
-                    raise EOFError
-                received += chunk
-                if status < 0 and len(received) >= _ANSWER.size:
-                    status, size = _ANSWER.unpack_from(received)
-                    needed = _ANSWER.size + size
-        return status, bytes(received[_ANSWER.size:needed])
+
+class _OutOfTime(Exception):
+    """A request's time ran out; its worker was killed."""
+
+
+def convert_html(html: str, markdown: bool, seconds: Optional[float]) -> Optional[str]:
+    """``html`` as Markdown (or, ``markdown`` false, plain text) by ``_html``'s
+    rules, converted in a worker process within ``seconds`` (None: no bound).
+
+    ``html.parser`` is quadratic on some malformed pages (60 KB of unclosed
+    ``<a `` tags take a minute, CVE-2025-6069) and holds the GIL meanwhile:
+    in a worker the conversion can be stopped, and the host keeps answering.
+
+    :returns: the converted text, or None when ``seconds`` ran out (the worker is killed).
+    :raises SearchError: the worker could not be started or failed (the message says how).
+    """
+    allowed = _LONGEST if seconds is None else min(max(seconds, 0.0), _LONGEST)
+    payload = html.encode("utf-8", "surrogatepass")
+    worker = _POOL.take()
+    try:
+        status, body = _request(worker, MARKDOWN if markdown else PLAIN_TEXT, 0, b"", payload, allowed, None,
+                                "conversion")
+    except _OutOfTime:
+        return None
+    _POOL.give_back(worker)
+    if status == _FAILED:
+        raise SearchError(f"the conversion failed: {body.decode('utf-8', 'replace')}")
+    return body.decode("utf-8", "surrogatepass")
+
+
+def _request(worker: _Worker, operation: int, flags: int, pattern: bytes, payload: bytes, allowed: float,
+             abort: Optional[threading.Event], work: str = "search") -> tuple[int, bytes]:
+    """Send one request to ``worker`` and wait for its answer (status, body) at most ``allowed``
+    seconds; the worker is killed when the wait ends otherwise.  ``work`` names the work in an error.
+
+    :raises _OutOfTime: ``allowed`` ran out.
+    :raises Cancelled: ``abort`` was set.
+    :raises SearchError: the worker ended unexpectedly.
+    """
+    started = time.monotonic()
+    try:
+        header = _REQUEST.pack(operation, flags, max(allowed, 0.0), len(pattern), len(payload))
+        _write_all(worker.requests, header + pattern)
+        _write_all(worker.requests, payload)
+        return _answer(worker, started + allowed, abort)
+    except BaseException as error:
+        worker.kill()
+        if isinstance(error, (BrokenPipeError, EOFError)):
+            raise SearchError(f"the {work}'s worker process ended unexpectedly") from None
+        raise
+
+
+def _answer(worker: _Worker, deadline: float, abort: Optional[threading.Event]) -> tuple[int, bytes]:
+    """The worker's answer, read until ``deadline`` (``_OutOfTime`` past it) or ``abort`` (``Cancelled``)."""
+    received = bytearray()
+    needed = _ANSWER.size
+    status = -1
+    with selectors.DefaultSelector() as selector:
+        selector.register(worker.answers, selectors.EVENT_READ)
+        while len(received) < needed:
+            now = time.monotonic()
+            if abort is not None and abort.is_set():
+                raise Cancelled
+            if now >= deadline:
+                raise _OutOfTime
+            # (A poll takes at most about 24 days: a longer limit is waited out an hour at a time.)
+            wait = min(_TICK if abort is not None else 3600.0, deadline - now)
+            if not selector.select(wait):
+                continue
+            chunk = os.read(worker.answers, max(needed - len(received), 1 << 16))
+            if not chunk:
+                raise EOFError
+            received += chunk
+            if status < 0 and len(received) >= _ANSWER.size:
+                status, size = _ANSWER.unpack_from(received)
+                needed = _ANSWER.size + size
+    return status, bytes(received[_ANSWER.size:needed])
 
 
 def _write_all(pipe: object, data: bytes) -> None:

@@ -4,14 +4,18 @@ Python's ``re`` has no time bound and holds the GIL while it matches, so one
 pattern such as ``(a+)+$`` can stall a process for ever.  ``_regex`` runs
 these functions in a worker (this file run as a script, ``python -I -S``),
 which it kills when a search runs out of time.  Standard library only: the
-worker imports nothing of overspill.
+worker imports nothing of overspill but ``_html`` (the file beside this one,
+itself standard library only), for the other work that needs a time bound:
+webfetch's HTML conversion (``html.parser`` is quadratic on some malformed
+pages, such as many unclosed ``<a `` tags).
 
 Protocol, over the worker's stdin and stdout: a request is ``_REQUEST``
 (operation, ``re`` flags, CPU seconds allowed, pattern length, payload
 length), the pattern (UTF-8, ``surrogatepass``) and the payload; the answer
 is ``_ANSWER`` (status, body length) and the body: for ``_OK`` the indices
-of the matching lines (8-byte unsigned, native order), for ``_FAILED`` a
-one-line message.
+of the matching lines (8-byte unsigned, native order), or for a conversion
+the converted text (UTF-8); for ``_FAILED`` a one-line message.  A
+conversion's pattern is empty and its flags 0.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from __future__ import annotations
 import re
 import struct
 import sys
+import types
 from array import array
+from pathlib import Path
 
 #: The payload is lines, each ended by ``\n`` (the last may lack it), searched
 #: one at a time as a file's lines are: decoded with ``errors="replace"``, the
@@ -31,6 +37,10 @@ LINES = 1
 #: (decoded with ``surrogateescape``, ``re.MULTILINE``); a line matches when a
 #: match starts in it.
 TEXT = 2
+#: The payload is an HTML page (UTF-8), answered with its Markdown (``_html.html_to_markdown``).
+MARKDOWN = 3
+#: The payload is an HTML page (UTF-8), answered with its plain text (``_html.html_to_text``).
+PLAIN_TEXT = 4
 
 _REQUEST = struct.Struct("<BIdIQ")
 _ANSWER = struct.Struct("<BQ")
@@ -74,6 +84,31 @@ def lines_with_a_match(regex: re.Pattern[str], payload: bytes) -> list[int]:
     return found
 
 
+_html_module = None
+
+
+def _html() -> types.ModuleType:
+    """overspill's ``_html``, loaded from beside this file on first use (the
+    worker runs isolated, without overspill on its path)."""
+    global _html_module
+    if _html_module is None:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("_overspill_html", Path(__file__).with_name("_html.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _html_module = module
+    return _html_module
+
+
+def converted(operation: int, payload: bytes) -> bytes:
+    """The HTML page ``payload`` as Markdown (``MARKDOWN``) or plain text (``PLAIN_TEXT``), UTF-8."""
+    html = payload.decode("utf-8", "surrogatepass")
+    convert = _html().html_to_markdown if operation == MARKDOWN else _html().html_to_text
+    return convert(html).encode("utf-8", "surrogatepass")
+
+
 _OPERATIONS = {LINES: matching_lines, TEXT: lines_with_a_match}
 
 
@@ -115,8 +150,11 @@ def serve(requests, answers) -> None:
             return
         _limit_cpu(seconds)
         try:
-            found = _OPERATIONS[operation](re.compile(pattern, flags), payload)
-            status, body = _OK, array("Q", found).tobytes()  # native order: the parent runs on this machine
+            if operation in (MARKDOWN, PLAIN_TEXT):
+                status, body = _OK, converted(operation, payload)
+            else:
+                found = _OPERATIONS[operation](re.compile(pattern, flags), payload)
+                status, body = _OK, array("Q", found).tobytes()  # native order: the parent runs on this machine
         except Exception as error:  # reported to the parent as one line
             status, body = _FAILED, " ".join(f"{type(error).__name__}: {error}".split()).encode("utf-8", "replace")
         answers.write(_ANSWER.pack(status, len(body)))

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from .._arguments import wait_seconds
 from .._frontend import is_binary_mime
+from ..errors import OverspillError
 from ..store import ToolOutputStore
 from ._result import MAX_RESPONSE_BYTES, ToolResult, bounded, failure
 
@@ -431,18 +432,33 @@ def _within_limit(text: str, format: str) -> tuple[str, bool]:
     return text[:kept] + note, True
 
 
-def _as_text(response: _Response, html_as: Optional[tuple[Callable[[str], str], str]],
-             format: str = "html") -> tuple[str, str, bool]:
-    """The body decoded, an HTML one converted by ``html_as`` (the converter and its MIME
-    type; None keeps the HTML) and cut to ``MAX_RESPONSE_BYTES`` (``_within_limit``), the
-    MIME type and whether the conversion was cut."""
+def _as_text(response: _Response, format: str, seconds: Optional[float],
+             timeout: Optional[float]) -> tuple[str, str, dict[str, Any]]:
+    """The body decoded; an HTML one converted to ``format`` ("markdown" or "text"; "html"
+    keeps it) within ``seconds`` (None: no bound; what the call's ``timeout`` left) and cut to ``MAX_RESPONSE_BYTES``
+    (``_within_limit``); the MIME type; and what the metadata says of it (``cut``, or
+    ``converted`` false when the conversion did not finish in time or failed: the text is
+    then the page's HTML and a last line saying so)."""
     is_html = response.content_type in _HTML_TYPES
     text = _decoded(response.body, response.charset, is_html)
-    if is_html and html_as is not None:
-        convert, mime = html_as
-        converted, cut = _within_limit(convert(text), format)
-        return converted, mime, cut
-    return text, response.content_type, False
+    if not is_html or format == "html":
+        return text, response.content_type, {}
+    from ._regex import convert_html
+
+    # (Without a timeout the conversion has no bound, so only a failure leaves it undone.)
+    why = "" if timeout is None else f"within the {timeout:g}-second timeout; a larger timeout may convert it"
+    try:
+        # html.parser is quadratic on some malformed pages (CVE-2025-6069): the conversion
+        # runs in a worker process that is killed when the call's time is up.
+        converted = None if seconds is not None and seconds <= 0 else convert_html(text, format == "markdown",
+                                                                                   seconds)
+    except OverspillError as error:  # no worker could run it: the page is still the model's to read
+        converted, why = None, f"({error})"
+    if converted is None:
+        note = f"\n[webfetch: the page could not be converted to {format} {why}: this is its HTML]"
+        return text + note, response.content_type, {"converted": False}
+    converted, cut = _within_limit(converted, format)
+    return converted, "text/markdown" if format == "markdown" else "text/plain", {"cut": True} if cut else {}
 
 
 def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: str, *,
@@ -457,24 +473,32 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
     (UTF-8 when it names none, or no text codec).  A gzip or deflate ``Content-Encoding`` is undone, and the
     limit applies to what it gives.  A page that conversion makes larger than the limit
     is cut there, at a character, with a last line saying so (``metadata["cut"]``).
+    The conversion runs in a worker process within what the timeout left of the
+    call (``html.parser`` is quadratic on some malformed pages); one that does not
+    finish gives the page's HTML with a last line saying so (``metadata["converted"]``
+    false).
 
     :param format: ``"markdown"``, ``"text"`` or ``"html"``.
-    :param timeout: seconds for the whole fetch (connect, status line, headers,
-        body): past it the fetch ends with an error; one too large to wait is no bound.
+    :param timeout: seconds for the whole call (connect, status line, headers,
+        body, then the conversion): past it the fetch ends with an error (the
+        conversion, with the HTML); one too large to wait is no bound.
     """
     problem = _argument_problem(url, format, timeout)
     if problem is not None:
         return failure(problem)
-    from ._html import html_to_markdown, html_to_text
+    # What the page's decoding and conversion import, resolved before the fetch as it used to be:
+    # an install that cannot import them fails at once, not after a download.
+    from . import _html, _regex  # noqa: F401
 
-    html_as = {"markdown": (html_to_markdown, "text/markdown"), "text": (html_to_text, "text/plain")}.get(format)
+    started = time.monotonic()
     try:
         response = _fetch(url, timeout)
     except _Refused as refusal:
         return failure(str(refusal))
-    text, mime, cut = _as_text(response, html_as, format)
+    seconds = wait_seconds(timeout, "timeout")
+    # The timeout bounds the whole call: the conversion gets what the fetch left of it.
+    left = None if seconds is None else seconds - (time.monotonic() - started)
+    text, mime, noted = _as_text(response, format, left, seconds)
     metadata = {"url": response.url, "status": response.status, "content_type": response.content_type,
-                "bytes": len(response.body)}
-    if cut:
-        metadata["cut"] = True
+                "bytes": len(response.body), **noted}
     return bounded(store.truncate(session_id, tool_call_id, text, mime=mime), **metadata)
