@@ -246,3 +246,54 @@ def test_a_context_past_any_line_count_shows_every_line(store, tmp_path, context
     ran = subprocess.run([str(SCRIPT), "grep", uri, "^line 5$", "-C", str(context)], capture_output=True, env=env,
                          timeout=120)
     assert ran.returncode == 0 and ran.stderr == b"" and ran.stdout.startswith(b"0-line 0\n7-line 1\n")
+
+
+def test_a_large_context_lists_a_large_output_in_bounded_memory(store, monkeypatch, tmp_path):
+    """Regression (red team F7 f06): with a context as large as the output (``grep -C``, "any
+    size"), every line before a match was held as a string in a deque, then the listing as
+    another list of strings, then as one joined string: 268 MB of allocations for a 13 MB output.
+    The lines before a match are read again from the stored bytes when it comes, and the listing
+    is streamed into the store: memory is a search block's, whatever the output's size (blocks
+    of 64 KiB here, so that a few MB show it)."""
+    import tracemalloc
+
+    monkeypatch.setattr(sys.modules["overspill.tools.grep"], "_SEARCH_BLOCK", 1 << 16)
+    # The listing's preview alone: the outline and signal lines of its omitted part read tens of MB
+    # of it in the pure twin (a cost of the store's, bounded too, that would hide the search's).
+    store = ToolOutputStore(tmp_path / "bare", durable=False,
+                            config={"tool_output": {"outline": False, "signals": []}})
+    peaks, sizes = [], []
+    for count in (100_000, 400_000):
+        data = b"".join(b"line %d\n" % i for i in range(count)) + b"needle\n"
+        uri = stored(store, data)
+        tracemalloc.start()
+        try:
+            answer = grep(store, "s", "t", "needle", resource=uri, context=10**8)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+        sizes.append(len(data))
+        assert not answer.is_error and answer.metadata["matches"] == 1, answer.output[:200]
+        with store.view("s", answer.resource.uri) as (_, listing):
+            expected = "\n".join(search_resource_naive(data, "needle", 10**8)) + "\n[1 matching line]"
+            assert bytes(listing) == expected.encode()
+    # Four times the output (3.5 MB more) costs next to nothing more (it cost 20 times the output).
+    assert peaks[1] - peaks[0] < (sizes[1] - sizes[0]) // 4, (peaks, sizes)
+    # overspill grep streams its listing alike, --json too (spooled, printed once the search is done).
+    env = {**os.environ, "OVERSPILL_DATA_DIR": str(tmp_path / "cli")}
+    small = b"".join(b"row %d%s\n" % (i, b" hit" if i in (20, 24, 40) else b"") for i in range(50))
+    truncated = subprocess.run([str(SCRIPT), "truncate", "--json", "--max-lines", "3"], input=small,
+                               capture_output=True, env=env, timeout=120, check=True)
+    cli_uri = json.loads(truncated.stdout)["resource"]["uri"]
+    expected_lines = search_resource_naive(small, "hit", 3)
+    as_json = subprocess.run([str(SCRIPT), "grep", cli_uri, "hit", "-C", "3", "-m", "2", "--json"],
+                             capture_output=True, env=env, timeout=120)
+    assert as_json.returncode == 0 and as_json.stderr == b"", as_json.stderr
+    assert json.loads(as_json.stdout) == {"lines": list(expected_lines[:expected_lines.index("--", 5)]),
+                                          "total": 3, "listed": 2}
+    as_text = subprocess.run([str(SCRIPT), "grep", cli_uri, "hit", "-C", "3"], capture_output=True, env=env,
+                             timeout=120)
+    assert as_text.returncode == 0 and as_text.stdout.decode() == "\n".join(expected_lines) + "\n[3 matching lines]\n"
+    nothing = subprocess.run([str(SCRIPT), "grep", cli_uri, "absent", "-C", "3", "--json"], capture_output=True,
+                             env=env, timeout=120)
+    assert nothing.returncode == 1 and json.loads(nothing.stdout) == {"lines": [], "total": 0, "listed": 0}

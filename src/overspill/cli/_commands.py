@@ -8,8 +8,8 @@ import time
 from .._frontend import MAX_TIMEOUT
 from ..errors import OverspillError
 from ._common import (_CHUNK, _NAME_CHARACTERS, EXIT_STORAGE, _as_json, _config, _continue_command, _fail,
-                      _for_the_shell, _note, _on_a_server, _print_json, _print_text, _reader, _session, _shortened,
-                      _shown, _stdin, _stdout, _store, _UsageError, _write_all)
+                      _for_the_shell, _json_text, _note, _on_a_server, _print_json, _print_text, _reader, _session,
+                      _shortened, _shown, _stdin, _stdout, _store, _UsageError, _write_all)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and argparse cost start-up; annotations are never evaluated
@@ -91,35 +91,76 @@ def _command_read(args: argparse.Namespace) -> int:
 
 def _command_grep(args: argparse.Namespace) -> int:
     from .._frontend import parse_page_uri
-    from ..tools.grep import running_note, search_resource
+    from ..tools.grep import SearchFailed, listing_summary, resource_listing, running_note, store_listing
 
     uri = parse_page_uri(args.uri)[0]
     # A reader's store: a missing folder holds no resource and is not created for one (a
     # long listing is stored in the folder its resource is in).
     store = _reader(args)
     try:
-        found = search_resource(store, _session(args), uri, args.pattern, ignore_case=args.ignore_case,
-                                context=args.context, max_matches=args.max_count)
+        listing = resource_listing(store, _session(args), uri, args.pattern, ignore_case=args.ignore_case,
+                                   context=args.context, max_matches=args.max_count)
     except OverspillError:
         raise
     except ValueError as error:  # a bad pattern
         raise _UsageError(str(error)) from None
-    if args.json:
-        running = {} if found.searched is None else {"complete": False, "searched": found.searched}
-        _print_json({"lines": list(found.lines), "total": found.total, "listed": found.listed, **running})
-    elif found.searched is not None and not found.lines:
-        _print_text(f"[no matches so far; {running_note(found.searched)}]")
-    elif found.lines:
-        more = f"; {found.total - found.listed} not listed (raise --max-count)" if found.total > found.listed else ""
-        if found.searched is not None:
-            more += f"; {running_note(found.searched)}"
-        listing = "\n".join(found.lines) + f"\n[{_count(found.total, 'matching line')}{more}]"
-        # Bounded like any output: a long listing is stored whole and previewed, with where to read on.
-        bounded = store.truncate(_session(args), f"cli-{time.time_ns()}", listing,
-                                 name=_shortened(f"grep {args.pattern} {uri}", _NAME_CHARACTERS))
+    try:
+        if args.json:
+            _print_listing_json(listing)
+            return 0 if listing.total else 1
+
+        def summary() -> str:
+            more = (f"; {listing.total - listing.listed} not listed (raise --max-count)"
+                    if listing.total > listing.listed else "")
+            if listing.searched is not None:
+                more += f"; {running_note(listing.searched)}"
+            return listing_summary(listing, more)
+
+        # Bounded like any output: a long listing is stored whole and previewed, with where to
+        # read on; streamed, so that a large -C never holds the listing in memory.
+        bounded = store_listing(store, _session(args), f"cli-{time.time_ns()}", listing, summary,
+                                name=_shortened(f"grep {args.pattern} {uri}", _NAME_CHARACTERS))
+    except SearchFailed as failed:
+        raise failed.error from None
+    if bounded is not None:
         _print_text(_for_the_shell(args, bounded.content, None if bounded.resource is None else bounded.resource.uri,
                                    bounded.next_offset))
-    return 0 if found.total else 1
+    elif listing.searched is not None:
+        _print_text(f"[no matches so far; {running_note(listing.searched)}]")
+    return 0 if listing.total else 1
+
+
+def _print_listing_json(listing: Any) -> None:
+    """``{"lines": [...], "total": N, "listed": N}`` (and ``complete``, ``searched`` for a running
+    output) as ``_print_json`` writes it, the lines spooled to a temporary file as the search
+    makes them: memory stays bounded, and a search that fails prints nothing.
+
+    :raises SearchFailed: the search failed.
+    """
+    import tempfile
+
+    from ..tools.grep import SearchFailed
+
+    lines = listing.lines()
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as spool:
+        separator = ""
+        while True:
+            try:
+                line = next(lines)
+            except StopIteration:
+                break
+            except Exception as error:
+                raise SearchFailed(error) from None
+            spool.write(separator + _json_text(line))
+            separator = ", "
+        running = {} if listing.searched is None else {"complete": False, "searched": listing.searched}
+        rest = _json_text({"total": listing.total, "listed": listing.listed, **running})
+        out = _stdout()
+        out.write('{"lines": [')
+        spool.seek(0)
+        while chunk := spool.read(_CHUNK):
+            out.write(chunk)
+        out.write("], " + rest[1:] + "\n")  # the counts' object, its opening brace left out
 
 
 def _chunks_of(stream: BinaryIO) -> Iterator[bytes]:

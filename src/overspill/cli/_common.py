@@ -213,6 +213,11 @@ def _stdin() -> TextIO:
 
 def _print_json(value: Any) -> None:
     """``value`` as one line of JSON: valid UTF-8 whatever it holds."""
+    _stdout().write(_json_text(value) + "\n")
+
+
+def _json_text(value: Any) -> str:
+    """``value`` as ``_print_json`` writes it (without the newline)."""
     import json  # only --json needs it
 
     text = json.dumps(_as_json(value), ensure_ascii=False).translate(_JSON_CONTROLS)
@@ -227,7 +232,7 @@ def _print_json(value: Any) -> None:
             # and os.fsencode of the decoded string gives the original bytes.
             # It can only stand inside a JSON string, where the escape is legal.
             text = text.translate({code: f"\\u{code:04x}" for code in range(0xD800, 0xE000)})
-    _stdout().write(text + "\n")
+    return text
 
 
 def _reader_gone() -> None:

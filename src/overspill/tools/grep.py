@@ -9,8 +9,9 @@ import stat
 import subprocess
 import sys
 import threading
-from collections import deque
-from collections.abc import Iterator
+from array import array
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
@@ -19,14 +20,14 @@ from typing import BinaryIO, Optional, Union
 from .. import _kernels
 from .._arguments import os_string_problem, positive_seconds
 from ..errors import OverspillError
-from ..store import ToolOutputStore
-from ..text import last_newline, view_flags
+from ..store import ToolOutputStore, TruncateResult
+from ..text import encode_content, last_newline, view_flags
 from .._binary import file_is_binary
 from ._glob import Overrides
 from ._regex import TIME_LIMIT, Cancelled, Search, compile_pattern
 from ._result import MAX_LINE_LENGTH, MAX_MATCHES, ToolResult, bounded, failure, shortened_line
 
-__all__ = ["ResourceMatches", "grep", "search_resource"]
+__all__ = ["ResourceListing", "ResourceMatches", "grep", "resource_listing", "search_resource"]
 
 # Never searched, at any depth (files or folders of these names), given to rg after the user's
 # glob: of rg's globs the last that matches decides, so no glob brings these back in.
@@ -208,7 +209,10 @@ def search_resource(store: ToolOutputStore, session_id: str, uri: str, pattern: 
     ``(?i)`` folds any letter; ``^`` and ``$`` anchor at the line.  Each
     result names the byte offset of its line in the stored bytes.  The
     matching runs in a worker process, and may take ``time_limit`` seconds
-    plus one per 16 MiB of the output.
+    plus one per 16 MiB of the output.  The search holds a block of the
+    output at a time, whatever ``context``; the result holds the listing
+    (``resource_listing`` makes it line by line, as the grep tool and
+    ``overspill grep`` do, streaming theirs into the store).
 
     :param ignore_case: match regardless of case.
     :param context: lines shown before and after each matching line (``-C``);
@@ -221,18 +225,26 @@ def search_resource(store: ToolOutputStore, session_id: str, uri: str, pattern: 
     :raises SearchError: the worker process could not be started or failed.
     :raises InvalidResourceError, AccessDeniedError, ResourceNotFoundError: as ``store.read``.
     """
-    return _search_resource(store, session_id, uri, pattern, ignore_case, context, max_matches,
-                            positive_seconds(time_limit, "time_limit"), None)
+    listing = resource_listing(store, session_id, uri, pattern, ignore_case=ignore_case, context=context,
+                               max_matches=max_matches, time_limit=positive_seconds(time_limit, "time_limit"))
+    lines = tuple(listing.lines())
+    return ResourceMatches(lines, listing.total, listing.listed, listing.searched)
 
 
-def _search_resource(store: ToolOutputStore, session_id: str, uri: str, pattern: str, ignore_case: bool,
-                     context: int, max_matches: int, time_limit: float,
-                     abort: Optional[threading.Event]) -> ResourceMatches:
-    """``search_resource``, which also stops (``Cancelled``) when ``abort`` is set."""
+def resource_listing(store: ToolOutputStore, session_id: str, uri: str, pattern: str, *, ignore_case: bool = False,
+                     context: int = 0, max_matches: int = 100, time_limit: float = TIME_LIMIT,
+                     abort: Optional[threading.Event] = None) -> ResourceListing:
+    """``search_resource``'s search, its listing made line by line as it is read
+    (``ResourceListing.lines``), so that a large ``context`` costs no memory; it
+    also stops (``Cancelled``) when ``abort`` is set.
+
+    :raises ValueError: an invalid pattern or argument, at once; the search's
+        own errors (``search_resource``'s) come from ``lines``, the resource's
+        from either.
+    """
     if isinstance(context, bool) or not isinstance(context, int) or context < 0:
         raise ValueError("context must be a non-negative integer")
-    # No output has more lines than sys.maxsize: a larger context shows the same lines,
-    # and the deque holding the lines before a match takes no larger bound.
+    # No output has more lines than sys.maxsize: a larger context shows the same lines.
     context = min(context, sys.maxsize)
     if isinstance(max_matches, bool) or not isinstance(max_matches, int) or max_matches < 1:
         raise ValueError("max_matches must be a positive integer")
@@ -241,43 +253,10 @@ def _search_resource(store: ToolOutputStore, session_id: str, uri: str, pattern:
         compile_pattern(pattern, re.MULTILINE | flags)
     except re.error as error:
         raise ValueError(f"invalid pattern {pattern!r}: {error}") from None
-    views = view_flags(store.views)
-    results = _Results(context, max_matches)
     # A running command's output is searched up to its last whole line: the line being written
     # may still end otherwise ("10 passed" may become "10 passed, 3 failed").
     running = store.status(session_id, uri).state == "running"
-    with store.view(session_id, uri) as (_, data), Search(pattern, flags, time_limit=time_limit,
-                                                          abort=abort) as search:
-        size = last_newline(data) + 1 if running else len(data)
-        position = 0
-        number = 0  # line number of the block's first line
-        while position < size:
-            stop = min(size, position + _SEARCH_BLOCK)
-            raw = bytes(data[position:stop])
-            if stop < size:
-                newline = raw.rfind(b"\n")
-                if newline >= 0:
-                    raw = raw[: newline + 1]
-            shown = _kernels.view_bytes(raw, views) if views else None
-            if shown is None:  # the block is its own view
-                shown = raw
-            texts = shown.decode("utf-8", "surrogateescape").split("\n")
-            if raw.endswith(b"\n"):
-                texts.pop()  # the empty line after the last newline belongs to the next block
-            offsets = list(accumulate((len(line) + 1 for line in raw.split(b"\n")), initial=position))
-            cursor = 0  # the next line of this block not yet passed
-            for index in search.text(shown):
-                if index >= len(texts):
-                    continue
-                for between in range(cursor, index):
-                    results.pass_line(number + between, offsets[between], texts[between])
-                results.match(number + index, offsets[index], texts[index])
-                cursor = index + 1
-            for between in range(cursor, len(texts)):
-                results.pass_line(number + between, offsets[between], texts[between])
-            number += len(texts)
-            position += max(len(raw), 1)
-    return ResourceMatches(tuple(results.lines), results.total, results.listed, size if running else None)
+    return ResourceListing(store, session_id, uri, pattern, flags, context, max_matches, time_limit, abort, running)
 
 
 def running_note(searched: int) -> str:
@@ -286,45 +265,198 @@ def running_note(searched: int) -> str:
             f"lines so far): search again later, or wait")
 
 
-class _Results:
-    """Result lines with context, as grep -C prints them, for listed matches."""
+def _line_starts(data: bytes) -> array[int]:
+    """Where each line of ``data`` starts, and one past the end (as if a newline followed it)."""
+    return array("q", accumulate((len(line) + 1 for line in data.split(b"\n")), initial=0))
 
-    def __init__(self, context: int, limit: int) -> None:
-        self.context = context
-        self.limit = limit
-        self.lines: list[str] = []
+
+class _ShownLines:
+    """The lines of a block's view, each decoded (``surrogateescape``) when it is asked for: a
+    block of short lines held as strings is many objects (about 60 bytes a line), as two arrays
+    of offsets 16.  A ``\n`` is never inside a character, so a line decoded alone is the line
+    of the whole block decoded."""
+
+    __slots__ = ("_shown", "_starts", "_count")
+
+    def __init__(self, raw: bytes, shown: bytes) -> None:
+        self._shown = shown
+        self._starts = _line_starts(shown)
+        # The empty line after the block's last newline belongs to the next block.
+        self._count = len(self._starts) - 1 - raw.endswith(b"\n")
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index: int) -> str:
+        return self._shown[self._starts[index]:self._starts[index + 1] - 1].decode("utf-8", "surrogateescape")
+
+
+def _block(data: memoryview, position: int, size: int, views: int) -> tuple[bytes, bytes, _ShownLines, array[int]]:
+    """The block of ``data`` searched from ``position`` (up to ``_SEARCH_BLOCK`` bytes, cut after
+    its last newline unless it ends the ``size`` bytes searched): its bytes, its view, the view's
+    lines, and each line's offset in the stored bytes less ``position`` (and one past the last)."""
+    stop = min(size, position + _SEARCH_BLOCK)
+    raw = bytes(data[position:stop])
+    if stop < size:
+        newline = raw.rfind(b"\n")
+        if newline >= 0:
+            raw = raw[: newline + 1]
+    shown = _kernels.view_bytes(raw, views) if views else None
+    if shown is None:  # the block is its own view
+        shown = raw
+    return raw, shown, _ShownLines(raw, shown), _line_starts(raw)
+
+
+class ResourceListing:
+    """One search of a stored output, as grep -C prints it: ``lines`` yields the
+    listing (``offset:text`` for a listed match, ``offset-text`` for a context
+    line, ``--`` between groups that are not adjacent) as the output is read, a
+    block at a time.  Once ``lines`` is done, ``total`` counts every matching
+    line, ``listed`` those listed, and ``searched`` is the bytes searched of a
+    running command's output (None for a whole one).
+
+    The lines before a match are not held while the search goes on (a context
+    of a million lines would hold a million): when the match comes they are
+    read again from the stored bytes, a block at a time, each block at most
+    once more.
+    """
+
+    def __init__(self, store: ToolOutputStore, session_id: str, uri: str, pattern: str, flags: int, context: int,
+                 limit: int, time_limit: float, abort: Optional[threading.Event], running: bool) -> None:
+        self._store = store
+        self._session_id = session_id
+        self._uri = uri
+        self._pattern = pattern
+        self._flags = flags
+        self._context = context
+        self._limit = limit
+        self._time_limit = time_limit
+        self._abort = abort
+        self._running = running
         self.total = 0
         self.listed = 0
-        self._before: deque[tuple[int, int, str]] = deque(maxlen=context)
-        self._after = 0
+        self.searched: Optional[int] = None
         self._last = -1  # number of the last line shown
 
-    def _show(self, number: int, offset: int, text: str, separator: str) -> None:
-        if self.context and self.lines and number > self._last + 1:
-            self.lines.append("--")
-        self.lines.append(f"{offset}{separator}{_display(text)}")
+    def _show(self, number: int, offset: int, text: str, separator: str) -> Iterator[str]:
+        if self._context and self._last >= 0 and number > self._last + 1:
+            yield "--"
         self._last = number
+        yield f"{offset}{separator}{_display(text)}"
 
-    def pass_line(self, number: int, offset: int, text: str) -> None:
-        """A line that does not match: trailing context, or kept for the next match."""
-        if self._after:
-            self._show(number, offset, text, "-")
-            self._after -= 1
-        elif self.context:
-            self._before.append((number, offset, text))
+    def lines(self) -> Iterator[str]:
+        """The listing's lines, in order."""
+        views = view_flags(self._store.views)
+        context = self._context
+        with self._store.view(self._session_id, self._uri) as (_, data), \
+                Search(self._pattern, self._flags, time_limit=self._time_limit, abort=self._abort) as search:
+            size = last_newline(data) + 1 if self._running else len(data)
+            starts: list[int] = []  # each block's first line number and position, to read a block again
+            positions: list[int] = []
+            after = 0  # trailing context lines still to show
+            position = 0
+            number = 0  # line number of the block's first line
+            while position < size:
+                raw, shown, texts, offsets = _block(data, position, size, views)
+                starts.append(number)
+                positions.append(position)
+                cursor = 0  # the next line of this block not yet passed
+                for index in search.text(shown):
+                    if index >= len(texts):
+                        continue
+                    stop = min(index, cursor + after)  # the last match's trailing context ends at this one
+                    for between in range(cursor, stop):
+                        yield from self._show(number + between, position + offsets[between], texts[between], "-")
+                    after = max(after - (stop - cursor), 0)
+                    cursor = index + 1
+                    self.total += 1
+                    if self.listed >= self._limit:
+                        after = 0
+                        continue
+                    first = max(number + index - context, self._last + 1)  # the lines before it to show
+                    if first < number:
+                        yield from self._again(data, size, views, starts, positions, first, number)
+                    for between in range(max(first - number, 0), index):
+                        yield from self._show(number + between, position + offsets[between], texts[between], "-")
+                    yield from self._show(number + index, position + offsets[index], texts[index], ":")
+                    self.listed += 1
+                    after = context
+                stop = min(len(texts), cursor + after)
+                for between in range(cursor, stop):
+                    yield from self._show(number + between, position + offsets[between], texts[between], "-")
+                after -= stop - cursor
+                number += len(texts)
+                position += max(len(raw), 1)
+        self.searched = size if self._running else None
 
-    def match(self, number: int, offset: int, text: str) -> None:
-        self.total += 1
-        if self.listed >= self.limit:
-            self._before.clear()
-            self._after = 0
-            return
-        for before in self._before:
-            self._show(*before, "-")
-        self._before.clear()
-        self._show(number, offset, text, ":")
-        self.listed += 1
-        self._after = self.context
+    def _again(self, data: memoryview, size: int, views: int, starts: list[int], positions: list[int], first: int,
+               end: int) -> Iterator[str]:
+        """Context lines ``first`` to ``end - 1``, all in blocks before the current one, read again."""
+        block = bisect_right(starts, first) - 1
+        while block + 1 < len(starts):  # the last block is the current one
+            number = starts[block]
+            _, _, texts, offsets = _block(data, positions[block], size, views)
+            for line in range(max(first, number), min(end, number + len(texts))):
+                yield from self._show(line, positions[block] + offsets[line - number], texts[line - number], "-")
+            block += 1
+
+
+def listing_summary(listing: ResourceListing, more: str) -> str:
+    """A listing's last line, after a newline: the count of matching lines, then ``more``."""
+    return f"\n[{listing.total} matching line{'s' if listing.total != 1 else ''}{more}]"
+
+
+class SearchFailed(Exception):
+    """The search's own error (``error``), told apart from the store's while its listing is stored."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+# Characters of a listing handed to the store at a time.
+_LISTING_CHUNK = 1 << 16
+
+
+def store_listing(store: ToolOutputStore, session_id: str, tool_call_id: str, listing: ResourceListing,
+                  summary: Callable[[], str], *, name: Optional[str] = None) -> Optional[TruncateResult]:
+    """``listing``'s lines, then ``summary()`` (called once they are done), bounded by
+    ``store.truncate_stream`` as they are made (a long listing is stored whole and
+    previewed, in bounded memory); None when the listing has no line (nothing is stored).
+
+    :raises SearchFailed: the search failed (its error is ``error``; nothing is stored).
+    :raises StorageError: the listing could not be stored.
+    """
+    lines = listing.lines()
+
+    def following() -> Optional[str]:
+        try:
+            return next(lines)
+        except StopIteration:
+            return None
+        except Exception as error:  # the search's, told apart from the store's own
+            raise SearchFailed(error) from None
+
+    line = following()
+    if line is None:
+        return None
+
+    def chunks() -> Iterator[bytes]:
+        pieces = [line]
+        held = len(line)
+        while (more := following()) is not None:
+            pieces.append("\n" + more)
+            held += len(more) + 1
+            if held >= _LISTING_CHUNK:
+                yield encode_content("".join(pieces))
+                pieces, held = [], 0
+        pieces.append(summary())
+        yield encode_content("".join(pieces))
+
+    try:
+        return store.truncate_stream(session_id, tool_call_id, chunks(), name=name)
+    finally:
+        lines.close()  # a failed write ends the search (its view and worker) at once
 
 
 def _grep_resource(store: ToolOutputStore, session_id: str, tool_call_id: str, uri: object, pattern: str,
@@ -332,29 +464,39 @@ def _grep_resource(store: ToolOutputStore, session_id: str, tool_call_id: str, u
                    abort: Optional[threading.Event]) -> ToolResult:
     if isinstance(context, bool) or not isinstance(context, int) or context < 0:
         return failure("context must be a non-negative integer")
+
+    def summary() -> str:
+        more = ""
+        if listing.total > listing.listed:
+            # Raising max_matches helps only below the most the schema allows; past it, only a narrower pattern does.
+            raise_it = " or raise max_matches" if max_matches < MAX_MATCHES else ""
+            more = f"; {listing.total - listing.listed} not listed: narrow the pattern{raise_it}"
+        if listing.searched is not None:
+            more += f"; {running_note(listing.searched)}"
+        return listing_summary(listing, more)
+
     try:
-        found = _search_resource(store, session_id, uri, pattern, ignore_case, context,  # type: ignore[arg-type]
-                                 max_matches, TIME_LIMIT, abort)
+        try:
+            listing = resource_listing(store, session_id, uri, pattern,  # type: ignore[arg-type]
+                                       ignore_case=ignore_case, context=context, max_matches=max_matches,
+                                       abort=abort)
+            # Streamed into the store: a listing with a large context is never held whole.
+            stored = store_listing(store, session_id, tool_call_id, listing, summary)
+        except SearchFailed as failed:
+            raise failed.error from None
     except Cancelled:
         return failure("grep was cancelled")
     except OverspillError as error:
         return failure(str(error))
     except ValueError as error:
         return failure(str(error))
-    running = {} if found.searched is None else {"complete": False, "searched": found.searched}
-    if not found.total:
+    running = {} if listing.searched is None else {"complete": False, "searched": listing.searched}
+    if stored is None:
         text = f"no matches for {pattern!r} in {uri}"
-        if found.searched is not None:
-            text += f" so far [{running_note(found.searched)}]"
+        if listing.searched is not None:
+            text += f" so far [{running_note(listing.searched)}]"
         return ToolResult(shortened_line(text), False, False, None, {"matches": 0, **running})
-    text = "\n".join(found.lines) + f"\n[{found.total} matching line{'s' if found.total != 1 else ''}"
-    if found.total > found.listed:
-        # Raising max_matches helps only below the most the schema allows; past it, only a narrower pattern does.
-        raise_it = " or raise max_matches" if max_matches < MAX_MATCHES else ""
-        text += f"; {found.total - found.listed} not listed: narrow the pattern{raise_it}"
-    if found.searched is not None:
-        text += f"; {running_note(found.searched)}"
-    return bounded(store.truncate(session_id, tool_call_id, text + "]"), matches=found.total, **running)
+    return bounded(stored, matches=listing.total, **running)
 
 
 def _walk(root: Path, shown_root: str, overrides: Overrides) -> Iterator[tuple[str, bool, str]]:
