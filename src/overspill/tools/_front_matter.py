@@ -10,6 +10,10 @@ stripped of surrounding whitespace (a block's final line break included).
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
+    from collections.abc import Iterable, Iterator
+
 __all__ = ["front_matter"]
 
 # YAML's double-quoted escapes that stand for one character.
@@ -71,22 +75,19 @@ def _scalar(rest: str, block: list[str]) -> str:
 
 def _plain(rest: str, block: list[str]) -> str:
     """A plain scalar: up to a comment (`` #``), its lines folded (one break: a space)."""
-    pieces = [_before_comment(rest)] if rest else []
-    breaks = 0
+    return _fold([_before_comment(rest)] if rest else [], _uncommented(block))
+
+
+def _uncommented(block: list[str]) -> Iterator[str]:
+    """A plain scalar's continuation lines, trimmed, up to a comment (a comment line, or one after text)."""
     for line in block:
         line = line.strip()
-        if not line:
-            breaks += 1
-            continue
         if line.startswith("#"):
-            break  # a comment line ends the scalar
-        if pieces:
-            pieces.append("\n" * breaks if breaks else " ")
-        pieces.append(_before_comment(line))
-        breaks = 0
-        if _before_comment(line) != line:
-            break  # a comment ends the scalar
-    return "".join(pieces)
+            return
+        text = _before_comment(line)
+        yield text
+        if text != line:
+            return
 
 
 def _before_comment(line: str) -> str:
@@ -99,16 +100,16 @@ def _before_comment(line: str) -> str:
     return line.rstrip()
 
 
-def _folded_lines(rest: str, block: list[str]) -> str:
-    """``rest`` and ``block`` as a flow scalar's lines: each trimmed, one break a space, more kept."""
-    pieces = [rest]
+def _fold(pieces: list[str], lines: Iterable[str]) -> str:
+    """``pieces`` (a first line's, or none) and ``lines`` (trimmed) folded as a flow scalar's lines
+    are: one break a space, more kept as breaks."""
     breaks = 0
-    for line in block:
-        line = line.strip()
+    for line in lines:
         if not line:
             breaks += 1
             continue
-        pieces.append("\n" * breaks if breaks else " ")
+        if pieces:
+            pieces.append("\n" * breaks if breaks else " ")
         pieces.append(line)
         breaks = 0
     return "".join(pieces)
@@ -116,7 +117,7 @@ def _folded_lines(rest: str, block: list[str]) -> str:
 
 def _quoted(rest: str, block: list[str]) -> str:
     """A single- or double-quoted scalar (it may span lines); unclosed, its text as written."""
-    text = _folded_lines(rest, block)
+    text = _fold([rest], (line.strip() for line in block))
     quote = text[0]
     out: list[str] = []
     position = 1
