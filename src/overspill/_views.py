@@ -417,10 +417,12 @@ def _final_state(view: memoryview, raw: Optional[bytes], line: int, flags: int, 
     the cut is known only at its end: the look for its last \\r reads on to
     its newline (memory speed, a window at a time).
     """
-    line_end = raw.find(b"\n", line) if raw is not None else _find_newline(view, line, stop)
     if not flags & VIEW_CR:
+        line_end = raw.find(b"\n", line) if raw is not None else _find_newline(view, line, stop)
         return (stop if line_end < 0 else line_end), line
-    if raw is not None and line_end >= 0:
+    # The look for the last \r finds the newline in the same pass (below) where raw does not hold it.
+    line_end = raw.find(b"\n", line) if raw is not None else -1
+    if line_end >= 0:
         last = raw.rfind(b"\r", line, line_end)
         escapes = b"\x1b" in raw[line:line_end]
     else:
