@@ -83,18 +83,24 @@ def publish_within(backend: QuotaBackend, limit: int, publish: Callable[[], T], 
     return published[0]
 
 
-def room_made(backend: QuotaBackend, limit: int, size: int, then: Callable[[int], None]) -> int:
-    """Room for up to ``size`` more bytes within ``limit``: ``make_room`` for all
-    of them, with the location counted whatever its running total says (a
-    running output grows behind the total's back, in any process), then
-    ``then(room)`` while the lock (and the running total, ``tally``) is still
-    held, with ``room`` the bytes of ``size`` that fit (fewer when what holds
-    the rest cannot be evicted: running outputs); ``room`` (0: none, and
-    ``then`` is not called).  Two writers never both take the same room.
+def room_made(backend: QuotaBackend, limit: int, size: int, then: Callable[[int], None],
+              held: Callable[[], int] = lambda: 0) -> int:
+    """Room for up to ``size`` more bytes within ``limit``, less ``held()``
+    (room others hold that no count of the location sees yet, read under the
+    lock): ``make_room`` for all of them, with the location counted whatever
+    its running total says (a running output grows behind the total's back,
+    in any process), then ``then(room)`` while the lock (and the running
+    total, ``tally``) is still held, with ``room`` the bytes of ``size`` that
+    fit (fewer when what holds the rest cannot be evicted: running outputs);
+    ``room`` (0: none, and ``then`` is not called).  Two writers never both
+    take the same room.
 
     :raises OSError: as ``make_room``, or as ``then``.
     """
     with backend.eviction_lock(), backend.tally():
+        # ``held`` is read here, not by the caller: a room another writer took while this one
+        # waited for the lock is in it (read before, it could be counted by neither).
+        limit -= held()
         used = _evicted(backend, limit - size)[2]
         room = min(size, limit - used)
         if room <= 0:

@@ -85,9 +85,10 @@ class StoreRoom:
                 raise
             raise storage_error(f"cannot make room in {self._folder}", error) from None
 
-    def _room_for(self, reserve: int, size: int, then: Callable[[int], None]) -> int:
-        """Room under the quota for up to ``size`` more bytes, ``reserve`` bytes
-        kept free besides (``_make_room``): the location counted, evicted for all
+    def _room_for(self, reserve: Callable[[], int], size: int, then: Callable[[int], None]) -> int:
+        """Room under the quota for up to ``size`` more bytes, ``reserve()`` bytes
+        kept free besides (``_make_room``; read under the quota's lock, as
+        ``room_made``'s ``held``): the location counted, evicted for all
         of them, then ``then(room)`` run under the lock with the bytes that fit
         (``room_made``: fewer when what holds the rest cannot be evicted,
         running outputs); ``room`` (0: none, and ``then`` is not run).  Without
@@ -101,7 +102,7 @@ class StoreRoom:
             then(size)
             return size
         try:
-            return room_made(quota, self._limits.max_total_bytes - reserve, size, then)
+            return room_made(quota, self._limits.max_total_bytes, size, then, reserve)
         except OSError as error:
             if isinstance(error, StorageError):
                 raise

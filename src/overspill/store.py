@@ -280,7 +280,7 @@ class ToolOutputStore(StoreStreams, StoreReads):
         step = min(QUOTA_STEP, max(_GROWING_QUOTA_STEP, self._limits.max_total_bytes // 64))
         reservations = reservations_for(self._where)
         output = GrowingOutput(writer, cap, lambda incoming, write: self._room_for(
-            output.record_room + reservations.held_by_others(output), incoming, write), step, reserve)
+            lambda: output.record_room + reservations.held_by_others(output), incoming, write), step, reserve)
         reservations.add(output)
         return output
 
