@@ -1213,3 +1213,33 @@ def test_a_chunk_partly_stored_then_a_failed_seal_is_in_the_true_end_once(tmp_pa
         assert second.kept_end() == chunk
         first.abort()
         second.abort()
+
+
+def test_seal_entries_of_a_slow_command_stay_within_the_quota(tmp_path):
+    """A running output's seal entries are stored bytes too: a command that writes a line now and
+    then is sealed after each quiet second, its payload hardly growing, and the payload's looks at the
+    quota (one a quota step) never counted the entries (24 bytes each: an hour of it is 86 KB).
+    Seals are now made room for a few at a time, the payload's own room counted; with no room left
+    the stored copy ends (the rest is counted)."""
+    quota = 200_000
+
+    def stored_bytes() -> int:
+        return sum(os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(tmp_path)
+                   for name in names if name.endswith((".txt", ".json", ".seal")))
+
+    with ToolOutputStore(tmp_path, config={"tool_output": {"max_total_bytes": quota}}) as limited:
+        output = limited.open_growing(SESSION, "slow")
+        output.write(b"z" * 130_999 + b"\n")  # one look: room made up to the next quota step
+        peak = stored_bytes()
+        for index in range(400):  # then a line now and then, each sealed (as after a quiet second)
+            output.write(b"tick %d\n" % index)
+            output.seal_now()
+            peak = max(peak, stored_bytes())
+        for _ in range(80):  # then fast again, to the end of the room
+            output.write(b"y" * 999 + b"\n")
+            peak = max(peak, stored_bytes())
+        output.seal_now()
+        peak = max(peak, stored_bytes())
+        assert peak <= quota, peak
+        record = output.finish(0)
+    assert record.capture is not None and record.capture[0] == output.total > record.resource.size

@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from . import _kernels
 from ._binary import BINARY_MIME, SNIFF_BYTES, output_is_binary
-from .backends._seals import SEAL_BYTES
+from .backends._seals import ENTRY_SIZE, SEAL_BYTES
 from .records import Record
 from .text import counted_lines
 
@@ -28,6 +28,10 @@ __all__ = ["SEAL_BYTES", "SEAL_INTERVAL", "GrowingOutput", "Reservations", "rese
 SEAL_INTERVAL = 1.0
 # What a capped output keeps of its true end, in memory, for the preview's tail.
 _TRUE_TAIL_BYTES = 1024 * 1024
+# Seal entries made room for at one look at the quota: a seal's entry is stored bytes too, and a
+# command that writes a line now and then is sealed after each quiet second, its payload hardly
+# growing (an hour of it: 3,600 entries, 86 KB, that no look of the payload's would have counted).
+_SEALS_A_LOOK = 16
 
 
 class Reservations:
@@ -111,6 +115,8 @@ class GrowingOutput:
         self.failure: Optional[BaseException] = None  # the write error that stopped storing, if any
         # The stored size the last look at the quota made room for; 0 once the output stops storing.
         self._reserved_to = 0
+        # Bytes of seal entries made room for and not yet written (``_seal``); 0 once storing stopped.
+        self._seal_room = 0
 
     @property
     def record(self) -> Record:
@@ -119,8 +125,9 @@ class GrowingOutput:
 
     @property
     def reserved(self) -> int:
-        """Bytes made room for under the quota and not yet written (0 once storing stopped)."""
-        return max(self._reserved_to - self._writer.size, 0)
+        """Bytes made room for under the quota and not yet written, seal entries' included (0
+        once storing stopped)."""
+        return max(self._reserved_to - self._writer.size, 0) + self._seal_room
 
     @property
     def record_room(self) -> int:
@@ -168,16 +175,23 @@ class GrowingOutput:
                     # never both take the same room.  The room is for the bytes up to the next
                     # step (the next look), reserved before the look so that another output's
                     # look counts them too (a look racing this one may find too little room:
-                    # never too much).
+                    # never too much), and for the entries that seal them (one a SEAL_BYTES, one
+                    # after a quiet second): the payload never takes its own seals' room.
                     ahead = min(((before + len(piece)) // step + 1) * step, self._cap) - before
+                    seals = max(ENTRY_SIZE * (ahead // SEAL_BYTES + 2) - self._seal_room, 0)
                     self._reserved_to = before + ahead
+                    payload = [0]
 
                     def write_within(fits: int) -> None:
-                        # (When only ``fits`` of the ``ahead`` bytes fit, the stored copy takes those and ends.)
-                        self._reserved_to = before + fits
-                        writer.write(memoryview(piece if fits >= len(piece) else piece[:fits]))
+                        # (When fewer than asked fit, the seals' room comes first, the stored copy
+                        # takes the rest and ends.)
+                        payload[0] = ahead if fits >= ahead + seals else max(fits - seals, 0)
+                        self._seal_room += fits - payload[0]
+                        self._reserved_to = before + payload[0]
+                        writer.write(memoryview(piece if payload[0] >= len(piece) else piece[:payload[0]]))
 
-                    granted = self._make_room(ahead, write_within)
+                    self._make_room(ahead + seals, write_within)
+                    granted = payload[0]
                     if granted < ahead:
                         # The quota has no more room that can be made (other running outputs hold it):
                         # the stored copy ends with what fitted (none of this chunk, when nothing did),
@@ -194,7 +208,7 @@ class GrowingOutput:
                 else:
                     writer.write(memoryview(piece))
                 if writer.size - writer.sealed >= SEAL_BYTES:
-                    writer.seal()
+                    self._seal()
                     self._unsealed_since = None
                 elif self._unsealed_since is None:
                     self._unsealed_since = time.monotonic()
@@ -211,8 +225,35 @@ class GrowingOutput:
         reached the payload, a failed write's first part too), and from here the output is only
         counted and its true end kept, as past ``max_stored_bytes``; under ``_lock``."""
         self.failure = error
-        self._reserved_to = 0
+        self._reserved_to = self._seal_room = 0
         self._cap = self._writer.size
+
+    def _seal(self) -> None:
+        """Seal the unsealed bytes once the quota has room for the seal's entry (made room for
+        ``_SEALS_A_LOOK`` entries at a time, as payload is); under ``_lock``.  With no room for
+        it, the stored copy ends at what it holds: the bytes past the last seal are served once
+        the output finishes (its record's checksums cover them), and the rest is only counted.
+
+        :raises OSError: as the writer's ``seal``, or the quota's look.
+        """
+        writer = self._writer
+        if writer.size == writer.sealed:
+            return
+        if self._seal_room < ENTRY_SIZE:
+            # The room this output's payload took at its last look and has not written yet is not
+            # in the location's count: asked for again with the entries', only the rest is theirs.
+            unwritten = max(self._reserved_to - writer.size, 0)
+
+            def take(fits: int) -> None:
+                self._seal_room += max(fits - unwritten, 0)
+
+            self._make_room(unwritten + ENTRY_SIZE * _SEALS_A_LOOK, take)
+            if self._seal_room < ENTRY_SIZE:
+                self._cap = self._reserved_to = writer.size
+                return
+        before = writer.overhead
+        writer.seal()
+        self._seal_room = max(self._seal_room - (writer.overhead - before), 0)
 
     def seal_if_due(self, now: float) -> None:
         """Seal the unsealed bytes when the oldest of them is ``SEAL_INTERVAL`` old."""
@@ -230,7 +271,7 @@ class GrowingOutput:
             if self._unsealed_since is None or self._finished is not None or self.failure is not None:
                 return
             try:
-                self._writer.seal()
+                self._seal()
             except Exception as error:  # noqa: BLE001 - kept and reported; the command goes on
                 self._stop_storing(error)
             self._unsealed_since = None
@@ -255,7 +296,7 @@ class GrowingOutput:
                 # Binary output is said to be so, as a foreground command's (read shows it in hex,
                 # and MCP serves its exact bytes) once its first bytes are all known.
                 mime = BINARY_MIME if output_is_binary(bytes(self._start)) else None
-                self._reserved_to = 0  # (its size is final: what was not written is no longer held)
+                self._reserved_to = self._seal_room = 0  # (its size is final: what was not written is no longer held)
                 self._finished = self._writer.finish(exit_code, capture=capture, lines=self.lines(), mime=mime)
             return self._finished
 
@@ -265,7 +306,7 @@ class GrowingOutput:
         from ._owner import give_up
 
         with self._lock:
-            self._reserved_to = 0
+            self._reserved_to = self._seal_room = 0
             self._record_bytes = 0  # (its running record stays as it is)
             self._writer.release()
             give_up(self._writer.id)
@@ -273,6 +314,6 @@ class GrowingOutput:
     def abort(self) -> None:
         """Remove the resource; never raises."""
         with self._lock:
-            self._reserved_to = 0
+            self._reserved_to = self._seal_room = 0
             self._record_bytes = 0
             self._writer.abort()
