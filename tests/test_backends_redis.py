@@ -499,3 +499,45 @@ def test_an_empty_range_of_a_removed_output_is_not_found(tmp_path):
             raw.delete(*raw.keys(f"*{parse_uri(uri)}*"))
             with pytest.raises(ResourceNotFoundError):
                 store.read("s", uri, offset=0 if uri == empty.uri else 6)
+
+
+# Each is text Lua's tonumber() reads as a number and INCRBY/DECRBY refuse.
+_NOT_REDIS_INTEGERS = ["nan", "inf", "1.5", "0x10", "1e3", " 5", "007", "99999999999999999999999",
+                       "9223372036854775808"]
+
+
+def test_a_usage_value_incrby_refuses_is_repaired_not_failing_writes_and_cleanups(server):
+    """Regression (red team L8 f02, H8 f01): ``ovs:{usage}:bytes`` holding text Lua's
+    tonumber() accepts but INCRBY refuses ("1.5", "nan", "0x10", "1e3", " 5", past 64 bits)
+    was taken for a number, so every write and every cleanup failed ("value is not an
+    integer") for every session, for ever.  The same for one id's bytes in
+    ``ovs:{usage}:by-id`` ("1.5": a fractional DECRBY).  Damage is now what INCRBY refuses:
+    the total is recounted from the per-id bytes, a bad per-id value counts as nothing."""
+    with ToolOutputStore(url=server.url) as store:
+        raw = store._backend.client
+        kept = store.write("s", "c", b"x" * 100)
+
+        def consistent() -> None:
+            held = [int(value) for value in raw.hvals("ovs:{usage}:by-id")]
+            assert int(raw.get("ovs:{usage}:bytes") or 0) == sum(held)
+
+        for value in _NOT_REDIS_INTEGERS:
+            raw.set("ovs:{usage}:bytes", value)
+            written = store.write("s", "c", b"y" * 10)
+            assert store.read("s", written.uri).content == "y" * 10, value
+            consistent()
+            raw.set("ovs:{usage}:bytes", value)
+            assert not store.cleanup().busy, value
+            consistent()
+        # One id's bytes that DECRBY refuses, the id's output gone behind the store's back:
+        # the cleanup that unaccounts it no longer fails, nor do the writes after it.
+        gone = store.write("s", "c", b"z" * 10)
+        gone_id = gone.uri.split("//")[1]
+        raw.delete(f"ovs:{{{gone_id}}}:meta", f"ovs:{{{gone_id}}}:c:0")
+        raw.hset("ovs:{usage}:by-id", gone_id, "1.5")
+        store.cleanup()
+        assert not raw.hexists("ovs:{usage}:by-id", gone_id)
+        consistent()
+        assert store.read("s", store.write("s", "c", b"w" * 10).uri).content == "w" * 10
+        assert store.read("s", kept.uri).content == "x" * 100
+        consistent()

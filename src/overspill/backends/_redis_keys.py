@@ -73,17 +73,40 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return -1
 """
 
+# The number a quota value (the total, or one id's bytes) holds, or nil when it is
+# one INCRBY/HINCRBY/DECRBY refuse: Redis's own rule (string2ll), an optional '-' then
+# decimal digits without a leading zero (or "0" alone), within signed 64 bits.  Lua's
+# tonumber() is not that test: it accepts "1.5", "nan", "inf", "0x10", "1e3" and " 5",
+# all of which made every write and cleanup fail on the command after it.  The range
+# is compared in two exact parts (a double holds neither 19-digit bound exactly, and
+# string order in Lua follows the server's collation locale).
+_INTEGER = """
+local function integer(text)
+  if text == '0' then return 0 end
+  local digits = string.match(text, '^%-?([1-9]%d*)$')
+  if digits == nil or #digits > 19 then return nil end
+  if #digits == 19 then
+    local high, low = tonumber(string.sub(digits, 1, 10)), tonumber(string.sub(digits, 11))
+    local most = 854775807
+    if string.sub(text, 1, 1) == '-' then most = 854775808 end
+    if high > 9223372036 or (high == 9223372036 and low > most) then return nil end
+  end
+  return tonumber(text)
+end
+"""
+
 # Run first by every script over the quota's keys (KEYS: total, per-id hash):
-# a per-id "hash" of another type is dropped, and a total that is not a
-# number (of another type, or text) is recounted from the hash, so one
-# damaged key never fails every write.
-_REPAIR_USAGE = """
+# a per-id "hash" of another type is dropped, and a total that INCRBY would refuse
+# (of another type, or text that is not a 64-bit integer) is recounted from the
+# hash, so one damaged key never fails every write.  A per-id value that is not
+# one counts as nothing (ACCOUNT and UNACCOUNT drop it).
+_REPAIR_USAGE = _INTEGER + """
 local kind = redis.call('TYPE', KEYS[2]).ok
 if kind ~= 'hash' and kind ~= 'none' then redis.call('DEL', KEYS[2]) end
 kind = redis.call('TYPE', KEYS[1]).ok
-if kind ~= 'none' and (kind ~= 'string' or tonumber(redis.call('GET', KEYS[1])) == nil) then
+if kind ~= 'none' and (kind ~= 'string' or integer(redis.call('GET', KEYS[1])) == nil) then
   local total = 0
-  for _, bytes in ipairs(redis.call('HVALS', KEYS[2])) do total = total + (tonumber(bytes) or 0) end
+  for _, bytes in ipairs(redis.call('HVALS', KEYS[2])) do total = total + (integer(bytes) or 0) end
   redis.call('DEL', KEYS[1])
   redis.call('SET', KEYS[1], total)
 end
@@ -96,7 +119,8 @@ return tonumber(redis.call('GET', KEYS[1]) or '0')
 
 # KEYS: total, per-id hash.  ARGV: id, bytes to add.
 ACCOUNT = _REPAIR_USAGE + """
-if tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') == nil then redis.call('HDEL', KEYS[2], ARGV[1]) end
+local held = redis.call('HGET', KEYS[2], ARGV[1])
+if held and integer(held) == nil then redis.call('HDEL', KEYS[2], ARGV[1]) end
 redis.call('HINCRBY', KEYS[2], ARGV[1], ARGV[2])
 return redis.call('INCRBY', KEYS[1], ARGV[2])
 """
@@ -107,7 +131,7 @@ local freed = 0
 for i = 1, #ARGV do
   local bytes = redis.call('HGET', KEYS[2], ARGV[i])
   if bytes then
-    freed = freed + (tonumber(bytes) or 0)
+    freed = freed + (integer(bytes) or 0)
     redis.call('HDEL', KEYS[2], ARGV[i])
   end
 end
@@ -119,7 +143,7 @@ return freed
 # is no key, as before the first write: a sweep of an emptied store leaves none).
 RECOUNT = _REPAIR_USAGE + """
 local total = 0
-for _, bytes in ipairs(redis.call('HVALS', KEYS[2])) do total = total + (tonumber(bytes) or 0) end
+for _, bytes in ipairs(redis.call('HVALS', KEYS[2])) do total = total + (integer(bytes) or 0) end
 if total == 0 then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], total) end
 return total
 """
