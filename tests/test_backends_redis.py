@@ -541,3 +541,31 @@ def test_a_usage_value_incrby_refuses_is_repaired_not_failing_writes_and_cleanup
         assert store.read("s", store.write("s", "c", b"w" * 10).uri).content == "w" * 10
         assert store.read("s", kept.uri).content == "x" * 100
         consistent()
+
+
+@pytest.mark.parametrize("name", ["a%20b", "a+b", "x%0Ay", "tab%09", "%C3%A9t%C3%A9", "del%7F"])
+def test_a_client_name_redis_refuses_is_a_config_error_before_connecting(name, subprocess_env):
+    """Regression (red team H8 f04): ``?client_name=`` was only checked to be non-empty, so a
+    name with a space, a control character or non-ASCII text (which the server's CLIENT SETNAME
+    refuses) connected first and failed as StorageError "cannot connect" (CLI exit 4) instead
+    of a ConfigError naming the option (exit 2), as for every other part of the URL.  The
+    port has no server: the error comes before anything connects."""
+    import socket
+    import subprocess
+    import sys
+
+    from overspill import ConfigError
+    from overspill.backends._redis_url import parse_redis_url
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"redis://127.0.0.1:{port}/0?client_name={name}"
+    with pytest.raises(ConfigError, match="client_name"):
+        ToolOutputStore(url=url)
+    result = subprocess.run([sys.executable, "-m", "overspill", "ls", "--store-url", url], capture_output=True,
+                            timeout=120, env=subprocess_env)
+    assert result.returncode == 2 and b"client_name" in result.stderr, result
+    # A name the server takes (printable ASCII, no spaces) is accepted as it is.
+    assert parse_redis_url(f"redis://127.0.0.1:{port}/0?client_name=agent-7_{{x}}~!").options["client_name"] \
+        == "agent-7_{x}~!"

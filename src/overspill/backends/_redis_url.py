@@ -99,13 +99,24 @@ def _text(name: str, text: str) -> str:
     return text
 
 
+def _client_name(name: str, text: str) -> str:
+    # The server's CLIENT SETNAME takes only printable ASCII without spaces ('!' to '~', so
+    # that CLIENT LIST splits on spaces); anything else failed at the first connection, a
+    # StorageError "cannot connect", where the other options are refused before it.
+    if not text:
+        raise ConfigError(f"option {name} must not be empty")
+    if not all("!" <= character <= "~" for character in text):
+        raise ConfigError(f"option {name}={text!r} must be printable ASCII without spaces (Redis's CLIENT SETNAME)")
+    return text
+
+
 #: The query options a URL may carry, each with its parser; ``ssl_*`` need TLS.
 OPTIONS: dict[str, Callable[[str, str], Any]] = {
     "socket_timeout": _seconds,
     "socket_connect_timeout": _seconds,
     "health_check_interval": _count,
     "max_connections": _connections,
-    "client_name": _text,
+    "client_name": _client_name,
     "ssl_cert_reqs": _cert_reqs,
     "ssl_ca_certs": _text,
     "ssl_ca_path": _text,
