@@ -569,3 +569,44 @@ def test_a_client_name_redis_refuses_is_a_config_error_before_connecting(name, s
     # A name the server takes (printable ASCII, no spaces) is accepted as it is.
     assert parse_redis_url(f"redis://127.0.0.1:{port}/0?client_name=agent-7_{{x}}~!").options["client_name"] \
         == "agent-7_{x}~!"
+
+
+@pytest.mark.parametrize("topology", ["server", "cluster"])
+def test_a_damaged_session_set_is_replaced_by_the_next_write_and_leaves_no_pending_entry(tmp_path, topology):
+    """Regression (red team L8 f05): ``ovs:session:S`` holding another type made every write
+    of session S fail ("WRONGTYPE", raised on purpose by the publish) until a cleanup ran,
+    and each failed write left its entry in ``ovs:pending`` (the abort's first failing step
+    skipped the rest), while the same damage to ``ovs:sessions`` or ``ovs:pending`` was
+    repaired by the write.  The write now removes it by cleanup's rule and starts a new set
+    with its own entry; an abort's steps no longer depend on one another."""
+    from datetime import timedelta
+
+    with _damageable(tmp_path, topology) as (store, raw):
+        before = store.write("S", "c", "before the damage\n").uri
+        other = store.write("T", "c", "another session\n").uri
+        for size in (100, 3 * 1024 * 1024):  # published in one round trip, and after a heartbeat
+            raw.delete("ovs:session:S")
+            raw.set("ovs:session:S", "not a sorted set")
+            written = store.write("S", "c", b"y" * size)
+            assert store.read("S", written.uri).content[:10] == "y" * 10
+            assert raw.type("ovs:session:S") == b"zset"
+            # The damaged key listed nothing; the new set lists what was written after it.
+            assert [r.resource.uri for r in store.records("S")] == [written.uri]
+            assert sorted(r.resource.uri for r in store.records()) == sorted([written.uri, other])
+            assert raw.zcard("ovs:pending") == 0
+        assert store.read("S", before).content == "before the damage\n"  # unlisted, not lost
+        report = store.cleanup()
+        assert report.removed == 0 and raw.type("ovs:session:S") == b"zset"
+        assert [r.resource.uri for r in store.records("S")] == [written.uri]
+        # A publish that fails (the quota's count for its id would overflow) with its
+        # session's set damaged before the abort: the abort still drops the pending entry.
+        writer = store._backend.create("1a23bf000000BBBBBBBBBBBBBB")
+        writer.write(memoryview(b"z" * 100))
+        raw.hset("ovs:{usage}:by-id", writer.id, 2**63 - 1)
+        with pytest.raises(StorageError):
+            writer.publish("S", "c", "text/plain", None, retention=timedelta(days=1))
+        assert raw.zscore("ovs:pending", writer.id) is not None
+        raw.delete("ovs:session:S")
+        raw.set("ovs:session:S", "damaged again")
+        writer.abort()
+        assert raw.zscore("ovs:pending", writer.id) is None

@@ -164,7 +164,7 @@ end
 return dropped
 """
 
-# KEYS: ovs:sessions or ovs:pending.  Deletes it when it holds another type than
+# KEYS: ovs:sessions, ovs:pending or a session's set.  Deletes it when it holds another type than
 # a sorted set (damage: every listing and write would fail on it); 1 when it did.
 # One script, so a key another process has just rebuilt is never deleted.
 DROP_DAMAGED_ZSET = """

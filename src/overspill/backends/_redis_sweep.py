@@ -51,9 +51,11 @@ class RedisSweep:
         self.removed.append(resource_id)
 
     def damaged(self, key: bytes) -> None:
-        """Remove an index key of the wrong type (counted with the leftovers)."""
+        """Remove an index key of the wrong type (counted with the leftovers): the rule
+        a write of that session applies too, so only while it is still damaged (a
+        write may have replaced it meanwhile with a set listing its resource)."""
         if not self.dry_run:
-            self.client.delete(key)
+            self.backend.drop_damaged_zset(key)
         self.temporaries += 1
 
     def session(self, session: bytes) -> None:

@@ -171,13 +171,21 @@ class RedisWriter:
             self._indexed_in = session_id
             replies = answers(pipe)
             pending_reply = replies.pop(0) if pending_in_pipe else None
-            if isinstance(replies[0], Exception):  # this session's own set is damaged: as before, a failure
-                raise replies[0]
+            index_again = False
             if isinstance(pending_reply, Exception):
                 # ovs:pending of another type (damage, listing no write): replaced by a new
                 # one holding this entry, and the index entry written again after it, as
                 # the order above wants (a sweep in between may have dropped it).
                 backend.list_pending(self._id)
+                index_again = True
+            if isinstance(replies[0], Exception):
+                # This session's own set of another type (damage: it lists nothing, and every
+                # write of the session failed on it until a cleanup): removed by the rule
+                # cleanup applies (only while still damaged, so a set another writer has just
+                # put there stays), and a new one started with this entry.
+                backend.drop_damaged_zset(session_key(session_id))
+                index_again = True
+            if index_again:
                 self._client.zadd(session_key(session_id), {self._id: created})
             if isinstance(replies[-1], Exception):
                 # ovs:sessions of another type (damage): rebuilt from the sessions' sets, this
@@ -232,16 +240,21 @@ class RedisWriter:
         self._finished = True
         self._buffer = bytearray()
         self._backend.delist(self)
-        try:
-            if published:
-                self._backend.delete(self._id)
-            elif self._flushed:
-                self._client.unlink(*(chunk_key(self._id, index) for index in range(self._flushed)))
-            if self._accounted and not published:
-                self._backend.unaccount(self._id)
-            if self._indexed_in is not None and not published:
-                self._client.zrem(session_key(self._indexed_in), self._id)
-            if self._listed:
-                self._client.zrem(PENDING, self._id)
-        except (*REDIS_ERRORS, OSError):
-            pass  # the chunks expire on their own; the sweep drops the pending entry
+        steps = []
+        if published:
+            steps.append(lambda: self._backend.delete(self._id))
+        elif self._flushed:
+            steps.append(lambda: self._client.unlink(*(chunk_key(self._id, index) for index in range(self._flushed))))
+        if self._accounted and not published:
+            steps.append(lambda: self._backend.unaccount(self._id))
+        if self._indexed_in is not None and not published:
+            steps.append(lambda: self._client.zrem(session_key(self._indexed_in), self._id))
+        if self._listed:
+            steps.append(lambda: self._client.zrem(PENDING, self._id))
+        # Each step on its own: one that fails (a key of another type, a lost connection)
+        # skipped the rest, and left this write's entry in ovs:pending after its error.
+        for step in steps:
+            try:
+                step()
+            except (*REDIS_ERRORS, OSError):
+                pass  # the chunks expire on their own; the sweep drops the entries left
