@@ -1789,3 +1789,96 @@ def test_webfetch_timeout_bounds_the_conversion_of_a_page_html_parser_is_quadrat
     for format, convert in (("markdown", html_to_markdown), ("text", html_to_text)):
         converted = tools.webfetch(store, "s", "c", declared_server + "/normal", format=format, timeout=10)
         assert converted.output == convert(normal.decode()) and "converted" not in converted.metadata
+
+
+# What memory holds of an output that is not stored (spilling off, or a store that cannot be
+# opened): lines whose view is known, so a preview of it can be checked line by line.
+_HELD_OUTPUTS = {
+    # ANSI colours around each number: the view is the number.
+    "colour": (lambda i: b"\x1b[31m%d\x1b[0m\n" % i, lambda i: f"{i}"),
+    # Latin-1 text: each invalid byte is shown as U+FFFD (3 bytes shown for 1 stored).
+    "latin1": (lambda i: ("H\xe9llo w\xf6rld fa\xe7ade %d\n" % i).encode("latin-1"),
+               lambda i: f"H\ufffdllo w\ufffdrld fa\ufffdade {i}"),
+}
+_HELD_SCRIPT = """import sys
+kind, count = sys.argv[1], int(sys.argv[2])
+if kind == "colour":
+    line = lambda i: b"\\x1b[31m%d\\x1b[0m\\n" % i
+elif kind == "latin1":
+    line = lambda i: ("H\\xe9llo w\\xf6rld fa\\xe7ade %d\\n" % i).encode("latin-1")
+else:
+    line = lambda i: b"%d\\r" % i
+sys.stdout.buffer.write(b"".join(line(i) for i in range(1, count + 1)))
+"""
+
+
+def _check_memory_preview(shown: str, kind: str, count: int, max_bytes: int) -> None:
+    """``shown`` (a preview from memory of ``count`` lines of ``kind``) is their view, within
+    ``max_bytes`` as shown, and its marker counts exactly the output bytes between head and tail."""
+    assert "\x1b" not in shown and "\r" not in shown, shown[:80]
+    found = re.search(r"(?m)^\.\.\. (\d+) [^\n]*omitted here[^\n]*\.\.\.$", shown)
+    assert found, shown[:200]
+    head, tail = shown[:found.start()], shown[found.end():]
+    assert tail.startswith("\n\n") or not tail
+    tail = tail[2:]
+    size = len(head.encode("utf-8", "surrogatepass")) + len(tail.encode("utf-8", "surrogatepass"))
+    assert size <= max_bytes + 2, size  # (+2: the newlines around the marker)
+    if kind not in _HELD_OUTPUTS:
+        return  # (redraws: one line, whose view is only what follows a last \r)
+    assert size > max_bytes // 2, size  # the budget is used: the limit is what cut
+    raw, view = _HELD_OUTPUTS[kind]
+    assert head.endswith("\n")  # one blank line before the marker
+    head_lines = head[:-1].split("\n")
+    assert head_lines[-1] == ""  # the head ends its last line: the cut is on a line boundary
+    head_lines = head_lines[:-1]
+    tail_lines = tail.split("\n")
+    first_tail = count - len(tail_lines) + 1
+    assert head_lines == [view(i) for i in range(1, len(head_lines) + 1)]
+    assert tail_lines == [view(i) for i in range(first_tail, count + 1)]
+    total = sum(len(raw(i)) for i in range(1, count + 1))
+    shown_raw = sum(len(raw(i)) for i in range(1, len(head_lines) + 1))
+    shown_raw += sum(len(raw(i)) for i in range(first_tail, count + 1))
+    assert int(found.group(1)) == total - shown_raw
+
+
+def test_bash_without_spill_previews_the_view_of_what_memory_held_within_the_limits(tmp_path):
+    """Regression (red team H8 f02): with spilling off, an output over the 1 MiB capture was
+    previewed from its raw bytes: ANSI escapes and \\r redraws reached the model, and each
+    invalid UTF-8 byte counted 1 byte though shown as U+FFFD (3), so a Latin-1 log showed
+    10,402 bytes at max_bytes 8192.  It is previewed as the store previews a stored start and a
+    kept true end: the view, within the limits as shown, the marker counting the bytes of output
+    (as written) between head and tail exactly."""
+    script = tmp_path / "held.py"
+    script.write_text(_HELD_SCRIPT)
+    config = {"tool_output": {"max_bytes": 8192, "trim_runs": False}}
+    with ToolOutputStore(tmp_path / "data", durable=False, config=config) as limited:
+        for kind, count in (("colour", 300_000), ("latin1", 60_000), ("redraws", 300_000)):
+            result = tools.bash(limited, "s", kind, f"{sys.executable} {script} {kind} {count}", spill=False)
+            assert result.truncated and result.resource is None and not result.is_error
+            assert "spilling was off" in result.output
+            _check_memory_preview(result.output, kind, count, 8192)
+        assert limited.resources("s") == []
+
+
+def test_bash_output_whose_store_cannot_be_opened_previews_the_view_of_what_memory_held(tmp_path):
+    """Regression (red team H8 f02): an output over the limits whose store could not be opened
+    was previewed from the raw bytes in memory (escapes, redraws, invalid bytes counted as 1
+    shown byte).  Held whole or only its start and true end, it is previewed as its view within
+    the limits as shown, the marker counting the output bytes between head and tail exactly."""
+    from overspill.config import resolve_limits
+    from overspill.errors import StorageError
+    from overspill.tools.bash import execute
+
+    def unusable() -> ToolOutputStore:
+        raise StorageError(0, "the output folder could not be opened")
+
+    script = tmp_path / "held.py"
+    script.write_text(_HELD_SCRIPT)
+    limits = resolve_limits({"tool_output": {"max_bytes": 8192, "trim_runs": False}})
+    # Held whole (under the 1 MiB capture), then only its start and its true end.
+    for kind, count in (("colour", 20_000), ("latin1", 20_000), ("colour", 300_000), ("latin1", 60_000)):
+        ran = execute(None, "s", "c", f"{sys.executable} {script} {kind} {count}", timeout=60, limits=limits,
+                      open_store=unusable)
+        assert ran.storage_error is not None and ran.resource is None and ran.truncated
+        assert "could not be stored" in ran.shown
+        _check_memory_preview(ran.shown, kind, count, 8192)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # typing and dataclasses cost ``overspill run``'s start-up; a
     from collections.abc import Iterable, Iterator
     from typing import Callable, Optional, Union
 
+    from ._kernels import StreamCap
     from ._spawn import Child
     from .records import Resource
     from .store import ToolOutputStore
@@ -384,11 +385,12 @@ class RunningCommand:
         total = sum(cap.total_bytes for cap in self._caps)
         return counted_lines(newlines, total, self._ends_with_newline)
 
-    def captured(self) -> tuple[bytes, int, bool]:
+    @property
+    def held(self) -> StreamCap:
         """The output kept in memory (stdout's cap; the whole stream when merged):
-        the retained bytes, the total written and whether the cap dropped some."""
-        cap = self._caps[0]
-        return cap.value(), cap.total_bytes, cap.truncated
+        its start and, apart, its true end (``head``, ``tail``), the totals
+        written and whether the cap dropped bytes between them."""
+        return self._caps[0]
 
     def result(self, resource: Optional[Resource] = None) -> ProcessResult:
         out, err = self._caps

@@ -17,7 +17,7 @@ from .._frozen import frozen
 from ..capture import MAX_CAPTURE_BYTES, RunningCommand, check_working_folder
 from ..config import Limits
 from ..errors import StorageError
-from ..text import held_text, preview, view_flags, within_limits
+from ..text import RUN_KEEP, held_text, view_flags, within_limits
 from .._binary import BINARY_MIME, SNIFF_BYTES, output_is_binary
 from ._result import ToolResult, failure, stored_metadata
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # typing costs start-up (``overspill run``); annotations are 
     from collections.abc import Iterable, Iterator, Mapping
     from typing import Callable, Optional, TypeVar, Union
 
+    from .._kernels import StreamCap
     from ..capture import ProcessResult
     from ..records import Resource
     from ..store import ToolOutputStore, TruncateResult
@@ -132,22 +133,44 @@ def strip_final_newline(text: str) -> str:
     return text[:-1] if text.endswith("\n") else text
 
 
-def _memory_view(captured: tuple[bytes, int, bool], limits: Limits, binary: bool, note: str) -> tuple[str, bool]:
-    """What the model sees when nothing was stored: a preview of the bytes held in
-    memory (``captured``: the start and the true end, the total, whether bytes were dropped)."""
-    data, total, dropped = captured
+def _memory_view(held: StreamCap, limits: Limits, binary: bool, note: str) -> tuple[str, bool]:
+    """What the model sees when nothing was stored: a preview of what memory
+    held of the output (``held``: its start and, when the cap dropped bytes
+    between them, its true end), and whether it needed storing.
+
+    The preview is the one the store gives of an output it holds only the
+    start and the true end of (``_preview.stored_preview``): the view, within
+    the limits as shown.  The line between head and tail counts the output's
+    bytes (as the command wrote them, before any view) it stands for.
+    """
+    total = held.total_bytes
     if binary:
-        return describe_binary(total, data, None), True
-    shown = preview(data, limits.max_lines, limits.max_bytes)
-    if not shown.truncated and not dropped:
-        return strip_final_newline(shown.head), False
+        return describe_binary(total, held.head, None), True
+    flags = view_flags(limits.views)
+    if held.truncated:
+        start, kept_end = held.head, held.tail
+    else:
+        start, kept_end = held.value(), None
+        if within_limits(held.total_lines - 1, total, start.endswith(b"\n"), limits.max_lines, limits.max_bytes):
+            whole = held_text(start, flags, limits.max_bytes)
+            if whole is not None:
+                return strip_final_newline(whole), False
+    from .._preview import stored_preview  # here: an output shown whole needs none of the preview's modules
+
+    data = memoryview(start)
+    shown, _ = stored_preview(lambda begin, end: data[begin:end], uri="(held in memory)", stored=len(data),
+                              total=total, count=held.total_lines, max_lines=limits.max_lines,
+                              max_bytes=limits.max_bytes, flags=flags, signals=(),
+                              content=start if kept_end is None else None, kept_end=kept_end,
+                              runs=RUN_KEEP if limits.trim_runs else 0)
     if not shown.truncated:
-        # The held bytes are a start and an end with a gap between them: cut
-        # the preview there too, so the note marks where the gap is.
-        shown = preview(data, limits.max_lines, len(data) - 1)
-    omitted = total - shown.head_end - (len(data) - shown.tail_start)
-    middle = f"... {omitted} bytes of output omitted here; {note} ..."
-    body = f"{shown.head}\n\n{middle}"
+        # The raw bytes are over the limits (they needed storing), their view is not: it is all shown.
+        return strip_final_newline(shown.head), True
+    omitted = shown.tail_start - shown.head_end  # offsets in the output: the bytes between head and tail
+    middle = f"... {omitted} of the output's {total} bytes (as written) omitted here; {note} ..."
+    # One blank line before the marker, as the store's previews have it (``_preview.compose``).
+    separator = "\n" if shown.head.endswith("\n") else "\n\n"
+    body = f"{shown.head}{separator}{middle}" if shown.head else middle
     return (f"{body}\n\n{strip_final_newline(shown.tail)}" if shown.tail else body), True
 
 
@@ -230,10 +253,10 @@ def execute(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str
         # the command runs to its end whatever happens to the store, and what it says is still previewed.
         stored, shown, truncated, error = _stored_late(
             itertools.chain(sniffed.held, counted), limits, open_store if late else lambda: store, keep,
-            running.captured, wait=late and not sniffed.binary, binary=sniffed.binary, strip=True)
+            running.held, wait=late and not sniffed.binary, binary=sniffed.binary, strip=True)
         kept = stored if stored is not None else _Kept(None, shown, truncated, {})
         if kept.resource is not None and sniffed.binary:
-            total = running.captured()[1]  # the bytes written; past max_stored_bytes the copy holds fewer
+            total = running.held.total_bytes  # the bytes written; past max_stored_bytes the copy holds fewer
             kept.shown = describe_binary(total, sniffed.start, kept.resource.uri, kept.resource.size)
             kept.truncated = True
     finally:
@@ -268,9 +291,9 @@ def _keep(open_store: Callable[[], Optional[ToolOutputStore]], session_id: str, 
     if late and not spill:
         for _ in chunks:
             pass
-        if running.captured()[2]:
+        if running.held.truncated:
             # Bytes dropped with spilling off: nothing would be stored, so nothing is opened.
-            shown, truncated = _memory_view(running.captured(), limits, sniffed.binary,
+            shown, truncated = _memory_view(running.held, limits, sniffed.binary,
                                             "spilling was off, so the output was not stored")
             return _Kept(None, shown, truncated, {})
     store = open_store()
@@ -279,7 +302,7 @@ def _keep(open_store: Callable[[], Optional[ToolOutputStore]], session_id: str, 
         # one under the limits (text) is shown as it is, not a failure.
         for _ in chunks:
             pass
-        shown, truncated = _memory_view(running.captured(), limits, sniffed.binary, "the output could not be stored")
+        shown, truncated = _memory_view(running.held, limits, sniffed.binary, "the output could not be stored")
         if truncated:
             raise StorageError(0, "the output folder could not be opened")
         return _Kept(None, shown, truncated, {})
@@ -289,11 +312,11 @@ def _keep(open_store: Callable[[], Optional[ToolOutputStore]], session_id: str, 
         for _ in chunks:
             pass
         # Spilling off: only what capture held in memory can be stored, and only when it is all.
-        data, _, dropped = running.captured()
-        if dropped:
-            shown, truncated = _memory_view(running.captured(), limits, sniffed.binary,
+        if running.held.truncated:
+            shown, truncated = _memory_view(running.held, limits, sniffed.binary,
                                             "spilling was off, so the output was not stored")
             return _Kept(None, shown, truncated, {})
+        data = running.held.value()
         if sniffed.binary:
             return _Kept(store.write(session_id, tool_call_id, data, mime=BINARY_MIME, name=name), "", False, {})
         chunks = iter((data,))  # (truncate_stream of one chunk is truncate of it)
@@ -395,7 +418,7 @@ def bound_stream(open_store: Callable[[], ToolOutputStore], session_id: str, too
 
 def _stored_late(chunks: Iterator[bytes], limits: Limits, open_store: Callable[[], Optional[ToolOutputStore]],
                  keep: Callable[[Callable[[], Optional[ToolOutputStore]], Iterator[bytes]], _R],
-                 captured: Optional[Callable[[], tuple[bytes, int, bool]]] = None, *, wait: bool = True,
+                 held: Optional[StreamCap] = None, *, wait: bool = True,
                  binary: bool = False, strip: bool = False) -> tuple[Optional[_R], str, bool, Optional[str]]:
     """The one rule by which ``overspill run`` (``execute``) and ``overspill truncate``
     (``bound_stream``) keep an output whose store is opened only when it must be.
@@ -409,32 +432,31 @@ def _stored_late(chunks: Iterator[bytes], limits: Limits, open_store: Callable[[
     the error's text; when the quota refused it (``NotStored``), the store's own
     preview, its marker saying "output not stored" and why.
 
-    :param captured: what memory holds of the output (a command's capture:
-        the start and the true end, the total, whether bytes were dropped);
-        None: held here as capture would (``MAX_CAPTURE_BYTES``, head and tail).
+    :param held: what memory holds of the output (a command's capture, fed
+        as it runs: its start, its true end, the totals, whether bytes were
+        dropped); None: held here as capture would (``MAX_CAPTURE_BYTES``, head and tail).
     :param strip: what is shown comes back without a final newline (``execute``:
         the model sees the status line right after it; a preview from memory has none).
     :returns: ``(kept, shown, truncated, error)``: ``keep``'s result (None when
         nothing was kept) and, when None, what is shown: the whole output
         (``error`` None), or the preview from memory and the error's text.
     """
-    if captured is None:
+    if held is None:
         from .._kernels import StreamCap
 
-        held_in_memory = StreamCap(_HELD_BYTES, keep=_HELD_KEEP)
+        memory = held = StreamCap(_HELD_BYTES, keep=_HELD_KEEP)
 
         def fed(source: Iterator[bytes]) -> Iterator[bytes]:
             for chunk in source:
-                held_in_memory.feed(chunk)
+                memory.feed(chunk)
                 yield chunk
 
         chunks = fed(chunks)
-        captured = lambda: (held_in_memory.value(), held_in_memory.total_bytes, held_in_memory.truncated)  # noqa: E731
     if wait:
-        held, shown = _held_within(chunks, limits)
+        taken, shown = _held_within(chunks, limits)
         if shown is not None:
             return None, strip_final_newline(shown) if strip else shown, False, None
-        chunks = itertools.chain(held, chunks)
+        chunks = itertools.chain(taken, chunks)
     try:
         return keep(open_store, chunks), "", False, None
     except StorageError as error:
@@ -446,7 +468,7 @@ def _stored_late(chunks: Iterator[bytes], limits: Limits, open_store: Callable[[
             # Refused by the quota: the store's own preview, its marker saying "output not stored" and why.
             shown = error.result.content
             return None, strip_final_newline(shown) if strip else shown, True, str(error)
-        shown, truncated = _memory_view(captured(), limits, binary, "the output could not be stored")
+        shown, truncated = _memory_view(held, limits, binary, "the output could not be stored")
         return None, shown, truncated, str(error)
 
 
