@@ -1243,3 +1243,34 @@ def test_seal_entries_of_a_slow_command_stay_within_the_quota(tmp_path):
         assert peak <= quota, peak
         record = output.finish(0)
     assert record.capture is not None and record.capture[0] == output.total > record.resource.size
+
+
+def test_wait_without_an_offset_starts_before_a_character_the_sealed_end_cuts(tmp_path):
+    """Red team J f01: a running output sealed as "start\\nab" + the first byte of "é" made the start
+    answer name offset 8 (before the cut character), but ``wait`` without an offset started at the
+    sealed size, 9, inside it: it showed "\\ufffdcd" and the model never saw the character whole."""
+    with ToolOutputStore(tmp_path) as store:
+        writer = store._backend.create_growing("0" * 12 + "J" * 14, session_id=SESSION, tool_call_id="c",
+                                               mime="text/plain", name=None, owner=current_owner(), process=None)
+        uri = writer.record.resource.uri
+        try:
+            writer.write(memoryview(b"start\nab\xc3"))
+            writer.seal()
+            answer = background_answer(store, SESSION, uri, store.limits())
+            assert (answer.metadata["size"], answer.metadata["next_offset"]) == (9, 8)
+            grown = []
+
+            def grow(size: int) -> None:
+                # Called by the wait once its start is taken: the rest of the character, and a line, arrive.
+                if not grown:
+                    grown.append(size)
+                    writer.write(memoryview(b"\xa9cd\n"))
+                    writer.seal()
+
+            waited = wait(store, SESSION, "w", uri, 30, "cd$", progress=grow)
+            assert not waited.is_error, waited.output
+            assert waited.metadata["offset"] == 8 and waited.metadata["match"] == 8
+            assert waited.output.startswith("\xe9cd\n") and "\ufffd" not in waited.output
+            assert waited.metadata["next_offset"] == 13
+        finally:
+            writer.abort()

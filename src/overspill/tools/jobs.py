@@ -238,7 +238,8 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
         one, plus one per 16 MiB searched); past it the answer says
         ``pattern too slow: ...`` after the new output.
     :param offset: where the new output starts (the offset an earlier answer
-        named); by default the end of the output sealed when the call begins.
+        named); by default the end of the output sealed when the call begins
+        (before a character that end cuts in two, as the answers' offsets are).
     :param budget: the most seconds one call waits (the host's tool-call budget).
     :param progress: called with the sealed size now and then while waiting.
     :param abort: when set (the host's cancellation), the wait ends within a
@@ -268,7 +269,7 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
         record = store.status(session_id, resource)
         if record.state is None:
             return failure(f"{resource} is a stored output, not a background command; read it with read")
-        start = min(record.resource.size if offset is None else offset, record.resource.size)
+        start = _sealed_end(store, session_id, record) if offset is None else min(offset, record.resource.size)
         found, record, too_slow = _watch(store, session_id, resource, start, pattern, limit, progress, abort)
         limits = store.limits()
         # Only up to the size of the record last seen: the state line states that size, and
@@ -304,6 +305,22 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
     text = "\n".join([body, *notes, _state_line(record, next_offset)])
     return ToolResult(text, False, shown.truncated, record.resource,
                       _metadata(record, next_offset, offset=start, match=found, **omitted))
+
+
+def _sealed_end(store: ToolOutputStore, session_id: str, record: Record) -> int:
+    """Where a wait without an offset starts: the end of the output sealed now, before the first
+    bytes of a character that a running output's sealed end cuts (``text.cut_character``, the rule
+    of pages and previews).  The earlier answer named that offset; a start past those bytes would
+    show the rest of the character as U+FFFD, and the character never whole.  An exited or lost
+    output's end is final: nothing will complete a character cut there."""
+    size = record.resource.size
+    if record.state != "running" or size == 0:
+        return size
+    from ..text import cut_character  # only a running output's end needs it
+
+    # (the payload is append-only: the bytes before ``size`` stay as they are while it grows)
+    end = store.read_bytes(session_id, record.resource.uri, offset=max(size - 4, 0), limit=min(size, 4))[1]
+    return size - cut_character(end)
 
 
 class _Cancelled(Exception):
