@@ -1274,3 +1274,22 @@ def test_wait_without_an_offset_starts_before_a_character_the_sealed_end_cuts(tm
             assert waited.metadata["next_offset"] == 13
         finally:
             writer.abort()
+
+
+def test_wait_pattern_dollar_matches_before_a_crlf(tmp_path):
+    """Red team J f02: wait's pattern is matched as grep matches a stored output, which ran it over the
+    whole text with re.MULTILINE: ``ready$`` never matched ``server ready\\r\\n`` (a CRLF log), while
+    grep of the same bytes as a file tries each line without its final ``\\r`` too."""
+    with ToolOutputStore(tmp_path) as store:
+        writer = store._backend.create_growing("0" * 12 + "K" * 14, session_id=SESSION, tool_call_id="c",
+                                               mime="text/plain", name=None, owner=current_owner(), process=None)
+        uri = writer.record.resource.uri
+        try:
+            writer.write(memoryview(b"booting\r\nserver ready\r\nlistening\r\n"))
+            writer.seal()
+            answer = wait(store, SESSION, "w", uri, 0, "ready$", offset=0)
+            assert not answer.is_error, answer.output
+            assert answer.metadata["match"] == 9, answer.output
+            assert "[pattern 'ready$' found at byte offset 9]" in answer.output
+        finally:
+            writer.abort()

@@ -297,3 +297,22 @@ def test_a_large_context_lists_a_large_output_in_bounded_memory(store, monkeypat
     nothing = subprocess.run([str(SCRIPT), "grep", cli_uri, "absent", "-C", "3", "--json"], capture_output=True,
                              env=env, timeout=120)
     assert nothing.returncode == 1 and json.loads(nothing.stdout) == {"lines": [], "total": 0, "listed": 0}
+
+
+def test_dollar_matches_before_a_crlf_in_a_stored_output_as_in_a_file(store, tmp_path):
+    """Red team J f02: grep of a stored output ran its pattern over the whole text with re.MULTILINE,
+    where ``$`` matches only before ``\\n``: ``^123456$`` found nothing in CRLF lines, while grep of the
+    same bytes as a file (each line also tried without its final ``\\r``) found the line."""
+    data = b"booting\r\nserver ready\r\nready? no\r\n123456\r\n1234567\r\nunix ready\n"
+    uri = stored(store, data)
+    path = tmp_path / "same.log"
+    path.write_bytes(data)
+    offsets = {0: 1, 9: 2, 23: 3, 34: 4, 42: 5, 51: 6}  # each line's byte offset: its number in the file
+    for pattern, expected in (("^123456$", [4]), ("ready$", [2, 6]), ("6$", [4]), (r"\r$", [1, 2, 3, 4, 5]),
+                              (r"y\r?$", [2, 6]), ("^server ready$|^booting$", [1, 2])):
+        found = search_resource(store, "s", uri, pattern)
+        assert [offsets[int(line.split(":", 1)[0])] for line in found.lines] == expected, pattern
+        as_file = grep(store, "s", "f", pattern, path=str(path))
+        numbers = [int(line[len(str(path)) + 1:].split(":")[0]) for line in as_file.output.split("\n")
+                   if line.startswith(f"{path}:")]
+        assert numbers == expected, as_file.output

@@ -35,7 +35,8 @@ from pathlib import Path
 LINES = 1
 #: The payload is a block of a stored output's view, searched as one text
 #: (decoded with ``surrogateescape``, ``re.MULTILINE``); a line matches when a
-#: match starts in it.
+#: match starts in it, or (``LINES``' rule for a final ``\r``) when one starts
+#: in it once the ``\r`` that ends it is removed: ``end$`` finds ``end\r\n``.
 TEXT = 2
 #: The payload is an HTML page (UTF-8), answered with its Markdown (``_html.html_to_markdown``).
 MARKDOWN = 3
@@ -67,11 +68,26 @@ def matching_lines(regex: re.Pattern[str], payload: bytes) -> list[int]:
 def lines_with_a_match(regex: re.Pattern[str], payload: bytes) -> list[int]:
     """Indices of the lines of ``payload`` in which a match of ``regex`` over
     the whole text starts, each once (``TEXT``; ``regex`` has ``re.MULTILINE``).
+    A line ending in ``\\r`` (a CRLF output's) matches when it does or the line
+    without that ``\\r`` does, as in ``matching_lines``: ``$`` matches only
+    before ``\\n``, so the text is searched again with those ``\\r`` removed
+    (which moves no line: line indices are the same in both texts).
 
     A final ``\\n`` ends the last line: no empty line follows it.
     """
     text = payload.decode("utf-8", "surrogateescape")
     count = text.count("\n") + (0 if payload.endswith(b"\n") else 1)
+    found = _match_lines(regex, text, count)
+    if "\r\n" in text or text.endswith("\r"):
+        # (Only a CRLF text pays for the second search; a line found by either is listed once.)
+        stripped = text.replace("\r\n", "\n")
+        stripped = stripped[:-1] if stripped.endswith("\r") else stripped
+        found = sorted(set(found).union(_match_lines(regex, stripped, count)))
+    return found
+
+
+def _match_lines(regex: re.Pattern[str], text: str, count: int) -> list[int]:
+    """Indices (below ``count``) of the lines of ``text`` in which a match of ``regex`` starts, each once."""
     found: list[int] = []
     line = 0  # the line holding ``position``
     position = 0
