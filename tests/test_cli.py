@@ -1383,3 +1383,25 @@ def test_truncate_of_binary_input_stores_and_describes_it_as_run_does(cli, tmp_p
     assert small.stdout.startswith(b"[binary output, 3 bytes, stored as tool-output://")
     # Text is unchanged: shown whole under the limits.
     assert cli("truncate", "-", stdin="ünïcode\n".encode()).stdout == "ünïcode\n".encode()
+
+
+def test_read_offset_and_the_uri_query_share_one_rule(cli):
+    """Red team J f03: ``read URI --offset 99999999999999999999999`` was an empty page (exit 0) while
+    ``URI?offset=99999999999999999999999`` (and MCP's resources/read) refused it; and
+    ``?offset=5&offset=6`` exited 3 (a malformed URI) where ``?offset=-1`` and ``?offset=5 --offset 6``
+    exit 2. Either form now takes an offset of at most 18 digits, and a number given twice is bad input."""
+    uri = uri_in(cli("run", "--", "seq 100000").stdout)
+    huge = "9" * 23
+    for args in (["--offset", huge], ["--offset", "1" + "0" * 18]):
+        flag = cli("read", uri, *args)
+        queried = cli("read", f"{uri}?offset={args[1]}")
+        assert (flag.returncode, queried.returncode) == (2, 2), (flag.stderr, queried.stderr)
+        assert one_error_line(flag) == one_error_line(queried)
+        assert flag.stdout == queried.stdout == b""
+    # The largest offset either form takes is past the end: an empty last page, exit 0, both ways.
+    at_end = cli("read", uri, "--offset", "9" * 18)
+    assert at_end.returncode == 0 and at_end.stdout == cli("read", f"{uri}?offset={'9' * 18}").stdout == b""
+    for query in ("offset=5&offset=6", "offset=5&offset=5", "limit=7&limit=8", "offset=-1"):
+        twice = cli("read", f"{uri}?{query}")
+        assert twice.returncode == 2 and twice.stderr.startswith(b"overspill: error: "), (query, twice.stderr)
+    assert cli("read", f"{uri}?page=2").returncode == 3  # a malformed URI (an unknown key) stays exit 3

@@ -182,29 +182,43 @@ def parse_page_uri(uri: object, bad_number: type[Exception] = InvalidResourceErr
         if key not in numbers:
             raise InvalidResourceError(f"{SCHEME}ID takes offset and limit, not {key[:40]!r}")
         if key in seen:
-            raise InvalidResourceError(f"{key} is given twice in a {SCHEME}ID URI")
+            # A number given twice is bad input, as one given both in the URI and as an argument
+            # (``page_request``), not a malformed URI.
+            raise bad_number(f"{key} is given twice in a {SCHEME}ID URI")
         seen.add(key)
         minimum, digits = (0, _MAX_QUERY_DIGITS) if key == "offset" else (1, _MAX_LIMIT_DIGITS)
         if not (text.isascii() and text.isdigit()) or len(text) > digits or int(text) < minimum:
-            shown = text if len(text) <= 24 else text[:21] + "..."
-            wanted = (f"from 0 to {10**digits - 1}" if key == "offset"
-                      else f"of at least 1 (at most {digits} digits)")
-            raise bad_number(f"{key} must be one integer {wanted}, not {shown!r}")
+            raise bad_number(_bad_offset(text) if key == "offset" else
+                             f"limit must be one integer of at least 1 (at most {digits} digits), not {_cut(text)!r}")
         numbers[key] = int(text)
     return base, numbers["offset"], numbers["limit"]
+
+
+def _cut(text: str) -> str:
+    """A number as an error quotes it: its first digits when it is long."""
+    return text if len(text) <= 24 else text[:21] + "..."
+
+
+def _bad_offset(text: str) -> str:
+    """The one line that refuses the page offset ``text`` (no number, or one past ``_MAX_QUERY_DIGITS`` digits)."""
+    return f"offset must be one integer from 0 to {10**_MAX_QUERY_DIGITS - 1}, not {_cut(text)!r}"
 
 
 def page_request(uri: object, offset: Optional[int], limit: Optional[int],
                  bad_input: type[Exception] = InvalidResourceError) -> tuple[str, Optional[int], Optional[int]]:
     """A page read asked for as ``uri`` (which may carry ``?offset=N&limit=M``) and as
     ``offset`` and ``limit`` arguments: the resource's URI, the offset and the limit
-    (None when given neither way).  The same number given both ways must agree.
+    (None when given neither way).  The same number given both ways must agree,
+    and an ``offset`` argument is bounded as the URI's is (at most 18 digits).
 
     :param bad_input: what a number that is no number in range, or one given
         two ways that disagree, raises (``parse_page_uri``'s ``bad_number``).
     :raises InvalidResourceError: as ``parse_page_uri``.
     """
     base, queried_offset, queried_limit = parse_page_uri(uri, bad_input)
+    if isinstance(offset, int) and not isinstance(offset, bool) and offset >= 10**_MAX_QUERY_DIGITS:
+        # One rule for both forms: ``--offset N`` is refused where ``?offset=N`` is (past any size either way).
+        raise bad_input(_bad_offset(str(offset)))
     for name, given, queried in (("offset", offset, queried_offset), ("limit", limit, queried_limit)):
         if given is not None and queried is not None and given != queried:
             raise bad_input(f"the URI says {name}={queried} and {name} is {given}; give one")
