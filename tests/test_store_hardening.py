@@ -189,14 +189,17 @@ def test_a_buffer_changed_during_the_write_is_stored_as_it_was_checksummed(tmp_p
     ("never readable-but-wrong") and 1: what is published reads back whole."""
     store = ToolOutputStore(tmp_path, durable=False)
     content = bytearray(b"a" * 200_000 + b"\n")
-    real = _files.write_all
+    real = os.write
 
     def write_then_change(fd, data):
-        real(fd, data)
+        written = real(fd, data)
         if bytes(data[:1]) == b"a":  # the content's bytes went out; now, before their checksum, change them
             content[:] = b"b" * len(content)
+        return written
 
-    monkeypatch.setattr(_files, "write_all", write_then_change)
+    # The payload's writes (_local_writer.write calls os.write; _files.write_all, wrapped here
+    # before, writes only records and seals, so the change never happened).
+    monkeypatch.setattr(os, "write", write_then_change)
     if operation == "write":
         resource = store.write("s", "c", content)
     elif operation == "truncate":
@@ -680,3 +683,62 @@ def test_a_directory_in_place_of_a_lock_file_is_cleared_and_cleanup_and_eviction
         assert (path.parent / aside[0] / "kept").read_bytes() == b"someone's"
     else:
         assert aside == []
+
+
+@pytest.mark.parametrize("operation", ["write", "truncate", "write_stream", "truncate_stream"])
+@pytest.mark.parametrize("kind", ["read-only view of a bytearray", "read-only mmap"])
+def test_a_read_only_view_of_a_buffer_changed_during_the_write_is_stored_as_it_was_checksummed(
+        tmp_path, monkeypatch, operation, kind):
+    """Regression (red team L8, f01): only a writable buffer was copied before its write and
+    checksum; a read-only view of a mutable object (``memoryview(bytearray).toreadonly()``, an
+    ``mmap`` opened ACCESS_READ of a file that is written meanwhile) changed between the two
+    and its resource was published unreadable for ever (ResourceCorruptError). Issue 9 item 3;
+    protects promises 1 and 2: what is published reads back whole, as it was when written."""
+    import mmap
+
+    store = ToolOutputStore(tmp_path / "store", durable=False)
+    original = b"a" * 200_000 + b"\n"
+    if kind == "read-only mmap":
+        backing = tmp_path / "backing"
+        backing.write_bytes(original)
+        fd = os.open(backing, os.O_RDWR)
+        content = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+
+        def change() -> None:  # another process writing the mapped file
+            os.pwrite(fd, b"b" * len(original), 0)
+    else:
+        fd = -1
+        changing = bytearray(original)
+        content = memoryview(changing).toreadonly()
+
+        def change() -> None:  # another thread changing the bytearray behind the view
+            changing[:] = b"b" * len(changing)
+
+    real = os.write
+
+    def write_then_change(target, data):
+        written = real(target, data)
+        if bytes(data[:1]) == b"a":  # the content's bytes went out; now, before their checksum, change them
+            change()
+        return written
+
+    monkeypatch.setattr(os, "write", write_then_change)  # the payload's writes (_local_writer)
+    try:
+        if operation == "write":
+            resource = store.write("s", "c", content)
+        elif operation == "truncate":
+            resource = store.truncate("s", "c", content).resource
+        elif operation == "write_stream":
+            resource = store.write_stream("s", "c", iter([content]))
+        else:
+            resource = store.truncate_stream("s", "c", iter([b"start\n" * 20_000, content])).resource
+    finally:
+        monkeypatch.undo()
+        if kind == "read-only mmap":
+            content.close()
+            os.close(fd)
+        else:
+            content.release()
+    with store.view("s", resource.uri) as (_, data):  # verifies every chunk
+        stored = bytes(data)
+    assert stored.endswith(original)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never eva
 __all__ = ["NotStored", "Page", "TruncateResult", "checked_buffer", "chunk_view", "stable",
            "stable_pieces", "storage_error", "unchanged"]
 
-# Writable buffers are copied this much at a time before they are written (see stable).
+# Buffers that may change are copied this much at a time before they are written (see stable).
 _COPY_BYTES = 1 << 20
 
 
@@ -98,11 +98,18 @@ def storage_error(action: str, error: OSError) -> StorageError:
 def stable(view: memoryview) -> Iterator[memoryview]:
     """``view`` as pieces that cannot change while they are written and checksummed.
 
-    A read-only view (bytes, a str's stored form, a read-only map) is itself.
-    A writable one (a bytearray another thread may be changing) is copied a
-    MiB at a time, so the checksum and the payload always cover the same bytes.
+    Only a view whose owner cannot change is itself: one of ``bytes``, or of
+    a ``str``'s own ASCII storage (``_kernels.ascii_view``).  Any other
+    buffer is copied a MiB at a time, so the checksum and the payload always
+    cover the same bytes: a writable one (a bytearray another thread may be
+    changing), and a read-only one too, which can still change under its
+    reader (``memoryview(bytearray).toreadonly()``, a read-only ``mmap`` of a
+    file another process writes, any exporter that only refuses writes
+    through this view).
     """
-    if view.readonly:
+    owner = view.obj
+    # (ascii_view's owner type is the implementation's: looked up per call, as the tests switch it.)
+    if isinstance(owner, bytes) or type(owner) is type(_kernels.ascii_view("").obj):
         yield view
         return
     for start in range(0, len(view), _COPY_BYTES):
@@ -110,6 +117,7 @@ def stable(view: memoryview) -> Iterator[memoryview]:
 
 
 def stable_pieces(pieces: Iterable[memoryview]) -> Iterator[memoryview]:
+    """Each of ``pieces`` through ``stable``."""
     for piece in pieces:
         yield from stable(piece)
 
