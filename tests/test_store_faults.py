@@ -202,3 +202,42 @@ def test_out_of_descriptors_the_first_stored_output_is_a_storage_error(subproces
     done = subprocess.run([sys.executable, "-c", _OUT_OF_DESCRIPTORS], capture_output=True, text=True,
                           env=subprocess_env, cwd=tmp_path, timeout=600)
     assert done.returncode == 0 and done.stdout.strip() == f"StorageError {errno.EMFILE}", done.stdout + done.stderr
+
+
+_OUT_OF_DESCRIPTORS_CASES = r'''
+import os, resource, sys, tempfile
+from overspill import ToolOutputStore
+from overspill.errors import StorageError
+store = ToolOutputStore(tempfile.mkdtemp(), durable=False)
+store.write("s", "c", b"x")  # the store is open and has written once
+contents = {
+    "repeated lines": "x\n" * 50000,  # a preview trimmed of its repeated lines (overspill._runs)
+    "repeated lines as bytes": b"x\n" * 50000,
+    "escapes": "\x1b[1mbold\x1b[0m line\n" * 50000,  # a view differs from the text (overspill._views)
+}
+case = sys.argv[1]
+text = contents[case]
+lowest_free = os.open(os.devnull, os.O_RDONLY)
+os.close(lowest_free)
+resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+try:
+    store.truncate("s", "c", text)
+    print("no error")
+except StorageError as error:
+    print("StorageError", error.errno)
+'''
+
+
+@pytest.mark.parametrize("case", ["repeated lines", "repeated lines as bytes", "escapes"])
+def test_out_of_descriptors_a_first_preview_kernel_import_is_a_storage_error(subprocess_env, tmp_path, case):
+    """Regression (red team L8, f04): out of descriptors, the first over-limit truncate() of a
+    process raised a raw OSError (EMFILE on overspill/_runs.py), imported lazily by the preview
+    kernel while it cut the preview, before anything was stored and outside the code that turns
+    OSError into StorageError. README: a resource file that cannot be opened now (no
+    descriptors) is a StorageError; no raw OSError leaves the store."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _OUT_OF_DESCRIPTORS_CASES, case], capture_output=True, text=True,
+                          env=subprocess_env, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == f"StorageError {errno.EMFILE}", done.stdout + done.stderr

@@ -91,6 +91,19 @@ class StoreStreams(StoreWrites):
         hold (not even its record, or running outputs hold the room) is the ``StorageError`` it is
         rather than the "output not stored" preview: for the front ends that report a storage
         failure as one (the bash tool, ``overspill run`` and ``truncate``), as a failed write is."""
+        try:
+            return self._cut_stream(session_id, tool_call_id, chunks, max_lines=max_lines, max_bytes=max_bytes,
+                                    mime=mime, name=name, refuse=refuse)
+        except OSError as error:
+            # The modules only an output over the limits needs (the stored preview, its kernels)
+            # are imported on its first one (start-up, issue 21): out of descriptors, that import
+            # fails too, whether the output was stored or not.
+            raise_stored(error)
+
+    def _cut_stream(self, session_id: str, tool_call_id: str, chunks: Iterable[BytesLike], *,
+                    max_lines: Optional[int], max_bytes: Optional[int], mime: Optional[str],
+                    name: Optional[str], refuse: bool) -> TruncateResult:
+        """``_truncate_stream``'s work; an OSError may leave it (see there)."""
         mime = "text/plain" if mime is None else mime
         self._check_write_arguments(session_id, tool_call_id, mime, name)
         lines_limit = self._limits.max_lines if max_lines is None else whole_number(max_lines, "max_lines", 1)

@@ -262,16 +262,17 @@ class StoreWrites(StoreRoom):
                 and _kernels.text_fits(content, lines_limit, bytes_limit, flags)):
             # unchanged(content), without the call into it (~5% of this path).
             return _kernels.new_slotted(TruncateResult, RESULT_SLOTS, (content, False, None, None, None))
-        content = self._to_cut(content)
-        first = self._first_cut(content, lines_limit, bytes_limit, flags)
-        if isinstance(first, TruncateResult):
-            return first
         try:
+            content = self._to_cut(content)
+            first = self._first_cut(content, lines_limit, bytes_limit, flags)
+            if isinstance(first, TruncateResult):
+                return first
             return self._stored_result(session_id, tool_call_id, content, mime, name, lines_limit, bytes_limit,
                                        first)
         except OSError as error:
-            # The modules only a stored output needs are imported on its first one
-            # (start-up, issue 21): out of descriptors, that import fails too.
+            # The modules only an output over the limits needs (the preview kernel's _runs, the
+            # views, the stored preview) are imported on its first one (start-up, issue 21): out
+            # of descriptors, that import fails too, before anything is stored as well as after.
             raise_stored(error)
 
     def _to_cut(self, content: Content) -> Union[str, BytesLike]:
@@ -291,13 +292,16 @@ class StoreWrites(StoreRoom):
         preview with the marker that says "output not stored" and why, naming no resource, as when
         the quota cannot hold even a record.  Nothing is written."""
         limits = self._limits
-        content = self._to_cut(content)
-        first = self._first_cut(content, limits.max_lines, limits.max_bytes, self._views)
-        if isinstance(first, TruncateResult):
-            return first
-        return self._unstored(content, total=_stored_size(content), lines=human_lines(content),
-                              lines_limit=limits.max_lines, bytes_limit=limits.max_bytes, reserve=0, first=first,
-                              why=why)
+        try:
+            content = self._to_cut(content)
+            first = self._first_cut(content, limits.max_lines, limits.max_bytes, self._views)
+            if isinstance(first, TruncateResult):
+                return first
+            return self._unstored(content, total=_stored_size(content), lines=human_lines(content),
+                                  lines_limit=limits.max_lines, bytes_limit=limits.max_bytes, reserve=0,
+                                  first=first, why=why)
+        except OSError as error:
+            raise_stored(error)  # a lazy import out of descriptors, as in truncate
 
     def _first_cut(self, content: Union[str, BytesLike], lines_limit: int, bytes_limit: int,
                    flags: int) -> Union[TruncateResult, Preview, None]:
