@@ -978,3 +978,36 @@ def test_invalid_utf8_preview_holds_a_budget_under_3_bytes(tmp_path, max_bytes, 
         assert shown <= max_bytes, result.content
         page = store.read("s", result.resource.uri, offset=result.next_offset)
         assert page.offset == result.next_offset
+
+
+# ---------------------------------------------------------------- red team H8 f03
+@pytest.mark.parametrize("stored", [True, False])
+def test_a_str_preview_shows_its_surrogate_escapes_as_u_fffd_like_the_same_bytes(tmp_path, stored):
+    """Regression (red team H8 f03): truncate() of a str holding surrogate escapes (what
+    os.fsdecode gives for Latin-1 file names) cut its preview from the str itself, so the preview
+    held lone surrogates (``\\udce9``) that UTF-8 cannot encode (print, a JSON body failed), where
+    the same output as bytes shows U+FFFD counted as its 3 bytes (README, "What the model
+    sees"). The preview is now the bytes' one; the stored bytes stay exact; a small str still
+    comes back as it was given. ``stored`` False: the quota holds not even a record."""
+    raw = b"".join(b"./photos/caf\xe9-%d.jpg\n" % i for i in range(20_000))
+    text = raw.decode("utf-8", "surrogateescape")
+    config = None if stored else {"tool_output": {"max_total_bytes": 100}}
+    with ToolOutputStore(tmp_path, durable=False, config=config) as store:
+        as_bytes = store.truncate("s", "c", raw)
+        as_text = store.truncate("s", "c", text)
+        assert as_text.truncated and (as_text.resource is not None) == stored
+        as_text.content.encode("utf-8")  # no lone surrogate left
+        assert "\ufffd" in as_text.content
+        unnamed = re.compile(r"tool-output://\w+")
+        assert unnamed.sub("URI", as_text.content) == unnamed.sub("URI", as_bytes.content)
+        assert (as_text.lines, as_text.next_offset) == (as_bytes.lines, as_bytes.next_offset)
+        if stored:
+            with store.view("s", as_text.resource.uri) as (_, data):
+                assert bytes(data) == raw  # stored exactly (surrogateescape)
+        # A lone surrogate surrogateescape cannot store is stored, and shown, as U+FFFD.
+        other = store.truncate("s", "c", "x\ud800y\n" * 30_000)
+        assert other.content.startswith("x\ufffdy\n") and other.content.encode("utf-8")
+        # What a front end shows of an output it could not store: the same preview.
+        assert store._not_stored(text, "a full disk").content.encode("utf-8")
+        small = "caf\udce9\n"
+        assert store.truncate("s", "c", small).content is small

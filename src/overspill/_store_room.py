@@ -140,7 +140,16 @@ class StoreRoom:
         :raises NotStored: with ``refuse`` (``_truncate_stream``), carrying that result.
         """
         reason = self._not_even_the_record(reserve) if why is None else why
-        data = memoryview(encode_content(held) if isinstance(held, str) else held).cast("B")
+        if isinstance(held, str):
+            try:
+                data = memoryview(held.encode("utf-8"))
+            except UnicodeEncodeError:
+                # Lone surrogates: shown as the stored form would be (an escaped byte as U+FFFD,
+                # counted as its 3 bytes), never cut from the str, whose preview would hold them.
+                data = memoryview(encode_content(held))
+                held, first = data, None
+        else:
+            data = memoryview(held).cast("B")
         from ._preview import stored_preview  # only a preview needs it
 
         shaped, _ = stored_preview(lambda start, end: data[start:end], uri="(not stored)", stored=len(data),

@@ -39,7 +39,7 @@ from .text import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing, datetime and pathlib cost start-up (issue 21); annotations are never evaluated
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Iterator
     from datetime import timedelta
     from typing import Any, NoReturn, Optional, Union
 
@@ -57,6 +57,8 @@ _ID_ATTEMPTS = 8
 TRUE_TAIL_BYTES = 1024 * 1024
 # How often (bytes written) a long write makes room under the folder's quota.
 QUOTA_STEP = 64 * 1024 * 1024
+# Code points of a str encoded at a time as it is stored (as text.stored_pieces does).
+_ENCODE_SLICE = 1 << 18
 # Ids, call ids and mimes this short are within MAX_METADATA_BYTES whatever they hold (4 bytes a code point).
 _INLINE_ID_LENGTH = MAX_METADATA_BYTES // 4
 
@@ -85,6 +87,27 @@ def _stored_size(content: Content) -> int:
         return len(encode_content(content))
     with memoryview(content) as view:
         return view.nbytes
+
+
+def _noted_pieces(content: Union[str, BytesLike], noted: list[bool]) -> Iterator[memoryview]:
+    """``stored_pieces(content)``, setting ``noted[0]`` when ``content`` is a
+    ``str`` holding a lone surrogate: its stored form is then not its text (an escaped byte is
+    stored as itself and shown as U+FFFD; another lone surrogate is stored as U+FFFD).
+
+    Each slice is encoded strictly first, at the speed of the ``surrogateescape`` encoding
+    it replaces, so the check costs nothing more than the write's own encoding.
+    """
+    if not isinstance(content, str) or content.isascii():
+        yield from stored_pieces(content)
+        return
+    for start in range(0, len(content), _ENCODE_SLICE):
+        part = content[start : start + _ENCODE_SLICE]
+        try:
+            encoded = part.encode("utf-8")
+        except UnicodeEncodeError:
+            noted[0] = True
+            encoded = encode_content(part)  # each code point encodes on its own: slices join
+        yield memoryview(encoded)
 
 
 def raise_stored(error: BaseException) -> NoReturn:
@@ -347,18 +370,26 @@ class StoreWrites(StoreRoom):
         if cap < 1:
             return self._unstored(content, total=_stored_size(content), lines=lines, lines_limit=lines_limit,
                                   bytes_limit=bytes_limit, reserve=reserve, first=shaped)
+        surrogates = [False]
         try:
-            record = self._write_pieces(session_id, tool_call_id, stored_pieces(content), mime, name, room)
+            record = self._write_pieces(session_id, tool_call_id, _noted_pieces(content, surrogates), mime, name,
+                                        room)
         except HeldByRunning as held:
             # Running background outputs hold the quota: nothing stored, as for a quota too small.
             return self._unstored(content, total=_stored_size(content), lines=lines, lines_limit=lines_limit,
                                   bytes_limit=bytes_limit, reserve=reserve, first=shaped, why=held.strerror)
         if record.capture is None:
+            count = None
+            if surrogates[0]:
+                # A str holding lone surrogates is shown as its stored bytes are, each escaped byte
+                # as U+FFFD counted as its 3 bytes, as for the same output given as bytes: the
+                # preview cut from the str itself would show the surrogates (not UTF-8 at all).
+                content, shaped, count = None, None, _kernels.count_lines(content)
             shaped, signals = stored_preview(
                 self._stored_bytes(record), uri=record.resource.uri, stored=record.resource.size,
-                total=record.resource.size, max_lines=lines_limit, max_bytes=bytes_limit, flags=flags,
-                signals=self._signals, content=content, first=shaped, release=self._releaser(record),
-                outline=self._limits.outline, tokens=tokens,
+                total=record.resource.size, count=count, max_lines=lines_limit, max_bytes=bytes_limit,
+                flags=flags, signals=self._signals, content=content, first=shaped,
+                release=self._releaser(record), outline=self._limits.outline, tokens=tokens,
                 runs=self._runs)
         else:
             # The stored copy holds only the output's start: the preview is cut as
