@@ -1011,3 +1011,32 @@ def test_a_str_preview_shows_its_surrogate_escapes_as_u_fffd_like_the_same_bytes
         assert store._not_stored(text, "a full disk").content.encode("utf-8")
         small = "caf\udce9\n"
         assert store.truncate("s", "c", small).content is small
+
+
+# ---------------------------------------------------------------- red team K8 f01
+@pytest.mark.parametrize("command, shown", [(r"printf '\351t\351\n'", "\ufffdt\ufffd"),
+                                            (r"printf 'n\351\n'", "n\ufffd"),
+                                            (r"printf 'caf\351\n'", "caf\ufffd")])
+def test_a_few_bytes_of_legacy_8_bit_text_are_text_not_binary(tmp_path, command, shown):
+    """Regression (red team K8 f01): a tiny Latin-1 output ("été\\n", 4 bytes, half of them invalid
+    UTF-8) was judged binary by the share of invalid bytes alone, over a sample of 3 or 4 bytes:
+    the bash tool stored it as application/octet-stream and answered "[binary output, 4 bytes,
+    stored as ...]", where "café\\n" was shown as text. A small output goes back untouched (no
+    disk I/O, no id); the share now needs MIN_INVALID_BYTES invalid bytes to call an output
+    binary, and a NUL is binary as before."""
+    from overspill import tools
+    from overspill._binary import output_is_binary
+
+    with ToolOutputStore(tmp_path / "store", durable=False) as store:
+        result = tools.bash(store, "s", "c", command, spill=True)
+        assert (result.output, result.resource, result.is_error) == (shown, None, False)
+        assert not (tmp_path / "store").exists() or os.listdir(store.directory) == []
+    assert output_is_binary(b"\xe9t\xe9\n") is False and output_is_binary(b"\x00") is True
+    assert output_is_binary(b"\xe9t\x00") is True
+    from overspill._binary import MIN_INVALID_BYTES
+
+    # Enough invalid bytes: mostly invalid is binary, however short; 64 bytes a quarter invalid decide alone.
+    assert output_is_binary(b"\xff" * MIN_INVALID_BYTES) is True
+    assert output_is_binary(b"\xff" * (MIN_INVALID_BYTES - 1)) is False
+    assert output_is_binary(b"\xff" * 17 + b"a" * 47) is True and output_is_binary(b"\xff" * 16 + b"a" * 48) is False
+    assert output_is_binary(bytes(range(1, 256)) * 4) is True
