@@ -141,7 +141,9 @@ cdef class JsonOutline:
         frame = &self._frames[depth]
         _json_init_frame(frame, kind, reportable)
         if kind == J_OBJECT:
-            if parent.kind == J_ARRAY and parent.reportable and omitted:
+            # An omitted object item of an array, or an omitted top-level value (a JSON Lines
+            # record), is labelled and lends the list its keys; see _native.JsonOutline.
+            if parent.kind != J_OBJECT and parent.reportable and omitted:
                 frame.label_depth = 1
                 frame.item_index = index
                 frame.item_offset = offset

@@ -1008,3 +1008,44 @@ def test_outputs_that_only_look_like_a_git_log_or_ls_r_get_no_outline(tmp_path, 
     with ToolOutputStore(data_dir=tmp_path) as store:
         content = store.truncate("s", "c", text).content
     assert "[outline" not in content
+
+
+def test_json_lines_outline_gives_keys_and_names_of_the_omitted_records_red_team_g_f03(tmp_path):
+    """Red team G f03: JSON Lines got a bare count (``records 10..19989 (19980
+    records, 1.4 MiB) @ 690``) where the same records as an array got their keys
+    and names.  The records' entry now lists the keys of the first omitted
+    record and the names of the omitted ones, as an array's does; the rest of
+    the first record (cut by the head) is not listed in their place."""
+    records = [{"name": f"job-{i}", "level": "info", "msg": "processed batch", "n": i} for i in range(3000)]
+    data = "".join(json.dumps(record) + "\n" for record in records).encode()
+    start = data.index(b'{"name": "job-10"')
+    results = []
+    for kernels in BOTH:
+        scanner = kernels.JsonOutline(start, len(data), 4, 64, 2048)
+        scanner.feed(data)
+        results.append(scanner.result())
+    assert all(result == results[0] for result in results)
+    valid, count, entries, _ = results[0]
+    (root,) = [entry for entry in entries if entry[1] == "root"]
+    assert valid and count == 3000 and root[2:6] == (10, 2999, 2990, start)
+    assert root[7] == (b"name", b"level", b"msg", b"n")
+    assert [(index, label) for index, _, label in root[8]] == [(i, f"job-{i}".encode()) for i in range(10, 2058)]
+    assert all(data[offset:].startswith(b'{"name": "%s"' % label) for _, offset, label in root[8])
+    # Pretty-printed records with the label in a member object, and a first record the head cuts.
+    nested = "".join(json.dumps({"meta": {"name": f"pkg-{i}"}, "files": list(range(30))}, indent=1) + "\n"
+                     for i in range(400)).encode()
+    store = ToolOutputStore(tmp_path, durable=False)
+    for name, text in (("flat", data), ("nested", nested)):
+        for max_lines, max_bytes in ((2000, 51200), (400, 8192)):
+            result = store.truncate("s", name, text, max_lines=max_lines, max_bytes=max_bytes)
+            shown = outline_of(result.content)
+            assert re.match(r"records \d+\.\.\d+ \(\d+ records, ", shown[0]), shown
+            first = int(OFFSET.search(shown[0]).group(1))
+            assert first >= result.next_offset and text[first:first + 1] == b"{"
+            keys = "name, level, msg, n" if name == "flat" else "meta, files"
+            assert f"; objects with keys {keys}) @ " in shown[0], shown
+            labels = re.findall(r"\[(\d+)\] ((?:job|pkg)-\d+) @ (\d+)", "\n".join(shown[1:]))
+            assert len(labels) >= 5
+            for index, label, offset in labels:
+                assert label.endswith(f"-{index}")
+                assert text[int(offset):].startswith(b"{") and label.encode() in text[int(offset):int(offset) + 80]

@@ -78,12 +78,13 @@ class JsonOutline:
     ``kind`` ``"object"``, ``"array"`` or ``"root"``, the first and last
     omitted index, how many, where the first starts, where the container ends
     (or ``omit_end``, if later), ``keys`` (an object's omitted keys, or the
-    keys of an array's first omitted object item; at most ``JSON_KEYS_MAX``,
+    keys of an array's (or the root's) first omitted object item; at most ``JSON_KEYS_MAX``,
     each at most ``JSON_KEY_MAX`` raw bytes) and ``labels`` (for each of the
     first ``max_labels`` omitted object items that has one, ``(index,
     offset, label)``: the first string or literal, in document order, whose
     key is one of ``JSON_LABEL_KEYS``, in the item or an object member of
-    it).  Entries come in the order their containers close, then the open
+    it; the root's are its omitted top-level values, JSON Lines records).
+    Entries come in the order their containers close, then the open
     ones innermost first; at most ``max_entries``, ``dropped`` counts the rest.
     When more than ``max_entries`` containers have omitted items, the
     shallower ones are kept (the first to close among equals): a container
@@ -172,7 +173,9 @@ class JsonOutline:
             reportable = False
         frame = _Frame(kind, path, reportable)
         if kind == _OBJECT:
-            if parent.kind == _ARRAY and parent.reportable and omitted:
+            # An omitted object item of an array, or an omitted top-level value
+            # (a JSON Lines record), is labelled and lends the list its keys.
+            if parent.kind != _OBJECT and parent.reportable and omitted:
                 frame.label_depth = 1
                 frame.item = frame
                 frame.item_index = index

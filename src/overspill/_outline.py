@@ -415,7 +415,13 @@ class Outline:
         body = ["[outline of the omitted part (JSON); by byte offset:]"]
         labels: list[str] = []
         unlike: list[str] = []
+        # The records' line stands for what follows the head's last record: the
+        # rest of the first record (the only one whose containers are reported),
+        # which the head cuts, would take the lines the records' names need.
+        records = any(kind == "root" and first > 0 for _, kind, first, *_ in entries)
         for path, kind, first, last, count, offset, end, keys, names in sorted(entries, key=lambda e: e[5]):
+            if records and path is not None:
+                continue
             size = _human_bytes(end - offset)
             if kind == "object":
                 listed = ", ".join(_text(key) for key in keys)
