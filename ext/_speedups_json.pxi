@@ -115,22 +115,25 @@ cdef class JsonOutline:
     cdef int _open(self, int kind, Py_ssize_t offset) except -1:
         cdef _JFrame *parent = &self._frames[self._depth]
         cdef Py_ssize_t index = parent.index, depth = self._depth + 1
-        cdef bint omitted, reportable
+        cdef bint omitted, reportable, spine
         cdef _JFrame *grown
         cdef _JFrame *frame
         omitted = _json_item(self, parent, offset) if parent.kind != J_OBJECT else parent.member_in_range
         if depth > NESTING_CAP:
             self._valid = False
             return 0
+        # A container opened before the omitted part is reported deeper, an array's item too (its
+        # index in the path): the list holding the omitted part may lie in one; see _native.JsonOutline.
+        spine = offset < self._omit_start and depth <= DEPTH_CAP
         if parent.kind == J_OBJECT:
-            reportable = parent.reportable and depth <= self._max_depth
+            reportable = parent.reportable and (depth <= self._max_depth or spine)
             path = self._paths[self._depth] + ((<const uint8_t *>parent.key)[:parent.key_length],) if reportable else None
         elif parent.kind == J_ROOT:
             reportable = index == 0 and depth <= self._max_depth
             path = ()
         else:
-            reportable = False
-            path = None
+            reportable = parent.reportable and spine
+            path = self._paths[self._depth] + (index,) if reportable else None
         if depth >= self._allocated:
             grown = <_JFrame *>realloc(self._frames, 2 * self._allocated * sizeof(_JFrame))
             if grown == NULL:

@@ -257,9 +257,9 @@ def test_outline_lines_rejects_bad_arguments(kernels):
 
 
 # ---------------------------------------------------------------- JSON
-def naive_json_items(text: bytes):
+def naive_json_items(text: bytes, start: int):
     """Every value and member of a valid document: (kind, path or None, index, offset) -- a plain
-    recursive parse with offsets, reporting what the scan reports."""
+    recursive parse with offsets, reporting what the scan of the part from ``start`` reports."""
     found = []
 
     def skip(i):
@@ -294,7 +294,9 @@ def naive_json_items(text: bytes):
             index = 0
             while text[i] != ord("]"):
                 found.append(("array", path, index, i, reportable))
-                i = skip(value(i, None, False))
+                # An item is reported only when it opens before the omitted part (the scan's ``start``).
+                inside = reportable and i < start
+                i = skip(value(i, path + (index,) if inside else None, inside))
                 index += 1
                 if text[i] == ord(","):
                     i = skip(i + 1)
@@ -336,7 +338,7 @@ def test_json_outline_matches_a_naive_parse(document, indent, data):
     valid, records, entries, dropped = results[0]
     assert valid and records == (1 if end > 0 else 0) and dropped == 0
     expected: dict = {}
-    for kind, path, index, offset, reportable in naive_json_items(text):
+    for kind, path, index, offset, reportable in naive_json_items(text, start):
         if reportable and start <= offset < end:
             entry = expected.setdefault((path, kind), [index, index, 0, offset])
             entry[1] = index
@@ -1049,3 +1051,52 @@ def test_json_lines_outline_gives_keys_and_names_of_the_omitted_records_red_team
             for index, label, offset in labels:
                 assert label.endswith(f"-{index}")
                 assert text[int(offset):].startswith(b"{") and label.encode() in text[int(offset):int(offset) + 80]
+
+
+def test_a_list_in_an_array_item_or_deeper_than_four_gets_its_outline_red_team_g_f02(tmp_path):
+    """Red team G f02: a list inside an array's item (aws' ``$.Reservations[0].Instances``,
+    docker inspect's ``$[0].Mounts``) or five containers deep (GitHub GraphQL's
+    ``$.data.repository.issues.nodes``) got no outline at all.  A container that
+    opens before the omitted part is now reported, an array's item too (its index
+    in the path), down to 32 levels; the rest of an item the head cuts is listed
+    beside its list's line only when it is a large share of what is omitted."""
+    items = [{"id": f"i-{i:08x}", "name": f"thing-{i}", "pad": "p" * 200} for i in range(2000)]
+    cases = {
+        "$.Reservations[0].Instances": {"Reservations": [{"Instances": items, "OwnerId": "1"}]},
+        "$[0].Mounts": [{"Id": "abc", "Mounts": items}],
+        "$.data.repository.issues.nodes": {"data": {"repository": {"issues": {"nodes": items}}}},
+        "$.a.b[1].c.d[0].e.f": {"a": {"b": [0, {"c": {"d": [{"e": {"f": items}}]}}]}},
+    }
+    store = ToolOutputStore(tmp_path, durable=False)
+    for path, document in cases.items():
+        for indent in (2, None):
+            data = json.dumps(document, indent=indent).encode()
+            start = data.index(b'"thing-40"')
+            results = []
+            for kernels in BOTH:
+                scanner = kernels.JsonOutline(start, len(data) - 2000, 4, 64, 2048)
+                scanner.feed(data)
+                results.append(scanner.result())
+            assert all(result == results[0] for result in results)
+            assert results[0][0]
+            for max_lines, max_bytes in ((2000, 51200), (400, 8192)):
+                result = store.truncate("s", "c", data, max_lines=max_lines, max_bytes=max_bytes)
+                shown = outline_of(result.content)
+                match = re.fullmatch(re.escape(path) + r"\[(\d+)\.\.(\d+)\] \((\d+) items, .*; objects with keys "
+                                     r"id, name, pad\) @ (\d+)", shown[0])
+                assert match, shown
+                first, last, count, offset = map(int, match.groups())
+                assert count == last - first + 1 and offset >= result.next_offset
+                assert data[offset:offset + 1] == b"{" and data[offset + 1:].lstrip().startswith(
+                    b'"id": "i-%08x"' % first)
+                assert f"[{first}] thing-{first} @ {offset}" in "\n".join(shown)
+    # Two large items: the rest of the one the head cuts is as large as the list's, and is listed;
+    # a small rest (the cut package's metadata) is not, and leaves the lines to the names.
+    data = json.dumps([{"Id": "abc", "Mounts": items}, {"Id": "def", "Mounts": items}], indent=2).encode()
+    shown = outline_of(store.truncate("s", "c", data, max_lines=400, max_bytes=8192).content)
+    assert shown[0].startswith("$[0].Mounts[") and shown[1].startswith("$[1..1] (1 items, "), shown
+    packages = [{"metadata": {"name": f"pkg-{i}", "classifier": [f"c{j}" for j in range(60)]}, "installer": "pip"}
+                for i in range(300)]
+    data = json.dumps({"version": "1", "installed": packages}, indent=2).encode()
+    shown = outline_of(store.truncate("s", "c", data, max_lines=400, max_bytes=8192).content)
+    assert shown[0].startswith("$.installed[") and "[0]" not in shown[0] and "pkg-" in shown[1], shown

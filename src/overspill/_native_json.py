@@ -67,14 +67,19 @@ class JsonOutline:
     to ``max_depth`` levels (the top-level value is level 1) along object
     members, and the top-level values themselves (the root, a sequence of
     values as in JSON Lines) with the first value's members; the items of an
-    array are summed up in the array's entry, not reported one by one.
+    array are summed up in the array's entry, not reported one by one.  A
+    container that opens before ``omit_start`` (one the omitted part may start
+    in) under a reported one is reported down to ``OUTLINE_DEPTH_MAX`` levels,
+    an array's item too: the list holding the omitted part may lie in an
+    array's item or deeper than ``max_depth``.
 
     ``result()`` returns ``(valid, records, entries, dropped)``: ``valid`` is
     false once a byte could not be JSON (then nothing more is read);
     ``records`` counts the top-level values begun; ``entries`` lists, for each
     reported container with omitted items, ``(path, kind, first_index,
     last_index, count, first_offset, end_offset, keys, labels)`` -- ``path``
-    the tuple of keys from the top-level value (``None`` for the root),
+    the tuple of keys (and ``int`` indexes of items) from the top-level
+    value (``None`` for the root),
     ``kind`` ``"object"``, ``"array"`` or ``"root"``, the first and last
     omitted index, how many, where the first starts, where the container ends
     (or ``omit_end``, if later), ``keys`` (an object's omitted keys, or the
@@ -162,15 +167,20 @@ class JsonOutline:
         if depth > JSON_NESTING_MAX:
             self._valid = False
             return
+        # A container opened before the omitted part (one that part may start
+        # in) is reported deeper, and an array's item too: the list that holds
+        # the omitted part may lie in an item (aws' Reservations[0].Instances)
+        # or below max_depth.  The head bounds how many there are.
+        spine = offset < self._omit_start and depth <= OUTLINE_DEPTH_MAX
         if parent.kind == _OBJECT:
             path = parent.path + (parent.key,)
-            reportable = parent.reportable and depth <= self._max_depth
+            reportable = parent.reportable and (depth <= self._max_depth or spine)
         elif parent.kind == _ROOT:
             path = ()
             reportable = index == 0 and depth <= self._max_depth
         else:
-            path = parent.path
-            reportable = False
+            reportable = parent.reportable and spine
+            path = parent.path + (index,) if reportable else parent.path
         frame = _Frame(kind, path, reportable)
         if kind == _OBJECT:
             # An omitted object item of an array, or an omitted top-level value

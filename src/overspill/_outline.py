@@ -65,6 +65,9 @@ _KEYED_PERCENT = 60
 _JSON_DEPTH = 4
 _JSON_ENTRIES = 64
 _JSON_LABELS = 2048
+# The rest of an item the head cuts is listed beside its list's line when it
+# is at least 1/_CUT_ITEM_SHARE of the list's omitted size.
+_CUT_ITEM_SHARE = 10
 # Hex digits of a commit and characters of its subject shown (the kernel keeps
 # 120 bytes): a subject is a fact a reader may look for whole.
 _HASH = 10
@@ -415,12 +418,15 @@ class Outline:
         body = ["[outline of the omitted part (JSON); by byte offset:]"]
         labels: list[str] = []
         unlike: list[str] = []
-        # The records' line stands for what follows the head's last record: the
-        # rest of the first record (the only one whose containers are reported),
-        # which the head cuts, would take the lines the records' names need.
-        records = any(kind == "root" and first > 0 for _, kind, first, *_ in entries)
+        # A list's line stands for what follows the head's last item: the rest
+        # of the item the head cuts (the records': of the first record, the
+        # only one whose containers are reported) is listed only when it is a
+        # large share of what the list omits; a small one would take the lines
+        # the list's names need.
+        lists = {path: (first, end - offset) for path, kind, first, _, _, offset, end, *_ in entries
+                 if kind == "array" or (kind == "root" and first > 0)}
         for path, kind, first, last, count, offset, end, keys, names in sorted(entries, key=lambda e: e[5]):
-            if records and path is not None:
+            if path is not None and (end - offset) * _CUT_ITEM_SHARE < _cut_item_list(path, lists):
                 continue
             size = _human_bytes(end - offset)
             if kind == "object":
@@ -445,6 +451,18 @@ class Outline:
         if labels:
             body.extend(_wrap(labels))
         return body
+
+
+def _cut_item_list(path: tuple, lists: dict) -> int:
+    """The size of the largest list of ``lists`` (path, ``None`` for the
+    records: first omitted index, size) in whose item the head cuts (the only
+    items reported: they open before the omitted part) ``path`` lies; 0 if none."""
+    size = lists[None][1] if None in lists else 0  # every reported path lies in the first record
+    for depth, step in enumerate(path):
+        found = lists.get(path[:depth]) if type(step) is int else None
+        if found is not None and step < found[0]:
+            size = max(size, found[1])
+    return size
 
 
 def _unlike_the_rest(names: list) -> set[int]:
@@ -573,6 +591,9 @@ def _text(raw: bytes) -> str:
 def _path(keys: tuple) -> str:
     parts = ["$"]
     for key in keys:
+        if type(key) is int:  # an array's item
+            parts.append(f"[{key}]")
+            continue
         name = _text(key)
         parts.append(f".{name}" if _IDENTIFIER.match(name) else f'["{name}"]')
     return "".join(parts)
