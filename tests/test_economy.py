@@ -34,7 +34,7 @@ MARKER = re.compile(r"\.\.\. output truncated \((\d+) bytes, (\d+) lines? in all
 
 
 VIEW_MARKER = re.compile(r"\.\.\. output stored \((\d+) bytes, (\d+) lines? in all\): the view above collapsed "
-                         r"redraws and escape sequences and stands for all \1 stored bytes \.\.\.\nnext: "
+                         r"redraws and escape sequences and stands for all of it \.\.\.\nnext: "
                          r"read\(resource=\"(tool-output://\w+)\", offset=0\)")
 
 
@@ -590,3 +590,62 @@ def test_a_head_cut_inside_a_redrawn_line_shows_its_final_state(tmp_path, data):
             last = found.head.split("\n")[-1]
             finals += "100%" in last
     assert finals >= 3  # most of these cuts show a part of the final state, not just stop at the line's start
+
+
+def _widest(bound: int) -> list[int]:
+    """Numbers up to ``bound`` with every digit count, the widest of each (and the bound itself)."""
+    return sorted({min(bound, 10**digits - 1) for digits in range(1, len(str(bound)) + 1)} | {1, bound})
+
+
+def test_every_marker_stays_under_300_bytes_at_the_widest_numbers(tmp_path):
+    # Regression (red team G8 f01, issue 12 item 5): the capped marker of a 26 MB output kept to
+    # 100 kB was 301 bytes ("the stored copy holds the first S of T bytes (...); the omitted part
+    # starts at byte offset O"), the view marker of 10 MB of redraws 300, and multi-GB outputs got
+    # ~310.  Every variant, at every digit count up to the largest stored size (MAX_PAYLOAD_BYTES),
+    # total and line count (2**63 - 1) and the longest URI, now stays under 300 bytes.
+    from overspill._quota import HeldByRunning
+    from overspill.records import ID_LENGTH, MAX_PAYLOAD_BYTES, SCHEME
+
+    uri = SCHEME + "z" * ID_LENGTH
+    stored, huge = _widest(MAX_PAYLOAD_BYTES), _widest(2**63 - 1)
+    with ToolOutputStore(tmp_path, config={"tool_output": {"max_total_bytes": 2**63 - 1}}) as wide:
+        reasons = [wide._not_even_the_record(MAX_PAYLOAD_BYTES), HeldByRunning(2**63 - 1, 2**63 - 1).strerror]
+    longest = {}
+
+    def check(name: str, marker: str) -> None:
+        size = len(marker.encode())
+        assert size < 300, (name, size, marker)
+        longest[name] = max(longest.get(name, 0), size)
+
+    # (A line count is at most the output's bytes: every line but an unterminated last one ends in a newline.)
+    for size in stored:
+        for lines in (lines for lines in huge if lines <= size):
+            for resume in (offset for offset in stored if offset <= size):
+                check("plain", text_module.truncation_marker(uri, size, lines, resume))
+            check("view", text_module.view_marker(uri, size, lines))
+        for lines in huge:
+            for total in (total for total in huge if total > size and total >= lines):
+                for resume in (offset for offset in stored if offset <= size):
+                    check("capped", text_module.truncation_marker(uri, size, lines, resume, total))
+                check("capped view", text_module.view_marker(uri, size, lines, total))
+    for size in stored:
+        for lines in huge:
+            for total in (total for total in huge if total > size and total >= lines):
+                for resume in (offset for offset in stored if offset <= size):
+                    # (a capped preview without the output's true end: "holds only the first")
+                    check("capped", text_module.truncation_marker(uri, size, lines, resume, total, end_kept=False))
+        for total in huge:
+            for resume in (offset for offset in stored if offset < size):
+                for tail_start in (end for end in huge if resume < end <= max(size, total)):
+                    check("from an offset", text_module.omitted_marker(uri, resume, tail_start, size))
+                    if total > size:
+                        check("from an offset, capped", text_module.omitted_marker(uri, resume, tail_start, size,
+                                                                                   total))
+    for total in huge:
+        for lines in (lines for lines in huge if lines <= total):
+            for reason in reasons:
+                check("not stored", text_module.unstored_marker(total, lines, reason))
+    # Each variant was met at its widest (a marker under 300 at the top, not just for small numbers).
+    assert set(longest) == {"plain", "view", "capped", "capped view", "from an offset", "from an offset, capped",
+                            "not stored"}
+    assert min(longest.values()) > 200, longest

@@ -183,5 +183,5 @@ def test_a_capped_output_whose_view_fits_is_shown_whole(tmp_path, cap):
     # Issue 19 item 1 reversed "and not stored": the raw bytes are over the limits, so they are
     # stored (capped) and the marker after the whole view says what it stands for.
     assert result.truncated and result.resource is not None and result.resource.size == min(cap, 170_006)
-    assert result.content.startswith("progress 009999%\ndone\n\n... output stored (the stored copy holds the "
-                                     f"first {cap} of 170006 bytes, 2 lines in all)")
+    assert result.content.startswith(f"progress 009999%\ndone\n\n... output stored ({cap} of 170006 bytes kept, "
+                                     "2 lines in all)")

@@ -208,9 +208,10 @@ def _outlined(read: Reader, release: Optional[Callable[[int, int], None]], store
 
 
 def compose(shaped: Preview, signals: list[str], uri: str, size: int, lines: int,
-            total: Optional[int] = None, note: Optional[str] = None) -> str:
+            total: Optional[int] = None, note: Optional[str] = None, *, end_kept: bool = True) -> str:
     """What the model reads of a stored output: ``head``, the marker (with
-    ``note``), the signal lines and ``tail`` (see ``ToolOutputStore.truncate``).
+    ``note``), the signal lines and ``tail`` (see ``ToolOutputStore.truncate``);
+    ``end_kept`` false: a capped output's preview without its true end.
     A preview that is not truncated is a view that fits the limits of an
     output whose raw bytes do not: the view, then ``view_marker``."""
     # One blank line before the marker: a head that ends its last line (it does when whole lines
@@ -220,7 +221,7 @@ def compose(shaped: Preview, signals: list[str], uri: str, size: int, lines: int
     if not shaped.truncated:
         collapsed = view_marker(uri, size, lines, total)
         return f"{head}{separator}{collapsed}" if head else collapsed
-    marker = truncation_marker(uri, size, lines, shaped.head_end, total, note=note)
+    marker = truncation_marker(uri, size, lines, shaped.head_end, total, note=note, end_kept=end_kept)
     text = f"{head}{separator}{marker}"
     if signals:
         text += "\n" + "\n".join(signals)

@@ -14,7 +14,7 @@ from ._views import ESCAPE_BLOCK, ESCAPE_REACH, Escapes, covering_far, covering_
 from .config import MAX_READ_BYTES
 from .errors import AccessDeniedError
 from .records import parse_uri
-from .text import BOUNDARY_MARGIN, counted_lines, cut_character, next_calls, not_kept, shown_text
+from .text import BOUNDARY_MARGIN, counted_lines, cut_character, omitted_marker, shown_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
@@ -459,8 +459,8 @@ class StoreReads:
 
             cut = shaped.head_end if shaped.truncated else size
             content = compose(replace(shaped, tail="", truncated=True, head_end=cut), signals, resource.uri, size,
-                              # (all of the copy in the head: the marker itself says the rest was not kept)
-                              lines, total, note=not_kept(size, total, total) if cut < size else None)
+                              # ("holds only the first"; all of the copy in the head: the rest was not kept)
+                              lines, total, end_kept=cut >= size)
             return TruncateResult(content, True, resource, lines, cut)
         if not shaped.truncated:
             return TruncateResult(shaped.head, False, resource, lines, size)
@@ -469,14 +469,7 @@ class StoreReads:
         else:
             resume = start + shaped.head_end
             tail_start = start + shaped.tail_start  # an offset in the output (past the stored copy: in the kept end)
-            marker = (f"... {tail_start - resume} bytes omitted here: from byte offset {resume} to {tail_start} of "
-                      f"{output if capped else size} ...\n")
-            if capped and tail_start > size:
-                marker += f"({not_kept(size, tail_start, output)}; what follows is the output's true end)\n"  # type: ignore[arg-type]
-            if resume < size:  # (a read at the stored copy's end would return nothing)
-                marker += next_calls(resource.uri, resume)
-            else:
-                marker = marker.rstrip("\n")
+            marker = omitted_marker(resource.uri, resume, tail_start, size, output if capped else None)
             content = f"{shaped.head}\n\n{marker}" if shaped.head else marker  # (none new stored: the kept end)
             if signals:
                 content += "\n" + "\n".join(signals)

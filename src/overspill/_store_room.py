@@ -14,7 +14,7 @@ from ._quota import make_room, publish_within, room_made
 from ._store_types import NotStored, TruncateResult, storage_error
 from .errors import StorageError
 from .records import CHECKSUM_CHUNK, Record, Resource, new_id, uri_for
-from .text import encode_content, lines_in_all
+from .text import encode_content, unstored_marker
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
@@ -156,7 +156,7 @@ class StoreRoom:
                                    total=total, count=count, max_lines=lines_limit, max_bytes=bytes_limit,
                                    flags=self._views, signals=(), content=held if whole else None,
                                    kept_end=kept_end, first=first, tokens=self._tokens)
-        marker = f"... output not stored ({total} bytes, {lines_in_all(lines)}): {reason} ..."
+        marker = unstored_marker(total, lines, reason)
         head = shaped.head
         # One blank line before the marker, as ``_preview.compose`` puts it.
         separator = "\n" if head.endswith("\n") else "\n\n"

@@ -30,6 +30,7 @@ __all__ = [
     "last_newline",
     "line_slack",
     "next_calls",
+    "omitted_marker",
     "preview",
     "preview_from_cuts",
     "renamed_calls",
@@ -37,6 +38,7 @@ __all__ = [
     "shown_text",
     "stored_pieces",
     "truncation_marker",
+    "unstored_marker",
     "view_flags",
     "view_marker",
 ]
@@ -140,19 +142,23 @@ def not_kept(stored: int, end: int, total: int) -> str:
 
 
 def truncation_marker(uri: str, size: int, lines: int, resume_offset: int, total: Optional[int] = None, *,
-                      note: Optional[str] = None) -> str:
+                      note: Optional[str] = None, end_kept: bool = True) -> str:
     """The marker between head and tail: what was cut, and the exact next calls.
 
     Two lines (three with ``note``): the size and line count of the output
     (``lines`` as a person counts them: ``wc -l``, plus one for a final line
-    without a newline; ``total`` is the output's size when the stored copy
-    holds only its first ``size`` bytes) and the byte offset where the
-    omitted part begins, then the ``read`` call that continues there and the
-    ``grep`` call that searches the stored output.  When a capped stored copy
-    (``total``) is all in the head (``resume_offset`` at or past ``size``),
-    one line that says the rest was not kept, and no next call (a read there
-    would return nothing).  Under 300 bytes without
-    ``note`` for any size below a petabyte.
+    without a newline) and the byte offset where the omitted part begins,
+    then the ``read`` call that continues there and the ``grep`` call that
+    searches the stored output.  When the stored copy holds only the first
+    ``size`` of the output's ``total`` bytes, the first line says so instead
+    of naming the offset (the ``read`` call names it): with a stored size up
+    to ``MAX_PAYLOAD_BYTES`` and a total up to 2**63, both do not fit the
+    300 bytes (issue 12 item 5).  ``end_kept`` false says the preview has no
+    true end after the head ("holds only the first").  When a capped copy is
+    all in the head (``resume_offset`` at or past ``size``), one line that
+    says the rest was not kept, and no next call (a read there would return
+    nothing).  Under 300 bytes without ``note`` for any size a payload can
+    have (``MAX_PAYLOAD_BYTES``), any total below 2**63 and any URI.
     """
     counted = lines_in_all(lines)
     if total is not None and total > size and resume_offset >= size:
@@ -161,14 +167,36 @@ def truncation_marker(uri: str, size: int, lines: int, resume_offset: int, total
         return (f"... output truncated: the stored copy holds the first {size} of {total} bytes ({counted}), "
                 f"all of it shown here; {not_kept(size, total, total)} ..." + (f"\n({note})" if note else ""))
     if total is not None and total > size:
-        status = (f"... output truncated: the stored copy holds the first {size} of {total} bytes ({counted}); "
-                  f"the omitted part starts at byte offset {resume_offset} ...\n")
+        only = "" if end_kept else "only "
+        status = (f"... output truncated: the stored copy holds {only}the first {size} of {total} bytes "
+                  f"({counted}) ...\n")
     else:
         status = (f"... output truncated ({size} bytes, {counted}); the omitted part starts at byte "
                   f"offset {resume_offset} ...\n")
     if note:
         status += f"({note})\n"
     return status + next_calls(uri, resume_offset)
+
+
+def omitted_marker(uri: str, resume_offset: int, tail_start: int, size: int, total: Optional[int] = None) -> str:
+    """The marker of a preview from an offset (a running output's ``wait``):
+    the bytes ``[resume_offset, tail_start)`` of an output of ``size`` stored
+    bytes are omitted, then the ``read`` call that continues (none when
+    ``resume_offset`` is at the stored copy's end: a read there returns
+    nothing).  With ``total``, the stored copy holds only the first ``size``
+    of the output's ``total`` bytes and ``tail_start`` is an offset in the
+    output; past ``size`` the tail is the output's true end, and the bytes
+    between were not kept.  Under 300 bytes for any size a payload can have
+    and any total below 2**63 (issue 12 item 5).
+    """
+    if total is not None and tail_start > size:
+        marker = (f"... bytes {resume_offset} to {tail_start} of {total} omitted (not kept past byte {size}; "
+                  f"the true end follows) ...")
+    else:
+        marker = (f"... {tail_start - resume_offset} bytes omitted here: from byte offset {resume_offset} to "
+                  f"{tail_start} of {size if total is None else total} ...")
+    # (a read at the stored copy's end would return nothing)
+    return marker + "\n" + next_calls(uri, resume_offset) if resume_offset < size else marker
 
 
 def next_calls(uri: str, resume_offset: int, *, read: str = "read", grep: str = "grep") -> str:
@@ -204,14 +232,25 @@ def view_marker(uri: str, size: int, lines: int, total: Optional[int] = None) ->
     redraws collapsed, escape sequences removed) fits them.  Two lines: what
     the view stands for (every stored byte; ``total`` when the stored copy
     holds only the first ``size``), then the calls that read the raw bytes
-    from the start.
+    from the start.  Under 300 bytes for any size a payload can have, any
+    total below 2**63 and any URI (issue 12 item 5).
     """
     if total is not None and total > size:
-        stored = f"the stored copy holds the first {size} of {total} bytes, {lines_in_all(lines)}"
+        stored = (f"... output stored ({size} of {total} bytes kept, {lines_in_all(lines)}): the view above "
+                  f"collapsed redraws and escapes ...")
     else:
-        stored = f"{size} bytes, {lines_in_all(lines)}"
-    return (f"... output stored ({stored}): the view above collapsed redraws and escape sequences and stands for "
-            f"all {size} stored bytes ...\n" + next_calls(uri, 0))
+        stored = (f"... output stored ({size} bytes, {lines_in_all(lines)}): the view above collapsed redraws "
+                  f"and escape sequences and stands for all of it ...")
+    return stored + "\n" + next_calls(uri, 0)
+
+
+def unstored_marker(total: int, lines: int, reason: str) -> str:
+    """The marker after the preview of an output that could not be stored at
+    all, naming no resource (none exists to read) and saying why (``reason``:
+    one line).  Under 300 bytes for any total below 2**63 with the store's own
+    reasons (the quota cannot hold even a record; running background outputs
+    hold it), whatever their numbers (issue 12 item 5)."""
+    return f"... output not stored ({total} bytes, {lines_in_all(lines)}): {reason} ..."
 
 
 def human_lines(content: Content) -> int:
