@@ -530,9 +530,11 @@ def lettered(number: int) -> str:
 @pytest.mark.parametrize("limits", [(400, 8192), (2000, 50 * 1024)])
 def test_unused_outline_share_goes_back_to_head_and_tail(tmp_path, limits):
     # The listing's outline is a few lines: the rest of its share widens the head and tail.
-    # (Names in letters: lines that differ only in numbers would be trimmed as a run.)
+    # (Names in letters: lines that differ only in numbers would be trimmed as a run.  Files
+    # straight in the three folders: a folder of subfolders too many to split would have its
+    # largest ones named, red team G8 f04, and take most of the share.)
     store = ToolOutputStore(tmp_path, durable=False)
-    data = "".join(f"/srv/{top}/{lettered(sub)}/{lettered(name)}-{lettered(sub * name)}.txt\n"
+    data = "".join(f"/srv/{top}/{lettered(sub)}-{lettered(name)}-{lettered(sub * name)}.txt\n"
                    for top in ("alpha", "beta", "gamma") for sub in range(90) for name in range(40)).encode()
     result = store.truncate("s", "c", data, max_lines=limits[0], max_bytes=limits[1])
     content = result.content
@@ -1100,3 +1102,60 @@ def test_a_list_in_an_array_item_or_deeper_than_four_gets_its_outline_red_team_g
     data = json.dumps({"version": "1", "installed": packages}, indent=2).encode()
     shown = outline_of(store.truncate("s", "c", data, max_lines=400, max_bytes=8192).content)
     assert shown[0].startswith("$.installed[") and "[0]" not in shown[0] and "pkg-" in shown[1], shown
+
+
+def _wide_tree(seed: int) -> bytes:
+    """``grep -rn`` over a tree whose top level has more entries than an outline has lines
+    (packages of varied sizes, one much larger, between many loose modules)."""
+    rng = random.Random(seed)
+    rows = []
+    packages = rng.randrange(70, 100)
+    largest = rng.randrange(packages)
+    for p in range(packages):
+        for f in range(300 if p == largest else rng.randrange(5, 60)):
+            rows.append(f"./pkg{p:02d}/sub/module_{f}.py:{f + 10}:def handler_{f}(request):")
+        for m in range(rng.randrange(1, 6)):
+            rows.append(f"./top_{p}_{m}.py:{m + 3}:def top_{m}():")
+    return ("\n".join(rows) + "\n").encode()
+
+
+@pytest.mark.parametrize("limits", [(2000, 50 * 1024), (400, 8 * 1024)])
+@pytest.mark.parametrize("seed", range(4))
+def test_a_group_with_more_runs_than_the_outline_has_lines_shows_its_largest_red_team_g8_f04(tmp_path, limits, seed):
+    """Regression (red team G8 f04): when the first level under the prefix every omitted line
+    shares held more groups than the outline has lines (``grep -rn 'def ' .`` in a Python tree:
+    190 entries), the outline was one line, ``./ 13987 lines @ 24669``, at every limit.  The group
+    now names its largest runs below it, as many as the outline's lines and bytes hold, in stored
+    order, each at an offset that starts a line with that prefix, and says how many it has."""
+    data = _wide_tree(seed)
+    store = ToolOutputStore(tmp_path, durable=False)
+    result = store.truncate("s", "c", data, max_lines=limits[0], max_bytes=limits[1])
+    content = result.content
+    start = content.index("[outline of the omitted part")
+    shown = [content[start:].split("\n", 1)[0]] + outline_of(content)  # (the header first)
+    lines_budget, bytes_budget = budget(*limits)
+    assert len(shown) <= lines_budget and sum(len(line.encode()) + 1 for line in shown) <= bytes_budget
+    group = re.fullmatch(r"\./ (\d+) lines @ (\d+); the (\d+) largest of its (\d+) groups:", shown[1])
+    assert group, shown[:3]
+    listed, runs = int(group[3]), int(group[4])
+    children = shown[2 : 2 + listed]
+    assert listed == len(children) >= min(runs, lines_budget - 3) - 1 and listed < runs
+    sizes, offsets = [], []
+    for line in children:
+        name, lines, offset = re.fullmatch(r"(\./\S+) (\d+) lines? @ (\d+)", line).groups()
+        assert data[int(offset):].startswith(name.rstrip("/").encode()) and data[int(offset) - 1] == 0x0A
+        sizes.append(int(lines))
+        offsets.append(int(offset))
+    assert offsets == sorted(offsets) and offsets[0] >= result.next_offset
+    # The largest, not the first: the omitted lines (between the head and the tail, which ends
+    # the content) counted by their first-level entry; none left out has more than one shown.
+    tail = content.rsplit("\n\n", 1)[1].encode()
+    assert data.endswith(tail)
+    counts: dict[str, int] = {}
+    for line in data[result.next_offset : len(data) - len(tail)].decode().splitlines():
+        entry = "/".join(line.split(":")[0].split("/")[:2])
+        counts[entry] = counts.get(entry, 0) + 1
+    assert len(counts) == runs
+    named = {"/".join(line.split(" ")[0].split("/")[:2]) for line in children}
+    assert min(counts[entry] for entry in named) >= max(count for entry, count in counts.items() if entry not in named)
+    assert sizes == [counts["/".join(line.split(" ")[0].split("/")[:2])] for line in children]

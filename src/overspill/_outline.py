@@ -11,7 +11,8 @@ Three kinds of output get one, chosen from what the preview's head shows:
   are many, with the count between);
 * listings and path-led logs (``find``, ``ls -R``, ``grep -rn``, test ids):
   the distinct prefixes of the omitted lines at the deepest level that keeps
-  the outline short, with their line counts (``src/overspill/ 214 lines @ 10240``).
+  the outline short, with their line counts (``src/overspill/ 214 lines @ 10240``),
+  and the largest runs below a group too wide to split whole.
 
 Colour escapes at a line's start do not change what a line is (the model
 is shown the output without them).  Anything else gets none: no outline
@@ -336,12 +337,12 @@ class Outline:
         elif self._kind in ("git", "oneline"):
             return self._render_git(max_lines, max_bytes)
         else:
-            body = self._render_lines(max_lines - 1)
+            body = self._render_lines(max_lines - 1, max_bytes)
         if not body:
             return []
         return _fit(body, max_lines, max_bytes)
 
-    def _render_lines(self, room: int) -> list[str]:
+    def _render_lines(self, room: int, max_bytes: int) -> list[str]:
         if not self._lines or self._keyed * 100 < self._lines * _KEYED_PERCENT:
             return []
         levels: list[list[list]] = []
@@ -351,17 +352,27 @@ class Outline:
             levels.append(runs)
         if not levels:
             return []
-        chosen = _refine(levels, room)
+        children = _spans(levels)
+        chosen = _refine(levels, room, children)
         total = sum(run[2] for run in levels[0])
         head = f"[outline of the omitted part: {total} lines by path prefix; by byte offset:]"
-        body = [head]
-        for depth, index in chosen:
+
+        def line(depth: int, index: int) -> str:
             key, offset, lines, deeper = levels[depth][index]
             name = _text(key) + ("/" if deeper else "")
-            body.append(f"{name} {lines} line{'s' if lines != 1 else ''} @ {offset}")
-        if len(chosen) < len(levels[0]):
-            body.append(f"… {len(levels[0]) - len(chosen)} more groups")
-        return body
+            return f"{name} {lines} line{'s' if lines != 1 else ''} @ {offset}"
+
+        more = [f"… {len(levels[0]) - len(chosen)} more groups"] if len(chosen) < len(levels[0]) else []
+        used = line_size(head) + sum(line_size(line(*node)) for node in chosen) + sum(map(line_size, more))
+        chosen, widened = _widen(levels, children, chosen, room - len(chosen) - len(more), max_bytes - used, line)
+        body = [head]
+        for node in chosen:
+            if node in widened:
+                count, shown = widened[node]
+                body.append(f"{line(*node)}; the {shown} largest of its {count} groups:")
+            else:
+                body.append(line(*node))
+        return body + more
 
     def _render_git(self, max_lines: int, max_bytes: int) -> list[str]:
         commits = self._commits + self._last_commits
@@ -484,10 +495,9 @@ def _unlike_the_rest(names: list) -> set[int]:
     return rare if len(rare) <= _UNLIKE else set()
 
 
-def _refine(levels: list[list[list]], room: int) -> list[tuple[int, int]]:
-    """The runs shown: the top level's, each split into its runs one level
-    deeper while the outline stays within ``room`` lines, cheapest split first
-    (a run with one run below it is followed down for free)."""
+def _spans(levels: list[list[list]]) -> list[list[tuple[int, int]]]:
+    """For each level but the last, each run's children: the ``[first, last)``
+    indices of the runs one level deeper that lie within it (by offset)."""
     children: list[list[tuple[int, int]]] = []
     for depth in range(len(levels) - 1):
         upper, lower = levels[depth], levels[depth + 1]
@@ -500,6 +510,17 @@ def _refine(levels: list[list[list]], room: int) -> list[tuple[int, int]]:
                 j += 1
             spans.append((first, j))
         children.append(spans)
+    return children
+
+
+def _refine(levels: list[list[list]], room: int,
+            children: Optional[list[list[tuple[int, int]]]] = None) -> list[tuple[int, int]]:
+    """The runs shown: the top level's, each split into its runs one level
+    deeper while the outline stays within ``room`` lines, cheapest split first
+    (a run with one run below it is followed down for free).  ``children``:
+    ``_spans(levels)``, when the caller has it."""
+    if children is None:
+        children = _spans(levels)
     top = len(levels[0])
     if top > room:
         return [(0, index) for index in range(max(room - 1, 1))]
@@ -524,6 +545,42 @@ def _refine(levels: list[list[list]], room: int) -> list[tuple[int, int]]:
             shown.add((depth + 1, child))
             offer(depth + 1, child)
     return sorted(shown, key=lambda node: levels[node[0]][node[1]][1])
+
+
+def _widen(levels: list[list[list]], children: list[list[tuple[int, int]]], chosen: list[tuple[int, int]],
+           lines_left: int, bytes_left: int, line: Callable[[int, int], str]
+           ) -> tuple[list[tuple[int, int]], dict[tuple[int, int], tuple[int, int]]]:
+    """``chosen`` with the largest group that has more runs one level deeper
+    than the room left shown with its largest runs below it, as many as fit
+    ``lines_left`` lines and ``bytes_left`` bytes (``line`` renders a run), in
+    stored order after it (each followed down while it has one run below it):
+    a group too wide to split whole still says what it holds (red team G8 f04:
+    ``./ 2440 lines`` was the whole outline of a tree of 200 entries).  Also
+    ``{group: (runs below it, runs shown)}`` for the group widened."""
+    wide = [node for node in chosen
+            if node[0] < len(children) and children[node[0]][node[1]][1] - children[node[0]][node[1]][0] > 1]
+    if lines_left < 2 or not wide:
+        return chosen, {}
+    group = max(wide, key=lambda node: levels[node[0]][node[1]][2])  # (the first of the largest)
+    depth, index = group
+    first, last = children[depth][index]
+    # The note on the group's line ("; the N largest of its M groups:") comes out of the bytes too.
+    bytes_left -= len(f"; the {last - first} largest of its {last - first} groups:")
+    picked: list[tuple[int, int]] = []
+    for child in sorted(range(first, last), key=lambda child: (-levels[depth + 1][child][2], child)):
+        node = (depth + 1, child)
+        while node[0] < len(children) and children[node[0]][node[1]][1] - children[node[0]][node[1]][0] == 1:
+            node = (node[0] + 1, children[node[0]][node[1]][0])  # one run below it: the more precise name
+        size = line_size(line(*node))
+        if len(picked) >= lines_left or size > bytes_left:
+            break
+        picked.append(node)
+        bytes_left -= size
+    if len(picked) < 2:
+        return chosen, {}
+    order = chosen.index(group) + 1
+    shown = sorted(picked, key=lambda node: levels[node[0]][node[1]][1])
+    return chosen[:order] + shown + chosen[order:], {group: (last - first, len(picked))}
 
 
 def _wrap(items: list[str], width: int = 120, lead: str = "  ") -> list[str]:
