@@ -98,3 +98,18 @@ def test_the_command_line_takes_max_tokens(tmp_path, subprocess_env):
     bad = subprocess.run([sys.executable, "-m", "overspill", "mcp", "--max-tokens", "0"], capture_output=True,
                          text=True, timeout=60, env=subprocess_env)
     assert bad.returncode == 2 and "max-tokens" in bad.stderr
+
+
+def test_a_str_holding_lone_surrogates_is_counted_as_shown(tmp_path):
+    # A str from os.fsdecode holds surrogate escapes; quicktok refuses them (a raw TypeError out of
+    # truncate with max_tokens set): each counts as the U+FFFD the model is shown for it.
+    count = counter()
+    assert count("a\udce9b\ud800") == count("a\ufffdb\ufffd")
+    store = ToolOutputStore(tmp_path, durable=False, config={"tool_output": {"max_tokens": 200}})
+    small = "caf\udce9"
+    assert store.truncate("s", "c", small).content == small
+    names = "".join(f"fichier-{i}-\udce9t\udce9.txt\n" for i in range(5000))
+    result = store.truncate("s", "d", names)
+    assert result.truncated and "\ufffd" in result.content and preview_tokens(result.content) <= 202
+    with store.view("s", result.resource.uri) as (_, stored):
+        assert bytes(stored) == names.encode("utf-8", "surrogateescape")

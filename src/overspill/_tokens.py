@@ -48,5 +48,21 @@ def counter() -> Callable[[str], int]:
             except Exception as error:  # a broken install: its own errors are not ours to leak
                 raise ConfigError(f"the tokens extra cannot load o200k_base ({error}); reinstall it: "
                                   f"{EXTRA}") from None
-            _COUNT = encoding.count
+            count = encoding.count
+
+            def counted(text: str) -> int:
+                try:
+                    return count(text)
+                except TypeError:
+                    # quicktok takes only text UTF-8 can encode: a lone surrogate (a surrogate escape of
+                    # a str from os.fsdecode, say) counts as the U+FFFD the model is shown for it.
+                    if not isinstance(text, str):
+                        raise
+                    return count(text.translate(_SURROGATES))
+
+            _COUNT = counted
         return _COUNT
+
+
+# Every lone surrogate, mapped to U+FFFD (str.translate's table).
+_SURROGATES = dict.fromkeys(range(0xD800, 0xE000), 0xFFFD)
