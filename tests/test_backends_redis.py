@@ -598,15 +598,46 @@ def test_a_damaged_session_set_is_replaced_by_the_next_write_and_leaves_no_pendi
         report = store.cleanup()
         assert report.removed == 0 and raw.type("ovs:session:S") == b"zset"
         assert [r.resource.uri for r in store.records("S")] == [written.uri]
-        # A publish that fails (the quota's count for its id would overflow) with its
-        # session's set damaged before the abort: the abort still drops the pending entry.
+        # A publish that fails (its quota count refused: a per-id value that would overflow was
+        # the trigger, until such a value became damage the count drops) with its session's set
+        # damaged before the abort: the abort still drops the pending entry.
+        import redis as redis_client
+
         writer = store._backend.create("1a23bf000000BBBBBBBBBBBBBB")
         writer.write(memoryview(b"z" * 100))
-        raw.hset("ovs:{usage}:by-id", writer.id, 2**63 - 1)
-        with pytest.raises(StorageError):
-            writer.publish("S", "c", "text/plain", None, retention=timedelta(days=1))
+
+        def refused(**_: object) -> None:
+            raise redis_client.exceptions.ResponseError("increment or decrement would overflow")
+
+        counting, store._backend._account_script = store._backend._account_script, refused
+        try:
+            with pytest.raises(StorageError):
+                writer.publish("S", "c", "text/plain", None, retention=timedelta(days=1))
+        finally:
+            store._backend._account_script = counting
         assert raw.zscore("ovs:pending", writer.id) is not None
         raw.delete("ovs:session:S")
         raw.set("ovs:session:S", "damaged again")
         writer.abort()
         assert raw.zscore("ovs:pending", writer.id) is None
+
+
+def test_a_usage_value_near_two_to_the_63_is_repaired_not_failing_writes(server):
+    """Regression (review of red team L8 f02's fix): a total INCRBY takes but cannot add to
+    ("9223372036854775807": it overflows; read back through Lua it wrapped negative, so no
+    eviction recounted it) failed every write until a cleanup, and per-id values that large
+    summed into a total no integer command takes.  A value past 2**53 is damage too."""
+    with ToolOutputStore(url=server.url) as store:
+        raw = store._backend.client
+        for value in ["9223372036854775807", "9223372036854775500", "-9223372036854775808", "9007199254740993"]:
+            raw.set("ovs:{usage}:bytes", value)
+            written = store.write("s", "c", b"y" * 2000)
+            assert store.read("s", written.uri).content == "y" * 2000, value
+            assert 0 <= int(raw.get("ovs:{usage}:bytes")) < 2**53, value
+        raw.hset("ovs:{usage}:by-id", mapping={"huge1": "9223372036854775807", "huge2": "9007199254740992",
+                                               "huge3": "9007199254740992"})
+        raw.set("ovs:{usage}:bytes", "damaged")
+        written = store.write("s", "c", b"z" * 10)
+        assert store.read("s", written.uri).content == "z" * 10
+        store.cleanup()
+        assert store.read("s", store.write("s", "c", b"w" * 10).uri).content == "w" * 10

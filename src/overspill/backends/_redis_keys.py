@@ -74,30 +74,33 @@ return -1
 """
 
 # The number a quota value (the total, or one id's bytes) holds, or nil when it is
-# one INCRBY/HINCRBY/DECRBY refuse: Redis's own rule (string2ll), an optional '-' then
-# decimal digits without a leading zero (or "0" alone), within signed 64 bits.  Lua's
-# tonumber() is not that test: it accepts "1.5", "nan", "inf", "0x10", "1e3" and " 5",
-# all of which made every write and cleanup fail on the command after it.  The range
-# is compared in two exact parts (a double holds neither 19-digit bound exactly, and
-# string order in Lua follows the server's collation locale).
+# damage: one INCRBY/HINCRBY/DECRBY refuse (Redis's own rule, string2ll: an optional
+# '-' then decimal digits without a leading zero, or "0" alone), or one past 2**53.
+# Lua's tonumber() is not that test: it accepts "1.5", "nan", "inf", "0x10", "1e3" and
+# " 5", all of which made every write and cleanup fail on the command after it.  Past
+# 2**53 (8 PiB, more than any store holds) a Lua number no longer holds the value
+# exactly, and near 2**63 INCRBY of an output's bytes overflows and the usage read
+# back wraps negative (no eviction recounts it): every write failed on it too.  The
+# bound is compared exactly (16 digits at most; a double rounds monotonically).
 _INTEGER = """
 local function integer(text)
   if text == '0' then return 0 end
   local digits = string.match(text, '^%-?([1-9]%d*)$')
-  if digits == nil or #digits > 19 then return nil end
-  if #digits == 19 then
-    local high, low = tonumber(string.sub(digits, 1, 10)), tonumber(string.sub(digits, 11))
-    local most = 854775807
-    if string.sub(text, 1, 1) == '-' then most = 854775808 end
-    if high > 9223372036 or (high == 9223372036 and low > most) then return nil end
-  end
+  if digits == nil or #digits > 16 or tonumber(digits) > 9007199254740992 then return nil end
   return tonumber(text)
+end
+-- A sum of per-id values, as a total holds it: at most 2**53 (see integer).
+local function counted(values)
+  local total = 0
+  for _, bytes in ipairs(values) do total = total + (integer(bytes) or 0) end
+  if total > 9007199254740992 then return 9007199254740992 end
+  return total
 end
 """
 
 # Run first by every script over the quota's keys (KEYS: total, per-id hash):
-# a per-id "hash" of another type is dropped, and a total that INCRBY would refuse
-# (of another type, or text that is not a 64-bit integer) is recounted from the
+# a per-id "hash" of another type is dropped, and a total that is damage (of
+# another type, or text ``integer`` refuses) is recounted from the
 # hash, so one damaged key never fails every write.  A per-id value that is not
 # one counts as nothing (ACCOUNT and UNACCOUNT drop it).
 _REPAIR_USAGE = _INTEGER + """
@@ -105,8 +108,7 @@ local kind = redis.call('TYPE', KEYS[2]).ok
 if kind ~= 'hash' and kind ~= 'none' then redis.call('DEL', KEYS[2]) end
 kind = redis.call('TYPE', KEYS[1]).ok
 if kind ~= 'none' and (kind ~= 'string' or integer(redis.call('GET', KEYS[1])) == nil) then
-  local total = 0
-  for _, bytes in ipairs(redis.call('HVALS', KEYS[2])) do total = total + (integer(bytes) or 0) end
+  local total = counted(redis.call('HVALS', KEYS[2]))
   redis.call('DEL', KEYS[1])
   redis.call('SET', KEYS[1], total)
 end
@@ -135,6 +137,7 @@ for i = 1, #ARGV do
     redis.call('HDEL', KEYS[2], ARGV[i])
   end
 end
+if freed > 9007199254740992 then freed = 9007199254740992 end  -- (an integer DECRBY takes; see integer)
 if freed ~= 0 then redis.call('DECRBY', KEYS[1], freed) end
 return freed
 """
@@ -142,8 +145,7 @@ return freed
 # KEYS: total, per-id hash.  The total, recomputed from the hash (a total of 0
 # is no key, as before the first write: a sweep of an emptied store leaves none).
 RECOUNT = _REPAIR_USAGE + """
-local total = 0
-for _, bytes in ipairs(redis.call('HVALS', KEYS[2])) do total = total + (integer(bytes) or 0) end
+local total = counted(redis.call('HVALS', KEYS[2]))
 if total == 0 then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], total) end
 return total
 """
