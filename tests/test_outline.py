@@ -1159,3 +1159,17 @@ def test_a_group_with_more_runs_than_the_outline_has_lines_shows_its_largest_red
     named = {"/".join(line.split(" ")[0].split("/")[:2]) for line in children}
     assert min(counts[entry] for entry in named) >= max(count for entry, count in counts.items() if entry not in named)
     assert sizes == [counts["/".join(line.split(" ")[0].split("/")[:2])] for line in children]
+
+
+def test_an_output_not_stored_trims_its_runs_as_a_stored_one(tmp_path):
+    # The preview of an output the quota could not take (nothing stored) ignored trim_runs: its head
+    # ran on through a run of same-shape lines that the same output, stored, showed 10 lines of.
+    data = "".join(f"2026-01-01 INFO processed record {i} of batch 7\n" for i in range(20000)).encode()
+    stored = ToolOutputStore(tmp_path / "roomy", durable=False).truncate("s", "c", data)
+    full = ToolOutputStore(tmp_path / "full", durable=False, config={"tool_output": {"max_total_bytes": 100}})
+    pieces = [data[i : i + 65536] for i in range(0, len(data), 65536)]
+    for unstored in (full.truncate("s", "c", data), full.truncate_stream("s", "d", iter(pieces))):
+        assert unstored.resource is None and "output not stored" in unstored.content
+        head = stored.content[: stored.content.index("\n\n... output truncated")]
+        assert unstored.content.startswith(head + "\n\n... output not stored")
+        assert unstored.content.endswith(stored.content[stored.content.rindex("\n\n"):])

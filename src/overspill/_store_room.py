@@ -38,6 +38,7 @@ class StoreRoom:
     _limits: Limits
     _views: int
     _tokens: Optional[tuple[int, Callable[[str], int]]]
+    _runs: int
     _folder: Optional[str]
     _quota: Optional[QuotaBackend]
 
@@ -155,7 +156,7 @@ class StoreRoom:
         shaped, _ = stored_preview(lambda start, end: data[start:end], uri="(not stored)", stored=len(data),
                                    total=total, count=count, max_lines=lines_limit, max_bytes=bytes_limit,
                                    flags=self._views, signals=(), content=held if whole else None,
-                                   kept_end=kept_end, first=first, tokens=self._tokens)
+                                   kept_end=kept_end, first=first, tokens=self._tokens, runs=self._runs)
         marker = unstored_marker(total, lines, reason)
         head = shaped.head
         # One blank line before the marker, as ``_preview.compose`` puts it.
