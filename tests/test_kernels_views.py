@@ -575,3 +575,43 @@ def test_signal_scan_is_linear_in_a_long_line_of_hits_that_do_not_count():
         [(failed, last - 1, 0), (last, len(data) - 1, 1)], [1, 1])
     assert _kernels.signal_lines(data, 0, len(data), patterns, ANSI | CR, 5) == (
         [(failed, last - 1, 0), (last, len(data) - 1, 1)], [1, 1])
+
+
+def test_twin_view_of_a_large_ansi_block_holds_memory_bounded_by_a_window():
+    """red team P8 f05: the pure twin viewed each 8 MiB block of the signal
+    scan with one ``re.sub`` over the whole block, whose list of kept pieces
+    is about 25 times the block for coloured log lines (~220 MB for a
+    streaming truncate).  Now the block is taken a window at a time; the view
+    is unchanged (the compiled kernel's, and one ``sub`` over the whole)."""
+    import tracemalloc
+
+    from overspill._buffers import ESCAPE
+
+    line = b"\x1b[32m\x1b[1mPASS\x1b[0m \x1b[2mtests/test_%d.py\x1b[0m::\x1b[36mtest\x1b[0m \x1b[33m[%d%%]\x1b[0m\n"
+    data = b"".join(line % (j, j % 100) for j in range(60_000))  # ~5 MB, one escape per 7 bytes
+    expected = ESCAPE.sub(b"", data)
+    tracemalloc.start()
+    try:
+        shown = _native.view_bytes(data, ANSI)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert shown == expected == _kernels.view_bytes(data, ANSI)
+    assert peak < 4 * len(data), f"the view of {len(data)} bytes peaked at {peak} bytes"
+
+
+@given(st.lists(st.sampled_from(_NOISE), max_size=60).map(b"".join), st.integers(1, 40), flag_sets)
+@example(b"\x1b]8;;x\x1b\\" * 4 + b"\n" + b"\x1b[31mab" * 8, 5, ANSI)
+def test_twin_view_taken_in_windows_is_the_view_taken_whole(data, window, flags):
+    """The windows of the twin's escape removal (cut after a newline, a longer
+    line walked match by match) give what the compiled kernel does, for any
+    window size: a sequence cut by a window edge would differ."""
+    from overspill import _native_text
+
+    saved = _native_text._STRIP_WINDOW
+    _native_text._STRIP_WINDOW = window
+    try:
+        shown = _native.view_bytes(data, flags)
+    finally:
+        _native_text._STRIP_WINDOW = saved
+    assert shown == _kernels.view_bytes(data, flags)

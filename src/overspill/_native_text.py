@@ -82,6 +82,51 @@ def text_fits(text: str, max_lines: int, max_bytes: int, flags: int, /) -> bool:
     return text.count("\n") < newlines_allowed and utf8_length(text) <= max_bytes
 
 
+# Bytes of escaped data removed in one re.sub call.  re.sub builds a list of
+# every kept stretch before joining them (about 25 times the data for coloured
+# log lines), so a block of the signal scan (8 MiB) is taken a window at a time.
+_STRIP_WINDOW = 1 << 18
+
+
+def _strip_escapes(data: bytes) -> bytes:
+    """``data`` without its escape sequences, as ``_ESCAPE.sub(b"", data)``
+    gives it, in memory bounded by ``_STRIP_WINDOW`` rather than by ``data``.
+
+    No sequence crosses a newline and the pattern looks neither behind nor
+    ahead of its match, so windows cut just after a newline give the same
+    matches as the whole; a line longer than a window is walked match by match.
+    """
+    size = len(data)
+    if size <= _STRIP_WINDOW:
+        return _ESCAPE.sub(b"", data)
+    sub = _ESCAPE.sub
+    pieces: list[bytes] = []
+    start = 0
+    while start < size:
+        end = start + _STRIP_WINDOW
+        if end >= size:
+            end = size
+        else:
+            newline = data.rfind(b"\n", start, end)
+            if newline >= 0:
+                end = newline + 1
+            else:  # one line longer than a window: up to its end, one match at a time
+                newline = data.find(b"\n", end)
+                end = size if newline < 0 else newline + 1
+                kept = bytearray()
+                done = start
+                for found in _ESCAPE.finditer(data, start, end):
+                    kept += data[done : found.start()]
+                    done = found.end()
+                kept += data[done:end]
+                pieces.append(kept)  # type: ignore[arg-type]  # join takes any bytes-like
+                start = end
+                continue
+        pieces.append(sub(b"", data[start:end]))
+        start = end
+    return b"".join(pieces)
+
+
 def view_bytes(buffer: BytesLike, flags: int, /) -> bytes | None:
     """What a reader is shown of ``buffer``: escapes removed, redraws collapsed.
 
@@ -105,7 +150,7 @@ def view_bytes(buffer: BytesLike, flags: int, /) -> bytes | None:
     if not (escapes or redraws):
         return None
     if escapes:
-        data = _ESCAPE.sub(b"", data)
+        data = _strip_escapes(data)
     if flags & VIEW_CR and b"\r" in data:
         data = _collapse(data)
     return data
