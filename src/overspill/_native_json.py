@@ -25,6 +25,44 @@ _JSON_SIGNIFICANT = LazyPattern(rb"[^ \t\r\n]")
 _JSON_STRING_STOP = LazyPattern(rb'["\\]')
 _JSON_LITERAL_STOP = LazyPattern(rb'[ \t\r\n,\]}:\[{"]')
 _JSON_LITERAL_START = frozenset(b"-0123456789tfn")
+# The tokens one regex match takes, after any blank: an optional comma
+# (group 1), then a string (2) with, if they follow, its colon (3) and a
+# string (4) or literal (5) value after that (an object's member whole), or a
+# literal (6), or a structural byte (7).  A literal is taken only with its
+# stop byte in the same data.  The scan takes one match at a time, so the
+# bytes of strings and literals are never visited one by one in Python; a
+# token the data ends inside, or a byte that cannot be JSON, does not match
+# and is read by the byte-wise path (``_token`` and the states of ``_scan``).
+_STRING = rb'"[^"\\]*(?:\\[\s\S][^"\\]*)*"'
+_LITERAL = rb'[-0-9tfn][^ \t\r\n,\]}:\[{"]*(?=[ \t\r\n,\]}:\[{"])'
+_JSON_TOKEN = LazyPattern(
+    rb'[ \t\r\n]*(,[ \t\r\n]*)?(?:(' + _STRING + rb')(?:[ \t\r\n]*(:)(?:[ \t\r\n]*(?:(' + _STRING + rb')|('
+    + _LITERAL + rb')))?)?|(' + _LITERAL + rb')|([{}\[\],:]))'
+)
+# Runs the scan need not read token by token: the items of an array that is
+# not reported (they are only counted, and the count is never read), and the
+# members of an object that is neither reported nor lends keys or a label
+# (their keys are never read), when they are scalars or containers of scalars
+# two levels deep (no container in them is reported or labelled either).
+# One match takes the whole run, each pattern starting where the run may: at
+# a member or after a comma.  Anything else (a deeper container, a stray
+# comma) ends the run and is read as usual.
+_B = rb"[ \t\r\n]*"
+
+
+def _containers_of(value: bytes) -> bytes:
+    """An array or object whose items or member values match ``value``."""
+    return (rb"(?:\[" + _B + rb"(?:" + value + rb"(?:" + _B + rb"," + _B + value + rb")*)?" + _B + rb"\]"
+            rb"|\{" + _B + rb"(?:" + _STRING + _B + rb":" + _B + value + rb"(?:" + _B + rb"," + _B + _STRING + _B
+            + rb":" + _B + value + rb")*)?" + _B + rb"\})")
+
+
+_SCALAR = rb"(?:" + _STRING + rb"|" + _LITERAL + rb")"
+_VALUE = rb"(?:" + _SCALAR + rb"|" + _containers_of(rb"(?:" + _SCALAR + rb"|" + _containers_of(_SCALAR) + rb")") + rb")"
+_MEMBER = _STRING + _B + rb":" + _B + _VALUE
+_JSON_ITEMS_RUN = LazyPattern(rb"(?:[ \t\r\n,]*" + _VALUE + rb")+")
+_JSON_MEMBERS_RUN = LazyPattern(_B + _MEMBER + rb"(?:" + _B + rb"," + _B + _MEMBER + rb")*")
+_JSON_MORE_MEMBERS_RUN = LazyPattern(rb"(?:" + _B + rb"," + _B + _MEMBER + rb")+")
 _ROOT, _OBJECT, _ARRAY = 0, 1, 2
 
 
@@ -264,7 +302,10 @@ class JsonOutline:
         while i < size:
             state = self._state
             if state == 0:
-                i = self._token(data, i, base)
+                i = self._tokens(data, i, base)
+                if i >= size:
+                    return
+                i = self._token(data, i, base)  # a token cut by the end of data, or not JSON
                 if i < 0:
                     return
                 continue
@@ -299,6 +340,114 @@ class JsonOutline:
                     self._key_done(text)
                 else:
                     self._scalar_done(text)
+
+    def _tokens(self, data: bytes, i: int, base: int) -> int:
+        """Between tokens (state 0): take whole tokens, a few per regex match
+        (``_JSON_TOKEN``), as ``_token`` and the string and literal states
+        would take them byte by byte; the index of the first token not taken
+        (the end of ``data`` once it is read or the scan became invalid).  A
+        string's or literal's bytes are sliced only when a key or a label
+        needs them."""
+        match = _JSON_TOKEN.match  # bound once: a LazyPattern forwards every attribute lookup
+        stack = self._stack
+        omit_start, omit_end = self._omit_start, self._omit_end
+        labels = JSON_LABEL_KEYS
+        items_run = _JSON_ITEMS_RUN.match
+        members_run = _JSON_MEMBERS_RUN.match
+        more_members_run = _JSON_MORE_MEMBERS_RUN.match
+        size = len(data)
+        while True:
+            top = stack[-1]
+            # A run's containers (two levels below the top) are opened below the nesting limit.
+            if not top.reportable and len(stack) < JSON_NESTING_MAX:
+                kind = top.kind
+                if kind == _ARRAY:
+                    run = items_run(data, i)
+                elif top.collect_into is None and (top.label_depth == 0 or top.item.labelled):
+                    run = (members_run if top.expect_key else more_members_run)(data, i)
+                    if run is not None:
+                        top.expect_key = False
+                else:
+                    run = None
+                if run is not None:
+                    i = run.end()
+            found = match(data, i)
+            if found is None:
+                return i
+            i = found.end()
+            kind = top.kind
+            if kind == _OBJECT and found.start(1) >= 0:  # a comma (a no-op in an array)
+                top.expect_key = True
+            last = found.lastindex
+            if last <= 5:  # a string, maybe a member's colon and value
+                start, end = found.span(2)
+                offset = base + start
+                if kind == _OBJECT and top.expect_key:
+                    top.expect_key = False
+                    if top.reportable and omit_start <= offset < omit_end:
+                        top.member_in_range = self._item(top, offset)
+                    else:
+                        top.index += 1
+                        top.member_in_range = False
+                    self._key_done(data[start + 1 : min(end - 1, start + 1 + JSON_KEY_MAX)])
+                elif kind != _OBJECT:  # an object's member was counted at its key
+                    if top.reportable and omit_start <= offset < omit_end:
+                        self._item(top, offset)
+                    else:
+                        top.index += 1
+                elif top.label_depth and top.key in labels:
+                    self._scalar_done(data[start + 1 : min(end - 1, start + 1 + JSON_KEY_MAX)])
+                if last == 2:
+                    continue
+                if kind != _OBJECT:  # a colon after an item (expect_key is False after a key or value)
+                    self._invalid()
+                    return size
+                if last == 4:  # a string value
+                    if top.label_depth and top.key in labels:
+                        start, end = found.span(4)
+                        self._scalar_done(data[start + 1 : min(end - 1, start + 1 + JSON_KEY_MAX)])
+                elif last == 5:  # a literal value
+                    if top.label_depth and top.key in labels:
+                        start, end = found.span(5)
+                        self._scalar_done(data[start : min(end, start + JSON_KEY_MAX)])
+                continue
+            start = found.start(last)
+            if last == 6:  # a literal
+                if kind == _OBJECT:
+                    if top.expect_key:
+                        self._invalid()
+                        return size
+                    if top.label_depth and top.key in labels:
+                        self._scalar_done(data[start : min(found.end(6), start + JSON_KEY_MAX)])
+                    continue
+                offset = base + start
+                if top.reportable and omit_start <= offset < omit_end:
+                    self._item(top, offset)
+                else:
+                    top.index += 1
+                continue
+            byte = data[start]
+            if byte == 44:  # ,
+                if kind == _OBJECT:
+                    top.expect_key = True
+                continue
+            if byte == 58:  # :
+                if kind != _OBJECT or top.expect_key:
+                    self._invalid()
+                    return size
+                continue
+            if byte == 123 or byte == 91:  # { [
+                if kind == _OBJECT and top.expect_key:
+                    self._invalid()
+                    return size
+                self._open(_OBJECT if byte == 123 else _ARRAY, base + start)
+            else:  # } ]
+                if kind == _ROOT:
+                    self._invalid()
+                    return size
+                self._close(_OBJECT if byte == 125 else _ARRAY, base + start)
+            if not self._valid:
+                return size
 
     def _invalid(self) -> int:
         self._valid = False
