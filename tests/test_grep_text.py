@@ -316,3 +316,74 @@ def test_dollar_matches_before_a_crlf_in_a_stored_output_as_in_a_file(store, tmp
         numbers = [int(line[len(str(path)) + 1:].split(":")[0]) for line in as_file.output.split("\n")
                    if line.startswith(f"{path}:")]
         assert numbers == expected, as_file.output
+
+
+def _old_match_lines(regex: re.Pattern[str], text: str, count: int) -> list[int]:
+    """The lines in which a match of ``regex.finditer`` starts (the rule before red team P8 f01, walking every match)."""
+    found: list[int] = []
+    line = position = 0
+    for match in regex.finditer(text):
+        line += text.count("\n", position, match.start())
+        position = match.start()
+        if line < count and (not found or found[-1] < line):
+            found.append(line)
+    return found
+
+
+class _CountingPattern:
+    """A compiled pattern that counts the matches it hands out (by search or finditer)."""
+
+    def __init__(self, regex: re.Pattern[str]) -> None:
+        self._regex = regex
+        self.pattern, self.flags = regex.pattern, regex.flags
+        self.matches = 0
+
+    def search(self, *args):
+        found = self._regex.search(*args)
+        self.matches += found is not None
+        return found
+
+    def finditer(self, *args):
+        for match in self._regex.finditer(*args):
+            self.matches += 1
+            yield match
+
+
+def test_grep_of_a_stored_output_costs_per_matching_line_not_per_match():
+    """Red team P8 f01: lines_with_a_match walked every match of the pattern over the text, so ``\\d``
+    or ``.`` (a match per character) on a large numeric output ran out of time ("pattern too slow")
+    where a search line by line takes a second. A pattern that matches no newline now looks at one
+    match per matching line; the lines found are the same."""
+    from overspill.tools._regex_worker import lines_with_a_match
+
+    lines = [b"%d,%d,%d" % (i, i * 7919 % 1000003, i * 31) for i in range(2000)]
+    for crlf in (False, True):
+        payload = (b"\r\n" if crlf else b"\n").join(lines) + b"\n"
+        for pattern in (r"\d", ".", "1", ",", "^", "$", r"(?<=,)\d"):
+            regex = re.compile(pattern, re.MULTILINE)
+            counting = _CountingPattern(regex)
+            found = lines_with_a_match(counting, payload)  # type: ignore[arg-type]
+            assert found == [i for i, line in enumerate(lines) if regex.search(line.decode())], pattern
+            assert counting.matches <= (2 if crlf else 1) * len(found), (pattern, counting.matches)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="ab\n\r x1", max_size=40),
+       st.sampled_from(["a", "b", ".", "a*", "x?", "^", "$", "^$", r"\b", r"\B", "(?<=a)b", "(?<!a)b", r"\Aa",
+                        r"a\Z", "a$", "^b", "(?=\n)", "[^\n]", "[^a]", r"\s", r"a\nb", r"b\s*a", "(?s).", "(?s)a.b",
+                        r"\D+", r"[\r\n]+", "a|b\nb", r"(a)\1", "x|b\r?$", ".*", "(?s:.?)$", "a{0,2}?", "(?m)$a?"]))
+def test_lines_with_a_match_lists_what_a_walk_of_every_match_lists(text, pattern):
+    """The faster walk of red team P8 f01 (a search from each next line's start) lists the lines the
+    walk of every match (finditer) listed, with empty matches, anchors, look-behinds and newlines."""
+    from overspill.tools._regex_worker import _match_lines, lines_with_a_match
+
+    regex = re.compile(pattern, re.MULTILINE)
+    for count in range(text.count("\n") + 2):
+        assert _match_lines(regex, text, count) == _old_match_lines(regex, text, count)
+    payload = text.encode("utf-8", "surrogateescape")
+    stripped = text.replace("\r\n", "\n").removesuffix("\r")
+    count = text.count("\n") + (not text.endswith("\n"))
+    expected = _old_match_lines(regex, text, count)
+    if "\r\n" in text or text.endswith("\r"):
+        expected = sorted(set(expected) | set(_old_match_lines(regex, stripped, count)))
+    assert lines_with_a_match(regex, payload) == expected

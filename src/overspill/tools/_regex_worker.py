@@ -87,17 +87,128 @@ def lines_with_a_match(regex: re.Pattern[str], payload: bytes) -> list[int]:
 
 
 def _match_lines(regex: re.Pattern[str], text: str, count: int) -> list[int]:
-    """Indices (below ``count``) of the lines of ``text`` in which a match of ``regex`` starts, each once."""
+    """Indices (below ``count``) of the lines of ``text`` in which a match of ``regex`` starts, each
+    once: the lines in which a match found by ``regex.finditer`` (matches that do not overlap) starts.
+
+    The cost is per matching line, not per match (``.`` matches each character): once a line is
+    found, the search goes on at the next line's start.  Done so only when no match can hold a ``\\n`` (``_crosses_lines``): then no later match in the
+    line could have run into the next lines and hidden one starting there, and a search from the
+    next line's start (``^``, ``\\A`` and look-behinds see the whole text) finds what finditer
+    would.  A pattern that can match a ``\\n`` (``\\s``, ``[^,]``) walks every match, as finditer does.
+    """
     found: list[int] = []
     line = 0  # the line holding ``position``
     position = 0
-    for match in regex.finditer(text):
+    if _crosses_lines(regex):
+        for match in regex.finditer(text):
+            start = match.start()
+            line += text.count("\n", position, start)
+            position = start
+            if line < count and (not found or found[-1] < line):
+                found.append(line)
+        return found
+    search = regex.search
+    while line < count:
+        match = search(text, position)
+        if match is None:
+            break
         start = match.start()
         line += text.count("\n", position, start)
-        position = start
-        if line < count and (not found or found[-1] < line):
-            found.append(line)
+        if line >= count:
+            break
+        found.append(line)
+        end = text.find("\n", start)
+        if end < 0:
+            break
+        # (The match ends at or before this \n: it holds none.)
+        position = end + 1
+        line += 1
     return found
+
+
+def _crosses_lines(regex: re.Pattern[str]) -> bool:
+    """Whether a match of ``regex`` may hold a ``\\n`` (True when it cannot be told).
+
+    Look-arounds are passed over: they match nothing, so a match's end is where its own
+    characters end; a back-reference repeats a group of the pattern, looked at already.
+    """
+    try:
+        from re import _constants as constants, _parser as parser  # Python 3.11+
+    except ImportError:  # pragma: no cover - older Pythons
+        try:
+            import sre_constants as constants  # type: ignore[no-redef]
+            import sre_parse as parser  # type: ignore[no-redef]
+        except ImportError:
+            return True
+    try:
+        parsed = parser.parse(regex.pattern, regex.flags)
+        return _holds_newline(constants, parsed, parsed.state.flags)
+    except Exception:  # an internal module of another shape: walk every match, as before
+        return True
+
+
+# Of re's character categories, those holding "\n" (their NOT_ forms hold it when these do not).
+_NEWLINE_CATEGORIES = ("SPACE", "LINEBREAK")
+_NEWLINE = 10
+
+
+def _holds_newline(constants: types.ModuleType, items: object, flags: int) -> bool:
+    """Whether the parsed pattern ``items`` (under ``flags``) may match a ``\\n``."""
+    for op, value in items:  # type: ignore[attr-defined]
+        name = str(op)
+        if name == "LITERAL":
+            if value == _NEWLINE:
+                return True
+        elif name == "NOT_LITERAL":
+            if value != _NEWLINE:
+                return True
+        elif name == "ANY":
+            if flags & constants.SRE_FLAG_DOTALL:
+                return True
+        elif name == "IN":
+            if _set_holds_newline(value):
+                return True
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            if _holds_newline(constants, value[2], flags):
+                return True
+        elif name == "SUBPATTERN":
+            _, added, removed, inner = value
+            if _holds_newline(constants, inner, (flags | added) & ~removed):
+                return True
+        elif name == "ATOMIC_GROUP":
+            if _holds_newline(constants, value, flags):
+                return True
+        elif name == "BRANCH":
+            if any(_holds_newline(constants, branch, flags) for branch in value[1]):
+                return True
+        elif name == "GROUPREF_EXISTS":
+            if any(branch is not None and _holds_newline(constants, branch, flags) for branch in value[1:]):
+                return True
+        elif name not in ("AT", "ASSERT", "ASSERT_NOT", "GROUPREF"):
+            return True  # not known here: assume it may
+    return False
+
+
+def _set_holds_newline(items: list) -> bool:
+    """Whether a parsed character class (``IN``'s items) holds ``\\n``."""
+    negated = False
+    holds = False
+    for op, value in items:
+        name = str(op)
+        if name == "NEGATE":
+            negated = True
+        elif name == "LITERAL":
+            holds = holds or value == _NEWLINE
+        elif name == "RANGE":
+            holds = holds or value[0] <= _NEWLINE <= value[1]
+        elif name == "CATEGORY":
+            category = str(value)
+            opposite = "_NOT_" in category
+            base = any(category.endswith(kind) for kind in _NEWLINE_CATEGORIES)
+            holds = holds or base != opposite
+        else:
+            return True  # not known here: assume it does
+    return holds != negated
 
 
 _html_module = None
