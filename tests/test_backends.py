@@ -360,3 +360,22 @@ def test_resources_read_large_once_are_not_listed_for_ever(tmp_path, monkeypatch
             del view
             gc.collect()
         assert len(backend._large_maps) <= 5
+
+
+@pytest.mark.parametrize("data, max_lines, max_bytes", [
+    (b"aaaaa\nprogress 42%\r\x1b]0;" + b"y" * 30, 2, 2),  # hypothesis found it (the windowed test above)
+    (b"".join(b"line %d\n" % i for i in range(50)) + b"\x1b]0;" + b"y" * 5000, 10, 100),
+    (b"x" * 300 + b"\n" + b"\x1b]8;;http://example.com/" + b"z" * 3000, 5, 200),
+])
+def test_a_tail_window_inside_an_unterminated_escape_sequence_is_not_plain_text(tmp_path, data, max_lines,
+                                                                                 max_bytes):
+    """A stored payload is previewed from its first and last windows when both are their own view;
+    a last window that lies wholly inside an escape sequence begun before it (an unterminated OSC
+    string ending the output) looked like plain text, so the stored output's tail showed the
+    string's bytes where the output's view (truncate of the same bytes) shows none of them."""
+    store = ToolOutputStore(tmp_path, durable=False)
+    whole = store.truncate("s", "c", data, max_lines=max_lines, max_bytes=max_bytes)
+    streamed = store.truncate_stream("s", "d", [data[i : i + 7] for i in range(0, len(data), 7)],
+                                     max_lines=max_lines, max_bytes=max_bytes)
+    assert streamed.content.replace(streamed.resource.uri, "U") == whole.content.replace(whole.resource.uri, "U")
+    assert not streamed.content.endswith(("y", "z"))

@@ -20,7 +20,8 @@ import contextlib
 import errno
 
 from . import _kernels
-from ._views import view_preview
+from ._buffers import VIEW_ANSI
+from ._views import ESCAPE_REACH, view_preview
 from .errors import ResourceNotFoundError, StorageError
 from .text import (
     SIGNAL_LINES,
@@ -318,7 +319,8 @@ def _payload(read: Reader, uri: str, size: int, lines: int, max_lines: int, max_
         with read(size - window, size) as view:
             tail = bytes(view)
         if flags and (_kernels.view_bytes(head, flags) is not None
-                      or _kernels.view_bytes(tail, flags) is not None):
+                      or _kernels.view_bytes(tail, flags) is not None
+                      or flags & VIEW_ANSI and _may_be_in_a_sequence(read, size - window)):
             with read(0, size) as whole:
                 return view_preview(whole, max_lines, max_bytes, flags, slack, runs, lines=lines, release=release)
         filler = _filler(head, tail, lines, max_lines)
@@ -326,6 +328,20 @@ def _payload(read: Reader, uri: str, size: int, lines: int, max_lines: int, max_
         cut = view_preview(head + filler + tail, max_lines, max_bytes, flags, slack, runs)
     shift = size - (2 * window + len(filler))
     return Preview(cut.head, cut.tail, True, cut.head_end, cut.tail_start + shift)
+
+
+def _may_be_in_a_sequence(read: Reader, position: int) -> bool:
+    """Whether an escape sequence begun before ``position`` may still be under way there: the
+    bytes back to the line's start hold an ESC, or the line is longer than the look-back
+    (``ESCAPE_REACH``), which then cannot tell.  A window that starts there looks like plain
+    text (an unterminated OSC string's last bytes) when its view is empty."""
+    low = max(0, position - ESCAPE_REACH)
+    with read(low, position) as view:
+        before = bytes(view)
+    newline = before.rfind(b"\n")
+    if newline < 0 and low > 0:
+        return True
+    return b"\x1b" in before[newline + 1 :]
 
 
 def _capped(read: Reader, uri: str, stored: int, tail: bytes, total: int, lines: int, max_lines: int,
