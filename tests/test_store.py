@@ -1041,3 +1041,133 @@ def test_a_few_bytes_of_legacy_8_bit_text_are_text_not_binary(tmp_path, command,
     assert output_is_binary(b"\xff" * (MIN_INVALID_BYTES - 1)) is False
     assert output_is_binary(b"\xff" * 17 + b"a" * 47) is True and output_is_binary(b"\xff" * 16 + b"a" * 48) is False
     assert output_is_binary(bytes(range(1, 256)) * 4) is True
+
+
+# ---------------------------------------------------------------- red team P8 f04
+def _record_of(store, resource):
+    """The published record of ``resource`` (its lines and capture)."""
+    return store._backend.record(resource.uri[len("tool-output://"):])
+
+
+def _log_lines(count: int) -> list[bytes]:
+    return [b"2024-01-01 12:00:%02d INFO worker-%d processed record %d\n" % (i % 60, i % 8, i) for i in range(count)]
+
+
+@pytest.mark.parametrize("operation", ["truncate_stream", "write_stream"])
+def test_an_output_streamed_as_lines_is_written_in_joined_blocks(tmp_path, monkeypatch, operation):
+    """Regression (red team P8 f04): truncate_stream / write_stream made one os.write (and one
+    round of per-chunk work) per chunk: 300,000 log lines fed as an iterator (a file object,
+    proc.stdout) made 299,211 write calls. Small chunks are now joined (up to 64 KiB) before they
+    are written; the stored bytes, their checksums, the size and the line count are unchanged."""
+    lines = _log_lines(40_000)
+    data = b"".join(lines)
+    calls = []
+    real = os.write
+
+    def counting(fd, chunk):
+        calls.append(len(chunk))
+        return real(fd, chunk)
+
+    with ToolOutputStore(tmp_path, durable=False) as store:
+        monkeypatch.setattr(os, "write", counting)
+        if operation == "truncate_stream":
+            result = store.truncate_stream("s", "c", iter(lines))
+            resource = result.resource
+        else:
+            resource = store.write_stream("s", "c", iter(lines))
+        monkeypatch.undo()
+        assert len(calls) <= len(data) // 16384 + 10, len(calls)  # was one a line (40,000)
+        assert resource.size == len(data)
+        with store.view("s", resource.uri) as (_, stored):  # verifies every checksum
+            assert bytes(stored) == data
+        record = _record_of(store, resource)
+        assert record.lines == len(lines) and record.capture is None
+        if operation == "truncate_stream":
+            whole = store.truncate("s", "c2", data)
+            assert result.content == whole.content.replace(whole.resource.uri, resource.uri)
+
+
+def test_joined_chunks_keep_the_cap_the_true_end_and_the_callers_buffer(tmp_path):
+    """Regression (red team P8 f04): joining small chunks keeps max_stored_bytes exact, the true
+    end of a capped output, and copies each chunk (a caller reusing one bytearray for every line
+    gets each line stored as it was fed)."""
+    lines = [b"%08d INFO a log line of one width\n" % i for i in range(20_000)]
+    data = b"".join(lines)
+    reused = bytearray(len(lines[0]))
+
+    def refilled():
+        for line in lines:
+            reused[:] = line  # (the same width: a resize would fail while the store holds a view of it)
+            yield reused
+
+    config = {"tool_output": {"max_stored_bytes": 100_003}}
+    with ToolOutputStore(tmp_path, durable=False, config=config) as store:
+        result = store.truncate_stream("s", "c", refilled(), max_lines=50)
+        with store.view("s", result.resource.uri) as (_, stored):
+            assert bytes(stored) == data[:100_003]
+        record = _record_of(store, result.resource)
+        assert record.capture == (len(data), 100_003) and record.lines == len(lines)
+        assert result.content.rstrip("\n").endswith(lines[-1].decode().rstrip("\n"))  # the true end, not the stored one
+        resource = store.write_stream("s", "c", refilled())
+        with store.view("s", resource.uri) as (_, stored):
+            assert bytes(stored) == data[:100_003]
+        assert _record_of(store, resource).capture == (len(data), 100_003)
+
+
+def test_a_failed_joined_write_is_a_storage_error_and_leaves_nothing(tmp_path, monkeypatch):
+    """Regression (red team P8 f04): the joined chunks are written later than they were fed; a
+    write that fails then (a full disk) is still the StorageError of the stream, and nothing stays
+    in the folder (nor in its count)."""
+    from overspill import StorageError
+
+    real = os.write
+    calls = [0]
+
+    def full_after_two(fd, chunk):
+        calls[0] += 1
+        if calls[0] > 2:
+            raise OSError(28, "No space left on device")
+        return real(fd, chunk)
+
+    with ToolOutputStore(tmp_path, durable=False) as store:
+        for operation in ("truncate_stream", "write_stream"):
+            calls[0] = 0
+            monkeypatch.setattr(os, "write", full_after_two)
+            with pytest.raises(StorageError, match="space"):
+                getattr(store, operation)("s", "c", iter(_log_lines(20_000)))
+            monkeypatch.undo()
+            assert [name for name in os.listdir(store.directory) if not name.startswith(".")] == []
+            assert store._backend._pending() == 0
+
+
+def test_a_writers_joined_bytes_count_as_written_and_a_growing_writer_joins_none(tmp_path):
+    """Regression (red team P8 f04): a local writer's joined bytes are in its size and in the
+    quota's unpublished bytes before they reach the file, and are in the file (and its checksums)
+    once published; a background command's writer writes each piece at once, so what it seals
+    is in the file."""
+    from overspill._owner import current_owner
+    from overspill.backends.local import LocalBackend
+
+    backend = LocalBackend(tmp_path)
+    writer = backend.create("0" * 12 + "B" * 14)
+    pieces = _log_lines(3_000)
+    for piece in pieces:
+        writer.write(memoryview(piece))
+    data = b"".join(pieces)
+    assert writer.size == len(data) and backend._pending() == len(data)
+    record = writer.publish("s", "c", "text/plain", None, retention=timedelta(days=1))
+    assert record.resource.size == len(data) and backend._pending() == 0
+    with open(writer.payload_path, "rb") as file:
+        assert file.read() == data
+    assert bytes(backend.read(backend.record(record.id), 0, len(data))) == data  # checksums verified
+
+    growing = backend.create_growing("0" * 12 + "C" * 14, session_id="s", tool_call_id="c", mime="text/plain",
+                                     name=None, owner=current_owner(), process=None)
+    try:
+        for piece in pieces[:10]:
+            growing.write(memoryview(piece))
+            assert os.path.getsize(growing.payload_path) == growing.size
+        growing.seal()
+        assert growing.sealed == os.path.getsize(growing.payload_path) == len(b"".join(pieces[:10]))
+    finally:
+        growing.abort()

@@ -19,13 +19,46 @@ from .text import counted_lines, held_text, within_limits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Iterator
     from typing import Optional
 
     from .backends.base import Writer
     from .records import Resource
 
 __all__ = ["StoreStreams"]
+
+# Once an output is being written, chunks smaller than this are joined and
+# counted, kept and written this many bytes at a time: an output streamed as
+# lines (a file object, ``proc.stdout``) paid the per-chunk work (line count,
+# true end, quota step, write) once per line.
+_BATCH_BYTES = 64 << 10
+
+
+def _joined(chunks: Iterable[BytesLike]) -> Iterator[memoryview]:
+    """``chunks`` as views, those under ``_BATCH_BYTES`` joined into views of about that size
+    (``write_stream``: the per-piece work, a line count and a write, once a block, not once a line).
+
+    :raises TypeError: a chunk is not bytes-like.
+    """
+    batch = bytearray()
+    for chunk in chunks:
+        if type(chunk) is bytes and len(chunk) < _BATCH_BYTES:
+            batch += chunk
+        else:
+            view = chunk_view(chunk)
+            if len(view) >= _BATCH_BYTES:
+                if batch:
+                    yield memoryview(bytes(batch))
+                    batch = bytearray()
+                yield view
+                continue
+            with view:
+                batch += view  # a copy: the caller may reuse its buffer
+        if len(batch) >= _BATCH_BYTES:
+            yield memoryview(bytes(batch))  # bytes: stable while written and checksummed
+            batch = bytearray()
+    if batch:
+        yield memoryview(bytes(batch))
 
 
 class _TrueTail:
@@ -54,13 +87,14 @@ class StoreStreams(StoreWrites):
 
     def write_stream(self, session_id: str, tool_call_id: str, chunks: Iterable[BytesLike], *,
                      mime: str = "text/plain", name: Optional[str] = None) -> Resource:
-        """Persist an output that arrives as byte chunks, holding one chunk at a time.
+        """Persist an output that arrives as byte chunks, holding one chunk at a time (and at most
+        64 KiB of small ones, joined to be written together).
 
         :raises TypeError: a chunk is not bytes-like, or another argument is of the wrong type.
         :raises StorageError: the write failed; nothing was left visible.
         """
         self._check_write_arguments(session_id, tool_call_id, mime, name)
-        return self._write_pieces(session_id, tool_call_id, map(chunk_view, chunks), mime, name).resource
+        return self._write_pieces(session_id, tool_call_id, _joined(chunks), mime, name).resource
 
     def truncate_stream(self, session_id: str, tool_call_id: str, chunks: Iterable[BytesLike], *,
                         max_lines: Optional[int] = None, max_bytes: Optional[int] = None,
@@ -112,6 +146,7 @@ class StoreStreams(StoreWrites):
         try:
             for chunk in chunks:
                 spill.feed(chunk)
+            spill.drain()
         except BaseException as error:
             spill.abort()
             raise_stored(error)
@@ -196,6 +231,8 @@ class _Spill:
         self.last_newline = False
         self.true_tail = _TrueTail()
         self.writer: Optional[Writer] = None
+        # Small chunks fed once the writer is open, not yet counted nor written (``drain``).
+        self._batch = bytearray()
 
     @property
     def cap(self) -> int:
@@ -216,29 +253,54 @@ class _Spill:
         return self._measured
 
     def feed(self, chunk: BytesLike) -> None:
-        """Count ``chunk``; hold it while the output is within the limits, else write it."""
+        """Count ``chunk``; hold it while the output is within the limits, else write it (a
+        small one joined to the next ones first: ``drain`` takes the rest once the output ends)."""
+        if type(chunk) is bytes and self.writer is not None and len(chunk) < _BATCH_BYTES:
+            # The common small chunk (a line), without a view: this is all it costs.
+            self._batch += chunk
+            if len(self._batch) >= _BATCH_BYTES:
+                self.drain()
+            return
         with chunk_view(chunk) as view:
             if not view:
                 return
-            self.newlines += _kernels.count_lines(view) - 1
-            self.size += len(view)
-            self.last_newline = view[-1] == 10
-            if self.writer is None and not self.unstored and within_limits(
-                    self.newlines, self.size, self.last_newline, self._lines_limit, self._bytes_limit):
-                self.held += view
-                return
-            if self.cap < 1:
-                self._hold_start(view)
-            elif self.writer is None:
-                self.start()
-            # (The true end is kept whatever the cap: a publish refused for running outputs shows it.)
-            self.true_tail.feed(chunk, view)
             if self.writer is not None:
-                room = 2 * self._bytes_limit - len(self.first)
-                if room > 0:
-                    self.first += view[:room]
-                for piece in stable(view):
-                    self._store._write_capped(self.writer, piece, self.cap)
+                if len(view) < _BATCH_BYTES:
+                    self._batch += view  # a copy: the caller may reuse its buffer
+                    if len(self._batch) >= _BATCH_BYTES:
+                        self.drain()
+                    return
+                self.drain()
+            self._take(chunk, view)
+
+    def drain(self) -> None:
+        """Count and write the joined small chunks (the counts and the payload are whole after it)."""
+        if self._batch:
+            joined = bytes(self._batch)  # bytes: kept by reference in the true end, and stable
+            self._batch = bytearray()
+            self._take(joined, memoryview(joined))
+
+    def _take(self, chunk: object, view: memoryview) -> None:
+        """``feed``'s work for ``view`` (of ``chunk``), not empty."""
+        self.newlines += _kernels.count_lines(view) - 1
+        self.size += len(view)
+        self.last_newline = view[-1] == 10
+        if self.writer is None and not self.unstored and within_limits(
+                self.newlines, self.size, self.last_newline, self._lines_limit, self._bytes_limit):
+            self.held += view
+            return
+        if self.cap < 1:
+            self._hold_start(view)
+        elif self.writer is None:
+            self.start()
+        # (The true end is kept whatever the cap: a publish refused for running outputs shows it.)
+        self.true_tail.feed(chunk, view)
+        if self.writer is not None:
+            room = 2 * self._bytes_limit - len(self.first)
+            if room > 0:
+                self.first += view[:room]
+            for piece in stable(view):
+                self._store._write_capped(self.writer, piece, self.cap)
 
     def _hold_start(self, view: memoryview) -> None:
         """Unstored: keep the output's start for the preview's head (its end goes to ``true_tail``)."""

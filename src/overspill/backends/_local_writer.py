@@ -30,6 +30,12 @@ __all__ = ["LocalWriter"]
 _WRITEBACK_BYTES = 16 << 20
 _fadvise = getattr(os, "posix_fadvise", None)
 
+# Pieces smaller than this are joined in memory and written this many bytes at
+# a time: an output streamed as lines (a file object, ``proc.stdout``) made
+# one write(2) and one checksum call per line (300,000 lines: 1.3 s, against
+# 0.03 s in 64 KiB blocks).  Larger pieces go to the file as they come.
+_JOIN_BYTES = 64 << 10
+
 
 class LocalWriter:
     """Writes one resource: the payload under its id, then the record.
@@ -52,7 +58,9 @@ class LocalWriter:
         self._temporary: Optional[str] = None
         self._published = False
         self._id = resource_id
-        self._size = 0
+        self._size = 0  # the bytes in the payload file (``size`` adds the joined ones not yet written)
+        # Small pieces not yet written (``_JOIN_BYTES``); a growing writer joins none (``_joins``).
+        self._joined = bytearray()
         self._checksums = Checksums(CHECKSUM_CHUNK)
         self._written_back = 0  # the payload before this offset is on its way to the disk
         self._settled = False  # the payload fsync-ed (``settle``)
@@ -79,14 +87,22 @@ class LocalWriter:
     def id(self) -> str:
         return self._id
 
+    # A growing writer's bytes are read as soon as they are sealed, and a failed write there must
+    # leave the stored copy ending where the output's kept end begins: it writes each piece as it
+    # comes (a background command's pieces are pipe reads, not lines).
+    _joins = True
+
     @property
     def size(self) -> int:
-        return self._size
+        """The bytes accepted so far: those in the file and those joined, written at the next
+        large piece, ``settle`` or ``publish``."""
+        return self._size + len(self._joined)
 
     @property
     def pending(self) -> int:
-        """The payload's bytes that the folder's running total does not hold yet (all, until the publish)."""
-        return self._size
+        """The payload's bytes that the folder's running total does not hold yet (all, until the
+        publish; the joined ones too: the quota counts them before they reach the file)."""
+        return self._size + len(self._joined)
 
     @property
     def payload_path(self) -> str:
@@ -97,14 +113,33 @@ class LocalWriter:
         return f"{self._directory}/{self._id}.json"
 
     def write(self, data: memoryview, /) -> None:
-        """Append ``data`` to the payload.
+        """Append ``data`` to the payload (a small piece is joined to the next ones and written
+        with them: ``size`` counts it at once).
 
         :raises OSError: a write failed part-way (the disk full, a file-size
             limit).  The bytes that did reach the file are accounted for
-            (size, checksums) all the same: the payload file never holds more
-            than this writer says, so a growing resource published with that
-            size stays readable up to it.
+            (size, checksums) all the same, and only they: joined bytes that
+            did not reach it are dropped, so the payload file never holds more
+            or less than this writer says, and a growing resource published
+            with that size stays readable up to it.
         """
+        if self._joins and len(data) < _JOIN_BYTES:
+            if len(self._joined) + len(data) > _JOIN_BYTES:
+                self._flush()
+            self._joined += data  # a copy: the caller may reuse its buffer
+            return
+        self._flush()
+        self._write_through(data)
+
+    def _flush(self) -> None:
+        """Write the joined pieces (see ``write`` for a failure)."""
+        if self._joined:
+            joined, self._joined = self._joined, bytearray()
+            with memoryview(joined) as view:
+                self._write_through(view)
+
+    def _write_through(self, data: memoryview) -> None:
+        """Write ``data`` to the payload file now (see ``write`` for a failure)."""
         written = 0
         try:
             while written < len(data):
@@ -128,6 +163,7 @@ class LocalWriter:
                 retention: timedelta, capture: Optional[tuple[int, int]] = None,
                 lines: Optional[int] = None) -> Record:
         del retention  # the folder expires by sweep, which reads ``created``
+        self._flush()
         checksums = self._checksums.finish()
         self.settle()
         record = Record(
@@ -143,7 +179,9 @@ class LocalWriter:
         return record
 
     def settle(self) -> None:
-        """The payload fsync-ed now when durable (once: ``publish`` does not repeat it)."""
+        """The joined pieces written, and the payload fsync-ed now when durable (once: ``publish``
+        does not repeat it)."""
+        self._flush()
         if self._durable and not self._settled:
             os.fsync(self._fd)
             self._settled = True
@@ -181,6 +219,7 @@ class LocalWriter:
 
     def abort(self) -> None:
         """Remove everything this writer created; never raises."""
+        self._joined = bytearray()
         self._done()
         if self._fd >= 0:
             try:
