@@ -21,7 +21,7 @@ import errno
 
 from . import _kernels
 from ._buffers import VIEW_ANSI
-from ._views import ESCAPE_REACH, view_preview
+from ._views import view_preview
 from .errors import ResourceNotFoundError, StorageError
 from .text import (
     SIGNAL_LINES,
@@ -332,16 +332,18 @@ def _payload(read: Reader, uri: str, size: int, lines: int, max_lines: int, max_
 
 def _may_be_in_a_sequence(read: Reader, position: int) -> bool:
     """Whether an escape sequence begun before ``position`` may still be under way there: the
-    bytes back to the line's start hold an ESC, or the line is longer than the look-back
-    (``ESCAPE_REACH``), which then cannot tell.  A window that starts there looks like plain
-    text (an unterminated OSC string's last bytes) when its view is empty."""
-    low = max(0, position - ESCAPE_REACH)
+    bytes back to the line's start, within ``_SEQUENCE_LOOK_BACK``, hold an ESC.  A window that
+    starts there looks like plain text (an unterminated OSC string's last bytes) when its view is
+    empty.  A line longer than the look-back without an ESC in it is taken as text: the look is
+    bounded (a whole read of a long line would cost its size)."""
+    low = max(0, position - _SEQUENCE_LOOK_BACK)
     with read(low, position) as view:
         before = bytes(view)
-    newline = before.rfind(b"\n")
-    if newline < 0 and low > 0:
-        return True
-    return b"\x1b" in before[newline + 1 :]
+    return b"\x1b" in before[before.rfind(b"\n") + 1 :]
+
+
+# How far back ``_may_be_in_a_sequence`` looks for an ESC on the tail window's line.
+_SEQUENCE_LOOK_BACK = 64 * 1024
 
 
 def _capped(read: Reader, uri: str, stored: int, tail: bytes, total: int, lines: int, max_lines: int,
