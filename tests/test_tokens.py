@@ -113,3 +113,39 @@ def test_a_str_holding_lone_surrogates_is_counted_as_shown(tmp_path):
     assert result.truncated and "\ufffd" in result.content and preview_tokens(result.content) <= 202
     with store.view("s", result.resource.uri) as (_, stored):
         assert bytes(stored) == names.encode("utf-8", "surrogateescape")
+
+
+def test_an_output_not_stored_is_previewed_within_the_token_bound(tmp_path):
+    # Spilling off past the 1 MiB capture, or no store to hold it: the preview from memory ignored
+    # max_tokens (11,308 tokens shown at --max-tokens 200), and an output within the bytes and
+    # lines but over the tokens was shown whole.  Both now keep the bound, as a stored output does.
+    from overspill import tools
+    from overspill.config import resolve_limits
+    from overspill.errors import StorageError
+    from overspill.tools.bash import execute
+
+    count = counter()
+    wide = (f"{sys.executable} -c \"import sys\nfor i in range(300000): "
+            f"print('line %d alpha beta gamma delta %s' % (i, 'x' * (i % 50)))\"")
+    with ToolOutputStore(tmp_path / "data", durable=False, config={"tool_output": {"max_tokens": 200}}) as store:
+        result = tools.bash(store, "s", "c", wide, spill=False)
+    assert result.truncated and result.resource is None and not result.is_error
+    shown = result.output.split("\n\nexit code")[0]
+    marker = [line for line in shown.split("\n") if "omitted here" in line]
+    assert len(marker) == 1
+    assert count(shown.replace(marker[0], "")) <= 200 + 5, count(shown)  # (+5: the blank lines around it)
+    assert shown.startswith("line 0 alpha") and "line 299999 alpha" in shown
+
+    def unusable() -> ToolOutputStore:
+        raise StorageError(0, "the output folder could not be opened")
+
+    # Within 51,200 bytes and 2,000 lines, over 200 tokens: not shown whole.
+    small = f"{sys.executable} -c \"for i in range(800): print('w%d' % (i * 7919), i)\""
+    limits = resolve_limits({"tool_output": {"max_tokens": 200}})
+    ran = execute(None, "s", "c", small, timeout=60, limits=limits, open_store=unusable)
+    assert ran.truncated and ran.storage_error is not None and "could not be stored" in ran.shown
+    kept = "\n".join(line for line in ran.shown.split("\n") if "omitted here" not in line)
+    assert count(kept) <= 205, count(kept)
+    within = execute(None, "s", "c", f"{sys.executable} -c \"print('hello')\"", timeout=60, limits=limits,
+                     open_store=unusable)
+    assert within.shown == "hello" and not within.truncated

@@ -147,13 +147,15 @@ def _memory_view(held: StreamCap, limits: Limits, binary: bool, note: str) -> tu
     if binary:
         return describe_binary(total, held.head, None), True
     flags = view_flags(limits.views)
+    tokens = None if limits.max_tokens is None else _token_bound(limits.max_tokens)
     if held.truncated:
         start, kept_end = held.head, held.tail
     else:
         start, kept_end = held.value(), None
         if within_limits(held.total_lines - 1, total, start.endswith(b"\n"), limits.max_lines, limits.max_bytes):
             whole = held_text(start, flags, limits.max_bytes)
-            if whole is not None:
+            # Within the bytes and lines but over a token bound: previewed as a larger one is.
+            if whole is not None and (tokens is None or tokens[1](whole) <= tokens[0]):
                 return strip_final_newline(whole), False
     from .._preview import stored_preview  # here: an output shown whole needs none of the preview's modules
 
@@ -162,6 +164,7 @@ def _memory_view(held: StreamCap, limits: Limits, binary: bool, note: str) -> tu
                               total=total, count=held.total_lines, max_lines=limits.max_lines,
                               max_bytes=limits.max_bytes, flags=flags, signals=(),
                               content=start if kept_end is None else None, kept_end=kept_end,
+                              tokens=tokens,
                               runs=RUN_KEEP if limits.trim_runs else 0)
     if not shown.truncated:
         # The raw bytes are over the limits (they needed storing), their view is not: it is all shown.
@@ -172,6 +175,17 @@ def _memory_view(held: StreamCap, limits: Limits, binary: bool, note: str) -> tu
     separator = "\n" if shown.head.endswith("\n") else "\n\n"
     body = f"{shown.head}{separator}{middle}" if shown.head else middle
     return (f"{body}\n\n{strip_final_newline(shown.tail)}" if shown.tail else body), True
+
+
+def _token_bound(max_tokens: int) -> tuple[int, Callable[[str], int]]:
+    """``(max_tokens, count)``: the preview of an output held only in memory keeps the
+    token bound (``Limits.max_tokens``) the store's previews keep.
+
+    :raises ConfigError: the ``tokens`` extra is not installed.
+    """
+    from .. import _tokens  # here: only a token bound needs the tokenizer
+
+    return max_tokens, _tokens.counter()
 
 
 def _counted(chunks: Iterator[bytes], progress: Optional[Progress]) -> Iterator[bytes]:
