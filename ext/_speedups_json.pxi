@@ -37,9 +37,22 @@ for _index, _key in enumerate(_LABEL_KEYS):
 
 
 cdef inline bint _is_label_key(const uint8_t *key, Py_ssize_t length) noexcept:
-    cdef Py_ssize_t k
+    """Whether ``key`` is one of JSON_LABEL_KEYS (all lower case) in any ASCII case, as
+    ``bytes.lower()`` folds it in the twin: "Name" labels an item as "name" does."""
+    cdef Py_ssize_t k, i
+    cdef uint8_t byte
+    cdef const uint8_t *label
     for k in range(_LABEL_KEY_COUNT):
-        if _LABEL_KEY_LENGTHS[k] == length and memcmp(_LABEL_KEY_BYTES[k], key, length) == 0:
+        if _LABEL_KEY_LENGTHS[k] != length:
+            continue
+        label = _LABEL_KEY_BYTES[k]
+        for i in range(length):
+            byte = key[i]
+            if 65 <= byte <= 90:  # A-Z
+                byte += 32
+            if byte != label[i]:
+                break
+        else:
             return True
     return False
 

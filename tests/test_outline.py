@@ -314,7 +314,7 @@ def naive_json_items(text: bytes, start: int):
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-1000, 1000) | st.text("ab\"\\é{}[]", max_size=6),
-    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.sampled_from(["name", "a", "b c", "x\"y"]),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.sampled_from(["name", "Name", "a", "b c", "x\"y"]),
                                                                 inner, max_size=4),
     max_leaves=30,
 )
@@ -1230,3 +1230,24 @@ def test_json_outline_twin_reads_strings_and_literals_a_token_at_a_time_only_at_
             assert token.call_count <= 2 * feeds, token.call_count
     assert all(result == results[0] for result in results)
     assert results[0][0] and results[0][2]
+
+
+@pytest.mark.parametrize("key", ["Name", "TITLE", "FileName", "Key"])
+def test_json_outline_labels_are_found_in_any_ascii_case(key):
+    # AWS (`Name`, `Key`), docker inspect (`Name`) and others capitalise their keys: an item
+    # labelled by "Name" got no label where "name" gave one.  ASCII case is folded, both kernels.
+    items = [{"Id": f"i-{i:05d}", key: f"web-{i}", "State": {"Code": 16}} for i in range(200)]
+    text = json.dumps({"Items": items}, indent=2).encode()
+    start, end = text.index(b"i-00010") - 30, text.index(b"i-00190") - 30
+    for kernels in BOTH:
+        scanner = kernels.JsonOutline(start, end, 4, 16, 1000)
+        scanner.feed(text)
+        valid, _, entries, _ = scanner.result()
+        assert valid
+        (entry,) = [entry for entry in entries if entry[0] == (b"Items",)]
+        assert [name for _, _, name in entry[8]] == [f"web-{i}".encode() for i in range(entry[2], entry[3] + 1)]
+    unlabelled = json.dumps({"Items": [{"Id": i, "nAmE_": "x"} for i in range(200)]}).encode()
+    for kernels in BOTH:
+        scanner = kernels.JsonOutline(10, len(unlabelled) - 10, 4, 16, 1000)
+        scanner.feed(unlabelled)
+        assert all(entry[8] == () for entry in scanner.result()[2])

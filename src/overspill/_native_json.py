@@ -70,7 +70,7 @@ class _Frame:
     """One open container of ``JsonOutline`` (the root holds the top-level values)."""
 
     __slots__ = ("kind", "path", "index", "reportable", "expect_key", "key", "first_index", "last_index",
-                 "count", "first_offset", "keys", "labels", "label_depth", "item", "item_index",
+                 "count", "first_offset", "keys", "labels", "label_depth", "item", "item_index", "key_is_label",
                  "item_offset", "labelled", "collect_into", "member_in_range")
 
     def __init__(self, kind: int, path: tuple, reportable: bool) -> None:
@@ -80,6 +80,7 @@ class _Frame:
         self.reportable = reportable
         self.expect_key = kind == _OBJECT
         self.key = b""
+        self.key_is_label = False  # the key is one of JSON_LABEL_KEYS, in any ASCII case (within an item)
         self.first_index = -1
         self.last_index = -1
         self.count = 0
@@ -274,7 +275,7 @@ class JsonOutline:
     def _scalar_done(self, text: bytes) -> None:
         """A string or literal value just ended in the top frame: maybe an item's label."""
         frame = self._stack[-1]
-        if frame.kind != _OBJECT or frame.label_depth == 0 or frame.key not in JSON_LABEL_KEYS:
+        if frame.kind != _OBJECT or not frame.key_is_label:
             return
         item = frame.item
         if item is None or item.labelled:
@@ -287,6 +288,8 @@ class JsonOutline:
     def _key_done(self, text: bytes) -> None:
         frame = self._stack[-1]
         frame.key = text
+        # "Name" labels an item as "name" does (AWS, docker inspect): ASCII case is folded.
+        frame.key_is_label = frame.label_depth != 0 and text.lower() in JSON_LABEL_KEYS
         if frame.member_in_range and len(frame.keys) < JSON_KEYS_MAX:
             frame.keys.append(text)
         into = frame.collect_into
@@ -351,7 +354,6 @@ class JsonOutline:
         match = _JSON_TOKEN.match  # bound once: a LazyPattern forwards every attribute lookup
         stack = self._stack
         omit_start, omit_end = self._omit_start, self._omit_end
-        labels = JSON_LABEL_KEYS
         items_run = _JSON_ITEMS_RUN.match
         members_run = _JSON_MEMBERS_RUN.match
         more_members_run = _JSON_MORE_MEMBERS_RUN.match
@@ -395,7 +397,7 @@ class JsonOutline:
                         self._item(top, offset)
                     else:
                         top.index += 1
-                elif top.label_depth and top.key in labels:
+                elif top.key_is_label:
                     self._scalar_done(data[start + 1 : min(end - 1, start + 1 + JSON_KEY_MAX)])
                 if last == 2:
                     continue
@@ -403,11 +405,11 @@ class JsonOutline:
                     self._invalid()
                     return size
                 if last == 4:  # a string value
-                    if top.label_depth and top.key in labels:
+                    if top.key_is_label:
                         start, end = found.span(4)
                         self._scalar_done(data[start + 1 : min(end - 1, start + 1 + JSON_KEY_MAX)])
                 elif last == 5:  # a literal value
-                    if top.label_depth and top.key in labels:
+                    if top.key_is_label:
                         start, end = found.span(5)
                         self._scalar_done(data[start : min(end, start + JSON_KEY_MAX)])
                 continue
@@ -417,7 +419,7 @@ class JsonOutline:
                     if top.expect_key:
                         self._invalid()
                         return size
-                    if top.label_depth and top.key in labels:
+                    if top.key_is_label:
                         self._scalar_done(data[start : min(found.end(6), start + JSON_KEY_MAX)])
                     continue
                 offset = base + start
