@@ -1293,3 +1293,27 @@ def test_wait_pattern_dollar_matches_before_a_crlf(tmp_path):
             assert "[pattern 'ready$' found at byte offset 9]" in answer.output
         finally:
             writer.abort()
+
+
+@pytest.mark.parametrize("command", [
+    # One redrawn line of 588,895 bytes (its view: the last number), and 2,000,000 ESC bytes (no view).
+    "seq 1 100000 | tr '\\n' '\\r'",
+    "head -c 2000000 /dev/zero | tr '\\0' '\\033'",
+    # 60 coloured lines of 1,000 digits: over the byte limit raw and as shown (an ordinary preview).
+    "for i in $(seq 1 60); do printf '\\033[31m%01000d\\033[0m\\n' $i; done",
+])
+def test_a_background_command_that_ends_within_yield_after_keeps_an_output_over_the_limits(store, command):
+    # Red team C f01: the command ended before yield_after, its raw bytes were over the limits but
+    # its view fit them, and the answer showed the view with no resource: the stored output was
+    # discarded (the bytes lost).  The raw bytes decide storing, as in the foreground.
+    foreground = tools.call(store, SESSION, "fg", "bash", {"command": command})
+    answer = tools.call(store, SESSION, "bg", "bash", {"command": command, "background": True, "yield_after": 30})
+    assert answer.metadata["state"] == "exited" and foreground.resource is not None
+    assert answer.resource is not None and answer.resource.size == foreground.resource.size
+    assert payload(store, answer.resource.uri) == payload(store, foreground.resource.uri)
+    assert answer.output == foreground.output.replace(foreground.resource.uri, answer.resource.uri)
+    assert answer.metadata["next_offset"] == foreground.metadata["next_offset"]
+    assert answer.truncated == foreground.truncated
+    small = tools.call(store, SESSION, "small", "bash", {"command": "printf 'a\\rb\\n'", "background": True,
+                                                         "yield_after": 30})
+    assert small.resource is None and small.output.startswith("b")

@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never eva
 
     Recut = Callable[[int, int], Preview]
 
-__all__ = ["BOUNDARY_MARGIN", "compose", "stored_preview"]
+__all__ = ["BOUNDARY_MARGIN", "compose", "stored_preview", "whole_view"]
 
 
 def stored_preview(read: Reader, *, uri: str, stored: int, total: int, max_lines: int, max_bytes: int,
@@ -218,15 +218,23 @@ def compose(shaped: Preview, signals: list[str], uri: str, size: int, lines: int
     # One blank line before the marker: a head that ends its last line (it does when whole lines
     # decide the cut) needs one newline more, one that does not, two.
     head = shaped.head
-    separator = "\n" if head.endswith("\n") else "\n\n"
     if not shaped.truncated:
-        collapsed = view_marker(uri, size, lines, total)
-        return f"{head}{separator}{collapsed}" if head else collapsed
+        return whole_view(head, uri, size, lines, total)
+    separator = "\n" if head.endswith("\n") else "\n\n"
     marker = truncation_marker(uri, size, lines, shaped.head_end, total, note=note, end_kept=end_kept)
     text = f"{head}{separator}{marker}"
     if signals:
         text += "\n" + "\n".join(signals)
     return f"{text}\n\n{shaped.tail}" if shaped.tail else text
+
+
+def whole_view(view: str, uri: str, size: int, lines: int, total: Optional[int] = None) -> str:
+    """What the model reads of a stored output whose view (``view``) fits the
+    limits its raw bytes do not: the view, then ``view_marker``'s marker."""
+    if not view:
+        return view_marker(uri, size, lines, total)
+    separator = "\n" if view.endswith("\n") else "\n\n"  # one blank line before the marker
+    return f"{view}{separator}{view_marker(uri, size, lines, total)}"
 
 
 def _cutter(read: Reader, uri: str, stored: int, total: int, count: Optional[int], flags: int,

@@ -23,6 +23,7 @@ from ..capture import ProcessResult
 from ..config import Limits
 from ..errors import OverspillError, ResourceNotFoundError, SearchError
 from ..records import Record
+from .._store_types import TruncateResult
 from ..store import ToolOutputStore
 from ._result import ToolResult, failure, shortened_line, stored_metadata
 from .._binary import SNIFF_BYTES, output_is_binary
@@ -195,9 +196,21 @@ def _finished_result(store: ToolOutputStore, session_id: str, record: Record, li
                            0, False, duration)
     lines = record.lines or 0
     binary = bool(start) and output_is_binary(start)
-    if not shown.truncated and not binary:
+    # The raw bytes decide storing, as in the foreground (``truncate``): an output over the limits
+    # whose view fits them (redraws, escapes) stays stored, its view shown whole with its marker.
+    raw_within = (record.capture is None and record.resource.size <= limits.max_bytes
+                  and shown.lines <= limits.max_lines)
+    if not shown.truncated and not binary and raw_within:
         store._discard(record.id)  # noqa: SLF001 - under the limits: an ordinary result stores nothing
         output = CommandOutput(result, strip_final_newline(shown.content), False, None, lines, None, {})
+    elif not shown.truncated and not binary:
+        from .._preview import whole_view  # only a view shown whole needs it
+
+        shown = TruncateResult(whole_view(shown.content, uri, record.resource.size, shown.lines,
+                                          record.capture[0] if record.capture is not None else None),
+                               True, record.resource, shown.lines, 0)  # (reading goes on from the start)
+        output = CommandOutput(result, strip_final_newline(shown.content), True, record.resource, lines, None,
+                               stored_metadata(shown))
     elif binary:
         output = CommandOutput(result, describe_binary(total, start, uri, record.resource.size), True,
                                record.resource, lines, None, {})
