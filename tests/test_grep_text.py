@@ -387,3 +387,59 @@ def test_lines_with_a_match_lists_what_a_walk_of_every_match_lists(text, pattern
     if "\r\n" in text or text.endswith("\r"):
         expected = sorted(set(expected) | set(_old_match_lines(regex, stripped, count)))
     assert lines_with_a_match(regex, payload) == expected
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from([b"ab", b"x", b" ", b"\xc3\xa9", b"\xff", b"needle", b"\n", b"\r\n", b"a" * 40,
+                                 b"b" * 70]), min_size=1, max_size=40).map(b"".join),
+       st.sampled_from(["needle", "^x", "x$", "a.b", r"b\b", "(?<=a)b", "^$", "é", "ab|x ", r"\bx", "b(?!b)", "a$"]),
+       st.integers(0, 2), st.sampled_from([16, 64]))
+def test_a_line_longer_than_the_search_block_is_one_line(tmp_path_factory, data, pattern, context, block):
+    """Red team P8 f02: a line longer than the search block (8 MiB) was searched as several lines, one a
+    block, each listed at an offset that starts no line, and a match across a block's edge was lost. Now
+    such a line is one line, searched in overlapping pieces: any match shorter than half the overlap is
+    found, and no line is listed that a search of whole lines would not list."""
+    from unittest import mock
+
+    store = ToolOutputStore(tmp_path_factory.mktemp("grep"), durable=False)  # no ESC, no lone \r: views change nothing
+    uri = stored(store, data)
+    with mock.patch.object(sys.modules["overspill.tools.grep"], "_SEARCH_BLOCK", block):
+        found = search_resource(store, "s", uri, pattern, context=context, max_matches=1000).lines
+    expected = search_resource_naive(data, pattern, context)
+    crlf = search_resource_naive(data.replace(b"\r\n", b"\n"), pattern, context)
+    assert [line.split(":")[0] for line in found if ":" in line] == sorted(
+        {line.split(":")[0] for line in expected + _moved(crlf, data) if ":" in line}, key=int)
+
+
+def _moved(listing: tuple[str, ...], data: bytes) -> tuple[str, ...]:
+    """A listing of ``data`` without the \\r of its CRLFs, its offsets moved to those of ``data``."""
+    starts = [0] + [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
+    without = [0] + [i + 1 for i, byte in enumerate(data.replace(b"\r\n", b"\n")) if byte == 0x0A]
+    where = dict(zip(without, starts))
+    return tuple(f"{where[int(line.split(':')[0])]}:" for line in listing if ":" in line)
+
+
+def test_a_long_line_is_listed_once_at_its_start_and_found_across_piece_edges(store, monkeypatch):
+    """Red team P8 f02, by hand: a long line holding ``needle`` twice is one matching line at its own
+    offset; ``NEEDLE`` across a piece's edge is found; ``^`` and ``$`` hold only at the line's ends;
+    the ``cr`` view of a long line is its last segment."""
+    monkeypatch.setattr(sys.modules["overspill.tools.grep"], "_SEARCH_BLOCK", 256)
+    line = bytearray(b"x" * 2000)
+    line[10:16] = b"needle"
+    line[1500:1506] = b"needle"
+    line[253:259] = b"NEEDLE"  # across the first piece's end
+    line[192:193] = b"y"  # ends the first piece's part: not an end of line
+    data = b"first\n" + bytes(line) + b"\r\nlast y\n"
+    uri = stored(store, data)
+    assert [row.split(":")[0] for row in search_resource(store, "s", uri, "needle").lines] == ["6"]
+    assert search_resource(store, "s", uri, "needle", context=1).total == 1
+    assert [row[:2] for row in search_resource(store, "s", uri, "needle", context=1).lines] == ["0-", "6:", "20"]
+    assert search_resource(store, "s", uri, "NEEDLE").total == 1
+    assert search_resource(store, "s", uri, "^x").total == 1
+    assert search_resource(store, "s", uri, "^needle").total == 0
+    assert search_resource(store, "s", uri, "y$").total == 1  # only "last y"
+    assert search_resource(store, "s", uri, "x$").total == 1  # the long line, before its CRLF
+    redrawn = b"old progress " * 100 + b"\rdone 100%" + b" " * 600 + b"\n"
+    uri = store.write("s", "r", redrawn).uri
+    assert search_resource(store, "s", uri, "old").total == 0
+    assert search_resource(store, "s", uri, "^done 100%").lines == ("0:done 100%" + " " * 600,)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import PatternTooSlowError, SearchError
-from ._regex_worker import _ANSWER, _FAILED, _REQUEST, LINES, MARKDOWN, PLAIN_TEXT, TEXT
+from ._regex_worker import _ANSWER, _FAILED, _PIECE, _REQUEST, LINES, MARKDOWN, PIECE, PLAIN_TEXT, TEXT
 
 __all__ = ["BYTES_PER_SECOND", "TIME_LIMIT", "Cancelled", "Search", "compile_pattern", "convert_html"]
 
@@ -187,6 +187,14 @@ class Search:
     def text(self, payload: bytes) -> list[int]:
         """Indices of the lines of the text ``payload`` in which a match (``re.MULTILINE``) starts."""
         return self._ask(TEXT, self._flags | re.MULTILINE, payload)
+
+    def piece(self, before: bytes, middle: bytes, after: bytes, last: bool) -> bool:
+        """Whether a match (``re.MULTILINE``) starts in ``middle``, the part of a piece of one long
+        line's view that this piece answers for (``_regex_worker.piece_matches``): ``before`` and
+        ``after`` are the text around it, ``last`` says the piece ends the line.  Each part starts
+        at a character's start."""
+        payload = _PIECE.pack(len(before), len(middle), len(after), last) + before + middle + after
+        return bool(self._ask(PIECE, self._flags | re.MULTILINE, payload))
 
     def _ask(self, operation: int, flags: int, payload: bytes) -> list[int]:
         self._searched += len(payload)

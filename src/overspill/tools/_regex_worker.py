@@ -38,12 +38,18 @@ LINES = 1
 #: match starts in it, or (``LINES``' rule for a final ``\r``) when one starts
 #: in it once the ``\r`` that ends it is removed: ``end$`` finds ``end\r\n``.
 TEXT = 2
+#: The payload is ``_PIECE`` (three lengths and whether the piece ends its line) and a piece of
+#: one line's view longer than a block: the text before the search starts (context for
+#: look-behinds), the part in which this piece's matches start, and the part after it (context
+#: for look-aheads).  The answer is ``[0]`` when a match starts in that part (``piece_matches``).
+PIECE = 5
 #: The payload is an HTML page (UTF-8), answered with its Markdown (``_html.html_to_markdown``).
 MARKDOWN = 3
 #: The payload is an HTML page (UTF-8), answered with its plain text (``_html.html_to_text``).
 PLAIN_TEXT = 4
 
 _REQUEST = struct.Struct("<BIdIQ")
+_PIECE = struct.Struct("<QQQB")
 _ANSWER = struct.Struct("<BQ")
 _OK = 0
 _FAILED = 1
@@ -211,6 +217,85 @@ def _set_holds_newline(items: list) -> bool:
     return holds != negated
 
 
+def piece_matches(regex: re.Pattern[str], payload: bytes) -> list[int]:
+    """``[0]`` when a match of ``regex`` starts in the middle part of the piece of a line ``payload``
+    (``PIECE``), else ``[]``.
+
+    The parts are decoded apart (each is cut at a character's start, so this is the piece
+    decoded whole) and searched as one text from the middle part's start, where ``^`` and ``\\A``
+    do not match and a look-behind sees the part before.  A piece that does not end its line
+    ends where the line goes on: a match that reaches that end counts only when the pattern looks
+    at no end (``$``, ``\\Z``, ``\\b``, ``\\B``, look-aheads), since the text after it could
+    undo one that does.  The last piece follows ``lines_with_a_match``'s rule for a final ``\\r``.
+    """
+    before, middle, after, last = _PIECE.unpack_from(payload)
+    body = payload[_PIECE.size:]
+    texts = [body[start:start + size].decode("utf-8", "surrogateescape")
+             for start, size in ((0, before), (before, middle), (before + middle, after))]
+    start, stop = len(texts[0]), len(texts[0]) + len(texts[1])
+    text = "".join(texts)
+    candidates = [text]
+    if last and text.endswith("\r\n"):
+        candidates.append(text[:-2] + "\n")
+    elif last and text.endswith("\r"):
+        candidates.append(text[:-1])
+    for candidate in candidates:
+        match = regex.search(candidate, start)
+        # The last piece answers for every start up to its newline; none after it (a final \n
+        # starts no line).
+        limit = len(candidate) - candidate.endswith("\n") + 1 if last else stop
+        if match is None or match.start() >= limit:
+            continue
+        if last or match.end() < len(candidate) or not _looks_at_ends(regex):
+            return [0]
+    return []
+
+
+def _looks_at_ends(regex: re.Pattern[str]) -> bool:
+    """Whether ``regex`` has an assertion that what follows a position can decide (``$``,
+    ``\\Z``, ``\\b``, ``\\B``, a look-ahead; True when it cannot be told)."""
+    try:
+        from re import _parser as parser  # Python 3.11+
+    except ImportError:  # pragma: no cover - older Pythons
+        try:
+            import sre_parse as parser  # type: ignore[no-redef]
+        except ImportError:
+            return True
+    try:
+        return _has_end_assertion(parser.parse(regex.pattern, regex.flags))
+    except Exception:  # an internal module of another shape
+        return True
+
+
+def _has_end_assertion(items: object) -> bool:
+    for op, value in items:  # type: ignore[attr-defined]
+        name = str(op)
+        if name == "AT":
+            if str(value) not in ("AT_BEGINNING", "AT_BEGINNING_LINE", "AT_BEGINNING_STRING"):
+                return True
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            if value[0] > 0 or _has_end_assertion(value[1]):
+                return True
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            if _has_end_assertion(value[2]):
+                return True
+        elif name == "SUBPATTERN":
+            if _has_end_assertion(value[3]):
+                return True
+        elif name == "ATOMIC_GROUP":
+            if _has_end_assertion(value):
+                return True
+        elif name == "BRANCH":
+            if any(_has_end_assertion(branch) for branch in value[1]):
+                return True
+        elif name == "GROUPREF_EXISTS":
+            if any(branch is not None and _has_end_assertion(branch) for branch in value[1:]):
+                return True
+        elif name not in ("LITERAL", "NOT_LITERAL", "ANY", "IN", "GROUPREF"):
+            return True  # not known here: assume it does
+    return False
+
+
 _html_module = None
 
 
@@ -236,7 +321,7 @@ def converted(operation: int, payload: bytes) -> bytes:
     return convert(html).encode("utf-8", "surrogatepass")
 
 
-_OPERATIONS = {LINES: matching_lines, TEXT: lines_with_a_match}
+_OPERATIONS = {LINES: matching_lines, TEXT: lines_with_a_match, PIECE: piece_matches}
 
 
 def _read_exactly(stream, size: int) -> bytes:

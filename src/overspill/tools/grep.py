@@ -21,7 +21,7 @@ from .. import _kernels
 from .._arguments import os_string_problem, positive_seconds
 from ..errors import OverspillError
 from ..store import ToolOutputStore, TruncateResult
-from ..text import encode_content, last_newline, view_flags
+from ..text import VIEW_CR, encode_content, last_newline, view_flags
 from .._binary import file_is_binary
 from ._glob import Overrides
 from ._regex import TIME_LIMIT, Cancelled, Search, compile_pattern
@@ -210,7 +210,10 @@ def search_resource(store: ToolOutputStore, session_id: str, uri: str, pattern: 
     result names the byte offset of its line in the stored bytes.  The
     matching runs in a worker process, and may take ``time_limit`` seconds
     plus one per 16 MiB of the output.  The search holds a block of the
-    output at a time, whatever ``context``; the result holds the listing
+    output at a time, whatever ``context`` (a line longer than the block is one
+    line, searched in pieces that overlap by ``_PIECE_OVERLAP``, 1 MiB: a match
+    of up to half of it, look-arounds included, is found wherever it lies, a
+    longer one across a piece's edge may be missed); the result holds the listing
     (``resource_listing`` makes it line by line, as the grep tool and
     ``overspill grep`` do, streaming theirs into the store).
 
@@ -291,20 +294,121 @@ class _ShownLines:
         return self._shown[self._starts[index]:self._starts[index + 1] - 1].decode("utf-8", "surrogateescape")
 
 
-def _block(data: memoryview, position: int, size: int, views: int) -> tuple[bytes, bytes, _ShownLines, array[int]]:
+def _block(data: memoryview, position: int, size: int,
+           views: int) -> tuple[bytes, bytes, Union[_ShownLines, _LongLine], array[int]]:
     """The block of ``data`` searched from ``position`` (up to ``_SEARCH_BLOCK`` bytes, cut after
     its last newline unless it ends the ``size`` bytes searched): its bytes, its view, the view's
-    lines, and each line's offset in the stored bytes less ``position`` (and one past the last)."""
+    lines, and each line's offset in the stored bytes less ``position`` (and one past the last).
+
+    A line longer than the block (no newline in it) is one block of its own, never held whole: its
+    bytes and view are empty, its lines a ``_LongLine`` (searched and shown a piece at a time)."""
     stop = min(size, position + _SEARCH_BLOCK)
     raw = bytes(data[position:stop])
     if stop < size:
         newline = raw.rfind(b"\n")
         if newline >= 0:
             raw = raw[: newline + 1]
+        else:
+            line = _LongLine(data, position, size, views)
+            return b"", b"", line, array("q", (0, line.length + 1))
     shown = _kernels.view_bytes(raw, views) if views else None
     if shown is None:  # the block is its own view
         shown = raw
     return raw, shown, _ShownLines(raw, shown), _line_starts(raw)
+
+
+# Bytes by which the pieces of a line longer than the block overlap (at most a quarter of the
+# block): a piece answers for the matches that start from half of this into it up to half of
+# this before its end, so a match of up to half of it (look-arounds included) is found as in the
+# whole line, and one longer that crosses a piece's edge may be missed.
+_PIECE_OVERLAP = 1 << 20
+# Bytes of a long line's view decoded to show it (it is cut at MAX_LINE_LENGTH characters).
+_SHOWN_BYTES = 4 * MAX_LINE_LENGTH + 64
+
+
+class _LongLine:
+    """One line of a stored output longer than the search block, as ``_ShownLines`` with one line:
+    it is searched and shown a piece at a time, so that memory stays bounded by the block.
+
+    ``length`` is its bytes, its newline included.  With the ``cr`` view, only the line's last
+    non-empty segment between lone ``\\r`` is shown (``view_bytes``'s rule), so only it is searched.
+    """
+
+    __slots__ = ("length", "_data", "_start", "_end", "_ending", "_views")
+
+    def __init__(self, data: memoryview, position: int, size: int, views: int) -> None:
+        self._data = data
+        self._views = views
+        end = position
+        while end < size:  # its end: the next newline, or the end of what is searched
+            window = bytes(data[end:min(size, end + _SEARCH_BLOCK)])
+            newline = window.find(b"\n")
+            if newline >= 0:
+                end += newline
+                break
+            end += len(window)
+        self._ending = 1 if end < size else 0  # its newline
+        self.length = end - position + self._ending
+        content_end = end - (self._ending and end > position and data[end - 1] == 0x0D)  # a CRLF's \r stays
+        self._end = end + self._ending  # what is searched runs to the newline, included
+        self._start = self._last_segment(position, content_end) if views & VIEW_CR else position
+
+    def _last_segment(self, start: int, end: int) -> int:
+        """Where the line's last non-empty segment between lone ``\\r`` starts (``start`` if none)."""
+        segment_end = end
+        at = end
+        while at > start:
+            low = max(start, at - _SEARCH_BLOCK)
+            carriage = bytes(self._data[low:at]).rfind(b"\r")
+            if carriage < 0:
+                at = low
+                continue
+            carriage += low
+            segment = carriage + 1
+            if segment < segment_end and (segment_end - segment > _SHOWN_BYTES or self._view(segment, segment_end)):
+                return segment
+            segment_end = at = carriage
+        return start
+
+    def _view(self, start: int, end: int) -> bytes:
+        """The view of the line's bytes ``start`` to ``end`` (none of them a lone ``\\r``)."""
+        raw = bytes(self._data[start:end])
+        shown = _kernels.view_bytes(raw, self._views) if self._views else None
+        return raw if shown is None else shown
+
+    def _boundary(self, at: int) -> int:
+        """``at``, moved on to a character's start (past at most 3 continuation bytes)."""
+        for _ in range(3):
+            if at >= self._end or self._data[at] & 0xC0 != 0x80:
+                break
+            at += 1
+        return at
+
+    def matches(self, search: Search) -> bool:
+        """Whether the pattern is found in the line's view, searched in pieces of the block's size."""
+        overlap = max(min(_PIECE_OVERLAP, _SEARCH_BLOCK // 4), 2)
+        begin = self._start  # where the piece's text starts
+        owned = begin  # where the matches it answers for start
+        while True:
+            end = min(self._end, begin + _SEARCH_BLOCK)
+            last = end >= self._end
+            owned_end = end if last else self._boundary(max(end - overlap // 2, owned + 1))
+            if search.piece(self._view(begin, owned), self._view(owned, owned_end), self._view(owned_end, end), last):
+                return True
+            if last:
+                return False
+            begin = self._boundary(max(owned_end - overlap // 2, begin + 1))
+            owned = owned_end
+
+    def __len__(self) -> int:
+        return 1
+
+    def __getitem__(self, index: int) -> str:
+        if index != 0:
+            raise IndexError(index)
+        content_end = self._end - self._ending
+        shown = self._view(self._start, min(content_end, self._start + _SHOWN_BYTES))
+        return shown.decode("utf-8", "surrogateescape")
 
 
 class ResourceListing:
@@ -361,7 +465,11 @@ class ResourceListing:
                 starts.append(number)
                 positions.append(position)
                 cursor = 0  # the next line of this block not yet passed
-                for index in search.text(shown):
+                if isinstance(texts, _LongLine):
+                    found = [0] if texts.matches(search) else []
+                else:
+                    found = search.text(shown)
+                for index in found:
                     if index >= len(texts):
                         continue
                     stop = min(index, cursor + after)  # the last match's trailing context ends at this one
@@ -386,7 +494,7 @@ class ResourceListing:
                     yield from self._show(number + between, position + offsets[between], texts[between], "-")
                 after -= stop - cursor
                 number += len(texts)
-                position += max(len(raw), 1)
+                position += texts.length if isinstance(texts, _LongLine) else max(len(raw), 1)
         self.searched = size if self._running else None
 
     def _again(self, data: memoryview, size: int, views: int, starts: list[int], positions: list[int], first: int,
