@@ -239,16 +239,31 @@ def piece_matches(regex: re.Pattern[str], payload: bytes) -> list[int]:
         candidates.append(text[:-2] + "\n")
     elif last and text.endswith("\r"):
         candidates.append(text[:-1])
+    looks_at_ends = None
     for candidate in candidates:
-        match = regex.search(candidate, start)
         # The last piece answers for every start up to its newline; none after it (a final \n
         # starts no line).
         limit = len(candidate) - candidate.endswith("\n") + 1 if last else stop
-        if match is None or match.start() >= limit:
-            continue
-        if last or match.end() < len(candidate) or not _looks_at_ends(regex):
-            return [0]
+        match = regex.search(candidate, start)
+        retries = _RETRIES
+        while match is not None and match.start() < limit:
+            if last or match.end() < len(candidate):
+                return [0]
+            if looks_at_ends is None:
+                looks_at_ends = _looks_at_ends(regex)
+            if not looks_at_ends:
+                return [0]
+            # This match (longer than the piece's context) may hold only by the piece's end; a
+            # later, shorter one may not: look on from the next start, a bounded number of times.
+            retries -= 1
+            if not retries:
+                break
+            match = regex.search(candidate, match.start() + 1)
     return []
+
+
+# Matches ending at a piece's end passed over before a piece gives up (each search may run to that end).
+_RETRIES = 16
 
 
 def _looks_at_ends(regex: re.Pattern[str]) -> bool:

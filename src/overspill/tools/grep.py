@@ -21,7 +21,7 @@ from .. import _kernels
 from .._arguments import os_string_problem, positive_seconds
 from ..errors import OverspillError
 from ..store import ToolOutputStore, TruncateResult
-from ..text import VIEW_CR, encode_content, last_newline, view_flags
+from ..text import VIEW_ANSI, VIEW_CR, encode_content, last_newline, view_flags
 from .._binary import file_is_binary
 from ._glob import Overrides
 from ._regex import TIME_LIMIT, Cancelled, Search, compile_pattern
@@ -211,7 +211,7 @@ def search_resource(store: ToolOutputStore, session_id: str, uri: str, pattern: 
     matching runs in a worker process, and may take ``time_limit`` seconds
     plus one per 16 MiB of the output.  The search holds a block of the
     output at a time, whatever ``context`` (a line longer than the block is one
-    line, searched in pieces that overlap by ``_PIECE_OVERLAP``, 1 MiB: a match
+    line, its view searched in pieces that overlap by twice ``_PIECE_CONTEXT``, 1 MiB: a match
     of up to half of it, look-arounds included, is found wherever it lies, a
     longer one across a piece's edge may be missed); the result holds the listing
     (``resource_listing`` makes it line by line, as the grep tool and
@@ -317,24 +317,35 @@ def _block(data: memoryview, position: int, size: int,
     return raw, shown, _ShownLines(raw, shown), _line_starts(raw)
 
 
-# Bytes by which the pieces of a line longer than the block overlap (at most a quarter of the
-# block): a piece answers for the matches that start from half of this into it up to half of
-# this before its end, so a match of up to half of it (look-arounds included) is found as in the
-# whole line, and one longer that crosses a piece's edge may be missed.
-_PIECE_OVERLAP = 1 << 20
+# Bytes of a long line's view on either side of the part a piece answers for (at most about a
+# quarter of the block): a match of up to this many bytes, look-arounds included, is found as in
+# the whole line, and a longer one that crosses a piece's edge may be missed.
+_PIECE_CONTEXT = 1 << 19
 # Bytes of a long line's view decoded to show it (it is cut at MAX_LINE_LENGTH characters).
 _SHOWN_BYTES = 4 * MAX_LINE_LENGTH + 64
 
 
+def _char_start(text: Union[bytes, bytearray], at: int) -> int:
+    """``at``, moved back to a character's start (past at most 3 continuation bytes): cutting the
+    text there splits no well-formed character, so its parts decode as the whole does."""
+    for _ in range(3):
+        if at <= 0 or at >= len(text) or text[at] & 0xC0 != 0x80:
+            break
+        at -= 1
+    return at
+
+
 class _LongLine:
     """One line of a stored output longer than the search block, as ``_ShownLines`` with one line:
-    it is searched and shown a piece at a time, so that memory stays bounded by the block.
+    its view is made, searched and shown a piece at a time, so that memory stays bounded by a few
+    blocks whatever the line's length.
 
-    ``length`` is its bytes, its newline included.  With the ``cr`` view, only the line's last
-    non-empty segment between lone ``\\r`` is shown (``view_bytes``'s rule), so only it is searched.
+    ``length`` is its bytes, its newline included.  Its view is what ``view_bytes`` makes of it:
+    escape sequences removed as a stream (a piece never cuts one, however long), then with the
+    ``cr`` view only its last non-empty segment between lone ``\\r`` (and a CRLF's ``\\r``).
     """
 
-    __slots__ = ("length", "_data", "_start", "_end", "_ending", "_views")
+    __slots__ = ("length", "_data", "_start", "_end", "_newline", "_views", "_segment")
 
     def __init__(self, data: memoryview, position: int, size: int, views: int) -> None:
         self._data = data
@@ -347,58 +358,118 @@ class _LongLine:
                 end += newline
                 break
             end += len(window)
-        self._ending = 1 if end < size else 0  # its newline
-        self.length = end - position + self._ending
-        content_end = end - (self._ending and end > position and data[end - 1] == 0x0D)  # a CRLF's \r stays
-        self._end = end + self._ending  # what is searched runs to the newline, included
-        self._start = self._last_segment(position, content_end) if views & VIEW_CR else position
+        self._newline = end < size
+        self.length = end - position + self._newline
+        self._start = position
+        self._end = end  # its newline excluded
+        # With the cr view: (start, end, whether a CRLF's \r ends it) of the part of the stripped
+        # line shown, in offsets of that stream; found once, by a first pass.
+        self._segment = self._last_segment() if views & VIEW_CR else None
 
-    def _last_segment(self, start: int, end: int) -> int:
-        """Where the line's last non-empty segment between lone ``\\r`` starts (``start`` if none)."""
-        segment_end = end
-        at = end
-        while at > start:
-            low = max(start, at - _SEARCH_BLOCK)
-            carriage = bytes(self._data[low:at]).rfind(b"\r")
-            if carriage < 0:
-                at = low
+    def _stripped(self) -> Iterator[bytes]:
+        """The line's bytes (its newline excluded), escape sequences removed (with the ansi view), in
+        chunks of about a block.  A chunk never ends inside a sequence: one still going on at a
+        window's end is carried to the next (its first two bytes and its last tell how it goes on)."""
+        carry = b""
+        position = self._start
+        while position < self._end:
+            stop = min(self._end, position + _SEARCH_BLOCK)
+            window = carry + bytes(self._data[position:stop])
+            position = stop
+            carry = b""
+            if not self._views & VIEW_ANSI:
+                yield window
                 continue
-            carriage += low
-            segment = carriage + 1
-            if segment < segment_end and (segment_end - segment > _SHOWN_BYTES or self._view(segment, segment_end)):
-                return segment
-            segment_end = at = carriage
-        return start
+            if stop < self._end:
+                escape = window.rfind(b"\x1b")
+                # A sequence reaching the window's end (all of it is removed) may go on after it.
+                if escape >= 0 and _kernels.view_bytes(window[escape:], VIEW_ANSI) == b"":
+                    tail = window[escape:]
+                    carry = tail if len(tail) <= 3 else tail[:2] + tail[-1:]
+                    window = window[:escape]
+            shown = _kernels.view_bytes(window, VIEW_ANSI)
+            yield window if shown is None else shown
 
-    def _view(self, start: int, end: int) -> bytes:
-        """The view of the line's bytes ``start`` to ``end`` (none of them a lone ``\\r``)."""
-        raw = bytes(self._data[start:end])
-        shown = _kernels.view_bytes(raw, self._views) if self._views else None
-        return raw if shown is None else shown
+    def _last_segment(self) -> tuple[int, int, bool]:
+        """``view_bytes``' cr rule over the stripped line: where its last non-empty segment between
+        ``\\r`` starts and ends, and whether a ``\\r`` before the newline ends the line (it stays)."""
+        start = end = None
+        current = 0  # where the segment under way starts
+        offset = 0
+        last = b""
+        for chunk in self._stripped():
+            if chunk:
+                last = chunk[-1:]
+            body = chunk.rstrip(b"\r")
+            if body:
+                carriage = body.rfind(b"\r")
+                start = offset + carriage + 1 if carriage >= 0 else current
+                end = offset + len(body)
+                if len(body) < len(chunk):  # it ends with \r: a segment starts after them
+                    current = offset + len(chunk)
+                elif carriage >= 0:
+                    current = offset + carriage + 1
+            elif chunk:
+                current = offset + len(chunk)
+            offset += len(chunk)
+        ending = self._newline and last == b"\r"
+        if start is None:  # no non-empty segment
+            return 0, 0, ending
+        return start, end, ending
 
-    def _boundary(self, at: int) -> int:
-        """``at``, moved on to a character's start (past at most 3 continuation bytes)."""
-        for _ in range(3):
-            if at >= self._end or self._data[at] & 0xC0 != 0x80:
-                break
-            at += 1
-        return at
+    def _shown(self) -> Iterator[bytes]:
+        """The line's view, its newline included, in chunks of about a block."""
+        if self._segment is None:
+            yield from self._stripped()
+        else:
+            start, end, ending = self._segment
+            offset = 0
+            for chunk in self._stripped():
+                low, high = max(start - offset, 0), min(end - offset, len(chunk))
+                offset += len(chunk)
+                if low < high:
+                    yield chunk[low:high]
+                if offset >= end:
+                    break
+            if ending:
+                yield b"\r"
+        if self._newline:
+            yield b"\n"
 
     def matches(self, search: Search) -> bool:
-        """Whether the pattern is found in the line's view, searched in pieces of the block's size."""
-        overlap = max(min(_PIECE_OVERLAP, _SEARCH_BLOCK // 4), 2)
-        begin = self._start  # where the piece's text starts
-        owned = begin  # where the matches it answers for start
+        """Whether the pattern is found in the line's view, searched in pieces of the block's size.
+
+        Each piece answers for the matches that start in its part ``[owned, owned_end)``; it holds
+        ``context`` bytes of the view before that part and after it, so that a match of up to that
+        many bytes (look-arounds included) is judged as in the whole line.  The piece that reaches
+        the line's end answers for everything up to that end."""
+        block = max(_SEARCH_BLOCK, 16)
+        context = max(1, min(_PIECE_CONTEXT, (block - 8) // 2))
+        chunks = self._shown()
+        held = bytearray()  # the view from the piece's start on
+        owned = 0  # in ``held``: where the part this piece answers for starts
+        exhausted = False
         while True:
-            end = min(self._end, begin + _SEARCH_BLOCK)
-            last = end >= self._end
-            owned_end = end if last else self._boundary(max(end - overlap // 2, owned + 1))
-            if search.piece(self._view(begin, owned), self._view(owned, owned_end), self._view(owned_end, end), last):
+            while not exhausted and len(held) <= block:
+                chunk = next(chunks, None)
+                if chunk is None:
+                    exhausted = True
+                else:
+                    held += chunk
+            last = exhausted and len(held) <= block
+            end = len(held) if last else block
+            owned_end = end if last else _char_start(held, end - context)
+            if owned_end <= owned:  # (only with tiny test blocks) go on, a character at least
+                owned_end = owned + 1
+                while owned_end < end and held[owned_end] & 0xC0 == 0x80:
+                    owned_end += 1
+            if search.piece(bytes(held[:owned]), bytes(held[owned:owned_end]), bytes(held[owned_end:end]), last):
                 return True
             if last:
                 return False
-            begin = self._boundary(max(owned_end - overlap // 2, begin + 1))
-            owned = owned_end
+            begin = _char_start(held, max(owned_end - context, 0))
+            del held[:begin]
+            owned = owned_end - begin
 
     def __len__(self) -> int:
         return 1
@@ -406,9 +477,15 @@ class _LongLine:
     def __getitem__(self, index: int) -> str:
         if index != 0:
             raise IndexError(index)
-        content_end = self._end - self._ending
-        shown = self._view(self._start, min(content_end, self._start + _SHOWN_BYTES))
-        return shown.decode("utf-8", "surrogateescape")
+        shown = bytearray()
+        for chunk in self._shown():
+            shown += chunk
+            if len(shown) >= _SHOWN_BYTES:
+                break
+        shown = shown[:_SHOWN_BYTES]
+        if shown.endswith(b"\n"):
+            shown = shown[:-1]
+        return bytes(shown).decode("utf-8", "surrogateescape")
 
 
 class ResourceListing:
