@@ -30,7 +30,8 @@ __all__ = ["StoreStreams"]
 # Once an output is being written, chunks smaller than this are joined and
 # counted, kept and written this many bytes at a time: an output streamed as
 # lines (a file object, ``proc.stdout``) paid the per-chunk work (line count,
-# true end, quota step, write) once per line.
+# true end, quota step, write) once per line.  This is the only join: a backend's
+# writer writes each piece as it is given.
 _BATCH_BYTES = 64 << 10
 
 

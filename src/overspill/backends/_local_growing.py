@@ -40,8 +40,6 @@ __all__ = ["GrowingLocalWriter", "LocalGrowing"]
 class GrowingLocalWriter(LocalWriter):
     """Appends to a published running resource, seals its progress, and finishes it."""
 
-    _joins = False  # each piece written as it comes (see ``LocalWriter._joins``)
-
     def __init__(self, directory: str, resource_id: str, durable: bool, live: Any, usage: Any, *,
                  session_id: str, tool_call_id: str, mime: str, name: Optional[str], owner: Owner,
                  process: Union[tuple[int, int], Callable[[], tuple[int, int]], None]) -> None:

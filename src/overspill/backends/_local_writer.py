@@ -30,12 +30,6 @@ __all__ = ["LocalWriter"]
 _WRITEBACK_BYTES = 16 << 20
 _fadvise = getattr(os, "posix_fadvise", None)
 
-# Pieces smaller than this are joined in memory and written this many bytes at
-# a time: an output streamed as lines (a file object, ``proc.stdout``) made
-# one write(2) and one checksum call per line (300,000 lines: 1.3 s, against
-# 0.03 s in 64 KiB blocks).  Larger pieces go to the file as they come.
-_JOIN_BYTES = 64 << 10
-
 
 class LocalWriter:
     """Writes one resource: the payload under its id, then the record.
@@ -58,9 +52,10 @@ class LocalWriter:
         self._temporary: Optional[str] = None
         self._published = False
         self._id = resource_id
-        self._size = 0  # the bytes in the payload file (``size`` adds the joined ones not yet written)
-        # Small pieces not yet written (``_JOIN_BYTES``); a growing writer joins none (``_joins``).
-        self._joined = bytearray()
+        # The bytes in the payload file.  Each piece is written as it is given: the store joins a
+        # stream's small chunks (``_store_streams``) before they reach a writer, once for both
+        # stream paths, and a growing writer's pieces must be in the file when sealed.
+        self._size = 0
         self._checksums = Checksums(CHECKSUM_CHUNK)
         self._written_back = 0  # the payload before this offset is on its way to the disk
         self._settled = False  # the payload fsync-ed (``settle``)
@@ -87,22 +82,16 @@ class LocalWriter:
     def id(self) -> str:
         return self._id
 
-    # A growing writer's bytes are read as soon as they are sealed, and a failed write there must
-    # leave the stored copy ending where the output's kept end begins: it writes each piece as it
-    # comes (a background command's pieces are pipe reads, not lines).
-    _joins = True
-
     @property
     def size(self) -> int:
-        """The bytes accepted so far: those in the file and those joined, written at the next
-        large piece, ``settle`` or ``publish``."""
-        return self._size + len(self._joined)
+        """The bytes written so far (all in the payload file)."""
+        return self._size
 
     @property
     def pending(self) -> int:
         """The payload's bytes that the folder's running total does not hold yet (all, until the
-        publish; the joined ones too: the quota counts them before they reach the file)."""
-        return self._size + len(self._joined)
+        publish)."""
+        return self._size
 
     @property
     def payload_path(self) -> str:
@@ -113,33 +102,15 @@ class LocalWriter:
         return f"{self._directory}/{self._id}.json"
 
     def write(self, data: memoryview, /) -> None:
-        """Append ``data`` to the payload (a small piece is joined to the next ones and written
-        with them: ``size`` counts it at once).
+        """Append ``data`` to the payload now, as given (a stream's small chunks are joined by the
+        store before they get here).
 
         :raises OSError: a write failed part-way (the disk full, a file-size
             limit).  The bytes that did reach the file are accounted for
-            (size, checksums) all the same, and only they: joined bytes that
-            did not reach it are dropped, so the payload file never holds more
-            or less than this writer says, and a growing resource published
-            with that size stays readable up to it.
+            (size, checksums) all the same, and only they, so the payload file
+            never holds more or less than this writer says, and a growing
+            resource published with that size stays readable up to it.
         """
-        if self._joins and len(data) < _JOIN_BYTES:
-            if len(self._joined) + len(data) > _JOIN_BYTES:
-                self._flush()
-            self._joined += data  # a copy: the caller may reuse its buffer
-            return
-        self._flush()
-        self._write_through(data)
-
-    def _flush(self) -> None:
-        """Write the joined pieces (see ``write`` for a failure)."""
-        if self._joined:
-            joined, self._joined = self._joined, bytearray()
-            with memoryview(joined) as view:
-                self._write_through(view)
-
-    def _write_through(self, data: memoryview) -> None:
-        """Write ``data`` to the payload file now (see ``write`` for a failure)."""
         written = 0
         try:
             while written < len(data):
@@ -163,7 +134,6 @@ class LocalWriter:
                 retention: timedelta, capture: Optional[tuple[int, int]] = None,
                 lines: Optional[int] = None) -> Record:
         del retention  # the folder expires by sweep, which reads ``created``
-        self._flush()
         checksums = self._checksums.finish()
         self.settle()
         record = Record(
@@ -179,9 +149,7 @@ class LocalWriter:
         return record
 
     def settle(self) -> None:
-        """The joined pieces written, and the payload fsync-ed now when durable (once: ``publish``
-        does not repeat it)."""
-        self._flush()
+        """The payload fsync-ed now when durable (once: ``publish`` does not repeat it)."""
         if self._durable and not self._settled:
             os.fsync(self._fd)
             self._settled = True
@@ -219,7 +187,6 @@ class LocalWriter:
 
     def abort(self) -> None:
         """Remove everything this writer created; never raises."""
-        self._joined = bytearray()
         self._done()
         if self._fd >= 0:
             try:
