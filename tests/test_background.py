@@ -1317,3 +1317,49 @@ def test_a_background_command_that_ends_within_yield_after_keeps_an_output_over_
     small = tools.call(store, SESSION, "small", "bash", {"command": "printf 'a\\rb\\n'", "background": True,
                                                          "yield_after": 30})
     assert small.resource is None and small.output.startswith("b")
+
+
+def test_wait_pattern_matches_the_unfinished_last_line_it_shows(store):
+    """Red team C f02: a prompt or progress line with no newline yet ("Password: ", a \\r redraw) was
+    searched only once its line ended: wait ran its whole timeout, then showed the text and said
+    the pattern was "not seen in the new output".  The new output as it stands is searched, its
+    unfinished last line too (again as it grows); a match there counts once: the next wait from
+    the offset named starts after it."""
+    output = store.open_growing(SESSION, "c")
+    uri = output.record.resource.uri
+    try:
+        output.write(b"booting\nPass")
+        seal_now(output)
+        grown = []
+
+        def grow(size: int) -> None:  # between two polls of the same wait, the unfinished line grows
+            if not grown:
+                grown.append(size)
+                output.write(b"word: ")
+                seal_now(output)
+
+        answer = wait(store, SESSION, "w", uri, 10, "Password", offset=0, progress=grow)
+        assert grown and answer.metadata["match"] == len(b"booting\n"), answer.output
+        assert answer.output.startswith("booting\nPassword: \n[pattern 'Password' found at byte offset 8]")
+        end = answer.metadata["next_offset"]
+        assert end == len(b"booting\nPassword: ")
+        # From the offset named, the same match is not reported again; new text that matches is.
+        again = wait(store, SESSION, "w", uri, 0, "Password", offset=end)
+        assert again.metadata["match"] is None and "(no new output)" in again.output
+        output.write(b"wrong, Password: ")
+        seal_now(output)
+        retry = wait(store, SESSION, "w", uri, 0, "Password", offset=end)
+        assert retry.metadata["match"] == end, retry.output
+        # A \r progress line with no newline, through the tool as a model calls it.
+        bar = retry.metadata["next_offset"]
+        output.write(b"\n\r 10%\r 55%")
+        seal_now(output)
+        called = tools.call(store, SESSION, "w", "wait", {"resource": uri, "timeout": 0, "pattern": r"5\d%",
+                                                          "offset": bar})
+        assert called.metadata["match"] == bar + 1, called.output
+        assert "not seen" not in called.output
+        # What is not there is still not seen, and said so.
+        missed = wait(store, SESSION, "w", uri, 0, "READY", offset=0)
+        assert missed.metadata["match"] is None and "[pattern 'READY' not seen in the new output]" in missed.output
+    finally:
+        output.finish(0)

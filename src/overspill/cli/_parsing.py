@@ -202,8 +202,8 @@ def _add_background(add: Adder, common: argparse.ArgumentParser) -> None:
                "or the timeout; print the new output's preview and the offset to read on from", [common])
     wait.add_argument("uri", help="the command's handle, tool-output://ID")
     wait.add_argument("--timeout", type=_non_negative_seconds, default=30.0, help="seconds at most (default 30)")
-    wait.add_argument("--pattern", help="return as soon as a new line matches this regular expression; "
-                                        "exits 1 when none did")
+    wait.add_argument("--pattern", help="return as soon as the new output (its last line even unfinished) "
+                                        "matches this regular expression; exits 1 when none did")
     wait.add_argument("--offset", type=_non_negative, help="where the new output starts (default: its end now)")
 
     kill = add("kill", "end a background command's process group (SIGTERM, then SIGKILL after a grace)", [common])

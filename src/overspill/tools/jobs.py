@@ -240,12 +240,14 @@ def _storing_stopped(job: Optional[_background.Job]) -> str:
 def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: str, timeout: float,
          pattern: Optional[str] = None, *, offset: Optional[int] = None, budget: float = DEFAULT_WAIT_BUDGET,
          progress: Optional[Progress] = None, abort: Optional[threading.Event] = None) -> ToolResult:
-    """Wait for a background command: until it exits, until ``pattern`` appears in its new lines, or ``timeout``.
+    """Wait for a background command: until it exits, until ``pattern`` appears in its new output, or ``timeout``.
 
     :param resource: the command's handle (``tool-output://ID``).
     :param timeout: seconds to wait at most (cut to ``budget``).
     :param pattern: a regular expression searched in the text of the new
-        output, line by line (``^``/``$`` anchor at lines).  It is matched as
+        output as it stands, its unfinished last line too (a prompt with no
+        newline; searched again as it grows), line by line (``^``/``$``
+        anchor at lines, and ``$`` at the end so far).  It is matched as
         grep matches a stored output: in a worker process, within grep's time
         budget (``_regex.TIME_LIMIT`` seconds, cut to ``timeout`` but at least
         one, plus one per 16 MiB searched); past it the answer says
@@ -343,7 +345,7 @@ class _Cancelled(Exception):
 def _watch(store: ToolOutputStore, session_id: str, uri: str, start: int, pattern: Optional[str],
            limit: float, progress: Optional[Progress],
            abort: Optional[threading.Event]) -> tuple[Optional[int], Record, Optional[str]]:
-    """Poll until the command is no longer running, ``pattern`` matches a new line, or ``limit`` seconds passed.
+    """Poll until the command is no longer running, ``pattern`` matches the new output, or ``limit`` seconds passed.
 
     The matching is grep's (``_regex.Search``: a worker process, a time budget), never ``re`` on
     this thread: a pattern that backtracks without end would hold the GIL, and a server's every
@@ -371,18 +373,20 @@ def _poll(store: ToolOutputStore, session_id: str, uri: str, start: int, search:
           progress: Optional[Progress], abort: Optional[threading.Event]) -> tuple[Optional[int], Record, Optional[str]]:
     """``_watch``'s loop."""
     deadline = time.monotonic() + limit
-    scanned = start  # new output before this offset was searched, up to a line end
+    scanned = start  # where the next search starts: the unfinished line's start (searched again as it grows)
+    searched = start  # the end of the text searched so far (no new text, no new search)
     reported = -1
     while True:
         if abort is not None and abort.is_set():
             raise _Cancelled
         record = store.status(session_id, uri)
         size = record.resource.size
-        if search is not None and size > scanned:
+        if search is not None and size > searched:
             try:
                 found, scanned = _search(store, session_id, uri, scanned, size, search, record.state != "running")
             except SearchError as error:  # too slow, or no worker: said in one line, the rest still answered
                 return None, record, " ".join(str(error).split())
+            searched = size
             if found is not None:
                 return found, record, None
         if progress is not None and size != reported:
@@ -399,19 +403,23 @@ def _poll(store: ToolOutputStore, session_id: str, uri: str, start: int, search:
 
 # New output is searched a window at a time, never all at once (a finished output of gigabytes).
 _SEARCH_WINDOW = 1 << 20
-# An unfinished line is searched once it ends; one longer than this (a progress bar redrawn with
-# \r and no newline) is searched as it stands, in pieces that overlap by _OVERLAP (a match across
-# two pieces is still seen), so that no poll reads more than a piece of it again.
+# The unfinished last line is searched as it stands (a prompt, a redrawn progress line: the answer
+# shows it), and again from its start as it grows, so that a match over its whole text is seen.
+# One longer than this (a progress bar redrawn with \r and no newline) is searched again only from
+# _OVERLAP before where the last search ended (a match across the two is still seen), so that no
+# poll reads more than a piece of it again; a line over a window is searched in such pieces too.
 _LINE_PIECE = 1 << 16
 _OVERLAP = 1 << 12
 
 
 def _search(store: ToolOutputStore, session_id: str, uri: str, low: int, high: int, search: Search,
             final: bool) -> tuple[Optional[int], int]:
-    """Search the whole lines of ``[low, high)`` (the last, unfinished line too when ``final``).
+    """Search the text of ``[low, high)`` as it stands, its last line too, finished or not.
 
+    :param final: the output ends at ``high`` (its command exited): nothing is searched again.
     :returns: the byte offset of the first matching line (of the piece, in a line searched in
-        pieces), and where the next search starts.
+        pieces), and where the next search starts: the start of the unfinished last line (searched
+        again with what follows it; ``high`` when ``final``).
     :raises PatternTooSlowError, SearchError: the search ran out of its time, or its worker failed.
     :raises _regex.Cancelled: the search's abort event was set.
     """
@@ -419,21 +427,23 @@ def _search(store: ToolOutputStore, session_id: str, uri: str, low: int, high: i
         end = min(high, low + _SEARCH_WINDOW)
         with store.view(session_id, uri, start=low, end=end) as (_, data):
             chunk = bytes(data)
-        piece = False
-        if not (final and end == high):
-            newline = chunk.rfind(b"\n")
-            if newline >= 0:
-                chunk = chunk[: newline + 1]
-            elif len(chunk) < _LINE_PIECE:
-                return None, low  # an unfinished line, searched once it ends (or grows long)
-            else:
-                piece = True
+        last = end == high
+        newline = chunk.rfind(b"\n")
+        piece = newline < 0 and not last  # a line longer than the window: searched in overlapping pieces
+        if not last and not piece:
+            chunk = chunk[: newline + 1]  # the window's last line, cut by the window, is searched with the next
         # The worker decodes with surrogateescape (invalid bytes one character each) and names the
         # lines, counted by their \n bytes, in which a match starts: offsets stay exact.
         lines = search.text(chunk)
         if lines:
             line_start = len(chunk) - len(chunk.split(b"\n", lines[0])[-1])
             return low + line_start, low + len(chunk)
+        if last:
+            if final:
+                return None, high
+            unfinished = len(chunk) - newline - 1
+            # (text ended by a newline leaves nothing unfinished: the next search starts at high)
+            return None, high - unfinished if unfinished < _LINE_PIECE else high - _OVERLAP
         low += len(chunk) - _OVERLAP if piece else len(chunk)
     return None, low
 

@@ -148,7 +148,9 @@ _TOOLS: dict[str, dict[str, Any]] = {
             "resource": {"type": "string", "description": "The background command's tool-output:// handle."},
             "timeout": {"type": "number", "minimum": 0, "maximum": 3600,
                         "description": "Seconds to wait at most (cut to the host's tool-call budget)."},
-            "pattern": {"type": "string", "description": "Return as soon as a new line matches this regex."},
+            "pattern": {"type": "string",
+                        "description": "Return as soon as the new output (its last line even unfinished) matches "
+                                       "this regex."},
             "offset": {"type": "integer", "minimum": 0,
                        "description": "Byte offset where the new output starts (default: the end so far)."},
         },
