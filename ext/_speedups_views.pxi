@@ -206,9 +206,9 @@ cdef object _window_page(const uint8_t *window, Py_ssize_t length, Py_ssize_t ba
     return start + base, end + base, _shown_text(window + start, end - start, flags)
 
 
-def signal_lines(buffer, start, end, patterns, flags, limit, /):
+def signal_lines(buffer, start, end, patterns, flags, limit, distinct=0, /):
     """Lines of ``buffer[start:end]`` whose view matches a signal pattern; see _native.signal_lines."""
-    cdef Py_ssize_t c_start, c_end, c_limit, n, k
+    cdef Py_ssize_t c_start, c_end, c_limit, c_distinct, n, k
     cdef int c_flags, count, failed = 0
     cdef Py_buffer buf
     cdef osp_pattern *table = NULL
@@ -222,6 +222,7 @@ def signal_lines(buffer, start, end, patterns, flags, limit, /):
         checked = _check_patterns(patterns)
         c_flags = _check_flags(flags)
         c_limit = _check_int(limit, "limit", 0)
+        c_distinct = _check_int(distinct, "distinct", 0)
         kinds = max([entry[0] for entry in checked], default=-1) + 1
         n = buf.len
         if c_end > n or c_start > c_end:
@@ -242,6 +243,7 @@ def signal_lines(buffer, start, end, patterns, flags, limit, /):
         if osp_scan_init(&scan, table, count, c_flags, c_limit) < 0:
             osp_scan_free(&scan)
             raise MemoryError()
+        scan.distinct = c_distinct
         try:
             # The literals stay alive in `checked`, which this frame holds.
             with nogil:

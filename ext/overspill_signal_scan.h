@@ -177,6 +177,7 @@ static int osp_scan_region(osp_scan *scan, const uint8_t *s, ptrdiff_t n, int fl
     int ansi = scan->special[OSP_ESC], cr = scan->special['\r'];
     ptrdiff_t next_escape = osp_next_byte(s, 0, n, OSP_ESC, ansi);
     ptrdiff_t next_return = osp_next_byte(s, 0, n, '\r', cr);
+    scan->base = s;
     while (position < n) {
         ptrdiff_t dirty = next_escape < next_return ? next_escape : next_return;
         ptrdiff_t line, end;

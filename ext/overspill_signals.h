@@ -50,6 +50,18 @@ typedef struct {
     ptrdiff_t hit_count, hit_room;
     uint8_t *scratch;
     ptrdiff_t scratch_room;
+    /* With distinct > 0, a hit is kept only when no hit kept before it has
+     * its kind and the same first `distinct` bytes once each ASCII digit is
+     * made '0' (finer than removing digits, as signal grouping does, so no
+     * line that starts a group is left out, and cheaper: 8 bytes a step):
+     * `base` is the region the hits' offsets are in, and `seen` an
+     * open-addressing table of the kept hits (hash, index in `hits`). */
+    ptrdiff_t distinct;
+    const uint8_t *base;
+    struct osp_seen { uint64_t hash; ptrdiff_t hit; } *seen;
+    ptrdiff_t seen_room, seen_count;
+    ptrdiff_t last_start, last_end;  /* the last hit looked up in `seen` (its kind last_kind) */
+    int last_kind;
 } osp_scan;
 
 static inline int osp_is_word(uint8_t b) {
@@ -209,11 +221,93 @@ static void osp_scan_free(osp_scan *scan) {
     free(scan->kept);
     free(scan->hits);
     free(scan->scratch);
+    free(scan->seen);
+}
+
+/* 8 bytes (a little-endian load) with each ASCII digit made '0' (SWAR): a
+ * byte is a digit when its high bit is clear and, XOR '0', it is below 10. */
+static inline uint64_t osp_digits_zeroed(uint64_t w) {
+    const uint64_t ones = 0x0101010101010101ULL;
+    uint64_t x = w ^ (0x30 * ones);
+    uint64_t digit = ~(((x & (0x7f * ones)) + 0x76 * ones) | x) & (0x80 * ones);
+    return w ^ (x & ((digit >> 7) * 0xff));
+}
+
+/* The key's word k of a hit s[start:stop) (digits made '0'; past stop, zeros). */
+static inline uint64_t osp_key_word(const uint8_t *s, ptrdiff_t at, ptrdiff_t stop) {
+    uint64_t w = 0;
+    if (stop - at >= 8) memcpy(&w, s + at, 8);  /* one load */
+    else memcpy(&w, s + at, (size_t)(stop - at));
+    return osp_digits_zeroed(w);
+}
+
+/* The hash of a hit's key (see osp_scan.distinct): its kind, length and
+ * first `distinct` bytes with every ASCII digit made '0', 8 bytes a step. */
+static inline uint64_t osp_distinct_hash(const osp_scan *scan, ptrdiff_t start, ptrdiff_t end, int kind) {
+    ptrdiff_t stop = end - start > scan->distinct ? start + scan->distinct : end;
+    uint64_t hash = ((uint64_t)(stop - start) << 8) ^ (uint64_t)(unsigned)kind;
+    for (ptrdiff_t i = start; i < stop; i += 8) {
+        hash = (hash ^ osp_key_word(scan->base, i, stop)) * 0x9E3779B97F4A7C15ULL;
+        hash ^= hash >> 29;
+    }
+    return hash ? hash : 1;  /* 0 marks an empty slot */
+}
+
+/* Whether the keys of s[a0:a1) and s[b0:b1) are equal (each cut at `distinct` bytes, digits made '0'). */
+static inline int osp_distinct_equal(const osp_scan *scan, ptrdiff_t a0, ptrdiff_t a1, ptrdiff_t b0, ptrdiff_t b1) {
+    if (a1 - a0 > scan->distinct) a1 = a0 + scan->distinct;
+    if (b1 - b0 > scan->distinct) b1 = b0 + scan->distinct;
+    if (a1 - a0 != b1 - b0) return 0;
+    for (ptrdiff_t i = 0; a0 + i < a1; i += 8)
+        if (osp_key_word(scan->base, a0 + i, a1) != osp_key_word(scan->base, b0 + i, b1)) return 0;
+    return 1;
+}
+
+/* 1 when a hit with this key was kept already, else 0 after noting it as
+ * the hit about to be kept (index hit_count); -1 when memory ran out. */
+static int osp_distinct_seen(osp_scan *scan, ptrdiff_t start, ptrdiff_t end, int kind) {
+    uint64_t hash = osp_distinct_hash(scan, start, end, kind);
+    size_t mask, slot;
+    if (2 * (scan->seen_count + 1) > scan->seen_room) {  /* keep the table at most half full */
+        ptrdiff_t room = scan->seen_room ? scan->seen_room * 2 : 256;
+        struct osp_seen *grown = (struct osp_seen *)calloc((size_t)room, sizeof(struct osp_seen));
+        if (!grown) return -1;
+        for (ptrdiff_t k = 0; k < scan->seen_room; k++) {
+            if (!scan->seen[k].hash) continue;
+            for (slot = (size_t)scan->seen[k].hash & (size_t)(room - 1); grown[slot].hash; slot = (slot + 1) & (size_t)(room - 1)) {}
+            grown[slot] = scan->seen[k];
+        }
+        free(scan->seen);
+        scan->seen = grown;
+        scan->seen_room = room;
+    }
+    mask = (size_t)(scan->seen_room - 1);
+    for (slot = (size_t)hash & mask; scan->seen[slot].hash; slot = (slot + 1) & mask) {
+        const osp_hit *kept = &scan->hits[scan->seen[slot].hit];
+        if (scan->seen[slot].hash == hash && kept->kind == kind
+            && osp_distinct_equal(scan, kept->start, kept->end, start, end)) return 1;
+    }
+    scan->seen[slot].hash = hash;
+    scan->seen[slot].hit = scan->hit_count;
+    scan->seen_count++;
+    return 0;
 }
 
 static int osp_scan_record(osp_scan *scan, ptrdiff_t start, ptrdiff_t end, int kind) {
     scan->totals[kind]++;
     if (scan->kept[kind] >= scan->limit) return 0;
+    if (scan->distinct > 0) {
+        int seen;
+        /* A repeat of the line just before (the common case in a long log) needs no hash. */
+        if (scan->last_end - scan->last_start == end - start && scan->last_kind == kind
+            && memcmp(scan->base + scan->last_start, scan->base + start,
+                      (size_t)(end - start < scan->distinct ? end - start : scan->distinct)) == 0) return 0;
+        scan->last_start = start;
+        scan->last_end = end;
+        scan->last_kind = kind;
+        seen = osp_distinct_seen(scan, start, end, kind);
+        if (seen) return seen < 0 ? -1 : 0;
+    }
     if (scan->hit_count == scan->hit_room) {
         ptrdiff_t room = scan->hit_room ? scan->hit_room * 2 : 64;
         osp_hit *grown = (osp_hit *)realloc(scan->hits, (size_t)room * sizeof(osp_hit));

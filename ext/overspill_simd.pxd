@@ -56,6 +56,7 @@ cdef extern from "overspill_signals.h" nogil:
         Py_ssize_t *totals
         osp_hit *hits
         Py_ssize_t hit_count
+        Py_ssize_t distinct
     int osp_scan_init(osp_scan *scan, const osp_pattern *patterns, int count, int flags, Py_ssize_t limit)
     void osp_scan_free(osp_scan *scan)
 

@@ -649,3 +649,29 @@ def test_every_marker_stays_under_300_bytes_at_the_widest_numbers(tmp_path):
     assert set(longest) == {"plain", "view", "capped", "capped view", "from an offset", "from an offset, capped",
                             "not stored"}
     assert min(longest.values()) > 200, longest
+
+
+@pytest.mark.parametrize("per_call", [None, 40])
+def test_a_new_signal_line_past_the_grouping_bound_is_still_shown(store, monkeypatch, per_call):
+    # Red team A f02: once _HITS_GROUPED matching lines were grouped, later ones were only
+    # counted, so an error after 65,536 warnings (a long build log) was never shown. Past
+    # the bound the kernel still lists each distinct line once: a line that starts a group
+    # (a kind not grouped yet, or a new line of a grouped kind) is found; repeats are not.
+    monkeypatch.setattr(text_module, "_HITS_GROUPED", 1000)
+    if per_call is not None:  # more distinct lines in a block than one call lists
+        monkeypatch.setattr(text_module, "_HITS_PER_CALL", per_call)
+    repeated = [f"src/a.c:{i}:5: warning: unused variable 'x' [-Wunused-variable]" for i in range(3000)]
+    variants = [f"src/b.c:7:1: warning: unused variable 'v{chr(97 + i % 26)}{chr(97 + i // 26)}'" for i in range(150)]
+    lines = ["start"] * 400 + ["fatal: first failure"] + repeated + variants
+    lines += ["src/c.c:9:3: error: 'undefined_thing' undeclared", "fatal: second failure"] + repeated + ["end"] * 400
+    data = ("\n".join(lines) + "\n").encode()
+    result = store.truncate("s", "c", data, max_lines=400, max_bytes=8192)
+    _, _, signals, _ = parts(result.content)
+    assert signals[0].startswith("[6153 lines of the omitted part")  # every line is counted
+    error = data.index(b"src/c.c:9:3: error")
+    assert signals[1] == f"{data.index(b'fatal: first')}:fatal: first failure"
+    assert signals[2] == f"{error}:src/c.c:9:3: error: 'undefined_thing' undeclared"
+    assert signals[3] == f"{data.index(b'fatal: second')}:fatal: second failure"
+    assert re.fullmatch(r"\d+:src/a\.c:\d+:5: warning: unused variable 'x' \[-Wunused-variable\] \[×\d+\+\]",
+                        signals[4]), signals
+    assert signals[5] == f"{data.index(b'src/b.c:7:1')}:src/b.c:7:1: warning: unused variable 'vaa'"

@@ -615,3 +615,38 @@ def test_twin_view_taken_in_windows_is_the_view_taken_whole(data, window, flags)
     finally:
         _native_text._STRIP_WINDOW = saved
     assert shown == _kernels.view_bytes(data, flags)
+
+
+# Lines that repeat with other digits (and through views): what signal_lines(distinct=...) folds.
+_REPEATS = st.lists(st.sampled_from([b"error 1", b"error 22", b"error 3", b"warning: x9", b"warning: x", b"ok 7",
+                                     b"\x1b[31merror\x1b[0m 5", b"10%\r warning 4", b"E   assert 1 == 2"]),
+                    max_size=40).map(b"\n".join)
+
+
+@given(st.one_of(noisy, _REPEATS), st.integers(0, 5), flag_sets, st.integers(0, 12))
+@example(b"error 1\nerror 22\nerror 3\nerror 1", 5, 0, 12)
+def test_distinct_signal_lines_list_each_key_once_and_twins_agree(compiled, data, limit, flags, distinct):
+    # Red team A f02: past the grouping bound the collector asks only for the first of each
+    # distinct line (kind, first `distinct` bytes, digits made "0"); totals still count all.
+    args = (data, 0, len(data), PATTERNS, flags, limit, distinct)
+    assert outcome(compiled.signal_lines, *args) == outcome(_native.signal_lines, *args)
+    hits, totals = _kernels.signal_lines(*args)
+    every, all_totals = _kernels.signal_lines(data, 0, len(data), PATTERNS, flags, 10**6)
+    assert totals == all_totals
+    zeroed = bytes.maketrans(b"123456789", b"000000000")
+    key = lambda hit: (hit[2], data[hit[0] : min(hit[1], hit[0] + distinct)].translate(zeroed))  # noqa: E731
+    if distinct:
+        expected, seen = [], set()
+        for hit in every:  # the first of each key, at most `limit` of a kind
+            if key(hit) not in seen and sum(kind == hit[2] for _, _, kind in expected) < limit:
+                seen.add(key(hit))
+                expected.append(hit)
+        assert hits == expected
+    else:
+        assert hits == [hit for hit in every if sum(kind == hit[2] for _, _, kind in every[: every.index(hit)]) < limit]
+
+
+def test_distinct_signal_lines_rejects_a_negative_distinct(compiled):
+    for module in (compiled, _native):
+        with pytest.raises(ValueError):
+            module.signal_lines(b"error\n", 0, 6, PATTERNS, 0, 5, -1)

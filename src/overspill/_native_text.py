@@ -274,8 +274,12 @@ def _scan_kinds(text: bytes, patterns: list[tuple[int, bool, bool, bytes]]) -> d
     return claimed
 
 
-def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags: int, limit: int, /
-                 ) -> tuple[list[tuple[int, int, int]], list[int]]:
+# signal_lines(distinct=...): a line's key has every ASCII digit made "0".
+_DIGITS_ZEROED = bytes.maketrans(b"123456789", b"000000000")
+
+
+def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags: int, limit: int,
+                 distinct: int = 0, /) -> tuple[list[tuple[int, int, int]], list[int]]:
     """Lines of ``buffer[start:end]`` whose view matches a signal pattern.
 
     The region is split at newlines (its first and last lines may be parts of
@@ -289,10 +293,14 @@ def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags
     line_end, kind)`` (offsets in ``buffer``, the newline excluded) in order,
     at most ``limit`` lines of each kind; ``totals[kind]`` counts every
     matching line of that kind (its length is the highest kind plus one).
+    With ``distinct`` above 0, a line is listed only when no line listed
+    before it has its kind and the same first ``distinct`` stored bytes once
+    each ASCII digit is made ``0`` (its repeats are counted, not listed), so
+    a scan of many repeats lists each distinct line once.
 
     :raises TypeError: wrong argument types.
     :raises ValueError: ``start``/``end`` outside the buffer or reversed,
-        malformed patterns, ``flags`` outside 0 to 3, ``limit`` negative.
+        malformed patterns, ``flags`` outside 0 to 3, ``limit`` or ``distinct`` negative.
     """
     if isinstance(buffer, str):
         raise TypeError("buffer must be a bytes-like object, not str")
@@ -302,6 +310,7 @@ def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags
         checked = _check_patterns(patterns)
         flags = _check_flags(flags)
         limit = _check_int(limit, "limit", 0)
+        distinct = _check_int(distinct, "distinct", 0)
         kinds = max((kind for kind, _, _, _ in checked), default=-1) + 1
         totals = [0] * kinds
         if end > len(view) or start > end:
@@ -310,23 +319,33 @@ def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags
     if not checked or not region:
         return [], totals
     shown = view_bytes(region, flags) if flags else None
+    if shown is not None and len(shown) == len(region):
+        shown = None  # the view only removes bytes: the same length is the same bytes
     text = region if shown is None else shown
     claimed = _scan_kinds(text, checked)
     hits: list[tuple[int, int, int]] = []
     kept = [0] * kinds
     stored = _LineMap(region, text) if shown is not None else None
+    seen: set[tuple[int, bytes]] = set()
     for line_start in sorted(claimed):
         kind = claimed[line_start]
         totals[kind] += 1
         if kept[kind] >= limit:
             continue
-        kept[kind] += 1
         if stored is None:
-            line_end = text.find(b"\n", line_start)
-            hits.append((start + line_start, start + (len(text) if line_end < 0 else line_end), kind))
+            first = line_start
+            last = text.find(b"\n", line_start)
+            if last < 0:
+                last = len(text)
         else:
             first, last = stored.line_at(line_start)
-            hits.append((start + first, start + last, kind))
+        if distinct:
+            key = (kind, region[first : min(last, first + distinct)].translate(_DIGITS_ZEROED))
+            if key in seen:
+                continue
+            seen.add(key)
+        kept[kind] += 1
+        hits.append((start + first, start + last, kind))
     return hits, totals
 
 

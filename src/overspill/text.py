@@ -488,13 +488,16 @@ class SignalCollector:
         and count them; the kernel is asked again from where a kind's list was cut short."""
         offset = 0
         while offset < length:
-            limit = max(min(_HITS_PER_CALL, _HITS_GROUPED - self._grouped), 0)
+            limit = min(_HITS_PER_CALL, _HITS_GROUPED - self._grouped)
+            if limit <= 0:
+                self._scan_distinct(block, position, offset, length)
+                return
             hits, totals = _kernels.signal_lines(block, offset, length, self._patterns, self._flags, limit)
             returned = [0] * len(totals)
             for _, _, kind in hits:
                 returned[kind] += 1
             cut_short = [kind for kind, count in enumerate(totals) if count > returned[kind]]
-            if limit == 0 or not cut_short:
+            if not cut_short:
                 for index, count in enumerate(totals):
                     self.totals[index] += count
                 self._group(block, position, hits)
@@ -507,6 +510,37 @@ class SignalCollector:
             for _, _, kind in complete:
                 self.totals[kind] += 1
             self._group(block, position, complete)
+            offset = cut + 1
+
+    def _scan_distinct(self, block: memoryview, position: int, offset: int, length: int) -> None:
+        """Past ``_HITS_GROUPED``: count the matching lines of ``block[offset:length]`` and
+        group only the first of each distinct line (the kernel lists those), so a line that
+        starts a new group is still found while repeats cost no Python work; the counts
+        shown then become lower bounds, as the grouped lines are fewer than the totals."""
+        counted = False
+        while offset < length:
+            hits, totals = _kernels.signal_lines(block, offset, length, self._patterns, self._flags,
+                                                 _HITS_PER_CALL, 4 * _SIGNAL_CHARS)
+            if not counted:  # a call counts every line of the rest of the block
+                for index, count in enumerate(totals):
+                    self.totals[index] += count
+                counted = True
+            # A kind with its _GROUPS_PER_KIND groups starts no more: its list being full
+            # hides nothing, and its lines need no grouping.
+            open_kinds = [kind < len(self._distinct) and self._distinct[kind] < _GROUPS_PER_KIND
+                          for kind in range(len(totals))]
+            returned = [0] * len(totals)
+            last_end = [0] * len(totals)
+            for _, line_end, kind in hits:
+                returned[kind] += 1
+                last_end[kind] = line_end
+            cut_short = [kind for kind, count in enumerate(returned) if count >= _HITS_PER_CALL and open_kinds[kind]]
+            cut = min((last_end[kind] for kind in cut_short), default=length)
+            # Lines before the cut were all listed (first occurrences within this call);
+            # the next call lists distinct lines again from the cut on.
+            self._group(block, position, [hit for hit in hits if hit[0] < cut and open_kinds[hit[2]]])
+            if not cut_short:
+                return
             offset = cut + 1
 
     def _group(self, block: memoryview, position: int, hits: list[tuple[int, int, int]]) -> None:
