@@ -754,3 +754,19 @@ def test_a_cleanup_with_a_short_grace_keeps_a_resource_being_published(redis_bac
             assert client.zcard(f"ovs:session:{session}".encode()) == 2
         finally:
             client.close()
+
+
+def test_bytes_freed_is_what_the_sweep_released_on_every_backend(backing, session):
+    # Red team D f03: Redis reported only the payloads freed (6,000 of the 6,897 bytes its usage
+    # dropped: the meta keys left out), where the folder counts its record files too.  A sweep's
+    # bytes_freed, and its dry run's, is the drop of the store's usage, on every backend.
+    with backing.store(retention=timedelta(days=2)) as store:
+        backend = store._backend
+        for index in range(3):
+            store.write(session, f"c{index}", b"x" * 1000 * (index + 1))
+        before = backend.usage()
+        later = time.time() + 8 * 86_400
+        dry = store.cleanup(now=later, dry_run=True)
+        report = store.cleanup(now=later)
+        assert report.removed == dry.removed == 3
+        assert report.bytes_freed == dry.bytes_freed == before - backend.usage() == before > 6000

@@ -45,7 +45,7 @@ class RedisSweep:
                 self.client.delete(meta_key(resource_id))
             self.bytes_freed += self.backend.unlink_unknown(resource_id, self.dry_run)
         elif self.dry_run:
-            self.bytes_freed += record.resource.size
+            self.bytes_freed += self.backend.removable_bytes(record)
         else:
             self.bytes_freed += self.backend.remove(record, chunk)
         self.removed.append(resource_id)

@@ -62,6 +62,7 @@ from ..errors import ConfigError, ResourceNotFoundError, StorageError
 from ..records import Record, uri_for
 from ._redis_keys import (
     ACCOUNT,
+    BY_ID,
     CHECKSUM_BYTES,
     CHUNK_BYTES,
     DROP_DAMAGED_ZSET,
@@ -446,8 +447,20 @@ class RedisBackend(RedisReads, RedisQuota):
         removed = self._client.delete(*keys)
         self._client.zrem(session_key(record.session_id), record.id)
         self._forget(record.id)
-        self.unaccount(record.id)
-        return record.resource.size if removed else 0
+        counted = self.unaccount(record.id)
+        # The bytes released are the ones the quota counted for it (its meta key too, as the
+        # folder counts its record file); a resource it had no count for, its own bytes.
+        return (counted or self.removable_bytes(record)) if removed else 0
+
+    def removable_bytes(self, record: Record) -> int:
+        """What removing ``record``'s resource would release (a dry run's figure): the
+        bytes the quota counts for it, or its payload and meta key when it has no count."""
+        counted = unless_damaged(self._client.hget, BY_ID, record.id)
+        try:
+            return int(counted) if counted is not None and int(counted) > 0 else (
+                record.resource.size + self.record_bytes(record))
+        except ValueError:  # a damaged count: its own bytes
+            return record.resource.size + self.record_bytes(record)
 
     def delete(self, resource_id: str, /) -> int:
         try:
