@@ -478,3 +478,15 @@ def test_a_long_line_is_listed_once_at_its_start_and_found_across_piece_edges(st
     uri = store.write("s", "r", redrawn).uri
     assert search_resource(store, "s", uri, "old").total == 0
     assert search_resource(store, "s", uri, "^done 100%").lines == ("0:done 100%" + " " * 600,)
+
+
+def test_a_long_line_piece_ends_at_a_character_start(store, monkeypatch):
+    """Review R1: a piece that does not end its long line ended at the block's byte count, cutting a
+    multi-byte character; its first bytes, read as invalid ones, matched ``[^é]`` and a line was listed
+    that the whole line's view does not hold."""
+    monkeypatch.setattr(sys.modules["overspill.tools.grep"], "_SEARCH_BLOCK", 16)
+    for before in range(3, 8):
+        for run in range(7, 12):
+            data = b"x" * before + b"y" + b"z" * run + "é".encode() * 12 + b"\n"
+            uri = store.write("s", f"cut{before}-{run}", data).uri
+            assert search_resource(store, "s", uri, r"yz{%d}[^é]" % run).total == 0, (before, run)

@@ -457,7 +457,8 @@ class _LongLine:
                 else:
                     held += chunk
             last = exhausted and len(held) <= block
-            end = len(held) if last else block
+            # (cut at a character's start too: a character cut there would be read as other ones)
+            end = len(held) if last else _char_start(held, block)
             owned_end = end if last else _char_start(held, end - context)
             if owned_end <= owned:  # (only with tiny test blocks) go on, a character at least
                 owned_end = owned + 1
