@@ -480,6 +480,29 @@ def test_a_long_line_is_listed_once_at_its_start_and_found_across_piece_edges(st
     assert search_resource(store, "s", uri, "^done 100%").lines == ("0:done 100%" + " " * 600,)
 
 
+def test_a_long_line_piece_makes_up_no_match_from_a_look_around_past_its_edge(store):
+    """Review R1: a piece of a long line (real 8 MiB block) is a prefix of the line's text from some
+    point on; a look-ahead reading past its end saw the end of a text ($ held, a negative look-ahead
+    found nothing), a look-behind reaching its start saw a text's start, and a line was listed that
+    the whole line's view does not hold."""
+    mib = 1 << 20
+    line = b"x" * (15 * mib // 2 - 10) + b"a" + b"b" * mib + b"c" + b"x" * (3 * mib) + b"\n"
+    uri = stored(store, line)
+    for pattern in (r"a(?=b*$)", r"a(?!b{600000,}c)", r"a(?!(?:b{1000}){600})"):
+        assert search_resource(store, "s", uri, pattern).total == 0, pattern
+    assert search_resource(store, "s", uri, r"a(?=b{1000})").total == 1
+    assert search_resource(store, "s", uri, r"(?<=xx)a(?=bb)").total == 1
+    from overspill.tools._regex_worker import _PIECE, piece_matches
+
+    def piece(pattern: str, before: bytes, middle: bytes, after: bytes) -> list[int]:
+        payload = _PIECE.pack(len(before), len(middle), len(after), False) + before + middle + after
+        return piece_matches(re.compile(pattern, re.MULTILINE), payload)
+
+    for pattern in (r"(?<=^qqqq)a", r"(?<!q{5})a", r"(?<=\bqqqq)a", r"(?<=\Aqqqq)a"):
+        assert piece(pattern, b"qqqq", b"a", b"bbbb") == [], pattern
+    assert piece(r"(?<=qqq)a(?=b)", b"qqqq", b"a", b"bbbb") == [0]
+
+
 def test_a_long_line_piece_ends_at_a_character_start(store, monkeypatch):
     """Review R1: a piece that does not end its long line ended at the block's byte count, cutting a
     multi-byte character; its first bytes, read as invalid ones, matched ``[^é]`` and a line was listed

@@ -240,6 +240,9 @@ def piece_matches(regex: re.Pattern[str], payload: bytes) -> list[int]:
     elif last and text.endswith("\r"):
         candidates.append(text[:-1])
     looks_at_ends = None
+    # Characters a look-ahead may read past a match's end, a look-behind before its start (None:
+    # no bound known); found only when a match comes near a piece's edge.
+    reach = None
     for candidate in candidates:
         # The last piece answers for every start up to its newline; none after it (a final \n
         # starts no line).
@@ -247,11 +250,17 @@ def piece_matches(regex: re.Pattern[str], payload: bytes) -> list[int]:
         match = regex.search(candidate, start)
         retries = _RETRIES
         while match is not None and match.start() < limit:
-            if last or match.end() < len(candidate):
+            if reach is None:
+                reach = _reach(regex)
+            ahead, behind = reach
+            # A look-behind that reaches the piece's start would see the start of a text (``^``,
+            # ``\A``, ``\b`` hold there, a negative one finds nothing), not the line's text before it.
+            held_behind = not before or (behind is not None and match.start() - behind >= 0)
+            if held_behind and (last or (ahead is not None and match.end() + ahead < len(candidate))):
                 return [0]
             if looks_at_ends is None:
                 looks_at_ends = _looks_at_ends(regex)
-            if not looks_at_ends:
+            if held_behind and not looks_at_ends:
                 return [0]
             # This match (longer than the piece's context) may hold only by the piece's end; a
             # later, shorter one may not: look on from the next start, a bounded number of times.
@@ -264,6 +273,60 @@ def piece_matches(regex: re.Pattern[str], payload: bytes) -> list[int]:
 
 # Matches ending at a piece's end passed over before a piece gives up (each search may run to that end).
 _RETRIES = 16
+
+
+def _reach(regex: re.Pattern[str]) -> tuple[int | None, int | None]:
+    """How far past a match's end a look-ahead of ``regex`` may read, and how far before its start
+    a look-behind may (characters, one more for an assertion at their far end; 0 without any;
+    None when unbounded or not known)."""
+    try:
+        from re import _parser as parser  # Python 3.11+
+    except ImportError:  # pragma: no cover - older Pythons
+        try:
+            import sre_parse as parser  # type: ignore[no-redef]
+        except ImportError:
+            return None, None
+    try:
+        found = [0, 0]
+        _look_widths(parser.parse(regex.pattern, regex.flags), found)
+        return tuple(None if width >= _UNBOUNDED else width for width in found)  # type: ignore[return-value]
+    except Exception:  # an internal module of another shape
+        return None, None
+
+
+_UNBOUNDED = 1 << 40
+
+
+def _look_widths(items: object, found: list[int]) -> None:
+    """Add to ``found`` (ahead, behind) the widest look-around in ``items`` (nested ones added on)."""
+    for op, value in items:  # type: ignore[attr-defined]
+        name = str(op)
+        if name in ("ASSERT", "ASSERT_NOT"):
+            inner = [0, 0]
+            _look_widths(value[1], inner)
+            width = value[1].getwidth()[1]
+            width = _UNBOUNDED if width >= 0xFFFFFFFF else width
+            side = 0 if value[0] > 0 else 1
+            found[side] = max(found[side], width + inner[side] + 1)
+            # A look-ahead inside a look-behind reads from before the match's start on (and back).
+            found[0] = max(found[0], inner[0])
+            found[1] = max(found[1], inner[1] + (width if side else 0))
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            _look_widths(value[2], found)
+        elif name == "SUBPATTERN":
+            _look_widths(value[3], found)
+        elif name == "ATOMIC_GROUP":
+            _look_widths(value, found)
+        elif name == "BRANCH":
+            for branch in value[1]:
+                _look_widths(branch, found)
+        elif name == "GROUPREF_EXISTS":
+            for branch in value[1:]:
+                if branch is not None:
+                    _look_widths(branch, found)
+        elif name not in ("LITERAL", "NOT_LITERAL", "ANY", "IN", "GROUPREF", "AT", "CATEGORY", "RANGE",
+                          "NEGATE", "CHARSET", "BIGCHARSET"):
+            found[0] = found[1] = _UNBOUNDED  # not known here: assume no bound
 
 
 def _looks_at_ends(regex: re.Pattern[str]) -> bool:
