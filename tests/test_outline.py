@@ -1251,3 +1251,47 @@ def test_json_outline_labels_are_found_in_any_ascii_case(key):
         scanner = kernels.JsonOutline(10, len(unlabelled) - 10, 4, 16, 1000)
         scanner.feed(unlabelled)
         assert all(entry[8] == () for entry in scanner.result()[2])
+
+
+def _wide_listing(seed: int, packages: int) -> bytes:
+    """``find /usr/share/doc -type f``: ``packages`` folders one level down, of varied sizes."""
+    rng = random.Random(seed)
+    rows = []
+    for p in range(packages):
+        for f in range(rng.randrange(2, 12) if p % 97 else rng.randrange(30, 60)):
+            rows.append(f"/usr/share/doc/pkg-{lettered(p)}/file-{f}.gz")
+    return ("\n".join(rows) + "\n").encode()
+
+
+@pytest.mark.parametrize("limits", [(2000, 50 * 1024), (400, 8 * 1024)])
+@pytest.mark.parametrize("seed", range(2))
+def test_a_listing_with_more_than_512_folders_one_level_down_names_its_largest_red_team_a_f01(tmp_path, limits, seed):
+    """Regression (red team A f01): the outline kept at most 512 runs per level and dropped a
+    level with more (and every level below it), so ``find /usr/share/doc -type f`` (680
+    packages) was outlined as one line, ``/usr/share/doc/ 3897 lines @ 4017``, at 400 lines /
+    8 KiB, while at the default limits (436 packages omitted) it named the 58 largest: a smaller
+    budget lost what a larger one kept.  Both now name the largest folders, with the true count
+    of folders and exact line counts."""
+    data = _wide_listing(seed, 900)
+    store = ToolOutputStore(tmp_path, durable=False)
+    result = store.truncate("s", "c", data, max_lines=limits[0], max_bytes=limits[1])
+    content = result.content
+    start = content.index("[outline of the omitted part")
+    shown = [content[start:].split("\n", 1)[0]] + outline_of(content)
+    group = re.fullmatch(r"/usr/share/doc/ (\d+) lines @ (\d+); the (\d+) largest of its (\d+) groups:", shown[1])
+    assert group, shown[:3]
+    tail = content.rsplit("\n\n", 1)[1].encode()
+    assert data.endswith(tail)
+    omitted = data[result.next_offset : len(data) - len(tail)].decode().splitlines()
+    counts: dict[str, int] = {}
+    for line in omitted:
+        folder = line.rsplit("/", 1)[0] + "/"
+        counts[folder] = counts.get(folder, 0) + 1
+    assert len(counts) > 512 and int(group[1]) == len(omitted) and int(group[4]) == len(counts)
+    listed = int(group[3])
+    children = [re.fullmatch(r"(/usr/share/doc/\S+/) (\d+) lines? @ (\d+)", line) for line in shown[2 : 2 + listed]]
+    assert listed >= 10 and all(children), shown[: listed + 2]
+    assert [int(child[2]) for child in children] == [counts[child[1]] for child in children]
+    assert all(data[int(child[3]) :].startswith(child[1].encode()) for child in children)
+    named = {child[1] for child in children}
+    assert min(counts[name] for name in named) >= max(n for name, n in counts.items() if name not in named)

@@ -56,9 +56,14 @@ DETECT_BYTES = 1 << 16
 # Bytes of the line before a block read to tell whether it is empty (or escapes only).
 _BLANK_WINDOW = 256
 _ESCAPES_ONLY = LazyPattern(rb"(?:\x1b\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e])*")
-# Levels of path prefixes tried, and runs kept per level.
+# Levels of path prefixes tried, and runs kept per level: a level with more is
+# dropped (with every level below it), and the outline is drawn from the levels
+# above.  A wide level is common (``find /usr/share/doc``: 680 packages, ``find
+# /``: thousands of entries two levels down), and the widest level kept is the
+# one whose largest groups are named; each run kept costs about 200 bytes, and
+# a block's scan builds at most this many per level kept.
 _DEPTH = 8
-_RUNS = 512
+_RUNS = 4096
 # Commits kept at each end of the omitted part.
 _COMMITS = 64
 # Share of keyed lines (paths, sections) that makes an output a listing.
@@ -189,8 +194,13 @@ class Outline:
         if self._kind == "lines":
             section, self._seeds = self._head_state(first)
         for block, base in self._line_blocks(first, end):
+            # Only the levels still kept are asked for: a level has at least as many
+            # runs as the one above it (a new key there is a new key below), so
+            # the kept ones are the first, and rendering stops at the first one
+            # dropped (the kernel needs one level even when none is kept).
+            depth = max(1, sum(1 for kept in self._runs if kept is not None))
             runs, lead, lines, keyed, section, commits, total = _kernels.outline_lines(
-                block, 0, len(block), section, _DEPTH, _RUNS, _COMMITS, self._follows_blank(base) | self._oneline)
+                block, 0, len(block), section, depth, _RUNS, _COMMITS, self._follows_blank(base) | self._oneline)
             self._merge(runs, lead, base)
             self._lines += lines
             self._keyed += keyed
@@ -303,7 +313,7 @@ class Outline:
         """Append one block's runs, joining a run that goes on across the blocks
         (the first block's, the run the head ends in: see ``_head_state``)."""
         seeds, self._seeds = self._seeds, None
-        for depth in range(_DEPTH):
+        for depth in range(len(runs)):
             kept = self._runs[depth]
             found = runs[depth]
             if kept is None:
