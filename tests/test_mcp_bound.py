@@ -289,3 +289,36 @@ def test_a_result_the_store_cannot_keep_is_its_bounded_not_stored_preview(tmp_pa
         assert "uri" not in shown["structuredContent"] and "structured" not in shown["structuredContent"]
         assert shown["content"][-1] == image or image not in raw["content"]
     assert store.resources("s") == []
+
+
+def test_a_structured_copy_of_a_text_within_the_limits_is_not_measured_on_its_own(tmp_path):
+    # Red team B f01: fits() and bound() measured a structuredContent that repeats the text (the SDK's
+    # shapes) on its own when the text fitted, so a copy made larger by JSON's escaping or indentation
+    # was stored and previewed beside the whole text: more than the upstream sent, and over the limits.
+    from overspill import ToolOutputStore
+    from overspill.mcp_bound import bound, fits
+
+    store = ToolOutputStore(tmp_path, config={"tool_output": {"max_bytes": 8192, "max_lines": 400}},
+                            durable=False)  # the wrapper's limits
+    limits = store.limits()
+    quotes = '"' * 4100
+    rows = [{"i": index, "name": f"row {index}"} for index in range(100)]
+    per_row = [{"type": "text", "text": json.dumps(row, indent=2)} for row in rows]  # MCPServer: a block each
+    copies = [{"content": [{"type": "text", "text": quotes}], "structuredContent": {"result": quotes}},
+              {"content": per_row, "structuredContent": {"result": rows}},
+              {"content": [{"type": "text", "text": json.dumps(rows)}], "structuredContent": {"result": rows}}]
+    for raw in copies:
+        copy = json.dumps(raw["structuredContent"], indent=2)
+        assert len(copy.encode()) > 8192 or copy.count("\n") >= 400  # the copy alone is over the limits
+        assert fits(raw, limits) and bound(raw, store, "s", "c", True) is raw
+    assert store.resources("s") == []
+    assert _duplicates({"result": ["a", 1]}, "a\n1", ["a", "1"])
+    assert not _duplicates({"result": ["a", 1]}, "a\n1", ["a", "true"])
+    assert not _duplicates({"result": [1, 2]}, "1\n2", ["1"])
+
+    # Not a copy (a row differs, or more is said): measured and stored on its own, as before.
+    for structured in ({"result": rows[:99] + [{"i": 99, "name": "another"}]}, {"result": rows, "more": 1}):
+        raw = {"content": per_row, "structuredContent": structured}
+        assert not fits(raw, limits)
+        shown = bound(raw, store, "s", "c", True)
+        assert shown["content"][:100] == per_row and "uri" in shown["structuredContent"]

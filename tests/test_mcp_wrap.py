@@ -1270,3 +1270,65 @@ def test_a_client_of_a_protocol_before_resource_links_gets_none_from_the_wrapper
         assert await blocks("2025-06-18") == (["text", "resource_link"], ["text", "resource_link"])
 
     anyio.run(main)
+
+
+_SDK_UPSTREAM = '''
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("sdk-shapes")
+
+
+@app.tool()
+def said(unit: str, count: int) -> str:
+    return unit * count
+
+
+@app.tool()
+def rows(count: int) -> list[dict]:
+    return [{"i": index, "name": f"row {index}"} for index in range(count)]
+
+
+app.run()
+'''
+
+
+def test_a_small_result_of_an_sdk_server_passes_through_though_its_structured_copy_is_larger(
+        tmp_path, subprocess_env):
+    # Red team B f01: an MCPServer tool's str (or list) within the limits also comes as structuredContent
+    # {"result": ...} repeating it, whose JSON (escaped, indented) is over them; that copy was measured and
+    # stored on its own, and the model got the whole text plus an ~8.4 KB preview of the copy and a link
+    # (12.5 KB for 4,100 quotes).  Under the limits a result passes through as the upstream sent it.
+    upstream = tmp_path / "sdk_upstream.py"
+    upstream.write_text(_SDK_UPSTREAM)
+    args = ["mcp", "--data-dir", str(tmp_path / "data"), "--wrap", "--", sys.executable, str(upstream)]
+    calls = [("said", {"unit": '"', "count": 4100}),  # JSON escaping doubles it
+             ("said", {"unit": "a", "count": 8185}),  # the JSON's quotes and key add 16 bytes
+             ("rows", {"count": 100})]  # 100 blocks of 4 lines: 400 lines; the JSON's indentation adds more
+
+    async def results(client: Client) -> list:
+        found = []
+        for name, arguments in calls:
+            result = await client.call_tool(name, arguments)
+            found.append(([block.model_dump(by_alias=True, mode="json", exclude_none=True)
+                           for block in result.content], result.structured_content, result.is_error))
+        return found
+
+    async def main():
+        async with direct([sys.executable, str(upstream)], subprocess_env) as client:
+            expected = await results(client)
+        async with Client(StdioServerParameters(command=overspill_script(), args=args, env=subprocess_env),
+                          mode="legacy") as client:
+            got = await results(client)
+        for (name, arguments), want, have in zip(calls, expected, got):
+            shown = "\n".join(block["text"] for block in want[0])
+            assert len(shown.encode()) <= LIMIT and shown.count("\n") < 400, name  # within the limits
+            assert not _json_fits_limits(want[1]), name  # while the copy's JSON is not
+            assert have == want, (name, arguments)
+
+    anyio.run(main)
+
+
+def _json_fits_limits(value) -> bool:
+    shown = json.dumps(value, ensure_ascii=False, indent=2)
+    return len(shown.encode()) <= LIMIT and shown.count("\n") < 400
+

@@ -1,7 +1,8 @@
 """A wrapped server's ``tools/call`` result, bounded for the model (the wrapper's results).
 
 The result's text blocks, joined with ``"\\n"``, and its ``structuredContent``
-(as JSON) are measured against the store's limits; within them the result
+(as JSON; not on its own when it repeats the text, ``_duplicates``) are
+measured against the store's limits; within them the result
 passes through as the upstream sent it, over them what is over is stored
 whole and the model is shown the bounded preview, its marker, a
 ``resource_link`` and ``structuredContent`` with ``uri``, ``size``,
@@ -98,10 +99,15 @@ def fits(raw: dict[str, Any], limits: Any) -> bool:
     if not isinstance(content, list):
         return True
     texts = _texts(content)
-    if texts and not _within("\n".join(content[index]["text"] for index in texts), limits):
+    said = [content[index]["text"] for index in texts]
+    joined = "\n".join(said)
+    if texts and not _within(joined, limits):
         return False
     structured = raw.get("structuredContent")
-    return structured is None or _json_within(structured, limits)
+    # A structuredContent that repeats the text (the SDK's shape) is not measured on its own: the
+    # text says it within the limits, and its JSON is larger only by escaping and indentation.
+    return structured is None or _json_within(structured, limits) or bool(texts) and _duplicates(
+        structured, joined, said)
 
 
 def release(raw: dict[str, Any], shown: dict[str, Any]) -> None:
@@ -113,11 +119,19 @@ def release(raw: dict[str, Any], shown: dict[str, Any]) -> None:
         content.clear()
 
 
-def _duplicates(structured: Any, text: str) -> bool:
+def _duplicates(structured: Any, text: str, blocks: Optional[list[str]] = None) -> bool:
     """Whether ``structuredContent`` says what the text blocks say (the SDK's and FastMCP's
     servers put a result in both: its JSON in the text, or the text as ``{"result": text}``, or a
-    value that is not an object as ``{"result": value}`` beside its JSON)."""
+    value that is not an object as ``{"result": value}`` beside its JSON, or, the SDK's
+    ``MCPServer`` for a tool returning a list, ``{"result": [item, ...]}`` beside one text block
+    per item: the item itself when it is a string, else its JSON).
+
+    :param text: the text blocks joined with ``"\\n"``.
+    :param blocks: the text blocks one by one, when known (for the one-block-per-item shape).
+    """
     if isinstance(structured, dict) and len(structured) == 1 and structured.get("result") == text:
+        return True
+    if blocks is not None and _per_item(structured, blocks):
         return True
     if not text.lstrip()[:1] in ("{", "["):
         return False
@@ -126,6 +140,28 @@ def _duplicates(structured: Any, text: str) -> bool:
     except (ValueError, RecursionError):  # not JSON, or nested deeper than a parse goes: not the same
         return False
     return _same(said, structured) or (isinstance(said, list) and _same({"result": said}, structured))
+
+
+def _per_item(structured: Any, blocks: list[str]) -> bool:
+    """Whether ``structured`` is ``{"result": items}`` and ``blocks`` are its items one by one: a
+    string item as the block's text exactly, any other as a block whose JSON is that same value."""
+    if not (isinstance(structured, dict) and len(structured) == 1 and isinstance(structured.get("result"), list)):
+        return False
+    items = structured["result"]
+    if len(items) != len(blocks) or not items:
+        return False
+    for item, block in zip(items, blocks):
+        if isinstance(item, str):
+            if item != block:
+                return False
+            continue
+        try:
+            said = json.loads(block)
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than a parse goes: not the same
+            return False
+        if not _same(said, item):
+            return False
+    return True
 
 
 def _valid(schema: dict[str, Any], instance: Any) -> bool:
@@ -450,13 +486,17 @@ def bound(raw: dict[str, Any], store: ToolOutputStore, session: str, call_id: st
     if not isinstance(content, list):
         return raw
     texts = _texts(content)
-    joined = "\n".join(content[index]["text"] for index in texts)
+    said = [content[index]["text"] for index in texts]
+    joined = "\n".join(said)
     structured = raw.get("structuredContent")
     # Over the limits is ``truncated``, stored or not: an output the store could not keep (a quota too
     # small for its record, a failed write) has no resource and is still only its bounded preview.
     cut = truncate_kept(store, session, call_id, joined) if texts else None
     over = cut is not None and cut.truncated
-    if structured is not None and (not over or not _duplicates(structured, joined)):
+    # A structuredContent that repeats the text (``_duplicates``) is neither measured nor stored on its
+    # own, whether the text fits (the result then passes through: the model reads the text, and the
+    # copy's JSON is larger only by escaping and indentation) or not (the text is stored).
+    if structured is not None and not (texts and _duplicates(structured, joined, said)):
         as_json = json.dumps(structured, ensure_ascii=False, indent=2)
         shape = truncate_kept(store, session, f"{call_id}-structured", as_json, mime="application/json")
     else:
