@@ -1332,3 +1332,49 @@ def _json_fits_limits(value) -> bool:
     shown = json.dumps(value, ensure_ascii=False, indent=2)
     return len(shown.encode()) <= LIMIT and shown.count("\n") < 400
 
+
+class _NotImplemented(http.server.BaseHTTPRequestHandler):
+    """Answers every request 501, as a proxy or a server without the streamable-HTTP transport may."""
+
+    def _refuse(self) -> None:
+        self.send_response(501)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST = do_DELETE = _refuse
+
+    def log_message(self, *args) -> None:  # not the test's stderr
+        pass
+
+
+def test_wrap_url_that_cannot_be_reached_says_why(tmp_path, subprocess_env):
+    # Red team B f04: with nothing listening, the client was told only "could not be started: unhandled
+    # errors in a TaskGroup (1 sub-exception)" (anyio's group around the transport's error); a server
+    # answering 501 gave "Server returned an error response" without the status.
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotImplemented)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+
+    async def error_of(url: str) -> str:
+        args = ["mcp", "--data-dir", str(tmp_path / "data"), "--init-timeout", "20", "--wrap-url", url]
+        parameters = StdioServerParameters(command=overspill_script(), args=args, env=subprocess_env)
+        with pytest.raises(BaseException) as raised:  # the client's task group may wrap the MCPError
+            async with Client(parameters, mode="legacy") as client:
+                await client.list_tools()
+        error = raised.value
+        while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+            error = error.exceptions[0]
+        assert isinstance(error, MCPError), repr(error)
+        return error.error.message
+
+    async def main():
+        refused = await error_of(f"http://127.0.0.1:{free_port()}/mcp")
+        assert "could not be started" in refused and "ConnectionRefusedError" in refused, refused
+        assert "TaskGroup" not in refused and "\n" not in refused
+        unimplemented = await error_of(f"http://127.0.0.1:{httpd.server_address[1]}/mcp")
+        assert "HTTP 501 Not Implemented" in unimplemented, unimplemented
+
+    try:
+        anyio.run(main)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

@@ -338,24 +338,115 @@ def _whole_characters(value: Any) -> Any:
     return value
 
 
-@contextlib.asynccontextmanager
-async def _http(url: str, headers: dict[str, str]) -> AsyncIterator[tuple[Any, Any]]:
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
+class _HttpUpstream:
+    """A streamable-HTTP upstream at ``url``: ``connect`` opens the SDK's transport to it, noting the last
+    error status its server answered (the SDK turns one into a JSON-RPC error that says only "Server
+    returned an error response"), which ``status`` gives, for the wrapper's own errors to name."""
 
-    async with create_mcp_http_client(headers=headers) as client:
-        # No bound on one server-sent event (the SDK's default is 1 MiB): large results are what
-        # the wrapper is for, and a stdio upstream's lines have none either.
-        async with streamable_http_client(url, http_client=client, max_sse_event_size=None) as streams:
-            yield streams[0], streams[1]
+    def __init__(self, url: str, headers: dict[str, str]) -> None:
+        self.url = url
+        self.headers = headers
+        self._refused: Optional[str] = None
+
+    def status(self) -> Optional[str]:
+        """The error status the server answered the last POST ("HTTP 501 Not Implemented"), or None."""
+        return self._refused
+
+    async def _note(self, response: Any) -> None:
+        # Only a POST's (one carrying a message), and only the last: a GET refused 405 (a server with no
+        # stream of its own to offer) is ordinary, and a later POST answered 2xx makes an earlier refusal
+        # no cause of what fails next.
+        if response.request.method == "POST":
+            failed = response.status_code >= 400
+            self._refused = f"HTTP {response.status_code} {response.reason_phrase}".rstrip() if failed else None
+
+    @contextlib.asynccontextmanager
+    async def connect(self) -> AsyncIterator[tuple[Any, Any]]:
+        """The SDK's streamable-HTTP streams to the server (read, write)."""
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        async with create_mcp_http_client(headers=self.headers) as client:
+            client.event_hooks = {**client.event_hooks, "response": [*client.event_hooks["response"], self._note]}
+            # No bound on one server-sent event (the SDK's default is 1 MiB): large results are what
+            # the wrapper is for, and a stdio upstream's lines have none either.
+            async with streamable_http_client(self.url, http_client=client, max_sse_event_size=None) as streams:
+                yield streams[0], streams[1]
+
+
+_SHOWN_CAUSES = 3  # leaf errors named in one message, at most (then "and N more")
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    """The exceptions an exception group holds, its nested groups' included (``error`` itself when it
+    is not a group)."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
+
+
+def _http_status(error: BaseException) -> Optional[int]:
+    """The HTTP status ``error`` carries (its own ``status_code``, or its response's), if any."""
+    try:  # httpx's errors raise, not return None, for a request or response they were not given
+        status = getattr(error, "status_code", None) or getattr(getattr(error, "response", None), "status_code", None)
+    except Exception:
+        return None
+    return status if isinstance(status, int) else None
+
+
+def _head(error: BaseException) -> str:
+    """``error`` as ``Type: message``, with the HTTP status it carries."""
+    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    status = _http_status(error)
+    return f"{text} (HTTP {status})" if status is not None and str(status) not in text else text
+
+
+def _described(error: BaseException, depth: int = 0) -> str:
+    """``error`` (``_head``) with, in parentheses, the deepest error in its chain of causes (and
+    contexts) that says something it does not (httpx's "All connection attempts failed" is over the socket's
+    ConnectionRefusedError); a group in the chain is given by its leaves."""
+    text = _head(error)
+    root: Optional[str] = None
+    cause: Optional[BaseException] = error
+    for _ in range(8):  # a chain is short; a cycle (a context set by hand) must not loop
+        assert cause is not None
+        # The context too, though suppressed: httpcore raises its ConnectError "from None" while handling
+        # the OSError whose own cause is the ConnectionRefusedError.
+        cause = cause.__cause__ or cause.__context__
+        if cause is None or not isinstance(cause, Exception):  # a cancellation is not why it failed
+            break
+        if isinstance(cause, BaseExceptionGroup):
+            root = _cause(cause, depth + 1) if depth < 2 else root
+            break
+        if str(cause) not in text:
+            root = _head(cause)
+    return f"{text} ({root})" if root and root not in text else text
+
+
+def _cause(error: BaseException, depth: int = 0) -> str:
+    """What went wrong, on one line: the leaf errors of an exception group (anyio's task groups wrap a
+    transport's error in one, whose own text says only "unhandled errors in a TaskGroup"), each
+    ``_described``, repeats said once."""
+    said: list[str] = []
+    leaves = _leaves(error)
+    for leaf in leaves:
+        text = _described(leaf, depth)
+        if text not in said:
+            said.append(text)
+    more = len(said) - _SHOWN_CAUSES
+    return one_line("; ".join(said[:_SHOWN_CAUSES]) + (f"; and {more} more" if more > 0 else ""))
 
 
 class OwnedLink(Link):
     """A link whose session this process opens on the real client's ``initialize``, on a task
     of its own (``own``), so the transport's scopes are entered and left on one task."""
 
-    def __init__(self, opener: Any, relay: Relay, *, label: str, describe_end: Any, init_timeout: float) -> None:
+    def __init__(self, opener: Any, relay: Relay, *, label: str, describe_end: Any, init_timeout: float,
+                 status: Optional[Any] = None) -> None:
+        """:param status: gives the last HTTP error status the upstream answered, or None (an HTTP
+            transport's; its errors do not carry it), for the failure to name."""
         super().__init__(label=label, describe_end=describe_end)
+        self._status = status
         self._opener = opener
         self._relay = relay
         self._init_timeout = init_timeout
@@ -396,7 +487,7 @@ class OwnedLink(Link):
                                                  "(is it an MCP server speaking over stdio?)")
                         return
                     except MCPError as error:
-                        self.failure = await self.ended(one_line(error.message))
+                        self.failure = await self.ended(self._with_status(one_line(error.message)))
                         return
                     except Exception as error:  # an answer the SDK refuses (a tools/list it cannot read)
                         self.failure = f"answered initialize with what the MCP SDK cannot take: {one_line(str(error))}"
@@ -407,9 +498,15 @@ class OwnedLink(Link):
                             tasks.cancel_scope.cancel()
                     await anyio.sleep_forever()
         except Exception as error:  # it could not be started (no such command) or reached
-            self.failure = self.failure or f"could not be started: {one_line(str(error))}"
+            # The cause, not the text of the task group that carries it ("unhandled errors in a TaskGroup").
+            self.failure = self.failure or f"could not be started: {self._with_status(_cause(error))}"
         finally:
             self._settled.set()
+
+    def _with_status(self, text: str) -> str:
+        """``text`` with the last HTTP error status the upstream answered, when there is one it lacks."""
+        status = self._status() if self._status is not None else None
+        return f"{text} ({status})" if status and status not in text else text
 
     async def _start(self, session: RelayingSession, tasks: Any) -> None:
         """Initialize the upstream and learn its tools; stop waiting for them (they are learnt on ``tasks``)
@@ -460,8 +557,9 @@ def serve_wrapped(store: ToolOutputStore, session_id: Optional[str] = None, *,
                          init_timeout=init_timeout)
     else:
         assert url is not None
-        link = OwnedLink(lambda: _http(url, dict(headers or {})), relay, label=f"the upstream server at {url}",
-                         describe_end=None, init_timeout=init_timeout)
+        upstream = _HttpUpstream(url, dict(headers or {}))
+        link = OwnedLink(upstream.connect, relay, label=f"the upstream server at {url}", describe_end=None,
+                         init_timeout=init_timeout, status=upstream.status)
     _large_blocks_mapped()
     # On leaving, link.own is cancelled: the upstream's process group is ended on the way out.
     run_stdio(build_server(link, store, session_id, resource_link=resource_link, relay=relay), link.own)
