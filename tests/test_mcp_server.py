@@ -920,3 +920,67 @@ def test_stdio_a_client_of_a_protocol_before_resource_links_gets_none(tmp_path, 
 
     assert blocks("2024-11-05") == blocks("2025-03-26") == ["text"]
     assert blocks("2025-06-18") == blocks("2025-11-25") == ["text", "resource_link"]
+
+
+# ------------------------------------------------------------------ red team B f03
+def test_stdio_a_background_command_ignoring_sigterm_ends_when_the_sdk_client_closes_the_server(tmp_path,
+                                                                                                 subprocess_env):
+    """Regression (red team B f03): the SDK's stdio client closes stdin, SIGTERMs 2 s later and
+    SIGKILLs 2 s after that.  The server stopped hearing signals once stdin closed and gave a
+    background command 2 s of SIGTERM grace, so the client's SIGTERM killed it first and a command
+    ignoring SIGTERM ran on.  Now its group is killed before the client's SIGTERM (and at once on it)."""
+    pid_file = tmp_path / "pid"
+    command = f"trap '' TERM; echo $$ > {pid_file}; while :; do sleep 1; done"
+
+    async def main():
+        async with stdio(tmp_path / "data", subprocess_env) as client:
+            result = await client.call_tool("bash", {"command": command, "background": True, "yield_after": 0.5})
+            assert not result.is_error, text_of(result)
+            assert await anyio.to_thread.run_sync(wait_until, lambda: pid_file.exists() and pid_file.read_text())
+
+    anyio.run(main)  # the SDK's own shutdown: stdin closed, SIGTERM at 2 s, SIGKILL at 4 s
+    leader = int(pid_file.read_text())
+    try:
+        assert wait_until(lambda: not alive_in_group(leader), 20), alive_in_group(leader)
+    finally:
+        _end_group(leader)
+
+
+def test_stdio_a_signal_while_the_server_ends_its_commands_kills_them_at_once(tmp_path, subprocess_env):
+    """Regression (red team B f02/f03): a SIGTERM that came while the server was ending its commands
+    (stdin closed, a background command given its SIGTERM grace) killed the server by the default
+    action, and a command ignoring SIGTERM ran on.  It is now heard: the groups are killed at once
+    and the server exits 128+15."""
+    import json
+
+    pid_file, termed = tmp_path / "pid", tmp_path / "termed"
+    # Outlives SIGTERM (a trap, run between short sleeps) and says when it got it: the teardown is under way.
+    command = f"trap 'touch {termed}' TERM; echo $$ > {pid_file}; while :; do sleep 0.05; done"
+    process = subprocess.Popen([sys.executable, "-m", "overspill", "mcp", "--data-dir", str(tmp_path / "data")],
+                               env=subprocess_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "bash", "arguments": {"command": command, "background": True, "yield_after": 0.5}}},
+    ]
+    leader = None
+    try:
+        process.stdin.write("".join(json.dumps(request) + "\n" for request in requests).encode())
+        process.stdin.flush()
+        found = _answers(process, {1, 2})
+        assert 2 in found and not found[2]["result"].get("isError"), found
+        assert wait_until(lambda: pid_file.exists() and pid_file.read_text())
+        leader = int(pid_file.read_text())
+        process.stdin.close()
+        assert wait_until(termed.exists)  # the server is ending its commands
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 128 + signal.SIGTERM
+        assert wait_until(lambda: not alive_in_group(leader), 20), alive_in_group(leader)
+    finally:
+        process.kill()
+        process.wait()
+        if leader is not None:
+            _end_group(leader)

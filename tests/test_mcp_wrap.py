@@ -1378,3 +1378,40 @@ def test_wrap_url_that_cannot_be_reached_says_why(tmp_path, subprocess_env):
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+# ------------------------------------------------------------------ red team B f02
+def test_the_upstreams_group_is_gone_when_the_sdk_client_closes_the_wrapper(tmp_path, subprocess_env):
+    """Regression (red team B f02): the SDK's stdio client closes stdin, SIGTERMs 2 s later and
+    SIGKILLs 2 s after that.  The wrapper stopped hearing signals once stdin closed and needed 1 s +
+    2 s to reach SIGKILL of the upstream's group, so the client's SIGTERM killed it first and a
+    process of that group ignoring SIGTERM ran on.  Now the group is killed before the client's
+    SIGTERM (and at once on it)."""
+    import signal
+    import textwrap
+
+    upstream = tmp_path / "upstream.py"
+    upstream.write_text(textwrap.dedent('''
+        import os, subprocess
+        from mcp.server import MCPServer
+        # a worker of the server's that ignores SIGTERM (as one that shuts down slowly would, for a while)
+        child = subprocess.Popen(["sh", "-c", "trap '' TERM; while :; do sleep 1; done"])
+        app = MCPServer("up")
+        @app.tool()
+        def pids() -> str:
+            return f"{os.getpid()} {child.pid}"
+        app.run()
+    '''))
+    args = ["mcp", "--data-dir", str(tmp_path / "data"), "--wrap", "--", sys.executable, str(upstream)]
+
+    async def main():
+        parameters = StdioServerParameters(command=overspill_script(), args=args, env=subprocess_env)
+        async with Client(parameters, mode="legacy") as client:
+            return [int(pid) for pid in text_of(await client.call_tool("pids", {})).split()]
+
+    leader, child = anyio.run(main)  # the SDK's own shutdown: stdin closed, SIGTERM at 2 s, SIGKILL at 4 s
+    try:
+        assert wait_until(lambda: not alive_in_group(leader), 20), alive_in_group(leader)
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(leader, signal.SIGKILL)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import time
+# A lock without importing threading (start-up).
+from _thread import allocate_lock
 # The C module's plain ints: ``signal`` would import enum (``overspill run``'s start-up).
 from _signal import SIGKILL, SIGTERM
 # collections.abc's Mapping and Sequence without importing the collections package (start-up).
@@ -38,7 +40,8 @@ if TYPE_CHECKING:  # typing and dataclasses cost ``overspill run``'s start-up; a
 
 _waitid = getattr(os, "waitid", None)
 
-__all__ = ["MAX_CAPTURE_BYTES", "Collected", "ProcessResult", "RunningCommand", "arun", "collect_stream", "run"]
+__all__ = ["MAX_CAPTURE_BYTES", "Collected", "ProcessResult", "RunningCommand", "arun", "collect_stream", "kill_running",
+           "run"]
 
 MAX_CAPTURE_BYTES = 1024 * 1024
 # After SIGTERM, how long the group has to exit before SIGKILL.
@@ -49,6 +52,10 @@ _TICK = 0.1
 # Without a pidfd, how soon the loop looks again for the command's exit once the
 # pipes are closed; doubled up to _TICK, so a short command costs about a millisecond.
 _FIRST_EXIT_POLL = 0.0005
+# The commands started and not yet reaped, by id: a server that must end quickly (it is being
+# signalled while it already ends its commands) kills them all at once (``kill_running``).
+_RUNNING: dict[int, "RunningCommand"] = {}
+_RUNNING_LOCK = allocate_lock()
 
 
 @frozen(defaults={"resource": None})
@@ -231,6 +238,8 @@ class RunningCommand:
         self._process = spawn(argv, cwd=cwd, env=env, feed_stdin=self._stdin is not None,
                               inherit_stdin=inherit_stdin, merge_stderr=self._merged)
         self._finished: Optional[float] = None
+        with _RUNNING_LOCK:
+            _RUNNING[id(self)] = self
 
     @property
     def pid(self) -> int:
@@ -370,6 +379,8 @@ class RunningCommand:
         if process.wait(_TERMINATE_GRACE) is None:
             _signal_group(process, SIGKILL)
             process.wait()
+        with _RUNNING_LOCK:
+            _RUNNING.pop(id(self), None)
         if self._finished is None:
             self._finished = time.monotonic()
 
@@ -402,6 +413,19 @@ class RunningCommand:
             stdout_bytes=out.total_bytes, stderr_bytes=err.total_bytes,
             timed_out=self._timed_out, duration=finished - self._started, resource=resource,
         )
+
+
+def kill_running() -> None:
+    """Kill (SIGKILL) the process group of every command this process started and has not reaped,
+    foreground and background alike, and have each one's capture return as after an abort.
+
+    For a server whose teardown must end now (it got a signal while already ending its commands
+    with their SIGTERM grace): a group is killed at once rather than after its grace.
+    """
+    with _RUNNING_LOCK:
+        running = list(_RUNNING.values())
+    for command in running:
+        command.send_signal(SIGKILL)
 
 
 class _Output:

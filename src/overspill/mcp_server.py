@@ -114,6 +114,9 @@ _PROGRESS_INTERVAL = 1.0
 _BACKGROUND = {"bash", "wait", "kill"}
 _ENVIRONMENT = {"max_lines": "OVERSPILL_MAX_LINES", "max_bytes": "OVERSPILL_MAX_BYTES"}
 _READ_ONLY = {"read", "grep", "wait", "jobs"}
+# Seconds after the client closed stdin before the groups still there are killed: the SDK's stdio
+# clients send SIGTERM 2 s after closing it, and SIGKILL 2 s later.
+_EOF_HURRY = 1.5
 # The protocol version that added resource_link content blocks (an older client refuses a result with one).
 _LINKS_SINCE = "2025-06-18"
 
@@ -538,11 +541,13 @@ class _Answering:
     """The SDK's stdio read stream, with the requests its reader could not
     validate answered with an error (``rejected_request``) on ``write``, the
     stream the server writes to, instead of being dropped unanswered; every
-    other item passes through as it came."""
+    other item passes through as it came.  ``on_end`` is called when the
+    stream ends (the client closed stdin)."""
 
-    def __init__(self, inner: Any, write: Any) -> None:
+    def __init__(self, inner: Any, write: Any, on_end: Optional[Callable[[], None]] = None) -> None:
         self._inner = inner
         self._write = write
+        self._on_end = on_end
 
     @property
     def last_context(self) -> Any:
@@ -554,7 +559,12 @@ class _Answering:
         from mcp.shared.message import SessionMessage
 
         while True:
-            item = await self._inner.receive()
+            try:
+                item = await self._inner.receive()
+            except anyio.EndOfStream:
+                if self._on_end is not None:  # the client closed stdin: the teardown's clock starts
+                    self._on_end()
+                raise
             answer = rejected_request(item) if isinstance(item, Exception) else None
             if answer is None:
                 return item
@@ -587,27 +597,54 @@ class _Answering:
 def run_stdio(server: Server[Any], *beside: Callable[[], Any]) -> None:
     """Run ``server`` over this process's stdin and stdout, with the tasks ``beside`` it, until the
     client closes stdin or a SIGTERM, SIGHUP or SIGINT; then cancel everything (each handler and
-    task ends what it started) and return, or on a signal exit 128+N."""
+    task ends what it started) and return, or on a signal exit 128+N.
+
+    Signals are heard until the end: one that comes while the processes started are being ended
+    (after the client closed stdin, or after a first signal) kills every group still there at once
+    (``_hurry``), and the exit is 128+N.  After the client closed stdin the groups are killed
+    ``_EOF_HURRY`` seconds on whatever happens, before the SIGTERM that the SDK's clients send 2 s
+    after closing it: the processes that ignore SIGTERM are gone before a client's SIGKILL can
+    take this process first."""
     received: list[int] = []
+    ending: list[str] = []  # why the processes started are being ended: "eof" or "signal"
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):
-            async with anyio.create_task_group() as group:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP, signal.SIGINT) as signals:
+                async with anyio.create_task_group() as watching:
+                    serving = anyio.CancelScope()
 
-                async def stop_on_signal() -> None:
-                    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP, signal.SIGINT) as signals:
+                    async def hurry_later() -> None:
+                        await anyio.sleep(_EOF_HURRY)
+                        _hurry()
+
+                    def end(why: str) -> None:
+                        if not ending:
+                            ending.append(why)
+                            if why == "eof":
+                                watching.start_soon(hurry_later)
+                            serving.cancel()  # every handler ends its command, then run returns
+
+                    async def on_signals() -> None:
                         async for number in signals:
                             received.append(number)
-                            group.cancel_scope.cancel()  # every handler ends its command, then run returns
-                            return
+                            if ending:  # already ending: no more grace
+                                _hurry()
+                            end("signal")
 
-                group.start_soon(stop_on_signal)
-                for task in beside:
-                    group.start_soon(task)
-                await server.run(_Answering(read_stream, write_stream), write_stream,
-                                 server.create_initialization_options())
-                group.cancel_scope.cancel()
-            background.kill_all()  # commands started in the background end with the server that owns them
+                    watching.start_soon(on_signals)
+                    with serving:
+                        async with anyio.create_task_group() as group:
+                            for task in beside:
+                                group.start_soon(task)
+                            await server.run(_Answering(read_stream, write_stream, functools.partial(end, "eof")),
+                                             write_stream, server.create_initialization_options())
+                            group.cancel_scope.cancel()
+                    end("eof")  # the server returned on its own: the read stream ended
+                    # Commands started in the background end with the server that owns them; waited for on
+                    # a thread, so that a signal meanwhile is heard.
+                    await anyio.to_thread.run_sync(background.kill_all)
+                    watching.cancel_scope.cancel()
             if received:
                 # The SDK reads stdin on a thread blocked in read(), which no cancellation reaches; the
                 # commands are already ended and reaped, so leave without waiting for the client's EOF.
@@ -615,3 +652,25 @@ def run_stdio(server: Server[Any], *beside: Callable[[], Any]) -> None:
                 os._exit(128 + received[0])
 
     anyio.run(main)
+
+
+#: Groups to kill at once when a teardown must hurry, besides the commands ``capture`` runs: one
+#: callable per group a front end started itself (the wrapper's upstream), for as long as it may live.
+_HURRY_KILLS: set[Callable[[], None]] = set()
+
+
+def kill_on_hurry(kill: Callable[[], None]) -> Callable[[], None]:
+    """Register ``kill`` (it ends a process group at once, and must not raise) to be called when the
+    server's teardown must hurry; returns the function that removes it again."""
+    _HURRY_KILLS.add(kill)
+    return functools.partial(_HURRY_KILLS.discard, kill)
+
+
+def _hurry() -> None:
+    """Kill every process group this server started and still has, at once (SIGKILL): its
+    commands, foreground and background, and what registered with ``kill_on_hurry``."""
+    from .capture import kill_running
+
+    kill_running()
+    for kill in list(_HURRY_KILLS):
+        kill()

@@ -11,7 +11,8 @@ offered the protocol version the real client asked for and the capabilities it
 declared (those the wrapper relays: sampling, elicitation, roots, experimental
 and extensions), as declared, and the client is told the version it answered.
 Its group is terminated when the real client goes away: stdin closed, then
-SIGTERM to the group, then SIGKILL.
+SIGTERM to the group, then SIGKILL (sooner when the server hurries: 1.5 s after
+the client closed stdin, or on a signal then; ``mcp_server.run_stdio``).
 
 Needs the ``mcp`` extra; ``import overspill`` never imports this module.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import json
 import os
 import re
@@ -37,7 +39,7 @@ from mcp.shared.message import SessionMessage
 
 from ._frontend import WRAP_INIT_TIMEOUT, one_line
 from ._owner import group_alive
-from .mcp_server import run_stdio
+from .mcp_server import kill_on_hurry, run_stdio
 from .mcp_wrap import Link, Relay, RelayingSession, build_server
 from .store import ToolOutputStore
 
@@ -120,6 +122,9 @@ class UpstreamProcess:
         group = process.pid  # a new session: the group's id is the leader's pid
         read_in, read_out = anyio.create_memory_object_stream[Any](0)
         write_in, write_out = anyio.create_memory_object_stream[SessionMessage](0)
+        # A server told to hurry (a signal while it ends what it started) kills the group at once,
+        # whatever grace _stop is giving it: until _stop has seen it gone.
+        forget = kill_on_hurry(functools.partial(_kill_group, group))
         try:
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self._read_stdout, read_in)
@@ -133,6 +138,7 @@ class UpstreamProcess:
                         await self._stop(group)
                     tasks.cancel_scope.cancel()
         finally:
+            forget()
             for stream in (read_in, read_out, write_in, write_out):
                 stream.close()
 
@@ -239,6 +245,11 @@ class UpstreamProcess:
         for stream in (process.stdout, process.stderr):
             with contextlib.suppress(OSError, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 await stream.aclose()
+
+
+def _kill_group(group: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signal.SIGKILL)
 
 
 def _large_blocks_mapped() -> None:
