@@ -641,3 +641,89 @@ def test_a_usage_value_near_two_to_the_63_is_repaired_not_failing_writes(server)
         assert store.read("s", written.uri).content == "z" * 10
         store.cleanup()
         assert store.read("s", store.write("s", "c", b"w" * 10).uri).content == "w" * 10
+
+
+_HOLDS_THE_CLEANUP_LOCK = r'''
+import sys, time
+from overspill import ToolOutputStore
+from overspill.backends import _redis_sweep
+
+
+def a_long_sweep(self):  # stands for a sweep of a large store, under the cleanup lock
+    print("holding", flush=True)
+    time.sleep(600)
+
+
+_redis_sweep.RedisSweep.run = a_long_sweep
+ToolOutputStore(url=sys.argv[1]).cleanup()
+'''
+
+
+def test_a_cleanup_lock_holder_killed_blocks_evictions_only_until_the_short_expiry(server, subprocess_env):
+    """Regression (red team D f01): a process killed (kill -9, OOM) while it held
+    ``ovs:cleanup-lock`` left it for its 10-minute expiry: every write needing room
+    under ``max_total_bytes`` waited a minute and failed with StorageError, every
+    cleanup was busy.  The lock now expires within ``LOCK_MS`` (20 s) unless its
+    holder, alive, renews it."""
+    import subprocess
+    import sys
+
+    from overspill.backends import _redis_keys
+
+    config = {"tool_output": {"max_total_bytes": 1_000_000}}
+    with ToolOutputStore(url=server.url, config=config) as store:
+        for index in range(3):
+            store.write("s", f"c{index}", b"x" * 300_000)
+        child = subprocess.Popen([sys.executable, "-c", _HOLDS_THE_CLEANUP_LOCK, server.url], env=subprocess_env,
+                                 stdout=subprocess.PIPE, text=True)
+        try:
+            assert child.stdout.readline().strip() == "holding"
+        finally:
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait()
+            child.stdout.close()
+        raw = store._backend.client
+        assert 0 < raw.pttl("ovs:cleanup-lock") <= _redis_keys.LOCK_MS <= 30_000
+        assert store.cleanup().busy  # still held, by nobody, for now
+        outcome = returns(lambda: store.write("s", "big", b"y" * 300_000))  # needs the oldest evicted
+        assert not isinstance(outcome, BaseException), outcome
+        assert outcome.size == 300_000 and set(store.read("s", outcome.uri).content) == {"y"}
+
+
+def test_the_cleanup_lock_is_renewed_while_held_and_a_lost_one_stops_the_work(server, monkeypatch):
+    """Regression (red team D f01's fix): the short expiry is renewed by its holder, so
+    work longer than it keeps the lock; a holder whose lock was lost (another token
+    there) stops at its next step with a typed error, never deletes unlocked.  A take
+    whose reply was lost is recognised by its own token when tried again."""
+    import time
+
+    from overspill.backends import _redis_keys
+
+    monkeypatch.setattr(_redis_keys, "LOCK_MS", 4000)  # renewed every second
+    with ToolOutputStore(url=server.url) as store, ToolOutputStore(url=server.url) as other:
+        kept = store.write("s", "c", b"kept" * 1000)
+        backend = store._backend
+        raw = backend.client
+        with backend.eviction_lock():
+            token = raw.get("ovs:cleanup-lock")
+            time.sleep(6)  # past the expiry: renewed meanwhile
+            assert raw.get("ovs:cleanup-lock") == token
+            assert other.cleanup().busy
+            backend.still_locked()
+            raw.set("ovs:cleanup-lock", "another holder", px=60_000)  # lost (as after a stall), then taken
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    backend.still_locked()
+                except StorageError:
+                    break
+                time.sleep(0.1)
+            with pytest.raises(StorageError, match="was lost"):
+                backend.delete(kept.id)
+        assert store.read("s", kept.uri).content == "kept" * 1000  # nothing removed unlocked
+        assert raw.get("ovs:cleanup-lock") == b"another holder"  # not released: not this holder's
+        raw.delete("ovs:cleanup-lock")
+        assert backend._take("token of a take whose reply was lost")
+        assert backend._take("token of a take whose reply was lost")  # tried again: its own lock
+        assert not other._backend._take("another token")
+        backend._release(keys=[_redis_keys.LOCK], args=["token of a take whose reply was lost"])

@@ -23,8 +23,8 @@ from ._report import CLEANUP_LOCK_WAIT_SECONDS
 
 __all__ = ["ACCOUNT", "ACCOUNT_STEP", "BY_ID", "CHECKSUM_BYTES", "CHUNK_BYTES", "DROP_DAMAGED_ZSET", "DROP_DEAD",
            "LOCK", "LOCK_MS", "LOCK_WAIT_SECONDS", "PARTIAL_TTL", "PENDING", "PUBLISH", "RECOUNT", "REDIS_ERRORS",
-           "RELEASE", "SESSIONS", "TAKE_LOCK", "UNACCOUNT", "UNLINK_BATCH", "USAGE", "USED", "answers", "chunk_count",
-           "chunk_key", "is_wrong_type", "member_id", "meta_key", "session_key", "unless_damaged"]
+           "RELEASE", "RENEW_LOCK", "SESSIONS", "TAKE_LOCK", "UNACCOUNT", "UNLINK_BATCH", "USAGE", "USED", "answers",
+           "chunk_count", "chunk_key", "is_wrong_type", "member_id", "meta_key", "session_key", "unless_damaged"]
 
 #: Bytes per chunk key: far below Redis's 512 MB value cap, large enough that
 #: a 1 GiB payload is about a thousand keys, and 16 KiB short of 1 MiB so that
@@ -48,7 +48,12 @@ BY_ID = b"ovs:{usage}:by-id"
 # A writer accounts its chunks this often (and the rest when it publishes).
 ACCOUNT_STEP = 8 * 1024 * 1024
 LOCK_WAIT_SECONDS = CLEANUP_LOCK_WAIT_SECONDS
-LOCK_MS = 10 * 60 * 1000
+#: The cleanup lock's expiry, renewed by its holder every quarter of it
+#: (``_redis_quota._Hold``): short, so that a holder killed mid-sweep (kill -9,
+#: OOM) or a take whose reply was lost blocks evictions and sweeps for at most
+#: this long, where a fixed 10 minutes made every write needing room fail.
+#: Read from this module at each use, so that a test can shorten it.
+LOCK_MS = 20 * 1000
 UNLINK_BATCH = 256
 
 # KEYS: meta, chunk 0 .. chunk n-1.  ARGV: record, ttl ms, "1" when ARGV[4] holds
@@ -179,7 +184,9 @@ return 0
 """
 
 # KEYS: ovs:cleanup-lock.  ARGV: this holder's token, its expiry (ms).  Takes the lock
-# when it is free; 1 when taken.  A holder always sets it with an expiry, as a string:
+# when it is free, or when it already holds this token (a retried take whose first
+# reply was lost ran on the server: the caller's own lock, not another's); 1 when
+# taken.  A holder always sets it with an expiry, as a string:
 # a key of another type, or one with no expiry, is damage no holder will ever release
 # (every cleanup would be busy for ever, every eviction wait and fail), so it is
 # deleted first.  One script, so a lock another process has just taken stays.
@@ -188,7 +195,19 @@ local kind = redis.call('TYPE', KEYS[1]).ok
 if kind ~= 'none' and (kind ~= 'string' or redis.call('PTTL', KEYS[1]) == -1) then
   redis.call('DEL', KEYS[1])
 end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+return 0
+"""
+
+# KEYS: ovs:cleanup-lock.  ARGV: the holder's token, the expiry (ms).  Extends the
+# lock while it still holds that token; 0 when it no longer does (it expired, and
+# may be another's now).
+RENEW_LOCK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0
 """
 

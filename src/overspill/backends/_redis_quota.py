@@ -22,13 +22,67 @@ from ..errors import StorageError
 from ..records import Record, record_size
 # PARTIAL_TTL is read from its module at each use, so that a test can shorten it.
 from . import _redis_keys
-from ._redis_keys import (BY_ID, CHECKSUM_BYTES, CHUNK_BYTES, LOCK, LOCK_MS, LOCK_WAIT_SECONDS, PENDING, REDIS_ERRORS,
-                          USED, chunk_key, member_id, meta_key, unless_damaged)
+from ._redis_keys import (BY_ID, CHECKSUM_BYTES, CHUNK_BYTES, LOCK, LOCK_WAIT_SECONDS, PENDING, REDIS_ERRORS, USED,
+                          chunk_key, member_id, meta_key, unless_damaged)
 
 if TYPE_CHECKING:
     from ._redis_writer import RedisWriter
 
 __all__ = ["RedisQuota"]
+
+
+class _Hold:
+    """One holding of the cleanup lock: its token, its expiry renewed by a thread.
+
+    The lock's expiry (``LOCK_MS``) is short so that a holder that dies leaves
+    it for seconds, not minutes; this thread extends it every quarter of it
+    while the holder lives.  A holder that cannot be sure it still holds the
+    lock (the renewal found another token, or no renewal was confirmed for
+    three quarters of the expiry: a stalled process, an unreachable server)
+    stops at its next step (``check``) rather than go on unlocked.
+    """
+
+    def __init__(self, renew: Any, token: str, taken_at: float, shown: str) -> None:
+        self.token = token
+        self._renew = renew
+        self._shown = shown
+        self._expiry = _redis_keys.LOCK_MS / 1000
+        # The time the last confirmed take or renewal was *sent*: the lock lasts at least
+        # ``_expiry`` from then, whenever the server ran it.
+        self._confirmed = taken_at
+        self._lost = False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._keep, name="overspill-redis-cleanup-lock", daemon=True)
+        self._thread.start()
+
+    def _keep(self) -> None:
+        while not self._done.wait(self._expiry / 4):
+            sent = time.monotonic()
+            try:
+                mine = self._renew(keys=[LOCK], args=[self.token, int(self._expiry * 1000)])
+            except REDIS_ERRORS:
+                continue  # not confirmed: ``check`` stops the holder once the expiry may have passed
+            if not mine:
+                self._lost = True
+                return
+            self._confirmed = sent
+
+    def check(self) -> None:
+        """Nothing while the lock is surely still this holder's.
+
+        :raises StorageError: (ENOLCK) the lock expired or may have: the
+            work it guards stops here, unfinished but never unlocked.
+        """
+        # A quarter of the expiry is left as margin for the step about to run.
+        if self._lost or time.monotonic() - self._confirmed >= self._expiry * 3 / 4:
+            raise StorageError(errno.ENOLCK, f"the cleanup lock at {self._shown} was lost while this process "
+                                             f"held it (not renewed within its {self._expiry:g} s expiry: "
+                                             "the process or the server stalled); stopped rather than go on "
+                                             "unlocked, try again")
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
 
 
 class RedisQuota:
@@ -46,6 +100,8 @@ class RedisQuota:
     _drop_dead_script: Any
     _release: Any
     _take_lock: Any
+    _renew_lock: Any
+    _holding: threading.local  # .hold: the _Hold of the cleanup lock this thread holds, if any
 
     storage_error: Callable[[str, BaseException], StorageError]  # RedisBackend's
 
@@ -81,6 +137,7 @@ class RedisQuota:
 
     def _recount(self) -> int:
         """Drop the bookkeeping of resources that expired or whose writer died; the exact total."""
+        self.still_locked()
         ids = []
         damaged = []  # members that name no id (not ASCII): never a resource's, dropped now
         for member in unless_damaged(self._client.hkeys, BY_ID) or []:
@@ -183,14 +240,41 @@ class RedisQuota:
         except REDIS_ERRORS as error:
             raise self.storage_error("cannot make room", error) from None
 
+    def still_locked(self) -> None:
+        """Before each step of a sweep or an eviction: nothing when this thread
+        holds no cleanup lock or surely still holds it.
+
+        :raises StorageError: the lock this thread took was lost (see ``_Hold``).
+        """
+        hold = getattr(self._holding, "hold", None)
+        if hold is not None:
+            hold.check()
+
+    def _take(self, token: str) -> bool:
+        """One try at the cleanup lock with ``token``.  A take whose reply is lost (a
+        timeout) may still run on the server later: it is released at once (best
+        effort; a take that runs after the release lapses within ``LOCK_MS``, and
+        a retry with the same token would recognise it)."""
+        try:
+            return bool(self._take_lock(keys=[LOCK], args=[token, _redis_keys.LOCK_MS]))
+        except REDIS_ERRORS:
+            with contextlib.suppress(*REDIS_ERRORS):
+                self._release(keys=[LOCK], args=[token])
+            raise
+
     @contextlib.contextmanager
     def _locked(self, wait: bool) -> Iterator[bool]:
-        """Hold the one cleanup lock (a key with an expiry); yields False when
-        not waiting and another process holds it.  A damaged lock (another type,
-        or no expiry) is removed as it is taken (``TAKE_LOCK``)."""
+        """Hold the one cleanup lock (a key with a short expiry, renewed while it
+        is held: ``_Hold``); yields False when not waiting and another process
+        holds it.  A damaged lock (another type, or no expiry) is removed as it
+        is taken (``TAKE_LOCK``).  The steps of the work it guards call
+        ``still_locked``."""
         token = secrets.token_hex(16)
         deadline = time.monotonic() + LOCK_WAIT_SECONDS
-        while not self._take_lock(keys=[LOCK], args=[token, LOCK_MS]):
+        while True:
+            sent = time.monotonic()
+            if self._take(token):
+                break
             if not wait:
                 yield False
                 return
@@ -198,7 +282,11 @@ class RedisQuota:
                 raise StorageError(errno.EBUSY, f"the cleanup lock at {self._shown} stayed held for "
                                                 f"{LOCK_WAIT_SECONDS:.0f} s")
             time.sleep(0.05)
+        hold = _Hold(self._renew_lock, token, sent, self._shown)
+        self._holding.hold = hold
         try:
             yield True
         finally:
+            self._holding.hold = None
+            hold.stop()
             self._release(keys=[LOCK], args=[token])

@@ -59,6 +59,7 @@ class RedisSweep:
         self.temporaries += 1
 
     def session(self, session: bytes) -> None:
+        self.backend.still_locked()  # each step under the lock, so a lock lost is never swept on
         key = b"ovs:session:" + session
         listed = unless_damaged(self.client.zrange, key, 0, -1, withscores=True)
         if listed is None:
@@ -149,6 +150,7 @@ class RedisSweep:
             self.temporaries += 1
             members = []
         for member in members:
+            self.backend.still_locked()
             resource_id = member_id(member)
             if resource_id is None:  # names no id (not ASCII): damage, dropped (its count by the recount)
                 if not self.dry_run:

@@ -73,6 +73,7 @@ from ._redis_keys import (
     RECOUNT,
     REDIS_ERRORS,
     RELEASE,
+    RENEW_LOCK,
     SESSIONS,
     TAKE_LOCK,
     UNACCOUNT,
@@ -154,6 +155,8 @@ class RedisBackend(RedisReads, RedisQuota):
         self.publish_script = self._client.register_script(PUBLISH)
         self._release = self._client.register_script(RELEASE)
         self._take_lock = self._client.register_script(TAKE_LOCK)
+        self._renew_lock = self._client.register_script(RENEW_LOCK)
+        self._holding = threading.local()
         self._account_script = self._client.register_script(ACCOUNT)
         self._unaccount_script = self._client.register_script(UNACCOUNT)
         self._recount_script = self._client.register_script(RECOUNT)
@@ -236,6 +239,7 @@ class RedisBackend(RedisReads, RedisQuota):
         """In a forked child: fresh lock, no writers or heartbeat of the parent's,
         empty caches (redis-py opens new connections after a fork by itself)."""
         self._lock = threading.Lock()
+        self._holding = threading.local()  # the parent's cleanup lock, if held, is not the child's
         self._records = OrderedDict()
         self._live = weakref.WeakSet()
         self._open = weakref.WeakSet()
@@ -401,6 +405,7 @@ class RedisBackend(RedisReads, RedisQuota):
         freed = 0
         start = 0
         while True:
+            self.still_locked()
             keys = [chunk_key(resource_id, index) for index in range(start, start + UNLINK_BATCH)]
             pipe = self._client.pipeline(transaction=False)
             for key in keys:
@@ -436,6 +441,7 @@ class RedisBackend(RedisReads, RedisQuota):
         """Remove a resource, record first (one atomic DEL of all its keys).  A record
         whose last chunk is not there (damaged, or its chunks expired) is broken: its
         record goes, then the chunk keys that exist, found a batch at a time."""
+        self.still_locked()
         if not self.ends_where_claimed(record, chunk):
             self._client.delete(meta_key(record.id))
             self._client.zrem(session_key(record.session_id), record.id)
