@@ -513,3 +513,36 @@ def test_a_long_line_piece_ends_at_a_character_start(store, monkeypatch):
             data = b"x" * before + b"y" + b"z" * run + "é".encode() * 12 + b"\n"
             uri = store.write("s", f"cut{before}-{run}", data).uri
             assert search_resource(store, "s", uri, r"yz{%d}[^é]" % run).total == 0, (before, run)
+
+
+def test_grep_of_a_redis_output_reads_it_a_window_at_a_time(redis_server, tmp_path, monkeypatch):
+    """Regression (red team D f02): grep of a stored output on Redis took a whole view of it (every
+    chunk key read, then joined): the payload held in memory twice at the peak (128 MiB of
+    allocations for 64 MiB).  It now reads and verifies the windows it searches, one at a time;
+    the listing is the local folder's, context read again across windows and a line longer than a
+    window included (windows of 256 KiB here, so that a few MB show it)."""
+    import tracemalloc
+
+    monkeypatch.setattr(sys.modules["overspill.tools.grep"], "_SEARCH_BLOCK", 1 << 18)
+    # A long line's pieces overlap by twice this: kept well under the block, as the defaults are.
+    monkeypatch.setattr(sys.modules["overspill.tools.grep"], "_PIECE_CONTEXT", 1 << 14)
+    config = {"tool_output": {"outline": False, "signals": []}}  # the search's memory alone, not the preview's
+    data = b"".join(b"line %d\n" % i for i in range(600_000)) + b"x" * 700_000 + b" needle in a long line\n"
+    data += b"".join(b"row %d%s\n" % (i, b" needle" if i in (5, 90_000) else b"") for i in range(100_000))
+    answers, peaks = [], []
+    with ToolOutputStore(tmp_path / "local", durable=False, config=config) as local, \
+            ToolOutputStore(url=redis_server.url, config=config) as remote:
+        for store in (local, remote):
+            uri = store.write("grep-windows", "c", data).uri
+            tracemalloc.start()
+            try:
+                answer = grep(store, "grep-windows", "t", "needle", resource=uri, context=3)
+                peaks.append(tracemalloc.get_traced_memory()[1])
+            finally:
+                tracemalloc.stop()
+            assert not answer.is_error and answer.metadata["matches"] == 3, answer.output[:300]
+            answers.append(answer.output)
+    assert answers[0] == answers[1]
+    # The search's own memory (the local folder's, its payload mapped) and a few windows more at
+    # most; it was twice the payload.
+    assert peaks[1] < min(peaks[0] + 4 * (1 << 18), len(data) // 2), (peaks, len(data))

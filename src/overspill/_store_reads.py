@@ -69,6 +69,36 @@ def _page_text(page: memoryview, flags: int, newline_next: bool) -> str:
     return _ending_line(page.tobytes() + b"\n", flags) if newline_next else shown_text(page, flags)
 
 
+class _Ranges:
+    """A resource's exact bytes for a scan that slices them a window at a time (grep), where
+    the backend does not map the payload (Redis): each slice is read and verified as it is
+    taken, so the client holds a window, never the whole payload (a whole view there is one
+    read of every chunk joined: twice the payload at its peak).  ``len`` is the payload's size;
+    a slice (step 1) is ``bytes``, clamped as a ``bytes`` slice is.
+
+    :raises ResourceNotFoundError: (from a slice) the resource went meanwhile.
+    :raises ResourceCorruptError: (from a slice) its bytes do not match their checksums.
+    """
+
+    __slots__ = ("_backend", "_record")
+
+    def __init__(self, backend: Backend, record: Record) -> None:
+        self._backend = backend
+        self._record = record
+
+    def __len__(self) -> int:
+        return self._record.resource.size
+
+    def __getitem__(self, window: slice) -> bytes:
+        if not isinstance(window, slice):
+            raise TypeError("a payload read by ranges is sliced, not indexed")
+        start, stop, step = window.indices(self._record.resource.size)
+        if step != 1:
+            raise ValueError("a payload read by ranges is sliced with step 1")
+        with self._backend.read(self._record, start, max(start, stop)) as view:
+            return bytes(view)
+
+
 class StoreReads:
     """Reading what a session stored: ``read`` (pages), ``read_bytes``, ``view``,
     ``iter_bytes``, ``status`` and ``preview``."""
@@ -118,6 +148,25 @@ class StoreReads:
         high = size if end is None else min(max(whole_number(end, "end"), low), size)
         with self._backend.read(record, low, high) as whole:
             yield record.resource, whole
+
+    def _scan(self, session_id: str, uri: str) -> AbstractContextManager[tuple[Resource, memoryview | _Ranges]]:
+        """``view`` of the whole payload, for a scan that slices it a window at a time
+        (grep's ``ResourceListing``): the view itself where the backend maps the payload
+        (the local folder: a slice copies nothing, and the map serves the scan to its end),
+        else ``_Ranges``, whose slices are read and verified one at a time (Redis).  A
+        running output's is always the view (its sealed prefix, as ``view`` gives it).
+
+        :raises: as ``view``.
+        """
+        import contextlib  # as in ``view``: a page read never needs it (start-up)
+
+        if self._pages is None:
+            resource_id = parse_uri(uri)
+            id_string(session_id, "session_id")
+            record = self._owned_record(session_id, resource_id)
+            if record.state != "running":
+                return contextlib.nullcontext((record.resource, _Ranges(self._backend, record)))
+        return self.view(session_id, uri)
 
     def iter_bytes(self, session_id: str, uri: str) -> Iterator[memoryview]:
         """The exact stored bytes, in order, one verified range at a time.

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
-from typing import BinaryIO, Optional, Union
+from typing import TYPE_CHECKING, BinaryIO, Optional, Union
 
 from .. import _kernels
 from .._arguments import os_string_problem, positive_seconds
@@ -26,6 +26,12 @@ from .._binary import file_is_binary
 from ._glob import Overrides
 from ._regex import TIME_LIMIT, Cancelled, Search, compile_pattern
 from ._result import MAX_LINE_LENGTH, MAX_MATCHES, ToolResult, bounded, failure, shortened_line
+
+if TYPE_CHECKING:
+    from .._store_reads import _Ranges
+
+    # A stored payload as a scan slices it: mapped, or read a range at a time (``ToolOutputStore._scan``).
+    Payload = Union[memoryview, _Ranges]
 
 __all__ = ["ResourceListing", "ResourceMatches", "grep", "resource_listing", "search_resource"]
 
@@ -294,7 +300,7 @@ class _ShownLines:
         return self._shown[self._starts[index]:self._starts[index + 1] - 1].decode("utf-8", "surrogateescape")
 
 
-def _block(data: memoryview, position: int, size: int,
+def _block(data: Payload, position: int, size: int,
            views: int) -> tuple[bytes, bytes, Union[_ShownLines, _LongLine], array[int]]:
     """The block of ``data`` searched from ``position`` (up to ``_SEARCH_BLOCK`` bytes, cut after
     its last newline unless it ends the ``size`` bytes searched): its bytes, its view, the view's
@@ -347,7 +353,7 @@ class _LongLine:
 
     __slots__ = ("length", "_data", "_start", "_end", "_newline", "_views", "_segment")
 
-    def __init__(self, data: memoryview, position: int, size: int, views: int) -> None:
+    def __init__(self, data: Payload, position: int, size: int, views: int) -> None:
         self._data = data
         self._views = views
         end = position
@@ -530,7 +536,9 @@ class ResourceListing:
         """The listing's lines, in order."""
         views = view_flags(self._store.views)
         context = self._context
-        with self._store.view(self._session_id, self._uri) as (_, data), \
+        # Windows of the payload (``_block``), read as they are needed where it is not mapped
+        # (Redis): a whole view there held all of it in memory, twice at its peak.
+        with self._store._scan(self._session_id, self._uri) as (_, data), \
                 Search(self._pattern, self._flags, time_limit=self._time_limit, abort=self._abort) as search:
             size = last_newline(data) + 1 if self._running else len(data)
             starts: list[int] = []  # each block's first line number and position, to read a block again
@@ -575,7 +583,7 @@ class ResourceListing:
                 position += texts.length if isinstance(texts, _LongLine) else max(len(raw), 1)
         self.searched = size if self._running else None
 
-    def _again(self, data: memoryview, size: int, views: int, starts: list[int], positions: list[int], first: int,
+    def _again(self, data: Payload, size: int, views: int, starts: list[int], positions: list[int], first: int,
                end: int) -> Iterator[str]:
         """Context lines ``first`` to ``end - 1``, all in blocks before the current one, read again."""
         block = bisect_right(starts, first) - 1
