@@ -132,12 +132,10 @@ def _match_lines(regex: re.Pattern[str], text: str, count: int) -> list[int]:
     return found
 
 
-def _crosses_lines(regex: re.Pattern[str]) -> bool:
-    """Whether a match of ``regex`` may hold a ``\\n`` (True when it cannot be told).
-
-    Look-arounds are passed over: they match nothing, so a match's end is where its own
-    characters end; a back-reference repeats a group of the pattern, looked at already.
-    """
+def _re_internals() -> tuple[types.ModuleType, types.ModuleType] | None:
+    """``(constants, parser)``: the ``re`` module's own pattern parser and its constants, which
+    tell what a pattern can match; None where this Python has neither (callers then assume the
+    worst, as for a parse of another shape)."""
     try:
         from re import _constants as constants, _parser as parser  # Python 3.11+
     except ImportError:  # pragma: no cover - older Pythons
@@ -145,7 +143,20 @@ def _crosses_lines(regex: re.Pattern[str]) -> bool:
             import sre_constants as constants  # type: ignore[no-redef]
             import sre_parse as parser  # type: ignore[no-redef]
         except ImportError:
-            return True
+            return None
+    return constants, parser
+
+
+def _crosses_lines(regex: re.Pattern[str]) -> bool:
+    """Whether a match of ``regex`` may hold a ``\\n`` (True when it cannot be told).
+
+    Look-arounds are passed over: they match nothing, so a match's end is where its own
+    characters end; a back-reference repeats a group of the pattern, looked at already.
+    """
+    internals = _re_internals()
+    if internals is None:
+        return True
+    constants, parser = internals
     try:
         parsed = parser.parse(regex.pattern, regex.flags)
         return _holds_newline(constants, parsed, parsed.state.flags)
@@ -279,16 +290,12 @@ def _reach(regex: re.Pattern[str]) -> tuple[int | None, int | None]:
     """How far past a match's end a look-ahead of ``regex`` may read, and how far before its start
     a look-behind may (characters, one more for an assertion at their far end; 0 without any;
     None when unbounded or not known)."""
-    try:
-        from re import _parser as parser  # Python 3.11+
-    except ImportError:  # pragma: no cover - older Pythons
-        try:
-            import sre_parse as parser  # type: ignore[no-redef]
-        except ImportError:
-            return None, None
+    internals = _re_internals()
+    if internals is None:
+        return None, None
     try:
         found = [0, 0]
-        _look_widths(parser.parse(regex.pattern, regex.flags), found)
+        _look_widths(internals[1].parse(regex.pattern, regex.flags), found)
         return tuple(None if width >= _UNBOUNDED else width for width in found)  # type: ignore[return-value]
     except Exception:  # an internal module of another shape
         return None, None
@@ -332,15 +339,11 @@ def _look_widths(items: object, found: list[int]) -> None:
 def _looks_at_ends(regex: re.Pattern[str]) -> bool:
     """Whether ``regex`` has an assertion that what follows a position can decide (``$``,
     ``\\Z``, ``\\b``, ``\\B``, a look-ahead; True when it cannot be told)."""
+    internals = _re_internals()
+    if internals is None:
+        return True
     try:
-        from re import _parser as parser  # Python 3.11+
-    except ImportError:  # pragma: no cover - older Pythons
-        try:
-            import sre_parse as parser  # type: ignore[no-redef]
-        except ImportError:
-            return True
-    try:
-        return _has_end_assertion(parser.parse(regex.pattern, regex.flags))
+        return _has_end_assertion(internals[1].parse(regex.pattern, regex.flags))
     except Exception:  # an internal module of another shape
         return True
 
