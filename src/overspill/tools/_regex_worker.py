@@ -185,25 +185,33 @@ def _holds_newline(constants: types.ModuleType, items: object, flags: int) -> bo
         elif name == "IN":
             if _set_holds_newline(value):
                 return True
-        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-            if _holds_newline(constants, value[2], flags):
-                return True
-        elif name == "SUBPATTERN":
+        elif name == "SUBPATTERN":  # (its flags apply inside it)
             _, added, removed, inner = value
             if _holds_newline(constants, inner, (flags | added) & ~removed):
                 return True
-        elif name == "ATOMIC_GROUP":
-            if _holds_newline(constants, value, flags):
-                return True
-        elif name == "BRANCH":
-            if any(_holds_newline(constants, branch, flags) for branch in value[1]):
-                return True
-        elif name == "GROUPREF_EXISTS":
-            if any(branch is not None and _holds_newline(constants, branch, flags) for branch in value[1:]):
+        elif (nested := _nested(name, value)) is not None:
+            if any(_holds_newline(constants, inner, flags) for inner in nested):
                 return True
         elif name not in ("AT", "ASSERT", "ASSERT_NOT", "GROUPREF"):
             return True  # not known here: assume it may
     return False
+
+
+def _nested(name: str, value: object) -> list[object] | None:
+    """The patterns a parsed container node holds (a repeat's body, a group's, an atomic group's,
+    each alternative of a branch or of a conditional group); None for any other node.  The one
+    place that knows where ``re``'s parser puts them, for every walk over a parsed pattern."""
+    if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+        return [value[2]]  # type: ignore[index]
+    if name == "SUBPATTERN":
+        return [value[3]]  # type: ignore[index]
+    if name == "ATOMIC_GROUP":
+        return [value]
+    if name == "BRANCH":
+        return list(value[1])  # type: ignore[index]
+    if name == "GROUPREF_EXISTS":
+        return [branch for branch in value[1:] if branch is not None]  # type: ignore[index]
+    return None
 
 
 def _set_holds_newline(items: list) -> bool:
@@ -318,19 +326,9 @@ def _look_widths(items: object, found: list[int]) -> None:
             # A look-ahead inside a look-behind reads from before the match's start on (and back).
             found[0] = max(found[0], inner[0])
             found[1] = max(found[1], inner[1] + (width if side else 0))
-        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-            _look_widths(value[2], found)
-        elif name == "SUBPATTERN":
-            _look_widths(value[3], found)
-        elif name == "ATOMIC_GROUP":
-            _look_widths(value, found)
-        elif name == "BRANCH":
-            for branch in value[1]:
-                _look_widths(branch, found)
-        elif name == "GROUPREF_EXISTS":
-            for branch in value[1:]:
-                if branch is not None:
-                    _look_widths(branch, found)
+        elif (nested := _nested(name, value)) is not None:
+            for inner in nested:
+                _look_widths(inner, found)
         elif name not in ("LITERAL", "NOT_LITERAL", "ANY", "IN", "GROUPREF", "AT", "CATEGORY", "RANGE",
                           "NEGATE", "CHARSET", "BIGCHARSET"):
             found[0] = found[1] = _UNBOUNDED  # not known here: assume no bound
@@ -357,20 +355,8 @@ def _has_end_assertion(items: object) -> bool:
         elif name in ("ASSERT", "ASSERT_NOT"):
             if value[0] > 0 or _has_end_assertion(value[1]):
                 return True
-        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-            if _has_end_assertion(value[2]):
-                return True
-        elif name == "SUBPATTERN":
-            if _has_end_assertion(value[3]):
-                return True
-        elif name == "ATOMIC_GROUP":
-            if _has_end_assertion(value):
-                return True
-        elif name == "BRANCH":
-            if any(_has_end_assertion(branch) for branch in value[1]):
-                return True
-        elif name == "GROUPREF_EXISTS":
-            if any(branch is not None and _has_end_assertion(branch) for branch in value[1:]):
+        elif (nested := _nested(name, value)) is not None:
+            if any(_has_end_assertion(inner) for inner in nested):
                 return True
         elif name not in ("LITERAL", "NOT_LITERAL", "ANY", "IN", "GROUPREF"):
             return True  # not known here: assume it does
