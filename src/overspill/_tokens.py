@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # typing costs start-up; the annotations are never evaluated
     from collections.abc import Callable
     from typing import Optional
 
-__all__ = ["EXTRA", "counter"]
+__all__ = ["EXTRA", "bound", "counter"]
 
 #: What to install for ``max_tokens``.
 EXTRA = "pip install 'overspill[tokens]'"
@@ -62,6 +62,15 @@ def counter() -> Callable[[str], int]:
 
             _COUNT = counted
         return _COUNT
+
+
+def bound(max_tokens: Optional[int]) -> Optional[tuple[int, Callable[[str], int]]]:
+    """``(max_tokens, count)``, the form every preview takes a token bound in (``stored_preview``'s
+    ``tokens``), or None without one (``tool_output.max_tokens`` unset).
+
+    :raises ConfigError: a bound is set and the tokenizer is not installed (``counter``).
+    """
+    return None if max_tokens is None else (max_tokens, counter())
 
 
 # Every lone surrogate, mapped to U+FFFD (str.translate's table).

@@ -100,9 +100,7 @@ class ToolOutputStore(StoreStreams, StoreReads):
         self._limits = resolve_limits(config)
         # (max_tokens, count): the token bound and its counter, loaded now so
         # that a missing extra is reported here, not by the first large output.
-        self._tokens: Optional[tuple[int, Callable[[str], int]]] = None
-        if self._limits.max_tokens is not None:
-            self._tokens = (self._limits.max_tokens, _tokens.counter())
+        self._tokens: Optional[tuple[int, Callable[[str], int]]] = _tokens.bound(self._limits.max_tokens)
         self._views = view_flags(self._limits.views)
         # The lines kept of a run of same-shape lines at a cut (preview's ``runs``).
         self._runs = RUN_KEEP if self._limits.trim_runs else 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 
+from .. import _tokens
 from .._arguments import check_metadata, id_string
 from .._frontend import DEFAULT_TIMEOUT
 from .._frozen import frozen
@@ -147,7 +148,7 @@ def _memory_view(held: StreamCap, limits: Limits, binary: bool, note: str) -> tu
     if binary:
         return describe_binary(total, held.head, None), True
     flags = view_flags(limits.views)
-    tokens = None if limits.max_tokens is None else _token_bound(limits.max_tokens)
+    tokens = _tokens.bound(limits.max_tokens)
     if held.truncated:
         start, kept_end = held.head, held.tail
     else:
@@ -175,17 +176,6 @@ def _memory_view(held: StreamCap, limits: Limits, binary: bool, note: str) -> tu
     separator = "\n" if shown.head.endswith("\n") else "\n\n"
     body = f"{shown.head}{separator}{middle}" if shown.head else middle
     return (f"{body}\n\n{strip_final_newline(shown.tail)}" if shown.tail else body), True
-
-
-def _token_bound(max_tokens: int) -> tuple[int, Callable[[str], int]]:
-    """``(max_tokens, count)``: the preview of an output held only in memory keeps the
-    token bound (``Limits.max_tokens``) the store's previews keep.
-
-    :raises ConfigError: the ``tokens`` extra is not installed.
-    """
-    from .. import _tokens  # here: only a token bound needs the tokenizer
-
-    return max_tokens, _tokens.counter()
 
 
 def _counted(chunks: Iterator[bytes], progress: Optional[Progress]) -> Iterator[bytes]:
