@@ -1363,3 +1363,31 @@ def test_wait_pattern_matches_the_unfinished_last_line_it_shows(store):
         assert missed.metadata["match"] is None and "[pattern 'READY' not seen in the new output]" in missed.output
     finally:
         output.finish(0)
+
+
+def test_wait_pattern_is_matched_in_the_view_grep_searches(store, tmp_path):
+    """wait(pattern) searched the raw bytes while README says it matches as grep matches a stored
+    output, in each line's view: a prompt drawn in colour (``Pass\\x1b[1mword: ``), a coloured
+    ``ready`` at a line's end, or a \\r-redrawn progress line's last state were never seen, and
+    the wait ran its whole timeout.  The offset named is still the matching line's in the stored
+    bytes, and with the raw text (``views = []``) the escapes are part of what is searched."""
+    output = store.open_growing(SESSION, "v")
+    uri = output.record.resource.uri
+    try:
+        output.write(b"booting\n\x1b[32mready\x1b[0m\nPass\x1b[1mword\x1b[0m: ")
+        seal_now(output)
+        colour = wait(store, SESSION, "w", uri, 0, "Password: $", offset=0)
+        assert colour.metadata["match"] == len(b"booting\n\x1b[32mready\x1b[0m\n"), colour.output
+        ended = wait(store, SESSION, "w", uri, 0, "^ready$", offset=0)
+        assert ended.metadata["match"] == len(b"booting\n"), ended.output
+        start = ended.metadata["next_offset"]
+        output.write(b"\ndownload 10%\rdownload 99%\rdone 100%")
+        seal_now(output)
+        redrawn = wait(store, SESSION, "w", uri, 0, "^done 100%$", offset=start)
+        assert redrawn.metadata["match"] == start + 1, redrawn.output
+    finally:
+        output.finish(0)
+    raw = ToolOutputStore(tmp_path, config={"tool_output": {"views": []}})
+    answer = wait(raw, SESSION, "w", uri, 0, "Password", offset=0)
+    assert answer.metadata["match"] is None, answer.output
+    assert wait(raw, SESSION, "w", uri, 0, r"Pass\x1b\[1mword", offset=0).metadata["match"] is not None

@@ -248,7 +248,7 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
         output as it stands, its unfinished last line too (a prompt with no
         newline; searched again as it grows), line by line (``^``/``$``
         anchor at lines, and ``$`` at the end so far).  It is matched as
-        grep matches a stored output: in a worker process, within grep's time
+        grep matches a stored output: in each line's view (``store.views``), in a worker process, within grep's time
         budget (``_regex.TIME_LIMIT`` seconds, cut to ``timeout`` but at least
         one, plus one per 16 MiB searched); past it the answer says
         ``pattern too slow: ...`` after the new output.
@@ -423,6 +423,10 @@ def _search(store: ToolOutputStore, session_id: str, uri: str, low: int, high: i
     :raises PatternTooSlowError, SearchError: the search ran out of its time, or its worker failed.
     :raises _regex.Cancelled: the search's abort event was set.
     """
+    from .. import _kernels
+    from ..text import view_flags  # (as cut_character: only a wait with a pattern needs them)
+
+    views = view_flags(store.views)
     while low < high:
         end = min(high, low + _SEARCH_WINDOW)
         with store.view(session_id, uri, start=low, end=end) as (_, data):
@@ -433,8 +437,11 @@ def _search(store: ToolOutputStore, session_id: str, uri: str, low: int, high: i
         if not last and not piece:
             chunk = chunk[: newline + 1]  # the window's last line, cut by the window, is searched with the next
         # The worker decodes with surrogateescape (invalid bytes one character each) and names the
-        # lines, counted by their \n bytes, in which a match starts: offsets stay exact.
-        lines = search.text(chunk)
+        # lines, counted by their \n bytes, in which a match starts: offsets stay exact.  What is
+        # searched is each line's view, as grep searches a stored output (a coloured `ready` is
+        # `ready`): a view keeps every line, so a line's index is the same in both.
+        shown = _kernels.view_bytes(chunk, views) if views else None
+        lines = search.text(chunk if shown is None else shown)
         if lines:
             line_start = len(chunk) - len(chunk.split(b"\n", lines[0])[-1])
             return low + line_start, low + len(chunk)
