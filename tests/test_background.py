@@ -1145,7 +1145,10 @@ def test_the_owner_kills_its_command_after_the_data_folder_was_removed(tmp_path)
             else:
                 with pytest.raises(ResourceNotFoundError):
                     background.kill(store, SESSION, uri)
-            assert group_members(pid) == [] and background.find(uri) is None
+            # The group got SIGKILL once its leader exited; a member dies when it is next scheduled
+            # (on a loaded machine, a moment after kill returned), as the other kill tests allow.
+            until(lambda: not group_members(pid), timeout=10)
+            assert background.find(uri) is None
 
 
 # ------------------------------------------------------------------ regressions (red team E7)
