@@ -1394,3 +1394,49 @@ def test_wait_pattern_is_matched_in_the_view_grep_searches(store, tmp_path):
     answer = wait(raw, SESSION, "w", uri, 0, "Password", offset=0)
     assert answer.metadata["match"] is None, answer.output
     assert wait(raw, SESSION, "w", uri, 0, r"Pass\x1b\[1mword", offset=0).metadata["match"] is not None
+
+
+def test_wait_pattern_anchors_only_at_real_line_starts(store):
+    """Red team U9 f03: a search that starts inside a line (an offset named mid-line, or the next
+    piece of an unfinished line longer than 64 KiB, searched again from 4 KiB back) took its start
+    for a line's: ``^b`` matched where no line starts with ``b``, and grep said no match."""
+    output = store.open_growing(SESSION, "m")
+    uri = output.record.resource.uri
+    try:
+        output.write(b"xxabc\nabd")
+        seal_now(output)
+        assert wait(store, SESSION, "w", uri, 0, "^abc", offset=2).metadata["match"] is None
+        assert wait(store, SESSION, "w", uri, 0, "^ab", offset=2).metadata["match"] == 6
+        assert wait(store, SESSION, "w", uri, 0, "(?<=x)abc", offset=2).metadata["match"] == 2
+        start = len(b"xxabc\nabd")
+        output.write(b"\n" + b"a" * 66000 + b"b" * 4096)
+        seal_now(output)
+        grown = []
+
+        def grow(size: int) -> None:  # between two polls, the long unfinished line grows
+            if not grown:
+                grown.append(size)
+                output.write(b"b" * 100)
+                seal_now(output)
+
+        answer = wait(store, SESSION, "w", uri, 1, "^b", offset=start, progress=grow)
+        assert grown and answer.metadata["match"] is None, answer.output
+    finally:
+        output.finish(0)
+
+
+def test_wait_pattern_searches_the_true_end_past_the_stored_copy(tmp_path):
+    """Red team U9 f01: past max_stored_bytes the answer of a wait shows the output's true end
+    (kept by the process that ran the command), but the pattern was never searched there: the
+    answer showed ``SERVER READY`` and said the pattern was not seen."""
+    with ToolOutputStore(tmp_path, config={"tool_output": {"max_stored_bytes": 100_000}}) as capped:
+        started = tools.call(capped, SESSION, "c", "bash", {"command": "seq 1 200000; sleep 0.5; echo SERVER READY",
+                                                            "background": True, "yield_after": 0})
+        uri = started.metadata["uri"]
+        answer = tools.call(capped, SESSION, "w", "wait", {"resource": uri, "timeout": 30, "pattern": "SERVER READY"})
+        total = capped.status(SESSION, uri).capture[0]
+        assert answer.metadata["match"] == total - len(b"SERVER READY\n"), answer.output
+        assert "past its stored copy" in answer.output and "not seen" not in answer.output
+        missed = tools.call(capped, SESSION, "w", "wait", {"resource": uri, "timeout": 0, "pattern": "NOT THERE",
+                                                           "offset": 0})
+        assert missed.metadata["match"] is None and "not seen" in missed.output

@@ -311,7 +311,9 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
     if too_slow is not None:  # the output and the state are still news; the search is what failed
         notes.append(shortened_line(f"[{too_slow}]"))
     elif pattern is not None:
-        notes.append(shortened_line(f"[pattern {pattern!r} found at byte offset {found}]" if found is not None
+        past = " (in the output's end past its stored copy)" if (
+            found is not None and found >= record.resource.size) else ""
+        notes.append(shortened_line(f"[pattern {pattern!r} found at byte offset {found}{past}]" if found is not None
                                     else f"[pattern {pattern!r} not seen in the new output]"))
     elif record.state == "running":
         notes.append(f"[waited {limit:g} s]")
@@ -389,6 +391,15 @@ def _poll(store: ToolOutputStore, session_id: str, uri: str, start: int, search:
             searched = size
             if found is not None:
                 return found, record, None
+        if search is not None and record.state == "exited" and record.capture is not None:
+            # Past max_stored_bytes (or the quota) the stored copy ends early; the output's true end,
+            # which this process keeps and the answer shows, is new output too: searched once, final.
+            try:
+                found = _search_kept_end(store, uri, record.capture[0], search)
+            except SearchError as error:
+                return None, record, " ".join(str(error).split())
+            if found is not None:
+                return found, record, None
         if progress is not None and size != reported:
             reported = size
             progress(size)
@@ -429,8 +440,14 @@ def _search(store: ToolOutputStore, session_id: str, uri: str, low: int, high: i
     views = view_flags(store.views)
     while low < high:
         end = min(high, low + _SEARCH_WINDOW)
-        with store.view(session_id, uri, start=low, end=end) as (_, data):
+        with store.view(session_id, uri, start=max(low - 1, 0), end=end) as (_, data):
             chunk = bytes(data)
+        # A start inside a line (an offset named mid-line, a long line's next piece) is no line's
+        # start: the byte before it goes with the search (unless it ends a line), so that ``^`` and
+        # look-behinds see that it is not.  It joins the first line; offsets stay the chunk's.
+        before, chunk = (chunk[:1], chunk[1:]) if low > 0 else (b"", chunk)
+        if before == b"\n":
+            before = b""
         last = end == high
         newline = chunk.rfind(b"\n")
         piece = newline < 0 and not last  # a line longer than the window: searched in overlapping pieces
@@ -440,8 +457,9 @@ def _search(store: ToolOutputStore, session_id: str, uri: str, low: int, high: i
         # lines, counted by their \n bytes, in which a match starts: offsets stay exact.  What is
         # searched is each line's view, as grep searches a stored output (a coloured `ready` is
         # `ready`): a view keeps every line, so a line's index is the same in both.
-        shown = _kernels.view_bytes(chunk, views) if views else None
-        lines = search.text(chunk if shown is None else shown)
+        searched = before + chunk
+        shown = _kernels.view_bytes(searched, views) if views else None
+        lines = search.text(searched if shown is None else shown)
         if lines:
             line_start = len(chunk) - len(chunk.split(b"\n", lines[0])[-1])
             return low + line_start, low + len(chunk)
@@ -453,6 +471,33 @@ def _search(store: ToolOutputStore, session_id: str, uri: str, low: int, high: i
             return None, high - unfinished if unfinished < _LINE_PIECE else high - _OVERLAP
         low += len(chunk) - _OVERLAP if piece else len(chunk)
     return None, low
+
+
+def _search_kept_end(store: ToolOutputStore, uri: str, total: int, search: Search) -> Optional[int]:
+    """Search the true end of ``uri``'s exited output that this process keeps (``kept_end``), its
+    lines whole: from after its first newline (its first line may have begun before it).
+
+    :param total: the output's size (``record.capture``): the kept end is its last bytes.
+    :returns: the offset in the whole output of the first matching line (past the stored copy:
+        shown in the answer, not readable), or None (no match, or no kept end here).
+    """
+    from .. import _kernels
+    from ..text import view_flags
+
+    kept = _background.kept_end(uri)
+    if not kept:
+        return None
+    first = kept.find(b"\n") + 1
+    if first == 0:
+        return None
+    body = kept[first:]
+    views = view_flags(store.views)
+    shown = _kernels.view_bytes(body, views) if views else None
+    lines = search.text(body if shown is None else shown)
+    if not lines:
+        return None
+    line_start = len(body) - len(body.split(b"\n", lines[0])[-1])
+    return total - len(kept) + first + line_start
 
 
 def kill(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: str) -> ToolResult:
