@@ -586,3 +586,59 @@ def test_a_lock_repair_whose_temporary_file_a_catch_up_removed_tries_again(tmp_p
         finally:
             usage._release(fd)
         assert store.truncate("s", "c1", "y\n" * 100_000).resource is not None
+
+
+@pytest.mark.parametrize("when", [f"after sessions/ is looked at ({n})" for n in range(1, 5)]
+                         + ["after the id list is written", "after the catch-up's own write, in the same tick"])
+def test_a_session_list_deleted_during_a_catch_up_does_not_hide_the_session(data, monkeypatch, when):
+    """Red team S9 f01: another process deleting ``index/sessions/s-s1`` while a catch-up ran
+    (after its check for hand-made changes to ``sessions/``, or later in the tick of its own
+    writes) was recorded as the catch-up's own doing: the index was marked complete with the list
+    missing, and records('s1') listed nothing, in every process, until the folder changed again.
+    The deletion is tried at each point the catch-up looks at ``sessions/``, and right after its
+    own write with the folder's time kept (a coarse clock's same tick)."""
+    with fresh(data) as store:
+        mine = [store.write("s1", "c", b"x" * 10).uri for _ in range(3)]
+        assert uris(store, "s1") == mine
+        store.write("s0", "c", b"y")  # a change: the next listing catches up
+        settle(store)
+    victim = index_dir(data) / "sessions" / session_key("s1")
+    real_line, real_replace = ListingIndex._sessions_line, ListingIndex._replace
+    calls, deleted, wrote = [], [], []
+
+    def delete(same_tick: bool) -> None:
+        if deleted or not victim.exists():
+            return
+        sessions = victim.parent
+        before = os.stat(sessions).st_mtime_ns
+        victim.unlink()
+        if same_tick:  # the file system's clock had not moved on since the catch-up's write
+            os.utime(sessions, ns=(before, before))
+        deleted.append(when)
+
+    def looked_at(index):
+        line = real_line(index)
+        calls.append(line)
+        if when.startswith("after the catch-up's own write"):
+            if wrote:
+                delete(same_tick=True)
+        elif when.startswith("after sessions/") and len(calls) == int(when.rsplit("(", 1)[1].rstrip(")")):
+            delete(same_tick=False)
+        return line
+
+    def replaced(index, path, data):
+        real_replace(index, path, data)
+        if os.path.dirname(path) == str(victim.parent):
+            wrote.append(path)
+        elif os.path.basename(path) == "ids" and when == "after the id list is written":
+            delete(same_tick=False)
+
+    monkeypatch.setattr(ListingIndex, "_sessions_line", looked_at)
+    monkeypatch.setattr(ListingIndex, "_replace", replaced)
+    with fresh(data) as store:
+        store.records("s0")  # the catch-up, racing the deletion
+    monkeypatch.undo()
+    assert deleted, f"the catch-up looked at sessions/ {len(calls)} times"
+    for _ in range(2):  # the index the catch-up left, then whatever the next listing leaves
+        with fresh(data) as reader:
+            assert uris(reader, "s1") == mine

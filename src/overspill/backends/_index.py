@@ -30,6 +30,10 @@ The pairs stay the truth; the index only proposes candidates:
   as the last catch-up left it: ``state`` and ``ids`` also hold that folder's
   identity and time, so a list deleted, renamed or swapped by hand makes the
   next listing catch up, and that catch-up rewrites every list from ``ids``.
+  The line recorded is checked, not assumed: after its own writes a catch-up
+  takes ``sessions/``'s line, lets the file system's clock pass its time, and
+  lists the folder; a list deleted by someone else meanwhile is written again
+  (``_check_lists``).  A deletion after the check moves the time.
 * Every index file is written whole to a temporary file and renamed into
   place (fsynced first when the backend is durable), under an ``flock`` that
   serialises catch-ups across processes; readers take no lock.  Each file
@@ -339,11 +343,19 @@ class ListingIndex:
                 added.append(name)
             lists = self._new_lists(key, known, None if relist else previous, gone, added)
             if lock_fd is not None:
-                if previous is None or relist or lists:
-                    complete &= self._store(known, lists, rebuild=previous is None or relist)
+                wrote = previous is None or relist or bool(lists)
+                # Lists left half-written keep the old id list, whose line no longer matches: the next catch-up relists.
+                stored = not wrote or self._store(known, lists, rebuild=previous is None or relist)
+                line, trusted, repaired = self._check_lists(lock_fd, known)
+                if not stored:
+                    complete = False
+                elif line is not None and (wrote or repaired):
+                    complete &= self._store_ids(known, line)
+                elif line != lists_line:
+                    trusted = False  # changed by someone else since the check above: the next catch-up relists
                 settled = clock - stamp[2] > RACY_NS or (file_system_now is not None
                                                          and file_system_now > stamp[2])
-                self._write_state(stamp if settled and complete else None)
+                self._write_state(stamp if settled and complete and trusted else None, line)
             if key is None:
                 return sorted(name[:ID_LENGTH] for name in known)
             if key in lists:
@@ -427,7 +439,8 @@ class ListingIndex:
 
     def _store(self, known: dict[str, str], lists: dict[str, list[str]], *, rebuild: bool) -> bool:
         """Rewrite the session lists in ``lists`` (and, rebuilding, remove all
-        others), then the id list; True when all of it was written."""
+        others); True when all of it was written.  The id list is written
+        after ``_check_lists``, with ``sessions/`` as that check saw it."""
         try:
             for key in sorted(lists):
                 path = os.path.join(self._sessions, key)
@@ -440,19 +453,71 @@ class ListingIndex:
                     _files.remove_quietly(os.path.join(self._sessions, name))
             if self._durable:
                 _files.fsync_directory(self._sessions)
-            names = list(known)
-            sessions = self._sessions_line()
-            if sessions is None:
+        except OSError:
+            return False
+        return True
+
+    def _check_lists(self, lock_fd: int, known: dict[str, str]) -> tuple[Optional[str], bool, bool]:
+        """``sessions/``'s line as this catch-up leaves it (None when it cannot be
+        seen); whether that line may mark the index complete; whether a list
+        had to be written again.
+
+        The line is recorded as "``sessions/`` as the catch-up left it", so a
+        deletion by someone else after the relist check must not hide in it.
+        The line is taken, then the file system's clock is let past its time
+        (a deletion after that moves the time), then the folder is listed
+        (a deletion before that is seen): a list that ``known`` needs and that
+        is missing is written again from ``known``, and the whole is looked at
+        once more.  One ``listdir`` of the session lists, per catch-up only.
+        """
+        needed = set(known.values())
+        repaired = False
+        for _attempt in range(3):  # someone deleting again and again: give up, not complete
+            line = self._sessions_line()
+            if line is None:
+                return None, False, repaired
+            settled = self._past(lock_fd, int(line.rsplit(" ", 1)[1]))
+            try:
+                missing = needed.difference(os.listdir(self._sessions))
+                if not missing:
+                    return line, settled, repaired
+                repaired = True
+                for key in sorted(missing):
+                    self._replace(os.path.join(self._sessions, key), _seal(self._session_list(key, known, []), key))
+                if self._durable:
+                    _files.fsync_directory(self._sessions)
+            except OSError:
+                return None, False, repaired
+        return self._sessions_line(), False, repaired
+
+    @staticmethod
+    def _past(lock_fd: int, mtime: int) -> bool:
+        """Whether the file system's clock is (or, within a few of its ticks,
+        gets) past ``mtime``: then a change made from now on gets a later time.
+        A coarse clock (seconds) is not waited for: the caller then does not
+        mark the index complete, and the next catch-up looks again."""
+        for _wait in range(20):
+            now = _file_system_now(lock_fd)
+            if now is None:
                 return False
+            if now > mtime:
+                return True
+            time.sleep(0.001)
+        return False
+
+    def _store_ids(self, known: dict[str, str], sessions: str) -> bool:
+        """Write the id list, with ``sessions`` (``sessions/``'s checked line); True when written."""
+        names = list(known)
+        try:
             self._replace(self._all, _seal([str(len(names)), *names, *known.values(), sessions], "ids"))
         except OSError:
             return False
         return True
 
-    def _write_state(self, stamp: Optional[tuple[int, int, int]]) -> None:
-        """Mark the index complete for the folder at ``stamp``, or (None) not complete."""
+    def _write_state(self, stamp: Optional[tuple[int, int, int]], sessions: Optional[str]) -> None:
+        """Mark the index complete for the folder at ``stamp`` and ``sessions/``
+        at the line ``sessions``, or (either None) not complete."""
         try:
-            sessions = self._sessions_line()
             if stamp is None or sessions is None:
                 _files.remove_quietly(self._state)
             else:
