@@ -1405,3 +1405,26 @@ def test_read_offset_and_the_uri_query_share_one_rule(cli):
         twice = cli("read", f"{uri}?{query}")
         assert twice.returncode == 2 and twice.stderr.startswith(b"overspill: error: "), (query, twice.stderr)
     assert cli("read", f"{uri}?page=2").returncode == 3  # a malformed URI (an unknown key) stays exit 3
+
+
+@pytest.mark.parametrize("output", [b"a\n\n", b"a\n\n\n", b"\n", b"\n\n", b"a\n", b"a", b""])
+def test_run_prints_an_output_within_the_limits_with_its_last_newline(cli, output):
+    """Red team R9 f01: ``overspill run -- printf 'a\\n\\n'`` printed ``a\\n`` and ``printf '\\n'``
+    printed "(no output)": the bash tool's text leaves the output's final newline out for the model's
+    status line, and the CLI printed that text, adding a newline only when none ended it. The
+    terminal now gets the output as written (``overspill truncate`` of the same bytes prints them so),
+    and the status line, when there is one, on a line after it; an output of nothing is "(no output)"."""
+    printf = output.decode().replace("\n", "\\n")
+    for spill in ([], ["--no-spill"]):
+        ran = cli("run", *spill, "--", f"printf '{printf}'")
+        assert ran.returncode == 0 and ran.stdout == (output if output.endswith(b"\n") else
+                                                      output + b"\n" if output else b"(no output)\n"), spill
+        # With a status line the output is printed whole too, the status on its own line after it.
+        failed = cli("run", *spill, "--", f"printf '{printf}'; exit 2")
+        whole = output if not output or output.endswith(b"\n") else output + b"\n"
+        assert failed.returncode == 2 and failed.stdout == whole + b"[exit code 2]\n", spill
+    assert cli("truncate", "-", stdin=output).stdout == (output if output.endswith(b"\n") else output + b"\n")
+    # The model's text is unchanged: the status line right after the output, its final newline left out.
+    stripped = (output[:-1] if output.endswith(b"\n") else output).decode()
+    model = json.loads(cli("run", "--json", "--", f"printf '{printf}'; exit 2").stdout)["output"]
+    assert model == "\n".join(part for part in (stripped, "[exit code 2]") if part)

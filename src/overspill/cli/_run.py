@@ -109,9 +109,10 @@ def _command_run(args: argparse.Namespace) -> int:
                 _print_json(ran.tool_result(args.timeout))
             else:
                 # The preview (from memory if it could not be stored), its next calls as commands.
-                _print_text(_for_the_shell(args, ran.text(args.timeout),
-                                           None if ran.resource is None else ran.resource.uri,
-                                           ran.marker.get("next_offset")))  # type: ignore[arg-type]
+                # (an output within the limits is printed as it is, its final newline included)
+                _stdout().write(_for_the_shell(args, ran.terminal_text(args.timeout),
+                                               None if ran.resource is None else ran.resource.uri,
+                                               ran.marker.get("next_offset")))  # type: ignore[arg-type]
             _stdout().flush()
         except BrokenPipeError:
             _reader_gone()  # nobody reads the preview: the command's own status still decides the exit code

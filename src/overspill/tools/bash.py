@@ -74,16 +74,18 @@ def status_line(result: ProcessResult, timeout: Optional[float]) -> str:
     return ""
 
 
-@frozen()
+@frozen({"final_newline": False})
 class CommandOutput:
     """A command run for a model: what it did and what the model is shown of it.
 
     ``shown`` is the preview (or a binary description), without the status
     line; ``storage_error`` says why the output could not be kept, if it could
     not (then ``shown`` was built from the bytes held in memory).
+    ``final_newline``: the output (text) ended with a newline, which ``shown``
+    leaves out so that the status line follows it directly.
     """
 
-    __slots__ = ("process", "shown", "truncated", "resource", "lines", "storage_error", "marker")
+    __slots__ = ("process", "shown", "truncated", "resource", "lines", "storage_error", "marker", "final_newline")
     process: ProcessResult
     shown: str
     truncated: bool
@@ -92,12 +94,24 @@ class CommandOutput:
     storage_error: Optional[str]
     # What the marker tells the model (``lines``, ``next_offset``), for the host.
     marker: dict[str, object]
+    final_newline: bool
 
     def text(self, timeout: Optional[float], note: str = "") -> str:
         """The preview (or "(no output)"), a note if any, and the status line."""
         status = status_line(self.process, timeout)
         body = self.shown if self.shown or status or note else "(no output)"
         return "\n".join(part for part in (body, note, status) if part)
+
+    def terminal_text(self, timeout: Optional[float]) -> str:
+        """What ``overspill run`` prints: the preview with the output's final
+        newline given back (``text`` leaves it out for the model's status line,
+        so ``printf 'a\\n\\n'`` would print one line fewer), then the status
+        line; it ends with a newline.  An output of nothing is "(no output)", as in ``text``."""
+        status = status_line(self.process, timeout)
+        body = self.shown + "\n" if self.final_newline else self.shown
+        # Each part on lines of its own: a preview that does not end with a newline gets one.
+        return "".join(part if part.endswith("\n") else part + "\n" for part in (body, status) if part) \
+            or "(no output)\n"
 
     def tool_result(self, timeout: Optional[float]) -> ToolResult:
         """The bash tool's answer: a timeout or a storage failure is an error for the model."""
@@ -265,8 +279,10 @@ def execute(store: Optional[ToolOutputStore], session_id: str, tool_call_id: str
             kept.truncated = True
     finally:
         output.close()  # kills the command if anything above failed before its end
-    return CommandOutput(running.result(kept.resource), kept.shown, kept.truncated, kept.resource,
-                         running.output_lines, error, kept.marker)
+    result = running.result(kept.resource)
+    # (a binary output's description was never cut; the retained bytes end with the output's last byte)
+    return CommandOutput(result, kept.shown, kept.truncated, kept.resource, running.output_lines, error, kept.marker,
+                         not sniffed.binary and result.stdout.endswith(b"\n"))
 
 
 class _Kept:
