@@ -375,19 +375,25 @@ def test_grep_of_a_stored_output_costs_per_matching_line_not_per_match():
                         r"\D+", r"[\r\n]+", "a|b\nb", r"(a)\1", "x|b\r?$", ".*", "(?s:.?)$", "a{0,2}?", "(?m)$a?"]))
 def test_lines_with_a_match_lists_what_a_walk_of_every_match_lists(text, pattern):
     """The faster walk of red team P8 f01 (a search from each next line's start) lists the lines the
-    walk of every match (finditer) listed, with empty matches, anchors, look-behinds and newlines."""
-    from overspill.tools._regex_worker import _match_lines, lines_with_a_match
+    walk of every match (finditer) listed, with empty matches, anchors and look-behinds, for the
+    patterns it is used for (``_line_bound``: none that can match a newline or use ``\\A``, ``\\Z``,
+    red team R9 f02); for every pattern the lines are those a search of each line alone finds."""
+    from overspill.tools._regex_worker import _line_bound, _match_lines, lines_with_a_match
 
     regex = re.compile(pattern, re.MULTILINE)
-    for count in range(text.count("\n") + 2):
-        assert _match_lines(regex, text, count) == _old_match_lines(regex, text, count)
     payload = text.encode("utf-8", "surrogateescape")
-    stripped = text.replace("\r\n", "\n").removesuffix("\r")
     count = text.count("\n") + (not text.endswith("\n"))
-    expected = _old_match_lines(regex, text, count)
-    if "\r\n" in text or text.endswith("\r"):
-        expected = sorted(set(expected) | set(_old_match_lines(regex, stripped, count)))
-    assert lines_with_a_match(regex, payload) == expected
+    alone = [index for index, line in enumerate(text.split("\n")[:count])
+             if regex.search(line) or (line.endswith("\r") and regex.search(line[:-1]))]
+    if _line_bound(regex):
+        for lines in range(text.count("\n") + 2):
+            assert _match_lines(regex, text, lines) == _old_match_lines(regex, text, lines)
+        stripped = text.replace("\r\n", "\n").removesuffix("\r")
+        walked = _old_match_lines(regex, text, count)
+        if "\r\n" in text or text.endswith("\r"):
+            walked = sorted(set(walked) | set(_old_match_lines(regex, stripped, count)))
+        assert walked == alone
+    assert lines_with_a_match(regex, payload) == alone
 
 
 # Patterns for long lines, each with the bytes of view a match of it spans, look-arounds included.
@@ -546,3 +552,72 @@ def test_grep_of_a_redis_output_reads_it_a_window_at_a_time(redis_server, tmp_pa
     # The search's own memory (the local folder's, its payload mapped) and a few windows more at
     # most; it was twice the payload.
     assert peaks[1] < min(peaks[0] + 4 * (1 << 18), len(data) // 2), (peaks, len(data))
+
+
+def test_grep_of_a_stored_output_matches_each_line_alone_as_grep_of_a_file(store, tmp_path, monkeypatch):
+    """Red team R9 f02: grep of a stored output searched a block as one text (re.MULTILINE), so a
+    match could take a line's newline (``z[^a]`` listed ``xyz``; ``c\\s``, ``c\\W``, ``c\\D`` listed
+    ``abc``; ``\\n`` listed every line) and ``\\Z`` held only at the text's end (``c\\Z`` found
+    nothing), where grep of the same bytes as a file searches each line alone. Each line is now
+    searched alone: in a block, in the last piece of a long line (its newline is not searched) and
+    in a background command's unfinished last line (``wait``'s search)."""
+    from overspill.tools._regex_worker import lines_with_a_match
+
+    data = b"abc\nxyz\nend\n"
+    uri = stored(store, data)
+    (tmp_path / "files").mkdir()
+    path = tmp_path / "files" / "f.txt"
+    path.write_bytes(data)
+    numbers = {0: 1, 4: 2, 8: 3}
+    cases = {r"z[^a]": [], r"c\s": [], r"\n": [], r"c\Z": [1], r"c\W": [], r"c\D": [], r"\Ax": [2],
+             r"(?<=c\n)x": [], r"c(?=\n)": [], r"c(?![^a])": [1], r"(?-m:^e)": [3], r"(?s)c.": [], "c$": [1]}
+    for pattern, expected in cases.items():
+        found = search_resource(store, "s", uri, pattern)
+        assert [numbers[int(line.split(":")[0])] for line in found.lines] == expected, pattern
+        as_file = grep(store, "s", "f", pattern, path=str(path))
+        assert [int(n) for n in re.findall(r"f\.txt:(\d+):", as_file.output)] == expected, (pattern, as_file.output)
+    # A long line searched in pieces: its last piece is searched without the newline.
+    monkeypatch.setattr(sys.modules["overspill.tools.grep"], "_SEARCH_BLOCK", 16)
+    long_uri = store.write("s", "long", b"x" * 60 + b"abc\nnext\n").uri
+    for pattern, expected in ((r"c\s", 0), (r"c\Z", 1), (r"c[^a]", 0), (r"c\n", 0), (r"c$", 1)):
+        assert search_resource(store, "s", long_uri, pattern).total == expected, pattern
+    # wait(pattern=) searches an unfinished last line as a line: \Z holds at its end so far.
+    assert lines_with_a_match(re.compile(r"y\Z", re.MULTILINE), b"abc\nready") == [1]
+    assert lines_with_a_match(re.compile(r"c\s", re.MULTILINE), b"abc\nready") == []
+
+
+_PER_LINE_PATTERNS = ["[^a]", r"b[^a]", r"\s", r"b\s", r"\W", r"a\W", r"\D", r"b\D", r"\n", r"b\n", r"\Z", r"a\Z",
+                      r"\Ab", r"\A\Z", r"(?<=\n)a", r"(?<!\n)a", r"b(?=\n)", r"b(?!\n)", r"(?<=a\s)b", r"a(?=\W)",
+                      r"(?<![^a])b", r"a(?![^b])", r"(?s)a.", r"(?s)b.?$", r"(?-m:^a)", r"(?-m:b$)", r"\S\s*$",
+                      r"\B", r"^$", r"a|\Ab", r"[\r\n]", r"\r", r"\r$", r"b\b", r"(a)\s*\1", "é[^é]"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b"b", b" ", b"\n", b"\r\n", b"\r", b"\xc3\xa9", b"\xff", b"1", b",",
+                                 b"\n\n", b"ab" * 12]),
+                min_size=0, max_size=30).map(b"".join),
+       st.sampled_from(_PER_LINE_PATTERNS), st.sampled_from([None, 16]))
+def test_grep_of_a_stored_output_is_a_search_of_each_line(tmp_path_factory, data, pattern, block):
+    """Red team R9 f02, by property: the lines grep lists of a stored output (views off, so the view
+    is the bytes) are those in which a plain ``re.search`` of the line alone (without its ``\\n``, a
+    final ``\\r`` optional) finds the pattern: negated classes, ``\\s``, ``\\W``, ``\\D``, ``\\n``, ``\\A``,
+    ``\\Z``, look-arounds; in blocks, and in the pieces of lines longer than a (16-byte) block."""
+    from unittest import mock
+
+    if not data:
+        return  # (nothing is stored for nothing)
+    store = ToolOutputStore(tmp_path_factory.mktemp("perline"), durable=False, config={"tool_output": {"views": []}})
+    uri = stored(store, data)
+    module = sys.modules["overspill.tools.grep"]
+    with mock.patch.object(module, "_SEARCH_BLOCK", block or module._SEARCH_BLOCK):
+        found = search_resource(store, "s", uri, pattern, max_matches=1000).lines
+    expected, position = [], 0
+    lines = data.split(b"\n")
+    if data.endswith(b"\n"):
+        lines.pop()
+    for line in lines:
+        text = line.decode("utf-8", "surrogateescape")
+        if re.search(pattern, text, re.MULTILINE) or (text.endswith("\r") and re.search(pattern, text[:-1], re.M)):
+            expected.append(position)
+        position += len(line) + 1
+    assert [int(row.split(":")[0]) for row in found] == expected

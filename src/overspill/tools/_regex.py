@@ -185,7 +185,8 @@ class Search:
         return self._ask(LINES, self._flags, payload)
 
     def text(self, payload: bytes) -> list[int]:
-        """Indices of the lines of the text ``payload`` in which a match (``re.MULTILINE``) starts."""
+        """Indices of the lines of the text ``payload`` in which the pattern (``re.MULTILINE``) is
+        found, each line searched alone as ``lines`` does (``_regex_worker.TEXT``)."""
         return self._ask(TEXT, self._flags | re.MULTILINE, payload)
 
     def piece(self, before: bytes, middle: bytes, after: bytes, last: bool) -> bool:
