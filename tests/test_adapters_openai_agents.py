@@ -707,3 +707,155 @@ def test_an_mcp_tool_output_that_is_the_final_output_passes_whole(store):
     text = output if isinstance(output, str) else "".join(item.get("text", "") for item in output)
     assert final == "done" and "tool-output://" in text and len(text.encode()) < 60_000
     assert len(store.records()) == 1
+
+
+# ------------------------------------------------------------------ regressions (red team W9)
+def _local_cases() -> dict[str, tuple[Any, Any, str]]:
+    """The SDK's local tools other than function tools, each as (the tool, the model's call of it given
+    a call id, the text that reaches the model and is stored whole when bounded)."""
+    from agents.editor import ApplyPatchResult
+    from agents.tool import ApplyPatchTool, CustomTool, LocalShellTool, ShellCommandOutput, ShellResult, ShellTool
+    from openai.types.responses import ResponseApplyPatchToolCall, ResponseCustomToolCall
+    from openai.types.responses.response_apply_patch_tool_call import OperationCreateFile
+    from openai.types.responses.response_function_shell_tool_call import Action, ResponseFunctionShellToolCall
+    from openai.types.responses.response_output_item import LocalShellCall, LocalShellCallAction
+
+    def fail(*_: Any) -> Any:
+        raise RuntimeError(BIG)
+
+    async def custom(context: Any, raw: str) -> str:
+        assert raw == "go" and context.tool_call_id == "local-1"
+        return BIG
+
+    half = BIG.index(f"\n{scenario.LINES // 2}\n") + 1
+    result = ShellResult(output=[ShellCommandOutput(stdout=BIG[:half], stderr="warning", command="seq"),
+                                 {"stdout": BIG[half:], "stderr": "", "outcome": {"type": "exit", "exit_code": 3}}])
+
+    async def shell_result(request: Any) -> Any:
+        return result
+
+    class Editor:
+        def create_file(self, operation: Any) -> Any:
+            return ApplyPatchResult(status="completed", output=BIG)
+
+        update_file = delete_file = create_file
+
+    class FailingEditor(Editor):
+        create_file = fail
+
+    def custom_call(name: str) -> Any:
+        return lambda call_id: ResponseCustomToolCall(type="custom_tool_call", call_id=call_id, name=name,
+                                                      input="go", id="ct")
+
+    def shell_call(call_id: str) -> Any:
+        return ResponseFunctionShellToolCall(type="shell_call", id="sc", call_id=call_id, status="completed",
+                                             action=Action(commands=["seq 200000"]))
+
+    def local_shell_call(call_id: str) -> Any:
+        return LocalShellCall(type="local_shell_call", id="lc", call_id=call_id, status="completed",
+                              action=LocalShellCallAction(type="exec", command=["seq", "200000"], env={}))
+
+    def patch_call(call_id: str) -> Any:
+        return ResponseApplyPatchToolCall(type="apply_patch_call", id="pc", call_id=call_id, status="completed",
+                                          operation=OperationCreateFile(type="create_file", path="a.txt", diff="+a\n"))
+
+    return {
+        "custom": (CustomTool(name="custom_big", description="d", on_invoke_tool=custom), custom_call("custom_big"), BIG),
+        "custom-raising": (CustomTool(name="custom_fail", description="d", on_invoke_tool=fail),
+                           custom_call("custom_fail"), BIG),
+        "shell-text": (ShellTool(executor=lambda request: BIG), shell_call, BIG),
+        "shell-result": (ShellTool(executor=shell_result), shell_call, f"{BIG[:half]}\nwarning\n{BIG[half:]}"),
+        "shell-raising": (ShellTool(executor=fail), shell_call, BIG),
+        "local-shell": (LocalShellTool(executor=lambda request: BIG), local_shell_call, BIG),
+        "apply-patch": (ApplyPatchTool(editor=Editor()), patch_call, BIG),
+        "apply-patch-raising": (ApplyPatchTool(editor=FailingEditor()), patch_call, BIG),
+    }
+
+
+def _local_received(call: Any) -> Optional[str]:
+    """The text of the last tool result the model was sent (a local tool's or a function tool's), None on
+    the first turn; a shell result's commands' stdout and stderr together."""
+    last = call.input[-1] if isinstance(call.input, list) else None
+    if isinstance(last, dict) and last.get("type") == "shell_call_output":
+        return "".join(entry["stdout"] + entry["stderr"] for entry in last["output"])
+    if isinstance(last, dict) and last.get("type") in ("custom_tool_call_output", "local_shell_call_output",
+                                                      "apply_patch_call_output"):
+        return last["output"]
+    return _received(call)
+
+
+@pytest.mark.parametrize("group_id", [None, "chat-local"])
+@pytest.mark.parametrize("case", list(_local_cases()))
+def test_local_tools_other_than_function_tools_are_bounded_and_paged(store, case, group_id):
+    # bound() wrapped only FunctionTools: a CustomTool's, a local ShellTool's, a LocalShellTool's and an
+    # apply_patch editor's 1.3 MB (their results or their errors' text) reached the model whole.  Each is
+    # now stored and previewed, and read pages it in the run's session (the group_id, found with tracing
+    # disabled although the SDK gives a shell executor and an editor no run config).
+    tool, calling, text = _local_cases()[case]
+    script = Script(tool.name)
+    model = testing.ScriptedModel()
+    sent: list[Any] = []
+
+    async def respond(call: Any) -> Any:
+        last = call.input[-1] if isinstance(call.input, list) else None
+        if isinstance(last, dict) and last.get("call_id") == "local-1":
+            sent.append(last)
+        chosen = script.next(_local_received(call))
+        if chosen is None:
+            return [testing.assistant_message("done")]
+        model.enqueue(testing.ModelStep.respond(respond))
+        name, arguments = chosen
+        if name == tool.name:
+            return [calling("local-1")]
+        return [testing.function_call(name, arguments, call_id=script.call_id())]
+
+    model.enqueue(testing.ModelStep.respond(respond))
+    tools = bound([tool], store)
+    assert type(tools[0]) is type(tool) and tools[0].name == tool.name and tools[0] is not tool
+    agent = agents.Agent(name="a", model=model, tools=tools)
+    result = agents.Runner.run_sync(agent, "go", max_turns=MAX_TURNS, run_config=agents.RunConfig(group_id=group_id))
+    assert result.final_output == "done"
+    script.check(text)
+    (record,) = store.records()
+    assert record.resource.size == len(text.encode())
+    assert record.tool_call_id == "local-1" or case.startswith("apply-patch")  # an editor is not given it
+    if group_id is not None:
+        assert record.session_id == group_id
+    if case == "shell-result":  # the commands' outcomes are kept; the preview stands in the first one's stdout
+        (output,) = sent
+        assert [entry["outcome"] for entry in output["output"]] == [{"type": "exit", "exit_code": None},
+                                                                     {"type": "exit", "exit_code": 3}]
+        assert output["output"][0]["stdout"] == script.preview and output["output"][1]["stdout"] == ""
+
+
+def test_local_tools_within_the_limits_pass_untouched_and_hosted_ones_as_they_are(store, tmp_path):
+    from agents.tool import CustomTool, ShellTool
+
+    async def custom(context: Any, raw: str) -> str:
+        return SMALL
+
+    tool = CustomTool(name="custom_small", description="d", on_invoke_tool=custom)
+    hosted = ShellTool(environment={"type": "container_auto"})
+    with ToolOutputStore(tmp_path / "other") as other:
+        tools = bound(bound([tool, hosted], other), store)  # bound again: anew, into this store
+    assert tools[1] is hosted and tools[0].on_invoke_tool.original is tool and tool.on_invoke_tool is custom
+    model = testing.ScriptedModel()
+    sent: list[Any] = []
+    model.enqueue([ResponseCustomToolCallFor("custom_small")])
+
+    def second(call: Any) -> Any:
+        sent.append(call.input[-1]["output"])
+        return [testing.assistant_message("done")]
+
+    model.enqueue(testing.ModelStep.respond(second))
+    agents.Runner.run_sync(agents.Agent(name="a", model=model, tools=tools), "go")
+    assert sent == [SMALL] and store.records() == []
+    with pytest.raises(ValueError, match="read"):
+        bound([CustomTool(name="read", description="d", on_invoke_tool=custom)], store)
+
+
+def ResponseCustomToolCallFor(name: str) -> Any:  # noqa: N802  (stands for the SDK's item)
+    """The model's call of the custom tool ``name``."""
+    from openai.types.responses import ResponseCustomToolCall
+
+    return ResponseCustomToolCall(type="custom_tool_call", call_id="c1", name=name, input="go", id="i1")

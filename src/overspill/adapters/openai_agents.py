@@ -5,7 +5,8 @@ Needs the ``openai-agents`` extra (``pip install 'overspill[openai-agents]'``).
 ``bound`` copies each ``FunctionTool`` with its ``on_invoke_tool`` wrapped, so
 its result (after the SDK's own failure handling, which turns an exception
 into the error text the model sees) is bounded by ``ToolOutputStore.truncate``,
-and adds ``read`` and ``grep``.  ``bound_servers`` does the same for the tools
+and adds ``read`` and ``grep``; the SDK's other local tools (a custom tool, a
+local shell, apply_patch) are copied with what runs them wrapped.  ``bound_servers`` does the same for the tools
 of MCP servers (``Agent(mcp_servers=bound_servers(servers))``).  An output
 that becomes the run's ``final_output`` (by the agent's ``tool_use_behavior``:
 ``"stop_on_first_tool"`` or ``StopAtTools``) is the application's, not the
@@ -15,7 +16,8 @@ The session is ``session_id`` when given, else the run's thread: the run
 config's ``group_id`` (the SDK's "chat thread ID"), else the run's trace (its
 ``trace_id``; when tracing is disabled, an id kept on the run's ``Usage``, which
 a ``RunState`` carries into the resumed run), else the agent.  The call id is
-the model's ``call_id``.
+the model's ``call_id`` (a new one for an apply_patch operation, whose editor
+is not given it).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import sys
 import threading
 from dataclasses import replace
 from collections.abc import Iterable, Mapping
@@ -31,6 +34,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Optional
 
 import pydantic_core
+import agents.tool as _sdk_tool
 from agents import FunctionTool, Tool
 from agents.mcp import MCPServer
 from agents.tool import ToolOutputFileContent, ToolOutputImage, ToolOutputText, \
@@ -62,14 +66,23 @@ _KEPT_WHOLE = 64  # whole outputs a bound tool keeps for its output guardrails, 
 _MCP_CALL: ContextVar[Optional[tuple[str, Any]]] = ContextVar("overspill_mcp_call", default=None)
 
 
-def _session(fixed: Optional[str], context: Any, fallback: object) -> str:
+def _session(fixed: Optional[str], context: Any, fallback: object, run_config: Any = None) -> str:
+    """The session of a call: ``fixed``, else the run's ``group_id`` (of ``run_config``, else of the
+    context's), else the run's trace, else the agent (``fallback`` outside any)."""
     if fixed is not None:
         return fixed
-    run_config = getattr(context, "run_config", None)
+    if run_config is None:
+        run_config = getattr(context, "run_config", None)
     group_id = getattr(run_config, "group_id", None)
     if isinstance(group_id, str) and group_id:
         return group_id
     trace = get_current_trace()
+    if run_config is None:
+        # No run config found (a local tool's executor on an SDK that calls it elsewhere): a traced run's
+        # trace carries its group_id.
+        group_id = getattr(trace, "group_id", None)
+        if isinstance(group_id, str) and group_id:
+            return group_id
     if trace is not None:
         trace_id = trace.trace_id
         if isinstance(trace_id, str) and trace_id and trace_id != _NO_TRACE_ID:
@@ -360,13 +373,243 @@ def _paging_tool(tool: PagingTool, session_id: Optional[str], owner: object) -> 
     return paging
 
 
+# ------------------------------------------------------------------ local tools other than function tools
+# The SDK's tools that run on the application's side, whose output the SDK sends to the model as text:
+# a CustomTool (raw string input, its own on_invoke_tool), a ShellTool with a local executor, the older
+# LocalShellTool and an ApplyPatchTool's editor.  Each is looked up on its own: an SDK version without
+# one of them still has the others bounded.
+_CustomTool = getattr(_sdk_tool, "CustomTool", None)
+_ShellTool = getattr(_sdk_tool, "ShellTool", None)
+_ShellResult = getattr(_sdk_tool, "ShellResult", None)
+_LocalShellTool = getattr(_sdk_tool, "LocalShellTool", None)
+_ApplyPatchTool = getattr(_sdk_tool, "ApplyPatchTool", None)
+try:
+    from agents.editor import ApplyPatchResult as _ApplyPatchResult
+except ImportError:
+    _ApplyPatchResult = None
+
+_STACK_DEPTH = 12  # frames above a local tool's wrapper searched for the run's RunConfig
+
+
+def _run_config_on_stack() -> Any:
+    """The ``RunConfig`` of the run calling a local tool's executor or editor, found among the local
+    variables of its callers (the SDK's own code, which holds it); None when none is.
+
+    The SDK gives a shell executor and an apply_patch editor the run's ``RunContextWrapper``, which has
+    no run config, and with tracing disabled nothing else of the run carries its ``group_id``: without it
+    such an output would be stored in another session than the one ``read`` (a function tool, given the
+    run config) pages.  Call it on the wrapper's own stack (not from a worker thread).
+    """
+    try:
+        from agents import RunConfig
+    except ImportError:  # an SDK without one: the trace's group_id, else the run's trace or usage
+        return None
+    frame = sys._getframe(1)
+    for _ in range(_STACK_DEPTH):
+        if frame is None:
+            break
+        for value in frame.f_locals.values():
+            if isinstance(value, RunConfig):
+                return value
+        frame = frame.f_back
+    return None
+
+
+def _as_shown(value: Any) -> str:
+    """The text the SDK sends the model for a local tool's value: a ``str`` as it is (a subclass as the
+    plain ``str`` of its characters), anything else as ``str(value)``."""
+    return str.__str__(value) if isinstance(value, str) else str(value)
+
+
+class _LocalBounding:
+    """What the wrapper of a local tool's runner shares: the tool as it was (``original``, which a
+    bound() of a bound list wraps anew), the bounder, the fixed session and the bound() call."""
+
+    def __init__(self, original: Any, bounder: Bounder, session_id: Optional[str], owner: object) -> None:
+        self.original = original
+        self._bounder = bounder
+        self._session_id = session_id
+        self._owner = owner
+
+    def _session_of(self, context: Any, run_config: Any) -> str:
+        return _session(self._session_id, context, self._owner, run_config)
+
+    def _run_config(self, context: Any) -> Any:
+        if self._session_id is not None or getattr(context, "run_config", None) is not None:
+            return None  # not needed, or _session finds it on the context
+        return _run_config_on_stack()
+
+
+class _BoundedCustomInvoker(_LocalBounding):
+    """A ``CustomTool``'s ``on_invoke_tool`` with its result bounded: the text the SDK sends the model
+    (``str(result)``), and the text of an exception it raises (the SDK shows the model ``str(error)``)."""
+
+    async def __call__(self, context: Any, input: str) -> Any:
+        session_id = self._session_of(context, self._run_config(context))
+        try:
+            output = self.original.on_invoke_tool(context, input)
+            output = await output if inspect.isawaitable(output) else output
+        except Exception as error:  # the SDK catches Exception and shows the model its text
+            bounded = await self._bounder.aerror(session_id, _call_id(context), error)
+            if bounded is None:
+                raise
+            raise bounded from error
+        preview = await self._bounder.atext(session_id, _call_id(context), _as_shown(output))
+        return output if preview is None else preview
+
+
+class _BoundedShellExecutor(_LocalBounding):
+    """A local ``ShellTool``'s (or ``LocalShellTool``'s) executor with its result bounded.
+
+    ``ShellTool``: a text result as the SDK sends it (``str(result)``); a ``ShellResult`` as the model
+    reads it, every command's stdout and stderr together (joined with a newline), stored as one text when
+    together they are over the limits and then shown as the preview in the first of them, the others
+    emptied, each command's outcome kept; an exception's text (the SDK shows it).  ``LocalShellTool``:
+    a text result (the SDK sends the executor's value as it is, and lets an exception end the run).
+    """
+
+    def __init__(self, original: Any, bounder: Bounder, session_id: Optional[str], owner: object,
+                 errors_shown: bool) -> None:
+        super().__init__(original, bounder, session_id, owner)
+        self._errors_shown = errors_shown  # whether the SDK shows the model an exception's text
+
+    async def __call__(self, request: Any) -> Any:
+        context = getattr(request, "ctx_wrapper", None)
+        session_id = self._session_of(context, self._run_config(context))
+        call_id = getattr(getattr(request, "data", None), "call_id", None)
+        if not (isinstance(call_id, str) and call_id):
+            call_id = new_call_id()
+        try:
+            result = self.original.executor(request)
+            result = await result if inspect.isawaitable(result) else result
+        except Exception as error:
+            bounded = await self._bounder.aerror(session_id, call_id, error) if self._errors_shown else None
+            if bounded is None:
+                raise
+            raise bounded from error
+        if _ShellResult is not None and isinstance(result, _ShellResult):
+            return await self._bounded_result(session_id, call_id, result)
+        if not self._errors_shown and not isinstance(result, str):
+            return result  # a LocalShellTool's value goes to the model as it is: not text to bound
+        preview = await self._bounder.atext(session_id, call_id, _as_shown(result))
+        return result if preview is None else preview
+
+    async def _bounded_result(self, session_id: str, call_id: str, result: Any) -> Any:
+        entries = result.output
+        if not isinstance(entries, (list, tuple)):
+            return result  # not what the SDK takes: its error, not ours
+        # Each command's stdout and stderr as the SDK reads them (an entry is a ShellCommandOutput or a mapping).
+        places: list[tuple[int, str]] = []
+        texts: list[str] = []
+        for index, entry in enumerate(entries):
+            for field in ("stdout", "stderr"):
+                value = entry.get(field, "") if isinstance(entry, Mapping) else getattr(entry, field, "")
+                text = "" if value is None else _as_shown(value)
+                if text:
+                    places.append((index, field))
+                    texts.append(text)
+        if not texts:
+            return result
+        preview = await self._bounder.apieces(session_id, call_id, texts)  # type: ignore[arg-type]
+        if preview is None:
+            return result
+        bounded = list(entries)
+        for number, (index, field) in enumerate(places):
+            shown = preview if number == 0 else ""
+            entry = bounded[index]
+            bounded[index] = ({**entry, field: shown} if isinstance(entry, Mapping)
+                              else replace(entry, **{field: shown}))
+        return replace(result, output=bounded)
+
+
+class _BoundedEditor(_LocalBounding):
+    """An ``ApplyPatchTool``'s editor with each operation's output bounded (the SDK sends the model the
+    outputs of a call's operations joined with newlines, or the text of an exception an operation raised);
+    every other attribute is the editor's."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.original.editor, name)
+
+    async def create_file(self, operation: Any) -> Any:
+        """The editor's ``create_file``, its output bounded."""
+        return await self._apply("create_file", operation, self._run_config(None))
+
+    async def update_file(self, operation: Any) -> Any:
+        """The editor's ``update_file``, its output bounded."""
+        return await self._apply("update_file", operation, self._run_config(None))
+
+    async def delete_file(self, operation: Any) -> Any:
+        """The editor's ``delete_file``, its output bounded."""
+        return await self._apply("delete_file", operation, self._run_config(None))
+
+    async def _apply(self, method: str, operation: Any, run_config: Any) -> Any:
+        context = getattr(operation, "ctx_wrapper", None)
+        session_id = self._session_of(context, run_config)
+        call_id = new_call_id()  # the SDK gives an editor the operation, not the model's call id
+        try:
+            result = getattr(self.original.editor, method)(operation)
+            result = await result if inspect.isawaitable(result) else result
+        except Exception as error:
+            bounded = await self._bounder.aerror(session_id, call_id, error)
+            if bounded is None:
+                raise
+            raise bounded from error
+        if result is None:
+            return result
+        # The output the SDK takes from each kind of result (its normalize_apply_patch_result).
+        if _ApplyPatchResult is not None and isinstance(result, _ApplyPatchResult):
+            output = result.output
+        elif isinstance(result, Mapping):
+            output = result.get("output")
+        else:
+            output = result
+        if output is None:
+            return result
+        preview = await self._bounder.atext(session_id, call_id, _as_shown(output))
+        if preview is None:
+            return result
+        if _ApplyPatchResult is not None and isinstance(result, _ApplyPatchResult):
+            return _ApplyPatchResult(status=result.status, output=preview)
+        if isinstance(result, Mapping):
+            return {**result, "output": preview}
+        return preview
+
+
+def _local_bound(tool: Any, bounder: Bounder, session_id: Optional[str], owner: object) -> Any:
+    """A copy of ``tool`` with its output bounded when it is a local tool other than a function tool
+    (its name, description and format kept; the original left as it was), else ``tool`` itself: a
+    hosted tool (a ShellTool with a hosted environment too), whose output the SDK never sees."""
+    for kind, attribute, make in (
+            (_CustomTool, "on_invoke_tool", _BoundedCustomInvoker),
+            (_ShellTool, "executor", lambda *given: _BoundedShellExecutor(*given, errors_shown=True)),
+            (_LocalShellTool, "executor", lambda *given: _BoundedShellExecutor(*given, errors_shown=False)),
+            (_ApplyPatchTool, "editor", _BoundedEditor)):
+        if kind is None or not isinstance(tool, kind):
+            continue
+        runner = getattr(tool, attribute, None)
+        if runner is None:
+            return tool  # run elsewhere (a hosted shell)
+        if isinstance(runner, _LocalBounding):
+            tool = runner.original  # bound again: anew from the tool as it was, into this call's store
+        copied = copy.copy(tool)
+        setattr(copied, attribute, make(tool, bounder, session_id, owner))
+        return copied
+    return tool
+
+
 def bound(tools: Iterable[Tool], store: Optional[ToolOutputStore] = None, *,
           session_id: Optional[str] = None) -> list[Tool]:
-    """The given tools with every function tool's result bounded, plus ``read`` and ``grep``.
+    """The given tools with every local tool's result bounded, plus ``read`` and ``grep``.
 
-    Each ``FunctionTool`` is copied with its ``on_invoke_tool`` wrapped (the
-    originals are left as they were); hosted tools, whose results the SDK never
-    sees, pass as they are.  A result within the store's limits reaches the
+    Each ``FunctionTool`` is copied with its ``on_invoke_tool`` wrapped, and
+    so is each other tool run on the application's side whose output the SDK
+    sends the model as text: a ``CustomTool`` (its ``on_invoke_tool``), a
+    ``ShellTool`` with a local executor and a ``LocalShellTool`` (the
+    executor), an ``ApplyPatchTool`` (its editor, each operation's output);
+    their names, descriptions and formats are kept, and the originals are left
+    as they were.  Hosted tools (a hosted ``ShellTool`` too), whose results the
+    SDK never sees, and a ``ComputerTool`` (a screenshot for the model) pass as
+    they are.  A result within the store's limits reaches the
     model untouched and nothing is stored; a larger one is stored whole and the
     model gets its preview with the marker naming ``tool-output://ID``.  A
     result that is not text is stored as its JSON text (a pydantic model or
@@ -376,14 +619,20 @@ def bound(tools: Iterable[Tool], store: Optional[ToolOutputStore] = None, *,
     SDK sends them: each text item on its own, images and files untouched.  A
     call whose output becomes the run's ``final_output`` (an agent with
     ``tool_use_behavior="stop_on_first_tool"``, or a tool its ``StopAtTools``
-    names) passes whole, as the tool returned it.
+    names) passes whole, as the tool returned it.  A local tool other than a
+    function tool is bounded as the SDK sends its output: a custom tool's and a
+    text shell result as ``str()``, a ``ShellResult``'s commands' stdout and
+    stderr together (one preview in the first of them, the others emptied, the
+    outcomes kept), and the text of an exception the SDK shows the model (its
+    type kept).
 
     :param tools: the agent's tools (``function_tool`` results and any other ``Tool``).
     :param store: where outputs are stored; the default ``ToolOutputStore()`` when None.
     :param session_id: the session every call uses; when None, each run's
         thread (``RunConfig.group_id``), else the run's trace, else the agent.
     :raises TypeError: ``store`` or ``session_id`` of the wrong type.
-    :raises ValueError: an empty ``session_id``, or a tool of the caller's named ``read`` or ``grep``.
+    :raises ValueError: an empty ``session_id``, or a function or local tool of the caller's named ``read``
+        or ``grep``.
     """
     store = open_store(store)
     session_id = optional_session_id(session_id)
@@ -401,6 +650,11 @@ def bound(tools: Iterable[Tool], store: Optional[ToolOutputStore] = None, *,
                 # session, which this call's read and grep page.
                 tool = tool.on_invoke_tool.original
             tool = _wrapped(tool, bounder, session_id, owner)
+        else:
+            bounded = _local_bound(tool, bounder, session_id, owner)
+            if bounded is not tool and bounded.name in PAGING_TOOLS:  # (a custom tool, say: the model's namespace)
+                raise ValueError(f"a tool named {bounded.name!r} is already given; bound() adds its own read and grep")
+            tool = bounded
         result.append(tool)
     result.extend(_paging_tool(tool, session_id, owner) for tool in paging_tools(store))
     return result
