@@ -1295,3 +1295,34 @@ def test_a_listing_with_more_than_512_folders_one_level_down_names_its_largest_r
     assert all(data[int(child[3]) :].startswith(child[1].encode()) for child in children)
     named = {child[1] for child in children}
     assert min(counts[name] for name in named) >= max(n for name, n in counts.items() if name not in named)
+
+
+@pytest.mark.parametrize("limits, packages", [((400, 8 * 1024), 700), ((2000, 50 * 1024), 4000)])
+def test_more_top_level_groups_than_fit_are_counted_by_the_last_line_red_team_t9_f01(tmp_path, limits, packages):
+    """Regression (red team T9 f01): with more top-level groups than the outline holds (``apt list
+    --installed``: one group per package), the "… N more groups" line ended the body and the byte
+    fit cut it away for "… 2 more outline lines", while 562 of 580 omitted lines were in no group
+    shown.  The outline now lists as many groups as its bytes hold and its last line counts every
+    top-level group not listed."""
+    rng = random.Random(3)
+    names = sorted({"".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 14)))
+                    + rng.choice(["", "-dev", "-common", "-utils", "-data", "3", "-doc"]) for _ in range(packages)})
+    rows = ["Listing..."] + [f"{name}/oldstable,now {rng.randint(1, 9)}.{rng.randint(0, 40)}-{rng.randint(1, 5)} "
+                             "amd64 [installed,automatic]" for name in names]
+    data = ("\n".join(rows) + "\n").encode()
+    store = ToolOutputStore(tmp_path, durable=False)
+    result = store.truncate("s", "c", data, max_lines=limits[0], max_bytes=limits[1])
+    content = result.content
+    start = content.index("[outline of the omitted part")
+    shown = [content[start:].split("\n", 1)[0]] + outline_of(content)
+    # Within the limits (the marker, under 300 bytes and 4 lines, on top).
+    assert len(content.encode()) <= limits[1] + 300 and content.count("\n") + 1 <= limits[0] + 4
+    total = int(re.search(r"omitted part: (\d+) lines", shown[0])[1])
+    groups = [re.fullmatch(r"(\S+)/ (\d+) lines? @ (\d+)", line) for line in shown[1:-1]]
+    assert all(groups), shown
+    more = re.fullmatch(r"… (\d+) more groups", shown[-1])
+    assert more, shown[-3:]
+    # Every omitted line is a package of its own: the groups listed and those counted are all of them.
+    assert all(int(group[2]) == 1 for group in groups)
+    assert len(groups) + int(more[1]) == total
+    assert all(data[int(group[3]) :].startswith(group[1].encode() + b"/") for group in groups)

@@ -363,7 +363,6 @@ class Outline:
         if not levels:
             return []
         children = _spans(levels)
-        chosen = _refine(levels, room, children)
         total = sum(run[2] for run in levels[0])
         head = f"[outline of the omitted part: {total} lines by path prefix; by byte offset:]"
 
@@ -372,9 +371,20 @@ class Outline:
             name = _text(key) + ("/" if deeper else "")
             return f"{name} {lines} line{'s' if lines != 1 else ''} @ {offset}"
 
-        more = [f"… {len(levels[0]) - len(chosen)} more groups"] if len(chosen) < len(levels[0]) else []
-        used = line_size(head) + sum(line_size(line(*node)) for node in chosen) + sum(map(line_size, more))
-        chosen, widened = _widen(levels, children, chosen, room - len(chosen) - len(more), max_bytes - used, line)
+        # Fewer lines until the bytes fit too: the "… N more groups" line ends
+        # the outline and counts every group not listed, so the bytes must never
+        # be what cuts the body (red team T9 f01: _fit cut that line away and
+        # said "… 2 more outline lines" where 562 groups went unnamed).
+        for lines_shown in range(room, 1, -1):
+            chosen = _refine(levels, lines_shown, children)
+            more = [f"… {len(levels[0]) - len(chosen)} more groups"] if len(chosen) < len(levels[0]) else []
+            used = line_size(head) + sum(line_size(line(*node)) for node in chosen) + sum(map(line_size, more))
+            if used <= max_bytes:
+                break
+        else:
+            return []
+        chosen, widened = _widen(levels, children, chosen, lines_shown - len(chosen) - len(more), max_bytes - used,
+                                 line)
         body = [head]
         for node in chosen:
             if node in widened:
