@@ -30,15 +30,17 @@ cdef extern from "overspill_outline.h" nogil:
         uint8_t section[TOKEN_CAP]
     int osp_outline_next(osp_outline *s)
 
-from overspill._buffers import JSON_LABEL_KEYS, OUTLINE_AFTER_BLANK, OUTLINE_ONELINE, check_outline_flags
+from overspill._buffers import JSON_KEY_MAX, JSON_LABEL_KEYS, OUTLINE_AFTER_BLANK, OUTLINE_ONELINE, check_outline_flags
 
 # What ends a subject cut at SUBJECT_MAX bytes (the twin's _ELLIPSIS).
 _ELLIPSIS = "…".encode()
 
 cdef enum:
-    KEY_CAP = 64
+    KEY_CAP = 65  # JSON_KEY_MAX + 1: bytes of a JSON key or label kept (one more than shown: a cut is known)
     KEYS_CAP = 12
     NESTING_CAP = 4096
+
+assert KEY_CAP == JSON_KEY_MAX + 1
 
 # Bytes that end a line's leading token (a ':' ends it unless "::"; ESC: a colour change).
 cdef bint _TOKEN_STOPS[256]

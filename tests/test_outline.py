@@ -1326,3 +1326,65 @@ def test_more_top_level_groups_than_fit_are_counted_by_the_last_line_red_team_t9
     assert all(int(group[2]) == 1 for group in groups)
     assert len(groups) + int(more[1]) == total
     assert all(data[int(group[3]) :].startswith(group[1].encode() + b"/") for group in groups)
+
+
+def _labels_shown(content: str) -> dict[int, str]:
+    return {int(match[1]): match[2] for match in re.finditer(r"\[(\d+)\] (.*?) @ \d+", content)}
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_json_names_are_decoded_and_a_cut_is_marked_red_team_t9_f02(tmp_path, ensure_ascii):
+    """Regression (red team T9 f02): JSON names (and keys) were shown as their raw source, cut at
+    64 bytes with no mark: ``Zo\\u00eb's \\"caf\\u00e9\\" client``, a cut inside ``\\u00ef`` shown as if
+    whole, a cut inside ``é`` shown as U+FFFD.  Names are now decoded (surrogate pairs joined),
+    and a name longer than the kernel keeps is cut before an escape or a character and ends in
+    "…"; so are the keys of "objects with keys" and the keys of a path."""
+    items = [{"name": f"pkg-{i:03d}", "v": "x" * 200} for i in range(300)]
+    items[150]["name"] = "Zoë's \"café\" client"
+    items[151]["name"] = "A" * 63 + "é-tail"
+    items[152]["name"] = "naïve-" + "b" * 70
+    items[153]["name"] = "smile \U0001F600 " + "c" * 60
+    items[154]["name"] = "x" * 58 + "\U0001F600"
+    key = "clé \"spéciale\" " + "k" * 60
+    for item in items:
+        item[key] = 1
+    data = json.dumps({"items": items}, indent=2, ensure_ascii=ensure_ascii).encode()
+    store = ToolOutputStore(tmp_path, durable=False)
+    content = store.truncate("s", "c", data, max_lines=2000, max_bytes=51200).content
+    labels = _labels_shown(content)
+    assert {150, 151, 152, 153, 154} <= set(labels), content[content.index("[outline"):][:600]
+    assert labels[150] == "Zoë's \"café\" client"
+    for index in (151, 152, 153, 154):
+        shown, real = labels[index], items[index]["name"]
+        assert "\\" not in shown and "\ufffd" not in shown
+        if len(json.dumps(real, ensure_ascii=ensure_ascii).encode()) - 2 <= 64:  # (154 in UTF-8: 62 bytes)
+            assert shown == real
+        else:
+            assert shown.endswith("…") and real.startswith(shown[:-1]) and len(shown) > 40, (shown, real)
+    (listed,) = re.findall(r"objects with keys (.*)\) @", content)
+    assert "\\" not in listed and "\ufffd" not in listed
+    shown_key = listed.split(", ")[-1]
+    assert shown_key.endswith("…") and key.startswith(shown_key[:-1]) and shown_key.startswith("clé \"spéciale\"")
+
+
+@settings(max_examples=300)
+@given(st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=40), st.booleans())
+@example("x" * 62 + "\U0001F600", True)
+@example("a" * 63 + "é", False)
+def test_json_name_is_the_decoded_name_or_its_start_and_an_ellipsis(name, ensure_ascii):
+    """``_outline._json_name`` of what the kernels keep of a string (its source between the
+    quotes, ``JSON_KEY_MAX`` bytes and one more) is the string, or, when the source is longer,
+    a start of it that ends before an escape or a character the cut split, then "…"."""
+    raw = json.dumps(name * 3, ensure_ascii=ensure_ascii).encode()[1:-1]
+    for kernels in BOTH:  # what both kernels keep of it, as a label
+        text = b'[{"name": "' + raw + b'"}]'
+        scanner = kernels.JsonOutline(1, len(text), 4, 4, 4)
+        scanner.feed(text)
+        ((_, _, kept),) = scanner.result()[2][0][8]
+        shown = _outline._json_name(kept)
+        if len(raw) <= _native.JSON_KEY_MAX:
+            assert shown == name * 3
+        else:
+            assert shown.endswith("…") and (name * 3).startswith(shown[:-1])
+            # Nothing lost but what the cut split: at most one escape's or character's bytes.
+            assert len(json.dumps(shown[:-1], ensure_ascii=ensure_ascii).encode()) - 2 > _native.JSON_KEY_MAX - 13

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # typing and re cost start-up; the annotations are never eval
     import re
     from typing import Union
 
-__all__ = ["ESCAPE", "JSON_LABEL_KEYS", "OUTLINE_AFTER_BLANK", "OUTLINE_FLAGS", "OUTLINE_ONELINE", "MAX_KINDS", "MAX_PATTERNS", "TOKEN_ENDS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS",
+__all__ = ["ESCAPE", "JSON_KEY_MAX", "JSON_LABEL_KEYS", "OUTLINE_AFTER_BLANK", "OUTLINE_FLAGS", "OUTLINE_ONELINE", "MAX_KINDS", "MAX_PATTERNS", "TOKEN_ENDS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS",
            "BytesLike", "LazyPattern", "byte_view", "check_flags", "check_int", "check_outline_flags", "check_patterns", "plain_bytes",
            "plain_str"]
 
@@ -175,3 +175,6 @@ def check_patterns(patterns: object) -> list[tuple[int, bool, bool, bytes]]:
 #: a number tells a reader no more than the item's index does.
 JSON_LABEL_KEYS = frozenset((b"name", b"title", b"key", b"package", b"path", b"file", b"filename",
                              b"slug", b"label"))
+#: Bytes of a JSON key or label (its raw JSON source) the outline shows at most; the
+#: kernels keep one more, so that a longer one is known to be cut (``JsonOutline``).
+JSON_KEY_MAX = 64

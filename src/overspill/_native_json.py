@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 from ._buffers import LazyPattern
-from ._buffers import JSON_LABEL_KEYS, BytesLike, byte_view as _byte_view, check_int as _check_int
+from ._buffers import JSON_KEY_MAX, JSON_LABEL_KEYS, BytesLike, byte_view as _byte_view, check_int as _check_int
 from ._native_outline import OUTLINE_DEPTH_MAX
 
 TYPE_CHECKING = False
@@ -15,8 +15,9 @@ if TYPE_CHECKING:  # re and typing cost start-up; the annotations are never eval
 
 __all__ = ["JSON_KEYS_MAX", "JSON_KEY_MAX", "JSON_NESTING_MAX", "JsonOutline"]
 
-#: Bytes of a JSON key or label kept.
-JSON_KEY_MAX = 64
+# Bytes of a JSON key or label kept: one more than are shown, so that a longer one is known
+# to be cut (the outline then marks it with "…"; red team T9 f02).
+_KEY_KEPT = JSON_KEY_MAX + 1
 #: Keys listed per JSON entry.
 JSON_KEYS_MAX = 12
 #: Containers open at once beyond which a document is not outlined.
@@ -123,11 +124,13 @@ class JsonOutline:
     omitted index, how many, where the first starts, where the container ends
     (or ``omit_end``, if later), ``keys`` (an object's omitted keys, or the
     keys of an array's (or the root's) first omitted object item; at most ``JSON_KEYS_MAX``,
-    each at most ``JSON_KEY_MAX`` raw bytes) and ``labels`` (for each of the
+    each its raw bytes between the quotes, escapes undecoded, at most
+    ``JSON_KEY_MAX + 1``: one longer than ``JSON_KEY_MAX`` was cut) and ``labels`` (for each of the
     first ``max_labels`` omitted object items that has one, ``(index,
     offset, label)``: the first string or literal, in document order, whose
     key is one of ``JSON_LABEL_KEYS``, in the item or an object member of
-    it; the root's are its omitted top-level values, JSON Lines records).
+    it, kept as keys are; the root's are its omitted top-level values, JSON Lines records).
+    Keys in ``path`` are kept as ``keys`` are.
     Entries come in the order their containers close, then the open
     ones innermost first; at most ``max_entries``, ``dropped`` counts the rest.
     When more than ``max_entries`` containers have omitted items, the
@@ -313,15 +316,15 @@ class JsonOutline:
                     return
                 continue
             if state == 2:  # just after a backslash in a string: this byte is escaped
-                if len(self._capture) < JSON_KEY_MAX:
+                if len(self._capture) < _KEY_KEPT:
                     self._capture.append(data[i])
                 i += 1
                 self._state = 1
                 continue
-            # In a string (1) or a literal (3): keep up to JSON_KEY_MAX bytes of it.
+            # In a string (1) or a literal (3): keep up to _KEY_KEPT bytes of it.
             found = (_JSON_STRING_STOP if state == 1 else _JSON_LITERAL_STOP).search(data, i)
             stop = size if found is None else found.start()
-            room = JSON_KEY_MAX - len(self._capture)
+            room = _KEY_KEPT - len(self._capture)
             if room > 0:
                 self._capture += data[i : min(stop, i + room)]
             if found is None:
@@ -331,7 +334,7 @@ class JsonOutline:
                 i = stop
                 self._scalar_done(bytes(self._capture))
             elif data[stop] == 92:  # a backslash: the next byte is escaped
-                if len(self._capture) < JSON_KEY_MAX:
+                if len(self._capture) < _KEY_KEPT:
                     self._capture.append(92)
                 self._state = 2
                 i = stop + 1
@@ -391,14 +394,14 @@ class JsonOutline:
                     else:
                         top.index += 1
                         top.member_in_range = False
-                    self._key_done(data[start + 1 : min(end - 1, start + 1 + JSON_KEY_MAX)])
+                    self._key_done(data[start + 1 : min(end - 1, start + 1 + _KEY_KEPT)])
                 elif kind != _OBJECT:  # an object's member was counted at its key
                     if top.reportable and omit_start <= offset < omit_end:
                         self._item(top, offset)
                     else:
                         top.index += 1
                 elif top.key_is_label:
-                    self._scalar_done(data[start + 1 : min(end - 1, start + 1 + JSON_KEY_MAX)])
+                    self._scalar_done(data[start + 1 : min(end - 1, start + 1 + _KEY_KEPT)])
                 if last == 2:
                     continue
                 if kind != _OBJECT:  # a colon after an item (expect_key is False after a key or value)
@@ -407,11 +410,11 @@ class JsonOutline:
                 if last == 4:  # a string value
                     if top.key_is_label:
                         start, end = found.span(4)
-                        self._scalar_done(data[start + 1 : min(end - 1, start + 1 + JSON_KEY_MAX)])
+                        self._scalar_done(data[start + 1 : min(end - 1, start + 1 + _KEY_KEPT)])
                 elif last == 5:  # a literal value
                     if top.key_is_label:
                         start, end = found.span(5)
-                        self._scalar_done(data[start : min(end, start + JSON_KEY_MAX)])
+                        self._scalar_done(data[start : min(end, start + _KEY_KEPT)])
                 continue
             start = found.start(last)
             if last == 6:  # a literal
@@ -420,7 +423,7 @@ class JsonOutline:
                         self._invalid()
                         return size
                     if top.key_is_label:
-                        self._scalar_done(data[start : min(found.end(6), start + JSON_KEY_MAX)])
+                        self._scalar_done(data[start : min(found.end(6), start + _KEY_KEPT)])
                     continue
                 offset = base + start
                 if top.reportable and omit_start <= offset < omit_end:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import heapq
 
 from . import _kernels
-from ._buffers import ESCAPE, OUTLINE_AFTER_BLANK, OUTLINE_ONELINE, LazyPattern
+from ._buffers import ESCAPE, JSON_KEY_MAX, OUTLINE_AFTER_BLANK, OUTLINE_ONELINE, LazyPattern
 from .text import last_newline
 
 TYPE_CHECKING = False
@@ -87,7 +87,13 @@ _IDENTIFIER = LazyPattern(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # when at most _UNLIKE items do and the list has at least _UNIFORM_MIN labels.
 _UNLIKE = 8
 _UNIFORM_MIN = 20
-_WORDS = LazyPattern(rb"[a-z]+")
+_WORDS = LazyPattern(r"[a-z]+")
+# JSON's one-character escapes, as the bytes they stand for.
+_JSON_ESCAPES = {ord('"'): b'"', ord("\\"): b"\\", ord("/"): b"/", ord("b"): b"\b", ord("f"): b"\f",
+                 ord("n"): b"\n", ord("r"): b"\r", ord("t"): b"\t"}
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+# Control characters a decoded name may hold (a JSON string has none unescaped): a space each.
+_CONTROLS = {code: " " for code in (*range(32), 127)}
 
 
 def budget(max_lines: int, max_bytes: int) -> tuple[int, int]:
@@ -461,18 +467,19 @@ class Outline:
                 continue
             size = _human_bytes(end - offset)
             if kind == "object":
-                listed = ", ".join(_text(key) for key in keys)
+                listed = ", ".join(_json_name(key) for key in keys)
                 more = f", +{count - len(keys)} more" if count > len(keys) else ""
                 body.append(f"{_path(path)} {{{listed}{more}}} ({count} keys, {size}) @ {offset}")
                 continue
             what = "items" if kind == "array" else "records"
-            of = f"; objects with keys {', '.join(_text(key) for key in keys)}" if keys else ""
+            of = f"; objects with keys {', '.join(_json_name(key) for key in keys)}" if keys else ""
             where = f"{_path(path)}[{first}..{last}]" if kind == "array" else f"records {first}..{last}"
             body.append(f"{where} ({count} {what}, {size}{of}) @ {offset}")
             if names:
-                standing_out = _unlike_the_rest(names)
-                for number, (index, at, name) in enumerate(names):
-                    (unlike if number in standing_out else labels).append(f"[{index}] {_text(name)} @ {at}")
+                shown = [(index, at, _json_name(name)) for index, at, name in names]
+                standing_out = _unlike_the_rest(shown)
+                for number, (index, at, name) in enumerate(shown):
+                    (unlike if number in standing_out else labels).append(f"[{index}] {name} @ {at}")
         if dropped:
             # The scan keeps the shallower containers: these are nested in (or beside) the ones above.
             body.append(f"… {dropped} more object{'s' if dropped != 1 else ''} or list{'s' if dropped != 1 else ''}"
@@ -497,13 +504,13 @@ def _cut_item_list(path: tuple, lists: dict) -> int:
 
 
 def _unlike_the_rest(names: list) -> set[int]:
-    """The positions in ``names`` (``(index, offset, label)``) of the items that
-    stand out of a uniform list: see ``_UNLIKE``."""
+    """The positions in ``names`` (``(index, offset, label)``, the label as shown) of the
+    items that stand out of a uniform list: see ``_UNLIKE``."""
     count = len(names)
     if count < _UNIFORM_MIN:
         return set()
     words = [set(_WORDS.findall(name.lower())) for _, _, name in names]
-    frequency: dict[bytes, int] = {}
+    frequency: dict[str, int] = {}
     for found in words:
         for word in found:
             frequency[word] = frequency.get(word, 0) + 1
@@ -671,9 +678,87 @@ def _path(keys: tuple) -> str:
         if type(key) is int:  # an array's item
             parts.append(f"[{key}]")
             continue
-        name = _text(key)
-        parts.append(f".{name}" if _IDENTIFIER.match(name) else f'["{name}"]')
+        name = _json_name(key)
+        if _IDENTIFIER.match(name):
+            parts.append(f".{name}")
+        else:  # quoted: a quote or backslash in the name is escaped, as the path's syntax needs
+            parts.append('["' + name.replace("\\", "\\\\").replace('"', '\\"') + '"]')
     return "".join(parts)
+
+
+def _json_name(raw: bytes) -> str:
+    """A JSON key or label as a reader is shown it: ``raw`` (its source between
+    the quotes, as the scan keeps it: ``JSON_KEY_MAX`` bytes and one more when
+    it is longer) with its escapes decoded (``\\u00e9`` is é, a surrogate pair
+    one character) and, when it was longer than ``JSON_KEY_MAX`` bytes, its
+    first ones cut before an escape or a character they would split, then
+    ``…`` (red team T9 f02: names were shown as raw source, cut mid-escape
+    and mid-character, with no mark of the cut).  A lone surrogate is U+FFFD;
+    control characters are spaces, escape sequences are removed (see ``_text``)."""
+    cut = len(raw) > JSON_KEY_MAX
+    if cut:
+        raw = raw[:JSON_KEY_MAX]
+    out = bytearray()
+    i = 0
+    size = len(raw)
+    while i < size:
+        slash = raw.find(b"\\", i)
+        if slash < 0:
+            out += raw[i:]
+            break
+        out += raw[i:slash]
+        i = slash
+        if cut and _split_escape(raw[i:]):
+            break  # an escape the cut split: left out
+        kind = raw[i + 1] if i + 1 < size else -1
+        code = _hex4(raw, i + 2) if kind == 117 else None
+        if code is None:  # one character (an escape JSON does not have is shown as written)
+            out += _JSON_ESCAPES.get(kind, raw[i : i + 2])
+            i += 2
+            continue
+        i += 6
+        if 0xD800 <= code < 0xDC00:  # a high surrogate: its low one follows, as a pair
+            low = _hex4(raw, i + 2) if raw[i : i + 2] == b"\\u" else None
+            if low is not None and 0xDC00 <= low < 0xE000:
+                code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                i += 6
+            elif cut and _split_escape(raw[i:]):
+                break  # the pair's low half was cut away: the high one is left out too
+            else:
+                code = 0xFFFD
+        elif 0xDC00 <= code < 0xE000:
+            code = 0xFFFD
+        out += chr(code).encode()
+    if cut:
+        out = out[: _whole_characters(out)]
+    return _text(bytes(out)).translate(_CONTROLS) + ("…" if cut else "")
+
+
+def _split_escape(rest: bytes) -> bool:
+    """Whether ``rest``, the end of a cut name, is the start of an escape (``\\uXXXX``
+    the longest) that the cut split; the empty end too (a surrogate pair's low half)."""
+    if len(rest) <= 1:
+        return rest in (b"", b"\\")
+    return len(rest) < 6 and rest.startswith(b"\\u") and all(byte in _HEX for byte in rest[2:])
+
+
+def _hex4(raw: bytes, at: int) -> Optional[int]:
+    """The four hex digits at ``raw[at:]`` as a number, or None when there are not four."""
+    digits = raw[at : at + 4]
+    return int(digits, 16) if len(digits) == 4 and all(byte in _HEX for byte in digits) else None
+
+
+def _whole_characters(data: bytearray) -> int:
+    """Where ``data`` ends once a UTF-8 character that its end splits is left out."""
+    end = len(data)
+    back = 1
+    while back <= min(3, end) and 0x80 <= data[end - back] < 0xC0:  # continuation bytes
+        back += 1
+    if back > end:
+        return end
+    lead = data[end - back]
+    need = 2 if 0xC0 <= lead < 0xE0 else 3 if 0xE0 <= lead < 0xF0 else 4 if 0xF0 <= lead < 0xF8 else 1
+    return end - back if need > back else end
 
 
 def _human_bytes(size: int) -> str:
