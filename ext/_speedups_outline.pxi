@@ -18,7 +18,7 @@ cdef extern from "overspill_outline.h" nogil:
         int subject_cut
         uint64_t changed
         const uint8_t *token
-        Py_ssize_t token_length, parts
+        Py_ssize_t token_length, parts, keys
         Py_ssize_t ends[DEPTH_CAP + 1]
         Py_ssize_t lines, keyed, lead, commits
         Py_ssize_t run_count[DEPTH_CAP]
@@ -142,7 +142,7 @@ cdef int _outline_runs(osp_outline *s, list runs, list open_runs, Py_ssize_t max
             runs[d] = None
             continue
         s.run_count[d] += 1
-        key_length = s.ends[min(d + 1, s.parts) - 1] if s.parts else s.token_length
+        key_length = s.ends[min(d + 1, s.keys) - 1] if s.keys else s.token_length
         open_runs[d] = (s.token[:key_length], s.offset)
         s.run_lines[d] = 1
         s.run_deeper[d] = s.parts > d + 1

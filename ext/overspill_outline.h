@@ -33,8 +33,8 @@ typedef struct {
     ptrdiff_t subject_start, subject_end;  /* the pending commit's subject in buf, else equal */
     int subject_cut;      /* it was longer than OSP_SUBJECT_CAP: "…" goes after it */
     uint64_t changed;     /* depths whose key changed there, while they still count runs */
-    const uint8_t *token; /* its key: in buf or in section; token[:ends[min(d + 1, parts) - 1]] at depth d */
-    ptrdiff_t token_length, parts, ends[OSP_DEPTH_CAP + 1];
+    const uint8_t *token; /* its key: in buf or in section; token[:ends[min(d + 1, keys) - 1]] at depth d */
+    ptrdiff_t token_length, parts, keys, ends[OSP_DEPTH_CAP + 1];  /* keys: the parts that may be keys */
     /* Counts, and state carried from line to line. */
     ptrdiff_t lines, keyed, lead, commits;
     int pending, any_keyed;  /* a commit waits for its subject; a keyed line was seen */
@@ -43,7 +43,7 @@ typedef struct {
     ptrdiff_t run_count[OSP_DEPTH_CAP];  /* runs begun at each depth; -1 once past the caller's cap */
     ptrdiff_t run_lines[OSP_DEPTH_CAP];  /* lines of each depth's current run */
     int run_deeper[OSP_DEPTH_CAP];       /* a line of it had more parts than the key */
-    ptrdiff_t section_length, previous_length, previous_parts, previous_ends[OSP_DEPTH_CAP + 1];
+    ptrdiff_t section_length, previous_length, previous_parts, previous_keys, previous_ends[OSP_DEPTH_CAP + 1];
     uint8_t section[OSP_TOKEN_CAP], previous[OSP_TOKEN_CAP];  /* the current section; the last keyed token */
 } osp_outline;
 
@@ -199,9 +199,10 @@ static inline ptrdiff_t osp_common_prefix(const uint8_t *a, const uint8_t *b, pt
     return i;
 }
 
-/* The line's key into s->token, s->token_length, s->parts and s->ends: a
- * section header's path (which becomes the section), else its own token when
- * that holds a separator, else the section.  avail bytes from line on may be read. */
+/* The line's key into s->token, s->token_length, s->parts, s->keys and s->ends:
+ * a section header's path (which becomes the section), else its own token when
+ * that holds a separator and a part that may be a key (or none at all), else
+ * the section.  avail bytes from line on may be read. */
 static inline void osp_outline_key(osp_outline *s, const uint8_t *line, ptrdiff_t length, ptrdiff_t avail) {
     int separated;
     if (osp_section_header(line, length, s->blank)) {
@@ -209,13 +210,13 @@ static inline void osp_outline_key(osp_outline *s, const uint8_t *line, ptrdiff_
         memcpy(s->section, line, (size_t)s->section_length);
     } else {
         s->token_length = osp_scan_token(line, length, avail, OSP_TOKEN_CAP, s->lo, s->hi, s->ends, s->depth + 1,
-                                         &s->parts, &separated);
+                                         &s->parts, &s->keys, &separated);
         s->token = line;
-        if (separated) return;
+        if (separated && (s->keys || !s->parts)) return;
     }
     s->token = s->section;
     s->token_length = s->section_length;
-    s->parts = osp_part_ends(s->section, s->section_length, s->ends, s->depth + 1);
+    s->parts = s->keys = osp_part_ends(s->section, s->section_length, s->ends, s->depth + 1);
 }
 
 /* A keyed line at each depth: its run goes on when the key is the previous
@@ -223,19 +224,26 @@ static inline void osp_outline_key(osp_outline *s, const uint8_t *line, ptrdiff_
  * no longer counts runs) for the caller to end the run and begin one.  Then
  * the line becomes the previous keyed line. */
 static inline uint64_t osp_outline_runs(osp_outline *s) {
-    const ptrdiff_t parts = s->parts, length = s->token_length;
+    const ptrdiff_t parts = s->parts, keys = s->keys, length = s->token_length;
     ptrdiff_t common = 0, d, key, before;
     uint64_t changed = 0;
     if (s->any_keyed) common = osp_common_prefix(s->token, s->previous, length < s->previous_length ? length
                                                                                                   : s->previous_length);
     for (d = 0; d < s->depth; d++) {
-        key = parts ? s->ends[(d + 1 < parts ? d + 1 : parts) - 1] : length;
+        key = keys ? s->ends[(d + 1 < keys ? d + 1 : keys) - 1] : length;
         if (s->any_keyed) {
-            before = s->previous_parts ? s->previous_ends[(d + 1 < s->previous_parts ? d + 1 : s->previous_parts) - 1]
-                                       : s->previous_length;
+            before = s->previous_keys ? s->previous_ends[(d + 1 < s->previous_keys ? d + 1 : s->previous_keys) - 1]
+                                      : s->previous_length;
             if (before == key && key <= common) {
                 s->run_lines[d]++;
                 s->run_deeper[d] |= parts > d + 1;
+                if (d + 1 == keys && keys < parts && keys < s->depth) {
+                    /* Its last part is no key (osp_scan_token) and its folder's run goes on: below,
+                     * it joins the runs as an unkeyed line does ("./Program Files" in find, before
+                     * its folder's lines), and is not the previous keyed line. */
+                    for (d++; d < s->depth; d++) s->run_lines[d]++;
+                    return changed;
+                }
                 continue;
             }
         }
@@ -245,6 +253,7 @@ static inline uint64_t osp_outline_runs(osp_outline *s) {
     memcpy(s->previous, s->token, (size_t)length);
     s->previous_length = length;
     s->previous_parts = parts;
+    s->previous_keys = keys;
     memcpy(s->previous_ends, s->ends, (size_t)parts * sizeof(ptrdiff_t));
     return changed;
 }

@@ -10,7 +10,8 @@ cdef extern from "overspill_simd.h" nogil:
 cdef extern from "overspill_token.h" nogil:
     uint32_t osp_set_mask32(const uint8_t *p, const uint8_t *lo, const uint8_t *hi)
     Py_ssize_t osp_scan_token(const uint8_t *p, Py_ssize_t n, Py_ssize_t avail, Py_ssize_t cap, const uint8_t *lo,
-                              const uint8_t *hi, Py_ssize_t *ends, Py_ssize_t room, Py_ssize_t *parts, int *separated)
+                              const uint8_t *hi, Py_ssize_t *ends, Py_ssize_t room, Py_ssize_t *parts,
+                              Py_ssize_t *keys, int *separated)
 
 cdef extern from "overspill_count.h" nogil:
     Py_ssize_t osp_count_upto(const void *data, Py_ssize_t n, int width, uint32_t unit, Py_ssize_t limit)

@@ -35,20 +35,47 @@ static inline uint32_t osp_set_mask32(const uint8_t *p, const uint8_t *lo, const
     return mask;
 }
 
+/* Whether the text of a line from p[k] up to p[n] reaches a '/' before any
+ * other byte of the set (lo/hi: the stop bytes, ':' and '/'; a space is a
+ * stop byte): after a space in a path, the next word still belongs to it
+ * ("./Program Files/x"). */
+static inline int osp_path_goes_on(const uint8_t *p, ptrdiff_t k, ptrdiff_t n, const uint8_t *lo, const uint8_t *hi) {
+    for (; k < n; k++)
+        if (lo[p[k] & 15] & hi[p[k] >> 4]) return p[k] == '/';
+    return 0;
+}
+
+/* Whether a path's last part p[0:m), which a space ended, is a whole name
+ * all the same: it holds a '.' past its first byte and before its last (a
+ * file's extension: "tests/test_a.py ....F") or is all digits (a date's day:
+ * "2009/11/10 23:00:00"); else the space may lie inside it ("./Program Files"). */
+static inline int osp_whole_name(const uint8_t *p, ptrdiff_t m) {
+    ptrdiff_t k;
+    int digits = 1;
+    for (k = 0; k < m; k++) {
+        if (p[k] == '.' && k > 0 && k < m - 1) return 1;
+        digits &= p[k] >= '0' && p[k] <= '9';
+    }
+    return digits;
+}
+
 /* The leading token of a line p[0:n) as overspill._native._leading_token
  * cuts it (up to a byte of `stops`' set: lo/hi hold the stop bytes, ':' and
- * '/'; "::" does not stop it; at most cap bytes), in one pass that also
+ * '/'; "::" does not stop it, nor a space after a '/' when the next word
+ * reaches a '/' (osp_path_goes_on); at most cap bytes), in one pass that also
  * finds its parts (split at "/" and "::", empty ones skipped): the ends of
  * the first `room` parts go to ends, their count to *parts, and *separated
- * says whether it holds a separator.  p[0:avail) may be read (avail >= n),
- * so the set's bytes are found 32 at a time (SIMD) while the buffer lasts.
- * Returns the token's length. */
+ * says whether it holds a separator.  *keys is the parts that may be keys:
+ * all but a last one after a '/' that a space ended and that is no whole name
+ * (osp_whole_name): no outline names a folder "./Program" for "./Program
+ * Files".  p[0:avail) may be read (avail >= n), so the set's bytes are found
+ * 32 at a time (SIMD) while the buffer lasts.  Returns the token's length. */
 static ptrdiff_t osp_scan_token(const uint8_t *p, ptrdiff_t n, ptrdiff_t avail, ptrdiff_t cap, const uint8_t *lo,
                                 const uint8_t *hi, ptrdiff_t *ends, ptrdiff_t room, ptrdiff_t *parts,
-                                int *separated) {
-    ptrdiff_t limit = n < cap ? n : cap, i = 0, start = 0, count = 0, base = 0, j, width, length;
+                                ptrdiff_t *keys, int *separated) {
+    ptrdiff_t limit = n < cap ? n : cap, i = 0, start = 0, count = 0, base = 0, j, width = 0, length;
     uint32_t mask = 0;  /* the set's bytes in p[base:base + 32) not yet handled, when have */
-    int have = 0, full = 0, found = 0;
+    int have = 0, full = 0, found = 0, slash = 0;
     while (i < limit) {
         j = limit;
         while (i < limit) {
@@ -80,11 +107,19 @@ static ptrdiff_t osp_scan_token(const uint8_t *p, ptrdiff_t n, ptrdiff_t avail, 
                 break;
             }
             width = 2;
+        } else if (p[j] == ' ' && slash && osp_path_goes_on(p, j + 1, n, lo, hi)) {
+            i = j + 1;  /* a space inside a folder's name: the token goes on */
+            if (have) {
+                if (i - base >= 32) have = 0;
+                else mask &= ~(uint32_t)0 << (i - base);
+            }
+            continue;
         } else {  /* a stop byte, or a lone ':' */
             i = j;
             break;
         }
         found = 1;
+        slash |= width == 1;
         if (j > start && !full) {
             if (count == room) full = 1;
             else ends[count++] = j;
@@ -97,7 +132,11 @@ static ptrdiff_t osp_scan_token(const uint8_t *p, ptrdiff_t n, ptrdiff_t avail, 
     }
     length = i < cap ? i : cap;
     if (length > start && count < room && !full) ends[count++] = length;
-    *parts = count;
+    *parts = *keys = count;
+    /* (width: the last separator's, 2 for "::": a test id's part has no space) */
+    if (length < limit && p[length] == ' ' && count && ends[count - 1] == length && length > start && width == 1
+        && !osp_whole_name(p + start, length - start))
+        *keys = count - 1;
     *separated = found;
     return length;
 }

@@ -35,9 +35,23 @@ def naive_shown(text: bytes) -> bytes:
 
 
 # ---------------------------------------------------------------- naive references
-def naive_token(text: bytes) -> bytes:
+def naive_goes_on(rest: bytes) -> bool:
+    """Whether ``rest`` reaches a "/" before a stop byte (a space is one) or a ":"."""
+    for byte in rest:
+        if byte == ord("/"):
+            return True
+        if byte in STOPS or byte == ord(":"):
+            return False
+    return False
+
+
+def naive_token(text: bytes) -> tuple[bytes, bool]:
+    """The leading token (a space after a "/" goes in when the next word reaches a "/"), and
+    whether its last part, after a "/" and ended by a space, is no key: no "." inside it,
+    not all digits (red team T9 f03: "./Program Files" is no folder "./Program")."""
     out = bytearray()
     i = 0
+    limit = min(len(text), 255)
     while i < len(text) and i < 255:
         if text[i] == ord(":"):
             if text[i + 1 : i + 2] == b":":
@@ -45,11 +59,28 @@ def naive_token(text: bytes) -> bytes:
                 i += 2
                 continue
             break
+        if text[i] == ord(" ") and b"/" in out and naive_goes_on(text[i + 1 :]):
+            out.append(text[i])
+            i += 1
+            continue
         if text[i] in STOPS:
             break
         out.append(text[i])
         i += 1
-    return bytes(out[:255])
+    token = bytes(out[:255])
+    pieces = re.split(rb"(/|::)", token)
+    last = pieces[-1]
+    dropped = (i < limit and text[i] == ord(" ") and len(pieces) > 1 and pieces[-2] == b"/" and last != b""
+               and b"." not in last[1:-1] and not last.isdigit())
+    return token, dropped
+
+
+def naive_line_key(text: bytes, section: bytes) -> tuple[bytes, int]:
+    """The token a line (not a header) is keyed by and how many of its parts may be keys."""
+    token, dropped = naive_token(text)
+    if (b"/" not in token and b"::" not in token) or (dropped and len(naive_parts(token)) == 1):
+        return section, len(naive_parts(section))
+    return token, len(naive_parts(token)) - dropped
 
 
 def naive_parts(token: bytes) -> list[int]:
@@ -157,10 +188,9 @@ def naive_outline(data: bytes, section: bytes, max_depth: int, max_runs: int, ma
         if header:
             section = name[:255]
             token = section
+            keys = len(naive_parts(token))
         else:
-            token = naive_token(text)
-            if b"/" not in token and b"::" not in token:
-                token = section
+            token, keys = naive_line_key(text, section)
         if not token:
             if previous[0] is None:
                 lead += 1
@@ -172,11 +202,16 @@ def naive_outline(data: bytes, section: bytes, max_depth: int, max_runs: int, ma
         keyed += 1
         ends = naive_parts(token)
         for depth in range(max_depth):
-            key = token[: ends[min(depth, len(ends) - 1)]] if ends else token
+            key = token[: ends[min(depth, keys - 1)]] if keys else token
             if key == previous[depth]:
                 if runs[depth] is not None:
                     runs[depth][-1][2] += 1
                     runs[depth][-1][3] |= len(ends) > depth + 1
+                if keys < len(ends) and depth + 1 == keys < max_depth:  # a cut last part: joins the runs below
+                    for kept in runs[depth + 1 :]:
+                        if kept is not None:
+                            kept[-1][2] += 1
+                    break
                 continue
             previous[depth] = key
             if runs[depth] is None:
@@ -198,7 +233,7 @@ line_pieces = st.sampled_from([
     "total 8", "", "é", "\x1b[1m", ":", "::", "/", " ", "\t", "x/y/z", "/t/My Dir:", " /a b:",
     "\x1b[33m", "\x1b[m", "\x1b[01;31m\x1b[K", "\x1b[3",
     "* ", "| ", "|\\ ", "abc1234 ", "abc1234  x", "abc1234 *x", "\x1b[33mabc1234\x1b[m subject", "|     ", "*",
-    "修复" * 7, "y" * 39,
+    "修复" * 7, "y" * 39, "./Program Files", " Data/", "test_a.py ....F", " 2", "9 ", "a.b c/",
 ])
 outputs = st.lists(st.lists(line_pieces, max_size=5).map("".join), max_size=30).map(
     lambda lines: "\n".join(lines).encode())
@@ -557,6 +592,7 @@ def test_unused_outline_share_goes_back_to_head_and_tail(tmp_path, limits):
 long_pieces = st.sampled_from([
     "/usr/share/doc/", "x" * 40, "a/" * 20, "::" * 3, ":", "/", " ", "=", "{", "\t", "q" * 250, "b" * 253 + "::c",
     "commit ", "\n", "/srv/x:", "é", "\x1b[35m\x1b[K", "\x1b[m", "y" * 30 + "\x1b",
+    " Files/" + "w" * 36, "Program Files", " 12", "x.py ..", "/m" * 20 + " ",
 ])
 long_outputs = st.lists(long_pieces, max_size=40).map(lambda pieces: "".join(pieces).encode())
 
@@ -565,6 +601,7 @@ long_outputs = st.lists(long_pieces, max_size=40).map(lambda pieces: "".join(pie
 @given(long_outputs, st.integers(1, 8), st.integers(0, 40))
 @example(b"/" + b"b" * 253 + b"::c/d\n/" + b"b" * 253 + b"::e\n", 4, 0)
 @example(b"x" * 64 + b"/" + b"y" * 40 + b" tail\n" * 3, 3, 0)
+@example(b"./" + b"p" * 30 + b" Files/" + b"w" * 30 + b" Data/" + b"v" * 200 + b" A/b\n./" + b"p" * 30 + b" Files\n", 4, 0)
 def test_long_tokens_on_every_instruction_set(data, depth, slack):
     expected = naive_outline(data, b"", depth, 16, 2)
     assert _native.outline_lines(data, 0, len(data), b"", depth, 16, 2) == expected
@@ -672,14 +709,13 @@ def naive_keys(text: bytes, section: bytes, depth: int, after_blank: bool = Fals
     name = text[:-1]
     if naive_is_header(text, after_blank):
         section = token = name[:255]
+        keys = len(naive_parts(token))
     else:
-        token = naive_token(text)
-        if b"/" not in token and b"::" not in token:
-            token = section
+        token, keys = naive_line_key(text, section)
     if not token:
         return section, None
     ends = naive_parts(token)
-    return section, [(token[: ends[min(d, len(ends) - 1)]] if ends else token, len(ends) > d + 1)
+    return section, [(token[: ends[min(d, keys - 1)]] if keys else token, len(ends) > d + 1)
                      for d in range(depth)]
 
 
@@ -1388,3 +1424,56 @@ def test_json_name_is_the_decoded_name_or_its_start_and_an_ellipsis(name, ensure
             assert shown.endswith("…") and (name * 3).startswith(shown[:-1])
             # Nothing lost but what the cut split: at most one escape's or character's bytes.
             assert len(json.dumps(shown[:-1], ensure_ascii=ensure_ascii).encode()) - 2 > _native.JSON_KEY_MAX - 13
+
+
+def test_paths_with_spaces_name_real_folders_red_team_t9_f03(tmp_path):
+    """Regression (red team T9 f03): a path's token ended at its first space, so ``find`` over
+    "Program Files", "Program Data" and "Application Support" was outlined as ``./Program 661
+    lines`` and ``./Application 663 lines``: folders that do not exist, each merging two.  A
+    space now goes on in the token when the next word reaches a "/", and a last part a space
+    ended is no key (unless it is a whole name: ``test_a.py``): every name is a real path, once."""
+    lines = ["."]
+    for top in ["Program Files", "Program Data", "Application Support", "Application Cache",
+                "Visual Studio Code.app", "Program Files (x86)"]:
+        lines.append(f"./{top}")
+        for sub in range(6):
+            lines.append(f"./{top}/module {sub}")
+            lines += [f"./{top}/module {sub}/file {f:03d}.dat" for f in range(60)]
+    data = ("\n".join(lines) + "\n").encode()
+    paths = set(lines) | {line.rsplit("/", k)[0] for line in lines for k in range(1, line.count("/") + 1)}
+    store = ToolOutputStore(tmp_path, durable=False)
+    for limits in ((400, 8192), (2000, 51200)):
+        result = store.truncate("s", "c", data, max_lines=limits[0], max_bytes=limits[1])
+        shown = outline_of(result.content)
+        names = [re.match(r"(.+?) \d+ lines? @ (\d+)", line) for line in shown if " @ " in line]
+        assert names and all(names), shown
+        assert all(name[1].rstrip("/") in paths for name in names), shown
+        assert len({name[1] for name in names}) == len(names), shown
+        assert any(" " in name[1] for name in names), shown
+        for name in names:  # each at a line that holds its path
+            assert data[int(name[2]) :].startswith(name[1].rstrip("/").encode()) and data[int(name[2]) - 1] == 10
+
+
+@pytest.mark.parametrize("line, key", [
+    (b"./Program Files/module 1/file 001.dat", b"./Program Files/module 1"),
+    (b"/Library/Application Support/Code/User", b"/Library/Application Support/Code/User"),
+    (b"./Program Files", b"."),  # "Program" may be cut: the folder is the last whole part
+    (b"./Visual Studio Code.app/Contents", b"."),  # two spaces before a "/": not followed
+    (b"tests/test_a.py ....F                    [ 10%]", b"tests/test_a.py"),
+    (b"tests/test_a.py ....F", b"tests/test_a.py"),
+    (b"tests/test_a.py::test_x PASSED           [ 20%]", b"tests/test_a.py::test_x"),
+    (b"src/overspill/store.py: error: bad thing", b"src/overspill/store.py"),
+    (b"src/a.py:12: see docs/b.md", b"src/a.py"),
+    (b"2009/11/10 23:00:00 listening on :8080", b"2009/11/10"),
+    (b"github.com/x/y v1.2.3", b"github.com/x"),
+    (b"2024/01/01 GET /api/v1 200", b"2024/01/01"),
+    (b"./My Photos", b"."),
+    (b"./My Photos/", b"./My Photos"),
+])
+def test_a_space_in_a_path_token_keeps_whole_names_only_red_team_t9_f03(line, key):
+    # The deepest key of a line alone, both kernels (and the naive reference the hypothesis tests use).
+    expected = naive_outline(line, b"", 4, 8, 0)
+    for kernels in BOTH:
+        result = kernels.outline_lines(line, 0, len(line), b"", 4, 8, 0)
+        assert result == expected
+        assert result[0][3][0][0] == key, result[0]

@@ -26,6 +26,8 @@ SUBJECT_MAX = 120
 OUTLINE_DEPTH_MAX = 32
 # Bytes that end a line's leading token ("::" does not: it separates parts).
 _TOKEN = LazyPattern(rb"(?:[^ \t\[(,;\"'=<>|{}:\x1b]|::)*")
+# The first stop byte, ":" or "/" (what ``_path_goes_on`` looks for).
+_NOT_PATH = LazyPattern(rb"[ \t\[(,;\"'=<>|{}:\x1b/]")
 # A complete CSI escape sequence (colour, erase in line: ESC [ parameters
 # intermediates final), as grep --color and git's colour write them.
 _CSI = LazyPattern(rb"(?:\x1b\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e])*")
@@ -36,12 +38,43 @@ _ELLIPSIS = "…".encode()
 _GRAPH = frozenset(b"*|/\\_ ")
 
 
-def _leading_token(text: bytes) -> bytes:
-    """The line's leading token: up to a stop byte, "::" kept, at most TOKEN_MAX bytes."""
+def _leading_token(text: bytes) -> tuple[bytes, bool]:
+    """The line's leading token: up to a stop byte, "::" kept, and a space kept
+    after a "/" when the next word reaches a "/" (``_path_goes_on``), at most
+    TOKEN_MAX bytes; and whether its last part may not be a key: one after a
+    "/" that a space ended, unless it is a whole name all the same
+    (``_whole_name``).  Red team T9 f03: a listing of "./Program Files/..."
+    and "./Program Data/..." was outlined as one non-existent "./Program"."""
     window = text[: TOKEN_MAX + 1]
-    end = _TOKEN.match(window).end()  # type: ignore[union-attr]  # it matches the empty string
+    limit = min(len(text), TOKEN_MAX)  # a stop byte ends the token only before this
+    end = 0
+    while True:
+        end = _TOKEN.match(window, end).end()  # type: ignore[union-attr]  # it matches the empty string
+        if end < limit and text[end] == 32 and b"/" in window[:end] and _path_goes_on(text, end + 1):
+            end += 1
+            continue
+        break
     # A "::" that straddles the cap ends the scan past it, as a byte loop does.
-    return window[: min(end, TOKEN_MAX)]
+    token = window[: min(end, TOKEN_MAX)]
+    if end >= limit or text[end] != 32:
+        return token, False
+    slash, pair = token.rfind(b"/"), token.rfind(b"::")
+    last = token[slash + 1 :]
+    return token, slash >= 0 and pair < slash and last != b"" and not _whole_name(last)
+
+
+def _path_goes_on(text: bytes, start: int) -> bool:
+    """Whether ``text[start:]`` reaches a "/" before a stop byte (a space
+    among them) or a ":": after a space in a path, the next word belongs to it."""
+    stop = _NOT_PATH.search(text, start)
+    return stop is not None and text[stop.start()] == 47
+
+
+def _whole_name(part: bytes) -> bool:
+    """Whether a path's last part that a space ended is a whole name all the
+    same: a "." past its first byte and before its last (an extension:
+    ``tests/test_a.py ....F``), or all digits (a day: ``2009/11/10 23:00:00``)."""
+    return b"." in part[1:-1] or part.isdigit()
 
 
 def _skip_escapes(text: bytes) -> int:
@@ -187,7 +220,8 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
     complete CSI escape sequences a line starts with (``ESC[33m``: colour)
     are skipped: what follows them is classified, as a reader sees the line.
     A line's *token* is its leading text up to the first space, tab,
-    ``[({<>|=,;'"``, ESC or lone ``:`` (``::`` joins parts), at most
+    ``[({<>|=,;'"``, ESC or lone ``:`` (``::`` joins parts; a space after a
+    ``/`` does not end it when the next word reaches a ``/``), at most
     ``TOKEN_MAX`` bytes.  A line
     is *keyed* by
 
@@ -202,7 +236,11 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
 
     The key of a keyed line at depth ``d`` is its token up to the end of its
     ``d``-th part (parts split at ``/`` and ``::``; the whole token when it
-    has fewer).  At each depth ``1..max_depth``, consecutive keyed lines with
+    has fewer).  A last part after a ``/`` that a space ended may be a name
+    the space cut (``./Program Files``): unless it is a whole name all the
+    same (see ``_whole_name``) it is no key: the line's key stops at the part
+    before (it is keyed by the section when there is none), and where that
+    key's run goes on the line joins the runs below as an unkeyed line does.  At each depth ``1..max_depth``, consecutive keyed lines with
     the same key form a *run*; an unkeyed line joins the current run (or,
     before any, counts in ``lead``).  At most ``max_runs`` runs are kept per
     depth: a depth with more is ``None``.  A *commit* is a line
@@ -287,14 +325,14 @@ def _outline_region(region: bytes, start: int, section: bytes, runs: _Runs, comm
         after_blank = not text  # (a line of escapes only is shown empty)
         if header:
             section = text[:-1][:TOKEN_MAX]
-            token = section
+            token, dropped = section, False
         else:
-            token = _leading_token(text)
-            if b"/" not in token and b"::" not in token:
-                token = section
+            token, dropped = _leading_token(text)
+            if b"/" not in token and b"::" not in token or dropped and len(_part_ends(token)) == 1:
+                token, dropped = section, False
         if token:
             keyed += 1
-            runs.keyed(token, offset)
+            runs.keyed(token, offset, dropped)
         else:
             runs.unkeyed()
     return lines, keyed, section
@@ -320,20 +358,30 @@ class _Runs:
             if kept is not None:
                 kept[-1][2] += 1
 
-    def keyed(self, token: bytes, offset: int) -> None:
+    def keyed(self, token: bytes, offset: int, dropped: bool = False) -> None:
         """A line keyed by ``token``, starting at ``offset``: at each depth it extends
-        the current run when the key is the same, else starts a run."""
+        the current run when the key is the same, else starts a run.  ``dropped``:
+        the token's last part is no key (see ``_leading_token``)."""
         ends = _part_ends(token)
+        keys = len(ends) - 1 if dropped else len(ends)
         current = self._current
         runs = self._kept
         for depth in range(len(runs)):
-            key = token[: ends[min(depth + 1, len(ends)) - 1]] if ends else token
+            key = token[: ends[min(depth + 1, keys) - 1]] if keys else token
             deeper = len(ends) > depth + 1
             kept = runs[depth]
             if key == current[depth]:
                 if kept is not None:
                     kept[-1][2] += 1
                     kept[-1][3] = kept[-1][3] or deeper
+                if dropped and depth + 1 == keys < len(runs):
+                    # Its last part is no key and its folder's run goes on: below, it joins
+                    # the runs as an unkeyed line does ("./Program Files" in find, before
+                    # its folder's lines), and the current keys stay.
+                    for below in runs[depth + 1 :]:
+                        if below is not None:
+                            below[-1][2] += 1
+                    return
                 continue
             current[depth] = key
             if kept is None:
