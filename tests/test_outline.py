@@ -719,6 +719,17 @@ def naive_keys(text: bytes, section: bytes, depth: int, after_blank: bool = Fals
                      for d in range(depth)]
 
 
+def naive_cut_depth(text: bytes, section: bytes, after_blank: bool = False) -> Optional[int]:
+    """How many of a line's parts are keys when its last part is a name a space cut (red team T9
+    f03: ``./Program Files``), else None: below them, where the run of its last key goes on,
+    the line joins the runs as an unkeyed line does."""
+    text = naive_shown(text)
+    if naive_is_header(text, after_blank):
+        return None
+    token, keys = naive_line_key(text, section)
+    return keys if token and keys < len(naive_parts(token)) else None
+
+
 def naive_omitted_runs(data: bytes, start: int, depth: int) -> tuple[list, int, int]:
     """The runs of ``data[start:]`` at each depth as the whole output's lines have them:
     a line counts when its newline (or end) is at or after ``start``; a run the head's
@@ -736,8 +747,15 @@ def naive_omitted_runs(data: bytes, start: int, depth: int) -> tuple[list, int, 
     for raw in lines:
         here, offset = offset, offset + len(raw) + 1
         text = raw[:-1] if raw.endswith(b"\r") else raw
+        cut = naive_cut_depth(text, section, after_blank)
         section, keys = naive_keys(text, section, depth, after_blank)
         after_blank = not naive_shown(text)
+        # A line whose cut last part's folder run goes on joins the runs below as an unkeyed
+        # line does, and the keys below stay the last keyed line's.
+        joins = (keys is not None and cut is not None and 0 < cut < depth and current is not None
+                 and current[cut - 1][0] == keys[cut - 1][0])
+        if joins:
+            keys = keys[:cut] + current[cut:]
         if here + len(raw) < start:  # its newline is in the head
             current = keys or current
             continue
@@ -745,7 +763,7 @@ def naive_omitted_runs(data: bytes, start: int, depth: int) -> tuple[list, int, 
         keyed_lines += keys is not None
         for d in range(depth):
             kept = runs[d]
-            if keys is None:
+            if keys is None or (joins and d >= cut):
                 if kept:
                     kept[-1][2] += 1
                 elif current is not None:
