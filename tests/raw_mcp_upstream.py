@@ -5,7 +5,9 @@ declares the tasks capability), "extras" (fields no MCP type has, e.g. a vendor'
 results, content blocks and resources; its tool "extras" answers ``size`` x's and an image, "widget"
 a block of an unknown type), "old" (it answers initialize with 2024-11-05 whatever it is offered),
 "future" (with 2099-01-01) or "roots" (it asks its client roots/list before answering tools/list, and
-lists a tool per root, list_NAME, and one named read) or "tsorder" (as "plain", its answers written
+lists a tool per root, list_NAME, and one named read) or "earlyroots" (it asks roots/list as soon as
+its handshake ends, on notifications/initialized, as filesystem servers do; its tool "roots" answers them)
+or "tsorder" (as "plain", its answers written
 as the TypeScript SDK writes them: ``{"result": ..., "jsonrpc": "2.0", "id": N}``).  Its tool "init"
 answers the initialize params it was given; "seen" the methods it received, and those that came while it waited for roots/list's answer;
 "pid" its pid and process group; "crash" starts a ``sleep 300`` that inherits its stdout (a worker that
@@ -31,6 +33,7 @@ PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgG
 
 
 INIT: dict = {}
+EARLY_ROOTS: list = []
 SEEN: list = []
 WHILE_WAITING: list = []
 PENDING: list = []  # read while waiting for roots/list's answer: handled after it
@@ -73,6 +76,8 @@ def answer(request_id: object, result: str) -> None:
 for message in messages():
     method, request_id = message.get("method"), message.get("id")
     SEEN.append(method)
+    if method == "notifications/initialized" and MODE == "earlyroots":
+        EARLY_ROOTS = [root["uri"] for root in ask_roots()]
     if request_id is None:
         continue  # a notification
     if method == "initialize":
@@ -110,6 +115,8 @@ for message in messages():
         elif name in ("init", "seen"):
             said = INIT if name == "init" else {"methods": SEEN, "while_waiting": WHILE_WAITING}
             answer(request_id, json.dumps({"content": [{"type": "text", "text": json.dumps(said)}]}))
+        elif name == "roots":  # what it was given when it asked at the end of its handshake
+            answer(request_id, json.dumps({"content": [{"type": "text", "text": json.dumps(EARLY_ROOTS)}]}))
         elif name == "pid":
             answer(request_id, json.dumps({"content": [{"type": "text", "text": f"{os.getpid()} {os.getpgid(0)}"}]}))
         elif name == "crash":

@@ -1015,9 +1015,10 @@ def test_an_upstream_asking_the_client_while_listing_its_tools_does_not_hold_up_
                 # Its tools were not known when initialize was answered: overspill's avoid read and grep.
                 assert "overspill_read (resource, offset)" in client.instructions
                 names = [tool.name for tool in (await client.list_tools()).tools]
-                # In the 2026 era the client has no roots to give outside a call: no tool of a root.
-                assert names == ([] if mode == "auto" else ["list_root-a"]) + [
-                    "read", "overspill_read", "overspill_grep"]
+                # The upstream speaks only the handshake era: a client in "auto" falls back to it, as it does
+                # directly, and has the roots to give while the tools are listed.
+                assert client.protocol_version == LATEST_HANDSHAKE_VERSION
+                assert names == ["list_root-a", "read", "overspill_read", "overspill_grep"]
                 assert text_of(await client.call_tool("read", {})) == "ok"  # the upstream's own read
                 seen = json.loads(text_of(await client.call_tool("seen", {})))
                 # Nothing reached it while it waited for the client (the client's first tools/list shared
@@ -1415,3 +1416,39 @@ def test_the_upstreams_group_is_gone_when_the_sdk_client_closes_the_wrapper(tmp_
     finally:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(leader, signal.SIGKILL)
+
+
+# ------------------------------------------------------------------ red team V9 f01
+def test_a_handshake_era_upstream_asking_outside_a_call_reaches_an_auto_client_as_directly(tmp_path, subprocess_env):
+    """Regression (red team V9 f01): the SDK client's default ``auto`` mode probes ``server/discover``
+    and, with a server of the handshake era only, falls back to ``initialize``.  The wrapper answered the
+    probe itself, naming 2026-07-28, so the client was told that era although the upstream answered
+    2025-11-25, and the upstream's requests outside a tool call were refused ("the client speaks a protocol
+    without server-to-client requests outside a tool call"): roots asked at the end of its handshake never
+    came, and a tools/list during which it asked failed.  Now the probe is the upstream's to answer."""
+    async def roots(context):
+        return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/root-a")])
+
+    async def session(command: list[str]) -> tuple[str, list[str], str, int]:
+        async with Client(StdioServerParameters(command=command[0], args=command[1:], env=subprocess_env),
+                          list_roots_callback=roots) as client:  # the default mode: auto
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            asked = text_of(await client.call_tool("roots", {}))  # those it asked at its handshake's end
+            seen = json.loads(text_of(await client.call_tool("seen", {})))["methods"]
+            # The upstream is asked server/discover once through the wrapper, as the client asks it directly.
+            return (client.protocol_version, [name for name in names if name.startswith("list_")], asked,
+                    seen.count("server/discover"))
+
+    async def main():
+        for mode in ("earlyroots", "roots"):
+            upstream = [sys.executable, RAW_UPSTREAM, mode]
+            wrapper = [overspill_script(), "mcp", "--data-dir", str(tmp_path / mode), "--wrap", "--", *upstream]
+            alone, through = await session(upstream), await session(wrapper)
+            assert alone[0] == through[0] == LATEST_HANDSHAKE_VERSION, mode
+            if mode == "earlyroots":
+                assert json.loads(through[2]) == ["file:///tmp/root-a"]
+            else:
+                assert through[1] == ["list_root-a"]
+            assert through == alone and alone[3] == 1, mode
+
+    anyio.run(main)

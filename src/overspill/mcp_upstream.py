@@ -9,7 +9,9 @@ comes): what it wrote before leaving is read first.  It is started when the
 wrapper starts, and initialized when the real client sends ``initialize``: it is
 offered the protocol version the real client asked for and the capabilities it
 declared (those the wrapper relays: sampling, elicitation, roots, experimental
-and extensions), as declared, and the client is told the version it answered.
+and extensions), as declared, and the client is told the version it answered
+(a 2026-era client's ``server/discover`` is asked of it right after its
+handshake, before its tools: ``mcp_wrap.speaks_modern``).
 Its group is terminated when the real client goes away: stdin closed, then
 SIGTERM to the group, then SIGKILL (sooner when the server hurries: 1.5 s after
 the client closed stdin, or on a signal then; ``mcp_server.run_stdio``).
@@ -464,14 +466,17 @@ class OwnedLink(Link):
         self._capabilities: Optional[types.ClientCapabilities] = None
         self._client_info: Optional[types.Implementation] = None
         self._version: Optional[str] = None
+        self._discover: Optional[str] = None
         self._requested = anyio.Event()
         self._settled = anyio.Event()
 
     async def _connect(self, capabilities: Optional[types.ClientCapabilities],
-                       client_info: Optional[types.Implementation], version: Optional[str]) -> None:
+                       client_info: Optional[types.Implementation], version: Optional[str],
+                       discover: Optional[str] = None) -> None:
         self._capabilities = capabilities
         self._client_info = client_info
         self._version = version
+        self._discover = discover
         self._requested.set()
         await self._settled.wait()
 
@@ -520,27 +525,33 @@ class OwnedLink(Link):
         return f"{text} ({status})" if status and status not in text else text
 
     async def _start(self, session: RelayingSession, tasks: Any) -> None:
-        """Initialize the upstream and learn its tools; stop waiting for them (they are learnt on ``tasks``)
-        when the upstream asks the real client something first: the client answers once initialize is
-        answered, so waiting would hold up both until the timeout.
+        """Initialize the upstream, ask it the real client's ``server/discover`` (when a 2026-era client
+        asked one) and learn its tools; stop waiting for these (they go on on ``tasks``) when the upstream
+        asks the real client something first: the client answers once its own first request is answered,
+        so waiting would hold up both until the timeout (and ``discovered`` stays None).
 
         :raises Exception: what initialize or tools/list raised before that.
         """
-        await session.initialize()
-        self.agreed = session.protocol_version
         settle = anyio.Event()
         failed: list[Exception] = []
 
         async def learn() -> None:
             try:
+                if self._discover is not None:
+                    # Before its tools: a server that asks the client something while listing them would
+                    # hold the probe's answer up until the client is there, and the client waits on it.
+                    await self.probe(self._discover)
                 await self.learn_tools()
             except Exception as error:  # once served, the client's own tools/list meets the same
                 failed.append(error)
             finally:
                 settle.set()
 
+        # From the start: a server may ask as soon as its handshake ends (roots, as filesystem servers do).
         self._relay.asked_early = settle.set
         try:
+            await session.initialize()
+            self.agreed = session.protocol_version
             tasks.start_soon(learn)
             await settle.wait()
         finally:

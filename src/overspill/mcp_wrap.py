@@ -26,7 +26,10 @@ resources, prompts and completions to a real client, with overspill in between:
   (a call by that name reaches overspill's tool);
 - ``initialize`` answers with the upstream's server info, instructions and
   capabilities (and, where the link opens the upstream as the real client, the
-  protocol version the upstream answered to the client's); the upstream's
+  protocol version the upstream answered to the client's); a 2026-era client's
+  ``server/discover`` is asked of the upstream first, and one that shows no sign
+  of that era answers it (``speaks_modern``): the client falls back to
+  ``initialize``, as it does with that server directly; the upstream's
   tools are listed unchanged, ``outputSchema`` included: a bounded result of a
   tool that declares one carries
   ``structuredContent`` conforming to it where one can be had;
@@ -52,14 +55,15 @@ from mcp import types
 from mcp.client.session import ClientSession
 from mcp.server import Server
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp.shared.message import SessionMessage
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_MODERN_VERSION, MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 
 from . import tools
 from ._frontend import one_line
 from .mcp_bound import bound, fits, release
 from .mcp_relay import Relay, RelayingSession, Rounds, modern
-from .mcp_server import (_error, _tool_result, links_allowed, page_bytes, paging_instructions,
+from .mcp_server import (_Answering, _error, _tool_result, links_allowed, page_bytes, paging_instructions,
                          read_resource, resource_template, server_session)
 from .records import SCHEME
 from .store import ToolOutputStore
@@ -97,6 +101,11 @@ class Link:
         self.unlisted = False
         # The protocol version the upstream answered to the real client's offer; None when it was not offered one.
         self.agreed: Optional[str] = None
+        # The upstream's answer to the server/discover of a 2026-era client, asked once (``probe``): the
+        # result's JSON or the MCPError; None when no such client asked, or none came before the upstream
+        # asked the client something (``OwnedLink``).  ``speaks_modern`` reads it.
+        self.discovered: Any = None
+        self.probed = False
         # learn_tools' first tools/list while it waits: the event set when it ends, and its answer if it gave one.
         self._first: Optional[tuple[anyio.Event, list[dict[str, Any]]]] = None
         self.output_schemas: dict[str, dict[str, Any]] = {}  # the tools that declare one
@@ -111,13 +120,34 @@ class Link:
                 return described
         return fallback
 
-    async def prepare(self) -> None:
-        """Initialize the session if its owner did not, and learn the upstream's tool names (none when it
-        serves no tools: a server of resources or prompts only)."""
+    async def prepare(self, discover: Optional[str] = None) -> None:
+        """Initialize the session if its owner did not, ask it ``server/discover`` at the version
+        ``discover`` when given (``probe``: before its tools, which it may answer only once the real
+        client is there), and learn the upstream's tool names (none when it serves no tools: a server of
+        resources or prompts only)."""
         assert self.session is not None
         if self.session.initialize_result is None and self.session.discover_result is None:
             await self.session.initialize()
+        if discover is not None:
+            await self.probe(discover)
         await self.learn_tools()
+
+    async def probe(self, version: str) -> None:
+        """Ask the upstream ``server/discover`` at ``version``, as a 2026-era client asked the wrapper, and
+        keep its answer in ``discovered`` (an error included: it is the answer).  The session stays in the
+        handshake era: a server that speaks only that era refuses the request, one that serves both
+        refuses the 2026 envelope on this connection (``speaks_modern``)."""
+        assert self.session is not None
+        self.probed = True
+        if self.session.discover_result is not None:  # its owner opened it in the 2026 era
+            self.discovered = self.session.discover_result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            return
+        try:
+            self.discovered = await self.session.send_discover(version)
+        except MCPError as error:
+            self.discovered = error
+        except Exception as error:  # an answer that is not JSON-RPC's: no sign of the 2026 era either
+            self.discovered = MCPError(types.INTERNAL_ERROR, one_line(f"{type(error).__name__}: {error}"))
 
     async def learn_tools(self) -> None:
         """Learn the upstream's tool names (all its pages); ``prepared`` once they are known."""
@@ -160,10 +190,12 @@ class Link:
                 self.output_schemas.pop(tool.get("name"), None)
 
     async def get(self, capabilities: Optional[types.ClientCapabilities],
-                  client_info: Optional[types.Implementation] = None, version: Optional[str] = None) -> ClientSession:
+                  client_info: Optional[types.Implementation] = None, version: Optional[str] = None, *,
+                  discover: Optional[str] = None) -> ClientSession:
         """The prepared session (opened, where this link opens it, as the real client: with its
         ``capabilities``, ``client_info``, the name it gave, and ``version``, the protocol version it asked
-        for, None for the SDK's newest).
+        for, None for the SDK's newest).  ``discover``: the version a 2026-era client's ``server/discover``
+        named; the upstream is asked the same once (``discovered``).
 
         :raises MCPError: the upstream could not be reached or is gone (one line naming why).
         """
@@ -171,16 +203,20 @@ class Link:
             self._lock = anyio.Lock()
         async with self._lock:
             if self.failure is None and not self.prepared and not self.unlisted:
-                await self._connect(capabilities, client_info, version)
+                await self._connect(capabilities, client_info, version, discover)
+            if discover is not None and not self.probed and self.failure is None:
+                assert self.session is not None
+                await self.probe(discover)  # prepared before this client came (by the session's owner)
         if self.failure is not None:
             raise MCPError(types.INTERNAL_ERROR, f"{self.label} is gone: {self.failure}")
         assert self.session is not None
         return self.session
 
     async def _connect(self, capabilities: Optional[types.ClientCapabilities],
-                       client_info: Optional[types.Implementation], version: Optional[str]) -> None:
+                       client_info: Optional[types.Implementation], version: Optional[str],
+                       discover: Optional[str] = None) -> None:
         try:
-            await self.prepare()
+            await self.prepare(discover)
         except MCPError as error:
             self.failure = await self.ended(one_line(error.message))
 
@@ -225,7 +261,7 @@ class _Wrapper:
         self._calls = itertools.count(1)
         self.ours: dict[str, str] = {}  # the names our tools are served under -> read or grep
         self.definitions: list[dict[str, Any]] = []
-        self.server: Server[Any] = Server(
+        self.server: Server[Any] = _EraServer(self.opening,
             "overspill", lifespan=self.lifespan, on_list_tools=self.list_tools, on_call_tool=self.call_tool,
             on_list_resources=self.list_resources, on_list_resource_templates=self.list_templates,
             on_read_resource=self.read,
@@ -251,6 +287,48 @@ class _Wrapper:
             finally:
                 self.relay.tasks = None
                 tasks.cancel_scope.cancel()
+
+    async def opening(self, request: types.JSONRPCRequest) -> Optional[types.JSONRPCMessage]:
+        """What the client's first request opens (``_EraServer``): None to serve it, else the answer that
+        stands in for it.  A 2026-era client's ``server/discover`` (with the 2026 envelope, which would
+        open this connection in that era) is asked of the upstream first; when the upstream shows no sign
+        of the 2026 era (``speaks_modern``), the client gets the upstream's own answer, and falls back to
+        ``initialize`` as it does with that server directly: the handshake era, in which the upstream's
+        requests outside a tool call (roots right after its handshake, or while listing its tools) reach
+        it, as they cannot in the 2026 era."""
+        params = request.params if isinstance(request.params, dict) else {}
+        meta = params.get("_meta")
+        if request.method != "server/discover" or not isinstance(meta, dict) \
+                or types.PROTOCOL_VERSION_META_KEY not in meta:
+            return None
+        version = meta[types.PROTOCOL_VERSION_META_KEY]
+        try:
+            capabilities: Optional[types.ClientCapabilities] = types.ClientCapabilities.model_validate(
+                meta.get(types.CLIENT_CAPABILITIES_META_KEY) or {})
+        except ValidationError:
+            capabilities = None
+        try:
+            client_info: Optional[types.Implementation] = types.Implementation.model_validate(
+                meta.get(types.CLIENT_INFO_META_KEY))
+        except ValidationError:
+            client_info = None
+        try:
+            await self.link.get(capabilities, client_info,
+                                discover=version if isinstance(version, str) else LATEST_MODERN_VERSION)
+        except MCPError as error:  # no upstream to speak any era: initialize will say why, in the client's era
+            return types.JSONRPCError(jsonrpc="2.0", id=request.id, error=error.error)
+        answer = self.link.discovered
+        if answer is None:
+            # The upstream asked the client something before it answered (roots right after its
+            # handshake): only the handshake era carries a request outside a tool call to the client.
+            return types.JSONRPCError(jsonrpc="2.0", id=request.id, error=types.ErrorData(
+                code=types.INVALID_REQUEST, message="the upstream server asked its client something outside a tool "
+                "call, which only the handshake protocol era carries: use initialize"))
+        if speaks_modern(answer):
+            return None
+        if isinstance(answer, MCPError):
+            return types.JSONRPCError(jsonrpc="2.0", id=request.id, error=answer.error)
+        return types.JSONRPCResponse(jsonrpc="2.0", id=request.id, result=answer)
 
     def name_ours(self) -> None:
         if self.ours:
@@ -484,6 +562,69 @@ class _Wrapper:
     async def roots_changed(self, ctx: Any, params: Any) -> None:
         if self.link.session is not None and self.link.failure is None:
             await self.link.session.send_roots_list_changed()
+
+
+def speaks_modern(answer: Any) -> bool:
+    """Whether ``answer``, the upstream's to ``server/discover`` asked on its handshake-era connection
+    (``Link.discovered``), shows that it speaks the 2026 era: a result naming a 2026 version; an
+    unsupported-version error naming one; or -32600, with which a server serving both eras (the SDK's)
+    refuses the 2026 envelope on a connection its handshake holds to that era.  A server of the handshake
+    era only answers otherwise (-32601 or -32602, the SDK's 1.x servers), or not within the probe's time."""
+    if isinstance(answer, MCPError):
+        if answer.code == types.INVALID_REQUEST:
+            return True
+        if answer.code != types.UNSUPPORTED_PROTOCOL_VERSION:
+            return False
+        try:
+            named = types.UnsupportedProtocolVersionErrorData.model_validate(answer.error.data).supported
+        except ValidationError:
+            return False
+    elif isinstance(answer, dict):
+        try:
+            named = types.DiscoverResult.model_validate(answer).supported_versions
+        except ValidationError:
+            return False
+    else:
+        return False
+    return any(version in MODERN_PROTOCOL_VERSIONS for version in named)
+
+
+class _EraServer(Server[Any]):
+    """An SDK ``Server`` whose client's first request is shown to ``opening`` before the SDK sees it
+    (the SDK commits a connection to the era its first request opens): ``opening`` gives None to serve
+    it, or the answer that stands in for it, written back at once (the SDK then takes the client's next
+    request for its first)."""
+
+    def __init__(self, opening: Callable[[types.JSONRPCRequest], Any], *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._opening = opening
+
+    async def run(self, read_stream: Any, write_stream: Any, initialization_options: Any,
+                  raise_exceptions: bool = False) -> None:
+        """``Server.run``, over the client's messages as ``_Opening`` passes them on."""
+        await super().run(_Opening(read_stream, write_stream, self._opening), write_stream,
+                          initialization_options, raise_exceptions)
+
+
+class _Opening(_Answering):
+    """A server's read stream whose first request goes through ``opening`` (``_EraServer``)."""
+
+    def __init__(self, inner: Any, write: Any, opening: Callable[[types.JSONRPCRequest], Any]) -> None:
+        super().__init__(inner, write)
+        self._opening: Optional[Callable[[types.JSONRPCRequest], Any]] = opening
+
+    async def receive(self) -> Any:
+        """The next item to serve."""
+        while True:
+            item = await super().receive()
+            if self._opening is None or not isinstance(item, SessionMessage) \
+                    or not isinstance(item.message, types.JSONRPCRequest):
+                return item
+            opening, self._opening = self._opening, None
+            answer = await opening(item.message)
+            if answer is None:
+                return item
+            await self._write.send(SessionMessage(answer))
 
 
 def build_server(link: Link, store: ToolOutputStore, session_id: Optional[str], *, resource_link: bool,
