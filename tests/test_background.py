@@ -1440,3 +1440,24 @@ def test_wait_pattern_searches_the_true_end_past_the_stored_copy(tmp_path):
         missed = tools.call(capped, SESSION, "w", "wait", {"resource": uri, "timeout": 0, "pattern": "NOT THERE",
                                                            "offset": 0})
         assert missed.metadata["match"] is None and "not seen" in missed.output
+
+
+def test_wait_pattern_from_mid_line_offset_ignores_a_match_in_the_byte_before(store):
+    """A wait from an offset inside a line searches that line with the byte before the offset as
+    context (so that ``^`` does not match there): a match that started in that byte was taken for
+    one in the new output, so ``x`` was "found at byte offset 2" of ``xxabc\\nabd``, where no byte
+    from offset 2 on is an ``x`` (also ``\\Ax``, ``\\bx``, ``xa``).  A match past it still counts,
+    with the byte as context for look-behinds; a coloured line's view is searched the same way."""
+    output = store.open_growing(SESSION, "m")
+    uri = output.record.resource.uri
+    try:
+        output.write(b"xxabc\x1b[1mq\x1b[m\nabd")
+        seal_now(output)
+        for pattern in ["x", "xa", r"\Ax", r"\bx", r"x\B", "^x"]:
+            assert wait(store, SESSION, "w", uri, 0, pattern, offset=2).metadata["match"] is None, pattern
+        assert wait(store, SESSION, "w", uri, 0, "(?<=x)abc", offset=2).metadata["match"] == 2
+        assert wait(store, SESSION, "w", uri, 0, "cq$", offset=2).metadata["match"] == 2
+        assert wait(store, SESSION, "w", uri, 0, "x|abd", offset=2).metadata["match"] == len(b"xxabc\x1b[1mq\x1b[m\n")
+        assert wait(store, SESSION, "w", uri, 0, "x", offset=1).metadata["match"] == 1
+    finally:
+        output.finish(0)

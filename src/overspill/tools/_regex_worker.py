@@ -46,6 +46,11 @@ TEXT = 2
 #: look-behinds), the part in which this piece's matches start, and the part after it (context
 #: for look-aheads).  The answer is ``[0]`` when a match starts in that part (``piece_matches``).
 PIECE = 5
+#: The payload is ``_SKIP`` (a length in bytes) and a block as ``TEXT``'s whose first ``skip``
+#: bytes are the text before a search that starts inside a line (context only): its first line
+#: matches when a match starts past them, where ``^`` and ``\A`` do not match and a look-behind
+#: sees them; the other lines as ``TEXT``'s (``lines_with_a_match_after``).
+TEXT_AFTER = 6
 #: The payload is an HTML page (UTF-8), answered with its Markdown (``_html.html_to_markdown``).
 MARKDOWN = 3
 #: The payload is an HTML page (UTF-8), answered with its plain text (``_html.html_to_text``).
@@ -53,6 +58,7 @@ PLAIN_TEXT = 4
 
 _REQUEST = struct.Struct("<BIdIQ")
 _PIECE = struct.Struct("<QQQB")
+_SKIP = struct.Struct("<Q")
 _ANSWER = struct.Struct("<BQ")
 _OK = 0
 _FAILED = 1
@@ -97,6 +103,21 @@ def lines_with_a_match(regex: re.Pattern[str], payload: bytes) -> list[int]:
         stripped = text.replace("\r\n", "\n")
         stripped = stripped[:-1] if stripped.endswith("\r") else stripped
         found = sorted(set(found).union(_match_lines(regex, stripped, count)))
+    return found
+
+
+def lines_with_a_match_after(regex: re.Pattern[str], payload: bytes) -> list[int]:
+    """``lines_with_a_match`` of a block whose first ``skip`` bytes (``TEXT_AFTER``) come before
+    the search's start: a match that starts in them is no match of the first line (it is not in
+    what is searched), so that line is searched from their end on, as ``re``'s ``pos`` does."""
+    (skip,) = _SKIP.unpack_from(payload)
+    body = payload[_SKIP.size:]
+    newline = body.find(b"\n", skip)
+    line = body[: len(body) if newline < 0 else newline].decode("utf-8", "surrogateescape")
+    start = len(body[:skip].decode("utf-8", "surrogateescape"))
+    found = [0] if regex.search(line, start) or (line.endswith("\r") and regex.search(line[:-1], start)) else []
+    if 0 <= newline < len(body) - 1:
+        found += [index + 1 for index in lines_with_a_match(regex, body[newline + 1 :])]
     return found
 
 
@@ -426,7 +447,8 @@ def converted(operation: int, payload: bytes) -> bytes:
     return convert(html).encode("utf-8", "surrogatepass")
 
 
-_OPERATIONS = {LINES: matching_lines, TEXT: lines_with_a_match, PIECE: piece_matches}
+_OPERATIONS = {LINES: matching_lines, TEXT: lines_with_a_match, PIECE: piece_matches,
+               TEXT_AFTER: lines_with_a_match_after}
 
 
 def _read_exactly(stream, size: int) -> bytes:

@@ -459,7 +459,14 @@ def _search(store: ToolOutputStore, session_id: str, uri: str, low: int, high: i
         # `ready`): a view keeps every line, so a line's index is the same in both.
         searched = before + chunk
         shown = _kernels.view_bytes(searched, views) if views else None
-        lines = search.text(searched if shown is None else shown)
+        # A match that starts in the byte before is not in the new output: the first line counts
+        # only a match past it.  (Where the view does not keep that byte as it is, before the
+        # chunk's view, no such line can be told apart: the byte is searched as part of the line.)
+        skip = len(before)
+        if skip and shown is not None:
+            rest = _kernels.view_bytes(chunk, views)
+            skip = skip if shown == before + (chunk if rest is None else rest) else 0
+        lines = search.text(searched if shown is None else shown, skip)
         if lines:
             line_start = len(chunk) - len(chunk.split(b"\n", lines[0])[-1])
             return low + line_start, low + len(chunk)
