@@ -1495,3 +1495,29 @@ def test_a_space_in_a_path_token_keeps_whole_names_only_red_team_t9_f03(line, ke
         result = kernels.outline_lines(line, 0, len(line), b"", 4, 8, 0)
         assert result == expected
         assert result[0][3][0][0] == key, result[0]
+
+
+@pytest.mark.xfail(strict=True, reason="unfixed (review of 781cf12): a cut last part's line joins the runs "
+                                       "below only within one kernel call")
+def test_a_cut_last_parts_line_is_outlined_alike_at_a_block_or_omitted_parts_start():
+    """Found in review of 781cf12: where its folder's run goes on, a line whose last part a space cut
+    (``./Program Files`` in ``find``) joins the runs below as an unkeyed line does, but only inside one
+    ``outline_lines`` call: at a block's start, or at the omitted part's start, it starts a run of its
+    own, named by its folder (``.``), at every depth below.  The omitted part's outline then depends on
+    where the blocks and the preview's cut fall (and ``naive_omitted_runs``, the reference of
+    ``test_outline_of_an_omitted_part_is_the_whole_outputs``, still keys it as a line alone)."""
+    data = b"./a\n./a/x1\n./a/x2\n./Program Files\n./Program Files/y1\n./Program Files/y2\n./b/z\n"
+    cut = data.index(b"./Program Files\n")
+
+    def runs(start: int, block: int) -> list:
+        with mock.patch.object(_outline, "_BLOCK", block):
+            collector = Outline("lines", BytesReader(data))
+            collector.scan(start, len(data))
+        return collector._runs
+
+    whole = runs(0, 1 << 20)
+    assert whole[1][0] == [b"./a", 0, 4, True]  # one call: the folder line joins ./a's run below
+    assert runs(0, cut) == whole  # a block that starts at that line
+    # The omitted part starting at (or inside) that line: the runs the whole output has from there.
+    for start in (cut, cut + 5):
+        assert runs(start, 1 << 20)[1][0] == [b"./a", start, 1, True]
