@@ -11,7 +11,7 @@ from typing import Optional
 from unittest import mock
 
 import pytest
-from hypothesis import given, example, settings
+from hypothesis import assume, given, example, settings
 from hypothesis import strategies as st
 
 import overspill
@@ -800,9 +800,21 @@ def test_outline_of_an_omitted_part_is_the_whole_outputs(data, cut, block):
     data += b"\n" if data and not data.endswith(b"\n") else b""
     start = cut if isinstance(cut, int) else cut.draw(st.integers(0, len(data)))
     start = min(start, len(data))
-    with mock.patch.object(_outline, "_BLOCK", block):
+    bases: list[int] = []  # where each kernel call starts (a block's, the omitted part's first line)
+    line_blocks = Outline._line_blocks
+
+    def recorded(self, first, end):
+        for block, base in line_blocks(self, first, end):
+            bases.append(base)
+            yield block, base
+
+    with mock.patch.object(_outline, "_BLOCK", block), mock.patch.object(Outline, "_line_blocks", recorded):
         collector = Outline("lines", BytesReader(data))
         collector.scan(start, len(data))
+    # A line whose last part a space cut joins the runs below its folder's only within one kernel
+    # call (the known limit test_a_cut_last_parts_line_is_outlined_alike_at_a_block_or_omitted_parts_start
+    # pins): at a call's first line it starts runs of its own, as a line alone.
+    assume(not any(naive_token(naive_shown(data[base:].split(b"\n", 1)[0].rstrip(b"\r")))[1] for base in bases))
     runs, lines, keyed = naive_omitted_runs(data, start, _outline._DEPTH)
     if start == len(data):
         return
