@@ -984,3 +984,37 @@ def test_stdio_a_signal_while_the_server_ends_its_commands_kills_them_at_once(tm
         process.wait()
         if leader is not None:
             _end_group(leader)
+
+
+def test_stdio_grep_listing_a_file_whose_name_is_not_utf8_is_answered(tmp_path, subprocess_env):
+    """Regression (red team X9 f01): grep searched in Python (a look-behind rg refuses) listed
+    ``bad\\xffname.txt`` with a lone surrogate; the SDK raised while writing the answer and
+    ``overspill mcp`` died, the client waiting to its timeout.  The name is shown with U+FFFD and
+    the server answers on."""
+    with open(os.fsencode(tmp_path) + b"/bad\xffname.txt", "wb") as file:
+        file.write(b"hello\n")
+
+    async def main():
+        async with stdio(tmp_path / "data", subprocess_env, "--cwd", str(tmp_path)) as client:
+            with anyio.fail_after(60):
+                found = await client.call_tool("grep", {"pattern": "(?<=h)ello", "path": "."})
+                assert not found.is_error and text_of(found) == "bad\ufffdname.txt:1:hello"
+                after = await client.call_tool("bash", {"command": "echo still here"})
+                assert text_of(after).startswith("still here")
+
+    anyio.run(main)
+
+
+def test_an_answer_holding_a_lone_surrogate_is_sent_with_u_fffd():
+    """Regression (red team X9 f01): the MCP server's last guard: whatever a tool's answer
+    quotes (a name that is not UTF-8), what is sent is UTF-8 (an unencodable answer killed the
+    server); a surrogate pair stays its character."""
+    from overspill.mcp_server import _error, _tool_result
+    from overspill.tools import ToolResult
+
+    sent = _tool_result("read", ToolResult("a\udcffb \ud83d\ude00 c\ud800", False, False, None, {}))
+    assert text_of(sent) == "a\ufffdb \U0001f600 c\ufffd" and sent.structured_content["text"] == text_of(sent)
+    sent.model_dump_json()
+    failed = _error("no such file: x\udcff")
+    assert text_of(failed) == "no such file: x\ufffd"
+    failed.model_dump_json()

@@ -1882,3 +1882,35 @@ def test_bash_output_whose_store_cannot_be_opened_previews_the_view_of_what_memo
         assert ran.storage_error is not None and ran.resource is None and ran.truncated
         assert "could not be stored" in ran.shown
         _check_memory_preview(ran.shown, kind, count, 8192)
+
+
+def test_grep_files_names_a_file_whose_name_is_not_utf8_with_u_fffd(store, tmp_path, engine):
+    """Regression (red team X9 f01): the Python search (no rg, or a pattern rg refuses such as a
+    look-behind) listed ``bad\\xffname.txt`` with surrogateescape's lone surrogate, ``bad\\udcffname.txt``,
+    which no host can encode as UTF-8 (the MCP server died writing it); rg's search showed U+FFFD.
+    Both now show U+FFFD, and failures quoting such a name carry only whole characters."""
+    folder = os.fsencode(tmp_path / "tree")
+    os.mkdir(folder)
+    with open(folder + b"/bad\xffname.txt", "wb") as file:
+        file.write(b"hello\n")
+    for pattern in ("hello", "(?<=h)ello"):
+        result = tools.grep(store, "s", "c", pattern, cwd=tmp_path / "tree")
+        assert result.output == "bad\ufffdname.txt:1:hello", (pattern, result.output)
+        result.output.encode("utf-8")
+    # The model (or a host) may name the file as os.fsdecode does: the failures quoting it are UTF-8.
+    missing = os.fsdecode(b"gone\xff.txt")
+    for failed in (tools.read(store, "s", "c", path=missing, cwd=tmp_path),
+                   tools.grep(store, "s", "c", "x", path=missing, cwd=tmp_path)):
+        assert failed.is_error and "gone\ufffd.txt" in failed.output, failed.output
+        failed.output.encode("utf-8")
+
+
+def test_skill_from_a_folder_whose_name_is_not_utf8_is_shown_with_u_fffd(store, tmp_path):
+    """Regression (red team X9 f01): the skill's header named its folder with a lone surrogate."""
+    root = os.fsencode(tmp_path / "skills\xe9") + b"\xff"
+    os.makedirs(root + b"/pdf")
+    with open(root + b"/pdf/SKILL.md", "wb") as file:
+        file.write(b"---\nname: pdf\ndescription: PDFs\n---\nbody\n")
+    result = tools.skill(store, "s", "c", "pdf", roots=[os.fsdecode(root)])
+    assert not result.is_error and "skills\xe9\ufffd/pdf;" in result.output, result.output
+    result.output.encode("utf-8")

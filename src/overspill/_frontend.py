@@ -34,6 +34,7 @@ __all__ = [
     "truncate_kept",
     "check_timeout",
     "one_line",
+    "whole_characters",
     "binary_page",
     "end_of_resource",
     "lost_end",
@@ -64,6 +65,23 @@ WRAP_INIT_TIMEOUT = 30.0
 def one_line(text: object) -> str:
     """``text`` as one line: every run of whitespace (newlines included) is one space."""
     return " ".join(str(text).split())
+
+
+def whole_characters(text: str) -> str:
+    """``text`` with every lone surrogate as U+FFFD (a surrogate pair as the character it encodes).
+
+    A ``str`` made from a file name or an argument may hold ``surrogateescape``'s
+    stand-ins for bytes that are not UTF-8; UTF-8 cannot carry them, so an answer
+    holding one could not be sent (the MCP SDK raises while writing it) nor encoded
+    by a host.  This never raises."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # UTF-16 joins a high and a low surrogate into their character and replaces the rest.
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def truncate_kept(store: ToolOutputStore, session_id: str, call_id: str, text: str,

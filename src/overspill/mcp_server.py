@@ -68,6 +68,7 @@ from ._frontend import (
     check_timeout,
     parse_page_uri,
     read_page,
+    whole_characters,
 )
 from ._frozen import replace
 from .config import MAX_READ_BYTES
@@ -217,12 +218,18 @@ def _tool_result(name: str, result: ToolResult, resource_link: bool = True, *, r
     if result.resource is not None and (read, grep) != ("read", "grep"):
         result = replace(result, output=renamed_calls(result.output, result.resource.uri, read=read,
                                                                   grep=grep))
+    # The last guard before the SDK writes the answer: a lone surrogate (a name that is not UTF-8,
+    # quoted by a tool) makes its JSON encoding raise, and the server would die answering.
+    output = whole_characters(result.output)
+    if output is not result.output:
+        result = replace(result, output=output)
     # A failure's output is already one line; a timed-out command's is its preview and a note.
     content: list[types.ContentBlock] = [types.TextContent(type="text", text=result.output)]
     if result.resource is not None and resource_link:
         resource = result.resource
         content.append(types.ResourceLink(
-            type="resource_link", uri=resource.uri, name=resource.name or resource.id, mime_type=resource.mime,
+            type="resource_link", uri=resource.uri, name=whole_characters(resource.name or resource.id),
+            mime_type=resource.mime,
             size=resource.size, description=f"The whole output: page through it with {read} (resource=this URI, "
                                             "offset) or resources/read of this URI with ?offset=N."))
     structured = _structured(name, result)
@@ -388,7 +395,7 @@ def create_server(store: ToolOutputStore, session_id: Optional[str] = None, *, c
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         records = await anyio.to_thread.run_sync(store.records, session)
         return types.ListResourcesResult(resources=[
-            types.Resource(uri=record.resource.uri, name=record.resource.name or record.resource.id,
+            types.Resource(uri=record.resource.uri, name=whole_characters(record.resource.name or record.resource.id),
                            mime_type=record.resource.mime, size=record.resource.size)
             for record in reversed(records)])  # newest first
 

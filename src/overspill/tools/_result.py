@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._frontend import one_line
+from .._frontend import one_line, whole_characters
 from .._frozen import frozen
 
 TYPE_CHECKING = False
@@ -62,8 +62,9 @@ def _cut_note(cut: int, whole: int) -> str:
 
 
 def message_line(text: str) -> str:
-    """``text`` as one line (``one_line``), shortened by ``shortened_line``."""
-    return shortened_line(one_line(text))
+    """``text`` as one line (``one_line``), shortened by ``shortened_line``, every character one
+    UTF-8 can carry (``whole_characters``: a message may quote a path or name that is not UTF-8)."""
+    return shortened_line(whole_characters(one_line(text)))
 
 
 def failure(reason: str, **metadata: Any) -> ToolResult:

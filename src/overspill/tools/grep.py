@@ -750,6 +750,15 @@ def _entries(folder: str, name: str) -> list[tuple[str, str, bool]]:
     return [(os.path.join(folder, entry), os.path.join(name, entry), is_folder) for entry, is_folder in found]
 
 
+def _shown_name(name: str) -> str:
+    """A walked file's name as the rg search shows it: its bytes decoded from UTF-8 with each
+    invalid one as U+FFFD.  (``os.scandir`` gives a name that is not UTF-8 with
+    ``surrogateescape``'s lone surrogates, which no answer can carry.)"""
+    if name.isascii():
+        return name
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _open_regular(file: Union[str, Path], named: bool) -> BinaryIO:
     """``file`` opened for reading if it is still a regular file (it may have been
     replaced since it was listed): O_NONBLOCK so that a FIFO put in its place
@@ -805,7 +814,7 @@ def _search_files(root: Path, shown_root: str, regex: re.Pattern[str], pattern: 
             pass  # look-around, a back-reference, \Z...: the pattern is Python's, so Python searches
     with Search(pattern, re.IGNORECASE if ignore_case else 0, time_limit=TIME_LIMIT, abort=abort) as search:
         for file, named, shown in _walk(root, shown_root, overrides):
-            name = shown.removeprefix("./")  # as the rg search shows it
+            name = _shown_name(shown.removeprefix("./"))  # as the rg search shows it
             results = _FileMatches(found, name)
             try:
                 with _open_regular(file, named) as handle:
