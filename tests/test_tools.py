@@ -1914,3 +1914,24 @@ def test_skill_from_a_folder_whose_name_is_not_utf8_is_shown_with_u_fffd(store, 
     result = tools.skill(store, "s", "c", "pdf", roots=[os.fsdecode(root)])
     assert not result.is_error and "skills\xe9\ufffd/pdf;" in result.output, result.output
     result.output.encode("utf-8")
+
+
+@pytest.mark.skipif(shutil.which("rg") is None, reason="rg is not on PATH")
+def test_grep_files_a_newline_in_a_file_name_is_shown_as_backslash_n_by_both_searches(store, tmp_path, monkeypatch):
+    """Regression (red team X9 f05): rg's output was split at each newline before the NUL after a
+    file's name was looked for, so a match in ``DIR/new\\nline.txt`` was listed as ``line.txt:1:needle``
+    (a file that does not exist, its folder lost); the Python search listed the name with its
+    newline, two lines of the listing.  Both now show the newline as ``\\n``, one result a line, and a
+    late NUL's notice after such a file's matches still drops them."""
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "new\nline.txt").write_text("needle\n")
+    (tmp_path / "dir" / "z.txt").write_text("needle\nneedle\n")
+    (tmp_path / "dir" / "late\nnul.bin").write_bytes(b"needle\n" + b"a" * (2 << 20) + b"\n\0\n")
+    expected = "dir/new\\nline.txt:1:needle\ndir/z.txt:1:needle\ndir/z.txt:2:needle"
+    with_rg = tools.grep(store, "s", "c", "needle", cwd=tmp_path)
+    named = tools.grep(store, "s", "c", "needle", path="dir/new\nline.txt", cwd=tmp_path)
+    monkeypatch.setattr(grep_module, "_ripgrep", lambda: None)
+    in_python = tools.grep(store, "s", "c", "needle", cwd=tmp_path)
+    assert with_rg.output == in_python.output == expected, (with_rg.output, in_python.output)
+    assert with_rg.metadata["matches"] == in_python.metadata["matches"] == 3
+    assert named.output == "dir/new\\nline.txt:1:needle"

@@ -56,7 +56,7 @@ def grep(store: ToolOutputStore, session_id: str, tool_call_id: str, pattern: st
     """Search files under ``path``, or the stored output ``resource``, for a regex.
 
     File results are ``file:line:text`` (a carriage return inside the line
-    shown as the two characters ``\\r``); resource results are
+    shown as the two characters ``\\r``, a newline in a file's name as ``\\n``); resource results are
     ``offset:text``, the byte offset of the line to give ``read`` (the output
     is searched as text, see ``search_resource``; ``context`` lines around
     each match are ``offset-text``), then the count of matching lines.  Each
@@ -135,7 +135,7 @@ def grep(store: ToolOutputStore, session_id: str, tool_call_id: str, pattern: st
 
 class _Matches:
     """The first ``limit`` result lines (cut to MAX_LINE_LENGTH, a ``\\r`` in one
-    shown as the two characters ``\\r``) and a count of all."""
+    shown as the two characters ``\\r``, a ``\\n`` in a file's name as ``\\n``) and a count of all."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -148,7 +148,9 @@ class _Matches:
             # The results go through store.truncate, whose cr view shows only what follows a line's
             # last \r (a redraw, as a terminal shows it): a progress bar saved in a log would take the
             # file:line: before it away. Written out as \r, the whole matched line stays in view.
-            self.lines.append(_cut(line.replace("\r", "\\r")))
+            # A file's name may hold a newline (a matched line never does): written out as \n, each
+            # result stays one line of the listing.
+            self.lines.append(_cut(line.replace("\r", "\\r").replace("\n", "\\n")))
 
 
 class _FileMatches:
@@ -961,24 +963,44 @@ def _ripgrep_search(ripgrep: str, shown_root: str, pattern: str, glob: Optional[
             raise _RefusedByRipgrep
         reason = " ".join(completed.stderr.decode("utf-8", "replace").split()) or "no message"
         return failure(f"rg failed with exit status {completed.returncode}: {reason}; check the path and glob")
-    # One result per "\n", as rg writes them: str.splitlines() would also break a matched line at \r,
-    # \x0b, \x0c, \x1c-\x1e, \x85, U+2028 or U+2029 and count its pieces as matches. The line's own
-    # \r before its "\n" goes, as the Python search drops it.
+    # Each result is the file's name, a NUL, then "LINE:text" up to a "\n": the name comes first,
+    # found by its NUL, since a name may hold a "\n" (split at each "\n", 'new\nline.txt' was listed
+    # as 'line.txt'). The text ends at the next "\n" only: str.splitlines() would also break a
+    # matched line at \r, \x0b, \x0c, \x1c-\x1e, \x85, U+2028 or U+2029 and count its pieces as
+    # matches. The line's own \r before its "\n" goes, as the Python search drops it.
+    output = completed.stdout
     results: Optional[_FileMatches] = None
     current = b""  # the file of ``results``, as rg names it
-    for line in completed.stdout.split(b"\n"):
-        name, null, rest = line.partition(b"\0")
-        if null:
-            if results is None or name != current:
-                if results is not None:
-                    results.keep()
-                current = name
-                results = _FileMatches(found, name.decode("utf-8", "replace").removeprefix("./"))
-            results.add(f"{results.name}:{rest.decode('utf-8', 'replace')}".rstrip("\r"))
-        elif results is not None and line.startswith(current + b": "):
+    position = 0
+    while position < len(output):
+        if results is not None and output.startswith(current + b": ", position):
             # "FILE: binary file matches (found "\0" byte around offset N)", or "FILE: WARNING:
             # stopped searching binary file after match (...)": a NUL after the lines rg printed.
-            results = None
+            # A notice holds no NUL (a result of a file whose name starts so does).
+            after = position + len(current) + 2
+            end = _line_end(output, after)
+            if output.find(b"\0", after, end) < 0:
+                results = None
+                position = end + 1
+                continue
+        null = output.find(b"\0", position)
+        if null < 0:
+            break  # a notice of a file named by path, whose matches rg did not print: no result
+        name = output[position:null]
+        end = _line_end(output, null)
+        if results is None or name != current:
+            if results is not None:
+                results.keep()
+            current = name
+            results = _FileMatches(found, name.decode("utf-8", "replace").removeprefix("./"))
+        results.add(f"{results.name}:{output[null + 1:end].decode('utf-8', 'replace')}".rstrip("\r"))
+        position = end + 1
     if results is not None:
         results.keep()
     return None
+
+
+def _line_end(output: bytes, start: int) -> int:
+    """Where the line of ``output`` holding ``start`` ends: its "\n", or the end of ``output``."""
+    end = output.find(b"\n", start)
+    return len(output) if end < 0 else end
