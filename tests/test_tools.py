@@ -1935,3 +1935,61 @@ def test_grep_files_a_newline_in_a_file_name_is_shown_as_backslash_n_by_both_sea
     assert with_rg.output == in_python.output == expected, (with_rg.output, in_python.output)
     assert with_rg.metadata["matches"] == in_python.metadata["matches"] == 3
     assert named.output == "dir/new\\nline.txt:1:needle"
+
+
+class _EchoHandler(http.server.BaseHTTPRequestHandler):
+    """Answers with the request's target and its Authorization header; /moved redirects to another port's /moved."""
+
+    elsewhere = ""
+
+    def log_message(self, *args):  # keep test output clean
+        pass
+
+    def do_GET(self):  # noqa: N802 - the http.server API
+        if self.path == "/moved" and self.elsewhere:
+            self.send_response(302)
+            self.send_header("Location", self.elsewhere + "/landed")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = f"target={self.path} authorization={self.headers.get('Authorization')}".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_webfetch_percent_encodes_a_url_as_browsers_do_and_sends_its_credentials_as_basic_auth(store):
+    """Regression (red team X9 f02): a URL with a non-ASCII character or a space, as models write
+    them (``.../wiki/Café``, ``?q=two words``), was refused with a codec's message or "URL can't
+    contain control characters"; ``http://user:pass@host/`` failed resolving "user:pass@host" and the
+    error showed the password.  The path and query are percent-encoded (an %XX kept as it is), the
+    host IDNA-encoded, the userinfo sent as Basic auth (never to a redirect's target), and no message
+    shows a password."""
+    import base64
+
+    for base in _serving(_EchoHandler):
+        for other in _serving(_EchoHandler):
+            _EchoHandler.elsewhere = other
+            cases = {"/wiki/Café": "target=/wiki/Caf%C3%A9 ",
+                     "/search?q=two words&x=é%20": "target=/search?q=two%20words&x=%C3%A9%20 ",
+                     '/a"b<c>?d"<>': "target=/a%22b%3Cc%3E?d%22%3C%3E "}
+            for path, expected in cases.items():
+                result = tools.webfetch(store, "s", "c", base + path, timeout=10)
+                assert not result.is_error and result.output.startswith(expected), (path, result.output)
+            port = base.rsplit(":", 1)[1]
+            authed = tools.webfetch(store, "s", "c", f"http://us%65r:p%40ss:w@127.0.0.1:{port}/x", timeout=10)
+            token = base64.b64encode(b"user:p@ss:w").decode()
+            assert not authed.is_error and authed.output == f"target=/x authorization=Basic {token}", authed.output
+            assert "p%40ss" not in authed.metadata["url"] and authed.metadata["url"].endswith(f"127.0.0.1:{port}/x")
+            moved = tools.webfetch(store, "s", "c", f"http://user:secret@127.0.0.1:{port}/moved", timeout=10)
+            assert moved.output == "target=/landed authorization=None", moved.output
+            # The host in IDNA (no such host here: the failure names it without the password).
+            unknown = tools.webfetch(store, "s", "c", "http://user:secret@bücher.invalid/", timeout=10)
+            assert unknown.is_error and "secret" not in unknown.output and "user:***@" in unknown.output
+    for url in ("http://user:secret@127.0.0.1:1/", "http://user:secret@[::1/", "ftp://user:secret@host/"):
+        refused = tools.webfetch(store, "s", "c", url, timeout=10)
+        assert refused.is_error and "secret" not in refused.output and "***" in refused.output, refused.output
+    bad_host = tools.webfetch(store, "s", "c", "http://" + "é" * 70 + ".com/", timeout=10)
+    assert bad_host.is_error and "invalid host name" in bad_host.output

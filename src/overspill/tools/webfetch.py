@@ -7,12 +7,13 @@ from __future__ import annotations
 # them: they are imported inside ``webfetch`` and ``_fetch``, so ``import overspill.tools``
 # (the CLI, the MCP server) stays cheap.
 import codecs
+import re
 import time
 import zlib
 from typing import Any, Callable, Optional
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
-from .._arguments import wait_seconds
+from .._arguments import os_string_problem, wait_seconds
 from .._frontend import is_binary_mime
 from ..errors import OverspillError
 from ..store import ToolOutputStore
@@ -44,7 +45,7 @@ def _redirect_handling() -> tuple[type, type]:
 
             def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
                 if urlsplit(newurl).scheme.lower() not in ("http", "https"):
-                    raise _RefusedRedirect(f"refused a redirect to {newurl}")
+                    raise _RefusedRedirect(f"refused a redirect to {_masked(newurl)}")
                 return super().redirect_request(req, fp, code, msg, headers, newurl)
 
         _redirect_classes = (_RefusedRedirect, _HttpOnlyRedirects)
@@ -100,6 +101,56 @@ class _Response:
         self.body = body
 
 
+# The password of a URL's userinfo (``scheme://user:PASSWORD@host``): up to the authority's last "@".
+_PASSWORD = re.compile(r"^(\s*[A-Za-z][A-Za-z0-9+.-]*://[^/?#@:]*:)[^/?#]*@")
+
+
+def _masked(url: str) -> str:
+    """``url`` as a message may quote it: a password in it as ``***`` (messages reach logs and
+    transcripts that the URL's own call may not)."""
+    return _PASSWORD.sub(r"\1***@", url)
+
+
+# What a request target may carry as it is: printable ASCII but the bytes browsers percent-encode
+# (the WHATWG URL Standard's path and query percent-encode sets; "%" stays, so %XX is kept as it is).
+_PATH_KEPT = frozenset(range(0x21, 0x7F)) - frozenset(b'"#<>?`{}')
+_QUERY_KEPT = frozenset(range(0x21, 0x7F)) - frozenset(b'"#<>')
+
+
+def _percent_encoded(text: str, kept: frozenset[int]) -> str:
+    """``text`` with each UTF-8 byte not in ``kept`` as ``%XX``."""
+    data = text.encode("utf-8", "surrogateescape")  # an undecodable byte a host passed stays that byte
+    if all(byte in kept for byte in data):
+        return text
+    return "".join(chr(byte) if byte in kept else f"%{byte:02X}" for byte in data)
+
+
+def _request_target(url: str) -> tuple[str, Optional[str]]:
+    """``url`` (one ``_argument_problem`` passed) as it is requested, as browsers and curl send it:
+    the host in IDNA (ASCII), the path and query percent-encoded (``Café`` as ``Caf%C3%A9``, a
+    space as ``%20``), the fragment and the userinfo left out; and the Basic ``Authorization``
+    the userinfo stands for (``user:password@``, percent-decoded, as curl sends it), or None.
+
+    :raises _Refused: a host name IDNA cannot encode.
+    """
+    parts = urlsplit(url.strip())
+    hostport = parts.netloc.rpartition("@")[2]
+    if not hostport.isascii():
+        host, colon, port = hostport.rpartition(":") if ":" in hostport else (hostport, "", "")
+        try:
+            hostport = host.encode("idna").decode("ascii") + colon + port
+        except UnicodeError as error:
+            raise _Refused(f"invalid host name {host!r} in {_masked(url)!r}: {error}") from None
+    target = urlunsplit((parts.scheme, hostport, _percent_encoded(parts.path, _PATH_KEPT),
+                         _percent_encoded(parts.query, _QUERY_KEPT), ""))
+    if parts.username is None and parts.password is None:
+        return target, None
+    import base64
+
+    credentials = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+    return target, "Basic " + base64.b64encode(credentials.encode("utf-8", "surrogateescape")).decode("ascii")
+
+
 def _argument_problem(url: object, format: object, timeout: object) -> Optional[str]:
     """What is wrong with the model's arguments, or None."""
     if not isinstance(url, str):
@@ -108,9 +159,12 @@ def _argument_problem(url: object, format: object, timeout: object) -> Optional[
         parts = urlsplit(url.strip())
         hostname = parts.hostname
     except ValueError as error:  # "http://[::1": urlsplit refuses an unclosed IPv6 address
-        return f"invalid URL {url!r}: {error}"
+        return f"invalid URL {_masked(url)!r}: {error}"
     if parts.scheme.lower() not in ("http", "https") or not hostname:
-        return f"only http and https URLs can be fetched, not {url!r}"
+        return f"only http and https URLs can be fetched, not {_masked(url)!r}"
+    problem = os_string_problem(url, "url")
+    if problem is not None and "surrogate" in problem:  # (a NUL is percent-encoded, as browsers do)
+        return problem
     if format not in FORMATS:
         return f"format must be one of {', '.join(FORMATS)}, not {format!r}"
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
@@ -263,7 +317,7 @@ def _watched_handlers(watchdog: _Watchdog) -> list[Any]:
 
 
 def _fetch(url: str, timeout: float) -> _Response:
-    """GET ``url`` (following redirects to http and https only), reading at most
+    """GET ``url`` (as ``_request_target`` makes it; following redirects to http and https only), reading at most
     ``MAX_RESPONSE_BYTES`` of a text body, all of it (connect, status, headers, body)
     within ``timeout``.  A ``timeout`` past what a socket or a thread can wait
     (``inf``, ``10**400``) is no bound, as the README says of too many seconds.
@@ -273,9 +327,11 @@ def _fetch(url: str, timeout: float) -> _Response:
     """
     # None: no bound (socket.settimeout and monotonic() + 10**400 raise OverflowError past it).
     seconds = wait_seconds(timeout, "timeout")
+    target, authorization = _request_target(url)
+    url = _masked(url)  # what the messages quote
     watchdog = _Watchdog(seconds)
     try:
-        response = _exchange(url, seconds, watchdog)
+        response = _exchange(target, authorization, url, seconds, watchdog)
     except _Refused:
         if not watchdog.fired:
             raise
@@ -287,8 +343,10 @@ def _fetch(url: str, timeout: float) -> _Response:
     return response
 
 
-def _exchange(url: str, seconds: Optional[float], watchdog: _Watchdog) -> _Response:
-    """``_fetch``'s request and response, the connections watched by ``watchdog``."""
+def _exchange(target: str, authorization: Optional[str], url: str, seconds: Optional[float],
+              watchdog: _Watchdog) -> _Response:
+    """``_fetch``'s request of ``target`` and its response, the connections watched by ``watchdog``;
+    ``url`` is the URL as the messages quote it."""
     import http.client
     import socket
     import urllib.error
@@ -296,8 +354,11 @@ def _exchange(url: str, seconds: Optional[float], watchdog: _Watchdog) -> _Respo
 
     refused_redirect, http_only_redirects = _redirect_handling()
     opener = urllib.request.build_opener(http_only_redirects, *_watched_handlers(watchdog))
-    request = urllib.request.Request(url.strip(), headers={
+    request = urllib.request.Request(target, headers={
         "User-Agent": _USER_AGENT, "Accept": "text/html, text/markdown, text/plain;q=0.9, */*;q=0.5"})
+    if authorization is not None:
+        # Unredirected: a redirect (to another host, perhaps) is not sent the credentials.
+        request.add_unredirected_header("Authorization", authorization)
     try:
         with opener.open(request, timeout=seconds) as response:
             headers = response.headers
@@ -464,6 +525,11 @@ def _as_text(response: _Response, format: str, seconds: Optional[float],
 def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: str, *,
              format: str = "markdown", timeout: float = 30.0) -> ToolResult:
     """Fetch an http or https URL and return its text, bounded by the store.
+
+    The URL is requested as browsers request it (``_request_target``: the path
+    and query percent-encoded, the host in IDNA), a ``user:password@`` in it
+    sent as Basic auth (not to a redirect's target); messages show its
+    password as ``***``.
 
     A response over ``MAX_RESPONSE_BYTES`` (by Content-Length, or counted while
     reading) is refused and nothing of it is kept; non-text bodies are refused,
