@@ -1993,3 +1993,28 @@ def test_webfetch_percent_encodes_a_url_as_browsers_do_and_sends_its_credentials
         assert refused.is_error and "secret" not in refused.output and "***" in refused.output, refused.output
     bad_host = tools.webfetch(store, "s", "c", "http://" + "é" * 70 + ".com/", timeout=10)
     assert bad_host.is_error and "invalid host name" in bad_host.output
+
+
+def test_webfetch_a_binary_body_without_a_content_type_is_refused_as_a_binary_type_is(store, declared_server):
+    """Regression (red team X9 f03): a body sent without a Content-Type was taken as text/plain
+    (http.client's default) and a gzip'd tarball's bytes reached the model as thousands of U+FFFD
+    and NULs.  Such a body is sniffed by the bash tool's rule (``output_is_binary``): binary is
+    refused as a binary Content-Type is, and nothing is stored; text stays text."""
+    packed = gzip.compress(bytes(range(256)) * 80)
+    cases = {"/untyped/gzip": packed, "/untyped/nul-late": b"a" * 9000 + b"\0" + b"b" * 10,
+             "/untyped/nul": b"ab\0cd", "/untyped/text": "plain café\n".encode() * 2000,
+             "/untyped/latin1": "été né\n".encode("latin-1")}
+    for path, body in cases.items():
+        _DeclaredHandler.ROUTES[path] = ([], body, None)
+    for path in ("/untyped/gzip", "/untyped/nul"):
+        result = tools.webfetch(store, "s", "c", declared_server + path, timeout=10)
+        assert result.is_error and result.output == (f"refused: {declared_server}{path} returned application/"
+                                                     "octet-stream (no Content-Type; its bytes are binary), which "
+                                                     "is not text"), result.output
+    assert store.resources("s") == []
+    text = tools.webfetch(store, "s", "c", declared_server + "/untyped/text", timeout=10)
+    assert not text.is_error and text.output.startswith("plain café\n") and text.metadata["content_type"] == "text/plain"
+    latin1 = tools.webfetch(store, "s", "c", declared_server + "/untyped/latin1", timeout=10)
+    assert not latin1.is_error and latin1.output == "\ufffdt\ufffd n\ufffd\n"
+    late = tools.webfetch(store, "s", "c", declared_server + "/untyped/nul-late", timeout=10)
+    assert not late.is_error  # the first 8 KiB decide, as for a command's output

@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from .._arguments import os_string_problem, wait_seconds
+from .._binary import BINARY_MIME, SNIFF_BYTES, output_is_binary
 from .._frontend import is_binary_mime
 from ..errors import OverspillError
 from ..store import ToolOutputStore
@@ -369,11 +370,18 @@ def _exchange(target: str, authorization: Optional[str], url: str, seconds: Opti
                                f"{MAX_RESPONSE_BYTES}-byte limit")
             if not _is_text(content_type):
                 raise _Refused(f"refused: {url} returned {content_type}, which is not text")
+            # Without a Content-Type http.client says text/plain; RFC 9110 (8.3) lets a recipient sniff
+            # instead, and a body whose first bytes are binary by the bash tool's rule is refused as a
+            # binary type is, not shown as NULs and U+FFFD.
+            sniffing = headers.get("Content-Type") is None
             decoder = _BodyDecoder(headers.get("Content-Encoding"), url)
             body = bytearray()
             # read1: what has arrived, so a server that drips a byte at a time meets the deadline too.
             while chunk := response.read1(_READ_SIZE):
                 body += decoder.feed(chunk)
+                if sniffing and len(body) >= SNIFF_BYTES:
+                    _refuse_if_binary(body, url)
+                    sniffing = False
                 if len(body) > MAX_RESPONSE_BYTES:
                     raise _Refused(f"refused: the response is over the {MAX_RESPONSE_BYTES}-byte limit")
                 if watchdog.expired():  # the shutdown ends the reads too; this does not wait for the timer
@@ -385,6 +393,8 @@ def _exchange(target: str, authorization: Optional[str], url: str, seconds: Opti
                 raise _Refused(f"could not fetch {url}: the connection closed after {int(declared) - missing} "
                                f"of the {int(declared)} bytes its Content-Length declares")
             body += decoder.finish()
+            if sniffing:
+                _refuse_if_binary(body, url)
             if len(body) > MAX_RESPONSE_BYTES:
                 raise _Refused(f"refused: the response is over the {MAX_RESPONSE_BYTES}-byte limit")
             return _Response(response.geturl(), response.status, content_type, headers.get_content_charset(),
@@ -397,6 +407,17 @@ def _exchange(target: str, authorization: Optional[str], url: str, seconds: Opti
         raise _Refused(f"could not fetch {url}: {error.reason}") from None
     except (http.client.HTTPException, socket.timeout, TimeoutError, OSError, ValueError, zlib.error) as error:
         raise _Refused(f"could not fetch {url}: {type(error).__name__}: {error}") from None
+
+
+def _refuse_if_binary(body: bytearray, url: str) -> None:
+    """Refuse a body sent without a Content-Type whose first ``SNIFF_BYTES`` are binary
+    (``output_is_binary``: a NUL, or mostly invalid UTF-8).
+
+    :raises _Refused: it is binary.
+    """
+    if output_is_binary(bytes(body[:SNIFF_BYTES])):
+        raise _Refused(f"refused: {url} returned {BINARY_MIME} (no Content-Type; its bytes are binary), "
+                       "which is not text")
 
 
 class _BodyDecoder:
@@ -532,8 +553,9 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
     password as ``***``.
 
     A response over ``MAX_RESPONSE_BYTES`` (by Content-Length, or counted while
-    reading) is refused and nothing of it is kept; non-text bodies are refused,
-    and so is a body the server cut short of its Content-Length.
+    reading) is refused and nothing of it is kept; non-text bodies are refused
+    (one sent without a Content-Type when its first bytes are binary, by the bash
+    tool's rule), and so is a body the server cut short of its Content-Length.
     HTML becomes Markdown (``"markdown"``) or text (``"text"``), or is kept
     (``"html"``), decoded by its byte-order mark, else its declared charset
     (UTF-8 when it names none, or no text codec).  A gzip or deflate ``Content-Encoding`` is undone, and the
