@@ -2018,3 +2018,22 @@ def test_webfetch_a_binary_body_without_a_content_type_is_refused_as_a_binary_ty
     assert not latin1.is_error and latin1.output == "\ufffdt\ufffd n\ufffd\n"
     late = tools.webfetch(store, "s", "c", declared_server + "/untyped/nul-late", timeout=10)
     assert not late.is_error  # the first 8 KiB decide, as for a command's output
+
+
+@pytest.mark.parametrize(("html", "markdown", "text"), [
+    # The page starts with the <pre>: the first line keeps its indentation (the last .strip() took it).
+    ("<html><body><pre>    x = 1\n    y = 2\n</pre></body></html>", "```\n    x = 1\n    y = 2\n```\n",
+     "    x = 1\n    y = 2\n"),
+    # The line break right after <pre> (LF, CR LF or CR) is no content, as HTML parses it.
+    ("<pre>\n    x = 1\n</pre>", "```\n    x = 1\n```\n", "    x = 1\n"),
+    ("<p>a</p><pre>\r\n\n  x\n</pre>", "a\n\n```\n\n  x\n```\n", "a\n\n  x\n"),
+    ("<blockquote><pre>\n  x\n</pre></blockquote>", "> ```\n>   x\n> ```\n", "  x\n"),
+    # Only right after the tag: after a <code> the break is content (HTML keeps it too).
+    ("<pre><code>\n  x</code></pre>", "```\n\n  x\n```\n", "  x\n"),
+])
+def test_html_a_pre_keeps_its_first_lines_indentation_and_drops_the_break_after_its_tag(html, markdown, text):
+    """Regression (red team X9 f04): format "text" of a page starting with a <pre> lost its first
+    line's indentation ('    x = 1\\n    y = 2' became 'x = 1\\n    y = 2'), and markdown kept the
+    line break right after <pre>, which HTML ignores, as a blank first line of the code block."""
+    assert html_to_markdown(html) == markdown
+    assert html_to_text(html) == text

@@ -126,6 +126,9 @@ class _Converter(HTMLParser):
         self.starts = 0  # start tags seen so far
         self.in_body = False  # past the head: HTML5 ignores a later <head>
         self.pre = 0
+        # The last token was a <pre>'s start tag: a line break right after it is no content (HTML's
+        # parsing drops it, so that a listing may start on the line after the tag).
+        self.pre_opened = False
         self.lists: list[list[int]] = []  # per open list: [is_ordered, next number]
         self.links: list[Optional[str]] = []
         self.quote = 0
@@ -278,6 +281,7 @@ class _Converter(HTMLParser):
             return -1 if end < 0 else end + 1
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, Optional[str]]]) -> None:
+        self.pre_opened = False
         ordinal = self.starts
         self.starts += 1
         if self.drops:
@@ -328,6 +332,7 @@ class _Converter(HTMLParser):
             self.newlines(2)
             self.inline("```\n" + self._prefix(self.quote))
             self.pre += 1
+            self.pre_opened = True
         elif tag == "a":
             href = attributes.get("href")
             self.links.append(href)
@@ -366,6 +371,7 @@ class _Converter(HTMLParser):
             table.cell = []
 
     def handle_endtag(self, tag: str) -> None:
+        self.pre_opened = False
         if self.drops:
             self._end_implied_drops(tag, [], end=True)
         if tag in _DROPPED or tag in _SVG_HTML_POINTS:
@@ -463,6 +469,7 @@ class _Converter(HTMLParser):
             self.end_table()
 
     def handle_data(self, data: str) -> None:
+        pre_opened, self.pre_opened = self.pre_opened, False
         if data.strip(_HTML_SPACE):
             if self.drops:
                 self._end_implied_drops(None, [], end=False)
@@ -471,6 +478,8 @@ class _Converter(HTMLParser):
         if self.dropping:
             return
         if self.pre:
+            if pre_opened:  # (a CR LF or a CR is a line break too: HTML reads either as LF)
+                data = data[2:] if data.startswith("\r\n") else data[1:] if data[:1] in ("\n", "\r") else data
             # A pre's lines are a quote's lines too: each starts with its prefix.
             self.emit(data.replace("\n", "\n" + self._prefix(self.quote)) if self.quote else data)
             return
@@ -499,7 +508,9 @@ def _convert(html: str, markdown: bool) -> str:
         converter.close()
     lines = [line.rstrip() for line in "".join(converter.out).split("\n")]
     text = "\n".join(lines)
-    return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
+    # Blank lines go from both ends (each line's trailing spaces went above), but not the spaces
+    # that indent the first line: a page that starts with a <pre> keeps its listing's indentation.
+    return re.sub(r"\n{3,}", "\n\n", text).lstrip("\n").rstrip() + "\n"
 
 
 def html_to_markdown(html: str) -> str:
