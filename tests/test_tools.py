@@ -2037,3 +2037,21 @@ def test_html_a_pre_keeps_its_first_lines_indentation_and_drops_the_break_after_
     line break right after <pre>, which HTML ignores, as a blank first line of the code block."""
     assert html_to_markdown(html) == markdown
     assert html_to_text(html) == text
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ('"Extract text from PDF fi\\\n  les and forms"', "Extract text from PDF files and forms"),
+    ('"a \\\n  b"', "a b"),  # the spaces before the backslash are kept, the next line's indentation not
+    ('"a\\\n\n  b"', "a\nb"),  # a blank line after it is still a break
+    ('"a\\\\\n  b"', "a\\ b"),  # an escaped backslash escapes no break: the break folds to a space
+    ('"a\\\\\\\n  b"', "a\\b"),
+    ('"x\\\n  y\\\n  z"', "xyz"),
+    ("'a\\\n  b'", "a\\ b"),  # single quotes have no escapes
+])
+def test_skill_front_matter_an_escaped_line_break_in_double_quotes_joins_the_lines(value, expected):
+    """Regression (red team X9 f06): in a double-quoted scalar a backslash ending a line escapes the
+    line break, which YAML leaves out ('"PDF fi\\<newline>  les"' is 'PDF files', YAML 1.2 7.3.1);
+    the reader folded it to a space ('fi les').  Expected values are PyYAML's."""
+    from overspill.tools._front_matter import front_matter
+
+    assert front_matter(f"---\nname: pdf\ndescription: {value}\n---\nbody\n")["description"] == expected

@@ -100,16 +100,27 @@ def _before_comment(line: str) -> str:
     return line.rstrip()
 
 
-def _fold(pieces: list[str], lines: Iterable[str]) -> str:
+def _fold(pieces: list[str], lines: Iterable[str], escapes: bool = False) -> str:
     """``pieces`` (a first line's, or none) and ``lines`` (trimmed) folded as a flow scalar's lines
-    are: one break a space, more kept as breaks."""
+    are: one break a space, more kept as breaks.
+
+    :param escapes: a double-quoted scalar's lines: a line ending in an escaping backslash (an odd
+        run of them: ``\\\\`` is an escaped backslash) escapes its line break, which is then left
+        out, backslash and all (YAML 1.2, 7.3.1: ``"fi\\`` then ``  les"`` is ``files``); blank
+        lines after it are still breaks.
+    """
     breaks = 0
     for line in lines:
         if not line:
             breaks += 1
             continue
         if pieces:
-            pieces.append("\n" * breaks if breaks else " ")
+            last = pieces[-1]  # the previous line (a separator always comes before a line)
+            if escapes and (len(last) - len(last.rstrip("\\"))) % 2:
+                pieces[-1] = last[:-1]
+                pieces.append("\n" * breaks)
+            else:
+                pieces.append("\n" * breaks if breaks else " ")
         pieces.append(line)
         breaks = 0
     return "".join(pieces)
@@ -117,7 +128,7 @@ def _fold(pieces: list[str], lines: Iterable[str]) -> str:
 
 def _quoted(rest: str, block: list[str]) -> str:
     """A single- or double-quoted scalar (it may span lines); unclosed, its text as written."""
-    text = _fold([rest], (line.strip() for line in block))
+    text = _fold([rest], (line.strip() for line in block), escapes=rest[0] == '"')
     quote = text[0]
     out: list[str] = []
     position = 1
