@@ -813,8 +813,12 @@ def test_outline_of_an_omitted_part_is_the_whole_outputs(data, cut, block):
         collector.scan(start, len(data))
     # A line whose last part a space cut joins the runs below its folder's only within one kernel
     # call (the known limit test_a_cut_last_parts_line_is_outlined_alike_at_a_block_or_omitted_parts_start
-    # pins): at a call's first line it starts runs of its own, as a line alone.
-    assume(not any(naive_token(naive_shown(data[base:].split(b"\n", 1)[0].rstrip(b"\r")))[1] for base in bases))
+    # pins): at a call's first line, or keyed alone as the head's last keyed line (the run the
+    # omitted part goes on), it starts runs of its own.
+    head_end = data.find(b"\n", start)
+    head_lines = data[: len(data) if head_end < 0 else head_end].split(b"\n")
+    assume(not any(naive_token(naive_shown(line.rstrip(b"\r")))[1]
+                   for line in head_lines + [data[base:].split(b"\n", 1)[0] for base in bases]))
     runs, lines, keyed = naive_omitted_runs(data, start, _outline._DEPTH)
     if start == len(data):
         return
