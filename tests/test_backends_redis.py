@@ -727,3 +727,86 @@ def test_the_cleanup_lock_is_renewed_while_held_and_a_lost_one_stops_the_work(se
         assert backend._take("token of a take whose reply was lost")  # tried again: its own lock
         assert not other._backend._take("another token")
         backend._release(keys=[_redis_keys.LOCK], args=["token of a take whose reply was lost"])
+
+
+def _used_memory(client) -> int:
+    return int(client.info("memory")["used_memory"])
+
+
+@pytest.mark.parametrize("topology", ["server", "cluster"])
+def test_cleanup_and_eviction_free_a_full_noeviction_server_red_team_y9_f01(tmp_path, topology):
+    """Regression (red team Y9 f01): on a ``noeviction`` server over its ``maxmemory`` (the
+    README's second guard, tripped), a write was refused as it should be, but cleanup failed
+    too ("command not allowed when used memory > 'maxmemory'"), dry run included, and so did
+    the quota's eviction: the cleanup lock's script (SET NX PX) and the recount's (SET) were
+    refused, so the store could not free the memory that blocked it.  The sweep's and the
+    eviction's scripts now declare ``allow-oom``; a writer's still do not."""
+    import time
+    from datetime import timedelta
+
+    import redis
+
+    from conftest import _redis_or_skip
+    from overspill._quota import make_room
+
+    _redis_or_skip()
+    from redis_servers import start_cluster, start_server
+
+    policy = ("--maxmemory-policy", "noeviction")
+    servers = [start_server(*policy, parent=tmp_path)] if topology == "server" else start_cluster(
+        3, parent=tmp_path, options=policy)
+    url = servers[0].url if topology == "server" else f"redis+cluster://{servers[0].address}"
+    nodes = [redis.Redis(port=node.port) for node in servers]
+    try:
+        with ToolOutputStore(url=url) as store, \
+                ToolOutputStore(url=url, retention=timedelta(seconds=1)) as short:
+            for index in range(6):
+                store.write("s", f"c{index}", b"%06d line\n" % index * 300_000)  # 3.6 MB each
+            for node in nodes:  # every node (the lock's and the total's too) well over its limit
+                node.config_set("maxmemory", str(_used_memory(node) // 2))
+            for size in (3_000_000, 100):  # the second guard holds: streamed, and published by the script
+                with pytest.raises(StorageError, match="maxmemory"):
+                    store.write("s", "refused", b"x" * size)
+            assert len(store.records("s")) == 6
+            later = time.time() + 60
+            dry = short.cleanup(now=later, dry_run=True)
+            assert dry.removed == 6 and not dry.busy and len(store.records("s")) == 6
+            evicted = make_room(store._backend, 8_000_000)  # the quota's eviction, under the cleanup lock
+            assert evicted.removed == 4 and len(store.records("s")) == 2
+            report = short.cleanup(now=later)
+            assert report.removed == 2 and not report.busy and store.records("s") == []
+            assert not store._backend.client.exists("ovs:cleanup-lock")  # released
+            if topology == "server":  # the memory was freed: writes work again
+                assert _used_memory(nodes[0]) < int(nodes[0].config_get("maxmemory")["maxmemory"])
+                written = store.write("s", "after", b"y" * 3_000_000)
+                assert store.read("s", written.uri, limit=10).content == "y" * 10
+    finally:
+        for client in nodes:
+            client.close()
+        for node in servers:
+            node.stop()
+
+
+def test_freeing_scripts_fall_back_on_a_server_that_refuses_their_shebang_red_team_y9_f01(server):
+    """Regression (red team Y9 f01's fix): the ``allow-oom`` shebang is Redis 7's; a
+    server before it reads '#' as a Lua syntax error, and a later one may refuse a flag.
+    Such a server runs the same script without the shebang, as before; any other error
+    of the script is still raised."""
+    import redis
+
+    from overspill.backends._redis_keys import RELEASE, FreeingScript
+
+    client = redis.Redis(port=server.port)
+    try:
+        # '#lua' is no shebang to Redis 7: the Lua compile error a server before 7 gives for '#!lua'.
+        for refused in ("#lua flags=allow-oom\n", "#!lua flags=allow-oom,no-such-flag\n"):
+            script = FreeingScript(client, RELEASE, shebang=refused)
+            client.set("lock", "mine")
+            assert script(keys=["lock"], args=["not mine"]) == 0
+            assert script(keys=["lock"], args=["mine"]) == 1 and not client.exists("lock")
+        client.hset("lock", "a", "b")
+        with pytest.raises(redis.exceptions.ResponseError, match="WRONGTYPE"):
+            FreeingScript(client, RELEASE)(keys=["lock"], args=["mine"])
+    finally:
+        client.close()
+

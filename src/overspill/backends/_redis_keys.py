@@ -15,14 +15,15 @@ The layout (see ``overspill.backends.redis``)::
 from __future__ import annotations
 
 from datetime import timedelta
+from collections.abc import Sequence
 from typing import Any, Optional
 
 import redis.exceptions
 
 from ._report import CLEANUP_LOCK_WAIT_SECONDS
 
-__all__ = ["ACCOUNT", "ACCOUNT_STEP", "BY_ID", "CHECKSUM_BYTES", "CHUNK_BYTES", "DROP_DAMAGED_ZSET", "DROP_DEAD",
-           "LOCK", "LOCK_MS", "LOCK_WAIT_SECONDS", "PARTIAL_TTL", "PENDING", "PUBLISH", "RECOUNT", "REDIS_ERRORS",
+__all__ = ["ACCOUNT", "ACCOUNT_STEP", "ALLOW_OOM", "BY_ID", "CHECKSUM_BYTES", "CHUNK_BYTES", "DROP_DAMAGED_ZSET",
+           "DROP_DEAD", "FreeingScript", "LOCK", "LOCK_MS", "LOCK_WAIT_SECONDS", "PARTIAL_TTL", "PENDING", "PUBLISH", "RECOUNT", "REDIS_ERRORS",
            "RELEASE", "RENEW_LOCK", "SESSIONS", "TAKE_LOCK", "UNACCOUNT", "UNLINK_BATCH", "USAGE", "USED", "answers",
            "chunk_count", "chunk_key", "is_wrong_type", "member_id", "meta_key", "session_key", "unless_damaged"]
 
@@ -215,6 +216,49 @@ RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
+
+
+#: The shebang (Redis >= 7) of the scripts a sweep or an eviction runs (``FreeingScript``):
+#: on a full ``noeviction`` server (used memory over ``maxmemory``) Redis refuses a
+#: script's first SET, INCRBY or DECRBY, so the cleanup lock could not be taken nor
+#: the total recounted, and neither cleanup nor the quota could free the memory
+#: that blocked them.  Their writes free memory (DEL, HDEL, ZREM) or are a few
+#: bytes of bookkeeping (the lock, the total).  PUBLISH and ACCOUNT, a writer's,
+#: never carry it: a new output is still refused on a full server.
+ALLOW_OOM = "#!lua flags=allow-oom\n"
+
+
+def _refuses_shebang(error: BaseException) -> bool:
+    """Whether the server refused a script for its shebang line: a server before
+    Redis 7 does not know it (Lua reads '#' as a syntax error), a later one may
+    not know a flag."""
+    text = str(error)
+    return isinstance(error, redis.exceptions.ResponseError) and ("near '#'" in text or "shebang" in text)
+
+
+class FreeingScript:
+    """A script of the sweep or the eviction, run even on a full ``noeviction``
+    server: registered with ``ALLOW_OOM``, and without it on a server that
+    refuses the shebang (before Redis 7: there a script's first write that may
+    grow memory is still refused when memory is full).  Called as redis-py's
+    ``Script``: ``script(keys=[...], args=[...])``."""
+
+    def __init__(self, client: Any, text: str, shebang: str = ALLOW_OOM) -> None:
+        self._flagged = client.register_script(shebang + text)
+        self._plain = client.register_script(text)
+        # Set once, from any thread, when the server refuses the shebang: every later
+        # call goes straight to the plain script (a bool's assignment is atomic).
+        self._plain_only = False
+
+    def __call__(self, keys: Sequence[Any] = (), args: Sequence[Any] = ()) -> Any:
+        if not self._plain_only:
+            try:
+                return self._flagged(keys=keys, args=args)
+            except redis.exceptions.ResponseError as error:
+                if not _refuses_shebang(error):
+                    raise
+                self._plain_only = True
+        return self._plain(keys=keys, args=args)
 
 
 def meta_key(resource_id: str) -> bytes:

@@ -67,6 +67,7 @@ from ._redis_keys import (
     CHUNK_BYTES,
     DROP_DAMAGED_ZSET,
     DROP_DEAD,
+    FreeingScript,
     PARTIAL_TTL,
     PENDING,
     PUBLISH,
@@ -153,16 +154,18 @@ class RedisBackend(RedisReads, RedisQuota):
         except (*REDIS_ERRORS, OSError) as error:
             raise self.storage_error("cannot connect to Redis", error) from None
         self.publish_script = self._client.register_script(PUBLISH)
-        self._release = self._client.register_script(RELEASE)
-        self._take_lock = self._client.register_script(TAKE_LOCK)
-        self._renew_lock = self._client.register_script(RENEW_LOCK)
+        # A sweep's and an eviction's scripts run on a full noeviction server too (they free
+        # memory: FreeingScript); a writer's (publish, account) are refused there.
+        self._release = FreeingScript(self._client, RELEASE)
+        self._take_lock = FreeingScript(self._client, TAKE_LOCK)
+        self._renew_lock = FreeingScript(self._client, RENEW_LOCK)
         self._holding = threading.local()
         self._account_script = self._client.register_script(ACCOUNT)
-        self._unaccount_script = self._client.register_script(UNACCOUNT)
-        self._recount_script = self._client.register_script(RECOUNT)
-        self._usage_script = self._client.register_script(USAGE)
-        self._drop_dead_script = self._client.register_script(DROP_DEAD)
-        self._drop_damaged_zset = self._client.register_script(DROP_DAMAGED_ZSET)
+        self._unaccount_script = FreeingScript(self._client, UNACCOUNT)
+        self._recount_script = FreeingScript(self._client, RECOUNT)
+        self._usage_script = FreeingScript(self._client, USAGE)
+        self._drop_dead_script = FreeingScript(self._client, DROP_DEAD)
+        self._drop_damaged_zset = FreeingScript(self._client, DROP_DAMAGED_ZSET)
         self._lock = threading.Lock()
         self._records: OrderedDict[str, tuple[Record, int]] = OrderedDict()
         self._live: weakref.WeakSet[RedisWriter] = weakref.WeakSet()  # writers with chunks in Redis
