@@ -810,3 +810,33 @@ def test_freeing_scripts_fall_back_on_a_server_that_refuses_their_shebang_red_te
     finally:
         client.close()
 
+
+def test_a_dry_run_cleanup_takes_no_lock_and_works_for_a_read_only_user_red_team_y9_f01(server, subprocess_env):
+    """Regression (red team Y9 f01): ``cleanup --dry-run`` took the cleanup lock (a script
+    that writes), so a read-only ACL user's dry run failed ("no permissions to run the
+    'evalsha' command", exit 4) and one beside a running sweep said busy.  A dry run
+    only reads: it takes no lock now.  A real cleanup by that user still fails, typed."""
+    import subprocess
+    import sys
+    import time
+
+    with ToolOutputStore(url=server.url) as store:
+        uri = store.write("s", "c", b"z" * 100_000).uri
+        raw = store._backend.client
+        raw.execute_command("ACL", "SETUSER", "reader", "on", ">secret", "~*", "&*", "+@read", "+@connection",
+                            "-@write", "-@scripting")
+        reader_url = f"redis://reader:secret@{server.address}/0"
+        later = time.time() + 30 * 86400
+        with ToolOutputStore(url=reader_url) as reader:
+            dry = reader.cleanup(now=later, dry_run=True)
+            assert dry.removed == 1 and dry.removed_ids[0] in uri and not dry.busy
+            with pytest.raises(StorageError, match="no permissions"):
+                reader.cleanup(now=later)
+        result = subprocess.run([sys.executable, "-m", "overspill", "cleanup", "--dry-run", "--store-url", reader_url],
+                                capture_output=True, text=True, timeout=120, env=subprocess_env)
+        assert result.returncode == 0, result.stderr
+        raw.set("ovs:cleanup-lock", "another holder", px=60_000)  # a sweep running elsewhere
+        dry = store.cleanup(now=later, dry_run=True)
+        assert dry.removed == 1 and not dry.busy
+        assert store.cleanup(now=later).busy  # a real one still waits its turn
+        assert store.read("s", uri, limit=5).content == "zzzzz"

@@ -4,7 +4,7 @@ Writers add their bytes to a running total (``ovs:{usage}:bytes``, with the
 bytes of each resource in ``ovs:{usage}:by-id``); the store's eviction policy
 (``overspill._quota``) reads it through ``usage``, ``pending_bytes`` and
 ``recount`` and holds ``eviction_lock`` while it deletes.  The same lock
-serialises sweeps.
+serialises sweeps (not dry runs: they only read).
 """
 
 from __future__ import annotations

@@ -252,7 +252,8 @@ class Backend(Protocol):
         and — once older than ``grace`` — leftovers of unfinished writes and
         invalid records.  With ``dry_run`` nothing is removed; the report says
         what would be.  When another process holds the sweep (one sweeper at a
-        time per location) the report is ``skipped=1, busy=True``; what could
+        time per location) the report is ``skipped=1, busy=True`` (a backend
+        whose dry run only reads, Redis's, takes no lock for it); what could
         not be removed is skipped, counted in ``skipped``, and the sweep goes on.
 
         :raises OSError: the location cannot be read.

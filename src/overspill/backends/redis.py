@@ -487,7 +487,13 @@ class RedisBackend(RedisReads, RedisQuota):
     # ------------------------------------------------------------------ sweeping
     def sweep(self, now: float, retention: timedelta, grace: timedelta, *,
               dry_run: bool = False) -> CleanupReport:
+        """One retention pass (``RedisSweep``) under the cleanup lock; a dry run reads
+        only, so it takes no lock: it works for a read-only ACL user and on a full
+        server, and is never busy (its report is what a sweep would remove as it
+        reads, one running meanwhile or not)."""
         try:
+            if dry_run:
+                return RedisSweep(self, now, retention, grace, dry_run).run()
             with self._locked(wait=False) as held:
                 if not held:
                     return CleanupReport(skipped=1, busy=True)
