@@ -2055,3 +2055,29 @@ def test_skill_front_matter_an_escaped_line_break_in_double_quotes_joins_the_lin
     from overspill.tools._front_matter import front_matter
 
     assert front_matter(f"---\nname: pdf\ndescription: {value}\n---\nbody\n")["description"] == expected
+
+
+def test_read_file_never_blocks_on_a_fifo_put_in_place_after_its_look(store, tmp_path, monkeypatch):
+    """Red team X9 (noted): read(path=...) looked at the path with stat and then opened it
+    blocking: a FIFO put in the file's place between the two blocked the tool call for ever. The
+    file is opened without blocking and judged by what was opened."""
+    regular = tmp_path / "notes.txt"
+    regular.write_text("hello\n")
+    fifo = tmp_path / "swapped"
+    os.mkfifo(fifo)
+    looked = os.stat(regular)
+    real_stat = os.stat
+    # The look sees a regular file (as before the swap); the open then meets the FIFO.
+    monkeypatch.setattr(os, "stat", lambda target, *args, **kwargs: looked if os.fspath(target) == os.fspath(fifo)
+                        else real_stat(target, *args, **kwargs))
+    results = []
+    worker = threading.Thread(target=lambda: results.append(tools.read(store, "s", "c", path=str(fifo))), daemon=True)
+    worker.start()
+    worker.join(60)  # a guard against a hang, not a timing assertion
+    if worker.is_alive():
+        with open(fifo, "wb"):  # release the blocked reader so the thread can end
+            pass
+        worker.join()
+        pytest.fail("read opened a FIFO and blocked on it")
+    assert results[0].is_error and "is not a regular file" in results[0].output
+    assert tools.read(store, "s", "c", path=str(regular)).output.startswith("     1\thello")

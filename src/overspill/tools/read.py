@@ -161,7 +161,18 @@ def _read_file(path: object, offset: Optional[int], limit: Optional[int],
     if not stat.S_ISREG(info.st_mode):
         return failure(f"{path} is not a regular file")
     try:
-        with open(target, "rb") as file:
+        # Opened without blocking and judged by what was opened: a FIFO or device put in the
+        # file's place since the look above would otherwise block the open (or the reads).
+        descriptor = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            opened = os.fstat(descriptor)
+        except OSError:
+            os.close(descriptor)
+            raise
+        if not stat.S_ISREG(opened.st_mode):
+            os.close(descriptor)
+            return failure(f"{path} is not a regular file")
+        with os.fdopen(descriptor, "rb") as file:
             if file_is_binary(file):
                 return failure(f"{path} looks binary (it contains NUL bytes); it cannot be read as text")
             return _numbered_lines(file, path, first, count, size, tokens)
