@@ -717,17 +717,22 @@ def test_grep_never_opens_a_fifo(store, tmp_path, engine):
     (tmp_path / "a.txt").write_text("needle\n")
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
+    result = returns_without_blocking_on(fifo, lambda: tools.grep(store, "s", "c", "needle", cwd=tmp_path), "grep")
+    assert result.output == "a.txt:1:needle"
+
+
+def returns_without_blocking_on(fifo, call, what: str):
+    """``call()``'s result; fails the test if it blocked opening ``fifo`` (released so its thread can end)."""
     results = []
-    worker = threading.Thread(target=lambda: results.append(tools.grep(store, "s", "c", "needle", cwd=tmp_path)),
-                              daemon=True)
+    worker = threading.Thread(target=lambda: results.append(call()), daemon=True)
     worker.start()
     worker.join(120)  # a guard against a hang, not a timing assertion
     if worker.is_alive():
         with open(fifo, "wb"):  # release the blocked reader so the thread can end
             pass
         worker.join()
-        pytest.fail("grep opened a FIFO and blocked on it")
-    assert results[0].output == "a.txt:1:needle"
+        pytest.fail(f"{what} opened a FIFO and blocked on it")
+    return results[0]
 
 
 def test_grep_of_proc_self_does_not_hang(subprocess_env, tmp_path):
@@ -2070,14 +2075,6 @@ def test_read_file_never_blocks_on_a_fifo_put_in_place_after_its_look(store, tmp
     # The look sees a regular file (as before the swap); the open then meets the FIFO.
     monkeypatch.setattr(os, "stat", lambda target, *args, **kwargs: looked if os.fspath(target) == os.fspath(fifo)
                         else real_stat(target, *args, **kwargs))
-    results = []
-    worker = threading.Thread(target=lambda: results.append(tools.read(store, "s", "c", path=str(fifo))), daemon=True)
-    worker.start()
-    worker.join(60)  # a guard against a hang, not a timing assertion
-    if worker.is_alive():
-        with open(fifo, "wb"):  # release the blocked reader so the thread can end
-            pass
-        worker.join()
-        pytest.fail("read opened a FIFO and blocked on it")
-    assert results[0].is_error and "is not a regular file" in results[0].output
+    result = returns_without_blocking_on(fifo, lambda: tools.read(store, "s", "c", path=str(fifo)), "read")
+    assert result.is_error and "is not a regular file" in result.output
     assert tools.read(store, "s", "c", path=str(regular)).output.startswith("     1\thello")
