@@ -434,7 +434,6 @@ def _search(store: ToolOutputStore, session_id: str, uri: str, low: int, high: i
     :raises PatternTooSlowError, SearchError: the search ran out of its time, or its worker failed.
     :raises _regex.Cancelled: the search's abort event was set.
     """
-    from .. import _kernels
     from ..text import view_flags  # (as cut_character: only a wait with a pattern needs them)
 
     views = view_flags(store.views)
@@ -453,22 +452,8 @@ def _search(store: ToolOutputStore, session_id: str, uri: str, low: int, high: i
         piece = newline < 0 and not last  # a line longer than the window: searched in overlapping pieces
         if not last and not piece:
             chunk = chunk[: newline + 1]  # the window's last line, cut by the window, is searched with the next
-        # The worker decodes with surrogateescape (invalid bytes one character each) and names the
-        # lines, counted by their \n bytes, in which a match starts: offsets stay exact.  What is
-        # searched is each line's view, as grep searches a stored output (a coloured `ready` is
-        # `ready`): a view keeps every line, so a line's index is the same in both.
-        searched = before + chunk
-        shown = _kernels.view_bytes(searched, views) if views else None
-        # A match that starts in the byte before is not in the new output: the first line counts
-        # only a match past it.  (Where the view does not keep that byte as it is, before the
-        # chunk's view, no such line can be told apart: the byte is searched as part of the line.)
-        skip = len(before)
-        if skip and shown is not None:
-            rest = _kernels.view_bytes(chunk, views)
-            skip = skip if shown == before + (chunk if rest is None else rest) else 0
-        lines = search.text(searched if shown is None else shown, skip)
-        if lines:
-            line_start = len(chunk) - len(chunk.split(b"\n", lines[0])[-1])
+        line_start = _first_matching_line(search, views, before, chunk)
+        if line_start is not None:
             return low + line_start, low + len(chunk)
         if last:
             if final:
@@ -488,7 +473,6 @@ def _search_kept_end(store: ToolOutputStore, uri: str, total: int, search: Searc
     :returns: the offset in the whole output of the first matching line (past the stored copy:
         shown in the answer, not readable), or None (no match, or no kept end here).
     """
-    from .. import _kernels
     from ..text import view_flags
 
     kept = _background.kept_end(uri)
@@ -497,14 +481,45 @@ def _search_kept_end(store: ToolOutputStore, uri: str, total: int, search: Searc
     first = kept.find(b"\n") + 1
     if first == 0:
         return None
-    body = kept[first:]
-    views = view_flags(store.views)
-    shown = _kernels.view_bytes(body, views) if views else None
-    lines = search.text(body if shown is None else shown)
+    line_start = _first_matching_line(search, view_flags(store.views), b"", kept[first:])
+    return None if line_start is None else total - len(kept) + first + line_start
+
+
+def _first_matching_line(search: Search, views: int, before: bytes, chunk: bytes) -> Optional[int]:
+    """Where in ``chunk`` the first line whose view ``search`` matches starts, or None.
+
+    The worker decodes with surrogateescape (invalid bytes one character each) and names the
+    lines, counted by their \\n bytes, in which a match starts: offsets stay exact.  What is
+    searched is each line's view, as grep searches a stored output (a coloured ``ready`` is
+    ``ready``): a view keeps every line, so a line's index is the same in both, and a line's view
+    depends on that line alone (no escape sequence, no redraw crosses a newline).
+
+    :param views: the store's view flags (0: the bytes as they are).
+    :param before: the byte before ``chunk`` when ``chunk`` starts inside a line (else empty): it
+        goes with the search as context, so that ``^`` and look-behinds see no line start there,
+        but a match that starts in it is not in ``chunk`` and does not count.
+    """
+    from .. import _kernels
+
+    skip = len(before)
+    if not views:
+        lines = search.text(before + chunk, skip)
+    else:
+        newline = chunk.find(b"\n") + 1 or len(chunk)
+        first, rest = before + chunk[:newline], chunk[newline:]
+        # Only the first line's view can hold ``before``: it is made with it and without it, to
+        # tell whether the view keeps that byte as it is (where it does not, the match cannot be
+        # told apart from one in the line: the byte is searched as part of the line).
+        first_shown = _kernels.view_bytes(first, views)
+        if skip and first_shown is not None:
+            alone = _kernels.view_bytes(chunk[:newline], views)
+            skip = skip if first_shown == before + (chunk[:newline] if alone is None else alone) else 0
+        rest_shown = _kernels.view_bytes(rest, views)
+        lines = search.text((first if first_shown is None else first_shown)
+                            + (rest if rest_shown is None else rest_shown), skip)
     if not lines:
         return None
-    line_start = len(body) - len(body.split(b"\n", lines[0])[-1])
-    return total - len(kept) + first + line_start
+    return len(chunk) - len(chunk.split(b"\n", lines[0])[-1])
 
 
 def kill(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: str) -> ToolResult:
