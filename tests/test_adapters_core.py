@@ -387,3 +387,25 @@ def test_a_retold_error_pickles_and_copies_as_its_type():
                 assert getattr(again, name, None) == getattr(original, name, None), name
     group = pickle.loads(pickle.dumps(retold(originals[4], "short")))
     assert [type(inner) for inner in group.exceptions] == [ValueError, KeyError]
+
+
+# ------------------------------------------------------------------ regressions (red team C10)
+def test_a_value_json_cannot_serialise_is_bounded_as_the_text_the_framework_shows(store, caplog):
+    # shown= (smolagents' str) is the text bounded when JSON fails; a value it cannot show either still
+    # passes unchanged with the warning.
+    class Unshowable:
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+    big = [{1, 2}] * 20_000  # a set: not JSON
+    with caplog.at_level(logging.WARNING, logger="overspill"):
+        preview = Bounder(store).value("s", "c", big, shown=str)
+        assert isinstance(preview, str) and "tool-output://" in preview
+        (record,) = store.records()
+        assert b"".join(bytes(piece) for piece in store.iter_bytes("s", record.resource.uri)) == str(big).encode()
+        small = [{1, 2}]
+        assert Bounder(store).value("s", "c2", small, shown=str) is small
+        assert caplog.records == []
+        unshowable = Unshowable()
+        assert Bounder(store).value("s", "c3", unshowable, shown=str) is unshowable
+    assert "cannot be serialised" in caplog.text and len(store.records()) == 1

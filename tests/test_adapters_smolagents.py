@@ -346,3 +346,67 @@ def test_saving_an_agent_with_overspills_tools_is_refused_saying_why(store, tmp_
                 save()
     ToolCallingAgent(tools=[lookup], model=model).save(tmp_path / "plain")  # the agent's own tools save
     assert (tmp_path / "plain" / "tools" / "lookup.py").exists()
+
+
+# ------------------------------------------------------------------ regressions (red team C10)
+class _OneCallModel(Model):
+    """Calls ``name`` once, then answers; keeps the observation text each tool response showed."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(model_id="scripted")
+        self.name = name
+        self.observations: list[str] = []
+        self._turns = 0
+
+    def generate(self, messages: list, stop_sequences: Any = None, response_format: Any = None,
+                 tools_to_call_from: Any = None, **kwargs: Any) -> ChatMessage:
+        self._turns += 1
+        if messages[-1].role == MessageRole.TOOL_RESPONSE:
+            self.observations.append("".join(block["text"] for block in messages[-1].content
+                                             if block.get("type") == "text"))
+        name, arguments = (self.name, {}) if self._turns == 1 else ("final_answer", {"answer": "done"})
+        call = ChatMessageToolCall(id=f"c{self._turns}", type="function",
+                                   function=ChatMessageToolCallFunction(name=name, arguments=arguments))
+        return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
+
+
+def test_a_result_json_cannot_serialise_is_bounded_as_the_text_the_agent_shows(store, caplog):
+    # Rows holding a datetime: json.dumps fails, so the result passed on whole with a warning, and the
+    # ToolCallingAgent showed the model str(result), 7.7 MB, nothing stored.  It is now bounded as that
+    # text (the agent's str(), what the model would have read); a small one still passes as it is.
+    import datetime
+    import logging
+
+    rows = [{"id": index, "created": datetime.datetime(2024, 1, 1), "note": "é" * 40} for index in range(20_000)]
+    few = rows[:2]
+
+    @tool
+    def table_rows() -> list:
+        """Rows from the database."""
+        return rows
+
+    @tool
+    def few_rows() -> list:
+        """A few rows from the database."""
+        return few
+
+    with caplog.at_level(logging.WARNING, logger="overspill"):
+        for make in (lambda model: ToolCallingAgent(tools=bound([table_rows], store), model=model, max_steps=3,
+                                                    verbosity_level=-1),
+                     lambda model: BoundedToolCallingAgent([table_rows], model, store=store, max_steps=3,
+                                                           verbosity_level=-1)):
+            model = _OneCallModel("table_rows")
+            make(model).run("go")
+            (shown,) = model.observations
+            assert "tool-output://" in shown and len(shown.encode()) < 60_000
+        # what is stored is the text the agent would have shown, whole
+        for record in store.records():
+            stored = b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri))
+            assert stored == str(rows).encode()
+        assert len(store.records()) == 2
+        # one that fits reaches the agent as it came, the same object, and nothing is stored
+        assert bound([few_rows], store)[0](sanitize_inputs_outputs=True) is few
+        agent = BoundedToolCallingAgent([few_rows], _OneCallModel("few_rows"), store=store, verbosity_level=-1)
+        assert agent.execute_tool_call("few_rows", {}) is few
+    assert len(store.records()) == 2
+    assert [record.getMessage() for record in caplog.records if record.name == "overspill"] == []

@@ -110,14 +110,18 @@ def json_text(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def as_text(value: object, dumps: Callable[[Any], str] = json_text) -> Optional[Text]:
+def as_text(value: object, dumps: Callable[[Any], str] = json_text,
+            shown: Optional[Callable[[Any], str]] = None) -> Optional[Text]:
     """The text a tool result is bounded (and stored) as, or None when it has none.
 
     A ``str`` is itself (a subclass as the plain ``str`` of its characters);
     bytes-like values are their bytes; any other value is its JSON text, made
     by ``dumps`` (a framework's own serialiser, where it has one).  A value
-    that cannot be serialised gives None and a warning on the ``overspill``
-    logger: the caller passes it on unchanged.
+    that cannot be serialised is ``shown(value)`` when given: the text the
+    framework shows the model of any value (smolagents' ``str(value)``), so
+    that text is what is bounded.  Else (or when ``shown`` fails too) it gives
+    None and a warning on the ``overspill`` logger: the caller passes it on
+    unchanged, as the framework then has no text of it to show.
     """
     if isinstance(value, str):
         return value if type(value) is str else str.__str__(value)
@@ -126,9 +130,17 @@ def as_text(value: object, dumps: Callable[[Any], str] = json_text) -> Optional[
     try:
         return dumps(value)
     except (TypeError, ValueError) as error:
-        logger.warning("overspill: a %s tool result is not text and cannot be serialised as JSON (%s); "
-                       "it is passed on unbounded", type(value).__name__, one_line(error))
-        return None
+        reason: Exception = error
+    if shown is not None:
+        try:
+            text = shown(value)
+            # (a __str__ may return a str subclass: bounded as its characters, as a str result is)
+            return text if type(text) is str else str.__str__(text)
+        except Exception as error:  # noqa: BLE001  (a value the framework cannot show either)
+            reason = error
+    logger.warning("overspill: a %s tool result is not text and cannot be serialised as JSON (%s); "
+                   "it is passed on unbounded", type(value).__name__, one_line(reason))
+    return None
 
 
 def joined(pieces: list[Text]) -> Text:
@@ -366,21 +378,24 @@ class Bounder:
         preview = await self.apieces(session_id, call_id, [texts[index] for index in at])  # type: ignore[misc]
         return None if preview is None else replaced_pieces(items, at, first(items[at[0]], preview))
 
-    def value(self, session_id: str, call_id: str, value: Any, dumps: Callable[[Any], str] = json_text) -> Any:
-        """``value`` as it came when it fits (or cannot be serialised), else its bounded text.
+    def value(self, session_id: str, call_id: str, value: Any, dumps: Callable[[Any], str] = json_text,
+              shown: Optional[Callable[[Any], str]] = None) -> Any:
+        """``value`` as it came when it fits (or has no text), else its bounded text.
 
         :param dumps: how a value that is not text becomes JSON text (see ``as_text``).
+        :param shown: the text the framework shows of a value ``dumps`` cannot serialise (see ``as_text``).
         :raises StorageError: the store could not write the output.
         """
-        text = value if type(value) is str else as_text(value, dumps)
+        text = value if type(value) is str else as_text(value, dumps, shown)
         if text is None:
             return value
         bounded = self.text(session_id, call_id, text)
         return value if bounded is None else bounded
 
-    async def avalue(self, session_id: str, call_id: str, value: Any, dumps: Callable[[Any], str] = json_text) -> Any:
+    async def avalue(self, session_id: str, call_id: str, value: Any, dumps: Callable[[Any], str] = json_text,
+                     shown: Optional[Callable[[Any], str]] = None) -> Any:
         """``value`` for async callers."""
-        text = value if type(value) is str else as_text(value, dumps)
+        text = value if type(value) is str else as_text(value, dumps, shown)
         if text is None:
             return value
         bounded = await self.atext(session_id, call_id, text)

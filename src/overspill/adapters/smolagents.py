@@ -63,11 +63,15 @@ def _bounded_value(bounder: Bounder, session_id: str, value: Any) -> Any:
     An image or audio value (a tool of output type ``any`` may return one) passes as it is, as for the
     ``image`` and ``audio`` output types: the agent shows it to the model as media, never as text (so it
     is not "a value that cannot be serialised" either, and gets no warning).
+
+    A value JSON cannot serialise (rows holding a ``datetime``) is bounded as ``str(value)``: a
+    ``ToolCallingAgent`` shows the model ``str(result)`` of any result that is not media, so that is
+    the text the model would get whole.
     """
     # smolagents needs Pillow (its agent types import it); an AgentImage is a PIL image, an AgentAudio a str.
     if isinstance(value, (PIL.Image.Image, AgentAudio)):
         return value
-    bounded = bounder.value(session_id, new_call_id(), value)
+    bounded = bounder.value(session_id, new_call_id(), value, shown=str)
     if bounded is value or not isinstance(value, AgentText):
         return bounded
     return AgentText(bounded)
@@ -177,8 +181,9 @@ def bound(tools: Iterable[Tool], store: Optional[ToolOutputStore] = None) -> lis
     A result within the store's limits reaches the model untouched and
     nothing is stored; a larger one is stored whole and the model gets its
     preview with the marker naming ``tool-output://ID``.  A result that is not
-    text is stored as its JSON text; one that cannot be serialised passes
-    unchanged, with a warning on the ``overspill`` logger.  The list is one
+    text is stored as its JSON text; one that cannot be serialised is bounded
+    as ``str(value)``, the text the agent shows the model of it (one that
+    fits passes unchanged, the same object).  The list is one
     session: give each agent its own ``bound(...)``.
 
     :param store: where outputs are stored; the default ``ToolOutputStore()`` when None.
