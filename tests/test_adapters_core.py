@@ -409,3 +409,42 @@ def test_a_value_json_cannot_serialise_is_bounded_as_the_text_the_framework_show
         unshowable = Unshowable()
         assert Bounder(store).value("s", "c3", unshowable, shown=str) is unshowable
     assert "cannot be serialised" in caplog.text and len(store.records()) == 1
+
+
+class _Upstream(Exception):
+    """An error that makes itself again from its own attributes, not its args (as ``json.JSONDecodeError``)."""
+
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"upstream answered {status}: {body}")
+        self.status, self.body = status, body
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return type(self), (self.status, self.body)
+
+
+def test_a_retold_error_whose_type_reduces_itself_copies_and_pickles_saying_the_preview(store):
+    # retold() kept the original type and set only .args, but json.JSONDecodeError.__reduce__ makes it again
+    # from .msg/.doc/.pos (and _Upstream from its status and body): copy.copy or a pickle round trip of the
+    # bounded exception gave back the whole unbounded text.  Such a type is now retold as the subclass,
+    # which copies and pickles as the original type saying the preview.
+    import copy
+    import pickle
+
+    body = "<html>" + "<p>maintenance</p>\n" * 20_000
+    bounder = Bounder(store)
+    for number, original in enumerate((json.JSONDecodeError("upstream did not return JSON: " + body, body, 0),
+                                       _Upstream(503, body))):
+        bounded = bounder.error("s", f"c{number}", original)
+        shown = str(bounded)
+        assert isinstance(bounded, type(original)) and type(bounded).__name__ == type(original).__name__
+        assert "tool-output://" in shown and len(shown) < 60_000
+        for again in (copy.copy(bounded), copy.deepcopy(bounded), pickle.loads(pickle.dumps(bounded)),
+                      pickle.loads(pickle.dumps(bounded, protocol=2))):
+            assert isinstance(again, type(original)) and type(again).__name__ == type(original).__name__
+            assert str(again) == shown
+            for name in ("msg", "doc", "pos", "lineno", "colno", "status", "body"):
+                assert getattr(again, name, None) == getattr(original, name, None), name
+    assert len(store.records()) == 2
+    # a type whose copy is made from its args alone keeps being retold as itself
+    plain = bounder.error("s", "c9", ValueError(body))
+    assert type(plain) is ValueError and str(copy.copy(plain)) == str(plain) != body

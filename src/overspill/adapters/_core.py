@@ -177,13 +177,45 @@ def _reduced(self: BaseException) -> tuple[Any, ...]:
     return _made, (type(self).__mro__[1], text, how, attributes, _slot_values(self))
 
 
+def _reduced_ex(self: BaseException, protocol: int) -> tuple[Any, ...]:
+    """The ``__reduce_ex__`` of a retold subclass: ``_reduced`` whatever the protocol, so a ``__reduce_ex__``
+    of the original type (which would make it again from its own attributes) is not what copy and pickle
+    follow."""
+    return _reduced(self)
+
+
 @functools.lru_cache(maxsize=None)
 def _saying_its_args(kind: type) -> type:
     """A subclass of ``kind``, named as it is, whose text is the bounded text (``kind``'s own ``__str__``
     shows something else: a ``KeyError``'s repr, a ``CalledProcessError``'s command and code, an
-    ``ExceptionGroup``'s count of sub-exceptions, a pydantic ``ValidationError``'s errors)."""
+    ``ExceptionGroup``'s count of sub-exceptions, a pydantic ``ValidationError``'s errors; or ``kind``
+    would copy and pickle itself back to its unbounded text, see ``_copies_saying``)."""
+    # __copy__ and __deepcopy__ None: copy then follows the reduce methods (a kind's own would bypass them).
     return type(kind.__name__, (kind,), {"__module__": kind.__module__, "__qualname__": kind.__qualname__,
-                                         "__str__": _its_text, "__reduce__": _reduced})
+                                         "__str__": _its_text, "__reduce__": _reduced, "__reduce_ex__": _reduced_ex,
+                                         "__copy__": None, "__deepcopy__": None})
+
+
+def _copies_saying(told: BaseException, text: str) -> bool:
+    """Whether ``copy.copy``, ``copy.deepcopy`` and pickle make ``told`` (an exception of the original type
+    whose args are ``(text,)``) again from ``text``: the recipe they follow (its ``__reduce_ex__``, read, not
+    run) calls its type on ``text`` alone and restores the state with ``BaseException``'s ``__setstate__``,
+    and no ``__copy__``, ``__deepcopy__`` or ``copyreg`` entry takes their place.  A type that makes itself
+    again from other attributes (``json.JSONDecodeError``: its ``msg``, ``doc`` and ``pos``; a class's own
+    ``__reduce__``) would go back to the unbounded text: it is retold as a subclass instead."""
+    import copyreg  # only an error to retell needs them
+    import pickle
+
+    kind = type(told)
+    if (getattr(kind, "__copy__", None) is not None or getattr(kind, "__deepcopy__", None) is not None
+            or kind in copyreg.dispatch_table or getattr(kind, "__setstate__", None) is not BaseException.__setstate__):
+        return False
+    for protocol in {4, pickle.DEFAULT_PROTOCOL, pickle.HIGHEST_PROTOCOL}:  # (copy's, pickle's, the newest)
+        recipe = told.__reduce_ex__(protocol)
+        if not (isinstance(recipe, tuple) and len(recipe) >= 2 and recipe[0] is kind
+                and isinstance(recipe[1], tuple) and recipe[1] == (text,)):
+            return False
+    return True
 
 
 def _made(kind: type, text: str, how: tuple[Any, ...], attributes: dict[str, Any],
@@ -246,8 +278,11 @@ def retold(error: BaseException, text: str) -> Optional[BaseException]:
     retold as a subclass of it of the same name (so ``except`` and ``except*`` clauses and the type name
     a framework shows the model are kept), made by the type's ``__new__`` on the text (an exception
     group: on the text and its sub-exceptions), else on the error's own arguments (a ``__new__`` that
-    takes its own), else as the type pickles itself (a pydantic ``ValidationError``).  Such a subclass
-    pickles and copies as the original type (see ``_reduced``).
+    takes its own), else as the type pickles itself (a pydantic ``ValidationError``).  So is a
+    type that would copy or pickle itself back to its unbounded text
+    (``_copies_saying``: a ``json.JSONDecodeError``, a class with its own
+    ``__reduce__``).  Such a subclass pickles and copies as the original type,
+    saying ``text`` (see ``_reduced``).
     """
     try:
         told = type(error).__new__(type(error), text)
@@ -257,7 +292,7 @@ def retold(error: BaseException, text: str) -> Optional[BaseException]:
         told.args = (text,)
         if "message" in error.__dict__:  # frameworks' errors often keep their text apart too
             told.message = text  # type: ignore[attr-defined]
-        if str(told) == text:
+        if str(told) == text and _copies_saying(told, text):
             return told
     except Exception:  # noqa: BLE001  (a type that cannot be made so: a subclass of it)
         pass
