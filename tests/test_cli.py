@@ -1428,3 +1428,37 @@ def test_run_prints_an_output_within_the_limits_with_its_last_newline(cli, outpu
     stripped = (output[:-1] if output.endswith(b"\n") else output).decode()
     model = json.loads(cli("run", "--json", "--", f"printf '{printf}'; exit 2").stdout)["output"]
     assert model == "\n".join(part for part in (stripped, "[exit code 2]") if part)
+
+
+
+@pytest.mark.parametrize("supervisor_stopped", ["never", "until_the_trap_ran", "until_kill_returned"])
+def test_kill_of_a_supervised_command_sends_its_group_one_sigterm(cli, tmp_path, subprocess_env, supervisor_stopped):
+    """Red team E10 f01: ``overspill kill`` of a ``run --background`` command SIGTERMed its group
+    and its supervisor, whose handler SIGTERMed the group again: a TERM trap ran twice (once from
+    the owning process's kill).  The group now gets one SIGTERM whoever owns it; the supervisor is
+    told only to stop waiting for the group.  Stopping the supervisor until the trap ran once makes
+    its late signal certain (two signals close together may merge into one); a supervisor stopped
+    for the whole kill cannot act at all, and its command still ends: kill's SIGKILL after the grace."""
+    terms = tmp_path / "terms"
+    command = f"trap 'echo got-term >> {terms}' TERM; echo up; while :; do sleep 0.2; done"
+    started = cli("run", "--background", "--yield-after", "0", "--json", "--", command)
+    answer = json.loads(started.stdout)
+    uri, pid = answer["metadata"]["uri"], answer["metadata"]["pid"]
+    assert wait_until(lambda: json.loads(cli("read", uri, "--json").stdout)["content"] == "up\n")
+    supervisor = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])  # the command's parent
+    if supervisor_stopped != "never":
+        os.kill(supervisor, signal.SIGSTOP)
+    try:
+        killing = subprocess.Popen([str(SCRIPT), "kill", uri, "--json"], stdout=subprocess.PIPE,
+                                   env=subprocess_env)  # (the fixture's, with the data folder)
+        if supervisor_stopped == "until_the_trap_ran":
+            assert wait_until(lambda: terms.exists() and terms.read_text() == "got-term\n")
+            os.kill(supervisor, signal.SIGCONT)  # within kill's grace: the group is still there
+        killed, _ = killing.communicate(timeout=60)
+        assert killing.returncode == 0
+        assert group_ends(pid)
+    finally:
+        os.kill(supervisor, signal.SIGCONT)
+    assert wait_until(lambda: {job["uri"]: job["state"] for job in json.loads(cli("jobs", "--json").stdout)["jobs"]}
+                      [uri] == "exited")
+    assert terms.read_text() == "got-term\n"

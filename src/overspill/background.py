@@ -41,6 +41,10 @@ __all__ = ["KILL_GRACE", "Job", "find", "kill", "kill_all", "kept_end", "start",
 
 #: Seconds between SIGTERM and SIGKILL when a background command is killed.
 KILL_GRACE = 2.0
+# What ``kill`` sends a supervisor (``overspill._supervisor``) once it SIGTERMed the command's group
+# itself: "stop waiting for the group", not "signal it" (which SIGTERM to the supervisor means), so
+# that the group gets one SIGTERM whoever owns it.
+SUPERVISOR_STOP_WAITING = signal.SIGUSR1
 # How often the sealer looks for output that waited long enough to be sealed.
 _SEAL_TICK = 0.1
 # How often a waiter on another process's command looks at its record.
@@ -324,11 +328,14 @@ def kill(store: ToolOutputStore, session_id: str, uri: str) -> Record:
     if current is not None and started and current and current != started:
         return record  # the pid now names another process: the command is long gone
     owner = record.owner
-    if record.state == "running" and owner is not None and _is_supervisor(owner):
-        # The CLI's supervisor ends the group as its own kill does, and stops reading once the
-        # command exited: a process that left the group (a daemon) may hold the pipe for ever.
-        _signal_process(owner, signal.SIGTERM)
+    # The group's one SIGTERM, sent here whoever owns the command (a supervisor that is stopped,
+    # hung or gone cannot hold it back).
     _signal_group(pid, signal.SIGTERM)
+    if record.state == "running" and owner is not None and _is_supervisor(owner):
+        # The CLI's supervisor is told the group was signalled, not to signal it (its SIGTERM
+        # handler would send the group a second SIGTERM): it stops reading once the command
+        # exited, since a process that left the group (a daemon) may hold the pipe for ever.
+        _signal_process(owner, SUPERVISOR_STOP_WAITING)
     deadline = time.monotonic() + KILL_GRACE
     while time.monotonic() < deadline:
         record = store.status(session_id, uri)

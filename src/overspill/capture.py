@@ -258,6 +258,16 @@ class RunningCommand:
         _signal_group(self._process, signum)
         self._begin_stop(time.monotonic())
 
+    def stop_waiting(self) -> None:
+        """Stop waiting for the command's process group, which another process already signalled
+        (``overspill kill`` of a supervised command): as ``send_signal`` without sending anything
+        again, so the group gets that one signal, and SIGKILL if it is still there after the grace.
+        Safe to call from a signal handler; does nothing once the command was reaped.
+        """
+        if self._process.returncode is not None:
+            return
+        self._begin_stop(time.monotonic())
+
     def _begin_stop(self, now: float) -> None:
         if self._stop_at is None:
             self._stop_at = now
