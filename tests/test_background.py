@@ -1461,3 +1461,28 @@ def test_wait_pattern_from_mid_line_offset_ignores_a_match_in_the_byte_before(st
         assert wait(store, SESSION, "w", uri, 0, "x", offset=1).metadata["match"] == 1
     finally:
         output.finish(0)
+
+
+def test_wait_from_an_offset_inside_a_character_starts_as_a_read_page_does(store):
+    """Red team E10 f02: ``wait`` from an offset inside a multi-byte character showed the rest of
+    it as U+FFFD, where ``read`` from that offset starts at the next character.  Both start there
+    now (read's page start), running or exited, the pattern searched and ``offset`` said from there."""
+    output = store.open_growing(SESSION, "m")
+    uri = output.record.resource.uri
+    try:
+        output.write("ab\u20accd\nef\n".encode())  # the euro sign is 3 bytes: offsets 2, 3, 4
+        seal_now(output)
+        for offset in (3, 4):
+            page = store.read(SESSION, uri, offset=offset)
+            assert (page.offset, page.content) == (5, "cd\nef\n")
+            waited = wait(store, SESSION, "w", uri, 0, "c", offset=offset)
+            assert waited.output.startswith("cd\nef\n[pattern 'c' found at byte offset 5]"), waited.output
+            assert (waited.metadata["offset"], waited.metadata["match"]) == (5, 5)
+    finally:
+        output.finish(0)
+    for offset in (3, 4):
+        waited = wait(store, SESSION, "w", uri, 0, offset=offset)
+        assert waited.output.startswith("cd\nef\n[exited with code 0") and "\ufffd" not in waited.output, waited.output
+        assert waited.metadata["offset"] == 5
+    # An offset on a character's first byte, or inside invalid bytes, is its own start, as in a page.
+    assert wait(store, SESSION, "w", uri, 0, offset=2).output.startswith("\u20accd\n")

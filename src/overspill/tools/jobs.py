@@ -255,6 +255,8 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
     :param offset: where the new output starts (the offset an earlier answer
         named); by default the end of the output sealed when the call begins
         (before a character that end cuts in two, as the answers' offsets are).
+        An offset inside a character starts at the next one, as a ``read``
+        page from it does.
     :param budget: the most seconds one call waits (the host's tool-call budget).
     :param progress: called with the sealed size now and then while waiting.
     :param abort: when set (the host's cancellation), the wait ends within a
@@ -284,7 +286,8 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
         record = store.status(session_id, resource)
         if record.state is None:
             return failure(f"{resource} is a stored output, not a background command; read it with read")
-        start = _sealed_end(store, session_id, record) if offset is None else min(offset, record.resource.size)
+        start = (_sealed_end(store, session_id, record) if offset is None
+                 else _page_start(store, session_id, resource, min(offset, record.resource.size)))
         found, record, too_slow = _watch(store, session_id, resource, start, pattern, limit, progress, abort)
         limits = store.limits()
         # Only up to the size of the record last seen: the state line states that size, and
@@ -338,6 +341,16 @@ def _sealed_end(store: ToolOutputStore, session_id: str, record: Record) -> int:
     # (the payload is append-only: the bytes before ``size`` stay as they are while it grows)
     end = store.read_bytes(session_id, record.resource.uri, offset=max(size - 4, 0), limit=min(size, 4))[1]
     return size - cut_character(end)
+
+
+def _page_start(store: ToolOutputStore, session_id: str, uri: str, offset: int) -> int:
+    """Where a wait from ``offset`` starts: where a ``read`` page from there starts (its own
+    rule: an offset inside a character starts at the next one, inside an escape sequence that the
+    view removes, past it), so that a wait never shows the rest of a character as U+FFFD, and
+    searches and says the same start.  The offsets answers name are such starts already."""
+    if offset == 0:
+        return 0
+    return store.read(session_id, uri, offset=offset, limit=1).offset
 
 
 class _Cancelled(Exception):
