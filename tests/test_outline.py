@@ -1537,3 +1537,42 @@ def test_a_cut_last_parts_line_is_outlined_alike_at_a_block_or_omitted_parts_sta
     # The omitted part starting at (or inside) that line: the runs the whole output has from there.
     for start in (cut, cut + 5):
         assert runs(start, 1 << 20)[1][0] == [b"./a", start, 1, True]
+
+
+def test_a_git_outline_that_fits_lists_every_commit_and_counts_one_left_as_one_commit_red_team_d10_f02(tmp_path):
+    """Red team D10 f02: the git outline kept room for its "… N more commits …" line even for the last
+    commit, so a redraw given just what the first draw took (the preview's give-back) hid one commit
+    behind "… 1 more commits …"."""
+    data = git_log()
+    line_size = _outline.line_size
+
+    def collected(first: int, stop: int) -> Outline:
+        start, end = data.index(b"commit %04x" % first), data.index(b"commit %04x" % stop)
+        collector = Outline("git", BytesReader(data))
+        collector.scan(start, end)
+        return collector
+
+    collector = collected(100, 131)
+    whole = collector.render(60, 1 << 20)
+    assert len(whole) == 32 and not any("more commit" in line for line in whole), whole
+    # Exactly the lines and bytes the whole list takes: it is drawn whole again.
+    assert collector.render(len(whole), sum(map(line_size, whole))) == whole
+    # One commit between the first and last ones kept is one commit.
+    kept = 2 * _outline._COMMITS
+    shown = collected(100, 100 + kept + 1).render(kept + 2, 1 << 20)
+    assert shown[1 + _outline._COMMITS] == "… 1 more commit …", shown
+    # Through the store: every omitted commit of a log whose outline fits is listed.
+    parts = [f"commit {n:040x}\nAuthor: A U Thor <a@example.com>\nDate:   Mon Jan 1 2024\n\n"
+             f"    Change number {n}: a subject line long enough to look like a real commit message, "
+             f"as most of ours are\n\n" + "".join(f"    body line {k} of commit {n}\n" for k in range(100)) + "\n"
+             for n in range(38)]
+    log = "".join(parts).encode()
+    result = ToolOutputStore(tmp_path, durable=False).truncate("s", "c", log, max_lines=2000, max_bytes=51200)
+    outline = outline_of(result.content)
+    tail = result.content[result.content.index(outline[-1] + "\n\n") + len(outline[-1]) + 2 :].encode()
+    assert log.endswith(tail)
+    omitted = [m.start() + 1 for m in re.finditer(rb"\ncommit ", log[: len(log) - len(tail)])
+               if m.start() + 1 >= result.next_offset]
+    listed = [int(line.rsplit(" @ ", 1)[1]) for line in outline if re.match(r"[0-9a-f]{10} .* @ \d+$", line)]
+    assert not any("more commit" in line for line in outline), outline
+    assert len(omitted) > 20 and listed == omitted, outline
