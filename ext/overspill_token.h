@@ -45,6 +45,39 @@ static inline int osp_path_goes_on(const uint8_t *p, ptrdiff_t k, ptrdiff_t n, c
     return 0;
 }
 
+/* Where a later word of p[k:limit) reaches a '/' that goes on a path a space
+ * cut ("./Program Files (x86)/x"), else -1, as _native_outline._path_reaches:
+ * the words before it are one space apart and hold no stop byte (a space
+ * among them), ':' or '/', but a '(' closed in the same word ("(x86)"); a
+ * word starting with '/' is a path of its own ("2024/01/01 GET /api"). */
+static inline ptrdiff_t osp_path_reaches(const uint8_t *p, ptrdiff_t k, ptrdiff_t limit) {
+    int opened = 0, word_start = 1;
+    for (; k < limit; k++) {
+        switch (p[k]) {
+        case '/':
+            return opened || word_start ? -1 : k;
+        case ' ':
+            if (opened || word_start) return -1;
+            word_start = 1;
+            continue;
+        case '(':
+            if (opened) return -1;
+            opened = 1;
+            break;
+        case ')':
+            opened = 0;
+            break;
+        case '\t': case '[': case ',': case ';': case '"': case '\'': case '=': case '<': case '>': case '|':
+        case '{': case '}': case 0x1b: case ':':
+            return -1;
+        default:
+            break;
+        }
+        word_start = 0;
+    }
+    return -1;
+}
+
 /* Whether a path's last part p[0:m), which a space ended, is a whole name
  * all the same: it holds a '.' past its first byte and before its last (a
  * file's extension: "tests/test_a.py ....F") or is all digits (a date's day:
@@ -62,7 +95,8 @@ static inline int osp_whole_name(const uint8_t *p, ptrdiff_t m) {
 /* The leading token of a line p[0:n) as overspill._native._leading_token
  * cuts it (up to a byte of `stops`' set: lo/hi hold the stop bytes, ':' and
  * '/'; "::" does not stop it, nor a space after a '/' when the next word
- * reaches a '/' (osp_path_goes_on); at most cap bytes), in one pass that also
+ * reaches a '/' (osp_path_goes_on) or, after a last part the space would cut,
+ * a later one does (osp_path_reaches); at most cap bytes), in one pass that also
  * finds its parts (split at "/" and "::", empty ones skipped): the ends of
  * the first `room` parts go to ends, their count to *parts, and *separated
  * says whether it holds a separator.  *keys is the parts that may be keys:
@@ -73,7 +107,7 @@ static inline int osp_whole_name(const uint8_t *p, ptrdiff_t m) {
 static ptrdiff_t osp_scan_token(const uint8_t *p, ptrdiff_t n, ptrdiff_t avail, ptrdiff_t cap, const uint8_t *lo,
                                 const uint8_t *hi, ptrdiff_t *ends, ptrdiff_t room, ptrdiff_t *parts,
                                 ptrdiff_t *keys, int *separated) {
-    ptrdiff_t limit = n < cap ? n : cap, i = 0, start = 0, count = 0, base = 0, j, width = 0, length;
+    ptrdiff_t limit = n < cap ? n : cap, i = 0, start = 0, count = 0, base = 0, j, width = 0, length, reached = -1;
     uint32_t mask = 0;  /* the set's bytes in p[base:base + 32) not yet handled, when have */
     int have = 0, full = 0, found = 0, slash = 0;
     while (i < limit) {
@@ -107,8 +141,13 @@ static ptrdiff_t osp_scan_token(const uint8_t *p, ptrdiff_t n, ptrdiff_t avail, 
                 break;
             }
             width = 2;
-        } else if (p[j] == ' ' && slash && osp_path_goes_on(p, j + 1, n, lo, hi)) {
-            i = j + 1;  /* a space inside a folder's name: the token goes on */
+        } else if (p[j] == ' ' && slash && (osp_path_goes_on(p, j + 1, n, lo, hi)
+                   || (width == 1 && j > start && !osp_whole_name(p + start, j - start)
+                       && (reached = osp_path_reaches(p, j + 1, limit)) >= 0))) {
+            /* a space inside a folder's name: the token goes on (after a name the
+             * space cut, past the words up to the '/' a later one reaches) */
+            i = reached >= 0 ? reached : j + 1;
+            reached = -1;
             if (have) {
                 if (i - base >= 32) have = 0;
                 else mask &= ~(uint32_t)0 << (i - base);

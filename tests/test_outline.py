@@ -45,10 +45,24 @@ def naive_goes_on(rest: bytes) -> bool:
     return False
 
 
+def naive_cut(token: bytes) -> bool:
+    """Whether the token's last part, when a space ends it, may be a name the space cut:
+    after a "/", not empty, no "." inside it, not all digits (red team T9 f03: "./Program
+    Files" is no folder "./Program")."""
+    pieces = re.split(rb"(/|::)", token)
+    last = pieces[-1]
+    return len(pieces) > 1 and pieces[-2] == b"/" and last != b"" and b"." not in last[1:-1] and not last.isdigit()
+
+
+# After a cut name, words one space apart (no stop byte, ":" or "/" in them, but a "(" closed in the
+# same word) up to a later word that reaches a "/" after its first byte (red team D10 f01).
+LATER_WORDS = re.compile(rb"(?:(?:[^ \t\[(,;\"'=<>|{}\x1b:/]|\([^ \t\[(,;\"'=<>|{}\x1b:/)]*\))+ )*"
+                         rb"(?:[^ \t\[(,;\"'=<>|{}\x1b:/]|\([^ \t\[(,;\"'=<>|{}\x1b:/)]*\))+(?=/)")
+
+
 def naive_token(text: bytes) -> tuple[bytes, bool]:
-    """The leading token (a space after a "/" goes in when the next word reaches a "/"), and
-    whether its last part, after a "/" and ended by a space, is no key: no "." inside it,
-    not all digits (red team T9 f03: "./Program Files" is no folder "./Program")."""
+    """The leading token (a space after a "/" goes in when the next word reaches a "/", or after a
+    cut name when a later word does, within 255 bytes), and whether its last part is a cut name."""
     out = bytearray()
     i = 0
     limit = min(len(text), 255)
@@ -63,16 +77,17 @@ def naive_token(text: bytes) -> tuple[bytes, bool]:
             out.append(text[i])
             i += 1
             continue
+        later = LATER_WORDS.match(text[:limit], i + 1) if text[i] == ord(" ") and b"/" in out else None
+        if later and naive_cut(bytes(out)):
+            out += text[i : later.end()]
+            i = later.end()
+            continue
         if text[i] in STOPS:
             break
         out.append(text[i])
         i += 1
     token = bytes(out[:255])
-    pieces = re.split(rb"(/|::)", token)
-    last = pieces[-1]
-    dropped = (i < limit and text[i] == ord(" ") and len(pieces) > 1 and pieces[-2] == b"/" and last != b""
-               and b"." not in last[1:-1] and not last.isdigit())
-    return token, dropped
+    return token, i < limit and text[i] == ord(" ") and naive_cut(token)
 
 
 def naive_line_key(text: bytes, section: bytes) -> tuple[bytes, int]:
@@ -234,6 +249,7 @@ line_pieces = st.sampled_from([
     "\x1b[33m", "\x1b[m", "\x1b[01;31m\x1b[K", "\x1b[3",
     "* ", "| ", "|\\ ", "abc1234 ", "abc1234  x", "abc1234 *x", "\x1b[33mabc1234\x1b[m subject", "|     ", "*",
     "修复" * 7, "y" * 39, "./Program Files", " Data/", "test_a.py ....F", " 2", "9 ", "a.b c/",
+    " Files (x86)/", " b c/", "(x) ", " (", ") /", " /b",
 ])
 outputs = st.lists(st.lists(line_pieces, max_size=5).map("".join), max_size=30).map(
     lambda lines: "\n".join(lines).encode())
@@ -1492,7 +1508,7 @@ def test_paths_with_spaces_name_real_folders_red_team_t9_f03(tmp_path):
     (b"./Program Files/module 1/file 001.dat", b"./Program Files/module 1"),
     (b"/Library/Application Support/Code/User", b"/Library/Application Support/Code/User"),
     (b"./Program Files", b"."),  # "Program" may be cut: the folder is the last whole part
-    (b"./Visual Studio Code.app/Contents", b"."),  # two spaces before a "/": not followed
+    (b"./Visual Studio Code.app/Contents", b"./Visual Studio Code.app/Contents"),  # a later word reaches "/"
     (b"tests/test_a.py ....F                    [ 10%]", b"tests/test_a.py"),
     (b"tests/test_a.py ....F", b"tests/test_a.py"),
     (b"tests/test_a.py::test_x PASSED           [ 20%]", b"tests/test_a.py::test_x"),
@@ -1576,3 +1592,47 @@ def test_a_git_outline_that_fits_lists_every_commit_and_counts_one_left_as_one_c
     listed = [int(line.rsplit(" @ ", 1)[1]) for line in outline if re.match(r"[0-9a-f]{10} .* @ \d+$", line)]
     assert not any("more commit" in line for line in outline), outline
     assert len(omitted) > 20 and listed == omitted, outline
+
+
+@pytest.mark.parametrize("line, key", [
+    (b"/mnt/c/Program Files (x86)/Old0/file0.dll", b"/mnt/c/Program Files (x86)/Old0"),
+    (b"./My Drive/a b c/x.txt", b"./My Drive/a b c/x.txt"),
+    (b"./AppData/Microsoft VS Code (user) 2/bin", b"./AppData/Microsoft VS Code (user) 2/bin"),
+    (b"src/module (see docs/b.md)", b"src"),  # a "(" not closed in its word: no path goes on
+    (b"src/a.py used by src/b.py", b"src/a.py"),  # a whole name is not cut: nothing goes on
+    (b"./a b:12: see c/d", b"."),  # grep -r: a ":" ends the search
+    (b"lib/x  y/z", b"lib"),  # columns: two spaces end it
+    (b"2024/01/01 GET /api/v1 200", b"2024/01/01"),
+    (b"logs/app started at /var/log/app", b"logs"),  # a word starting with "/" is a path of its own
+])
+def test_a_name_with_two_spaces_goes_on_to_its_folders_slash_red_team_d10_f01(line, key):
+    """Red team D10 f01: the token stopped at the first space whose next word does not reach a
+    "/", so "/mnt/c/Program Files (x86)/..." was keyed "/mnt/c" and its lines were counted into
+    the run of the sibling before it ("/mnt/c/Program Files/... 500 lines" of which 200 were).
+    After a name a space cut, a later word (one space apart, no stop byte but a closed "(")
+    that reaches a "/" carries the path on.  Both kernels and the naive reference alike."""
+    expected = naive_outline(line, b"", 4, 8, 0)
+    for kernels in BOTH:
+        result = kernels.outline_lines(line, 0, len(line), b"", 4, 8, 0)
+        assert result == expected
+        assert result[0][3][0][0] == key, result[0]
+
+
+def test_a_listing_with_two_space_names_counts_each_line_under_its_own_prefix_red_team_d10_f01(tmp_path):
+    """Red team D10 f01, as found: every outline line's count is of lines that start with its name,
+    and "Program Files (x86)" is named."""
+    lines = [f"/mnt/c/Intel/log{i}.txt" for i in range(300)]
+    lines += [f"/mnt/c/Program Files/App{i % 7}/bin/file{i}.dll" for i in range(200)]
+    lines += [f"/mnt/c/Program Files (x86)/Old{i % 5}/file{i}.dll" for i in range(300)]
+    lines += [f"/mnt/c/Windows/System32/f{i}.sys" for i in range(300)]
+    data = ("\n".join(lines) + "\n").encode()
+    store = ToolOutputStore(tmp_path, durable=False)
+    for limits in ((400, 8192), (600, 16384)):
+        shown = outline_of(store.truncate("s", "c", data, max_lines=limits[0], max_bytes=limits[1]).content)
+        names = [re.match(r"(.+?) (\d+) lines? @ (\d+)", part) for line in shown for part in line.split("; ")
+                 if " @ " in part]
+        assert names and all(names), shown
+        for name in names:
+            run = data[int(name[3]) :].split(b"\n")
+            assert all(text.startswith(name[1].encode()) for text in run[: int(name[2])]), (name[0], shown)
+        assert any("Program Files (x86)/" in name[1] for name in names), shown

@@ -28,6 +28,8 @@ OUTLINE_DEPTH_MAX = 32
 _TOKEN = LazyPattern(rb"(?:[^ \t\[(,;\"'=<>|{}:\x1b]|::)*")
 # The first stop byte, ":" or "/" (what ``_path_goes_on`` looks for).
 _NOT_PATH = LazyPattern(rb"[ \t\[(,;\"'=<>|{}:\x1b/]")
+# What ends ``_path_reaches``' search besides a space, "/" and an unclosed "(".
+_WORD_STOPS = frozenset(b"\t[,;\"'=<>|{}\x1b:")
 # A complete CSI escape sequence (colour, erase in line: ESC [ parameters
 # intermediates final), as grep --color and git's colour write them.
 _CSI = LazyPattern(rb"(?:\x1b\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e])*")
@@ -40,27 +42,42 @@ _GRAPH = frozenset(b"*|/\\_ ")
 
 def _leading_token(text: bytes) -> tuple[bytes, bool]:
     """The line's leading token: up to a stop byte, "::" kept, and a space kept
-    after a "/" when the next word reaches a "/" (``_path_goes_on``), at most
-    TOKEN_MAX bytes; and whether its last part may not be a key: one after a
-    "/" that a space ended, unless it is a whole name all the same
-    (``_whole_name``).  Red team T9 f03: a listing of "./Program Files/..."
-    and "./Program Data/..." was outlined as one non-existent "./Program"."""
+    after a "/" when the next word reaches a "/" (``_path_goes_on``), or, after
+    a name the space would cut (``_cut_name``), when a later word does
+    (``_path_reaches``: "Program Files (x86)/"), at most TOKEN_MAX bytes; and
+    whether its last part may not be a key: one the space cut.  Red team T9
+    f03: a listing of "./Program Files/..." and "./Program Data/..." was
+    outlined as one non-existent "./Program"; red team D10 f01: "./Program
+    Files (x86)/..." was cut to "./Program"."""
     window = text[: TOKEN_MAX + 1]
     limit = min(len(text), TOKEN_MAX)  # a stop byte ends the token only before this
     end = 0
     while True:
         end = _TOKEN.match(window, end).end()  # type: ignore[union-attr]  # it matches the empty string
-        if end < limit and text[end] == 32 and b"/" in window[:end] and _path_goes_on(text, end + 1):
-            end += 1
-            continue
+        if end < limit and text[end] == 32 and b"/" in window[:end]:
+            if _path_goes_on(text, end + 1):
+                end += 1
+                continue
+            if _cut_name(window[:end]):
+                reached = _path_reaches(text, end + 1, limit)
+                if reached >= 0:
+                    end = reached
+                    continue
         break
     # A "::" that straddles the cap ends the scan past it, as a byte loop does.
     token = window[: min(end, TOKEN_MAX)]
     if end >= limit or text[end] != 32:
         return token, False
+    return token, _cut_name(token)
+
+
+def _cut_name(token: bytes) -> bool:
+    """Whether the last part of ``token``, which a space ends, may be a name the
+    space cut: one after a "/" (not "::": a test id's part has no space), not
+    empty, and no whole name (``_whole_name``)."""
     slash, pair = token.rfind(b"/"), token.rfind(b"::")
     last = token[slash + 1 :]
-    return token, slash >= 0 and pair < slash and last != b"" and not _whole_name(last)
+    return slash >= 0 and pair < slash and last != b"" and not _whole_name(last)
 
 
 def _path_goes_on(text: bytes, start: int) -> bool:
@@ -68,6 +85,36 @@ def _path_goes_on(text: bytes, start: int) -> bool:
     among them) or a ":": after a space in a path, the next word belongs to it."""
     stop = _NOT_PATH.search(text, start)
     return stop is not None and text[stop.start()] == 47
+
+
+def _path_reaches(text: bytes, start: int, limit: int) -> int:
+    """Where a later word of ``text[start:limit]`` reaches a "/" that goes on a
+    path a space cut (``./Program Files (x86)/x``), else -1: the words before it
+    are one space apart and hold no stop byte (a space among them), ":" or "/",
+    but a "(" closed in the same word (``(x86)``); a word starting with "/" is
+    a path of its own (``2024/01/01 GET /api``).  A listing's column gaps, a
+    grep line's ":" and a test's ``[ 10%]`` end the search."""
+    opened = False
+    word_start = True
+    for position in range(start, limit):
+        byte = text[position]
+        if byte == 47:
+            return -1 if opened or word_start else position
+        if byte == 32:
+            if opened or word_start:
+                return -1
+            word_start = True
+            continue
+        word_start = False
+        if byte == 40:
+            if opened:
+                return -1
+            opened = True
+        elif byte == 41:
+            opened = False
+        elif byte in _WORD_STOPS:
+            return -1
+    return -1
 
 
 def _whole_name(part: bytes) -> bool:
@@ -221,7 +268,8 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
     are skipped: what follows them is classified, as a reader sees the line.
     A line's *token* is its leading text up to the first space, tab,
     ``[({<>|=,;'"``, ESC or lone ``:`` (``::`` joins parts; a space after a
-    ``/`` does not end it when the next word reaches a ``/``), at most
+    ``/`` does not end it when the next word reaches a ``/``, nor after a cut
+    name when a later one does), at most
     ``TOKEN_MAX`` bytes.  A line
     is *keyed* by
 
@@ -240,7 +288,9 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
     the space cut (``./Program Files``): unless it is a whole name all the
     same (see ``_whole_name``) it is no key: the line's key stops at the part
     before (it is keyed by the section when there is none), and where that
-    key's run goes on the line joins the runs below as an unkeyed line does.  At each depth ``1..max_depth``, consecutive keyed lines with
+    key's run goes on the line joins the runs below as an unkeyed line does.
+    (After such a name a space goes on all the same when a later word reaches
+    a ``/``, see ``_path_reaches``: ``./Program Files (x86)/x`` is no such line.)  At each depth ``1..max_depth``, consecutive keyed lines with
     the same key form a *run*; an unkeyed line joins the current run (or,
     before any, counts in ``lead``).  At most ``max_runs`` runs are kept per
     depth: a depth with more is ``None``.  A *commit* is a line
