@@ -383,7 +383,8 @@ class Outline:
         # said "… 2 more outline lines" where 562 groups went unnamed).
         for lines_shown in range(room, 1, -1):
             chosen = _refine(levels, lines_shown, children)
-            more = [f"… {len(levels[0]) - len(chosen)} more groups"] if len(chosen) < len(levels[0]) else []
+            left = len(levels[0]) - len(chosen)
+            more = [f"… {left} more group{'s' if left != 1 else ''}"] if left > 0 else []
             used = line_size(head) + sum(line_size(line(*node)) for node in chosen) + sum(map(line_size, more))
             if used <= max_bytes:
                 break
