@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from overspill import ResourceNotFoundError, StorageError, ToolOutputStore
+from overspill import AccessDeniedError, ResourceNotFoundError, StorageError, ToolOutputStore
 
 # A liveness bound for calls into a hung server, not a timing claim: before
 # the fix they took 60 s (a stopped server) to 660 s (a hung Cluster node).
@@ -840,3 +840,25 @@ def test_a_dry_run_cleanup_takes_no_lock_and_works_for_a_read_only_user_red_team
         assert dry.removed == 1 and not dry.busy
         assert store.cleanup(now=later).busy  # a real one still waits its turn
         assert store.read("s", uri, limit=5).content == "zzzzz"
+
+
+def test_a_surrogate_pair_session_is_refused_and_lone_surrogates_stay_their_own_session(server):
+    """Regression (red team B10 f01), on Redis: session "\\ud83d\\ude00" (a high then a low
+    surrogate) was written; a fresh store (another process) denied the writer its own output
+    and let session "\\U0001F600" read it, and neither listed it. The write is refused as
+    on a folder; a lone surrogate stays a session of its own, readable by it alone."""
+    with ToolOutputStore(url=server.url) as writer:
+        with pytest.raises(ValueError, match="session_id holds a surrogate pair"):
+            writer.write("\ud83d\ude00", "c", b"secret\n" * 10)
+        with pytest.raises(ValueError, match="tool_call_id holds a surrogate pair"):
+            writer.truncate("s", "\ud83d\ude00", b"secret\n" * 100_000)
+        assert writer.records() == []
+        uri = writer.write("\udc80", "\ud800", b"secret\n" * 10, name="\ude00\ud83d").uri
+    with ToolOutputStore(url=server.url) as fresh:  # no cached record
+        assert fresh.read("\udc80", uri, limit=7).content == "secret\n"
+        (record,) = fresh.records("\udc80")
+        assert (record.session_id, record.tool_call_id, record.resource.name) == ("\udc80", "\ud800", "\ude00\ud83d")
+        for other in ("\ufffd", "\U0001F600", "\udc80\udc80"):
+            with pytest.raises(AccessDeniedError, match="not found in this session"):
+                fresh.read(other, uri)
+            assert fresh.records(other) == []

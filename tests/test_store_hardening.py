@@ -18,7 +18,7 @@ from datetime import timedelta
 import pytest
 from processes import forked_while_held
 
-from overspill import CleanupReport, ResourceNotFoundError, StorageError, ToolOutputStore
+from overspill import AccessDeniedError, CleanupReport, ResourceNotFoundError, StorageError, ToolOutputStore
 from overspill import _files, _kernels
 from overspill.backends.local import LocalBackend
 from overspill.records import new_id
@@ -742,3 +742,50 @@ def test_a_read_only_view_of_a_buffer_changed_during_the_write_is_stored_as_it_w
     with store.view("s", resource.uri) as (_, data):  # verifies every chunk
         stored = bytes(data)
     assert stored.endswith(original)
+
+
+@pytest.mark.parametrize("field", ["session_id", "tool_call_id", "mime", "name"])
+@pytest.mark.parametrize("operation", ["write", "truncate", "truncate_small", "write_stream", "truncate_stream",
+                                       "open_growing"])
+def test_a_surrogate_pair_in_a_caller_string_is_refused_and_lone_surrogates_round_trip(tmp_path, field, operation):
+    """Regression (red team B10 f01): session "\\ud83d\\ude00" (a high then a low surrogate, not the
+    str "\\U0001F600") was written into the JSON record as two escapes that read back as the one
+    character U+1F600: the writer was denied its own output and did not list it, while session
+    "\\U0001F600" read and listed it (tool call id and name came back changed too). A record's
+    strings hold no surrogate pair: the write is refused with the ValueError of other strings no
+    record holds, and leaves nothing; a lone surrogate (or a low then a high) is kept exactly."""
+    store = ToolOutputStore(tmp_path, durable=False)
+    arguments = {"session_id": "s", "tool_call_id": "c", "mime": "text/plain", "name": "n"}
+    big = b"x\n" * 100_000
+
+    def attempt(value):
+        given = {**arguments, field: value}
+        session, call, extra = given["session_id"], given["tool_call_id"], {"mime": given["mime"], "name": given["name"]}
+        if operation == "write":
+            return store.write(session, call, big, **extra)
+        if operation in ("truncate", "truncate_small"):
+            return store.truncate(session, call, big if operation == "truncate" else "small", **extra).resource
+        if operation == "write_stream":
+            return store.write_stream(session, call, iter([big]), **extra)
+        if operation == "truncate_stream":
+            return store.truncate_stream(session, call, iter([big]), **extra).resource
+        growing = store.open_growing(session, call, **extra)
+        growing.write(big)
+        return growing.finish(0).resource
+
+    for paired in ("\ud83d\ude00", "a\udbff\udfffb", "\ud800\ud800\udc00"):
+        with pytest.raises(ValueError, match=f"{field} holds a surrogate pair"):
+            attempt(paired)
+    assert store.records() == [] and store.records("\U0001F600") == []
+    assert not [name for name in os.listdir(store.directory) if name.endswith(".txt")]
+    if operation == "truncate_small":
+        return  # within the limits nothing is written: the rest is about what a record keeps
+    for lone in ("\udc80", "\ud800", "\ude00\ud83d", "x\ud83dy\ude00"):
+        resource = attempt(lone)
+        session = lone if field == "session_id" else "s"
+        (record,) = [r for r in store.records(session) if r.resource.uri == resource.uri]
+        assert getattr(record, field, None) == lone or getattr(record.resource, field, None) == lone
+        assert store.read(session, resource.uri, limit=2).content == "x\n"
+        if field == "session_id":
+            with pytest.raises(AccessDeniedError, match="not found in this session"):
+                store.read("\ufffd", resource.uri)

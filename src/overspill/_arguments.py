@@ -90,16 +90,44 @@ def id_string(value: object, name: str) -> str:
 
 
 def check_metadata(value: str, name: str) -> None:
-    """Refuse a caller string a record could not hold.
+    """Refuse a caller string a record could not hold, or would read back as another string.
 
     :raises ValueError: ``value`` takes more than ``MAX_METADATA_BYTES`` UTF-8
-        bytes (a lone surrogate counts as the 3 bytes it takes).
+        bytes (a lone surrogate counts as the 3 bytes it takes), or holds a
+        surrogate pair: a high surrogate followed by a low one.
     """
     # Only a string over a quarter of the bound can be over it (4 bytes a code point at most).
     if len(value) > MAX_METADATA_BYTES // 4:
         size = len(value.encode("utf-8", "surrogatepass"))
         if size > MAX_METADATA_BYTES:
             raise ValueError(f"{name} must be at most {MAX_METADATA_BYTES} UTF-8 bytes, not {size}")
+    if not value.isascii():
+        problem = _surrogate_pair_problem(value, name)
+        if problem is not None:
+            raise ValueError(problem)
+
+
+def _surrogate_pair_problem(value: str, name: str) -> Optional[str]:
+    """Why ``value`` cannot be a record's string because of a surrogate pair; None when it holds none.
+
+    A record writes its strings as JSON, where a surrogate is a ``\\uXXXX``
+    escape, and JSON reads a high escape followed by a low one as the one
+    character they encode: ``"\\ud83d\\ude00"`` would come back as ``"\\U0001F600"``,
+    a different ``str`` (for a session id, another session).  A lone
+    surrogate comes back as itself.
+    """
+    try:
+        value.encode("utf-8")  # no surrogate at all: the common case, in C
+        return None
+    except UnicodeEncodeError:
+        pass
+    for index in range(len(value) - 1):
+        if "\ud800" <= value[index] <= "\udbff" and "\udc00" <= value[index + 1] <= "\udfff":
+            pair = value[index:index + 2]
+            joined = pair.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+            return (f"{name} holds a surrogate pair ({ascii(pair)} at index {index}), which a record would read "
+                    f"back as the one character {ascii(joined)}; pass that character instead")
+    return None
 
 
 def os_string_problem(value: str, name: str) -> Optional[str]:

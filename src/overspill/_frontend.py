@@ -102,7 +102,8 @@ def check_session_id(value: object) -> str:
     """``value`` if it is a session id (a non-empty ``str`` a record can hold).
 
     :raises TypeError: not a str.
-    :raises ValueError: empty, or over ``MAX_METADATA_BYTES`` UTF-8 bytes.
+    :raises ValueError: empty, over ``MAX_METADATA_BYTES`` UTF-8 bytes, or holding
+        a surrogate pair (a record would read it back as another session's id).
     """
     checked = id_string(value, "session_id")
     check_metadata(checked, "session_id")

@@ -59,7 +59,8 @@ TRUE_TAIL_BYTES = 1024 * 1024
 QUOTA_STEP = 64 * 1024 * 1024
 # Code points of a str encoded at a time as it is stored (as text.stored_pieces does).
 _ENCODE_SLICE = 1 << 18
-# Ids, call ids and mimes this short are within MAX_METADATA_BYTES whatever they hold (4 bytes a code point).
+# Ids, call ids and mimes this short are within MAX_METADATA_BYTES whatever they hold (4 bytes a code point);
+# an ASCII one holds no surrogate pair either, so check_metadata has nothing to refuse in it.
 _INLINE_ID_LENGTH = MAX_METADATA_BYTES // 4
 
 
@@ -272,9 +273,10 @@ class StoreWrites(StoreRoom):
         mime = "text/plain" if mime is None else mime
         # Nearly every output is small and comes with plain str ids: that case is
         # checked inline (the full check gives the same verdict, at 3x the cost).
-        if not (type(session_id) is str and 0 < len(session_id) <= _INLINE_ID_LENGTH and type(tool_call_id) is str
-                and 0 < len(tool_call_id) <= _INLINE_ID_LENGTH and type(mime) is str and mime
-                and len(mime) <= _INLINE_ID_LENGTH and name is None):
+        if not (type(session_id) is str and 0 < len(session_id) <= _INLINE_ID_LENGTH and session_id.isascii()
+                and type(tool_call_id) is str and 0 < len(tool_call_id) <= _INLINE_ID_LENGTH
+                and tool_call_id.isascii() and type(mime) is str and mime and len(mime) <= _INLINE_ID_LENGTH
+                and mime.isascii() and name is None):
             self._check_write_arguments(session_id, tool_call_id, mime, name)
         lines_limit = self._limits.max_lines if max_lines is None else max_lines
         bytes_limit = self._limits.max_bytes if max_bytes is None else max_bytes

@@ -490,7 +490,7 @@ def server_session(session_id: Optional[str]) -> str:
     """The store session a server serves: ``session_id``, or a fresh ``mcp-…`` id when None.
 
     :raises TypeError: ``session_id`` is not a str.
-    :raises ValueError: ``session_id`` is empty or longer than a record holds.
+    :raises ValueError: ``session_id`` is empty, longer than a record holds or holds a surrogate pair.
     """
     return f"mcp-{new_id()}" if session_id is None else check_session_id(session_id)
 
