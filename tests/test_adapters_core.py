@@ -448,3 +448,25 @@ def test_a_retold_error_whose_type_reduces_itself_copies_and_pickles_saying_the_
     # a type whose copy is made from its args alone keeps being retold as itself
     plain = bounder.error("s", "c9", ValueError(body))
     assert type(plain) is ValueError and str(copy.copy(plain)) == str(plain) != body
+
+
+@pytest.mark.parametrize("adapter, extra, framework", [
+    ("langchain", "langchain", "langchain"), ("langchain", "langchain", "langgraph"),
+    ("openai_agents", "openai-agents", "agents"), ("pydantic_ai", "pydantic-ai", "pydantic_ai"),
+    ("smolagents", "smolagents", "smolagents"), ("smolagents", "smolagents", "PIL")])
+def test_an_adapter_without_its_framework_names_the_extra_to_install(subprocess_env, adapter, extra, framework):
+    """Regression (red team H10, noted): importing an adapter on a machine without its extra raised
+    the framework's bare ModuleNotFoundError ("No module named 'langchain'"); it names the extra and
+    its ``pip install`` now, and is still a ModuleNotFoundError naming the missing module."""
+    # A process where the framework cannot be imported, as on a machine without the extra.
+    code = (f"import sys; sys.modules[{framework!r}] = None\n"
+            "try:\n"
+            f"    import overspill.adapters.{adapter}\n"
+            "except ModuleNotFoundError as error:\n"
+            "    print(error.name); print(error)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env=subprocess_env)
+    assert done.returncode == 0, done.stderr
+    name, message = done.stdout.split("\n", 1)
+    assert name.split(".")[0] == framework
+    assert f"pip install 'overspill[{extra}]'" in message and repr(name) in message

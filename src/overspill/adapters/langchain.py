@@ -23,13 +23,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any, Awaitable, Callable, Optional
 
-from langchain.agents.middleware import AgentMiddleware, AgentState
-from langchain.agents.middleware.types import PrivateStateAttr
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert_to_messages
-from langchain_core.tools import BaseTool, StructuredTool
-from langgraph.errors import GraphBubbleUp
-from langgraph.types import Command
-from typing_extensions import NotRequired
+from ._extra import needs_extra
+
+with needs_extra("langchain"):
+    from langchain.agents.middleware import AgentMiddleware, AgentState
+    from langchain.agents.middleware.types import PrivateStateAttr
+    from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert_to_messages
+    from langchain_core.tools import BaseTool, StructuredTool
+    from langgraph.errors import GraphBubbleUp
+    from langgraph.types import Command
+    from typing_extensions import NotRequired
 
 from ..store import ToolOutputStore
 from ._core import Bounder, PagingTool, as_text, new_call_id, new_session_id, open_store, paging_tools, replaced_pieces

@@ -33,16 +33,19 @@ from contextvars import ContextVar
 from types import MappingProxyType
 from typing import Any, Callable, Optional
 
-import pydantic_core
-import agents.tool as _sdk_tool
-from agents import FunctionTool, Tool
-from agents.mcp import MCPServer
-from agents.tool import ToolOutputFileContent, ToolOutputImage, ToolOutputText, \
-    ValidToolOutputPydanticModelsTypeAdapter
-from agents.tool_context import ToolContext
-from agents.tool_guardrails import ToolOutputGuardrail
-from agents.tracing import get_current_trace
-from pydantic import ValidationError
+from ._extra import needs_extra
+
+with needs_extra("openai-agents"):
+    import pydantic_core
+    import agents.tool as _sdk_tool
+    from agents import FunctionTool, Tool
+    from agents.mcp import MCPServer
+    from agents.tool import ToolOutputFileContent, ToolOutputImage, ToolOutputText, \
+        ValidToolOutputPydanticModelsTypeAdapter
+    from agents.tool_context import ToolContext
+    from agents.tool_guardrails import ToolOutputGuardrail
+    from agents.tracing import get_current_trace
+    from pydantic import ValidationError
 
 try:  # how the SDK chooses the context an invoker gets (private, so its absence is allowed for)
     from agents.tool import _get_function_tool_invoke_context as _narrowed_context

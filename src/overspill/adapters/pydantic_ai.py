@@ -22,13 +22,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
-import pydantic_core
-from pydantic_ai import RunContext
-from pydantic_ai.capabilities import AbstractCapability, WrapToolExecuteHandler
-from pydantic_ai.exceptions import ModelRetry, ToolFailed, ToolFailedError, ToolRetryError
-from pydantic_ai.messages import ToolCallPart, ToolReturn, is_multi_modal_content
-from pydantic_ai.tools import Tool, ToolDefinition
-from pydantic_ai.toolsets import FunctionToolset
+from ._extra import needs_extra
+
+with needs_extra("pydantic-ai"):
+    import pydantic_core
+    from pydantic_ai import RunContext
+    from pydantic_ai.capabilities import AbstractCapability, WrapToolExecuteHandler
+    from pydantic_ai.exceptions import ModelRetry, ToolFailed, ToolFailedError, ToolRetryError
+    from pydantic_ai.messages import ToolCallPart, ToolReturn, is_multi_modal_content
+    from pydantic_ai.tools import Tool, ToolDefinition
+    from pydantic_ai.toolsets import FunctionToolset
 
 from ..store import ToolOutputStore
 from ._core import Bounder, PagingTool, Sessions, Text, as_text, new_call_id, open_store, paging_tools, retold

@@ -30,10 +30,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Optional
 
-import PIL.Image
-from smolagents import Tool, ToolCallingAgent
-from smolagents.agent_types import AgentAudio, AgentText
-from smolagents.utils import AgentError
+from ._extra import needs_extra
+
+with needs_extra("smolagents"):
+    import PIL.Image
+    from smolagents import Tool, ToolCallingAgent
+    from smolagents.agent_types import AgentAudio, AgentText
+    from smolagents.utils import AgentError
 
 from ..store import ToolOutputStore
 from ._core import PAGING_TOOLS, Bounder, PagingTool, new_call_id, new_session_id, open_store, paging_tools
