@@ -11,6 +11,7 @@ import functools
 import http.server
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -1452,3 +1453,90 @@ def test_a_handshake_era_upstream_asking_outside_a_call_reaches_an_auto_client_a
             assert through == alone and alone[3] == 1, mode
 
     anyio.run(main)
+
+
+# ------------------------------------------------------------------ red team F10
+_ERRING_UPSTREAM = r'''
+import json, sys
+# A server that answers tools/call "fails" and resources/read with JSON-RPC errors (not isError results):
+# the message is "Traceback..." and `lines` lines, the data `rows` rows (none when 0), from the arguments
+# (from the URI's "lines/rows" for a read).
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message or "method" not in message:
+        continue
+    method, params = message["method"], message.get("params") or {}
+    if method == "initialize":
+        result = {"protocolVersion": params["protocolVersion"], "capabilities": {"tools": {}, "resources": {}},
+                  "serverInfo": {"name": "erring", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "fails", "inputSchema": {"type": "object"}}]}
+    elif method in ("tools/call", "resources/read"):
+        if method == "tools/call":
+            lines, rows = params["arguments"]["lines"], params["arguments"]["rows"]
+        else:
+            lines, rows = map(int, params["uri"].rsplit("/", 2)[-2:])
+        error = {"code": -32603, "message": "Traceback (most recent call last):" + "\n  File x.py, line 1, in f" * lines}
+        if rows:
+            error["data"] = {"rows": [{"row": n, "text": "r" * 40} for n in range(rows)]}
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}), flush=True)
+        continue
+    elif method == "resources/list":
+        result = {"resources": []}
+    else:
+        result = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+'''
+
+
+def _whole_error(lines: int, rows: int) -> tuple[str, object]:
+    """The message and data ``_ERRING_UPSTREAM`` sends for ``lines`` and ``rows``."""
+    message = "Traceback (most recent call last):" + "\n  File x.py, line 1, in f" * lines
+    return message, ({"rows": [{"row": n, "text": "r" * 40} for n in range(rows)]} if rows else None)
+
+
+def test_an_upstreams_jsonrpc_error_is_bounded_as_an_error_result_is_red_team_f10_f01(tmp_path, subprocess_env):
+    """Regression (red team F10 f01): an upstream's JSON-RPC error (not an ``isError`` result) to a
+    tools/call was re-raised as it came, so a 200 KB stack trace in its message reached the client (and
+    the model) whole; resources/read, prompts and completions alike.  Now a message over the limits is
+    stored in the session and shown as its preview with the marker, a ``data`` over them is stored as its
+    JSON and named; the code stays, and an error within the limits passes on byte for byte."""
+    upstream = tmp_path / "erring.py"
+    upstream.write_text(_ERRING_UPSTREAM)
+    args = ["mcp", "--data-dir", str(tmp_path / "data"), "--wrap", "--", sys.executable, str(upstream)]
+
+    async def failure(call) -> types.ErrorData:
+        with pytest.raises(MCPError) as raised:
+            await call
+        return raised.value.error
+
+    async def main():
+        async with Client(StdioServerParameters(command=overspill_script(), args=args, env=subprocess_env),
+                          mode="legacy") as client:
+            small = await failure(client.call_tool("fails", {"lines": 3, "rows": 2}))  # within: as it came
+            assert (small.code, small.message, small.data) == (-32603, *_whole_error(3, 2))
+
+            for method in ("tools/call", "resources/read"):
+                call = client.call_tool("fails", {"lines": 8000, "rows": 2}) if method == "tools/call" \
+                    else client.read_resource("erring://8000/2")
+                big = await failure(call)
+                whole, data = _whole_error(8000, 2)
+                assert big.code == -32603 and big.data == data, method  # the same error, its small data as sent
+                assert len(big.message.encode()) < LIMIT + 400 and "output truncated" in big.message, method
+                assert big.message.startswith("Traceback (most recent call last):\n  File x.py"), method
+                (uri,) = set(re.findall(r"tool-output://\w+", big.message))
+                assert await page_all(client, uri) == whole.encode(), method  # stored whole, in the session
+
+            large_data = await failure(client.call_tool("fails", {"lines": 3, "rows": 2000}))
+            message, data = _whole_error(3, 2000)
+            assert large_data.message == message  # within the limits: as it came
+            assert set(large_data.data) == {"uri", "size", "lines", "next_offset", "text"}
+            assert len(large_data.data["text"].encode()) < LIMIT + 400
+            assert json.loads(await page_all(client, large_data.data["uri"])) == data
+
+            both = await failure(client.call_tool("fails", {"lines": 8000, "rows": 2000}))
+            assert "output truncated" in both.message and set(both.data) == {"uri", "size", "lines", "next_offset"}
+            assert json.loads(await page_all(client, both.data["uri"])) == data
+
+    anyio.run(main)
+

@@ -31,7 +31,7 @@ from .mcp_server import _tool_result
 from .store import ToolOutputStore, TruncateResult
 from .tools._result import bounded
 
-__all__ = ["bound", "conforming", "fits", "release"]
+__all__ = ["bound", "bound_error", "conforming", "error_fits", "fits", "release"]
 
 # Where a bounded result that keeps the upstream's structuredContent names overspill's fields.
 META_KEY = "overspill/bounded"
@@ -108,6 +108,36 @@ def fits(raw: dict[str, Any], limits: Any) -> bool:
     # text says it within the limits, and its JSON is larger only by escaping and indentation.
     return structured is None or _json_within(structured, limits) or bool(texts) and _duplicates(
         structured, joined, said)
+
+
+def error_fits(message: str, data: Any, limits: Any) -> bool:
+    """Whether an upstream's JSON-RPC error passes on as it is, decided without the store: its
+    ``message`` and its ``data`` (as JSON) each fit the limits."""
+    return _within(message, limits) and (data is None or _json_within(data, limits))
+
+
+def bound_error(message: str, data: Any, store: ToolOutputStore, session: str, call_id: str, *,
+                read: str = "read", grep: str = "grep") -> tuple[str, Any]:
+    """An upstream's JSON-RPC error's ``message`` and ``data`` bounded for the model, as a result's text
+    and ``structuredContent`` are (``bound``; runs on a worker thread: it may write).  A message over
+    the limits is stored whole and becomes its preview with the marker; a ``data`` whose JSON is over
+    them is stored as that JSON and becomes overspill's fields for it (``uri``, ``size``, ``lines``,
+    ``next_offset``, and its preview as ``text`` unless the message is a preview too, as a stored
+    ``structuredContent`` beside a bounded text is named, not shown).  What fits stays as it came.
+
+    :param read: the name overspill's ``read`` is served under, and ``grep`` its ``grep``'s (the markers name them).
+    """
+    cut = truncate_kept(store, session, call_id, message)
+    if cut.truncated:
+        message = _dumped(_tool_result("wrap", bounded(cut), False, read=read, grep=grep))["content"][0]["text"]
+    if data is not None and not _json_within(data, store.limits()):
+        as_json = json.dumps(data, ensure_ascii=False, indent=2)
+        shape = truncate_kept(store, session, f"{call_id}-data", as_json, mime="application/json")
+        if shape.truncated:  # the store's count is the judge (a token bound): what it finds within stays
+            data = _dumped(_tool_result("wrap", bounded(shape), False, read=read, grep=grep))["structuredContent"]
+            if cut.truncated and "uri" in data:
+                del data["text"]  # stored and named: the message's preview is what the model is shown
+    return message, data
 
 
 def release(raw: dict[str, Any], shown: dict[str, Any]) -> None:

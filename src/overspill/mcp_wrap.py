@@ -16,6 +16,8 @@ resources, prompts and completions to a real client, with overspill in between:
   text blocks it replaces, the ``resource_link`` those annotations; image,
   audio, embedded-resource and link blocks, and the result's ``_meta``, pass
   through unchanged (``mcp_bound.bound``);
+- an upstream's JSON-RPC error to any request keeps its code; a message or
+  ``data`` over the limits is stored and shown bounded (``mcp_bound.bound_error``);
 - overspill's ``read`` and ``grep`` over stored outputs are added (named
   ``overspill_read``/``overspill_grep`` when the upstream has a tool of that
   name at the start, ``overspill_read_2``... when it has that one too, or
@@ -61,7 +63,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from . import tools
 from ._frontend import one_line
-from .mcp_bound import bound, fits, release
+from .mcp_bound import bound, bound_error, error_fits, fits, release
 from .mcp_relay import Relay, RelayingSession, Rounds, modern
 from .mcp_server import (_Answering, _error, _tool_result, links_allowed, page_bytes, paging_instructions,
                          read_resource, resource_template, server_session)
@@ -360,6 +362,21 @@ class _Wrapper:
         _adopt_identity(self.server, found)
         return found
 
+    async def bounded_error(self, error: MCPError, call_id: Optional[str] = None) -> MCPError:
+        """The upstream's JSON-RPC ``error`` as the client gets it: itself when its message and data fit
+        the limits (nearly every one: no thread, no store), else the same code with what is over stored in
+        the session and shown as its preview (``mcp_bound.bound_error``), as an ``isError`` result's text
+        is: clients show an error's message to the model, and a stack trace can be megabytes.
+
+        :param call_id: the call it answers (a ``tools/call``'s); a fresh one when None.
+        """
+        if error_fits(error.message, error.data, self.limits):
+            return error
+        call_id = call_id or f"wrap-{time.time_ns()}-{next(self._calls)}"
+        message, data = await anyio.to_thread.run_sync(functools.partial(
+            bound_error, error.message, error.data, self.store, self.session, call_id, **self.named()))
+        return MCPError(error.code, message, data)
+
     async def gone(self, error: BaseException) -> str:
         if isinstance(error, MCPError) and error.code == _GONE:
             self.link.failure = await self.link.ended("closed the connection")
@@ -415,7 +432,7 @@ class _Wrapper:
     async def list_tools(self, ctx: Any, params: Any) -> Any:
         found = await self.upstream(ctx)
         listed = (await self.link.first_tools() if params is None or not params.cursor else None) \
-            or await _tools_of(found, params, self.gone, _progress(ctx))
+            or await _tools_of(found, params, self.gone, _progress(ctx), self.bounded_error)
         self.link.learn(listed.get("tools", []))
         # Our names were chosen at the start and told in the instructions; an upstream tool that
         # takes one later could never be called through the wrapper, so it is not listed as if it could.
@@ -439,14 +456,14 @@ class _Wrapper:
         assert found is not None
         progress = _progress(ctx)
         if modern(ctx.session) and self.relay.tasks is not None:
-            raw = await self._in_rounds(found, ctx, params, progress)
+            raw = await self._in_rounds(found, ctx, params, progress, call_id)
             if isinstance(raw, types.InputRequiredResult):
                 return raw
         else:
             call = (ctx.session, ctx.request_id)
             self.relay.enter(call)
             try:
-                raw = await self._forward_call(found, params, progress)
+                raw = await self._forward_call(found, params, progress, call_id)
             finally:
                 self.relay.leave(call)
         if not isinstance(raw, dict):
@@ -463,17 +480,21 @@ class _Wrapper:
         return _answer(shown)
 
     async def _forward_call(self, found: ClientSession, params: types.CallToolRequestParams,
-                            progress: Any) -> Any:
+                            progress: Any, call_id: str) -> Any:
         """The upstream's raw result, or a ``CallToolResult`` saying why it gave none.
 
-        :raises MCPError: the upstream's own JSON-RPC error, passed on as it is.
+        :raises MCPError: the upstream's own JSON-RPC error: as it is when within the limits, else with
+            what is over stored under ``call_id`` and shown as its preview (``bounded_error``).
         """
         try:
             return await found.send_request(types.CallToolRequest(params=_onward(params)), _RAW,
                                             progress_callback=progress)
         except MCPError as error:
             if error.code != _GONE:
-                raise
+                shown = await self.bounded_error(error, call_id)
+                if shown is error:
+                    raise
+                raise shown from None
             reason = await self.gone(error)
             return _error(f"{self.link.label} {reason} during this call; later calls will fail until the MCP "
                           "server is restarted")
@@ -481,7 +502,7 @@ class _Wrapper:
             return _error(f"{self.link.label} failed during this call: {await self.gone(error)}")
 
     async def _in_rounds(self, found: ClientSession, ctx: Any, params: types.CallToolRequestParams,
-                         progress: Any) -> Any:
+                         progress: Any, call_id: str) -> Any:
         """A 2026-era client's call: started (or resumed, when it echoes our ``requestState``) on the
         lifespan's tasks, so that the upstream's requests become ``input_required`` rounds."""
         if params.request_state is not None:
@@ -494,7 +515,7 @@ class _Wrapper:
                 self.relay.enter(rounds)
                 try:
                     with rounds.scope:
-                        rounds.finish(await self._forward_call(found, params, rounds.report_progress))
+                        rounds.finish(await self._forward_call(found, params, rounds.report_progress, call_id))
                 except MCPError as error:
                     rounds.finish(error)
                 finally:
@@ -520,7 +541,8 @@ class _Wrapper:
         found = await self.upstream(ctx)
         listed: dict[str, Any] = {"resources": []}
         if _has(found, "resources"):
-            listed = await _forward(found, types.ListResourcesRequest(params=params), self.gone, _progress(ctx))
+            listed = await _forward(found, types.ListResourcesRequest(params=params), self.gone, _progress(ctx),
+                                    self.bounded_error)
         if not listed.get("nextCursor"):
             records = await anyio.to_thread.run_sync(self.store.records, self.session)
             listed["resources"] = [*listed.get("resources", []), *(
@@ -536,7 +558,7 @@ class _Wrapper:
         if _has(found, "resources"):
             try:
                 listed = await _forward(found, types.ListResourceTemplatesRequest(params=params), self.gone,
-                                        _progress(ctx))
+                                        _progress(ctx), self.bounded_error)
             except MCPError as error:
                 if error.code != types.METHOD_NOT_FOUND:  # a server with resources but no templates has none
                     raise
@@ -550,12 +572,13 @@ class _Wrapper:
             return await read_resource(self.store, self.session, str(params.uri), self.page)
         return types.ReadResourceResult.model_validate(_answer(
             await _forward(await self.upstream(ctx), types.ReadResourceRequest(params=params), self.gone,
-                           _progress(ctx))), by_name=False)
+                           _progress(ctx), self.bounded_error)), by_name=False)
 
     def forwarding(self, request_type: Any, result_type: Any) -> Callable[..., Any]:
         # Typed on the way out, so each protocol era's required fields (the 2026 cache hints) are filled.
         async def handler(ctx: Any, params: Any) -> Any:
-            raw = await _forward(await self.upstream(ctx), request_type(params=params), self.gone, _progress(ctx))
+            raw = await _forward(await self.upstream(ctx), request_type(params=params), self.gone, _progress(ctx),
+                                 self.bounded_error)
             return result_type.model_validate(_answer(raw), by_name=False)
         return handler
 
@@ -733,8 +756,9 @@ def _progress(ctx: Any) -> Any:
 
 
 async def _forward(session: ClientSession, request: Any, gone: Callable[[BaseException], Any],
-                   progress: Any = None) -> dict[str, Any]:
-    """The upstream's answer to ``request`` as the JSON it sent; its errors as they are.
+                   progress: Any = None, bounded: Optional[Callable[[MCPError], Any]] = None) -> dict[str, Any]:
+    """The upstream's answer to ``request`` as the JSON it sent; its errors as they are, or as
+    ``bounded`` gives them (``_Wrapper.bounded_error``: within the limits).
 
     :param progress: where the upstream's progress on it goes (``_progress``'s), if anywhere.
     """
@@ -743,17 +767,24 @@ async def _forward(session: ClientSession, request: Any, gone: Callable[[BaseExc
     try:
         return await session.send_request(request, _RAW, progress_callback=progress)
     except MCPError as error:
-        if error.code != _GONE:
+        if error.code == _GONE:
+            raise MCPError(types.INTERNAL_ERROR, f"the upstream server {await gone(error)}") from None
+        if bounded is None:
             raise
-        raise MCPError(types.INTERNAL_ERROR, f"the upstream server {await gone(error)}") from None
+        shown = await bounded(error)
+        if shown is error:
+            raise
+        raise shown from None
 
 
 async def _tools_of(session: ClientSession, params: Any,
-                    gone: Optional[Callable[[BaseException], Any]] = None, progress: Any = None) -> dict[str, Any]:
+                    gone: Optional[Callable[[BaseException], Any]] = None, progress: Any = None,
+                    bounded: Optional[Callable[[MCPError], Any]] = None) -> dict[str, Any]:
     """The upstream's ``tools/list`` answer as the JSON it sent; no tools when it declares none (it is not
     asked) or answers that it has no such method.
 
     :param gone: how a closed connection is told (``_forward``'s); None to raise the SDK's error as it is.
+    :param bounded: how its other errors are bounded (``_forward``'s), with ``gone``.
     """
     if not _has(session, "tools"):
         return {"tools": []}
@@ -761,7 +792,7 @@ async def _tools_of(session: ClientSession, params: Any,
     try:
         if gone is None:
             return await session.send_request(request, _RAW)
-        return await _forward(session, request, gone, progress)
+        return await _forward(session, request, gone, progress, bounded)
     except MCPError as error:
         if error.code != types.METHOD_NOT_FOUND:
             raise
