@@ -1540,3 +1540,24 @@ def test_an_upstreams_jsonrpc_error_is_bounded_as_an_error_result_is_red_team_f1
 
     anyio.run(main)
 
+
+def test_after_the_upstream_is_gone_the_lists_give_overspills_own_entries_red_team_f10_f02(tmp_path, subprocess_env):
+    """Regression (red team F10 f02): once the upstream had crashed, tools/list, resources/list and
+    resources/templates/list failed ("... is gone"), so a client that lists again lost overspill's read and
+    grep, the stored outputs and their template, while tools/call still served them.  Now they list those."""
+    async def main():
+        async with raw_wrapped(tmp_path, subprocess_env, "plain") as client:
+            uri = (await client.call_tool("cut", {"size": 3 * LIMIT})).structured_content["uri"]
+            with anyio.fail_after(120):  # a liveness bound
+                crashed = await client.call_tool("crash", {})
+            assert crashed.is_error and "exited with code 7" in text_of(crashed)
+            tools = [tool.name for tool in (await client.list_tools()).tools]
+            assert tools == ["read", "grep"]  # the upstream's are gone with it
+            assert [str(resource.uri) for resource in (await client.list_resources()).resources] == [uri]
+            templates = (await client.list_resource_templates()).resource_templates
+            assert [template.uri_template for template in templates] == ["tool-output://{id}{?offset,limit}"]
+            assert (await page_all(client, uri)).startswith(b"cut emoji: ")  # and read as before
+            later = await client.call_tool("echo", {})
+            assert later.is_error and "is gone" in text_of(later)  # its tools still fail, saying why
+
+    anyio.run(main)

@@ -114,6 +114,12 @@ class Link:
         self._describe_end = describe_end
         self._lock: Optional[anyio.Lock] = None
 
+    @property
+    def served(self) -> bool:
+        """Whether the upstream was up once (initialized, and its tools learned or being learned), though
+        it may be gone since; False while it has not started, and when it never could."""
+        return self.prepared or self.unlisted
+
     async def ended(self, fallback: str) -> str:
         """How the upstream ended (waiting briefly for a process to be reaped), else ``fallback``."""
         if self._describe_end is not None:
@@ -429,10 +435,36 @@ class _Wrapper:
         # revision's fields): those are put back, so what passes through is as the upstream sent it.
         return _with_unknown(result, sent[0]) if sent and isinstance(result, dict) else result
 
+    async def upstream_listed(self, ctx: Any, ask: Callable[[ClientSession], Any], none: dict[str, Any]
+                              ) -> dict[str, Any]:
+        """``await ask(session)``, the upstream's part of a list; ``none`` (a copy) when the upstream, once up,
+        is gone, before or during the request, so the list still gives overspill's own entries (its tools, the
+        stored outputs, their template), as ``call_tool`` still serves them: a client that lists again after a
+        crash keeps what was stored.
+
+        :raises MCPError: the upstream's own error while it runs; why it never came up (could not be
+            started or reached, or failed its handshake): the client is told, not shown a list without it.
+        """
+        try:
+            found = await self.upstream(ctx)
+        except MCPError:
+            if not self.link.served:
+                raise
+            self.name_ours()
+            return dict(none)
+        try:
+            return await ask(found)
+        except MCPError:
+            if self.link.failure is None:  # the upstream's own answer: passed on
+                raise
+            return dict(none)  # it went during this request (``gone`` noted why)
+
     async def list_tools(self, ctx: Any, params: Any) -> Any:
-        found = await self.upstream(ctx)
-        listed = (await self.link.first_tools() if params is None or not params.cursor else None) \
-            or await _tools_of(found, params, self.gone, _progress(ctx), self.bounded_error)
+        async def ask(found: ClientSession) -> dict[str, Any]:
+            return (await self.link.first_tools() if params is None or not params.cursor else None) \
+                or await _tools_of(found, params, self.gone, _progress(ctx), self.bounded_error)
+
+        listed = await self.upstream_listed(ctx, ask, {"tools": []})
         self.link.learn(listed.get("tools", []))
         # Our names were chosen at the start and told in the instructions; an upstream tool that
         # takes one later could never be called through the wrapper, so it is not listed as if it could.
@@ -538,11 +570,13 @@ class _Wrapper:
         return outcome
 
     async def list_resources(self, ctx: Any, params: Any) -> Any:
-        found = await self.upstream(ctx)
-        listed: dict[str, Any] = {"resources": []}
-        if _has(found, "resources"):
-            listed = await _forward(found, types.ListResourcesRequest(params=params), self.gone, _progress(ctx),
-                                    self.bounded_error)
+        async def ask(found: ClientSession) -> dict[str, Any]:
+            if not _has(found, "resources"):
+                return {"resources": []}
+            return await _forward(found, types.ListResourcesRequest(params=params), self.gone, _progress(ctx),
+                                  self.bounded_error)
+
+        listed = await self.upstream_listed(ctx, ask, {"resources": []})
         if not listed.get("nextCursor"):
             records = await anyio.to_thread.run_sync(self.store.records, self.session)
             listed["resources"] = [*listed.get("resources", []), *(
@@ -553,15 +587,17 @@ class _Wrapper:
         return types.ListResourcesResult.model_validate(_answer(listed), by_name=False)
 
     async def list_templates(self, ctx: Any, params: Any) -> Any:
-        found = await self.upstream(ctx)
-        listed: dict[str, Any] = {"resourceTemplates": []}
-        if _has(found, "resources"):
-            try:
-                listed = await _forward(found, types.ListResourceTemplatesRequest(params=params), self.gone,
-                                        _progress(ctx), self.bounded_error)
-            except MCPError as error:
-                if error.code != types.METHOD_NOT_FOUND:  # a server with resources but no templates has none
-                    raise
+        async def ask(found: ClientSession) -> dict[str, Any]:
+            if _has(found, "resources"):
+                try:
+                    return await _forward(found, types.ListResourceTemplatesRequest(params=params), self.gone,
+                                          _progress(ctx), self.bounded_error)
+                except MCPError as error:
+                    if error.code != types.METHOD_NOT_FOUND:  # a server with resources but no templates has none
+                        raise
+            return {"resourceTemplates": []}
+
+        listed = await self.upstream_listed(ctx, ask, {"resourceTemplates": []})
         if not listed.get("nextCursor"):
             listed["resourceTemplates"] = [*listed.get("resourceTemplates", []), resource_template(
                 self.limits).model_dump(by_alias=True, mode="json", exclude_none=True)]
