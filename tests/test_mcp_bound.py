@@ -322,3 +322,37 @@ def test_a_structured_copy_of_a_text_within_the_limits_is_not_measured_on_its_ow
         assert not fits(raw, limits)
         shown = bound(raw, store, "s", "c", True)
         assert shown["content"][:100] == per_row and "uri" in shown["structuredContent"]
+
+
+def test_a_stored_structured_content_is_named_by_structured_uri_whether_or_not_the_text_fits_red_team_f10_f03(
+        tmp_path):
+    # Red team F10 f03: the README names a stored structuredContent by structured_uri, but the field was set
+    # only when the text blocks were over the limits too; when the text fitted, the stored JSON was only
+    # under uri.  Now structured_uri names it in both cases (uri stays what it was: the text's or the JSON's).
+    from overspill import ToolOutputStore
+    from overspill.mcp_bound import bound
+
+    store = ToolOutputStore(tmp_path, config={"tool_output": {"max_bytes": 8192, "max_lines": 400}},
+                            durable=False)  # the wrapper's limits
+
+    def whole(uri: str) -> str:
+        pages, offset = [], 0
+        while offset is not None:
+            page = store.read("s", uri, offset=offset)
+            pages.append(page.content)
+            offset = page.next
+        return "".join(pages)
+
+    structured = {"rows": [{"row": index, "text": "r" * 40} for index in range(2000)]}
+    text = "".join(f"line {index}\n" for index in range(5000))
+    for said, text_over in (("2000 rows", False), (text, True)):
+        shown = bound({"content": [{"type": "text", "text": said}], "structuredContent": structured},
+                      store, "s", f"c-{text_over}", True)
+        data = shown["structuredContent"]
+        assert json.loads(whole(data["structured_uri"])) == structured
+        if text_over:  # uri is the text's, stored too; structured_uri the JSON's
+            assert data["uri"] != data["structured_uri"]
+            assert whole(data["uri"]) == text
+        else:  # the text passes through; uri and the fields beside it are the JSON's
+            assert data["uri"] == data["structured_uri"] and shown["content"][0] == {"type": "text", "text": said}
+            assert data["size"] == len(json.dumps(structured, ensure_ascii=False, indent=2).encode())

@@ -560,6 +560,10 @@ def bound(raw: dict[str, Any], store: ToolOutputStore, session: str, call_id: st
         ours = _dumped(_tool_result("wrap", bounded(shape), resource_link, read=read, grep=grep))
         shown["content"] = [*content, *ours["content"]]
         data = ours["structuredContent"]
+        if shape.resource is not None:
+            # ``uri`` is the stored JSON's here; ``structured_uri`` names it too, so a stored
+            # structuredContent is under that one key whether or not the text was bounded beside it.
+            data["structured_uri"] = shape.resource.uri
     shown["structuredContent"] = data
     if output_schema is not None and not raw.get("isError"):
         previewed = joined if over else None  # what data["text"] shows
