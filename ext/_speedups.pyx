@@ -31,6 +31,7 @@ from overspill_simd cimport (
 from overspill._buffers import byte_view as _byte_view
 from overspill._buffers import check_flags as _check_flags
 from overspill._buffers import check_patterns as _check_patterns
+from overspill._buffers import int_text as _int_text
 
 cdef extern from "Python.h":
     # CPython's own storage of a str: `kind` bytes per code point.
@@ -75,7 +76,7 @@ cdef Py_ssize_t _check_int(object value, str name, Py_ssize_t minimum) except -1
     # negative value through to C).
     value = _int_value(value)
     if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, not {value}")
+        raise ValueError(f"{name} must be at least {minimum}, not {_int_text(value)}")
     if value >= PY_SSIZE_T_MAX:
         return PY_SSIZE_T_MAX
     return value

@@ -913,3 +913,19 @@ def test_new_slotted_refuses_what_object_new_does_not_make():
         _kernels.new_slotted(_Plain, slots_of(_Plain), (1,))
     made = _kernels.new_slotted(_Plain, slots_of(_Plain)[1:], (2,))
     assert made.b == 2 and not hasattr(made, "a")
+
+
+def test_a_kernel_int_too_long_for_text_is_refused_by_its_count_of_digits():
+    """Red team A10 f01 (the same fault elsewhere): both twins worded a refused int with ``str``,
+    which raises its own ValueError past 4,300 digits; the refusal now names the count of digits,
+    the same words from the compiled module and the twin."""
+    for call in (lambda: overspill.page_bounds(b"abc", -10**5000, 1), lambda: overspill.page_bounds(b"abc", 0, -10**5000),
+                 lambda: overspill.StreamCap(-10**5000)):
+        with pytest.raises(ValueError, match=r"must be at least \d, not \(a negative 5001-digit number\)$"):
+            call()
+    from overspill._buffers import int_text
+
+    assert [int_text(value) for value in (0, -7, 10**30 - 1, 10**30, -10**30, 10**4999, 10**5000 - 1)] == [
+        "0", "-7", "9" * 30, "(a 31-digit number)", "(a negative 31-digit number)", "(a 5000-digit number)",
+        "(a 5000-digit number)"]
+    assert int_text(1 << 200_000) == "(a number of at least 60206 digits)"  # (60,206 digits: the bound is its count)

@@ -1018,3 +1018,11 @@ def test_an_answer_holding_a_lone_surrogate_is_sent_with_u_fffd():
     failed = _error("no such file: x\udcff")
     assert text_of(failed) == "no such file: x\ufffd"
     failed.model_dump_json()
+
+
+def test_a_server_timeout_too_long_for_text_is_refused_by_its_count_of_digits(store):
+    """Red team A10 f01 (the same fault elsewhere): ``create_server(timeout=10**5000)`` raised the
+    int-to-text ValueError from inside its own refusal instead of the refusal."""
+    with pytest.raises(ValueError, match=r"^timeout must be more than 0 and at most 3600 seconds, "
+                                         r"not \(a 5001-digit number\)$"):
+        create_server(store, timeout=10**5000)

@@ -1178,3 +1178,28 @@ def test_a_writers_joined_bytes_count_as_written_and_a_growing_writer_joins_none
         assert growing.sealed == os.path.getsize(growing.payload_path) == len(b"".join(pieces[:10]))
     finally:
         growing.abort()
+
+
+@pytest.mark.parametrize(("setting", "fragment"), [
+    ({"max_lines": -10**5000}, "max_lines from config must be a positive integer, not (a negative 5001-digit number)"),
+    ({"max_stored_bytes": 10**5000}, "max_stored_bytes from config must be at most 68719476736"),
+    ({"outline": 10**5000}, "outline from config must be true or false, not (a 5001-digit number)"),
+    ({"views": [10**5000]}, "views from config must be a list of view names, not (a list holding a number"),
+    ({"signals": [{"kind": 10**5000, "pattern": "x"}]}, "kind must be one of"),
+    ({"signals": [{"kind": "error", "pattern": 10**5000}]}, "not (a 5001-digit number)")])
+def test_a_config_number_too_long_for_text_is_a_config_error(tmp_path, setting, fragment):
+    """Red team A10 f01 (the same fault elsewhere): a setting holding an int of over 4,300 digits
+    raised a raw ValueError from int-to-text conversion while its ConfigError was being worded."""
+    with pytest.raises(ConfigError) as raised:
+        ToolOutputStore(tmp_path, config={"tool_output": setting})
+    assert fragment in str(raised.value)
+
+
+def test_a_store_argument_too_long_for_text_is_named_by_its_digits(store):
+    """Red team A10 f01 (the same fault elsewhere): ``store.preview(max_lines=-10**5000)`` raised the
+    int-to-text ValueError from inside its own message instead of saying what is wrong."""
+    uri = store.write("s", "c", "abc").uri
+    with pytest.raises(ValueError, match=r"^max_lines must be at least 1, not \(a negative 5001-digit number\)$"):
+        store.preview("s", uri, max_lines=-10**5000)
+    with pytest.raises(ValueError, match=r"^max_lines must be at least 1, not \(a negative 31-digit number\)$"):
+        store.truncate("s", "c", "x", max_lines=-10**30)

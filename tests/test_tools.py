@@ -2078,3 +2078,25 @@ def test_read_file_never_blocks_on_a_fifo_put_in_place_after_its_look(store, tmp
     result = returns_without_blocking_on(fifo, lambda: tools.read(store, "s", "c", path=str(fifo)), "read")
     assert result.is_error and "is not a regular file" in result.output
     assert tools.read(store, "s", "c", path=str(regular)).output.startswith("     1\thello")
+
+
+def test_read_a_huge_int_offset_is_a_failed_result_not_a_raw_valueerror(store, tmp_path):
+    """Red team A10 f01: ``read`` with an int offset of over 4,300 digits raised a raw ValueError
+    ("Exceeds the limit (4300 digits) for integer string conversion") from the public API: the
+    error messages put the caller's offset in with ``str``. Such a number is now named by its count
+    of digits, and the read is a one-line failure (or an empty last page) as for any other offset."""
+    huge = 10**5000
+    uri = store.write("s", "c", "abcdefghij" * 10).uri
+    lines = tmp_path / "two.txt"
+    lines.write_text("a\nb\n")
+    for arguments in ({"resource": uri, "offset": huge}, {"resource": uri + "?limit=5", "offset": huge},
+                      {"resource": uri + "?limit=5", "limit": huge}, {"path": str(lines), "offset": huge}):
+        result = tools.call(store, "s", "c", "read", arguments)
+        assert "(a 5001-digit number)" in result.output, (arguments, result.output)
+        assert "\n" not in result.output and len(result.output) < 300
+        assert result.is_error or arguments == {"resource": uri, "offset": huge}  # (that one: past the end)
+    # The same through the Python API (no schema in front), with the offset in a message it passes.
+    direct = tools.read(store, "s", "c", path=str(lines), offset=huge)
+    assert direct.is_error and direct.output == f"offset (a 5001-digit number) is past the end of {lines}, which has 2 lines"
+    # A number that fits in a message is still shown whole.
+    assert tools.read(store, "s", "c", path=str(lines), offset=7).output == f"offset 7 is past the end of {lines}, which has 2 lines"

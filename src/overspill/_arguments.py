@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from ._buffers import int_text
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
     from typing import Optional
@@ -28,7 +30,7 @@ def whole_number(value: object, name: str, minimum: Optional[int] = None) -> int
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
     if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, not {value}")
+        raise ValueError(f"{name} must be at least {minimum}, not {int_text(value)}")
     return value
 
 

@@ -16,8 +16,8 @@ if TYPE_CHECKING:  # typing and re cost start-up; the annotations are never eval
     from typing import Union
 
 __all__ = ["ESCAPE", "JSON_KEY_MAX", "JSON_LABEL_KEYS", "OUTLINE_AFTER_BLANK", "OUTLINE_FLAGS", "OUTLINE_ONELINE", "MAX_KINDS", "MAX_PATTERNS", "TOKEN_ENDS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS",
-           "BytesLike", "LazyPattern", "byte_view", "check_flags", "check_int", "check_outline_flags", "check_patterns", "plain_bytes",
-           "plain_str"]
+           "BytesLike", "LazyPattern", "byte_view", "check_flags", "check_int", "check_outline_flags", "check_patterns", "int_text",
+           "plain_bytes", "plain_str", "value_text"]
 
 if TYPE_CHECKING:
     BytesLike = Union[bytes, bytearray, memoryview]
@@ -43,6 +43,51 @@ class LazyPattern:
         return getattr(self._compiled, name)
 
 
+#: Ints of at most this many digits are shown whole in error messages.
+_SHOWN_DIGITS = 30
+_SHOWN = 10**_SHOWN_DIGITS
+#: Up to this many bits an int's count of digits is made exact (one power of
+#: ten, microseconds); past it, a lower bound is said rather than paid for.
+_EXACT_BITS = 1 << 17
+
+
+def int_text(value: int) -> str:
+    """A caller's int as an error message shows it: its digits, or past 30 digits
+    its count of digits, e.g. ``(a 5001-digit number)``.
+
+    ``str`` of an int over 4,300 digits raises ValueError (Python's bound on
+    int-to-text conversion), which would escape in place of the error being
+    built; and a number that long says no more in full than its size.  The
+    int's own value is read (``int.__index__``), as ``check_int`` does.
+    """
+    value = int.__index__(value)
+    if -_SHOWN < value < _SHOWN:
+        return str(value)
+    size = -value if value < 0 else value
+    bits = size.bit_length()
+    # 10**(digits - 1) <= 2**(bits - 1) <= size: the factor is just under log10(2), so this never overcounts.
+    digits = (bits - 1) * 301029995663981195 // 10**18 + 1
+    sign = "negative " if value < 0 else ""
+    if bits > _EXACT_BITS:
+        return f"(a {sign}number of at least {digits} digits)"
+    power = 10**digits
+    while size >= power:
+        digits += 1
+        power *= 10
+    return f"(a {sign}{digits}-digit number)"
+
+
+def value_text(value: object) -> str:
+    """A caller's value as an error message quotes it: ``repr``, an int (not a bool)
+    by ``int_text``, and a container holding an int too long for text by its type."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int_text(value)
+    try:
+        return repr(value)
+    except ValueError:  # (a list or table holding an int past Python's int-to-text bound)
+        return f"(a {type(value).__name__} holding a number too long to show)"
+
+
 def check_int(value: object, name: str, minimum: int) -> int:
     """``value`` if it is an int (a bool is not) of at least ``minimum``, clamped to
     what a C ``Py_ssize_t`` holds, as the compiled twin reads it.
@@ -59,7 +104,7 @@ def check_int(value: object, name: str, minimum: int) -> int:
             raise TypeError(f"{name} must be an int, not {type(value).__name__}")
         value = int.__index__(value)
     if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, not {value}")
+        raise ValueError(f"{name} must be at least {minimum}, not {int_text(value)}")
     return value if value < sys.maxsize else sys.maxsize
 
 

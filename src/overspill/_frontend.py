@@ -13,6 +13,7 @@ library.
 from __future__ import annotations
 
 from ._arguments import check_metadata, id_string
+from ._buffers import int_text, value_text
 from .errors import InvalidResourceError
 
 TYPE_CHECKING = False
@@ -113,7 +114,7 @@ def check_session_id(value: object) -> str:
 def timeout_problem(value: object) -> Optional[str]:
     """Why ``value`` is not a timeout in ``(0, MAX_TIMEOUT]`` seconds; None when it is one."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_TIMEOUT:
-        return f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, not {value!r}"
+        return f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, not {value_text(value)}"
     return None
 
 
@@ -218,9 +219,11 @@ def _cut(text: str) -> str:
     return text if len(text) <= 24 else text[:21] + "..."
 
 
-def _bad_offset(text: str) -> str:
-    """The one line that refuses the page offset ``text`` (no number, or one past ``_MAX_QUERY_DIGITS`` digits)."""
-    return f"offset must be one integer from 0 to {10**_MAX_QUERY_DIGITS - 1}, not {_cut(text)!r}"
+def _bad_offset(text: str, quote: bool = True) -> str:
+    """The one line that refuses the page offset ``text`` (no number, or one past ``_MAX_QUERY_DIGITS`` digits),
+    quoted as given (unquoted: ``int_text``'s words for an int too long to show)."""
+    shown = repr(_cut(text)) if quote else text
+    return f"offset must be one integer from 0 to {10**_MAX_QUERY_DIGITS - 1}, not {shown}"
 
 
 def page_request(uri: object, offset: Optional[int], limit: Optional[int],
@@ -237,10 +240,11 @@ def page_request(uri: object, offset: Optional[int], limit: Optional[int],
     base, queried_offset, queried_limit = parse_page_uri(uri, bad_input)
     if isinstance(offset, int) and not isinstance(offset, bool) and offset >= 10**_MAX_QUERY_DIGITS:
         # One rule for both forms: ``--offset N`` is refused where ``?offset=N`` is (past any size either way).
-        raise bad_input(_bad_offset(str(offset)))
+        shown = int_text(offset)  # its digits, quoted as the URI's are, or its count of digits
+        raise bad_input(_bad_offset(shown, quote=shown.isdigit()))
     for name, given, queried in (("offset", offset, queried_offset), ("limit", limit, queried_limit)):
         if given is not None and queried is not None and given != queried:
-            raise bad_input(f"the URI says {name}={queried} and {name} is {given}; give one")
+            raise bad_input(f"the URI says {name}={int_text(queried)} and {name} is {value_text(given)}; give one")
     return (base, offset if offset is not None else queried_offset,
             limit if limit is not None else queried_limit)
 
@@ -323,7 +327,7 @@ def end_of_resource(resource: Resource, offset: int) -> str:
     there too: inside the last character, whose page starts where it ends."""
     size = resource.size
     if offset < size:
-        return (f"offset {offset} is inside the last character of {resource.uri}, which ends at byte {size}, "
+        return (f"offset {int_text(offset)} is inside the last character of {resource.uri}, which ends at byte {size}, "
                 "the end: nothing more to read")
-    return (f"offset {offset} is at or past the end of {resource.uri}, which has {size} "
+    return (f"offset {int_text(offset)} is at or past the end of {resource.uri}, which has {size} "
             f"byte{'' if size == 1 else 's'}: nothing more to read")

@@ -21,6 +21,7 @@ except ImportError:  # pragma: no cover - an interpreter without the C module
     from datetime import datetime, timedelta
 
 from ._arguments import os_string_problem
+from ._buffers import int_text, value_text
 from ._files import folder_text
 from ._frozen import frozen
 from .errors import ConfigError
@@ -142,7 +143,7 @@ class Limits:
 
 def _views(value: object, key: str, source: str) -> tuple[str, ...]:
     if not isinstance(value, (list, tuple)) or not all(isinstance(name, str) for name in value):
-        raise ConfigError(f"{key} from {source} must be a list of view names, not {value!r}")
+        raise ConfigError(f"{key} from {source} must be a list of view names, not {value_text(value)}")
     unknown = [name for name in value if name not in VIEWS]
     if unknown:
         raise ConfigError(f"{key} from {source}: unknown view {unknown[0]!r} (expected some of {', '.join(VIEWS)})")
@@ -151,19 +152,22 @@ def _views(value: object, key: str, source: str) -> tuple[str, ...]:
 
 def _signals(value: object, key: str, source: str) -> tuple[tuple[str, str], ...]:
     if not isinstance(value, (list, tuple)):
-        raise ConfigError(f"{key} from {source} must be a list of {{kind, pattern}} tables, not {value!r}")
+        raise ConfigError(f"{key} from {source} must be a list of {{kind, pattern}} tables, "
+                          f"not {value_text(value)}")
     entries = []
     for entry in value:
         if not isinstance(entry, Mapping) or set(entry) != {"kind", "pattern"}:
-            raise ConfigError(f"{key} from {source}: each entry must be a table with kind and pattern, not {entry!r}")
+            raise ConfigError(f"{key} from {source}: each entry must be a table with kind and pattern, "
+                              f"not {value_text(entry)}")
         kind, pattern = entry["kind"], entry["pattern"]
         if kind not in _SIGNAL_KINDS:
-            raise ConfigError(f"{key} from {source}: kind must be one of {', '.join(_SIGNAL_KINDS)}, not {kind!r}")
+            raise ConfigError(f"{key} from {source}: kind must be one of {', '.join(_SIGNAL_KINDS)}, "
+                              f"not {value_text(kind)}")
         literal = pattern[1:] if isinstance(pattern, str) and pattern.startswith("^") else pattern
         if (not isinstance(pattern, str) or not literal or not pattern.isascii() or "\n" in pattern
                 or len(literal) > 255):
             raise ConfigError(f"{key} from {source}: pattern must be 1 to 255 ASCII characters on one line, "
-                              f"not {pattern!r}")
+                              f"not {value_text(pattern)}")
         entries.append((kind, pattern))
     if len(entries) > 64:
         raise ConfigError(f"{key} from {source}: at most 64 patterns, not {len(entries)}")
@@ -173,7 +177,7 @@ def _signals(value: object, key: str, source: str) -> tuple[tuple[str, str], ...
 
 def _flag(value: object, key: str, source: str) -> bool:
     if not isinstance(value, bool):
-        raise ConfigError(f"{key} from {source} must be true or false, not {value!r}")
+        raise ConfigError(f"{key} from {source} must be true or false, not {value_text(value)}")
     return value
 
 
@@ -183,7 +187,7 @@ def positive_int(value: object, key: str, source: str) -> int:
     :raises ConfigError: naming ``key`` and ``source`` otherwise.
     """
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{key} from {source} must be a positive integer, not {value!r}")
+        raise ConfigError(f"{key} from {source} must be a positive integer, not {value_text(value)}")
     return value
 
 
@@ -204,7 +208,7 @@ def _check_stored_bytes(value: int, named: str) -> None:
 
     if value > MAX_PAYLOAD_BYTES:
         raise ConfigError(f"{named} must be at most {MAX_PAYLOAD_BYTES} (64 GiB, the largest stored copy "
-                          f"one record describes), not {value}")
+                          f"one record describes), not {int_text(value)}")
 
 
 def _from_environment(environ: Mapping[str, str]) -> dict[str, int]:

@@ -20,6 +20,7 @@ from ..config import MAX_READ_BYTES
 from ..errors import OverspillError
 from ..store import ToolOutputStore
 from .._binary import file_is_binary
+from .._buffers import int_text
 from ._result import MAX_LINE_LENGTH, MAX_READ_LINES, ToolResult, failure
 
 __all__ = ["read"]
@@ -215,7 +216,7 @@ def _numbered_lines(file: BinaryIO, path: str, first: int, count: int, max_bytes
     if not lines:
         if number == 0:
             return ToolResult("(empty file)", False, False, None, {"lines": 0})
-        return failure(f"offset {first} is past the end of {path}, which has {number} lines")
+        return failure(f"offset {int_text(first)} is past the end of {path}, which has {number} lines")
     if tokens is not None:
         lines, more = _within_tokens(lines, more, tokens)
     last = first + len(lines) - 1
