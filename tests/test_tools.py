@@ -2100,3 +2100,21 @@ def test_read_a_huge_int_offset_is_a_failed_result_not_a_raw_valueerror(store, t
     assert direct.is_error and direct.output == f"offset (a 5001-digit number) is past the end of {lines}, which has 2 lines"
     # A number that fits in a message is still shown whole.
     assert tools.read(store, "s", "c", path=str(lines), offset=7).output == f"offset 7 is past the end of {lines}, which has 2 lines"
+
+
+def test_read_takes_one_offset_rule_whether_or_not_the_uri_has_a_query(store):
+    """Red team A10 f02: ``read(resource=URI, offset=10**18)`` was an empty "at or past the end"
+    page while ``read(resource=URI + "?limit=5", offset=10**18)`` was refused: the 18-digit rule
+    (resources/read's and ``overspill read --offset``'s) applied only when the URI had a query."""
+    uri = store.write("s", "c", "abcdefghij" * 10).uri
+    for offset in (10**18, 10**30):
+        plain = tools.call(store, "s", "c", "read", {"resource": uri, "offset": offset, "limit": 5})
+        queried = tools.call(store, "s", "c", "read", {"resource": uri + "?limit=5", "offset": offset})
+        assert plain.is_error and queried.is_error, (plain.output, queried.output)
+        assert plain.output == queried.output and plain.output.startswith("offset must be one integer from 0 to 9")
+    # The largest offset either form takes is past the end: the same empty last page both ways.
+    largest = 10**18 - 1
+    plain = tools.call(store, "s", "c", "read", {"resource": uri, "offset": largest, "limit": 5})
+    queried = tools.call(store, "s", "c", "read", {"resource": uri + "?limit=5", "offset": largest})
+    assert not plain.is_error and (plain.output, plain.metadata) == (queried.output, queried.metadata)
+    assert plain.output.startswith(f"[offset {largest} is at or past the end of {uri}")

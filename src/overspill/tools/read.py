@@ -62,8 +62,10 @@ def read(store: ToolOutputStore, session_id: str, tool_call_id: str, *, resource
 def _read_resource(store: ToolOutputStore, session_id: str, uri: object, offset: Optional[int],
                    limit: Optional[int]) -> ToolResult:
     try:
-        if isinstance(uri, str) and "?" in uri:  # tool-output://ID?offset=N&limit=M, as resources/read takes it
-            uri, offset, limit = page_request(uri, offset, limit)
+        # Every URI, with a query (tool-output://ID?offset=N&limit=M, as resources/read takes it) or
+        # without: one rule for the offset either way (at most 18 digits, as resources/read and
+        # ``overspill read --offset`` take it), not one that a ``?limit`` in the URI switched on.
+        uri, offset, limit = page_request(uri, offset, limit)
         page = read_page(store, session_id, uri, offset, limit)
         binary = binary_page(store, session_id, page, offset, limit)
     except OverspillError as error:
