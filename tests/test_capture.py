@@ -399,3 +399,40 @@ def test_truncate_stream_of_a_long_redrawn_or_escape_line_in_bounded_memory(subp
         assert "\x1b" not in figures["content"]  # the view of escapes alone: nothing but the marker
     # ru_maxrss is in KiB on Linux.
     assert figures["grown"] < 64 * 1024
+
+
+def _exited_unreaped(pid: int) -> None:
+    """Wait (no time bound: the command exits at once) until ``pid`` has exited, leaving it unreaped."""
+    while os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+        time.sleep(0.001)
+
+
+@pytest.mark.parametrize("merge", [False, True], ids=["two_pipes", "merged"])
+def test_a_command_that_exited_on_its_own_by_the_deadline_is_not_timed_out(merge):
+    """Red team A10 f03: ``bash`` of ``echo hi`` with a 3 ms timeout came back timed out ("process
+    group killed", exit 124 from the CLI) with exit code 0 about one time in seven: at the deadline the
+    capture told the group to stop without looking whether the command had already exited. Here the
+    race is made certain: the command has exited and the deadline has passed before the capture first
+    looks. Its status stands; but a descendant still holding the pipes keeps the timeout in force."""
+    from overspill.capture import RunningCommand
+
+    timeout = 0.001
+    for command, code, said in (("echo hi", 0, b"hi\n"), ("echo oops >&2; exit 3", 3, b"oops\n"), ("exit 5", 5, b""),
+                                ("exec >&- 2>&-; exit 6", 6, b"")):
+        running = RunningCommand(command, cwd=None, env=None, timeout=timeout, stdin=None, max_output_bytes=1 << 20,
+                                 max_error_bytes=1 << 20, keep="head_tail", merge_stderr=merge)
+        started = time.monotonic()  # (after the capture's own start: its deadline is before started + timeout)
+        _exited_unreaped(running.pid)
+        while time.monotonic() < started + timeout:
+            time.sleep(timeout)
+        output = b"".join(chunk for _, chunk in running.chunks())
+        result = running.result()
+        assert (result.exit_code, result.timed_out, output) == (code, False, said), command
+    # A process of the group that still holds the pipes past the deadline: the timeout applies to the group.
+    running = RunningCommand("sleep 60 & echo hi", cwd=None, env=None, timeout=timeout, stdin=None,
+                             max_output_bytes=1 << 20, max_error_bytes=1 << 20, keep="head_tail", merge_stderr=merge)
+    _exited_unreaped(running.pid)
+    output = b"".join(chunk for _, chunk in running.chunks())
+    result = running.result()
+    assert (result.exit_code, result.timed_out, output) == (0, True, b"hi\n")
+    assert zombie_children() == []

@@ -31,6 +31,8 @@ _pidfd_open = getattr(os, "pidfd_open", None)
 __all__ = ["ChildPipes"]
 
 _READ_SIZE = 1024 * 1024
+#: Reads of one pipe by ``held``: enough for all its buffer holds (``PIPE_SIZE``, one read) and its end.
+_HELD_READS = 4
 # What each registered descriptor is (output pipes are 0 and 1).
 _STDIN = -1
 _EXIT = -2
@@ -129,6 +131,27 @@ class ChildPipes:
                 except (BlockingIOError, InterruptedError):
                     break
                 if not chunk:
+                    break
+                yield what, chunk
+
+    def held(self) -> Iterator[tuple[int, bytes]]:
+        """``(stream, chunk)`` for what the output pipes hold right now, without waiting for more,
+        noting each pipe's end (``open``) when it comes.  Once the command has exited, a pipe still
+        open after this is held by another process: its end is not merely unread."""
+        for fd, what in list(self._fds.items()):
+            if what < 0:  # stdin or the pidfd
+                continue
+            os.set_blocking(fd, False)
+            # At most a few reads a pipe: a process still writing as fast as they read would otherwise
+            # keep this loop (and the deadline it is asked at) from ending; the pipe then stays open.
+            for _ in range(_HELD_READS):
+                try:
+                    chunk = os.read(fd, _READ_SIZE)
+                except (BlockingIOError, InterruptedError):
+                    break
+                if not chunk:
+                    self._unregister(fd)
+                    self.open -= 1
                     break
                 yield what, chunk
 

@@ -190,7 +190,8 @@ class RunningCommand:
     The timeout is a deadline for the whole call: at it the process group gets
     SIGTERM, and once the command itself has exited (or after a grace, with
     SIGKILL) the call returns, even if a process outside the group still holds
-    the pipe open.
+    the pipe open.  A command that has exited by the deadline and whose pipes
+    reach their end is not timed out (no signal is sent): its status stands.
     """
 
     def __init__(self, command: Command, *, cwd: Optional[Union[str, os.PathLike[str]]],
@@ -319,6 +320,14 @@ class RunningCommand:
         exit_poll = _FIRST_EXIT_POLL
         while True:
             now = time.monotonic()
+            if self._stop_at is None and deadline is not None and now >= deadline and self._leader_exited():
+                # At the deadline the command has exited on its own: what its pipes still hold is
+                # read, and when they reach their end it is done, its exit status its own, not a
+                # timeout. A pipe still open is held by a process it left running: the timeout
+                # applies, to the whole group (below).
+                yield from pipes.held()
+                if not pipes.open:
+                    return
             self._stop_if_due(now, deadline)
             stopping = self._stop_at is not None
             if stopping or not pipes.open:
