@@ -405,3 +405,84 @@ def _attempt(call):
         return call()
     except Exception as error:  # noqa: BLE001 - handed to the test to look at
         return error
+
+
+_STALLED_WRITER = """
+import json, sys
+from overspill import ToolOutputStore
+
+store = ToolOutputStore(sys.argv[1], config=json.loads(sys.argv[2]), durable=False)
+size = int(sys.argv[3])
+
+def chunks():
+    for _ in range(size // 100_000):
+        yield b"y" * 100_000  # each big enough to be written as it comes (no join)
+    print("streamed", flush=True)
+    sys.stdin.readline()  # stalled, its payload unpublished, until the test says go on
+
+print(store.write_stream(sys.argv[4], "c", chunks()).uri, flush=True)
+"""
+
+
+def test_a_killed_writers_leftover_is_removed_before_the_quota_evicts_published_outputs(tmp_path, subprocess_env):
+    """Regression (red team I10 f03): a writer SIGKILLed mid-``write_stream`` left its payload,
+    swept only after the 1 h grace, yet counted by the quota's recount and never evictable: for
+    that hour a write needing room evicted every published output of any session (3 of 3 here
+    instead of 1).  Its writer lock is free (its writer is gone), so the eviction now removes it
+    first, whatever its age; a stalled live writer's payload in another process, locked, stays,
+    and its output is published whole when it goes on."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from processes import wait_until
+
+    config = {"max_total_bytes": 1_000_000, "max_bytes": 1000, "max_lines": 10}
+    store = open_store(tmp_path, **config)
+    victims = [store.write("victim", f"c{i}", b"v" * 199_999 + b"\n") for i in range(3)]
+
+    def stalled(session: str, size: int) -> subprocess.Popen:
+        child = subprocess.Popen([sys.executable, "-c", _STALLED_WRITER, str(tmp_path),
+                                  json.dumps({"tool_output": config}), str(size), session],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=subprocess_env, text=True)
+        assert child.stdout.readline() == "streamed\n"
+        return child
+
+    def unpublished() -> dict[str, int]:
+        names = os.listdir(store.directory)
+        return {name[:-4]: os.path.getsize(store.directory / name) for name in names
+                if name.endswith(".txt") and f"{name[:-4]}.json" not in names}
+
+    live = stalled("live", 100_000)
+    killed = stalled("killed", 300_000)
+    try:
+        assert wait_until(lambda: sorted(unpublished().values()) == [100_000, 300_000])
+        [(dead_id, _)] = [(name, size) for name, size in unpublished().items() if size == 300_000]
+        killed.kill()
+        killed.wait()
+        # 600 KB of victims and 450 KB new pass 1 MB (the running total, without other processes'
+        # unpublished bytes, says so); counted with the live writer's 100 KB, one victim must go.
+        # The dead writer's 300 KB counted and kept would take all three.
+        other = store.write("other", "c", b"z" * 449_999 + b"\n")
+        kept = []
+        for victim in victims:
+            try:
+                kept.append(store.read("victim", victim.uri).resource.uri)
+            except ResourceNotFoundError:
+                pass
+        assert kept == [victim.uri for victim in victims[1:]]  # the oldest only, as without the leftover
+        assert dead_id not in unpublished() and len(unpublished()) == 1  # the live writer's payload stays
+        assert store.read("other", other.uri).resource.size == 450_000
+        live.stdin.write("go on\n")
+        live.stdin.flush()
+        uri = live.stdout.readline().strip()
+        assert live.wait(60) == 0
+        assert store.read("live", uri).resource.size == 100_000
+        assert unpublished() == {}
+    finally:
+        for child in (live, killed):
+            if child.poll() is None:
+                child.kill()
+                child.wait()

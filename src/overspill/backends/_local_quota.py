@@ -44,10 +44,19 @@ class LocalQuota:
 
     def recount(self) -> int:
         """``usage``, counted from the folder's files and kept as the running total:
-        the correction for whatever others did behind the total's back.
+        the correction for whatever others did behind the total's back.  The payloads
+        that dead writers left (no record, their writer lock free) are removed first,
+        whatever their age, as the Redis backend's recount drops its dead writers'
+        bytes: otherwise they would count until the sweep's grace period, with published
+        outputs evicted in their place (a live writer's payload is locked: never removed).
+        Called under ``eviction_lock``.
 
         :raises OSError: the folder cannot be read.
         """
+        if not self._missing():
+            from ._sweep import remove_dead_writers  # (the cleanup module) only an eviction needs it
+
+            remove_dead_writers(self._directory)
         return self._counted(UsageTotal.recount)
 
     def _counted(self, kept: Callable[[UsageTotal], int]) -> int:

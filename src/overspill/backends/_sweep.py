@@ -7,7 +7,9 @@ Removed:
 * once older than the grace period: a payload without a record, a pair whose
   record is unreadable or invalid, and the store's own temporary files —
   unless a live writer holds the payload's lock (``writer_lock``): a writer
-  that pauses for longer than the grace period keeps its files.
+  that pauses for longer than the grace period keeps its files.  The quota's
+  eviction removes such a payload whatever its age once its lock is free
+  (``remove_dead_writers``): its writer is gone.
 Every other file is left alone; what cannot be removed (a directory under a
 resource's name, no permission) is counted in ``skipped`` and the sweep goes on.  One process sweeps a folder at a time
 (``.cleanup.lock``); the others skip.  A record goes before its payload, so a
@@ -42,7 +44,7 @@ except ImportError:  # pragma: no cover - Windows: sweeps are not serialised the
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["BACKGROUND_LOCK_NAME", "CleanupReport", "LOCK_NAME", "TEMPORARY_PATTERN", "FolderSweep", "folder_bytes",
-           "folder_lock", "sweep", "sweep_lock", "writer_lock"]
+           "folder_lock", "remove_dead_writers", "sweep", "sweep_lock", "writer_lock"]
 
 LOCK_NAME = ".cleanup.lock"
 # Held while a background command is started (``LocalGrowing.starting_background``).
@@ -156,22 +158,51 @@ class FolderSweep:
         self.removed.append(resource_id)
         self.bytes_freed += freed + (payload or 0)
 
+    def abandoned(self, resource_id: str, payload: os.stat_result, *, dead_only: bool) -> None:
+        """Remove the payload ``payload`` (measured) of ``resource_id``, found without a
+        record, unless a live writer holds it or its record has come since.  ``dead_only``:
+        only when its lock was taken (the writer provably gone), not when it cannot be
+        opened now (out of descriptors, no permission: the writer could still be alive)."""
+        payload_path = self.directory / f"{resource_id}.txt"
+        with _unless_written(payload_path) as (unowned, locked):
+            # The lock is free when the writer is gone, but also when it has
+            # just published: its record renamed into place after the listing
+            # that found none.  Under the lock no writer publishes any more, so
+            # look again: with a record now, or another file locked than the one
+            # measured, this is not an abandoned payload (a published pair is
+            # judged by the next sweep).  One that cannot be opened has no writer,
+            # after the grace period; before it, it may have one.
+            if locked is None and dead_only:
+                return
+            if (unowned and (locked is None or os.path.samestat(locked, payload))
+                    and _lstat(self.directory / f"{resource_id}.json") is None):
+                self.remove_pair(resource_id, has_record=False)
+
+    def dead_writers(self) -> CleanupReport:
+        """Remove, whatever their age, the payloads without a record whose writer lock
+        is free (their writer died: a live one holds it until its record is published);
+        nothing else.  Without ``fcntl`` (no lock to tell a live writer by) nothing."""
+        if fcntl is None:  # pragma: no cover - Windows: only the grace period tells a leftover
+            return CleanupReport()
+        records: set[str] = set()
+        payloads: set[str] = set()
+        for name in os.listdir(self.directory):
+            member = _PAIR_MEMBER.fullmatch(name)
+            if member is not None:
+                (records if member.group(2) == "json" else payloads).add(member.group(1))
+        for resource_id in sorted(payloads - records):
+            payload = _lstat(self.directory / f"{resource_id}.txt")
+            if payload is not None and stat.S_ISREG(payload.st_mode):
+                self.abandoned(resource_id, payload, dead_only=True)
+        return CleanupReport(len(self.removed), self.bytes_freed, self.temporaries, self.skipped, tuple(self.removed))
+
     def resource(self, resource_id: str, has_record: bool) -> None:
         payload_path = self.directory / f"{resource_id}.txt"
         record_path = self.directory / f"{resource_id}.json"
         if not has_record:
             payload = _lstat(payload_path)
             if payload is not None and _age(payload, self.now) > self.grace:
-                with _unless_written(payload_path) as (unowned, locked):
-                    # The lock is free when the writer is gone, but also when it has
-                    # just published: its record renamed into place after the listing
-                    # that found none.  Under the lock no writer publishes any more, so
-                    # look again: with a record now, or another file locked than the one
-                    # measured, this is not an abandoned payload (a published pair is
-                    # judged by the next sweep).  One that cannot be opened has no writer.
-                    if (unowned and (locked is None or os.path.samestat(locked, payload))
-                            and _lstat(record_path) is None):
-                        self.remove_pair(resource_id, has_record=False)
+                self.abandoned(resource_id, payload, dead_only=False)
             return
         try:
             record = _read_record(record_path, resource_id)
@@ -285,6 +316,20 @@ def sweep(directory: Union[str, Path], now: float, retention: timedelta, grace: 
         from pathlib import Path  # a sweep only: pathlib costs every command's start-up
 
         return FolderSweep(Path(directory), now, retention, grace, dry_run).run()
+
+
+def remove_dead_writers(directory: Union[str, Path]) -> CleanupReport:
+    """Remove the payloads that dead writers left in ``directory`` (no record, their
+    writer lock free), whatever their age (``FolderSweep.dead_writers``): the quota's
+    recount, under the cleanup lock, so that a killed writer's bytes never make an
+    eviction remove published outputs in their place while they wait out the grace.
+
+    :raises OSError: the folder cannot be listed.
+    """
+    from datetime import timedelta  # an eviction only: they cost every command's start-up
+    from pathlib import Path
+
+    return FolderSweep(Path(directory), 0.0, timedelta(0), timedelta(0), dry_run=False).dead_writers()
 
 
 def folder_bytes(directory: Union[str, Path]) -> int:
