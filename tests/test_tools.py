@@ -2118,3 +2118,18 @@ def test_read_takes_one_offset_rule_whether_or_not_the_uri_has_a_query(store):
     queried = tools.call(store, "s", "c", "read", {"resource": uri + "?limit=5", "offset": largest})
     assert not plain.is_error and (plain.output, plain.metadata) == (queried.output, queried.metadata)
     assert plain.output.startswith(f"[offset {largest} is at or past the end of {uri}")
+
+
+@pytest.mark.parametrize("named", ["pipe", "/dev/zero"])
+def test_grep_of_a_named_fifo_or_device_answers_at_once_with_either_engine(store, tmp_path, engine, named,
+                                                                        monkeypatch):
+    """Regression (red team I10 f04): a FIFO or a device named by ``path`` was handed to rg,
+    which blocked opening the FIFO (or read /dev/zero) until its 300 s timeout, while the
+    Python search answered at once. Both now refuse it before searching, in the same words."""
+    monkeypatch.setattr(grep_module, "_RIPGREP_TIMEOUT", 5)  # (so that the defect fails the test soon)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    result = returns_without_blocking_on(
+        fifo, lambda: tools.grep(store, "s", "c", "needle", path=named, cwd=tmp_path), "grep")
+    assert result.is_error
+    assert result.output == f"cannot search {named}: not a regular file or folder"

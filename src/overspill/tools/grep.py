@@ -111,11 +111,15 @@ def grep(store: ToolOutputStore, session_id: str, tool_call_id: str, pattern: st
     except ValueError as error:  # the same refusal, in the same words, whether rg is there or not
         return failure(f"invalid glob {glob!r}: {error}")
     try:
-        os.stat(root)
+        info = os.stat(root)
     except (FileNotFoundError, NotADirectoryError):
         return failure(f"no such file or folder: {path}")
     except OSError as error:  # a name too long, a loop of links, no permission: said, not raised
         return failure(f"cannot search {path}: {error.strerror or error}")
+    if not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
+        # A FIFO, a device, a socket: one rule for both searches, decided here. rg would open
+        # and read it (a FIFO without a writer blocks, /dev/zero never ends) until its timeout.
+        return failure(f"cannot search {path}: not a regular file or folder")
     try:
         problem = _search_files(root, path, regex, pattern, glob, overrides, ignore_case, cwd, found, abort)
     except Cancelled:
