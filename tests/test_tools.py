@@ -2133,3 +2133,61 @@ def test_grep_of_a_named_fifo_or_device_answers_at_once_with_either_engine(store
         fifo, lambda: tools.grep(store, "s", "c", "needle", path=named, cwd=tmp_path), "grep")
     assert result.is_error
     assert result.output == f"cannot search {named}: not a regular file or folder"
+
+
+class _CountingFile(__import__("io").FileIO):
+    """A file that counts the bytes read from it."""
+
+    taken = 0
+
+    def readinto(self, buffer):  # type: ignore[override]
+        got = super().readinto(buffer)
+        self.taken += got or 0
+        return got
+
+
+def test_read_file_never_reads_a_long_line_whole_to_show_a_page(store, tmp_path):
+    """Regression (red team I10 f02): read(path=...) skipped every cut line to its newline, the line
+    after the page too (only to learn that more lines follow): a page of two lines before a 4 GiB line
+    took seconds. A following line now costs one byte of it, and a shown line's rest is skipped only
+    up to a bound: past it the page ends at that line and says so."""
+    import io
+
+    read_module = importlib.import_module("overspill.tools.read")
+    sparse = tmp_path / "sparse.log"
+    with open(sparse, "wb") as handle:
+        handle.write(b"".join(b"line %d\n" % number for number in range(1, 2001)) + b"x" * 100)  # > 8 KiB: text
+        handle.truncate(1 << 30)  # then a hole: a line of a GiB, read as NULs
+    raw = _CountingFile(sparse)
+    with io.BufferedReader(raw) as handle:
+        page = read_module._numbered_lines(handle, "sparse.log", 1999, 2)
+    assert page.output == ("  1999\tline 1999\n  2000\tline 2000\n\n"
+                           "[more lines follow: read again with offset=2001 to continue]")
+    assert raw.taken < 1 << 20
+    assert tools.read(store, "s", "c", path=str(sparse), offset=1999, limit=2).output == page.output
+
+    long = tmp_path / "long.txt"
+    long.write_bytes(b"y" * (read_module._SKIP_BOUND + (4 << 20)) + b"\nafter\n")
+    raw = _CountingFile(long)
+    with io.BufferedReader(raw) as handle:
+        page = read_module._numbered_lines(handle, "long.txt", 1, 10)
+    assert raw.taken < read_module._SKIP_BOUND + (2 << 20)
+    assert page.truncated and page.metadata == {"first_line": 1, "last_line": 1}
+    assert page.output == ("     1\t" + "y" * 2000 + "… [line cut at 2000 characters]\n\n[line 1 goes on past 16 MiB, "
+                           "not read further: lines after it, if any, from offset=2]")
+    assert tools.read(store, "s", "c", path=str(long), offset=2).output == "     2\tafter"
+    # A line within the bound is skipped and the page goes on.
+    long.write_bytes(b"y" * (4 << 20) + b"\nafter\n")
+    assert tools.read(store, "s", "c", path=str(long)).output.endswith("characters]\n     2\tafter")
+
+
+def test_read_file_says_binary_for_a_nul_in_a_shown_line_past_the_sniff(store, tmp_path):
+    """Regression (red team I10 f02): only the first 8 KiB were looked at for a NUL, so a later
+    NUL was shown as text; as rg and grep do, a NUL in what a page shows makes the file binary."""
+    text = tmp_path / "late.log"
+    text.write_bytes(b"ok\n" * 5000 + b"bad\0line\n" + b"ok\n")
+    result = tools.read(store, "s", "c", path=str(text), offset=4990)
+    assert result.is_error
+    assert result.output == f"{text} looks binary (line 5001 contains NUL bytes); it cannot be read as text"
+    assert tools.read(store, "s", "c", path=str(text), limit=3).output == "     1\tok\n     2\tok\n     3\tok\n\n" \
+        "[more lines follow: read again with offset=4 to continue]"

@@ -1,7 +1,8 @@
 """When bytes count as binary: one sniff size, two rules for two purposes.
 
 * A **file** (the read tool) is binary when its first ``SNIFF_BYTES`` hold
-  a NUL, as git decides; a file in a legacy 8-bit encoding stays text.  The
+  a NUL, as git decides, or (found as it reads) a line it would show does, as
+  rg and grep decide; a file in a legacy 8-bit encoding stays text.  The
   grep tool skips these too, and also a file with a NUL further on, as
   ``rg`` does (it stops at the NUL and drops the file); its Python search
   reads the whole file anyway, so it applies rg's rule, not this sniff alone.

@@ -29,6 +29,9 @@ __all__ = ["read"]
 _HEX_BYTES = 16
 # Longest raw line read at once; the rest of a longer line is skipped unread.
 _LINE_READ = MAX_LINE_LENGTH * 4 + 1
+# Bytes of a shown line's rest skipped to reach the line after it on the same page: a page ends at
+# a line longer than this (reading it all would take seconds per gigabyte).
+_SKIP_BOUND = 16 << 20
 
 
 def read(store: ToolOutputStore, session_id: str, tool_call_id: str, *, resource: Optional[str] = None,
@@ -41,7 +44,9 @@ def read(store: ToolOutputStore, session_id: str, tool_call_id: str, *, resource
     closing hint names the next offset when more follows.  With
     ``path``: ``offset`` is the first line (1-based; 0 also means the first), ``limit`` the number of
     lines (default ``MAX_READ_LINES``), at most ``MAX_READ_BYTES`` bytes; lines
-    are numbered and each is cut at ``MAX_LINE_LENGTH`` characters.
+    are numbered and each is cut at ``MAX_LINE_LENGTH`` characters (a page ends after a
+    line longer than ``_SKIP_BOUND`` bytes, the rest of which is not read). A file with a NUL
+    in its first bytes, or in a line the page would show, is binary: refused.
 
     :param cwd: the folder a relative ``path`` is read from (the host's choice).
     :param limits: the host's bound on what the model is shown (the MCP
@@ -116,7 +121,7 @@ def _describe_bytes(mime: str, uri: str, size: int, start: int, data: bytes) -> 
 
 def _read_line(file: BinaryIO) -> Optional[tuple[bytes, bool]]:
     """The next line (without its newline) cut to a bounded length, and whether
-    it was cut; None at the end of the file."""
+    it was cut (its rest is then left unread: ``_skip_rest``); None at the end of the file."""
     raw = file.readline(_LINE_READ)
     if not raw:
         return None
@@ -124,10 +129,19 @@ def _read_line(file: BinaryIO) -> Optional[tuple[bytes, bool]]:
         return raw[:-1].removesuffix(b"\r"), False
     if len(raw) < _LINE_READ:
         return raw, False  # the last line, without a newline
-    while True:  # skip the rest of an overlong line
+    return raw, True
+
+
+def _skip_rest(file: BinaryIO, bound: Optional[int] = None) -> bool:
+    """Skip the rest of a cut line, its newline included: True once past it (or at the end of the
+    file), False when ``bound`` bytes of it were skipped and it goes on."""
+    skipped = 0
+    while bound is None or skipped < bound:
         rest = file.readline(1 << 20)
         if not rest or rest.endswith(b"\n"):
-            return raw, True
+            return True
+        skipped += len(rest)
+    return False
 
 
 def _read_file(path: object, offset: Optional[int], limit: Optional[int],
@@ -191,17 +205,24 @@ def _numbered_lines(file: BinaryIO, path: str, first: int, count: int, max_bytes
     lines: list[str] = []
     used = 0
     more = False
+    unread = None  # the number of a shown line whose rest was not all skipped: the page ends there
     while True:
+        if len(lines) == count:
+            # Whether a line follows takes one byte of it, never the whole of a long one.
+            more = bool(file.read(1))
+            break
         line = _read_line(file)
         if line is None:
             break
         number += 1
-        if number < first:
-            continue
-        if len(lines) == count:
-            more = True
-            break
         raw, cut = line
+        if number < first:
+            if cut:
+                _skip_rest(file)  # the lines before the page are counted: each to its newline
+            continue
+        if b"\0" in raw:
+            # A NUL past the first bytes sniffed: rg and grep take the file for binary too.
+            return failure(f"{path} looks binary (line {number} contains NUL bytes); it cannot be read as text")
         text = raw.decode("utf-8", "replace")
         if cut or len(text) > MAX_LINE_LENGTH:
             text = text[:MAX_LINE_LENGTH] + f"… [line cut at {MAX_LINE_LENGTH} characters]"
@@ -215,6 +236,11 @@ def _numbered_lines(file: BinaryIO, path: str, first: int, count: int, max_bytes
             size = _utf8(numbered) + 1
         lines.append(numbered)
         used += size
+        # The rest of a cut line (never shown) is skipped to reach the next line, within a
+        # bound: a line of gigabytes would take seconds per page, so the page ends at it.
+        if cut and not _skip_rest(file, _SKIP_BOUND):
+            more, unread = True, number
+            break
     if not lines:
         if number == 0:
             return ToolResult("(empty file)", False, False, None, {"lines": 0})
@@ -223,7 +249,10 @@ def _numbered_lines(file: BinaryIO, path: str, first: int, count: int, max_bytes
         lines, more = _within_tokens(lines, more, tokens)
     last = first + len(lines) - 1
     output = "\n".join(lines)
-    if more:
+    if unread is not None and last == unread:
+        output += (f"\n\n[line {unread} goes on past {_SKIP_BOUND >> 20} MiB, not read further: lines after it, if "
+                   f"any, from offset={last + 1}]")
+    elif more:
         output += f"\n\n[more lines follow: read again with offset={last + 1} to continue]"
     return ToolResult(output, False, more, None, {"first_line": first, "last_line": last})
 
