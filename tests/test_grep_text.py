@@ -621,3 +621,51 @@ def test_grep_of_a_stored_output_is_a_search_of_each_line(tmp_path_factory, data
             expected.append(position)
         position += len(line) + 1
     assert [int(row.split(":")[0]) for row in found] == expected
+
+
+def test_python_grep_of_files_skips_a_nul_far_from_a_newline_and_bounds_a_long_line(store, tmp_path, monkeypatch):
+    """Regression (red team I10 f01): the Python search of files (a look-around pattern, or no rg)
+    held a file's bytes until a newline came, and looked for a NUL only then: text followed by a
+    hole of NULs (a preallocated log) was read into one growing buffer, a MemoryError or the OOM
+    killer. Every byte read is now checked for a NUL (the file is skipped at the first, as rg
+    does), and a line longer than the block is searched in pieces, never held whole."""
+    import importlib
+    import tracemalloc
+
+    grep_module = importlib.import_module("overspill.tools.grep")
+    monkeypatch.setattr(grep_module, "_ripgrep", lambda: None)  # the Python search, whatever the pattern
+    holed = tmp_path / "holed.log"
+    with open(holed, "wb") as handle:
+        handle.write(b"".join(b"line %d ok\n" % number for number in range(1000)))  # > 8 KiB of text
+        handle.truncate(96 << 20)  # then a hole of NULs, never ending in a newline
+    tracemalloc.start()
+    try:
+        result = tools.grep(store, "s", "c", "line 5 ok", path=str(holed))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.output == "no matches for 'line 5 ok'"  # binary: skipped, its match before the NUL too
+    assert peak < 32 << 20  # stopped at the NUL, not held to the end of the hole
+
+    sizes = []
+    search_lines, search_piece = grep_module.Search.lines, grep_module.Search.piece
+
+    def lines(self, payload):
+        sizes.append(len(payload))
+        return search_lines(self, payload)
+
+    def piece(self, before, middle, after, last):
+        sizes.append(len(before) + len(middle) + len(after))
+        return search_piece(self, before, middle, after, last)
+
+    monkeypatch.setattr(grep_module.Search, "lines", lines)
+    monkeypatch.setattr(grep_module.Search, "piece", piece)
+    long = tmp_path / "long.txt"
+    long.write_bytes(b"start\n" + b"ab" * (5 << 20) + b" needle " + b"cd" * (5 << 20) + b"\r\nend needle\n")
+    name = str(long)
+    shown = f"{name}:2:" + ("ab" * 1000)[:2000 - len(f"{name}:2:")] + "… [line cut]"
+    for pattern, expected in [("(?<=a)b needle", [shown]), ("needle(?=\\s*$)", [f"{name}:3:end needle"]),
+                              ("cd$", [shown]), ("^start", [f"{name}:1:start"]), ("^ab", [shown]),
+                              ("^cd", ["no matches for '^cd'"])]:
+        assert tools.grep(store, "s", "c", pattern, path=name).output.split("\n") == expected, pattern
+    assert max(sizes) <= grep_module._SEARCH_BLOCK  # the long line (20 MiB) went to the matching in pieces, never whole

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from .._store_reads import _Ranges
 
     # A stored payload as a scan slices it: mapped, or read a range at a time (``ToolOutputStore._scan``).
-    Payload = Union[memoryview, _Ranges]
+    Payload = Union[memoryview, _Ranges, "_FileBytes"]
 
 __all__ = ["ResourceListing", "ResourceMatches", "grep", "resource_listing", "search_resource"]
 
@@ -348,9 +348,9 @@ def _char_start(text: Union[bytes, bytearray], at: int) -> int:
 
 
 class _LongLine:
-    """One line of a stored output longer than the search block, as ``_ShownLines`` with one line:
-    its view is made, searched and shown a piece at a time, so that memory stays bounded by a few
-    blocks whatever the line's length.
+    """One line of a stored output (or of a file, for grep's Python search) longer than the search
+    block, as ``_ShownLines`` with one line: its view is made, searched and shown a piece at a time,
+    so that memory stays bounded by a few blocks whatever the line's length.
 
     ``length`` is its bytes, its newline included.  Its view is what ``view_bytes`` makes of it:
     escape sequences removed as a stream (a piece never cuts one, however long), then with the
@@ -785,22 +785,73 @@ def _open_regular(file: Union[str, Path], named: bool) -> BinaryIO:
         raise
 
 
-def _line_blocks(handle: BinaryIO, start: bytes) -> Iterator[bytes]:
-    """A file's bytes from ``start`` (what was read of it) on, in blocks of
-    whole lines of about ``_SEARCH_BLOCK`` bytes (a longer line is one block);
-    the last block may lack its final newline."""
-    pending = bytearray(start)
-    while True:
-        more = handle.read(_SEARCH_BLOCK)
-        if not more:
-            if pending:
-                yield bytes(pending)
-            return
-        pending += more
-        newline = pending.rfind(b"\n")
-        if newline >= 0:
-            yield bytes(pending[: newline + 1])
-            del pending[: newline + 1]
+class _BinaryFile(Exception):
+    """A NUL byte was read: the file is binary (rg's rule), and skipped."""
+
+
+class _FileBytes:
+    """A regular file's first ``size`` bytes (its size when opened), sliced as ``_LongLine`` slices a
+    payload (a slice is read when taken): every byte the search reads passes here, so the first
+    NUL ends the file's search at once (``_BinaryFile``), however far from a newline it lies.
+
+    :raises _BinaryFile: (from a slice) it holds a NUL.
+    :raises OSError: (from a slice) it cannot be read, or it shrank.
+    """
+
+    __slots__ = ("_descriptor", "_size")
+
+    def __init__(self, descriptor: int, size: int) -> None:
+        self._descriptor = descriptor
+        self._size = size
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, window: slice) -> bytes:
+        start, stop, _ = window.indices(self._size)
+        parts = []
+        while start < stop:
+            part = os.pread(self._descriptor, stop - start, start)
+            if not part:  # (a loop on an empty read would never end)
+                raise OSError("the file shrank while it was searched")
+            if b"\0" in part:
+                raise _BinaryFile
+            parts.append(part)
+            start += len(part)
+        return b"".join(parts)
+
+
+def _search_file(data: _FileBytes, search: Search, results: _FileMatches) -> None:
+    """``data``'s lines where ``search`` finds the pattern, added to ``results``: blocks of whole
+    lines of about ``_SEARCH_BLOCK`` bytes, and a line longer than that a ``_LongLine`` (searched
+    in overlapping pieces, as in a stored output), so that memory stays bounded.
+
+    :raises _BinaryFile: the file holds a NUL (what was added is then not kept).
+    """
+    size = len(data)
+    number = 1  # the block's first line
+    position = 0
+    while position < size:
+        stop = min(size, position + _SEARCH_BLOCK)
+        block = data[position:stop]
+        newline = block.rfind(b"\n") if stop < size else len(block) - 1
+        if newline < 0:
+            line = _LongLine(data, position, size, 0)
+            if line.matches(search):
+                text = line[0].encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                results.add(f"{results.name}:{number}:{text}")
+            position += line.length
+            number += 1
+            continue
+        block = block[: newline + 1]
+        matching = search.lines(block)
+        if matching:
+            lines = block.split(b"\n")
+            for index in matching:
+                text = lines[index].decode("utf-8", "replace").rstrip("\r\n")
+                results.add(f"{results.name}:{number + index}:{text}")
+        number += block.count(b"\n")
+        position += len(block)
 
 
 def _search_files(root: Path, shown_root: str, regex: re.Pattern[str], pattern: str, glob: Optional[str],
@@ -826,19 +877,10 @@ def _search_files(root: Path, shown_root: str, regex: re.Pattern[str], pattern: 
                 with _open_regular(file, named) as handle:
                     if file_is_binary(handle):  # the common case, told by its first bytes
                         continue
-                    number = 1  # the block's first line
-                    for block in _line_blocks(handle, b""):
-                        if b"\0" in block:
-                            break  # binary after all (rg's rule: a NUL anywhere)
-                        matching = search.lines(block)
-                        if matching:
-                            lines = block.split(b"\n")
-                            for index in matching:
-                                text = lines[index].decode("utf-8", "replace").rstrip("\r\n")
-                                results.add(f"{name}:{number + index}:{text}")
-                        number += block.count(b"\n")
-                    else:
-                        results.keep()
+                    _search_file(_FileBytes(handle.fileno(), os.fstat(handle.fileno()).st_size), search, results)
+                results.keep()
+            except _BinaryFile:
+                continue  # binary after all (rg's rule: a NUL anywhere): its matches are dropped
             except OSError:
                 continue  # unreadable or vanished: not a match
     return None
