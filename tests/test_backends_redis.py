@@ -862,3 +862,251 @@ def test_a_surrogate_pair_session_is_refused_and_lone_surrogates_stay_their_own_
             with pytest.raises(AccessDeniedError, match="not found in this session"):
                 fresh.read(other, uri)
             assert fresh.records(other) == []
+
+
+class _ReplyDropper:
+    """A loopback TCP proxy in front of a Redis server that loses replies: for each
+    rule ``(marker, times)`` in turn, the next ``times`` commands whose bytes hold
+    ``marker`` are passed on to the server, and their connection is then dropped
+    before the reply comes back (the command ran; the client only lost its answer).
+    Every other byte goes through as it is."""
+
+    def __init__(self, port: int) -> None:
+        import socket
+
+        self._target = port
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._lock = threading.Lock()
+        self._rules: list[list] = []
+        self._sockets: list = []
+        self._threads = [threading.Thread(target=self._accept, daemon=True)]
+        self._threads[0].start()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def arm(self, *rules: tuple[bytes, int]) -> None:
+        with self._lock:
+            self._rules = [[marker, times] for marker, times in rules]
+
+    def dropped_all(self) -> bool:
+        """Whether every drop armed took place."""
+        with self._lock:
+            return not self._rules
+
+    def _accept(self) -> None:
+        import socket
+
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            server = socket.create_connection(("127.0.0.1", self._target))
+            state = {"drop": False}
+            with self._lock:
+                self._sockets += [client, server]
+            for target in (lambda: self._forward(client, server, state), lambda: self._back(server, client, state)):
+                thread = threading.Thread(target=target, daemon=True)
+                thread.start()
+                self._threads.append(thread)
+
+    def _forward(self, client, server, state) -> None:
+        with contextlib.suppress(OSError):
+            while data := client.recv(1 << 20):
+                with self._lock:
+                    if self._rules and self._rules[0][0] in data:
+                        state["drop"] = True  # set before the server can answer
+                        self._rules[0][1] -= 1
+                        if not self._rules[0][1]:
+                            self._rules.pop(0)
+                server.sendall(data)
+        self._drop(client, server)
+
+    def _back(self, server, client, state) -> None:
+        with contextlib.suppress(OSError):
+            while (data := server.recv(1 << 20)) and not state["drop"]:
+                client.sendall(data)
+        self._drop(client, server)
+
+    @staticmethod
+    def _drop(*sockets) -> None:
+        import socket
+
+        for each in sockets:
+            with contextlib.suppress(OSError):
+                each.shutdown(socket.SHUT_RDWR)
+            each.close()
+
+    def close(self) -> None:
+        self._drop(self._listener)  # shut down, so that the accept waiting on it returns
+        with self._lock:
+            sockets = list(self._sockets)
+        self._drop(*sockets)
+        for thread in self._threads:
+            thread.join(10)
+
+
+@pytest.fixture
+def dropper(server):
+    proxy = _ReplyDropper(server.port)
+    yield proxy
+    proxy.close()
+
+
+def _sha(script: str) -> bytes:
+    import hashlib
+
+    return hashlib.sha1(script.encode()).hexdigest().encode()
+
+
+def _metas(raw) -> set:
+    return set(raw.scan_iter(match="ovs:{*}:meta"))
+
+
+def _resource_keys(raw) -> set:
+    return set(raw.scan_iter(match="ovs:{*}:*"))
+
+
+@pytest.mark.parametrize("lost", [1, 2], ids=["reply lost, resent", "resent reply lost too"])
+@pytest.mark.parametrize("size", [200_000, 3_000_000])
+def test_a_publish_whose_reply_is_lost_is_published_listed_and_counted_once_red_team_g10_f01(
+        server, dropper, size, lost):
+    """Regression (red team G10 f01): the client resends a command once after a dropped
+    connection; a publish script that had run found its own record on the resend and
+    answered "taken", so the write raised StorageError and abort() unlisted and uncounted
+    the published output (and for several chunks unlinked them under the live record).
+    Now the resend recognises its own record, and a publish with no reply at all (the
+    resend's lost too) is looked up: the write succeeds, listed once, counted once."""
+    from overspill.backends._redis_keys import PUBLISH
+
+    with ToolOutputStore(url=dropper.url) as store, ToolOutputStore(url=server.url) as direct:
+        raw = direct._backend.client
+        store.write("warm", "c", b"w" * 10)  # the scripts loaded, a connection open
+        before, baseline = _metas(raw), direct._backend.usage()
+        dropper.arm((_sha(PUBLISH), lost))
+        resource = store.write("s", "c", b"p" * size)
+        assert dropper.dropped_all()
+        (record,) = direct.records("s")
+        assert record.resource.uri == resource.uri and _metas(raw) - before == {f"ovs:{{{record.id}}}:meta".encode()}
+        assert direct.read("s", resource.uri, offset=size - 5).content == "ppppp"
+        counted = size + direct._backend.record_bytes(record)
+        assert direct._backend.usage() == baseline + counted
+        with direct._backend.eviction_lock():
+            assert direct._backend.recount() == baseline + counted
+        assert raw.zcard("ovs:pending") == 0
+
+
+def test_an_account_whose_reply_is_lost_counts_the_bytes_once_red_team_g10_f01(server, dropper):
+    """Regression (red team G10 f01): the quota's ACCOUNT script added a delta, so when its
+    reply was lost the client's resend counted the output's bytes twice, in the total and
+    in the output's own count.  It now sets the output's count, the total moved by the
+    difference: run twice, counted once."""
+    from overspill.backends._redis_keys import ACCOUNT, BY_ID
+
+    with ToolOutputStore(url=dropper.url) as store, ToolOutputStore(url=server.url) as direct:
+        raw = direct._backend.client
+        store.write("warm", "c", b"w" * 10)
+        baseline = direct._backend.usage()
+        dropper.arm((_sha(ACCOUNT), 1))
+        store.write("s", "c", b"a" * 200_000)
+        assert dropper.dropped_all()
+        (record,) = direct.records("s")
+        counted = 200_000 + direct._backend.record_bytes(record)
+        assert int(raw.hget(BY_ID, record.id)) == counted
+        assert direct._backend.usage() == baseline + counted
+
+
+@pytest.mark.parametrize("size", [200_000, 3_000_000])
+def test_a_publish_never_answered_fails_with_nothing_left_red_team_g10_f01(server, dropper, size):
+    """Regression (red team G10 f01): when no reply to the publish came at all (the resend's
+    lost too, and the look-up of its record), the write failed and abort() removed the
+    output's chunks, index entry and count but not the record the script had set: a
+    published output no listing, quota or cleanup saw, for the retention, pointing at
+    deleted chunks.  The write still fails, and now nothing of it is left."""
+    from overspill.backends._redis_keys import PUBLISH
+
+    with ToolOutputStore(url=dropper.url) as store, ToolOutputStore(url=server.url) as direct:
+        raw = direct._backend.client
+        store.write("warm", "c", b"w" * 10)
+        before, baseline = _resource_keys(raw), direct._backend.usage()
+        dropper.arm((_sha(PUBLISH), 2), (b"$3\r\nGET\r\n", 2))
+        with pytest.raises(StorageError, match="cannot publish"):
+            store.write("s", "c", b"p" * size)
+        assert dropper.dropped_all()
+        assert _resource_keys(raw) == before  # no record, no chunk
+        assert direct.records("s") == [] and raw.zcard("ovs:pending") == 0
+        assert direct._backend.usage() == baseline
+        with direct._backend.eviction_lock():
+            assert direct._backend.recount() == baseline
+        assert store.write("s", "c", b"fine").size == 4  # the store goes on
+
+
+def test_a_dead_writers_count_goes_at_the_recount_when_the_drop_reply_is_lost_red_team_g10_f01(
+        server, dropper, monkeypatch):
+    """Regression (red team G10 f01, the eviction's scripts): the recount unaccounted the
+    dead writers the DROP_DEAD script said it dropped; resent after a lost reply, the
+    script found their entries gone and named none, so their bytes stayed counted (live
+    outputs evicted for memory already freed) until the next recount.  What is left
+    after the script decides now."""
+    from datetime import timedelta
+    import time
+
+    from overspill.backends import _redis_keys
+    from overspill.backends import redis as backend_module
+    from overspill.records import new_id
+
+    monkeypatch.setattr(backend_module, "_HEARTBEAT_SECONDS", 3600.0)  # one beat, at the first chunk
+    monkeypatch.setattr(_redis_keys, "PARTIAL_TTL", timedelta(milliseconds=300))
+    with ToolOutputStore(url=server.url) as writing, ToolOutputStore(url=dropper.url) as evicting:
+        raw = writing._backend.client
+        writing.write("s", "kept", b"k" * 1000)
+        with evicting._backend.eviction_lock():
+            baseline = evicting._backend.recount()
+        dead = writing._backend.create(new_id())
+        dead.write(memoryview(b"x" * (9 * backend_module.CHUNK_BYTES)))  # past ACCOUNT_STEP: counted
+        writing._backend.delist(dead)  # as in a process that was killed: nothing of it left here
+        assert evicting._backend.usage() >= baseline + 8 * backend_module.CHUNK_BYTES
+        deadline = time.monotonic() + 30
+        while raw.exists(f"ovs:{{{dead.id}}}:c:0".encode()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        dropping = _redis_keys.ALLOW_OOM + _redis_keys.DROP_DEAD
+        raw.script_load(dropping)  # so that the reply lost is a run's, not NOSCRIPT's
+        dropper.arm((_sha(dropping), 1))
+        with evicting._backend.eviction_lock():
+            assert evicting._backend.recount() == baseline
+        assert dropper.dropped_all()
+        assert raw.zscore(b"ovs:pending", dead.id) is None
+
+
+def test_a_publish_whose_reply_is_lost_on_a_cluster_is_looked_up_red_team_g10_f01(redis_cluster):
+    """Regression (red team G10 f01, the Cluster client): it resends nothing after a dropped
+    connection (no retry is configured there), so a publish that ran and lost its reply
+    failed the write, and abort() unlisted and uncounted the published output and unlinked
+    its chunks.  Now the record is looked up: it is this write's, and the write succeeds.
+    The reply is lost here by the script call raising after it ran (a Cluster's nodes
+    advertise their own addresses, so no proxy stands between it and this client)."""
+    import redis.exceptions
+
+    from overspill.backends._redis_keys import BY_ID
+
+    with ToolOutputStore(url=f"redis+cluster://{redis_cluster[0].address}") as store:
+        backend = store._backend
+        real = backend.publish_script
+
+        def reply_lost(*args, **kwargs):
+            real(*args, **kwargs)
+            raise redis.exceptions.ConnectionError("Connection closed by server.")
+
+        backend.publish_script = reply_lost
+        try:
+            resource = store.write("g10-cluster", "c", b"q" * 3_000_000)
+        finally:
+            backend.publish_script = real
+        (record,) = store.records("g10-cluster")
+        assert record.resource.uri == resource.uri
+        assert store.read("g10-cluster", resource.uri, offset=2_999_995).content == "qqqqq"
+        assert int(backend.client.hget(BY_ID, record.id)) == 3_000_000 + backend.record_bytes(record)
+        backend.delete(record.id)  # the Cluster is shared by the run's other tests

@@ -22,10 +22,11 @@ import redis.exceptions
 
 from ._report import CLEANUP_LOCK_WAIT_SECONDS
 
-__all__ = ["ACCOUNT", "ACCOUNT_STEP", "ALLOW_OOM", "BY_ID", "CHECKSUM_BYTES", "CHUNK_BYTES", "DROP_DAMAGED_ZSET",
-           "DROP_DEAD", "FreeingScript", "LOCK", "LOCK_MS", "LOCK_WAIT_SECONDS", "PARTIAL_TTL", "PENDING", "PUBLISH", "RECOUNT", "REDIS_ERRORS",
-           "RELEASE", "RENEW_LOCK", "SESSIONS", "TAKE_LOCK", "UNACCOUNT", "UNLINK_BATCH", "USAGE", "USED", "answers",
-           "chunk_count", "chunk_key", "is_wrong_type", "member_id", "meta_key", "session_key", "unless_damaged"]
+__all__ = ["ACCOUNT", "ACCOUNT_STEP", "ALLOW_OOM", "BY_ID", "CHECKSUM_BYTES", "CHUNK_BYTES", "DISCARD",
+           "DROP_DAMAGED_ZSET", "DROP_DEAD", "FreeingScript", "LOCK", "LOCK_MS", "LOCK_WAIT_SECONDS", "PARTIAL_TTL",
+           "PENDING", "PUBLISH", "RECOUNT", "REDIS_ERRORS", "RELEASE", "RENEW_LOCK", "SESSIONS", "TAKE_LOCK",
+           "UNACCOUNT", "UNANSWERED", "UNLINK_BATCH", "USAGE", "USED", "answers", "chunk_count", "chunk_key",
+           "is_wrong_type", "member_id", "meta_key", "session_key", "unless_damaged"]
 
 #: Bytes per chunk key: far below Redis's 512 MB value cap, large enough that
 #: a 1 GiB payload is about a thousand keys, and 16 KiB short of 1 MiB so that
@@ -39,6 +40,8 @@ PARTIAL_TTL = timedelta(seconds=60)
 
 # What the client raises for a server that fails, refuses or cannot be reached.
 REDIS_ERRORS = (redis.exceptions.RedisError, redis.exceptions.RedisClusterException)
+# What it raises when a command was sent and no reply came: it may have run or not.
+UNANSWERED = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 SESSIONS = b"ovs:sessions"
 PENDING = b"ovs:pending"
 LOCK = b"ovs:cleanup-lock"
@@ -62,8 +65,17 @@ UNLINK_BATCH = 256
 # the length of every chunk written before (a full chunk).
 # Returns -1 when published, -2 when the id is taken, else the index of a chunk
 # that was lost (0 .. n-1) or altered to another length (n + index).
+# A record there that is this very one is this publish run before: the client resends
+# a command once after a dropped connection, and the reply lost may be the first
+# run's (it answered "taken", and the writer then unlisted and uncounted its own
+# published output).  The record names its creation time (ms), caller and checksums,
+# so another write's never equals it.
 PUBLISH = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return -2 end
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind ~= 'none' then
+  if kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then return -1 end
+  return -2
+end
 local last = #KEYS
 local flushed = last
 if ARGV[3] == '1' then flushed = last - 1 end
@@ -125,12 +137,33 @@ USAGE = _REPAIR_USAGE + """
 return tonumber(redis.call('GET', KEYS[1]) or '0')
 """
 
-# KEYS: total, per-id hash.  ARGV: id, bytes to add.
+# KEYS: total, per-id hash.  ARGV: id, the bytes it holds now (what it held so far and
+# more).  Sets the id's count, and adds the difference to the total: run twice (the
+# client resends a command once after a dropped connection, and the first run's reply
+# may be the one lost) it counts the bytes once.  A value that is not one counts as
+# nothing, as the total's repair counts it.  Returns the total.
 ACCOUNT = _REPAIR_USAGE + """
-local held = redis.call('HGET', KEYS[2], ARGV[1])
-if held and integer(held) == nil then redis.call('HDEL', KEYS[2], ARGV[1]) end
-redis.call('HINCRBY', KEYS[2], ARGV[1], ARGV[2])
-return redis.call('INCRBY', KEYS[1], ARGV[2])
+local before = integer(redis.call('HGET', KEYS[2], ARGV[1]) or '0') or 0
+local now = integer(ARGV[2])
+if now ~= before then
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+  return redis.call('INCRBY', KEYS[1], string.format('%d', now - before))
+end
+return tonumber(redis.call('GET', KEYS[1]) or '0')
+"""
+
+# KEYS: meta, chunk 0 .. chunk n-1.  ARGV: the record a publish sent and got no reply
+# for.  Deletes the record when it is that one (the publish ran: the write is reported
+# failed, so nothing of it may stay visible), then the chunks; 1 when the record was
+# there.  A record of another type or another write's stays.
+DISCARD = """
+local removed = 0
+if redis.call('TYPE', KEYS[1]).ok == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  removed = 1
+end
+for i = 2, #KEYS do redis.call('UNLINK', KEYS[i]) end
+return removed
 """
 
 # KEYS: total, per-id hash.  ARGV: ids whose bytes are gone.  Returns the bytes released.

@@ -111,9 +111,14 @@ class RedisQuota:
             writers = list(self._open)
         return sum(max(writer.size - writer.accounted, 0) for writer in writers)
 
-    def account(self, resource_id: str, delta: int) -> None:
-        if delta:
-            self._account_script(keys=[USED, BY_ID], args=[resource_id, delta])
+    def account(self, resource_id: str, counted: int) -> None:
+        """Count ``counted`` bytes for ``resource_id`` from now on (all it holds so far,
+        not an increment: the script is safe to run twice, as the client does when a
+        connection drops before its reply), the total moved by the difference.
+
+        :raises redis.exceptions.RedisError: the server fails or cannot be reached.
+        """
+        self._account_script(keys=[USED, BY_ID], args=[resource_id, counted])
 
     def unaccount(self, *resource_ids: str) -> int:
         if not resource_ids:
@@ -194,8 +199,22 @@ class RedisQuota:
         if not silent:
             return []
         # Dropped only if still that old: a writer that beat since keeps its entry and count.
-        dropped = self._drop_dead_script(keys=[PENDING], args=[dead_before, *silent])
-        return [resource_id for resource_id in map(member_id, dropped) if resource_id is not None]
+        self._drop_dead_script(keys=[PENDING], args=[dead_before, *silent])
+        # Its reply is not what decides: resent after a dropped connection (its first run's
+        # reply lost), the script finds those entries gone and names none, and their counts
+        # stayed until the next recount, evicting live outputs for memory already freed.  What
+        # is left decides, read as the recount reads it: an id no longer in ovs:pending and,
+        # looked up after, without a record has no publish in flight (whoever dropped it).
+        scores = unless_damaged(self._client.zmscore, PENDING, silent)
+        if scores is None:
+            return []
+        unlisted = [resource_id for resource_id, score in zip(silent, scores) if score is None]
+        if not unlisted:
+            return []
+        pipe = self._client.pipeline(transaction=False)
+        for resource_id in unlisted:
+            pipe.exists(meta_key(resource_id))
+        return [resource_id for resource_id, published in zip(unlisted, pipe.execute()) if not published]
 
     def pending_bytes(self) -> int:
         """Bytes this process's unfinished writers hold that ``usage`` does not count yet."""

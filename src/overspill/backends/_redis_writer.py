@@ -22,6 +22,7 @@ from ._redis_keys import (
     PENDING,
     REDIS_ERRORS,
     SESSIONS,
+    UNANSWERED,
     UNLINK_BATCH,
     answers,
     chunk_key,
@@ -53,6 +54,10 @@ class RedisWriter:
         # that began before publish cannot set the partial expiry back on published chunks.
         self._beat_lock = threading.Lock()
         self._accounted = 0  # bytes counted against the quota so far
+        self._account_sent = False  # an ACCOUNT sent, answered or not: abort uncounts the id
+        # (keys, record) of a publish sent whose outcome is unknown (no reply, or the
+        # call interrupted): abort removes that record if it is there, not only the chunks.
+        self._unsure: Optional[tuple[list[bytes], bytes]] = None
         self._indexed_in: Optional[str] = None  # the session whose index lists this id
 
     @property
@@ -60,8 +65,11 @@ class RedisWriter:
         return self._accounted
 
     def _account_to(self, total: int) -> None:
+        if total == self._accounted:
+            return
+        self._account_sent = True  # its reply may be lost after it ran
         try:
-            self._backend.account(self._id, total - self._accounted)
+            self._backend.account(self._id, total)
         except REDIS_ERRORS as error:
             raise self._backend.storage_error("cannot store the resource", error) from None
         self._accounted = total
@@ -195,7 +203,17 @@ class RedisWriter:
                 self._verify_last_block(record.checksums or b"")
             self._account_to(self.size + len(document))
             with self._beat_lock:
-                outcome = backend.publish_script(keys=keys, args=[document, ttl, 1 if tail else 0, tail, CHUNK_BYTES])
+                self._unsure = (keys, document)
+                try:
+                    outcome = backend.publish_script(keys=keys, args=[document, ttl, 1 if tail else 0, tail,
+                                                                      CHUNK_BYTES])
+                except UNANSWERED:
+                    # Sent, and no reply (the client's one resend included; a Cluster client
+                    # sends once): it may have run.  Its record there says it did.
+                    if not self._published_as(document):
+                        raise
+                    outcome = -1
+                self._unsure = None  # answered: what it did is known
                 if outcome == -1:
                     self._finished = True  # no later beat renews the partial expiry
         except REDIS_ERRORS as error:
@@ -220,6 +238,14 @@ class RedisWriter:
         backend.remember(self._id, (record, CHUNK_BYTES))
         return record
 
+    def _published_as(self, document: bytes) -> bool:
+        """Whether this resource's record is ``document`` (a publish that got no reply
+        ran); False when it is not or cannot be read (then ``abort`` removes it if it is)."""
+        try:
+            return self._client.get(meta_key(self._id)) == document
+        except REDIS_ERRORS:
+            return False
+
     def _verify_last_block(self, checksums: bytes) -> None:
         """Check the stored end of the payload against its CRC before publishing
         (the script checks every chunk's length): "stored" means readable.
@@ -240,12 +266,22 @@ class RedisWriter:
         self._finished = True
         self._buffer = bytearray()
         self._backend.delist(self)
+        if self._unsure is not None and not published:
+            # A publish whose outcome is unknown: its record goes first, if it is there, with
+            # the chunks (one script).  If that fails the record may be published: its index
+            # entry and count then stay with it (nothing unlisted nor uncounted), and if it
+            # is not, the sweep drops them as a dead writer's.
+            keys, document = self._unsure
+            try:
+                self._backend.discard_script(keys=keys, args=[document])
+            except (*REDIS_ERRORS, OSError):
+                return
         steps = []
         if published:
             steps.append(lambda: self._backend.delete(self._id))
-        elif self._flushed:
+        elif self._flushed and self._unsure is None:
             steps.append(lambda: self._client.unlink(*(chunk_key(self._id, index) for index in range(self._flushed))))
-        if self._accounted and not published:
+        if self._account_sent and not published:
             steps.append(lambda: self._backend.unaccount(self._id))
         if self._indexed_in is not None and not published:
             steps.append(lambda: self._client.zrem(session_key(self._indexed_in), self._id))

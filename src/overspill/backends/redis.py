@@ -65,6 +65,7 @@ from ._redis_keys import (
     BY_ID,
     CHECKSUM_BYTES,
     CHUNK_BYTES,
+    DISCARD,
     DROP_DAMAGED_ZSET,
     DROP_DEAD,
     FreeingScript,
@@ -130,6 +131,10 @@ class RedisBackend(RedisReads, RedisQuota):
         # cluster client retries every error it deems transient, timeouts
         # included, after re-reading the slots: none there, so a hung node is
         # one StorageError after one timeout and the other nodes are untouched.
+        # A command resent after a dropped connection may have run already (only
+        # its reply was lost): every write this backend sends is safe to run twice
+        # (the publish and the quota's scripts recognise their own earlier run), and
+        # a publish that got no reply at all is looked up (``RedisWriter.publish``).
         options["retry"] = Retry(NoBackoff(), 0 if self._cluster else 1,
                                  supported_errors=(redis.exceptions.ConnectionError,))
         # Past ``max_connections`` a call waits for a connection to come back (the
@@ -154,6 +159,7 @@ class RedisBackend(RedisReads, RedisQuota):
         except (*REDIS_ERRORS, OSError) as error:
             raise self.storage_error("cannot connect to Redis", error) from None
         self.publish_script = self._client.register_script(PUBLISH)
+        self.discard_script = self._client.register_script(DISCARD)
         # A sweep's and an eviction's scripts run on a full noeviction server too (they free
         # memory: FreeingScript); a writer's (publish, account) are refused there.
         self._release = FreeingScript(self._client, RELEASE)
