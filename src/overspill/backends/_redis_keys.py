@@ -335,6 +335,14 @@ def unless_damaged(command: Any, *args: Any, **kwargs: Any) -> Any:
         raise
 
 
+def without_record(client: Any, ids: list[str]) -> list[str]:
+    """Those of ``ids`` that have no record (``meta_key``), in their order: one pipelined look."""
+    pipe = client.pipeline(transaction=False)
+    for resource_id in ids:
+        pipe.exists(meta_key(resource_id))
+    return [resource_id for resource_id, there in zip(ids, pipe.execute()) if not there]
+
+
 def answers(pipe: Any) -> list[Any]:
     """A pipeline's replies, a WRONGTYPE reply as its exception (any other error raises)."""
     replies = pipe.execute(raise_on_error=False)

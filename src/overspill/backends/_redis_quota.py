@@ -23,7 +23,7 @@ from ..records import Record, record_size
 # PARTIAL_TTL is read from its module at each use, so that a test can shorten it.
 from . import _redis_keys
 from ._redis_keys import (BY_ID, CHECKSUM_BYTES, CHUNK_BYTES, LOCK, LOCK_WAIT_SECONDS, PENDING, REDIS_ERRORS, USED,
-                          chunk_key, member_id, meta_key, unless_damaged)
+                          chunk_key, member_id, meta_key, unless_damaged, without_record)
 
 if TYPE_CHECKING:
     from ._redis_writer import RedisWriter
@@ -211,10 +211,7 @@ class RedisQuota:
         unlisted = [resource_id for resource_id, score in zip(silent, scores) if score is None]
         if not unlisted:
             return []
-        pipe = self._client.pipeline(transaction=False)
-        for resource_id in unlisted:
-            pipe.exists(meta_key(resource_id))
-        return [resource_id for resource_id, published in zip(unlisted, pipe.execute()) if not published]
+        return without_record(self._client, unlisted)
 
     def pending_bytes(self) -> int:
         """Bytes this process's unfinished writers hold that ``usage`` does not count yet."""

@@ -15,7 +15,7 @@ from ..records import Record
 # PARTIAL_TTL is read from its module at each use, so that a test can shorten it.
 from . import _redis_keys
 from ._redis_keys import (CHUNK_BYTES, PENDING, SESSIONS, answers, chunk_count, chunk_key, member_id, meta_key,
-                          unless_damaged)
+                          unless_damaged, without_record)
 from .base import CleanupReport
 
 if TYPE_CHECKING:
@@ -135,10 +135,7 @@ class RedisSweep:
         quiet = [resource_id for resource_id, beat in zip(ids, scores) if beat is None or beat <= dead_before]
         if not quiet:
             return []
-        pipe = self.client.pipeline(transaction=False)
-        for resource_id in quiet:
-            pipe.exists(meta_key(resource_id))
-        return [resource_id for resource_id, there in zip(quiet, pipe.execute()) if not there]
+        return without_record(self.client, quiet)
 
     def pending(self) -> None:
         dead_before = self.dead_before()
