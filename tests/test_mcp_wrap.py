@@ -1479,6 +1479,10 @@ for line in sys.stdin:
         error = {"code": -32603, "message": "Traceback (most recent call last):" + "\n  File x.py, line 1, in f" * lines}
         if rows:
             error["data"] = {"rows": [{"row": n, "text": "r" * 40} for n in range(rows)]}
+        if method == "tools/call" and params["arguments"].get("elicitations"):  # a URL elicitation required
+            error["code"] = -32042
+            error["data"] = {"elicitations": [{"mode": "url", "elicitationId": f"e{n}", "url": f"https://x.test/{n}",
+                                               "message": "open " + "m" * 40} for n in range(rows)]}
         print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}), flush=True)
         continue
     elif method == "resources/list":
@@ -1559,5 +1563,32 @@ def test_after_the_upstream_is_gone_the_lists_give_overspills_own_entries_red_te
             assert (await page_all(client, uri)).startswith(b"cut emoji: ")  # and read as before
             later = await client.call_tool("echo", {})
             assert later.is_error and "is gone" in text_of(later)  # its tools still fail, saying why
+
+    anyio.run(main)
+
+
+def test_a_url_elicitation_errors_data_passes_as_it_came_its_message_bounded(tmp_path, subprocess_env):
+    """Regression (review R3 of d003301, noted): an upstream's URL-elicitation-required error (-32042)
+    whose data was over the limits reached the client with its elicitations replaced by a stored
+    output's fields, so the client could not open them.  Its data is the client's, not the model's:
+    it passes as it came; an over-limit message is still bounded."""
+    upstream = tmp_path / "erring.py"
+    upstream.write_text(_ERRING_UPSTREAM)
+    args = ["mcp", "--data-dir", str(tmp_path / "data"), "--wrap", "--", sys.executable, str(upstream)]
+
+    async def main():
+        async with Client(StdioServerParameters(command=overspill_script(), args=args, env=subprocess_env),
+                          mode="legacy") as client:
+            for lines in (3, 8000):
+                with pytest.raises(MCPError) as raised:
+                    await client.call_tool("fails", {"lines": lines, "rows": 500, "elicitations": True})
+                error = raised.value.error
+                assert error.code == -32042
+                assert len(json.dumps(error.data).encode()) > LIMIT  # over the limits, and as it came
+                assert [item["url"] for item in error.data["elicitations"]] == [f"https://x.test/{n}" for n in range(500)]
+                if lines == 8000:
+                    assert "output truncated" in error.message and len(error.message.encode()) < LIMIT + 400
+                else:
+                    assert error.message == _whole_error(3, 0)[0]
 
     anyio.run(main)

@@ -376,12 +376,15 @@ class _Wrapper:
 
         :param call_id: the call it answers (a ``tools/call``'s); a fresh one when None.
         """
-        if error_fits(error.message, error.data, self.limits):
+        # A URL elicitation's data is the client's to act on (the elicitations it must open before
+        # the call can go on), not text for the model: it passes as it came, only its message is bounded.
+        data = None if error.code == types.URL_ELICITATION_REQUIRED else error.data
+        if error_fits(error.message, data, self.limits):
             return error
         call_id = call_id or f"wrap-{time.time_ns()}-{next(self._calls)}"
         message, data = await anyio.to_thread.run_sync(functools.partial(
-            bound_error, error.message, error.data, self.store, self.session, call_id, **self.named()))
-        return MCPError(error.code, message, data)
+            bound_error, error.message, data, self.store, self.session, call_id, **self.named()))
+        return MCPError(error.code, message, error.data if error.code == types.URL_ELICITATION_REQUIRED else data)
 
     async def gone(self, error: BaseException) -> str:
         if isinstance(error, MCPError) and error.code == _GONE:
