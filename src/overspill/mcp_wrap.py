@@ -378,13 +378,14 @@ class _Wrapper:
         """
         # A URL elicitation's data is the client's to act on (the elicitations it must open before
         # the call can go on), not text for the model: it passes as it came, only its message is bounded.
-        data = None if error.code == types.URL_ELICITATION_REQUIRED else error.data
-        if error_fits(error.message, data, self.limits):
+        kept = error.code == types.URL_ELICITATION_REQUIRED
+        if error_fits(error.message, None if kept else error.data, self.limits):
             return error
         call_id = call_id or f"wrap-{time.time_ns()}-{next(self._calls)}"
         message, data = await anyio.to_thread.run_sync(functools.partial(
-            bound_error, error.message, data, self.store, self.session, call_id, **self.named()))
-        return MCPError(error.code, message, error.data if error.code == types.URL_ELICITATION_REQUIRED else data)
+            bound_error, error.message, None if kept else error.data, self.store, self.session, call_id,
+            **self.named()))
+        return MCPError(error.code, message, error.data if kept else data)
 
     async def gone(self, error: BaseException) -> str:
         if isinstance(error, MCPError) and error.code == _GONE:

@@ -184,12 +184,7 @@ class FolderSweep:
         nothing else.  Without ``fcntl`` (no lock to tell a live writer by) nothing."""
         if fcntl is None:  # pragma: no cover - Windows: only the grace period tells a leftover
             return CleanupReport()
-        records: set[str] = set()
-        payloads: set[str] = set()
-        for name in os.listdir(self.directory):
-            member = _PAIR_MEMBER.fullmatch(name)
-            if member is not None:
-                (records if member.group(2) == "json" else payloads).add(member.group(1))
+        records, payloads, _ = self.members()
         for resource_id in sorted(payloads - records):
             payload = _lstat(self.directory / f"{resource_id}.txt")
             if payload is not None and stat.S_ISREG(payload.st_mode):
@@ -255,15 +250,24 @@ class FolderSweep:
                 self.bytes_freed += freed
                 self.temporaries += 1
 
-    def run(self) -> CleanupReport:
+    def members(self) -> tuple[set[str], set[str], list[str]]:
+        """The folder listed once: the ids with a record, the ids with a payload, and the other names."""
         records: set[str] = set()
         payloads: set[str] = set()
-        seals: set[str] = set()
+        others: list[str] = []
         for name in os.listdir(self.directory):
             member = _PAIR_MEMBER.fullmatch(name)
             if member is not None:
                 (records if member.group(2) == "json" else payloads).add(member.group(1))
-            elif TEMPORARY_PATTERN.fullmatch(name):
+            else:
+                others.append(name)
+        return records, payloads, others
+
+    def run(self) -> CleanupReport:
+        records, payloads, others = self.members()
+        seals: set[str] = set()
+        for name in others:
+            if TEMPORARY_PATTERN.fullmatch(name):
                 self.temporary(name)
             elif _SEAL.fullmatch(name):
                 seals.add(name[:-5])
@@ -321,8 +325,10 @@ def sweep(directory: Union[str, Path], now: float, retention: timedelta, grace: 
 def remove_dead_writers(directory: Union[str, Path]) -> CleanupReport:
     """Remove the payloads that dead writers left in ``directory`` (no record, their
     writer lock free), whatever their age (``FolderSweep.dead_writers``): the quota's
-    recount, under the cleanup lock, so that a killed writer's bytes never make an
-    eviction remove published outputs in their place while they wait out the grace.
+    recount (under the cleanup lock when it evicts; after a sweep, without it: each
+    removal is decided under the payload's writer lock), so that a killed writer's
+    bytes never make an eviction remove published outputs in their place while they
+    wait out the grace.
 
     :raises OSError: the folder cannot be listed.
     """
