@@ -50,7 +50,7 @@ import functools
 import itertools
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, Optional
+from typing import Any, NoReturn, Optional
 
 import anyio
 from mcp import types
@@ -527,10 +527,7 @@ class _Wrapper:
                                             progress_callback=progress)
         except MCPError as error:
             if error.code != _GONE:
-                shown = await self.bounded_error(error, call_id)
-                if shown is error:
-                    raise
-                raise shown from None
+                await _raise_bounded(error, functools.partial(self.bounded_error, call_id=call_id))
             reason = await self.gone(error)
             return _error(f"{self.link.label} {reason} during this call; later calls will fail until the MCP "
                           "server is restarted")
@@ -811,10 +808,16 @@ async def _forward(session: ClientSession, request: Any, gone: Callable[[BaseExc
             raise MCPError(types.INTERNAL_ERROR, f"the upstream server {await gone(error)}") from None
         if bounded is None:
             raise
-        shown = await bounded(error)
-        if shown is error:
-            raise
-        raise shown from None
+        await _raise_bounded(error, bounded)
+
+
+async def _raise_bounded(error: MCPError, bounded: Callable[[MCPError], Any]) -> NoReturn:
+    """Raise the upstream's ``error`` as ``bounded`` gives it (``_Wrapper.bounded_error``): itself when
+    within the limits, else the copy with what is over stored and shown as its preview."""
+    shown = await bounded(error)
+    if shown is error:
+        raise error
+    raise shown from None
 
 
 async def _tools_of(session: ClientSession, params: Any,
