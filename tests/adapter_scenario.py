@@ -138,6 +138,11 @@ def marker(preview: str) -> tuple[str, int]:
     return found.group(1), int(found.group(2))
 
 
+#: A framework's or a model's id longer than the store takes for a caller string (1024 UTF-8 bytes):
+#: a thread id, a group id or a tool call id may be any length.
+LONG_ID = "x" * 1100
+
+
 class Script:
     """The model's side of the scenario; ``steps`` records what it received and chose.
 
@@ -246,3 +251,11 @@ class Script:
         assert self.grep is not None
         expected = data.index(NEEDLE.encode())
         assert f"{expected}:{NEEDLE}" in self.grep, self.grep
+
+
+class LongIdScript(Script):
+    """A ``Script`` whose tool call ids are over the store's bound for an id (``LONG_ID``), differing only
+    at their end."""
+
+    def call_id(self) -> str:
+        return LONG_ID + super().call_id()

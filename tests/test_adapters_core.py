@@ -470,3 +470,49 @@ def test_an_adapter_without_its_framework_names_the_extra_to_install(subprocess_
     name, message = done.stdout.split("\n", 1)
     assert name.split(".")[0] == framework
     assert f"pip install 'overspill[{extra}]'" in message and repr(name) in message
+
+
+# ------------------------------------------------------------------ regressions (red team A11)
+def test_ids_the_store_refuses_become_stand_ins_it_accepts(store):
+    """Regression (red team A11, f01): a framework's or a model's id over the store's 1024-byte bound for
+    a caller string (a LangGraph thread id, a tool call id), or holding a surrogate pair (which a record
+    would read back as another string), reached ``truncate`` as it was: the store's ``ValueError`` failed
+    the whole run, even for a 4-byte result.  Such an id now stands for a stand-in the store accepts, the
+    same every time (the model's ``read`` in that session finds its outputs) and its own (two ids never
+    share a session); an id the store accepts is used exactly as it is."""
+    from adapter_scenario import LONG_ID, marker
+
+    from overspill._arguments import MAX_METADATA_BYTES
+
+    bounder = Bounder(store)
+    read = paging_tools(store)[0]
+    log = "".join(f"{n}\n" for n in range(200_000))
+    paired = "thread-\ud83d\ude00"  # a surrogate pair: not the session of "thread-\U0001F600"
+    seen: set[str] = set()
+
+    def new_records() -> list:
+        found = [record for record in store.records() if record.resource.uri not in seen]
+        seen.update(record.resource.uri for record in found)
+        return found
+
+    for session_id in (LONG_ID + "a", paired):
+        call_id = LONG_ID + "c"
+        assert bounder.text(session_id, call_id, "tiny") is None and new_records() == []
+        assert bounder.error(session_id, call_id, ValueError("small")) is None and new_records() == []
+        uri, offset = marker(bounder.text(session_id, call_id, log))
+        page = read.run(session_id, call_id, {"resource": uri, "offset": offset})
+        assert not page.is_error and page.output.startswith(log.encode()[offset:offset + 100].decode()), page.output
+        told = asyncio.run(bounder.aerror(session_id, call_id, ValueError(log)))
+        assert type(told) is ValueError and "tool-output://" in str(told)
+        for other in (LONG_ID + "b", "thread-\U0001F600"):  # ids differing only at the end, the pair's character
+            assert "not found in this session" in read.run(other, call_id, {"resource": uri}).output
+        records = new_records()
+        assert len(records) == 2 and len({record.session_id for record in records}) == 1
+        for record in records:
+            for stand_in in (record.session_id, record.tool_call_id):
+                assert len(stand_in.encode()) <= MAX_METADATA_BYTES and stand_in not in (session_id, call_id)
+    # Ids the store accepts stay exactly as they are: control characters, a lone surrogate, the bound itself.
+    for session_id in ("thread\x00\n\x1b1", "thread-\udc80", "y" * MAX_METADATA_BYTES):
+        bounder.text(session_id, "c" * MAX_METADATA_BYTES, log)
+        (record,) = new_records()
+        assert (record.session_id, record.tool_call_id) == (session_id, "c" * MAX_METADATA_BYTES)

@@ -431,3 +431,27 @@ def test_a_return_direct_tools_answer_is_the_whole_output(store, asynchronous):
     (record,) = store.records()
     assert b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)) \
         == BIG.encode()
+
+
+# ------------------------------------------------------------------ regressions (red team A11)
+def test_long_thread_and_call_ids_are_bounded_in_sessions_of_their_own(store):
+    """Regression (red team A11, f01): a thread id or a tool call id over the store's 1024-byte bound
+    for an id failed the whole run with the store's ValueError, even for a 4-byte result.  Now: a small
+    result passes untouched; a large one is bounded and paged in the thread's session, which is the same
+    for every run of the thread and apart from another long thread id's differing only at its end."""
+    from adapter_scenario import LONG_ID, LongIdScript
+
+    script = LongIdScript("small")
+    with pytest.raises(AssertionError, match="no marker"):
+        run(script, [small], store, configurable={"thread_id": LONG_ID + "a"})
+    assert script.received == [SMALL] and store.records() == []
+    first = LongIdScript()
+    run(first, [big], store, configurable={"thread_id": LONG_ID + "a"})
+    first.check()
+    for thread, shown in (("b", False), ("a", True)):  # the first run's URI, from another thread, then its own
+        later = LongIdScript()
+        later.foreign = first.uri
+        run(later, [big], store, configurable={"thread_id": LONG_ID + thread})
+        later.check()
+        assert later.foreign_answer.startswith(BIG[:20]) is shown, later.foreign_answer
+    assert len({record.session_id for record in store.records()}) == 2

@@ -859,3 +859,32 @@ def ResponseCustomToolCallFor(name: str) -> Any:  # noqa: N802  (stands for the 
     from openai.types.responses import ResponseCustomToolCall
 
     return ResponseCustomToolCall(type="custom_tool_call", call_id="c1", name=name, input="go", id="i1")
+
+
+# ------------------------------------------------------------------ regressions (red team A11)
+def test_long_group_and_call_ids_are_bounded_in_sessions_of_their_own(store):
+    """Regression (red team A11, f01): a model's call_id (or a run's group_id) over the store's 1024-byte
+    bound for an id failed the run ("tool_call_id must be at most 1024 UTF-8 bytes"), even for a 4-byte
+    result.  Now: a small result passes untouched; a large one is bounded and paged in the run's session,
+    which is the same for every run of the group and apart from another long group id's differing only
+    at its end."""
+    from adapter_scenario import LONG_ID, LongIdScript
+
+    def run(script: Script, tool: Any, group: str) -> None:
+        agent = agents.Agent(name="a", model=scripted(script), tools=bound([tool], store))
+        agents.Runner.run_sync(agent, "go", max_turns=MAX_TURNS, run_config=agents.RunConfig(group_id=LONG_ID + group))
+
+    script = LongIdScript("small")
+    with pytest.raises(AssertionError, match="no marker"):
+        run(script, small, "a")
+    assert script.received == [SMALL] and store.records() == []
+    first = LongIdScript()
+    run(first, big, "a")
+    first.check()
+    for group, shown in (("b", False), ("a", True)):  # the first run's URI, from another group, then its own
+        later = LongIdScript()
+        later.foreign = first.uri
+        run(later, big, group)
+        later.check()
+        assert later.foreign_answer.startswith(BIG[:20]) is shown, later.foreign_answer
+    assert len({record.session_id for record in store.records()}) == 2

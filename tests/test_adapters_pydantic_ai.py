@@ -376,3 +376,28 @@ def test_a_bounded_retry_keeps_the_users_subclass_without_calling_its_init_again
         assert bounded.message == str(bounded) == bounded.args[0] and "tool-output://" in bounded.message
         assert len(bounded.message) < len(log)
     assert made == [3, "disk"]  # each __init__ ran once, when the tool raised
+
+
+# ------------------------------------------------------------------ regressions (red team A11)
+def test_long_conversation_and_call_ids_are_bounded_in_sessions_of_their_own(store):
+    """Regression (red team A11, f01): a model's tool_call_id (or a run's conversation_id) over the
+    store's 1024-byte bound for an id failed the run with the store's ValueError, even for a 4-byte
+    result.  Now: a small result passes untouched; a large one is bounded and paged in the conversation's
+    session, which is the same for every run of it and apart from another long conversation id's
+    differing only at its end."""
+    from adapter_scenario import LONG_ID, LongIdScript
+
+    script = LongIdScript("small")
+    with pytest.raises(AssertionError, match="no marker"):
+        agent(script, store, "small").run_sync("go", conversation_id=LONG_ID + "a")
+    assert script.received == [SMALL] and store.records() == []
+    first = LongIdScript()
+    agent(first, store).run_sync("go", conversation_id=LONG_ID + "a")
+    first.check()
+    for conversation, shown in (("b", False), ("a", True)):  # the first run's URI, from another one, then its own
+        later = LongIdScript()
+        later.foreign = first.uri
+        agent(later, store).run_sync("go", conversation_id=LONG_ID + conversation)
+        later.check()
+        assert later.foreign_answer.startswith(BIG[:20]) is shown, later.foreign_answer
+    assert len({record.session_id for record in store.records()}) == 2

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import json
 import logging
 import threading
@@ -20,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
+from .._arguments import check_metadata
 from .._frontend import check_session_id, one_line, truncate_kept
 from .._json_load import loads_text
 from ..store import ToolOutputStore
@@ -29,7 +31,7 @@ from ..tools.schemas import stored_only, stored_only_problem
 
 __all__ = ["PAGING_TOOLS", "Bounder", "PagingTool", "Sessions", "as_text", "joined", "json_text",
            "new_call_id", "new_session_id", "open_store", "optional_session_id", "paging_tools", "replaced_pieces",
-           "retold"]
+           "retold", "store_id"]
 
 #: The tools every adapter adds, so the model can page and search what was stored.
 PAGING_TOOLS = ("read", "grep")
@@ -68,6 +70,35 @@ def new_session_id() -> str:
 def new_call_id() -> str:
     """A fresh tool call id, for a call the framework gives none."""
     return "call_" + uuid.uuid4().hex
+
+
+#: How many characters of an id the store refuses its stand-in begins with (``store_id``), for a person
+#: reading the records: 4 UTF-8 bytes each at most, so a stand-in stays far within the store's bound.
+_STAND_IN_PREFIX = 32
+
+
+def store_id(value: str) -> str:
+    """A framework's or a model's id (a session: a thread, a group, a conversation; a tool call id) as the
+    store's: ``value`` itself whenever the store takes it, else a stand-in it takes.
+
+    The store refuses a caller string over ``MAX_METADATA_BYTES`` UTF-8 bytes or holding a surrogate pair
+    (``check_metadata``, the one home of that rule), but a framework's ids may be any string: LangGraph's
+    ``thread_id``, the SDK's ``group_id``, a model's call id.  Refusing one would fail the whole run, a
+    result within the limits too, so such an id stands for its first characters (a lone surrogate among
+    them as U+FFFD), ``~sha256:`` and the SHA-256 of all of it: the same id always gives the same stand-in
+    (the model's ``read`` in that session finds what was stored in it), and two ids, however alike, never
+    share one.  Every id the store takes (nearly all) is used exactly as it is.
+    """
+    try:
+        check_metadata(value, "id")
+        return value
+    except ValueError:
+        pass
+    # (surrogatepass: any str, a lone surrogate or a pair too, has bytes of its own, so the digest is its own)
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+    prefix = "".join("\ufffd" if "\ud800" <= character <= "\udfff" else character
+                     for character in value[:_STAND_IN_PREFIX])
+    return f"{prefix}~sha256:{digest}"
 
 
 class Sessions:
@@ -323,7 +354,8 @@ class Bounder:
 
     A result within the limits is returned as it came (not even copied); one
     over them is stored whole and its preview with the marker (a ``str``) is
-    returned instead.
+    returned instead.  The session and call ids given are the framework's or
+    the model's: the store gets them through ``store_id``.
     """
 
     __slots__ = ("_fits", "store")
@@ -342,7 +374,7 @@ class Bounder:
 
         :raises StorageError: the store could not write the output.
         """
-        result = self.store.truncate(session_id, call_id, text)
+        result = self.store.truncate(store_id(session_id), store_id(call_id), text)
         return result.content if result.truncated else None
 
     async def atext(self, session_id: str, call_id: str, text: Text) -> Optional[str]:
@@ -369,7 +401,7 @@ class Bounder:
         then stored), else None.  When the store cannot keep it, the preview says "output not stored"
         and why: a tool's own exception (its type, which the framework and the user's handlers act on)
         is never replaced by a storage error."""
-        result = truncate_kept(self.store, session_id, call_id, text)
+        result = truncate_kept(self.store, store_id(session_id), store_id(call_id), text)
         return result.content if result.truncated else None
 
     async def aerror_text(self, session_id: str, call_id: str, text: Text) -> Optional[str]:
@@ -441,7 +473,7 @@ class Bounder:
 class PagingTool:
     """One paging tool as ``overspill.tools.schemas`` defines it, narrowed to stored outputs
     (``overspill.tools.schemas.stored_only``): its name, description and JSON-schema parameters,
-    and how to run it."""
+    and how to run it (in the session ``store_id`` makes of the one given, as ``Bounder`` stores in)."""
 
     name: str
     description: str
@@ -466,7 +498,7 @@ class PagingTool:
             problem = stored_only_problem(self.name, chosen)
             if problem:
                 return failure(problem)
-        return call(self.store, session_id, call_id, self.name, chosen)
+        return call(self.store, store_id(session_id), store_id(call_id), self.name, chosen)
 
     async def arun(self, session_id: str, call_id: str, arguments: Any) -> ToolResult:
         """``run`` on a worker thread: a page is read from disk and a search scans the whole output."""
