@@ -1,8 +1,9 @@
 """A tiny MCP server over stdio whose tools return the scenario's big output, as text, as an embedded
-resource, as many blocks each within the limits and with a secret in its middle (for the adapters'
-MCP tests)."""
+resource, as many blocks each within the limits and with a secret in its middle, or fail with it as a
+protocol error's message (for the adapters' MCP tests)."""
 
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
 from mcp.types import EmbeddedResource, TextContent, TextResourceContents
 
 from adapter_scenario import BIG
@@ -33,6 +34,12 @@ def pieces() -> list:
 def secret_log() -> str:
     """Return a long log with a secret in its middle (where a preview omits it)."""
     return BIG + "API_KEY=sk-live-0123456789abcdef\n" + BIG
+
+
+@server.tool()
+def failing() -> str:
+    """Fail with a protocol error whose message is long (an upstream's error body, say)."""
+    raise MCPError(-32000, "upstream returned HTTP 502:\n" + BIG)
 
 
 if __name__ == "__main__":

@@ -888,3 +888,71 @@ def test_long_group_and_call_ids_are_bounded_in_sessions_of_their_own(store):
         later.check()
         assert later.foreign_answer.startswith(BIG[:20]) is shown, later.foreign_answer
     assert len({record.session_id for record in store.records()}) == 2
+
+
+def test_an_mcp_tools_error_text_is_bounded_as_a_function_tools_is(store):
+    """Regression (red team A11, f02): an MCP tool failing with a long error (a protocol error carrying an
+    upstream's 500 KB body) reached the model whole through ``bound_servers``: the SDK formats a raised
+    error with the server's failure error function (else the agent's ``mcp_config`` one), which the
+    wrapper handed over as it was.  Now the text either makes is bounded as a function tool's failure
+    text is: the model gets the preview and pages the whole text back in the run's session.  The SDK's
+    default (one fixed line, never the error) and no failure error function (the error ends the run)
+    stay as they are without overspill."""
+    import os
+    import sys
+
+    from agents.mcp import MCPServerStdio
+
+    from overspill.adapters.openai_agents import bound_servers
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
+
+    def shown(context: Any, error: Exception) -> str:  # an application telling the model what went wrong
+        return f"The tool failed: {error}"
+
+    async def shown_later(context: Any, error: Exception) -> str:
+        return f"The tool failed later: {error}"
+
+    bounded: list[tuple[Script, str]] = []
+    unchanged: list[tuple[Any, Any]] = []
+
+    async def main() -> None:
+        for own, mcp_config in ((shown, {}), (None, {"failure_error_function": shown_later}), (None, {})):
+            options = {} if own is None else {"failure_error_function": own}
+            server = MCPServerStdio({"command": sys.executable, "args": [os.path.join(here, "adapter_mcp_server.py")],
+                                     "env": env}, name="big-output", client_session_timeout_seconds=30, **options)
+            (wrapped,) = bound_servers([server], store, session_id="mcp-errors")
+            async with server:
+                model, sent = _calling_once("failing")  # the text the SDK shows the model without overspill
+                await agents.Runner.run(agents.Agent(name="a", model=model, mcp_servers=[server],
+                                                     mcp_config=mcp_config), "go")
+                (whole,) = sent
+                if own is not None or mcp_config:
+                    script = Script("failing")
+                    agent = agents.Agent(name="a", model=scripted(script), mcp_servers=[wrapped],
+                                         tools=bound([], store, session_id="mcp-errors"), mcp_config=mcp_config)
+                    await agents.Runner.run(agent, "go", max_turns=MAX_TURNS)
+                    bounded.append((script, whole))
+                    continue
+                model, sent = _calling_once("failing")
+                await agents.Runner.run(agents.Agent(name="a", model=model, mcp_servers=[wrapped]), "go")
+                unchanged.append((whole, sent[0]))
+                raised = []  # no failure error function: the error ends the run
+                for given in (server, wrapped):
+                    model, sent = _calling_once("failing")
+                    with pytest.raises(Exception) as error:
+                        await agents.Runner.run(agents.Agent(name="a", model=model, mcp_servers=[given],
+                                                             mcp_config={"failure_error_function": None}), "go")
+                    raised.append((type(error.value), sent))
+                unchanged.append(tuple(raised))
+
+    asyncio.run(main())
+    assert [whole.split(":")[0] for _, whole in bounded] == ["The tool failed", "The tool failed later"]
+    for script, whole in bounded:
+        assert "upstream returned HTTP 502" in whole and len(whole.encode()) > 500_000
+        script.check(whole)  # the preview, the pages reproducing the whole text, grep in it
+    (own, sent), (raw, wrapped) = unchanged
+    assert sent == own == "An error occurred while running the tool. Please try again."
+    assert raw == wrapped and raw[1] == []
+    assert len(store.records()) == 2 and {record.session_id for record in store.records()} == {"mcp-errors"}

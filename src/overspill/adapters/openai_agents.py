@@ -38,7 +38,7 @@ from ._extra import needs_extra
 with needs_extra("openai-agents"):
     import pydantic_core
     import agents.tool as _sdk_tool
-    from agents import FunctionTool, Tool
+    from agents import FunctionTool, Tool, default_tool_error_function
     from agents.mcp import MCPServer
     from agents.tool import ToolOutputFileContent, ToolOutputImage, ToolOutputText, \
         ValidToolOutputPydanticModelsTypeAdapter
@@ -215,8 +215,20 @@ async def _bound_output(bounder: Bounder, session_id: str, call_id: str, output:
     return await bounder.avalue(session_id, call_id, output, _dumps)
 
 
+async def _bound_shown(bounder: Bounder, session_id: str, context: Any, output: Any, whole: Any,
+                       kept: "_WholeOutputs", readers: int) -> Any:
+    """What the model is shown of a call (a tool's output, or the SDK's text of its failure) bounded
+    (``_bound_output``) under the call's id; when it was bounded, ``whole`` is kept for the call's
+    ``readers`` checks (its output guardrails, which check the whole output, not the preview)."""
+    bounded = await _bound_output(bounder, session_id, _call_id(context), output)
+    if bounded is not output:
+        kept.keep(context, whole, readers)
+    return bounded
+
+
 class _BoundedInvoker:
-    """A ``FunctionTool``'s ``on_invoke_tool`` with its result bounded."""
+    """A ``FunctionTool``'s ``on_invoke_tool`` with its result bounded (the SDK's text of a failure too:
+    its failure handling runs inside the invoker wrapped here)."""
 
     def __init__(self, inner: FunctionTool, bounder: Bounder, session_id: Optional[str], owner: object,
                  adapter: Any) -> None:
@@ -247,11 +259,8 @@ class _BoundedInvoker:
             # the output becomes the JSON text the SDK would have sent.
             output = json.dumps(self._adapter.dump_python(self._adapter.validate_python(output), mode="json",
                                                           by_alias=True), ensure_ascii=False, separators=(",", ":"))
-        bounded = await _bound_output(self._bounder, _session(self._session_id, context, self._owner),
-                                      _call_id(context), output)
-        if bounded is not output:
-            self.whole.keep(context, whole, self.whole.readers)
-        return bounded
+        return await _bound_shown(self._bounder, _session(self._session_id, context, self._owner), context,
+                                  output, whole, self.whole, self.whole.readers)
 
 
 _NOT_KEPT = object()
@@ -742,6 +751,22 @@ class _BoundedServer(MCPServer):
 
         return resolve
 
+    def _get_failure_error_function(self, agent_failure_error_function: Any) -> Any:
+        """The failure error function the SDK formats a failed call of the server's tools with (the
+        server's own, else the agent's ``mcp_config`` one, else the SDK's default: as the wrapped server
+        chooses), its text bounded (``_BoundedFailure``).  None, which lets the error end the run, stays
+        None, and so does the SDK's default: it shows the model one fixed line, never the error, and the
+        SDK knows it by identity to keep the error's text out of its traces too.
+
+        The SDK asks the server for it (a private method) when it makes function tools of the server's
+        tools, and formats an error raised out of ``call_tool`` with it; an SDK without the method gets
+        the wrapped server's errors as they are."""
+        choose = getattr(self._overspill_server, "_get_failure_error_function", None)
+        chosen = agent_failure_error_function if choose is None else choose(agent_failure_error_function)
+        if chosen is None or chosen is default_tool_error_function:
+            return chosen
+        return _BoundedFailure(chosen, self)
+
     @property
     def tool_output_guardrails(self) -> Any:
         """The wrapped server's output guardrails, each run on a bounded call's whole output (as the SDK
@@ -779,9 +804,7 @@ class _BoundedServer(MCPServer):
         noted = _MCP_CALL.get()
         name = args[0] if args else kwargs.get("tool_name")
         context = noted[1] if noted is not None and noted[0] == name else None
-        tool_name = getattr(context, "tool_name", None)
-        namespace = getattr(context, "tool_namespace", None)
-        if tool_name and _final_output(context, (tool_name, f"{namespace}.{tool_name}" if namespace else None)):
+        if _mcp_final_output(context):
             return result  # the run's final output (as for a function tool)
         session_id = _session(self._overspill_session_id, context, self._overspill_owner)
         structured = bool(getattr(self._overspill_server, "use_structured_content", False))
@@ -792,6 +815,39 @@ class _BoundedServer(MCPServer):
             if readers:
                 self._overspill_whole.keep(context, (result, _sdk_output(result, structured)), readers)
         return bounded
+
+
+def _mcp_final_output(context: Any) -> bool:
+    """Whether the output of the MCP tool call of ``context`` (its ``ToolContext``; None when not known)
+    is the run's final output (``_final_output``, by the tool's name or its namespaced name)."""
+    tool_name = getattr(context, "tool_name", None)
+    namespace = getattr(context, "tool_namespace", None)
+    return bool(tool_name) and _final_output(context, (tool_name, f"{namespace}.{tool_name}" if namespace else None))
+
+
+class _BoundedFailure:
+    """The failure error function the SDK formats a failed call of a bound server's tool with, with the
+    text it makes bounded as a function tool's failure text is (``_bound_shown``, as ``_BoundedInvoker``
+    bounds the text the SDK's failure handling returns inside the invoker it wraps): an MCP tool's error
+    is raised out of ``call_tool`` and formatted by the SDK afterwards, so it is bounded here.  The
+    server's output guardrails check the whole text; a call whose output is the run's final output
+    passes whole, as a function tool's does."""
+
+    def __init__(self, formatter: Callable[[Any, Exception], Any], server: "_BoundedServer") -> None:
+        self.formatter = formatter  # the server's own or the agent's mcp_config one
+        self._server = server
+
+    async def __call__(self, context: Any, error: Exception) -> Any:
+        text = self.formatter(context, error)
+        text = await text if inspect.isawaitable(text) else text
+        if _mcp_final_output(context):
+            return text
+        server = self._server
+        readers = len(getattr(server._overspill_server, "tool_output_guardrails", None) or ())
+        return await _bound_shown(server._overspill_bounder,
+                                  _session(server._overspill_session_id, context, server._overspill_owner),
+                                  # (kept as call_tool keeps a result and what the SDK shows of it: no result here)
+                                  context, text, (None, text), server._overspill_whole, readers)
 
 
 def _structured_content(result: Any) -> Any:
@@ -863,7 +919,10 @@ def bound_servers(servers: Iterable[MCPServer], store: Optional[ToolOutputStore]
     """MCP servers whose tools' results are bounded as ``bound`` bounds function tools.
 
     Each server is wrapped (connect, list and clean up as usual); a text block
-    of a tool result over the limits is stored and replaced by its preview.  The
+    of a tool result over the limits is stored and replaced by its preview, and so
+    is the text the model is shown for a failed call (what the server's
+    ``failure_error_function``, else the agent's ``mcp_config`` one, makes of the
+    error), as a function tool's failure text is.  The
     server's output guardrails check a bounded result whole (as the SDK would
     have shown it), and its custom data extractor gets the result's own
     structured content.
