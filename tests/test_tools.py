@@ -2191,3 +2191,64 @@ def test_read_file_says_binary_for_a_nul_in_a_shown_line_past_the_sniff(store, t
     assert result.output == f"{text} looks binary (line 5001 contains NUL bytes); it cannot be read as text"
     assert tools.read(store, "s", "c", path=str(text), limit=3).output == "     1\tok\n     2\tok\n     3\tok\n\n" \
         "[more lines follow: read again with offset=4 to continue]"
+
+
+# ------------------------------------------------------------------ red team B11 (skill)
+@pytest.mark.parametrize("name", ["n" * 1016, "\u00e9" * 600, "\u6f22" * 2000])
+def test_skill_whose_name_a_record_cannot_hold_still_loads(store, tmp_path, name):
+    """Regression (red team B11, skill_long_name_raises): a front-matter name of 1,016 characters or
+    more raised a raw ValueError ("name must be at most 1024 UTF-8 bytes") out of ``skill`` and
+    ``call`` once the SKILL.md was large enough to be stored: the record's name was the skill's
+    name plus "/SKILL.md".  The record's name is metadata: it is shortened to what a record holds."""
+    from overspill._arguments import MAX_METADATA_BYTES
+
+    (tmp_path / "long").mkdir()
+    (tmp_path / "long" / "SKILL.md").write_text(f"---\nname: {name}\ndescription: long\n---\n" + "step\n" * 5000,
+                                                encoding="utf-8")
+    for result in (tools.skill(store, "s", "c1", name, roots=[tmp_path]),
+                   tools.call(store, "s", "c2", "skill", {"name": name}, roots=[tmp_path])):
+        assert not result.is_error and result.truncated and result.resource is not None, result.output[:200]
+        assert result.metadata["skill"] == name and result.output.startswith(f"[skill {name}, from ")
+        shown = result.resource.name
+        assert len(shown.encode("utf-8")) <= MAX_METADATA_BYTES and shown.endswith("/SKILL.md"), shown
+        assert shown.startswith(name[:100])
+        assert [r.name for r in store.resources("s") if r.uri == result.resource.uri] == [shown]
+
+
+def test_webfetch_of_a_content_type_a_record_cannot_hold_still_stores_the_page(store, declared_server):
+    """Red team B11 (skill_long_name_raises, the same refusal elsewhere): a server's Content-Type of
+    over 1024 bytes became the record's mime and raised a raw ValueError out of ``webfetch`` when
+    the page was large enough to be stored.  The record keeps a shortened type."""
+    from overspill._arguments import MAX_METADATA_BYTES
+
+    mime = "text/x-" + "a" * 1100
+    _DeclaredHandler.ROUTES["/long-type"] = ([("Content-Type", mime)], b"line of text\n" * 10000, None)
+    result = tools.webfetch(store, "s", "c", declared_server + "/long-type", timeout=10)
+    assert not result.is_error and result.resource is not None, result.output[:200]
+    assert result.metadata["content_type"] == mime
+    assert len(result.resource.mime) <= MAX_METADATA_BYTES and result.resource.mime.startswith("text/x-aaa")
+    page = tools.read(store, "s", "r", resource=result.resource.uri, offset=result.metadata["next_offset"])
+    assert not page.is_error and page.output.startswith("line of text"), page.output[:120]
+
+
+@pytest.mark.parametrize("value", [
+    "plain", "x" * 1024, "x" * 1025, "\U0001F600" * 256, "\U0001F600" * 257, "\udcff" * 400 + "end",
+    "a\ud83d\ude00b", "\ud83d\ude00" * 300, "é" * 511 + "x", "é" * 512 + "\U0001F600" * 300,
+])
+def test_metadata_string_gives_what_a_record_holds_and_reads_back(store, value):
+    """The one rule (``_arguments.metadata_string``) behind the two regressions above: whatever a
+    tool derives a record's name or mime from, the result is accepted by ``check_metadata``,
+    unchanged when it already was, and a record stores and lists it as it is."""
+    from overspill._arguments import MAX_METADATA_BYTES, check_metadata, metadata_string
+
+    held = metadata_string(value)
+    check_metadata(held, "name")
+    assert len(held.encode("utf-8", "surrogatepass")) <= MAX_METADATA_BYTES
+    try:
+        check_metadata(value, "name")
+    except ValueError:
+        assert held != value and (len(held) < len(value) or "\ud83d" in value)
+    else:
+        assert held == value
+    resource = store.write("s", "c", b"x", mime=held, name=held)
+    assert [(r.name, r.mime) for r in store.resources("s") if r.uri == resource.uri] == [(held, held)]

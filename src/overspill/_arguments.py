@@ -10,8 +10,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
     from typing import Optional
 
-__all__ = ["MAX_METADATA_BYTES", "as_float", "check_metadata", "id_string", "os_string", "os_string_problem",
-           "positive_seconds", "wait_seconds", "whole_number"]
+__all__ = ["MAX_METADATA_BYTES", "as_float", "check_metadata", "id_string", "metadata_string", "os_string",
+           "os_string_problem", "positive_seconds", "wait_seconds", "whole_number"]
 
 _INFINITY = float("inf")  # (math would cost an import at start-up)
 
@@ -107,6 +107,38 @@ def check_metadata(value: str, name: str) -> None:
         problem = _surrogate_pair_problem(value, name)
         if problem is not None:
             raise ValueError(problem)
+
+
+def metadata_string(value: str) -> str:
+    """``value`` as a record can hold it (``check_metadata`` accepts the result): a string a tool
+    derives from what it was given or found (a skill's name, a server's Content-Type) is a
+    record's metadata, not a reason to fail the call.
+
+    A surrogate pair becomes the character it encodes (what the record would read back anyway);
+    a string over ``MAX_METADATA_BYTES`` UTF-8 bytes keeps its start and its end, whole
+    characters, around an ellipsis.  Anything else comes back unchanged.
+    """
+    if not value.isascii() and _surrogate_pair_problem(value, "") is not None:
+        # UTF-16 joins each high and low surrogate into their character and keeps lone ones.
+        value = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    if len(value) <= MAX_METADATA_BYTES // 4 or len(value.encode("utf-8", "surrogatepass")) <= MAX_METADATA_BYTES:
+        return value
+    room = MAX_METADATA_BYTES - len("\u2026".encode("utf-8"))
+    head = _characters_within(value, room // 2)
+    tail = _characters_within(value[::-1], room - room // 2)
+    return value[:head] + "\u2026" + value[len(value) - tail:]
+
+
+def _characters_within(value: str, size: int) -> int:
+    """How many of ``value``'s first characters take at most ``size`` UTF-8 bytes (a lone surrogate 3)."""
+    count = 0
+    for character in value:
+        code = ord(character)
+        size -= 1 if code < 0x80 else 2 if code < 0x800 else 3 if code < 0x10000 else 4
+        if size < 0:
+            break
+        count += 1
+    return count
 
 
 def _surrogate_pair_problem(value: str, name: str) -> Optional[str]:

@@ -12,6 +12,7 @@ if TYPE_CHECKING:  # typing and pathlib cost start-up (``overspill run`` imports
 
     PathArg = Union[str, "os.PathLike[str]"]
 
+from .._arguments import metadata_string
 from .._frontend import whole_characters
 from ..store import ToolOutputStore
 from ._front_matter import front_matter
@@ -86,5 +87,7 @@ def skill(store: ToolOutputStore, session_id: str, tool_call_id: str, name: str,
     # The folder (and a name taken from it) may be a name that is not UTF-8: shown with U+FFFD,
     # as no answer can carry surrogateescape's lone surrogates.
     header = whole_characters(f"[skill {name}, from {path.parent}; files it mentions are relative to that folder]\n\n")
-    result = store.truncate(session_id, tool_call_id, header + text, mime="text/markdown", name=f"{name}/{SKILL_FILE}")
+    # The record's name is metadata: a skill's name too long for a record is shortened, not a failure.
+    result = store.truncate(session_id, tool_call_id, header + text, mime="text/markdown",
+                            name=metadata_string(f"{name}/{SKILL_FILE}"))
     return bounded(result, skill=name, path=str(path), description=description)

@@ -13,7 +13,7 @@ import zlib
 from typing import Any, Callable, Optional
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from .._arguments import os_string_problem, wait_seconds
+from .._arguments import metadata_string, os_string_problem, wait_seconds
 from .._binary import BINARY_MIME, SNIFF_BYTES, output_is_binary
 from .._frontend import is_binary_mime
 from ..errors import OverspillError
@@ -589,4 +589,6 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
     text, mime, noted = _as_text(response, format, left, seconds)
     metadata = {"url": response.url, "status": response.status, "content_type": response.content_type,
                 "bytes": len(response.body), **noted}
-    return bounded(store.truncate(session_id, tool_call_id, text, mime=mime), **metadata)
+    # The record's mime is metadata: a server's type too long for a record is shortened (the metadata's
+    # content_type keeps it whole), not a failure.
+    return bounded(store.truncate(session_id, tool_call_id, text, mime=metadata_string(mime)), **metadata)
