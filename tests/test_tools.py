@@ -2252,3 +2252,48 @@ def test_metadata_string_gives_what_a_record_holds_and_reads_back(store, value):
         assert held == value
     resource = store.write("s", "c", b"x", mime=held, name=held)
     assert [(r.name, r.mime) for r in store.resources("s") if r.uri == resource.uri] == [(held, held)]
+
+
+def test_skill_streams_a_large_skill_file_in_bounded_memory(store, tmp_path):
+    """Regression (red team B11, skill_memory): a SKILL.md was read whole, decoded, joined to its
+    header and encoded again: a 200 MiB file raised peak RSS by 604 MiB.  It is streamed into the
+    store like any large output: a file 20 MiB larger raises the allocations' peak by far less."""
+    import tracemalloc
+
+    line = b"step: do the thing carefully and check the result\n"
+    block = line * (1024 * 1024 // len(line))
+    peaks = []
+    for mebibytes in (20, 40):
+        root = tmp_path / f"root{mebibytes}"
+        (root / "big").mkdir(parents=True)
+        with open(root / "big" / "SKILL.md", "wb") as file:
+            file.write(b"---\nname: big\ndescription: a big skill\n---\n")
+            for _ in range(mebibytes):
+                file.write(block)
+        tracemalloc.start()
+        try:
+            result = tools.skill(store, "s", "c", "big", roots=[root])
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+        assert not result.is_error and result.truncated and result.resource is not None, result.output[:200]
+        assert result.resource.size > mebibytes * len(block)
+    # (Both over 16 MiB: the pure-Python twin's preview of a stored output takes up to ~17 MiB, whatever its size.)
+    assert peaks[1] - peaks[0] < 5 << 20, f"peak allocations {peaks} for SKILL.md files of 20 and 40 MiB"
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+def test_skill_stores_its_header_and_the_file_as_text_whatever_its_chunks(store, tmp_path, bom):
+    """What the streamed skill stores is what it always stored: the header, then the file decoded
+    from UTF-8 (a byte-order mark dropped, each invalid sequence as U+FFFD) and encoded again, with
+    characters and invalid sequences cut at every place a read of the file may end."""
+    piece = "caf\u00e9 \u6f22\u5b57 \U0001F600 ".encode() + b"bad \xff\xfe \xe2\x82 end\n"
+    data = bom + b"---\nname: pdf\n---\n" + b"".join(piece[:n] + piece[n:] + b"x" * n for n in range(len(piece))) * 3000
+    data += piece[:-6]  # ending inside an invalid sequence
+    (tmp_path / "pdf").mkdir()
+    (tmp_path / "pdf" / "SKILL.md").write_bytes(data)
+    result = tools.skill(store, "s", "c", "pdf", roots=[tmp_path])
+    assert not result.is_error and result.resource is not None
+    header = f"[skill pdf, from {tmp_path / 'pdf'}; files it mentions are relative to that folder]\n\n"
+    expected = (header + data.decode("utf-8-sig", "replace")).encode("utf-8")
+    assert (store.directory / f"{result.resource.id}.txt").read_bytes() == expected

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import codecs
 import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and pathlib cost start-up (``overspill run`` imports every tool); never evaluated
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
     from pathlib import Path
-    from typing import Optional, Union
+    from typing import BinaryIO, Optional, Union
 
     PathArg = Union[str, "os.PathLike[str]"]
 
@@ -22,6 +23,8 @@ __all__ = ["available_skills", "skill"]
 
 SKILL_FILE = "SKILL.md"
 _FRONT_MATTER_BYTES = 64 * 1024
+# What the skill reads of its SKILL.md at a time: a large file streams into the store in these.
+_READ_BYTES = 256 * 1024
 
 
 def _front_matter(path: Path) -> dict[str, str]:
@@ -80,14 +83,49 @@ def skill(store: ToolOutputStore, session_id: str, tool_call_id: str, name: str,
         listing = ", ".join(sorted(skills)) or "none"
         return failure(f"unknown skill {name!r}; available skills: {listing}")
     path, description = skills[name]
-    try:
-        text = path.read_bytes().decode("utf-8-sig", "replace")  # a byte-order mark is no text for the model
-    except OSError as error:
-        return failure(f"cannot read skill {name!r}: {error.strerror}")
     # The folder (and a name taken from it) may be a name that is not UTF-8: shown with U+FFFD,
     # as no answer can carry surrogateescape's lone surrogates.
     header = whole_characters(f"[skill {name}, from {path.parent}; files it mentions are relative to that folder]\n\n")
-    # The record's name is metadata: a skill's name too long for a record is shortened, not a failure.
-    result = store.truncate(session_id, tool_call_id, header + text, mime="text/markdown",
-                            name=metadata_string(f"{name}/{SKILL_FILE}"))
+    try:
+        file = open(path, "rb")
+    except OSError as error:
+        return failure(f"cannot read skill {name!r}: {error.strerror}")
+    with file:
+        try:
+            # Streamed, as any large output is: a SKILL.md of any size is never held whole.  The
+            # record's name is metadata: a skill's name too long for a record is shortened, not a failure.
+            result = store.truncate_stream(session_id, tool_call_id, _stored_text(header, file),
+                                           mime="text/markdown", name=metadata_string(f"{name}/{SKILL_FILE}"))
+        except _Unreadable as unreadable:
+            return failure(f"cannot read skill {name!r}: {unreadable.error.strerror}")
     return bounded(result, skill=name, path=str(path), description=description)
+
+
+class _Unreadable(Exception):
+    """The SKILL.md's own read error, told apart from the store's (a ``StorageError`` is an
+    ``OSError`` too) while the file is streamed into the store."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _stored_text(header: str, file: BinaryIO) -> Iterator[bytes]:
+    """``header`` then ``file``'s text, as UTF-8 chunks of about ``_READ_BYTES``: the bytes a whole
+    read gave, decoded from UTF-8 (a byte-order mark is no text for the model; each invalid sequence
+    as U+FFFD, wherever a read cuts it) and encoded again.
+
+    :raises _Unreadable: reading the file failed.
+    """
+    yield header.encode("utf-8")  # (whole_characters: nothing it cannot encode)
+    decoder = codecs.getincrementaldecoder("utf-8-sig")("replace")
+    while True:
+        try:
+            data = file.read(_READ_BYTES)
+        except OSError as error:
+            raise _Unreadable(error) from None
+        text = decoder.decode(data, final=not data)
+        if text:
+            yield text.encode("utf-8")
+        if not data:
+            return
