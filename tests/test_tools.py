@@ -2297,3 +2297,69 @@ def test_skill_stores_its_header_and_the_file_as_text_whatever_its_chunks(store,
     header = f"[skill pdf, from {tmp_path / 'pdf'}; files it mentions are relative to that folder]\n\n"
     expected = (header + data.decode("utf-8-sig", "replace")).encode("utf-8")
     assert (store.directory / f"{result.resource.id}.txt").read_bytes() == expected
+
+
+@pytest.mark.parametrize("front, folder, shown", [
+    ('name: "two\\nlines"', "multi", "two lines"),
+    ("name: |\n  two\n  lines", "block", "two lines"),
+    ('name: "tab\\there  and\\u2028more "', "spaced", "tab here and more"),
+    ("description: no name", "caf\udce9", "caf\ufffd"),
+])
+def test_a_listed_skill_name_loads_the_skill_as_shown(store, tmp_path, front, folder, shown):
+    """Regression (red team B11, skill_listing_name_unreachable): the unknown-name listing goes
+    through one line, so a name with a line break (``name: "two\\nlines"``) was listed as
+    ``two lines``, and ``skill(name="two lines")`` answered unknown; a folder whose name is not
+    UTF-8 was listed with U+FFFD and could not be called either.  A skill's name is the one line
+    the model is shown: the listed name loads it, and so does the name as written."""
+    skill_file = os.path.join(os.fsencode(tmp_path), os.fsencode(folder), b"SKILL.md")
+    os.makedirs(os.path.dirname(skill_file))
+    with open(skill_file, "wb") as file:
+        file.write(f"---\n{front}\n---\nthe body\n".encode())
+    listing = tools.skill(store, "s", "c", "nope", roots=[tmp_path]).output
+    assert listing.endswith(f"available skills: {shown}"), listing
+    for name in (listing.split("available skills: ", 1)[1], shown):
+        for result in (tools.skill(store, "s", "c", name, roots=[tmp_path]),
+                       tools.call(store, "s", "c", "skill", {"name": name}, roots=[tmp_path])):
+            assert not result.is_error and result.output.endswith("the body\n"), result.output
+            assert result.metadata["skill"] == shown
+    from overspill.tools._front_matter import front_matter
+
+    written = front_matter(f"---\n{front}\n---\n").get("name")
+    if written is not None:  # the name as the front matter writes it loads the skill too
+        assert not tools.skill(store, "s", "c", written, roots=[tmp_path]).is_error
+
+
+@pytest.mark.parametrize("front", ["name: ~", "name: null", "name: NULL # none", "name:", "name: [a, b]",
+                                   "name: {a: b}", "name:\n  - a\n  - b", "name:\n  key: value", "name: !!null",
+                                   "name: *nowhere"])
+def test_skill_front_matter_name_that_is_no_string_falls_back_to_the_folder(store, tmp_path, front):
+    """Red team B11: the README says skill reads front matter as YAML reads its top-level scalars,
+    but ``name: ~`` (YAML's null) named the skill "~", and a flow or block collection named it by its
+    text ("[a, b]", "- a - b").  None of them is a string: the skill is named by its folder, as when
+    the front matter gives no name."""
+    (tmp_path / "pdf").mkdir()
+    (tmp_path / "pdf" / "SKILL.md").write_text(f"---\n{front}\ndescription: PDFs\n---\nthe body\n")
+    result = tools.skill(store, "s", "c", "pdf", roots=[tmp_path])
+    assert not result.is_error and result.output.endswith("the body\n"), result.output
+    assert result.metadata["description"] == "PDFs"
+
+
+@pytest.mark.parametrize(("front", "expected"), [
+    ("name: &a pdf", {"name": "pdf"}),
+    ("name: !!str pdf # tagged", {"name": "pdf"}),
+    ("name: &a !!str 'p df'", {"name": "p df"}),
+    ("name: !!str &a \"pdf\"", {"name": "pdf"}),
+    ("name: &a |\n  two\n  lines", {"name": "two\nlines"}),
+    ("name: &a\n  pdf", {"name": "pdf"}),
+    ("title: &t PDF tools\nname: *t", {"title": "PDF tools", "name": "PDF tools"}),
+    ("name: '~'\nother: \"null\"", {"name": "~", "other": "null"}),
+    ("name: ~\nlist: [1, 2]\nmap:\n  a: b\nseq:\n- x\nempty:", {}),
+    ("name: x\nname: ~", {}),
+])
+def test_skill_front_matter_reads_anchors_tags_aliases_and_nulls_as_yaml_does(front, expected):
+    """Red team B11: ``name: &a x`` kept its anchor ("&a x"); YAML's node properties (an anchor, a
+    tag) are not the value, an alias stands for its anchor's value, and a null or a collection is
+    no scalar at all (left out).  Expected values are PyYAML's, collections left out."""
+    from overspill.tools._front_matter import front_matter
+
+    assert front_matter(f"---\n{front}\n---\nbody\n") == expected

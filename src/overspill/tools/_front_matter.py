@@ -3,9 +3,13 @@
 Skills write their front matter in YAML's simple subset; this reads what they
 use without a YAML library (the core has no third-party dependency): plain
 scalars (a `` #`` comment cut off, continuation lines folded), single- and
-double-quoted scalars (their escapes), and ``|``/``>`` block scalars.  Nested
-mappings and sequences are read as text and never used.  Values come back
-stripped of surrounding whitespace (a block's final line break included).
+double-quoted scalars (their escapes), and ``|``/``>`` block scalars, each
+after its anchor and tag, which are not its value (``&a !!str x`` is ``x``);
+an alias (``*a``) is the scalar its anchor named.  A value that is no string
+is left out, as a missing key: a null (nothing, ``~``, ``null``), a flow
+(``[a, b]``, ``{a: b}``) or block collection (``- a`` or ``key: value`` lines
+below the key).  Values come back stripped of surrounding whitespace (a
+block's final line break included).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
     from collections.abc import Iterable, Iterator
+    from typing import Optional
 
 __all__ = ["front_matter"]
 
@@ -21,6 +26,8 @@ _ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "
             "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85", "_": "\xa0",
             "L": "\u2028", "P": "\u2029"}
 _HEX_DIGITS = {"x": 2, "u": 4, "U": 8}
+# The plain scalars YAML's core schema reads as null (as an empty value is).
+_NULLS = frozenset({"~", "null", "Null", "NULL"})
 
 
 def front_matter(text: str) -> dict[str, str]:
@@ -40,12 +47,13 @@ def front_matter(text: str) -> dict[str, str]:
         return {}  # never closed: not front matter
     body = lines[1:close]
     fields: dict[str, str] = {}
+    anchors: dict[str, Optional[str]] = {}
     index = 0
     while index < len(body):
         line = body[index]
         index += 1
-        if not line.strip() or line.startswith((" ", "\t", "#")):
-            continue  # a blank line, a comment, or the rest of a nested value
+        if not line.strip() or line.startswith((" ", "\t", "#")) or _is_sequence_entry(line):
+            continue  # a blank line, a comment, or the rest of a nested value (a sequence may start at column 0)
         key, separator, rest = line.partition(":")
         # A value's continuation: the indented (and blank) lines after its key.
         block_end = index
@@ -54,8 +62,57 @@ def front_matter(text: str) -> dict[str, str]:
         block, index = body[index:block_end], block_end
         key = key.strip()
         if separator and key:
-            fields[_unquoted_key(key)] = _scalar(rest.strip(), block).strip()
+            value = _node(rest.strip(), block, anchors)
+            if value is None:  # no string: as if the key were missing (a later one overrides an earlier)
+                fields.pop(_unquoted_key(key), None)
+            else:
+                fields[_unquoted_key(key)] = value
     return fields
+
+
+def _node(rest: str, block: list[str], anchors: dict[str, Optional[str]]) -> Optional[str]:
+    """The string a top-level value is (``rest`` after its key's colon, continued by ``block``),
+    after its anchor and tag, recorded in ``anchors`` under its anchor; an alias is the value its
+    anchor named.  None: no string (a null, a collection, an alias to no anchor read)."""
+    anchor = None
+    while rest.startswith(("&", "!")):  # node properties, in either order, each ended by a space or tab
+        end = next((at for at, character in enumerate(rest) if character in " \t"), len(rest))
+        token, rest = rest[:end], rest[end:].strip()
+        if token[0] == "&":
+            anchor = token[1:]
+    if rest.startswith("*"):
+        return anchors.get(_before_comment(rest)[1:].strip())
+    value = _content(rest, block)
+    if anchor:
+        anchors[anchor] = value
+    return value
+
+
+def _content(rest: str, block: list[str]) -> Optional[str]:
+    """``_scalar``, stripped; None for a null or a collection."""
+    if rest.startswith(("[", "{")):
+        return None  # a flow sequence or mapping
+    if not _before_comment(rest):
+        # Nothing on the key's line: the value starts on the next line that is not blank nor a comment.
+        first = next((line.strip() for line in block if line.strip() and not line.strip().startswith("#")), None)
+        if first is None or _is_sequence_entry(first) or _is_mapping_entry(first):
+            return None  # empty (null), or a block collection
+    value = _scalar(rest, block).strip()
+    if not rest.startswith(("|", ">", '"', "'")) and value in _NULLS:
+        return None
+    return value
+
+
+def _is_sequence_entry(line: str) -> bool:
+    """Whether ``line`` (not indented) is a block sequence's ``- item``."""
+    return line == "-" or line.startswith(("- ", "-\t"))
+
+
+def _is_mapping_entry(line: str) -> bool:
+    """Whether ``line`` (stripped) is a block mapping's ``key: value`` (or ``key:``), which no plain
+    scalar can hold: its colon is followed by a space or ends the line, outside a comment."""
+    text = _before_comment(line)
+    return text.endswith(":") or ": " in text or ":\t" in text
 
 
 def _unquoted_key(key: str) -> str:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # typing and pathlib cost start-up (``overspill run`` imports
     PathArg = Union[str, "os.PathLike[str]"]
 
 from .._arguments import metadata_string
-from .._frontend import whole_characters
+from .._frontend import one_line, whole_characters
 from ..store import ToolOutputStore
 from ._front_matter import front_matter
 from ._result import ToolResult, bounded, failure
@@ -34,10 +34,19 @@ def _front_matter(path: Path) -> dict[str, str]:
         return front_matter(file.read(_FRONT_MATTER_BYTES).decode("utf-8-sig", "replace"))
 
 
+def _skill_name(text: str) -> str:
+    """A skill's name as the model is shown it and calls it: one line (``one_line``: each run of
+    whitespace, line breaks included, one space) with each byte that is not UTF-8 as U+FFFD
+    (``whole_characters``).  The names found and the name asked for both go through it, so a
+    listed name loads the skill as shown, and so does the name as its front matter writes it."""
+    return whole_characters(one_line(text))
+
+
 def available_skills(roots: Sequence[PathArg]) -> dict[str, tuple[Path, str]]:
     """Skills found in ``roots`` (one folder per skill, each with a SKILL.md):
-    name -> (SKILL.md path, description).  The first root to define a name wins;
-    within a root, the folder named as the skill, else the first by folder name."""
+    name (``_skill_name`` of its front matter's, else of its folder's) -> (SKILL.md
+    path, description).  The first root to define a name wins; within a root, the
+    folder named as the skill, else the first by folder name."""
     from pathlib import Path
 
     found: dict[str, tuple[Path, str]] = {}
@@ -55,8 +64,11 @@ def available_skills(roots: Sequence[PathArg]) -> dict[str, tuple[Path, str]]:
                 fields = _front_matter(path)
             except OSError:
                 continue
-            name = fields.get("name") or entry.name
-            skills.append((name != entry.name, entry.name, name, path, fields.get("description", "")))
+            folder = _skill_name(entry.name)
+            name = _skill_name(fields.get("name", "")) or folder
+            if not name:
+                continue  # a folder named by whitespace alone, and no name: nothing a model could call
+            skills.append((name != folder, entry.name, name, path, fields.get("description", "")))
         # Within a root, a skill's own folder (named as the skill) wins over another folder whose
         # front matter claims its name; then folders in name order.
         for _, _, name, path, description in sorted(skills):
@@ -79,9 +91,10 @@ def skill(store: ToolOutputStore, session_id: str, tool_call_id: str, name: str,
     if isinstance(roots, (str, os.PathLike)):
         roots = [roots]
     skills = available_skills(roots)
+    asked, name = name, _skill_name(name)
     if name not in skills:
         listing = ", ".join(sorted(skills)) or "none"
-        return failure(f"unknown skill {name!r}; available skills: {listing}")
+        return failure(f"unknown skill {asked!r}; available skills: {listing}")
     path, description = skills[name]
     # The folder (and a name taken from it) may be a name that is not UTF-8: shown with U+FFFD,
     # as no answer can carry surrogateescape's lone surrogates.
