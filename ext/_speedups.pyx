@@ -13,7 +13,7 @@ reaches the bytes.
 """
 
 from cpython.buffer cimport (
-    PyBUF_C_CONTIGUOUS, PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer,
+    PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer,
 )
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
@@ -89,11 +89,15 @@ cdef int _bytes_of(object data, Py_buffer *out) except -1:
     importing this module import collections.abc (start-up), and taking a
     typed memoryview costs more than a small buffer's scan.  A plain
     C-contiguous buffer is taken directly; anything else goes through the
-    twin's ``_byte_view``, which raises the twin's errors."""
+    twin's ``_byte_view``, which raises the twin's errors.  A refused request
+    is BufferError, TypeError or (numpy, for an array that is not
+    C-contiguous) ValueError; the twin's check asks again with the full
+    flags, so an exporter whose ValueError means something else raises it
+    there, as it does to the twin."""
     try:
         PyObject_GetBuffer(data, out, PyBUF_SIMPLE)
         return 0
-    except (BufferError, TypeError):
+    except (BufferError, TypeError, ValueError):
         pass
     view = _byte_view(data)
     PyObject_GetBuffer(view, out, PyBUF_SIMPLE)  # out holds the view; released with it

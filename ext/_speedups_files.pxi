@@ -217,7 +217,7 @@ def read_page(path, base, length, size, low, high, offset, limit, flags, reach, 
     if checksums is not None:
         if isinstance(checksums, str):
             raise TypeError("checksums must be a bytes-like object, not str")
-        _contiguous(checksums, &sums)  # released by the outer finally below, on every path
+        _bytes_of(checksums, &sums)  # released by the outer finally below, on every path
     buffer = NULL
     try:
         c_chunk = _check_int(chunk, "chunk", 1)

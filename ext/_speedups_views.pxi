@@ -115,15 +115,6 @@ cdef int _flags_of(object flags) except -1:
     return _check_flags(flags)
 
 
-cdef int _contiguous(object data, Py_buffer *out) except -1:
-    """``out`` filled with ``data``'s bytes as ``_byte_view`` takes them (the caller releases it)."""
-    try:
-        PyObject_GetBuffer(data, out, PyBUF_C_CONTIGUOUS)
-    except BufferError:
-        raise TypeError("a bytes-like argument must be C-contiguous") from None
-    return 0
-
-
 def page_text(buffer, low, high, offset, limit, flags, reach, checksums, chunk, /):
     """A verified page of a payload and its text in one call; see _native.page_text."""
     cdef Py_ssize_t c_low, c_high, c_offset, c_limit, c_reach, c_chunk, size
@@ -134,7 +125,7 @@ def page_text(buffer, low, high, offset, limit, flags, reach, checksums, chunk, 
     cdef Py_buffer sums
     if isinstance(buffer, str):
         raise TypeError("buffer must be a bytes-like object, not str")
-    _contiguous(buffer, &data)
+    _bytes_of(buffer, &data)
     try:
         c_low = _check_int(low, "low", 0)
         c_high = _check_int(high, "high", 0)
@@ -152,7 +143,7 @@ def page_text(buffer, low, high, offset, limit, flags, reach, checksums, chunk, 
             return _window_page(p, size, 0, c_low, c_high, c_offset, c_limit, c_flags, c_reach, NULL, c_chunk)
         if isinstance(checksums, str):
             raise TypeError("checksums must be a bytes-like object, not str")
-        _contiguous(checksums, &sums)
+        _bytes_of(checksums, &sums)
         try:
             c_chunk = _check_int(chunk, "chunk", 1)
             p = <const uint8_t *>data.buf

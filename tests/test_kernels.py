@@ -707,6 +707,70 @@ def test_twins_agree_on_crc32(compiled, data, value):
     assert outcome(compiled.crc32, data, value) == outcome(_native.crc32, data, value)
 
 
+# ---------------------------------------------------------------- buffers of any shape
+def _streamed(module, data):
+    cap = module.StreamCap(10, keep="head_tail")
+    cap.feed(data)
+    return cap.value(), cap.total_bytes, cap.total_lines
+
+
+def _json_fed(module, data):
+    outline = module.JsonOutline(0, 0, 2, 4, 4)
+    outline.feed(data)
+    return outline.result()
+
+
+# Every kernel that takes a buffer, given ``data`` as that buffer (its other arguments valid for ``ab\ncd\n``).
+_BUFFER_CALLS = {
+    "count_lines": lambda m, data: m.count_lines(data),
+    "page_bounds": lambda m, data: m.page_bounds(data, 0, 5),
+    "preview_cuts": lambda m, data: m.preview_cuts(data, 1, 3),
+    "view_bytes": lambda m, data: m.view_bytes(data, 3),
+    "view_text": lambda m, data: m.view_text(data, 3),
+    "crc32": lambda m, data: m.crc32(data),
+    "verify_chunks": lambda m, data: m.verify_chunks(data, 0, 0, 1, b"\0\0\0\0", 8),
+    "verify_chunks's checksums": lambda m, data: m.verify_chunks(b"ab\ncd\n", 0, 0, 6, data, 8),
+    "page_text": lambda m, data: m.page_text(data, 0, 1, 0, 5, 3, 0, None, 1),
+    "page_text's checksums": lambda m, data: m.page_text(b"ab\ncd\n", 0, 6, 0, 5, 3, 0, data, 8),
+    "signal_lines": lambda m, data: m.signal_lines(data, 0, 1, ((0, False, True, b"ab"),), 0, 5),
+    "outline_lines": lambda m, data: m.outline_lines(data, 0, 0, b"", 1, 1, 0),
+    "JsonOutline.feed": _json_fed,
+    "StreamCap.feed": _streamed,
+}
+
+
+def _strided_arrays():
+    np = pytest.importorskip("numpy")
+    flat = np.frombuffer(b"ab\ncd\n" * 4, dtype=np.uint8)
+    square = flat[:16].reshape(4, 4)
+    return {"a[::2]": flat[::2], "a[::-1]": flat[::-1], "reshape(4, 4).T": square.T,
+            "asfortranarray": np.asfortranarray(square), "a[:, ::2] of 2-D": square[:, ::2]}
+
+
+@pytest.mark.parametrize("call", sorted(_BUFFER_CALLS))
+def test_a_non_contiguous_array_is_the_twins_type_error_in_both(compiled, call):
+    """Regression: a numpy array that is not C-contiguous (``a[::2]``, ``a[::-1]``, ``.T``, Fortran order)
+    was ``ValueError: ndarray is not C-contiguous`` from every compiled kernel (numpy refuses a plain buffer
+    request with ValueError, and only BufferError and TypeError were passed on to the twin's check), and
+    ``TypeError: a bytes-like argument must be C-contiguous`` from the twin."""
+    for name, array in _strided_arrays().items():
+        for module in (compiled, _native):
+            with pytest.raises(TypeError, match="^a bytes-like argument must be C-contiguous$"):
+                _BUFFER_CALLS[call](module, array)
+
+
+def test_a_non_contiguous_array_is_a_type_error_through_the_public_api(tmp_path):
+    """Regression: through the API (``preview``, ``count_lines``, ``store.truncate``), the compiled
+    kernels let numpy's ValueError out for a non-contiguous array."""
+    store = overspill.ToolOutputStore(tmp_path, durable=False)
+    for name, array in _strided_arrays().items():
+        for call in (overspill.count_lines, lambda data: overspill.preview(data, 5, 5),
+                     lambda data: store.truncate("s", "c", data)):
+            with pytest.raises(TypeError, match="C-contiguous"):
+                call(array)
+
+
+
 # ---------------------------------------------------------------- verify_chunks
 def naive_first_bad_chunk(payload: bytes, start: int, end: int, sums: bytes, chunk: int) -> int:
     import zlib
