@@ -770,6 +770,37 @@ def test_a_non_contiguous_array_is_a_type_error_through_the_public_api(tmp_path)
                 call(array)
 
 
+def _shaped_arrays():
+    np = pytest.importorskip("numpy")
+    data = np.frombuffer(b"ab\ncd\n", dtype=np.uint8)
+    return {"zeros((0, 3))": np.zeros((0, 3), np.uint8), "zeros((3, 0), float)": np.zeros((3, 0)),
+            "zeros((2, 0, 2), int32)": np.zeros((2, 0, 2), np.int32), "0-d": np.array(10, np.uint8),
+            "reshape(2, 3)": data.reshape(2, 3), "reshape(3, 1) of int16": data.view(np.int16).reshape(3, 1),
+            "big-endian int16": data.view(">i2"), "zeros(0, int32)": np.zeros(0, np.int32)}
+
+
+@pytest.mark.parametrize("call", sorted(_BUFFER_CALLS))
+def test_a_c_contiguous_buffer_of_any_shape_is_its_bytes_in_both(compiled, call):
+    """Regression: an empty C-contiguous buffer of several dimensions (``numpy.zeros((0, 3), uint8)``)
+    was empty data to the compiled kernels (``count_lines`` 1) and ``TypeError: memoryview: cannot cast
+    view with zeros in shape or strides`` in the twin, whose byte view cast it to ``"B"``.  Any
+    C-contiguous buffer (empty, 0-d, several dimensions, any format) is its bytes, in both."""
+    for name, array in _shaped_arrays().items():
+        expected = outcome(_BUFFER_CALLS[call], _native, bytes(memoryview(array).tobytes()))
+        assert outcome(_BUFFER_CALLS[call], compiled, array) == expected, name
+        assert outcome(_BUFFER_CALLS[call], _native, array) == expected, name
+
+
+def test_an_empty_buffer_of_several_dimensions_is_empty_content_through_the_public_api(tmp_path):
+    """Regression: ``preview`` and ``store.write`` refused ``numpy.zeros((0, 3), uint8)`` (the twin's
+    byte view) where ``store.truncate`` with the compiled kernels took it as empty content."""
+    empty = _shaped_arrays()["zeros((0, 3))"]
+    store = overspill.ToolOutputStore(tmp_path, durable=False)
+    assert overspill.count_lines(empty) == 1
+    assert overspill.preview(empty, 5, 5) == overspill.preview(b"", 5, 5)
+    assert store.truncate("s", "c", empty).content == ""
+    assert store.read("s", store.write("s", "c", empty).uri).content == ""
+
 
 # ---------------------------------------------------------------- verify_chunks
 def naive_first_bad_chunk(payload: bytes, start: int, end: int, sums: bytes, chunk: int) -> int:

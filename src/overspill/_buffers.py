@@ -132,7 +132,9 @@ def byte_view(data: object) -> memoryview:
         view.release()
         raise TypeError("a bytes-like argument must be C-contiguous")
     if view.format != "B" or view.ndim != 1:
-        flat = view.cast("B")
+        # CPython will not cast a view of several dimensions with a zero in its shape, which
+        # holds no bytes: it is empty data, as the compiled module reads any C-contiguous buffer.
+        flat = view.cast("B") if view.nbytes else memoryview(b"")
         view.release()
         return flat
     return view
