@@ -49,9 +49,14 @@ cdef class StreamCap:
         return 0
 
     cdef int _feed(self, const unsigned char *data, Py_ssize_t size) except -1:
-        cdef Py_ssize_t room = self._head_cap - self._head_len, take, first
+        cdef Py_ssize_t room, take, first
+        # Counted first: _newlines releases the GIL for a large chunk, and another thread may feed
+        # this cap meanwhile.  Everything below reads and updates the state with the GIL held and
+        # no call that could release it, so each feed's update is whole and the caps hold.
+        cdef Py_ssize_t newlines = _newlines(data, size, 1, -1)
         self._total_bytes += size
-        self._newline_count += _newlines(data, size, 1, -1)
+        self._newline_count += newlines
+        room = self._head_cap - self._head_len
         if room > 0:
             take = min(room, size)
             self._reserve(&self._head, &self._head_alloc, self._head_len + take, self._head_cap)

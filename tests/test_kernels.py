@@ -7,6 +7,7 @@ import array
 import mmap
 import math
 import sys
+import threading
 
 import pytest
 from hypothesis import example, given
@@ -422,6 +423,32 @@ def test_stream_cap_large_chunks_cross_the_ring():
         cap.feed(block)
     assert cap.head == block[: 1 << 19] and cap.tail == block[-(1 << 19) :]
     assert cap.total_lines == 5 * 4096 + 1
+
+
+@pytest.mark.parametrize("keep", ["head", "head_tail"])
+def test_stream_cap_fed_from_several_threads_keeps_at_most_max_bytes(keep):
+    """Regression: the compiled ``feed`` took the head's room before counting a chunk of 64 KiB or more
+    without the GIL; another thread's feed filled the head meanwhile, and the stale room was copied on
+    top of it: four threads feeding 1 MiB each to ``StreamCap(1 MiB)`` kept 2 MiB.  Whatever is fed,
+    and from however many threads, at most ``max_bytes`` are kept and every byte and line is counted."""
+    max_bytes = 1 << 20
+    chunk = b"x" * (max_bytes - 1) + b"\n"
+    for _ in range(20):
+        cap = overspill.StreamCap(max_bytes, keep=keep)
+        start = threading.Barrier(4)
+
+        def feed() -> None:
+            start.wait()
+            cap.feed(chunk)
+
+        threads = [threading.Thread(target=feed) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        head, tail = len(cap.head), len(cap.tail)
+        assert (head + tail, len(cap.value())) == (max_bytes, max_bytes), (head, tail)
+        assert (cap.total_bytes, cap.total_lines, cap.truncated) == (4 * len(chunk), 5, True)
 
 
 # ---------------------------------------------------------------- differential
