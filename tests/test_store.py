@@ -117,6 +117,45 @@ def test_truncate_rejects_bad_arguments(store, kwargs, error):
         store.truncate("s", "c", "text", **kwargs)
 
 
+class ComparesBelow(int):
+    """An int subclass whose conversions and comparisons lie (always "below"): an argument
+    check reads the int's own value, as the kernels do, and never runs them."""
+
+    def __index__(self) -> int:
+        return 1
+
+    def __int__(self) -> int:
+        return 1
+
+    def __lt__(self, other: object) -> bool:
+        return True
+
+    def __gt__(self, other: object) -> bool:
+        return True
+
+    def __le__(self, other: object) -> bool:
+        return True
+
+    def __ge__(self, other: object) -> bool:
+        return True
+
+
+def test_an_int_subclass_argument_is_read_by_its_own_value(store):
+    """Regression: ``_arguments.whole_number`` compared an int subclass with its own ``__lt__``:
+    ``store.preview(..., max_lines=ComparesBelow(7))`` was "ValueError: max_lines must be at least
+    1, not 7", and the subclass went on into the store's own arithmetic.  The store reads the
+    int's own value (``int.__index__``), as the kernels' ``check_int`` does."""
+    uri = store.truncate("s", "c", big_text()).resource.uri
+    assert (store.preview("s", uri, offset=ComparesBelow(40), max_lines=ComparesBelow(7), max_bytes=ComparesBelow(300))
+            == store.preview("s", uri, offset=40, max_lines=7, max_bytes=300))
+    assert (store.read("s", uri, offset=ComparesBelow(30), limit=ComparesBelow(50))
+            == store.read("s", uri, offset=30, limit=50))
+    assert (store.truncate("s", "d", big_text(), max_lines=ComparesBelow(9), max_bytes=ComparesBelow(500)).content
+            .split("\n\n")[0] == store.truncate("s", "e", big_text(), max_lines=9, max_bytes=500).content.split("\n\n")[0])
+    with pytest.raises(ValueError, match="^max_lines must be at least 1, not 0$"):
+        store.preview("s", uri, max_lines=ComparesBelow(0))
+
+
 @pytest.mark.parametrize("session", ["", None, 3])
 def test_ids_must_be_strings(store, session):
     with pytest.raises((TypeError, ValueError)):

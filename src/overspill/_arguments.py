@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ._buffers import int_text
+from ._buffers import int_text, plain_int
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
@@ -22,13 +22,13 @@ MAX_METADATA_BYTES = 1024
 
 
 def whole_number(value: object, name: str, minimum: Optional[int] = None) -> int:
-    """``value`` if it is an int (a bool is not), and at least ``minimum`` when one is given.
+    """``value``'s own int value (``plain_int``: an int subclass's overrides never run, as
+    the kernels read it) if it is an int (a bool is not), and at least ``minimum`` when one is given.
 
     :raises TypeError: not an int.
     :raises ValueError: below ``minimum``.
     """
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    value = plain_int(value, name)
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, not {int_text(value)}")
     return value

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # typing and re cost start-up; the annotations are never eval
 
 __all__ = ["ESCAPE", "JSON_KEY_MAX", "JSON_LABEL_KEYS", "OUTLINE_AFTER_BLANK", "OUTLINE_FLAGS", "OUTLINE_ONELINE", "MAX_KINDS", "MAX_PATTERNS", "TOKEN_ENDS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS",
            "BytesLike", "LazyPattern", "byte_view", "check_flags", "check_int", "check_outline_flags", "check_patterns", "int_text",
-           "plain_bytes", "plain_str", "value_text"]
+           "plain_bytes", "plain_int", "plain_str", "value_text"]
 
 if TYPE_CHECKING:
     BytesLike = Union[bytes, bytearray, memoryview]
@@ -88,21 +88,32 @@ def value_text(value: object) -> str:
         return f"(a {type(value).__name__} holding a number too long to show)"
 
 
-def check_int(value: object, name: str, minimum: int) -> int:
-    """``value`` if it is an int (a bool is not) of at least ``minimum``, clamped to
-    what a C ``Py_ssize_t`` holds, as the compiled twin reads it.
+def plain_int(value: object, name: str) -> int:
+    """The exact ``int`` of ``value``'s own value, if it is an int (a bool is not).
 
     The int's own value is read (``int.__index__``, the C slot, not an
     override): a subclass's ``__int__``, ``__index__`` or comparisons never
     run, as the compiled module reads the value itself.
 
     :raises TypeError: not an int.
-    :raises ValueError: below ``minimum``.
     """
     if type(value) is not int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(f"{name} must be an int, not {type(value).__name__}")
         value = int.__index__(value)
+    return value
+
+
+def check_int(value: object, name: str, minimum: int) -> int:
+    """``value`` if it is an int (a bool is not) of at least ``minimum``, clamped to
+    what a C ``Py_ssize_t`` holds, as the compiled twin reads it.  The int's
+    own value is read (``plain_int``).
+
+    :raises TypeError: not an int.
+    :raises ValueError: below ``minimum``.
+    """
+    if type(value) is not int:  # (an exact int is its own value: no call on the twin's hot path)
+        value = plain_int(value, name)
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, not {int_text(value)}")
     return value if value < sys.maxsize else sys.maxsize
