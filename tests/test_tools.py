@@ -2025,6 +2025,27 @@ def test_webfetch_a_binary_body_without_a_content_type_is_refused_as_a_binary_ty
     assert not late.is_error  # the first 8 KiB decide, as for a command's output
 
 
+@pytest.mark.parametrize("content_type", ["", "octet-stream", "image", ";charset=utf-8", "image/", "text plain"])
+def test_webfetch_a_binary_body_whose_content_type_is_no_type_is_refused_as_untyped(store, declared_server,
+                                                                                     content_type):
+    """Regression (red team B11 f1): a PNG sent with ``Content-Type:`` empty or no ``type/subtype``
+    came back as text: email's get_content_type() reads such a value as text/plain, and the body
+    was sniffed only when the header was absent.  A value that is no valid MIME type is no type
+    (RFC 9110 8.3: the recipient may sniff), so the body is sniffed as an untyped one is."""
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40
+    path = "/malformed-type/" + content_type.replace(" ", "_")
+    _DeclaredHandler.ROUTES[path] = ([("Content-Type", content_type)], png, None)
+    result = tools.webfetch(store, "s", "c", declared_server + path, timeout=10)
+    assert result.is_error and result.output == (f"refused: {declared_server}{path} returned application/"
+                                                 f"octet-stream (its Content-Type {content_type!r} is no type/"
+                                                 "subtype; its bytes are binary), which is not text"), result.output
+    assert store.resources("s") == []
+    text_path = path + "/text"
+    _DeclaredHandler.ROUTES[text_path] = ([("Content-Type", content_type)], "plain café\n".encode(), None)
+    text = tools.webfetch(store, "s", "c", declared_server + text_path, timeout=10)
+    assert not text.is_error and text.output == "plain café\n" and text.metadata["content_type"] == "text/plain"
+
+
 @pytest.mark.parametrize(("html", "markdown", "text"), [
     # The page starts with the <pre>: the first line keeps its indentation (the last .strip() took it).
     ("<html><body><pre>    x = 1\n    y = 2\n</pre></body></html>", "```\n    x = 1\n    y = 2\n```\n",

@@ -53,6 +53,21 @@ def _redirect_handling() -> tuple[type, type]:
     return _redirect_classes
 
 
+# A media type as RFC 9110 (8.3.1) writes it: ``type "/" subtype``, each a token; the parameters follow a ";".
+_MEDIA_TYPE = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+/[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+def _declared_type(headers: Any) -> Optional[str]:
+    """The media type ``headers`` declare (lower case, no parameters), or None when they declare
+    none: no Content-Type, or one that is empty or no ``type/subtype`` (``octet-stream``, ``image``,
+    ``;charset=utf-8``), which email's ``get_content_type`` would read as text/plain.  Browsers take such
+    a value as no type and sniff (the WHATWG MIME Sniffing Standard), as RFC 9110 (8.3) lets them."""
+    value = headers.get("Content-Type")
+    if value is None or not _MEDIA_TYPE.fullmatch(value.split(";", 1)[0].strip(" \t")):
+        return None
+    return headers.get_content_type()
+
+
 def _is_text(content_type: str) -> bool:
     """Whether a body of ``content_type`` is kept as text: by the front ends' own
     rule (``is_binary_mime``), so that the page stored under it reads back as text."""
@@ -363,24 +378,25 @@ def _exchange(target: str, authorization: Optional[str], url: str, seconds: Opti
     try:
         with opener.open(request, timeout=seconds) as response:
             headers = response.headers
-            content_type = headers.get_content_type()
+            # Without a valid Content-Type http.client says text/plain; RFC 9110 (8.3) lets a recipient sniff
+            # instead, and a body whose first bytes are binary by the bash tool's rule is refused as a
+            # binary type is, not shown as NULs and U+FFFD.
+            declared_type = _declared_type(headers)
+            content_type = declared_type or "text/plain"
             declared = headers.get("Content-Length")
             if declared is not None and declared.strip().isdigit() and int(declared) > MAX_RESPONSE_BYTES:
                 raise _Refused(f"refused: the response is {int(declared)} bytes, over the "
                                f"{MAX_RESPONSE_BYTES}-byte limit")
             if not _is_text(content_type):
                 raise _Refused(f"refused: {url} returned {content_type}, which is not text")
-            # Without a Content-Type http.client says text/plain; RFC 9110 (8.3) lets a recipient sniff
-            # instead, and a body whose first bytes are binary by the bash tool's rule is refused as a
-            # binary type is, not shown as NULs and U+FFFD.
-            sniffing = headers.get("Content-Type") is None
+            sniffing = declared_type is None
             decoder = _BodyDecoder(headers.get("Content-Encoding"), url)
             body = bytearray()
             # read1: what has arrived, so a server that drips a byte at a time meets the deadline too.
             while chunk := response.read1(_READ_SIZE):
                 body += decoder.feed(chunk)
                 if sniffing and len(body) >= SNIFF_BYTES:
-                    _refuse_if_binary(body, url)
+                    _refuse_if_binary(body, url, headers.get("Content-Type"))
                     sniffing = False
                 if len(body) > MAX_RESPONSE_BYTES:
                     raise _Refused(f"refused: the response is over the {MAX_RESPONSE_BYTES}-byte limit")
@@ -394,11 +410,12 @@ def _exchange(target: str, authorization: Optional[str], url: str, seconds: Opti
                                f"of the {int(declared)} bytes its Content-Length declares")
             body += decoder.finish()
             if sniffing:
-                _refuse_if_binary(body, url)
+                _refuse_if_binary(body, url, headers.get("Content-Type"))
             if len(body) > MAX_RESPONSE_BYTES:
                 raise _Refused(f"refused: the response is over the {MAX_RESPONSE_BYTES}-byte limit")
-            return _Response(response.geturl(), response.status, content_type, headers.get_content_charset(),
-                             bytes(body))
+            # A charset is a parameter of a type: a value that is no type declares none either.
+            charset = None if declared_type is None else headers.get_content_charset()
+            return _Response(response.geturl(), response.status, content_type, charset, bytes(body))
     except urllib.error.HTTPError as error:
         raise _Refused(f"HTTP {error.code} {error.reason} from {url}") from None
     except refused_redirect as error:
@@ -409,15 +426,16 @@ def _exchange(target: str, authorization: Optional[str], url: str, seconds: Opti
         raise _Refused(f"could not fetch {url}: {type(error).__name__}: {error}") from None
 
 
-def _refuse_if_binary(body: bytearray, url: str) -> None:
-    """Refuse a body sent without a Content-Type whose first ``SNIFF_BYTES`` are binary
-    (``output_is_binary``: a NUL, or mostly invalid UTF-8).
+def _refuse_if_binary(body: bytearray, url: str, content_type: Optional[str]) -> None:
+    """Refuse a body sent without a valid Content-Type (``content_type``, the header's value: None
+    when there is none) whose first ``SNIFF_BYTES`` are binary (``output_is_binary``: a NUL, or
+    mostly invalid UTF-8).
 
     :raises _Refused: it is binary.
     """
     if output_is_binary(bytes(body[:SNIFF_BYTES])):
-        raise _Refused(f"refused: {url} returned {BINARY_MIME} (no Content-Type; its bytes are binary), "
-                       "which is not text")
+        why = "no Content-Type" if content_type is None else f"its Content-Type {content_type!r} is no type/subtype"
+        raise _Refused(f"refused: {url} returned {BINARY_MIME} ({why}; its bytes are binary), which is not text")
 
 
 class _BodyDecoder:
@@ -554,7 +572,7 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
 
     A response over ``MAX_RESPONSE_BYTES`` (by Content-Length, or counted while
     reading) is refused and nothing of it is kept; non-text bodies are refused
-    (one sent without a Content-Type when its first bytes are binary, by the bash
+    (one sent without a valid Content-Type when its first bytes are binary, by the bash
     tool's rule), and so is a body the server cut short of its Content-Length.
     HTML becomes Markdown (``"markdown"``) or text (``"text"``), or is kept
     (``"html"``), decoded by its byte-order mark, else its declared charset
