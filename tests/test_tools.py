@@ -2046,6 +2046,28 @@ def test_webfetch_a_binary_body_whose_content_type_is_no_type_is_refused_as_unty
     assert not text.is_error and text.output == "plain café\n" and text.metadata["content_type"] == "text/plain"
 
 
+@pytest.mark.parametrize(("lines", "body", "expected"), [
+    (["gzip", "gzip"], gzip.compress(gzip.compress(b"twice compressed")), "'gzip, gzip'"),
+    (["gzip", "br"], gzip.compress(b"then brotli"), "'gzip, br'"),
+    (["identity", "gzip"], gzip.compress(b"gzip second"), "'identity, gzip'"),
+    (["gzip", ""], gzip.compress(b"an empty line is no coding"), None),
+], ids=["gzip-gzip", "gzip-br", "identity-gzip", "gzip-empty"])
+def test_webfetch_reads_every_content_encoding_field_line(store, declared_server, lines, body, expected):
+    """Regression (red team B11 f2): with two Content-Encoding field lines only the first was read
+    (``headers.get``), so a body gzip'd twice was shown as still-compressed bytes.  Several lines are
+    one comma-separated list (RFC 9110 5.3; an empty one adds nothing), refused as several codings are."""
+    path = "/encodings/" + "-".join(lines)
+    _DeclaredHandler.ROUTES[path] = ([("Content-Type", "text/plain")] + [("Content-Encoding", line) for line in lines],
+                                     body, None)
+    result = tools.webfetch(store, "s", "c", declared_server + path, timeout=10)
+    if expected is None:
+        assert not result.is_error and result.output == "an empty line is no coding", result.output
+    else:
+        assert result.is_error and result.output == (f"refused: {declared_server}{path} is sent with Content-Encoding "
+                                                     f"{expected}, which webfetch cannot decode"), result.output
+        assert store.resources("s") == []
+
+
 @pytest.mark.parametrize(("html", "markdown", "text"), [
     # The page starts with the <pre>: the first line keeps its indentation (the last .strip() took it).
     ("<html><body><pre>    x = 1\n    y = 2\n</pre></body></html>", "```\n    x = 1\n    y = 2\n```\n",

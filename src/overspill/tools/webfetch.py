@@ -68,6 +68,14 @@ def _declared_type(headers: Any) -> Optional[str]:
     return headers.get_content_type()
 
 
+def _field_list(headers: Any, name: str) -> Optional[str]:
+    """All of the ``name`` field lines in ``headers`` as the one comma-separated list they stand for
+    (RFC 9110 5.3; ``headers.get`` reads the first line only), an empty line adding nothing; None
+    when there is none."""
+    values = [value.strip() for value in headers.get_all(name, ()) if value.strip()]
+    return ", ".join(values) if values else None
+
+
 def _is_text(content_type: str) -> bool:
     """Whether a body of ``content_type`` is kept as text: by the front ends' own
     rule (``is_binary_mime``), so that the page stored under it reads back as text."""
@@ -390,7 +398,7 @@ def _exchange(target: str, authorization: Optional[str], url: str, seconds: Opti
             if not _is_text(content_type):
                 raise _Refused(f"refused: {url} returned {content_type}, which is not text")
             sniffing = declared_type is None
-            decoder = _BodyDecoder(headers.get("Content-Encoding"), url)
+            decoder = _BodyDecoder(_field_list(headers, "Content-Encoding"), url)
             body = bytearray()
             # read1: what has arrived, so a server that drips a byte at a time meets the deadline too.
             while chunk := response.read1(_READ_SIZE):
