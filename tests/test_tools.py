@@ -2068,6 +2068,22 @@ def test_webfetch_reads_every_content_encoding_field_line(store, declared_server
         assert store.resources("s") == []
 
 
+@pytest.mark.parametrize("location", ["gopher://user:s3cret@example.com/x", "file://user:s3cret@localhost/etc/passwd",
+                                      "FILE://user:s3cret@localhost/etc/passwd", "ftp://user:s3cret@example.com/",
+                                      "javascript://user:s3cret@x/%0Aalert(1)"])
+def test_webfetch_a_refused_redirect_never_shows_its_password(store, location):
+    """Regression (red team B11 f3): a redirect to gopher:, file: or data: was refused by urllib's
+    own check (before ``redirect_request``, where the target's password is masked), whose message
+    quoted the Location whole: the password reached the model.  Every redirect to a scheme other
+    than http and https is refused by webfetch's one rule, its message masked as every one is."""
+    answer = f"HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n".encode()
+    url, listener = _raw_server(lambda connection: connection.sendall(answer))
+    with listener:
+        result = tools.webfetch(store, "s", "c", url.replace("http://", "http://u:pw@"), timeout=10)
+    assert result.is_error and result.output == "refused a redirect to " + location.replace("s3cret", "***"), \
+        result.output
+
+
 @pytest.mark.parametrize(("html", "markdown", "text"), [
     # The page starts with the <pre>: the first line keeps its indentation (the last .strip() took it).
     ("<html><body><pre>    x = 1\n    y = 2\n</pre></body></html>", "```\n    x = 1\n    y = 2\n```\n",

@@ -11,7 +11,7 @@ import re
 import time
 import zlib
 from typing import Any, Callable, Optional
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 from .._arguments import metadata_string, os_string_problem, wait_seconds
 from .._binary import BINARY_MIME, SNIFF_BYTES, output_is_binary
@@ -44,10 +44,19 @@ def _redirect_handling() -> tuple[type, type]:
         class _HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):
             """Follows redirects only to http and https (urllib would also follow ftp)."""
 
-            def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
-                if urlsplit(newurl).scheme.lower() not in ("http", "https"):
-                    raise _RefusedRedirect(f"refused a redirect to {_masked(newurl)}")
-                return super().redirect_request(req, fp, code, msg, headers, newurl)
+            def http_error_302(self, req, fp, code, msg, headers):  # type: ignore[no-untyped-def]
+                # Decided before urllib's own check, which refuses gopher:, file:, data: (not ftp:)
+                # with the Location whole, its password too, in the message: every refused target
+                # is told by this one rule, masked.  The Location is the one urllib follows.
+                location = headers["location"] if "location" in headers else headers.get("uri")
+                if location is not None:
+                    target = urljoin(req.full_url, location)
+                    if urlsplit(target).scheme.lower() not in ("http", "https"):
+                        raise _RefusedRedirect(f"refused a redirect to {_masked(target)}")
+                return super().http_error_302(req, fp, code, msg, headers)
+
+            # The base class binds these to its own http_error_302.
+            http_error_301 = http_error_303 = http_error_307 = http_error_308 = http_error_302
 
         _redirect_classes = (_RefusedRedirect, _HttpOnlyRedirects)
     return _redirect_classes
