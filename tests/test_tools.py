@@ -2084,6 +2084,22 @@ def test_webfetch_a_refused_redirect_never_shows_its_password(store, location):
         result.output
 
 
+def test_webfetch_follows_a_redirect_whose_target_has_userinfo_without_sending_it(store):
+    """Regression (red team B11 f5): a redirect to ``http://user:pw@host/`` failed with "Name or
+    service not known" (urllib asked for the host ``user:pw@host``).  It is followed to the host, the
+    userinfo left out of the request, and no credentials are sent to the redirect's target (curl would
+    send them as Basic auth; the model never gave them)."""
+    for base in _serving(_EchoHandler):
+        for other in _serving(_EchoHandler):
+            _EchoHandler.elsewhere = other.replace("http://", "http://user:secret@")
+            try:
+                moved = tools.webfetch(store, "s", "c", base + "/moved", timeout=10)
+            finally:
+                _EchoHandler.elsewhere = ""
+            assert not moved.is_error and moved.output == "target=/landed authorization=None", moved.output
+            assert moved.metadata["url"] == other + "/landed", moved.metadata
+
+
 @pytest.mark.parametrize(("html", "markdown", "text"), [
     # The page starts with the <pre>: the first line keeps its indentation (the last .strip() took it).
     ("<html><body><pre>    x = 1\n    y = 2\n</pre></body></html>", "```\n    x = 1\n    y = 2\n```\n",

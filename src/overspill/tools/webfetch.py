@@ -58,6 +58,12 @@ def _redirect_handling() -> tuple[type, type]:
             # The base class binds these to its own http_error_302.
             http_error_301 = http_error_303 = http_error_307 = http_error_308 = http_error_302
 
+            def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+                # The target as the first URL is requested: urllib would ask for the host
+                # "user:pw@host".  Its userinfo is left out and, unlike curl, not sent as Basic auth:
+                # the credentials are the server's, not the model's, and the target may be any host.
+                return super().redirect_request(req, fp, code, msg, headers, _request_target(newurl)[0])
+
         _redirect_classes = (_RefusedRedirect, _HttpOnlyRedirects)
     return _redirect_classes
 
