@@ -2100,6 +2100,38 @@ def test_webfetch_follows_a_redirect_whose_target_has_userinfo_without_sending_i
             assert moved.metadata["url"] == other + "/landed", moved.metadata
 
 
+@pytest.mark.parametrize("interim", [b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n",
+                                     b"HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+                                     b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\n\r\n"],
+                         ids=["103", "102-103-100-103"])
+def test_webfetch_skips_interim_responses_before_the_final_one(store, interim):
+    """Regression (red team B11 f6): a 103 Early Hints before the 200 made the fetch an error
+    ("HTTP 103 Early Hints"): http.client skips only 100 Continue.  RFC 9110 15.2: a client reads
+    every 1xx interim response (but 101) before the final one and goes on."""
+    final = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"
+    url, listener = _raw_server(lambda connection: connection.sendall(interim + final))
+    with listener:
+        result = tools.webfetch(store, "s", "c", url, timeout=10)
+    assert not result.is_error and result.output == "hello" and result.metadata["status"] == 200, result.output
+
+
+@pytest.mark.parametrize("lines", [[b"gzip, chunked"], [b"chunked", b"gzip"], [b"compress"]])
+def test_webfetch_refuses_a_transfer_coding_other_than_chunked(store, lines):
+    """Regression (red team B11 f6): ``Transfer-Encoding: gzip, chunked`` returned the body with its
+    chunk framing as text: http.client undoes only a lone ``chunked`` and reads anything else as
+    it comes.  Any other transfer coding is refused in one line, as an unknown content coding is."""
+    body = b"5\r\nhello\r\n0\r\n\r\n"
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n" + b"".join(b"Transfer-Encoding: " + line + b"\r\n"
+                                                                       for line in lines)
+    url, listener = _raw_server(lambda connection: connection.sendall(head + b"Connection: close\r\n\r\n" + body))
+    with listener:
+        result = tools.webfetch(store, "s", "c", url, timeout=10)
+    coding = b", ".join(lines).decode()
+    assert result.is_error and result.output == (f"refused: {url} is sent with Transfer-Encoding {coding!r}, which "
+                                                 "webfetch cannot decode"), result.output
+    assert store.resources("s") == []
+
+
 @pytest.mark.parametrize(("html", "markdown", "text"), [
     # The page starts with the <pre>: the first line keeps its indentation (the last .strip() took it).
     ("<html><body><pre>    x = 1\n    y = 2\n</pre></body></html>", "```\n    x = 1\n    y = 2\n```\n",

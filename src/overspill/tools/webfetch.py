@@ -337,7 +337,20 @@ def _watched_handlers(watchdog: _Watchdog) -> list[Any]:
     """urllib's http and https handlers, their connections watched by ``watchdog``."""
     global _watched_classes
     if _watched_classes is None:
+        import http.client
         import urllib.request
+
+        class _FinalResponse(http.client.HTTPResponse):
+            """A response read past its 1xx interim responses (102 Processing, 103 Early Hints), as
+            RFC 9110 (15.2) asks of a client: http.client passes over 100 Continue only, and urllib
+            took a 103 for the final status.  A 101 is final: it switches protocols."""
+
+            def _read_status(self):  # type: ignore[no-untyped-def]
+                while True:
+                    version, status, reason = super()._read_status()
+                    if not 100 <= status < 200 or status == 101:
+                        return version, status, reason
+                    http.client.parse_headers(self.fp)  # the interim response's fields, passed over
 
         def watched(handler: type) -> type:
             class _Watched(handler):  # type: ignore[valid-type,misc]
@@ -346,7 +359,13 @@ def _watched_handlers(watchdog: _Watchdog) -> list[Any]:
                     self._watchdog = watchdog
 
                 def do_open(self, http_class, req, **kwargs):  # type: ignore[no-untyped-def]
-                    return super().do_open(self._watchdog.connection(http_class), req, **kwargs)
+                    watched_connection = self._watchdog.connection(http_class)
+
+                    def connection(*args: Any, **options: Any) -> Any:
+                        made = watched_connection(*args, **options)
+                        made.response_class = _FinalResponse
+                        return made
+                    return super().do_open(connection, req, **kwargs)
             return _Watched
 
         bases = [urllib.request.HTTPHandler] + ([urllib.request.HTTPSHandler]
@@ -413,6 +432,12 @@ def _exchange(target: str, authorization: Optional[str], url: str, seconds: Opti
             if not _is_text(content_type):
                 raise _Refused(f"refused: {url} returned {content_type}, which is not text")
             sniffing = declared_type is None
+            # http.client undoes a lone "chunked" and reads any other transfer coding's bytes as the
+            # body ("gzip, chunked": its chunk framing shown as text).
+            transfer = _field_list(headers, "Transfer-Encoding")
+            if transfer is not None and transfer.lower() != "chunked":
+                raise _Refused(f"refused: {url} is sent with Transfer-Encoding {transfer!r}, "
+                               "which webfetch cannot decode")
             decoder = _BodyDecoder(_field_list(headers, "Content-Encoding"), url)
             body = bytearray()
             # read1: what has arrived, so a server that drips a byte at a time meets the deadline too.
