@@ -1491,13 +1491,14 @@ def test_webfetch_an_empty_encoded_body_is_an_empty_page(store, declared_server,
 def test_webfetch_a_meta_naming_utf16_is_read_as_utf8(store, declared_server, label, body):
     """Regression (red team Y f03): a page whose <meta> names UTF-16 (no charset in the headers) was
     decoded as UTF-16, its text garbled; HTML's prescan reads such a page as UTF-8 (its <meta> was
-    read as ASCII), and x-user-defined as windows-1252.  A header's UTF-16 is still UTF-16."""
+    read as ASCII), and x-user-defined as windows-1252.  A header's UTF-16 is still UTF-16 (by a WHATWG
+    label: Python's "utf-16-le" is none, so it is no declared charset, as for browsers)."""
     path = "/meta-" + label
     page = b'<html><head><meta charset="' + label.encode() + b'"></head><body><p>' + body + b"</p></body></html>"
     _DeclaredHandler.ROUTES[path] = ([("Content-Type", "text/html")], page, None)
     result = tools.webfetch(store, "s", "c", declared_server + path, format="text", timeout=10)
     assert not result.is_error and result.output.strip() == "café", result.output
-    _DeclaredHandler.ROUTES["/header-utf-16"] = ([("Content-Type", "text/html; charset=utf-16-le")],
+    _DeclaredHandler.ROUTES["/header-utf-16"] = ([("Content-Type", "text/html; charset=utf-16le")],
                                                  "<p>café</p>".encode("utf-16-le"), None)
     result = tools.webfetch(store, "s", "c", declared_server + "/header-utf-16", format="text", timeout=10)
     assert not result.is_error and result.output.strip() == "café", result.output
@@ -2066,6 +2067,40 @@ def test_webfetch_reads_every_content_encoding_field_line(store, declared_server
         assert result.is_error and result.output == (f"refused: {declared_server}{path} is sent with Content-Encoding "
                                                      f"{expected}, which webfetch cannot decode"), result.output
         assert store.resources("s") == []
+
+
+_WINDOWS_1252 = b"\x93Quoted\x94 \x97 dash \x85 caf\xe9 \x80 \x81\x8d\x8f\x90\x9d."
+
+
+@pytest.mark.parametrize(("where", "label", "body", "expected"), [
+    # Labels the WHATWG Encoding Standard maps to windows-1252, as browsers decode them; the five bytes
+    # Python's cp1252 leaves undefined are the C1 controls of their value, as the standard's index says.
+    *[(where, label, _WINDOWS_1252, "\u201cQuoted\u201d \u2014 dash \u2026 caf\u00e9 \u20ac \x81\x8d\x8f\x90\x9d.")
+      for where in ("header", "meta") for label in ("iso-8859-1", "Latin1", "us-ascii", " ascii ", "windows-1252")],
+    # Other WHATWG encodings by their Python codec.
+    ("header", "iso-8859-2", b"\xb1\xe6", "\u0105\u0107"), ("meta", "koi8-r", b"\xc1", "\u0430"),
+    ("header", "shift_jis", "日本".encode("cp932"), "日本"), ("header", "x-user-defined", b"a\x80", "a\uf780"),
+    ("header", "windows-1250", b"\x81\x8a", "\x81\u0160"), ("header", "gbk", "中文".encode("gb18030"), "中文"),
+    # Labels the standard does not know are no declared charset: the page is UTF-8.
+    *[(where, label, body, expected) for where in ("header", "meta") for label, body, expected in [
+        ("unicode_escape", b"x\\u0041y", "x\\u0041y"), ("utf-7", b"a+AEE-b", "a+AEE-b"),
+        ("rot13", b"uryyb", "uryyb"), ("latin-1", "café".encode(), "café"), ("cp437", "café".encode(), "café")]],
+])
+def test_webfetch_decodes_a_charset_by_the_whatwg_label_table(store, declared_server, where, label, body, expected):
+    """Regression (red team B11 f4): ``charset=iso-8859-1``, ``latin1`` and ``us-ascii`` were decoded
+    by Python's codecs, not as windows-1252 as the WHATWG Encoding Standard (and every browser) says:
+    curly quotes and dashes reached the model as C1 controls or U+FFFD; and a label Python's codec
+    registry knows but the standard does not (``unicode_escape``, ``utf-7``) was honoured, so
+    ``x\\u0041y`` became ``xAy``.  A label decodes by the standard's table, in a header or a <meta>."""
+    path = f"/whatwg/{where}/{label.encode().hex()}/{len(body)}"
+    if where == "header":
+        _DeclaredHandler.ROUTES[path] = ([("Content-Type", f"text/plain; charset=\"{label}\"")], body, None)
+    else:
+        page = (b'<html><head><meta charset="' + label.strip().encode() + b'"></head><body><p>' + body
+                + b"</p></body></html>")
+        _DeclaredHandler.ROUTES[path] = ([("Content-Type", "text/html")], page, None)
+    result = tools.webfetch(store, "s", "c", declared_server + path, format="text", timeout=10)
+    assert not result.is_error and result.output.strip() == expected, result.output
 
 
 @pytest.mark.parametrize("location", ["gopher://user:s3cret@example.com/x", "file://user:s3cret@localhost/etc/passwd",

@@ -17,7 +17,7 @@ import re
 from html.parser import HTMLParser
 from typing import Optional
 
-__all__ = ["html_to_markdown", "html_to_text", "sniff_charset"]
+__all__ = ["html_to_markdown", "html_to_text"]
 
 _DROPPED = {"script", "style", "noscript", "template", "svg", "head", "title", "iframe", "object", "canvas"}
 # A dropped element still open at the end of the page has its content kept
@@ -49,7 +49,6 @@ _BLOCKS = {"p", "div", "section", "article", "main", "header", "footer", "nav", 
 _ROW_GROUPS = {"thead", "tbody", "tfoot"}
 _INLINE_MARKERS = {"strong": "**", "b": "**", "em": "*", "i": "*", "code": "`"}
 _SPACE = re.compile(r"\s+")
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
 # HTML's rules for parsing integers: white space, a sign, digits; what follows is ignored.
 _INTEGER = re.compile(r"[\t\n\f\r ]*([+-]?)([0-9]+)")
 # Browsers hold <ol start> in a 32-bit int and take a value outside it as no value.
@@ -60,25 +59,6 @@ _START_BOUND = 2**31
 # 25 MB); renderers stop nesting about here anyway (markdown-it's CommonMark
 # preset at 20), and the text is all kept.
 _MAX_NESTING = 20
-
-
-# The WHATWG Encoding Standard's labels of UTF-16LE and UTF-16BE.  HTML's prescan reads a <meta>
-# naming one of them as UTF-8 (a page whose <meta> could be read as ASCII is no UTF-16), and
-# x-user-defined as windows-1252.
-_META_AS_UTF8 = frozenset(("csunicode", "iso-10646-ucs-2", "ucs-2", "unicode", "unicodefeff", "utf-16", "utf-16le",
-                           "unicodefffe", "utf-16be"))
-
-
-def sniff_charset(head: bytes) -> Optional[str]:
-    """The charset a ``<meta>`` tag declares in the first bytes of a page, if any, as HTML's
-    prescan takes it: a UTF-16 label is UTF-8, x-user-defined windows-1252."""
-    match = _META_CHARSET.search(head[:4096])
-    if match is None:
-        return None
-    label = match.group(1).decode("ascii")
-    if label.lower() in _META_AS_UTF8:
-        return "utf-8"
-    return "windows-1252" if label.lower() == "x-user-defined" else label
 
 
 def _list_start(value: Optional[str]) -> int:

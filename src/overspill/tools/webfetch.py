@@ -105,21 +105,17 @@ _BYTE_ORDER_MARKS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-l
 def _decoded(body: bytes, declared: Optional[str], is_html: bool) -> str:
     """``body`` as text: by its byte-order mark (which is dropped), else the
     charset the headers declare, else the one an HTML page names, else UTF-8,
-    the order of HTML's encoding sniffing; invalid bytes become U+FFFD.  A name
-    that is no text codec ("hex", "zlib") or cannot replace what it cannot
-    decode ("idna") is passed over, as an unknown one is."""
-    from ._html import sniff_charset
+    the order of HTML's encoding sniffing; invalid bytes become U+FFFD.  A
+    charset is read by the WHATWG Encoding Standard's labels, as browsers read
+    it (``_encodings``: ``iso-8859-1`` is windows-1252); a name the standard
+    does not know (``utf-7``, ``unicode_escape``, ``hex``) is passed over."""
+    from ._encodings import decode, encoding_of, sniff_charset
 
     for mark, codec in _BYTE_ORDER_MARKS:
         if body.startswith(mark):
             return body[len(mark):].decode(codec, "replace")
-    for candidate in (declared, sniff_charset(body[:4096]) if is_html else None):
-        if candidate:
-            try:
-                return body.decode(codecs.lookup(candidate).name, "replace")
-            except (LookupError, UnicodeError, ValueError, TypeError):
-                continue
-    return body.decode("utf-8", "replace")
+    encoding = encoding_of(declared) or (sniff_charset(body[:4096]) if is_html else None)
+    return decode(body, encoding or "UTF-8")
 
 
 class _Refused(Exception):
@@ -623,8 +619,9 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
     (one sent without a valid Content-Type when its first bytes are binary, by the bash
     tool's rule), and so is a body the server cut short of its Content-Length.
     HTML becomes Markdown (``"markdown"``) or text (``"text"``), or is kept
-    (``"html"``), decoded by its byte-order mark, else its declared charset
-    (UTF-8 when it names none, or no text codec).  A gzip or deflate ``Content-Encoding`` is undone, and the
+    (``"html"``), decoded by its byte-order mark, else its declared charset, read by
+    the WHATWG Encoding Standard's labels (UTF-8 when it names none, or none the standard
+    knows).  A gzip or deflate ``Content-Encoding`` is undone, and the
     limit applies to what it gives.  A page that conversion makes larger than the limit
     is cut there, at a character, with a last line saying so (``metadata["cut"]``).
     The conversion runs in a worker process within what the timeout left of the
@@ -642,7 +639,7 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
         return failure(problem)
     # What the page's decoding and conversion import, resolved before the fetch as it used to be:
     # an install that cannot import them fails at once, not after a download.
-    from . import _html, _regex  # noqa: F401
+    from . import _encodings, _html, _regex  # noqa: F401
 
     started = time.monotonic()
     try:
