@@ -842,6 +842,21 @@ def test_a_dry_run_cleanup_takes_no_lock_and_works_for_a_read_only_user_red_team
         assert store.read("s", uri, limit=5).content == "zzzzz"
 
 
+def test_a_refused_password_is_a_permission_error_not_a_refused_connection_red_team_h11(server):
+    """Regression (red team H11): a wrong password was told as ``[Errno 111]`` (ECONNREFUSED),
+    though the server answered and refused the credentials: it is EACCES now, the password
+    still shown as ``***``."""
+    import errno
+
+    with ToolOutputStore(url=server.url) as store:
+        store._backend.client.execute_command("ACL", "SETUSER", "h11user", "on", ">right", "~*", "&*", "+@all")
+    with pytest.raises(StorageError) as caught:
+        with ToolOutputStore(url=f"redis://h11user:wrong@{server.address}/0") as store:
+            store.records()
+    assert caught.value.errno == errno.EACCES, caught.value
+    assert "wrong" not in str(caught.value) and "***" in str(caught.value)
+
+
 def test_a_surrogate_pair_session_is_refused_and_lone_surrogates_stay_their_own_session(server):
     """Regression (red team B10 f01), on Redis: session "\\ud83d\\ude00" (a high then a low
     surrogate) was written; a fresh store (another process) denied the writer its own output

@@ -227,7 +227,10 @@ class RedisBackend(RedisReads, RedisQuota):
             # A MOVED reply's own text is only "SLOT HOST:PORT": say what it means.
             reason = (f"the server is a Redis Cluster node ({type(error).__name__}: {reason}); use the Cluster "
                       "URL form, redis+cluster://host:port (rediss+cluster:// over TLS)")
-        if not isinstance(number, int):
+        if isinstance(error, redis.exceptions.AuthenticationError):
+            # (a ConnectionError to redis-py, but the server answered: it refused the user or password)
+            number = errno.EACCES
+        elif not isinstance(number, int):
             number = errno.ECONNREFUSED if isinstance(error, redis.exceptions.ConnectionError) else errno.EIO
         return StorageError(number, f"{action} at {self._shown}: {reason}")
 
