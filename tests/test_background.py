@@ -1486,3 +1486,52 @@ def test_wait_from_an_offset_inside_a_character_starts_as_a_read_page_does(store
         assert waited.metadata["offset"] == 5
     # An offset on a character's first byte, or inside invalid bytes, is its own start, as in a page.
     assert wait(store, SESSION, "w", uri, 0, offset=2).output.startswith("\u20accd\n")
+
+
+@pytest.mark.parametrize(("before", "after", "shown", "cut_at", "rest"), [
+    (b"build\n\x1b[3", b"1mFAILED\x1b[0m here\n", "build", 6, "FAILED here"),  # a CSI cut in its parameters
+    (b"build\n\x1b", b"[31mFAILED here\n", "build", 6, "FAILED here"),  # a lone ESC: a sequence begun
+    (b"see\n\x1b]8;;http://x/y", b"\x1b\\FAILED\x1b]8;;\x1b\\ here\n", "see", 4, "FAILED here"),  # an OSC link's URL
+    (b"see\n\x1b]0;title\x1b", b"\\FAILED here\n", "see", 4, "FAILED here"),  # the ST ending an OSC, cut in two
+    (b"see\n\x1b[1m", b"FAILED\x1b[0m here\n", "see", 4, "FAILED here"),  # whole, yet the next bytes may go on with it
+    (b"50%\r\x1b[3", b"2mFAILED here\n", "50%", 4, "FAILED here"),  # after a \r: the line redrawn from there
+    ("caf\u00e9\n\x1b]0;\u00e9".encode()[:-1], "\u00e9\x07FAILED here\n".encode()[1:], "caf\u00e9", 6,
+     "FAILED here"),  # a character cut inside an OSC string: back to the sequence's start
+])
+def test_a_wait_loop_never_shows_a_piece_of_an_escape_sequence_the_sealed_end_cuts(tmp_path, before, after, shown,
+                                                                                  cut_at, rest):
+    """Red team D11 f01: a running output sealed inside an escape sequence ("build \\x1b[3") made the
+    answer name the sealed size (inside "\\x1b[31m"), and a wait from there showed "1mFAILED here":
+    the sequence's rest as text, and ``^FAILED`` never matched a line that starts with it.  The answer's
+    end, and its next offset, move back to the sequence's start while the command runs, as they do
+    before a cut character; pages stop there too."""
+    with ToolOutputStore(tmp_path) as store:
+        writer = store._backend.create_growing("0" * 12 + "K" * 14, session_id=SESSION, tool_call_id="c",
+                                               mime="text/plain", name=None, owner=current_owner(), process=None)
+        uri = writer.record.resource.uri
+        try:
+            writer.write(memoryview(before))
+            writer.seal()
+            answer = background_answer(store, SESSION, uri, store.limits())
+            assert answer.output.startswith(f"{shown}\n[running"), answer.output
+            assert (answer.metadata["size"], answer.metadata["next_offset"]) == (len(before), cut_at)
+            page = store.read(SESSION, uri)  # a page ending at the sealed end states the same end so far
+            assert (page.content.rstrip("\n"), page.next, page.resource.size) == (shown, None, cut_at)
+            early = wait(store, SESSION, "w", uri, 0)  # without an offset: from that end, as the answer named
+            assert early.metadata["offset"] == early.metadata["next_offset"] == cut_at, early.output
+            grown = []
+
+            def grow(size: int) -> None:
+                # Called by the wait once its start is taken: the rest of the sequence, and a line, arrive.
+                if not grown:
+                    grown.append(size)
+                    writer.write(memoryview(after))
+                    writer.seal()
+
+            waited = wait(store, SESSION, "w", uri, 30, "^FAILED", offset=answer.metadata["next_offset"], progress=grow)
+            assert not waited.is_error, waited.output
+            assert waited.output.startswith(f"{rest}\n[pattern '^FAILED' found at byte offset {cut_at}]"), waited.output
+            assert waited.metadata["offset"] == waited.metadata["match"] == cut_at
+            assert waited.metadata["next_offset"] == len(before + after)
+        finally:
+            writer.abort()

@@ -243,15 +243,16 @@ class StoreReads:
         final = high == size
         resource = record.resource
         if final and record.state == "running":
-            # A running command's sealed end may cut a character in two: the page stops before its
-            # first bytes, and names their offset to read on from (a page that ended with them
-            # would show U+FFFD, and the next page would start inside the character).  The page
+            # A running command's sealed end may cut a character in two, or an escape sequence that
+            # the view removes (``_cut_end``): the page stops before its first bytes, and names their
+            # offset to read on from (a page that ended with them would show U+FFFD, and the next
+            # page would start inside the character, or show the sequence's rest as text).  The page
             # states that end as the size so far, as ``preview`` does: a page ending there is the
             # last one for now (not "more bytes" that a read there could never serve).  An offset
             # inside those bytes starts past them, as any mid-character offset starts at the next
             # character: an empty page at the sealed end (offsets never go back).  A lost command's
             # end is final: a character cut there stays cut, and is shown as such.
-            cut = self._cut_character(record, size)
+            cut = self._cut_end(resource_id, record, size)
             if cut and offset <= size - cut:
                 from ._frozen import replace  # only a sealed end inside a character needs it
 
@@ -352,14 +353,20 @@ class StoreReads:
                       position: int) -> int:
         """``position`` (in the payload; ``view`` holds its bytes ``[low, high)``), moved to the end
         of an escape sequence that covers it; else ``position``."""
+        return self._sequence(resource_id, record, view, low, high, position)[1]
+
+    def _sequence(self, resource_id: str, record: Record, view: memoryview, low: int, high: int,
+                  position: int) -> tuple[int, int]:
+        """The escape sequence that covers ``position`` (in the payload; ``view`` holds its bytes
+        ``[low, high)``) as ``(start, end)``; ``(position, position)`` when none does (``covering_in``)."""
         size = record.resource.size
         found = covering_in(view, position - low, low == 0, high == size)
         if found is not None:
-            return found[1] + low
+            return found[0] + low, found[1] + low
         # The sequence may start before the window (an OSC string longer than its margin) or end past it.
         escapes = self._escapes.get(resource_id)
         if escapes is not None and position <= escapes.clean:
-            return position  # no ESC before it
+            return position, position  # no ESC before it
         # The payload's escape index finds the sequence's ESC however far back, after one scan of the
         # bytes before the window's block end, made once for all pages (a page whose window no sequence
         # reaches then skips the look-back: ``read``'s fast path).
@@ -376,14 +383,34 @@ class StoreReads:
             if len(self._escapes) >= _ESCAPE_INDEXES:
                 self._escapes.clear()
             self._escapes[resource_id] = escapes
-        return covering_far(read, escapes, position, size)[1]
+        return covering_far(read, escapes, position, size)
 
-    def _cut_character(self, record: Record, size: int) -> int:
-        """The bytes at ``size``'s end that start a character not whole there (``text.cut_character``)."""
+    def _cut_end(self, resource_id: str, record: Record, size: int) -> int:
+        """How many bytes at the end of a running output's first ``size`` bytes (its sealed prefix,
+        which the next bytes may go on from) start something not whole there: a character
+        (``text.cut_character``) or, when the view removes escapes, an escape sequence the next
+        bytes may go on with.  0 when none does.  This is the one rule for where a running output's
+        pages, previews and ``wait`` stop: an end (and the offset named to read on from) inside a
+        sequence would show its rest as text ("1mFAILED") once the rest arrives.
+
+        A sequence may go on when its match reaches the end (the views' rule, ``covering_in``: with
+        the bytes after, the match may be longer), or an ESC is the last byte: it starts one, or ends
+        the OSC string before it (an ST is two bytes), which then may go on too.
+        """
         if size == 0:
             return 0
-        with self._backend.read(record, max(size - 4, 0), size) as end:
-            return cut_character(end)
+        low = max(size - ESCAPE_REACH, 0)
+        with self._backend.read(record, low, size) as window:
+            end = size - cut_character(window)
+            if not self._views & VIEW_ANSI or end == 0:
+                return size - end
+            if window[end - 1 - low] == 0x1B:
+                end -= 1
+            if end > low:
+                start, stop = self._sequence(resource_id, record, window[: end - low], low, end, end - 1)
+                if stop >= end:
+                    end = start
+        return size - end
 
     def read_bytes(self, session_id: str, uri: str, *, offset: int = 0,
                    limit: Optional[int] = None) -> tuple[Resource, bytes, int, Optional[int]]:
@@ -459,9 +486,9 @@ class StoreReads:
         resource = record.resource
         bound = size if end is None else max(whole_number(end, "end"), start)
         if record.state == "running" and bound > start:
-            # A running command's sealed end may cut a character in two: the preview stops before it
-            # (its next offset is then where the character starts, not inside it).
-            bound = min(bound, size) - self._cut_character(record, min(bound, size))
+            # A running command's sealed end may cut a character or an escape sequence in two: the
+            # preview stops before it (its next offset is then where it starts, not inside it).
+            bound = min(bound, size) - self._cut_end(record.id, record, min(bound, size))
         if bound < size:
             from ._frozen import replace  # only a bounded preview of a grown resource needs it
 

@@ -329,18 +329,17 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
 
 def _sealed_end(store: ToolOutputStore, session_id: str, record: Record) -> int:
     """Where a wait without an offset starts: the end of the output sealed now, before the first
-    bytes of a character that a running output's sealed end cuts (``text.cut_character``, the rule
-    of pages and previews).  The earlier answer named that offset; a start past those bytes would
-    show the rest of the character as U+FFFD, and the character never whole.  An exited or lost
-    output's end is final: nothing will complete a character cut there."""
+    bytes of a character or an escape sequence that a running output's sealed end cuts (the store's
+    rule for pages and previews, ``_cut_end``).  The earlier answer named that offset; a start past
+    those bytes would show the rest of the character as U+FFFD (the character never whole), or the
+    rest of the sequence as text.  An exited or lost output's end is final: nothing will complete
+    what is cut there."""
+    del session_id  # (``record`` is this session's: ``store.status`` checked it)
     size = record.resource.size
     if record.state != "running" or size == 0:
         return size
-    from ..text import cut_character  # only a running output's end needs it
-
     # (the payload is append-only: the bytes before ``size`` stay as they are while it grows)
-    end = store.read_bytes(session_id, record.resource.uri, offset=max(size - 4, 0), limit=min(size, 4))[1]
-    return size - cut_character(end)
+    return size - store._cut_end(record.id, record, size)  # noqa: SLF001 - the store's one rule for it
 
 
 def _page_start(store: ToolOutputStore, session_id: str, uri: str, offset: int) -> int:
