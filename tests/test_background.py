@@ -1535,3 +1535,32 @@ def test_a_wait_loop_never_shows_a_piece_of_an_escape_sequence_the_sealed_end_cu
             assert waited.metadata["next_offset"] == len(before + after)
         finally:
             writer.abort()
+
+
+def test_wait_describes_binary_output_as_the_bash_answer_and_read_do(store):
+    """Red team D11 f02: ``wait`` on a binary background output showed its bytes decoded as text
+    (NULs, control characters, U+FFFD), while bash's answer and ``read`` described it as binary.
+    ``wait`` says the same one line, while the command runs and after it exited."""
+    data = bytes(range(256)) * 12
+    output = store.open_growing(SESSION, "b")
+    uri = output.record.resource.uri
+    try:
+        output.write(data[:1408])  # (its last byte ASCII: no character cut at the sealed end)
+        seal_now(output)
+        answer = background_answer(store, SESSION, uri, store.limits())
+        assert answer.output.startswith("[binary output, 1408 bytes, stored as "), answer.output
+        running = wait(store, SESSION, "w", uri, 0, offset=0)
+        assert running.output.startswith("[binary output, 1408 bytes, stored as "), running.output
+        assert "\ufffd" not in running.output and "\x00" not in running.output
+        assert running.metadata["next_offset"] == 1408
+        assert wait(store, SESSION, "w", uri, 0, offset=1408).output.startswith("(no new output)\n")
+        output.write(data[1408:])
+        seal_now(output)
+        more = wait(store, SESSION, "w", uri, 0, offset=1408)
+        assert more.output.startswith(f"[binary output, {len(data)} bytes, stored as "), more.output
+    finally:
+        output.finish(0)
+    for offset in (0, 1408):
+        ended = wait(store, SESSION, "w", uri, 0, offset=offset)
+        assert ended.output.startswith(f"[binary output, {len(data)} bytes, stored as {uri}; it begins 00 01 02"), ended.output
+        assert "\ufffd" not in ended.output and "\x00" not in ended.output and ended.metadata["state"] == "exited"

@@ -176,10 +176,17 @@ def _start_of(store: ToolOutputStore, session_id: str, uri: str, size: int) -> b
 
 def _body(content: str, start: bytes, record: Record) -> str:
     """The preview, or a one-line description of binary output."""
-    if start and output_is_binary(start):
-        total = record.capture[0] if record.capture is not None else record.resource.size
-        return describe_binary(total, start, record.resource.uri, record.resource.size)
-    return strip_final_newline(content)
+    return _binary_line(start, record) or strip_final_newline(content)
+
+
+def _binary_line(start: bytes, record: Record) -> Optional[str]:
+    """The one line that describes a binary output (``start``, its first bytes, decides, as it does
+    for bash's answer and ``read``), or None for text: every answer of a background command
+    (``bash``'s, ``wait``'s, running or exited) describes it so, never decodes it."""
+    if not start or not output_is_binary(start):
+        return None
+    total = record.capture[0] if record.capture is not None else record.resource.size
+    return describe_binary(total, start, record.resource.uri, record.resource.size)
 
 
 def _finished_result(store: ToolOutputStore, session_id: str, record: Record, limits: Limits,
@@ -195,7 +202,7 @@ def _finished_result(store: ToolOutputStore, session_id: str, record: Record, li
     result = ProcessResult(record.exit_code if record.exit_code is not None else -1, b"", b"", False, False, total,
                            0, False, duration)
     lines = record.lines or 0
-    binary = bool(start) and output_is_binary(start)
+    binary = _binary_line(start, record)
     # The raw bytes decide storing, as in the foreground (``truncate``): an output over the limits
     # whose view fits them (redraws, escapes) stays stored, its view shown whole with its marker.
     raw_within = (record.capture is None and record.resource.size <= limits.max_bytes
@@ -212,8 +219,7 @@ def _finished_result(store: ToolOutputStore, session_id: str, record: Record, li
         output = CommandOutput(result, strip_final_newline(shown.content), True, record.resource, lines, None,
                                stored_metadata(shown))
     elif binary:
-        output = CommandOutput(result, describe_binary(total, start, uri, record.resource.size), True,
-                               record.resource, lines, None, {})
+        output = CommandOutput(result, binary, True, record.resource, lines, None, {})
     else:
         output = CommandOutput(result, strip_final_newline(shown.content), True, record.resource, lines, None,
                                stored_metadata(shown))
@@ -298,6 +304,8 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
             kept = _background.kept_end(resource) if job is None else job.output.kept_end()
         shown = store.preview(session_id, resource, offset=start, max_lines=limits.max_lines,
                               max_bytes=limits.max_bytes, end=record.resource.size, kept_end=kept)
+        # Binary output is described, not decoded, as bash's answer describes it (its first bytes decide).
+        first = _start_of(store, session_id, resource, record.resource.size) if shown.content else b""
     except _Cancelled:
         return failure("wait was cancelled")
     except OverspillError as error:
@@ -321,7 +329,7 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
     elif record.state == "running":
         notes.append(f"[waited {limit:g} s]")
     # New stored bytes, or past the stored copy (max_stored_bytes) the output's true end.
-    body = strip_final_newline(shown.content) or "(no new output)"
+    body = _body(shown.content, first, record) or "(no new output)"
     text = "\n".join([body, *notes, _state_line(record, next_offset)])
     return ToolResult(text, False, shown.truncated, record.resource,
                       _metadata(record, next_offset, offset=start, match=found, **omitted))
