@@ -1564,3 +1564,17 @@ def test_wait_describes_binary_output_as_the_bash_answer_and_read_do(store):
         ended = wait(store, SESSION, "w", uri, 0, offset=offset)
         assert ended.output.startswith(f"[binary output, {len(data)} bytes, stored as {uri}; it begins 00 01 02"), ended.output
         assert "\ufffd" not in ended.output and "\x00" not in ended.output and ended.metadata["state"] == "exited"
+
+
+def test_a_background_output_keeps_the_name_it_was_started_with(store):
+    """Red team D11 f03: ``background.start`` took no name, so ``overspill run --background`` stored
+    none (``ls`` showed "-").  The name is the record's while the command runs and once it exited;
+    the bash tool names neither its foreground nor its background outputs."""
+    job = background.start(store, SESSION, "c", "echo one; sleep 0.3", name="echo one; sleep 0.3")
+    assert store.status(SESSION, job.uri).resource.name == "echo one; sleep 0.3"
+    assert job.wait(30)
+    assert store.status(SESSION, job.uri).resource.name == "echo one; sleep 0.3"
+    with pytest.raises(ValueError):  # a name no record could hold: refused before the command runs
+        background.start(store, SESSION, "c", "echo never", name="x" * 100_000)
+    assert len(store.records(SESSION)) == 1
+    assert start(store, "seq 1 100000; sleep 0.3").resource.name is None

@@ -671,6 +671,20 @@ def test_background_hints_are_shell_commands(cli, tmp_path):
     assert cli("kill", uri, *options).returncode == 0
 
 
+def test_run_background_names_its_output_by_the_command_as_run_does(cli):
+    """Red team D11 f03: ``overspill run --background`` stored no name, so ``ls`` showed "-" (None
+    in --json) where the foreground run shows the command, cut at 80 characters."""
+    command = "seq 1 100000; sleep 0.5 # " + "x" * 100
+    started = cli("run", "--background", "--yield-after", "0", "--json", "--", command)
+    assert started.returncode == 0, started.stderr
+    uri = json.loads(started.stdout)["metadata"]["uri"]
+    assert cli("run", "--", command).returncode == 0
+    assert cli("wait", uri, "--timeout", "60").returncode == 0  # (its final record keeps the name)
+    rows = {row["uri"]: row["name"] for row in json.loads(cli("ls", "--json").stdout)["resources"]}
+    assert len(rows) == 2 and len(set(rows.values())) == 1, rows
+    assert rows[uri] == command[:79] + "\u2026"
+
+
 def test_run_background_fast_failure_is_an_ordinary_result(cli):
     ended = cli("run", "--background", "--yield-after", "10", "--", "echo out; echo err >&2; exit 5")
     assert ended.returncode == 5

@@ -13,7 +13,7 @@ after a grace); ``background.SUPERVISOR_STOP_WAITING`` (SIGUSR1), from
 the group (SIGKILL after the grace), so that the group gets one SIGTERM.
 
 Run as ``python -m overspill._supervisor SPEC`` where SPEC is JSON:
-``{"data_dir" | "url", "session", "call", "command", "cwd", "config"}``.
+``{"data_dir" | "url", "session", "call", "command", "name", "cwd", "config"}``.
 """
 
 from __future__ import annotations
@@ -69,7 +69,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             store = ToolOutputStore(url=spec["url"], config=spec.get("config"))
         else:
             store = ToolOutputStore(spec.get("data_dir"), config=spec.get("config"))
-        job = background.start(store, spec["session"], spec["call"], spec["command"], cwd=spec.get("cwd"))
+        job = background.start(store, spec["session"], spec["call"], spec["command"], cwd=spec.get("cwd"),
+                               name=spec.get("name"))
     except StorageError as error:  # (an OSError too) the CLI's exit 4, not a usage error
         _announce(f"storage-error {error.strerror or error}")
         return 1

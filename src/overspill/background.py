@@ -202,8 +202,12 @@ if hasattr(os, "register_at_fork"):
 
 
 def start(store: ToolOutputStore, session_id: str, tool_call_id: str, command: Command, *,
-          cwd: Optional[Union[str, os.PathLike[str]]] = None, env: Optional[Mapping[str, str]] = None) -> Job:
+          cwd: Optional[Union[str, os.PathLike[str]]] = None, env: Optional[Mapping[str, str]] = None,
+          name: Optional[str] = None) -> Job:
     """Start ``command`` in the background, its output growing in ``store`` under a new resource.
+
+    :param name: stored with the output, as a foreground command's (``overspill run`` records
+        the command; ``ls`` shows it).
 
     :raises UnsupportedError: the store's backend has no growing resources.
     :raises BackgroundLimitError: the session already runs ``max_background`` commands.
@@ -213,6 +217,7 @@ def start(store: ToolOutputStore, session_id: str, tool_call_id: str, command: C
     :raises OSError: the command could not be started (``NotADirectoryError`` naming a ``cwd`` that
         is missing or not a folder).
     :raises TypeError: a malformed command.
+    :raises ValueError: a name no record could hold (before the command runs).
     """
     check_working_folder(cwd)  # named as in the foreground, before any lock or record
     # One check-and-start at a time in this process, and in this store's folder: the limit holds.
@@ -237,7 +242,7 @@ def start(store: ToolOutputStore, session_id: str, tool_call_id: str, command: C
             return pid, process_start(pid) or 0
 
         try:
-            output = store.open_growing(session_id, tool_call_id, process=spawn)
+            output = store.open_growing(session_id, tool_call_id, process=spawn, name=name)
         except _NotStarted as failed:
             raise failed.error from None
         except BaseException:

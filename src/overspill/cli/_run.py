@@ -149,8 +149,9 @@ def _run_background(args: argparse.Namespace, command: str) -> int:
         # the command runs there, as in the foreground; a relative path resolves as it does here.
         here = None
     data_dir = args.data_dir if args.data_dir is None or here is None else os.path.abspath(args.data_dir)
+    # (named as the foreground run names its output: ``ls`` shows the command)
     spec = {"data_dir": data_dir, "url": args.store_url, "session": session, "call": f"cli-{time.time_ns()}",
-            "command": command, "cwd": here, "config": _config(args)}
+            "command": command, "name": _shortened(command, _NAME_CHARACTERS), "cwd": here, "config": _config(args)}
     try:
         # Not ``-m``, which puts the working folder first on sys.path: a project's json.py or
         # signal.py would be imported (run) by the supervisor in place of the standard library's.
