@@ -7,6 +7,7 @@ import contextlib
 import json
 import random
 import re
+import subprocess
 from typing import Optional
 from unittest import mock
 
@@ -1010,6 +1011,65 @@ def test_git_log_oneline_and_graph_get_the_commits_outline_red_team_f_f05(tmp_pa
     assert detect(oneline.encode()) == "oneline" and detect(graph.encode()) == "git"
 
 
+def _merged_history(folder) -> str:
+    """A real repository (built by ``git fast-import``) whose main line merges 300 feature
+    branches with ``--no-ff``, as most projects' histories do: its git dir."""
+    git_dir = str(folder / "repo.git")
+    subprocess.run(["git", "init", "-q", "--bare", git_dir], check=True)
+    stream, mark = [], 0
+
+    def commit(ref: str, message: str, parents: list[int]) -> int:
+        nonlocal mark
+        mark += 1
+        text = message.encode()
+        stream.append(b"commit %s\nmark :%d\ncommitter A <a@x> %d +0000\ndata %d\n%s\n"
+                      % (ref.encode(), mark, 1700000000 + mark, len(text), text))
+        stream.extend([b"from :%d\n" % parent for parent in parents[:1]] + [b"merge :%d\n" % parent for parent in parents[1:]])
+        return mark
+
+    main = commit("refs/heads/main", "initial commit", [])
+    for i in range(300):
+        side = commit("refs/heads/side", f"implement feature number {i} of the parser", [main])
+        main = commit("refs/heads/main", f"Merge pull request #{i} from feature-{i}", [main, side])
+    subprocess.run(["git", "--git-dir", git_dir, "fast-import", "--quiet"], input=b"".join(stream), check=True,
+                   timeout=60)
+    return git_dir
+
+
+def test_git_log_graph_oneline_of_a_history_with_merges_gets_the_commits_outline_red_team_e11_f01(tmp_path):
+    """Red team E11 f01: ``git log --graph --oneline`` of a history with merges got no outline at any
+    budget: a merge draws lines of the graph alone (``|\\``, ``|/``), so under 60% of the lines held a
+    hash and ``detect`` said "no outline".  Lines of graph glyphs only (once escapes are removed) count
+    neither way and are never listed: the outline counts exactly the omitted commits, plain or in colour."""
+    git_dir = _merged_history(tmp_path)
+    for colour in ("never", "always"):
+        log = subprocess.run(["git", "--git-dir", git_dir, "log", "--graph", "--oneline", f"--color={colour}", "main"],
+                             check=True, capture_output=True, timeout=60).stdout
+        plain = re.sub(rb"\x1b\[[0-9;]*m", b"", log)
+        hashes = re.findall(rb"(?m)^[|/\\ ]*\*[ |]*([0-9a-f]{7,}) ", plain)
+        assert len(hashes) == 601 and plain.count(b"\n|/") == 300  # every merge draws graph-only lines
+        for number, limits in enumerate([(400, 8192), (200, 6000), (100, 4000)]):
+            store = ToolOutputStore(tmp_path / f"store-{colour}-{number}", durable=False)
+            result = store.truncate("s", "c", log, max_lines=limits[0], max_bytes=limits[1])
+            assert result.truncated
+            assert "[outline of the omitted part: " in result.content, (colour, limits, result.content[-1500:])
+            outline = outline_of(result.content)
+            tail = result.content[result.content.index(outline[-1] + "\n\n") + len(outline[-1]) + 2 :]
+            head = log[: result.next_offset]
+            omitted = [digest for digest in hashes
+                       if digest not in head and digest.decode() not in tail]  # (hashes are unique)
+            total = int(re.search(r"\[outline of the omitted part: (\d+) commits;", result.content).group(1))
+            assert total == len(omitted) > 0, (colour, limits, total, len(omitted))
+            listed = [re.match(r"([0-9a-f]{7,}) (.+) @ (\d+)$", line) for line in outline if not line.startswith("…")]
+            more = [int(re.search(r"(\d+) more commit", line).group(1)) for line in outline if "more commit" in line]
+            assert all(listed) and len(listed) + sum(more) == total, outline
+            for entry in listed:
+                at = int(entry[3])
+                line = log[at : log.index(b"\n", at)]
+                assert log[at - 1] == 10 and entry[1].encode() in line and entry[1].encode() in omitted
+                assert re.sub(rb"\x1b\[[0-9;]*m", b"", line).endswith(entry[2].encode()), (entry[0], line)
+
+
 def test_a_long_commit_subject_is_cut_before_a_character_and_marked_red_team_f_f02(tmp_path):
     """Red team F f02: a commit subject over ``SUBJECT_MAX`` bytes was cut at
     that byte, inside a character (the outline showed U+FFFD), and nothing said
@@ -1087,6 +1147,10 @@ def _looks_like_commits_or_folders() -> dict[str, str]:
         "a log line ending in ':' after a blank line": "".join(
             f"\nProcessing batch {i} from /data/in/batch{i}.csv:\n" + "".join(f"  row {j}: ok\n" for j in range(15))
             for i in range(300)),
+        # Red team E11 f01's fix: lines of graph glyphs alone count for no side only beside
+        # commits drawn in a graph (``* <hash>``), not beside hash-led lines of a table.
+        "hash-led lines between lines of '|' only": "".join(
+            f"{rng.getrandbits(32):08x} entry {i}\n|\n| |\n|/\n" for i in range(1000)),
     }
 
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # typing and re cost start-up; the annotations are never eval
     import re
     from typing import Union
 
-__all__ = ["ESCAPE", "JSON_KEY_MAX", "JSON_LABEL_KEYS", "OUTLINE_AFTER_BLANK", "OUTLINE_FLAGS", "OUTLINE_ONELINE", "MAX_KINDS", "MAX_PATTERNS", "TOKEN_ENDS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS",
+__all__ = ["ESCAPE", "GRAPH_GLYPHS", "JSON_KEY_MAX", "JSON_LABEL_KEYS", "OUTLINE_AFTER_BLANK", "OUTLINE_FLAGS", "OUTLINE_ONELINE", "MAX_KINDS", "MAX_PATTERNS", "TOKEN_ENDS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS",
            "BytesLike", "LazyPattern", "byte_view", "check_flags", "check_int", "check_outline_flags", "check_patterns", "int_text",
            "plain_bytes", "plain_int", "plain_str", "value_text"]
 
@@ -189,6 +189,9 @@ def check_flags(flags: object) -> int:
 OUTLINE_AFTER_BLANK = 1
 OUTLINE_ONELINE = 2
 OUTLINE_FLAGS = OUTLINE_AFTER_BLANK | OUTLINE_ONELINE
+# What git log --graph draws beside a commit's lines: its glyphs and spaces
+# (the compiled kernel's osp_graph_glyph).
+GRAPH_GLYPHS = b"*|/\\_ "
 
 
 def check_outline_flags(flags: object) -> int:

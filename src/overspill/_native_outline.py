@@ -7,7 +7,7 @@ from ._buffers import LazyPattern
 from ._buffers import BytesLike
 from ._buffers import byte_view as _byte_view
 from ._buffers import check_int as _check_int
-from ._buffers import OUTLINE_AFTER_BLANK, OUTLINE_ONELINE
+from ._buffers import GRAPH_GLYPHS, OUTLINE_AFTER_BLANK, OUTLINE_ONELINE
 from ._buffers import check_outline_flags as _check_outline_flags
 from ._buffers import plain_bytes
 
@@ -37,7 +37,7 @@ _HEX_DIGITS = frozenset(b"0123456789abcdef")
 # What ends a subject cut at SUBJECT_MAX bytes.
 _ELLIPSIS = "…".encode()
 # What git log --graph draws before a commit's lines: its glyphs and spaces.
-_GRAPH = frozenset(b"*|/\\_ ")
+_GRAPH = frozenset(GRAPH_GLYPHS)
 
 
 def _leading_token(text: bytes) -> tuple[bytes, bool]:

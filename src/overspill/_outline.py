@@ -30,7 +30,7 @@ from __future__ import annotations
 import heapq
 
 from . import _kernels
-from ._buffers import ESCAPE, JSON_KEY_MAX, OUTLINE_AFTER_BLANK, OUTLINE_ONELINE, LazyPattern
+from ._buffers import ESCAPE, GRAPH_GLYPHS, JSON_KEY_MAX, OUTLINE_AFTER_BLANK, OUTLINE_ONELINE, LazyPattern
 from .text import last_newline
 
 TYPE_CHECKING = False
@@ -139,18 +139,44 @@ def detect(head: bytes) -> Optional[str]:
     if _kernels.outline_lines(first, 0, len(first), b"", 1, 1, 1)[6]:
         return "git"
     end = stripped.rfind(b"\n") + 1 or len(stripped)
-    # Most lines "<hash> <subject>" (a --graph's merge lines are not): git log
-    # --oneline, unless what looks like one is not: offsets that ascend (hexdump,
-    # od), numbers (epoch times, cksum), a hash on many lines (git blame, whose
-    # "subjects" also start with "(author").
+    # Most lines "<hash> <subject>": git log --oneline, unless what looks like
+    # one is not: offsets that ascend (hexdump, od), numbers (epoch times,
+    # cksum), a hash on many lines (git blame, whose "subjects" also start with
+    # "(author").  A --graph's lines of glyphs alone (a merge's "|\\", "|/")
+    # count neither way (red team E11 f01: a history with merges got none).
     _, _, lines, _, _, commits, total = _kernels.outline_lines(stripped, 0, end, b"", 1, 1, _COMMITS,
                                                                OUTLINE_ONELINE)
+    lines -= _graph_only_lines(stripped[:end], commits)
     if lines >= 8 and total * 100 >= lines * _KEYED_PERCENT and _are_commits(commits):
         return "oneline"
     _, _, lines, keyed, _, _, _ = _kernels.outline_lines(stripped, 0, end, b"", 1, 1, 0, OUTLINE_AFTER_BLANK)
     if lines >= 8 and keyed * 100 >= lines * _KEYED_PERCENT:
         return "lines"
     return None
+
+
+def _graph_only_lines(text: bytes, commits: list[tuple[int, bytes, Optional[bytes]]]) -> int:
+    """The lines of ``text`` that hold nothing but ``git log --graph``'s glyphs
+    and spaces as a reader is shown them (escapes removed), when its commits
+    (``(offset, hash, subject)`` of lines read as ``--oneline``'s, at least one)
+    are drawn in a graph: each one's line starts with a glyph; else 0 (beside
+    hash-led lines that no graph draws, lines of ``|`` are no graph's)."""
+    if not commits:
+        return 0
+    for offset, _, _ in commits:
+        line = text[offset : text.find(b"\n", offset)]
+        if b"\x1b" in line:
+            line = ESCAPE.sub(b"", line)
+        if not line or line[:1] not in GRAPH_GLYPHS:
+            return 0
+    if b"\x1b" in text:
+        text = ESCAPE.sub(b"", text)
+    count = 0
+    for line in text.split(b"\n"):
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        count += bool(line.strip(b" ")) and not line.strip(GRAPH_GLYPHS)
+    return count
 
 
 class Outline:
