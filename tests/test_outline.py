@@ -1011,29 +1011,35 @@ def test_git_log_oneline_and_graph_get_the_commits_outline_red_team_f_f05(tmp_pa
     assert detect(oneline.encode()) == "oneline" and detect(graph.encode()) == "git"
 
 
-def _merged_history(folder) -> str:
-    """A real repository (built by ``git fast-import``) whose main line merges 300 feature
-    branches with ``--no-ff``, as most projects' histories do: its git dir."""
+def _git_repo(folder, history: list[tuple[str, str, list[int], Optional[str]]]) -> str:
+    """A real repository built by ``git fast-import`` from ``history``: per commit, in order,
+    ``(branch, message, parents, path)`` (parents: indices of earlier commits; path: a file
+    the commit changes, or None); its git dir."""
     git_dir = str(folder / "repo.git")
-    subprocess.run(["git", "init", "-q", "--bare", git_dir], check=True)
-    stream, mark = [], 0
-
-    def commit(ref: str, message: str, parents: list[int]) -> int:
-        nonlocal mark
-        mark += 1
+    subprocess.run(["git", "init", "-q", "--bare", git_dir], check=True, timeout=60)
+    stream = []
+    for mark, (branch, message, parents, path) in enumerate(history, 1):
         text = message.encode()
-        stream.append(b"commit %s\nmark :%d\ncommitter A <a@x> %d +0000\ndata %d\n%s\n"
-                      % (ref.encode(), mark, 1700000000 + mark, len(text), text))
-        stream.extend([b"from :%d\n" % parent for parent in parents[:1]] + [b"merge :%d\n" % parent for parent in parents[1:]])
-        return mark
-
-    main = commit("refs/heads/main", "initial commit", [])
-    for i in range(300):
-        side = commit("refs/heads/side", f"implement feature number {i} of the parser", [main])
-        main = commit("refs/heads/main", f"Merge pull request #{i} from feature-{i}", [main, side])
+        stream.append(b"commit refs/heads/%s\nmark :%d\ncommitter A <a@x> %d +0000\ndata %d\n%s\n"
+                      % (branch.encode(), mark, 1700000000 + mark, len(text), text))
+        stream += [b"from :%d\n" % (parent + 1) for parent in parents[:1]]
+        stream += [b"merge :%d\n" % (parent + 1) for parent in parents[1:]]
+        if path is not None:
+            stream.append(b"M 644 inline %s\ndata 8\nline %02d\n\n" % (path.encode(), mark % 100))
     subprocess.run(["git", "--git-dir", git_dir, "fast-import", "--quiet"], input=b"".join(stream), check=True,
                    timeout=60)
     return git_dir
+
+
+def _merged_history(folder) -> str:
+    """A real repository whose main line merges 300 feature branches with ``--no-ff``,
+    as most projects' histories do: its git dir."""
+    history = [("main", "initial commit", [], None)]
+    for i in range(300):
+        main = len(history) - 1
+        history.append(("side", f"implement feature number {i} of the parser", [main], None))
+        history.append(("main", f"Merge pull request #{i} from feature-{i}", [main, main + 1], None))
+    return _git_repo(folder, history)
 
 
 def test_git_log_graph_oneline_of_a_history_with_merges_gets_the_commits_outline_red_team_e11_f01(tmp_path):
@@ -1068,6 +1074,35 @@ def test_git_log_graph_oneline_of_a_history_with_merges_gets_the_commits_outline
                 line = log[at : log.index(b"\n", at)]
                 assert log[at - 1] == 10 and entry[1].encode() in line and entry[1].encode() in omitted
                 assert re.sub(rb"\x1b\[[0-9;]*m", b"", line).endswith(entry[2].encode()), (entry[0], line)
+
+
+def test_an_omitted_commit_whose_subject_lies_in_the_tail_is_listed_with_it_red_team_e11_f02(tmp_path):
+    """Red team E11 f02: a commit whose ``commit`` line is among the last omitted lines has its
+    subject in the tail; the outline read a subject only up to the omitted part's end, so it showed
+    the hash alone (``313e1cabf6 @ 301818``).  The subject is read from the stored bytes past it."""
+    history = [("main", f"Change number {n}: adjust the parser\n\nA body line for change {n}.\n",
+                [n - 1] if n else [], f"src/file{n % 7}.txt") for n in range(400)]
+    git_dir = _git_repo(tmp_path, history)
+    store = ToolOutputStore(tmp_path / "store", durable=False)
+    across = 0  # budgets whose tail starts between an omitted commit's line and its subject
+    for args in (["--graph", "--stat"], []):
+        log = subprocess.run(["git", "--git-dir", git_dir, "log", *args, "main"], check=True, capture_output=True,
+                             timeout=60).stdout
+        for max_bytes in range(7000, 7400, 40):
+            result = store.truncate("s", "c", log, max_lines=400, max_bytes=max_bytes)
+            outline = outline_of(result.content)
+            tail = result.content[result.content.index(outline[-1] + "\n\n") + len(outline[-1]) + 2 :].encode()
+            tail_start = len(log) - len(tail)
+            assert log.endswith(tail)
+            entries = [line for line in outline if " @ " in line]
+            for line in entries:
+                at = int(line.rsplit(" @ ", 1)[1])
+                digest = re.match(rb"[*| ]*commit ([0-9a-f]{10})", log[at:]).group(1)
+                subject = re.search(rb"\n[| ]*    (Change number \d+: adjust the parser)\n", log[at:]).group(1)
+                assert line == f"{digest.decode()} {subject.decode()} @ {at}", (args, max_bytes, line)
+            last = max(int(line.rsplit(" @ ", 1)[1]) for line in entries)
+            across += log.index(b"    Change number", last) >= tail_start
+    assert across >= 3, across
 
 
 def test_a_long_commit_subject_is_cut_before_a_character_and_marked_red_team_f_f02(tmp_path):

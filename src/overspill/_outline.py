@@ -191,7 +191,8 @@ class Outline:
         self._read = read
         # The kernel's flags for commit lines: --oneline ones count too.
         self._oneline = OUTLINE_ONELINE if kind == "oneline" else 0
-        self._start = self._end = 0
+        self._start = 0
+        self._size = 0  # the stored bytes' size, up to which a commit's subject is read (see ``_subject``)
         # lines and git
         self._runs: list[Optional[list[list]]] = [[] for _ in range(_DEPTH)]
         self._lines = 0
@@ -205,9 +206,14 @@ class Outline:
         # json
         self._json: Optional[tuple] = None
 
-    def scan(self, start: int, end: int) -> None:
-        """Read ``[start, end)`` (the omitted part) once, a block at a time (and the head for its state)."""
-        self._start, self._end = start, end
+    def scan(self, start: int, end: int, size: Optional[int] = None) -> None:
+        """Read ``[start, end)`` (the omitted part) once, a block at a time (and the head for its state).
+
+        :param size: the stored bytes' size (``end`` when not given): an omitted
+            commit's subject may lie past ``end``, in the tail, and is read there.
+        """
+        self._start = start
+        self._size = end if size is None else max(size, end)
         if start >= end:
             return
         if self._kind == "json":
@@ -471,8 +477,10 @@ class Outline:
         return [head] + front + middle + back[::-1]
 
     def _subject(self, offset: int) -> Optional[bytes]:
-        """The subject of the commit at ``offset``, read from just after it."""
-        stop = min(self._end, offset + _SUBJECT_WINDOW)
+        """The subject of the commit at ``offset``, read from just after it: from
+        the stored bytes, past the omitted part when the commit is among its last
+        lines (red team E11 f02: the hash was shown alone when its subject lay in the tail)."""
+        stop = min(self._size, offset + _SUBJECT_WINDOW)
         with self._read(offset, stop) as view:
             window = bytes(view)
         commits = _kernels.outline_lines(window, 0, len(window), b"", 1, 1, 1, self._oneline)[5]

@@ -201,7 +201,7 @@ def _outlined(read: Reader, release: Optional[Callable[[int, int], None]], store
     scanned = _releasing(read, release)
     collector = _outline.Outline(kind, scanned)
     try:
-        collector.scan(shaped.head_end, min(shaped.tail_start, stored))
+        collector.scan(shaped.head_end, min(shaped.tail_start, stored), stored)
         return collector.render(*reserved)
     except (OSError, ResourceNotFoundError):
         # A help, like the signal lines: not worth failing the call for.
