@@ -42,6 +42,7 @@ typedef struct {
     int oneline;          /* git log --oneline lines are commits (set by the caller: OUTLINE_ONELINE) */
     ptrdiff_t run_count[OSP_DEPTH_CAP];  /* runs begun at each depth; -1 once past the caller's cap */
     ptrdiff_t run_lines[OSP_DEPTH_CAP];  /* lines of each depth's current run */
+    ptrdiff_t unclaimed[OSP_DEPTH_CAP];  /* lines since its last keyed one: its run's only if its key goes on */
     int run_deeper[OSP_DEPTH_CAP];       /* a line of it had more parts than the key */
     ptrdiff_t section_length, previous_length, previous_parts, previous_keys, previous_ends[OSP_DEPTH_CAP + 1];
     uint8_t section[OSP_TOKEN_CAP], previous[OSP_TOKEN_CAP];  /* the current section; the last keyed token */
@@ -220,9 +221,10 @@ static inline void osp_outline_key(osp_outline *s, const uint8_t *line, ptrdiff_
 }
 
 /* A keyed line at each depth: its run goes on when the key is the previous
- * keyed line's, else the depth's bit is set in the result (unless the depth
- * no longer counts runs) for the caller to end the run and begin one.  Then
- * the line becomes the previous keyed line. */
+ * keyed line's (with the lines pending since that one), else the depth's bit
+ * is set in the result (unless the depth no longer counts runs) for the
+ * caller to end the run and begin one (the pending lines are no run's).
+ * Then the line becomes the previous keyed line. */
 static inline uint64_t osp_outline_runs(osp_outline *s) {
     const ptrdiff_t parts = s->parts, keys = s->keys, length = s->token_length;
     ptrdiff_t common = 0, d, key, before;
@@ -235,18 +237,20 @@ static inline uint64_t osp_outline_runs(osp_outline *s) {
             before = s->previous_keys ? s->previous_ends[(d + 1 < s->previous_keys ? d + 1 : s->previous_keys) - 1]
                                       : s->previous_length;
             if (before == key && key <= common) {
-                s->run_lines[d]++;
+                s->run_lines[d] += s->unclaimed[d] + 1;
+                s->unclaimed[d] = 0;
                 s->run_deeper[d] |= parts > d + 1;
                 if (d + 1 == keys && keys < parts && keys < s->depth) {
                     /* Its last part is no key (osp_scan_token) and its folder's run goes on: below,
-                     * it joins the runs as an unkeyed line does ("./Program Files" in find, before
-                     * its folder's lines), and is not the previous keyed line. */
-                    for (d++; d < s->depth; d++) s->run_lines[d]++;
+                     * it is pending as an unkeyed line is ("./Program Files" in find, before its
+                     * folder's lines), and is not the previous keyed line. */
+                    for (d++; d < s->depth; d++) s->unclaimed[d]++;
                     return changed;
                 }
                 continue;
             }
         }
+        s->unclaimed[d] = 0;
         if (s->run_count[d] >= 0) changed |= (uint64_t)1 << d;
     }
     s->any_keyed = 1;
@@ -292,8 +296,8 @@ static int osp_outline_next(osp_outline *s) {
             changed = osp_outline_runs(s);
         } else if (!s->any_keyed) {
             s->lead++;
-        } else {
-            for (ptrdiff_t d = 0; d < s->depth; d++) s->run_lines[d]++;
+        } else {  /* after a keyed line: pending until a keyed line says whose run it is in */
+            for (ptrdiff_t d = 0; d < s->depth; d++) s->unclaimed[d]++;
         }
         if (digits || to > from || changed) {
             s->offset = offset;

@@ -291,8 +291,12 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
     key's run goes on the line joins the runs below as an unkeyed line does.
     (After such a name a space goes on all the same when a later word reaches
     a ``/``, see ``_path_reaches``: ``./Program Files (x86)/x`` is no such line.)  At each depth ``1..max_depth``, consecutive keyed lines with
-    the same key form a *run*; an unkeyed line joins the current run (or,
-    before any, counts in ``lead``).  At most ``max_runs`` runs are kept per
+    the same key form a *run*; an unkeyed line (and, below its keys, a line
+    whose last part a space cut) joins the current run only when a later line
+    of the region goes on with that run's key (red team E11 f03: a pytest
+    run's FAILURES section was counted as lines of its last test id); until
+    then it is *unclaimed* at that depth, and a run that ends does not take
+    them (before any keyed line, such lines count in ``lead``).  At most ``max_runs`` runs are kept per
     depth: a depth with more is ``None``.  A *commit* is a line
     ``commit <7 or more hex digits>`` (then its end, a space or ESC), after
     ``git log --graph``'s glyphs if any (see ``_commit``); its subject is the
@@ -306,11 +310,13 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
     ``flags``, the region's first line is taken to follow an empty line (the
     caller knows: it follows one, or starts the output).
 
-    Returns ``(runs, lead, lines, keyed, section, commits, commit_total)``:
-    ``runs[d - 1]`` lists ``(key, offset, lines, deeper)`` (``deeper``: some
-    line of the run has more parts than the key) or is None; ``section`` is
-    the current section at the end; ``commits`` lists ``(offset, hash,
-    subject or None)`` in order; offsets are offsets in ``buffer``.
+    Returns ``(runs, lead, lines, keyed, section, commits, commit_total,
+    unclaimed)``: ``runs[d - 1]`` lists ``(key, offset, lines, deeper)``
+    (``deeper``: some line of the run has more parts than the key) or is None;
+    ``section`` is the current section at the end; ``commits`` lists
+    ``(offset, hash, subject or None)`` in order; ``unclaimed[d - 1]`` is the
+    lines at the end unclaimed at depth ``d`` (the caller's next region says
+    whether the last run takes them); offsets are offsets in ``buffer``.
 
     :raises TypeError: wrong argument types.
     :raises ValueError: ``start``/``end`` outside the buffer or reversed,
@@ -330,7 +336,7 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
     runs = _Runs(max_depth, max_runs)
     commits = _Commits(max_commits)
     lines, keyed, section = _outline_region(region, start, section, runs, commits, flags)
-    return runs.shown(), runs.lead, lines, keyed, section, commits.kept(), commits.total
+    return runs.shown(), runs.lead, lines, keyed, section, commits.kept(), commits.total, list(runs.unclaimed)
 
 
 def _outline_arguments(start: object, end: object, section: object, max_depth: object, max_runs: object,
@@ -389,24 +395,26 @@ def _outline_region(region: bytes, start: int, section: bytes, runs: _Runs, comm
 
 
 class _Runs:
-    """The runs of ``outline_lines`` at each depth, ``lead`` the unkeyed lines before any."""
+    """The runs of ``outline_lines`` at each depth, ``lead`` the unkeyed lines before
+    any, ``unclaimed`` the lines at each depth since its last keyed one."""
 
-    __slots__ = ("_kept", "_current", "_max_runs", "lead")
+    __slots__ = ("_kept", "_current", "_max_runs", "lead", "unclaimed")
 
     def __init__(self, max_depth: int, max_runs: int) -> None:
         self._kept: list = [[] for _ in range(max_depth)]  # None once a depth has too many runs
         self._current: list = [None] * max_depth  # the key of each depth's current run
         self._max_runs = max_runs
         self.lead = 0
+        self.unclaimed = [0] * max_depth
 
     def unkeyed(self) -> None:
-        """An unkeyed line joins the current run at each depth (or, before any, the lead)."""
+        """An unkeyed line waits at each depth for the next keyed line: it joins the
+        current run when that one's key goes on (or, before any run, the lead)."""
         if self._current[0] is None:
             self.lead += 1
             return
-        for kept in self._kept:
-            if kept is not None:
-                kept[-1][2] += 1
+        for depth in range(len(self.unclaimed)):
+            self.unclaimed[depth] += 1
 
     def keyed(self, token: bytes, offset: int, dropped: bool = False) -> None:
         """A line keyed by ``token``, starting at ``offset``: at each depth it extends
@@ -422,18 +430,19 @@ class _Runs:
             kept = runs[depth]
             if key == current[depth]:
                 if kept is not None:
-                    kept[-1][2] += 1
+                    kept[-1][2] += self.unclaimed[depth] + 1
                     kept[-1][3] = kept[-1][3] or deeper
+                self.unclaimed[depth] = 0
                 if dropped and depth + 1 == keys < len(runs):
-                    # Its last part is no key and its folder's run goes on: below, it joins
-                    # the runs as an unkeyed line does ("./Program Files" in find, before
-                    # its folder's lines), and the current keys stay.
-                    for below in runs[depth + 1 :]:
-                        if below is not None:
-                            below[-1][2] += 1
+                    # Its last part is no key and its folder's run goes on: below, it waits
+                    # as an unkeyed line does ("./Program Files" in find, before its
+                    # folder's lines), and the current keys stay.
+                    for below in range(depth + 1, len(runs)):
+                        self.unclaimed[below] += 1
                     return
                 continue
             current[depth] = key
+            self.unclaimed[depth] = 0  # the lines since the run's last keyed one are in no run
             if kept is None:
                 continue
             if len(kept) >= self._max_runs:

@@ -144,12 +144,12 @@ def detect(head: bytes) -> Optional[str]:
     # cksum), a hash on many lines (git blame, whose "subjects" also start with
     # "(author").  A --graph's lines of glyphs alone (a merge's "|\\", "|/")
     # count neither way (red team E11 f01: a history with merges got none).
-    _, _, lines, _, _, commits, total = _kernels.outline_lines(stripped, 0, end, b"", 1, 1, _COMMITS,
-                                                               OUTLINE_ONELINE)
+    _, _, lines, _, _, commits, total, _ = _kernels.outline_lines(stripped, 0, end, b"", 1, 1, _COMMITS,
+                                                                  OUTLINE_ONELINE)
     lines -= _graph_only_lines(stripped[:end], commits)
     if lines >= 8 and total * 100 >= lines * _KEYED_PERCENT and _are_commits(commits):
         return "oneline"
-    _, _, lines, keyed, _, _, _ = _kernels.outline_lines(stripped, 0, end, b"", 1, 1, 0, OUTLINE_AFTER_BLANK)
+    _, _, lines, keyed, _, _, _, _ = _kernels.outline_lines(stripped, 0, end, b"", 1, 1, 0, OUTLINE_AFTER_BLANK)
     if lines >= 8 and keyed * 100 >= lines * _KEYED_PERCENT:
         return "lines"
     return None
@@ -201,8 +201,12 @@ class Outline:
         self._last_commits: list[list] = []
         self._commit_total = 0
         # The key and ``deeper`` at each depth of the run the head ends in, which
-        # the omitted part's first lines go on (lines only; taken by the first block).
+        # the omitted part's first lines go on (lines only; taken by the first
+        # block with a keyed line).
         self._seeds: Optional[list] = None
+        # Lines at each depth since its last keyed one, scanned in blocks before:
+        # the last run's only if the next keyed line goes on with its key.
+        self._unclaimed = [0] * _DEPTH
         # json
         self._json: Optional[tuple] = None
 
@@ -237,9 +241,9 @@ class Outline:
             # the kept ones are the first, and rendering stops at the first one
             # dropped (the kernel needs one level even when none is kept).
             depth = max(1, sum(1 for kept in self._runs if kept is not None))
-            runs, lead, lines, keyed, section, commits, total = _kernels.outline_lines(
+            runs, lead, lines, keyed, section, commits, total, unclaimed = _kernels.outline_lines(
                 block, 0, len(block), section, depth, _RUNS, _COMMITS, self._follows_blank(base) | self._oneline)
-            self._merge(runs, lead, base)
+            self._merge(runs, lead, unclaimed, keyed > 0, base)
             self._lines += lines
             self._keyed += keyed
             self._commit_total += total
@@ -340,17 +344,23 @@ class Outline:
             begin = self._line_start(position - 1)
             with self._read(begin, position) as view:
                 line = bytes(view)
-            runs, _, _, keyed, _, _, _ = _kernels.outline_lines(line, 0, len(line), section, _DEPTH, 1, 0,
-                                                                self._follows_blank(begin))
+            runs, _, _, keyed, _, _, _, _ = _kernels.outline_lines(line, 0, len(line), section, _DEPTH, 1, 0,
+                                                                   self._follows_blank(begin))
             if keyed:
                 return section, [(depth[0][0], depth[0][3]) for depth in runs]
             position = begin
         return section, None
 
-    def _merge(self, runs: list, lead: int, base: int) -> None:
-        """Append one block's runs, joining a run that goes on across the blocks
-        (the first block's, the run the head ends in: see ``_head_state``)."""
-        seeds, self._seeds = self._seeds, None
+    def _merge(self, runs: list, lead: int, unclaimed: list, keyed: bool, base: int) -> None:
+        """Append one block's runs (``keyed``: it has a keyed line), joining a run
+        that goes on across the blocks (the first, the run the head ends in: see
+        ``_head_state``).  As within a block, lines with no key are a run's only
+        where its key goes on after them (red team E11 f03): those a block ends
+        with (``unclaimed``) and the next one's ``lead`` wait for a keyed line, and
+        those the omitted part ends with are no run's."""
+        seeds = self._seeds
+        if keyed:
+            self._seeds = None
         for depth in range(len(runs)):
             kept = self._runs[depth]
             found = runs[depth]
@@ -359,18 +369,21 @@ class Outline:
             if found is None:
                 self._runs[depth] = None
                 continue
-            if seeds is not None and not kept and (lead or (found and found[0][0] == seeds[depth][0])):
+            waiting = self._unclaimed[depth] + lead
+            if not keyed:
+                self._unclaimed[depth] = waiting
+                continue
+            if seeds is not None and not kept and found[0][0] == seeds[depth][0]:
                 # The run the head ends in goes on: from the omitted part's start.
                 kept.append([seeds[depth][0], self._start, 0, seeds[depth][1]])
-            if kept and lead:
-                kept[-1][2] += lead
             for index, (key, offset, lines, deeper) in enumerate(found):
                 if index == 0 and kept and kept[-1][0] == key:
-                    kept[-1][2] += lines
+                    kept[-1][2] += waiting + lines
                     kept[-1][3] = kept[-1][3] or deeper
                     continue
                 # (Only the first line can start before the omitted part: in the head.)
                 kept.append([key, max(base + offset, self._start), lines, deeper])
+            self._unclaimed[depth] = unclaimed[depth]
             if len(kept) > _RUNS:
                 self._runs[depth] = None
 
