@@ -1382,6 +1382,36 @@ def test_wrap_url_that_cannot_be_reached_says_why(tmp_path, subprocess_env):
         httpd.server_close()
 
 
+def _initialize_error(args: list[str], env: dict[str, str], mode: str = "legacy") -> str:
+    """The message of the MCPError the SDK's client gets entering (initializing) the wrapper run with ``args``;
+    fails the test when initialize succeeds."""
+    async def main() -> str:
+        parameters = StdioServerParameters(command=overspill_script(), args=args, env=env)
+        with pytest.raises(BaseException) as raised:  # the client's task group may wrap the MCPError
+            with anyio.fail_after(120):  # a liveness bound
+                async with Client(parameters, mode=mode):
+                    pass
+        error = raised.value
+        while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+            error = error.exceptions[0]
+        assert isinstance(error, MCPError), repr(error)
+        return error.error.message
+
+    return anyio.run(main)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_wrap_url_that_cannot_be_reached_fails_initialize_red_team_f11_f1(tmp_path, subprocess_env, mode):
+    """Regression (red team F11 f1): with nothing listening at the URL, the wrapper answered ``initialize``
+    with success, as overspill itself; the connection's error came only with the next request.  The
+    transport's failure cancelled the start, which marked it settled before the failure was noted."""
+    args = ["mcp", "--data-dir", str(tmp_path / "data"), "--init-timeout", "20",
+            "--wrap-url", f"http://127.0.0.1:{free_port()}/mcp"]
+    message = _initialize_error(args, subprocess_env, mode)
+    assert "could not be started" in message and "ConnectionRefusedError" in message, message
+    assert "\n" not in message
+
+
 # ------------------------------------------------------------------ red team B f02
 def test_the_upstreams_group_is_gone_when_the_sdk_client_closes_the_wrapper(tmp_path, subprocess_env):
     """Regression (red team B f02): the SDK's stdio client closes stdin, SIGTERMs 2 s later and

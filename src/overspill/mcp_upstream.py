@@ -482,7 +482,12 @@ class OwnedLink(Link):
 
     async def own(self) -> None:
         """Open the upstream, initialize it once asked, keep it until cancelled, then close it (ending its
-        process group)."""
+        process group).
+
+        ``_settled`` (which ``get`` waits on) is set only once the start has an outcome: served, or
+        ``failure`` noted.  A start that ends otherwise (cancelled: an HTTP transport's failure cancels
+        it, its error coming out of the opener afterwards) leaves it to the outer handlers, which note
+        the failure first."""
         try:
             # Started at once, so its start-up overlaps the real client's; spoken to once the client's
             # initialize says what it can do.
@@ -501,23 +506,24 @@ class OwnedLink(Link):
                         ended = await self._describe_end() if self._describe_end is not None else None
                         self.failure = ended or (f"did not answer initialize within {self._init_timeout:g} seconds "
                                                  "(is it an MCP server speaking over stdio?)")
-                        return
                     except MCPError as error:
                         self.failure = await self.ended(self._with_status(one_line(error.message)))
-                        return
                     except Exception as error:  # an answer the SDK refuses (a tools/list it cannot read)
                         self.failure = f"answered initialize with what the MCP SDK cannot take: {one_line(str(error))}"
+                    self._settled.set()
+                    if self.failure is not None:
+                        tasks.cancel_scope.cancel()
                         return
-                    finally:
-                        self._settled.set()
-                        if self.failure is not None:
-                            tasks.cancel_scope.cancel()
                     await anyio.sleep_forever()
         except Exception as error:  # it could not be started (no such command) or reached
             # The cause, not the text of the task group that carries it ("unhandled errors in a TaskGroup").
             self.failure = self.failure or f"could not be started: {self._with_status(_cause(error))}"
         finally:
-            self._settled.set()
+            if not self._settled.is_set():
+                # Cancelled before it was served, by no error of its own (the wrapper is leaving): a
+                # request still waiting is told so, not given a session that never started.
+                self.failure = self.failure or "closed before it answered initialize: the wrapper is stopping"
+                self._settled.set()
 
     def _with_status(self, text: str) -> str:
         """``text`` with the last HTTP error status the upstream answered, when there is one it lacks."""
