@@ -522,7 +522,7 @@ def test_in_the_2026_era_requests_are_input_required_rounds_and_a_crash_is_an_er
 
 
 @pytest.mark.parametrize(("mode", "wait", "fragments"), [
-    ("silent", "1", ["did not answer initialize within 1 seconds"]),
+    ("silent", "1", ["did not answer initialize within 1 seconds", "(is it an MCP server speaking over stdio?)"]),
     ("die", "20", ["exited with code 5", "cannot start: no configuration"]),
 ])
 def test_an_upstream_that_never_serves_is_a_clear_error(tmp_path, subprocess_env, mode, wait, fragments):
@@ -1410,6 +1410,19 @@ def test_wrap_url_that_cannot_be_reached_fails_initialize_red_team_f11_f1(tmp_pa
     message = _initialize_error(args, subprocess_env, mode)
     assert "could not be started" in message and "ConnectionRefusedError" in message, message
     assert "\n" not in message
+
+
+def test_wrap_url_that_never_answers_names_http_not_stdio_red_team_f11_f3(tmp_path, subprocess_env):
+    """Regression (red team F11 f3): an HTTP upstream that accepts and never answers was said not to answer
+    initialize "(is it an MCP server speaking over stdio?)", the hint for a command."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)  # accepts (the backlog), never answers
+        args = ["mcp", "--data-dir", str(tmp_path / "data"), "--init-timeout", "1",
+                "--wrap-url", f"http://127.0.0.1:{silent.getsockname()[1]}/mcp"]
+        message = _initialize_error(args, subprocess_env)
+    assert "did not answer initialize within 1 seconds" in message, message
+    assert "streamable HTTP endpoint" in message and "stdio" not in message, message
 
 
 # ------------------------------------------------------------------ red team B f02

@@ -80,6 +80,9 @@ def parse_header(text: str) -> tuple[str, str]:
 class UpstreamProcess:
     """An MCP server started as a command, spoken to over its stdin and stdout."""
 
+    # What a command that never answers initialize may not be, asked in the error (``OwnedLink``).
+    unanswered = "is it an MCP server speaking over stdio?"
+
     def __init__(self, argv: Sequence[str], cwd: Optional[str] = None) -> None:
         self.argv = list(argv)
         self.cwd = cwd
@@ -356,6 +359,9 @@ class _HttpUpstream:
     error status its server answered (the SDK turns one into a JSON-RPC error that says only "Server
     returned an error response"), which ``status`` gives, for the wrapper's own errors to name."""
 
+    # What a URL that never answers initialize may not be, asked in the error (``OwnedLink``).
+    unanswered = "is it an MCP server's streamable HTTP endpoint?"
+
     def __init__(self, url: str, headers: dict[str, str]) -> None:
         self.url = url
         self.headers = headers
@@ -455,10 +461,13 @@ class OwnedLink(Link):
     of its own (``own``), so the transport's scopes are entered and left on one task."""
 
     def __init__(self, opener: Any, relay: Relay, *, label: str, describe_end: Any, init_timeout: float,
-                 status: Optional[Any] = None) -> None:
-        """:param status: gives the last HTTP error status the upstream answered, or None (an HTTP
+                 unanswered: str, status: Optional[Any] = None) -> None:
+        """:param unanswered: the transport's question when the upstream does not answer initialize in
+            time (``UpstreamProcess.unanswered``, ``_HttpUpstream.unanswered``).
+        :param status: gives the last HTTP error status the upstream answered, or None (an HTTP
             transport's; its errors do not carry it), for the failure to name."""
         super().__init__(label=label, describe_end=describe_end)
+        self._unanswered = unanswered
         self._status = status
         self._opener = opener
         self._relay = relay
@@ -505,7 +514,7 @@ class OwnedLink(Link):
                         # A server that died while starting says so rather than "did not answer".
                         ended = await self._describe_end() if self._describe_end is not None else None
                         self.failure = ended or (f"did not answer initialize within {self._init_timeout:g} seconds "
-                                                 "(is it an MCP server speaking over stdio?)")
+                                                 f"({self._unanswered})")
                     except MCPError as error:
                         self.failure = await self.ended(self._with_status(one_line(error.message)))
                     except Exception as error:  # an answer the SDK refuses (a tools/list it cannot read)
@@ -582,12 +591,12 @@ def serve_wrapped(store: ToolOutputStore, session_id: Optional[str] = None, *,
     if command is not None:
         process = UpstreamProcess(command, cwd)
         link = OwnedLink(process.connect, relay, label=process.label, describe_end=process.describe_end,
-                         init_timeout=init_timeout)
+                         init_timeout=init_timeout, unanswered=process.unanswered)
     else:
         assert url is not None
         upstream = _HttpUpstream(url, dict(headers or {}))
         link = OwnedLink(upstream.connect, relay, label=f"the upstream server at {url}", describe_end=None,
-                         init_timeout=init_timeout, status=upstream.status)
+                         init_timeout=init_timeout, unanswered=upstream.unanswered, status=upstream.status)
     _large_blocks_mapped()
     # On leaving, link.own is cancelled: the upstream's process group is ended on the way out.
     run_stdio(build_server(link, store, session_id, resource_link=resource_link, relay=relay), link.own)
