@@ -8,7 +8,10 @@ a block of an unknown type), "old" (it answers initialize with 2024-11-05 whatev
 lists a tool per root, list_NAME, and one named read) or "earlyroots" (it asks roots/list as soon as
 its handshake ends, on notifications/initialized, as filesystem servers do; its tool "roots" answers them)
 or "tsorder" (as "plain", its answers written
-as the TypeScript SDK writes them: ``{"result": ..., "jsonrpc": "2.0", "id": N}``).  Its tool "init"
+as the TypeScript SDK writes them: ``{"result": ..., "jsonrpc": "2.0", "id": N}``) or "cyclingcursor" (its
+tools/list pages never end: the first and cursor "p1" give its tools and nextCursor "p2", "p2" a tool
+named read and nextCursor "p1") or "endlesscursor" (every page has a nextCursor never given before: "1",
+"2", ..., page N a tool named page_N).  Its tool "init"
 answers the initialize params it was given; "seen" the methods it received, and those that came while it waited for roots/list's answer;
 "pid" its pid and process group; "crash" starts a ``sleep 300`` that inherits its stdout (a worker that
 outlives it), writes a line on stderr and exits 7 without answering."""
@@ -95,6 +98,17 @@ for message in messages():
         listed = [{"name": "list_" + root["uri"].rsplit("/", 1)[-1], "inputSchema": {"type": "object"}}
                   for root in ask_roots()]
         answer(request_id, json.dumps({"tools": listed + [{"name": "read", "inputSchema": {"type": "object"}}]}))
+    elif method == "tools/list" and MODE == "cyclingcursor":
+        cursor = (message.get("params") or {}).get("cursor")
+        if cursor == "p2":
+            answer(request_id, json.dumps({"tools": [{"name": "read", "inputSchema": {"type": "object"}}],
+                                           "nextCursor": "p1"}))
+        else:
+            answer(request_id, json.dumps({"tools": TOOLS, "nextCursor": "p2"}))
+    elif method == "tools/list" and MODE == "endlesscursor":
+        cursor = (message.get("params") or {}).get("cursor")
+        page = [{"name": f"page_{cursor}", "inputSchema": {"type": "object"}}] if cursor else TOOLS
+        answer(request_id, json.dumps({"tools": page, "nextCursor": str(int(cursor or 0) + 1)}))
     elif method == "tools/list":
         answer(request_id, json.dumps({"tools": TOOLS}))
     elif method == "tools/call":

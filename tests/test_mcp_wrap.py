@@ -12,6 +12,7 @@ import http.server
 import json
 import os
 import re
+import shlex
 import socket
 import subprocess
 import sys
@@ -1423,6 +1424,41 @@ def test_wrap_url_that_never_answers_names_http_not_stdio_red_team_f11_f3(tmp_pa
         message = _initialize_error(args, subprocess_env)
     assert "did not answer initialize within 1 seconds" in message, message
     assert "streamable HTTP endpoint" in message and "stdio" not in message, message
+
+
+@pytest.mark.parametrize("mode", ["cyclingcursor", "endlesscursor"])
+def test_an_upstream_whose_tools_list_never_ends_is_served_with_what_was_learnt_red_team_f11_f2(
+        tmp_path, subprocess_env, mode):
+    """Regression (red team F11 f2): the wrapper followed the upstream's tools/list ``nextCursor`` for ever
+    at start-up (a pagination cycling p1 -> p2 -> p1 ...: thousands of requests), then failed initialize
+    with "did not answer initialize within N seconds".  It stops at a cursor given twice or after a cap of
+    pages, says so on stderr, and serves what it learnt; the client's own pagination passes the cursors."""
+    # The wrapper's stderr kept in a file (the client's own goes to the stderr the test process started with).
+    log = tmp_path / "stderr"
+    args = ["-c", f'exec "$0" "$@" 2>{shlex.quote(str(log))}', overspill_script(), "mcp", "--data-dir",
+            str(tmp_path / "data"), "--init-timeout", "10", "--wrap", "--", sys.executable, RAW_UPSTREAM, mode]
+
+    async def main():
+        with anyio.fail_after(60):  # a liveness bound
+            async with Client(StdioServerParameters(command="sh", args=args, env=subprocess_env),
+                              mode="legacy") as client:
+                learnt = json.loads(text_of(await client.call_tool("seen", {})))["methods"].count("tools/list")
+                assert text_of(await client.call_tool("echo", {})) == "ok"
+                first = await client.list_tools()  # the upstream's own cursor, passed through
+                assert first.next_cursor == ("p2" if mode == "cyclingcursor" else "1")
+                second = await client.list_tools(cursor=first.next_cursor)
+                return learnt, [tool.name for tool in second.tools], second.next_cursor
+
+    learnt, listed, after = anyio.run(main)
+    if mode == "cyclingcursor":
+        assert learnt == 3  # the first page, p2, p1: p2 again is not asked
+        # read on page p2 was learnt: overspill's read takes the next name, listed after the upstream's read
+        assert listed == ["read"] and after == "p1"
+    else:
+        assert 2 < learnt <= 101, learnt
+        assert listed == ["page_1"] and after == "2"
+    said = log.read_text()
+    assert "tools/list" in said and ("a second time" if mode == "cyclingcursor" else "after 100 pages") in said, said
 
 
 # ------------------------------------------------------------------ red team B f02

@@ -48,6 +48,7 @@ import contextlib
 import contextvars
 import functools
 import itertools
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, NoReturn, Optional
@@ -73,6 +74,8 @@ from .tools.schemas import _resource_problem, _resource_schema
 
 __all__ = ["Link", "Relay", "RelayingSession", "build_server", "wrap"]
 
+logger = logging.getLogger(__name__)
+
 # The upstream's results are kept as the JSON it sent, so what passes through is not re-shaped.
 _RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 _GONE = types.CONNECTION_CLOSED
@@ -82,6 +85,9 @@ _ANSWERED: contextvars.ContextVar[Optional[list[dict[str, Any]]]] = contextvars.
 # and a retry's answers to our input_required round, ours too.
 _ENVELOPE = frozenset({types.PROTOCOL_VERSION_META_KEY, types.CLIENT_INFO_META_KEY,
                        types.CLIENT_CAPABILITIES_META_KEY, types.LOG_LEVEL_META_KEY})
+# The most tools/list pages learn_tools asks for (a pagination that never ends, with cursors never given
+# twice, would otherwise hold the start up until its timeout): far more tools than a client can offer a model.
+_LEARNT_PAGES = 100
 
 
 class Link:
@@ -158,9 +164,14 @@ class Link:
             self.discovered = MCPError(types.INTERNAL_ERROR, one_line(f"{type(error).__name__}: {error}"))
 
     async def learn_tools(self) -> None:
-        """Learn the upstream's tool names (all its pages); ``prepared`` once they are known."""
+        """Learn the upstream's tool names (all its pages); ``prepared`` once they are known.
+
+        A pagination that does not end (a ``nextCursor`` given twice, as one cycling p1, p2, p1... does, or
+        more pages than ``_LEARNT_PAGES``) is followed no further, with a warning on this module's logger
+        (on stderr, for ``overspill mcp --wrap``): the names of the pages read are what is known.  A client's own ``tools/list`` still gets the upstream's cursors as they come."""
         assert self.session is not None
         cursor = None
+        given: set[str] = set()
         while True:
             if cursor:
                 listed = await _tools_of(self.session, types.PaginatedRequestParams(cursor=cursor))
@@ -174,9 +185,19 @@ class Link:
                     ended.set()
             self.learn(listed.get("tools", []))
             cursor = listed.get("nextCursor")
-            if not cursor:
+            stop = None
+            if isinstance(cursor, str) and cursor in given:  # (one of another type fails the next request)
+                stop = f"gave the cursor {one_line(str(cursor))[:80]!r} a second time"
+            elif cursor and len(given) + 1 >= _LEARNT_PAGES:
+                stop = f"still gave a next cursor after {_LEARNT_PAGES} pages"
+            if stop is not None:
+                logger.warning("%s: its tools/list %s; served with the tools of the %d pages read", self.label,
+                               stop, len(given) + 1)
+            if not cursor or stop is not None:
                 self.prepared = True
                 return
+            if isinstance(cursor, str):
+                given.add(cursor)
 
     async def first_tools(self) -> Optional[dict[str, Any]]:
         """The answer to ``learn_tools``' first tools/list (a copy), waited for, when one is in flight; else
