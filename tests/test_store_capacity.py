@@ -486,3 +486,46 @@ def test_a_killed_writers_leftover_is_removed_before_the_quota_evicts_published_
             if child.poll() is None:
                 child.kill()
                 child.wait()
+
+
+# ------------------------------------------------------------------ red team C11
+_KILLED_AT_ITS_PUBLISH = """
+import json, os, signal, sys
+from overspill import ToolOutputStore
+
+real_rename = os.rename
+
+def rename(source, target, *args, **kwargs):
+    real_rename(source, target, *args, **kwargs)
+    if str(target).endswith(".json"):
+        os.kill(os.getpid(), signal.SIGKILL)  # its record in place, nothing after the rename done
+
+os.rename = rename
+store = ToolOutputStore(sys.argv[1], config=json.loads(sys.argv[2]), durable=False)
+store.write("killed", "c", b"k" * int(sys.argv[3]))
+"""
+
+
+def test_a_writer_killed_just_after_its_publish_leaves_the_running_total_high_never_low(tmp_path, subprocess_env):
+    """Regression (red team C11 r01): a writer SIGKILLed after its record's rename and before it
+    added its bytes to the running total left the total low (the record and payload in the folder,
+    uncounted), so later writes trusted it and the folder stayed past ``max_total_bytes`` with
+    nothing evicted.  The bytes are now counted before the record is published, and written to the
+    total's file at once even inside the quota's held step: a kill anywhere leaves it high."""
+    import subprocess
+    import sys
+
+    from overspill.backends._sweep import folder_bytes
+
+    config = {"max_total_bytes": 1_000_000}
+    store = open_store(tmp_path, **config)
+    store.write("a", "c", b"a" * 100_000)  # the running total's file exists
+    for _ in range(2):
+        child = subprocess.run([sys.executable, "-c", _KILLED_AT_ITS_PUBLISH, str(tmp_path),
+                                json.dumps({"tool_output": config}), "300000"], env=subprocess_env, timeout=120)
+        assert child.returncode == -9
+    assert len(store.resources("killed")) == 2  # published, then killed
+    assert usage_file(tmp_path) >= folder_bytes(store.directory)  # errs high, never low
+    for number in range(3):
+        store.write("b", f"c{number}", b"b" * 200_000)
+    assert folder_bytes(store.directory) <= config["max_total_bytes"]

@@ -127,7 +127,7 @@ class GrowingLocalWriter(LocalWriter):
         record = Record(Resource(running.resource.uri, mime or running.resource.mime, self._size, running.resource.name),
                         running.session_id, running.tool_call_id, running.created_ms, checksums,
                         CHECKSUM_CHUNK, capture, lines, "exited", running.owner, running.process, exit_code)
-        written = self._put_record(record)
+        self._put_record(record)  # counts the rest (``pending``) and the record before the rename
         self._close_seals()
         try:
             _files.remove_quietly(self.seal_path)
@@ -136,8 +136,6 @@ class GrowingLocalWriter(LocalWriter):
         fd, self._fd = self._fd, -1
         os.close(fd)  # releases the writer lock: the resource is complete
         self._done()
-        if self._usage is not None:
-            self._usage.add(self._size - self._counted + written)
         self._counted = self._size
         return record
 

@@ -140,12 +140,10 @@ class LocalWriter:
             Resource(uri_for(self._id), mime, self._size, name), session_id, tool_call_id,
             time.time_ns() // 1_000_000, checksums, CHECKSUM_CHUNK, capture, lines,
         )
-        written = self._put_record(record)
+        self._put_record(record)
         fd, self._fd = self._fd, -1
         os.close(fd)  # releases the writer lock: the pair is complete and published
         self._done()
-        if self._usage is not None:
-            self._usage.add(self._size + written)
         return record
 
     def settle(self) -> None:
@@ -156,9 +154,11 @@ class LocalWriter:
 
     def _put_record(self, record: Record) -> int:
         """Write ``record`` to a temporary file and rename it into ``{id}.json``: visible at once,
-        whole; the record's bytes."""
+        whole; the record's bytes.  A complete record's bytes and the payload's ``pending`` ones
+        are added to the folder's running total before the rename (taken back if it fails)."""
         self._temporary = f"{self._directory}/.{self._id}.{os.urandom(4).hex()}.tmp"
         temporary_fd = _files.create_exclusive(self._temporary)
+        added = 0
         try:
             try:
                 document = record_json(record)
@@ -167,8 +167,17 @@ class LocalWriter:
                     os.fsync(temporary_fd)
             finally:
                 os.close(temporary_fd)
+            if self._usage is not None and record.complete:
+                # Counted before the record is visible, not after: a writer killed between the two
+                # leaves the total high until the next correction (a recount), never low; low, the
+                # quota would trust it and let the folder pass max_total_bytes.
+                change = self.pending + len(document)
+                if self._usage.add(change):
+                    added = change
             os.rename(self._temporary, self.record_path)
         except BaseException:
+            if added:
+                self._usage.add(-added)  # type: ignore[union-attr]  # not published: not in the folder
             # A growing writer tries again under a new name: each failed try's file goes now.
             try:
                 _files.remove_quietly(self._temporary)

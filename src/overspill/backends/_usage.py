@@ -19,8 +19,10 @@ check that trusts it evicts from an exact recount, never from the total.
 
 ``held()`` keeps the file locked for a whole step (the quota's check and the
 publish it allows, ``_quota.publish_within``): the same thread's updates
-inside it change the held total, which is written back once at the end, so
-no other writer's check or publish comes between.
+inside it change the held total, so no other writer's check or publish comes
+between.  A rise is written to the file at once (a publish counts its bytes
+before its record is renamed into place: a writer killed after the rename
+must leave the total high); a fall is written back once at the end.
 """
 
 from __future__ import annotations
@@ -59,14 +61,17 @@ class UsageTotal:
         self._location = location
         self._unpublished = unpublished
         self._path = os.path.join(location, USAGE_NAME)
-        # The held step (``held``): the holding thread, and [the total as read, the total now].
+        # The held step (``held``): the holding thread, its descriptor of the file, and
+        # [the total the file holds, the total now].
         self._holder: int | None = None
+        self._held_fd = -1
         self._step: list[int | None] = [None, None]
 
     def reset_after_fork(self) -> None:
         """In a forked child: no thread holds the total (the one that did in the parent is not
         here, and a child's thread that got its id must not take the hold for its own)."""
         self._holder = None
+        self._held_fd = -1
         self._step = [None, None]
 
     def _locked(self) -> int:
@@ -107,8 +112,16 @@ class UsageTotal:
         folder recounted instead when ``change`` is None or the file holds no total."""
         if self._holder == get_ident():  # inside this thread's ``held``: its lock is this update's
             step = self._step
-            step[1] = self._changed(step[1], change)
-            return step[1]
+            step[1] = total = self._changed(step[1], change)
+            if step[0] is None or total > step[0]:
+                # A rise goes to the file now, not at the end of the step: a process killed
+                # before then must leave the total high (a publish counts its bytes first).
+                try:
+                    self._write(self._held_fd, total)
+                    step[0] = total
+                except OSError:
+                    pass  # written back at the end of the step, or corrected by the next sweep
+            return total
         fd = self._locked()
         if fd < 0:  # pragma: no cover - not POSIX
             return _folder_bytes(self._folder)
@@ -124,8 +137,8 @@ class UsageTotal:
 
     def held(self) -> _Held:
         """Keep the file locked while a ``with`` block runs: this thread's
-        ``total``, ``add`` and ``recount`` inside it use the held total (written
-        back at the end), and every other writer's wait.  Nested, it holds
+        ``total``, ``add`` and ``recount`` inside it use the held total (a rise
+        written at once, a fall at the end), and every other writer's wait.  Nested, it holds
         nothing more; a file that cannot be opened holds nothing (the updates
         inside go on as without ``held``, each falling back as it does).
 
@@ -140,13 +153,15 @@ class UsageTotal:
         """
         return self._update(0)
 
-    def add(self, change: int) -> None:
-        """Add ``change`` bytes (negative: removed); never raises (the next
-        sweep corrects a total that could not be kept up)."""
+    def add(self, change: int) -> bool:
+        """Add ``change`` bytes (negative: removed); whether the total holds the
+        change.  Never raises (the next sweep corrects a total that could not be
+        kept up)."""
         try:
             self._update(change)
         except OSError:
-            pass
+            return False
+        return True
 
     def recount(self) -> int:
         """Count the folder's files again and keep that as the total.
@@ -182,6 +197,7 @@ class _Held:
             raise
         self._fd = fd
         usage._step = [total, total]
+        usage._held_fd = fd
         usage._holder = get_ident()
 
     def __exit__(self, *exc: object) -> None:
@@ -189,9 +205,9 @@ class _Held:
         if fd < 0:
             return
         usage = self._usage
-        (read, now), usage._step, usage._holder = usage._step, [None, None], None
+        (written, now), usage._step, usage._holder, usage._held_fd = usage._step, [None, None], None, -1
         try:
-            if now is not None and now != read:
+            if now is not None and now != written:
                 try:
                     usage._write(fd, now)
                 except OSError:
