@@ -789,3 +789,74 @@ def test_a_surrogate_pair_in_a_caller_string_is_refused_and_lone_surrogates_roun
         if field == "session_id":
             with pytest.raises(AccessDeniedError, match="not found in this session"):
                 store.read("\ufffd", resource.uri)
+
+
+# ------------------------------------------------------------------ red team C11
+_ONE_UNREADABLE_RECORD = """
+import json, os, shutil, subprocess, sys
+from overspill import StorageError, ToolOutputStore
+
+data = sys.argv[1]
+config = {"tool_output": {"max_total_bytes": 2_000_000}}
+seen = {}
+
+def listed(session):
+    try:
+        return [resource.uri for resource in ToolOutputStore(data, durable=False, config=config).resources(session)]
+    except StorageError as error:
+        return str(error)
+
+store = ToolOutputStore(data, durable=False, config=config)
+hidden = store.write("a", "c", b"a" * 400_000)  # the oldest
+seen["hidden"] = hidden.uri
+seen["b"] = [store.write("b", "c", b"b" * 400_000).uri for _ in range(3)]
+listed("a"), listed("b")  # the index knows hidden as a's
+record = store.directory / f"{hidden.id}.json"
+os.chmod(record, 0)
+seen["own, indexed"] = listed("a")
+seen["other, indexed"] = listed("b")
+shutil.rmtree(store.directory.parent / "index")  # always safe to delete
+seen["other, caught up"] = listed("b")
+ls = subprocess.run([sys.executable, "-m", "overspill", "ls", "--session", "b", "--data-dir", data],
+                    capture_output=True, text=True)
+seen["ls"] = [ls.returncode, ls.stdout + ls.stderr]
+store = ToolOutputStore(data, durable=False, config=config)
+try:
+    seen["past the quota"] = [store.write("c", "c", b"c" * 400_000).uri for _ in range(3)]
+except StorageError as error:
+    seen["past the quota"] = str(error)
+seen["left"] = sorted(name[:-5] for name in os.listdir(store.directory) if name.endswith(".json"))
+os.chmod(record, 0o600)  # readable again: listed again
+seen["own, readable again"] = listed("a")
+print(json.dumps(seen))
+"""
+
+
+def test_one_unreadable_record_never_breaks_another_sessions_listing_nor_the_eviction(tmp_path, subprocess_env):
+    """Regression (red team C11 r02): one record the process cannot read (session a's, mode 000)
+    made session b's listing raise ``StorageError: cannot read resource <a's URI>`` once the index
+    had to catch up (it was deleted: "always safe"), ``overspill ls --session b`` exit 4, and every
+    write past the quota fail with nothing evicted.  Whose an unreadable record is cannot be told
+    without reading it: a listing of another session, and the eviction's listing, skip it (never
+    named, never cached as known: listed again once readable); a listing of the session the index
+    read it as (its own) still says it cannot read it."""
+    import json
+
+    command = [sys.executable, "-c", _ONE_UNREADABLE_RECORD, str(tmp_path)]
+    if os.geteuid() == 0:  # as root, mode 000 is ignored without CAP_DAC_OVERRIDE: drop every capability
+        if not os.path.exists("/usr/bin/setpriv"):
+            pytest.skip("running as root without setpriv: file modes cannot be made to apply")
+        command = ["/usr/bin/setpriv", "--bounding-set=-all", "--inh-caps=-all", *command]
+    ran = subprocess.run(command, env=subprocess_env, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    seen = json.loads(ran.stdout)
+    hidden, b = seen["hidden"], seen["b"]
+    assert "cannot read resource " + hidden in seen["own, indexed"]  # its own: an error, as before
+    assert seen["other, indexed"] == b
+    assert seen["other, caught up"] == b
+    assert seen["ls"][0] == 0 and hidden not in seen["ls"][1] and all(uri in seen["ls"][1] for uri in b)
+    assert isinstance(seen["past the quota"], list) and len(seen["past the quota"]) == 3
+    # The oldest readable outputs went; the unreadable one could not be judged and stays.
+    left = ["tool-output://" + resource_id for resource_id in seen["left"]]
+    assert hidden in left and not set(b) <= set(left) and set(seen["past the quota"]) <= set(left)
+    assert seen["own, readable again"] == [hidden]
