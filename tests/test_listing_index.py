@@ -642,3 +642,37 @@ def test_a_session_list_deleted_during_a_catch_up_does_not_hide_the_session(data
     for _ in range(2):  # the index the catch-up left, then whatever the next listing leaves
         with fresh(data) as reader:
             assert uris(reader, "s1") == mine
+
+
+# ------------------------------------------------------------------ red team C11
+def edit_record(directory: Path, resource_id: str, **fields: object) -> None:
+    """Edit fields of a record by hand as ``jq ... > tmp && mv tmp`` does: a new file renamed over it."""
+    path = directory / f"{resource_id}.json"
+    document = {**json.loads(path.read_bytes()), **fields}
+    temporary = path.with_name(path.name + ".edit")
+    temporary.write_text(json.dumps(document))
+    temporary.chmod(0o600)
+    os.rename(temporary, path)
+
+
+def test_a_record_whose_session_is_edited_by_hand_is_listed_by_its_new_session(data):
+    """Regression (red team C11 r03): a record whose ``sessionID`` was edited by hand (rewritten
+    through a temporary file and a rename) was listed by no session, its new one included, in
+    this store and in a fresh one: a catch-up read only the names it did not know, so the id
+    stayed in its old session's list (where the listing's session check then dropped it).  The
+    index keeps each record's inode, which a rename over it changes, and reads such a record again."""
+    with fresh(data) as store:
+        edited = store.write("alice", "c", b"hello\n" * 50)
+        other = store.write("bob", "c", b"other\n" * 50)
+        settle(store)
+        assert uris(store, "alice") == [edited.uri] and uris(store, "bob") == [other.uri]  # the index complete
+        sessions = ("alice", "bob", "carol")
+        for session, expected in (("bob", {"alice": [], "bob": sorted([edited.uri, other.uri]), "carol": []}),
+                                  ("carol", {"alice": [], "bob": [other.uri], "carol": [edited.uri]}),
+                                  ("carol", {"alice": [], "bob": [other.uri], "carol": [edited.uri]})):
+            edit_record(store.directory, edited.id, sessionID=session, toolCallID=f"edited for {session}")
+            for reader in (store, fresh(data)):
+                assert {name: uris(reader, name) for name in sessions} == expected, session
+                assert uris(reader, None) == sorted([edited.uri, other.uri])
+            settle(store)  # the next edit is made on a complete index
+        assert store.read("carol", edited.uri).content == "hello\n" * 50

@@ -14,8 +14,13 @@ The pairs stay the truth; the index only proposes candidates:
   identity and ``st_mtime_ns`` as of the last complete catch-up.  Every pair
   written, renamed or removed — by this package, by another process, or by
   the peer that shares the layout — changes that time, and the next listing
-  catches up: one ``listdir``, the names compared with the ids the index
-  holds, only the new ids' records read.
+  catches up: one ``scandir``, the names compared with the ids the index
+  holds, only the new ids' records read, and those of known ids whose file
+  was replaced since it was read.  A record edited by hand (``jq ... > tmp
+  && mv tmp``, an editor's save) is a new file renamed over the old one:
+  the index keeps each record's inode, which ``scandir`` gives without a
+  ``stat``, and a different one means the record is read again (its session
+  may have changed).
 * File times tick coarsely (a jiffy, or seconds on some file systems): a
   change in the same tick as the catch-up's ``stat`` would leave the time as
   it was.  A catch-up therefore marks the index complete only when the
@@ -48,8 +53,8 @@ Layout, in ``location`` (``data_dir/tool-output/index``)::
 
     state                 folder identity + mtime at the last complete catch-up,
                           then those of ``sessions/`` as the catch-up left it
-    ids                   every indexed id and its session key, then ``sessions/``
-                          as the catch-up that wrote it left it
+    ids                   every indexed id, its session key and its record's inode,
+                          then ``sessions/`` as the catch-up that wrote it left it
     sessions/s-{session}  one session's ids (ids that are safe file names)
     sessions/h-{hash}     one session's ids (any other session id)
     lock                  serialises catch-ups
@@ -81,7 +86,7 @@ def _file_system_now(fd: int) -> Optional[int]:
         return os.fstat(fd).st_mtime_ns
     except OSError:
         return None
-_VERSION = "overspill-index 2"
+_VERSION = "overspill-index 3"  # 3: ``ids`` holds each record's inode
 _SAFE = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_")
 _JSON_NAME_LENGTH = ID_LENGTH + len(".json")
 
@@ -273,7 +278,7 @@ class ListingIndex:
         if state != [" ".join(map(str, stamp)), sessions]:
             return None
         if key is None:
-            known, lists_line = self._known()
+            known, _, lists_line = self._known(inodes=False)
             if known is not None and lists_line != sessions:
                 return None  # not the list this index's catch-ups wrote (copied from another folder?)
             ids = None if known is None else sorted(name[:ID_LENGTH] for name in known)
@@ -287,23 +292,34 @@ class ListingIndex:
         return ids
 
     # ------------------------------------------------------------------ catching up
-    def _known(self) -> tuple[Optional[dict[str, str]], Optional[str]]:
+    def _known(self, inodes: bool = True) -> tuple[Optional[dict[str, str]], Optional[dict[str, int]], Optional[str]]:
         """Every indexed record's file name (``{id}.json``) and its session key,
-        and ``sessions/`` as the catch-up that wrote them left it; (None, None)
-        when the list is missing or not intact.
+        the same names and the inodes of the records read (an empty dict unless
+        ``inodes``: only a catch-up compares them), and ``sessions/`` as the
+        catch-up that wrote them left it; (None, None, None) when the list is
+        missing or not intact.
 
-        The file holds the count, the names, the keys in the same order, then
-        the line of ``sessions/``, so that it is read (and compared with the
-        folder) by C loops: a catch-up over 100,000 names spends its time in
-        ``listdir``.
+        The file holds the count, the names, the keys in the same order, the
+        inodes in the same order, then the line of ``sessions/``, so that it is
+        read (and compared with the folder) by C loops: a catch-up over 100,000
+        names spends its time in ``scandir``.
         """
         lines = self._read(self._all)
         if not isinstance(lines, list) or not lines or not lines[0].isdigit():
-            return None, None
+            return None, None, None
         count = int(lines[0])
-        if len(lines) != 2 + 2 * count:
-            return None, None
-        return dict(zip(lines[1 : 1 + count], lines[1 + count : -1])), lines[-1]
+        if len(lines) != 2 + 3 * count:
+            return None, None, None
+        names, numbers = lines[1 : 1 + count], lines[1 + 2 * count : -1]
+        if not all(map(str.isdigit, numbers)):
+            return None, None, None
+        read = dict(zip(names, map(int, numbers))) if inodes else {}
+        return dict(zip(names, lines[1 + count : 1 + 2 * count])), read, lines[-1]
+
+    def _records(self) -> dict[str, int]:
+        """The folder's ``*.json`` names and their inodes (``DirEntry.inode``: no ``stat``)."""
+        with os.scandir(self._folder) as entries:
+            return {entry.name: entry.inode() for entry in entries if entry.name[-5:] == ".json"}
 
     def _catch_up(self, key: Optional[str], load: Loader) -> list[str]:
         """Bring the index up to the folder (rebuilding it from every record when
@@ -320,26 +336,37 @@ class ListingIndex:
             # cannot be shared by a change made after the stat.
             file_system_now = None if lock_fd is None else _file_system_now(lock_fd)
             stamp = self._folder_stamp()  # before listing: a later change moves it
-            # The one Python loop over the folder; the comparisons below are C set operations.
-            records = {name for name in os.listdir(self._folder) if name[-5:] == ".json"}
-            previous, lists_line = (None, None) if lock_fd is None else self._known()
+            # The folder's one Python loop (and one dict look-up per name below, about half the cost
+            # of a set of (name, inode) pairs); the other comparisons are C set operations.
+            records = self._records()
+            previous, read_inodes, lists_line = (None, None, None) if lock_fd is None else self._known()
             known = {} if previous is None else dict(previous)
+            inodes = {} if read_inodes is None else dict(read_inodes)
             # Lists changed by someone other than a catch-up (deleted, renamed
             # or swapped by hand) are not caught up from: all are rewritten.
             relist = previous is not None and lists_line != self._sessions_line()
-            gone = list(known.keys() - records)
+            gone = list(known.keys() - records.keys())
             for name in gone:
                 del known[name]
+                del inodes[name]
             complete = True
             added = []
-            for name in sorted(records.difference(known)):
+            # New names, and known ones whose file is not the one read (replaced by a rename).
+            fresh = [(name, inode) for name, inode in records.items() if inodes.get(name) != inode]
+            for name, inode in sorted(fresh):
                 if len(name) != _JSON_NAME_LENGTH or not is_resource_id(name[:ID_LENGTH]):
                     continue
+                if name in known:
+                    # Replaced (edited by hand?): read again; its session's list is rewritten without it.
+                    gone.append(name)
+                    del known[name]
+                    del inodes[name]
                 record = load(name[:ID_LENGTH])
                 if record is None:
                     complete = False  # unreadable for now (a peer still writing?): look again next time
                     continue
                 known[name] = session_key(record.session_id)
+                inodes[name] = inode
                 added.append(name)
             lists = self._new_lists(key, known, None if relist else previous, gone, added)
             if lock_fd is not None:
@@ -350,7 +377,7 @@ class ListingIndex:
                 if not stored:
                     complete = False
                 elif line is not None and (wrote or repaired):
-                    complete &= self._store_ids(known, line)
+                    complete &= self._store_ids(known, inodes, line)
                 elif line != lists_line:
                     trusted = False  # changed by someone else since the check above: the next catch-up relists
                 settled = clock - stamp[2] > RACY_NS or (file_system_now is not None
@@ -505,11 +532,13 @@ class ListingIndex:
             time.sleep(0.001)
         return False
 
-    def _store_ids(self, known: dict[str, str], sessions: str) -> bool:
-        """Write the id list, with ``sessions`` (``sessions/``'s checked line); True when written."""
+    def _store_ids(self, known: dict[str, str], inodes: dict[str, int], sessions: str) -> bool:
+        """Write the id list (``known``'s names, their keys, their ``inodes``), with ``sessions``
+        (``sessions/``'s checked line); True when written."""
         names = list(known)
         try:
-            self._replace(self._all, _seal([str(len(names)), *names, *known.values(), sessions], "ids"))
+            self._replace(self._all, _seal([str(len(names)), *names, *known.values(),
+                                            *map(str, map(inodes.__getitem__, names)), sessions], "ids"))
         except OSError:
             return False
         return True
