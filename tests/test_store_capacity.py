@@ -529,3 +529,29 @@ def test_a_writer_killed_just_after_its_publish_leaves_the_running_total_high_ne
     for number in range(3):
         store.write("b", f"c{number}", b"b" * 200_000)
     assert folder_bytes(store.directory) <= config["max_total_bytes"]
+
+
+def test_a_peers_payload_written_just_before_its_record_is_not_taken_for_a_dead_writers(tmp_path):
+    """Regression (red team C11 r04): the quota's dead-writer rule removed, whatever its age, every
+    payload without a record whose writer lock was free, and a peer (KiloCode/opencode) takes no
+    lock: its ``{id}.txt``, written a moment before its ``{id}.json``, went when an eviction ran in
+    between, and the peer's output was lost.  Only a payload an overspill writer provably left (the
+    record's temporary file beside it, made when the writer starts) goes whatever its age; a
+    peer's payload without a record waits out the grace period, as promise 8 says."""
+    import os
+    import time
+
+    from overspill.records import new_id, uri_for
+
+    store = open_store(tmp_path, max_total_bytes=700_000)
+    store.write("ours", "c", b"o" * 300_000)
+    peer_id = new_id()
+    body = b"peer output\n" * 20_000  # 240 KB, its record not written yet
+    (store.directory / f"{peer_id}.txt").write_bytes(body)
+    os.chmod(store.directory / f"{peer_id}.txt", 0o600)
+    store.write("ours", "c", b"p" * 500_000)  # past the quota: the eviction runs now
+    (store.directory / f"{peer_id}.json").write_text(json.dumps({
+        "version": 1, "id": peer_id, "uri": uri_for(peer_id), "sessionID": "peer", "toolCallID": "t",
+        "mime": "text/plain", "size": len(body), "created": int(time.time() * 1000)}))
+    page = store.read("peer", uri_for(peer_id))  # kept
+    assert page.resource.size == len(body) and page.content == body.decode()[: len(page.content)]

@@ -45,7 +45,8 @@ class LocalQuota:
     def recount(self) -> int:
         """``usage``, counted from the folder's files and kept as the running total:
         the correction for whatever others did behind the total's back.  The payloads
-        that dead writers left (no record, their writer lock free) are removed first,
+        that dead overspill writers left (no record, their record's temporary file beside
+        them, their writer lock free: ``_sweep.remove_dead_writers``) are removed first,
         whatever their age, as the Redis backend's recount drops its dead writers'
         bytes: otherwise they would count until the sweep's grace period, with published
         outputs evicted in their place (a live writer's payload is locked: never removed).

@@ -3,6 +3,11 @@
 A payload is written to ``{id}.txt`` (created exclusively, ``0600``, its
 writer lock held until the pair is published or gone) and published by
 renaming its record into ``{id}.json``; ``LocalBackend.create`` hands it out.
+The record's temporary file (``.{id}.{8 hex}.tmp``) is made as the writer
+starts, not at the publish: beside a payload without a record, it says an
+overspill writer left it, whose free lock then means it is dead
+(``_sweep.remove_dead_writers``); a peer's payload, written without a lock
+or a temporary file, is never taken for one.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ class LocalWriter:
         self._directory = directory
         self._durable = durable
         self._temporary: Optional[str] = None
+        self._temporary_fd = -1  # the record's temporary file, made at the start (the module docstring)
         self._published = False
         self._id = resource_id
         # The bytes in the payload file.  Each piece is written as it is given: the store joins a
@@ -77,6 +83,17 @@ class LocalWriter:
             os.close(self._fd)
             self._fd = -1
             raise
+        try:
+            self._new_temporary()  # after the lock: a marked payload is a live writer's or a dead one's
+        except BaseException:
+            self.abort()  # (the payload is ours: its lock is held)
+            raise
+
+    def _new_temporary(self) -> None:
+        """Create the record's temporary file, kept open for ``_put_record``."""
+        temporary = f"{self._directory}/.{self._id}.{os.urandom(4).hex()}.tmp"
+        self._temporary_fd = _files.create_exclusive(temporary)
+        self._temporary = temporary  # only once it is ours: ``abort`` removes it
 
     @property
     def id(self) -> str:
@@ -156,8 +173,9 @@ class LocalWriter:
         """Write ``record`` to a temporary file and rename it into ``{id}.json``: visible at once,
         whole; the record's bytes.  A complete record's bytes and the payload's ``pending`` ones
         are added to the folder's running total before the rename (taken back if it fails)."""
-        self._temporary = f"{self._directory}/.{self._id}.{os.urandom(4).hex()}.tmp"
-        temporary_fd = _files.create_exclusive(self._temporary)
+        if self._temporary_fd < 0:
+            self._new_temporary()  # a growing writer's later publish (each try under a new name)
+        temporary_fd, self._temporary_fd = self._temporary_fd, -1
         added = 0
         try:
             try:
@@ -197,12 +215,13 @@ class LocalWriter:
     def abort(self) -> None:
         """Remove everything this writer created; never raises."""
         self._done()
-        if self._fd >= 0:
-            try:
-                os.close(self._fd)
-            except OSError:
-                pass
-            self._fd = -1
+        for fd in (self._temporary_fd, self._fd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._temporary_fd = self._fd = -1
         paths = [self.payload_path, self._temporary, self.record_path if self._published else None]
         for path in paths:
             if path is not None:

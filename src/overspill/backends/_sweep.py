@@ -8,8 +8,12 @@ Removed:
   record is unreadable or invalid, and the store's own temporary files —
   unless a live writer holds the payload's lock (``writer_lock``): a writer
   that pauses for longer than the grace period keeps its files.  The quota's
-  eviction removes such a payload whatever its age once its lock is free
-  (``remove_dead_writers``): its writer is gone.
+  eviction removes such a payload whatever its age once its lock is free,
+  when an overspill writer provably left it (its record's temporary file,
+  made as the writer starts, is beside it): its writer is gone
+  (``remove_dead_writers``).  A peer's payload (KiloCode/opencode take no
+  lock and make no such file) may be a moment from its record: it waits out
+  the grace period.
 Every other file is left alone; what cannot be removed (a directory under a
 resource's name, no permission) is counted in ``skipped`` and the sweep goes on.  One process sweeps a folder at a time
 (``.cleanup.lock``); the others skip.  A record goes before its payload, so a
@@ -179,13 +183,18 @@ class FolderSweep:
                 self.remove_pair(resource_id, has_record=False)
 
     def dead_writers(self) -> CleanupReport:
-        """Remove, whatever their age, the payloads without a record whose writer lock
-        is free (their writer died: a live one holds it until its record is published);
+        """Remove, whatever their age, the payloads without a record that an overspill
+        writer left (its record's temporary file beside them) and whose writer lock is
+        free (their writer died: a live one holds it until its record is published);
         nothing else.  Without ``fcntl`` (no lock to tell a live writer by) nothing."""
         if fcntl is None:  # pragma: no cover - Windows: only the grace period tells a leftover
             return CleanupReport()
-        records, payloads, _ = self.members()
-        for resource_id in sorted(payloads - records):
+        records, payloads, others = self.members()
+        # A free lock tells a dead writer only for a writer that takes one: ours, which makes
+        # its record's temporary file as it starts.  A peer's payload, without either, may be
+        # a moment from its record (it writes the payload first): the grace period is its rule.
+        ours = {name[1:27] for name in others if TEMPORARY_PATTERN.fullmatch(name)}
+        for resource_id in sorted((payloads - records) & ours):
             payload = _lstat(self.directory / f"{resource_id}.txt")
             if payload is not None and stat.S_ISREG(payload.st_mode):
                 self.abandoned(resource_id, payload, dead_only=True)
@@ -323,8 +332,8 @@ def sweep(directory: Union[str, Path], now: float, retention: timedelta, grace: 
 
 
 def remove_dead_writers(directory: Union[str, Path]) -> CleanupReport:
-    """Remove the payloads that dead writers left in ``directory`` (no record, their
-    writer lock free), whatever their age (``FolderSweep.dead_writers``): the quota's
+    """Remove the payloads that dead overspill writers left in ``directory`` (no record,
+    their record's temporary file beside them, their writer lock free), whatever their age (``FolderSweep.dead_writers``): the quota's
     recount (under the cleanup lock when it evicts; after a sweep, without it: each
     removal is decided under the payload's writer lock), so that a killed writer's
     bytes never make an eviction remove published outputs in their place while they
