@@ -4,8 +4,10 @@ Skills write their front matter in YAML's simple subset; this reads what they
 use without a YAML library (the core has no third-party dependency): plain
 scalars (a `` #`` comment cut off, continuation lines folded), single- and
 double-quoted scalars (their escapes), and ``|``/``>`` block scalars, each
-after its anchor and tag, which are not its value (``&a !!str x`` is ``x``);
-an alias (``*a``) is the scalar its anchor named.  A value that is no string
+after its anchor and tag, which are not its value (``&a !!str x`` is ``x``;
+``!!str`` makes ``null`` the string it is); an alias (``*a``) is the scalar its
+anchor named.  A value may start on the line below its key (past blank and
+comment lines), read there as on the key's line.  A value that is no string
 is left out, as a missing key: a null (nothing, ``~``, ``null``), a flow
 (``[a, b]``, ``{a: b}``) or block collection (``- a`` or ``key: value`` lines
 below the key).  Values come back stripped of surrounding whitespace (a
@@ -28,6 +30,8 @@ _ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "
 _HEX_DIGITS = {"x": 2, "u": 4, "U": 8}
 # The plain scalars YAML's core schema reads as null (as an empty value is).
 _NULLS = frozenset({"~", "null", "Null", "NULL"})
+# The tag that makes a node a string whatever its text (``!!str null`` is "null"), short and long.
+_STRING_TAGS = frozenset({"!!str", "!<tag:yaml.org,2002:str>"})
 
 
 def front_matter(text: str) -> dict[str, str]:
@@ -75,32 +79,61 @@ def _node(rest: str, block: list[str], anchors: dict[str, Optional[str]]) -> Opt
     after its anchor and tag, recorded in ``anchors`` under its anchor; an alias is the value its
     anchor named.  None: no string (a null, a collection, an alias to no anchor read)."""
     anchor = None
-    while rest.startswith(("&", "!")):  # node properties, in either order, each ended by a space or tab
-        end = next((at for at, character in enumerate(rest) if character in " \t"), len(rest))
-        token, rest = rest[:end], rest[end:].strip()
-        if token[0] == "&":
-            anchor = token[1:]
+    string = False  # tagged !!str: a null's word, or nothing, is the string it is
+    next_line = False
+    while True:
+        while rest.startswith(("&", "!")):  # node properties, in either order, each ended by a space or tab
+            end = next((at for at, character in enumerate(rest) if character in " \t"), len(rest))
+            token, rest = rest[:end], rest[end:].strip()
+            if token[0] == "&":
+                anchor = token[1:]
+            else:
+                string = token in _STRING_TAGS
+        if _before_comment(rest):
+            break
+        # Nothing (or only properties) on this line: the value starts on the block's first line that is
+        # not blank nor a comment, read by the same rules (its properties, quotes, a block's header).
+        first = next((at for at, line in enumerate(block) if line.strip() and not line.strip().startswith("#")), None)
+        if first is None:
+            rest = ""
+            break
+        rest, block, next_line = block[first].strip(), block[first + 1 :], True
     if rest.startswith("*"):
         return anchors.get(_before_comment(rest)[1:].strip())
-    value = _content(rest, block)
+    value = _content(rest, block, string, next_line)
     if anchor:
         anchors[anchor] = value
     return value
 
 
-def _content(rest: str, block: list[str]) -> Optional[str]:
-    """``_scalar``, stripped; None for a null or a collection."""
+def _content(rest: str, block: list[str], string: bool, next_line: bool) -> Optional[str]:
+    """``_scalar``, stripped; None for a null or a collection.
+
+    :param string: the node is tagged ``!!str``: a null's word, or nothing, is the string it is.
+    :param next_line: ``rest`` is the line below its key's, where a block collection may start.
+    """
+    if not rest:
+        return "" if string else None  # nothing: a null
     if rest.startswith(("[", "{")):
         return None  # a flow sequence or mapping
-    if not _before_comment(rest):
-        # Nothing on the key's line: the value starts on the next line that is not blank nor a comment.
-        first = next((line.strip() for line in block if line.strip() and not line.strip().startswith("#")), None)
-        if first is None or _is_sequence_entry(first) or _is_mapping_entry(first):
-            return None  # empty (null), or a block collection
+    if next_line and _starts_collection(rest):
+        return None  # a block collection
     value = _scalar(rest, block).strip()
-    if not rest.startswith(("|", ">", '"', "'")) and value in _NULLS:
+    if not string and not rest.startswith(("|", ">", '"', "'")) and value in _NULLS:
         return None
     return value
+
+
+def _starts_collection(line: str) -> bool:
+    """Whether ``line`` (stripped), a value's first line below its key, starts a block collection:
+    a plain ``- item`` or ``key: value``, or a quoted key (one line, as a key is) and its ':'.
+    A quoted scalar's text, a ``|``/``>`` block's, is never tested: its ': ' is text."""
+    if line.startswith(('"', "'")):
+        end = _unquoted(line)[1]
+        return end is not None and line[end:].lstrip().startswith(":")
+    if line.startswith(("|", ">")):
+        return False
+    return _is_sequence_entry(line) or _is_mapping_entry(line)
 
 
 def _is_sequence_entry(line: str) -> bool:
@@ -186,6 +219,13 @@ def _fold(pieces: list[str], lines: Iterable[str], escapes: bool = False) -> str
 def _quoted(rest: str, block: list[str]) -> str:
     """A single- or double-quoted scalar (it may span lines); unclosed, its text as written."""
     text = _fold([rest], (line.strip() for line in block), escapes=rest[0] == '"')
+    value, end = _unquoted(text)
+    return text[1:] if end is None else value  # never closed: the text as written
+
+
+def _unquoted(text: str) -> tuple[str, Optional[int]]:
+    """The quoted scalar ``text`` starts with (its lines folded), and where its closing quote
+    ends in ``text`` (None: never closed)."""
     quote = text[0]
     out: list[str] = []
     position = 1
@@ -196,14 +236,14 @@ def _quoted(rest: str, block: list[str]) -> str:
                 out.append("'")
                 position += 2
                 continue
-            return "".join(out)
+            return "".join(out), position + 1
         if character == "\\" and quote == '"' and position + 1 < len(text):
             escaped, position = _escape(text, position + 1)
             out.append(escaped)
             continue
         out.append(character)
         position += 1
-    return text[1:]  # never closed: the text as written
+    return "".join(out), None
 
 
 def _escape(text: str, position: int) -> tuple[str, int]:
