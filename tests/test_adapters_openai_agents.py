@@ -956,3 +956,64 @@ def test_an_mcp_tools_error_text_is_bounded_as_a_function_tools_is(store):
     assert sent == own == "An error occurred while running the tool. Please try again."
     assert raw == wrapped and raw[1] == []
     assert len(store.records()) == 2 and {record.session_id for record in store.records()} == {"mcp-errors"}
+
+
+def test_a_failure_text_the_store_cannot_keep_still_reaches_the_model_review_r4(tmp_path):
+    """Review R4 (a gap in 9b98082 and before): a failed call's text (what a function tool's or an MCP
+    server's failure error function makes of the error) was bounded as an output is, through
+    ``store.truncate``, so a store that could not write it (a full disk, a data folder gone) raised
+    StorageError in its place and the run ended.  As the README says for a tool's error text, the model
+    gets the preview whose marker says "output not stored" and why, and the run goes on; an output
+    guardrail still checks the whole text."""
+    import os
+    import shutil
+    import sys
+
+    from agents import ToolGuardrailFunctionOutput, tool_output_guardrail
+    from agents.mcp import MCPServerStdio
+
+    from overspill.adapters.openai_agents import bound_servers
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
+    seen: list[str] = []
+
+    @tool_output_guardrail
+    def measured(data: Any) -> Any:
+        seen.append(str(data.output))
+        return ToolGuardrailFunctionOutput.allow(output_info=None)
+
+    def shown(context: Any, error: Exception) -> str:
+        return f"The tool failed: {error}"
+
+    def failing() -> str:
+        """Fail with a long error (an upstream's error body, say)."""
+        raise RuntimeError("upstream returned HTTP 502:\n" + BIG)
+
+    tool = agents.function_tool(failing, failure_error_function=shown, tool_output_guardrails=[measured])
+    folder = tmp_path / "store"
+
+    async def main() -> list:
+        sent_all = []
+        with ToolOutputStore(folder) as store:
+            shutil.rmtree(folder)
+            folder.write_text("")  # the disk went bad: a file where the data folder was
+            model, sent = _calling_once("failing")
+            await agents.Runner.run(agents.Agent(name="a", model=model, tools=bound([tool], store, session_id="s")),
+                                    "go")
+            sent_all.append(sent)
+            server = MCPServerStdio({"command": sys.executable, "args": [os.path.join(here, "adapter_mcp_server.py")],
+                                     "env": env}, name="big-output", client_session_timeout_seconds=30,
+                                    failure_error_function=shown)
+            (wrapped,) = bound_servers([server], store, session_id="s")
+            async with server:
+                model, sent = _calling_once("failing")
+                await agents.Runner.run(agents.Agent(name="a", model=model, mcp_servers=[wrapped]), "go")
+                sent_all.append(sent)
+        return sent_all
+
+    for sent in asyncio.run(main()):
+        (text,) = sent
+        assert text.startswith("The tool failed: ") and "upstream returned HTTP 502" in text
+        assert "output not stored" in text and "tool-output://" not in text and len(text.encode()) < 60_000
+    assert seen == [f"The tool failed: upstream returned HTTP 502:\n{BIG}"]  # the guardrail saw the whole text

@@ -226,13 +226,69 @@ async def _bound_shown(bounder: Bounder, session_id: str, context: Any, output: 
     return bounded
 
 
+async def _bound_failure(bounder: Bounder, session_id: str, context: Any, text: Any, whole: Any,
+                         kept: "_WholeOutputs", readers: int) -> Any:
+    """The SDK's text of a failed call (what a failure error function made of the error) bounded as an
+    error's text is (``Bounder.aerror_text``): when the store cannot keep it, the preview says "output not
+    stored" and why, so the model still gets the tool's failure and the run goes on, rather than a
+    StorageError in its place.  When it was bounded, ``whole`` is kept for the call's ``readers`` checks,
+    as ``_bound_shown`` keeps an output.  A value that is no text (a formatter's own choice) is bounded
+    as an output is (``_bound_shown``)."""
+    if not isinstance(text, str):
+        return await _bound_shown(bounder, session_id, context, text, whole, kept, readers)
+    preview = await bounder.aerror_text(session_id, _call_id(context), text)
+    if preview is None:
+        return text
+    kept.keep(context, whole, readers)
+    return preview
+
+
+class _Failure:
+    """A failed call's text as a function tool's failure error function made it (``_MarkedFailure``),
+    marked so that the bound invoker bounds it as a failure's text rather than as an output."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: Any) -> None:
+        self.text = text
+
+
+class _MarkedFailure:
+    """The failure error function of the copy a bound function tool invokes: the tool's own, its text
+    marked (``_Failure``).  The SDK formats a raised error inside the invoker ``_BoundedInvoker`` wraps,
+    so the text comes back as the call's result, which only this mark tells from an output.  None (the
+    error is raised) stays None."""
+
+    def __init__(self, formatter: Callable[[Any, Exception], Any]) -> None:
+        self.formatter = formatter
+
+    async def __call__(self, context: Any, error: Exception) -> Any:
+        text = self.formatter(context, error)
+        text = await text if inspect.isawaitable(text) else text
+        return None if text is None else _Failure(text)
+
+
+def _failures_marked(tool: FunctionTool) -> FunctionTool:
+    """A copy of ``tool`` whose failure error function marks its text (``_MarkedFailure``), else ``tool``
+    itself: no failure error function of its own (None lets the error end the run), or the SDK's default
+    (one fixed line, never the error, which the SDK knows by identity), or an SDK that keeps it elsewhere."""
+    formatter = getattr(tool, "_failure_error_function", None)
+    if (formatter is None or formatter is default_tool_error_function
+            or getattr(tool, "_use_default_failure_error_function", True)):
+        return tool
+    marked = copy.copy(tool)  # (the SDK's copy binds the copy's invoker to the copy and its formatter)
+    marked._failure_error_function = _MarkedFailure(formatter)
+    return marked
+
+
 class _BoundedInvoker:
     """A ``FunctionTool``'s ``on_invoke_tool`` with its result bounded (the SDK's text of a failure too:
     its failure handling runs inside the invoker wrapped here)."""
 
     def __init__(self, inner: FunctionTool, bounder: Bounder, session_id: Optional[str], owner: object,
                  adapter: Any) -> None:
-        self.original = self._inner = inner  # the tool as it was (its invoker and output schema)
+        self.original = inner  # the tool as it was (its invoker and output schema)
+        self._inner = _failures_marked(inner)  # what runs: its failure text marked (_bound_failure bounds it)
         self._bounder = bounder
         self._session_id = session_id
         self._owner = owner
@@ -252,8 +308,14 @@ class _BoundedInvoker:
 
     async def __call__(self, context: ToolContext[Any], input: str) -> Any:
         output = whole = await self._inner.on_invoke_tool(self._inner_context(context), input)
+        failed = isinstance(output, _Failure)
+        if failed:
+            output = whole = output.text  # the SDK's text of the failure, as the tool's formatter made it
         if _final_output(context, (self._inner.name, getattr(self._inner, "qualified_name", None))):
             return whole  # the run's final output, as the tool returned it: the application's, not the model's
+        if failed:
+            return await _bound_failure(self._bounder, _session(self._session_id, context, self._owner), context,
+                                        output, whole, self.whole, self.whole.readers)
         if self._adapter is not None and not isinstance(output, str):
             # The copy no longer declares the output schema (a preview cannot match it):
             # the output becomes the JSON text the SDK would have sent.
@@ -827,7 +889,7 @@ def _mcp_final_output(context: Any) -> bool:
 
 class _BoundedFailure:
     """The failure error function the SDK formats a failed call of a bound server's tool with, with the
-    text it makes bounded as a function tool's failure text is (``_bound_shown``, as ``_BoundedInvoker``
+    text it makes bounded as a function tool's failure text is (``_bound_failure``, as ``_BoundedInvoker``
     bounds the text the SDK's failure handling returns inside the invoker it wraps): an MCP tool's error
     is raised out of ``call_tool`` and formatted by the SDK afterwards, so it is bounded here.  The
     server's output guardrails check the whole text; a call whose output is the run's final output
@@ -844,10 +906,10 @@ class _BoundedFailure:
             return text
         server = self._server
         readers = len(getattr(server._overspill_server, "tool_output_guardrails", None) or ())
-        return await _bound_shown(server._overspill_bounder,
-                                  _session(server._overspill_session_id, context, server._overspill_owner),
-                                  # (kept as call_tool keeps a result and what the SDK shows of it: no result here)
-                                  context, text, (None, text), server._overspill_whole, readers)
+        return await _bound_failure(server._overspill_bounder,
+                                    _session(server._overspill_session_id, context, server._overspill_owner),
+                                    # (kept as call_tool keeps a result and what the SDK shows of it: no result here)
+                                    context, text, (None, text), server._overspill_whole, readers)
 
 
 def _structured_content(result: Any) -> Any:
