@@ -430,25 +430,43 @@ def test_stream_cap_fed_from_several_threads_keeps_at_most_max_bytes(keep):
     """Regression: the compiled ``feed`` took the head's room before counting a chunk of 64 KiB or more
     without the GIL; another thread's feed filled the head meanwhile, and the stale room was copied on
     top of it: four threads feeding 1 MiB each to ``StreamCap(1 MiB)`` kept 2 MiB.  Whatever is fed,
-    and from however many threads, at most ``max_bytes`` are kept and every byte and line is counted."""
+    and from however many threads, at most ``max_bytes`` are kept and every byte and line is counted.
+
+    Review R4: the pure twin's ``feed`` was not atomic either (a thread switch between reading a count
+    and writing it back lost the other thread's update): many small feeds with a thread switch due after
+    every few bytecodes lost ``total_bytes`` and ``total_lines`` in a quarter to a half of the trials.
+    Every feed is whole: the state is what one thread feeding the same chunks would leave."""
     max_bytes = 1 << 20
-    chunk = b"x" * (max_bytes - 1) + b"\n"
-    for _ in range(20):
-        cap = overspill.StreamCap(max_bytes, keep=keep)
-        start = threading.Barrier(4)
+    cases = [(max_bytes, b"x" * (max_bytes - 1) + b"\n", 1, 20),  # (cap, chunk, feeds per thread, trials)
+             (1000, b"ab\n" * 30, 300, 20), (1000, b"x" * 999, 300, 10)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # a switch due at once: a feed that is not atomic is cut in its middle
+    try:
+        for cap_bytes, chunk, feeds, trials in cases:
+            alone = overspill.StreamCap(cap_bytes, keep=keep)
+            for _ in range(4 * feeds):
+                alone.feed(chunk)
+            for _ in range(trials):
+                cap = overspill.StreamCap(cap_bytes, keep=keep)
+                start = threading.Barrier(4)
 
-        def feed() -> None:
-            start.wait()
-            cap.feed(chunk)
+                def feed() -> None:
+                    start.wait()
+                    for _ in range(feeds):
+                        cap.feed(chunk)
 
-        threads = [threading.Thread(target=feed) for _ in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        head, tail = len(cap.head), len(cap.tail)
-        assert (head + tail, len(cap.value())) == (max_bytes, max_bytes), (head, tail)
-        assert (cap.total_bytes, cap.total_lines, cap.truncated) == (4 * len(chunk), 5, True)
+                threads = [threading.Thread(target=feed) for _ in range(4)]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+                head, tail = len(cap.head), len(cap.tail)
+                assert (head + tail, len(cap.value())) == (cap_bytes, cap_bytes), (head, tail)
+                assert (cap.total_bytes, cap.total_lines, cap.truncated) == (
+                    4 * feeds * len(chunk), 4 * feeds * chunk.count(b"\n") + 1, True)
+                assert (cap.head, cap.tail) == (alone.head, alone.tail)
+    finally:
+        sys.setswitchinterval(interval)
 
 
 # ---------------------------------------------------------------- differential

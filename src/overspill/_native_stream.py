@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from _thread import allocate_lock  # threading's Lock, without importing threading (start-up)
+
 from ._buffers import BytesLike
 from ._buffers import byte_view as _byte_view
 from ._buffers import check_int as _check_int
@@ -19,6 +21,9 @@ class StreamCap:
     retains the first ``ceil(max_bytes / 2)`` bytes and, in a ring, the last
     ``floor(max_bytes / 2)`` bytes of what follows them, so the end of a long
     stream survives.  Any chunking of the same bytes gives the same state.
+    Feeds from several threads are each whole, as the compiled twin's are
+    (its update runs with the GIL held): a lock is held for each feed, and for
+    each read of more than one field of the state.
 
     :param max_bytes: the retention cap, at least 1.
     :param keep: ``"head"`` or ``"head_tail"``.
@@ -27,7 +32,7 @@ class StreamCap:
     """
 
     __slots__ = ("_max_bytes", "_keep", "_head", "_head_cap", "_ring", "_ring_cap", "_ring_pos",
-                 "_total_bytes", "_newlines")
+                 "_total_bytes", "_newlines", "_lock")
 
     def __init__(self, max_bytes: int, *, keep: str = "head") -> None:
         self._max_bytes = _check_int(max_bytes, "max_bytes", 1)
@@ -44,6 +49,9 @@ class StreamCap:
         self._ring_pos = 0  # once the ring is full: where its oldest byte is
         self._total_bytes = 0
         self._newlines = 0
+        # A thread switch may come between any two bytecodes: without it, a feed read a count or the
+        # head's room that another thread's feed then changed, and one update overwrote the other.
+        self._lock = allocate_lock()
 
     def feed(self, chunk: BytesLike, /) -> None:
         """Count ``chunk`` and retain what the cap allows.
@@ -52,7 +60,7 @@ class StreamCap:
         """
         if isinstance(chunk, str):
             raise TypeError("chunk must be a bytes-like object, not str")
-        with _byte_view(chunk) as view:
+        with self._lock, _byte_view(chunk) as view:
             self._total_bytes += len(view)
             self._newlines += count_lines(view) - 1
             room = self._head_cap - len(self._head)
@@ -92,6 +100,11 @@ class StreamCap:
     @property
     def tail(self) -> bytes:
         """The retained end of the stream (always empty for ``keep="head"``)."""
+        with self._lock:
+            return self._tail()
+
+    def _tail(self) -> bytes:
+        # (the lock held: the ring and where its oldest byte is, from one state)
         return bytes(self._ring[self._ring_pos :] + self._ring[: self._ring_pos])
 
     @property
@@ -105,12 +118,19 @@ class StreamCap:
 
     @property
     def truncated(self) -> bool:
+        with self._lock:
+            return self._truncated()
+
+    def _truncated(self) -> bool:
         return self._total_bytes > len(self._head) + len(self._ring)
 
     def value(self) -> bytes:
         """The retained bytes: the head, then the tail."""
-        return self.head + self.tail
+        with self._lock:
+            return bytes(self._head) + self._tail()
 
     def __repr__(self) -> str:
+        with self._lock:
+            total_bytes, truncated = self._total_bytes, self._truncated()
         return (f"StreamCap(max_bytes={self._max_bytes}, keep={self._keep!r}, "
-                f"total_bytes={self._total_bytes}, truncated={self.truncated})")
+                f"total_bytes={total_bytes}, truncated={truncated})")
