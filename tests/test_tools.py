@@ -2081,6 +2081,8 @@ _WINDOWS_1252 = b"\x93Quoted\x94 \x97 dash \x85 caf\xe9 \x80 \x81\x8d\x8f\x90\x9
     ("header", "iso-8859-2", b"\xb1\xe6", "\u0105\u0107"), ("meta", "koi8-r", b"\xc1", "\u0430"),
     ("header", "shift_jis", "日本".encode("cp932"), "日本"), ("header", "x-user-defined", b"a\x80", "a\uf780"),
     ("header", "windows-1250", b"\x81\x8a", "\x81\u0160"), ("header", "gbk", "中文".encode("gb18030"), "中文"),
+    # The three bytes where the standard's index and Python's codec differ (review R5).
+    ("header", "koi8-u", b"\xae\xbe", "\u045e\u040e"), ("header", "windows-1255", b"\xca", "\u05ba"),
     # Labels the standard does not know are no declared charset: the page is UTF-8.
     *[(where, label, body, expected) for where in ("header", "meta") for label, body, expected in [
         ("unicode_escape", b"x\\u0041y", "x\\u0041y"), ("utf-7", b"a+AEE-b", "a+AEE-b"),

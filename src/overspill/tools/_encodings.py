@@ -22,9 +22,8 @@ from typing import Optional
 __all__ = ["decode", "encoding_of", "sniff_charset"]
 
 # The standard's encodings (its encodings.json) by name: the Python codec, then the labels.
-# The single-byte ones, decoded by a byte table (``_byte_table``), which then equals the standard's
-# index but for three bytes: its KOI8-U maps 0xAE and 0xBE to Cyrillic letters, as KOI8-RU does
-# (Python's koi8_u has box drawings there), and its windows-1255 0xCA to U+05BA (cp1255: undefined).
+# The single-byte ones, decoded by a byte table (``_byte_table``) made from the codec, which then equals
+# the standard's index but for the bytes in ``_INDEX_NOT_CODEC``.
 _SINGLE_BYTE = {
     "IBM866": ("cp866", "866 cp866 csibm866 ibm866"),
     "ISO-8859-2": ("iso8859_2", "csisolatin2 iso-8859-2 iso-ir-101 iso8859-2 iso88592 iso_8859-2 iso_8859-2:1987 "
@@ -95,6 +94,12 @@ def encoding_of(label: Optional[str]) -> Optional[str]:
     return _LABELS.get(label.strip("\t\n\f\r ").lower())
 
 
+#: Where the standard's index and Python's codec differ: its KOI8-U maps 0xAE and 0xBE to Cyrillic
+#: letters, as KOI8-RU does (Python's koi8_u has box drawings there), and its windows-1255 0xCA to
+#: U+05BA (cp1255 leaves it undefined).
+_INDEX_NOT_CODEC = {"KOI8-U": {0xAE: "\u045e", 0xBE: "\u040e"}, "windows-1255": {0xCA: "\u05ba"}}
+
+
 def _byte_table(name: str) -> str:
     """The 256 characters the bytes of single-byte encoding ``name`` decode to (``codecs.charmap_decode``'s
     table: U+FFFE for a byte the encoding leaves undefined)."""
@@ -104,7 +109,8 @@ def _byte_table(name: str) -> str:
             table = "".join(chr(byte if byte < 0x80 else 0xF700 + byte) for byte in range(256))
         else:
             codec = _SINGLE_BYTE[name][0]
-            table = "".join(bytes((byte,)).decode(codec, "ignore")
+            differing = _INDEX_NOT_CODEC.get(name, {})
+            table = "".join(differing.get(byte) or bytes((byte,)).decode(codec, "ignore")
                             or (chr(byte) if 0x80 <= byte <= 0x9F else "\ufffe") for byte in range(256))
         _byte_tables[name] = table
     return table
