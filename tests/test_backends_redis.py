@@ -842,19 +842,38 @@ def test_a_dry_run_cleanup_takes_no_lock_and_works_for_a_read_only_user_red_team
         assert store.read("s", uri, limit=5).content == "zzzzz"
 
 
-def test_a_refused_password_is_a_permission_error_not_a_refused_connection_red_team_h11(server):
+@pytest.mark.parametrize("topology", ["server", "cluster"])
+def test_a_refused_password_is_a_permission_error_not_a_refused_connection_red_team_h11(tmp_path, topology):
     """Regression (red team H11): a wrong password was told as ``[Errno 111]`` (ECONNREFUSED),
     though the server answered and refused the credentials: it is EACCES now, the password
-    still shown as ``***``."""
+    still shown as ``***``; on a Cluster too (review R5: its client raises its own exception,
+    the refusal as the cause, and the error said EIO)."""
     import errno
 
-    with ToolOutputStore(url=server.url) as store:
-        store._backend.client.execute_command("ACL", "SETUSER", "h11user", "on", ">right", "~*", "&*", "+@all")
-    with pytest.raises(StorageError) as caught:
-        with ToolOutputStore(url=f"redis://h11user:wrong@{server.address}/0") as store:
-            store.records()
-    assert caught.value.errno == errno.EACCES, caught.value
-    assert "wrong" not in str(caught.value) and "***" in str(caught.value)
+    import redis as redis_client
+    from conftest import _redis_or_skip
+
+    _redis_or_skip()
+    from redis_servers import start_cluster, start_server
+
+    servers = [start_server(parent=tmp_path)] if topology == "server" else start_cluster(3, parent=tmp_path)
+    try:
+        for node in servers:
+            with redis_client.Redis(host=node.address.rpartition(":")[0],
+                                    port=int(node.address.rpartition(":")[2])) as raw:
+                raw.execute_command("ACL", "SETUSER", "h11user", "on", ">right", "~*", "&*", "+@all")
+        scheme = "redis" if topology == "server" else "redis+cluster"
+        suffix = "/0" if topology == "server" else ""
+        with ToolOutputStore(url=f"{scheme}://h11user:right@{servers[0].address}{suffix}") as store:
+            assert store.records() == []  # the right password is let in
+        with pytest.raises(StorageError) as caught:
+            with ToolOutputStore(url=f"{scheme}://h11user:wrong@{servers[0].address}{suffix}") as store:
+                store.records()
+        assert caught.value.errno == errno.EACCES, caught.value
+        assert "wrong" not in str(caught.value) and "***" in str(caught.value)
+    finally:
+        for node in servers:
+            node.stop()
 
 
 def test_a_surrogate_pair_session_is_refused_and_lone_surrogates_stay_their_own_session(server):

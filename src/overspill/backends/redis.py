@@ -227,7 +227,7 @@ class RedisBackend(RedisReads, RedisQuota):
             # A MOVED reply's own text is only "SLOT HOST:PORT": say what it means.
             reason = (f"the server is a Redis Cluster node ({type(error).__name__}: {reason}); use the Cluster "
                       "URL form, redis+cluster://host:port (rediss+cluster:// over TLS)")
-        if isinstance(error, redis.exceptions.AuthenticationError):
+        if _refused_credentials(error):
             # (a ConnectionError to redis-py, but the server answered: it refused the user or password)
             number = errno.EACCES
         elif not isinstance(number, int):
@@ -509,3 +509,15 @@ class RedisBackend(RedisReads, RedisQuota):
                 return RedisSweep(self, now, retention, grace, dry_run).run()
         except REDIS_ERRORS as error:
             raise self.storage_error("cannot clean", error) from None
+
+
+def _refused_credentials(error: BaseException) -> bool:
+    """Whether ``error`` is, or was caused by, the server refusing the user or password: a Cluster
+    client raises its own RedisClusterException with the AuthenticationError as the cause."""
+    seen = 0
+    while error is not None and seen < 8:  # (a short chain: a cycle must not loop)
+        if isinstance(error, redis.exceptions.AuthenticationError):
+            return True
+        error = error.__cause__ or error.__context__
+        seen += 1
+    return False
