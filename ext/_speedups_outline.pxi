@@ -23,7 +23,7 @@ cdef extern from "overspill_outline.h" nogil:
         Py_ssize_t lines, keyed, lead, commits
         Py_ssize_t run_count[DEPTH_CAP]
         Py_ssize_t run_lines[DEPTH_CAP]
-        Py_ssize_t unclaimed[DEPTH_CAP]
+        Py_ssize_t unclaimed
         int run_deeper[DEPTH_CAP]
         int blank
         int oneline
@@ -104,7 +104,7 @@ def outline_lines(buffer, start, end, section, max_depth, max_runs, max_commits,
         if scan.run_count[d] > 0:
             _end_run(&scan, runs, open_runs, d)
     return (runs, scan.lead, scan.lines, scan.keyed, (<const uint8_t *>scan.section)[:scan.section_length],
-            commits.kept(), scan.commits, [scan.unclaimed[d] for d in range(scan.depth)])
+            commits.kept(), scan.commits, scan.unclaimed)
 
 
 cdef int _outline_arguments(osp_outline *s, start, end, section, max_depth, max_runs, max_commits,

@@ -42,7 +42,7 @@ typedef struct {
     int oneline;          /* git log --oneline lines are commits (set by the caller: OUTLINE_ONELINE) */
     ptrdiff_t run_count[OSP_DEPTH_CAP];  /* runs begun at each depth; -1 once past the caller's cap */
     ptrdiff_t run_lines[OSP_DEPTH_CAP];  /* lines of each depth's current run */
-    ptrdiff_t unclaimed[OSP_DEPTH_CAP];  /* lines since its last keyed one: its run's only if its key goes on */
+    ptrdiff_t unclaimed;  /* lines since the last keyed one: the runs' only if the deepest one goes on */
     int run_deeper[OSP_DEPTH_CAP];       /* a line of it had more parts than the key */
     ptrdiff_t section_length, previous_length, previous_parts, previous_keys, previous_ends[OSP_DEPTH_CAP + 1];
     uint8_t section[OSP_TOKEN_CAP], previous[OSP_TOKEN_CAP];  /* the current section; the last keyed token */
@@ -220,38 +220,47 @@ static inline void osp_outline_key(osp_outline *s, const uint8_t *line, ptrdiff_
     s->parts = s->keys = osp_part_ends(s->section, s->section_length, s->ends, s->depth + 1);
 }
 
+/* Whether the line's key at depth d is the previous keyed line's (common: the
+ * bytes their tokens share). */
+static inline int osp_outline_goes_on(const osp_outline *s, ptrdiff_t d, ptrdiff_t common) {
+    const ptrdiff_t key = s->keys ? s->ends[(d + 1 < s->keys ? d + 1 : s->keys) - 1] : s->token_length;
+    const ptrdiff_t before = s->previous_keys ? s->previous_ends[(d + 1 < s->previous_keys ? d + 1
+                                                                                           : s->previous_keys) - 1]
+                                              : s->previous_length;
+    return s->any_keyed && before == key && key <= common;
+}
+
 /* A keyed line at each depth: its run goes on when the key is the previous
- * keyed line's (with the lines pending since that one), else the depth's bit
- * is set in the result (unless the depth no longer counts runs) for the
- * caller to end the run and begin one (the pending lines are no run's).
- * Then the line becomes the previous keyed line. */
+ * keyed line's, else the depth's bit is set in the result (unless the depth
+ * no longer counts runs) for the caller to end the run and begin one.  The
+ * lines pending since that one join the runs at every depth when the line goes
+ * on at the deepest, else none (review R6: decided at each depth alone, a line
+ * was a folder's and none of its files', and a depth's runs summed to more
+ * than the next one's).  Then the line becomes the previous keyed line. */
 static inline uint64_t osp_outline_runs(osp_outline *s) {
     const ptrdiff_t parts = s->parts, keys = s->keys, length = s->token_length;
-    ptrdiff_t common = 0, d, key, before;
-    uint64_t changed = 0;
+    ptrdiff_t common = 0, d, claimed;
+    uint64_t changed = 0, on = 0, folder;
     if (s->any_keyed) common = osp_common_prefix(s->token, s->previous, length < s->previous_length ? length
                                                                                                   : s->previous_length);
+    for (d = 0; d < s->depth; d++) on |= (uint64_t)osp_outline_goes_on(s, d, common) << d;
+    folder = ((uint64_t)1 << keys) - 1;  /* the depths of its keys (keys <= OSP_DEPTH_CAP + 1: no overflow) */
+    if (0 < keys && keys < parts && keys < s->depth && (on & folder) == folder) {
+        /* Its last part is no key (osp_scan_token) and its folder's run goes on: it is
+         * pending as an unkeyed line is ("./Program Files" in find, before its folder's
+         * lines; below the folder its run is unknown), and is not the previous keyed line. */
+        s->unclaimed++;
+        return 0;
+    }
+    claimed = (on >> (s->depth - 1)) & 1 ? s->unclaimed : 0;
+    s->unclaimed = 0;
     for (d = 0; d < s->depth; d++) {
-        key = keys ? s->ends[(d + 1 < keys ? d + 1 : keys) - 1] : length;
-        if (s->any_keyed) {
-            before = s->previous_keys ? s->previous_ends[(d + 1 < s->previous_keys ? d + 1 : s->previous_keys) - 1]
-                                      : s->previous_length;
-            if (before == key && key <= common) {
-                s->run_lines[d] += s->unclaimed[d] + 1;
-                s->unclaimed[d] = 0;
-                s->run_deeper[d] |= parts > d + 1;
-                if (d + 1 == keys && keys < parts && keys < s->depth) {
-                    /* Its last part is no key (osp_scan_token) and its folder's run goes on: below,
-                     * it is pending as an unkeyed line is ("./Program Files" in find, before its
-                     * folder's lines), and is not the previous keyed line. */
-                    for (d++; d < s->depth; d++) s->unclaimed[d]++;
-                    return changed;
-                }
-                continue;
-            }
+        if ((on >> d) & 1) {
+            s->run_lines[d] += claimed + 1;
+            s->run_deeper[d] |= parts > d + 1;
+        } else if (s->run_count[d] >= 0) {
+            changed |= (uint64_t)1 << d;
         }
-        s->unclaimed[d] = 0;
-        if (s->run_count[d] >= 0) changed |= (uint64_t)1 << d;
     }
     s->any_keyed = 1;
     memcpy(s->previous, s->token, (size_t)length);
@@ -297,7 +306,7 @@ static int osp_outline_next(osp_outline *s) {
         } else if (!s->any_keyed) {
             s->lead++;
         } else {  /* after a keyed line: pending until a keyed line says whose run it is in */
-            for (ptrdiff_t d = 0; d < s->depth; d++) s->unclaimed[d]++;
+            s->unclaimed++;
         }
         if (digits || to > from || changed) {
             s->offset = offset;

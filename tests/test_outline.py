@@ -179,7 +179,7 @@ def naive_outline(data: bytes, section: bytes, max_depth: int, max_runs: int, ma
         lines = lines[:-1]
     runs = [[] for _ in range(max_depth)]
     previous = [None] * max_depth
-    unclaimed = [0] * max_depth  # lines since each depth's last keyed one: its run's only if the key goes on
+    unclaimed = 0  # lines since the last keyed one: the runs' (at every depth) only if the deepest key goes on
     lead = keyed = total = 0
     commits = []
     offset = 0
@@ -213,24 +213,23 @@ def naive_outline(data: bytes, section: bytes, max_depth: int, max_runs: int, ma
             if previous[0] is None:
                 lead += 1
             else:
-                unclaimed = [count + 1 for count in unclaimed]
+                unclaimed += 1
             continue
         keyed += 1
         ends = naive_parts(token)
-        for depth in range(max_depth):
-            key = token[: ends[min(depth, keys - 1)]] if keys else token
+        found = [token[: ends[min(depth, keys - 1)]] if keys else token for depth in range(max_depth)]
+        if keys < len(ends) and 0 < keys < max_depth and found[:keys] == previous[:keys]:
+            unclaimed += 1  # a cut last part whose folder goes on: unclaimed, as a line with no key
+            continue
+        claimed = unclaimed if found[-1] == previous[-1] else 0  # all depths or none (review R6)
+        unclaimed = 0
+        for depth, key in enumerate(found):
             if key == previous[depth]:
                 if runs[depth] is not None:
-                    runs[depth][-1][2] += unclaimed[depth] + 1
+                    runs[depth][-1][2] += claimed + 1
                     runs[depth][-1][3] |= len(ends) > depth + 1
-                unclaimed[depth] = 0
-                if keys < len(ends) and depth + 1 == keys < max_depth:  # a cut last part: unclaimed below
-                    for below in range(depth + 1, max_depth):
-                        unclaimed[below] += 1
-                    break
                 continue
             previous[depth] = key
-            unclaimed[depth] = 0
             if runs[depth] is None:
                 continue
             if len(runs[depth]) == max_runs:
@@ -739,8 +738,8 @@ def naive_keys(text: bytes, section: bytes, depth: int, after_blank: bool = Fals
 
 def naive_cut_depth(text: bytes, section: bytes, after_blank: bool = False) -> Optional[int]:
     """How many of a line's parts are keys when its last part is a name a space cut (red team T9
-    f03: ``./Program Files``), else None: below them, where the run of its last key goes on,
-    the line joins the runs as an unkeyed line does."""
+    f03: ``./Program Files``), else None: where the run of its last key goes on, the line
+    waits as an unkeyed line does."""
     text = naive_shown(text)
     if naive_is_header(text, after_blank):
         return None
@@ -752,15 +751,16 @@ def naive_omitted_runs(data: bytes, start: int, depth: int) -> tuple[list, int, 
     """The runs of ``data[start:]`` at each depth as the whole output's lines have them:
     a line counts when its newline (or end) is at or after ``start``; a run the head's
     last keyed line began goes on from ``start``; unkeyed lines before any keyed line
-    at all count in no run, nor do those after a run's last keyed line until a line
-    with its key (red team E11 f03), nor those the omitted part ends with.  Also
+    at all count in no run, nor do those after a keyed line until one with its key at
+    the deepest depth (red team E11 f03), then at every depth (review R6), nor those the
+    omitted part ends with (nor, alike, a line whose cut last part's folder run goes on).  Also
     ``(lines, keyed)`` of the omitted part."""
     lines = data.split(b"\n")
     if data.endswith(b"\n") or not data:
         lines = lines[:-1]
     runs: list[list] = [[] for _ in range(depth)]
     current: Optional[list] = None  # the last keyed line's keys
-    unclaimed = [0] * depth  # omitted lines since each depth's last keyed line
+    unclaimed = 0  # omitted lines since the last keyed line
     section = b""
     counted = keyed_lines = 0
     offset = 0
@@ -771,8 +771,8 @@ def naive_omitted_runs(data: bytes, start: int, depth: int) -> tuple[list, int, 
         cut = naive_cut_depth(text, section, after_blank)
         section, keys = naive_keys(text, section, depth, after_blank)
         after_blank = not naive_shown(text)
-        # A line whose cut last part's folder run goes on joins the runs below as an unkeyed
-        # line does, and the keys below stay the last keyed line's.
+        # A line whose cut last part's folder run goes on waits as an unkeyed line does (at
+        # every depth: review R6), and the keys below stay the last keyed line's.
         joins = (keys is not None and cut is not None and 0 < cut < depth and current is not None
                  and current[cut - 1][0] == keys[cut - 1][0])
         if joins:
@@ -782,20 +782,23 @@ def naive_omitted_runs(data: bytes, start: int, depth: int) -> tuple[list, int, 
             continue
         counted += 1
         keyed_lines += keys is not None
+        if keys is None or joins:
+            unclaimed += current is not None
+            current = keys or current
+            continue
+        # The waiting lines count at every depth when the deepest run goes on, else at none (review R6).
+        claimed = unclaimed if current is not None and current[-1][0] == keys[-1][0] else 0
+        unclaimed = 0
         for d in range(depth):
             kept = runs[d]
-            if keys is None or (joins and d >= cut):
-                unclaimed[d] += current is not None
-                continue
             key, deeper = keys[d]
             if kept and kept[-1][0] == key:
-                kept[-1][2] += unclaimed[d] + 1
+                kept[-1][2] += claimed + 1
                 kept[-1][3] = kept[-1][3] or deeper
             elif not kept and current is not None and current[d][0] == key:
-                kept.append([key, start, unclaimed[d] + 1, current[d][1] or deeper])
+                kept.append([key, start, claimed + 1, current[d][1] or deeper])
             else:
                 kept.append([key, max(here, start), 1, deeper])
-            unclaimed[d] = 0
         current = keys or current
     return runs, counted, keyed_lines
 
@@ -850,6 +853,9 @@ def test_outline_of_an_omitted_part_is_the_whole_outputs(data, cut, block):
         return
     assert (collector._lines, collector._keyed) == (lines, keyed)
     assert collector._runs == [kept if len(kept) <= _outline._RUNS else None for kept in runs]
+    # Every level holds the same lines (review R6): the header's total, the top level's, is the
+    # sum of the groups shown whichever level they are of.
+    assert len({sum(run[2] for run in kept) for kept in collector._runs if kept is not None}) <= 1
 
 
 def test_listing_outline_counts_the_section_begun_in_the_head(tmp_path):
@@ -1148,6 +1154,47 @@ def test_a_pytest_runs_failures_section_is_not_counted_as_lines_of_its_last_test
                 assert lines[0].startswith(key) and lines[-1].startswith(key), (limits, line, lines[-3:])
                 groups += 1
     assert groups
+
+
+def _grep_with_notes() -> bytes:
+    rows = []
+    for folder in ("alpha", "beta"):
+        for module in range(4):
+            rows += [f"src/{folder}/mod{module}.py:{i}: hit" for i in range(1, 41)]
+            rows += ["", "(note: no path on this line)"]
+    return ("\n".join(rows) + "\n").encode()
+
+
+def _find_with_spaced_names() -> bytes:
+    rows = []
+    for top in ("app", "lib"):
+        for sub in range(4):
+            rows += [f"./{top}/sub{sub}/file{i}.py" for i in range(40)]
+            rows.append(f"./{top}/read me {sub}.txt")
+    return ("\n".join(rows) + "\n").encode()
+
+
+@pytest.mark.parametrize("make", [_grep_with_notes, _find_with_spaced_names])
+def test_the_headers_total_is_the_sum_of_the_groups_at_every_level_review_r6(tmp_path, make):
+    """Review R6 of eb3ab8b: lines with no path (a blank and a note between ``grep`` files; in
+    ``find``, a name a space cut, ``./app/read me 1.txt``) were claimed at each level alone: by
+    ``src/alpha/``, whose key went on after them, and by no file, the next being a new one.  The
+    header counts the top level and the groups shown split it one level deeper, so it said 242
+    lines where its groups held 236 (``find``: 234 and 231).  Protects (README) "the distinct path
+    prefixes of the omitted lines with their line counts": a line counts in a group at every level
+    or at none, and the header's total is the sum of the groups shown."""
+    data = make()
+    result = ToolOutputStore(tmp_path, durable=False).truncate("s", "c", data, max_lines=100, max_bytes=8000)
+    shown = outline_of(result.content)
+    header = next(line for line in result.content.split("\n") if line.startswith("[outline of"))
+    total = int(re.search(r": (\d+) lines by path prefix", header).group(1))
+    counts = [re.fullmatch(r"\S+ (\d+) lines? @ \d+", line) for line in shown]
+    assert all(counts) and len(shown) > 2, shown  # each group listed alone, one split deeper
+    assert sum(int(count.group(1)) for count in counts) == total, shown
+    # And at every level, not only the two shown: the omitted part through to the output's end.
+    collector = Outline("lines", BytesReader(data))
+    collector.scan(result.next_offset, len(data))
+    assert len({sum(run[2] for run in kept) for kept in collector._runs}) == 1, collector._runs
 
 
 def test_a_long_commit_subject_is_cut_before_a_character_and_marked_red_team_f_f02(tmp_path):

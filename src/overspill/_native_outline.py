@@ -288,15 +288,17 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
     the space cut (``./Program Files``): unless it is a whole name all the
     same (see ``_whole_name``) it is no key: the line's key stops at the part
     before (it is keyed by the section when there is none), and where that
-    key's run goes on the line joins the runs below as an unkeyed line does.
+    key's run goes on the line waits as an unkeyed line does (below that
+    key its run is unknown).
     (After such a name a space goes on all the same when a later word reaches
     a ``/``, see ``_path_reaches``: ``./Program Files (x86)/x`` is no such line.)  At each depth ``1..max_depth``, consecutive keyed lines with
-    the same key form a *run*; an unkeyed line (and, below its keys, a line
-    whose last part a space cut) joins the current run only when a later line
-    of the region goes on with that run's key (red team E11 f03: a pytest
-    run's FAILURES section was counted as lines of its last test id); until
-    then it is *unclaimed* at that depth, and a run that ends does not take
-    them (before any keyed line, such lines count in ``lead``).  At most ``max_runs`` runs are kept per
+    the same key form a *run*; an unkeyed line (and a line whose last part a
+    space cut, where its folder's run goes on) joins the current runs, at every
+    depth, only when the next keyed line of the region goes on with the run at
+    the deepest depth (red team E11 f03: a pytest run's FAILURES section was
+    counted as lines of its last test id); when that line does not, it is in no
+    run at any depth (review R6: every depth's runs hold the same lines).  Until
+    then it is *unclaimed*; before any keyed line, such lines count in ``lead``.  At most ``max_runs`` runs are kept per
     depth: a depth with more is ``None``.  A *commit* is a line
     ``commit <7 or more hex digits>`` (then its end, a space or ESC), after
     ``git log --graph``'s glyphs if any (see ``_commit``); its subject is the
@@ -314,9 +316,9 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
     unclaimed)``: ``runs[d - 1]`` lists ``(key, offset, lines, deeper)``
     (``deeper``: some line of the run has more parts than the key) or is None;
     ``section`` is the current section at the end; ``commits`` lists
-    ``(offset, hash, subject or None)`` in order; ``unclaimed[d - 1]`` is the
-    lines at the end unclaimed at depth ``d`` (the caller's next region says
-    whether the last run takes them); offsets are offsets in ``buffer``.
+    ``(offset, hash, subject or None)`` in order; ``unclaimed`` is the lines
+    at the end unclaimed (the caller's next region says whether the last runs
+    take them); offsets are offsets in ``buffer``.
 
     :raises TypeError: wrong argument types.
     :raises ValueError: ``start``/``end`` outside the buffer or reversed,
@@ -336,7 +338,7 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
     runs = _Runs(max_depth, max_runs)
     commits = _Commits(max_commits)
     lines, keyed, section = _outline_region(region, start, section, runs, commits, flags)
-    return runs.shown(), runs.lead, lines, keyed, section, commits.kept(), commits.total, list(runs.unclaimed)
+    return runs.shown(), runs.lead, lines, keyed, section, commits.kept(), commits.total, runs.unclaimed
 
 
 def _outline_arguments(start: object, end: object, section: object, max_depth: object, max_runs: object,
@@ -396,7 +398,7 @@ def _outline_region(region: bytes, start: int, section: bytes, runs: _Runs, comm
 
 class _Runs:
     """The runs of ``outline_lines`` at each depth, ``lead`` the unkeyed lines before
-    any, ``unclaimed`` the lines at each depth since its last keyed one."""
+    any, ``unclaimed`` the lines since the last keyed one (at every depth)."""
 
     __slots__ = ("_kept", "_current", "_max_runs", "lead", "unclaimed")
 
@@ -405,16 +407,15 @@ class _Runs:
         self._current: list = [None] * max_depth  # the key of each depth's current run
         self._max_runs = max_runs
         self.lead = 0
-        self.unclaimed = [0] * max_depth
+        self.unclaimed = 0
 
     def unkeyed(self) -> None:
-        """An unkeyed line waits at each depth for the next keyed line: it joins the
-        current run when that one's key goes on (or, before any run, the lead)."""
+        """An unkeyed line waits for the next keyed line: it joins the current runs
+        when that one goes on with the deepest (or, before any run, the lead)."""
         if self._current[0] is None:
             self.lead += 1
             return
-        for depth in range(len(self.unclaimed)):
-            self.unclaimed[depth] += 1
+        self.unclaimed += 1
 
     def keyed(self, token: bytes, offset: int, dropped: bool = False) -> None:
         """A line keyed by ``token``, starting at ``offset``: at each depth it extends
@@ -424,25 +425,29 @@ class _Runs:
         keys = len(ends) - 1 if dropped else len(ends)
         current = self._current
         runs = self._kept
-        for depth in range(len(runs)):
-            key = token[: ends[min(depth + 1, keys) - 1]] if keys else token
+        found = [token[: ends[min(depth + 1, keys) - 1]] if keys else token for depth in range(len(runs))]
+        goes_on = [key == before for key, before in zip(found, current)]
+        if dropped and 0 < keys < len(runs) and all(goes_on[:keys]):
+            # Its last part is no key and its folder's run goes on: it waits as an unkeyed
+            # line does ("./Program Files" in find, before its folder's lines; below the
+            # folder its run is unknown), and the current keys stay.
+            self.unclaimed += 1
+            return
+        # The lines waiting since the last keyed one join the runs at every depth when
+        # this line goes on with the deepest, else none (review R6: decided at each depth
+        # alone, a line was a folder's and none of its files', and a depth's runs summed
+        # to more than the next one's).
+        claimed = self.unclaimed if goes_on[-1] else 0
+        self.unclaimed = 0
+        for depth, key in enumerate(found):
             deeper = len(ends) > depth + 1
             kept = runs[depth]
-            if key == current[depth]:
+            if goes_on[depth]:
                 if kept is not None:
-                    kept[-1][2] += self.unclaimed[depth] + 1
+                    kept[-1][2] += claimed + 1
                     kept[-1][3] = kept[-1][3] or deeper
-                self.unclaimed[depth] = 0
-                if dropped and depth + 1 == keys < len(runs):
-                    # Its last part is no key and its folder's run goes on: below, it waits
-                    # as an unkeyed line does ("./Program Files" in find, before its
-                    # folder's lines), and the current keys stay.
-                    for below in range(depth + 1, len(runs)):
-                        self.unclaimed[below] += 1
-                    return
                 continue
             current[depth] = key
-            self.unclaimed[depth] = 0  # the lines since the run's last keyed one are in no run
             if kept is None:
                 continue
             if len(kept) >= self._max_runs:

@@ -204,9 +204,9 @@ class Outline:
         # the omitted part's first lines go on (lines only; taken by the first
         # block with a keyed line).
         self._seeds: Optional[list] = None
-        # Lines at each depth since its last keyed one, scanned in blocks before:
-        # the last run's only if the next keyed line goes on with its key.
-        self._unclaimed = [0] * _DEPTH
+        # Lines since the last keyed one, scanned in blocks before: the last runs'
+        # (at every depth) only if the next keyed line goes on with the deepest.
+        self._unclaimed = 0
         # json
         self._json: Optional[tuple] = None
 
@@ -351,16 +351,21 @@ class Outline:
             position = begin
         return section, None
 
-    def _merge(self, runs: list, lead: int, unclaimed: list, keyed: bool, base: int) -> None:
+    def _merge(self, runs: list, lead: int, unclaimed: int, keyed: bool, base: int) -> None:
         """Append one block's runs (``keyed``: it has a keyed line), joining a run
         that goes on across the blocks (the first, the run the head ends in: see
-        ``_head_state``).  As within a block, lines with no key are a run's only
-        where its key goes on after them (red team E11 f03): those a block ends
-        with (``unclaimed``) and the next one's ``lead`` wait for a keyed line, and
-        those the omitted part ends with are no run's."""
-        seeds = self._seeds
-        if keyed:
-            self._seeds = None
+        ``_head_state``).  As within a block, lines with no key are the runs' only
+        where the deepest run's key goes on after them (red team E11 f03, review
+        R6), and then at every depth: those a block ends with (``unclaimed``) and
+        the next one's ``lead`` wait for a keyed line, and those the omitted part
+        ends with are no run's."""
+        waiting = self._unclaimed + lead
+        if not keyed:
+            self._unclaimed = waiting
+            return
+        seeds, self._seeds = self._seeds, None
+        self._unclaimed = unclaimed
+        levels = []  # (depth, kept, found) of each level both the outline and the block still have
         for depth in range(len(runs)):
             kept = self._runs[depth]
             found = runs[depth]
@@ -369,21 +374,25 @@ class Outline:
             if found is None:
                 self._runs[depth] = None
                 continue
-            waiting = self._unclaimed[depth] + lead
-            if not keyed:
-                self._unclaimed[depth] = waiting
-                continue
             if seeds is not None and not kept and found[0][0] == seeds[depth][0]:
                 # The run the head ends in goes on: from the omitted part's start.
                 kept.append([seeds[depth][0], self._start, 0, seeds[depth][1]])
+            levels.append((depth, kept, found))
+        if not levels:
+            return
+        # One rule for every level, the kernel's: the waiting lines are the runs' when
+        # the block's first keyed line goes on with the deepest level's (the deepest
+        # still kept, when the block had too many runs for the kernel's), else none's.
+        _, kept, found = levels[-1]
+        claimed = waiting if kept and kept[-1][0] == found[0][0] else 0
+        for depth, kept, found in levels:
             for index, (key, offset, lines, deeper) in enumerate(found):
                 if index == 0 and kept and kept[-1][0] == key:
-                    kept[-1][2] += waiting + lines
+                    kept[-1][2] += claimed + lines
                     kept[-1][3] = kept[-1][3] or deeper
                     continue
                 # (Only the first line can start before the omitted part: in the head.)
                 kept.append([key, max(base + offset, self._start), lines, deeper])
-            self._unclaimed[depth] = unclaimed[depth]
             if len(kept) > _RUNS:
                 self._runs[depth] = None
 

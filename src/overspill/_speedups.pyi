@@ -48,7 +48,7 @@ def outline_lines(
     buffer: BytesLike, start: int, end: int, section: bytes, max_depth: int, max_runs: int, max_commits: int, /,
 ) -> tuple[
     list[Union[list[tuple[bytes, int, int, bool]], None]], int, int, int, bytes,
-    list[tuple[int, bytes, Union[bytes, None]]], int,
+    list[tuple[int, bytes, Union[bytes, None]]], int, int,
 ]: ...
 
 class JsonOutline:
