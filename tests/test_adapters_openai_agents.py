@@ -964,7 +964,11 @@ def test_a_failure_text_the_store_cannot_keep_still_reaches_the_model_review_r4(
     ``store.truncate``, so a store that could not write it (a full disk, a data folder gone) raised
     StorageError in its place and the run ended.  As the README says for a tool's error text, the model
     gets the preview whose marker says "output not stored" and why, and the run goes on; an output
-    guardrail still checks the whole text."""
+    guardrail still checks the whole text.
+
+    Review R6 (a gap in 0c58301): a function tool on the SDK's default failure function whose text
+    ``RunConfig.tool_error_formatter`` makes was still bounded as an output, so the run ended with
+    ``UserError`` wrapping the StorageError; it is a failure's text too."""
     import os
     import shutil
     import sys
@@ -991,6 +995,8 @@ def test_a_failure_text_the_store_cannot_keep_still_reaches_the_model_review_r4(
         raise RuntimeError("upstream returned HTTP 502:\n" + BIG)
 
     tool = agents.function_tool(failing, failure_error_function=shown, tool_output_guardrails=[measured])
+    plain = agents.function_tool(failing, tool_output_guardrails=[measured])  # the SDK's default failure function
+    formatted = agents.RunConfig(tool_error_formatter=lambda args: f"The tool failed: {args.error}")
     folder = tmp_path / "store"
 
     async def main() -> list:
@@ -1001,6 +1007,10 @@ def test_a_failure_text_the_store_cannot_keep_still_reaches_the_model_review_r4(
             model, sent = _calling_once("failing")
             await agents.Runner.run(agents.Agent(name="a", model=model, tools=bound([tool], store, session_id="s")),
                                     "go")
+            sent_all.append(sent)
+            model, sent = _calling_once("failing")
+            await agents.Runner.run(agents.Agent(name="a", model=model, tools=bound([plain], store, session_id="s")),
+                                    "go", run_config=formatted)
             sent_all.append(sent)
             server = MCPServerStdio({"command": sys.executable, "args": [os.path.join(here, "adapter_mcp_server.py")],
                                      "env": env}, name="big-output", client_session_timeout_seconds=30,
@@ -1016,4 +1026,4 @@ def test_a_failure_text_the_store_cannot_keep_still_reaches_the_model_review_r4(
         (text,) = sent
         assert text.startswith("The tool failed: ") and "upstream returned HTTP 502" in text
         assert "output not stored" in text and "tool-output://" not in text and len(text.encode()) < 60_000
-    assert seen == [f"The tool failed: upstream returned HTTP 502:\n{BIG}"]  # the guardrail saw the whole text
+    assert seen == [f"The tool failed: upstream returned HTTP 502:\n{BIG}"] * 2  # the guardrails saw the whole text

@@ -51,6 +51,10 @@ try:  # how the SDK chooses the context an invoker gets (private, so its absence
     from agents.tool import _get_function_tool_invoke_context as _narrowed_context
 except ImportError:
     _narrowed_context = None
+try:  # the ToolContext attribute by which the SDK notes that its default failure handling made a call's result
+    from agents.tool import _DEFAULT_FAILURE_HANDLED_ATTR as _DEFAULT_FAILURE_HANDLED
+except ImportError:
+    _DEFAULT_FAILURE_HANDLED = "_function_tool_default_failure_handled"
 
 from ..store import ToolOutputStore
 from ._core import PAGING_TOOLS, Bounder, PagingTool, Sessions, json_text, optional_session_id, new_call_id, \
@@ -271,7 +275,8 @@ class _MarkedFailure:
 def _failures_marked(tool: FunctionTool) -> FunctionTool:
     """A copy of ``tool`` whose failure error function marks its text (``_MarkedFailure``), else ``tool``
     itself: no failure error function of its own (None lets the error end the run), or the SDK's default
-    (one fixed line, never the error, which the SDK knows by identity), or an SDK that keeps it elsewhere."""
+    (one fixed line, or the run's ``tool_error_formatter``'s text in its place, which the SDK marks itself:
+    ``_default_failure``), or an SDK that keeps it elsewhere."""
     formatter = getattr(tool, "_failure_error_function", None)
     if (formatter is None or formatter is default_tool_error_function
             or getattr(tool, "_use_default_failure_error_function", True)):
@@ -279,6 +284,16 @@ def _failures_marked(tool: FunctionTool) -> FunctionTool:
     marked = copy.copy(tool)  # (the SDK's copy binds the copy's invoker to the copy and its formatter)
     marked._failure_error_function = _MarkedFailure(formatter)
     return marked
+
+
+def _default_failure(context: Any) -> bool:
+    """Whether the result of the call of ``context`` that just returned is a failure's text made by the SDK's
+    default failure handling: the default failure function's fixed line, or what the run's
+    ``RunConfig.tool_error_formatter`` made of the error in its place (the tool's error itself, however
+    long).  The SDK marks such a result on the call's ``ToolContext``, which the tool copy
+    (``_failures_marked``) cannot do for it; the mark is read, not cleared: the SDK takes it after the
+    call (to let the text past the tool's output schema)."""
+    return bool(getattr(context, _DEFAULT_FAILURE_HANDLED, False))
 
 
 class _BoundedInvoker:
@@ -307,10 +322,16 @@ class _BoundedInvoker:
         return chosen
 
     async def __call__(self, context: ToolContext[Any], input: str) -> Any:
+        if getattr(context, _DEFAULT_FAILURE_HANDLED, False):
+            # A mark left by an earlier call on this context (the SDK clears it before each call it makes),
+            # cleared so that the mark read after this call (_default_failure) is this call's.
+            setattr(context, _DEFAULT_FAILURE_HANDLED, False)
         output = whole = await self._inner.on_invoke_tool(self._inner_context(context), input)
         failed = isinstance(output, _Failure)
         if failed:
             output = whole = output.text  # the SDK's text of the failure, as the tool's formatter made it
+        else:
+            failed = _default_failure(context)
         if _final_output(context, (self._inner.name, getattr(self._inner, "qualified_name", None))):
             return whole  # the run's final output, as the tool returned it: the application's, not the model's
         if failed:
