@@ -31,7 +31,7 @@ from .. import _files
 from .._buffers import LazyPattern
 from ..errors import ResourceNotFoundError, StorageError
 from .._owner import owner_holds
-from ..records import Record, load_record
+from ..records import ID_LENGTH, Record, load_record
 from ._report import CleanupReport
 
 TYPE_CHECKING = False
@@ -193,7 +193,7 @@ class FolderSweep:
         # A free lock tells a dead writer only for a writer that takes one: ours, which makes
         # its record's temporary file as it starts.  A peer's payload, without either, may be
         # a moment from its record (it writes the payload first): the grace period is its rule.
-        ours = {name[1:27] for name in others if TEMPORARY_PATTERN.fullmatch(name)}
+        ours = {name[1 : 1 + ID_LENGTH] for name in others if TEMPORARY_PATTERN.fullmatch(name)}
         for resource_id in sorted((payloads - records) & ours):
             payload = _lstat(self.directory / f"{resource_id}.txt")
             if payload is not None and stat.S_ISREG(payload.st_mode):
@@ -242,7 +242,7 @@ class FolderSweep:
         info = _lstat(path)
         if info is not None and _age(info, self.now) > self.grace:
             # ``.{id}.{hex}.tmp`` is the record a writer is publishing: its payload's lock says it is live.
-            with _unless_written(self.directory / f"{name[1:27]}.txt") as (unowned, _):
+            with _unless_written(self.directory / f"{name[1 : 1 + ID_LENGTH]}.txt") as (unowned, _):
                 if not unowned:
                     return
                 freed = self.remove(path)
