@@ -1213,8 +1213,9 @@ def test_read_limit_in_the_uri_past_18_digits_is_clamped_as_the_flag_is(cli):
 def test_next_hints_write_code_points_past_ascii_as_bash_reads_them_back(cli, tmp_path):
     """Regression (review M r01): the ANSI-C quoting wrote a non-printable U+0080..U+00FF as
     ``\\xNN``, which bash reads as one raw byte, not the character's UTF-8, so a hint for the session
-    ``s\\u00a0x`` named another session (exit 3).  Such code points are ``\\uNNNN``/``\\UNNNNNNNN``
-    now; ``\\xNN`` is kept for ASCII controls and surrogateescape's bytes."""
+    ``s\\u00a0x`` named another session (exit 3).  Such code points were then ``\\uNNNN``/``\\UNNNNNNNN``,
+    which only a UTF-8 locale reads back; they are their UTF-8 bytes as ``\\xNN`` now (red team A12:
+    ``test_next_hints_give_bash_a_words_exact_bytes_in_the_c_locale_too``)."""
     from overspill.cli._common import _shell_join
 
     bash_env = {**os.environ, "LC_ALL": "C.UTF-8"}
@@ -1229,12 +1230,43 @@ def test_next_hints_write_code_points_past_ascii_as_bash_reads_them_back(cli, tm
     session = "s\u00a0x"
     ran = cli("run", "--session", session, "--", "seq 1 100000")
     hint = next(line for line in ran.stdout.splitlines() if line.startswith(b"next: "))
-    assert b"--session $'s\\u00a0x'" in hint
+    assert b"--session $'s\\xc2\\xa0x'" in hint
     command = hint.decode().removeprefix("next: ").split("  or  ")[0]
     page = subprocess.run(["bash", "-c", command], capture_output=True, timeout=120,
                           env={**bash_env, "PATH": f"{SCRIPT.parent}:{os.environ['PATH']}",
                                "OVERSPILL_DATA_DIR": str(tmp_path / "data")})
     assert page.returncode == 0, page.stderr
+
+
+def test_next_hints_give_bash_a_words_exact_bytes_in_the_c_locale_too(cli, tmp_path, subprocess_env):
+    """Regression (red team A12, low): a non-printable code point past ASCII was written ``\\uNNNN``,
+    which bash encodes in the locale's charset; under ``LC_ALL=C`` (a common script locale) it stays
+    the text ``\\u00a0``, so the hint for the session ``s\\u00a0x`` named another session (exit 3).
+    Such a character is its UTF-8 bytes as ``\\xNN`` now, which bash gives back as those bytes in
+    every locale; a printable one stays literal, bytes bash also passes on as they are."""
+    from overspill.cli._common import _shell_join
+
+    for locale in ("C", "C.UTF-8"):
+        bash_env = {**os.environ, "LC_ALL": locale}
+        for word in ("s\u00a0x", "s\u0085x", "s\u00adx", "s\u200bx", "s\u2028x", "s\U000e0001x",
+                     "é\u00a0ü", "日本\u200b語", os.fsdecode(b"s\xa0\xffx"), "s\u00a0" + os.fsdecode(b"\xc2") + "'\\"):
+            quoted = _shell_join([word])
+            echoed = subprocess.run(["bash", "-c", f"printf %s {quoted}"], capture_output=True, env=bash_env,
+                                    timeout=60)
+            assert echoed.returncode == 0 and echoed.stdout == os.fsencode(word), (locale, word, quoted, echoed)
+            assert quoted.isprintable() and "\\u" not in quoted and "\\U" not in quoted, quoted
+    # End to end, under C as the red team ran it: the hint runs in bash and reads the page.
+    session = "s\u00a0x"
+    env = {"LC_ALL": "C"}
+    ran = cli("run", "--session", session, "--", "seq 1 100000", env=env)
+    hint = next(line for line in ran.stdout.splitlines() if line.startswith(b"next: "))
+    assert b"--session $'s\\xc2\\xa0x'" in hint, hint
+    command = hint.decode().removeprefix("next: ").split("  or  ")[0]
+    page = subprocess.run(["bash", "-c", command], capture_output=True, timeout=120,
+                          env={**subprocess_env, **env, "PATH": f"{SCRIPT.parent}:{os.environ['PATH']}",
+                               "OVERSPILL_DATA_DIR": str(tmp_path / "data")})
+    assert page.returncode == 0, page.stderr
+    assert page.stdout == cli("read", command.split()[2], "--offset", command.split()[4], "--session", session).stdout
 
 
 def test_read_all_of_a_running_output_stops_before_a_cut_character(cli, tmp_path):

@@ -93,9 +93,9 @@ def _shell_join(words: list[str]) -> str:
     (a session id or folder given by the caller) is written in ANSI-C quoting
     (``$'...'``: bash, zsh, ksh, POSIX sh since 2024),
     so no control character reaches the terminal and the shell reads the word
-    back as it was; a byte that was not UTF-8 (surrogateescape) is ``\\xNN``,
-    as is an ASCII control; any other code point is ``\\uNNNN`` (``\\xNN``
-    would be one raw byte, not the character's UTF-8)."""
+    back as it was, in every locale: each non-printable character is its UTF-8
+    bytes as ``\\xNN`` (a byte that was not UTF-8, surrogateescape's, is that
+    byte); a printable one stays literal."""
     import shlex
 
     return " ".join(shlex.quote(word) if word.isprintable() else _ansi_c_quoted(word) for word in words)
@@ -104,20 +104,21 @@ def _shell_join(words: list[str]) -> str:
 def _ansi_c_quoted(word: str) -> str:
     out = []
     for character in word:
-        code = ord(character)
-        if 0xDC80 <= code <= 0xDCFF:  # surrogateescape's stand-in for the byte code - 0xDC00
-            out.append(f"\\x{code - 0xDC00:02x}")
-        elif character in "\\'":
+        if character in "\\'":
             out.append("\\" + character)
         elif character.isprintable():
+            # Its UTF-8 bytes, written raw: bash passes them on as they are whatever the locale.
             out.append(character)
-        elif code < 0x80:  # an ASCII control: \xNN is that byte, the character's own UTF-8
-            out.append(f"\\x{code:02x}")
         else:
-            # bash reads $'\xNN' as one raw byte, so a code point from 0x80 up (U+00A0 is
-            # C2 A0 in UTF-8) is written as \uNNNN or \UNNNNNNNN, which bash encodes in
-            # the locale's charset: the word it passes back is the one printed
-            out.append(f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+            # ``\xNN`` is one byte in every locale, where ``\uNNNN`` is encoded in the locale's
+            # charset (under LC_ALL=C it stays the text ``\u00a0``): the character's UTF-8
+            # bytes, or for surrogateescape's stand-in (U+DC80..U+DCFF) the argument's own byte.
+            # A lone surrogate of another kind (no argv or environment holds one; only
+            # ``main(argv)`` called from Python) has no bytes of its own: its surrogatepass
+            # bytes keep the hint printable instead of failing it.
+            code = ord(character)
+            errors = "surrogateescape" if 0xDC80 <= code <= 0xDCFF else "surrogatepass"
+            out.extend(f"\\x{byte:02x}" for byte in character.encode("utf-8", errors))
     return "$'" + "".join(out) + "'"
 
 
