@@ -1453,6 +1453,37 @@ def test_read_offset_and_the_uri_query_share_one_rule(cli):
     assert cli("read", f"{uri}?page=2").returncode == 3  # a malformed URI (an unknown key) stays exit 3
 
 
+def test_integer_flags_take_only_what_the_uri_query_takes(cli):
+    """Regression (red team A12, low): ``read --offset`` (and every integer flag) was parsed by
+    ``int(text)``, so it took ``+10``, `` 10``, ``1_000``, Arabic-Indic digits and a zero-padded
+    offset of 22 digits, all of which ``URI?offset=`` refuses as bad input.  One rule now (the
+    query's, ``_frontend.decimal_integer``): ASCII digits only; an offset of at most 18 of them,
+    refused by ``--offset`` with the URI's own line; what both took before they still take."""
+    uri = uri_in(cli("run", "--", "seq 100000").stdout)
+    for text in ("0" * 21 + "1", "+10", " 10", "10 ", "10\n", "1_000", "\u0661\u0660", "\uff11", "-0", "0x10", ""):
+        flag, queried = cli("read", uri, "--offset", text), cli("read", f"{uri}?offset={text}")
+        assert (flag.returncode, queried.returncode) == (2, 2), (text, flag.stderr, queried.stderr)
+        assert one_error_line(flag) == one_error_line(queried) and flag.stdout == queried.stdout == b"", text
+    for text in ("+10", " 10", "1_000", "\u0661\u0660", "-0", "1" * 4301):
+        flag, queried = cli("read", uri, "--limit", text), cli("read", f"{uri}?limit={text}")
+        assert (flag.returncode, queried.returncode) == (2, 2), (text, flag.stderr, queried.stderr)
+        one_error_line(flag), one_error_line(queried)
+    # Every other integer flag has the same rule (refused before the command runs).
+    for args in (["grep", uri, "x", "-C", "+1"], ["grep", uri, "x", "-m", " 5"], ["wait", uri, "--offset", "1_0"],
+                 ["truncate", "--max-lines", "\u0661\u0660"], ["truncate", "--max-bytes", "+100"],
+                 ["mcp", "--max-lines", "1_000"]):
+        done = cli(*args, stdin=b"")
+        assert done.returncode == 2 and "expected a " in one_error_line(done), (args, done.stderr)
+    # What both forms took they still take: leading zeros within 18 digits, the largest offset.
+    for text in ("0" * 17 + "5", "005", "9" * 18):
+        flag, queried = cli("read", uri, "--offset", text), cli("read", f"{uri}?offset={text}")
+        assert flag.returncode == queried.returncode == 0 and flag.stdout == queried.stdout, text
+    flag, queried = cli("read", uri, "--limit", "0007"), cli("read", f"{uri}?limit=0007")
+    assert flag.returncode == queried.returncode == 0 and flag.stdout == queried.stdout
+    assert flag.stdout.startswith(b"1\n2\n3\n4\n")
+    assert cli("truncate", "--max-lines", "0002", stdin=b"a\nb\n").stdout == b"a\nb\n"
+
+
 @pytest.mark.parametrize("output", [b"a\n\n", b"a\n\n\n", b"\n", b"\n\n", b"a\n", b"a", b""])
 def test_run_prints_an_output_within_the_limits_with_its_last_newline(cli, output):
     """Red team R9 f01: ``overspill run -- printf 'a\\n\\n'`` printed ``a\\n`` and ``printf '\\n'``

@@ -34,6 +34,7 @@ __all__ = [
     "check_session_id",
     "truncate_kept",
     "check_timeout",
+    "decimal_integer",
     "one_line",
     "whole_characters",
     "binary_page",
@@ -43,6 +44,7 @@ __all__ = [
     "stored_copy_end",
     "is_binary_mime",
     "page_argument_problem",
+    "page_number",
     "page_request",
     "parse_page_uri",
     "read_page",
@@ -206,12 +208,37 @@ def parse_page_uri(uri: object, bad_number: type[Exception] = InvalidResourceErr
             # (``page_request``), not a malformed URI.
             raise bad_number(f"{key} is given twice in a {SCHEME}ID URI")
         seen.add(key)
-        minimum, digits = (0, _MAX_QUERY_DIGITS) if key == "offset" else (1, _MAX_LIMIT_DIGITS)
-        if not (text.isascii() and text.isdigit()) or len(text) > digits or int(text) < minimum:
-            raise bad_number(_bad_offset(text) if key == "offset" else
-                             f"limit must be one integer of at least 1 (at most {digits} digits), not {_cut(text)!r}")
-        numbers[key] = int(text)
+        numbers[key] = page_number(key, text, bad_number)
     return base, numbers["offset"], numbers["limit"]
+
+
+def page_number(key: str, text: str, bad_number: type[Exception] = InvalidResourceError) -> int:
+    """A page's ``offset`` or ``limit`` given as text (a URI's query, ``read --offset``)
+    as the int it is: one decimal integer (``decimal_integer``), an offset at least 0
+    and of at most 18 digits, a limit at least 1 and of at most 4,300 digits.
+
+    :raises bad_number: anything else; one line, the same whichever way it was given.
+    """
+    minimum, digits = (0, _MAX_QUERY_DIGITS) if key == "offset" else (1, _MAX_LIMIT_DIGITS)
+    value = decimal_integer(text, minimum, digits)
+    if value is None:
+        raise bad_number(_bad_offset(text) if key == "offset" else
+                         f"limit must be one integer of at least 1 (at most {digits} digits), not {_cut(text)!r}")
+    return value
+
+
+def decimal_integer(text: str, minimum: int, digits: int = _MAX_LIMIT_DIGITS) -> Optional[int]:
+    """``text`` as the int it writes when it is one decimal integer of at most
+    ``digits`` ASCII digits and at least ``minimum``; None otherwise.
+
+    The one rule for a number given as text (a URI's query, every integer flag
+    of the command line): ``int(text)`` also takes a sign, surrounding space,
+    ``_`` between digits and other scripts' digits, which no query and no flag
+    should mean as a number.  The default bound is what ``int()`` parses."""
+    if not (text.isascii() and text.isdigit()) or len(text) > digits:
+        return None
+    value = int(text)
+    return value if value >= minimum else None
 
 
 def _cut(text: str) -> str:

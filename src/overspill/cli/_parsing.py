@@ -5,8 +5,9 @@ the two commonest forms read without it (``run -- COMMAND...`` and
 from __future__ import annotations
 
 from .. import __version__
-from .._frontend import DEFAULT_TIMEOUT, MAX_TIMEOUT, MCP_MAX_BYTES, MCP_MAX_LINES, WRAP_INIT_TIMEOUT
-from ._common import EXIT_USAGE
+from .._frontend import (DEFAULT_TIMEOUT, MAX_TIMEOUT, MCP_MAX_BYTES, MCP_MAX_LINES, WRAP_INIT_TIMEOUT,
+                         decimal_integer, page_number)
+from ._common import EXIT_USAGE, _UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and argparse cost start-up; annotations are never evaluated
@@ -89,14 +90,12 @@ _Parser: Optional[type[argparse.ArgumentParser]] = None
 
 
 def _integer(minimum: int, meaning: str):
-    """An argparse type: an int of at least ``minimum``."""
+    """An argparse type: an int of at least ``minimum``, written as a URI's query
+    writes one (``decimal_integer``: no sign, space, ``_`` or other scripts' digits)."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = minimum - 1
-        if value < minimum:
+        value = decimal_integer(text, minimum)
+        if value is None:
             import argparse  # already imported: this runs inside parse_args
 
             raise argparse.ArgumentTypeError(f"expected {meaning}, not {text!r}")
@@ -107,6 +106,14 @@ def _integer(minimum: int, meaning: str):
 
 _positive = _integer(1, "a positive integer")
 _non_negative = _integer(0, "a non-negative integer")
+
+
+def _page_offset(text: str) -> int:
+    """An argparse type: ``read --offset``, taken by the rule of the URI's ``?offset=``
+    (at most 18 digits) and refused with its line.  A _UsageError is no error argparse
+    rewrites (it prefixes ``argument --offset:`` only to ArgumentTypeError, TypeError
+    and ValueError): it reaches ``main``, which prints it as the URI's is printed."""
+    return page_number("offset", text, _UsageError)
 
 
 def _seconds(text: str) -> float:
@@ -217,7 +224,7 @@ def _add_reading(add: Adder, common: argparse.ArgumentParser) -> None:
 
     read = add("read", "print a page of a stored output, or all of it", [common])
     read.add_argument("uri", help="tool-output://ID")
-    read.add_argument("--offset", type=_non_negative, help="byte offset of the page (default 0)")
+    read.add_argument("--offset", type=_page_offset, help="byte offset of the page (default 0)")
     read.add_argument("--limit", type=_positive, help=f"bytes in the page (default and most {MAX_READ_BYTES})")
     read.add_argument("--all", action="store_true", help="write the whole resource, its exact bytes, to stdout")
 
