@@ -436,3 +436,63 @@ def test_a_command_that_exited_on_its_own_by_the_deadline_is_not_timed_out(merge
     result = running.result()
     assert (result.exit_code, result.timed_out, output) == (0, True, b"hi\n")
     assert zombie_children() == []
+
+
+_ERROR = "ERROR: checksum mismatch in layer 7"
+
+
+def _redrawn_then_ended(kind: str) -> tuple[bytes, str]:
+    """About 2.4 MB of one line of \\r redraws (a download's progress), then the command's last
+    words: the output of ``kind``, and the text its preview's tail must show after the marker."""
+    segment, end, shown = b"downloading %07d\r", f"{_ERROR}\ndone\n".encode(), f"{_ERROR}\ndone"
+    if kind == "crlf":
+        end, shown = f"{_ERROR}\r\ndone\r\n".encode(), f"{_ERROR}\r\ndone\r"
+    elif kind == "ansi":
+        segment, end = b"\x1b[2K\x1b[32mdownloading %07d\x1b[0m\r", f"\x1b[31m{_ERROR}\x1b[0m\ndone\n".encode()
+    elif kind == "no_final_newline":
+        end = f"{_ERROR}\ndone".encode()
+    elif kind == "one_line":
+        end, shown = _ERROR.encode(), _ERROR
+    elif kind == "raw":
+        shown = f"downloading 0099999\r{_ERROR}\ndone"
+    redraws = b"".join(segment % i for i in range(100_000))
+    if kind == "multibyte":
+        # Both true ends (the capped store's 1 MiB, the memory capture's 512 KiB) start inside a
+        # two-byte character: the end is padded until they do.
+        segment = "éééééééé %07d\r".encode()
+        redraws = b"".join(segment % i for i in range(100_000))
+        for pad in range(len(segment % 0)):
+            end = (" " * pad + f"{_ERROR}\ndone\n").encode()
+            data = redraws + end
+            if all(0x80 <= data[-size] < 0xC0 for size in (1 << 20, 1 << 19)):
+                break
+        else:
+            raise AssertionError("no padding puts both cuts inside a character")
+        shown = end.decode().rstrip("\n")
+    return redraws + end, shown
+
+
+@pytest.mark.parametrize("spill", [True, False], ids=["capped", "not_spilled"])
+@pytest.mark.parametrize("kind", ["lf", "crlf", "ansi", "multibyte", "no_final_newline", "one_line", "raw"])
+def test_a_capped_output_ending_in_redraws_keeps_its_last_redraw_and_what_follows(tmp_path, spill, kind):
+    """Regression (red team E12; issue 8 item 3, "the preview's tail comes from that true end"):
+    past OVERSPILL_MAX_STORED_BYTES (or the 1 MiB capture, spilling off), an output whose end is
+    a long line of \\r redraws lost the line's last state: the true end kept in memory starts inside
+    that line, and its first, partial line was dropped whole, so ``seq | tr '\\n' '\\r'; printf
+    'ERROR: ...\\n'; echo done`` showed ``done`` alone (uncapped, the view shows the error).  The
+    line's final state (what follows its last redraw) is whole in the kept end: the tail starts
+    there.  Without the redraw view (raw), the cut there is the byte cut it always was."""
+    from overspill import tools
+
+    data, shown = _redrawn_then_ended(kind)
+    (tmp_path / "out").write_bytes(data)
+    config = {"tool_output": {"max_stored_bytes": 100_000, **({"views": []} if kind == "raw" else {})}}
+    with ToolOutputStore(tmp_path / "data", durable=False, config=config) as capped:
+        result = tools.bash(capped, "s", "c", "cat out; exit 1", cwd=tmp_path, spill=spill)
+    assert result.truncated and result.metadata["output_bytes"] == len(data)
+    said = "the stored copy holds the first 100000" if spill else "spilling was off"
+    marker = result.output.index(said)
+    tail = result.output[result.output.index("\n\n", marker) + 2 :]
+    assert tail.endswith(f"{shown}\n[exit code 1]"), tail[-300:]
+    if kind != "raw":
+        assert "downloading" not in tail and "\x1b" not in tail and "\ufffd" not in tail

@@ -439,6 +439,34 @@ def test_a_tail_starting_mid_line_keeps_its_crlf_endings(store):
         assert found.tail.count("\r\n") == found.tail.count("\n"), max_bytes
 
 
+def test_a_true_end_starting_inside_a_redrawn_line_shows_its_final_state_from_where_it_starts():
+    # Regression (red team E12): the true end kept past max_stored_bytes starts inside a line of \r
+    # redraws, and its partial first line was dropped whole: the line's last state (the command's
+    # error) never showed.  It is whole when it starts in the kept end: the tail starts there, at
+    # its offset in the output (not at the kept end's start, nor a line start never kept).  A state
+    # that starts before the kept end is cut: the tail still starts at the next line.
+    from overspill._preview import stored_preview
+
+    redraws = run(["sh", "-c", "seq 1 100000 | sed 's/^/downloading /' | tr '\\n' '\\r'"])
+    for last, flags in ((b"ERROR: checksum mismatch in layer 7\ndone\n", 3), (b"ERROR: in layer 7\r\ndone\r\n", 2),
+                        (b"\x1b[31mERROR: checksum\x1b[0m\ndone\n", 3), (b"x" * (2 << 20) + b"\ndone\n", 3),
+                        (b"ERROR: checksum mismatch in layer 7\ndone\n", 0)):
+        output = redraws + last
+        start = memoryview(output[:100_000])
+        shaped, _ = stored_preview(lambda low, high: start[low:high], uri="(kept)", stored=len(start),
+                                   total=len(output), count=output.count(b"\n") + 1, max_lines=2000,
+                                   max_bytes=51200, flags=flags, signals=(), kept_end=output[-(1 << 20) :])
+        assert shaped.truncated
+        if last.startswith(b"x"):
+            assert shaped.tail_start == len(output) - len(b"done\n") and shaped.tail == "done\n"
+        elif flags:
+            # The tail is the view of the output from its start, which is just after the last redraw's \r.
+            assert shaped.tail_start == len(redraws) and shaped.tail.startswith("ERROR"), last
+            assert shaped.tail == text_module.shown_text(output[shaped.tail_start :], flags), last
+        else:  # no view: a byte cut in the long line, as it always was
+            assert shaped.tail == output[shaped.tail_start :].decode() and shaped.tail.endswith(last.decode())
+
+
 def _run_ending_the_head_log() -> str:
     """A log whose head ends in a run of 40 same-shape lines: trimming runs makes
     the head at a smaller byte limit longer than at a larger one."""

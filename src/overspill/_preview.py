@@ -21,7 +21,7 @@ import errno
 
 from . import _kernels
 from ._buffers import VIEW_ANSI
-from ._views import view_preview
+from ._views import final_state, view_preview
 from .errors import ResourceNotFoundError, StorageError
 from .text import (
     SIGNAL_LINES,
@@ -395,8 +395,16 @@ def _apart(head: bytes, tail: bytes, tail_start: int, max_lines: int, max_bytes:
         head = head[: newline + 1]
     first = _bounded(head, max(1, max_lines // 2), max(1, max_bytes // 2), flags, slack, runs)
     head_end = first.head_end if first.truncated else len(head)
+    # The kept end starts inside a line.  When the view collapses that line's redraws and its final
+    # state (what it shows: the last redraw that shows anything) starts in the kept end, that state
+    # is whole: the tail starts there (a line ending in a long run of \r progress keeps its last
+    # words).  The kept end's start is taken as outside an escape sequence: only an OSC string can
+    # hold a \r, and it would have to run on from the bytes not kept.
+    _, final = final_state(memoryview(tail), tail, 0, flags, len(tail))
     newline = tail.find(b"\n")
-    if 0 <= newline < len(tail) - 1:  # the kept end starts inside a line: from the next one
+    if final > 0:
+        tail, tail_start = tail[final:], tail_start + final
+    elif 0 <= newline < len(tail) - 1:  # what the line shows is cut, or unknown: from the next one
         tail, tail_start = tail[newline + 1 :], tail_start + newline + 1
     lines_left = max(1, max_lines - first.head.count("\n") - 1)
     bytes_left = max(1, max_bytes - len(first.head.encode("utf-8", "surrogatepass")))

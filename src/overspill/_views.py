@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
 
     Reader = Callable[[int, int], AbstractContextManager[memoryview]]  # a payload's bytes [start, end), verified
 
-__all__ = ["ESCAPE_REACH", "Escapes", "covering_far", "covering_in", "view_preview"]
+__all__ = ["ESCAPE_REACH", "Escapes", "covering_far", "covering_in", "final_state", "view_preview"]
 
 # How far back from a page's edge a read looks for an escape sequence covering it (its window's margin),
 # and the first step of _last_of's look-back (a preview's cut looks back as far as the sequence takes).
@@ -381,7 +381,7 @@ def _cut_head(view: memoryview, shown: bytes, stop: int, raw: Optional[bytes], s
     # The final state's view is no longer than its stored bytes, so taking the
     # remaining budget in stored bytes keeps the head within the share.
     remaining = share - line_view
-    line_end, start = _final_state(view, raw, line, flags, stop)
+    line_end, start = final_state(view, raw, line, flags, stop)
     if start < 0:
         return line, str(shown[:line_view], "utf-8", "replace")
     end = _kernels.page_bounds(view, start, remaining, True)[1]
@@ -403,7 +403,7 @@ def _cut_head(view: memoryview, shown: bytes, stop: int, raw: Optional[bytes], s
 _REDRAWS_PASSED = 64
 
 
-def _final_state(view: memoryview, raw: Optional[bytes], line: int, flags: int, stop: int) -> tuple[int, int]:
+def final_state(view: memoryview, raw: Optional[bytes], line: int, flags: int, stop: int) -> tuple[int, int]:
     """Where the line starting at ``line`` ends (its newline, or the data's
     end) and where its final state starts: what its view shows, the last
     non-empty segment between lone \\r (``view_bytes``), is the view of
