@@ -2279,6 +2279,30 @@ def test_grep_of_a_named_fifo_or_device_answers_at_once_with_either_engine(store
     assert result.output == f"cannot search {named}: not a regular file or folder"
 
 
+@pytest.mark.skipif(not os.path.isfile("/proc/version"), reason="no /proc files here")
+def test_grep_reads_a_file_that_reports_size_zero_to_its_end_with_either_engine(store, engine, monkeypatch):
+    """Red team B12 (zero-size files): the Python search (no rg, or a pattern sent to Python such
+    as a look-behind) read a file only up to its size when opened, so a file whose stat says 0 but
+    which has content (/proc/version, /proc/cpuinfo; a file growing while it is searched) gave
+    "no matches" where rg listed its lines. A file is now read to its end (an empty read), in the
+    same bounded blocks and pieces."""
+    with open("/proc/version") as handle:
+        version = handle.read().rstrip("\n")
+    with open("/proc/cpuinfo") as handle:
+        cpuinfo = handle.read().split("\n")
+    processors = [f"/proc/cpuinfo:{number}:{line}" for number, line in enumerate(cpuinfo, 1)
+                  if line.startswith("processor")]
+    assert processors  # (the kernel lists one per CPU)
+    for block in (grep_module._SEARCH_BLOCK, 64):  # 64: many blocks, and /proc/version's line longer than one
+        monkeypatch.setattr(grep_module, "_SEARCH_BLOCK", block)
+        for pattern in ("Linux version", "(?<=Linux) version"):  # with rg on PATH the look-behind is Python's
+            found = tools.grep(store, "s", "c", pattern, path="/proc/version")
+            assert (found.output, found.metadata["matches"]) == (f"/proc/version:1:{version}", 1), (block, pattern)
+        for pattern in ("^processor", "(?<![a-z])processor"):
+            found = tools.grep(store, "s", "c", pattern, path="/proc/cpuinfo", max_matches=1000)
+            assert (found.output.split("\n"), found.metadata["matches"]) == (processors, len(processors)), pattern
+
+
 class _CountingFile(__import__("io").FileIO):
     """A file that counts the bytes read from it."""
 

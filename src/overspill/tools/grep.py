@@ -363,14 +363,17 @@ class _LongLine:
         self._data = data
         self._views = views
         end = position
+        self._newline = False
         while end < size:  # its end: the next newline, or the end of what is searched
             window = bytes(data[end:min(size, end + _SEARCH_BLOCK)])
             newline = window.find(b"\n")
             if newline >= 0:
                 end += newline
+                self._newline = True
+                break
+            if not window:  # the end of a file read to its end (``_FileBytes``: its size was not known)
                 break
             end += len(window)
-        self._newline = end < size
         self.length = end - position + self._newline
         self._start = position
         self._end = end  # its newline excluded
@@ -790,30 +793,31 @@ class _BinaryFile(Exception):
 
 
 class _FileBytes:
-    """A regular file's first ``size`` bytes (its size when opened), sliced as ``_LongLine`` slices a
-    payload (a slice is read when taken): every byte the search reads passes here, so the first
-    NUL ends the file's search at once (``_BinaryFile``), however far from a newline it lies.
+    """A regular file's bytes up to its end, sliced as ``_LongLine`` slices a payload (a slice is
+    read when taken, and is short only at the end, as a ``bytes`` slice is): every byte the search
+    reads passes here, so the first NUL ends the file's search at once (``_BinaryFile``), however
+    far from a newline it lies.
+
+    The end is where a read comes back empty, not the size the file had when opened: a file
+    of /proc or /sys says 0 and has content, and a log may grow while it is searched (rg reads
+    both to their end too).
 
     :raises _BinaryFile: (from a slice) it holds a NUL.
-    :raises OSError: (from a slice) it cannot be read, or it shrank.
+    :raises OSError: (from a slice) it cannot be read.
     """
 
-    __slots__ = ("_descriptor", "_size")
+    __slots__ = ("_descriptor",)
 
-    def __init__(self, descriptor: int, size: int) -> None:
+    def __init__(self, descriptor: int) -> None:
         self._descriptor = descriptor
-        self._size = size
-
-    def __len__(self) -> int:
-        return self._size
 
     def __getitem__(self, window: slice) -> bytes:
-        start, stop, _ = window.indices(self._size)
+        start, stop = window.start, window.stop
         parts = []
         while start < stop:
             part = os.pread(self._descriptor, stop - start, start)
-            if not part:  # (a loop on an empty read would never end)
-                raise OSError("the file shrank while it was searched")
+            if not part:  # its end (a read may be short before it: /proc gives a page at a time)
+                break
             if b"\0" in part:
                 raise _BinaryFile
             parts.append(part)
@@ -824,19 +828,21 @@ class _FileBytes:
 def _search_file(data: _FileBytes, search: Search, results: _FileMatches) -> None:
     """``data``'s lines where ``search`` finds the pattern, added to ``results``: blocks of whole
     lines of about ``_SEARCH_BLOCK`` bytes, and a line longer than that a ``_LongLine`` (searched
-    in overlapping pieces, as in a stored output), so that memory stays bounded.
+    in overlapping pieces, as in a stored output), so that memory stays bounded.  The file is read
+    to its end, its size unknown until then (``_FileBytes``).
 
     :raises _BinaryFile: the file holds a NUL (what was added is then not kept).
     """
-    size = len(data)
     number = 1  # the block's first line
     position = 0
-    while position < size:
-        stop = min(size, position + _SEARCH_BLOCK)
-        block = data[position:stop]
-        newline = block.rfind(b"\n") if stop < size else len(block) - 1
+    while True:
+        block = data[position:position + _SEARCH_BLOCK]
+        if not block:
+            break
+        # A short block is the file's last; a full one may be followed by more.
+        newline = block.rfind(b"\n") if len(block) == _SEARCH_BLOCK else len(block) - 1
         if newline < 0:
-            line = _LongLine(data, position, size, 0)
+            line = _LongLine(data, position, sys.maxsize, 0)  # (to the file's end, wherever it lies)
             if line.matches(search):
                 text = line[0].encode("utf-8", "surrogateescape").decode("utf-8", "replace")
                 results.add(f"{results.name}:{number}:{text}")
@@ -877,7 +883,7 @@ def _search_files(root: Path, shown_root: str, regex: re.Pattern[str], pattern: 
                 with _open_regular(file, named) as handle:
                     if file_is_binary(handle):  # the common case, told by its first bytes
                         continue
-                    _search_file(_FileBytes(handle.fileno(), os.fstat(handle.fileno()).st_size), search, results)
+                    _search_file(_FileBytes(handle.fileno()), search, results)
                 results.keep()
             except _BinaryFile:
                 continue  # binary after all (rg's rule: a NUL anywhere): its matches are dropped
