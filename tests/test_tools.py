@@ -2303,6 +2303,22 @@ def test_grep_reads_a_file_that_reports_size_zero_to_its_end_with_either_engine(
             assert (found.output.split("\n"), found.metadata["matches"]) == (processors, len(processors)), pattern
 
 
+def test_grep_refuses_a_file_named_as_a_folder_with_either_engine(store, tmp_path, engine):
+    """Red team B12 (trailing slash): path 'x.py/' or 'x.py/.' naming a regular file lost its
+    slash to pathlib, so the tool's checks passed on x.py: rg, given 'x.py/', failed ('rg failed
+    with exit status 2: no message'), while the Python search searched x.py. The path is now
+    looked at as given: the filesystem's answer, ENOTDIR, is one line from both."""
+    (tmp_path / "x.py").write_text("needle here\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("needle\n")
+    for path in ("x.py/", "x.py/.", "x.py/sub", "src/a.py/"):
+        result = tools.grep(store, "s", "c", "needle", path=path, cwd=tmp_path)
+        assert (result.is_error, result.output) == (True, f"cannot search {path}: Not a directory"), path
+    # A folder named with a trailing slash is searched as ever.
+    assert tools.grep(store, "s", "c", "needle", path="src/", cwd=tmp_path).output == "src/a.py:1:needle"
+    assert tools.grep(store, "s", "c", "needle", path="x.py", cwd=tmp_path).output == "x.py:1:needle here"
+
+
 class _CountingFile(__import__("io").FileIO):
     """A file that counts the bytes read from it."""
 

@@ -105,16 +105,19 @@ def grep(store: ToolOutputStore, session_id: str, tool_call_id: str, pattern: st
     problem = os_string_problem(path, "path")
     if problem:
         return failure(problem)
-    root = Path(cwd or ".") / path
+    # The path as given, not as pathlib reads it: Path drops a trailing "/" and "/." ("x.py/" would be
+    # x.py, while rg, given the path, fails on it with ENOTDIR), so the two searches would differ.
+    root = os.path.join(cwd or ".", path)
     try:
         overrides = Overrides(([glob] if glob else []) + list(_SKIPPED_GLOBS), cwd or ".")
     except ValueError as error:  # the same refusal, in the same words, whether rg is there or not
         return failure(f"invalid glob {glob!r}: {error}")
     try:
         info = os.stat(root)
-    except (FileNotFoundError, NotADirectoryError):
+    except FileNotFoundError:
         return failure(f"no such file or folder: {path}")
-    except OSError as error:  # a name too long, a loop of links, no permission: said, not raised
+    except OSError as error:  # too long, a loop of links, no permission, a file named as a folder
+        # ("x.py/", "x.py/.", "x.py/sub": ENOTDIR, as rg meets it): said, not raised
         return failure(f"cannot search {path}: {error.strerror or error}")
     if not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
         # A FIFO, a device, a socket: one rule for both searches, decided here. rg would open
@@ -702,7 +705,7 @@ def _grep_resource(store: ToolOutputStore, session_id: str, tool_call_id: str, u
     return bounded(stored, matches=listing.total, **running)
 
 
-def _walk(root: Path, shown_root: str, overrides: Overrides) -> Iterator[tuple[str, bool, str]]:
+def _walk(root: str, shown_root: str, overrides: Overrides) -> Iterator[tuple[str, bool, str]]:
     """Regular files under ``root`` as rg's walk (``--sort=path``) gives them:
     each with whether it was given by name and its name as rg prints it
     (``shown_root`` joined with the names under it).
@@ -719,11 +722,11 @@ def _walk(root: Path, shown_root: str, overrides: Overrides) -> Iterator[tuple[s
     except OSError:
         return
     if stat.S_ISREG(info.st_mode):
-        yield str(root), True, shown_root
+        yield root, True, shown_root
         return
     if not stat.S_ISDIR(info.st_mode):
         return
-    folders = [iter(_entries(str(root), shown_root))]  # a stack, not recursion: trees can be deep
+    folders = [iter(_entries(root, shown_root))]  # a stack, not recursion: trees can be deep
     while folders:
         entry = next(folders[-1], None)
         if entry is None:
@@ -860,7 +863,7 @@ def _search_file(data: _FileBytes, search: Search, results: _FileMatches) -> Non
         position += len(block)
 
 
-def _search_files(root: Path, shown_root: str, regex: re.Pattern[str], pattern: str, glob: Optional[str],
+def _search_files(root: str, shown_root: str, regex: re.Pattern[str], pattern: str, glob: Optional[str],
                   overrides: Overrides, ignore_case: bool, cwd: PathArg, found: _Matches,
                   abort: Optional[threading.Event]) -> Optional[ToolResult]:
     """Files under ``root``, with ``rg`` when it is on PATH, else line by line
