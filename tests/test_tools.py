@@ -2303,6 +2303,66 @@ def test_grep_reads_a_file_that_reports_size_zero_to_its_end_with_either_engine(
             assert (found.output.split("\n"), found.metadata["matches"]) == (processors, len(processors)), pattern
 
 
+@pytest.mark.skipif(shutil.which("rg") is None, reason="rg is not on PATH")
+def test_grep_with_rg_reads_its_output_in_bounded_memory(store, tmp_path, monkeypatch):
+    """Red team B12 (rg output memory): rg's whole output was captured (subprocess.run) and each
+    matched line decoded whole before it was cut to 2,000 characters, so memory grew with the
+    matching lines' total size whatever max_matches was (a 200 MB log, every line matching: +459
+    MiB). rg's output is now read a chunk at a time, a line kept only as far as it can be shown
+    (cut at a character's start) and only while it may be listed; the results are the same."""
+    import tracemalloc
+
+    tmp_path = tmp_path / "logs"  # (apart from the store's folder)
+    tmp_path.mkdir()
+    (tmp_path / "a.log").write_bytes(b"log " + "é".encode() * (6 << 20) + b"\n")  # one 12 MiB line, listed first
+    (tmp_path / "big.log").write_bytes((b"log line " + b"x" * 3000 + b"\n") * 8000)  # 24 MB, every line matching
+    tracemalloc.start()
+    try:
+        with_rg = tools.grep(store, "s", "c", "log", cwd=tmp_path, max_matches=5)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert with_rg.metadata["matches"] == 8001
+    assert peak < 8 << 20, peak  # was over 36 MB: the whole output, then the lines decoded
+    monkeypatch.setattr(grep_module, "_ripgrep", lambda: None)
+    assert with_rg.output == tools.grep(store, "s", "c", "log", cwd=tmp_path, max_matches=5).output
+
+
+@pytest.mark.skipif(shutil.which("rg") is None, reason="rg is not on PATH")
+@pytest.mark.parametrize("chunk", [1 << 16, 4093, 13])
+def test_grep_with_rg_cuts_long_lines_as_the_python_search_shows_them(store, tmp_path, monkeypatch, chunk):
+    """Red team B12 (rg output memory), the cut's edges: a line rg prints is kept only up to what
+    can be shown, so what is dropped must not change what is shown: a character cut in two,
+    invalid bytes about the cut, a run of \\r ending the line (stripped as a CRLF's \\r is) or not;
+    and rg's output read in chunks of any size (a name with a newline, a binary file's notice
+    after its matches, across a chunk's edge)."""
+    monkeypatch.setattr(grep_module, "_RIPGREP_CHUNK", chunk)
+    lines = [b"hit " + "é".encode() * 5000, b"hit " + "€".encode() * 3000 + b"\r", b"hit x" + b"\r" * 20000,
+             b"hit x" + b"\r" * 20000 + b"y", b"hit " + b"\xf0\x90\x80" * 4000, b"hit " + b"\xe2\x82" * 5000,
+             b"hit " + b"a" * 8000 + b"\r" * 100 + b"\xc3", b"hit " + "𐀀".encode() * 2100, b"hit \x80" * 3000,
+             b"hit short\r"]
+    tmp_path = tmp_path / "lines"  # (apart from the store's folder, where a long listing is stored)
+    tmp_path.mkdir()
+    for shift in range(4):  # each line's cut falls at every place of a 4-byte character
+        (tmp_path / f"lines{shift}.txt").write_bytes(b"\n".join(b"x" * shift + line for line in lines) + b"\n")
+    (tmp_path / "new\nline: hit.txt").write_bytes(b"hit one\r\nhit two\n")
+    (tmp_path / "new\nline: hit.txt: x").write_bytes(b"hit: three\n")
+    (tmp_path / "late\nnul.bin").write_bytes(b"hit y\n" + b"a" * (2 << 20) + b"\n\0\nhit\n")  # rg: a notice after
+
+    def listing(result):  # the whole listing: over the limits it is stored, its preview names its own URI
+        if result.resource is None:
+            return result.output, result.metadata["matches"]
+        return b"".join(map(bytes, store.iter_bytes("s", result.resource.uri))), result.metadata["matches"]
+
+    real = grep_module._ripgrep
+    for pattern in ("hit", "^x*hit", "y$"):
+        monkeypatch.setattr(grep_module, "_ripgrep", real)
+        with_rg = listing(tools.grep(store, "s", "c", pattern, cwd=tmp_path, max_matches=1000))
+        monkeypatch.setattr(grep_module, "_ripgrep", lambda: None)
+        in_python = listing(tools.grep(store, "s", "c", pattern, cwd=tmp_path, max_matches=1000))
+        assert (pattern, with_rg) == (pattern, in_python)
+
+
 def test_grep_refuses_a_file_named_as_a_folder_with_either_engine(store, tmp_path, engine):
     """Red team B12 (trailing slash): path 'x.py/' or 'x.py/.' naming a regular file lost its
     slash to pathlib, so the tool's checks passed on x.py: rg, given 'x.py/', failed ('rg failed

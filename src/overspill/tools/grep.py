@@ -1002,60 +1002,213 @@ def _ripgrep_search(ripgrep: str, shown_root: str, pattern: str, glob: Optional[
     command += [f"--glob={glob}" for glob in ([glob] if glob else []) + list(_SKIPPED_GLOBS)]
     command += ["--regexp", translated, "--", shown_root]
     try:
-        completed = subprocess.run(command, cwd=cwd, capture_output=True, timeout=_RIPGREP_TIMEOUT)
+        # Read as it comes (_RipgrepOutput), never held whole: its size is the matching lines' (a
+        # 200 MB log whose every line matches, or one line of gigabytes), whatever max_matches is.
+        process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
     except OSError:
         # rg could not be started: mostly a pattern or glob past the kernel's limit on one argument
         # (128 KiB: E2BIG), which rg has no other way to take (--glob has no file form; -f reads one
         # pattern a line and drops a final \r), or rg gone since it was found. The Python search
         # searches the same files for the same lines.
         raise _RefusedByRipgrep from None
-    except subprocess.TimeoutExpired:
+    assert process.stdout is not None and process.stderr is not None
+    errors = bytearray()  # its standard error, read beside (a full pipe would stop rg), the start kept
+    reader = threading.Thread(target=_keep_start, args=(process.stderr, errors), daemon=True)
+    reader.start()
+    timed_out = threading.Event()
+
+    def stop() -> None:
+        if process.poll() is None:
+            timed_out.set()
+            process.kill()  # its output then ends, and the parse with it
+
+    timer = threading.Timer(_RIPGREP_TIMEOUT, stop)
+    timer.daemon = True
+    timer.start()
+    try:
+        output = _RipgrepOutput(process.stdout)
+        _ripgrep_results(output, found)
+        returncode = process.wait()
+    finally:
+        timer.cancel()
+        if process.poll() is None:  # the parse failed (or was interrupted): rg goes with it
+            process.kill()
+            process.wait()
+        reader.join()
+        process.stdout.close()
+        process.stderr.close()
+    if timed_out.is_set():
         return failure(f"grep stopped after {_RIPGREP_TIMEOUT} s; narrow the path or glob")
-    if completed.returncode not in (0, 1):
+    # The results parsed so far count only when rg ran to its end (the caller drops them otherwise).
+    if returncode not in (0, 1):
         # rg parses the pattern before it reads a file: a refusal comes with no results. (Its
         # message, several lines, ends with advice about its own flags, useless to the model.)
-        if not completed.stdout and b"regex" in completed.stderr.lower():
+        if not output.printed and b"regex" in errors.lower():
             raise _RefusedByRipgrep
-        reason = " ".join(completed.stderr.decode("utf-8", "replace").split()) or "no message"
-        return failure(f"rg failed with exit status {completed.returncode}: {reason}; check the path and glob")
-    # Each result is the file's name, a NUL, then "LINE:text" up to a "\n": the name comes first,
-    # found by its NUL, since a name may hold a "\n" (split at each "\n", 'new\nline.txt' was listed
-    # as 'line.txt'). The text ends at the next "\n" only: str.splitlines() would also break a
-    # matched line at \r, \x0b, \x0c, \x1c-\x1e, \x85, U+2028 or U+2029 and count its pieces as
-    # matches. The line's own \r before its "\n" goes, as the Python search drops it.
-    output = completed.stdout
+        reason = " ".join(errors.decode("utf-8", "replace").split()) or "no message"
+        return failure(f"rg failed with exit status {returncode}: {reason}; check the path and glob")
+    return None
+
+
+# Bytes of rg's output read at a time.
+_RIPGREP_CHUNK = 1 << 16
+# Bytes of rg's standard error kept for its message (with --no-messages, only its own error: a line or a few).
+_RIPGREP_ERRORS = 1 << 16
+
+
+def _keep_start(pipe: BinaryIO, kept: bytearray) -> None:
+    """Read ``pipe`` to its end, keeping its first ``_RIPGREP_ERRORS`` bytes in ``kept``."""
+    while chunk := pipe.read(_RIPGREP_CHUNK):
+        kept += chunk[:max(_RIPGREP_ERRORS - len(kept), 0)]
+
+
+# The NUL after a result's name; the end of a notice's line, or the NUL that makes it a result's name.
+_NUL = re.compile(b"\0")
+_NUL_OR_NEWLINE = re.compile(b"[\0\n]")
+
+
+class _RipgrepOutput:
+    """rg's standard output, read a chunk at a time as its lines are parsed (``next``): what is
+    held is a chunk and what is parsed of it (a name, a notice, at most ``_SHOWN_BYTES`` of a
+    matched line), however much rg prints.  Offsets are from the first byte not yet parsed.
+
+    Each result is the file's name, a NUL, then "LINE:text" up to a "\\n": the name comes first,
+    found by its NUL, since a name may hold a "\\n" (split at each "\\n", 'new\\nline.txt' was
+    listed as 'line.txt'). The text ends at the next "\\n" only: str.splitlines() would also break
+    a matched line at \\r, \\x0b, \\x0c, \\x1c-\\x1e, \\x85, U+2028 or U+2029 and count its pieces
+    as matches.  After a file's results, "FILE: binary file matches (found "\\0" byte around offset
+    N)" or "FILE: WARNING: stopped searching binary file after match (...)" is a notice that the
+    file has a NUL after the lines rg printed; a notice holds no NUL (a result of a file whose name
+    starts so does).
+    """
+
+    __slots__ = ("_pipe", "_held", "_at", "_ended", "_name", "_notice", "printed")
+
+    def __init__(self, pipe: BinaryIO) -> None:
+        self._pipe = pipe
+        self._held = b""
+        self._at = 0  # in ``_held``: the first byte not yet parsed
+        self._ended = False
+        self._name = b""  # the file of the last result, as rg names it
+        self._notice: Optional[bytes] = None  # how a notice about it starts; None at first and after one
+        self.printed = False  # whether rg printed anything
+
+    def next(self) -> Optional[tuple[bytes, Optional[bytes], bool]]:
+        """The next line parsed, None at the output's end.  A result is its file's name, the first
+        bytes of its "LINE:text" (cut at a character's start when it is over ``_SHOWN_BYTES``:
+        what can be shown of it, decoded as the whole line is) and whether a byte other than
+        \\r follows those (else a CRLF's \\r, or a run of them, ends the line); a notice that the
+        last result's file is binary is that name, None and False."""
+        held, at, notice = self._held, self._at, self._notice
+        # Most lines: a short result within the chunk held, told with two searches.
+        if notice is None or (len(held) - at >= len(notice) and not held.startswith(notice, at)):
+            null = held.find(b"\0", at)
+            if null >= 0:
+                end = held.find(b"\n", null, null + _SHOWN_BYTES + 2)
+                if end >= 0:
+                    self._at = end + 1
+                    return self._result(held[at:null]), held[null + 1:end], False
+        if not self._pending():
+            return None
+        if notice is not None and self._starts_with(notice):
+            _, byte = self._find(_NUL_OR_NEWLINE, len(notice))
+            if byte != b"\0":
+                self._take(len(notice))  # (the name may hold a "\n")
+                self._line(0)  # (to its end)
+                self._notice = None
+                return self._name, None, False
+        null, _ = self._find(_NUL)
+        if null < 0:
+            return None  # a notice of a file named by path, whose matches rg did not print: no result
+        name = self._take(null)
+        self._take(1)
+        text, other = self._line(_SHOWN_BYTES + 1)
+        if len(text) > _SHOWN_BYTES:
+            cut = _char_start(text, _SHOWN_BYTES)
+            other = other or bool(text[cut:].strip(b"\r"))
+            text = text[:cut]
+        return self._result(name), text, other
+
+    def _result(self, name: bytes) -> bytes:
+        """``name``, a result's file: a notice after it is about this file."""
+        if self._notice is None or name != self._name:
+            self._name = name
+            self._notice = name + b": "
+        return name
+
+    def _more(self) -> bool:
+        """Read another chunk, dropping what was parsed: False at the output's end."""
+        chunk = b"" if self._ended else self._pipe.read(_RIPGREP_CHUNK)
+        if not chunk:
+            self._ended = True
+            return False
+        self.printed = True
+        self._held = self._held[self._at:] + chunk
+        self._at = 0
+        return True
+
+    def _pending(self) -> bool:
+        """Whether any of the output is left to parse."""
+        return self._at < len(self._held) or self._more()
+
+    def _starts_with(self, prefix: bytes) -> bool:
+        """Whether what is left starts with ``prefix``."""
+        while len(self._held) - self._at < len(prefix) and self._more():
+            pass
+        return self._held.startswith(prefix, self._at)
+
+    def _find(self, pattern: re.Pattern[bytes], start: int = 0) -> tuple[int, bytes]:
+        """Where ``pattern`` (one byte) first matches from offset ``start`` on, and that byte;
+        (-1, b"") when it does not before the output's end."""
+        while True:
+            found = pattern.search(self._held, self._at + start)
+            if found is not None:
+                return found.start() - self._at, found.group()
+            start = len(self._held) - self._at
+            if not self._more():
+                return -1, b""
+
+    def _take(self, count: int) -> bytes:
+        """The next ``count`` bytes, parsed."""
+        taken = self._held[self._at:self._at + count]
+        self._at += count
+        return taken
+
+    def _line(self, keep: int) -> tuple[bytes, bool]:
+        """The rest of the line, parsed up to its "\\n" (or the output's end): its first ``keep``
+        bytes, and whether a byte other than \\r follows them (the rest is read, never held)."""
+        kept = b""
+        other = False
+        while True:
+            end = self._held.find(b"\n", self._at)
+            stop = len(self._held) if end < 0 else end
+            room = keep - len(kept)
+            if room > 0:
+                kept += self._held[self._at:min(stop, self._at + room)]
+            if not other and stop - self._at > room:
+                other = bool(self._held[self._at + room:stop].strip(b"\r"))
+            self._at = stop + (end >= 0)
+            if end >= 0 or not self._more():
+                return kept, other
+
+
+def _ripgrep_results(output: _RipgrepOutput, found: _Matches) -> None:
+    """rg's results, parsed as they are read, added to ``found`` file by file (a file's results are
+    dropped when a notice says it is binary).  The line's own \\r before its "\\n" goes, as the
+    Python search drops it."""
     results: Optional[_FileMatches] = None
     current = b""  # the file of ``results``, as rg names it
-    position = 0
-    while position < len(output):
-        if results is not None and output.startswith(current + b": ", position):
-            # "FILE: binary file matches (found "\0" byte around offset N)", or "FILE: WARNING:
-            # stopped searching binary file after match (...)": a NUL after the lines rg printed.
-            # A notice holds no NUL (a result of a file whose name starts so does).
-            after = position + len(current) + 2
-            end = _line_end(output, after)
-            if output.find(b"\0", after, end) < 0:
-                results = None
-                position = end + 1
-                continue
-        null = output.find(b"\0", position)
-        if null < 0:
-            break  # a notice of a file named by path, whose matches rg did not print: no result
-        name = output[position:null]
-        end = _line_end(output, null)
+    while (line := output.next()) is not None:
+        name, text, other = line
+        if text is None:  # a notice: the file is binary, its results are not
+            results = None
+            continue
         if results is None or name != current:
             if results is not None:
                 results.keep()
             current = name
             results = _FileMatches(found, name.decode("utf-8", "replace").removeprefix("./"))
-        results.add(f"{results.name}:{output[null + 1:end].decode('utf-8', 'replace')}".rstrip("\r"))
-        position = end + 1
+        shown = f"{results.name}:{text.decode('utf-8', 'replace')}"
+        results.add(shown if other else shown.rstrip("\r"))
     if results is not None:
         results.keep()
-    return None
-
-
-def _line_end(output: bytes, start: int) -> int:
-    """Where the line of ``output`` holding ``start`` ends: its "\n", or the end of ``output``."""
-    end = output.find(b"\n", start)
-    return len(output) if end < 0 else end
