@@ -2379,6 +2379,16 @@ def test_grep_refuses_a_file_named_as_a_folder_with_either_engine(store, tmp_pat
     assert tools.grep(store, "s", "c", "needle", path="x.py", cwd=tmp_path).output == "x.py:1:needle here"
 
 
+def test_read_refuses_a_file_named_as_a_folder(store, tmp_path):
+    """Noticed by fix A12 (beside grep's trailing slash): read(path='x.py/') lost its slash to
+    pathlib and read x.py. The path is looked at as given: the filesystem's answer, ENOTDIR."""
+    (tmp_path / "x.py").write_text("needle here\n")
+    for path in ("x.py/", "x.py/.", "x.py/sub"):
+        result = tools.read(store, "s", "c", path=path, cwd=tmp_path)
+        assert (result.is_error, result.output) == (True, f"cannot read {path}: Not a directory"), path
+    assert tools.read(store, "s", "c", path="x.py", cwd=tmp_path).output.startswith("     1\tneedle here")
+
+
 class _CountingFile(__import__("io").FileIO):
     """A file that counts the bytes read from it."""
 

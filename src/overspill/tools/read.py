@@ -164,9 +164,8 @@ def _read_file(path: object, offset: Optional[int], limit: Optional[int],
             from .._tokens import counter
 
             tokens = (limits.max_tokens, counter())
-    from pathlib import Path
-
-    target = Path(cwd or ".") / path
+    # Joined as given: pathlib would drop a trailing "/" or "/." and read a file named as a folder.
+    target = os.path.join(cwd or ".", path)
     try:
         info = os.stat(target)
     except FileNotFoundError:
