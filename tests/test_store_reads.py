@@ -409,3 +409,33 @@ def test_a_cr_before_a_long_run_of_escapes_then_a_newline_is_a_line_ending(tmp_p
     assert whole == "line\r\nnext"
     for limit in (4096, 65_536):
         assert _pages_in_order(store, uri, limit) == whole, limit
+
+
+# ---------------------------------------------------------------- red team G12 (empty page inside an escape)
+@pytest.mark.parametrize("warm", [True, False])
+@pytest.mark.parametrize("limit", [1, 3, 8, 9, 64])
+def test_a_read_inside_an_escape_sequence_counts_its_limit_from_where_the_page_starts(tmp_path, warm, limit):
+    """Red team G12: a read whose offset lies inside an escape sequence moved the page's start past
+    the sequence but kept the end that the limit gave from the asked offset, clamped to the start:
+    an empty page whose next offset was its own (``read(offset=5, limit=9)`` of this output gave
+    offset = next = 73), which a reader following ``next`` never leaves.  The limit now counts from
+    where the page starts: the page is the one read at the sequence's end, at least one character
+    long, its next offset past it; the read tool's hint names that offset."""
+    from overspill import tools
+
+    store = ToolOutputStore(tmp_path, durable=False)
+    if not warm:
+        store._pages = None  # the store's own page rule, as a backend without a warm map (redis)
+    # An OSC string at [1, 73), ESC(B at [73, 76), a CSI at [76, 81), then "b\n"; and an OSC string
+    # longer than any page window, for a start moved past the window the offset asked for.
+    data = b"a\x1b]" + b"u" * 70 + b"\x1b(B\x1b[31mb\n" + b"\x1b]8;;http://x/" + b"v" * 9000 + b"\x1b\\c\n"
+    uri = store.write("s", "c", data).uri
+    for inside, end in ((2, 73), (5, 73), (72, 73), (75, 76), (77, 81), (90, len(data) - 2), (5000, len(data) - 2)):
+        page = store.read("s", uri, offset=inside, limit=limit)
+        direct = store.read("s", uri, offset=end, limit=limit)
+        assert (page.offset, page.next, page.content) == (direct.offset, direct.next, direct.content), inside
+        assert page.offset == end and (page.next is None or page.next > page.offset), (inside, page)
+        result = tools.call(store, "s", "c", "read", {"resource": uri, "offset": inside, "limit": limit})
+        assert result.metadata["offset"] == end and result.metadata["next"] == page.next, (inside, result.metadata)
+        if page.next is not None:
+            assert f"offset={page.next} to continue" in result.output

@@ -199,7 +199,8 @@ class StoreReads:
 
         :param uri: ``tool-output://ID``.
         :param offset: a byte offset into the stored bytes, clamped to
-            ``[0, size]``; a mid-character offset starts at the next character.
+            ``[0, size]``; a mid-character offset starts at the next character,
+            and one inside an escape sequence that the view removes, after it.
         :param limit: the most bytes in the page, clamped to ``[1, MAX_READ_BYTES]``
             (the default); a page holds at least one character.
         :raises InvalidResourceError: ``uri`` is not a well-formed URI.
@@ -274,15 +275,24 @@ class StoreReads:
             start, end, content = found
         else:
             start, end, content = self._page_view(resource_id, record, low, high, offset, limit, final)
+            if content is None:
+                # The offset is inside an escape sequence, which shows nothing: the page is the one read
+                # where it ends, its limit counted from there (its window, and a running output's sealed
+                # end, decided anew), so it holds a character and its next offset is past it.  ``start``
+                # is past ``offset``, so this ends.
+                return self.read(session_id, uri, offset=start, limit=limit)
         more = end < size
         # Page(...) without its __init__'s six bound setters (~1 us of a ~20 us warm page).
         return _kernels.new_slotted(Page, PAGE_SLOTS, (resource, content, start, more,
                                                         end if more else None, record.complete))
 
     def _page_view(self, resource_id: str, record: Record, low: int, high: int, offset: int, limit: int,
-                   final: bool) -> tuple[int, int, str]:
+                   final: bool) -> tuple[int, int, Optional[str]]:
         """A page read through a verified view of ``[low, high)``: ``(start, end, text)``;
-        ``final``: ``high`` ends a character (the payload's end, or a running one's whole characters)."""
+        ``final``: ``high`` ends a character (the payload's end, or a running one's whole characters).
+        When the view removes escapes and ``offset`` is inside an escape sequence: ``(its end, its
+        end, None)``, for the caller to read the page from there (the limit counts from where the
+        page starts, and the window around ``offset`` may not reach past that start)."""
         flags = self._views
         if not flags & VIEW_ANSI:
             with self._backend.read(record, low, high) as view:
@@ -297,14 +307,18 @@ class StoreReads:
                 return low, low, ""
         # Each page's view is of its bytes alone: a page never starts or ends inside an escape
         # sequence (it would show a piece of it, such as "[1;31m").  A start inside one moves past it
-        # (it shows nothing); an end inside one moves to its end.  The edges are found in a window
-        # wider than the page's on both sides: most long sequences (an OSC 8 link's signed URL) end in it.
+        # (it shows nothing), and the caller reads the page from there; an end inside one moves to its
+        # end.  The edges are found in a window wider than the page's on both sides: most long
+        # sequences (an OSC 8 link's signed URL) end in it.
         size = record.resource.size
         wide_low, wide_high = max(low - _WIDE_REACH, 0), min(high + _WIDE_REACH, size)
         with self._backend.read(record, wide_low, wide_high) as wide:
             start, end = _kernels.page_bounds(wide[low - wide_low : high - wide_low], offset - low, limit, final)
-            start = self._sequence_end(resource_id, record, wide, wide_low, wide_high, start + low)
-            end = max(self._sequence_end(resource_id, record, wide, wide_low, wide_high, end + low), start)
+            moved = self._sequence_end(resource_id, record, wide, wide_low, wide_high, start + low)
+            if moved != start + low:
+                return moved, moved, None
+            start += low
+            end = self._sequence_end(resource_id, record, wide, wide_low, wide_high, end + low)
             if end <= wide_high:
                 page = wide[start - wide_low : end - wide_low]
                 ending = flags & VIEW_CR and _ends_in_cr(page) and self._newline_next(
