@@ -234,9 +234,32 @@ static ptrdiff_t osp_end_segment(uint8_t *out, ptrdiff_t line, ptrdiff_t seg, pt
     return seg;
 }
 
+/* out[floor:pos) ends with the start of a character that a continuation byte
+ * would go on with (a prefix of a well-formed UTF-8 sequence, as the decoder
+ * takes it: E0 needs A0-BF next, ED 80-9F, F0 90-BF, F4 80-8F): it becomes one
+ * byte 0xFF, which no byte goes on with; returns the new pos.  Called when a
+ * removed escape sequence stood between that start and a continuation byte:
+ * the raw bytes decode the start as one U+FFFD (the ESC ends it), and so does
+ * 0xFF, so the view never joins the bytes either side of a sequence into a
+ * character that is not in the output. */
+static ptrdiff_t osp_split_character(uint8_t *out, ptrdiff_t floor, ptrdiff_t pos) {
+    ptrdiff_t lead = pos - 1;
+    while (lead >= floor && lead > pos - 4 && osp_is_continuation(out[lead])) lead--;
+    if (lead < floor || pos - lead >= osp_sequence_length(out[lead])) return pos;
+    if (pos - lead >= 2) {
+        uint8_t b = out[lead], next = out[lead + 1];
+        if ((b == 0xE0 && next < 0xA0) || (b == 0xED && next > 0x9F) || (b == 0xF0 && next < 0x90) ||
+            (b == 0xF4 && next > 0x8F))
+            return pos;
+    }
+    out[lead] = 0xFF;
+    return lead + 1;
+}
+
 /* The view of in[0:n) into out (room for n bytes); returns its length.
- * Escapes are removed first; then each line keeps its last non-empty segment
- * between lone \r, and a \r just before \n stays as the line's ending. */
+ * Escapes are removed first (osp_split_character where one stood inside a
+ * character); then each line keeps its last non-empty segment between lone
+ * \r, and a \r just before \n stays as the line's ending. */
 static ptrdiff_t osp_view(const uint8_t *in, ptrdiff_t n, int flags, uint8_t *out) {
     ptrdiff_t i = 0, pos = 0, line = 0, seg = 0;
     int pending = 0, ansi = flags & OSP_VIEW_ANSI, cr = flags & OSP_VIEW_CR;
@@ -244,6 +267,8 @@ static ptrdiff_t osp_view(const uint8_t *in, ptrdiff_t n, int flags, uint8_t *ou
         uint8_t b = in[i];
         if (b == OSP_ESC && ansi) {
             i += osp_escape_length(in + i, n - i);
+            /* (After a pending \r the next byte starts a segment of its own: nothing to join.) */
+            if (i < n && osp_is_continuation(in[i]) && !pending) pos = osp_split_character(out, seg, pos);
             continue;
         }
         i++;

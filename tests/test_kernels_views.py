@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from strategies import contents, limits, raw_bytes, run_texts, texts
 
 from overspill import _kernels, _native
+from overspill._buffers import ESCAPE
 from overspill.config import DEFAULT_SIGNALS
 from overspill.text import compile_signals
 
@@ -50,12 +51,29 @@ def naive_escape_end(data: bytes, i: int) -> int:
     return j + 1 if j < n and 0x30 <= data[j] <= 0x7E else j
 
 
+def naive_held(kept: bytes) -> int:
+    """How many bytes at the end of ``kept`` start a character not finished there: the
+    last 1 to 3 bytes that decode as "unexpected end of data" from their first byte."""
+    for back in range(1, min(len(kept), 3) + 1):
+        try:
+            kept[-back:].decode("utf-8")
+        except UnicodeDecodeError as error:
+            if error.start == 0 and error.reason == "unexpected end of data":
+                return back
+    return 0
+
+
 def naive_view(data: bytes, flags: int) -> bytes:
     if flags & ANSI:
         out, i = bytearray(), 0
         while i < len(data):
             if data[i] == 0x1B:
                 i = naive_escape_end(data, i)
+                # A character's start that the sequence cut off from a continuation byte is one
+                # byte 0xFF: one U+FFFD, as the stored bytes decode, never joined with that byte.
+                held = naive_held(bytes(out)) if i < len(data) and 0x80 <= data[i] <= 0xBF else 0
+                if held:
+                    out[-held:] = b"\xff"
             else:
                 out.append(data[i])
                 i += 1
@@ -216,6 +234,58 @@ def test_view_text_is_the_view_decoded(data, flags, skip):
     expected = (data if shown is None else shown).decode("utf-8", "replace")
     assert _kernels.view_text(view, flags) == expected == _native.view_text(data, flags)
     assert type(_kernels.view_text(data, flags)) is str
+
+
+# ---------------------------------------------------------------- red team G12 #2
+# Pieces of characters cut by escape sequences: starts (well-formed prefixes and not), continuation
+# bytes, whole characters, sequences whole and cut short, a redraw.
+_SPLIT = [b"\xe2", b"\xe2\x82", b"\x82", b"\xac", b"\x82\xac", b"\xf0", b"\xf0\x9f", b"\xf0\x9f\x98",
+          b"\x98\x80", b"\xe0", b"\xe0\x80", b"\xa0", b"\xed", b"\xed\xa0", b"\xf4\x90", b"\xc3", b"\xa9",
+          b"\xff", b"\xc3\xa9", b"\x1b[31m", b"\x1b[0m", b"\x1b]0;t\xe2\x07", b"\x1b]8;;\xe2\x82", b"\x1b(B", b"\x1b",
+          b"\x1b[", b"a", b"\n", b"\r"]
+split_pieces = st.lists(st.sampled_from(_SPLIT), max_size=24).map(b"".join)
+# The escape sequences of decoded text (the views' pattern, over str).
+_ESCAPE_TEXT = re.compile(ESCAPE.pattern.decode("latin-1"))
+
+
+@pytest.mark.parametrize(("data", "shown"), [
+    (b"price \xe2\x82\x1b[31m\xac!\n", "price \ufffd\ufffd!\n"),
+    (b"\xe2\x1b[1m\x1b[31m\x82\xac", "\ufffd\ufffd\ufffd"),
+    (b"\xf0\x9f\x98\x1b(B\x80 ok", "\ufffd\ufffd ok"),
+    (b"\xe2\x1b[0m\x82\x1b[0m\xac", "\ufffd\ufffd\ufffd"),
+    (b"\xe2\x82\x1b[31ma", "\ufffda"),  # no continuation byte after: nothing to join
+    (b"\xe2\x82\xac\x1b[31m\xc3\xa9", "\u20ac\xe9"),  # whole characters either side
+])
+def test_a_removed_escape_never_joins_the_bytes_either_side_into_a_character(data, shown):
+    """Red team G12 #2: the view removed escape sequences from the bytes before decoding them, so
+    the start of a character and continuation bytes on either side of a colour code were shown as
+    a character that is not in the output (``price \\xe2\\x82\\x1b[31m\\xac!`` as "price €!"). The
+    view now shows what decoding the stored bytes, then dropping the sequences, shows."""
+    assert _kernels.view_text(data, ANSI) == shown == _native.view_text(data, ANSI)
+    assert _kernels.view_text(data, ANSI | CR) == shown
+
+
+@given(split_pieces)
+@example(b"\xe0\x1b[0m\xa0\x80")
+@example(b"\xed\x1b[0m\xa0\x80")
+@example(b"\x1b]0;t\xe2\x1b[0m\x82\xac")
+@example(b"\xed\xa0\x1b[31m\x82")  # an encoded surrogate's start is none: three U+FFFD either way
+def test_the_view_of_split_characters_is_the_stored_bytes_decoded_less_their_escapes(data):
+    """Whatever cuts a character around an escape sequence (an OSC string's own bytes included), the
+    view's text is the stored bytes decoded with U+FFFD, their sequences then dropped; both
+    implementations, with and without the redraw view (for text with no \\r)."""
+    expected = _ESCAPE_TEXT.sub("", data.decode("utf-8", "replace"))
+    for flags in (ANSI, ANSI | CR) if b"\r" not in data else (ANSI,):
+        assert _kernels.view_text(data, flags) == expected == _native.view_text(data, flags)
+
+
+@given(split_pieces, flag_sets)
+@example(b"\xed\xa0\x1b[31m\x82", ANSI)
+@example(b"\xf4\x90\x1b[31m\x80\x80", ANSI)
+def test_twins_agree_on_the_view_of_split_characters(compiled, data, flags):
+    shown = compiled.view_bytes(data, flags)
+    assert shown == _native.view_bytes(data, flags)
+    assert (data if shown is None else shown) == naive_view(data, flags)
 
 
 @pytest.mark.parametrize(("args", "error"), [

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # typing and re cost start-up; the annotations are never eval
     import re
     from typing import Union
 
-__all__ = ["ESCAPE", "GRAPH_GLYPHS", "JSON_KEY_MAX", "JSON_LABEL_KEYS", "OUTLINE_AFTER_BLANK", "OUTLINE_FLAGS", "OUTLINE_ONELINE", "MAX_KINDS", "MAX_PATTERNS", "TOKEN_ENDS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS",
+__all__ = ["ESCAPE", "ESCAPE_BEFORE_CONTINUATION", "GRAPH_GLYPHS", "JSON_KEY_MAX", "JSON_LABEL_KEYS", "OUTLINE_AFTER_BLANK", "OUTLINE_FLAGS", "OUTLINE_ONELINE", "MAX_KINDS", "MAX_PATTERNS", "TOKEN_ENDS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS",
            "BytesLike", "LazyPattern", "byte_view", "check_flags", "check_int", "check_outline_flags", "check_patterns", "int_text",
            "plain_bytes", "plain_int", "plain_str", "value_text"]
 
@@ -166,13 +166,18 @@ VIEW_FLAGS = VIEW_ANSI | VIEW_CR
 # (intermediates, then one final byte: charset selection, keypad modes, save
 # and restore cursor).  A sequence cut short by the end of the data or by a
 # byte that cannot continue it ends there; none of them crosses a newline.
-_ESCAPE_SOURCE = (
-    rb"\x1b(?:\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[\x20-\x2f]*[\x30-\x7e]?)"
-)
+_ESCAPE_BODY = rb"(?:\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[\x20-\x2f]*[\x30-\x7e]?)"
+_ESCAPE_SOURCE = rb"\x1b" + _ESCAPE_BODY
 ESCAPE = LazyPattern(_ESCAPE_SOURCE)
 # A run of escape sequences, one after another, its last one captured (group 1): a walk over them
 # takes the run in one match, and resumes from its last one when that reaches the end of the bytes.
 ESCAPE_RUN = LazyPattern(rb"(?:(" + _ESCAPE_SOURCE + rb"))+")
+# A run of escape sequences followed by a UTF-8 continuation byte, which the bytes before the run
+# must not take once the run is removed (see _native.view_bytes).  The run is taken whole, as the
+# view takes it (a lookahead and its backreference cannot backtrack: an OSC string is not cut short
+# to put a continuation byte of its own after it); the ESC first lets a search skip to each ESC.
+ESCAPE_BEFORE_CONTINUATION = LazyPattern(
+    rb"\x1b(?=(" + _ESCAPE_BODY + rb"(?:" + _ESCAPE_SOURCE + rb")*))\1(?=[\x80-\xbf])")
 
 
 def check_flags(flags: object) -> int:

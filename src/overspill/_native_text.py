@@ -3,10 +3,12 @@ signal-line scan (see ``overspill._native`` for the conventions)."""
 
 from __future__ import annotations
 
+from codecs import getincrementaldecoder
 
 from ._buffers import LazyPattern
 from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike
 from ._buffers import ESCAPE as _ESCAPE
+from ._buffers import ESCAPE_BEFORE_CONTINUATION as _ESCAPE_BEFORE_CONTINUATION
 from ._buffers import byte_view as _byte_view
 from ._buffers import check_flags as _check_flags
 from ._buffers import check_int as _check_int
@@ -25,6 +27,7 @@ __all__ = ["page_arguments", "page_text", "signal_lines", "text_fits", "view_byt
 # bounds): a pattern for the whole line, tried at every byte of the lines that
 # have none, would scan each such line once per byte (quadratic in its length).
 _LONE_CR = LazyPattern(rb"\r(?!\n)")
+_utf8_decoder = getincrementaldecoder("utf-8")
 
 
 def _has_lone_cr(data: bytes) -> bool:
@@ -127,6 +130,77 @@ def _strip_escapes(data: bytes) -> bytes:
     return b"".join(pieces)
 
 
+def _valid_utf8(data: bytes) -> bool:
+    """Whether ``data`` is valid UTF-8, decoded a ``_STRIP_WINDOW`` at a time (no
+    copy of a large block as a str)."""
+    decoder = _utf8_decoder("strict")
+    view = memoryview(data)
+    try:
+        for start in range(0, len(data), _STRIP_WINDOW):
+            decoder.decode(view[start : start + _STRIP_WINDOW], False)
+        decoder.decode(b"", True)
+    except UnicodeDecodeError:
+        return False
+    finally:
+        view.release()
+    return True
+
+
+def _held(data: bytes, floor: int, end: int) -> int:
+    """How many bytes at the end of ``data[floor:end]`` start a character that a
+    continuation byte would go on with: a prefix of a well-formed UTF-8 sequence,
+    as the decoder takes it (E0 needs A0-BF next, ED 80-9F, F0 90-BF, F4 80-8F;
+    an encoded surrogate is no start); 0 when none does."""
+    lead = end - 1
+    while lead >= floor and lead > end - 4 and 0x80 <= data[lead] <= 0xBF:
+        lead -= 1
+    if lead < floor:
+        return 0
+    byte = data[lead]
+    needed = 2 if 0xC2 <= byte <= 0xDF else 3 if 0xE0 <= byte <= 0xEF else 4 if 0xF0 <= byte <= 0xF4 else 0
+    have = end - lead
+    if have >= needed:
+        return 0
+    if have >= 2:
+        second = data[lead + 1]
+        if ((byte == 0xE0 and second < 0xA0) or (byte == 0xED and second > 0x9F) or (byte == 0xF0 and second < 0x90)
+                or (byte == 0xF4 and second > 0x8F)):
+            return 0
+    return have
+
+
+def _split_characters(data: bytes) -> bytes:
+    """``data`` with the start of a character that a removed escape sequence cuts
+    off from its continuation bytes made one byte 0xFF (the compiled
+    ``osp_split_character``).
+
+    Decoded as stored, such a start is one U+FFFD (the ESC ends it) and the
+    continuation bytes after the sequence are U+FFFD each; without the sequence
+    they would decode together as a character that is not in the output.  The
+    start is a prefix of a well-formed character at the end of the bytes before
+    the sequence (``_held``); 0xFF is one U+FFFD too, and
+    no byte goes on with it.  Only a run of sequences followed by a continuation
+    byte is looked at, and only in text that is not valid UTF-8: a sequence's
+    last byte is ASCII (an OSC string cut short by the data's end has no byte
+    after it), which no continuation byte follows in valid text.
+    """
+    if data.isascii() or _valid_utf8(data):
+        return data
+    pieces: list[bytes] = []
+    done = 0
+    for run in _ESCAPE_BEFORE_CONTINUATION.finditer(data):
+        start = run.start()
+        held = _held(data, done, start)
+        if held:
+            pieces.append(data[done : start - held])
+            pieces.append(b"\xff")
+            done = start
+    if not pieces:
+        return data
+    pieces.append(data[done:])
+    return b"".join(pieces)
+
+
 def view_bytes(buffer: BytesLike, flags: int, /) -> bytes | None:
     """What a reader is shown of ``buffer``: escapes removed, redraws collapsed.
 
@@ -134,7 +208,11 @@ def view_bytes(buffer: BytesLike, flags: int, /) -> bytes | None:
     and the other ESC-introduced ones) are removed.  Then, with ``VIEW_CR``
     (2), each line (newlines are never removed) keeps only its last non-empty
     segment between lone carriage returns, as a terminal shows a redrawn
-    progress line; ``\\r\\n`` is a line ending and stays.  Returns None when
+    progress line; ``\\r\\n`` is a line ending and stays.  The bytes either
+    side of a removed sequence are never joined into a character: the start of
+    one that the sequence cuts off from its continuation bytes is shown as one
+    byte 0xFF (one U+FFFD, as the stored bytes decode; ``_split_characters``).
+    Returns None when
     the view is ``buffer`` itself (no ESC, no lone ``\\r`` for the flags given).
 
     :raises TypeError: ``buffer`` is not a contiguous buffer, ``flags`` not an int.
@@ -150,7 +228,7 @@ def view_bytes(buffer: BytesLike, flags: int, /) -> bytes | None:
     if not (escapes or redraws):
         return None
     if escapes:
-        data = _strip_escapes(data)
+        data = _strip_escapes(_split_characters(data))
     if flags & VIEW_CR and b"\r" in data:
         data = _collapse(data)
     return data
