@@ -206,15 +206,23 @@ def test_the_agent_subclass_given_bound_tools_pages_what_they_stored(store, tmp_
 
 # ------------------------------------------------------------------ regressions (red team 4)
 class CodeModel(Model):
-    """A CodeAgent's model: answers each step with the next piece of code."""
+    """A CodeAgent's model: answers each step with the next piece of code (``codes``, or what ``next_code``
+    makes of the last message's text, None to answer); ``seen`` keeps each message's text."""
 
-    def __init__(self, codes: list) -> None:
+    def __init__(self, codes: list, next_code: Optional[Callable[[str], Optional[str]]] = None) -> None:
         super().__init__(model_id="code")
         self.codes = list(codes)
+        self.next_code = next_code
+        self.seen: list[str] = []
 
     def generate(self, messages: list, stop_sequences: Any = None, response_format: Any = None,
                  tools_to_call_from: Any = None, **kwargs: Any) -> ChatMessage:
-        return ChatMessage(role=MessageRole.ASSISTANT, content=f"<code>\n{self.codes.pop(0)}\n</code>")
+        last = messages[-1]
+        self.seen.append("".join(block.get("text", "") for block in last.content)
+                         if isinstance(last.content, list) else str(last.content))
+        code = self.codes.pop(0) if self.codes else self.next_code(self.seen[-1])
+        code = 'final_answer("done")' if code is None else code
+        return ChatMessage(role=MessageRole.ASSISTANT, content=f"<code>\n{code}\n</code>")
 
 
 def test_a_code_agents_code_gets_the_tools_value(store):
@@ -410,3 +418,56 @@ def test_a_result_json_cannot_serialise_is_bounded_as_the_text_the_agent_shows(s
         assert agent.execute_tool_call("few_rows", {}) is few
     assert len(store.records()) == 2
     assert [record.getMessage() for record in caplog.records if record.name == "overspill"] == []
+
+
+# ------------------------------------------------------------------ regressions (red team D12)
+#: An output with non-ASCII characters and whitespace at most page seams: about 190 KB, several pages.
+SPACED = "".join(f"{n} é{' ' * 40}\n\n" for n in range(120_000, 124_000))
+
+
+@tool
+def spaced() -> str:
+    """Return a large output, mostly whitespace."""
+    return SPACED
+
+
+def _code_page(observation: str, printed: bool) -> str:
+    """The page a CodeAgent's step showed the model: what its code printed, or the step's value."""
+    logs, value = observation.split("Execution logs:\n", 1)[1].split("Last output from code snippet:\n", 1)
+    return logs.removesuffix("\n") if printed else value
+
+
+def test_a_code_agent_is_shown_every_byte_of_each_read_page(store):
+    # read(uri, offset) in a CodeAgent's code gave the store's default page (51,200 bytes and its hint), but
+    # smolagents shows the model at most 50,000 characters of what the code prints and 20,000 of the step's
+    # value, cutting the middle out: the page's hint then named an offset past bytes the model never saw.
+    # Each page now fits what smolagents shows, its hint included; a larger limit asked for is clamped.
+    from smolagents import CodeAgent
+
+    tools = bound([spaced], store)
+    uri, offset = marker(tools[0](sanitize_inputs_outputs=True))
+    read = next(tool for tool in tools if tool.name == "read")
+    data = SPACED.encode()
+    forms = ['print(read("{uri}", {offset}))', 'read("{uri}", {offset})', 'read("{uri}", {offset}, 1000000)']
+    pages: list[str] = []
+    starts: list[int] = []
+
+    def next_code(seen: str) -> Optional[str]:
+        form = forms[(len(starts) - 1) % len(forms)]
+        shown = _code_page(seen, form.startswith("print"))
+        assert "_This content has been truncated" not in seen
+        assert shown == read(uri, starts[-1], 1_000_000 if "1000000" in form else None)  # as read gives it
+        page = shown
+        hint = scenario.HINT.search(page)
+        pages.append(page if hint is None else page[:hint.start()])
+        if hint is None:
+            return None
+        starts.append(int(hint.group(3)))
+        return forms[(len(starts) - 1) % len(forms)].format(uri=uri, offset=starts[-1])
+
+    starts.append(offset)
+    model = CodeModel([forms[0].format(uri=uri, offset=offset)], next_code)
+    CodeAgent(tools=tools, model=model, max_steps=40, verbosity_level=-1).run("page it")
+    assert len(pages) > 3 and "".join(pages) == data[offset:].decode()
+    # A limit in the URI is clamped as the argument is.
+    assert read(f"{uri}?offset={offset}&limit=1000000") == read(uri, offset, 1_000_000) == read(uri, offset)

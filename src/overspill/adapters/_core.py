@@ -480,11 +480,13 @@ class PagingTool:
     parameters: dict[str, Any]
     store: ToolOutputStore
 
-    def run(self, session_id: str, call_id: str, arguments: Any) -> ToolResult:
+    def run(self, session_id: str, call_id: str, arguments: Any, **options: Any) -> ToolResult:
         """Validate the model's ``arguments`` (a mapping or its JSON text) and run the tool.
 
         Failures come back as ``is_error`` results with one line for the model;
         an argument naming a file is refused before anything is read.
+
+        :param options: what the host decides, as ``overspill.tools.call`` takes them (read's ``page``).
         """
         chosen = arguments
         if isinstance(chosen, (str, bytes)):
@@ -498,11 +500,11 @@ class PagingTool:
             problem = stored_only_problem(self.name, chosen)
             if problem:
                 return failure(problem)
-        return call(self.store, store_id(session_id), store_id(call_id), self.name, chosen)
+        return call(self.store, store_id(session_id), store_id(call_id), self.name, chosen, **options)
 
-    async def arun(self, session_id: str, call_id: str, arguments: Any) -> ToolResult:
+    async def arun(self, session_id: str, call_id: str, arguments: Any, **options: Any) -> ToolResult:
         """``run`` on a worker thread: a page is read from disk and a search scans the whole output."""
-        return await asyncio.to_thread(self.run, session_id, call_id, arguments)
+        return await asyncio.to_thread(self.run, session_id, call_id, arguments, **options)
 
 
 def paging_tools(store: ToolOutputStore) -> list[PagingTool]:

@@ -39,6 +39,7 @@ with needs_extra("smolagents"):
     from smolagents.utils import AgentError
 
 from ..store import ToolOutputStore
+from ..tools.read import page_within
 from ._core import PAGING_TOOLS, Bounder, PagingTool, new_call_id, new_session_id, open_store, paging_tools
 
 __all__ = ["BoundedToolCallingAgent", "bound"]
@@ -46,6 +47,40 @@ __all__ = ["BoundedToolCallingAgent", "bound"]
 # Results of these output types are media for the model, never text to bound.
 _MEDIA_TYPES = ("image", "audio")
 _FINAL_ANSWER = "final_answer"
+# smolagents' own cuts of what a CodeAgent shows the model, where a version does not name them: the step's
+# value (utils.MAX_LENGTH_TRUNCATE_CONTENT) and what its code prints (local_python_executor.DEFAULT_MAX_LEN_OUTPUT).
+_FALLBACK_VALUE_CUT = 20_000
+_FALLBACK_PRINT_CUT = 50_000
+
+
+def _framework_cut(module: str, name: str, fallback: int) -> int:
+    """smolagents' ``module.name``, a length in characters beyond which it cuts the middle out of what it
+    shows the model; ``fallback`` when this version has no such positive int."""
+    import importlib
+
+    try:
+        value = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return fallback
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else fallback
+
+
+def _shown_characters() -> int:
+    """The most characters of a ``read`` answer that every smolagents agent shows the model whole.
+
+    A ``CodeAgent`` shows the step's value cut to ``MAX_LENGTH_TRUNCATE_CONTENT`` characters and what the
+    code prints cut to ``DEFAULT_MAX_LEN_OUTPUT`` (print adds a newline), each by taking its middle out:
+    a longer page would lose bytes while its closing hint named an offset past them.  A
+    ``ToolCallingAgent`` shows the whole answer; the same page serves it.
+    """
+    value = _framework_cut("smolagents.utils", "MAX_LENGTH_TRUNCATE_CONTENT", _FALLBACK_VALUE_CUT)
+    printed = _framework_cut("smolagents.local_python_executor", "DEFAULT_MAX_LEN_OUTPUT", _FALLBACK_PRINT_CUT)
+    return min(value, printed - 1)
+
+
+#: The most bytes of a ``read`` page (its default and the cap of a ``limit`` asked for): its answer, hint
+#: included, fits what smolagents shows the model (``_shown_characters``).
+_PAGE = page_within(_shown_characters())
 
 
 def _inputs(parameters: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -120,7 +155,8 @@ class _PagingTool(Tool):
         if twice:
             return f"{self.name} got {', '.join(twice)} both by position and by name"
         chosen = {key: value for key, value in {**given, **kwargs}.items() if value is not None}
-        return self._tool.run(self._session_id, new_call_id(), chosen).output
+        # (grep takes no page: its listing is bounded by the store's limits)
+        return self._tool.run(self._session_id, new_call_id(), chosen, page=_PAGE).output
 
     def to_dict(self) -> dict:
         """Refused: see ``_not_saved``.

@@ -23,7 +23,7 @@ from .._binary import file_is_binary
 from .._buffers import int_text
 from ._result import MAX_LINE_LENGTH, MAX_READ_LINES, ToolResult, failure
 
-__all__ = ["read"]
+__all__ = ["page_within", "read"]
 
 # Bytes of a binary page shown in hex.
 _HEX_BYTES = 16
@@ -32,11 +32,29 @@ _LINE_READ = MAX_LINE_LENGTH * 4 + 1
 # Bytes of a shown line's rest skipped to reach the line after it on the same page: a page ends at
 # a line longer than this (reading it all would take seconds per gigabyte).
 _SKIP_BOUND = 16 << 20
+# Characters a resource page's answer may hold besides the page's own: its closing hint or note (the
+# longest, a running command's or a capped stored copy's, is about 230 characters with 19-digit numbers
+# and a tool-output URI), with room to spare.
+_NOTES_ROOM = 512
+
+
+def page_within(characters: int) -> int:
+    """The most bytes of a resource page (``read``'s ``page``) whose whole answer, its closing hint or note
+    included, is at most ``characters`` characters: for a host whose framework shows the model only so
+    much of an answer.  A byte decodes to at most one character (an undecodable one to one U+FFFD), so
+    every byte such a page holds reaches the model, and its hint names the next offset exactly.
+
+    :raises ValueError: ``characters`` leaves no room for a byte beside the notes.
+    """
+    if characters <= _NOTES_ROOM:
+        raise ValueError(f"a page within {characters} characters has no room beside its notes ({_NOTES_ROOM})")
+    return characters - _NOTES_ROOM
 
 
 def read(store: ToolOutputStore, session_id: str, tool_call_id: str, *, resource: Optional[str] = None,
          path: Optional[str] = None, offset: Optional[int] = None, limit: Optional[int] = None,
-         cwd: Union[str, "os.PathLike[str]", None] = None, limits: Optional[Limits] = None) -> ToolResult:
+         cwd: Union[str, "os.PathLike[str]", None] = None, limits: Optional[Limits] = None,
+         page: Optional[int] = None) -> ToolResult:
     """Read a page of a ``tool-output://`` resource, or lines of a file.
 
     With ``resource``: ``offset`` and ``limit`` are bytes (as ``store.read``; the URI may
@@ -54,23 +72,30 @@ def read(store: ToolOutputStore, session_id: str, tool_call_id: str, *, resource
         lines and ``limits.max_bytes`` bytes (and ``limits.max_tokens``
         o200k tokens when set) besides its closing hint, the first line cut
         to fit when it alone does not.
+    :param page: the most bytes of a resource's page (the host's choice, ``page_within``), for a host
+        whose framework shows the model only so much of an answer: the ``limit`` when none is asked
+        for, and the cap of one asked for (as an argument or in the URI); the closing hint names
+        where the page ended, as always.
     :raises ConfigError: ``limits.max_tokens`` is set and the ``tokens``
         extra is not installed.
     """
     if (resource is None) == (path is None):
         return failure("give exactly one of resource (a tool-output:// URI) or path (a file)")
     if resource is not None:
-        return _read_resource(store, session_id, resource, offset, limit)
+        return _read_resource(store, session_id, resource, offset, limit, page)
     return _read_file(path, offset, limit, cwd, limits)
 
 
 def _read_resource(store: ToolOutputStore, session_id: str, uri: object, offset: Optional[int],
-                   limit: Optional[int]) -> ToolResult:
+                   limit: Optional[int], page: Optional[int] = None) -> ToolResult:
     try:
         # Every URI, with a query (tool-output://ID?offset=N&limit=M, as resources/read takes it) or
         # without: one rule for the offset either way (at most 18 digits, as resources/read and
         # ``overspill read --offset`` take it), not one that a ``?limit`` in the URI switched on.
         uri, offset, limit = page_request(uri, offset, limit)
+        if page is not None and (limit is None or (isinstance(limit, int) and limit > page)):
+            # (a limit that is no integer is left for read_page to refuse)
+            limit = page
         page = read_page(store, session_id, uri, offset, limit)
         binary = binary_page(store, session_id, page, offset, limit)
     except OverspillError as error:
