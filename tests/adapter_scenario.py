@@ -222,13 +222,8 @@ class Script:
         self.starts.append(offset)
         return "read", {"resource": self.uri, "offset": offset}
 
-    def check(self, text: str = BIG, *, stripped: bool = False) -> None:
-        """Assert what the model received at each step of a run over ``text``.
-
-        :param stripped: the framework strips each result's surrounding
-            whitespace before the model sees it (smolagents does): each page is
-            compared with its stored bytes stripped.
-        """
+    def check(self, text: str = BIG) -> None:
+        """Assert what the model received at each step of a run over ``text``."""
         assert self._state == "done", self._state
         assert self.preview is not None and self.offset is not None
         data = text.encode()
@@ -240,13 +235,7 @@ class Script:
         assert len(self.preview.encode()) < 60_000
         # The pages, from the marker's offset on, are the output's exact bytes.
         assert len(self.pages) == len(self.starts) > 1 and self.starts[0] == self.offset
-        if stripped:  # a page's end is stripped only on the last, where no hint follows it
-            ends = self.starts[1:] + [len(data)]
-            for index, (page, start, end) in enumerate(zip(self.pages, self.starts, ends)):
-                exact = data[start:end].decode()
-                assert page == (exact.strip() if index == len(self.pages) - 1 else exact.lstrip())
-        else:
-            assert "".join(self.pages) == data[self.offset:].decode()
+        assert "".join(self.pages) == data[self.offset:].decode()
         # grep names the matching line with its byte offset in the stored output.
         assert self.grep is not None
         expected = data.index(NEEDLE.encode())

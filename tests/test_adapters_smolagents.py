@@ -5,6 +5,7 @@ smolagents runs agents synchronously only; concurrent runs are agents on threads
 
 from __future__ import annotations
 
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional
@@ -33,6 +34,18 @@ big, small, broken, table = (tool(function) for function in scenario.TOOLS)
 
 
 
+# A read page as the smolagents paging tool frames it: a line naming its bytes, the page, then the closing
+# hint or, after the last page, a line saying it is the end (smolagents strips what it shows the model).
+FRAMED = re.compile(r"\[(tool-output://[0-9A-Za-z]+): bytes (\d+) to (\d+) of (\d+)\]\n(.*?)(?:\n\n\[end of \1\])?",
+                    re.DOTALL)
+
+
+def unframed(text: str) -> str:
+    """A framed read page as the read tool's own answer (the page and its closing hint); other text as it is."""
+    found = FRAMED.fullmatch(text)
+    return text if found is None else found.group(5)
+
+
 class ScriptedModel(Model):
     """A smolagents Model whose every answer asks a Script what to call next."""
 
@@ -49,7 +62,7 @@ class ScriptedModel(Model):
         received = None
         if last.role == MessageRole.TOOL_RESPONSE:
             text = "".join(block["text"] for block in last.content if block.get("type") == "text")
-            received = text[len(OBSERVATION):] if text.startswith(OBSERVATION) else text
+            received = unframed(text[len(OBSERVATION):] if text.startswith(OBSERVATION) else text)
         if self.before is not None:
             self.before(self.script, received)
         chosen = self.script.next(received)
@@ -96,7 +109,7 @@ def test_scenario_with_bound_tools(store, tmp_path, monkeypatch):
     agent = ToolCallingAgent(tools=bound([big], store), model=ScriptedModel(script), max_steps=MAX_STEPS,
                              verbosity_level=0)
     assert agent.run("go") == "done"
-    script.check(stripped=True)
+    script.check()
     # smolagents checks arguments against the tool's inputs before calling it: its own error refuses path.
     check_files_refused(script, "Argument path is not in the tool's input schema")
     (record,) = store.records()
@@ -109,7 +122,7 @@ def test_scenario_with_the_agent_subclass(store):
     agent = BoundedToolCallingAgent([big], model, store=store, max_steps=MAX_STEPS, verbosity_level=0)
     assert agent.run("go") == "done"
     assert set(model.tool_names) == {"big", "read", "grep", "final_answer"}
-    script.check(stripped=True)
+    script.check()
     assert [record.session_id for record in store.records()] == [agent.overspill_session]
 
 
@@ -184,7 +197,7 @@ def test_concurrent_agents_do_not_see_each_others_uris(store):
     with ThreadPoolExecutor(2) as pool:
         assert list(pool.map(lambda agent: agent.run("go"), agents)) == ["done", "done"]
     for script in scripts:
-        script.check(stripped=True)
+        script.check()
         assert "not found in this session" in script.foreign_answer
     assert len({record.session_id for record in store.records()}) == 2
 
@@ -199,7 +212,7 @@ def test_the_agent_subclass_given_bound_tools_pages_what_they_stored(store, tmp_
             agent = BoundedToolCallingAgent(bound([big], given), ScriptedModel(script), store=store,
                                             max_steps=MAX_STEPS, verbosity_level=0)
             assert agent.run("go") == "done"
-            script.check(stripped=True)
+            script.check()
             assert [record.session_id for record in store.records()][-1] == agent.overspill_session
         assert other.records() == [] and len(store.records()) == 2
 
@@ -251,7 +264,7 @@ def test_read_takes_its_arguments_by_position(store):
     uri, offset = marker(preview)
     read = next(tool for tool in tools if tool.name == "read")
     assert read(uri, offset) == read(resource=uri, offset=offset) == read(uri, offset=offset)
-    assert read(uri, offset).startswith(BIG.encode()[offset:offset + 20].decode())
+    assert unframed(read(uri, offset)).startswith(BIG.encode()[offset:offset + 20].decode())  # after its frame line
     assert "at most 3 arguments" in read(uri, offset, 10, 4)
     assert "both by position and by name" in read(uri, resource=uri)
     agent = CodeAgent(tools=tools, model=CodeModel([f'final_answer(read("{uri}", {offset}, 100))']), max_steps=2,
@@ -287,7 +300,7 @@ def test_a_raising_tools_long_error_text_is_bounded_and_stored(store):
         error = script.received[0]
         assert "Error executing tool 'run_tests'" in error and "RuntimeError: tests failed:" in error
         script.preview = error.split(shown, 1)[1]
-        script.check(whole, stripped=True)
+        script.check(whole)
     assert [b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
             for record in store.records()] == [log, message]
     # A CodeAgent shows the model the code's failure with the exception's text: bounded the same way.
@@ -457,7 +470,7 @@ def test_a_code_agent_is_shown_every_byte_of_each_read_page(store):
         shown = _code_page(seen, form.startswith("print"))
         assert "_This content has been truncated" not in seen
         assert shown == read(uri, starts[-1], 1_000_000 if "1000000" in form else None)  # as read gives it
-        page = shown
+        page = unframed(shown)
         hint = scenario.HINT.search(page)
         pages.append(page if hint is None else page[:hint.start()])
         if hint is None:
@@ -471,3 +484,19 @@ def test_a_code_agent_is_shown_every_byte_of_each_read_page(store):
     assert len(pages) > 3 and "".join(pages) == data[offset:].decode()
     # A limit in the URI is clamped as the argument is.
     assert read(f"{uri}?offset={offset}&limit=1000000") == read(uri, offset, 1_000_000) == read(uri, offset)
+
+
+def test_a_tool_calling_agent_is_shown_each_read_page_with_its_whitespace(store):
+    # smolagents' ToolCallingAgent shows the model str(result).strip(): a page that began or ended with
+    # spaces or newlines lost them, so the pages no longer made up the stored bytes (two lines ran together
+    # at a seam).  The page now comes between a line naming its bytes and its closing hint (or, after the
+    # last page, a line saying it is the end), so nothing of it is stripped; so for BoundedToolCallingAgent.
+    for make in (lambda model: ToolCallingAgent(tools=bound([spaced], store), model=model, max_steps=MAX_STEPS,
+                                                verbosity_level=-1),
+                 lambda model: BoundedToolCallingAgent([spaced], model, store=store, max_steps=MAX_STEPS,
+                                                       verbosity_level=-1)):
+        script = Script("spaced", pattern=f"^{scenario.NEEDLE} ")
+        assert make(ScriptedModel(script)).run("go") == "done"
+        script.check(SPACED)
+        # (at least one seam inside the whitespace, and the last page ends with it)
+        assert any(page[:1].isspace() for page in script.pages[1:]) and script.pages[-1].endswith("\n")

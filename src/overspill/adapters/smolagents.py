@@ -155,8 +155,10 @@ class _PagingTool(Tool):
         if twice:
             return f"{self.name} got {', '.join(twice)} both by position and by name"
         chosen = {key: value for key, value in {**given, **kwargs}.items() if value is not None}
-        # (grep takes no page: its listing is bounded by the store's limits)
-        return self._tool.run(self._session_id, new_call_id(), chosen, page=_PAGE).output
+        # A page framed: a ToolCallingAgent shows the model str(result).strip(), which would take the
+        # whitespace a page begins or ends with.  (grep takes neither: its listing is bounded by the store's
+        # limits, and it begins with an offset and ends with its count.)
+        return self._tool.run(self._session_id, new_call_id(), chosen, page=_PAGE, framed=True).output
 
     def to_dict(self) -> dict:
         """Refused: see ``_not_saved``.

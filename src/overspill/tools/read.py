@@ -32,15 +32,16 @@ _LINE_READ = MAX_LINE_LENGTH * 4 + 1
 # Bytes of a shown line's rest skipped to reach the line after it on the same page: a page ends at
 # a line longer than this (reading it all would take seconds per gigabyte).
 _SKIP_BOUND = 16 << 20
-# Characters a resource page's answer may hold besides the page's own: its closing hint or note (the
-# longest, a running command's or a capped stored copy's, is about 230 characters with 19-digit numbers
-# and a tool-output URI), with room to spare.
+# Characters a resource page's answer may hold besides the page's own: the line naming its bytes when
+# ``framed`` (at most about 120 characters) and its closing hint or note (the longest, a running
+# command's or a capped stored copy's, about 230), with 19-digit numbers and a tool-output URI, with
+# room to spare.
 _NOTES_ROOM = 512
 
 
 def page_within(characters: int) -> int:
-    """The most bytes of a resource page (``read``'s ``page``) whose whole answer, its closing hint or note
-    included, is at most ``characters`` characters: for a host whose framework shows the model only so
+    """The most bytes of a resource page (``read``'s ``page``) whose whole answer, its frame and closing
+    hint or note included, is at most ``characters`` characters: for a host whose framework shows the model only so
     much of an answer.  A byte decodes to at most one character (an undecodable one to one U+FFFD), so
     every byte such a page holds reaches the model, and its hint names the next offset exactly.
 
@@ -54,7 +55,7 @@ def page_within(characters: int) -> int:
 def read(store: ToolOutputStore, session_id: str, tool_call_id: str, *, resource: Optional[str] = None,
          path: Optional[str] = None, offset: Optional[int] = None, limit: Optional[int] = None,
          cwd: Union[str, "os.PathLike[str]", None] = None, limits: Optional[Limits] = None,
-         page: Optional[int] = None) -> ToolResult:
+         page: Optional[int] = None, framed: bool = False) -> ToolResult:
     """Read a page of a ``tool-output://`` resource, or lines of a file.
 
     With ``resource``: ``offset`` and ``limit`` are bytes (as ``store.read``; the URI may
@@ -76,26 +77,30 @@ def read(store: ToolOutputStore, session_id: str, tool_call_id: str, *, resource
         whose framework shows the model only so much of an answer: the ``limit`` when none is asked
         for, and the cap of one asked for (as an argument or in the URI); the closing hint names
         where the page ended, as always.
+    :param framed: for a host that strips the answer's surrounding whitespace before the model sees
+        it (smolagents' ``ToolCallingAgent``): a resource's answer starts with a line naming the page's
+        bytes (``[URI: bytes START to END of SIZE]``), and a last page that no note closes ends with
+        ``[end of URI]`` after a blank line, so no byte of the page is at either end of the answer.
     :raises ConfigError: ``limits.max_tokens`` is set and the ``tokens``
         extra is not installed.
     """
     if (resource is None) == (path is None):
         return failure("give exactly one of resource (a tool-output:// URI) or path (a file)")
     if resource is not None:
-        return _read_resource(store, session_id, resource, offset, limit, page)
+        return _read_resource(store, session_id, resource, offset, limit, page, framed)
     return _read_file(path, offset, limit, cwd, limits)
 
 
 def _read_resource(store: ToolOutputStore, session_id: str, uri: object, offset: Optional[int],
-                   limit: Optional[int], page: Optional[int] = None) -> ToolResult:
+                   limit: Optional[int], most: Optional[int] = None, framed: bool = False) -> ToolResult:
     try:
         # Every URI, with a query (tool-output://ID?offset=N&limit=M, as resources/read takes it) or
         # without: one rule for the offset either way (at most 18 digits, as resources/read and
         # ``overspill read --offset`` take it), not one that a ``?limit`` in the URI switched on.
         uri, offset, limit = page_request(uri, offset, limit)
-        if page is not None and (limit is None or (isinstance(limit, int) and limit > page)):
+        if most is not None and (limit is None or (isinstance(limit, int) and limit > most)):
             # (a limit that is no integer is left for read_page to refuse)
-            limit = page
+            limit = most
         page = read_page(store, session_id, uri, offset, limit)
         binary = binary_page(store, session_id, page, offset, limit)
     except OverspillError as error:
@@ -107,6 +112,9 @@ def _read_resource(store: ToolOutputStore, session_id: str, uri: object, offset:
         data, start, following = binary
         content = _describe_bytes(resource.mime, resource.uri, size, start, data) if data else ""
     metadata = {"offset": start, "next": following, "size": size, "uri": resource.uri, "complete": page.complete}
+    # The frame's first line: what comes after it, up to the closing hint or note, is the page's own.
+    end = size if following is None else following
+    head = f"[{resource.uri}: bytes {start} to {end} of {size}]\n" if framed else ""
     if following is None and not page.complete:
         try:
             lost = lost_end(store, session_id, page)
@@ -114,11 +122,11 @@ def _read_resource(store: ToolOutputStore, session_id: str, uri: object, offset:
             lost = None  # (gone since the page was read: said as for a running one)
         if lost is not None:
             # Its owner is gone: what was sealed is all there will ever be.
-            return ToolResult(f"{content}\n\n[{lost}]", False, False, None, metadata)
+            return ToolResult(f"{head}{content}\n\n[{lost}]", False, False, None, metadata)
         # A background command's output: the page ends where its sealed prefix does, for now.
         hint = (f"\n\n[complete: false; the output so far ends at byte {size} of {resource.uri}: read again "
                 f"with offset={size} later, or wait(resource=..., offset={size}) for more]")
-        return ToolResult(content + hint, False, False, None, {**metadata, "next": size})
+        return ToolResult(head + content + hint, False, False, None, {**metadata, "next": size})
     if following is None:
         if start >= size and size:
             # At or past the end: an empty last page (no next), said in one line rather than shown as nothing.
@@ -131,10 +139,13 @@ def _read_resource(store: ToolOutputStore, session_id: str, uri: object, offset:
             # The stored copy ends before the output did: a reader must not take its end for the output's.
             content = f"{content}\n\n[{capped}]" if content else f"[{capped}]"
             metadata["stored_copy_ends"] = True
-        return ToolResult(content, False, False, None, metadata)
+        elif framed and not (start >= size and size):
+            # Nothing closes the last page: a line does, so its last bytes are not the answer's end.
+            content = f"{content}\n\n[end of {resource.uri}]"
+        return ToolResult(head + content, False, False, None, metadata)
     hint = (f"\n\n[{size - following} more bytes of {resource.uri}: "
             f"read again with offset={following} to continue]")
-    return ToolResult(content + hint, False, True, None, metadata)
+    return ToolResult(head + content + hint, False, True, None, metadata)
 
 
 def _describe_bytes(mime: str, uri: str, size: int, start: int, data: bytes) -> str:

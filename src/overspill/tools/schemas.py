@@ -228,7 +228,7 @@ _HOST_OPTIONS = {
     "wait": ("budget", "progress", "abort"),
     "kill": (),
     "jobs": (),
-    "read": ("cwd", "limits", "page"),
+    "read": ("cwd", "limits", "page", "framed"),
     "webfetch": (),
     "websearch": ("provider",),
     "skill": ("roots",),
@@ -400,8 +400,8 @@ def call(store: ToolOutputStore, session_id: str, tool_call_id: str, name: str,
     :param name: the tool the model called.
     :param arguments: what the model chose: a mapping, or its JSON text.
     :param options: what the host decides (``cwd``, ``env``, ``spill``,
-        ``abort``, ``progress``, ``provider``, ``roots``, read's ``limits``
-        and ``page``); each tool takes the ones it uses and ignores the rest,
+        ``abort``, ``progress``, ``provider``, ``roots``, read's ``limits``,
+        ``page`` and ``framed``); each tool takes the ones it uses and ignores the rest,
         so one set can be passed for every call.
     :returns: the tool's result; an unknown tool or arguments that do not fit
         its schema come back as ``is_error`` results the model can act on.
