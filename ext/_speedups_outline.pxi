@@ -30,8 +30,13 @@ cdef extern from "overspill_outline.h" nogil:
         Py_ssize_t section_length
         uint8_t section[TOKEN_CAP]
     int osp_outline_next(osp_outline *s)
+    int osp_outline_below(const osp_outline *s, Py_ssize_t d)
+    enum:
+        BELOW_SLASH "OSP_BELOW_SLASH"
+        BELOW_PAIR "OSP_BELOW_PAIR"
 
-from overspill._buffers import JSON_KEY_MAX, JSON_LABEL_KEYS, OUTLINE_AFTER_BLANK, OUTLINE_ONELINE, check_outline_flags
+from overspill._buffers import (JSON_KEY_MAX, JSON_LABEL_KEYS, OUTLINE_AFTER_BLANK, OUTLINE_BELOW_PAIR,
+                                OUTLINE_BELOW_SLASH, OUTLINE_ONELINE, check_outline_flags)
 
 # What ends a subject cut at SUBJECT_MAX bytes (the twin's _ELLIPSIS).
 _ELLIPSIS = "…".encode()
@@ -42,6 +47,7 @@ cdef enum:
     NESTING_CAP = 4096
 
 assert KEY_CAP == JSON_KEY_MAX + 1
+assert (BELOW_SLASH, BELOW_PAIR) == (OUTLINE_BELOW_SLASH, OUTLINE_BELOW_PAIR)
 
 # Bytes that end a line's leading token (a ':' ends it unless "::"; ESC: a colour change).
 cdef bint _TOKEN_STOPS[256]
@@ -146,13 +152,13 @@ cdef int _outline_runs(osp_outline *s, list runs, list open_runs, Py_ssize_t max
         key_length = s.ends[min(d + 1, s.keys) - 1] if s.keys else s.token_length
         open_runs[d] = (s.token[:key_length], s.offset)
         s.run_lines[d] = 1
-        s.run_deeper[d] = s.parts > d + 1
+        s.run_deeper[d] = osp_outline_below(s, d)
     return 0
 
 
 cdef int _end_run(osp_outline *s, list runs, list open_runs, Py_ssize_t d) except -1:
     key, offset = open_runs[d]
-    runs[d].append((key, offset, s.run_lines[d], bool(s.run_deeper[d])))
+    runs[d].append((key, offset, s.run_lines[d], s.run_deeper[d]))
     return 0
 
 

@@ -19,6 +19,8 @@
 #define OSP_TOKEN_CAP 255   /* bytes of a line's leading token kept (_native_outline.TOKEN_MAX) */
 #define OSP_SUBJECT_CAP 120 /* bytes of a commit subject kept (SUBJECT_MAX) */
 #define OSP_DEPTH_CAP 32    /* the most depths kept (OUTLINE_DEPTH_MAX); one bit each in `changed` */
+#define OSP_BELOW_SLASH 1   /* a run's deeper lines go on with "/" (_buffers.OUTLINE_BELOW_SLASH) */
+#define OSP_BELOW_PAIR 2    /* ... with "::" (_buffers.OUTLINE_BELOW_PAIR) */
 
 typedef struct {
     /* Set by the caller before the first call. */
@@ -43,7 +45,7 @@ typedef struct {
     ptrdiff_t run_count[OSP_DEPTH_CAP];  /* runs begun at each depth; -1 once past the caller's cap */
     ptrdiff_t run_lines[OSP_DEPTH_CAP];  /* lines of each depth's current run */
     ptrdiff_t unclaimed;  /* lines since the last keyed one: the runs' only if the deepest one goes on */
-    int run_deeper[OSP_DEPTH_CAP];       /* a line of it had more parts than the key */
+    int run_deeper[OSP_DEPTH_CAP];       /* the separators after the key in its lines with more parts (OSP_BELOW_*) */
     ptrdiff_t section_length, previous_length, previous_parts, previous_keys, previous_ends[OSP_DEPTH_CAP + 1];
     uint8_t section[OSP_TOKEN_CAP], previous[OSP_TOKEN_CAP];  /* the current section; the last keyed token */
 } osp_outline;
@@ -220,6 +222,13 @@ static inline void osp_outline_key(osp_outline *s, const uint8_t *line, ptrdiff_
     s->parts = s->keys = osp_part_ends(s->section, s->section_length, s->ends, s->depth + 1);
 }
 
+/* What follows the line's key at depth d: the separator before its next part
+ * (OSP_BELOW_SLASH, OSP_BELOW_PAIR), or 0 when the key is its whole token. */
+static inline int osp_outline_below(const osp_outline *s, ptrdiff_t d) {
+    if (s->parts <= d + 1) return 0;
+    return s->token[s->ends[d]] == '/' ? OSP_BELOW_SLASH : OSP_BELOW_PAIR;
+}
+
 /* Whether the line's key at depth d is the previous keyed line's (common: the
  * bytes their tokens share). */
 static inline int osp_outline_goes_on(const osp_outline *s, ptrdiff_t d, ptrdiff_t common) {
@@ -257,7 +266,7 @@ static inline uint64_t osp_outline_runs(osp_outline *s) {
     for (d = 0; d < s->depth; d++) {
         if ((on >> d) & 1) {
             s->run_lines[d] += claimed + 1;
-            s->run_deeper[d] |= parts > d + 1;
+            s->run_deeper[d] |= osp_outline_below(s, d);
         } else if (s->run_count[d] >= 0) {
             changed |= (uint64_t)1 << d;
         }

@@ -100,6 +100,15 @@ def naive_line_key(text: bytes, section: bytes) -> tuple[bytes, int]:
     return token, len(naive_parts(token)) - dropped
 
 
+def naive_below(token: bytes, depth: int) -> int:
+    """What follows the key at ``depth`` (0 the first) of a line keyed by ``token``: 1 for a "/",
+    2 for a "::" before its next part, 0 when it has none (``OUTLINE_BELOW_SLASH``, ``_PAIR``)."""
+    ends = naive_parts(token)
+    if len(ends) <= depth + 1:
+        return 0
+    return 1 if token[ends[depth] : ends[depth] + 1] == b"/" else 2
+
+
 def naive_parts(token: bytes) -> list[int]:
     ends, position = [], 0
     for piece in re.split(rb"(/|::)", token):
@@ -227,7 +236,7 @@ def naive_outline(data: bytes, section: bytes, max_depth: int, max_runs: int, ma
             if key == previous[depth]:
                 if runs[depth] is not None:
                     runs[depth][-1][2] += claimed + 1
-                    runs[depth][-1][3] |= len(ends) > depth + 1
+                    runs[depth][-1][3] |= naive_below(token, depth)
                 continue
             previous[depth] = key
             if runs[depth] is None:
@@ -235,7 +244,7 @@ def naive_outline(data: bytes, section: bytes, max_depth: int, max_runs: int, ma
             if len(runs[depth]) == max_runs:
                 runs[depth] = None
                 continue
-            runs[depth].append([key, here, 1, len(ends) > depth + 1])
+            runs[depth].append([key, here, 1, naive_below(token, depth)])
     kept_commits = commits if len(commits) <= 2 * max_commits else commits[:max_commits] + commits[-max_commits:]
     if max_commits == 0:
         kept_commits = []
@@ -732,7 +741,7 @@ def naive_keys(text: bytes, section: bytes, depth: int, after_blank: bool = Fals
     if not token:
         return section, None
     ends = naive_parts(token)
-    return section, [(token[: ends[min(d, keys - 1)]] if keys else token, len(ends) > d + 1)
+    return section, [(token[: ends[min(d, keys - 1)]] if keys else token, naive_below(token, d))
                      for d in range(depth)]
 
 
@@ -794,9 +803,9 @@ def naive_omitted_runs(data: bytes, start: int, depth: int) -> tuple[list, int, 
             key, deeper = keys[d]
             if kept and kept[-1][0] == key:
                 kept[-1][2] += claimed + 1
-                kept[-1][3] = kept[-1][3] or deeper
+                kept[-1][3] |= deeper
             elif not kept and current is not None and current[d][0] == key:
-                kept.append([key, start, claimed + 1, current[d][1] or deeper])
+                kept.append([key, start, claimed + 1, current[d][1] | deeper])
             else:
                 kept.append([key, max(here, start), 1, deeper])
         current = keys or current
@@ -1831,3 +1840,72 @@ def test_a_listing_with_two_space_names_counts_each_line_under_its_own_prefix_re
             run = data[int(name[3]) :].split(b"\n")
             assert all(text.startswith(name[1].encode()) for text in run[: int(name[2])]), (name[0], shown)
         assert any("Program Files (x86)/" in name[1] for name in names), shown
+
+
+# ---------------------------------------------------------------- group names and interleaved groups (red team C12)
+def _outline_groups(content: str) -> list[tuple[str, int, int]]:
+    """``(name, lines, offset)`` of each group line of ``content``'s outline."""
+    groups = []
+    for line in outline_of(content):
+        match = re.match(r"(.+?) (\d+) lines? @ (\d+)", line)
+        if match:
+            groups.append((match[1], int(match[2]), int(match[3])))
+    return groups
+
+
+def _pytest_v_run(tmp_path) -> bytes:
+    """The merged output of a real ``pytest -v`` run: test ids of a file in a folder, of a
+    function (``tests/test_many.py::test_param[3] PASSED``) and of a class's method
+    (``tests/test_many.py::TestKind::test_case[2] PASSED``), two failures and their section."""
+    project = tmp_path / "project"
+    (project / "tests").mkdir(parents=True)
+    (project / "tests" / "test_many.py").write_text(
+        "import pytest\n"
+        "@pytest.mark.parametrize('i', range(700))\n"
+        "def test_param(i):\n"
+        "    assert i not in (177, 401), f'bad value {i}'\n"
+        "class TestKind:\n"
+        "    @pytest.mark.parametrize('j', range(300))\n"
+        "    def test_case(self, j):\n"
+        "        pass\n"
+        "@pytest.mark.parametrize('k', range(300))\n"
+        "def test_more(k):\n"
+        "    pass\n")
+    return subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "tests/test_many.py"],
+                          cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300).stdout
+
+
+def test_a_test_ids_group_is_named_as_its_lines_start_not_as_a_folder_red_team_c12(tmp_path):
+    """Regression (red team C12): at a small budget a real ``pytest -v`` run was outlined as
+    ``test_many.py/ 2298 lines @ 760``, a folder no line holds (the lines are
+    ``test_many.py::test_param[3] PASSED``): a group with deeper lines was always shown with a
+    ``/``, whichever separator its lines go on with.  Protects (README) "the distinct path
+    prefixes of the omitted lines": a group's name is as its lines start (``tests/``,
+    ``tests/test_many.py::``, ``tests/test_many.py::TestKind::``) at every budget."""
+    data = _pytest_v_run(tmp_path)
+    assert b"tests/test_many.py::TestKind::test_case[0] PASSED" in data and b"FAILED" in data
+    store = ToolOutputStore(tmp_path / "store", durable=False)
+    names = set()
+    for limits in ((100, 1861), (400, 1667), (400, 3000), (400, 8192), (2000, 51200)):
+        groups = _outline_groups(store.truncate("s", "c", data, max_lines=limits[0], max_bytes=limits[1]).content)
+        assert groups, limits
+        for name, _, offset in groups:
+            assert data[offset:].startswith(name.encode()) and data[offset - 1] == 0x0A, (limits, name, offset)
+            names.add(name)
+    assert {"tests/test_many.py::", "tests/test_many.py::TestKind::"} & names, names
+    assert not any(name.endswith(".py/") or name.endswith("TestKind/") for name in names), names
+
+
+@pytest.mark.parametrize("kernels", BOTH, ids=lambda module: module.__name__.rsplit(".", 1)[-1])
+def test_outline_lines_says_which_separator_a_runs_deeper_lines_go_on_with(kernels):
+    """The kernel's ``deeper`` of a run: which separators follow its key in its lines with more
+    parts (``OUTLINE_BELOW_SLASH``, ``OUTLINE_BELOW_PAIR``, both, or 0 when none has more)."""
+    from overspill._buffers import OUTLINE_BELOW_PAIR, OUTLINE_BELOW_SLASH
+
+    data = b"a/b::c\na/b::d\na/e/f\nx::y\nx::y\nq/r\nq::s\n"
+    runs = kernels.outline_lines(data, 0, len(data), b"", 3, 16, 0)[0]
+    assert [(key, deeper) for key, _, _, deeper in runs[0]] == [
+        (b"a", OUTLINE_BELOW_SLASH), (b"x", OUTLINE_BELOW_PAIR), (b"q", OUTLINE_BELOW_SLASH | OUTLINE_BELOW_PAIR)]
+    assert [(key, deeper) for key, _, _, deeper in runs[1]] == [
+        (b"a/b", OUTLINE_BELOW_PAIR), (b"a/e", OUTLINE_BELOW_SLASH), (b"x::y", 0), (b"q/r", 0), (b"q::s", 0)]
+

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # typing and re cost start-up; the annotations are never eval
     import re
     from typing import Union
 
-__all__ = ["ESCAPE", "ESCAPE_BEFORE_CONTINUATION", "GRAPH_GLYPHS", "JSON_KEY_MAX", "JSON_LABEL_KEYS", "OUTLINE_AFTER_BLANK", "OUTLINE_FLAGS", "OUTLINE_ONELINE", "MAX_KINDS", "MAX_PATTERNS", "TOKEN_ENDS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS",
+__all__ = ["ESCAPE", "ESCAPE_BEFORE_CONTINUATION", "GRAPH_GLYPHS", "JSON_KEY_MAX", "JSON_LABEL_KEYS", "OUTLINE_AFTER_BLANK", "OUTLINE_BELOW_PAIR", "OUTLINE_BELOW_SLASH", "OUTLINE_FLAGS", "OUTLINE_ONELINE", "MAX_KINDS", "MAX_PATTERNS", "TOKEN_ENDS", "VIEW_ANSI", "VIEW_CR", "VIEW_FLAGS",
            "BytesLike", "LazyPattern", "byte_view", "check_flags", "check_int", "check_outline_flags", "check_patterns", "int_text",
            "plain_bytes", "plain_int", "plain_str", "value_text"]
 
@@ -194,6 +194,14 @@ def check_flags(flags: object) -> int:
 OUTLINE_AFTER_BLANK = 1
 OUTLINE_ONELINE = 2
 OUTLINE_FLAGS = OUTLINE_AFTER_BLANK | OUTLINE_ONELINE
+# What follows a run's key in those of its lines that have more parts
+# (outline_lines' ``deeper``, bits): a "/" (a folder's files) or a "::" (a
+# test id's parts).  The outline shows the key as its lines go on (``src/``,
+# ``test_a.py::``), and a key both follow as it is: red team C12 showed a test
+# id's file as the folder ``test_many.py/``, which no line holds.  The compiled
+# kernel's OSP_BELOW_SLASH and OSP_BELOW_PAIR.
+OUTLINE_BELOW_SLASH = 1
+OUTLINE_BELOW_PAIR = 2
 # What git log --graph draws beside a commit's lines: its glyphs and spaces
 # (the compiled kernel's osp_graph_glyph).
 GRAPH_GLYPHS = b"*|/\\_ "

@@ -7,7 +7,7 @@ from ._buffers import LazyPattern
 from ._buffers import BytesLike
 from ._buffers import byte_view as _byte_view
 from ._buffers import check_int as _check_int
-from ._buffers import GRAPH_GLYPHS, OUTLINE_AFTER_BLANK, OUTLINE_ONELINE
+from ._buffers import GRAPH_GLYPHS, OUTLINE_AFTER_BLANK, OUTLINE_BELOW_PAIR, OUTLINE_BELOW_SLASH, OUTLINE_ONELINE
 from ._buffers import check_outline_flags as _check_outline_flags
 from ._buffers import plain_bytes
 
@@ -314,7 +314,9 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
 
     Returns ``(runs, lead, lines, keyed, section, commits, commit_total,
     unclaimed)``: ``runs[d - 1]`` lists ``(key, offset, lines, deeper)``
-    (``deeper``: some line of the run has more parts than the key) or is None;
+    (``deeper``: what follows the key in the run's lines that have more parts
+    than it, ``OUTLINE_BELOW_SLASH`` for a ``/``, ``OUTLINE_BELOW_PAIR`` for a
+    ``::``, both bits, or 0 when none has more) or is None;
     ``section`` is the current section at the end; ``commits`` lists
     ``(offset, hash, subject or None)`` in order; ``unclaimed`` is the lines
     at the end unclaimed (the caller's next region says whether the last runs
@@ -396,6 +398,15 @@ def _outline_region(region: bytes, start: int, section: bytes, runs: _Runs, comm
     return lines, keyed, section
 
 
+def _below(token: bytes, ends: list[int], depth: int) -> int:
+    """What follows the key at ``depth`` (0 the first) of a line whose token's parts
+    end at ``ends``: the separator before its next part (``OUTLINE_BELOW_SLASH``,
+    ``OUTLINE_BELOW_PAIR``), or 0 when it has none (the key is the whole token's)."""
+    if len(ends) <= depth + 1:
+        return 0
+    return OUTLINE_BELOW_SLASH if token[ends[depth]] == 47 else OUTLINE_BELOW_PAIR
+
+
 class _Runs:
     """The runs of ``outline_lines`` at each depth, ``lead`` the unkeyed lines before
     any, ``unclaimed`` the lines since the last keyed one (at every depth)."""
@@ -440,12 +451,12 @@ class _Runs:
         claimed = self.unclaimed if goes_on[-1] else 0
         self.unclaimed = 0
         for depth, key in enumerate(found):
-            deeper = len(ends) > depth + 1
+            deeper = _below(token, ends, depth)
             kept = runs[depth]
             if goes_on[depth]:
                 if kept is not None:
                     kept[-1][2] += claimed + 1
-                    kept[-1][3] = kept[-1][3] or deeper
+                    kept[-1][3] |= deeper
                 continue
             current[depth] = key
             if kept is None:

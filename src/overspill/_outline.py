@@ -30,7 +30,8 @@ from __future__ import annotations
 import heapq
 
 from . import _kernels
-from ._buffers import ESCAPE, GRAPH_GLYPHS, JSON_KEY_MAX, OUTLINE_AFTER_BLANK, OUTLINE_ONELINE, LazyPattern
+from ._buffers import (ESCAPE, GRAPH_GLYPHS, JSON_KEY_MAX, OUTLINE_AFTER_BLANK, OUTLINE_BELOW_PAIR, OUTLINE_BELOW_SLASH,
+                       OUTLINE_ONELINE, LazyPattern)
 from .text import last_newline
 
 TYPE_CHECKING = False
@@ -80,6 +81,10 @@ _HASH = 10
 _SUBJECT = 120
 # Bytes read after a commit line whose subject lies past its block.
 _SUBJECT_WINDOW = 4096
+# How a group's name ends, by what its lines go on with after its key (the
+# kernel's ``deeper``): as they do, so that the name starts each of them
+# (``src/``, ``tests/test_a.py::``); a key both follow ends the name.
+_BELOW = {OUTLINE_BELOW_SLASH: "/", OUTLINE_BELOW_PAIR: "::"}
 _IDENTIFIER = LazyPattern(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # A long uniform list of items (most labels share a word: a template such as
 # "... fails on ...") hides what stands out of it: an item whose label shares
@@ -389,7 +394,7 @@ class Outline:
             for index, (key, offset, lines, deeper) in enumerate(found):
                 if index == 0 and kept and kept[-1][0] == key:
                     kept[-1][2] += claimed + lines
-                    kept[-1][3] = kept[-1][3] or deeper
+                    kept[-1][3] |= deeper
                     continue
                 # (Only the first line can start before the omitted part: in the head.)
                 kept.append([key, max(base + offset, self._start), lines, deeper])
@@ -428,7 +433,7 @@ class Outline:
 
         def line(depth: int, index: int) -> str:
             key, offset, lines, deeper = levels[depth][index]
-            name = _text(key) + ("/" if deeper else "")
+            name = _text(key) + _BELOW.get(deeper, "")
             return f"{name} {lines} line{'s' if lines != 1 else ''} @ {offset}"
 
         # Fewer lines until the bytes fit too: the "… N more groups" line ends
