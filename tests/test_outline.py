@@ -1846,6 +1846,8 @@ def test_a_listing_with_two_space_names_counts_each_line_under_its_own_prefix_re
 def _outline_groups(content: str) -> list[tuple[str, int, int]]:
     """``(name, lines, offset)`` of each group line of ``content``'s outline."""
     groups = []
+    if "[outline of the omitted part" not in content:
+        return groups
     for line in outline_of(content):
         match = re.match(r"(.+?) (\d+) lines? @ (\d+)", line)
         if match:
@@ -1909,3 +1911,45 @@ def test_outline_lines_says_which_separator_a_runs_deeper_lines_go_on_with(kerne
     assert [(key, deeper) for key, _, _, deeper in runs[1]] == [
         (b"a/b", OUTLINE_BELOW_PAIR), (b"a/e", OUTLINE_BELOW_SLASH), (b"x::y", 0), (b"q/r", 0), (b"q::s", 0)]
 
+def _interleaved(kind: str) -> bytes:
+    if kind == "two folders":  # as the red team found it
+        rows = [f"/data/cafe/file_{i}.txt" if i % 3 else f"/data/naive/item_{i}.txt" for i in range(5000)]
+    elif kind == "top level":  # two trees, their lines alternating
+        rows = [f"/srv/www/page_{i}.html" if i % 2 else f"/var/log/app_{i}.log" for i in range(3000)]
+    else:  # below a folder that does not interleave: a parallel build's per-folder lines, then another folder's
+        rows = [f"build/{('core', 'net', 'ui')[i % 3]}/obj_{i}.o: compiled" for i in range(3000)]
+        rows += [f"build/tests/t_{i}.o: compiled" for i in range(1500)]
+        rows += [f"dist/pkg_{i}.whl" for i in range(500)]
+    return ("\n".join(rows) + "\n").encode()
+
+
+@pytest.mark.parametrize("kind, shown", [("two folders", ["/data/"]), ("top level", []),
+                                          ("nested", ["build/", "dist/"])])  # (dist/ when the tail leaves it out)
+@pytest.mark.parametrize("limits", [(400, 8192), (2000, 51200)])
+def test_a_level_where_a_prefixs_lines_interleave_is_not_shown_red_team_c12(tmp_path, kind, shown, limits):
+    """Regression (red team C12): two folders whose lines alternate were outlined as
+    ``/data/ 4693 lines @ 3759; the 18 largest of its 3129 groups:`` then ``/data/cafe/ 2
+    lines @ …`` 18 times: every run of consecutive lines was a group, /data/cafe/ (3,129 omitted
+    lines) was said to hold 2, and /data/naive/ was never named.  Protects (README) "the
+    distinct path prefixes of the omitted lines with their line counts", each the part that
+    starts at its offset: a level where a prefix's lines are not consecutive is not shown, nor
+    any below it (no outline beats a wrong one); the levels above still are, each prefix once,
+    with all its omitted lines, which follow its offset."""
+    data = _interleaved(kind)
+    content = ToolOutputStore(tmp_path, durable=False).truncate("s", "c", data, max_lines=limits[0],
+                                                                 max_bytes=limits[1]).content
+    groups = _outline_groups(content)
+    names = [name for name, _, _ in groups]
+    assert names == shown[: len(names)] and names[:1] == shown[:1], content[content.find("[outline"):][:2000]
+    if not shown:
+        return
+    header = next(line for line in content.split("\n") if line.startswith("[outline of the omitted part"))
+    total = int(re.search(r": (\d+) lines by path prefix", header)[1])
+    tail = content.rsplit("\n\n", 1)[1].encode()
+    assert data.endswith(tail)
+    omitted = data[: len(data) - len(tail)].split(b"\n")[-total - 1 : -1]
+    begin = len(data) - len(tail) - sum(len(line) + 1 for line in omitted)
+    for name, count, offset in groups:
+        mine = [i for i, line in enumerate(omitted) if line.startswith(name.encode())]
+        assert count == len(mine) == mine[-1] + 1 - mine[0], (name, count, len(mine))
+        assert offset == begin + sum(len(line) + 1 for line in omitted[: mine[0]]), (name, offset)
