@@ -188,6 +188,26 @@ def test_large_output_pages_and_reads_back_exactly(store):
     anyio.run(main)
 
 
+def test_read_takes_a_limit_in_the_uri_through_the_server(store):
+    """Noticed by fix B12: the server gave a ``read`` with no ``limit`` argument its default page as
+    one, so a URI of the resource template's form (``?limit=N``) was refused as a number given twice
+    ("the URI says limit=100 and limit is 8192; give one"). The default stays out when the URI names
+    a limit; one given both ways and disagreeing is still refused."""
+    async def main():
+        async with Client(create_server(store)) as client:
+            (link,) = links_of(await client.call_tool("bash", {"command": "seq 1 100000"}))
+            page = await client.call_tool("read", {"resource": link.uri + "?offset=6&limit=100"})
+            assert not page.is_error, text_of(page)
+            assert (page.structured_content["offset"], page.structured_content["next_offset"]) == (6, 106)
+            assert text_of(page).startswith(SEQ[6:106].decode())
+            both = await client.call_tool("read", {"resource": link.uri + "?limit=100", "limit": 200})
+            assert both.is_error and "give one" in text_of(both)
+            bad = await client.call_tool("read", {"resource": link.uri + "?limit=x"})
+            assert bad.is_error and "limit" in text_of(bad)
+
+    anyio.run(main)
+
+
 def test_integer_arguments_with_a_zero_fraction_through_the_server(store):
     """Regression (f11): the SDK passes a model's 3890.0 on as a float, which tools.call refused."""
     async def main():

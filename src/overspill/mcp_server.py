@@ -311,6 +311,15 @@ class _Progress:
             await self._ctx.session.report_progress(float(count), None, f"{count} bytes of output so far")
 
 
+def _names_a_limit(uri: object) -> bool:
+    """Whether a ``read``'s resource URI carries its own ``?limit=`` (the resource template's form):
+    the server's default page then stays out, or the read would refuse a limit given twice."""
+    try:
+        return parse_page_uri(uri)[2] is not None
+    except OverspillError:
+        return False  # the read refuses such a URI in its own words
+
+
 def _host_options(ctx: Any, name: str, arguments: Any, *, cwd: PathArg, timeout: float, page: int,
                   limits: Any = None) -> tuple[Any, dict[str, Any], Optional[threading.Event], Optional[_Progress]]:
     """What the server adds to the model's call of tool ``name``: the arguments
@@ -319,7 +328,8 @@ def _host_options(ctx: Any, name: str, arguments: Any, *, cwd: PathArg, timeout:
     and the progress reported while it runs."""
     options: dict[str, Any] = {"cwd": cwd}
     if name == "read":
-        if isinstance(arguments, Mapping) and "limit" not in arguments and "path" not in arguments:
+        if (isinstance(arguments, Mapping) and "limit" not in arguments and "path" not in arguments
+                and not _names_a_limit(arguments.get("resource"))):
             arguments = {**arguments, "limit": page}
         # A file's page is not stored and previewed: it is kept within the server's bound itself.
         options["limits"] = limits
