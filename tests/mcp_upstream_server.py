@@ -13,8 +13,9 @@ Tools: ``text`` (``unit`` repeated ``count`` times, joined by ``sep``),
 ``blocks`` (several text blocks, an image, audio and an embedded resource), ``image``, ``structured``
 (``structuredContent`` given, with a text), ``fail`` (``isError``), ``slow``
 (progress, then waits to be cancelled; touches ``path`` when it is),
-``crash`` (exits 7 mid-call after a line on stderr), ``sample``, ``elicit``,
-``roots``, ``ping``, ``log`` (requests to and notifications for the client),
+``crash`` (exits 7 mid-call after a line on stderr: ``line``, "upstream crashing now" by
+default), ``sample``, ``elicit``, ``roots``, ``ping``, ``log`` (requests to and notifications
+for the client),
 ``pid`` (the server's pid, process group and parent), ``headers`` (the
 ``X-Test`` header of the HTTP request), ``typed`` (declares an
 ``outputSchema``: ``{"result": string}``, the SDK's shape for a tool returning
@@ -25,7 +26,10 @@ and returns ``count`` rows of ``width`` characters as their JSON text and as tha
 ``reported`` (an object as a FastMCP tool returning a model gives it: ``total``, ``count``
 ``items`` and a ``note`` of ``width`` characters, all required),
 ``verbatim`` (returns the content blocks it is given as ``content``, as JSON, and ``meta`` as
-the result's ``_meta``).  Its resource reads and prompts report progress (1 of 2) when asked.
+the result's ``_meta``), ``rpcerror`` (answers a JSON-RPC error of ``code``, -32000 by default, and
+``message``, as a server's own errors are sent).  Its resource reads and prompts report progress
+(1 of 2) when asked; reading ``test://busy`` and getting the prompt ``busy`` answer a JSON-RPC error
+-32000 (the first code of JSON-RPC's server-error range, which servers send for their own errors).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ import anyio
 from mcp import types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 
 IMAGE = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -47,7 +52,7 @@ MODE = sys.argv[1] if len(sys.argv) > 1 else "serve"
 MODES = set(MODE.split(","))
 
 TOOLS = ["text", "blocks", "image", "structured", "fail", "slow", "crash", "sample", "elicit", "roots", "ping",
-         "log", "pid", "headers", "typed", "listed", "closed", "reported", "verbatim"] + (
+         "log", "pid", "headers", "typed", "listed", "closed", "reported", "verbatim", "rpcerror"] + (
             ["read", "grep"] if MODES & {"collide", "overcollide"} else []) + (
             ["overspill_read", "overspill_grep"] if "overcollide" in MODES else [])
 TYPED = {"type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"]}
@@ -95,6 +100,8 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         return types.CallToolResult(content=[text(json.dumps(report))], structured_content=report)
     if name == "verbatim":  # the test says exactly what the upstream answers (annotations, _meta)
         return types.CallToolResult.model_validate({"content": args["content"], "_meta": args.get("meta")})
+    if name == "rpcerror":  # a JSON-RPC error, not an isError result
+        raise MCPError(args.get("code", -32000), args.get("message", "row 7 is locked, retry later"))
     if name == "blocks":
         return types.CallToolResult(content=[text(part) for part in args["parts"]] + [
             types.ImageContent(type="image", data=IMAGE, mime_type="image/png"),
@@ -117,7 +124,7 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         finally:
             Path(args["path"]).write_text("cancelled")
     if name == "crash":
-        sys.stderr.write("first line\nupstream crashing now\n")
+        sys.stderr.write(f"first line\n{args.get('line', 'upstream crashing now')}\n")
         sys.stderr.flush()
         os._exit(7)
     if name == "sample":
@@ -154,6 +161,8 @@ async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
 
 
 async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    if str(params.uri) == "test://busy":
+        raise MCPError(-32000, "resource busy, retry later")
     await ctx.session.report_progress(1.0, 2.0, "reading")  # nothing unless the client asked for progress
     return types.ReadResourceResult(contents=[types.TextResourceContents(uri=str(params.uri), text="hello there")])
 
@@ -163,6 +172,8 @@ async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
 
 
 async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    if params.name == "busy":
+        raise MCPError(-32000, "prompt store busy, retry later")
     await ctx.session.report_progress(1.0, 2.0, "prompting")
     return types.GetPromptResult(messages=[types.PromptMessage(role="user", content=text("hello prompt"))])
 

@@ -1671,3 +1671,75 @@ def test_a_url_elicitation_errors_data_passes_as_it_came_its_message_bounded(tmp
                     assert error.message == _whole_error(3, 0)[0]
 
     anyio.run(main)
+
+
+# ------------------------------------------------------------------ regressions (red team F12)
+async def _rpc_error(call) -> tuple[int, str]:
+    """The code and message of the JSON-RPC error ``call`` (a coroutine function) raises."""
+    with pytest.raises(MCPError) as raised:
+        await call()
+    return raised.value.code, raised.value.message
+
+
+async def _answers_32000_errors_then_serves_on(client: Client) -> None:
+    """The test upstream's own -32000 errors reach ``client`` as sent, to a tools/call, a resources/read and
+    a prompts/get, the SDK's own words for a closed connection among them, and the upstream serves on."""
+    for call, sent in ((lambda: client.call_tool("rpcerror", {}), "row 7 is locked, retry later"),
+                       (lambda: client.read_resource("test://busy"), "resource busy, retry later"),
+                       (lambda: client.get_prompt("busy"), "prompt store busy, retry later"),
+                       # what a server that relays another (a proxy) sends when its own upstream closed
+                       (lambda: client.call_tool("rpcerror", {"message": "Connection closed"}), "Connection closed")):
+        assert await _rpc_error(call) == (-32000, sent)
+        served = await client.call_tool("text", {"unit": "still served"})
+        assert not served.is_error and text_of(served) == "still served"
+
+
+def test_an_upstreams_own_32000_error_passes_on_and_it_serves_on_red_team_f12_1(tmp_path, subprocess_env):
+    """Regression (red team F12, 1): an upstream's JSON-RPC error of code -32000 (the first of JSON-RPC's
+    server errors, which servers send for their own: "row 7 is locked, retry later") was taken for the SDK's
+    own word that the connection had closed, which has that code: the call got "closed the connection during
+    this call", every later call "is gone", a resources/read -32603, while the upstream ran on.  Now such an
+    error passes on as sent and the upstream serves on; a crash mid-call is still told as a closed connection."""
+    async def main():
+        async with wrapped(tmp_path, subprocess_env) as client:
+            pid = text_of(await client.call_tool("pid", {}))
+            await _answers_32000_errors_then_serves_on(client)
+            assert text_of(await client.call_tool("pid", {})) == pid  # the same upstream, never restarted
+            crashed = await client.call_tool("crash", {})
+            assert crashed.is_error and "exited with code 7" in text_of(crashed)
+            assert "during this call; later calls will fail" in text_of(crashed)
+            later = await client.call_tool("text", {"unit": "x"})
+            assert later.is_error and "is gone" in text_of(later) and "exited with code 7" in text_of(later)
+
+    anyio.run(main)
+
+
+def test_an_http_upstreams_own_32000_error_passes_on_and_a_crash_is_still_a_close_red_team_f12_1(
+        tmp_path, subprocess_env):
+    """Regression (red team F12, 1), over streamable HTTP: the upstream's own -32000 errors pass on as sent and
+    it serves on; when it crashes mid-call, the SDK's transport's own -32000 for the response stream that
+    ended with no answer is still a closed connection (as before)."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, UPSTREAM, "http", str(port)], env=subprocess_env,
+                              stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        assert wait_until(lambda: socket.socket().connect_ex(("127.0.0.1", port)) == 0)
+        url = f"http://127.0.0.1:{port}/mcp"
+        args = ["mcp", "--data-dir", str(tmp_path / "data"), "--wrap-url", url]
+
+        async def main():
+            parameters = StdioServerParameters(command=overspill_script(), args=args, env=subprocess_env)
+            async with Client(parameters, mode="legacy") as client:
+                await _answers_32000_errors_then_serves_on(client)
+                with anyio.fail_after(120):  # a liveness bound
+                    crashed = await client.call_tool("crash", {})
+                assert crashed.is_error, text_of(crashed)
+                assert text_of(crashed).startswith(f"the upstream server at {url} closed the connection during "
+                                                   "this call; later calls will fail")
+                later = await client.call_tool("text", {"unit": "x"})
+                assert later.is_error and "is gone" in text_of(later)
+
+        anyio.run(main)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

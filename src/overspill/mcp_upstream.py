@@ -354,6 +354,13 @@ def _whole_characters(value: Any) -> Any:
     return value
 
 
+# The words of the SDK's streamable-HTTP transport for a request it gives up on because the response stream
+# ended with no answer, which it says with the code of a closed connection (mcp 2.x's
+# ``StreamableHTTPTransport._resolve_abandoned_request``): nothing else tells them from the server's own.
+_ABANDONED = ("SSE stream ended without a response", "SSE stream failed: ",
+              "SSE stream ended and reconnection attempts were exhausted")
+
+
 class _HttpUpstream:
     """A streamable-HTTP upstream at ``url``: ``connect`` opens the SDK's transport to it, noting the last
     error status its server answered (the SDK turns one into a JSON-RPC error that says only "Server
@@ -370,6 +377,12 @@ class _HttpUpstream:
     def status(self) -> Optional[str]:
         """The error status the server answered the last POST ("HTTP 501 Not Implemented"), or None."""
         return self._refused
+
+    @staticmethod
+    def abandoned(error: MCPError) -> bool:
+        """Whether ``error`` is the SDK transport's own for a request whose response stream ended with no
+        answer (the server went away mid-call): a closed connection (``Link.closed``), not the server's."""
+        return error.code == types.CONNECTION_CLOSED and error.data is None and error.message.startswith(_ABANDONED)
 
     async def _note(self, response: Any) -> None:
         # Only a POST's (one carrying a message), and only the last: a GET refused 405 (a server with no
@@ -461,12 +474,14 @@ class OwnedLink(Link):
     of its own (``own``), so the transport's scopes are entered and left on one task."""
 
     def __init__(self, opener: Any, relay: Relay, *, label: str, describe_end: Any, init_timeout: float,
-                 unanswered: str, status: Optional[Any] = None) -> None:
+                 unanswered: str, status: Optional[Any] = None, abandoned: Optional[Any] = None) -> None:
         """:param unanswered: the transport's question when the upstream does not answer initialize in
             time (``UpstreamProcess.unanswered``, ``_HttpUpstream.unanswered``).
         :param status: gives the last HTTP error status the upstream answered, or None (an HTTP
-            transport's; its errors do not carry it), for the failure to name."""
-        super().__init__(label=label, describe_end=describe_end)
+            transport's; its errors do not carry it), for the failure to name.
+        :param abandoned: the transport's own errors for a request whose answer can never come
+            (``_HttpUpstream.abandoned``; ``Link``'s)."""
+        super().__init__(label=label, describe_end=describe_end, abandoned=abandoned)
         self._unanswered = unanswered
         self._status = status
         self._opener = opener
@@ -596,7 +611,8 @@ def serve_wrapped(store: ToolOutputStore, session_id: Optional[str] = None, *,
         assert url is not None
         upstream = _HttpUpstream(url, dict(headers or {}))
         link = OwnedLink(upstream.connect, relay, label=f"the upstream server at {url}", describe_end=None,
-                         init_timeout=init_timeout, unanswered=upstream.unanswered, status=upstream.status)
+                         init_timeout=init_timeout, unanswered=upstream.unanswered, status=upstream.status,
+                         abandoned=upstream.abandoned)
     _large_blocks_mapped()
     # On leaving, link.own is cancelled: the upstream's process group is ended on the way out.
     run_stdio(build_server(link, store, session_id, resource_link=resource_link, relay=relay), link.own)

@@ -78,7 +78,8 @@ logger = logging.getLogger(__name__)
 
 # The upstream's results are kept as the JSON it sent, so what passes through is not re-shaped.
 _RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
-_GONE = types.CONNECTION_CLOSED
+# The failures of a write that find the SDK's transport torn down (``Link.closed``).
+_TORN_DOWN = (anyio.BrokenResourceError, anyio.ClosedResourceError)
 # The JSON the handler of the request in hand answered (``_answer``), for the middleware (``_with_unknown``).
 _ANSWERED: contextvars.ContextVar[Optional[list[dict[str, Any]]]] = contextvars.ContextVar("_ANSWERED", default=None)
 # The 2026 protocol's per-request envelope: this hop's, never passed on (the upstream has its own);
@@ -98,8 +99,12 @@ class Link:
     """
 
     def __init__(self, session: Optional[ClientSession] = None, *, label: str = "the upstream server",
-                 describe_end: Optional[Callable[[], Any]] = None) -> None:
+                 describe_end: Optional[Callable[[], Any]] = None,
+                 abandoned: Optional[Callable[[MCPError], bool]] = None) -> None:
+        """:param abandoned: whether an error is the transport's own for a request whose answer can never come
+            (``_HttpUpstream.abandoned``), a closed connection too (``closed``); None when it has none."""
         self.session = session
+        self._abandoned = abandoned
         self.label = label
         self.failure: Optional[str] = None
         self.names: set[str] = set()
@@ -125,6 +130,29 @@ class Link:
         """Whether the upstream was up once (initialized, and its tools learned or being learned), though
         it may be gone since; False while it has not started, and when it never could."""
         return self.prepared or self.unlisted
+
+    def closed(self, error: BaseException) -> bool:
+        """Whether ``error`` is the MCP SDK's own word that the connection to the upstream closed, not an error
+        the upstream sent: the one rule for both (``_Wrapper.gone``).
+
+        Both carry -32000: the SDK's ``CONNECTION_CLOSED`` is the first code of JSON-RPC's server-error range,
+        which servers send for their own errors ("row 7 is locked, retry later"), a proxy even in the SDK's
+        words ("Connection closed").  The SDK tells its own apart only by an object it keeps to itself, so it
+        is told by what the SDK does when it says so: its dispatcher marks itself closed when the read stream
+        ends (or it is shut down) before it wakes the requests waiting, and refuses every later one at once; a
+        request whose write finds the transport torn down first raises it from that write's failure.  Over
+        HTTP, the transport's own error for a request whose response stream ended with no answer (the server
+        went away mid-call) is one too (``abandoned``).
+        """
+        if not isinstance(error, MCPError) or error.code != types.CONNECTION_CLOSED:
+            return False
+        if isinstance(error.__context__, _TORN_DOWN):
+            return True
+        # (mcp 2.x's JSONRPCDispatcher and DirectDispatcher; a dispatcher that keeps no such state leaves
+        # the code alone to say it.)
+        if getattr(getattr(self.session, "_dispatcher", None), "_closed", True):
+            return True
+        return self._abandoned is not None and self._abandoned(error)
 
     async def ended(self, fallback: str) -> str:
         """How the upstream ended (waiting briefly for a process to be reaped), else ``fallback``."""
@@ -408,10 +436,15 @@ class _Wrapper:
             **self.named()))
         return MCPError(error.code, message, error.data if kept else data)
 
-    async def gone(self, error: BaseException) -> str:
-        if isinstance(error, MCPError) and error.code == _GONE:
+    async def gone(self, error: BaseException) -> Optional[str]:
+        """Why the upstream gave no answer to a request, on one line: when the connection closed
+        (``Link.closed``), how it ended, noted as the link's failure; None for an ``MCPError`` the upstream
+        sent, which is its answer."""
+        if self.link.closed(error):
             self.link.failure = await self.link.ended("closed the connection")
             return self.link.failure
+        if isinstance(error, MCPError):
+            return None
         if isinstance(error, ValidationError):  # pydantic's whole report (KBs of every union member's misfit)
             return _unfit(error)
         return one_line(f"{type(error).__name__}: {error}")
@@ -547,9 +580,9 @@ class _Wrapper:
             return await found.send_request(types.CallToolRequest(params=_onward(params)), _RAW,
                                             progress_callback=progress)
         except MCPError as error:
-            if error.code != _GONE:
-                await _raise_bounded(error, functools.partial(self.bounded_error, call_id=call_id))
             reason = await self.gone(error)
+            if reason is None:
+                await _raise_bounded(error, functools.partial(self.bounded_error, call_id=call_id))
             return _error(f"{self.link.label} {reason} during this call; later calls will fail until the MCP "
                           "server is restarted")
         except Exception as error:  # a broken connection or an unreadable result: one line for the model
@@ -818,6 +851,7 @@ async def _forward(session: ClientSession, request: Any, gone: Callable[[BaseExc
     """The upstream's answer to ``request`` as the JSON it sent; its errors as they are, or as
     ``bounded`` gives them (``_Wrapper.bounded_error``: within the limits).
 
+    :param gone: why the upstream gave no answer, None for an error it sent (``_Wrapper.gone``).
     :param progress: where the upstream's progress on it goes (``_progress``'s), if anywhere.
     """
     if getattr(request, "params", None) is not None:
@@ -825,8 +859,9 @@ async def _forward(session: ClientSession, request: Any, gone: Callable[[BaseExc
     try:
         return await session.send_request(request, _RAW, progress_callback=progress)
     except MCPError as error:
-        if error.code == _GONE:
-            raise MCPError(types.INTERNAL_ERROR, f"the upstream server {await gone(error)}") from None
+        reason = await gone(error)
+        if reason is not None:
+            raise MCPError(types.INTERNAL_ERROR, f"the upstream server {reason}") from None
         if bounded is None:
             raise
         await _raise_bounded(error, bounded)
