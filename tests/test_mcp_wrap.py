@@ -1743,3 +1743,35 @@ def test_an_http_upstreams_own_32000_error_passes_on_and_a_crash_is_still_a_clos
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_a_crash_quotes_a_long_last_stderr_line_by_its_start_and_end_around_a_note_red_team_f12_2(
+        tmp_path, subprocess_env):
+    """Regression (red team F12, 2): after a crash mid-call, "its last stderr line" quoted only the line's last
+    300 characters (of a 4 KiB tail of stderr), cut mid-word with no note, so its start (the exception's type)
+    was lost.  Now a long line keeps its start and end around the note for cut values, counted in whole
+    characters (the tail could begin inside one, a U+FFFD); a short one is quoted whole."""
+    # Over 4 KiB of UTF-8 (the tail once kept), with characters of two, three and four bytes.
+    line = ("sqlite3.OperationalError: database is locked (数据库已锁定, verrouillée) while writing "
+            + " ".join(f"/var/lib/app/db/shard-{n:04}.sqlite" for n in range(150)) + " — gave up 🦀")
+    assert len(line.encode()) > 4096
+
+    async def main():
+        async with wrapped(tmp_path, subprocess_env) as client:
+            with anyio.fail_after(120):  # a liveness bound
+                crashed = await client.call_tool("crash", {"line": line})
+            text = text_of(crashed)
+            assert crashed.is_error and "exited with code 7; its last stderr line: " in text
+            quoted = text.split("its last stderr line: ", 1)[1].rsplit(" during this call;", 1)[0]
+            found = re.fullmatch(r"(.+) …\[(\d+) of (\d+) characters cut\]… (.+)", quoted)
+            assert found, quoted
+            start, cut, whole, end = found.group(1), int(found.group(2)), int(found.group(3)), found.group(4)
+            # (a space beside the note is one with the note's own, the message being one line)
+            assert whole == len(line) and whole - 2 <= len(start) + cut + len(end) <= whole
+            assert line.startswith(start) and line.endswith(end) and "\ufffd" not in quoted
+            assert start.startswith("sqlite3.OperationalError: database is locked (数据库已锁定")
+            assert end.endswith("— gave up 🦀") and len(quoted) <= 300
+            later = await client.call_tool("text", {"unit": "x"})
+            assert later.is_error and quoted in text_of(later)  # the same words for the calls after
+
+    anyio.run(main)

@@ -21,6 +21,7 @@ Needs the ``mcp`` extra; ``import overspill`` never imports this module.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import ctypes
 import functools
@@ -44,6 +45,7 @@ from ._owner import group_alive
 from .mcp_server import kill_on_hurry, run_stdio
 from .mcp_wrap import Link, Relay, RelayingSession, build_server
 from .store import ToolOutputStore
+from .tools._result import ends_around_note
 
 __all__ = ["UpstreamProcess", "parse_header", "serve_wrapped"]
 
@@ -58,9 +60,10 @@ _DRAIN_QUIET = 0.2
 # ... and no longer than this in all, however much a child it left keeps writing.
 _DRAIN_MOST = 2.0
 _POLL = 0.02
-# The stderr kept to name its last line (a line longer than this is named by its end).
-_STDERR_TAIL = 4096
+# The most characters of its last stderr line an error names (a longer one by its start and end around a note).
 _SHOWN_LINE = 300
+# What ends a line of its stderr (as bytes.splitlines has it).
+_LINE_BREAK = re.compile("[\r\n]")
 # glibc's mallopt parameter for the size from which a block gets its own mapping, and the size set.
 _M_MMAP_THRESHOLD = -3
 _OWN_MAPPING = 1 << 20
@@ -88,7 +91,7 @@ class UpstreamProcess:
         self.cwd = cwd
         self.label = f"the upstream server ({one_line(shlex.join(self.argv))[:120]})"
         self._process: Any = None
-        self._stderr_tail = b""
+        self._stderr_line = _LastLine(_SHOWN_LINE)
         # The reader's progress, for _watch_exit: chunks read so far, whether it waits on the pipe (and the
         # scope of that wait), whether it has ended, and whether it is to stop (the process has gone).
         self._chunks = 0
@@ -101,8 +104,9 @@ class UpstreamProcess:
         return None if self._process is None else self._process.returncode
 
     def last_stderr_line(self) -> Optional[str]:
-        lines = [line for line in self._stderr_tail.splitlines() if line.strip()]
-        return lines[-1].decode("utf-8", "replace").strip()[-_SHOWN_LINE:] if lines else None
+        """The last line the process wrote to stderr that is not blank, stripped (one of more than
+        ``_SHOWN_LINE`` characters as its start and end around a note); None when there is none."""
+        return self._stderr_line.shown()
 
     async def describe_end(self) -> Optional[str]:
         """How the process ended ("exited with code 3; its last stderr line: ..."), waiting
@@ -227,7 +231,7 @@ class UpstreamProcess:
     async def _copy_stderr(self) -> None:
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
             async for chunk in self._process.stderr:
-                self._stderr_tail = (self._stderr_tail + chunk)[-_STDERR_TAIL:]
+                self._stderr_line.feed(chunk)
                 with contextlib.suppress(OSError):
                     os.write(sys.stderr.fileno(), chunk)
 
@@ -250,6 +254,60 @@ class UpstreamProcess:
         for stream in (process.stdout, process.stderr):
             with contextlib.suppress(OSError, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 await stream.aclose()
+
+
+class _LastLine:
+    """The last line of a stream that is not blank, kept as the stream comes in bounded memory: its first
+    and last ``keep`` characters (the whitespace around it left out) and its length, in characters decoded
+    from the stream's start (invalid bytes as U+FFFD; a character split across reads stays whole)."""
+
+    def __init__(self, keep: int) -> None:
+        self._keep = keep
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        # The line in hand: its start, its end up to its last character that is not whitespace, the
+        # whitespace after that (its last ``keep`` characters, and how many) and its length up to there.
+        self._start = self._end = self._space = ""
+        self._spaces = self._length = 0
+        self._last: Optional[tuple[str, str, int]] = None  # the same of the last line ended that was not blank
+
+    def feed(self, data: bytes) -> None:
+        """Take the next bytes of the stream."""
+        for index, piece in enumerate(_LINE_BREAK.split(self._decoder.decode(data))):
+            if index:
+                self._close()
+            self._add(piece)
+
+    def shown(self) -> Optional[str]:
+        """The last line that is not blank (the one in hand, if it is not), as ``keep`` characters at most:
+        a longer one as its start and end around the note for cut values; None when there is none."""
+        kept = (self._start, self._end, self._length) if self._length else self._last
+        if kept is None:
+            return None
+        start, end, length = kept
+        return start if length <= self._keep else ends_around_note(start, end, length, self._keep)
+
+    def _add(self, text: str) -> None:
+        body = text.rstrip()
+        if not body:  # whitespace: part of the line only if more of it follows (none counts at its start)
+            if self._length:
+                self._space = (self._space + text)[-self._keep:]
+                self._spaces += len(text)
+            return
+        if not self._length:
+            body = body.lstrip()
+        more = self._space + body
+        if len(self._start) < self._keep:
+            self._start += more[:self._keep - len(self._start)]
+        self._end = (self._end + more)[-self._keep:]
+        self._length += self._spaces + len(body)
+        self._space = text[len(text.rstrip()):][-self._keep:]
+        self._spaces = len(text) - len(text.rstrip())
+
+    def _close(self) -> None:
+        if self._length:
+            self._last = (self._start, self._end, self._length)
+        self._start = self._end = self._space = ""
+        self._spaces = self._length = 0
 
 
 def _kill_group(group: int) -> None:

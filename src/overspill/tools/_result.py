@@ -44,17 +44,25 @@ class ToolResult:
 
 def shortened_line(line: str) -> str:
     """``line`` if it has at most ``MAX_LINE_LENGTH`` characters, the tools' bound on a line; a
-    longer one keeps its start and its end around a note of how much was cut.  A message may quote
-    what a server sent (a reason phrase, a ``Location``) or the model's own input (a URL, a path, a
-    pattern), of any length; cut so, it stays within the default preview's 8 KiB
+    longer one keeps its start and its end around a note of how much was cut (``ends_around_note``).
+    A message may quote what a server sent (a reason phrase, a ``Location``) or the model's own input
+    (a URL, a path, a pattern), of any length; cut so, it stays within the default preview's 8 KiB
     (``MAX_LINE_LENGTH`` characters are at most 8000 UTF-8 bytes)."""
     if len(line) <= MAX_LINE_LENGTH:
         return line
+    return ends_around_note(line, line, len(line), MAX_LINE_LENGTH)
+
+
+def ends_around_note(start: str, end: str, whole: int, most: int) -> str:
+    """A line of ``whole`` characters, more than ``most``, as ``most`` characters: its start and its
+    end around a note of how much was cut.  ``start`` begins the line and ``end`` ends it, each with
+    at least ``most`` characters (the line itself, for ``shortened_line``; what was kept of one never
+    held whole, such as a process's last stderr line as it streamed)."""
     # The note's length depends on the count it gives, which depends on the room the note leaves:
     # sized with the line's own length in both places, it is never shorter than the final one.
-    room = MAX_LINE_LENGTH - len(_cut_note(len(line), len(line)))
+    room = most - len(_cut_note(whole, whole))
     head = room // 2
-    return f"{line[:head]}{_cut_note(len(line) - room, len(line))}{line[len(line) - (room - head):]}"
+    return f"{start[:head]}{_cut_note(whole - room, whole)}{end[len(end) - (room - head):]}"
 
 
 def _cut_note(cut: int, whole: int) -> str:
