@@ -288,6 +288,23 @@ def test_twins_agree_on_the_view_of_split_characters(compiled, data, flags):
     assert (data if shown is None else shown) == naive_view(data, flags)
 
 
+@pytest.mark.parametrize("run", [b"\x1b[K" * 100_000, b"\x1b[1A\x1b[2K" * 30_000,
+                                 b"\x1b[0m\x1b]0;t\x07\x1b(B\x1b]8;;u\x1b\\" * 10_000])
+def test_twin_view_of_a_long_run_of_escapes_in_text_that_is_not_utf8_is_linear(compiled, run):
+    """Review R7 of a1c61d0: the twin looked for a run of sequences followed by a continuation byte
+    with a lookahead tried at every ESC, which took the whole rest of the run each time: quadratic in
+    a run's length in text that is not UTF-8 (b'\\xff' + 30 kB of b'\\x1b[K' took 4 s, 120 kB 90 s,
+    these runs of 210 to 300 kB many minutes each).  Now each ESC is read once.  No timing is
+    asserted: the old code simply takes far too long to finish this test.  The view is the compiled
+    kernel's, and a character's start cut off by the run is still one U+FFFD."""
+    for data, shown in ((b"\xff" + run + b"\n", b"\xff\n"),
+                        (b"caf\xe9 \xe2" + run + b"\x82\xac!\n" + run, b"caf\xe9 \xff\x82\xac!\n"),
+                        (b"\xf0\x9f\x98" + run + b"\x80 " + run + b"\xc3" + run + b"\xa9", b"\xff\x80 \xff\xa9")):
+        for flags in (ANSI, ANSI | CR):
+            assert _native.view_bytes(data, flags) == shown == compiled.view_bytes(data, flags)
+            assert _kernels.view_bytes(data, flags) == shown
+
+
 @pytest.mark.parametrize(("args", "error"), [
     (("text", 3), TypeError), ((b"x", 4), ValueError), ((b"x", -1), ValueError), ((b"x", True), TypeError),
     ((b"x", None), TypeError), ((memoryview(b"abcd")[::2], 3), TypeError), ((object(), 0), TypeError),

@@ -172,12 +172,13 @@ ESCAPE = LazyPattern(_ESCAPE_SOURCE)
 # A run of escape sequences, one after another, its last one captured (group 1): a walk over them
 # takes the run in one match, and resumes from its last one when that reaches the end of the bytes.
 ESCAPE_RUN = LazyPattern(rb"(?:(" + _ESCAPE_SOURCE + rb"))+")
-# A run of escape sequences followed by a UTF-8 continuation byte, which the bytes before the run
-# must not take once the run is removed (see _native.view_bytes).  The run is taken whole, as the
-# view takes it (a lookahead and its backreference cannot backtrack: an OSC string is not cut short
-# to put a continuation byte of its own after it); the ESC first lets a search skip to each ESC.
-ESCAPE_BEFORE_CONTINUATION = LazyPattern(
-    rb"\x1b(?=(" + _ESCAPE_BODY + rb"(?:" + _ESCAPE_SOURCE + rb")*))\1(?=[\x80-\xbf])")
+# An escape sequence followed by a UTF-8 continuation byte: the last of a run of them, which the
+# bytes before the run must not take once the run is removed (see _native.view_bytes).  One
+# sequence, taken whole as the view takes it (a lookahead and its backreference cannot backtrack:
+# an OSC string is not cut short to put a continuation byte of its own after it), so a search tries
+# each ESC once and reads one sequence there: linear, however long a run is (a run taken whole
+# from each of its ESCs was quadratic in its length).  The ESC first lets a search skip to each ESC.
+ESCAPE_BEFORE_CONTINUATION = LazyPattern(rb"\x1b(?=(" + _ESCAPE_BODY + rb"))\1(?=[\x80-\xbf])")
 
 
 def check_flags(flags: object) -> int:

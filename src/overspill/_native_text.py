@@ -9,11 +9,13 @@ from ._buffers import LazyPattern
 from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike
 from ._buffers import ESCAPE as _ESCAPE
 from ._buffers import ESCAPE_BEFORE_CONTINUATION as _ESCAPE_BEFORE_CONTINUATION
+from ._buffers import ESCAPE_RUN as _ESCAPE_RUN
 from ._buffers import byte_view as _byte_view
 from ._buffers import check_flags as _check_flags
 from ._buffers import check_int as _check_int
 from ._buffers import check_patterns as _check_patterns
 from ._buffers import plain_str as _plain_str
+from ._native_bytes import _is_continuation, _sequence_length
 from ._native_bytes import page_bounds, utf8_length, verify_chunks
 
 TYPE_CHECKING = False
@@ -152,14 +154,13 @@ def _held(data: bytes, floor: int, end: int) -> int:
     as the decoder takes it (E0 needs A0-BF next, ED 80-9F, F0 90-BF, F4 80-8F;
     an encoded surrogate is no start); 0 when none does."""
     lead = end - 1
-    while lead >= floor and lead > end - 4 and 0x80 <= data[lead] <= 0xBF:
+    while lead >= floor and lead > end - 4 and _is_continuation(data[lead]):
         lead -= 1
     if lead < floor:
         return 0
     byte = data[lead]
-    needed = 2 if 0xC2 <= byte <= 0xDF else 3 if 0xE0 <= byte <= 0xEF else 4 if 0xF0 <= byte <= 0xF4 else 0
     have = end - lead
-    if have >= needed:
+    if have >= _sequence_length(byte):  # (0 for a byte that starts no character)
         return 0
     if have >= 2:
         second = data[lead + 1]
@@ -183,13 +184,31 @@ def _split_characters(data: bytes) -> bytes:
     byte is looked at, and only in text that is not valid UTF-8: a sequence's
     last byte is ASCII (an OSC string cut short by the data's end has no byte
     after it), which no continuation byte follows in valid text.
+
+    Linear in ``data``, however long a run is: the search for a sequence
+    followed by a continuation byte reads one sequence at each ESC, and the run
+    that such a sequence ends is found by walking runs (one match each)
+    forward from its line's start (no sequence crosses a newline) or from the
+    last run found; text with no such sequence is never walked.
     """
     if data.isascii() or _valid_utf8(data):
         return data
     pieces: list[bytes] = []
     done = 0
-    for run in _ESCAPE_BEFORE_CONTINUATION.finditer(data):
-        start = run.start()
+    walked = 0  # no sequence starts before this offset and ends after it
+    for last in _ESCAPE_BEFORE_CONTINUATION.finditer(data):
+        start, end = last.span()  # the run ends where ``last`` does, before a continuation byte
+        # The run starts at the first ESC from there whose run reaches ``end`` (every ESC starts a
+        # sequence or ends an OSC string); with no ESC before ``last``, at ``last``.
+        newline = data.rfind(b"\n", walked, start)
+        escape = data.find(b"\x1b", walked if newline < 0 else newline + 1, start)
+        while escape >= 0:
+            reach = _ESCAPE_RUN.match(data, escape).end()
+            if reach >= end:
+                start = escape
+                break
+            escape = data.find(b"\x1b", reach, start)
+        walked = end
         held = _held(data, done, start)
         if held:
             pieces.append(data[done : start - held])
