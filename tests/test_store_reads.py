@@ -439,3 +439,49 @@ def test_a_read_inside_an_escape_sequence_counts_its_limit_from_where_the_page_s
         assert result.metadata["offset"] == end and result.metadata["next"] == page.next, (inside, result.metadata)
         if page.next is not None:
             assert f"offset={page.next} to continue" in result.output
+
+
+# ---------------------------------------------------------------- fix D12 (a page of escape sequences only)
+@pytest.mark.parametrize("warm", [True, False])
+@pytest.mark.parametrize("limit", [1, 2, 3, 8])
+def test_a_page_of_escape_sequences_only_goes_on_to_hold_a_character(tmp_path, warm, limit):
+    """Noticed by fix D12: a read at the start of a run of escape sequences whose limit ends inside
+    the run (``read(offset=73, limit=1)`` of this output) was an empty page, next 76, then another
+    empty one, next 81, though a page holds at least one character.  Such a page now goes on to the
+    text after the run, its limit counted from where that text starts: the page read there, from
+    the asked offset; the read tool's hint names its next offset.  A read inside a sequence reads
+    from its end, so it goes on the same way; a run that reaches the output's end makes the last
+    page, empty; the pages read in order still make the output's view."""
+    from overspill import tools
+    from overspill.text import shown_text, view_flags
+
+    store = ToolOutputStore(tmp_path, durable=False)
+    if not warm:
+        store._pages = None  # the store's own page rule, as a backend without a warm map (redis)
+    # An OSC string at [1, 73), ESC(B at [73, 76), a CSI at [76, 81), then "b\n"; a run of sequences
+    # longer than any page window before "c"; colour codes to the end.
+    data = (b"a\x1b]" + b"u" * 70 + b"\x1b(B\x1b[31mb\n" + b"\x1b[0m\x1b[1A\x1b[2K" * 2000 + b"c\n"
+            + b"\x1b[0m" * 3 + b"\x1b]0;t\x07")
+    uri = store.write("s", "c", data).uri
+    size = len(data)
+    text_b, text_c = data.index(b"b\n"), data.index(b"c\n")
+    for at, text in ((1, text_b), (73, text_b), (76, text_b), (text_b + 2, text_c), (text_b + 6, text_c),
+                     (text_c - 4, text_c)):
+        page = store.read("s", uri, offset=at, limit=limit)
+        assert page.offset == at and page.content != "" and page.next > at, at
+        if at + limit <= text:  # the window holds sequences only: the page is the one read at the text
+            there = store.read("s", uri, offset=text, limit=limit)
+            assert (page.next, page.content) == (there.next, there.content), at
+        result = tools.call(store, "s", "c", "read", {"resource": uri, "offset": at, "limit": limit})
+        assert result.metadata["next"] == page.next and f"offset={page.next} to continue" in result.output, at
+    # Inside a sequence: read from its end, which starts a run: the page goes on past the run.
+    inside = store.read("s", uri, offset=5, limit=limit)
+    assert (inside.offset, inside.content) == (73, store.read("s", uri, offset=text_b, limit=limit).content)
+    # Sequences to the end: the last page, empty, from wherever it is asked.
+    tail = text_c + 2
+    for at in (tail, tail + 1, size - 3, size):
+        page = store.read("s", uri, offset=at, limit=limit)
+        assert (page.content, page.next, page.truncated) == ("", None, False), at
+    whole = shown_text(data, view_flags(store.views))
+    assert whole == "ab\nc\n"
+    assert _pages_in_order(store, uri, limit) == whole

@@ -202,7 +202,9 @@ class StoreReads:
             ``[0, size]``; a mid-character offset starts at the next character,
             and one inside an escape sequence that the view removes, after it.
         :param limit: the most bytes in the page, clamped to ``[1, MAX_READ_BYTES]``
-            (the default); a page holds at least one character.
+            (the default); a page holds at least one character (escape sequences
+            that the view removes are not counted: the limit counts from where the
+            page's text starts), unless only sequences are left before the end.
         :raises InvalidResourceError: ``uri`` is not a well-formed URI.
         :raises TypeError: ``offset`` or ``limit`` is not an int (a bool is not).
         :raises AccessDeniedError: another session wrote the resource.
@@ -275,12 +277,24 @@ class StoreReads:
             start, end, content = found
         else:
             start, end, content = self._page_view(resource_id, record, low, high, offset, limit, final)
+        if not content and flags & VIEW_ANSI:
+            # A page holds at least one character, its limit counted from where its text starts (its
+            # window, and a running output's sealed end, decided anew from there), and its next offset
+            # is past it.  The offset is inside an escape sequence, which shows nothing: the page is
+            # the one read where it ends (``start``, past ``offset``, so this ends).
             if content is None:
-                # The offset is inside an escape sequence, which shows nothing: the page is the one read
-                # where it ends, its limit counted from there (its window, and a running output's sealed
-                # end, decided anew), so it holds a character and its next offset is past it.  ``start``
-                # is past ``offset``, so this ends.
                 return self.read(session_id, uri, offset=start, limit=limit)
+            # The page's bytes are escape sequences only: it goes on to the text after them, as the
+            # page read there (which starts outside a sequence, so this ends); sequences up to the
+            # end make the last page, empty.
+            if start < end:
+                text = self._text_start(resource_id, record, start, min(end + _WIDE_REACH, size))
+                if text >= size:
+                    end = size
+                elif text >= end:
+                    page = self.read(session_id, uri, offset=text, limit=limit)
+                    return _kernels.new_slotted(Page, PAGE_SLOTS, (page.resource, page.content, start, page.truncated,
+                                                                    page.next, page.complete))
         more = end < size
         # Page(...) without its __init__'s six bound setters (~1 us of a ~20 us warm page).
         return _kernels.new_slotted(Page, PAGE_SLOTS, (resource, content, start, more,
@@ -335,13 +349,26 @@ class StoreReads:
         """Whether the view's next byte after a page ending at ``position`` is a newline: the
         bytes from there (``view`` holds ``[low, high)``) are escape sequences, which the view
         removes, then a newline.  A \r ending the page is then that line's ending (``page_text``)."""
+        return self._after_escapes(resource_id, record, view, low, high, position)[1] == 0x0A
+
+    def _text_start(self, resource_id: str, record: Record, position: int, high: int) -> int:
+        """The first payload position from ``position`` (outside escape sequences) that is not in
+        one: where the view's text goes on; the payload's size when sequences run to its end.  The
+        bytes up to ``high`` are read first, then more as the sequences go on."""
+        with self._backend.read(record, position, high) as view:
+            return self._after_escapes(resource_id, record, view, position, high, position)[0]
+
+    def _after_escapes(self, resource_id: str, record: Record, view: memoryview, low: int, high: int,
+                       position: int) -> tuple[int, int]:
+        """``_past_escapes``, read on past the window (``view`` holds ``[low, high)``) as long as
+        the sequences go on: the byte is -1 only at the payload's end."""
         size = record.resource.size
         position, byte = self._past_escapes(resource_id, record, view, low, high, position)
         while byte < 0 and position < size:  # the sequences run past the window: read on from there
             low, high = position, min(position + _WALK_BYTES, size)
             with self._backend.read(record, low, high) as view:
                 position, byte = self._past_escapes(resource_id, record, view, low, high, position)
-        return byte == 0x0A
+        return position, byte
 
     def _past_escapes(self, resource_id: str, record: Record, view: memoryview, low: int, high: int,
                       position: int) -> tuple[int, int]:
