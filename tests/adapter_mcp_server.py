@@ -5,6 +5,7 @@ protocol error's message (for the adapters' MCP tests)."""
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp.types import EmbeddedResource, TextContent, TextResourceContents
+from pydantic import BaseModel
 
 from adapter_scenario import BIG
 
@@ -28,6 +29,20 @@ def document() -> list:
 def pieces() -> list:
     """Return thirty text blocks, each within the limits."""
     return [TextContent(type="text", text=f"piece {index} " + "x" * 40_000) for index in range(30)]
+
+
+class Rows(BaseModel):
+    rows: list[str]
+
+
+#: Rows of CJK text: within the limits as UTF-8 (about 36 KB), over them as JSON's \u escapes (about 74 KB).
+CJK_ROWS = ["漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字"] * 600
+
+
+@server.tool()
+def cjk() -> Rows:
+    """Return many rows of CJK text as structured content."""
+    return Rows(rows=CJK_ROWS)
 
 
 @server.tool()

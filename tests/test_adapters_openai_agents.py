@@ -1027,3 +1027,52 @@ def test_a_failure_text_the_store_cannot_keep_still_reaches_the_model_review_r4(
         assert text.startswith("The tool failed: ") and "upstream returned HTTP 502" in text
         assert "output not stored" in text and "tool-output://" not in text and len(text.encode()) < 60_000
     assert seen == [f"The tool failed: upstream returned HTTP 502:\n{BIG}"] * 2  # the guardrails saw the whole text
+
+
+# ------------------------------------------------------------------ regressions (red team N12)
+def _mcp_server(**options: Any) -> Any:
+    """The scenario's MCP server (``adapter_mcp_server.py``) over stdio."""
+    import os
+    import sys
+
+    from agents.mcp import MCPServerStdio
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
+    return MCPServerStdio({"command": sys.executable, "args": [os.path.join(here, "adapter_mcp_server.py")],
+                           "env": env}, name="big-output", client_session_timeout_seconds=30, **options)
+
+
+def _stored(store: ToolOutputStore, record: Any) -> bytes:
+    return b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri))
+
+
+def test_a_structured_mcp_result_is_bounded_as_the_sdk_shows_it_with_escapes(store):
+    # The SDK shows a structured result as json.dumps(structured_content): a CJK character as a \uXXXX
+    # escape, 6 bytes.  The adapter measured json.dumps(..., ensure_ascii=False), 3 bytes a character,
+    # so 74 KB of escapes that fit as UTF-8 reached the model whole, with no marker.
+    import json
+
+    from adapter_mcp_server import CJK_ROWS
+
+    from overspill.adapters.openai_agents import bound_servers
+
+    shown = json.dumps({"rows": CJK_ROWS})
+    assert len(json.dumps({"rows": CJK_ROWS}, ensure_ascii=False).encode()) < 51_200 < len(shown)
+
+    async def main() -> list:
+        model, sent = _calling_once("cjk")
+        server = _mcp_server(use_structured_content=True)
+        async with server:
+            agent = agents.Agent(name="a", model=model, tools=bound([], store, session_id="s"),
+                                 mcp_servers=bound_servers([server], store, session_id="s"))
+            await agents.Runner.run(agent, "go")
+        return sent
+
+    (output,) = asyncio.run(main())
+    text = output if isinstance(output, str) else "".join(item.get("text", "") for item in output)
+    uri, offset = scenario.marker(text)
+    assert text.startswith(shown[:100]) and len(text.encode()) < 60_000
+    (record,) = store.records()
+    assert record.resource.uri == uri and _stored(store, record) == shown.encode()  # the text the SDK shows
+

@@ -939,14 +939,22 @@ def _structured_content(result: Any) -> Any:
     return found if found is not None else getattr(result, "structuredContent", None)
 
 
-def _sdk_output(result: Any, structured: bool) -> Any:
-    """The tool output the SDK makes of an MCP ``CallToolResult`` (``MCPUtil.invoke_mcp_tool``): its
-    structured content as JSON text when the server shows that (and the result is no error), else one
-    item per block (text; an image as a data URL; any other block as its JSON text), one item alone."""
+def _shown_structure(result: Any, structured: bool) -> Optional[str]:
+    """The text the SDK shows the model of an MCP ``CallToolResult``'s structured content
+    (``MCPUtil.invoke_mcp_tool``): ``json.dumps`` of it, non-ASCII as ``\\uXXXX`` escapes, when the server
+    shows that (``structured``) and the result is no error; else None (the SDK shows its blocks)."""
     content = _structured_content(result)
     is_error = getattr(result, "is_error", getattr(result, "isError", False))
-    if structured and content and not is_error:
-        return json.dumps(content)
+    return json.dumps(content) if structured and content and not is_error else None
+
+
+def _sdk_output(result: Any, structured: bool) -> Any:
+    """The tool output the SDK makes of an MCP ``CallToolResult`` (``MCPUtil.invoke_mcp_tool``): its
+    structured content as JSON text when the server shows that (``_shown_structure``), else one
+    item per block (text; an image as a data URL; any other block as its JSON text), one item alone."""
+    shown = _shown_structure(result, structured)
+    if shown is not None:
+        return shown
     items: list[dict[str, str]] = []
     for block in getattr(result, "content", None) or ():
         kind = getattr(block, "type", None)
@@ -974,14 +982,16 @@ def _shown_text(block: Any) -> Optional[str]:
 async def _bound_call_result(bounder: Bounder, session_id: str, call_id: str, result: Any,
                              structured: bool) -> Any:
     """An MCP ``CallToolResult`` bounded as the SDK shows it to the model: its structured content, when
-    the server shows that instead (and the result is no error), else every block but images as text,
+    the server shows that instead (and the result is no error), as the very JSON text the SDK shows
+    (``_shown_structure``: measured and stored so), else every block but images as text,
     taken together: stored as one text when together they are over the limits, and then shown as one
     text block where the first of them stood, images in place."""
     from mcp.types import TextContent
 
-    structured_content = getattr(result, "structured_content", None)
-    if structured and structured_content and not getattr(result, "is_error", False):
-        bounded = await bounder.atext(session_id, call_id, json.dumps(structured_content, ensure_ascii=False))
+    shown = _shown_structure(result, structured)
+    if shown is not None:
+        # (its \uXXXX escapes are 6 to 12 bytes a character: the UTF-8 form would fit where this does not)
+        bounded = await bounder.atext(session_id, call_id, shown)
         if bounded is None:
             return result
         # A preview is not the declared structure: the model is shown it as text instead.
