@@ -14,7 +14,7 @@ from overspill import ToolOutputStore
 
 agents = framework("agents")
 testing = framework("agents.testing")
-from pydantic import BaseModel  # noqa: E402  (installed with the SDK)
+from pydantic import BaseModel, Field  # noqa: E402  (installed with the SDK)
 from overspill.adapters.openai_agents import bound  # noqa: E402
 
 agents.set_tracing_disabled(True)
@@ -1075,4 +1075,82 @@ def test_a_structured_mcp_result_is_bounded_as_the_sdk_shows_it_with_escapes(sto
     assert text.startswith(shown[:100]) and len(text.encode()) < 60_000
     (record,) = store.records()
     assert record.resource.uri == uri and _stored(store, record) == shown.encode()  # the text the SDK shows
+
+
+class Document(BaseModel):
+    title: str
+    raw: str = Field(exclude=True)  # left out of its JSON, but not of its str(), which the SDK shows
+
+
+class Opaque:
+    """A value neither json nor pydantic can serialise, whose str() the SDK shows."""
+
+    def __str__(self) -> str:
+        return BIG
+
+
+def document() -> Document:
+    """A document whose raw text is left out of its JSON."""
+    return Document(title="notes", raw=BIG)
+
+
+def note() -> Document:
+    """A small document."""
+    return Document(title="notes", raw="a line")
+
+
+def zeros() -> bytes:
+    """Bytes within the limits, whose repr (what the SDK shows) is four times over them."""
+    return b"\0" * 20_000
+
+
+def opaque() -> Any:
+    """A value with no JSON."""
+    return Opaque()
+
+
+def test_a_plain_value_is_bounded_as_the_sdk_shows_it(store):
+    # The SDK shows a function tool's plain value as str(value); the adapter measured its JSON text (a
+    # pydantic model's leaves out an excluded field; bytes are stored as they are; a value with no JSON
+    # passed unbounded), so 1.6 MB of str(document()) reached the model whole.
+    for function in (document, zeros, opaque):
+        script = Script(function.__name__, pattern="123456")
+        tools = bound([agents.function_tool(function)], store, session_id=function.__name__)
+        agents.Runner.run_sync(agents.Agent(name="a", model=scripted(script), tools=tools), "go", max_turns=MAX_TURNS)
+        (record,) = [record for record in store.records() if record.session_id == function.__name__]
+        shown = str(function())
+        assert _stored(store, record) == shown.encode()  # what the model pages is what the SDK would show
+        assert len(script.preview.encode()) < 60_000 and shown.startswith(script.preview[:50])
+        assert "".join(script.pages) == shown.encode()[script.offset:].decode()
+    # Within the limits as the SDK shows it: untouched, nothing stored.
+    script = Script("note")
+    with pytest.raises(AssertionError, match="no marker"):
+        agents.Runner.run_sync(agents.Agent(name="a", model=scripted(script),
+                                            tools=bound([agents.function_tool(note)], store, session_id="n")), "go")
+    assert script.received == [str(note())] and [r for r in store.records() if r.session_id == "n"] == []
+    # A hosted program's call (programmatic tool calling) gets the value's JSON, as without bound().
+    from agents.tool import ProgrammaticToolCallingTool
+    from openai.types.responses.response_function_tool_call import CallerProgram, ResponseFunctionToolCall
+    from openai.types.responses.response_output_item import Program
+
+    def by_program(tool: Any) -> list:
+        model, sent = testing.ScriptedModel(), []
+
+        async def respond(call: Any) -> Any:
+            last = call.input[-1] if isinstance(call.input, list) else None
+            if isinstance(last, dict) and last.get("type") == "function_call_output":
+                sent.append(last["output"])
+                return [testing.assistant_message("done")]
+            model.enqueue(testing.ModelStep.respond(respond))
+            return [Program(id="p-1", call_id="p-1", code="await document()", fingerprint="f", type="program"),
+                    ResponseFunctionToolCall(arguments="{}", call_id="call-p", name="document", type="function_call",
+                                             caller=CallerProgram(caller_id="p-1", type="program"))]
+
+        model.enqueue(testing.ModelStep.respond(respond))
+        agents.Runner.run_sync(agents.Agent(name="a", model=model, tools=[tool, ProgrammaticToolCallingTool()]), "go")
+        return sent
+
+    tool = agents.function_tool(document, allowed_callers=["direct", "programmatic"])
+    assert by_program(tool) == by_program(bound([tool], store, session_id="p")[0]) == ['{"title":"notes"}']
+    assert [record for record in store.records() if record.session_id == "p"] == []
 

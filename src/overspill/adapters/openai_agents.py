@@ -55,6 +55,11 @@ try:  # the ToolContext attribute by which the SDK notes that its default failur
     from agents.tool import _DEFAULT_FAILURE_HANDLED_ATTR as _DEFAULT_FAILURE_HANDLED
 except ImportError:
     _DEFAULT_FAILURE_HANDLED = "_function_tool_default_failure_handled"
+try:  # whether a call was made by a hosted program (programmatic tool calling), which gets JSON, not str()
+    from agents.tool import _is_programmatic_tool_call
+except ImportError:  # an SDK without programmatic tool calling: every call is the model's
+    def _is_programmatic_tool_call(tool_call: Any) -> bool:
+        return False
 
 from ..store import ToolOutputStore
 from ._core import PAGING_TOOLS, Bounder, PagingTool, Sessions, json_text, optional_session_id, new_call_id, \
@@ -188,6 +193,18 @@ def _dumps(value: Any) -> str:
         raise TypeError(str(error)) from error
 
 
+def _program_json(value: Any) -> str:
+    """A tool's plain value as the SDK gives it to a hosted program that made the call (programmatic tool
+    calling): pydantic's compact JSON (``ItemHelpers.tool_call_output_item``), not ``str(value)``.
+
+    :raises TypeError: pydantic cannot serialise it.
+    """
+    try:
+        return pydantic_core.to_json(value).decode()
+    except pydantic_core.PydanticSerializationError as error:
+        raise TypeError(str(error)) from error
+
+
 def _with_text(output: Any, text: str) -> Any:
     """A text item (a model or a dict) with its text replaced."""
     return {**output, "text": text} if isinstance(output, dict) else output.model_copy(update={"text": text})
@@ -202,9 +219,11 @@ async def _bound_items(bounder: Bounder, session_id: str, call_id: str, output: 
     return output if bounded is None else bounded
 
 
-async def _bound_output(bounder: Bounder, session_id: str, call_id: str, output: Any) -> Any:
+async def _bound_output(bounder: Bounder, session_id: str, call_id: str, output: Any,
+                        program: bool = False) -> Any:
     """A tool's output bounded: a structured item (text bounded, media as it is), a list of them as the SDK
-    takes one (every item structured: its text items together), or any other value as its text."""
+    takes one (every item structured: its text items together), or any other value as the text the SDK
+    shows of it (``str(output)``; its JSON for a call a hosted program made, ``program``)."""
     if isinstance(output, (list, tuple)) and output:
         items = [_structured_item(item) for item in output]
         if all(item is not None for item in items):
@@ -215,8 +234,21 @@ async def _bound_output(bounder: Bounder, session_id: str, call_id: str, output:
             return await _bound_item(bounder, session_id, call_id, output, item)
     if output is None:
         return output
-    # Any other value (a list with a plain item among them too): the SDK sends it as str(output).
-    return await bounder.avalue(session_id, call_id, output, _dumps)
+    if program:  # a hosted program that made the call gets the value's JSON: measured and stored as such
+        return await bounder.avalue(session_id, call_id, output, _program_json)
+    # Any other value (a list with a plain item among them too): the SDK sends the model str(output).  It
+    # is stored as its JSON text when that is over the limits, as str(output) when it has none (shown=).
+    bounded = await bounder.avalue(session_id, call_id, output, _dumps, shown=_as_shown)
+    if bounded is not output or isinstance(output, str):
+        return bounded
+    # Its JSON fits, but str(output) may not (a pydantic model's excluded field, bytes' repr at four
+    # characters a byte): then that text, the one the model would be shown, is bounded and stored.
+    try:
+        shown = _as_shown(output)
+    except Exception:  # noqa: BLE001  (the SDK cannot show it either: its own error, not ours)
+        return output
+    preview = await bounder.atext(session_id, call_id, shown)
+    return output if preview is None else preview
 
 
 async def _bound_shown(bounder: Bounder, session_id: str, context: Any, output: Any, whole: Any,
@@ -224,7 +256,8 @@ async def _bound_shown(bounder: Bounder, session_id: str, context: Any, output: 
     """What the model is shown of a call (a tool's output, or the SDK's text of its failure) bounded
     (``_bound_output``) under the call's id; when it was bounded, ``whole`` is kept for the call's
     ``readers`` checks (its output guardrails, which check the whole output, not the preview)."""
-    bounded = await _bound_output(bounder, session_id, _call_id(context), output)
+    program = _is_programmatic_tool_call(getattr(context, "tool_call", None))
+    bounded = await _bound_output(bounder, session_id, _call_id(context), output, program)
     if bounded is not output:
         kept.keep(context, whole, readers)
     return bounded
@@ -511,8 +544,8 @@ def _run_config_on_stack() -> Any:
 
 
 def _as_shown(value: Any) -> str:
-    """The text the SDK sends the model for a local tool's value: a ``str`` as it is (a subclass as the
-    plain ``str`` of its characters), anything else as ``str(value)``."""
+    """The text the SDK sends the model for a tool's value (a function tool's plain value, a local tool's):
+    a ``str`` as it is (a subclass as the plain ``str`` of its characters), anything else as ``str(value)``."""
     return str.__str__(value) if isinstance(value, str) else str(value)
 
 
@@ -707,9 +740,12 @@ def bound(tools: Iterable[Tool], store: Optional[ToolOutputStore] = None, *,
     they are.  A result within the store's limits reaches the
     model untouched and nothing is stored; a larger one is stored whole and the
     model gets its preview with the marker naming ``tool-output://ID``.  A
-    result that is not text is stored as its JSON text (a pydantic model or
-    dataclass as pydantic writes it); one that cannot be serialised passes
-    unchanged, with a warning on the ``overspill`` logger.  Output items (a
+    result that is not text is bounded as the SDK shows it, ``str(result)``:
+    stored as its JSON text (a pydantic model or dataclass as pydantic writes
+    it) when that is over the limits, else as ``str(result)`` when that is (a
+    pydantic model's excluded field, bytes' repr), and as ``str(result)`` when
+    it has no JSON; a hosted program's call (programmatic tool calling) gets
+    and bounds pydantic's JSON.  Output items (a
     ``ToolOutputText``, image or file, or a list of them) are bounded as the
     SDK sends them: each text item on its own, images and files untouched.  A
     call whose output becomes the run's ``final_output`` (an agent with
