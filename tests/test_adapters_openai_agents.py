@@ -1154,3 +1154,25 @@ def test_a_plain_value_is_bounded_as_the_sdk_shows_it(store):
     assert by_program(tool) == by_program(bound([tool], store, session_id="p")[0]) == ['{"title":"notes"}']
     assert [record for record in store.records() if record.session_id == "p"] == []
 
+
+def test_bound_servers_twice_stores_where_its_own_read_pages(store, tmp_path):
+    # bound_servers() of a bound server returned it as it was, still storing in the first call's store
+    # and session: the agent's read (the second store, session "two") answered "no resource".
+    from overspill.adapters.openai_agents import bound_servers
+
+    with ToolOutputStore(tmp_path / "other") as other:
+        script = Script()
+
+        async def main() -> None:
+            server = _mcp_server()
+            (first,) = bound_servers([server], other, session_id="one")
+            (second,) = bound_servers([first], store, session_id="two")
+            async with server:
+                agent = agents.Agent(name="a", model=scripted(script), tools=bound([], store, session_id="two"),
+                                     mcp_servers=[second])
+                await agents.Runner.run(agent, "go", max_turns=MAX_TURNS)
+
+        asyncio.run(main())
+        script.check()
+        assert other.records() == [] and [record.session_id for record in store.records()] == ["two"]
+

@@ -1056,7 +1056,8 @@ def bound_servers(servers: Iterable[MCPServer], store: Optional[ToolOutputStore]
     have shown it), and its custom data extractor gets the result's own
     structured content.
     Give the agent ``bound(...)``'s ``read`` and ``grep`` (with the same store
-    and ``session_id``) so the model can page what was stored.
+    and ``session_id``) so the model can page what was stored.  A server
+    already bound is bound anew, into this call's store and session.
 
     A server with a tool named ``read`` or ``grep`` is refused with ``ValueError`` when its tools are
     listed for an agent (the run fails there), unless the agent's ``mcp_config`` sets
@@ -1073,6 +1074,9 @@ def bound_servers(servers: Iterable[MCPServer], store: Optional[ToolOutputStore]
     for server in servers:
         if not isinstance(server, MCPServer):
             raise TypeError(f"bound_servers takes MCPServer objects, not {type(server).__name__}")
-        wrapped.append(server if isinstance(server, _BoundedServer)
-                       else _BoundedServer(server, bounder, session_id, owner))
+        if isinstance(server, _BoundedServer):
+            # Bound again: bound anew from the server as it was, so its results go to this call's store and
+            # session, which the read and grep of a bound() with them page (as bound() does for its tools).
+            server = server._overspill_server
+        wrapped.append(_BoundedServer(server, bounder, session_id, owner))
     return wrapped
