@@ -1176,3 +1176,39 @@ def test_bound_servers_twice_stores_where_its_own_read_pages(store, tmp_path):
         script.check()
         assert other.records() == [] and [record.session_id for record in store.records()] == ["two"]
 
+
+def test_a_namespaced_tool_named_read_is_bound_beside_overspills_read(store):
+    # bound() refused a function tool named read inside a tool_namespace ("fs.read"), though the SDK
+    # calls it by its qualified name, apart from overspill's read.
+    def read(path: str) -> str:
+        """Read a file."""
+        return f"file {path}\n" + BIG
+
+    tools = bound(agents.tool_namespace(name="fs", description="files", tools=[agents.function_tool(read)]), store,
+                  session_id="s")
+    assert [tool.qualified_name for tool in tools] == ["fs.read", "read", "grep"]
+    model, sent = testing.ScriptedModel(), []
+
+    async def respond(call: Any) -> Any:
+        last = call.input[-1] if isinstance(call.input, list) else None
+        if isinstance(last, dict) and last.get("type") == "function_call_output":
+            sent.append(last["output"])
+        if len(sent) == 2:
+            return [testing.assistant_message("done")]
+        model.enqueue(testing.ModelStep.respond(respond))
+        if not sent:
+            return [testing.function_call("read", {"path": "notes"}, call_id="call-1", namespace="fs")]
+        uri, offset = scenario.marker(sent[0])
+        return [testing.function_call("read", {"resource": uri, "offset": offset, "limit": 20}, call_id="call-2")]
+
+    model.enqueue(testing.ModelStep.respond(respond))
+    agents.Runner.run_sync(agents.Agent(name="a", model=model, tools=tools), "go")
+    preview, page = sent
+    assert preview.startswith("file notes\n0\n") and len(preview.encode()) < 60_000  # the namespaced read, bounded
+    (record,) = store.records()
+    whole = _stored(store, record)
+    offset = scenario.marker(preview)[1]
+    assert page.startswith(whole[offset:offset + 20].decode())  # overspill's read paged it
+    # A tool whose qualified name is read is still refused, a function tool or another local tool.
+    with pytest.raises(ValueError, match="a tool named 'read' is already given"):
+        bound([agents.function_tool(read)], store)

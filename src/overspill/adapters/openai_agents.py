@@ -763,7 +763,7 @@ def bound(tools: Iterable[Tool], store: Optional[ToolOutputStore] = None, *,
         thread (``RunConfig.group_id``), else the run's trace, else the agent.
     :raises TypeError: ``store`` or ``session_id`` of the wrong type.
     :raises ValueError: an empty ``session_id``, or a function or local tool of the caller's named ``read``
-        or ``grep``.
+        or ``grep`` (by its qualified name: a ``tool_namespace``'s ``fs.read`` is taken).
     """
     store = open_store(store)
     session_id = optional_session_id(session_id)
@@ -773,7 +773,7 @@ def bound(tools: Iterable[Tool], store: Optional[ToolOutputStore] = None, *,
     for tool in tools:
         if isinstance(tool, FunctionTool) and getattr(tool, "_overspill_paging", False):
             continue  # bound() of a bound list: its paging tools are made anew below
-        if isinstance(tool, FunctionTool) and tool.name in PAGING_TOOLS:
+        if isinstance(tool, FunctionTool) and _takes_a_paging_name(tool):
             raise ValueError(f"a tool named {tool.name!r} is already given; bound() adds its own read and grep")
         if isinstance(tool, FunctionTool):
             if isinstance(tool.on_invoke_tool, _BoundedInvoker):
@@ -783,12 +783,20 @@ def bound(tools: Iterable[Tool], store: Optional[ToolOutputStore] = None, *,
             tool = _wrapped(tool, bounder, session_id, owner)
         else:
             bounded = _local_bound(tool, bounder, session_id, owner)
-            if bounded is not tool and bounded.name in PAGING_TOOLS:  # (a custom tool, say: the model's namespace)
+            if bounded is not tool and _takes_a_paging_name(bounded):  # (a custom tool, say: the model's namespace)
                 raise ValueError(f"a tool named {bounded.name!r} is already given; bound() adds its own read and grep")
             tool = bounded
         result.append(tool)
     result.extend(_paging_tool(tool, session_id, owner) for tool in paging_tools(store))
     return result
+
+
+def _takes_a_paging_name(tool: Any) -> bool:
+    """Whether the model calls ``tool`` by the name of overspill's ``read`` or ``grep``: its qualified name,
+    by which the SDK tells tools apart (``fs.read`` for a function tool in a ``tool_namespace``, called
+    apart from a top-level ``read``), else its name (an MCP tool, a custom tool)."""
+    name = getattr(tool, "qualified_name", None)
+    return (name if isinstance(name, str) and name else getattr(tool, "name", None)) in PAGING_TOOLS
 
 
 class _Owner:
@@ -839,7 +847,7 @@ class _BoundedServer(MCPServer):
         mcp_config = getattr(agent, "mcp_config", None)
         if not (isinstance(mcp_config, Mapping) and mcp_config.get("include_server_in_tool_names")):
             for tool in tools:
-                if getattr(tool, "name", None) in PAGING_TOOLS:
+                if _takes_a_paging_name(tool):
                     raise ValueError(f"the MCP server {self.name!r} has a tool named {tool.name!r}; bound() adds "
                                      f"its own read and grep (leave the server's tool out with its tool_filter, or "
                                      f"give the agent mcp_config={{'include_server_in_tool_names': True}})")
