@@ -467,6 +467,29 @@ def test_a_true_end_starting_inside_a_redrawn_line_shows_its_final_state_from_wh
             assert shaped.tail == output[shaped.tail_start :].decode() and shaped.tail.endswith(last.decode())
 
 
+def test_a_true_end_keeps_a_redrawn_lines_final_state_past_any_number_of_empty_redraws():
+    # Regression (review R7 of the E12 fix): the look for the kept end's final state gave up after 64
+    # empty redraws, so a last message followed by a spinner clearing the line (\r\x1b[K) more than
+    # 64 times was dropped from the capped tail while the uncapped view showed it.  The kept end is in
+    # memory (at most 1 MiB): the look passes any number of them.
+    from overspill._preview import stored_preview
+
+    redraws = b"".join(b"downloading %07d\r" % i for i in range(100_000))
+    error = b"ERROR: checksum mismatch in layer 7"
+    for after, flags in ((b"\r" * 70, 3), (b"\r" * 70, 2), (b"\r\x1b[K" * 70, 3), (b"\r\x1b[K" * 100_000, 3),
+                         (b"\r\x1b]0;step\rdone\x07" * 70, 3)):
+        output = redraws + error + after + b"\ndone\n"
+        start = memoryview(output[:100_000])
+        shaped, _ = stored_preview(lambda low, high: start[low:high], uri="(kept)", stored=len(start),
+                                   total=len(output), count=output.count(b"\n") + 1, max_lines=2000,
+                                   max_bytes=51200, flags=flags, signals=(), kept_end=output[-(1 << 20) :])
+        assert shaped.truncated
+        assert shaped.tail_start == len(redraws) and shaped.tail.startswith("ERROR"), (after[:12], flags)
+        assert shaped.tail == text_module.shown_text(output[shaped.tail_start :], flags), (after[:12], flags)
+        # The uncapped view shows the same line: the capped tail agrees with it.
+        assert text_module.shown_text(output, flags).endswith(shaped.tail)
+
+
 def _run_ending_the_head_log() -> str:
     """A log whose head ends in a run of 40 same-shape lines: trimming runs makes
     the head at a smaller byte limit longer than at a larger one."""

@@ -399,8 +399,10 @@ def _apart(head: bytes, tail: bytes, tail_start: int, max_lines: int, max_bytes:
     # state (what it shows: the last redraw that shows anything) starts in the kept end, that state
     # is whole: the tail starts there (a line ending in a long run of \r progress keeps its last
     # words).  The kept end's start is taken as outside an escape sequence: only an OSC string can
-    # hold a \r, and it would have to run on from the bytes not kept.
-    _, final = final_state(memoryview(tail), tail, 0, flags, len(tail))
+    # hold a \r, and it would have to run on from the bytes not kept.  The kept end is in memory (at
+    # most 1 MiB): the look passes any number of empty redraws (a spinner clearing the line after the
+    # last message), as the view of the whole output does.
+    _, final = final_state(memoryview(tail), tail, 0, flags, len(tail), None)
     newline = tail.find(b"\n")
     if final > 0:
         tail, tail_start = tail[final:], tail_start + final

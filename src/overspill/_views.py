@@ -398,18 +398,21 @@ def _cut_head(view: memoryview, shown: bytes, stop: int, raw: Optional[bytes], s
     return end, str(shown[:line_view] + _viewed(view[line:end], flags), "utf-8", "replace")
 
 
-# How many \r a look for a line's final state passes over (empty redraws, \r inside escape sequences)
-# before the head ends at the line's start instead.
+# How many \r a look for a line's final state passes over (empty redraws, escape sequences holding
+# \r) before the head ends at the line's start instead: the head's line may be any part of an
+# unbounded payload.  A caller whose data is in memory and bounded passes None: no limit.
 _REDRAWS_PASSED = 64
 
 
-def final_state(view: memoryview, raw: Optional[bytes], line: int, flags: int, stop: int) -> tuple[int, int]:
+def final_state(view: memoryview, raw: Optional[bytes], line: int, flags: int, stop: int,
+                passes: Optional[int] = _REDRAWS_PASSED) -> tuple[int, int]:
     """Where the line starting at ``line`` ends (its newline, or the data's
     end) and where its final state starts: what its view shows, the last
     non-empty segment between lone \\r (``view_bytes``), is the view of
     ``view[start:end]`` for every ``end`` in it.  ``start`` is ``line`` when
     the line has no redraw (or the flags collapse none); -1 when the look
-    back passes over more than ``_REDRAWS_PASSED`` \\r without finding it.
+    back passes over more than ``passes`` \\r (empty redraws, escape
+    sequences holding one) without finding it (None: any number).
     ``raw`` is ``view[:stop]``, or None (then read from ``view``).
 
     A \\r inside an escape sequence (an OSC string) is removed with it
@@ -444,17 +447,51 @@ def final_state(view: memoryview, raw: Optional[bytes], line: int, flags: int, s
         return line_end, line
     ansi = bool(flags & VIEW_ANSI) and escapes
     segment_end = line_end
-    for _ in range(_REDRAWS_PASSED):
+    passed = 0
+    while passes is None or passed < passes:
+        passed += 1
         if last < 0:
             return line_end, line  # the first segment is the final state
-        if ansi and _covering(view, line, last) != (last, last):
-            pass  # inside an escape sequence: no redraw
-        elif _shows_any(view, last + 1, segment_end, flags):
-            return line_end, last + 1
-        else:
+        before = last
+        if ansi:
+            covered = _covering(view, line, last)[0]
+            if covered != last:
+                # Inside an escape sequence: no redraw, nor any other \r of it (the look goes on
+                # before the sequence, so a long one holding many is read once).
+                before = covered
+        if before == last:
+            if _shows_any(view, last + 1, segment_end, flags):
+                return line_end, last + 1
             segment_end = last  # an empty redraw (or the \r of a \r\n): the one before shows
-        last = _last_of(view, line, last, b"\r")
+            if passes is None:
+                segment_end = before = _past_empty_redraws(view, line, segment_end, flags, ansi)
+        last = _last_of(view, line, before, b"\r")
     return line_end, -1
+
+
+def _past_empty_redraws(view: memoryview, line: int, end: int, flags: int, ansi: bool) -> int:
+    """``end`` (the end of an empty redraw in the line starting at ``line``),
+    moved back over the empty redraws before it many at a time: to the
+    earliest lone \\r from which the view of the bytes up to ``end`` is empty.
+
+    A look one redraw at a time costs microseconds per \\r, seconds for a
+    spinner that cleared the line a million times; this one views spans that
+    grow while they show nothing and shrink when they show something, so it
+    stops within ``ESCAPE_REACH`` bytes of the final state (``final_state``
+    looks at the redraws left one at a time)."""
+    reach = ESCAPE_REACH
+    while reach >= ESCAPE_REACH:
+        redraw = _last_of(view, line, end - reach, b"\r") if end - reach > line else -1
+        while ansi and redraw >= 0:  # a \r inside an escape sequence is no redraw: the one before it
+            covered = _covering(view, line, redraw)[0]
+            if covered == redraw:
+                break
+            redraw = _last_of(view, line, covered, b"\r")
+        if redraw >= 0 and not _viewed(view[redraw + 1 : end], flags):
+            end, reach = redraw, min(reach * 2, _PIECE_BYTES)  # all empty: past them, a longer span next
+        else:
+            reach //= 2  # something shows (or no redraw is that far back): a shorter span
+    return end
 
 
 def _token_end_before(view: memoryview, line: int, low: int, cut: int, flags: int) -> int:
