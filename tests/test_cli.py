@@ -1158,6 +1158,32 @@ def test_truncate_opens_the_store_only_for_an_input_it_must_store(cli, tmp_path)
     assert stored.returncode == 0 and "overspill read tool-output://" in stored.stdout.decode()
 
 
+def test_an_output_within_a_token_bound_opens_no_store(cli, tmp_path):
+    """Regression (red team I12 #2): under ``--max-tokens`` every output was taken as one to store,
+    so ``run --max-tokens 100 -- echo hi`` and ``echo hi | truncate --max-tokens 100`` opened the
+    data folder (created it, or exited 4 "the output could not be kept" where it could not be
+    made) for an output shown whole.  Its tokens are counted before anything is opened; one within
+    the bytes and lines but over the token bound is still stored (or its preview printed, exit 4)."""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the data folder should be")
+    broken = {"OVERSPILL_DATA_DIR": str(blocker / "data")}
+    fresh = tmp_path / "fresh"
+    words = b"".join(b"word %d\n" % i for i in range(40))  # within 2,000 lines and 50 KiB, over 20 tokens
+    for command, stdin in ((("run", "--max-tokens", "100", "--", "echo hi"), None),
+                           (("truncate", "--max-tokens", "100", "-"), b"hi\n")):
+        small = cli(*command, stdin=stdin, env=broken)
+        assert (small.returncode, small.stdout, small.stderr) == (0, b"hi\n", b""), command
+        small = cli(*command[:1], "--data-dir", str(fresh), *command[1:], stdin=stdin)
+        assert (small.returncode, small.stdout) == (0, b"hi\n") and not fresh.exists(), command
+    for command, stdin in ((("run", "--max-tokens", "20", "--", "cat"), words),
+                           (("truncate", "--max-tokens", "20", "-"), words)):
+        over = cli(*command, stdin=stdin, env=broken)
+        assert over.returncode == 4 and over.stdout.startswith(b"word 0\n"), (command, over)
+        assert over.stderr.decode().startswith("overspill: error: the output could not be kept"), command
+        stored = cli(*command[:1], "--data-dir", str(fresh), *command[1:], stdin=stdin)
+        assert stored.returncode == 0 and b"overspill read tool-output://" in stored.stdout, (command, stored)
+
+
 def test_grep_of_an_unknown_resource_creates_no_data_folder(cli, tmp_path):
     """Regression (red team K f02, grep): ``grep`` opened its store with create=True, so a grep of
     a resource that does not exist created the data folder; it reads as ``read`` does now, and a

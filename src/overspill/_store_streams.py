@@ -192,8 +192,8 @@ class StoreStreams(StoreWrites):
         """The result of an output held whole in memory: itself when it is shown
         within the limits, else None once a writer holds it (or its preview
         when not even a record can be stored; with ``refuse``, that StorageError)."""
-        text = held_text(spill.held, self._views, bytes_limit)
-        if text is not None and (self._tokens is None or self._tokens[1](text) <= self._tokens[0]):
+        text = held_text(spill.held, self._views, bytes_limit, self._tokens)
+        if text is not None:
             return TruncateResult(text, False, None)
         # Within the byte and line limits, over them as shown or over the token bound: stored
         # like any larger output.

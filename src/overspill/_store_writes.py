@@ -349,8 +349,8 @@ class StoreWrites(StoreRoom):
             # their view (redraws collapsed, escapes removed) would fit.
             raw = _kernels.preview_cuts(content, lines_limit, bytes_limit)
             if raw[0] >= raw[1]:
-                text = held_text(content, flags, bytes_limit)
-                if text is not None and (tokens is None or tokens[1](text) <= tokens[0]):
+                text = held_text(content, flags, bytes_limit, tokens)
+                if text is not None:
                     return unchanged(text)
                 shaped = None  # within the byte and line limits, over them as shown or over the token bound
             else:

@@ -359,12 +359,17 @@ def within_limits(newlines: int, size: int, last_newline: bool, max_lines: int, 
     return size <= max_bytes and (newlines < max_lines or (newlines == max_lines and last_newline))
 
 
-def held_text(data: BytesLike, flags: int, max_bytes: int) -> Optional[str]:
+def held_text(data: BytesLike, flags: int, max_bytes: int,
+              tokens: Optional[tuple[int, Callable[[str], int]]] = None) -> Optional[str]:
     """An output held whole within the limits as the model is shown it
     (``shown_text``), or None when invalid bytes, shown as U+FFFD (3 bytes
-    each), take it over ``max_bytes``: the limit holds for what is shown."""
+    each), take it over ``max_bytes``, or its tokens are over ``tokens``
+    (``(max_tokens, count)``, ``_tokens.bound``'s form; None: no token bound):
+    the limits hold for what is shown, and then it must be stored."""
     text = shown_text(data, flags)
     if "\ufffd" in text and shown_size(text) > max_bytes:
+        return None
+    if tokens is not None and tokens[1](text) > tokens[0]:
         return None
     return text
 

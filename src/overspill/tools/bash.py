@@ -168,9 +168,9 @@ def _memory_view(held: StreamCap, limits: Limits, binary: bool, note: str) -> tu
     else:
         start, kept_end = held.value(), None
         if within_limits(held.total_lines - 1, total, start.endswith(b"\n"), limits.max_lines, limits.max_bytes):
-            whole = held_text(start, flags, limits.max_bytes)
             # Within the bytes and lines but over a token bound: previewed as a larger one is.
-            if whole is not None and (tokens is None or tokens[1](whole) <= tokens[0]):
+            whole = held_text(start, flags, limits.max_bytes, tokens)
+            if whole is not None:
                 return strip_final_newline(whole), False
     from .._preview import stored_preview  # here: an output shown whole needs none of the preview's modules
 
@@ -372,8 +372,8 @@ def _held_within(chunks: Iterator[bytes], limits: Limits) -> tuple[list[bytes], 
 
     Returns the chunks taken and, when the output ended within the limits,
     what ``truncate_stream`` returns for it: the text shown whole (None when
-    it must be stored: over the limits, over them as shown, or under a token
-    bound, which only the store's counter can check).
+    it must be stored: over the limits, over them as shown, or over the token
+    bound, counted by the counter the store's preview uses, ``_tokens``).
     """
     held: list[bytes] = []
     newlines = size = 0
@@ -385,9 +385,9 @@ def _held_within(chunks: Iterator[bytes], limits: Limits) -> tuple[list[bytes], 
         size += len(chunk)
         if not within_limits(newlines, size, chunk.endswith(b"\n"), limits.max_lines, limits.max_bytes):
             return held, None
-    if limits.max_tokens is not None:
-        return held, None
-    return held, held_text(b"".join(held), view_flags(limits.views), limits.max_bytes)
+    # The token bound is checked here, before any store is opened: an output shown whole opens none.
+    return held, held_text(b"".join(held), view_flags(limits.views), limits.max_bytes,
+                           _tokens.bound(limits.max_tokens))
 
 
 def bound_stream(open_store: Callable[[], ToolOutputStore], session_id: str, tool_call_id: str,
