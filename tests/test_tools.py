@@ -193,6 +193,47 @@ def test_read_file_is_bounded_in_bytes(store, tmp_path):
     assert len(result.output.encode()) <= 51200 + 100 and "offset=" in result.output
 
 
+@pytest.mark.parametrize("bound", [{"max_tokens": 1}, {"max_tokens": 4}, {"max_tokens": 5}, {"max_tokens": 10},
+                                   {"max_tokens": 13}, {"max_bytes": 11}, {"max_bytes": 12}, {"max_bytes": 30},
+                                   {"max_bytes": 60}])
+def test_a_file_page_under_a_tiny_bound_shows_its_first_line_started_or_says_it_cannot(store, tmp_path, bound):
+    """Regression (red team I12 #3): under a small token bound (or byte bound) a file's first line
+    was shown as '     1\t… [line cut at 0 characters]', over the bound (13 tokens, 38 bytes) and
+    with none of the line, and the hint moved on to offset=2: line 1 could never be read.  A page
+    keeps within the bound and shows at least the line's first character (its note moved to the
+    closing hint when it would not fit beside it); a bound too small for the number and one
+    character is an error that says so and where the next lines are."""
+    from overspill.config import resolve_limits
+
+    if "max_tokens" in bound:
+        pytest.importorskip("quicktok")
+        from overspill._tokens import counter
+
+        measure, most = counter(), bound["max_tokens"]
+    else:
+        measure, most = (lambda text: len(text.encode()) + 1), bound["max_bytes"]
+    first = "error: undefined reference to `main'"
+    (tmp_path / "f.txt").write_text(f"{first}\nsecond line\n")
+    limits = resolve_limits({"tool_output": bound}, environ={})
+    page = tools.read(store, "s", "c", path="f.txt", cwd=tmp_path, limits=limits)
+    number = "     1\t"
+    if measure(number + "e…") > most:  # not even the number and one character fit
+        assert page.is_error and "\n" not in page.output, page.output
+        assert "line 1 of f.txt" in page.output and "offset=2" in page.output, page.output
+        return
+    assert not page.is_error, page.output
+    body, _, hint = page.output.partition("\n\n[")
+    assert measure(body) <= most, (body, measure(body))
+    assert body.startswith(number + "e") and first.startswith(body[len(number) :].partition("…")[0])
+    assert hint.startswith("more lines follow: read again with offset=2 to continue"), hint
+    if body.endswith("…"):  # cut, and the line's own note did not fit beside it: the hint says so
+        shown = len(body[len(number) :].partition("…")[0])
+        assert f"line 1 is cut at {shown} character" in hint, hint
+    # The next page goes on with line 2.
+    after = tools.read(store, "s", "c", path="f.txt", cwd=tmp_path, offset=2, limits=limits)
+    assert not after.is_error and after.output.startswith("     2\ts"), after.output
+
+
 @pytest.mark.parametrize(("setup", "fragment"), [("missing", "no such file"), ("folder", "is a directory"),
                                                  ("binary", "binary"), ("past", "past the end")])
 def test_read_file_refusals(store, tmp_path, setup, fragment):

@@ -72,7 +72,9 @@ def read(store: ToolOutputStore, session_id: str, tool_call_id: str, *, resource
         server's): a file's page then takes at most ``limits.max_lines``
         lines and ``limits.max_bytes`` bytes (and ``limits.max_tokens``
         o200k tokens when set) besides its closing hint, the first line cut
-        to fit when it alone does not.
+        to fit when it alone does not (to one character at least, its cut
+        named in the closing hint when its note does not fit beside it; a
+        bound too small for that is an error).
     :param page: the most bytes of a resource's page (the host's choice, ``page_within``), for a host
         whose framework shows the model only so much of an answer: the ``limit`` when none is asked
         for, and the cap of one asked for (as an argument or in the URI); the closing hint names
@@ -241,6 +243,7 @@ def _numbered_lines(file: BinaryIO, path: str, first: int, count: int, max_bytes
     used = 0
     more = False
     unread = None  # the number of a shown line whose rest was not all skipped: the page ends there
+    squeezed = ""  # how the page's one line was cut, when its own note did not fit beside it
     while True:
         if len(lines) == count:
             # Whether a line follows takes one byte of it, never the whole of a long one.
@@ -267,7 +270,10 @@ def _numbered_lines(file: BinaryIO, path: str, first: int, count: int, max_bytes
             more = True
             break
         if size > max_bytes:  # the first line alone is over a host's bound: cut further
-            numbered = _cut_line(number, text, lambda shown: _utf8(shown) + 1 <= max_bytes)
+            cut_line = _cut_line(number, text, lambda shown: _utf8(shown) + 1 <= max_bytes, f"max_bytes {max_bytes}")
+            if cut_line is None:
+                return failure(_too_small(path, number, f"max_bytes {max_bytes}"))
+            numbered, squeezed = cut_line
             size = _utf8(numbered) + 1
         lines.append(numbered)
         used += size
@@ -281,14 +287,21 @@ def _numbered_lines(file: BinaryIO, path: str, first: int, count: int, max_bytes
             return ToolResult("(empty file)", False, False, None, {"lines": 0})
         return failure(f"offset {int_text(first)} is past the end of {path}, which has {number} lines")
     if tokens is not None:
-        lines, more = _within_tokens(lines, more, tokens)
+        within = _within_tokens(lines, more, tokens, squeezed)
+        if within is None:
+            return failure(_too_small(path, first, f"max_tokens {tokens[0]}"))
+        lines, more, squeezed = within
     last = first + len(lines) - 1
     output = "\n".join(lines)
+    closing = ""
     if unread is not None and last == unread:
-        output += (f"\n\n[line {unread} goes on past {_SKIP_BOUND >> 20} MiB, not read further: lines after it, if "
-                   f"any, from offset={last + 1}]")
+        closing = (f"line {unread} goes on past {_SKIP_BOUND >> 20} MiB, not read further: lines after it, if "
+                   f"any, from offset={last + 1}")
     elif more:
-        output += f"\n\n[more lines follow: read again with offset={last + 1} to continue]"
+        closing = f"more lines follow: read again with offset={last + 1} to continue"
+    closing = "; ".join(note for note in (closing, squeezed) if note)
+    if closing:
+        output += f"\n\n[{closing}]"
     return ToolResult(output, False, more, None, {"first_line": first, "last_line": last})
 
 
@@ -296,31 +309,55 @@ def _utf8(text: str) -> int:
     return len(text.encode("utf-8", "surrogateescape"))
 
 
-def _cut_line(number: int, text: str, fits: Callable[[str], bool]) -> str:
-    """Line ``number`` numbered, its text cut (with a note saying where) to
-    the longest start that ``fits``; at least the number and the note."""
-    keep = len(text)
-    while True:
-        keep = keep * 7 // 8 if keep > 8 else keep - 1
-        if keep <= 0:
-            return f"{number:>6}\t… [line cut at 0 characters]"
-        shown = f"{number:>6}\t{text[:keep]}… [line cut at {keep} characters]"
-        if fits(shown):
-            return shown
+def _cut_line(number: int, text: str, fits: Callable[[str], bool], bound: str) -> Optional[tuple[str, str]]:
+    """Line ``number`` numbered, its text cut to the longest start that
+    ``fits`` (a page's ``bound``, said as ``"max_tokens 5"``), and a note for the
+    closing hint: the line ends in a note saying where it was cut when that
+    fits beside at least one character (the note for the hint is then "");
+    else in a bare ``…``, the note going to the hint (on top of the bound), so
+    that a page makes progress through the line.  None when not even the
+    number and the first character fit."""
+    for noted in (True, False):
+        keep = len(text)
+        while True:
+            keep = keep * 7 // 8 if keep > 8 else keep - 1
+            if keep <= 0:
+                break
+            if noted:
+                shown = f"{number:>6}\t{text[:keep]}… [line cut at {keep} characters]"
+            else:
+                shown = f"{number:>6}\t{text[:keep]}…"
+            if fits(shown):
+                if noted:
+                    return shown, ""
+                plural = "" if keep == 1 else "s"
+                return shown, f"line {number} is cut at {keep} character{plural} to fit the page's bound ({bound})"
+    return None
 
 
-def _within_tokens(lines: list[str], more: bool, tokens: tuple[int, Callable[[str], int]]
-                   ) -> tuple[list[str], bool]:
+def _too_small(path: str, number: int, bound: str) -> str:
+    """The error of a page whose first line does not fit its ``bound`` even cut to one character."""
+    return (f"line {number} of {path} does not fit this page's bound ({bound}), not even its number and first "
+            f"character; read on from offset={number + 1} for the lines after it, if any")
+
+
+def _within_tokens(lines: list[str], more: bool, tokens: tuple[int, Callable[[str], int]], squeezed: str = ""
+                   ) -> Optional[tuple[list[str], bool, str]]:
     """The first of ``lines`` whose text takes at most ``max_tokens`` tokens,
-    narrowed in proportion (as the preview's byte limit is), and whether
-    lines follow them."""
+    narrowed in proportion (as the preview's byte limit is), whether lines
+    follow them, and how the one line left was cut (``_cut_line``'s note;
+    ``squeezed``: the note of a line already cut to a bare ``…``).  None when
+    not even the first line's number and first character fit."""
     max_tokens, counted = tokens
     while True:
         used = counted("\n".join(lines))
         if used <= max_tokens:
-            return lines, more
+            return lines, more, squeezed
         if len(lines) == 1:  # one line over the bound: its text is cut until it fits
             number, _, text = lines[0].partition("\t")
-            text = text.rpartition("… [line cut at ")[0] or text  # a line already cut is cut from its text
-            return [_cut_line(int(number), text, lambda shown: counted(shown) <= max_tokens)], more
+            # A line already cut is cut from its text: its note, or its bare "…", taken off.
+            text = text[:-1] if squeezed else (text.rpartition("… [line cut at ")[0] or text)
+            cut_line = _cut_line(int(number), text, lambda shown: counted(shown) <= max_tokens,
+                                 f"max_tokens {max_tokens}")
+            return None if cut_line is None else ([cut_line[0]], more, cut_line[1])
         lines, more = lines[: max(1, min(len(lines) - 1, len(lines) * max_tokens * 15 // (used * 16)))], True
