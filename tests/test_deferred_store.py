@@ -2,7 +2,8 @@
 
 ``tools.bash.execute(None, ..., open_store=...)`` holds the output while it is
 within the limits, as ``truncate_stream`` does, and opens the store only when
-it goes over them (or is binary, or must be counted in tokens).  What the model
+it goes over them (or is binary, or its tokens are over a token bound, counted
+before anything is opened).  What the model
 is shown is the same as with the store open from the start.
 """
 
@@ -38,7 +39,8 @@ CASES = [
     ("printf '\\033[31mred\\033[0m\\n'", {"views": ["ansi"]}),
     ("printf '\\000\\001\\002binary'", {}),  # binary: always stored
     ("seq 1 5000", {}),
-    ("printf 'short\\n'", {"max_tokens": 100}),  # a token bound: only the store counts tokens
+    ("printf 'short\\n'", {"max_tokens": 100}),  # within a token bound: counted before any store is opened
+    ("seq 1 60", {"max_tokens": 20}),  # within the bytes and lines, over the token bound: stored
 ]
 
 
@@ -71,8 +73,9 @@ def test_what_is_shown_is_the_same_as_with_the_store_open(tmp_path, command, set
     assert lazy.marker.keys() == eager.marker.keys()
     assert lazy.marker.get("next_offset") == eager.marker.get("next_offset")
     assert lazy.storage_error is None and lazy.process.exit_code == eager.process.exit_code
-    # The store is opened exactly when something is stored, or a token bound must be checked.
-    assert opened == (eager.resource is not None or settings.get("max_tokens") is not None)
+    # The store is opened exactly when something is stored (red team I12 #2: a token bound opened it
+    # for an output shown whole too).
+    assert opened == (eager.resource is not None)
     if lazy.resource is not None:
         assert lazy.resource.size == eager.resource.size
     if not opened:
