@@ -643,6 +643,96 @@ def test_a_head_cut_inside_a_redrawn_line_shows_its_final_state(tmp_path, data):
     assert finals >= 3  # most of these cuts show a part of the final state, not just stop at the line's start
 
 
+# Outputs whose head cuts into a line redrawn past the first max_bytes (red team O12): (data, max_lines, max_bytes).
+_REDRAWN_PAST_THE_WINDOW = [
+    (b"x" * 1500 + b"\rfinal state of line one\n" + b"row\n" * 5000, 2000, 1000),
+    (b"Downloading " + b"#" * 9000 + b"\rDownloaded 1 file\n" + b"row\n" * 20000, 2000, 8192),
+    (b"progress 10%\rprogress 50%\rdone line\n" * 3000, 1, 5),
+    (b"x" * 1500 + b"\rfinal state of line one\r\n" + b"row\r\n" * 5000, 2000, 1000),  # CRLF
+    (b"x" * 1500 + b"\x1b[32m" + b"y" * 100 + b"\x1b[0m\r\x1b[1mfinal\x1b[0m state of line one\n"  # ANSI
+     + b"row\n" * 5000, 2000, 1000),
+    ("データ".encode() * 600 + "\rfinal データ state\n".encode() + "行\n".encode() * 5000, 2000, 1000),
+    (b"first line\n" + b"x" * 3000 + b"\rsecond final\n" + b"row\n" * 5000, 2000, 1000),  # not the first line
+    (b"progress 10%\rprogress 50%\r" * 300 + b"done line\n" + b"row\n" * 5000, 2000, 1000),
+]
+
+
+def _head_is_a_prefix_of_the_view(data: bytes, head: str, head_end: int, flags: int) -> None:
+    view_lines = text_module.shown_text(data, flags).split("\n")
+    assert text_module.shown_text(data[:head_end], flags) in (head, head + "\n"), (head[:60], head_end)
+    for index, line in enumerate(head.rstrip("\n").split("\n")):
+        assert view_lines[index].startswith(line), (line[:60], view_lines[index][:60])
+
+
+@pytest.mark.parametrize("data, max_lines, max_bytes", _REDRAWN_PAST_THE_WINDOW,
+                         ids=["x", "download", "one-line", "crlf", "ansi", "utf-8", "second-line", "many-redraws"])
+def test_a_head_cut_in_a_line_redrawn_past_the_window_shows_its_final_state(tmp_path, data, max_lines, max_bytes):
+    # Regression (red team O12): the head's window (its first max_bytes + 2 bytes) held no \r, so the
+    # output counted as its own view there and the head was a byte cut: 'xxxx...' of a line whose view is
+    # 'final state of line one', 'progr' of one that shows 'done line'.  The window now reaches the end
+    # of the line the head cuts into; the head is a prefix of the view (or ends at the line's start),
+    # from truncate, truncate_stream (windows of the stored payload) and view_preview alike.
+    flags = text_module.view_flags(["ansi", "cr"])
+    found = view_preview(data, max_lines, max_bytes, flags, text_module.line_slack(max_bytes))
+    assert found.truncated
+    _head_is_a_prefix_of_the_view(data, found.head, found.head_end, flags)
+    with ToolOutputStore(tmp_path, durable=False) as s:
+        for result in (s.truncate("s", "whole", data, max_lines=max_lines, max_bytes=max_bytes),
+                       s.truncate_stream("s", "stream", [data[i : i + 4096] for i in range(0, len(data), 4096)],
+                                         max_lines=max_lines, max_bytes=max_bytes)):
+            head, marker, _, _ = parts(result.content)
+            assert result.next_offset == int(marker.group(3))
+            _head_is_a_prefix_of_the_view(data, head, result.next_offset, flags)
+            assert len(head.encode()) <= max_bytes
+    with ToolOutputStore(tmp_path / "tokens", durable=False, config={"tool_output": {"max_tokens": 60}}) as s:
+        result = s.truncate("s", "tokens", data, max_lines=max_lines, max_bytes=max_bytes)
+        head, marker, _, _ = parts(result.content)
+        _head_is_a_prefix_of_the_view(data, head, int(marker.group(3)), flags)
+
+
+def test_a_capped_head_shows_a_long_redrawn_line_only_when_the_stored_copy_holds_its_end(tmp_path):
+    # Regression (red team O12): a capped output's head was cut from the stored copy's first
+    # max_bytes + 16 bytes joined to the kept end, so a first line redrawn further on showed a state
+    # it overwrites ('xxxx...', or 'downloading 30' of a line that ends at 'downloading 100000').
+    # The head's window reaches the line's end when the stored copy holds it; when the copy ends
+    # inside the line, what the line shows may be in the bytes not kept: the head shows none of it.
+    flags = text_module.view_flags(["ansi", "cr"])
+    redraws = b"\r".join(b"downloading %d" % i for i in range(1, 100_001))
+    rows = b"".join(b"row %06d\n" % i for i in range(30_000))
+    cases = [(b"x" * 1500 + b"\rfinal state of line one\n" + rows, 1500), (b"first line\n" + redraws + b"\ndone\n" + rows, 11)]
+    with ToolOutputStore(tmp_path, durable=False, config={"tool_output": {"max_stored_bytes": 100_000}}) as s:
+        for data, shown_end in cases:
+            result = s.truncate_stream("s", "c", [data[i : i + 65536] for i in range(0, len(data), 65536)],
+                                       max_lines=2000, max_bytes=1000)
+            assert "the stored copy holds the first 100000" in result.content
+            offset = int(re.search(r"offset=(\d+)\)", result.content).group(1))
+            head = result.content[: result.content.index("\n\n... output truncated")]
+            assert shown_end <= offset <= shown_end + 1000, head[:80]
+            _head_is_a_prefix_of_the_view(data, head, offset, flags)
+            assert "downloading" not in head and "xxx" not in head
+
+
+def test_a_head_shows_nothing_of_a_line_whose_end_is_past_the_look_for_it(tmp_path):
+    # (red team O12) The look for the end of the line a head cuts into is bounded (HEAD_LINE_REACH):
+    # a longer line is not read whole on every preview, and its final state is not known, so the head
+    # ends at its start; the tail shows its end as before (no \r in the tail's window).
+    from overspill._views import HEAD_LINE_REACH
+
+    flags = text_module.view_flags(["ansi", "cr"])
+    data = b"first line\n" + b"x" * (HEAD_LINE_REACH + 1000) + b"\rfinal\n" + b"row\n" * 2000
+    found = view_preview(data, 2000, 1000, flags)
+    assert (found.head, found.head_end) == ("first line\n", 11) and found.tail.endswith("row\n")
+    with ToolOutputStore(tmp_path, durable=False) as s:
+        for result in (s.truncate("s", "whole", data, max_lines=2000, max_bytes=1000),
+                       s.truncate_stream("s", "stream", [data[i : i + (1 << 20)] for i in range(0, len(data), 1 << 20)],
+                                         max_lines=2000, max_bytes=1000)):
+            head, marker, _, _ = parts(result.content)
+            assert head == "first line" and int(marker.group(3)) == 11
+    # A line just within the look is read to its end: its final state shows.
+    within = b"x" * (HEAD_LINE_REACH - 2000) + b"\rfinal\n" + b"row\n" * 2000
+    assert view_preview(within, 2000, 1000, flags).head.startswith("final")
+
+
 def _widest(bound: int) -> list[int]:
     """Numbers up to ``bound`` with every digit count, the widest of each (and the bound itself)."""
     return sorted({min(bound, 10**digits - 1) for digits in range(1, len(str(bound)) + 1)} | {1, bound})

@@ -21,7 +21,7 @@ import errno
 
 from . import _kernels
 from ._buffers import VIEW_ANSI
-from ._views import final_state, view_preview
+from ._views import final_state, head_window, head_within, view_preview
 from .errors import ResourceNotFoundError, StorageError
 from .text import (
     SIGNAL_LINES,
@@ -322,7 +322,12 @@ def _payload(read: Reader, uri: str, size: int, lines: int, max_lines: int, max_
         if size <= 2 * window:
             with read(0, size) as whole:
                 return view_preview(whole, max_lines, max_bytes, flags, slack, runs)
-        with read(0, window) as view:
+        # The head's window reaches the end of the line the head may cut into (a \r on in it redraws it).
+        head_end, unknown = head_window(_bytes_of(_releasing(read, release)), size, max_bytes, flags, window)
+        if head_end > size - window:
+            with read(0, size) as whole:
+                return view_preview(whole, max_lines, max_bytes, flags, slack, runs, lines=lines, release=release)
+        with read(0, head_end) as view:
             head = bytes(view)
         with read(size - window, size) as view:
             tail = bytes(view)
@@ -334,8 +339,17 @@ def _payload(read: Reader, uri: str, size: int, lines: int, max_lines: int, max_
         filler = _filler(head, tail, lines, max_lines)
         # Trimmed runs stay within the windows: a cut moves only away from the gap.
         cut = view_preview(head + filler + tail, max_lines, max_bytes, flags, slack, runs)
-    shift = size - (2 * window + len(filler))
-    return Preview(cut.head, cut.tail, True, cut.head_end, cut.tail_start + shift)
+    shift = size - (len(head) + len(filler) + len(tail))
+    return head_within(Preview(cut.head, cut.tail, True, cut.head_end, cut.tail_start + shift), unknown)
+
+
+def _bytes_of(read: Reader) -> Callable[[int, int], bytes]:
+    """``read`` as a function giving the bytes ``[start, end)`` themselves."""
+    def bytes_of(start: int, end: int) -> bytes:
+        with read(start, end) as view:
+            return bytes(view)
+
+    return bytes_of
 
 
 def _may_be_in_a_sequence(read: Reader, position: int) -> bool:
@@ -363,8 +377,14 @@ def _capped(read: Reader, uri: str, stored: int, tail: bytes, total: int, lines:
     line count), as for ``_payload``'s windows.  Offsets are the output's:
     ``head_end`` is also an offset in the stored copy.
     """
-    with _reading_back(uri), read(0, min(max_bytes + BOUNDARY_MARGIN, stored)) as view:
-        head = bytes(view)
+    with _reading_back(uri):
+        # The head's window reaches the end of the line the head may cut into, when the stored copy
+        # holds it: a line it ends inside may be redrawn in the bytes not kept (its final state is not
+        # known), and the head then ends at its start (``_apart``'s head likewise).
+        end, unknown = head_window(_bytes_of(read), stored, max_bytes, flags, max_bytes + BOUNDARY_MARGIN,
+                                   complete=False)
+        with read(0, min(end, stored)) as view:
+            head = bytes(view)
     tail_start = total - len(tail)
     if tail_start < len(head):  # the true end and the head overlap: no gap at all
         tail, tail_start = tail[len(head) - tail_start :], len(head)
@@ -380,9 +400,10 @@ def _capped(read: Reader, uri: str, stored: int, tail: bytes, total: int, lines:
         # kept end is the whole output) a head reaching past the stored copy
         # would send the model to read where it holds nothing: the head is
         # cut from the stored copy alone.
-        return _apart(head, tail, tail_start, max_lines, max_bytes, flags, slack, runs)
+        return _apart(head if unknown < 0 else head[:unknown], tail, tail_start, max_lines, max_bytes, flags, slack,
+                      runs)
     shift = total - (len(head) + len(filler) + len(tail))
-    return Preview(cut.head, cut.tail, cut.truncated, cut.head_end, cut.tail_start + shift)
+    return head_within(Preview(cut.head, cut.tail, cut.truncated, cut.head_end, cut.tail_start + shift), unknown)
 
 
 def _apart(head: bytes, tail: bytes, tail_start: int, max_lines: int, max_bytes: int, flags: int,

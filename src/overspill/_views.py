@@ -25,7 +25,8 @@ if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
 
     Reader = Callable[[int, int], AbstractContextManager[memoryview]]  # a payload's bytes [start, end), verified
 
-__all__ = ["ESCAPE_REACH", "Escapes", "covering_far", "covering_in", "final_state", "view_preview"]
+__all__ = ["ESCAPE_REACH", "Escapes", "covering_far", "covering_in", "final_state", "head_window",
+           "head_within", "view_preview"]
 
 # How far back from a page's edge a read looks for an escape sequence covering it (its window's margin),
 # and the first step of _last_of's look-back (a preview's cut looks back as far as the sequence takes).
@@ -37,17 +38,76 @@ def _viewed(data: BytesLike, flags: int) -> bytes:
     return bytes(data) if shown is None else shown
 
 
-def _is_clean(view: memoryview, max_bytes: int, flags: int,
+# How far past a preview's byte limit the look for the end of the line its head may cut into reads
+# (``head_window``): a line longer than this is not read whole on every preview for a \r that would
+# redraw it; the head then ends at the line's start, as when its final state is not found.
+HEAD_LINE_REACH = 16 << 20
+
+
+def _head_line(read: Callable[[int, int], bytes], max_bytes: int, size: int) -> tuple[int, int]:
+    """The line that a head within ``max_bytes`` may end inside, in data of
+    ``size`` bytes (``read(start, end)`` gives its bytes ``[start, end)``):
+    the one holding the byte before ``max_bytes``.  Returns ``(start,
+    newline)``: ``newline`` is the offset of the newline that ends it,
+    ``size`` when the data ends first, -1 when none comes within
+    ``HEAD_LINE_REACH`` bytes (bytes.find: memory speed, a window at a time)."""
+    low = min(max_bytes - 1, size)
+    start = read(0, low).rfind(b"\n") + 1
+    limit = min(size, low + HEAD_LINE_REACH)
+    reach = ESCAPE_REACH
+    while low < limit:
+        high = min(limit, low + reach)
+        found = read(low, high).find(b"\n")
+        if found >= 0:
+            return start, low + found
+        low, reach = high, min(reach * 4, _SCAN_BYTES)
+    return start, (size if limit == size else -1)
+
+
+def head_window(read: Callable[[int, int], bytes], size: int, max_bytes: int, flags: int, reach: int, *,
+                complete: bool = True) -> tuple[int, int]:
+    """The window of data of ``size`` bytes (``read(start, end)`` gives its
+    bytes ``[start, end)``) whose view decides the head of a preview within
+    ``max_bytes``: ``(end, unknown)``, the window ``[0, end)`` and -1, or
+    ``reach`` and the start of the line the head may end inside when the
+    line's end is not known (past ``HEAD_LINE_REACH``, or, unless
+    ``complete``, past the data's end: bytes not held may go on with it):
+    the head then shows nothing of it (``head_within``).
+
+    With ``VIEW_CR`` the head shows a line's final state (what follows its
+    last \r redraw): a \r anywhere on to the line's newline can redraw what a
+    byte cut would show, so the window reaches that newline (at least
+    ``reach``); without it, the window is ``reach``.
+    """
+    if not flags & VIEW_CR:
+        return reach, -1
+    start, newline = _head_line(read, max_bytes, size)
+    if newline < 0 or (newline == size and not complete):
+        return reach, start
+    return max(reach, newline + 1), -1  # with the newline: a \r before it is a line ending, not a redraw
+
+
+def head_within(found: Preview, start: int) -> Preview:
+    """``found`` with a head that shows nothing of the line that starts at
+    ``start`` (-1: none), one whose final state is not known
+    (``head_window``): the head ends at that line's start."""
+    if start < 0 or not found.truncated or found.head_end <= start:
+        return found
+    return Preview(found.head[: found.head.rfind("\n") + 1], found.tail, True, start, found.tail_start)
+
+
+def _is_clean(view: memoryview, max_bytes: int, flags: int, head: int,
               release: Optional[Callable[[int, int], None]] = None) -> bool:
-    """Whether the parts of ``view`` a preview can show are their own view (the look back for an
-    escape sequence under way gives each window back with ``release``)."""
+    """Whether the parts of ``view`` a preview can show are their own view: ``view[:head]``
+    (``head_window``) and the tail's window (the look back for an escape sequence under
+    way gives each window back with ``release``)."""
     size = len(view)
     reach = max_bytes + 2
-    if size <= 2 * reach:
+    if size <= 2 * reach or head >= size - reach:
         return _kernels.view_bytes(view, flags) is None
     # The tail's window is no piece of a sequence that starts before it (an OSC string, such as an inline
     # image's base64, can be longer than the window).
-    if _kernels.view_bytes(view[:reach], flags) is not None or _kernels.view_bytes(view[size - reach :], flags) is not None:
+    if _kernels.view_bytes(view[:head], flags) is not None or _kernels.view_bytes(view[size - reach :], flags) is not None:
         return False
     if not flags & VIEW_ANSI:
         return True
@@ -831,8 +891,10 @@ def _viewed_preview(data: BytesLike, max_lines: int, max_bytes: int, flags: int,
     so output that fits once cleaned is not truncated (``head`` is then all
     of its view).  ``head_end`` and ``tail_start`` stay offsets in ``data``:
     the head shows ``data[:head_end]`` and the tail ``data[tail_start:]``.
-    Text without ESC or lone ``\r`` near its ends gets exactly ``preview``'s
-    cuts (with ``line_slack=slack, runs=runs``); a view's runs are trimmed by
+    Text without ESC or lone ``\r`` near its ends (the head's end of them
+    reaching the end of the line the head may cut into, ``head_window``; a
+    line whose end is past ``HEAD_LINE_REACH`` is not shown) gets exactly
+    ``preview``'s cuts (with ``line_slack=slack, runs=runs``); a view's runs are trimmed by
     the same rule (``_runs``), over its lines as shown.  The cost grows with
     the stored bytes the preview shows.
 
@@ -840,11 +902,13 @@ def _viewed_preview(data: BytesLike, max_lines: int, max_bytes: int, flags: int,
     :raises ValueError: a limit below 1 or a negative ``slack``.
     """
     with byte_view(data) as view:
-        if not flags or _is_clean(view, max_bytes, flags, release):
+        head, unknown = head_window(lambda low, high: view[low:high].tobytes(), len(view), max_bytes, flags,
+                                    max_bytes + 2)
+        if not flags or _is_clean(view, max_bytes, flags, head, release):
             found = preview_from_cuts(view, _kernels.preview_cuts(view, max_lines, max_bytes, slack, runs))
             if flags and not found.truncated:
                 return Preview(shown_text(view, flags), "", False, found.head_end, found.tail_start)
-            return found
+            return head_within(found, unknown)
         found = _dirty_preview(view, max_lines, max_bytes, flags, slack, lines, release)
         if runs and found.truncated:
             from ._runs import trim_stored  # only a trimmed preview pays for its import
