@@ -378,11 +378,11 @@ def _capped(read: Reader, uri: str, stored: int, tail: bytes, total: int, lines:
     ``head_end`` is also an offset in the stored copy.
     """
     with _reading_back(uri):
-        # The head's window reaches the end of the line the head may cut into, when the stored copy
-        # holds it: a line it ends inside may be redrawn in the bytes not kept (its final state is not
-        # known), and the head then ends at its start (``_apart``'s head likewise).
-        end, unknown = head_window(_bytes_of(read), stored, max_bytes, flags, max_bytes + BOUNDARY_MARGIN,
-                                   complete=False)
+        # The head's window reaches the end of the line the head may cut into, or the stored copy's:
+        # a line the copy ends inside shows what the copy holds of it (its last redraw there; the
+        # marker says the rest was not kept), or nothing when ``_apart`` keeps whole lines, never a
+        # redraw that the copy's bytes after the window overwrite.
+        end, unknown = head_window(_bytes_of(read), stored, max_bytes, flags, max_bytes + BOUNDARY_MARGIN)
         with read(0, min(end, stored)) as view:
             head = bytes(view)
     tail_start = total - len(tail)

@@ -64,15 +64,14 @@ def _head_line(read: Callable[[int, int], bytes], max_bytes: int, size: int) -> 
     return start, (size if limit == size else -1)
 
 
-def head_window(read: Callable[[int, int], bytes], size: int, max_bytes: int, flags: int, reach: int, *,
-                complete: bool = True) -> tuple[int, int]:
+def head_window(read: Callable[[int, int], bytes], size: int, max_bytes: int, flags: int,
+                reach: int) -> tuple[int, int]:
     """The window of data of ``size`` bytes (``read(start, end)`` gives its
     bytes ``[start, end)``) whose view decides the head of a preview within
     ``max_bytes``: ``(end, unknown)``, the window ``[0, end)`` and -1, or
-    ``reach`` and the start of the line the head may end inside when the
-    line's end is not known (past ``HEAD_LINE_REACH``, or, unless
-    ``complete``, past the data's end: bytes not held may go on with it):
-    the head then shows nothing of it (``head_within``).
+    ``reach`` and the start of the line the head may end inside when that
+    line's end is past ``HEAD_LINE_REACH``: its final state is not known,
+    and the head shows nothing of it (``head_within``).
 
     With ``VIEW_CR`` the head shows a line's final state (what follows its
     last \r redraw): a \r anywhere on to the line's newline can redraw what a
@@ -82,7 +81,7 @@ def head_window(read: Callable[[int, int], bytes], size: int, max_bytes: int, fl
     if not flags & VIEW_CR:
         return reach, -1
     start, newline = _head_line(read, max_bytes, size)
-    if newline < 0 or (newline == size and not complete):
+    if newline < 0:
         return reach, start
     return max(reach, newline + 1), -1  # with the newline: a \r before it is a line ending, not a redraw
 
