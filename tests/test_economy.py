@@ -717,12 +717,13 @@ def test_a_capped_head_shows_a_long_redrawn_line_as_the_stored_copy_holds_it(tmp
 
 def test_a_head_shows_nothing_of_a_line_whose_end_is_past_the_look_for_it(tmp_path):
     # (red team O12) The look for the end of the line a head cuts into is bounded (HEAD_LINE_REACH):
-    # a longer line is not read whole on every preview, and its final state is not known, so the head
-    # ends at its start; the tail shows its end as before (no \r in the tail's window).
+    # a longer line is not read whole on every preview, and the final state of one redrawn in the
+    # bytes looked at is not known, so the head ends at its start; the tail shows its end as before
+    # (no \r in the tail's window).  (One with no \r looked at shows its start: the test below.)
     from overspill._views import HEAD_LINE_REACH
 
     flags = text_module.view_flags(["ansi", "cr"])
-    data = b"first line\n" + b"x" * (HEAD_LINE_REACH + 1000) + b"\rfinal\n" + b"row\n" * 2000
+    data = b"first line\n" + b"x" * 1000 + b"\r" + b"y" * (HEAD_LINE_REACH + 1000) + b"\rfinal\n" + b"row\n" * 2000
     found = view_preview(data, 2000, 1000, flags)
     assert (found.head, found.head_end) == ("first line\n", 11) and found.tail.endswith("row\n")
     with ToolOutputStore(tmp_path, durable=False) as s:
@@ -734,6 +735,27 @@ def test_a_head_shows_nothing_of_a_line_whose_end_is_past_the_look_for_it(tmp_pa
     # A line just within the look is read to its end: its final state shows.
     within = b"x" * (HEAD_LINE_REACH - 2000) + b"\rfinal\n" + b"row\n" * 2000
     assert view_preview(within, 2000, 1000, flags).head.startswith("final")
+
+
+def test_a_head_shows_the_start_of_a_line_past_the_look_when_the_look_saw_no_redraw(tmp_path):
+    # A line longer than HEAD_LINE_REACH with no \r in the bytes looked at (a minified JSON document, a
+    # one-line log of 20 MB) is not a progress bar: its head is its start, a byte cut as before the look
+    # was bounded, not nothing.  Only a \r seen on the line makes its final state matter.
+    from overspill._views import HEAD_LINE_REACH
+
+    flags = text_module.view_flags(["ansi", "cr"])
+    document = b'{"items": [' + b'{"id": 1, "name": "caf\xc3\xa9"}, ' * ((HEAD_LINE_REACH + 4096) // 20) + b'{"id": 0}]}'
+    for data in (document, document + b"\n", b"first line\n" + document + b"\nlast\n"):
+        found = view_preview(data, 2000, 1000, flags)
+        assert found.truncated and found.head_end > 400, found.head_end
+        assert data.startswith(found.head.encode()), found.head[:80]
+    with ToolOutputStore(tmp_path, durable=False) as s:
+        for result in (s.truncate("s", "whole", document, max_lines=2000, max_bytes=1000),
+                       s.truncate_stream("s", "stream", [document[i : i + (1 << 20)]
+                                                         for i in range(0, len(document), 1 << 20)],
+                                         max_lines=2000, max_bytes=1000)):
+            head, marker, _, _ = parts(result.content)
+            assert head.startswith('{"items": [{"id": 1') and int(marker.group(3)) > 400
 
 
 def _widest(bound: int) -> list[int]:

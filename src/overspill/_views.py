@@ -44,24 +44,30 @@ def _viewed(data: BytesLike, flags: int) -> bytes:
 HEAD_LINE_REACH = 16 << 20
 
 
-def _head_line(read: Callable[[int, int], bytes], max_bytes: int, size: int) -> tuple[int, int]:
+def _head_line(read: Callable[[int, int], bytes], max_bytes: int, size: int) -> tuple[int, int, bool]:
     """The line that a head within ``max_bytes`` may end inside, in data of
     ``size`` bytes (``read(start, end)`` gives its bytes ``[start, end)``):
     the one holding the byte before ``max_bytes``.  Returns ``(start,
-    newline)``: ``newline`` is the offset of the newline that ends it,
-    ``size`` when the data ends first, -1 when none comes within
-    ``HEAD_LINE_REACH`` bytes (bytes.find: memory speed, a window at a time)."""
+    newline, redrawn)``: ``newline`` is the offset of the newline that ends
+    it, ``size`` when the data ends first, -1 when none comes within
+    ``HEAD_LINE_REACH`` bytes (bytes.find: memory speed, a window at a time);
+    ``redrawn``, whether a \r was seen in the bytes of the line looked at
+    (asked only of a line whose end was not found)."""
     low = min(max_bytes - 1, size)
-    start = read(0, low).rfind(b"\n") + 1
+    before = read(0, low)
+    start = before.rfind(b"\n") + 1
+    redrawn = before.find(b"\r", start) >= 0
     limit = min(size, low + HEAD_LINE_REACH)
     reach = ESCAPE_REACH
     while low < limit:
         high = min(limit, low + reach)
-        found = read(low, high).find(b"\n")
+        window = read(low, high)
+        found = window.find(b"\n")
         if found >= 0:
-            return start, low + found
+            return start, low + found, redrawn
+        redrawn = redrawn or b"\r" in window
         low, reach = high, min(reach * 4, _SCAN_BYTES)
-    return start, (size if limit == size else -1)
+    return start, (size if limit == size else -1), redrawn
 
 
 def head_window(read: Callable[[int, int], bytes], size: int, max_bytes: int, flags: int,
@@ -70,8 +76,11 @@ def head_window(read: Callable[[int, int], bytes], size: int, max_bytes: int, fl
     bytes ``[start, end)``) whose view decides the head of a preview within
     ``max_bytes``: ``(end, unknown)``, the window ``[0, end)`` and -1, or
     ``reach`` and the start of the line the head may end inside when that
-    line's end is past ``HEAD_LINE_REACH``: its final state is not known,
-    and the head shows nothing of it (``head_within``).
+    line's end is past ``HEAD_LINE_REACH`` and a \r was seen on it: its
+    final state is not known, and the head shows nothing of it
+    (``head_within``).  A line that long with no \r in the bytes looked at
+    (a minified document, a one-line log) is no progress bar: its head is a
+    byte cut of its start, as the window ``reach`` gives it.
 
     With ``VIEW_CR`` the head shows a line's final state (what follows its
     last \r redraw): a \r anywhere on to the line's newline can redraw what a
@@ -80,9 +89,9 @@ def head_window(read: Callable[[int, int], bytes], size: int, max_bytes: int, fl
     """
     if not flags & VIEW_CR:
         return reach, -1
-    start, newline = _head_line(read, max_bytes, size)
+    start, newline, redrawn = _head_line(read, max_bytes, size)
     if newline < 0:
-        return reach, start
+        return reach, (start if redrawn else -1)
     return max(reach, newline + 1), -1  # with the newline: a \r before it is a line ending, not a redraw
 
 
