@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Optional
+import dataclasses
+from typing import Annotated, Any, Optional
 
 import pytest
 
@@ -16,10 +17,14 @@ framework("langchain.agents")
 from langchain.agents import create_agent  # noqa: E402
 from langchain.tools import ToolRuntime  # noqa: E402
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
-from langchain_core.messages import AIMessage, ToolMessage  # noqa: E402
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage  # noqa: E402
 from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
+from langchain_core.tools import InjectedToolCallId, tool  # noqa: E402
+from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
+from langgraph.graph.message import add_messages  # noqa: E402
+from langgraph.prebuilt import ToolNode, tools_condition  # noqa: E402
 from langgraph.types import Command  # noqa: E402
+from pydantic import BaseModel  # noqa: E402
 
 from overspill.adapters.langchain import middleware  # noqa: E402
 
@@ -455,3 +460,62 @@ def test_long_thread_and_call_ids_are_bounded_in_sessions_of_their_own(store):
         later.check()
         assert later.foreign_answer.startswith(BIG[:20]) is shown, later.foreign_answer
     assert len({record.session_id for record in store.records()}) == 2
+
+
+# ------------------------------------------------------------------ regressions (red team P12)
+class ModelState(BaseModel):
+    messages: Annotated[list[AnyMessage], add_messages] = []
+
+
+@dataclasses.dataclass
+class DataState:
+    messages: Annotated[list[AnyMessage], add_messages] = dataclasses.field(default_factory=list)
+
+
+STATES: dict[str, Any] = {"list": Annotated[list, add_messages], "dict": MessagesState, "model": ModelState,
+                          "dataclass": DataState}
+
+
+def _updating(state: str) -> Any:
+    """The tool whose Command updates the state named in the form LangGraph takes for that state."""
+    @tool
+    def update(tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+        """Return a Command whose update is in the state's own form."""
+        messages = [ToolMessage(BIG, tool_call_id=tool_call_id)]
+        return Command(update=messages if state == "list" else STATES[state](messages=messages))  # not "dict"
+
+    return update
+
+
+def _tool_graph(state: str, tools: list, hooks: Any, model: Any = None) -> Any:
+    """A graph over the state named whose ToolNode has the middleware's hooks as its wrappers: alone, or
+    (with ``model``) in a model <-> tools loop routed by tools_condition."""
+    graph = StateGraph(STATES[state])
+    graph.add_node("tools", ToolNode(tools, wrap_tool_call=hooks.wrap_tool_call, awrap_tool_call=hooks.awrap_tool_call))
+    if model is None:
+        graph.add_edge(START, "tools")
+        graph.add_edge("tools", END)
+    else:
+        graph.add_node("model", lambda state: {"messages": [model.invoke(state["messages"])]})  # a dict state
+        graph.add_edge(START, "model")
+        graph.add_conditional_edges("model", tools_condition)
+        graph.add_edge("tools", "model")
+    return graph.compile()
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+@pytest.mark.parametrize("state", ["list", "model", "dataclass"])
+def test_a_commands_update_in_every_form_langgraph_takes_is_bounded(store, state, asynchronous):
+    # A ToolNode over a list of messages takes a Command(update=[ToolMessage, ...]) (a state model's
+    # Command(update=State(messages=[...])) as well): only a dict update's "messages" was looked into, so
+    # the tool message reached the model whole (538 KB).
+    app = _tool_graph(state, [_updating(state)], middleware(store))
+    call = AIMessage(content="", tool_calls=[{"name": "update", "args": {}, "id": "call-1"}])
+    task: Any = [call] if state == "list" else {"messages": [call]}
+    result = asyncio.run(app.ainvoke(task)) if asynchronous else app.invoke(task)
+    messages = result if isinstance(result, list) else result["messages"]
+    (sent,) = [m for m in messages if isinstance(m, ToolMessage)]
+    assert "tool-output://" in sent.content and len(sent.content.encode()) < 60_000
+    (record,) = store.records()
+    assert b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)) \
+        == BIG.encode()

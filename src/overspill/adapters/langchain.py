@@ -5,7 +5,8 @@ Needs the ``langchain`` extra (``pip install 'overspill[langchain]'``).
 The middleware's ``wrap_tool_call`` and ``awrap_tool_call`` bound every tool
 result: a ``ToolMessage``'s content (a string, or the text of a content-block
 list taken together: its text blocks and the JSON of every other block but
-media) and the tool messages of a ``Command``'s update (in any form LangGraph
+media) and the tool messages of a ``Command``'s update (a dict's ``"messages"``,
+a list of messages, a state object's ``messages``; each in any form LangGraph
 turns into a ``ToolMessage``), or of each item of a list of them; a tool's exception passing through it has its
 text bounded (for an error middleware outside it, such as ``ToolErrorMiddleware``,
 that shows the model ``str(exc)``), keeping its type.  A ``return_direct`` tool's call
@@ -32,6 +33,7 @@ with needs_extra("langchain"):
     from langchain_core.tools import BaseTool, StructuredTool
     from langgraph.errors import GraphBubbleUp
     from langgraph.types import Command
+    from pydantic import BaseModel
     from typing_extensions import NotRequired
 
 from ..store import ToolOutputStore
@@ -269,15 +271,48 @@ def _items(result: Any) -> list[Any]:
     return list(result) if isinstance(result, list) else [result]
 
 
+def _update_messages(update: Any) -> Optional[list[Any]]:
+    """The list of messages a ``Command``'s update gives the graph's messages, None when it gives none.
+
+    LangGraph takes an update in the state's own form: a dict's ``"messages"`` (``create_agent``, a
+    ``ToolNode`` given a dict), the list of messages itself (a ``ToolNode`` over a list of messages), or
+    a state object's ``messages`` field (a pydantic model or a dataclass, read as the graph reads it).
+    """
+    if isinstance(update, dict):
+        messages = update.get("messages")
+    elif isinstance(update, list):
+        messages = update
+    elif isinstance(update, BaseModel) and "messages" in type(update).model_fields:
+        messages = update.messages
+    elif dataclasses.is_dataclass(update) and not isinstance(update, type) \
+            and any(field.name == "messages" for field in dataclasses.fields(update)):
+        messages = update.messages
+    else:
+        return None
+    return messages if isinstance(messages, list) else None
+
+
+def _with_update_messages(update: Any, messages: list[Any]) -> Any:
+    """``update`` (a form ``_update_messages`` reads) giving ``messages`` instead, in the same form."""
+    if isinstance(update, dict):
+        return {**update, "messages": messages}
+    if isinstance(update, list):
+        return messages
+    if isinstance(update, BaseModel):
+        return update.model_copy(update={"messages": messages})
+    return dataclasses.replace(update, messages=messages)
+
+
 def _item_messages(item: Any) -> list[ToolMessage]:
     """The tool messages of one part of a result: a ``ToolMessage`` itself, or those of a ``Command``'s
-    update (its list of messages, in any form LangGraph accepts, each as the ``ToolMessage`` it becomes)."""
+    update (its messages in any form ``_update_messages`` reads, each message in any form LangGraph
+    accepts, as the ``ToolMessage`` it becomes)."""
     if isinstance(item, ToolMessage):
         return [item]
-    if isinstance(item, Command) and isinstance(item.update, dict):
+    if isinstance(item, Command):
         # A tool's Command reports to the model through the ToolMessages of its update.
-        messages = item.update.get("messages")
-        if isinstance(messages, list):
+        messages = _update_messages(item.update)
+        if messages is not None:
             return [message for message in map(_tool_message, messages) if message is not None]
     return []
 
@@ -322,11 +357,12 @@ def _replaced_item(item: Any, new: dict[int, ToolMessage]) -> Any:
     if isinstance(item, ToolMessage):
         return new[0]
     replaced, found = [], 0
-    for message in item.update["messages"]:  # the n-th tool message found is the n-th one _tool_message takes
+    # The n-th tool message found is the n-th one _tool_message takes from the update's messages.
+    for message in _update_messages(item.update) or ():
         if _tool_message(message) is not None:
             message, found = new.get(found, message), found + 1
         replaced.append(message)
-    return dataclasses.replace(item, update={**item.update, "messages": replaced})
+    return dataclasses.replace(item, update=_with_update_messages(item.update, replaced))
 
 
 def _call_ids(call_id: str, found: list[tuple[int, list[int], list[str]]]) -> list[str]:
