@@ -519,3 +519,21 @@ def test_a_commands_update_in_every_form_langgraph_takes_is_bounded(store, state
     (record,) = store.records()
     assert b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)) \
         == BIG.encode()
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_return_direct_tools_output_is_bounded_where_the_run_does_not_end_there(store, asynchronous):
+    # A ToolNode in a model <-> tools loop routed by tools_condition (which ignores return_direct): the
+    # return_direct tool's message does not end the run, the model reads it next; it passed whole
+    # (538 KB), the middleware taking every return_direct call for create_agent's run-ending one.
+    chat = TurnChat(names=["report"], sent=[])
+    hooks = middleware(store)
+    app = _tool_graph("dict", [report, *hooks.tools], hooks, model=chat)
+    task = {"messages": [("user", "go")]}
+    result = asyncio.run(app.ainvoke(task, RECURSION)) if asynchronous else app.invoke(task, RECURSION)
+    assert result["messages"][-1].content == "done"
+    (sent,) = chat.sent
+    assert "tool-output://" in sent and len(sent.encode()) < 60_000
+    (record,) = store.records()
+    assert b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)) \
+        == BIG.encode()

@@ -10,7 +10,8 @@ a list of messages, a state object's ``messages``; each in any form LangGraph
 turns into a ``ToolMessage``), or of each item of a list of them; a tool's exception passing through it has its
 text bounded (for an error middleware outside it, such as ``ToolErrorMiddleware``,
 that shows the model ``str(exc)``), keeping its type.  A ``return_direct`` tool's call
-that ends the run passes whole: its message is the run's answer, for the application.  The middleware registers ``read`` and ``grep``
+that ends an agent's run passes whole: its message is the run's answer, for the application (in
+another graph, where the middleware cannot tell that the run ends there, it is bounded).  The middleware registers ``read`` and ``grep``
 as its tools and answers their calls itself, so they run in the calling
 thread's session.
 
@@ -50,14 +51,18 @@ class OverspillState(AgentState):
     overspill_session: NotRequired[Annotated[str, PrivateStateAttr]]
 
 
+def _state_value(state: Any, key: str) -> Any:
+    """``key`` of a graph's state: a dict's item, a state object's attribute; None when it has none."""
+    return state.get(key) if isinstance(state, dict) else getattr(state, key, None)
+
+
 def _session_of(request: Any, fallback: str) -> str:
     runtime = getattr(request, "runtime", None)
     config = getattr(runtime, "config", None) or {}
     thread_id = (config.get("configurable") or {}).get("thread_id")
     if thread_id is not None and str(thread_id):
         return str(thread_id)
-    state = getattr(request, "state", None)
-    session = state.get(_SESSION_KEY) if isinstance(state, dict) else getattr(state, _SESSION_KEY, None)
+    session = _state_value(getattr(request, "state", None), _SESSION_KEY)
     return session if isinstance(session, str) and session else fallback
 
 
@@ -67,23 +72,26 @@ def _returned_directly(request: Any) -> bool:
     ``create_agent`` stops after the tools when every tool the model's turn called (of the agent's own:
     a provider's tools aside) has ``return_direct=True``; its last message, this call's, is then the
     run's answer.  A ``return_direct`` tool called beside another tool does not stop the run: the model
-    reads its message, so it is bounded.  Without the run's tools or state to tell, the tool's own flag
-    decides.
+    reads its message, so it is bounded.  Only ``create_agent``'s graph stops there: another graph
+    (a ``ToolNode`` given these hooks, routed by ``tools_condition``) may send the message on to its
+    model, so the call passes whole only in a run of an agent this middleware is part of (its state
+    carries the session ``before_agent`` set).  When the middleware cannot tell, the message is bounded:
+    a model may read it, and the application can still read the whole output from the store.
     """
     if not getattr(request.tool, "return_direct", False):
         return False
-    tools = getattr(getattr(request, "runtime", None), "tools", None)
     state = getattr(request, "state", None)
-    messages = state.get("messages") if isinstance(state, dict) else getattr(state, "messages", None)
-    if not tools or not isinstance(messages, list):
-        return True
+    tools = getattr(getattr(request, "runtime", None), "tools", None)
+    messages = _state_value(state, "messages")
+    if not _state_value(state, _SESSION_KEY) or not tools or not isinstance(messages, list):
+        return False  # not create_agent's run, or nothing to tell by: bounded
     direct = {tool.name: bool(getattr(tool, "return_direct", False)) for tool in tools}
     call_id = request.tool_call.get("id")
     for message in reversed(messages):  # the model's turn that made this call
         calls = getattr(message, "tool_calls", None)
         if isinstance(message, AIMessage) and calls and any(call.get("id") == call_id for call in calls):
             return all(direct[call.get("name")] for call in calls if call.get("name") in direct)
-    return True
+    return False
 
 
 def _call_id(request: Any) -> str:
