@@ -401,3 +401,72 @@ def test_long_conversation_and_call_ids_are_bounded_in_sessions_of_their_own(sto
         later.check()
         assert later.foreign_answer.startswith(BIG[:20]) is shown, later.foreign_answer
     assert len({record.session_id for record in store.records()}) == 2
+
+
+# ------------------------------------------------------------------ regressions (red team P12)
+def test_an_output_functions_retry_message_is_bounded_and_stays_a_retry(store):
+    # A ModelRetry raised by an output function (ToolOutput(fn), TextOutput(fn)) or an output validator
+    # reached the model whole (538 KB, nothing stored): an output tool's call goes through the output
+    # hooks, not wrap_tool_execute.  Now it is stored and previewed as a tool's retry is, the model pages
+    # it back exactly, and it stays a retry (the model tries again, the run goes on).
+    from pydantic_ai import ModelRetry, TextOutput, ToolOutput
+    from pydantic_ai.capabilities import AbstractCapability
+
+    log = "the answer is not ready:\n" + BIG
+
+    def answer() -> str:
+        """The final answer."""
+        raise ModelRetry(log)
+
+    def passes() -> str:
+        """The final answer, which the output validator rejects."""
+        return "ok"
+
+    class Rejecting(AbstractCapability[Any]):
+        # Another capability's output hook raising ModelRetry reaches overspill's wrap_output_validate.
+        rejected = False
+
+        async def after_output_validate(self, ctx: Any, *, output_context: Any, output: Any) -> Any:
+            if not self.rejected:
+                self.rejected = True
+                raise ModelRetry(log)
+            return output
+
+    for function, validated, extra in ((answer, False, []), (passes, True, []), (passes, False, [Rejecting()])):
+        script = Script("final_result")
+        run = Agent(scripted(script), output_type=[ToolOutput(function), str],
+                    capabilities=[capability(store), *extra])
+        if validated:
+            @run.output_validator
+            def reject(output: str) -> str:
+                if output == "ok":
+                    raise ModelRetry(log)
+                return output
+        result = run.run_sync("go")
+        assert result.output == "done"
+        script.check(log)  # the preview's marker, pages reproducing the message exactly, grep
+        (first,) = [part for message in result.all_messages() if isinstance(message, ModelRequest)
+                    for part in message.parts if getattr(part, "tool_name", None) == "final_result"]
+        assert isinstance(first, RetryPromptPart) or first.outcome == "retried"
+    # A text output function's retry (no call to answer: harness feedback) is bounded too.
+    seen: list = []
+
+    def shout(text: str) -> str:
+        if text == "first":
+            raise ModelRetry(log)
+        return text.upper()
+
+    async def respond(messages: list, info: AgentInfo) -> ModelResponse:
+        again = len(messages) > 1  # the feedback reaches the model as the next request's text
+        if again:
+            seen.extend(part.content for part in messages[-1].parts)
+        return ModelResponse(parts=[TextPart("second" if again else "first")],
+                             usage=RequestUsage(input_tokens=1, output_tokens=1))
+
+    result = Agent(FunctionModel(respond), output_type=TextOutput(shout), capabilities=[capability(store)]) \
+        .run_sync("go")
+    assert result.output == "SECOND"
+    (shown,) = seen
+    assert "tool-output://" in shown and "retry_feedback" in shown and len(shown.encode()) < 60_000
+    assert [b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
+            for record in store.records()] == [log] * 4

@@ -7,8 +7,10 @@ The capability's ``after_tool_execute`` bounds every tool's result (a
 multimodal content passes as it is, and the text beside it in a list is
 bounded together); its ``wrap_tool_execute`` bounds the message of a
 ``ModelRetry`` or ``ToolFailed`` (an MCP server's ``isError`` result comes as
-one of them), which the model sees instead of a result; and
-its toolset gives the model ``read`` and ``grep``, whose failures reach the
+one of them), which the model sees instead of a result; its
+``wrap_output_process`` and ``wrap_output_validate`` do the same for a retry
+of the output (an output function's, an output validator's), which stays a
+retry; and its toolset gives the model ``read`` and ``grep``, whose failures reach the
 model as ``ToolFailed``.
 
 The session is the run's conversation (``RunContext.conversation_id``: one per
@@ -18,7 +20,7 @@ run, kept by runs that continue its message history), else the run
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
@@ -27,9 +29,11 @@ from ._extra import needs_extra
 with needs_extra("pydantic-ai"):
     import pydantic_core
     from pydantic_ai import RunContext
-    from pydantic_ai.capabilities import AbstractCapability, WrapToolExecuteHandler
+    from pydantic_ai.capabilities import AbstractCapability, WrapOutputProcessHandler, WrapOutputValidateHandler, \
+        WrapToolExecuteHandler
     from pydantic_ai.exceptions import ModelRetry, ToolFailed, ToolFailedError, ToolRetryError
     from pydantic_ai.messages import ToolCallPart, ToolReturn, is_multi_modal_content
+    from pydantic_ai.output import OutputContext
     from pydantic_ai.tools import Tool, ToolDefinition
     from pydantic_ai.toolsets import FunctionToolset
 
@@ -133,11 +137,34 @@ class OverspillCapability(AbstractCapability[Any]):
         ``ModelRetry``/``ToolFailed`` itself when the caller asked for raw errors): over the limits, its
         message is stored whole in the run's session and replaced by the preview with the marker.
         """
+        if tool_def.name in self._toolset.tools:
+            return await handler(args)  # read's and grep's own failures are one line
+        return await self._retries_bounded(ctx, call, lambda: handler(args))
+
+    async def wrap_output_validate(self, ctx: RunContext[Any], *, output_context: OutputContext, output: Any,
+                                   handler: WrapOutputValidateHandler) -> Any:
+        """Validate the model's output; bound the message of a retry a hook raises (as ``wrap_tool_execute``)."""
+        return await self._retries_bounded(ctx, None, lambda: handler(output))
+
+    async def wrap_output_process(self, ctx: RunContext[Any], *, output_context: OutputContext, output: Any,
+                                  handler: WrapOutputProcessHandler) -> Any:
+        """Process the model's output; bound the message of a retry it raises, as ``wrap_tool_execute`` does.
+
+        An output function's (``ToolOutput(fn)``, ``TextOutput(fn)``...) or an output validator's
+        ``ModelRetry`` is shown to the model as a tool's is, but an output tool's call runs through the
+        output hooks, never ``wrap_tool_execute``; it stays a retry.
+        """
+        return await self._retries_bounded(ctx, None, lambda: handler(output))
+
+    async def _retries_bounded(self, ctx: RunContext[Any], call: Optional[ToolCallPart],
+                               run: Callable[[], Awaitable[Any]]) -> Any:
+        """``run()``'s value; a retry or failure it raises is raised again with its message bounded
+        (``_bounded_error``), in the call's session under the call's id (``call``'s, else the context's)."""
         try:
-            return await handler(args)
+            return await run()
         except (ToolRetryError, ToolFailedError, ModelRetry, ToolFailed) as error:
-            if tool_def.name in self._toolset.tools:
-                raise  # read's and grep's own failures are one line
+            if ctx.partial_output:
+                raise  # a streamed partial output's retry is dropped, never shown: only the final one's is
             bounded = await self._bounded_error(_session(ctx, self), _call_id(ctx, call), error)
             if bounded is None:
                 raise
