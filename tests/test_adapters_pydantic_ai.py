@@ -470,3 +470,38 @@ def test_an_output_functions_retry_message_is_bounded_and_stays_a_retry(store):
     assert "tool-output://" in shown and "retry_feedback" in shown and len(shown.encode()) < 60_000
     assert [b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
             for record in store.records()] == [log] * 4
+
+
+def test_a_deferred_tools_result_given_back_is_bounded(store):
+    # A deferred call's result given back with DeferredToolResults(calls=...) (an ExternalToolset's tool, or
+    # a tool that raised CallDeferred) reached the model whole (538 KB, nothing stored): PydanticAI never
+    # runs after_tool_execute for it.  Now the resumed run's results are bounded before they become tool
+    # returns: a value or a ToolReturn's as a tool's result, a ModelRetry's or ToolFailed's message as a
+    # tool's, each keeping its kind; the model pages the stored text back exactly.
+    from pydantic_ai import DeferredToolRequests, DeferredToolResults, ModelRetry
+    from pydantic_ai.exceptions import ToolFailed
+    from pydantic_ai.messages import ToolReturn
+    from pydantic_ai.tools import ToolDefinition
+    from pydantic_ai.toolsets import ExternalToolset
+
+    log = "the job's log:\n" + BIG
+    external = ExternalToolset([ToolDefinition(name="big", parameters_json_schema={"type": "object",
+                                                                                   "properties": {}})])
+    kinds = {}
+    for name, given in (("value", log), ("return", ToolReturn(log)), ("retry", ModelRetry(log)),
+                        ("failure", ToolFailed(log))):
+        script = Script()
+        run = Agent(scripted(script), output_type=[str, DeferredToolRequests], toolsets=[external],
+                    capabilities=[capability(store)])
+        paused = run.run_sync("go")
+        (call,) = paused.output.calls
+        result = run.run_sync(message_history=paused.all_messages(),
+                              deferred_tool_results=DeferredToolResults(calls={call.tool_call_id: given}))
+        assert result.output == "done"
+        script.check(log)  # the preview's marker, pages reproducing the result exactly, grep
+        (first,) = [part for message in result.all_messages() if isinstance(message, ModelRequest)
+                    for part in message.parts if getattr(part, "tool_call_id", None) == call.tool_call_id]
+        kinds[name] = "retried" if isinstance(first, RetryPromptPart) else first.outcome
+    assert kinds == {"value": "success", "return": "success", "retry": "retried", "failure": "failed"}
+    assert [b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
+            for record in store.records()] == [log] * 4

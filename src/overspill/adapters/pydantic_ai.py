@@ -10,8 +10,11 @@ bounded together); its ``wrap_tool_execute`` bounds the message of a
 one of them), which the model sees instead of a result; its
 ``wrap_output_process`` and ``wrap_output_validate`` do the same for a retry
 of the output (an output function's, an output validator's), which stays a
-retry; and its toolset gives the model ``read`` and ``grep``, whose failures reach the
-model as ``ToolFailed``.
+retry; its ``before_node_run`` bounds the results a run resumed with
+``deferred_tool_results`` gives deferred calls (PydanticAI runs no tool hook
+for them; results another capability's ``handle_deferred_tool_calls`` gives
+during the run are not seen); and its toolset gives the model ``read`` and
+``grep``, whose failures reach the model as ``ToolFailed``.
 
 The session is the run's conversation (``RunContext.conversation_id``: one per
 run, kept by runs that continue its message history), else the run
@@ -28,7 +31,7 @@ from ._extra import needs_extra
 
 with needs_extra("pydantic-ai"):
     import pydantic_core
-    from pydantic_ai import RunContext
+    from pydantic_ai import CallToolsNode, RunContext
     from pydantic_ai.capabilities import AbstractCapability, WrapOutputProcessHandler, WrapOutputValidateHandler, \
         WrapToolExecuteHandler
     from pydantic_ai.exceptions import ModelRetry, ToolFailed, ToolFailedError, ToolRetryError
@@ -62,7 +65,11 @@ def _session(context: RunContext[Any], fallback: object) -> str:
 
 
 def _call_id(context: RunContext[Any], call: Optional[ToolCallPart] = None) -> str:
-    call_id = call.tool_call_id if call is not None else context.tool_call_id
+    return _own_id(call.tool_call_id if call is not None else context.tool_call_id)
+
+
+def _own_id(call_id: Any) -> str:
+    """The model's tool call id, else one made for the call."""
     return call_id if isinstance(call_id, str) and call_id else new_call_id()
 
 
@@ -118,15 +125,28 @@ class OverspillCapability(AbstractCapability[Any]):
         """Bound ``result``, unless it is a page or search of this capability's own tools."""
         if tool_def.name in self._toolset.tools:
             return result  # a page is already bounded (and may hold more lines than a preview)
+        return await self._bounded_result(_session(ctx, self), _call_id(ctx, call), result)
+
+    async def before_node_run(self, ctx: RunContext[Any], *, node: Any) -> Any:
+        """Bound the results a run resumed with ``deferred_tool_results`` gives deferred calls (an external
+        tool's, a ``CallDeferred`` tool's): PydanticAI makes them tool returns without ``after_tool_execute``
+        or ``wrap_tool_execute``.  A value or a ``ToolReturn`` is bounded as a tool's result, a
+        ``ModelRetry``'s or ``ToolFailed``'s message as a tool's, each keeping its kind; an approval or a
+        denial is the application's, not the tool's, and passes.
+        """
+        results = node.tool_call_results if isinstance(node, CallToolsNode) else None
+        if not results:
+            return node
         session_id = _session(ctx, self)
-        call_id = _call_id(ctx, call)
-        if isinstance(result, ToolReturn):
-            # Its content goes to the model too, as a message of its own: bounded on its own.
-            changes = {"return_value": await self._bounded(session_id, call_id, result.return_value),
-                       "content": await self._bounded_content(session_id, f"{call_id}.content", result.content)}
-            changes = {name: value for name, value in changes.items() if value is not getattr(result, name)}
-            return replace(result, **changes) if changes else result
-        return await self._bounded(session_id, call_id, result)
+        bounded = dict(results)
+        for call_id, result in results.items():
+            if isinstance(result, ToolReturn):
+                bounded[call_id] = await self._bounded_result(session_id, _own_id(call_id), result)
+            elif isinstance(result, (ModelRetry, ToolFailed)):
+                bounded[call_id] = await self._bounded_error(session_id, _own_id(call_id), result) or result
+        if all(bounded[call_id] is result for call_id, result in results.items()):
+            return node
+        return replace(node, tool_call_results=bounded)
 
     async def wrap_tool_execute(self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition,
                                 args: Any, handler: WrapToolExecuteHandler) -> Any:
@@ -195,6 +215,17 @@ class OverspillCapability(AbstractCapability[Any]):
             # (retold could not make one that PydanticAI handles, with the text where it reads it: the base type)
             bounded = (ModelRetry if isinstance(error, ModelRetry) else ToolFailed)(preview)
         return bounded  # type: ignore[return-value]
+
+    async def _bounded_result(self, session_id: str, call_id: str, result: Any) -> Any:
+        """A tool's result bounded: a ``ToolReturn``'s ``return_value`` and, on its own, its ``content``;
+        any other value as ``_bounded`` bounds it."""
+        if isinstance(result, ToolReturn):
+            # Its content goes to the model too, as a message of its own: bounded on its own.
+            changes = {"return_value": await self._bounded(session_id, call_id, result.return_value),
+                       "content": await self._bounded_content(session_id, f"{call_id}.content", result.content)}
+            changes = {name: value for name, value in changes.items() if value is not getattr(result, name)}
+            return replace(result, **changes) if changes else result
+        return await self._bounded(session_id, call_id, result)
 
     async def _bounded(self, session_id: str, call_id: str, value: Any) -> Any:
         """A return value bounded: media (images, audio, documents, files) as it is; beside media in a list,
