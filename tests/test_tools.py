@@ -2692,3 +2692,26 @@ def test_skill_front_matter_reads_a_value_on_the_line_after_its_key_as_on_the_ke
     from overspill.tools._front_matter import front_matter
 
     assert front_matter(f"---\n{front}\n---\nbody\n") == expected
+
+
+# ------------------------------------------------------------------ red team R12: pre blocks, charsets, messages
+_CODE_WITH_BLANKS = "def a():\n    return 1\n\n\nclass B:  \n    x = '''\n\n\n\n'''\n"
+
+
+@pytest.mark.parametrize("format", ["markdown", "text"])
+def test_webfetch_a_pre_keeps_its_blank_lines_and_trailing_spaces(store, declared_server, format):
+    """Regression (red team R12, 1): a <pre>'s blank lines were collapsed to one and its lines'
+    trailing spaces cut, in markdown and text: the whole output's whitespace normalisation ran over
+    the code blocks too.  A pre's content is kept as it is, byte for byte."""
+    path = "/pre-blank-lines"
+    page = f"<html><body><p>Example</p><pre><code>{_CODE_WITH_BLANKS}</code></pre><p>after</p></body></html>"
+    _DeclaredHandler.ROUTES[path] = ([("Content-Type", "text/html; charset=utf-8")], page.encode(), None)
+    result = tools.webfetch(store, "s", "c", declared_server + path, format=format, timeout=20)
+    assert not result.is_error, result.output
+    if format == "markdown":
+        assert result.output == f"Example\n\n```\n{_CODE_WITH_BLANKS}```\n\nafter\n", result.output
+    else:
+        assert result.output == f"Example\n\n{_CODE_WITH_BLANKS}\nafter\n", result.output
+    # In a block quote each of its lines, blank ones too, gets the quote's prefix, and nothing else changes.
+    assert (html_to_markdown("<blockquote><pre>a  \n\n\nb</pre></blockquote>")
+            == "> ```\n> a  \n>\n>\n> b\n> ```\n")

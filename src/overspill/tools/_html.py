@@ -13,6 +13,7 @@ and the time stay linear in the page.
 
 from __future__ import annotations
 
+import itertools
 import re
 from html.parser import HTMLParser
 from typing import Optional
@@ -78,6 +79,29 @@ def _list_start(value: Optional[str]) -> int:
     return number if -_START_BOUND <= number < _START_BOUND else 1
 
 
+class _Verbatim(str):
+    """A piece of the output the final whitespace normalisation leaves as it is: a pre's block."""
+
+    __slots__ = ()
+
+
+# A line break that starts a line with text, and one that starts a blank line.
+_TEXT_LINE = re.compile(r"\n(?!\n)")
+_BLANK_LINE = re.compile(r"\n(?=\n)")
+
+
+def _quoted(text: str, prefix: str) -> str:
+    """``text``, lines of a block in a block quote, each line after ``prefix`` (a blank one after
+    the prefix without its last space, as ``newlines`` writes one; a last empty line, where the
+    closing fence goes, after the whole prefix)."""
+    if not prefix:
+        return text
+    bare = prefix.rstrip(" ")
+    first = bare if text.startswith("\n") else prefix
+    # (No replacement is a template: the prefixes are "> " only.)
+    return first + _BLANK_LINE.sub("\n" + bare, _TEXT_LINE.sub("\n" + prefix, text))
+
+
 class _Table:
     """An open table: its rows so far, the row and the cell being filled (None when none is open)."""
 
@@ -106,6 +130,8 @@ class _Converter(HTMLParser):
         self.starts = 0  # start tags seen so far
         self.in_body = False  # past the head: HTML5 ignores a later <head>
         self.pre = 0
+        # The text of the open outermost pre, written whole (``_end_pre``) when it closes.
+        self.pre_text: list[str] = []
         # The last token was a <pre>'s start tag: a line break right after it is no content (HTML's
         # parsing drops it, so that a listing may start on the line after the tag).
         self.pre_opened = False
@@ -161,6 +187,9 @@ class _Converter(HTMLParser):
         return self._ending(self.out if cell is None else cell, size)
 
     def emit(self, text: str) -> None:
+        if self.pre:  # a pre's text is written when it closes
+            self.pre_text.append(text)
+            return
         cell = self._open_cell(self.tables)
         if cell is not None:
             cell.append(text)
@@ -179,7 +208,13 @@ class _Converter(HTMLParser):
         that holds only a prefix counts as blank: the lines this call writes
         are rewritten by the next one when nothing came between them, so the
         prefix of the line text will go on is the quote's depth then.
+
+        Inside a pre, a block's start or end only ends the line, if one was begun.
         """
+        if self.pre:
+            if self._ending(self.pre_text, 1) not in ("", "\n"):
+                self.pre_text.append("\n")
+            return
         cell = self._open_cell(self.tables)
         if cell is not None:
             cell.append(" ")
@@ -286,7 +321,10 @@ class _Converter(HTMLParser):
         elif tag in _BLOCKS:
             self.newlines(2)
         elif tag == "br":
-            self.newlines(1)
+            if self.pre:
+                self.emit("\n")  # each <br> ends a line of a pre, a blank one too
+            else:
+                self.newlines(1)
         elif tag == "hr":
             self.newlines(2)
             self.emit("---" if self.markdown else "")
@@ -310,7 +348,6 @@ class _Converter(HTMLParser):
             self.inline(_INLINE_MARKERS[tag])
         elif tag == "pre":
             self.newlines(2)
-            self.inline("```\n" + self._prefix(self.quote))
             self.pre += 1
             self.pre_opened = True
         elif tag == "a":
@@ -376,13 +413,11 @@ class _Converter(HTMLParser):
         elif tag in _INLINE_MARKERS and not (tag == "code" and self.pre):
             self.inline(_INLINE_MARKERS[tag])
         elif tag == "pre":
-            self.pre = max(self.pre - 1, 0)
-            if self.markdown:
-                line_start = "\n" + self._prefix(self.quote)
-                if self._ending_here(len(line_start)) != line_start:
-                    self.emit(line_start)
-                self.emit("```")
-            self.newlines(2)
+            if self.pre:
+                self.pre -= 1
+                if not self.pre:
+                    self._end_pre()
+                    self.newlines(2)
         elif tag == "a":
             href = self.links.pop() if self.links else None
             if href and self.markdown:
@@ -400,6 +435,22 @@ class _Converter(HTMLParser):
             self.end_row()
         elif tag == "table":
             self.end_table()
+
+    # -- pre: its text is written whole when it closes
+    def _end_pre(self) -> None:
+        """Write the pre that closed: its text as it is (``_Verbatim``: no whitespace normalisation),
+        in Markdown between fences and, in a block quote, each line after the quote's prefix."""
+        content = "".join(self.pre_text)
+        self.pre_text = []
+        if not self.markdown:
+            # Plain text has no fence: a blank line the pre starts with is also the one that separates it
+            # from what comes before, which ``newlines`` wrote.
+            self.emit(_Verbatim(content[1:] if content.startswith("\n") else content))
+            return
+        prefix = self._prefix(self.quote)
+        fence = "```"
+        end = "" if not content or content.endswith("\n") else "\n" + prefix
+        self.emit(_Verbatim(fence + "\n" + _quoted(content, prefix) + end + fence))
 
     # -- tables: these act on the innermost open one
     def end_cell(self) -> None:
@@ -443,8 +494,11 @@ class _Converter(HTMLParser):
         self.newlines(2)
 
     def close(self) -> None:
-        """Finish the document: tables left open keep the rows they have."""
+        """Finish the document: a pre left open keeps its text, tables left open the rows they have."""
         super().close()
+        if self.pre:
+            self.pre = 0
+            self._end_pre()
         while self.tables:
             self.end_table()
 
@@ -460,8 +514,7 @@ class _Converter(HTMLParser):
         if self.pre:
             if pre_opened:  # (a CR LF or a CR is a line break too: HTML reads either as LF)
                 data = data[2:] if data.startswith("\r\n") else data[1:] if data[:1] in ("\n", "\r") else data
-            # A pre's lines are a quote's lines too: each starts with its prefix.
-            self.emit(data.replace("\n", "\n" + self._prefix(self.quote)) if self.quote else data)
+            self.pre_text.append(data)
             return
         text = _SPACE.sub(" ", data)
         if not text.strip():
@@ -486,11 +539,25 @@ def _convert(html: str, markdown: bool) -> str:
         converter = _Converter(markdown, frozenset(unclosed))
         converter.feed(html)
         converter.close()
-    lines = [line.rstrip() for line in "".join(converter.out).split("\n")]
-    text = "\n".join(lines)
-    # Blank lines go from both ends (each line's trailing spaces went above), but not the spaces
-    # that indent the first line: a page that starts with a <pre> keeps its listing's indentation.
-    return re.sub(r"\n{3,}", "\n\n", text).lstrip("\n").rstrip() + "\n"
+    return _normalised(converter.out)
+
+
+def _normalised(pieces: list[str]) -> str:
+    """The output's pieces joined, each line's trailing spaces and every blank line past one removed,
+    but not in a pre's block (a ``_Verbatim`` piece): a listing keeps its blank lines and its spaces."""
+    runs = [(verbatim, "".join(run))
+            for verbatim, run in itertools.groupby(pieces, key=lambda piece: isinstance(piece, _Verbatim))]
+    parts: list[str] = []
+    for index, (verbatim, text) in enumerate(runs):
+        if not verbatim:
+            # The line a block starts on is the block's: what comes before it there (a quote's
+            # prefix) is kept, its space too.
+            head, newline, start = text.rpartition("\n") if index + 1 < len(runs) else (text, "", "")
+            text = re.sub(r"\n{3,}", "\n\n", "\n".join(line.rstrip() for line in head.split("\n")) + newline) + start
+        parts.append(text)
+    # Blank lines go from both ends, but not the spaces that indent the first line: a page that
+    # starts with a <pre> keeps its listing's indentation.
+    return "".join(parts).lstrip("\n").rstrip() + "\n"
 
 
 def html_to_markdown(html: str) -> str:
