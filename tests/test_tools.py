@@ -2715,3 +2715,20 @@ def test_webfetch_a_pre_keeps_its_blank_lines_and_trailing_spaces(store, declare
     # In a block quote each of its lines, blank ones too, gets the quote's prefix, and nothing else changes.
     assert (html_to_markdown("<blockquote><pre>a  \n\n\nb</pre></blockquote>")
             == "> ```\n> a  \n>\n>\n> b\n> ```\n")
+
+
+@pytest.mark.parametrize(("html", "markdown"), [
+    ('<pre><code><a href="/x">foo</a>(<b>bar</b>, *<i>args</i>)</code></pre>', "```\nfoo(bar, *args)\n```\n"),
+    ('<pre>x <img src="a.png" alt="pic"> <strong>y</strong> <em>z</em></pre>', "```\nx pic y z\n```\n"),
+    ("<pre>Use a fence:\n```python\nprint(1)\n```\nthen more</pre>",
+     "````\nUse a fence:\n```python\nprint(1)\n```\nthen more\n````\n"),
+    ("<pre>a ````` b</pre>", "``````\na ````` b\n``````\n"),
+    ("<blockquote><pre>```\nx</pre></blockquote>", "> ````\n> ```\n> x\n> ````\n"),
+    ("<pre>one<br>two</pre>", "```\none\ntwo\n```\n"),
+])
+def test_html_a_pre_holds_only_its_text_in_a_fence_longer_than_its_backtick_runs(html, markdown):
+    """Regression (red team R12, 2): links, emphasis and images inside a <pre> came out as Markdown
+    syntax in the code block ('[foo](/x)(**bar**, **args*)'), and a pre holding a line of ``` ended
+    the three-backtick fence early.  Inside a pre only the text is written, and the fence is one
+    backtick longer than the longest run of backticks in it (CommonMark's rule)."""
+    assert html_to_markdown(html) == markdown

@@ -45,11 +45,16 @@ _SVG_HTML_POINTS = {"foreignobject", "desc", "title"}
 _HTML_SPACE = " \t\n\f\r"
 _BLOCKS = {"p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "form", "figure",
            "figcaption", "dl", "dt", "dd", "address", "details", "summary", "body", "html"}
-# Markdown for inline elements, the same on both sides (code inside pre is left plain).
 # Their start and end tags end an open row, as HTML5's implied end tags do.
 _ROW_GROUPS = {"thead", "tbody", "tfoot"}
+# Markdown for inline elements, the same on both sides (inside a pre none is written).
 _INLINE_MARKERS = {"strong": "**", "b": "**", "em": "*", "i": "*", "code": "`"}
 _SPACE = re.compile(r"\s+")
+# Inside a pre only text is written: these tags end a line there (as blocks do), a cell's
+# separates words; any other writes nothing of its own.
+_PRE_LINE_ENDS = _BLOCKS | _ROW_GROUPS | {"h1", "h2", "h3", "h4", "h5", "h6", "hr", "blockquote", "ul", "ol", "li",
+                                          "table", "tr", "p"}
+_BACKTICKS = re.compile(r"`+")
 # HTML's rules for parsing integers: white space, a sign, digits; what follows is ignored.
 _INTEGER = re.compile(r"[\t\n\f\r ]*([+-]?)([0-9]+)")
 # Browsers hold <ol start> in a 32-bit int and take a value outside it as no value.
@@ -315,16 +320,16 @@ class _Converter(HTMLParser):
         if self.dropping:
             return
         attributes = dict(attrs)
+        if self.pre and tag != "pre":
+            self._start_in_pre(tag, attributes)
+            return
         if tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
             self.newlines(2)
             self.inline("#" * int(tag[1]) + " ")
         elif tag in _BLOCKS:
             self.newlines(2)
         elif tag == "br":
-            if self.pre:
-                self.emit("\n")  # each <br> ends a line of a pre, a blank one too
-            else:
-                self.newlines(1)
+            self.newlines(1)
         elif tag == "hr":
             self.newlines(2)
             self.emit("---" if self.markdown else "")
@@ -344,7 +349,7 @@ class _Converter(HTMLParser):
             else:
                 bullet = "- " if self.markdown else "• "
             self.emit("  " * depth + bullet)
-        elif tag in _INLINE_MARKERS and not (tag == "code" and self.pre):
+        elif tag in _INLINE_MARKERS:
             self.inline(_INLINE_MARKERS[tag])
         elif tag == "pre":
             self.newlines(2)
@@ -401,6 +406,15 @@ class _Converter(HTMLParser):
             return
         if self.dropping:
             return
+        if self.pre and tag != "pre":
+            # As at its start (``_start_in_pre``): a link's "](href)" is not written (no "[" was).
+            if tag == "a" and self.links:
+                self.links.pop()
+            elif tag in ("td", "th"):
+                self.emit(" ")
+            elif tag in _PRE_LINE_ENDS:
+                self.newlines(1)
+            return
         if tag in ("h1", "h2", "h3", "h4", "h5", "h6") or tag in _BLOCKS:
             self.newlines(2)
         elif tag == "blockquote":
@@ -410,12 +424,14 @@ class _Converter(HTMLParser):
             if self.lists:
                 self.lists.pop()
             self.newlines(2 if not self.lists else 1)
-        elif tag in _INLINE_MARKERS and not (tag == "code" and self.pre):
+        elif tag in _INLINE_MARKERS:
             self.inline(_INLINE_MARKERS[tag])
         elif tag == "pre":
             if self.pre:
                 self.pre -= 1
-                if not self.pre:
+                if self.pre:
+                    self.newlines(1)  # a pre inside one: a block, which ends a line
+                else:
                     self._end_pre()
                     self.newlines(2)
         elif tag == "a":
@@ -437,6 +453,21 @@ class _Converter(HTMLParser):
             self.end_table()
 
     # -- pre: its text is written whole when it closes
+    def _start_in_pre(self, tag: str, attributes: dict[str, Optional[str]]) -> None:
+        """A start tag inside a pre: only its text is written, so a tag writes no Markdown (a link
+        neither brackets nor its URL, emphasis no stars, an image its alt text), a block ends a
+        line, a line break is one, and a table's tags separate words (a table has no rows there)."""
+        if tag == "br":
+            self.emit("\n")  # each <br> ends a line, a blank one too
+        elif tag == "img":
+            self.emit(attributes.get("alt") or "")
+        elif tag == "a":
+            self.links.append(None)  # for its end tag
+        elif tag in ("td", "th"):
+            self.emit(" ")
+        elif tag in _PRE_LINE_ENDS:
+            self.newlines(1)
+
     def _end_pre(self) -> None:
         """Write the pre that closed: its text as it is (``_Verbatim``: no whitespace normalisation),
         in Markdown between fences and, in a block quote, each line after the quote's prefix."""
@@ -448,7 +479,8 @@ class _Converter(HTMLParser):
             self.emit(_Verbatim(content[1:] if content.startswith("\n") else content))
             return
         prefix = self._prefix(self.quote)
-        fence = "```"
+        # Longer than any run of backticks in it, so that no line of it closes the block (CommonMark).
+        fence = "`" * max(3, 1 + max((len(run) for run in _BACKTICKS.findall(content)), default=0))
         end = "" if not content or content.endswith("\n") else "\n" + prefix
         self.emit(_Verbatim(fence + "\n" + _quoted(content, prefix) + end + fence))
 
