@@ -2732,3 +2732,31 @@ def test_html_a_pre_holds_only_its_text_in_a_fence_longer_than_its_backtick_runs
     the three-backtick fence early.  Inside a pre only the text is written, and the fence is one
     backtick longer than the longest run of backticks in it (CommonMark's rule)."""
     assert html_to_markdown(html) == markdown
+
+
+_PYGMENTS_TABLE = ('<div class="highlight"><table class="highlighttable"><tr>'
+                   '<td class="linenos"><div class="linenodiv"><pre>1\n2\n3</pre></div></td>'
+                   '<td class="code"><div class="highlight"><pre><span class="k">def</span> '
+                   '<span class="nf">f</span>():\n    <span class="k">if</span> x:\n        '
+                   '<span class="k">return</span> 1\n</pre></div></td></tr></table></div>')
+
+
+def test_html_a_pre_in_a_table_cell_keeps_its_lines(store, declared_server):
+    """Regression (red team R12, 3): a <pre> in a table cell (Pygments' linenos="table" layout, used
+    by Sphinx, MkDocs, Jekyll, GitLab) was flattened to one line by the cell's whitespace collapse.
+    A row whose cells hold a pre is written as blocks, cell by cell, each pre whole; the table's
+    other rows stay a table."""
+    code = "def f():\n    if x:\n        return 1\n"
+    assert html_to_markdown(_PYGMENTS_TABLE) == f"```\n1\n2\n3\n```\n\n```\n{code}```\n"
+    assert html_to_text(_PYGMENTS_TABLE) == f"1\n2\n3\n\n{code}"
+    mixed = ("<table><tr><th>k</th><th>v</th></tr><tr><td>a</td><td>see <pre>x\n  y</pre> here</td></tr>"
+             "<tr><td>b</td><td>2</td></tr></table>")
+    assert html_to_markdown(mixed) == ("| k | v |\n| --- | --- |\n\na\n\nsee\n\n```\nx\n  y\n```\n\nhere\n\n"
+                                       "| b | 2 |\n| --- | --- |\n")
+    # A pre in a table nested in a cell is a block of the outer row too.
+    nested = "<table><tr><td><table><tr><td><pre>p\n q</pre></td></tr></table></td></tr></table>"
+    assert html_to_markdown(nested) == "```\np\n q\n```\n"
+    path = "/pre-in-table"
+    _DeclaredHandler.ROUTES[path] = ([("Content-Type", "text/html; charset=utf-8")], _PYGMENTS_TABLE.encode(), None)
+    result = tools.webfetch(store, "s", "c", declared_server + path, format="text", timeout=20)
+    assert not result.is_error and code in result.output, result.output

@@ -5,7 +5,11 @@ quotes are kept; scripts, styles and other non-content elements are dropped.
 The end tags HTML lets a page leave out are implied where HTML5 implies them
 (a head ends at the body's first tag, an svg at a paragraph, a cell at the
 next cell), and a dropped element left open to the end keeps its content, so
-malformed markup can lose formatting but not the page's text.  Lists and
+malformed markup can lose formatting but not the page's text.  A pre is
+written as its text is, blank lines and spaces kept (markup inside it writes
+no Markdown), in a fence longer than any run of backticks in it; a table row
+whose cells hold a pre (Pygments' line numbers and code) is written as blocks,
+cell by cell, since a row of a Markdown table is one line.  Lists and
 block quotes nested deeper than ``_MAX_NESTING`` are written at that depth, and
 tables nested deeper are read as text of the cell around them, so the output
 and the time stay linear in the page.
@@ -16,7 +20,7 @@ from __future__ import annotations
 import itertools
 import re
 from html.parser import HTMLParser
-from typing import Optional
+from typing import Optional, Union
 
 __all__ = ["html_to_markdown", "html_to_text"]
 
@@ -107,14 +111,26 @@ def _quoted(text: str, prefix: str) -> str:
     return first + _BLANK_LINE.sub("\n" + bare, _TEXT_LINE.sub("\n" + prefix, text))
 
 
+class _Block(str):
+    """A pre's text held in a table's cell, written as a block with the cell's row (``_block_row``)."""
+
+    __slots__ = ()
+
+
+#: A cell as its row holds it: its text on one line, or, when it holds a pre, its parts in
+#: order: each run of text on one line, and each pre's ``_Block``.
+_Cell = Union[str, list[str]]
+
+
 class _Table:
-    """An open table: its rows so far, the row and the cell being filled (None when none is open)."""
+    """An open table: its rows (the ones written as a table since the last written as blocks),
+    the row and the cell being filled (None when none is open)."""
 
     __slots__ = ("rows", "row", "cell")
 
     def __init__(self) -> None:
         self.rows = 0
-        self.row: Optional[list[str]] = None
+        self.row: Optional[list[_Cell]] = None
         self.cell: Optional[list[str]] = None
 
 
@@ -469,27 +485,35 @@ class _Converter(HTMLParser):
             self.newlines(1)
 
     def _end_pre(self) -> None:
-        """Write the pre that closed: its text as it is (``_Verbatim``: no whitespace normalisation),
-        in Markdown between fences and, in a block quote, each line after the quote's prefix."""
+        """Write the pre that closed, or, in a table's cell, hold it there for its row."""
         content = "".join(self.pre_text)
         self.pre_text = []
+        cell = self._open_cell(self.tables)
+        if cell is not None:
+            cell.append(_Block(content))
+        else:
+            self._write_block(content)
+
+    def _write_block(self, content: str) -> None:
+        """Write a pre's text as it is (``_Verbatim``: no whitespace normalisation), in Markdown
+        between fences and, in a block quote, each line after the quote's prefix."""
         if not self.markdown:
             # Plain text has no fence: a blank line the pre starts with is also the one that separates it
             # from what comes before, which ``newlines`` wrote.
-            self.emit(_Verbatim(content[1:] if content.startswith("\n") else content))
+            self._put(_Verbatim(content[1:] if content.startswith("\n") else content))
             return
         prefix = self._prefix(self.quote)
         # Longer than any run of backticks in it, so that no line of it closes the block (CommonMark).
         fence = "`" * max(3, 1 + max((len(run) for run in _BACKTICKS.findall(content)), default=0))
         end = "" if not content or content.endswith("\n") else "\n" + prefix
-        self.emit(_Verbatim(fence + "\n" + _quoted(content, prefix) + end + fence))
+        self._put(_Verbatim(fence + "\n" + _quoted(content, prefix) + end + fence))
 
     # -- tables: these act on the innermost open one
     def end_cell(self) -> None:
         """Add the open cell, if any, to its row."""
         table = self.tables[-1]
         if table.cell is not None and table.row is not None:
-            table.row.append(_SPACE.sub(" ", "".join(table.cell)).strip())
+            table.row.append(_cell_text(table.cell))
         table.cell = None
 
     def end_row(self) -> None:
@@ -500,13 +524,37 @@ class _Converter(HTMLParser):
         if not row:
             return
         # A table nested in a cell becomes text in that cell: Markdown has no
-        # nested tables, and a row of the outer one is a single line.
+        # nested tables, and a row of the outer one is a single line (but for its pres' blocks).
         outer = self._open_cell(self.tables[:-1])
         if outer is not None:
-            outer.append(" " + " ".join(row) + " ")
+            for cell in row:
+                outer.append(" ")
+                if isinstance(cell, str):
+                    outer.append(cell)
+                else:
+                    outer.extend(cell)
+            outer.append(" ")
+        elif all(isinstance(cell, str) for cell in row):
+            self._row(row, first=table.rows == 0)  # type: ignore[arg-type]
         else:
-            self._row(row, first=table.rows == 0)
+            self._block_row(row)
+            table.rows = 0  # a row written after it starts a table again
+            return
         table.rows += 1
+
+    def _block_row(self, row: list[_Cell]) -> None:
+        """Put a row of a table that is not inside another, one of whose cells holds a pre: as
+        blocks, cell by cell, each pre a code block (a table's row is one line, and the code's
+        lines are the code; Pygments puts its line numbers and its code in two such cells)."""
+        for cell in row:
+            for part in [cell] if isinstance(cell, str) else cell:
+                if isinstance(part, _Block):
+                    self.newlines(2)
+                    self._write_block(part)
+                elif part:
+                    self.newlines(2)
+                    self._put(part)
+        self.newlines(2)
 
     def _row(self, row: list[str], first: bool) -> None:
         """Put a row of a table that is not inside another, on a line of its own."""
@@ -558,6 +606,22 @@ class _Converter(HTMLParser):
         if self._ending_here(1) in ("", "\n", " "):  # a line's start (a quote's prefix ends in a space), or a space
             text = text.lstrip()
         self.emit(text)
+
+
+def _cell_text(pieces: list[str]) -> _Cell:
+    """A cell's pieces as its row holds them: its text on one line (each run of white space one
+    space); or, when it holds pres (a ``_Block`` each), its parts, each run of text between them so."""
+    if not any(isinstance(piece, _Block) for piece in pieces):
+        return _SPACE.sub(" ", "".join(pieces)).strip()
+    parts: list[str] = []
+    for is_block, run in itertools.groupby(pieces, key=lambda piece: isinstance(piece, _Block)):
+        if is_block:
+            parts.extend(run)
+        else:
+            text = _SPACE.sub(" ", "".join(run)).strip()
+            if text:
+                parts.append(text)
+    return parts
 
 
 def _convert(html: str, markdown: bool) -> str:
