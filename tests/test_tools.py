@@ -2760,3 +2760,33 @@ def test_html_a_pre_in_a_table_cell_keeps_its_lines(store, declared_server):
     _DeclaredHandler.ROUTES[path] = ([("Content-Type", "text/html; charset=utf-8")], _PYGMENTS_TABLE.encode(), None)
     result = tools.webfetch(store, "s", "c", declared_server + path, format="text", timeout=20)
     assert not result.is_error and code in result.output, result.output
+
+
+@pytest.mark.parametrize(("head", "body", "expected"), [
+    # A <meta> that declares no encoding: only http-equiv="content-type" takes a content's charset.
+    ('<meta name="description" content="How to set charset=latin1 in MySQL">', "Café — naïve €".encode(),
+     "Café — naïve €"),
+    ('<meta property="og:title" content="charset=windows-1252">', "Café".encode(), "Café"),
+    # A <meta> inside a comment is no <meta>.
+    ('<!-- old: <meta charset="iso-8859-1"> -->', "Café — naïve €".encode(), "Café — naïve €"),
+    ('<!-- <meta charset="iso-8859-1"> -- >', "Café".encode(), "Café"),  # ("-- >" ends no comment)
+    # What the prescan does take: <meta charset>, after a comment too, and a content-type's charset.
+    ('<!-- x --><meta charset="windows-1252">', b"caf\xe9 \x80", "café €"),
+    ('<meta http-equiv="Content-Type" content="text/html; charset=windows-1252">', b"caf\xe9 \x80", "café €"),
+    ("<meta content='text/html;charset=koi8-r' http-equiv=content-type>", b"\xc1", "\u0430"),
+    ('<meta name="x" content="y" charset="windows-1252">', b"caf\xe9", "café"),
+])
+def test_webfetch_a_meta_that_declares_no_charset_is_passed_over(store, declared_server, head, body, expected):
+    """Regression (red team R12, 4): a UTF-8 page was decoded as windows-1252 when a <meta> merely
+    mentioned "charset=" in another attribute (a description's content) or when a <meta charset>
+    was commented out: the regex took any "charset=" inside any <meta ...>.  HTML's prescan skips
+    comments and takes <meta charset>, or a content's charset only with http-equiv=content-type."""
+    path = f"/meta-prescan/{zlib.crc32(head.encode() + body)}"
+    page = b"<html><head>" + head.encode() + b"<title>t</title></head><body><p>" + body + b"</p></body></html>"
+    _DeclaredHandler.ROUTES[path] = ([("Content-Type", "text/html")], page, None)
+    result = tools.webfetch(store, "s", "c", declared_server + path, format="text", timeout=10)
+    assert not result.is_error and result.output.strip() == expected, result.output
+    # "<!-->" is a whole comment to the prescan (its "-->" reuses the "--"): the <meta> after it counts.
+    from overspill.tools._encodings import sniff_charset
+
+    assert sniff_charset(b'<!--><meta charset="windows-1252">') == "windows-1252"

@@ -127,19 +127,121 @@ def decode(body: bytes, name: str) -> str:
     return body.decode(_OTHERS[name][0], "replace")
 
 
-# A <meta> naming a charset, as HTML's prescan finds one (in the page's first 4,096 bytes).
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
+# HTML's prescan (the HTML Standard's "prescan a byte stream to determine its encoding"), on
+# the page's bytes read as Latin-1, one character a byte.
+_SPACE = "\t\n\f\r "
+_TAG_START = re.compile(r"<(/?)([A-Za-z])")
+_CONTENT_CHARSET = re.compile(r"charset[\t\n\f\r ]*=[\t\n\f\r ]*", re.IGNORECASE)
+
+
+def _attribute(text: str, at: int) -> tuple[Optional[tuple[str, str]], int]:
+    """The attribute of a tag that starts at ``at`` (its name in lower case, its value) and where
+    the text after it starts, or None and the position of the tag's end (the prescan's "get an
+    attribute")."""
+    size = len(text)
+    while at < size and (text[at] in _SPACE or text[at] == "/"):
+        at += 1
+    if at >= size or text[at] == ">":
+        return None, at
+    name_start = at
+    while at < size and (text[at] not in _SPACE and text[at] not in "/>" and not (text[at] == "=" and at > name_start)):
+        at += 1
+    name = text[name_start:at].lower()
+    while at < size and text[at] in _SPACE:
+        at += 1
+    if at >= size or text[at] != "=":
+        return (name, ""), at
+    at += 1
+    while at < size and text[at] in _SPACE:
+        at += 1
+    if at < size and text[at] in "\"'":
+        end = text.find(text[at], at + 1)
+        if end < 0:
+            return None, size
+        return (name, text[at + 1:end]), end + 1
+    value_start = at
+    while at < size and text[at] not in _SPACE and text[at] != ">":
+        at += 1
+    return (name, text[value_start:at]), at
+
+
+def _content_charset(content: str) -> Optional[str]:
+    """The charset label a ``<meta content>`` names ("text/html; charset=koi8-r"), as the HTML
+    Standard extracts one ("extracting a character encoding from a meta element"), or None."""
+    match = _CONTENT_CHARSET.search(content)
+    if match is None:
+        return None
+    rest = content[match.end():]
+    if rest[:1] in ("'", '"'):
+        end = rest.find(rest[0], 1)
+        return rest[1:end] if end > 0 else None  # an unmatched quote: none
+    return re.split(r"[\t\n\f\r ;]", rest, maxsplit=1)[0] or None
+
+
+def _meta_encoding(text: str, at: int) -> tuple[Optional[str], int]:
+    """The encoding the ``<meta`` tag whose attributes start at ``at`` declares (None: none, or a
+    label the standard does not know), and where its tag ends, by the prescan's rules: the first of
+    ``charset`` or a ``content`` naming a charset counts; a ``content``'s only with
+    ``http-equiv="content-type"`` (a description's or a title's declares nothing); each name's
+    first occurrence only."""
+    seen: set[str] = set()
+    label: Optional[str] = None
+    need_pragma: Optional[bool] = None
+    got_pragma = False
+    while True:
+        attribute, at = _attribute(text, at)
+        if attribute is None:
+            break
+        name, value = attribute
+        if name in seen:
+            continue
+        seen.add(name)
+        if name == "http-equiv":
+            got_pragma = got_pragma or value.lower() == "content-type"
+        elif name == "content" and need_pragma is None:
+            label = _content_charset(value)
+            need_pragma = True if label is not None else None
+        elif name == "charset" and need_pragma is None:
+            label, need_pragma = value, False
+    if need_pragma is None or need_pragma and not got_pragma:
+        return None, at
+    return encoding_of(label), at
 
 
 def sniff_charset(head: bytes) -> Optional[str]:
     """The encoding (its WHATWG name, ``encoding_of``) a ``<meta>`` tag declares in the
-    first bytes of a page, if any, as HTML's prescan takes it: UTF-16 is UTF-8 (a page whose <meta>
-    could be read as ASCII is no UTF-16), x-user-defined windows-1252, a label the Encoding Standard
-    does not know none."""
-    match = _META_CHARSET.search(head[:4096])
-    if match is None:
-        return None
-    encoding = encoding_of(match.group(1).decode("ascii"))
-    if encoding in ("UTF-16LE", "UTF-16BE"):
-        return "UTF-8"
-    return "windows-1252" if encoding == "x-user-defined" else encoding
+    first bytes of a page, if any, as HTML's prescan takes it: comments are skipped, and so is
+    every other tag, its attributes read whole (a quoted ``>`` ends none); a ``<meta>`` declares
+    its ``charset``, or the charset of its ``content`` with ``http-equiv="content-type"``; a label
+    the Encoding Standard does not know is none (the scan goes on); UTF-16 is UTF-8 (a page whose
+    <meta> could be read as ASCII is no UTF-16), x-user-defined windows-1252."""
+    text = head[:4096].decode("latin-1")
+    size = len(text)
+    at = text.find("<")
+    while 0 <= at < size:
+        if text.startswith("<!--", at):
+            # (Its "-->" may reuse the "--" of "<!--": "<!-->" is a whole comment.)
+            end = text.find("-->", at + 2)
+            at = size if end < 0 else end + 3
+        elif text[at:at + 5].lower() == "<meta" and at + 5 < size and (text[at + 5] in _SPACE or text[at + 5] == "/"):
+            encoding, at = _meta_encoding(text, at + 5)
+            if encoding is not None:
+                if encoding in ("UTF-16LE", "UTF-16BE"):
+                    return "UTF-8"
+                return "windows-1252" if encoding == "x-user-defined" else encoding
+        elif _TAG_START.match(text, at):
+            # Any other tag: its name, then its attributes, read to its end.
+            at += 1
+            while at < size and text[at] not in _SPACE and text[at] != ">":
+                at += 1
+            while True:
+                attribute, at = _attribute(text, at)
+                if attribute is None:
+                    break
+        elif text.startswith(("<!", "</", "<?"), at):
+            end = text.find(">", at + 2)
+            at = size if end < 0 else end + 1
+        else:
+            at += 1
+        at = text.find("<", at)
+    return None
