@@ -2790,3 +2790,40 @@ def test_webfetch_a_meta_that_declares_no_charset_is_passed_over(store, declared
     from overspill.tools._encodings import sniff_charset
 
     assert sniff_charset(b'<!--><meta charset="windows-1252">') == "windows-1252"
+
+
+class _RedirectingHandler(http.server.BaseHTTPRequestHandler):
+    """``/hop/N`` redirects to ``/hop/N+1`` up to ``/hop/11``, which answers; ``/loop`` to itself."""
+
+    def log_message(self, *args):  # keep test output clean
+        pass
+
+    def do_GET(self):  # noqa: N802 - the http.server API
+        step = self.path.rsplit("/", 1)[1]
+        if self.path.startswith("/hop/") and int(step) >= 11:
+            body = b"done"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+        else:
+            body = b""
+            self.send_response(302)
+            self.send_header("Location", f"/hop/{int(step) + 1}" if self.path.startswith("/hop/") else "/loop")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_webfetch_names_the_redirect_limit_and_a_loop_truthfully(store):
+    """Regression (red team R12, 6): 11 redirects to 11 distinct URLs were reported as urllib's
+    "a redirect error that would lead to an infinite loop" and as an HTTP 302 error.  Past 10 the
+    message names the limit; a URL that redirects to itself is a loop."""
+    for base in _serving(_RedirectingHandler):
+        chain = tools.webfetch(store, "s", "c", base + "/hop/0", timeout=20)
+        assert chain.is_error and chain.output == ("refused: more than 10 redirects, the most webfetch follows "
+                                                   f"(the next was to {base}/hop/11)"), chain.output
+        assert "infinite" not in chain.output
+        ten = tools.webfetch(store, "s", "c", base + "/hop/1", timeout=20)
+        assert not ten.is_error and ten.output == "done", ten.output
+        loop = tools.webfetch(store, "s", "c", base + "/loop", timeout=20)
+        assert loop.is_error and loop.output == f"refused: the redirects go round a loop (back to {base}/loop)", \
+            loop.output

@@ -53,7 +53,20 @@ def _redirect_handling() -> tuple[type, type]:
                     target = urljoin(req.full_url, location)
                     if urlsplit(target).scheme.lower() not in ("http", "https"):
                         raise _RefusedRedirect(f"refused a redirect to {_masked(target)}")
-                return super().http_error_302(req, fp, code, msg, headers)
+                try:
+                    return super().http_error_302(req, fp, code, msg, headers)
+                except urllib.error.HTTPError as error:
+                    # urllib calls both of its limits "a redirect error that would lead to an infinite
+                    # loop", as an HTTP error of the last status: 10 distinct URLs are no loop.
+                    if not str(error.msg).startswith(self.inf_msg):
+                        raise
+                    error.close()
+                    visited = getattr(req, "redirect_dict", {})
+                    shown = _masked(target) if location is not None else "its target"
+                    if len(visited) >= self.max_redirections:
+                        raise _RefusedRedirect(f"refused: more than {self.max_redirections} redirects, the most "
+                                               f"webfetch follows (the next was to {shown})") from None
+                    raise _RefusedRedirect(f"refused: the redirects go round a loop (back to {shown})") from None
 
             # The base class binds these to its own http_error_302.
             http_error_301 = http_error_303 = http_error_307 = http_error_308 = http_error_302
