@@ -2827,3 +2827,19 @@ def test_webfetch_names_the_redirect_limit_and_a_loop_truthfully(store):
         loop = tools.webfetch(store, "s", "c", base + "/loop", timeout=20)
         assert loop.is_error and loop.output == f"refused: the redirects go round a loop (back to {base}/loop)", \
             loop.output
+
+
+class _Unsayable(Exception):
+    def __str__(self):
+        raise RuntimeError("no text")
+
+
+def test_websearch_a_provider_error_that_cannot_say_itself_is_a_tool_error(store):
+    """Regression (red team R12, 7): a provider's exception whose ``__str__`` raises escaped
+    websearch as that RuntimeError (the failure message formatted it with f'{error}')."""
+    def provider(query):
+        raise _Unsayable
+
+    result = tools.websearch(store, "s", "c", "q", provider=provider)
+    assert result.is_error and result.output == "the search failed: _Unsayable (its message could not be read)", \
+        result.output

@@ -36,6 +36,7 @@ __all__ = [
     "check_timeout",
     "decimal_integer",
     "one_line",
+    "error_line",
     "whole_characters",
     "binary_page",
     "end_of_resource",
@@ -68,6 +69,18 @@ WRAP_INIT_TIMEOUT = 30.0
 def one_line(text: object) -> str:
     """``text`` as one line: every run of whitespace (newlines included) is one space."""
     return " ".join(str(text).split())
+
+
+def error_line(error: BaseException) -> str:
+    """``error`` (a failure of the host's own code: a search provider's) as ``Type: message`` on one
+    line, or ``Type`` when its message is empty.  An exception whose ``__str__`` raises (or returns
+    no str) is ``Type (its message could not be read)``: telling the model of a failure must not fail."""
+    name = type(error).__name__
+    try:
+        message = one_line(error)
+    except Exception:  # noqa: BLE001 - the exception's own __str__ failed
+        return f"{name} (its message could not be read)"
+    return f"{name}: {message}" if message else name
 
 
 def whole_characters(text: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import _kernels
+from .._frontend import error_line
 from ..store import ToolOutputStore
 from ..text import encode_content
 from ._result import MAX_SEARCH_BYTES, ToolResult, bounded, failure
@@ -31,7 +32,7 @@ def websearch(store: ToolOutputStore, session_id: str, tool_call_id: str, query:
     try:
         answer = provider(query)
     except Exception as error:  # noqa: BLE001 - the backend's failure is reported to the model
-        return failure(f"the search failed: {type(error).__name__}: {error}")
+        return failure(f"the search failed: {error_line(error)}")
     if isinstance(answer, str):
         data = encode_content(answer)
     elif isinstance(answer, (bytes, bytearray, memoryview)):
