@@ -2792,6 +2792,53 @@ def test_webfetch_a_meta_that_declares_no_charset_is_passed_over(store, declared
     assert sniff_charset(b'<!--><meta charset="windows-1252">') == "windows-1252"
 
 
+QUOTED_PRE_PROBE = """
+import json, resource, sys, threading, http.server
+from overspill import ToolOutputStore, tools
+page = b"<blockquote>" * 20 + b"<pre>" + b"\\n" * (2 * 1024 * 1024) + b"</pre>"
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(page)))
+        self.end_headers()
+        self.wfile.write(page)
+
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+store = ToolOutputStore(sys.argv[1], durable=False)
+url = f"http://127.0.0.1:{server.server_address[1]}/"
+tools.webfetch(store, "s", "w", url + "warm", format="html", timeout=60)  # the imports, off the count
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+result = tools.webfetch(store, "s", "c", url, timeout=120)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+stored = (store.directory / f"{result.resource.id}.txt").read_bytes()
+print(json.dumps({"grown": after - before, "error": result.is_error, "cut": result.metadata.get("cut"),
+                  "size": len(stored), "end": stored[-120:].decode()}))
+"""
+
+
+def test_webfetch_a_page_that_converts_to_many_times_the_limit_stays_in_bounded_memory(subprocess_env, tmp_path):
+    """Regression (red team R12, 5): 20 block quotes around a <pre> of newlines convert to 41 bytes
+    of Markdown per byte of page; the whole conversion was built, sent back and copied before being
+    cut to 5 MiB (the red team's 5 MiB page grew the caller by 632 MiB; this 2 MiB one by ~250).
+    The converter stops once its output is past the limit, and the page is cut as before."""
+    probe = subprocess.run([sys.executable, "-c", QUOTED_PRE_PROBE, str(tmp_path)], capture_output=True, text=True,
+                           env=subprocess_env, timeout=300)
+    assert probe.returncode == 0, probe.stderr
+    figures = json.loads(probe.stdout)
+    assert not figures["error"] and figures["cut"], figures
+    limit = tools.MAX_RESPONSE_BYTES
+    assert limit - 200 < figures["size"] <= limit
+    assert figures["end"].endswith('cut at the 5242880-byte limit; format "html" gives the whole page]'), figures
+    # ru_maxrss is in KiB on Linux.
+    assert figures["grown"] < 64 * 1024, figures
+
+
 class _RedirectingHandler(http.server.BaseHTTPRequestHandler):
     """``/hop/N`` redirects to ``/hop/N+1`` up to ``/hop/11``, which answers; ``/loop`` to itself."""
 

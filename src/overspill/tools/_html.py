@@ -20,9 +20,9 @@ from __future__ import annotations
 import itertools
 import re
 from html.parser import HTMLParser
-from typing import Optional, Union
+from typing import Iterator, Optional, Union
 
-__all__ = ["html_to_markdown", "html_to_text"]
+__all__ = ["convert_page", "html_to_markdown", "html_to_text"]
 
 _DROPPED = {"script", "style", "noscript", "template", "svg", "head", "title", "iframe", "object", "canvas"}
 # A dropped element still open at the end of the page has its content kept
@@ -99,16 +99,24 @@ _TEXT_LINE = re.compile(r"\n(?!\n)")
 _BLANK_LINE = re.compile(r"\n(?=\n)")
 
 
-def _quoted(text: str, prefix: str) -> str:
+# The characters of a pre's text prefixed at a time: its prefixes can make a block tens of times
+# the page's size, and the output stops growing once past its limit (``_Converter.limit``).
+_BLOCK_PIECE = 1 << 14
+
+
+def _quoted(text: str, prefix: str) -> Iterator[str]:
     """``text``, lines of a block in a block quote, each line after ``prefix`` (a blank one after
     the prefix without its last space, as ``newlines`` writes one; a last empty line, where the
-    closing fence goes, after the whole prefix)."""
-    if not prefix:
-        return text
+    closing fence goes, after the whole prefix), in pieces of ``_BLOCK_PIECE`` characters of ``text``."""
     bare = prefix.rstrip(" ")
-    first = bare if text.startswith("\n") else prefix
-    # (No replacement is a template: the prefixes are "> " only.)
-    return first + _BLANK_LINE.sub("\n" + bare, _TEXT_LINE.sub("\n" + prefix, text))
+    yield bare if text.startswith("\n") else prefix
+    for start in range(0, len(text), _BLOCK_PIECE):
+        end = start + _BLOCK_PIECE
+        # (No replacement is a template: the prefixes are "> " only.)
+        piece = _BLANK_LINE.sub("\n" + bare, _TEXT_LINE.sub("\n" + prefix, text[start:end]))
+        if text[end - 1:end + 1] == "\n\n":  # its last line break starts a blank line, in the next piece
+            piece = piece[:len(piece) - len(prefix)] + bare
+        yield piece
 
 
 class _Block(str):
@@ -135,10 +143,16 @@ class _Table:
 
 
 class _Converter(HTMLParser):
-    def __init__(self, markdown: bool, kept: frozenset[int] = frozenset()) -> None:
+    def __init__(self, markdown: bool, kept: frozenset[int] = frozenset(), limit: Optional[int] = None) -> None:
         super().__init__(convert_charrefs=True)
         self.markdown = markdown
         self.out: list[str] = []
+        # The characters in ``out``; once past ``limit`` (None: no limit) the output is ``full``:
+        # nothing more is written, though the page is read to its end (the second pass needs to
+        # know what it left open).  Quote prefixes can make the output 40 times the page.
+        self.size = 0
+        self.limit = limit
+        self.full = False
         self.visible = False  # whether anything but white space was output yet
         # Open dropped elements, innermost last: the tag and its start tag's
         # ordinal, which names it across passes (they see the same tags).
@@ -189,10 +203,19 @@ class _Converter(HTMLParser):
         return "".join(reversed(tail))[-size:]
 
     def _put(self, piece: str) -> None:
-        self.out.append(piece)
+        if self.full:
+            return
+        self._append(piece)
         if piece.strip():
             self.visible = True
             self.content_quote = self.quote
+
+    def _append(self, piece: str) -> None:
+        """Add ``piece`` to the output, which is full once past the limit."""
+        self.out.append(piece)
+        self.size += len(piece)
+        if self.limit is not None and self.size > self.limit:
+            self.full = True
 
     @staticmethod
     def _open_cell(tables: list[_Table]) -> Optional[list[str]]:
@@ -240,15 +263,18 @@ class _Converter(HTMLParser):
         if cell is not None:
             cell.append(" ")
             return
+        if self.full:
+            return
         if not self.visible:
             # Nothing shown yet: the first line starts with the prefix of the quote it is in, and only that.
             self.out.clear()
+            self.size = 0
             if self.quote and self.markdown:
-                self.out.append(self._prefix(self.quote))
+                self._append(self._prefix(self.quote))
             return
         if self.breaks is not None and self.breaks[0] == len(self.out):
             _, trailing, written = self.breaks
-            self.out.pop()
+            self.size -= len(self.out.pop())
             count = max(count, written)
         else:
             ending = self._ending(self.out, count)
@@ -261,7 +287,7 @@ class _Converter(HTMLParser):
         blank = "\n" + self._prefix(min(self.quote, self.content_quote))
         lines = max(count - trailing, 0)
         piece = blank * max(lines - 1, 0) + ("\n" if lines else "") + self._prefix(self.quote)
-        self.out.append(piece)
+        self._append(piece)
         self.breaks = (len(self.out), trailing, max(count, trailing))
 
     def inline(self, marker: str) -> None:
@@ -506,7 +532,12 @@ class _Converter(HTMLParser):
         # Longer than any run of backticks in it, so that no line of it closes the block (CommonMark).
         fence = "`" * max(3, 1 + max((len(run) for run in _BACKTICKS.findall(content)), default=0))
         end = "" if not content or content.endswith("\n") else "\n" + prefix
-        self._put(_Verbatim(fence + "\n" + _quoted(content, prefix) + end + fence))
+        self._put(_Verbatim(fence + "\n"))
+        for piece in _quoted(content, prefix) if prefix else (content,):
+            if self.full:
+                return  # the rest is not built
+            self._put(_Verbatim(piece))
+        self._put(_Verbatim(end + fence))
 
     # -- tables: these act on the innermost open one
     def end_cell(self) -> None:
@@ -624,18 +655,26 @@ def _cell_text(pieces: list[str]) -> _Cell:
     return parts
 
 
-def _convert(html: str, markdown: bool) -> str:
-    converter = _Converter(markdown)
+def convert_page(html: str, markdown: bool, limit: Optional[int] = None) -> tuple[str, bool]:
+    """``html`` as Markdown (or, ``markdown`` false, plain text), and whether that is all of it.
+
+    With a ``limit``, the conversion stops building its output once that is past ``limit``
+    characters (before the final normalisation, which only removes white space), and the text
+    is its start, not all of it: a page can convert to 40 times its size (each line of a pre
+    deep in block quotes gets every quote's prefix), and a caller that keeps at most ``limit``
+    characters need not hold the rest.
+    """
+    converter = _Converter(markdown, limit=limit)
     converter.feed(html)
     converter.close()
     unclosed = converter.unclosed()
     if unclosed:
         # Dropped elements never closed swallowed the rest of the page: convert
         # again with their content kept.
-        converter = _Converter(markdown, frozenset(unclosed))
+        converter = _Converter(markdown, frozenset(unclosed), limit)
         converter.feed(html)
         converter.close()
-    return _normalised(converter.out)
+    return _normalised(converter.out), not converter.full
 
 
 def _normalised(pieces: list[str]) -> str:
@@ -658,9 +697,9 @@ def _normalised(pieces: list[str]) -> str:
 
 def html_to_markdown(html: str) -> str:
     """Markdown for the content of an HTML page."""
-    return _convert(html, True)
+    return convert_page(html, True)[0]
 
 
 def html_to_text(html: str) -> str:
     """Plain text for the content of an HTML page."""
-    return _convert(html, False)
+    return convert_page(html, False)[0]

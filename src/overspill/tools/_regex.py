@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import PatternTooSlowError, SearchError
-from ._regex_worker import (_ANSWER, _FAILED, _PIECE, _REQUEST, _SKIP, LINES, MARKDOWN, PIECE, PLAIN_TEXT, TEXT,
-                            TEXT_AFTER)
+from ._regex_worker import (_ANSWER, _CUT, _FAILED, _PIECE, _REQUEST, _SKIP, LINES, MARKDOWN, PIECE, PLAIN_TEXT,
+                            TEXT, TEXT_AFTER)
 
 __all__ = ["BYTES_PER_SECOND", "TIME_LIMIT", "Cancelled", "Search", "compile_pattern", "convert_html"]
 
@@ -229,29 +229,33 @@ class _OutOfTime(Exception):
     """A request's time ran out; its worker was killed."""
 
 
-def convert_html(html: str, markdown: bool, seconds: Optional[float]) -> Optional[str]:
+def convert_html(html: str, markdown: bool, seconds: Optional[float],
+                 limit: Optional[int] = None) -> Optional[tuple[str, bool]]:
     """``html`` as Markdown (or, ``markdown`` false, plain text) by ``_html``'s
-    rules, converted in a worker process within ``seconds`` (None: no bound).
+    rules, converted in a worker process within ``seconds`` (None: no bound),
+    built only up to past ``limit`` characters (None: all of it; ``_html.convert_page``).
 
     ``html.parser`` is quadratic on some malformed pages (60 KB of unclosed
     ``<a `` tags take a minute, CVE-2025-6069) and holds the GIL meanwhile:
     in a worker the conversion can be stopped, and the host keeps answering.
 
-    :returns: the converted text, or None when ``seconds`` ran out (the worker is killed).
+    :returns: the converted text and whether it is all of it (false: its start, past ``limit``),
+        or None when ``seconds`` ran out (the worker is killed).
     :raises SearchError: the worker could not be started or failed (the message says how).
     """
     allowed = _LONGEST if seconds is None else min(max(seconds, 0.0), _LONGEST)
     payload = html.encode("utf-8", "surrogatepass")
     worker = _POOL.take()
     try:
-        status, body = _request(worker, MARKDOWN if markdown else PLAIN_TEXT, 0, b"", payload, allowed, None,
-                                "conversion")
+        # (A conversion's flags are its limit, 0 for none.)
+        status, body = _request(worker, MARKDOWN if markdown else PLAIN_TEXT, limit or 0, b"", payload, allowed,
+                                None, "conversion")
     except _OutOfTime:
         return None
     _POOL.give_back(worker)
     if status == _FAILED:
         raise SearchError(f"the conversion failed: {body.decode('utf-8', 'replace')}")
-    return body.decode("utf-8", "surrogatepass")
+    return body.decode("utf-8", "surrogatepass"), status != _CUT
 
 
 def _request(worker: _Worker, operation: int, flags: int, pattern: bytes, payload: bytes, allowed: float,

@@ -15,7 +15,9 @@ length), the pattern (UTF-8, ``surrogatepass``) and the payload; the answer
 is ``_ANSWER`` (status, body length) and the body: for ``_OK`` the indices
 of the matching lines (8-byte unsigned, native order), or for a conversion
 the converted text (UTF-8); for ``_FAILED`` a one-line message.  A
-conversion's pattern is empty and its flags 0.
+conversion's pattern is empty and its flags the most characters of output it
+builds (0: no bound, ``_html.convert_page``'s ``limit``); its answer is
+``_CUT`` rather than ``_OK`` when it stopped there (the text is its start).
 """
 
 from __future__ import annotations
@@ -51,9 +53,9 @@ PIECE = 5
 #: matches when a match starts past them, where ``^`` and ``\A`` do not match and a look-behind
 #: sees them; the other lines as ``TEXT``'s (``lines_with_a_match_after``).
 TEXT_AFTER = 6
-#: The payload is an HTML page (UTF-8), answered with its Markdown (``_html.html_to_markdown``).
+#: The payload is an HTML page (UTF-8), answered with its Markdown (``_html.convert_page``).
 MARKDOWN = 3
-#: The payload is an HTML page (UTF-8), answered with its plain text (``_html.html_to_text``).
+#: The payload is an HTML page (UTF-8), answered with its plain text (``_html.convert_page``).
 PLAIN_TEXT = 4
 
 _REQUEST = struct.Struct("<BIdIQ")
@@ -62,6 +64,7 @@ _SKIP = struct.Struct("<Q")
 _ANSWER = struct.Struct("<BQ")
 _OK = 0
 _FAILED = 1
+_CUT = 2
 # Seconds of CPU beyond a request's allowance before the kernel ends a worker
 # whose parent is gone (the parent's own clock ends it first).
 _CPU_GRACE = 5
@@ -440,11 +443,12 @@ def _html() -> types.ModuleType:
     return _html_module
 
 
-def converted(operation: int, payload: bytes) -> bytes:
-    """The HTML page ``payload`` as Markdown (``MARKDOWN``) or plain text (``PLAIN_TEXT``), UTF-8."""
+def converted(operation: int, payload: bytes, limit: int) -> tuple[bytes, bool]:
+    """The HTML page ``payload`` as Markdown (``MARKDOWN``) or plain text (``PLAIN_TEXT``), UTF-8,
+    built up to past ``limit`` characters (0: all of it), and whether that is all of it."""
     html = payload.decode("utf-8", "surrogatepass")
-    convert = _html().html_to_markdown if operation == MARKDOWN else _html().html_to_text
-    return convert(html).encode("utf-8", "surrogatepass")
+    text, whole = _html().convert_page(html, operation == MARKDOWN, limit or None)
+    return text.encode("utf-8", "surrogatepass"), whole
 
 
 _OPERATIONS = {LINES: matching_lines, TEXT: lines_with_a_match, PIECE: piece_matches,
@@ -490,7 +494,8 @@ def serve(requests, answers) -> None:
         _limit_cpu(seconds)
         try:
             if operation in (MARKDOWN, PLAIN_TEXT):
-                status, body = _OK, converted(operation, payload)
+                body, whole = converted(operation, payload, flags)
+                status = _OK if whole else _CUT
             else:
                 found = _OPERATIONS[operation](re.compile(pattern, flags), payload)
                 status, body = _OK, array("Q", found).tobytes()  # native order: the parent runs on this machine

@@ -570,22 +570,35 @@ class _BodyDecoder:
         return self._inflate.flush()
 
 
-def _within_limit(text: str, format: str) -> tuple[str, bool]:
-    """``text`` (a converted page) cut at a character boundary so that it and a last line
+#: The characters of a page's conversion built (``convert_html``'s limit): past the limit even
+#: once its normalisation has taken the white space at its lines' ends, so that a page cut there
+#: is truly over the limit, and the host never holds a conversion many times the limit.
+_CONVERSION_LIMIT = 2 * MAX_RESPONSE_BYTES
+
+
+def _within_limit(text: str, format: str, whole: bool = True) -> tuple[str, bool]:
+    """``text`` (a converted page; not ``whole``: the start of one, its conversion stopped past
+    ``_CONVERSION_LIMIT`` characters) cut at a character boundary so that it and a last line
     saying so are at most ``MAX_RESPONSE_BYTES`` UTF-8 bytes, and whether it was cut.  Conversion can make a page
     many times its size (each short line of a ``<pre>`` deep in quotes gets a ``> `` per level),
     and the schema promises at most 5 MB of text."""
-    if len(text) <= MAX_RESPONSE_BYTES // 4:  # a character is at most 4 bytes: it fits
-        return text, False
-    # Each character that cannot be encoded is one "?": the characters of the prefix are the text's.
-    data = text.encode("utf-8", "replace")
-    if len(data) <= MAX_RESPONSE_BYTES:
-        return text, False
-    note = (f"\n[webfetch: the page as {format} is {len(data)} bytes, cut at the "
+    if whole:
+        if len(text) <= MAX_RESPONSE_BYTES // 4:  # a character is at most 4 bytes: it fits
+            return text, False
+        # Each character that cannot be encoded is one "?": the characters of the prefix are the text's.
+        size = len(text.encode("utf-8", "replace"))
+        if size <= MAX_RESPONSE_BYTES:
+            return text, False
+        told = f"{size} bytes"
+    else:
+        told = f"over {MAX_RESPONSE_BYTES} bytes (its conversion was stopped past {_CONVERSION_LIMIT} characters)"
+    note = (f"\n[webfetch: the page as {format} is {told}, cut at the "
             f"{MAX_RESPONSE_BYTES}-byte limit; format \"html\" gives the whole page]")
     # The note is inside the limit too: the prefix leaves room for it.
     room = MAX_RESPONSE_BYTES - len(note.encode("utf-8"))
-    kept = len(data[:room].decode("utf-8", "ignore"))  # a character cut in two is left out
+    # (A character is at least a byte: the first ``room`` characters hold the prefix kept; a
+    # character cut in two is left out.)
+    kept = len(text[:room].encode("utf-8", "replace")[:room].decode("utf-8", "ignore"))
     return text[:kept] + note, True
 
 
@@ -607,15 +620,15 @@ def _as_text(response: _Response, format: str, seconds: Optional[float],
     try:
         # html.parser is quadratic on some malformed pages (CVE-2025-6069): the conversion
         # runs in a worker process that is killed when the call's time is up.
-        converted = None if seconds is not None and seconds <= 0 else convert_html(text, format == "markdown",
-                                                                                   seconds)
+        converted = None if seconds is not None and seconds <= 0 else convert_html(
+            text, format == "markdown", seconds, _CONVERSION_LIMIT)
     except OverspillError as error:  # no worker could run it: the page is still the model's to read
         converted, why = None, f"({error})"
     if converted is None:
         note = f"\n[webfetch: the page could not be converted to {format} {why}: this is its HTML]"
         return text + note, response.content_type, {"converted": False}
-    converted, cut = _within_limit(converted, format)
-    return converted, "text/markdown" if format == "markdown" else "text/plain", {"cut": True} if cut else {}
+    page, cut = _within_limit(converted[0], format, converted[1])
+    return page, "text/markdown" if format == "markdown" else "text/plain", {"cut": True} if cut else {}
 
 
 def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: str, *,
