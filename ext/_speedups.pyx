@@ -34,6 +34,8 @@ from overspill._buffers import check_patterns as _check_patterns
 from overspill._buffers import int_text as _int_text
 
 cdef extern from "Python.h":
+    # (data NULL: a new bytes object to fill, this frame's alone until it is returned)
+    object PyBytes_FromStringAndSize(const char *data, Py_ssize_t size)
     # CPython's own storage of a str: `kind` bytes per code point.
     int PyUnicode_KIND(object text)
     void *PyUnicode_DATA(object text)
@@ -271,6 +273,82 @@ cdef Py_ssize_t _first_bad_chunk(const unsigned char *buf, Py_ssize_t size, Py_s
     return -1
 
 
+cdef Py_ssize_t _first_bad_copied(const unsigned char *buf, Py_ssize_t size, Py_ssize_t base,
+                                  const unsigned char *copy, Py_ssize_t start, Py_ssize_t end, Py_ssize_t chunk,
+                                  const unsigned char *sums) noexcept nogil:
+    """``_first_bad_chunk`` of the chunks under ``[start, end)``, each chunk's CRC over ``copy`` (the
+    payload's ``[start, end)``, taken out of ``buf`` before) inside the range and ``buf`` outside it:
+    CRC-32 runs in order, so the three parts continue one another (see _native.verified_copy)."""
+    cdef Py_ssize_t index, low, high
+    cdef uint32_t crc
+    cdef const unsigned char *recorded
+    for index in range(start // chunk, (end - 1) // chunk + 1):
+        low = index * chunk
+        high = min(low + chunk, base + size)
+        crc = osp_crc32(0, buf + (low - base), start - low) if low < start else 0
+        crc = osp_crc32(crc, copy + (max(low, start) - start), min(high, end) - max(low, start))
+        if high > end:
+            crc = osp_crc32(crc, buf + (end - base), high - end)
+        recorded = sums + 4 * index
+        if crc != ((<uint32_t>recorded[0] << 24) | (<uint32_t>recorded[1] << 16)
+                   | (<uint32_t>recorded[2] << 8) | <uint32_t>recorded[3]):
+            return index
+    return -1
+
+
+cdef int _check_chunks(Py_ssize_t base, Py_ssize_t start, Py_ssize_t end, Py_ssize_t chunk, Py_ssize_t size,
+                       Py_ssize_t sums) except -1:
+    """The relations ``verify_chunks`` and ``verified_copy`` require of their arguments."""
+    cdef Py_ssize_t first = start // chunk, last = (end - 1) // chunk
+    if (end <= start or first * chunk < base or end - base > size
+            or last + 1 > sums // 4):  # (4 * (last + 1) > len, without the product)
+        raise ValueError(f"the buffer (from {base}, {size} bytes) and {sums // 4} checksums "
+                         f"do not hold the chunks of [{start}, {end})")
+    return 0
+
+
+def verified_copy(buffer, base, start, end, checksums, chunk, /):
+    """Bytes ``[start, end)`` copied out of the buffer, then verified: the copy, or the first
+    bad chunk; see _native.verified_copy."""
+    cdef Py_ssize_t c_base, c_start, c_end, c_chunk, failed
+    cdef Py_buffer buf
+    cdef Py_buffer sums
+    cdef char *out
+    if isinstance(buffer, str):
+        raise TypeError("buffer must be a bytes-like object, not str")
+    _bytes_of(buffer, &buf)
+    try:
+        c_base = _check_int(base, "base", 0)
+        c_start = _check_int(start, "start", 0)
+        c_end = _check_int(end, "end", 0)
+        if isinstance(checksums, str):
+            raise TypeError("checksums must be a bytes-like object, not str")
+        _bytes_of(checksums, &sums)
+        try:
+            c_chunk = _check_int(chunk, "chunk", 1)
+            _check_chunks(c_base, c_start, c_end, c_chunk, buf.len, sums.len)
+            copy = PyBytes_FromStringAndSize(NULL, c_end - c_start)
+            out = PyBytes_AS_STRING(copy)
+            # The copy first: what is checked is what is returned.  (Checked above: every chunk
+            # starts inside buf and every index has its 4 bytes.)  The new bytes are this frame's.
+            if c_end - c_start >= NOGIL_BYTES:
+                with nogil:
+                    memcpy(out, <const char *>buf.buf + (c_start - c_base), <size_t>(c_end - c_start))
+                    failed = _first_bad_copied(<const unsigned char *>buf.buf, buf.len, c_base,
+                                               <const unsigned char *>out, c_start, c_end, c_chunk,
+                                               <const unsigned char *>sums.buf)
+            else:
+                memcpy(out, <const char *>buf.buf + (c_start - c_base), <size_t>(c_end - c_start))
+                failed = _first_bad_copied(<const unsigned char *>buf.buf, buf.len, c_base,
+                                           <const unsigned char *>out, c_start, c_end, c_chunk,
+                                           <const unsigned char *>sums.buf)
+            return copy if failed < 0 else failed
+        finally:
+            PyBuffer_Release(&sums)
+    finally:
+        PyBuffer_Release(&buf)
+
+
 def verify_chunks(buffer, base, start, end, checksums, chunk, /):
     """The first chunk under ``[start, end)`` whose CRC-32 is not recorded, or -1; see _native.verify_chunks."""
     cdef Py_ssize_t c_base, c_start, c_end, c_chunk
@@ -291,10 +369,7 @@ def verify_chunks(buffer, base, start, end, checksums, chunk, /):
             c_chunk = _check_int(chunk, "chunk", 1)
             size = buf.len
             first, last = c_start // c_chunk, (c_end - 1) // c_chunk
-            if (c_end <= c_start or first * c_chunk < c_base or c_end - c_base > size
-                    or last + 1 > sums.len // 4):  # (4 * (last + 1) > len, without the product)
-                raise ValueError(f"the buffer (from {c_base}, {size} bytes) and {sums.len // 4} checksums "
-                                 f"do not hold the chunks of [{c_start}, {c_end})")
+            _check_chunks(c_base, c_start, c_end, c_chunk, size, sums.len)
             # Checked above: every chunk starts inside buf and every index has its 4 bytes.
             if c_end - c_start >= NOGIL_BYTES:
                 with nogil:

@@ -140,7 +140,7 @@ def page_text(buffer, low, high, offset, limit, flags, reach, checksums, chunk, 
             if not c_low <= c_offset <= c_high <= size or c_low == c_high:
                 raise ValueError(f"low, offset and high must satisfy low <= offset <= high <= {size} and "
                                  f"low < high, not {low}, {offset}, {high}")
-            return _window_page(p, size, 0, c_low, c_high, c_offset, c_limit, c_flags, c_reach, NULL, c_chunk)
+            return _copied_page(p, size, c_low, c_high, c_offset, c_limit, c_flags, c_reach, NULL, c_chunk)
         if isinstance(checksums, str):
             raise TypeError("checksums must be a bytes-like object, not str")
         _bytes_of(checksums, &sums)
@@ -154,12 +154,37 @@ def page_text(buffer, low, high, offset, limit, flags, reach, checksums, chunk, 
             if (c_high - 1) // c_chunk + 1 > sums.len // 4:  # (4 * chunks > len, without the product)
                 raise ValueError(f"{sums.len // 4} checksums do not cover the chunks of [{c_low}, {c_high})")
             # Checked above: every chunk starts inside the buffer and every index has its 4 bytes.
-            return _window_page(p, size, 0, c_low, c_high, c_offset, c_limit, c_flags, c_reach,
+            return _copied_page(p, size, c_low, c_high, c_offset, c_limit, c_flags, c_reach,
                                 <const uint8_t *>sums.buf, c_chunk)
         finally:
             PyBuffer_Release(&sums)
     finally:
         PyBuffer_Release(&data)
+
+
+cdef object _copied_page(const uint8_t *p, Py_ssize_t size, Py_ssize_t low, Py_ssize_t high, Py_ssize_t offset,
+                         Py_ssize_t limit, int flags, Py_ssize_t reach, const uint8_t *sums, Py_ssize_t chunk):
+    """``page_text`` of a whole payload ``p[0:size)`` (a map another process may change while it
+    is read): the window ``[low, high)`` copied out first, its chunks checked over the copy inside
+    it and ``p`` outside it, and the page found and decoded from the copy, so the text is of the
+    bytes checked.  The caller checked the arguments as ``_window_page``'s."""
+    cdef Py_ssize_t failed, length = high - low
+    cdef uint8_t *window = <uint8_t *>malloc(<size_t>length)
+    if window == NULL:
+        raise MemoryError()
+    try:
+        if length >= NOGIL_BYTES:
+            with nogil:
+                memcpy(window, p + low, <size_t>length)
+                failed = _first_bad_copied(p, size, 0, window, low, high, chunk, sums) if sums != NULL else -1
+        else:
+            memcpy(window, p + low, <size_t>length)
+            failed = _first_bad_copied(p, size, 0, window, low, high, chunk, sums) if sums != NULL else -1
+        if failed >= 0:
+            return failed
+        return _page_in(window, low, low, high, offset, limit, flags, reach, high == size)
+    finally:
+        free(window)
 
 
 cdef object _window_page(const uint8_t *window, Py_ssize_t length, Py_ssize_t base, Py_ssize_t low, Py_ssize_t high,
@@ -171,7 +196,7 @@ cdef object _window_page(const uint8_t *window, Py_ssize_t length, Py_ssize_t ba
     (from its first chunk), or NULL for none.  The caller checked
     ``base <= low <= offset <= high <= base + length``, ``low < high``, and that
     ``sums`` covers the chunks of ``[low, high)``."""
-    cdef Py_ssize_t start = 0, end = 0, failed
+    cdef Py_ssize_t failed
     if sums != NULL:
         if high - low >= NOGIL_BYTES:
             with nogil:
@@ -180,10 +205,18 @@ cdef object _window_page(const uint8_t *window, Py_ssize_t length, Py_ssize_t ba
             failed = _first_bad_chunk(window, length, base, low // chunk, (high - 1) // chunk, chunk, sums)
         if failed >= 0:
             return failed
+    return _page_in(window, base, low, high, offset, limit, flags, reach, high - base == length)
+
+
+cdef object _page_in(const uint8_t *window, Py_ssize_t base, Py_ssize_t low, Py_ssize_t high, Py_ssize_t offset,
+                     Py_ssize_t limit, int flags, Py_ssize_t reach, bint final):
+    """``page_text``'s steps 2 and 3 over ``window``, whose bytes start at payload offset ``base``
+    and hold ``[low, high)`` (checked); ``final``: ``high`` is the payload's end."""
+    cdef Py_ssize_t start = 0, end = 0
     # Window positions from here (the page rule reads the bytes around the page alone).
     low -= base
     high -= base
-    osp_page(window + low, high - low, offset - base - low, limit, high == length, &start, &end)
+    osp_page(window + low, high - low, offset - base - low, limit, final, &start, &end)
     start += low
     end += low
     if flags & VIEW_ANSI and (_escape_within(window, low, start, reach) or _escape_within(window, low, end, reach)

@@ -40,6 +40,7 @@ __all__ = [
     "signal_lines",
     "text_fits",
     "utf8_length",
+    "verified_copy",
     "verify_chunks",
     "view_bytes",
     "view_text",
@@ -49,7 +50,7 @@ KERNEL_NAMES = (
     "count_lines", "utf8_length", "page_bounds", "preview_cuts", "crc32", "ascii_view", "StreamCap",
     "view_bytes", "signal_lines", "text_fits", "outline_lines", "JsonOutline", "verify_chunks",
     "view_text", "page_text", "file_unchanged", "record_fields", "regular_identity", "new_slotted",
-    "read_regular", "read_page",
+    "read_regular", "read_page", "verified_copy",
 )
 _CHOICES = ("auto", "cython", "python")
 

@@ -34,7 +34,8 @@ The twin is specified in one module per seam; this module states the
 conventions above and gathers the kernels under the names ``_kernels`` binds:
 
 * ``_native_bytes``: ``count_lines``, ``utf8_length``, ``page_bounds`` (the
-  boundary rule), ``crc32``, ``verify_chunks``, ``ascii_view``; the line
+  boundary rule), ``crc32``, ``verify_chunks``, ``verified_copy`` (a range
+  copied, then verified), ``ascii_view``; the line
   finder the others use.
 * ``_native_preview``: ``preview_cuts``.
 * ``_native_stream``: ``StreamCap``.
@@ -54,7 +55,7 @@ conventions above and gathers the kernels under the names ``_kernels`` binds:
 from __future__ import annotations
 
 from ._buffers import VIEW_ANSI, VIEW_CR
-from ._native_bytes import ascii_view, count_lines, crc32, page_bounds, utf8_length, verify_chunks
+from ._native_bytes import ascii_view, count_lines, crc32, page_bounds, utf8_length, verified_copy, verify_chunks
 from ._native_files import file_unchanged, read_page, read_regular, regular_identity
 from ._native_json import JSON_KEY_MAX, JSON_KEYS_MAX, JSON_NESTING_MAX, JsonOutline
 from ._native_outline import OUTLINE_DEPTH_MAX, SUBJECT_MAX, TOKEN_MAX, outline_lines
@@ -68,13 +69,14 @@ __all__ = [
     "JSON_KEYS_MAX", "JSON_KEY_MAX", "JSON_NESTING_MAX", "OUTLINE_DEPTH_MAX", "SUBJECT_MAX", "TOKEN_MAX", "VIEW_ANSI",
     "VIEW_CR", "JsonOutline", "StreamCap", "ascii_view", "count_lines", "crc32", "file_unchanged", "new_slotted",
     "outline_lines", "page_bounds", "page_text", "preview_cuts", "read_page", "read_regular", "record_fields",
-    "regular_identity", "signal_lines", "text_fits", "utf8_length", "verify_chunks", "view_bytes", "view_text",
+    "regular_identity", "signal_lines", "text_fits", "utf8_length", "verified_copy", "verify_chunks", "view_bytes",
+    "view_text",
 ]
 
 # A kernel's home is this module, whichever file specifies it: the twin is one
 # module to its callers, as the compiled ``overspill._speedups`` is.
 for _kernel in (JsonOutline, StreamCap, ascii_view, count_lines, crc32, file_unchanged, new_slotted, outline_lines,
                 page_bounds, page_text, preview_cuts, read_regular, record_fields, regular_identity, signal_lines,
-                text_fits, utf8_length, verify_chunks, view_bytes, view_text):
+                text_fits, utf8_length, verified_copy, verify_chunks, view_bytes, view_text):
     _kernel.__module__ = __name__
 del _kernel

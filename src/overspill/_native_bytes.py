@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # re and typing cost start-up; the annotations are never eval
     import re
     from typing import Optional
 
-__all__ = ["ascii_view", "count_lines", "crc32", "page_bounds", "utf8_length", "verify_chunks"]
+__all__ = ["ascii_view", "count_lines", "crc32", "page_bounds", "utf8_length", "verified_copy", "verify_chunks"]
 
 # Large enough that per-block overhead vanishes, small enough that a bounded
 # search ("is this over 2,000 lines?") reads little past its answer.
@@ -289,12 +289,68 @@ def verify_chunks(buffer: BytesLike, base: int, start: int, end: int, checksums:
             return _first_bad_chunk(view, base, start, end, sums, chunk)
 
 
+def verified_copy(buffer: BytesLike, base: int, start: int, end: int, checksums: BytesLike,
+                  chunk: int, /) -> bytes | int:
+    """Bytes ``[start, end)`` of the payload copied out of ``buffer`` first, then
+    verified: the copy, or the index of the first checksum chunk under the range
+    whose CRC-32 is not the recorded one.
+
+    The arguments are ``verify_chunks``'s.  Each chunk's CRC-32 is computed over
+    the copy's bytes inside ``[start, end)`` and ``buffer``'s outside it (CRC-32
+    runs over a chunk's bytes in order, so the three parts make the chunk's), so
+    the bytes returned are the bytes checked even when ``buffer`` is a shared
+    map that another process changes meanwhile: a change made before the copy
+    fails the check, one made after it is not in the copy.
+
+    :raises TypeError, ValueError: as ``verify_chunks``.
+    """
+    if isinstance(buffer, str):
+        raise TypeError("buffer must be a bytes-like object, not str")
+    with _byte_view(buffer) as view:
+        base = _check_int(base, "base", 0)
+        start = _check_int(start, "start", 0)
+        end = _check_int(end, "end", 0)
+        if isinstance(checksums, str):
+            raise TypeError("checksums must be a bytes-like object, not str")
+        with _byte_view(checksums) as sums:
+            chunk = _check_int(chunk, "chunk", 1)
+            _check_chunks(view, base, start, end, sums, chunk)
+            copy = view[start - base : end - base].tobytes()  # first: what is checked and returned
+            failed = copied_bad_chunk(view, base, copy, start, end, sums, chunk)
+            return copy if failed < 0 else failed
+
+
+def copied_bad_chunk(view: memoryview, base: int, copy: bytes, start: int, end: int, sums: memoryview,
+                     chunk: int) -> int:
+    """The first chunk under ``[start, end)`` whose CRC-32, over ``copy`` (the
+    payload's bytes ``[start, end)`` taken out of ``view`` before) inside the
+    range and ``view`` (the payload from ``base``) outside it, is not recorded;
+    -1 when none.  The caller checked the arguments' relations (``_check_chunks``)."""
+    limit = base + len(view)
+    for index in range(start // chunk, (end - 1) // chunk + 1):
+        low = index * chunk
+        high = min(low + chunk, limit)
+        crc = zlib.crc32(view[low - base : start - base]) if low < start else 0
+        crc = zlib.crc32(copy[max(low, start) - start : min(high, end) - start], crc)
+        if high > end:
+            crc = zlib.crc32(view[end - base : high - base], crc)
+        if crc != int.from_bytes(sums[4 * index : 4 * index + 4], "big"):
+            return index
+    return -1
+
+
+def _check_chunks(view: memoryview, base: int, start: int, end: int, sums: memoryview, chunk: int) -> None:
+    """The relations ``verify_chunks`` and ``verified_copy`` require of their arguments."""
+    if (end <= start or start // chunk * chunk < base or end - base > len(view)
+            or 4 * ((end - 1) // chunk + 1) > len(sums)):
+        raise ValueError(f"the buffer (from {base}, {len(view)} bytes) and {len(sums) // 4} checksums "
+                         f"do not hold the chunks of [{start}, {end})")
+
+
 def _first_bad_chunk(view: memoryview, base: int, start: int, end: int, sums: memoryview, chunk: int) -> int:
     """``verify_chunks`` once each argument passed its own check: the relations, then the chunks."""
     first, last = start // chunk, (end - 1) // chunk
-    if end <= start or first * chunk < base or end - base > len(view) or 4 * (last + 1) > len(sums):
-        raise ValueError(f"the buffer (from {base}, {len(view)} bytes) and {len(sums) // 4} checksums "
-                         f"do not hold the chunks of [{start}, {end})")
+    _check_chunks(view, base, start, end, sums, chunk)
     for index in range(first, last + 1):
         low = index * chunk - base
         if zlib.crc32(view[low : low + chunk]) != int.from_bytes(sums[4 * index : 4 * index + 4], "big"):

@@ -16,7 +16,7 @@ from ._buffers import check_int as _check_int
 from ._buffers import check_patterns as _check_patterns
 from ._buffers import plain_str as _plain_str
 from ._native_bytes import _is_continuation, _sequence_length
-from ._native_bytes import page_bounds, utf8_length, verify_chunks
+from ._native_bytes import copied_bad_chunk, page_bounds, utf8_length
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; the annotations are never evaluated
@@ -505,26 +505,31 @@ def page_arguments(low: int, high: int, offset: int, limit: int, flags: int, rea
         raise
 
 
-def _maybe_split(view: memoryview, low: int, edge: int, reach: int) -> bool:
-    """``page_text``'s rule 3 for one edge."""
-    window = view[max(low, edge - reach) : edge].tobytes()
-    if b"\x1b" in window:
+def _maybe_split(window: bytes, edge: int, reach: int) -> bool:
+    """``page_text``'s rule 3 for one edge (a position in ``window``, the window's copy)."""
+    before = window[max(0, edge - reach) : edge]
+    if b"\x1b" in before:
         return True
     # None of a sequence's bytes past its ESC is a newline, a BEL or an ESC (but an ST's or BEL's last byte).
-    return reach > 0 and edge - reach >= low and b"\n" not in window and b"\x07" not in window
+    return reach > 0 and edge - reach >= 0 and b"\n" not in before and b"\x07" not in before
 
 
 def page_text(buffer: BytesLike, low: int, high: int, offset: int, limit: int, flags: int, reach: int,
               checksums: Optional[BytesLike], chunk: int, /) -> int | tuple[int, int, Optional[str]]:
     """A verified page of a payload and its text, in one call: what a store's
-    read does with ``verify_chunks``, ``page_bounds`` and ``view_text``.
+    read does with ``verified_copy``, ``page_bounds`` and ``view_text``.
 
     ``buffer`` is the whole payload; ``[low, high)`` the window read around
-    the page, ``offset`` (inside it) where the page was asked for.
+    the page, ``offset`` (inside it) where the page was asked for.  The
+    window is copied out of ``buffer`` first, and the steps below read the
+    copy (``buffer[i]`` below is the copy's byte at ``i``): the page is made
+    of the bytes checked, even when ``buffer`` is a shared map that another
+    process changes meanwhile.
 
     1. Every checksum chunk under ``[low, high)`` is checked against
-       ``checksums`` (as ``verify_chunks`` with base 0; None: nothing to
-       check): the index of the first that does not match is returned.
+       ``checksums`` (as ``verified_copy`` with base 0: the copy's bytes
+       inside the window, ``buffer``'s outside it; None: nothing to check):
+       the index of the first that does not match is returned.
     2. ``(start, end) = page_bounds(buffer[low:high], offset - low, limit,
        high == len(buffer))``, made payload offsets.
     3. With ``VIEW_ANSI`` in ``flags``, an edge (``start`` or ``end``) may
@@ -557,26 +562,31 @@ def page_text(buffer: BytesLike, low: int, high: int, offset: int, limit: int, f
             if not low <= offset <= high <= size or low == high:
                 raise ValueError(f"low, offset and high must satisfy low <= offset <= high <= {size} and low < high, "
                                  f"not {low}, {offset}, {high}")
+            if sums is not None and 4 * ((high - 1) // chunk + 1) > len(sums):
+                raise ValueError(f"{len(sums) // 4} checksums do not cover the chunks of [{low}, {high})")
+            # The window out of the buffer first: the checks and the text below are of this copy.
+            window = view[low:high].tobytes()
             if sums is not None:
-                if 4 * ((high - 1) // chunk + 1) > len(sums):
-                    raise ValueError(f"{len(sums) // 4} checksums do not cover the chunks of [{low}, {high})")
-                failed = verify_chunks(view, 0, low, high, sums, chunk)
+                failed = copied_bad_chunk(view, 0, window, low, high, sums, chunk)
                 if failed >= 0:
                     return failed
         finally:
             if sums is not None:
                 sums.release()
-        start, end = page_bounds(view[low:high], offset - low, limit, high == size)
-        start += low
-        end += low
-        if flags & VIEW_ANSI and (any(_maybe_split(view, low, edge, reach) for edge in (start, end))
-                                  or flags & VIEW_CR and end < high and view[end] == 0x1B):
+        # Window positions from here.
+        start, end = page_bounds(window, offset - low, limit, high == size)
+        last = high - low
+        text = None
+        if flags & VIEW_ANSI and (any(_maybe_split(window, edge, reach) for edge in (start, end))
+                                  or flags & VIEW_CR and end < last and window[end] == 0x1B):
             # (An ESC just past the end may stand between a line's \r and its \n: the caller's escape
             # rule looks past it.)
-            return start, end, None
-        if flags & VIEW_CR and end < high and view[end] == 0x0A:
+            pass
+        elif flags & VIEW_CR and end < last and window[end] == 0x0A:
             # The page ends a line but for its \n: a \r before it is the line's ending, as in the whole
             # output's view (viewed alone, a final \r is a redraw). The view of the page and that \n,
             # less the \n, is the page's.
-            return start, end, view_text(view[start : end + 1], flags)[:-1]
-        return start, end, view_text(view[start:end], flags)
+            text = view_text(window[start : end + 1], flags)[:-1]
+        else:
+            text = view_text(window[start:end], flags)
+        return start + low, end + low, text
