@@ -892,6 +892,26 @@ def test_twins_agree_on_verify_chunks(compiled, buffer, base, start, end, sums, 
             return ("error", type(error))
 
     assert outcome(compiled.verify_chunks) == outcome(_native.verify_chunks)
+    assert outcome(compiled.verified_copy) == outcome(_native.verified_copy)
+
+
+@given(st.binary(min_size=1, max_size=300), st.integers(1, 40), st.data())
+@example(b"a" * 100, 16, None)
+def test_verified_copy_is_the_range_or_the_first_chunk_that_does_not_match(payload, chunk, draw):
+    # As verify_chunks, but the answer is the copy when every chunk matches (red team M12).
+    import zlib
+
+    sums = bytearray(b"".join(zlib.crc32(payload[i : i + chunk]).to_bytes(4, "big")
+                              for i in range(0, len(payload), chunk)))
+    start = 0 if draw is None else draw.draw(st.integers(0, len(payload) - 1))
+    end = len(payload) if draw is None else draw.draw(st.integers(start + 1, len(payload)))
+    if draw is not None and draw.draw(st.booleans()):
+        sums[draw.draw(st.integers(0, len(sums) - 1))] ^= 0x01
+    base = start // chunk * chunk if draw is None else draw.draw(st.integers(0, start // chunk * chunk))
+    bad = naive_first_bad_chunk(payload, start, end, bytes(sums), chunk)
+    expected = payload[start:end] if bad < 0 else bad
+    got = _kernels.verified_copy(memoryview(payload)[base:], base, start, end, bytes(sums), chunk)
+    assert got == expected and type(got) is type(expected)
 
 
 # ---------------------------------------------------------------- limits at the edge of a machine word

@@ -4,12 +4,15 @@ still read, and ``read --all`` streams in flat memory."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mmap
 import os
 import subprocess
 import sys
+import time
 import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from overspill import ResourceCorruptError, ResourceNotFoundError, ToolOutputStore
-from overspill.records import CHECKSUM_CHUNK, LEGACY_CHECKSUM_CHUNK, new_id
+from overspill.records import CHECKSUM_CHUNK, LEGACY_CHECKSUM_CHUNK, new_id, parse_uri
 
 SCRIPT = Path(sys.executable).with_name("overspill")
 
@@ -485,3 +488,141 @@ def test_a_page_of_escape_sequences_only_goes_on_to_hold_a_character(tmp_path, w
     whole = shown_text(data, view_flags(store.views))
     assert whole == "ab\nc\n"
     assert _pages_in_order(store, uri, limit) == whole
+
+
+# A second process that flips one byte back and forth through a shared writable map, as fast as it
+# can, until it is killed: no timestamp changes, and the byte is the stored one half of the time.
+TOGGLER = r"""
+import mmap, sys
+path, position = sys.argv[1], int(sys.argv[2])
+with open(path, "r+b") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_WRITE) as shared:
+    stored = shared[position]
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    while True:
+        shared[position] = 0x23
+        shared[position] = stored
+"""
+# How long each race runs (reads are looped for it; nothing about their speed is asserted).
+RACE_SECONDS = 2.5
+
+
+@contextlib.contextmanager
+def byte_toggled(path: Path, position: int) -> Iterator[None]:
+    """``position`` of the file at ``path`` changed in place and back, without end, by another process."""
+    toggler = subprocess.Popen([sys.executable, "-c", TOGGLER, str(path), str(position)], stdout=subprocess.PIPE)
+    try:
+        assert toggler.stdout is not None and toggler.stdout.readline() == b"ready\n"
+        yield
+    finally:
+        toggler.kill()
+        toggler.wait()
+        toggler.stdout.close()  # type: ignore[union-attr]
+
+
+def race(read: Callable[[], tuple[object, object]]) -> tuple[int, int, list[object]]:
+    """Call ``read`` (``(what it returned, what was stored there)``) for RACE_SECONDS:
+    how many returned the stored bytes, how many raised ResourceCorruptError, and what
+    the others returned."""
+    served = caught = 0
+    wrong = []
+    deadline = time.monotonic() + RACE_SECONDS
+    while time.monotonic() < deadline:
+        try:
+            got, stored = read()
+        except ResourceCorruptError:
+            caught += 1
+            continue
+        if got == stored:
+            served += 1
+        else:
+            wrong.append(got)
+    return served, caught, wrong
+
+
+@pytest.mark.parametrize("api", ["read warm", "read cold", "read_bytes", "iter_bytes"])
+def test_a_byte_changed_during_a_read_is_never_served(tmp_path, api):
+    """Promise 2 under a race (red team M12): another process flips a byte in place through a
+    shared writable map while reads run.  Each read returns the stored bytes or raises
+    ResourceCorruptError, never the changed byte: the bytes returned are the bytes checked.
+    A store that verified the chunks in its map and then served (or decoded) the map's bytes
+    returned the flipped byte in about one read of ten."""
+    data = payload(200_000)
+    position = data.index(b"abcdefghij", 60_000) + 3  # an ASCII byte: a flip to '#' keeps the text valid
+    with ToolOutputStore(tmp_path, durable=False) as store:
+        uri = store.write("s", "c", data).uri
+        path = store.directory / f"{parse_uri(uri)}.txt"
+        low = position - 20_000
+
+        def page(reader: ToolOutputStore) -> tuple[object, object]:
+            found = reader.read("s", uri, offset=low, limit=30_000)
+            return found.content, data[found.offset : found.next].decode()
+
+        def first_pages() -> tuple[object, object]:
+            # A fresh store's first read (one pread) and its second (the payload mapped since).
+            with ToolOutputStore(tmp_path, durable=False) as fresh:
+                first, second = page(fresh), page(fresh)
+            return (first[0], second[0]), (first[1], second[1])
+
+        def some_bytes() -> tuple[object, object]:
+            _, got, offset, _ = store.read_bytes("s", uri, offset=low, limit=30_000)
+            return got, data[offset : offset + 30_000]
+
+        def every_range() -> tuple[object, object]:
+            return b"".join(bytes(view) for view in store.iter_bytes("s", uri)), data
+
+        read = {"read warm": lambda: page(store), "read cold": first_pages, "read_bytes": some_bytes,
+                "iter_bytes": every_range}[api]
+        assert read()[0] == read()[1]
+        with byte_toggled(path, position):
+            served, caught, wrong = race(read)
+    assert not wrong, f"{len(wrong)} reads served a byte never stored ({served} exact, {caught} caught)"
+    assert served + caught > 0
+
+
+# ``overspill read --all`` run again and again in one process for a time (a process per run leaves
+# too few runs in a bounded test), its standard output a file, its standard error kept: per run,
+# the bytes written and the exit status, counted.
+READ_ALL_LOOP = r"""
+import io, json, sys, time
+from overspill.cli import main
+uri, stored, sink, seconds = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+with open(stored, "rb") as file:
+    data = file.read()
+runs = {"exact": 0, "corrupt": 0, "wrong": 0}
+deadline = time.monotonic() + seconds
+while time.monotonic() < deadline:
+    with open(sink, "w") as out:
+        sys.stdout, sys.stderr = out, io.StringIO()
+        status = main(["read", "--all", uri])
+        said = sys.stderr.getvalue()
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    if status == 0:
+        with open(sink, "rb") as file:
+            runs["exact" if file.read() == data else "wrong"] += 1
+    else:
+        assert status == 3 and "is corrupt" in said, (status, said)
+        runs["corrupt"] += 1
+print(json.dumps(runs))
+"""
+
+
+def test_read_all_never_writes_a_byte_changed_while_it_runs(tmp_path, subprocess_env):
+    """``overspill read --all`` (red team M12) while another process flips a byte in place through
+    a shared writable map: each run writes the stored bytes (exit 0) or fails as corrupt (exit 3),
+    never exit 0 with the changed byte, which a run that wrote the ranges straight from the map it
+    had verified did in about one run of ten."""
+    data = payload(2 * 1024 * 1024 + 1000)
+    position = data.index(b"abcdefghij", 1024 * 1024 + 4096) + 3
+    with ToolOutputStore(tmp_path / "data", durable=False) as store:
+        resource = store.write("cli", "c", data)
+    (tmp_path / "stored").write_bytes(data)
+    subprocess_env["OVERSPILL_DATA_DIR"] = str(tmp_path / "data")
+    subprocess_env["OVERSPILL_SESSION"] = "cli"
+    with byte_toggled(tmp_path / "data" / "tool-output" / "managed" / f"{resource.id}.txt", position):
+        loop = subprocess.run([sys.executable, "-c", READ_ALL_LOOP, resource.uri, str(tmp_path / "stored"),
+                               str(tmp_path / "out"), str(2 * RACE_SECONDS)],
+                              capture_output=True, text=True, env=subprocess_env, timeout=120)
+    assert loop.returncode == 0, loop.stderr
+    runs = json.loads(loop.stdout)
+    assert not runs["wrong"], runs

@@ -171,10 +171,11 @@ class StoreReads:
     def iter_bytes(self, session_id: str, uri: str) -> Iterator[memoryview]:
         """The exact stored bytes, in order, one verified range at a time.
 
-        Each range (about 1 MiB, whole checksum chunks) is verified just before
-        it is yielded, so a consumer that stops early (``read --all | head``)
-        pays only for what it took, and memory stays flat whatever the size.
-        A yielded view is valid until the next one is requested; copy it to keep it.
+        Each range (about 1 MiB, whole checksum chunks) is copied out and that
+        copy verified just before it is yielded (so its bytes are the ones
+        checked, whatever happens to the file meanwhile), so a consumer that
+        stops early (``read --all | head``) pays only for what it took, and
+        memory stays flat whatever the size.
 
         :raises InvalidResourceError: ``uri`` is not a well-formed URI.
         :raises AccessDeniedError: another session wrote the resource.
@@ -191,8 +192,9 @@ class StoreReads:
         size = record.resource.size
         step = max(_STREAM_BYTES // record.checksum_chunk, 1) * record.checksum_chunk
         for start in range(0, size, step):
-            with self._backend.read(record, start, min(start + step, size)) as view:
-                yield view
+            # Bytes of their own, the ones verified (``Backend.read_copy``): a view of the shared map
+            # would be written out after its check, showing a byte changed in place meanwhile.
+            yield memoryview(self._backend.read_copy(record, start, min(start + step, size)))
 
     def read(self, session_id: str, uri: str, *, offset: int = 0, limit: Optional[int] = None) -> Page:
         """A page of a resource that this session wrote.
@@ -308,8 +310,10 @@ class StoreReads:
         end, None)``, for the caller to read the page from there (the limit counts from where the
         page starts, and the window around ``offset`` may not reach past that start)."""
         flags = self._views
+        # The page's window as bytes of its own (``Backend.read_copy``): its bounds and text are of
+        # the bytes verified, never of a map changed in place after the check.
         if not flags & VIEW_ANSI:
-            with self._backend.read(record, low, high) as view:
+            with memoryview(self._backend.read_copy(record, low, high)) as view:
                 if not view:
                     return low, low, ""
                 start, end = _kernels.page_bounds(view, offset - low, limit, final)
@@ -326,7 +330,7 @@ class StoreReads:
         # sequences (an OSC 8 link's signed URL) end in it.
         size = record.resource.size
         wide_low, wide_high = max(low - _WIDE_REACH, 0), min(high + _WIDE_REACH, size)
-        with self._backend.read(record, wide_low, wide_high) as wide:
+        with memoryview(self._backend.read_copy(record, wide_low, wide_high)) as wide:
             start, end = _kernels.page_bounds(wide[low - wide_low : high - wide_low], offset - low, limit, final)
             moved = self._sequence_end(resource_id, record, wide, wide_low, wide_high, start + low)
             if moved != start + low:
@@ -339,7 +343,7 @@ class StoreReads:
                     resource_id, record, wide, wide_low, wide_high, end)
                 return start, end, _page_text(page, flags, ending)
         # The end moved past the window: the end of a sequence longer than its margin.
-        with self._backend.read(record, start, end) as view:
+        with memoryview(self._backend.read_copy(record, start, end)) as view:
             ending = flags & VIEW_CR and _ends_in_cr(view) and self._newline_next(
                 resource_id, record, view, start, end, end)
             return start, end, _page_text(view, flags, ending)
@@ -473,8 +477,7 @@ class StoreReads:
         size = record.resource.size
         start = min(max(offset, 0), size)
         end = min(start + min(max(limit, 1), MAX_READ_BYTES), size)
-        with self._backend.read(record, start, end) as view:
-            data = bytes(view)
+        data = self._backend.read_copy(record, start, end)  # the bytes verified, not the map's of later
         return record.resource, data, start, (end if end < size else None)
 
     def status(self, session_id: str, uri: str) -> Record:

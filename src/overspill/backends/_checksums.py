@@ -13,7 +13,7 @@ from .. import _kernels
 from ..errors import ResourceCorruptError
 from ..records import Record
 
-__all__ = ["Checksums", "corrupt", "verify"]
+__all__ = ["Checksums", "corrupt", "verified_copy", "verify"]
 
 
 class Checksums:
@@ -68,6 +68,26 @@ def verify(record: Record, view: memoryview, base: int, start: int, end: int) ->
     index = _kernels.verify_chunks(view, base, start, end, checksums, chunk)
     if index >= 0:
         raise corrupt(record, index)
+
+
+def verified_copy(record: Record, view: memoryview, base: int, start: int, end: int) -> bytes:
+    """``[start, end)`` of ``record``'s payload copied out of ``view`` (as ``verify``'s), then
+    every checksum chunk under it checked over the copy inside the range and ``view`` outside it
+    (``_kernels.verified_copy``): the bytes returned are the bytes checked, even when ``view`` is
+    a shared map that another process changes meanwhile (a change in place made before the copy
+    fails the check, one made after it is not in the copy).
+
+    :raises ResourceCorruptError: a chunk does not match its checksum (as ``verify``).
+    """
+    checksums = record.checksums
+    if start >= end:
+        return b""
+    if checksums is None:
+        return view[start - base : end - base].tobytes()  # nothing to check
+    found = _kernels.verified_copy(view, base, start, end, checksums, record.checksum_chunk)
+    if type(found) is int:
+        raise corrupt(record, found)
+    return found
 
 
 def corrupt(record: Record, index: int) -> ResourceCorruptError:

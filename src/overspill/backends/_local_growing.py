@@ -185,6 +185,7 @@ class LocalGrowing:
     _entry: Callable[[str], Entry]
     record: Callable[[str], Record]
     read: Callable[[Record, int, int], memoryview]
+    read_copy: Callable[[Record, int, int], bytes]
 
     def starting_background(self) -> AbstractContextManager[bool]:
         """The folder's lock for starting background commands (``.background.lock``), waited for:
@@ -252,15 +253,18 @@ class LocalGrowing:
         state = "running" if owner_holds(record.owner, record.id) else "lost"
         return replace(record, resource=replace(record.resource, size=chain.end), state=state)
 
-    def _read_growing(self, entry: Entry, record: Record, start: int, end: int) -> memoryview:
+    def _read_growing(self, entry: Entry, record: Record, start: int, end: int,
+                      copy: bool = False) -> memoryview | bytes:
         """``[start, end)`` of a running (or lost) resource's sealed prefix, each sealed stretch under it verified.
 
         The payload grows, so it is mapped per read, up to the end of the last
-        stretch needed; the map goes when the caller releases the view.
+        stretch needed; the map goes when the caller releases the view.  With
+        ``copy``, the bytes copied out of the map before they are checked
+        (``SealChain.verified_copy``), and the map closed at once.
         """
         uri = record.resource.uri
         if start >= end:
-            return memoryview(b"")
+            return b"" if copy else memoryview(b"")
         inode, chain = entry.chain
         if chain is None or chain.end < end:
             try:
@@ -272,7 +276,7 @@ class LocalGrowing:
                 current = self.record(record.id)
                 if not current.complete or current.resource.size < end:
                     raise ResourceNotFoundError(f"resource {uri} no longer holds bytes {start} to {end}")
-                return self.read(current, start, end)
+                return self.read_copy(current, start, end) if copy else self.read(current, start, end)
         low, high = chain.span(start, end)
         base = low - low % mmap.ALLOCATIONGRANULARITY
 
@@ -282,6 +286,12 @@ class LocalGrowing:
                                            f"({opened.st_size} of {high} bytes)")
 
         mapping = map_range(entry.payload_path, uri, base, high, check)
+        if copy:
+            try:
+                with memoryview(mapping) as part:
+                    return chain.verified_copy(uri, part, base, start, end)
+            finally:
+                mapping.close()
         with memoryview(mapping) as part:
             chain.verify(uri, part, base, start, end)
             return part[start - base : end - base]

@@ -144,6 +144,13 @@ class RedisReads:
         verify(record, memoryview(data), first, start, end)
         return memoryview(data)[start - first : end - first].toreadonly()
 
+    def read_copy(self, record: Record, start: int, end: int, /) -> bytes:
+        # ``read``'s bytes are this call's own (the replies), never shared with another
+        # process: what it verified is what it returns.
+        with self.read(record, start, end) as view:
+            whole = view.obj  # the reply itself, when the range is all of it: no second copy
+            return whole if type(whole) is bytes and len(whole) == view.nbytes else view.tobytes()
+
     def _forget(self, resource_id: str) -> None:
         with self._lock:
             self._records.pop(resource_id, None)

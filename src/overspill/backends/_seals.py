@@ -23,6 +23,10 @@ from bisect import bisect_right
 from .. import _kernels
 from ..errors import ResourceCorruptError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
+    from typing import Optional
+
 __all__ = ["ENTRY_SIZE", "SEAL_BYTES", "SealChain", "seal_entry"]
 
 _ENTRY = struct.Struct(">QQI")
@@ -89,6 +93,22 @@ class SealChain:
 
         :raises ResourceCorruptError: a stretch does not match its seal.
         """
+        self._check(uri, view, base, None, start, end)
+
+    def verified_copy(self, uri: str, view: memoryview, base: int, start: int, end: int) -> bytes:
+        """``[start, end)`` copied out of ``view`` first, then checked as ``verify`` does, each
+        stretch over the copy inside the range and ``view`` outside it: the bytes returned are
+        the bytes checked, even when ``view`` is a shared map changed meanwhile
+        (``_checksums.verified_copy``'s rule, for seals).
+
+        :raises ResourceCorruptError: a stretch does not match its seal.
+        """
+        copy = view[start - base : end - base].tobytes()
+        self._check(uri, view, base, copy, start, end)
+        return copy
+
+    def _check(self, uri: str, view: memoryview, base: int, copy: Optional[bytes], start: int, end: int) -> None:
+        """``verify`` (``copy`` None) or ``verified_copy``'s check of ``copy``, the bytes ``[start, end)``."""
         if start >= end:
             return
         crc32 = _kernels.crc32
@@ -96,7 +116,15 @@ class SealChain:
         low = self.ends[index - 1] if index else 0
         while low < end:
             high = self.ends[index]
-            if crc32(view[low - base : high - base]) != self.crcs[index]:
+            if copy is None:
+                crc = crc32(view[low - base : high - base])
+            else:
+                # CRC-32 runs in order: the bytes before the copy, the copy's, the bytes after it.
+                crc = crc32(view[low - base : start - base]) if low < start else 0
+                crc = crc32(copy[max(low, start) - start : min(high, end) - start], crc)
+                if high > end:
+                    crc = crc32(view[end - base : high - base], crc)
+            if crc != self.crcs[index]:
                 raise ResourceCorruptError(
                     f"resource {uri} is corrupt: bytes {low} to {high} do not match their seal")
             low = high

@@ -46,7 +46,8 @@ Contract every backend keeps:
   by one thread at a time.
 * **Memory.**  ``write`` holds at most a chunk; ``read`` of a range holds at
   most that range (the local backend returns a view of a shared map: no
-  copy at all).  The store reads large payloads a range at a time.
+  copy at all; ``read_copy`` is one copy of the range).  The store reads
+  large payloads a range at a time.
 """
 
 from __future__ import annotations
@@ -223,6 +224,18 @@ class Backend(Protocol):
         :raises ResourceNotFoundError: the payload is missing, not of the
             record's size, or can no longer be read.
         :raises ResourceCorruptError: a chunk does not match its checksum.
+        """
+        ...
+
+    def read_copy(self, record: Record, start: int, end: int, /) -> bytes:
+        """The payload bytes ``[start, end)`` as ``bytes`` of their own, the very
+        bytes whose chunks were verified (``read``'s view may be a shared map,
+        whose bytes another process can change in place after the check: a
+        backend that serves one copies the range out first, then verifies the
+        copy, ``_checksums.verified_copy``).  For the bytes a caller hands on:
+        ``read_bytes``, ``iter_bytes``, a page's text.
+
+        :raises: as ``read``.
         """
         ...
 

@@ -9,7 +9,8 @@ the identity (inode, size, times) of the file it came from.  A page comes from
 a cached map of the payload, after one ``fstat`` of the payload held open
 with it (an ``lstat`` by path when that shows a change) and a check of the
 CRC-32 of every checksum chunk under it, on every read: as a zero-copy view
-(``read``) or as the page's text from one kernel call (``_local_pages``).  Ranges of 1 MiB and more get a map of their own, dropped when the
+(``read``), as bytes copied out before they are checked (``read_copy``), or
+as the page's text from one kernel call (``_local_pages``).  Ranges of 1 MiB and more get a map of their own, dropped when the
 caller releases the view, so streaming a payload keeps memory flat.  Cleanup
 is ``_sweep``: one process at a time per folder; listing is ``_local_listing``.
 """
@@ -25,7 +26,7 @@ from _weakref import ref as _weak  # weakref's ref, without importing weakref (s
 from .. import _files, _kernels
 from ..errors import ResourceNotFoundError
 from ..records import Record, open_record, unreadable, uri_for
-from ._checksums import verify
+from ._checksums import verified_copy, verify
 from ._index import ListingIndex
 from ._local_growing import LocalGrowing
 from ._local_listing import LocalListing
@@ -281,12 +282,28 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
         the cached map (an ``lstat`` by path when there is none, or it shows
         a change); the checksum chunks under the range are verified on every
         call, so a byte changed in place (even through a shared writable map,
-        which changes no timestamp) is never served.
+        which changes no timestamp) before the call is never served.  The view
+        is of the live map: its bytes are the file's as they are when read, so
+        one changed in place after the check shows in it; ``read_copy`` gives
+        bytes that are the ones checked.
         """
+        return self._read(record, start, end, False)  # type: ignore[return-value]
+
+    def read_copy(self, record: Record, start: int, end: int, /) -> bytes:
+        """The bytes ``[start, end)``, copied out of the payload's map before
+        they are verified (``_checksums.verified_copy``): the bytes returned are
+        the bytes checked, whatever another process does to the file meanwhile.
+        Revalidated as ``read``; a range of 1 MiB or more is copied from a map of
+        its own, unmapped before this returns."""
+        found = self._read(record, start, end, True)
+        return found if type(found) is bytes else found.tobytes()  # type: ignore[union-attr]
+
+    def _read(self, record: Record, start: int, end: int, copy: bool) -> memoryview | bytes:
+        """``read`` (a view of the map) or, with ``copy``, ``read_copy`` (bytes)."""
         entry = self._entry(record.id)
         uri = record.resource.uri
         if not record.complete:
-            return self._read_growing(entry, record, start, end)
+            return self._read_growing(entry, record, start, end, copy)
         known, mapping = entry.mapped
         held = entry.payload_file
         if (mapping is not None and held is not None and held[0] is known and start < end
@@ -307,7 +324,7 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
                 return memoryview(b"")
             identity = file_identity(info)
             if end - start >= PRIVATE_MAP_BYTES:
-                return self._read_large(entry, record, identity, start, end)
+                return self._read_large(entry, record, identity, start, end, copy)
             if known != identity:
                 mapping = self._map(entry, record, identity)
         else:
@@ -318,14 +335,17 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
             # The map was closed by close() in another thread.
             raise ResourceNotFoundError(f"resource {uri} is no longer open") from None
         with whole:
+            if copy:
+                return verified_copy(record, whole, 0, start, end)
             verify(record, whole, 0, start, end)
             # The slice keeps the map's buffer exported after ``whole`` is released.
             return whole[start:end]
 
     def _read_large(self, entry: Entry, record: Record, identity: tuple[int, ...],
-                    start: int, end: int) -> memoryview:
+                    start: int, end: int, copy: bool) -> memoryview | bytes:
         """A large range from a map of its own, unmapped when the caller releases
-        the view: streaming a payload range by range keeps memory flat."""
+        the view (with ``copy``: copied out and verified, unmapped at once):
+        streaming a payload range by range keeps memory flat."""
         uri = record.resource.uri
         chunk = record.checksum_chunk
         first = start // chunk * chunk
@@ -340,6 +360,12 @@ class LocalBackend(LocalGrowing, LocalQuota, LocalListing, LocalPages):
                 raise ResourceNotFoundError(f"resource {uri} changed while being opened")
 
         mapping = map_range(entry.payload_path, uri, base, last, check)
+        if copy:
+            try:
+                with memoryview(mapping) as part:
+                    return verified_copy(record, part, base, start, end)
+            finally:
+                mapping.close()
         with memoryview(mapping) as part:
             if end - start <= _VERIFY_STEP:
                 verify(record, part, base, start, end)
