@@ -841,3 +841,22 @@ def test_a_new_signal_line_past_the_grouping_bound_is_still_shown(store, monkeyp
     assert re.fullmatch(r"\d+:src/a\.c:\d+:5: warning: unused variable 'x' \[-Wunused-variable\] \[×\d+\+\]",
                         signals[4]), signals
     assert signals[5] == f"{data.index(b'src/b.c:7:1')}:src/b.c:7:1: warning: unused variable 'vaa'"
+
+
+def test_the_head_window_of_a_line_with_no_redraw_is_the_byte_cuts_window():
+    # Review R10 of b0dc41f: the head's window reached the newline of the line the head cuts into even
+    # when the line has no \r (15 MB of minified JSON: three 15 MB copies and scans per recut, 0.4 -> 127
+    # ms). Only a \r on the line (not the \r of a CRLF ending) makes its final state differ from a byte
+    # cut, so only then does the window reach the newline.
+    from overspill._views import head_window
+
+    flags = text_module.view_flags(["ansi", "cr"])
+
+    def window(data: bytes) -> tuple[int, int]:
+        return head_window(lambda low, high: data[low:high], len(data), 1000, flags, 1002)
+
+    line = b"x" * 3_000_000
+    assert window(line + b"\nrow\n" * 10) == (1002, -1)
+    assert window(line + b"\r\nrow\n" * 10) == (1002, -1)  # a CRLF ending is no redraw
+    assert window(b"head\n" + line[:2000] + b"\r" + line + b"\nrow\n") == (5 + 2000 + 1 + 3_000_000 + 1, -1)
+    assert window(line[:500] + b"\r" + line + b"\n") == (500 + 1 + 3_000_000 + 1, -1)

@@ -64,7 +64,8 @@ def _head_line(read: Callable[[int, int], bytes], max_bytes: int, size: int) -> 
         window = read(low, high)
         found = window.find(b"\n")
         if found >= 0:
-            return start, low + found, redrawn
+            # a \r right before the newline ends the line (CRLF): no redraw
+            return start, low + found, redrawn or b"\r" in window[: max(0, found - 1)]
         redrawn = redrawn or b"\r" in window
         low, reach = high, min(reach * 4, _SCAN_BYTES)
     return start, (size if limit == size else -1), redrawn
@@ -92,6 +93,8 @@ def head_window(read: Callable[[int, int], bytes], size: int, max_bytes: int, fl
     start, newline, redrawn = _head_line(read, max_bytes, size)
     if newline < 0:
         return reach, (start if redrawn else -1)
+    if not redrawn:
+        return reach, -1  # no \r on the line past the window's start: a byte cut shows its state
     return max(reach, newline + 1), -1  # with the newline: a \r before it is a line ending, not a redraw
 
 
