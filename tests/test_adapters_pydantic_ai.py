@@ -477,7 +477,9 @@ def test_a_deferred_tools_result_given_back_is_bounded(store):
     # a tool that raised CallDeferred) reached the model whole (538 KB, nothing stored): PydanticAI never
     # runs after_tool_execute for it.  Now the resumed run's results are bounded before they become tool
     # returns: a value or a ToolReturn's as a tool's result, a ModelRetry's or ToolFailed's message as a
-    # tool's, each keeping its kind; the model pages the stored text back exactly.
+    # tool's, each keeping its kind; the model pages the stored text back exactly.  A RetryPromptPart given
+    # back (deprecated, "the same result as ModelRetry") reached the model whole too: its text is bounded
+    # as a ModelRetry's, and it stays a retry.
     from pydantic_ai import DeferredToolRequests, DeferredToolResults, ModelRetry
     from pydantic_ai.exceptions import ToolFailed
     from pydantic_ai.messages import ToolReturn
@@ -489,12 +491,16 @@ def test_a_deferred_tools_result_given_back_is_bounded(store):
                                                                                    "properties": {}})])
     kinds = {}
     for name, given in (("value", log), ("return", ToolReturn(log)), ("retry", ModelRetry(log)),
-                        ("failure", ToolFailed(log))):
+                        ("failure", ToolFailed(log)),
+                        ("prompt", lambda call_id: RetryPromptPart(content=log, tool_name="big",
+                                                                   tool_call_id=call_id))):
         script = Script()
         run = Agent(scripted(script), output_type=[str, DeferredToolRequests], toolsets=[external],
                     capabilities=[capability(store)])
         paused = run.run_sync("go")
         (call,) = paused.output.calls
+        if callable(given):  # a part names the call it answers
+            given = given(call.tool_call_id)
         result = run.run_sync(message_history=paused.all_messages(),
                               deferred_tool_results=DeferredToolResults(calls={call.tool_call_id: given}))
         assert result.output == "done"
@@ -502,6 +508,7 @@ def test_a_deferred_tools_result_given_back_is_bounded(store):
         (first,) = [part for message in result.all_messages() if isinstance(message, ModelRequest)
                     for part in message.parts if getattr(part, "tool_call_id", None) == call.tool_call_id]
         kinds[name] = "retried" if isinstance(first, RetryPromptPart) else first.outcome
-    assert kinds == {"value": "success", "return": "success", "retry": "retried", "failure": "failed"}
+    assert kinds == {"value": "success", "return": "success", "retry": "retried", "failure": "failed",
+                     "prompt": "retried"}
     assert [b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
-            for record in store.records()] == [log] * 4
+            for record in store.records()] == [log] * 5

@@ -35,7 +35,7 @@ with needs_extra("pydantic-ai"):
     from pydantic_ai.capabilities import AbstractCapability, WrapOutputProcessHandler, WrapOutputValidateHandler, \
         WrapToolExecuteHandler
     from pydantic_ai.exceptions import ModelRetry, ToolFailed, ToolFailedError, ToolRetryError
-    from pydantic_ai.messages import ToolCallPart, ToolReturn, is_multi_modal_content
+    from pydantic_ai.messages import RetryPromptPart, ToolCallPart, ToolReturn, is_multi_modal_content
     from pydantic_ai.output import OutputContext
     from pydantic_ai.tools import Tool, ToolDefinition
     from pydantic_ai.toolsets import FunctionToolset
@@ -131,7 +131,8 @@ class OverspillCapability(AbstractCapability[Any]):
         """Bound the results a run resumed with ``deferred_tool_results`` gives deferred calls (an external
         tool's, a ``CallDeferred`` tool's): PydanticAI makes them tool returns without ``after_tool_execute``
         or ``wrap_tool_execute``.  A value or a ``ToolReturn`` is bounded as a tool's result, a
-        ``ModelRetry``'s or ``ToolFailed``'s message as a tool's, each keeping its kind; an approval or a
+        ``ModelRetry``'s or ``ToolFailed``'s message as a tool's, each keeping its kind (a ``RetryPromptPart``,
+        deprecated but still "the same result as ``ModelRetry``", as one, staying a retry); an approval or a
         denial is the application's, not the tool's, and passes.
         """
         results = node.tool_call_results if isinstance(node, CallToolsNode) else None
@@ -144,6 +145,8 @@ class OverspillCapability(AbstractCapability[Any]):
                 bounded[call_id] = await self._bounded_result(session_id, _own_id(call_id), result)
             elif isinstance(result, (ModelRetry, ToolFailed)):
                 bounded[call_id] = await self._bounded_error(session_id, _own_id(call_id), result) or result
+            elif isinstance(result, RetryPromptPart):
+                bounded[call_id] = await self._bounded_part(session_id, _own_id(call_id), result) or result
         if all(bounded[call_id] is result for call_id, result in results.items()):
             return node
         return replace(node, tool_call_results=bounded)
@@ -196,12 +199,8 @@ class OverspillCapability(AbstractCapability[Any]):
         that text fits or is not text (a ``ValidationError``'s details, structured content)."""
         if isinstance(error, (ToolRetryError, ToolFailedError)):
             attribute = "tool_retry" if isinstance(error, ToolRetryError) else "tool_failed"
-            part = getattr(error, attribute)
-            if not isinstance(part.content, str):
-                return None
-            preview = await self._bounder.aerror_text(session_id, call_id, part.content)
-            # The part keeps everything else (the retry's attempt count, the call id, the outcome).
-            return None if preview is None else type(error)(replace(part, content=preview))
+            part = await self._bounded_part(session_id, call_id, getattr(error, attribute))
+            return None if part is None else type(error)(part)
         message = getattr(error, "message", None)
         if not isinstance(message, str):
             return None
@@ -215,6 +214,15 @@ class OverspillCapability(AbstractCapability[Any]):
             # (retold could not make one that PydanticAI handles, with the text where it reads it: the base type)
             bounded = (ModelRetry if isinstance(error, ModelRetry) else ToolFailed)(preview)
         return bounded  # type: ignore[return-value]
+
+    async def _bounded_part(self, session_id: str, call_id: str, part: Any) -> Any:
+        """A retry's or failure's message part (a ``ToolReturnPart``, a ``RetryPromptPart``) with its text
+        bounded as an error's; None when that text fits or is not text (a ``ValidationError``'s details)."""
+        if not isinstance(part.content, str):
+            return None
+        preview = await self._bounder.aerror_text(session_id, call_id, part.content)
+        # The part keeps everything else (the retry's attempt count, the call id, the outcome).
+        return None if preview is None else replace(part, content=preview)
 
     async def _bounded_result(self, session_id: str, call_id: str, result: Any) -> Any:
         """A tool's result bounded: a ``ToolReturn``'s ``return_value`` and, on its own, its ``content``;
