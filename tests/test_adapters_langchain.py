@@ -473,7 +473,7 @@ class DataState:
 
 
 STATES: dict[str, Any] = {"list": Annotated[list, add_messages], "dict": MessagesState, "model": ModelState,
-                          "dataclass": DataState}
+                          "dataclass": DataState, "pairs": MessagesState}  # "pairs": a dict state's, as pairs
 
 
 def _updating(state: str) -> Any:
@@ -482,6 +482,8 @@ def _updating(state: str) -> Any:
     def update(tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
         """Return a Command whose update is in the state's own form."""
         messages = [ToolMessage(BIG, tool_call_id=tool_call_id)]
+        if state == "pairs":
+            return Command(update=(("messages", messages),))  # a tuple of (key, value) pairs
         return Command(update=messages if state == "list" else STATES[state](messages=messages))  # not "dict"
 
     return update
@@ -504,11 +506,12 @@ def _tool_graph(state: str, tools: list, hooks: Any, model: Any = None) -> Any:
 
 
 @pytest.mark.parametrize("asynchronous", [False, True])
-@pytest.mark.parametrize("state", ["list", "model", "dataclass"])
+@pytest.mark.parametrize("state", ["list", "model", "dataclass", "pairs"])
 def test_a_commands_update_in_every_form_langgraph_takes_is_bounded(store, state, asynchronous):
     # A ToolNode over a list of messages takes a Command(update=[ToolMessage, ...]) (a state model's
     # Command(update=State(messages=[...])) as well): only a dict update's "messages" was looked into, so
-    # the tool message reached the model whole (538 KB).
+    # the tool message reached the model whole (538 KB).  So did a tuple of (key, value) pairs, which
+    # LangGraph applies as a dict's items (Command._update_as_tuples).
     app = _tool_graph(state, [_updating(state)], middleware(store))
     call = AIMessage(content="", tool_calls=[{"name": "update", "args": {}, "id": "call-1"}])
     task: Any = [call] if state == "list" else {"messages": [call]}

@@ -284,8 +284,14 @@ def _update_messages(update: Any) -> Optional[list[Any]]:
 
     LangGraph takes an update in the state's own form: a dict's ``"messages"`` (``create_agent``, a
     ``ToolNode`` given a dict), the list of messages itself (a ``ToolNode`` over a list of messages), or
-    a state object's ``messages`` field (a pydantic model or a dataclass, read as the graph reads it).
+    a state object's ``messages`` field (a pydantic model or a dataclass, read as the graph reads it); or
+    a dict's items as a list or tuple of ``(key, value)`` pairs, whose ``"messages"`` lists are read
+    together, in order.
     """
+    if _is_pairs(update):
+        lists = [value for key, value in update if key == "messages"]
+        return [message for value in lists for message in value] \
+            if lists and all(isinstance(value, list) for value in lists) else None
     if isinstance(update, dict):
         messages = update.get("messages")
     elif isinstance(update, list):
@@ -300,8 +306,21 @@ def _update_messages(update: Any) -> Optional[list[Any]]:
     return messages if isinstance(messages, list) else None
 
 
+def _is_pairs(update: Any) -> bool:
+    """Whether LangGraph applies ``update`` as ``(key, value)`` pairs (``Command._update_as_tuples``): a list
+    or tuple whose items are all 2-tuples with a str key.  Such a list is never read as messages."""
+    return isinstance(update, (list, tuple)) and bool(update) \
+        and all(isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str) for pair in update)
+
+
 def _with_update_messages(update: Any, messages: list[Any]) -> Any:
     """``update`` (a form ``_update_messages`` reads) giving ``messages`` instead, in the same form."""
+    if _is_pairs(update):
+        # Each "messages" pair takes back as many messages as it gave (_update_messages read them in order).
+        rest, pairs = iter(messages), []
+        for key, value in update:
+            pairs.append((key, [next(rest) for _ in value]) if key == "messages" else (key, value))
+        return type(update)(pairs)
     if isinstance(update, dict):
         return {**update, "messages": messages}
     if isinstance(update, list):
