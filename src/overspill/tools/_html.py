@@ -623,8 +623,11 @@ class _Converter(HTMLParser):
         if self.dropping:
             return
         if self.pre:
-            if pre_opened:  # (a CR LF or a CR is a line break too: HTML reads either as LF)
-                data = data[2:] if data.startswith("\r\n") else data[1:] if data[:1] in ("\n", "\r") else data
+            # HTML's input preprocessing reads a CR LF and a lone CR as LF: a page served with CRLF
+            # line ends (or CRs alone) has the same lines as one with LFs, and no '\r' ends a code line.
+            data = data.replace("\r\n", "\n").replace("\r", "\n")
+            if pre_opened and data.startswith("\n"):
+                data = data[1:]
             self.pre_text.append(data)
             return
         text = _SPACE.sub(" ", data)
