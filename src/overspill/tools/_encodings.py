@@ -199,8 +199,11 @@ def _meta_encoding(text: str, at: int) -> tuple[Optional[str], int]:
         if name == "http-equiv":
             got_pragma = got_pragma or value.lower() == "content-type"
         elif name == "content" and need_pragma is None:
-            label = _content_charset(value)
-            need_pragma = True if label is not None else None
+            # A content counts only when its charset is a label the standard knows: a bogus one
+            # leaves a later charset attribute to decide.
+            content_label = _content_charset(value)
+            if content_label is not None and encoding_of(content_label) is not None:
+                label, need_pragma = content_label, True
         elif name == "charset" and need_pragma is None:
             label, need_pragma = value, False
     if need_pragma is None or need_pragma and not got_pragma:
