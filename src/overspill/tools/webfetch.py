@@ -53,19 +53,21 @@ def _redirect_handling() -> tuple[type, type]:
                     target = urljoin(req.full_url, location)
                     if urlsplit(target).scheme.lower() not in ("http", "https"):
                         raise _RefusedRedirect(f"refused a redirect to {_masked(target)}")
+                shown = _masked(target) if location is not None else "its target"
+                # Every hop counts: urllib's own limit is 10 distinct URLs, each followed up to 4
+                # times, so a chain that comes back to its URLs went far past 10 redirects.
+                if sum(getattr(req, "redirect_dict", {}).values()) >= self.max_redirections:
+                    raise _RefusedRedirect(f"refused: more than {self.max_redirections} redirects, the most "
+                                           f"webfetch follows (the next was to {shown})")
                 try:
                     return super().http_error_302(req, fp, code, msg, headers)
                 except urllib.error.HTTPError as error:
-                    # urllib calls both of its limits "a redirect error that would lead to an infinite
-                    # loop", as an HTTP error of the last status: 10 distinct URLs are no loop.
+                    # urllib calls its limits "a redirect error that would lead to an infinite loop", as
+                    # an HTTP error of the last status; the count is checked above, so this is its
+                    # other: a URL redirected to again and again.
                     if not str(error.msg).startswith(self.inf_msg):
                         raise
                     error.close()
-                    visited = getattr(req, "redirect_dict", {})
-                    shown = _masked(target) if location is not None else "its target"
-                    if len(visited) >= self.max_redirections:
-                        raise _RefusedRedirect(f"refused: more than {self.max_redirections} redirects, the most "
-                                               f"webfetch follows (the next was to {shown})") from None
                     raise _RefusedRedirect(f"refused: the redirects go round a loop (back to {shown})") from None
 
             # The base class binds these to its own http_error_302.
