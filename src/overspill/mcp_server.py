@@ -66,6 +66,7 @@ from ._frontend import (
     binary_page,
     check_session_id,
     check_timeout,
+    error_line,
     parse_page_uri,
     read_page,
     whole_characters,
@@ -399,7 +400,7 @@ def create_server(store: ToolOutputStore, session_id: Optional[str] = None, *, c
             result = await _in_thread(work, abort, report)
         except Exception as error:  # a bug or an unexpected failure: still one line for the model
             logger.exception("tool %s failed", name)
-            return _error(f"{name} failed: {type(error).__name__}: {error}")
+            return _error(f"{name} failed: {error_line(error)}")
         return _tool_result(name, result, links_allowed(ctx))
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:

@@ -40,7 +40,7 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
-from ._frontend import WRAP_INIT_TIMEOUT, one_line
+from ._frontend import WRAP_INIT_TIMEOUT, error_line, one_line
 from ._owner import group_alive
 from .mcp_server import kill_on_hurry, run_stdio
 from .mcp_wrap import Link, Relay, RelayingSession, build_server
@@ -486,7 +486,7 @@ def _http_status(error: BaseException) -> Optional[int]:
 
 def _head(error: BaseException) -> str:
     """``error`` as ``Type: message``, with the HTTP status it carries."""
-    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    text = error_line(error)  # (one home for "Type: message", safe from a __str__ that raises)
     status = _http_status(error)
     return f"{text} (HTTP {status})" if status is not None and str(status) not in text else text
 
@@ -508,7 +508,7 @@ def _described(error: BaseException, depth: int = 0) -> str:
         if isinstance(cause, BaseExceptionGroup):
             root = _cause(cause, depth + 1) if depth < 2 else root
             break
-        if str(cause) not in text:
+        if error_line(cause).partition(": ")[2] not in text:  # its message (error_line: it may not say one)
             root = _head(cause)
     return f"{text} ({root})" if root and root not in text else text
 
