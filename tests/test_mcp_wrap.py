@@ -1775,3 +1775,24 @@ def test_a_crash_quotes_a_long_last_stderr_line_by_its_start_and_end_around_a_no
             assert later.is_error and quoted in text_of(later)  # the same words for the calls after
 
     anyio.run(main)
+
+
+class _Unsayable(Exception):
+    def __str__(self):
+        raise RuntimeError("no text")
+
+
+def test_an_upstream_error_that_cannot_say_itself_is_still_described_red_team_r12():
+    """Regression (red team R12): mcp_upstream._head formatted 'Type: message' itself, so an
+    exception whose ``__str__`` raises (or one in its chain of causes) escaped as that RuntimeError
+    while the failure was being told; it now uses error_line, the one home of that format."""
+    from overspill.mcp_upstream import _described, _head
+
+    assert _head(_Unsayable()) == "_Unsayable (its message could not be read)"
+    try:
+        try:
+            raise _Unsayable
+        except _Unsayable as cause:
+            raise OSError("connection lost") from cause
+    except OSError as error:
+        assert _described(error) == "OSError: connection lost"  # (a cause that says nothing adds nothing)

@@ -2890,3 +2890,66 @@ def test_websearch_a_provider_error_that_cannot_say_itself_is_a_tool_error(store
     result = tools.websearch(store, "s", "c", "q", provider=provider)
     assert result.is_error and result.output == "the search failed: _Unsayable (its message could not be read)", \
         result.output
+
+
+@pytest.mark.parametrize("page", [
+    "<p>x</p>\r\n<pre>def f():  \r\n    return 1\r\n\r\n\r\nprint(f())\r\n</pre>\r\n",
+    "<p>x</p>\r<pre>\rdef f():  \r    return 1\r\r\rprint(f())\r</pre>\r",  # CRs alone
+])
+def test_html_pre_reads_cr_lf_and_lone_cr_as_line_feeds(page):
+    """Regression (red team R12): a <pre> kept the CRs of a CRLF page, so every code line ended in
+    '\\r' (and '> \\r' in a quote), and a pre of lone CRs stayed one line.  HTML's input preprocessing
+    reads CR LF and CR as LF."""
+    assert html_to_markdown(page) == "x\n\n```\ndef f():  \n    return 1\n\n\nprint(f())\n```\n"
+    assert html_to_text(page) == "x\n\ndef f():  \n    return 1\n\n\nprint(f())\n"
+    quoted = html_to_markdown("<blockquote><pre>a\r\n\r\nb\rc</pre></blockquote>")
+    assert "\r" not in quoted and quoted == "> ```\n> a\n>\n> b\n> c\n> ```\n", repr(quoted)
+
+
+@pytest.mark.parametrize("head, expected", [
+    # A content whose charset the standard does not know declares nothing: a charset after it decides.
+    (b'<meta content="text/html; charset=bogus" charset="koi8-r" http-equiv="content-type">', "KOI8-R"),
+    (b'<meta http-equiv="content-type" content="text/html; charset=bogus" charset="koi8-r">', "KOI8-R"),
+    # The first that names a known encoding counts (the prescan's "if charset is still null").
+    (b'<meta charset="koi8-r" http-equiv="content-type" content="text/html; charset=utf-8">', "KOI8-R"),
+    (b'<meta name="description" content="charset=latin1">', None),
+])
+def test_meta_prescan_a_content_with_an_unknown_charset_leaves_the_charset_attribute(head, expected):
+    """Regression (red team R12): a content attribute naming an unknown charset took the <meta>'s
+    declaration, so its charset attribute was ignored and the page's encoding missed."""
+    from overspill.tools._encodings import sniff_charset
+
+    assert sniff_charset(head) == expected
+
+
+class _RevisitingHandler(http.server.BaseHTTPRequestHandler):
+    """Redirects round eight URLs, ``/x0`` to ``/x7``, for 30 requests; then answers."""
+
+    hops = 0
+
+    def log_message(self, *args):  # keep test output clean
+        pass
+
+    def do_GET(self):  # noqa: N802 - the http.server API
+        type(self).hops += 1
+        if type(self).hops > 30:
+            body = b"done"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+        else:
+            body = b""
+            self.send_response(302)
+            self.send_header("Location", f"/x{type(self).hops % 8}")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_webfetch_counts_every_redirect_not_only_distinct_urls(store):
+    """Regression (red team R12): README says webfetch follows at most 10 redirects, but urllib counts
+    distinct URLs (each up to 4 times): a chain round 8 URLs was followed for 30 hops."""
+    _RevisitingHandler.hops = 0
+    for base in _serving(_RevisitingHandler):
+        result = tools.webfetch(store, "s", "c", base + "/start", timeout=20)
+        assert result.is_error and result.output.startswith("refused: more than 10 redirects"), result.output
+        assert _RevisitingHandler.hops == 11, _RevisitingHandler.hops
