@@ -2910,8 +2910,13 @@ def test_html_pre_reads_cr_lf_and_lone_cr_as_line_feeds(page):
     # A content whose charset the standard does not know declares nothing: a charset after it decides.
     (b'<meta content="text/html; charset=bogus" charset="koi8-r" http-equiv="content-type">', "KOI8-R"),
     (b'<meta http-equiv="content-type" content="text/html; charset=bogus" charset="koi8-r">', "KOI8-R"),
-    # The first that names a known encoding counts (the prescan's "if charset is still null").
+    # A content counts only while no charset has (the prescan's "if charset is still null")...
     (b'<meta charset="koi8-r" http-equiv="content-type" content="text/html; charset=utf-8">', "KOI8-R"),
+    # ...but a charset overrides a content before it (its step has no such condition).
+    (b'<meta content="text/html; charset=koi8-r" charset="utf-8" http-equiv="content-type">', "UTF-8"),
+    (b'<meta http-equiv="content-type" content="text/html; charset=koi8-r" charset="iso-8859-2">', "ISO-8859-2"),
+    # A charset the standard does not know is a failure that declares nothing, even after a content's.
+    (b'<meta content="text/html; charset=koi8-r" http-equiv="content-type" charset="bogus">', None),
     (b'<meta name="description" content="charset=latin1">', None),
 ])
 def test_meta_prescan_a_content_with_an_unknown_charset_leaves_the_charset_attribute(head, expected):

@@ -180,8 +180,8 @@ def _content_charset(content: str) -> Optional[str]:
 
 def _meta_encoding(text: str, at: int) -> tuple[Optional[str], int]:
     """The encoding the ``<meta`` tag whose attributes start at ``at`` declares (None: none, or a
-    label the standard does not know), and where its tag ends, by the prescan's rules: the first of
-    ``charset`` or a ``content`` naming a charset counts; a ``content``'s only with
+    label the standard does not know), and where its tag ends, by the prescan's rules: a ``charset``
+    counts wherever it stands, else a ``content`` naming a known charset; a ``content``'s only with
     ``http-equiv="content-type"`` (a description's or a title's declares nothing); each name's
     first occurrence only."""
     seen: set[str] = set()
@@ -204,7 +204,8 @@ def _meta_encoding(text: str, at: int) -> tuple[Optional[str], int]:
             content_label = _content_charset(value)
             if content_label is not None and encoding_of(content_label) is not None:
                 label, need_pragma = content_label, True
-        elif name == "charset" and need_pragma is None:
+        elif name == "charset":
+            # The standard's charset step has no "if charset is still null": it overrides a content's.
             label, need_pragma = value, False
     if need_pragma is None or need_pragma and not got_pragma:
         return None, at
