@@ -71,6 +71,39 @@ def test_a_folder_the_os_cannot_name_is_refused_naming_where_it_came_from(tmp_pa
             ToolOutputStore()
 
 
+@pytest.mark.parametrize(("url", "part"), [
+    ("redis://h\x00/0", "host holds a NUL character"),
+    ("redis://h%00st/0", "host holds a NUL character"),
+    ("redis+cluster://h\x00:1", "host holds a NUL character"),
+    ("redis://u\x00:p@127.0.0.1:1/0", "user name holds a NUL character"),
+    ("redis://:p\x00w@127.0.0.1:1/0", "password holds a NUL character"),
+    ("redis://:p\ud800@127.0.0.1:1/0", "password holds a lone surrogate"),
+    ("unix:///tmp/a\x00b", "socket path holds a NUL character"),
+    ("redis+unix:///tmp/a%00b", "socket path holds a NUL character"),
+    ("rediss://127.0.0.1:1/0?ssl_ca_certs=/tmp/a%00", "option ssl_ca_certs holds a NUL character"),
+    ("rediss://127.0.0.1:1/0?ssl_certfile=/tmp/\ud800", "option ssl_certfile holds a lone surrogate")])
+def test_a_redis_url_part_the_os_cannot_take_is_refused_before_connecting(monkeypatch, url, part):
+    """Red team C13: README's Errors section refuses a NUL or a lone surrogate "in a store URL" with a
+    ConfigError before anything opens, but a Redis URL's host, credentials, socket path or certificate
+    option holding one was taken, and failed only when connecting (a StorageError, the CLI's exit 4, the
+    NUL printed back).  Each part is now checked with the rest of the URL: a ConfigError naming the part,
+    never the character (it may be a password's) nor the URL."""
+    with pytest.raises(ConfigError, match=f"url: the Redis URL's {part}") as raised:
+        ToolOutputStore(url=url)
+    assert "\x00" not in str(raised.value) and "\ud800" not in str(raised.value)
+    if url.isascii() and "\x00" not in url:  # what a variable can hold
+        monkeypatch.setenv("OVERSPILL_STORE_URL", url)
+        with pytest.raises(ConfigError, match=f"OVERSPILL_STORE_URL \\(environment\\): the Redis URL's {part}"):
+            ToolOutputStore()
+
+
+def test_cli_refuses_a_redis_url_part_the_os_cannot_take_as_bad_input(cli):
+    """Red team C13: the command line's answer to such a URL is bad input (exit 2), not a storage failure."""
+    refused = cli("ls", "--store-url", "redis://:p%00w@127.0.0.1:1/0")
+    assert refused.returncode == 2, refused.stderr
+    assert b"password holds a NUL character" in refused.stderr and refused.stderr.count(b"\n") == 1
+
+
 def test_bad_argument_types_and_both_locations(tmp_path):
     with pytest.raises(TypeError):
         ToolOutputStore(url=b"redis://127.0.0.1:6379")  # type: ignore[arg-type]

@@ -140,7 +140,8 @@ def locate(data_dir: Union[str, os.PathLike[str], None], url: Optional[str],
         is empty (an unset variable's expansion, not a wish for the working folder)
         or holds a NUL or a lone surrogate (no folder's name can).
     :raises ConfigError: the URL (argument or environment) is empty or of an
-        unsupported form, or its path holds a NUL or a lone surrogate.
+        unsupported form, or its path (a Redis URL's host, credentials, socket
+        or certificate path) holds a NUL or a lone surrogate.
     """
     if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
         raise TypeError(f"data_dir must be a path, not {type(data_dir).__name__}")

@@ -188,8 +188,33 @@ def parse_redis_url(url: str) -> RedisAddress:
     elif username:
         credentials = f"{username}@"
     if scheme in UNIX_SCHEMES:
-        return _unix_address(scheme, parts, credentials, query_db, options, shown_raw)
-    return _tcp_address(scheme, parts, hostname, credentials, query_db, options, shown_raw)
+        address = _unix_address(scheme, parts, credentials, query_db, options, shown_raw)
+    else:
+        address = _tcp_address(scheme, parts, hostname, credentials, query_db, options, shown_raw)
+    _os_strings_checked(options)
+    return address
+
+
+# What a client option holding text is called in an error (the rest: "option NAME").
+_PART_NAMES = {"host": "host", "unix_socket_path": "socket path", "username": "user name", "password": "password"}
+
+
+def _os_strings_checked(options: dict[str, Any]) -> None:
+    """Refuse, before any client is imported or any connection made, a text option the OS cannot take
+    (a host name, a socket or certificate path, a credential sent as a C string): a NUL ends a C string,
+    a lone surrogate has no encoding.  The message names the part and the index, never the character
+    (it may be a password's) nor the URL (it would print the NUL or control character back).
+
+    :raises ConfigError: such an option, naming its part.
+    """
+    from .._arguments import os_string_problem
+
+    for name, value in options.items():
+        if isinstance(value, str) and os_string_problem(value, name) is not None:
+            part = _PART_NAMES.get(name, f"option {name}")
+            nul = value.find("\x00")
+            what = f"a NUL character (at index {nul})" if nul >= 0 else "a lone surrogate"
+            raise ConfigError(f"the Redis URL's {part} holds {what}, which no host name, path or credential can hold")
 
 
 def _query_options(query: str, tls: bool, shown_raw: str) -> tuple[dict[str, Any], Optional[int]]:
