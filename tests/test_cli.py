@@ -240,6 +240,23 @@ def test_the_continuation_hint_repeats_session_and_folder(cli, tmp_path):
     assert following.returncode == 0 and following.stdout.startswith(whole[100:200])
 
 
+def test_a_relative_data_folder_is_named_absolute_in_the_hint(cli, tmp_path):
+    """Red team C13: ``--data-dir dd`` was repeated as ``--data-dir dd`` in the ``next:`` hint, so the
+    hint run from another working folder (as README says hints run as printed) found no resource
+    (exit 3).  The hint names the folder by its absolute path."""
+    (tmp_path / "work").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    stored = cli("run", "--data-dir", "dd", "--", "seq 1 100000", cwd=str(tmp_path / "work"))
+    hint = next(line for line in stored.stdout.decode().splitlines() if "overspill read" in line)
+    command = shlex.split(hint[hint.index("overspill read"):].split("  or  ")[0])
+    assert command[command.index("--data-dir") + 1] == str(tmp_path / "work" / "dd")
+    following = cli(*command[1:], cwd=str(tmp_path / "elsewhere"))
+    assert following.returncode == 0, following.stderr
+    offset = int(command[command.index("--offset") + 1])
+    whole = "".join(f"{i}\n" for i in range(1, 100001)).encode()
+    assert following.stdout.startswith(whole[offset:offset + 100])
+
+
 def test_storage_failure_exits_4(cli, tmp_path):
     blocker = tmp_path / "blocker"
     blocker.write_text("a file where the data folder should be")

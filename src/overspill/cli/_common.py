@@ -66,13 +66,16 @@ def _on_a_server(args: argparse.Namespace) -> bool:
 def _common_options(args: argparse.Namespace) -> list[str]:
     """The options a follow-up command needs to find the same resource.  A store URL's
     password (and query) is shown as ``***``: the hints go into model contexts and logs
-    (give the URL in ``OVERSPILL_STORE_URL`` and the hints need none)."""
+    (give the URL in ``OVERSPILL_STORE_URL`` and the hints need none).  A data folder is
+    given as an absolute path: a hint run from another working folder finds the same one."""
     options: list[str] = []
     for option, value in (("--session", args.session), ("--data-dir", args.data_dir),
                           ("--store-url", args.store_url)):
         if value is not None:
             if option == "--store-url":
                 value = _without_secrets(str(value))
+            elif option == "--data-dir":
+                value = os.path.abspath(value)
             options += [option, str(value)]
     return options
 
