@@ -626,3 +626,75 @@ def test_read_all_never_writes_a_byte_changed_while_it_runs(tmp_path, subprocess
     assert loop.returncode == 0, loop.stderr
     runs = json.loads(loop.stdout)
     assert not runs["wrong"], runs
+
+
+# ---------------------------------------------------------------- fix U13 (a page of \r redraws only)
+@pytest.mark.parametrize("warm", [True, False])
+@pytest.mark.parametrize("limit", [1, 2, 3, 8])
+@pytest.mark.parametrize("views", [("ansi", "cr"), ("cr",), ("ansi",), ()])
+def test_a_page_of_redraws_only_goes_on_to_hold_a_character(tmp_path, warm, limit, views):
+    """Fix U13: under the cr view, ``read(offset=122, limit=8)`` of this output, whose bytes there
+    are all \\r, was an empty page with next 130 (limit 1 over the 50 \\r: 50 empty pages), though a
+    page holds at least one character.  As a page of escape sequences only (fix D12), such a page
+    (its bytes \\r redraws, and escape sequences under the ansi view) now goes on to the text after
+    them, its limit counted from there: the page read there, from the asked offset; the read tool's
+    hint names its next offset.  A \\r that ends a line (a \\n next, past escape sequences) is text:
+    the page goes on to it, and holds that line ending.  A run that reaches the output's end makes
+    the last page, empty.  Without the cr view, a \\r is a character, and nothing changes."""
+    from overspill import tools
+    from overspill.text import shown_text, view_flags
+
+    store = ToolOutputStore(tmp_path, durable=False, config={"tool_output": {"views": list(views)}})
+    if not warm:
+        store._pages = None  # the store's own page rule, as a backend without a warm map (redis)
+    assert store.views == views
+    flags = view_flags(views)
+    ansi = "ansi" in views
+    # Redraws between progress lines; a run of 50 \r (the issue's); a run longer than any page
+    # window and the walk's read-on window; \r\r\n; under the ansi view, \r mixed with sequences
+    # (\r\x1b[K\r\n, and a long run); redraws to the end.
+    data = (b"a\n" + b"progress 1%\r" * 10 + b"\r" * 50 + b"done\n" + b"\r" * 70_000 + b"e\n" + b"f\r\r\n"
+            + (b"g\r\x1b[K\r\n" + b"\r\x1b[2K" * 20_000 + b"h\n" if ansi else b"")
+            + b"\r" * 30 + (b"\x1b[0m\r" * 3 if ansi else b""))
+    uri = store.write("s", "c", data).uri
+    size = len(data)
+    done, text_e, text_f = data.index(b"done"), data.index(b"\re\n") + 1, data.index(b"f\r")
+    cases = [(13, 14), (122, done), (done - 50, done), (done - 1, done), (done + 5, text_e),
+             (text_e - 3, text_e), (text_f + 1, text_f + 2)]  # \r\r\n: on to the \r that ends the line
+    if ansi:
+        text_g, text_h = data.index(b"g\r"), data.index(b"\x1b[2Kh\n") + 4
+        cases += [(text_g + 1, text_g + 4),  # \r\x1b[K\r\n: on to the \r that ends the line
+                  (text_g + 7, text_h), (text_h - 9, text_h)]
+    tail = data.rindex(b"\n") + 1
+    if "cr" not in views:
+        # A \r is a character: the page is the bytes asked for, as it was.
+        for at, _ in cases + [(tail, None)]:
+            page = store.read("s", uri, offset=at, limit=limit)
+            end = min(at + limit, size)
+            if not ansi or b"\x1b" not in data[at:end]:
+                assert (page.offset, page.next, page.content) == (at, end, shown_text(data[at:end], flags)), at
+        return
+    for at, text in cases:
+        page = store.read("s", uri, offset=at, limit=limit)
+        assert page.offset == at and page.content != "" and page.next > at, at
+        if at + limit <= text:  # the window holds redraws (and sequences) only: the page is the one read at the text
+            there = store.read("s", uri, offset=text, limit=limit)
+            assert (page.next, page.content, page.truncated) == (there.next, there.content, there.truncated), at
+        result = tools.call(store, "s", "c", "read", {"resource": uri, "offset": at, "limit": limit})
+        assert result.metadata["next"] == page.next and f"offset={page.next} to continue" in result.output, at
+    # A \r that ends a line is text: the page read from it holds that line ending.
+    for crlf in [text_f + 2] + ([text_g + 4] if ansi else []):
+        page = store.read("s", uri, offset=crlf, limit=limit)
+        assert page.content == "\r" if limit == 1 else page.content.startswith("\r\n"), (crlf, page.content)
+    # Redraws to the end: the last page, empty, from wherever it is asked.
+    for at in (tail, tail + 1, size - 3, size):
+        page = store.read("s", uri, offset=at, limit=limit)
+        assert (page.content, page.next, page.truncated) == ("", None, False), at
+    # Read in order, every page but the last holds a character.
+    offset, contents = 0, []
+    while offset is not None:
+        page = store.read("s", uri, offset=offset, limit=limit)
+        assert page.offset == offset and (page.content or page.next is None), offset
+        contents.append(page.content)
+        offset = page.next
+    assert "".join(contents).endswith("h\n" if ansi else "f\r\n")

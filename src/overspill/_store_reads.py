@@ -205,8 +205,9 @@ class StoreReads:
             and one inside an escape sequence that the view removes, after it.
         :param limit: the most bytes in the page, clamped to ``[1, MAX_READ_BYTES]``
             (the default); a page holds at least one character (escape sequences
-            that the view removes are not counted: the limit counts from where the
-            page's text starts), unless only sequences are left before the end.
+            that the view removes and \\r redraws that it collapses are not counted:
+            the limit counts from where the page's text starts; a \\r that ends a
+            line is text), unless only sequences and redraws are left before the end.
         :raises InvalidResourceError: ``uri`` is not a well-formed URI.
         :raises TypeError: ``offset`` or ``limit`` is not an int (a bool is not).
         :raises AccessDeniedError: another session wrote the resource.
@@ -279,18 +280,20 @@ class StoreReads:
             start, end, content = found
         else:
             start, end, content = self._page_view(resource_id, record, low, high, offset, limit, final)
-        if not content and flags & VIEW_ANSI:
+        if not content and flags:
             # A page holds at least one character, its limit counted from where its text starts (its
             # window, and a running output's sealed end, decided anew from there), and its next offset
             # is past it.  The offset is inside an escape sequence, which shows nothing: the page is
             # the one read where it ends (``start``, past ``offset``, so this ends).
             if content is None:
                 return self.read(session_id, uri, offset=start, limit=limit)
-            # The page's bytes are escape sequences only: it goes on to the text after them, as the
-            # page read there (which starts outside a sequence, so this ends); sequences up to the
-            # end make the last page, empty.
+            # The page's bytes are escape sequences only, or (the cr view) \r redraws, with sequences
+            # between under the ansi view: it goes on to the text after them (a \r that ends a line
+            # is text), as the page read there (which starts on a character the view shows, so this
+            # ends); sequences and redraws up to the end make the last page, empty.  (Without either
+            # view a page that shows nothing is empty: ``start == end``.)
             if start < end:
-                text = self._text_start(resource_id, record, start, min(end + _WIDE_REACH, size))
+                text = self._text_start(resource_id, record, start, min(end + _WIDE_REACH, size), flags)
                 if text >= size:
                     end = size
                 elif text >= end:
@@ -355,34 +358,49 @@ class StoreReads:
         removes, then a newline.  A \r ending the page is then that line's ending (``page_text``)."""
         return self._after_escapes(resource_id, record, view, low, high, position)[1] == 0x0A
 
-    def _text_start(self, resource_id: str, record: Record, position: int, high: int) -> int:
-        """The first payload position from ``position`` (outside escape sequences) that is not in
-        one: where the view's text goes on; the payload's size when sequences run to its end.  The
-        bytes up to ``high`` are read first, then more as the sequences go on."""
+    def _text_start(self, resource_id: str, record: Record, position: int, high: int, flags: int) -> int:
+        """The first payload position from ``position`` (outside escape sequences) that the view
+        (``flags``) shows something of: past escape sequences (the ansi view) and \\r redraws (the
+        cr view; a \\r that ends a line is shown, ``_after_escapes``); the payload's size when they
+        run to its end.  The bytes up to ``high`` are read first, then more as they go on."""
         with self._backend.read(record, position, high) as view:
-            return self._after_escapes(resource_id, record, view, position, high, position)[0]
+            return self._after_escapes(resource_id, record, view, position, high, position, flags)[0]
 
     def _after_escapes(self, resource_id: str, record: Record, view: memoryview, low: int, high: int,
-                       position: int) -> tuple[int, int]:
+                       position: int, flags: int = VIEW_ANSI) -> tuple[int, int]:
         """``_past_escapes``, read on past the window (``view`` holds ``[low, high)``) as long as
-        the sequences go on: the byte is -1 only at the payload's end."""
+        the sequences (and, under the cr view, the \\r redraws) go on: the byte is -1 only at the
+        payload's end.  Under the cr view a \\r whose next byte (past sequences, under the ansi
+        view) is a newline ends that line, which the view keeps: the position is that \\r's, the
+        byte 0x0D."""
         size = record.resource.size
-        position, byte = self._past_escapes(resource_id, record, view, low, high, position)
+        position, byte, redraw = self._past_escapes(resource_id, record, view, low, high, position, flags, -1)
         while byte < 0 and position < size:  # the sequences run past the window: read on from there
             low, high = position, min(position + _WALK_BYTES, size)
             with self._backend.read(record, low, high) as view:
-                position, byte = self._past_escapes(resource_id, record, view, low, high, position)
+                position, byte, redraw = self._past_escapes(resource_id, record, view, low, high, position, flags,
+                                                            redraw)
         return position, byte
 
     def _past_escapes(self, resource_id: str, record: Record, view: memoryview, low: int, high: int,
-                      position: int) -> tuple[int, int]:
-        """The first payload position from ``position`` outside escape sequences, and its byte;
-        the byte is -1 when the window (``view`` holds ``[low, high)``) ends first."""
+                      position: int, flags: int, redraw: int) -> tuple[int, int, int]:
+        """The first payload position from ``position`` outside escape sequences (the ansi view;
+        under the cr view, not a \\r either), and its byte; the byte is -1 when the window (``view``
+        holds ``[low, high)``) ends first.  ``redraw``: the last \\r passed (-1: none), returned as
+        it stands for the walk to go on with in the next window: a newline next makes that \\r the
+        line's ending, and the position returned."""
         size = record.resource.size
         while low <= position < high:
             byte = view[position - low]
-            if byte != 0x1B:
-                return position, byte
+            if byte == 0x0D and flags & VIEW_CR:
+                # A redraw unless a newline comes next (past sequences): known only further on.
+                redraw = position
+                position += 1
+                continue
+            if byte != 0x1B or not flags & VIEW_ANSI:
+                if byte == 0x0A and redraw >= 0:
+                    return redraw, 0x0D, redraw
+                return position, byte, redraw
             # Past the run of sequences from this ESC (one ESC alone is a sequence of its own), in one
             # match: a run's sequences whose ends are inside the window are whole, as the view reads them.
             run = ESCAPE_RUN.match(view, position - low)
@@ -392,7 +410,7 @@ class StoreReads:
             # The run's last sequence reaches the window's end, and may go on past it.
             position = run.start(1) + low
             position = max(self._sequence_end(resource_id, record, view, low, high, position + 1), position + 1)
-        return position, -1
+        return position, -1, redraw
 
     def _sequence_end(self, resource_id: str, record: Record, view: memoryview, low: int, high: int,
                       position: int) -> int:
