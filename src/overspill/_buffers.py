@@ -172,6 +172,8 @@ ESCAPE = LazyPattern(_ESCAPE_SOURCE)
 # A run of escape sequences, one after another, its last one captured (group 1): a walk over them
 # takes the run in one match, and resumes from its last one when that reaches the end of the bytes.
 ESCAPE_RUN = LazyPattern(rb"(?:(" + _ESCAPE_SOURCE + rb"))+")
+# A run of carriage returns: a walk over \r redraws takes the run in one match (see _store_reads).
+CR_RUN = LazyPattern(rb"\r+")
 # An escape sequence followed by a UTF-8 continuation byte: the last of a run of them, which the
 # bytes before the run must not take once the run is removed (see _native.view_bytes).  One
 # sequence, taken whole as the view takes it (a lookahead and its backreference cannot backtrack:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from . import _kernels
 from ._arguments import id_string, whole_number
-from ._buffers import ESCAPE_RUN, VIEW_ANSI, VIEW_CR
+from ._buffers import CR_RUN, ESCAPE_RUN, VIEW_ANSI, VIEW_CR
 from ._store_types import PAGE_SLOTS, Page, TruncateResult
 from ._views import ESCAPE_BLOCK, ESCAPE_REACH, Escapes, covering_far, covering_in
 from .config import MAX_READ_BYTES
@@ -393,9 +393,10 @@ class StoreReads:
         while low <= position < high:
             byte = view[position - low]
             if byte == 0x0D and flags & VIEW_CR:
-                # A redraw unless a newline comes next (past sequences): known only further on.
-                redraw = position
-                position += 1
+                # A redraw unless a newline comes next (past sequences): known only further on.  A run
+                # of them in one match (a bar redrawn without text between can leave megabytes).
+                position = CR_RUN.match(view, position - low, high - low).end() + low
+                redraw = position - 1
                 continue
             if byte != 0x1B or not flags & VIEW_ANSI:
                 if byte == 0x0A and redraw >= 0:
