@@ -177,7 +177,7 @@ def test_each_adapter_has_its_extra():
 
 
 @pytest.mark.parametrize(("module", "framework_module", "names"), [
-    ("openai_agents", "agents", {"bound", "bound_servers"}),
+    ("openai_agents", "agents", {"bound", "bound_handoffs", "bound_servers"}),
     ("langchain", "langchain.agents", {"OverspillMiddleware", "middleware"}),
     ("pydantic_ai", "pydantic_ai", {"OverspillCapability", "capability", "toolset"}),
     ("smolagents", "smolagents", {"BoundedToolCallingAgent", "bound"}),

@@ -1213,3 +1213,102 @@ def test_a_namespaced_tool_named_read_is_bound_beside_overspills_read(store):
     # A tool whose qualified name is read is still refused, a function tool or another local tool.
     with pytest.raises(ValueError, match="a tool named 'read' is already given"):
         bound([agents.function_tool(read)], store)
+
+
+# ------------------------------------------------------------------ regressions (red team A13)
+def _failing_handoff(error_text: str, formatter: Any) -> Any:
+    """A handoff to a fresh agent "b" whose ``on_handoff`` raises ``RuntimeError(error_text)``, its failure
+    formatted by ``formatter`` (openai-agents 0.25's ``Handoff.failure_error_function``)."""
+    def on_handoff(context: Any) -> None:
+        raise RuntimeError(error_text)
+
+    return agents.handoff(agents.Agent(name="b", model=testing.ScriptedModel()), on_handoff=on_handoff,
+                          failure_error_function=formatter)
+
+
+def test_a_handoffs_failure_text_is_bounded_by_bound_handoffs_red_team_a13(store, tmp_path):
+    """Red team A13: openai-agents 0.25 added ``Handoff.failure_error_function``: a handoff whose
+    ``on_handoff`` raises reaches the calling model as the ``transfer_to_X`` call's output, the text the
+    application's formatter made of the error, and nothing of the adapter could bound it (1.3 MB reached
+    the model).  ``bound_handoffs`` copies the handoffs with that text bounded as an MCP tool's failure
+    text is: the model gets the preview and pages the whole text back with the run's ``read``, in the
+    run's session (sync and async runs, the run's ``group_id``, a fixed ``session_id``).  A small failure
+    passes untouched and stores nothing; the SDK's default formatter (one fixed line) and None (the error
+    ends the run) are left as they are, and so is an ``Agent`` the SDK gives no failure function."""
+    import dataclasses
+
+    from overspill.adapters.openai_agents import bound_handoffs
+
+    if "failure_error_function" not in {field.name for field in dataclasses.fields(agents.Handoff)}:
+        pytest.skip("an SDK without Handoff.failure_error_function (before 0.25): handoffs cannot fail to the model")
+
+    def told(context: Any, error: Exception) -> str:  # an application telling the model what went wrong
+        return f"handoff error: {error}"
+
+    async def told_later(context: Any, error: Exception) -> str:
+        return f"handoff error later: {error}"
+
+    whole_error = "handoff failed:\n" + BIG
+    # A run with its session found by the adapter (tracing disabled: the run), sync; the run's group_id,
+    # async and with an async formatter; a fixed session_id.
+    for formatter, shown, run_config, session_id in (
+            (told, "handoff error: ", None, None),
+            (told_later, "handoff error later: ", agents.RunConfig(group_id="chat-a13"), None),
+            (told, "handoff error: ", None, "thread-a13")):
+        given = _failing_handoff(whole_error, formatter)
+        (handoff,) = bound_handoffs([given], store, session_id=session_id)
+        script = Script(given.tool_name)
+        agent = agents.Agent(name="a", model=scripted(script), tools=bound([], store, session_id=session_id),
+                             handoffs=[handoff])
+        before = {record.resource.uri for record in store.records()}
+        options = {"max_turns": MAX_TURNS} if run_config is None else {"max_turns": MAX_TURNS, "run_config": run_config}
+        if formatter is told:
+            result = agents.Runner.run_sync(agent, "go", **options)
+        else:
+            result = asyncio.run(agents.Runner.run(agent, "go", **options))
+        assert result.final_output == "done" and result.last_agent.name == "a"  # no transfer: "a" answered
+        script.check(shown + whole_error)  # the preview, then read from its offset pages the whole text back
+        assert handoff is not given and given.failure_error_function is formatter  # the caller's is left as it was
+        assert (handoff.tool_name, handoff.agent_name) == (given.tool_name, given.agent_name)
+        (record,) = [record for record in store.records() if record.resource.uri not in before]
+        if session_id is not None or run_config is not None:
+            assert record.session_id == (session_id or run_config.group_id)
+
+    # A small failure reaches the model as the SDK shows it without overspill, and nothing is stored.
+    before = store.records()
+    sent_all = []
+    for bind in (lambda handoffs: handoffs, lambda handoffs: bound_handoffs(handoffs, store)):
+        handoffs = bind([_failing_handoff("the target is busy", told)])
+        model, sent = _calling_once(handoffs[0].tool_name)
+        agents.Runner.run_sync(agents.Agent(name="a", model=model, handoffs=handoffs), "go")
+        sent_all.append(sent)
+    assert sent_all[0] == sent_all[1] == ["handoff error: the target is busy"]
+    assert store.records() == before
+
+    # The SDK's default formatter (one fixed line, never the error; known by identity) and None (the error
+    # propagates) are left as they are; so is an Agent, which the SDK makes a handoff with no failure function.
+    fixed = _failing_handoff(whole_error, agents.default_tool_error_function)
+    (kept,) = bound_handoffs([fixed], store)
+    assert kept.failure_error_function is agents.default_tool_error_function
+    model, sent = _calling_once(kept.tool_name)
+    agents.Runner.run_sync(agents.Agent(name="a", model=model, handoffs=[kept]), "go")
+    assert sent == [agents.default_tool_error_function(None, RuntimeError("not shown"))]
+    raising = _failing_handoff("no formatter", None)
+    target = agents.Agent(name="c")
+    left = bound_handoffs([raising, target], store)
+    assert len(left) == 2 and left[0] is raising and left[1] is target
+    model, sent = _calling_once(raising.tool_name)
+    with pytest.raises(RuntimeError, match="no formatter"):
+        agents.Runner.run_sync(agents.Agent(name="a", model=model, handoffs=bound_handoffs([raising], store)), "go")
+    assert store.records() == before
+    with pytest.raises(TypeError, match="Handoff"):
+        bound_handoffs(["transfer_to_b"], store)
+
+    # Bound again: anew, into this call's store and session (where its read pages), not the first call's.
+    with ToolOutputStore(tmp_path / "other") as other:
+        (twice,) = bound_handoffs(bound_handoffs([_failing_handoff(whole_error, told)], other, session_id="one"),
+                                  store, session_id="two")
+        model, sent = _calling_once(twice.tool_name)
+        agents.Runner.run_sync(agents.Agent(name="a", model=model, handoffs=[twice]), "go")
+        assert "tool-output://" in sent[0] and len(sent[0].encode()) < 60_000
+        assert other.records() == [] and "two" in {record.session_id for record in store.records()}

@@ -7,7 +7,9 @@ its result (after the SDK's own failure handling, which turns an exception
 into the error text the model sees) is bounded by ``ToolOutputStore.truncate``,
 and adds ``read`` and ``grep``; the SDK's other local tools (a custom tool, a
 local shell, apply_patch) are copied with what runs them wrapped.  ``bound_servers`` does the same for the tools
-of MCP servers (``Agent(mcp_servers=bound_servers(servers))``).  An output
+of MCP servers (``Agent(mcp_servers=bound_servers(servers))``), and ``bound_handoffs`` for the text a
+handoff's ``failure_error_function`` makes of a failed handoff, which openai-agents 0.25 sends the
+calling model (``Agent(handoffs=bound_handoffs(handoffs))``).  An output
 that becomes the run's ``final_output`` (by the agent's ``tool_use_behavior``:
 ``"stop_on_first_tool"`` or ``StopAtTools``) is the application's, not the
 model's, and passes whole.
@@ -17,7 +19,7 @@ config's ``group_id`` (the SDK's "chat thread ID"), else the run's trace (its
 ``trace_id``; when tracing is disabled, an id kept on the run's ``Usage``, which
 a ``RunState`` carries into the resumed run), else the agent.  The call id is
 the model's ``call_id`` (a new one for an apply_patch operation, whose editor
-is not given it).
+is not given it, and for a handoff's failure text, whose failure function is not).
 """
 
 from __future__ import annotations
@@ -31,14 +33,14 @@ from dataclasses import replace
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from types import MappingProxyType
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from ._extra import needs_extra
 
 with needs_extra("openai-agents"):
     import pydantic_core
     import agents.tool as _sdk_tool
-    from agents import FunctionTool, Tool, default_tool_error_function
+    from agents import Agent, FunctionTool, Handoff, Tool, default_tool_error_function, handoff as _sdk_handoff
     from agents.mcp import MCPServer
     from agents.tool import ToolOutputFileContent, ToolOutputImage, ToolOutputText, \
         ValidToolOutputPydanticModelsTypeAdapter
@@ -65,10 +67,10 @@ from ..store import ToolOutputStore
 from ._core import PAGING_TOOLS, Bounder, PagingTool, Sessions, json_text, optional_session_id, new_call_id, \
     new_session_id, open_store, paging_tools
 
-__all__ = ["bound", "bound_servers"]
+__all__ = ["bound", "bound_handoffs", "bound_servers"]
 
-# Shared by every bound() and bound_servers() call, so a run's tools and its
-# servers' tools agree on the session of a run that has no other id.
+# Shared by every bound(), bound_servers() and bound_handoffs() call, so a run's tools, its
+# servers' tools and its handoffs' failures agree on the session of a run that has no other id.
 _RUNS = Sessions()
 _NO_TRACE_ID = "no-op"  # the id of every trace when tracing is disabled
 _RUN_SESSION = "_overspill_session_id"  # the attribute of a run's Usage naming its session (_run_session)
@@ -550,8 +552,9 @@ def _as_shown(value: Any) -> str:
 
 
 class _LocalBounding:
-    """What the wrapper of a local tool's runner shares: the tool as it was (``original``, which a
-    bound() of a bound list wraps anew), the bounder, the fixed session and the bound() call."""
+    """What the wrapper of a local tool's runner (or of a handoff's failure error function,
+    ``_BoundedHandoffFailure``) shares: what it wraps as it was (``original``, which a bound() of a bound
+    list wraps anew), the bounder, the fixed session and the bound() call."""
 
     def __init__(self, original: Any, bounder: Bounder, session_id: Optional[str], owner: object) -> None:
         self.original = original
@@ -1088,3 +1091,93 @@ def bound_servers(servers: Iterable[MCPServer], store: Optional[ToolOutputStore]
             server = server._overspill_server
         wrapped.append(_BoundedServer(server, bounder, session_id, owner))
     return wrapped
+
+
+class _BoundedHandoffFailure(_LocalBounding):
+    """The failure error function of a handoff ``bound_handoffs`` copied: the handoff's own (``original``),
+    the text it makes of the error bounded as an MCP tool's failure text is (``_bound_failure``, as
+    ``_BoundedFailure`` does).  The SDK sends that text to the calling model as the output of its
+    ``transfer_to_X`` call; a failed handoff is never the run's final output (the calling agent runs
+    again), and a handoff has no output guardrails, so nothing is kept for one.
+
+    The SDK gives it the run's ``RunContextWrapper``, which has neither the model's call id (a new one is
+    used) nor the run config: that is found on the stack (``_run_config``), so that the text is stored in
+    the session the run's ``read`` pages (the run's ``group_id``)."""
+
+    def __init__(self, original: Callable[[Any, Exception], Any], bounder: Bounder, session_id: Optional[str],
+                 owner: object) -> None:
+        super().__init__(original, bounder, session_id, owner)
+        self._whole = _WholeOutputs()  # (no readers: never holds anything)
+
+    async def __call__(self, context: Any, error: Exception) -> Any:
+        # Looked for before any await, on the stack of the SDK code that calls this (it holds the run config).
+        session_id = self._session_of(context, self._run_config(context))
+        text = self.original(context, error)
+        text = await text if inspect.isawaitable(text) else text
+        return await _bound_failure(self._bounder, session_id, context, text, text, self._whole, 0)
+
+
+def _handoff_bound(given: Handoff, bounder: Bounder, session_id: Optional[str], owner: object) -> Handoff:
+    """A copy of ``given`` whose failure error function bounds its text (``_BoundedHandoffFailure``), else
+    ``given`` itself: no failure error function (None lets the error end the run; an SDK before 0.25 has
+    no such field), or the SDK's default (one fixed line, never the error, which the SDK knows by
+    identity)."""
+    formatter = getattr(given, "failure_error_function", None)
+    if isinstance(formatter, _BoundedHandoffFailure):
+        # Bound again: bound anew from the handoff's own function, into this call's store and session.
+        formatter = formatter.original
+    elif formatter is None or formatter is default_tool_error_function:
+        return given
+    copied = copy.copy(given)  # (not dataclasses.replace, which would drop the fields not set by __init__)
+    copied.failure_error_function = _BoundedHandoffFailure(formatter, bounder, session_id, owner)
+    return copied
+
+
+def bound_handoffs(handoffs: Iterable[Union[Handoff, Agent]], store: Optional[ToolOutputStore] = None, *,
+                   session_id: Optional[str] = None) -> list[Union[Handoff, Agent]]:
+    """Handoffs whose failure text is bounded as ``bound`` bounds a function tool's.
+
+    From openai-agents 0.25 a handoff may fail to the calling model: when its
+    ``on_handoff`` raises (or the model's arguments do not validate), the SDK
+    sends the model, as the output of its ``transfer_to_X`` call, the text the
+    handoff's ``failure_error_function`` makes of the error.  Each handoff with
+    a failure error function of the application's is copied with that function
+    wrapped (the original left as it was): a text within the store's limits
+    reaches the model untouched and nothing is stored; a larger one is stored
+    whole and the model gets its preview with the marker (when the store cannot
+    keep it, a preview whose marker says "output not stored" and why).  Give
+    the agent ``bound(...)``'s ``read`` and ``grep`` (with the same store and
+    ``session_id``) so the model can page what was stored.  A handoff with no
+    failure error function (the error ends the run) or the SDK's default one
+    (one fixed line) is returned as it is, and so is an ``Agent``, unless the
+    SDK's ``handoff(agent)``, which ``Agent(handoffs=...)`` makes of it, has a
+    failure error function (it is then that handoff, bound).  A handoff already
+    bound is bound anew, into this call's store and session.  On an SDK without
+    ``Handoff.failure_error_function`` (before 0.25) the handoffs are returned as
+    they are.
+
+    :param handoffs: the agent's handoffs: ``Handoff`` objects and ``Agent`` objects, as
+        ``Agent(handoffs=...)`` takes them.
+    :param store: where failure texts are stored; the default ``ToolOutputStore()`` when None.
+    :param session_id: the session every failure uses; when None, the run's, as ``bound`` finds it.
+    :raises TypeError: ``store`` or ``session_id`` of the wrong type, or a handoff that is neither a
+        ``Handoff`` nor an ``Agent``.
+    :raises ValueError: an empty ``session_id``.
+    """
+    store = open_store(store)
+    session_id = optional_session_id(session_id)
+    bounder = Bounder(store)
+    owner = _Owner()
+    result: list[Union[Handoff, Agent]] = []
+    for given in handoffs:
+        if isinstance(given, Handoff):
+            result.append(_handoff_bound(given, bounder, session_id, owner))
+        elif isinstance(given, Agent):
+            # The SDK makes such an agent its default handoff(agent) on each turn: made here only when that has
+            # a failure error function to bound, so that an agent stays as it was given otherwise.
+            made = _sdk_handoff(given)
+            bounded = _handoff_bound(made, bounder, session_id, owner)
+            result.append(given if bounded is made else bounded)
+        else:
+            raise TypeError(f"bound_handoffs takes Handoff objects and Agents, not {type(given).__name__}")
+    return result
