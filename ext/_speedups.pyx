@@ -296,93 +296,93 @@ cdef Py_ssize_t _first_bad_copied(const unsigned char *buf, Py_ssize_t size, Py_
     return -1
 
 
-cdef int _check_chunks(Py_ssize_t base, Py_ssize_t start, Py_ssize_t end, Py_ssize_t chunk, Py_ssize_t size,
-                       Py_ssize_t sums) except -1:
-    """The relations ``verify_chunks`` and ``verified_copy`` require of their arguments."""
-    cdef Py_ssize_t first = start // chunk, last = (end - 1) // chunk
-    if (end <= start or first * chunk < base or end - base > size
-            or last + 1 > sums // 4):  # (4 * (last + 1) > len, without the product)
-        raise ValueError(f"the buffer (from {base}, {size} bytes) and {sums // 4} checksums "
-                         f"do not hold the chunks of [{start}, {end})")
+ctypedef struct _Chunks:
+    # verify_chunks' and verified_copy's arguments, checked (_chunk_arguments).
+    Py_buffer buf   # the payload from byte base on
+    Py_buffer sums  # one big-endian CRC-32 per chunk
+    Py_ssize_t base, start, end, chunk
+
+
+cdef int _chunk_arguments(buffer, base, start, end, checksums, chunk, _Chunks *a) except -1:
+    """``verify_chunks``' and ``verified_copy``'s arguments (the two take the same), each checked
+    alone in order, then the relations between them, into ``*a`` (as the twin's ``_chunk_arguments``):
+    all while the caller holds the GIL, which it may drop once this returns.  On success the caller
+    releases ``a.sums`` and ``a.buf``; a refused call holds no buffer (the one taken is released
+    before the error leaves)."""
+    cdef Py_ssize_t last
+    if isinstance(buffer, str):
+        raise TypeError("buffer must be a bytes-like object, not str")
+    _bytes_of(buffer, &a.buf)
+    try:
+        a.base = _check_int(base, "base", 0)
+        a.start = _check_int(start, "start", 0)
+        a.end = _check_int(end, "end", 0)
+        if isinstance(checksums, str):
+            raise TypeError("checksums must be a bytes-like object, not str")
+        _bytes_of(checksums, &a.sums)
+        try:
+            a.chunk = _check_int(chunk, "chunk", 1)
+            last = (a.end - 1) // a.chunk
+            if (a.end <= a.start or a.start // a.chunk * a.chunk < a.base or a.end - a.base > a.buf.len
+                    or last + 1 > a.sums.len // 4):  # (4 * (last + 1) > len, without the product)
+                raise ValueError(f"the buffer (from {a.base}, {a.buf.len} bytes) and {a.sums.len // 4} checksums "
+                                 f"do not hold the chunks of [{a.start}, {a.end})")
+        except BaseException:
+            PyBuffer_Release(&a.sums)
+            raise
+    except BaseException:
+        PyBuffer_Release(&a.buf)
+        raise
     return 0
 
 
 def verified_copy(buffer, base, start, end, checksums, chunk, /):
     """Bytes ``[start, end)`` copied out of the buffer, then verified: the copy, or the first
     bad chunk; see _native.verified_copy."""
-    cdef Py_ssize_t c_base, c_start, c_end, c_chunk, failed
-    cdef Py_buffer buf
-    cdef Py_buffer sums
+    cdef Py_ssize_t failed
+    cdef _Chunks a
     cdef char *out
-    if isinstance(buffer, str):
-        raise TypeError("buffer must be a bytes-like object, not str")
-    _bytes_of(buffer, &buf)
+    _chunk_arguments(buffer, base, start, end, checksums, chunk, &a)
     try:
-        c_base = _check_int(base, "base", 0)
-        c_start = _check_int(start, "start", 0)
-        c_end = _check_int(end, "end", 0)
-        if isinstance(checksums, str):
-            raise TypeError("checksums must be a bytes-like object, not str")
-        _bytes_of(checksums, &sums)
-        try:
-            c_chunk = _check_int(chunk, "chunk", 1)
-            _check_chunks(c_base, c_start, c_end, c_chunk, buf.len, sums.len)
-            copy = PyBytes_FromStringAndSize(NULL, c_end - c_start)
-            out = PyBytes_AS_STRING(copy)
-            # The copy first: what is checked is what is returned.  (Checked above: every chunk
-            # starts inside buf and every index has its 4 bytes.)  The new bytes are this frame's.
-            if c_end - c_start >= NOGIL_BYTES:
-                with nogil:
-                    memcpy(out, <const char *>buf.buf + (c_start - c_base), <size_t>(c_end - c_start))
-                    failed = _first_bad_copied(<const unsigned char *>buf.buf, buf.len, c_base,
-                                               <const unsigned char *>out, c_start, c_end, c_chunk,
-                                               <const unsigned char *>sums.buf)
-            else:
-                memcpy(out, <const char *>buf.buf + (c_start - c_base), <size_t>(c_end - c_start))
-                failed = _first_bad_copied(<const unsigned char *>buf.buf, buf.len, c_base,
-                                           <const unsigned char *>out, c_start, c_end, c_chunk,
-                                           <const unsigned char *>sums.buf)
-            return copy if failed < 0 else failed
-        finally:
-            PyBuffer_Release(&sums)
+        copy = PyBytes_FromStringAndSize(NULL, a.end - a.start)
+        out = PyBytes_AS_STRING(copy)
+        # The copy first: what is checked is what is returned.  (Checked by _chunk_arguments: every
+        # chunk starts inside a.buf and every index has its 4 bytes.)  The new bytes are this frame's.
+        if a.end - a.start >= NOGIL_BYTES:
+            with nogil:
+                memcpy(out, <const char *>a.buf.buf + (a.start - a.base), <size_t>(a.end - a.start))
+                failed = _first_bad_copied(<const unsigned char *>a.buf.buf, a.buf.len, a.base,
+                                           <const unsigned char *>out, a.start, a.end, a.chunk,
+                                           <const unsigned char *>a.sums.buf)
+        else:
+            memcpy(out, <const char *>a.buf.buf + (a.start - a.base), <size_t>(a.end - a.start))
+            failed = _first_bad_copied(<const unsigned char *>a.buf.buf, a.buf.len, a.base,
+                                       <const unsigned char *>out, a.start, a.end, a.chunk,
+                                       <const unsigned char *>a.sums.buf)
+        return copy if failed < 0 else failed
     finally:
-        PyBuffer_Release(&buf)
+        PyBuffer_Release(&a.sums)
+        PyBuffer_Release(&a.buf)
 
 
 def verify_chunks(buffer, base, start, end, checksums, chunk, /):
     """The first chunk under ``[start, end)`` whose CRC-32 is not recorded, or -1; see _native.verify_chunks."""
-    cdef Py_ssize_t c_base, c_start, c_end, c_chunk
-    cdef Py_ssize_t first, last, size, failed
-    cdef Py_buffer buf
-    cdef Py_buffer sums
-    if isinstance(buffer, str):
-        raise TypeError("buffer must be a bytes-like object, not str")
-    _bytes_of(buffer, &buf)
+    cdef Py_ssize_t failed
+    cdef _Chunks a
+    _chunk_arguments(buffer, base, start, end, checksums, chunk, &a)
     try:
-        c_base = _check_int(base, "base", 0)
-        c_start = _check_int(start, "start", 0)
-        c_end = _check_int(end, "end", 0)
-        if isinstance(checksums, str):
-            raise TypeError("checksums must be a bytes-like object, not str")
-        _bytes_of(checksums, &sums)
-        try:
-            c_chunk = _check_int(chunk, "chunk", 1)
-            size = buf.len
-            first, last = c_start // c_chunk, (c_end - 1) // c_chunk
-            _check_chunks(c_base, c_start, c_end, c_chunk, size, sums.len)
-            # Checked above: every chunk starts inside buf and every index has its 4 bytes.
-            if c_end - c_start >= NOGIL_BYTES:
-                with nogil:
-                    failed = _first_bad_chunk(<const unsigned char *>buf.buf, size, c_base, first, last, c_chunk,
-                                              <const unsigned char *>sums.buf)
-            else:
-                failed = _first_bad_chunk(<const unsigned char *>buf.buf, size, c_base, first, last, c_chunk,
-                                          <const unsigned char *>sums.buf)
-            return failed
-        finally:
-            PyBuffer_Release(&sums)
+        # Checked by _chunk_arguments: every chunk starts inside a.buf and every index has its 4 bytes.
+        if a.end - a.start >= NOGIL_BYTES:
+            with nogil:
+                failed = _first_bad_chunk(<const unsigned char *>a.buf.buf, a.buf.len, a.base, a.start // a.chunk,
+                                          (a.end - 1) // a.chunk, a.chunk, <const unsigned char *>a.sums.buf)
+        else:
+            failed = _first_bad_chunk(<const unsigned char *>a.buf.buf, a.buf.len, a.base, a.start // a.chunk,
+                                      (a.end - 1) // a.chunk, a.chunk, <const unsigned char *>a.sums.buf)
+        return failed
     finally:
-        PyBuffer_Release(&buf)
+        PyBuffer_Release(&a.sums)
+        PyBuffer_Release(&a.buf)
 
 
 # The kernels of the other seams, one file each as the twin splits them

@@ -914,6 +914,44 @@ def test_verified_copy_is_the_range_or_the_first_chunk_that_does_not_match(paylo
     assert got == expected and type(got) is type(expected)
 
 
+# Stand-ins for the payload and the checksums in the bad calls below: each call gets bytearrays of its own.
+_PAYLOAD, _SUMS = object(), object()
+
+
+@pytest.mark.parametrize("args", [
+    ("abc", 0, 0, 1, _SUMS, 8), (_NOT_A_BUFFER, 0, 0, 1, _SUMS, 8), (_STRIDED, 0, 0, 1, _SUMS, 8),
+    (_PAYLOAD, -1, 0, 1, _SUMS, 8), (_PAYLOAD, True, 0, 1, _SUMS, 8), (_PAYLOAD, 0, 1.0, 2, _SUMS, 8),
+    (_PAYLOAD, 0, 0, None, _SUMS, 8), (_PAYLOAD, 0, 0, 1, "abcd", 8), (_PAYLOAD, 0, 0, 1, None, 8),
+    (_PAYLOAD, 0, 0, 1, _SUMS, 0), (_PAYLOAD, 0, 0, 1, _SUMS, False),
+    (_PAYLOAD, 0, 3, 3, _SUMS, 8),  # an empty range
+    (_PAYLOAD, 9, 9, 12, _SUMS, 8),  # the buffer starts after the first chunk's start (8)
+    (_PAYLOAD, 0, 0, 21, _SUMS, 8),  # past the buffer's end
+    (_PAYLOAD, 8, 9, 29, _SUMS, 8),  # past the end of a buffer that holds the payload from 8
+    (_PAYLOAD, 0, 0, 20, _SUMS, 1),  # too few checksums
+    (_PAYLOAD, sys.maxsize - 10, sys.maxsize - 5, 2**64, _SUMS, 1),
+])
+def test_verify_chunks_and_verified_copy_refuse_a_bad_argument_alike(compiled, args):
+    """The two kernels take the same arguments, checked by one helper on each side
+    (``_chunk_arguments``, a duplicates pass found the checks written twice): for every bad
+    argument both raise the same exception with the same message, in each implementation, and
+    neither keeps a buffer exported once it has refused the call (a bytearray given as the payload
+    or the checksums resizes at once: BufferError while a view of it is held)."""
+    import zlib
+
+    payload = b"0123456789abcdefghij"
+    sums = b"".join(zlib.crc32(payload[i : i + 8]).to_bytes(4, "big") for i in range(0, len(payload), 8))
+    for module in (compiled, _native):
+        refusals = []
+        for kernel in (module.verify_chunks, module.verified_copy):
+            taken = {_PAYLOAD: bytearray(payload), _SUMS: bytearray(sums)}
+            with pytest.raises((TypeError, ValueError)) as caught:
+                kernel(*(taken.get(arg, arg) if arg in (_PAYLOAD, _SUMS) else arg for arg in args))
+            refusals.append((type(caught.value), str(caught.value)))
+            for held in taken.values():
+                held.append(0)
+        assert refusals[0] == refusals[1], module.__name__
+
+
 # ---------------------------------------------------------------- limits at the edge of a machine word
 class IntSubclass(int):
     """An int subclass: takes the general check of an int argument, must give the same."""

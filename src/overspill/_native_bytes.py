@@ -276,17 +276,9 @@ def verify_chunks(buffer: BytesLike, base: int, start: int, end: int, checksums:
     :raises ValueError: an empty range, a range ``buffer`` does not hold from
         its first chunk's start, or ``checksums`` too short for it.
     """
-    if isinstance(buffer, str):
-        raise TypeError("buffer must be a bytes-like object, not str")
-    with _byte_view(buffer) as view:
-        base = _check_int(base, "base", 0)
-        start = _check_int(start, "start", 0)
-        end = _check_int(end, "end", 0)
-        if isinstance(checksums, str):
-            raise TypeError("checksums must be a bytes-like object, not str")
-        with _byte_view(checksums) as sums:
-            chunk = _check_int(chunk, "chunk", 1)
-            return _first_bad_chunk(view, base, start, end, sums, chunk)
+    view, base, start, end, sums, chunk = _chunk_arguments(buffer, base, start, end, checksums, chunk)
+    with view, sums:
+        return _first_bad_chunk(view, base, start, end, sums, chunk)
 
 
 def verified_copy(buffer: BytesLike, base: int, start: int, end: int, checksums: BytesLike,
@@ -304,20 +296,11 @@ def verified_copy(buffer: BytesLike, base: int, start: int, end: int, checksums:
 
     :raises TypeError, ValueError: as ``verify_chunks``.
     """
-    if isinstance(buffer, str):
-        raise TypeError("buffer must be a bytes-like object, not str")
-    with _byte_view(buffer) as view:
-        base = _check_int(base, "base", 0)
-        start = _check_int(start, "start", 0)
-        end = _check_int(end, "end", 0)
-        if isinstance(checksums, str):
-            raise TypeError("checksums must be a bytes-like object, not str")
-        with _byte_view(checksums) as sums:
-            chunk = _check_int(chunk, "chunk", 1)
-            _check_chunks(view, base, start, end, sums, chunk)
-            copy = view[start - base : end - base].tobytes()  # first: what is checked and returned
-            failed = copied_bad_chunk(view, base, copy, start, end, sums, chunk)
-            return copy if failed < 0 else failed
+    view, base, start, end, sums, chunk = _chunk_arguments(buffer, base, start, end, checksums, chunk)
+    with view, sums:
+        copy = view[start - base : end - base].tobytes()  # first: what is checked and returned
+        failed = copied_bad_chunk(view, base, copy, start, end, sums, chunk)
+        return copy if failed < 0 else failed
 
 
 def copied_bad_chunk(view: memoryview, base: int, copy: bytes, start: int, end: int, sums: memoryview,
@@ -325,7 +308,7 @@ def copied_bad_chunk(view: memoryview, base: int, copy: bytes, start: int, end: 
     """The first chunk under ``[start, end)`` whose CRC-32, over ``copy`` (the
     payload's bytes ``[start, end)`` taken out of ``view`` before) inside the
     range and ``view`` (the payload from ``base``) outside it, is not recorded;
-    -1 when none.  The caller checked the arguments' relations (``_check_chunks``)."""
+    -1 when none.  The caller checked that ``view`` and ``sums`` hold those chunks (``_chunk_arguments``)."""
     limit = base + len(view)
     for index in range(start // chunk, (end - 1) // chunk + 1):
         low = index * chunk
@@ -339,18 +322,43 @@ def copied_bad_chunk(view: memoryview, base: int, copy: bytes, start: int, end: 
     return -1
 
 
-def _check_chunks(view: memoryview, base: int, start: int, end: int, sums: memoryview, chunk: int) -> None:
-    """The relations ``verify_chunks`` and ``verified_copy`` require of their arguments."""
-    if (end <= start or start // chunk * chunk < base or end - base > len(view)
-            or 4 * ((end - 1) // chunk + 1) > len(sums)):
-        raise ValueError(f"the buffer (from {base}, {len(view)} bytes) and {len(sums) // 4} checksums "
-                         f"do not hold the chunks of [{start}, {end})")
+def _chunk_arguments(buffer: BytesLike, base: int, start: int, end: int, checksums: BytesLike,
+                     chunk: int) -> tuple[memoryview, int, int, int, memoryview, int]:
+    """``verify_chunks``'s and ``verified_copy``'s arguments (the two take the same), each checked
+    alone in order, then the relations between them: ``(view, base, start, end, sums, chunk)``,
+    ``view`` and ``sums`` flat byte views that the caller releases.  A refused call holds no
+    view: the one taken is released before the error leaves (a bytearray can be resized at once).
+
+    :raises TypeError, ValueError: as ``verify_chunks``.
+    """
+    if isinstance(buffer, str):
+        raise TypeError("buffer must be a bytes-like object, not str")
+    view = _byte_view(buffer)
+    try:
+        base = _check_int(base, "base", 0)
+        start = _check_int(start, "start", 0)
+        end = _check_int(end, "end", 0)
+        if isinstance(checksums, str):
+            raise TypeError("checksums must be a bytes-like object, not str")
+        sums = _byte_view(checksums)
+        try:
+            chunk = _check_int(chunk, "chunk", 1)
+            if (end <= start or start // chunk * chunk < base or end - base > len(view)
+                    or 4 * ((end - 1) // chunk + 1) > len(sums)):
+                raise ValueError(f"the buffer (from {base}, {len(view)} bytes) and {len(sums) // 4} checksums "
+                                 f"do not hold the chunks of [{start}, {end})")
+        except BaseException:
+            sums.release()
+            raise
+    except BaseException:
+        view.release()
+        raise
+    return view, base, start, end, sums, chunk
 
 
 def _first_bad_chunk(view: memoryview, base: int, start: int, end: int, sums: memoryview, chunk: int) -> int:
-    """``verify_chunks`` once each argument passed its own check: the relations, then the chunks."""
+    """``verify_chunks`` once its arguments passed ``_chunk_arguments``: the chunks."""
     first, last = start // chunk, (end - 1) // chunk
-    _check_chunks(view, base, start, end, sums, chunk)
     for index in range(first, last + 1):
         low = index * chunk - base
         if zlib.crc32(view[low : low + chunk]) != int.from_bytes(sums[4 * index : 4 * index + 4], "big"):
