@@ -512,3 +512,55 @@ def test_a_deferred_tools_result_given_back_is_bounded(store):
                      "prompt": "retried"}
     assert [b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
             for record in store.records()] == [log] * 5
+
+
+# ------------------------------------------------------------------ regressions (red team B13)
+def test_an_args_validators_retry_or_failure_is_bounded_and_keeps_its_kind(store):
+    # A ModelRetry or ToolFailed raised by a tool's args_validator (Tool(fn, args_validator=...)), or by
+    # another capability's before_tool_validate or wrap_tool_validate, reached the model whole (1.3 MB,
+    # nothing stored): PydanticAI raises it in the validate stage, before any execute hook.  Now it is
+    # stored and previewed as a tool's is, the model pages it back exactly, and it keeps its kind.
+    from pydantic_ai import ModelRetry, Tool
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.exceptions import ToolFailed
+
+    log = "arguments rejected:\n" + BIG
+
+    def rejecting(ctx: Any) -> None:
+        raise ModelRetry(log)
+
+    def failing(ctx: Any) -> None:
+        raise ToolFailed(log)
+
+    def tool(name: str, validator: Any = None) -> Tool:
+        def run() -> str:
+            return "ok"
+
+        run.__name__ = run.__doc__ = name
+        return Tool(run, name=name, args_validator=validator)
+
+    class Rejecting(AbstractCapability[Any]):
+        # Another capability's validate hooks: before_tool_validate runs inside overspill's
+        # wrap_tool_validate, and so does a wrap_tool_validate of a capability listed after overspill's.
+        async def before_tool_validate(self, ctx: Any, *, call: Any, tool_def: Any, args: Any) -> Any:
+            if tool_def.name == "before":
+                raise ModelRetry(log)
+            return args
+
+        async def wrap_tool_validate(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
+            if tool_def.name == "wrapped":
+                raise ModelRetry(log)
+            return await handler(args)
+
+    outcomes = {}
+    for name, validator in (("retrying", rejecting), ("failing", failing), ("before", None), ("wrapped", None)):
+        script = Script(name)
+        result = Agent(scripted(script), tools=[tool(name, validator)],
+                       capabilities=[capability(store), Rejecting()]).run_sync("go")
+        script.check(log)  # the preview's marker, pages reproducing the message exactly, grep
+        (first,) = [part for message in result.all_messages() if isinstance(message, ModelRequest)
+                    for part in message.parts if getattr(part, "tool_name", None) == name]
+        outcomes[name] = first.outcome
+    assert outcomes == {"retrying": "retried", "failing": "failed", "before": "retried", "wrapped": "retried"}
+    assert [b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
+            for record in store.records()] == [log] * 4

@@ -7,7 +7,9 @@ The capability's ``after_tool_execute`` bounds every tool's result (a
 multimodal content passes as it is, and the text beside it in a list is
 bounded together); its ``wrap_tool_execute`` bounds the message of a
 ``ModelRetry`` or ``ToolFailed`` (an MCP server's ``isError`` result comes as
-one of them), which the model sees instead of a result; its
+one of them), which the model sees instead of a result, and its
+``wrap_tool_validate`` the same raised while the arguments are validated (a
+tool's ``args_validator``, another capability's validate hooks); its
 ``wrap_output_process`` and ``wrap_output_validate`` do the same for a retry
 of the output (an output function's, an output validator's), which stays a
 retry; its ``before_node_run`` bounds the results a run resumed with
@@ -33,7 +35,7 @@ with needs_extra("pydantic-ai"):
     import pydantic_core
     from pydantic_ai import CallToolsNode, RunContext
     from pydantic_ai.capabilities import AbstractCapability, WrapOutputProcessHandler, WrapOutputValidateHandler, \
-        WrapToolExecuteHandler
+        WrapToolExecuteHandler, WrapToolValidateHandler
     from pydantic_ai.exceptions import ModelRetry, ToolFailed, ToolFailedError, ToolRetryError
     from pydantic_ai.messages import RetryPromptPart, ToolCallPart, ToolReturn, is_multi_modal_content
     from pydantic_ai.output import OutputContext
@@ -162,6 +164,19 @@ class OverspillCapability(AbstractCapability[Any]):
         """
         if tool_def.name in self._toolset.tools:
             return await handler(args)  # read's and grep's own failures are one line
+        return await self._retries_bounded(ctx, call, lambda: handler(args))
+
+    async def wrap_tool_validate(self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition,
+                                 args: Any, handler: WrapToolValidateHandler) -> Any:
+        """Validate the call's arguments; bound the message of a retry or failure raised on the way, as
+        ``wrap_tool_execute`` does: the model is shown it instead of a result, and PydanticAI raises it
+        before any execute hook runs.
+
+        That is a ``ModelRetry`` or ``ToolFailed`` of the tool's ``args_validator``, of another capability's
+        ``before_tool_validate``, ``on_tool_validate_error`` or ``after_tool_validate``, or of the
+        ``wrap_tool_validate`` of a capability listed after this one (listed before it, it wraps this hook).
+        The retry stays a retry (on the tool's retry budget), the failure a failure.
+        """
         return await self._retries_bounded(ctx, call, lambda: handler(args))
 
     async def wrap_output_validate(self, ctx: RunContext[Any], *, output_context: OutputContext, output: Any,
