@@ -564,3 +564,57 @@ def test_an_args_validators_retry_or_failure_is_bounded_and_keeps_its_kind(store
     assert outcomes == {"retrying": "retried", "failing": "failed", "before": "retried", "wrapped": "retried"}
     assert [b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
             for record in store.records()] == [log] * 4
+
+
+def test_huge_arguments_failing_validation_are_bounded_and_stay_a_retry(store):
+    # Arguments failing validation come back to the model as a retry holding pydantic's error details,
+    # whose "input" is the argument itself: 1.3 MB arguments were echoed back whole (nothing stored), for a
+    # function tool, an output tool (final_result) and a prompted output alike, as _bounded_part took only
+    # a text.  Now the text the model is shown of the details (PydanticAI's JSON of them) is stored whole
+    # and previewed, and the retry stays a retry; small details pass as they are.
+    from pydantic import BaseModel
+    from pydantic_ai import PromptedOutput
+
+    log = "the arguments:\n" + BIG
+    usage = RequestUsage(input_tokens=1, output_tokens=1)
+
+    class Answer(BaseModel):
+        n: int
+
+    def count(n: int) -> str:
+        """Count."""
+        return str(n)
+
+    def retried(how: str, value: str, capabilities: list) -> tuple[Any, str]:
+        """The retry the model got for its first answer (``how``) made with ``value``, and its text."""
+        sent: list = []
+
+        async def respond(messages: list, info: AgentInfo) -> ModelResponse:
+            if len(messages) > 1:
+                sent.append(messages[-1].parts[0])
+                return ModelResponse(parts=[TextPart('{"n": 1}' if how == "prompted" else "done")], usage=usage)
+            if how == "prompted":
+                return ModelResponse(parts=[TextPart(json.dumps({"n": value}))], usage=usage)
+            return ModelResponse(parts=[ToolCallPart(how, {"n": value}, tool_call_id="c1")], usage=usage)
+
+        output_type = PromptedOutput(Answer) if how == "prompted" else [Answer, str]
+        result = Agent(FunctionModel(respond), tools=[count], output_type=output_type,
+                       capabilities=capabilities).run_sync("go")
+        assert result.output in ("done", Answer(n=1))  # the retry was one: the model tried again
+        (part,) = sent
+        return part, part.model_response_str() if isinstance(part, ToolReturnPart) else part.content
+
+    for how in ("count", "final_result", "prompted"):
+        whole, shown_whole = retried(how, log, [])
+        assert len(shown_whole.encode()) > len(log)
+        before = len(store.records())
+        part, shown = retried(how, log, [capability(store)])
+        assert type(part) is type(whole) and getattr(part, "outcome", None) == getattr(whole, "outcome", None)
+        assert "tool-output://" in shown and len(shown.encode()) < 60_000, shown[:200]
+        (record,) = store.records()[before:]
+        stored = b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri))
+        assert stored.decode() in shown_whole  # the details' text as PydanticAI showed it, stored whole
+        assert [detail["input"] for detail in json.loads(stored)] == [log]
+        small, shown_small = retried(how, "twelve", [capability(store)])
+        assert shown_small == retried(how, "twelve", [])[1] and "tool-output://" not in shown_small
+        assert len(store.records()) == before + 1  # small details are not stored

@@ -12,7 +12,11 @@ one of them), which the model sees instead of a result, and its
 tool's ``args_validator``, another capability's validate hooks); its
 ``wrap_output_process`` and ``wrap_output_validate`` do the same for a retry
 of the output (an output function's, an output validator's), which stays a
-retry; its ``before_node_run`` bounds the results a run resumed with
+retry.  Arguments or an output failing validation come back as a retry holding
+pydantic's error details, each with the ``input`` it refused (a huge argument
+whole): those hooks bound the JSON text PydanticAI shows of the details, as
+a ``ModelRetry``'s message (the retry then says the preview).  Its
+``before_node_run`` bounds the results a run resumed with
 ``deferred_tool_results`` gives deferred calls (PydanticAI runs no tool hook
 for them; results another capability's ``handle_deferred_tool_calls`` gives
 during the run are not seen); and its toolset gives the model ``read`` and
@@ -200,7 +204,7 @@ class OverspillCapability(AbstractCapability[Any]):
         (``_bounded_error``), in the call's session under the call's id (``call``'s, else the context's)."""
         try:
             return await run()
-        except (ToolRetryError, ToolFailedError, ModelRetry, ToolFailed) as error:
+        except (ToolRetryError, ToolFailedError, ModelRetry, ToolFailed, pydantic_core.ValidationError) as error:
             if ctx.partial_output:
                 raise  # a streamed partial output's retry is dropped, never shown: only the final one's is
             bounded = await self._bounded_error(_session(ctx, self), _call_id(ctx, call), error)
@@ -210,8 +214,16 @@ class OverspillCapability(AbstractCapability[Any]):
             raise bounded from (error.__cause__ if isinstance(error, (ToolRetryError, ToolFailedError)) else error)
 
     async def _bounded_error(self, session_id: str, call_id: str, error: Exception) -> Optional[Exception]:
-        """``error`` with the text the model is shown bounded, as a new exception of its type; None when
-        that text fits or is not text (a ``ValidationError``'s details, structured content)."""
+        """``error`` with the text the model is shown bounded, as a new exception of its type (a
+        ``ValidationError`` as a ``ModelRetry``); None when that text fits or is not text (structured
+        content)."""
+        if isinstance(error, pydantic_core.ValidationError):
+            # PydanticAI answers it with a retry holding its details (these, as documented for the parts
+            # it builds), whose ``input`` may be the model's whole argument; a ValidationError cannot say a
+            # preview, so the retry is asked for with a ModelRetry saying it, on the same retry budget.
+            preview = await self._retry_preview(session_id, call_id,
+                                                error.errors(include_url=False, include_context=False))
+            return None if preview is None else ModelRetry(preview)
         if isinstance(error, (ToolRetryError, ToolFailedError)):
             attribute = "tool_retry" if isinstance(error, ToolRetryError) else "tool_failed"
             part = await self._bounded_part(session_id, call_id, getattr(error, attribute))
@@ -231,13 +243,21 @@ class OverspillCapability(AbstractCapability[Any]):
         return bounded  # type: ignore[return-value]
 
     async def _bounded_part(self, session_id: str, call_id: str, part: Any) -> Any:
-        """A retry's or failure's message part (a ``ToolReturnPart``, a ``RetryPromptPart``) with its text
-        bounded as an error's; None when that text fits or is not text (a ``ValidationError``'s details)."""
-        if not isinstance(part.content, str):
-            return None
-        preview = await self._bounder.aerror_text(session_id, call_id, part.content)
+        """A retry's or failure's message part (a ``ToolReturnPart``, a ``RetryPromptPart``...) with its
+        content bounded as the model is shown it (``_retry_preview``), the preview in its place; None when
+        that text fits or the content is not text."""
+        preview = await self._retry_preview(session_id, call_id, part.content)
         # The part keeps everything else (the retry's attempt count, the call id, the outcome).
         return None if preview is None else replace(part, content=preview)
+
+    async def _retry_preview(self, session_id: str, call_id: str, content: Any) -> Optional[str]:
+        """The preview with the marker of a retry's or failure's content when the text the model is shown of
+        it is over the limits (that text is then stored whole), else None: a message is that text, and a
+        ``ValidationError``'s details (a list) are PydanticAI's JSON of them, the text a retried
+        ``ToolReturnPart`` sends and a ``RetryFeedbackPart`` fences; other content (structured, media) passes."""
+        text = content if isinstance(content, str) else as_text(content, _dumps) if isinstance(content, list) \
+            else None
+        return None if text is None else await self._bounder.aerror_text(session_id, call_id, text)
 
     async def _bounded_result(self, session_id: str, call_id: str, result: Any) -> Any:
         """A tool's result bounded: a ``ToolReturn``'s ``return_value`` and, on its own, its ``content``;
