@@ -480,8 +480,10 @@ def test_a_deferred_tools_result_given_back_is_bounded(store):
     # tool's, each keeping its kind; the model pages the stored text back exactly.  A RetryPromptPart given
     # back (deprecated, "the same result as ModelRetry") reached the model whole too: its text is bounded
     # as a ModelRetry's, and it stays a retry.
+    import warnings
+
     from pydantic_ai import DeferredToolRequests, DeferredToolResults, ModelRetry
-    from pydantic_ai.exceptions import ToolFailed
+    from pydantic_ai.exceptions import PydanticAIDeprecationWarning, ToolFailed
     from pydantic_ai.messages import ToolReturn
     from pydantic_ai.tools import ToolDefinition
     from pydantic_ai.toolsets import ExternalToolset
@@ -500,7 +502,9 @@ def test_a_deferred_tools_result_given_back_is_bounded(store):
         paused = run.run_sync("go")
         (call,) = paused.output.calls
         if callable(given):  # a part names the call it answers
-            given = given(call.tool_call_id)
+            with warnings.catch_warnings():  # the deprecated part's own warning, for making it: the test's doing
+                warnings.simplefilter("ignore", PydanticAIDeprecationWarning)
+                given = given(call.tool_call_id)
         result = run.run_sync(message_history=paused.all_messages(),
                               deferred_tool_results=DeferredToolResults(calls={call.tool_call_id: given}))
         assert result.output == "done"
@@ -618,3 +622,66 @@ def test_huge_arguments_failing_validation_are_bounded_and_stay_a_retry(store):
         small, shown_small = retried(how, "twelve", [capability(store)])
         assert shown_small == retried(how, "twelve", [])[1] and "tool-output://" not in shown_small
         assert len(store.records()) == before + 1  # small details are not stored
+
+
+def test_a_retry_part_is_bounded_without_the_frameworks_deprecation_warning(store):
+    # Bounding a RetryPromptPart the user gave (deprecated, as a deferred call's result) made a new one with
+    # dataclasses.replace: PydanticAI's deprecation warning at each, attributed to dataclasses.py, for a
+    # part the user's code had already made.  Now none is emitted; the part keeps its type, as does the
+    # form that replaces it (a ToolReturnPart with outcome='retried').
+    import warnings
+
+    from pydantic_ai.exceptions import PydanticAIDeprecationWarning
+
+    log = "try again:\n" + BIG
+    with warnings.catch_warnings():  # the user's own construction warns: not the adapter's doing
+        warnings.simplefilter("ignore", PydanticAIDeprecationWarning)
+        old = RetryPromptPart(content=log, tool_name="big", tool_call_id="c1")
+    new = ToolReturnPart(tool_name="big", content=log, tool_call_id="c1", outcome="retried")
+    bounding = capability(store)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bounded = [asyncio.run(bounding._bounded_part("s", f"c{n}", part)) for n, part in enumerate((old, new))]
+    assert [warning for warning in caught if issubclass(warning.category, PydanticAIDeprecationWarning)] == []
+    for part, made in zip((old, new), bounded):
+        assert type(made) is type(part) and made.tool_call_id == part.tool_call_id
+        assert "tool-output://" in made.content and len(made.content.encode()) < 60_000
+    assert bounded[1].outcome == "retried"
+
+
+def test_the_adapter_imports_and_bounds_without_the_deprecated_retry_prompt_part(store, monkeypatch):
+    # The adapter imported RetryPromptPart by name at module import: on a PydanticAI without it (to be
+    # removed in v3) importing the adapter raised a raw ImportError.  Now the name is optional: the adapter
+    # imports, and a resumed run's deferred retry is bounded as before.
+    import importlib
+    import sys
+
+    import pydantic_ai.messages
+    from pydantic_ai import DeferredToolRequests, DeferredToolResults, ModelRetry
+    from pydantic_ai.tools import ToolDefinition
+    from pydantic_ai.toolsets import ExternalToolset
+
+    import overspill.adapters
+
+    name = "overspill.adapters.pydantic_ai"
+    monkeypatch.setattr(overspill.adapters, "pydantic_ai", sys.modules[name])  # each put back after the test
+    monkeypatch.delitem(sys.modules, name)
+    legacy = pydantic_ai.messages.RetryPromptPart
+    monkeypatch.delattr(pydantic_ai.messages, "RetryPromptPart")
+    fresh = importlib.import_module(name)
+    # PydanticAI 2 itself still reads the name during a run: given back, the adapter imported without it.
+    monkeypatch.setattr(pydantic_ai.messages, "RetryPromptPart", legacy, raising=False)
+    assert fresh._LEGACY_RETRY_PARTS == ()
+
+    log = "the job's log:\n" + BIG
+    external = ExternalToolset([ToolDefinition(name="big", parameters_json_schema={"type": "object",
+                                                                                   "properties": {}})])
+    script = Script()
+    run = Agent(scripted(script), output_type=[str, DeferredToolRequests], toolsets=[external],
+                capabilities=[fresh.capability(store)])
+    paused = run.run_sync("go")
+    (call,) = paused.output.calls
+    result = run.run_sync(message_history=paused.all_messages(),
+                          deferred_tool_results=DeferredToolResults(calls={call.tool_call_id: ModelRetry(log)}))
+    assert result.output == "done"
+    script.check(log)

@@ -29,6 +29,7 @@ run, kept by runs that continue its message history), else the run
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
@@ -36,12 +37,14 @@ from typing import Any, Optional
 from ._extra import needs_extra
 
 with needs_extra("pydantic-ai"):
+    import pydantic_ai.exceptions
+    import pydantic_ai.messages
     import pydantic_core
     from pydantic_ai import CallToolsNode, RunContext
     from pydantic_ai.capabilities import AbstractCapability, WrapOutputProcessHandler, WrapOutputValidateHandler, \
         WrapToolExecuteHandler, WrapToolValidateHandler
     from pydantic_ai.exceptions import ModelRetry, ToolFailed, ToolFailedError, ToolRetryError
-    from pydantic_ai.messages import RetryPromptPart, ToolCallPart, ToolReturn, is_multi_modal_content
+    from pydantic_ai.messages import ToolCallPart, ToolReturn, is_multi_modal_content
     from pydantic_ai.output import OutputContext
     from pydantic_ai.tools import Tool, ToolDefinition
     from pydantic_ai.toolsets import FunctionToolset
@@ -52,6 +55,13 @@ from ._core import Bounder, PagingTool, Sessions, Text, as_text, new_call_id, op
 __all__ = ["OverspillCapability", "capability", "toolset"]
 
 _AGENTS = Sessions()
+
+# PydanticAI's deprecated retry part, "to be removed in v3": bounded while a PydanticAI has it (a deferred
+# call's result may still be one), and no part is one (an empty tuple for isinstance) once it is gone.
+_LEGACY_RETRY_PARTS: tuple[type, ...] = tuple(
+    part for part in (getattr(pydantic_ai.messages, "RetryPromptPart", None),) if isinstance(part, type))
+# The category PydanticAI's deprecations warn with (typing's ``deprecated`` default before it had one).
+_DEPRECATION: type[Warning] = getattr(pydantic_ai.exceptions, "PydanticAIDeprecationWarning", DeprecationWarning)
 
 
 def _dumps(value: Any) -> str:
@@ -151,7 +161,7 @@ class OverspillCapability(AbstractCapability[Any]):
                 bounded[call_id] = await self._bounded_result(session_id, _own_id(call_id), result)
             elif isinstance(result, (ModelRetry, ToolFailed)):
                 bounded[call_id] = await self._bounded_error(session_id, _own_id(call_id), result) or result
-            elif isinstance(result, RetryPromptPart):
+            elif isinstance(result, _LEGACY_RETRY_PARTS):
                 bounded[call_id] = await self._bounded_part(session_id, _own_id(call_id), result) or result
         if all(bounded[call_id] is result for call_id, result in results.items()):
             return node
@@ -247,8 +257,16 @@ class OverspillCapability(AbstractCapability[Any]):
         content bounded as the model is shown it (``_retry_preview``), the preview in its place; None when
         that text fits or the content is not text."""
         preview = await self._retry_preview(session_id, call_id, part.content)
-        # The part keeps everything else (the retry's attempt count, the call id, the outcome).
-        return None if preview is None else replace(part, content=preview)
+        if preview is None:
+            return None
+        if not isinstance(part, _LEGACY_RETRY_PARTS):
+            # The part keeps everything else (the retry's attempt count, the call id, the outcome).
+            return replace(part, content=preview)
+        with warnings.catch_warnings():
+            # The part stays the type the user gave, whose every construction warns that it is deprecated:
+            # the user was warned making it, and this copy is the adapter's, so only that warning is silenced.
+            warnings.simplefilter("ignore", _DEPRECATION)
+            return replace(part, content=preview)
 
     async def _retry_preview(self, session_id: str, call_id: str, content: Any) -> Optional[str]:
         """The preview with the marker of a retry's or failure's content when the text the model is shown of
