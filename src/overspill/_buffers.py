@@ -172,8 +172,13 @@ ESCAPE = LazyPattern(_ESCAPE_SOURCE)
 # A run of escape sequences, one after another, its last one captured (group 1): a walk over them
 # takes the run in one match, and resumes from its last one when that reaches the end of the bytes.
 ESCAPE_RUN = LazyPattern(rb"(?:(" + _ESCAPE_SOURCE + rb"))+")
-# A run of carriage returns: a walk over \r redraws takes the run in one match (see _store_reads).
+# What a walk past \r redraws takes in one match (see _store_reads): a run of carriage returns, and a
+# run of escape sequences and carriage returns (both views: a spinner's \r ESC[2K), its last sequence
+# captured as ESCAPE_RUN's (group 1, for a walk that resumes at a window's end alike) and its last \r
+# (group 2: Python keeps a group's last repetition).  The sequence first: a run of sequences alone is
+# then nearly as fast as over ESCAPE_RUN.
 CR_RUN = LazyPattern(rb"\r+")
+REDRAW_RUN = LazyPattern(rb"(?:(" + _ESCAPE_SOURCE + rb")|(\r))+")
 # An escape sequence followed by a UTF-8 continuation byte: the last of a run of them, which the
 # bytes before the run must not take once the run is removed (see _native.view_bytes).  One
 # sequence, taken whole as the view takes it (a lookahead and its backreference cannot backtrack:

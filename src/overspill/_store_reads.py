@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from . import _kernels
 from ._arguments import id_string, whole_number
-from ._buffers import CR_RUN, ESCAPE_RUN, VIEW_ANSI, VIEW_CR
+from ._buffers import CR_RUN, ESCAPE_RUN, REDRAW_RUN, VIEW_ANSI, VIEW_CR
 from ._store_types import PAGE_SLOTS, Page, TruncateResult
 from ._views import ESCAPE_BLOCK, ESCAPE_REACH, Escapes, covering_far, covering_in
 from .config import MAX_READ_BYTES
@@ -390,22 +390,27 @@ class StoreReads:
         it stands for the walk to go on with in the next window: a newline next makes that \\r the
         line's ending, and the position returned."""
         size = record.resource.size
+        redraws = flags & VIEW_CR
+        escapes = flags & VIEW_ANSI
         while low <= position < high:
             byte = view[position - low]
-            if byte == 0x0D and flags & VIEW_CR:
-                # A redraw unless a newline comes next (past sequences): known only further on.  A run
-                # of them in one match (a bar redrawn without text between can leave megabytes).
-                position = CR_RUN.match(view, position - low, high - low).end() + low
-                redraw = position - 1
-                continue
-            if byte != 0x1B or not flags & VIEW_ANSI:
+            if not (byte == 0x0D and redraws or byte == 0x1B and escapes):
                 if byte == 0x0A and redraw >= 0:
                     return redraw, 0x0D, redraw
                 return position, byte, redraw
-            # Past the run of sequences from this ESC (one ESC alone is a sequence of its own), in one
-            # match: a run's sequences whose ends are inside the window are whole, as the view reads them.
-            run = ESCAPE_RUN.match(view, position - low)
-            if run.end() < high - low - 1 or high == size:
+            if byte == 0x0D:
+                # A redraw unless a newline comes next: known only further on.  A run of them in one
+                # match (a bar redrawn without text between can leave megabytes).
+                position = CR_RUN.match(view, position - low, high - low).end() + low
+                redraw = position - 1
+                continue
+            # Past the run of sequences (and, under the cr view, redraws) from here, in one match (one
+            # ESC alone is a sequence of its own): a run's sequences whose ends are inside the window
+            # are whole, as the view reads them; its last \r is a redraw unless a newline comes next.
+            run = (REDRAW_RUN if redraws else ESCAPE_RUN).match(view, position - low)
+            if redraws and run.start(2) >= 0:
+                redraw = run.start(2) + low
+            if redraws and run.lastindex == 2 or run.end() < high - low - 1 or high == size:
                 position = run.end() + low
                 continue
             # The run's last sequence reaches the window's end, and may go on past it.
