@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -81,7 +82,12 @@ def test_a_folder_the_os_cannot_name_is_refused_naming_where_it_came_from(tmp_pa
     ("unix:///tmp/a\x00b", "socket path holds a NUL character"),
     ("redis+unix:///tmp/a%00b", "socket path holds a NUL character"),
     ("rediss://127.0.0.1:1/0?ssl_ca_certs=/tmp/a%00", "option ssl_ca_certs holds a NUL character"),
-    ("rediss://127.0.0.1:1/0?ssl_certfile=/tmp/\ud800", "option ssl_certfile holds a lone surrogate")])
+    ("rediss://127.0.0.1:1/0?ssl_certfile=/tmp/\ud800", "option ssl_certfile holds a lone surrogate"),
+    # Review R13: a surrogate escape (what an argument's undecodable byte becomes) is a file name's byte,
+    # but a host name or a credential goes out as UTF-8, which cannot hold it.
+    ("redis://u\udc80:p@127.0.0.1:1/0", "user name holds a lone surrogate"),
+    ("redis://:p\udc80@127.0.0.1:1/0", "password holds a lone surrogate"),
+    ("redis://h\udc80st/0", "host holds a lone surrogate")])
 def test_a_redis_url_part_the_os_cannot_take_is_refused_before_connecting(monkeypatch, url, part):
     """Red team C13: README's Errors section refuses a NUL or a lone surrogate "in a store URL" with a
     ConfigError before anything opens, but a Redis URL's host, credentials, socket path or certificate
@@ -98,10 +104,17 @@ def test_a_redis_url_part_the_os_cannot_take_is_refused_before_connecting(monkey
 
 
 def test_cli_refuses_a_redis_url_part_the_os_cannot_take_as_bad_input(cli):
-    """Red team C13: the command line's answer to such a URL is bad input (exit 2), not a storage failure."""
+    """Red team C13: the command line's answer to such a URL is bad input (exit 2), not a storage failure.
+    Review R13: a user name's undecodable byte too; and a NUL is never printed back, even by the error
+    of another part that names the URL."""
     refused = cli("ls", "--store-url", "redis://:p%00w@127.0.0.1:1/0")
     assert refused.returncode == 2, refused.stderr
     assert b"password holds a NUL character" in refused.stderr and refused.stderr.count(b"\n") == 1
+    undecodable = cli("ls", "--store-url", os.fsdecode(b"redis://u\x80:p@127.0.0.1:1/0"))
+    assert undecodable.returncode == 2 and b"user name holds a lone surrogate" in undecodable.stderr
+    for url in ("redis://u\x01@127.0.0.1:0/0", "redis://u\x01@127.0.0.1:1/x"):
+        other = cli("ls", "--store-url", url)
+        assert other.returncode == 2 and b"\x01" not in other.stderr and b"u\\x01@" in other.stderr, other.stderr
 
 
 def test_bad_argument_types_and_both_locations(tmp_path):

@@ -159,7 +159,8 @@ def parse_redis_url(url: str) -> RedisAddress:
 
     from ._urls import ambiguous_credentials, redacted_url
 
-    shown_raw = redacted_url(url)
+    # (A NUL or control character of the URL is never printed back, whichever part's error names it.)
+    shown_raw = _printable(redacted_url(url))
     scheme = url.partition("://")[0].lower() if "://" in url else ""
     if scheme not in TCP_SCHEMES + UNIX_SCHEMES:
         raise ConfigError(f"{shown_raw} is not a Redis URL (expected one of "
@@ -197,24 +198,50 @@ def parse_redis_url(url: str) -> RedisAddress:
 
 # What a client option holding text is called in an error (the rest: "option NAME").
 _PART_NAMES = {"host": "host", "unix_socket_path": "socket path", "username": "user name", "password": "password"}
+# The options sent to the server or the resolver as UTF-8 (the rest are file paths: a surrogate escape
+# stands for a byte of the file's name there, which the OS takes).
+_SENT_AS_UTF8 = ("host", "username", "password")
+
+
+def _printable(text: str) -> str:
+    """``text`` with each non-printable character written as its escape (``\\x00``), for an error."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def _os_strings_checked(options: dict[str, Any]) -> None:
-    """Refuse, before any client is imported or any connection made, a text option the OS cannot take
-    (a host name, a socket or certificate path, a credential sent as a C string): a NUL ends a C string,
-    a lone surrogate has no encoding.  The message names the part and the index, never the character
-    (it may be a password's) nor the URL (it would print the NUL or control character back).
+    """Refuse, before any client is imported or any connection made, a text option that cannot be sent
+    (``_unsendable``).  The message names the part and the index, never the character (it may be a
+    password's) nor the URL.
 
     :raises ConfigError: such an option, naming its part.
     """
+    for name, value in options.items():
+        what = _unsendable(name, value) if isinstance(value, str) else None
+        if what is not None:
+            part = _PART_NAMES.get(name, f"option {name}")
+            raise ConfigError(f"the Redis URL's {part} holds {what}, which no host name, path or credential can hold")
+
+
+def _unsendable(name: str, value: str) -> Optional[str]:
+    """What in option ``name``'s ``value`` cannot be sent, or None: a NUL ends a C string; a lone
+    surrogate has no encoding, where a path's surrogate escape stands for a byte of the file's name
+    (``os_string_problem``) but a host name or a credential goes out as UTF-8."""
     from .._arguments import os_string_problem
 
-    for name, value in options.items():
-        if isinstance(value, str) and os_string_problem(value, name) is not None:
-            part = _PART_NAMES.get(name, f"option {name}")
-            nul = value.find("\x00")
-            what = f"a NUL character (at index {nul})" if nul >= 0 else "a lone surrogate"
-            raise ConfigError(f"the Redis URL's {part} holds {what}, which no host name, path or credential can hold")
+    nul = value.find("\x00")
+    if nul >= 0:
+        return f"a NUL character (at index {nul})"
+    if value.isascii():
+        return None
+    if name in _SENT_AS_UTF8:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "a lone surrogate"
+        return None
+    return None if os_string_problem(value, name) is None else "a lone surrogate"
 
 
 def _query_options(query: str, tls: bool, shown_raw: str) -> tuple[dict[str, Any], Optional[int]]:
