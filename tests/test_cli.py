@@ -255,6 +255,15 @@ def test_a_relative_data_folder_is_named_absolute_in_the_hint(cli, tmp_path):
     offset = int(command[command.index("--offset") + 1])
     whole = "".join(f"{i}\n" for i in range(1, 100001)).encode()
     assert following.stdout.startswith(whole[offset:offset + 100])
+    # Review R13: joined to the working folder, not normalised: ``link/../dd`` is beside the link's target.
+    (tmp_path / "far" / "inner").mkdir(parents=True)
+    (tmp_path / "work" / "link").symlink_to(tmp_path / "far" / "inner")
+    stored = cli("run", "--data-dir", "link/../dd", "--", "seq 1 100000", cwd=str(tmp_path / "work"))
+    assert (tmp_path / "far" / "dd").is_dir()
+    hint = next(line for line in stored.stdout.decode().splitlines() if "overspill read" in line)
+    command = shlex.split(hint[hint.index("overspill read"):].split("  or  ")[0])
+    following = cli(*command[1:], cwd=str(tmp_path / "elsewhere"))
+    assert following.returncode == 0, following.stderr
 
 
 def test_storage_failure_exits_4(cli, tmp_path):

@@ -75,9 +75,19 @@ def _common_options(args: argparse.Namespace) -> list[str]:
             if option == "--store-url":
                 value = _without_secrets(str(value))
             elif option == "--data-dir":
-                value = os.path.abspath(value)
+                value = _absolute(value)
             options += [option, str(value)]
     return options
+
+
+def _absolute(path: str) -> str:
+    """``path`` joined to the working folder, as the OS would resolve it from here: not normalised
+    (``link/../dd`` is the folder beside the link's target, which ``abspath`` would miss); as it is
+    when the working folder was removed."""
+    try:
+        return os.path.join(os.getcwd(), path)
+    except FileNotFoundError:
+        return path
 
 
 def _without_secrets(url: str) -> str:

@@ -148,7 +148,8 @@ def _run_background(args: argparse.Namespace, command: str) -> int:
         # The working folder was removed: the supervisor inherits it as it is (no cwd given), and
         # the command runs there, as in the foreground; a relative path resolves as it does here.
         here = None
-    data_dir = args.data_dir if args.data_dir is None or here is None else os.path.abspath(args.data_dir)
+    # (joined, not normalised: ``link/../dd`` is resolved by the OS, as it is here)
+    data_dir = args.data_dir if args.data_dir is None or here is None else os.path.join(here, args.data_dir)
     # (named as the foreground run names its output: ``ls`` shows the command)
     spec = {"data_dir": data_dir, "url": args.store_url, "session": session, "call": f"cli-{time.time_ns()}",
             "command": command, "name": _shortened(command, _NAME_CHARACTERS), "cwd": here, "config": _config(args)}
