@@ -1707,7 +1707,8 @@ def test_an_upstreams_own_32000_error_passes_on_and_it_serves_on_red_team_f12_1(
             assert text_of(await client.call_tool("pid", {})) == pid  # the same upstream, never restarted
             crashed = await client.call_tool("crash", {})
             assert crashed.is_error and "exited with code 7" in text_of(crashed)
-            assert "during this call; later calls will fail" in text_of(crashed)
+            assert "exited with code 7 during this call; its last stderr line: upstream crashing now; later calls " \
+                   "will fail" in text_of(crashed)
             later = await client.call_tool("text", {"unit": "x"})
             assert later.is_error and "is gone" in text_of(later) and "exited with code 7" in text_of(later)
 
@@ -1761,8 +1762,8 @@ def test_a_crash_quotes_a_long_last_stderr_line_by_its_start_and_end_around_a_no
             with anyio.fail_after(120):  # a liveness bound
                 crashed = await client.call_tool("crash", {"line": line})
             text = text_of(crashed)
-            assert crashed.is_error and "exited with code 7; its last stderr line: " in text
-            quoted = text.split("its last stderr line: ", 1)[1].rsplit(" during this call;", 1)[0]
+            assert crashed.is_error and "exited with code 7 during this call; its last stderr line: " in text
+            quoted = text.split("its last stderr line: ", 1)[1].rsplit("; later calls will fail", 1)[0]
             found = re.fullmatch(r"(.+) …\[(\d+) of (\d+) characters cut\]… (.+)", quoted)
             assert found, quoted
             start, cut, whole, end = found.group(1), int(found.group(2)), int(found.group(3)), found.group(4)
@@ -1773,6 +1774,25 @@ def test_a_crash_quotes_a_long_last_stderr_line_by_its_start_and_end_around_a_no
             assert end.endswith("— gave up 🦀") and len(quoted) <= 300
             later = await client.call_tool("text", {"unit": "x"})
             assert later.is_error and quoted in text_of(later)  # the same words for the calls after
+
+    anyio.run(main)
+
+
+def test_a_crash_says_the_end_not_its_last_stderr_line_came_during_the_call_red_team_d13_2(tmp_path, subprocess_env):
+    """Regression (red team D13, 2): a crash mid-call read "... was killed by SIGKILL; its last stderr line:
+    filesystem-mcp started: ... during this call; later calls will fail ...", putting a line the server wrote
+    at start-up "during this call".  Now "during this call" qualifies the end (the exit code or signal), and the
+    last stderr line follows it; later calls name the same end without it."""
+    async def main():
+        async with wrapped(tmp_path, subprocess_env) as client:
+            crashed = await client.call_tool("crash", {"line": "upstream started: serving /srv"})
+            assert crashed.is_error
+            assert text_of(crashed).endswith(
+                "exited with code 7 during this call; its last stderr line: upstream started: serving /srv; "
+                "later calls will fail until the MCP server is restarted"), text_of(crashed)
+            later = await client.call_tool("text", {"unit": "x"})
+            assert later.is_error and "during this call" not in text_of(later)
+            assert "exited with code 7; its last stderr line: upstream started: serving /srv" in text_of(later)
 
     anyio.run(main)
 

@@ -95,7 +95,8 @@ class Link:
     """The upstream session and what became of it.
 
     ``describe_end`` (given by the transport) says how the upstream ended, e.g.
-    "exited with code 3; its last stderr line: ..."; None while it runs.
+    "exited with code 3; its last stderr line: ..." (the end, then any detail after the first "; "); None
+    while it runs.
     """
 
     def __init__(self, session: Optional[ClientSession] = None, *, label: str = "the upstream server",
@@ -583,7 +584,7 @@ class _Wrapper:
             reason = await self.gone(error)
             if reason is None:
                 await _raise_bounded(error, functools.partial(self.bounded_error, call_id=call_id))
-            return _error(f"{self.link.label} {reason} during this call; later calls will fail until the MCP "
+            return _error(f"{self.link.label} {_during_this_call(reason)}; later calls will fail until the MCP "
                           "server is restarted")
         except Exception as error:  # a broken connection or an unreadable result: one line for the model
             return _error(f"{self.link.label} failed during this call: {await self.gone(error)}")
@@ -865,6 +866,14 @@ async def _forward(session: ClientSession, request: Any, gone: Callable[[BaseExc
         if bounded is None:
             raise
         await _raise_bounded(error, bounded)
+
+
+def _during_this_call(reason: str) -> str:
+    """``reason``, how the upstream ended (``Link.ended``: "HOW" or "HOW; DETAIL", e.g. "was killed by SIGKILL;
+    its last stderr line: ..."), saying that the end came during the call in hand: after HOW, for the line
+    quoted in DETAIL may have been written long before (a server's start-up line)."""
+    how, sep, detail = reason.partition("; ")
+    return f"{how} during this call{sep}{detail}"
 
 
 async def _raise_bounded(error: MCPError, bounded: Callable[[MCPError], Any]) -> NoReturn:
