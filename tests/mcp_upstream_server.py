@@ -7,7 +7,9 @@ JSON-RPC to stdout before serving),
 ``silent`` (never answers ``initialize``), ``die`` (exits 5 at start, after a
 line on stderr), ``http PORT`` (streamable HTTP on 127.0.0.1:PORT), ``notools``
 (serves resources and prompts only: no tools capability), ``latecollide`` (tools named
-``read`` and ``grep`` appear from its second ``tools/list`` on, as after a list change).
+``read`` and ``grep`` appear from its second ``tools/list`` on, as after a list change), ``changes`` (declares
+``listChanged`` for tools, prompts and resources and takes ``resources/subscribe``; its tool ``change`` sends
+the three list changes and ``resources/updated`` for each subscribed URI, and says which those are).
 
 Tools: ``text`` (``unit`` repeated ``count`` times, joined by ``sep``),
 ``blocks`` (several text blocks, an image, audio and an embedded resource), ``image``, ``structured``
@@ -42,7 +44,7 @@ from typing import Any
 
 import anyio
 from mcp import types
-from mcp.server import Server
+from mcp.server import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
@@ -53,6 +55,7 @@ MODES = set(MODE.split(","))
 
 TOOLS = ["text", "blocks", "image", "structured", "fail", "slow", "crash", "sample", "elicit", "roots", "ping",
          "log", "pid", "headers", "typed", "listed", "closed", "reported", "verbatim", "rpcerror"] + (
+            ["change"] if "changes" in MODES else []) + (
             ["read", "grep"] if MODES & {"collide", "overcollide"} else []) + (
             ["overspill_read", "overspill_grep"] if "overcollide" in MODES else [])
 TYPED = {"type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"]}
@@ -100,6 +103,13 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         return types.CallToolResult(content=[text(json.dumps(report))], structured_content=report)
     if name == "verbatim":  # the test says exactly what the upstream answers (annotations, _meta)
         return types.CallToolResult.model_validate({"content": args["content"], "_meta": args.get("meta")})
+    if name == "change":  # standalone notifications of the handshake era, outside the call's own
+        await ctx.session.send_tool_list_changed()
+        await ctx.session.send_prompt_list_changed()
+        await ctx.session.send_resource_list_changed()
+        for uri in sorted(SUBSCRIBED):
+            await ctx.session.send_resource_updated(uri)
+        return types.CallToolResult(content=[text("subscribed: " + " ".join(sorted(SUBSCRIBED)))])
     if name == "rpcerror":  # a JSON-RPC error, not an isError result
         raise MCPError(args.get("code", -32000), args.get("message", "row 7 is locked, retry later"))
     if name == "blocks":
@@ -188,6 +198,19 @@ async def set_level(ctx: Any, params: types.SetLevelRequestParams) -> types.Empt
     return types.EmptyResult()
 
 
+SUBSCRIBED: set[str] = set()  # the resources/subscribe URIs not unsubscribed (``changes``)
+
+
+async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+    SUBSCRIBED.add(str(params.uri))
+    return types.EmptyResult()
+
+
+async def unsubscribe(ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+    SUBSCRIBED.discard(str(params.uri))
+    return types.EmptyResult()
+
+
 def server() -> Server[Any]:
     tools: dict[str, Any] = {} if "notools" in MODES else {"on_list_tools": list_tools, "on_call_tool": call_tool}
     made: Server[Any] = Server(
@@ -196,7 +219,17 @@ def server() -> Server[Any]:
         on_read_resource=read_resource, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
         on_completion=complete)
     made.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    if "changes" in MODES:
+        made.add_request_handler("resources/subscribe", types.SubscribeRequestParams, subscribe)
+        made.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, unsubscribe)
     return made
+
+
+def initialization_options(made: Server[Any]) -> Any:
+    """What the server declares: the list changes it sends only in ``changes``."""
+    changed = "changes" in MODES
+    return made.create_initialization_options(NotificationOptions(
+        prompts_changed=changed, resources_changed=changed, tools_changed=changed))
 
 
 async def main() -> None:
@@ -218,7 +251,7 @@ async def main() -> None:
         return
     made = server()
     async with stdio_server() as (read_stream, write_stream):
-        await made.run(read_stream, write_stream, made.create_initialization_options())
+        await made.run(read_stream, write_stream, initialization_options(made))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 from mcp_types.version import LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS  # noqa: E402
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError  # noqa: E402
+from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ToolsListChanged  # noqa: E402
 from pydantic import TypeAdapter  # noqa: E402
 from test_mcp_server import links_of, overspill_script, page_with_read, stdio, text_of  # noqa: E402
 
@@ -1793,6 +1794,45 @@ def test_a_crash_says_the_end_not_its_last_stderr_line_came_during_the_call_red_
             later = await client.call_tool("text", {"unit": "x"})
             assert later.is_error and "during this call" not in text_of(later)
             assert "exited with code 7; its last stderr line: upstream started: serving /srv" in text_of(later)
+
+    anyio.run(main)
+
+
+def test_a_2026_client_listens_for_the_upstreams_changes_red_team_d13_1(tmp_path, subprocess_env):
+    """Regression (red team D13, 1): a 2026-era client (the SDK's default ``auto`` mode), which gets list changes
+    and resource updates only on a ``subscriptions/listen`` stream, got "Method not found" for it from the
+    wrapper, and the upstream's change notifications were dropped.  Now it is served over what the upstream
+    sends (its capabilities are the upstream's as it declared them): the kinds the upstream declares, each
+    resource watched subscribed to upstream for the stream's life; an upstream that declares none gets an
+    acknowledgment honoring none of them."""
+    async def main():
+        async with wrapped(tmp_path, subprocess_env, "changes", mode="auto") as client:
+            assert client.protocol_version in MODERN_PROTOCOL_VERSIONS
+            declared = client.server_capabilities
+            assert declared.tools.list_changed and declared.prompts.list_changed
+            assert declared.resources.list_changed and declared.resources.subscribe
+            with anyio.fail_after(60):  # a liveness bound
+                async with client.listen(tools_list_changed=True, resources_list_changed=True,
+                                         resource_subscriptions=["test://hello"]) as listening:
+                    honored = listening.honored
+                    assert honored.tools_list_changed and honored.resources_list_changed
+                    assert honored.resource_subscriptions == ["test://hello"] and not honored.prompts_list_changed
+                    said = await client.call_tool("change", {})
+                    assert text_of(said) == "subscribed: test://hello"
+                    seen = set()
+                    async for event in listening:
+                        seen.add(event)
+                        if len(seen) == 3:
+                            break
+                    assert seen == {ToolsListChanged(), ResourcesListChanged(), ResourceUpdated(uri="test://hello")}
+                # The stream is over: so is the upstream's subscription.
+                while text_of(await client.call_tool("change", {})) != "subscribed: ":
+                    await anyio.sleep(0.05)
+        async with wrapped(tmp_path, subprocess_env, mode="auto") as client:  # declares no list change
+            assert not client.server_capabilities.tools.list_changed
+            with anyio.fail_after(60):
+                async with client.listen(tools_list_changed=True, resource_subscriptions=["test://hello"]) as listening:
+                    assert listening.honored == types.SubscriptionFilter()
 
     anyio.run(main)
 

@@ -28,9 +28,12 @@ import anyio
 import anyio.abc
 from mcp import types
 from mcp.client.session import DEFAULT_CLIENT_INFO, ClientSession
+from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
+from mcp.shared.subscriptions import event_from_wire
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel
 
 from ._frontend import one_line
 
@@ -149,6 +152,9 @@ class Relay:
         self._suspended: dict[str, Rounds] = {}
         self._held = 0  # the upstream's notifications waiting for the client's handshake to end
         self.tasks: Optional[anyio.abc.TaskGroup] = None  # where 2026-era calls run on between rounds
+        # The upstream's list changes and resource updates, for a 2026-era client's subscriptions/listen
+        # streams (that era has no other way to carry them; the wrapper's listen handler reads them here).
+        self.events = InMemorySubscriptionBus()
         # Told when the upstream asks the client something before the client finished its handshake
         # (the request waits for it): whoever waits on the upstream then must not hold up that handshake.
         self.asked_early: Optional[Callable[[], None]] = None
@@ -250,6 +256,11 @@ class Relay:
             return
         if isinstance(message, types.ProgressNotification):
             return  # a request's progress goes through that request's callback, with the real client's token
+        sent = message.model_dump(by_alias=True, mode="json", exclude_none=True) \
+            if isinstance(message, BaseModel) else {}
+        event = event_from_wire(sent.get("method", ""), sent.get("params"))
+        if event is not None:  # (no stream listens before the client is there: nothing to hold)
+            await self.events.publish(event)
         if not self._event().is_set():
             # Held until the client's handshake ends (notifications go out in the order they came), a
             # bounded number of them: past that the client is not finishing it, and the rest are dropped.

@@ -37,13 +37,16 @@ resources, prompts and completions to a real client, with overspill in between:
   ``structuredContent`` conforming to it where one can be had;
 - requests the upstream sends its client (sampling, elicitation, roots, ping)
   go to the real client through a ``Relay`` (``mcp_relay``), in either
-  protocol era; notifications go both ways.
+  protocol era; notifications go both ways (to a 2026-era client, the upstream's
+  list changes and resource updates on its ``subscriptions/listen`` streams:
+  ``_Wrapper.listen``).
 
 Needs the ``mcp`` extra; ``import overspill`` never imports this module.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import contextvars
 import functools
@@ -57,6 +60,7 @@ import anyio
 from mcp import types
 from mcp.client.session import ClientSession
 from mcp.server import Server
+from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_MODERN_VERSION, MODERN_PROTOCOL_VERSIONS
@@ -89,6 +93,8 @@ _ENVELOPE = frozenset({types.PROTOCOL_VERSION_META_KEY, types.CLIENT_INFO_META_K
 # The most tools/list pages learn_tools asks for (a pagination that never ends, with cursors never given
 # twice, would otherwise hold the start up until its timeout): far more tools than a client can offer a model.
 _LEARNT_PAGES = 100
+# How long the end of a subscriptions/listen stream waits for the upstream to take back its subscriptions.
+_UNWATCH_WAIT = 5.0
 
 
 class Link:
@@ -327,7 +333,10 @@ class _Wrapper:
             on_unsubscribe_resource=self.forwarding(types.UnsubscribeRequest, types.EmptyResult),
             on_list_prompts=self.forwarding(types.ListPromptsRequest, types.ListPromptsResult),
             on_get_prompt=self.forwarding(types.GetPromptRequest, types.GetPromptResult),
-            on_completion=self.forwarding(types.CompleteRequest, types.CompleteResult))
+            on_completion=self.forwarding(types.CompleteRequest, types.CompleteResult),
+            on_subscriptions_listen=self.listen)
+        self.listening = ListenHandler(relay.events)
+        self.watched: collections.Counter[str] = collections.Counter()  # resources subscribed to upstream
         # Registered directly: the constructor's arguments for these warn (deprecated in the 2026 protocol).
         self.server.add_request_handler("logging/setLevel", types.SetLevelRequestParams,
                                         self.forwarding(types.SetLevelRequest, types.EmptyResult))
@@ -674,6 +683,48 @@ class _Wrapper:
             return result_type.model_validate(_answer(raw), by_name=False)
         return handler
 
+    async def listen(self, ctx: Any, params: types.SubscriptionsListenRequestParams) -> Any:
+        """A 2026-era client's ``subscriptions/listen`` stream, served over what the upstream sends: the wrapper
+        speaks the handshake era to it, where list changes and resource updates are notifications of their
+        own (``Relay.events``), so it honors the kinds the upstream declares it sends (its capabilities, as
+        the client was told them) and the resources it can watch: each is subscribed to upstream
+        (``resources/subscribe``) while a stream watches it.  Stored outputs never change (a watch on one
+        is honored and never fires).
+
+        :raises MCPError: the upstream's error to a subscription, or why it is gone.
+        """
+        found = await self.upstream(ctx)
+        declared = found.server_capabilities or types.ServerCapabilities()
+        asked = params.notifications
+        watchable = declared.resources is not None and bool(declared.resources.subscribe)
+        uris = [uri for uri in asked.resource_subscriptions or () if watchable or uri.startswith(SCHEME)]
+        honored = types.SubscriptionFilter(
+            tools_list_changed=_declares(asked.tools_list_changed, declared.tools),
+            prompts_list_changed=_declares(asked.prompts_list_changed, declared.prompts),
+            resources_list_changed=_declares(asked.resources_list_changed, declared.resources),
+            resource_subscriptions=uris or None)
+        theirs = [uri for uri in dict.fromkeys(uris) if not uri.startswith(SCHEME)]
+        subscribed: list[str] = []
+        try:
+            for uri in theirs:
+                if not self.watched[uri]:
+                    await _forward(found, types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri)),
+                                   self.gone, None, self.bounded_error)
+                self.watched[uri] += 1
+                subscribed.append(uri)
+            return await self.listening(ctx, params.model_copy(update={"notifications": honored}))
+        finally:
+            # Also when the client ends the stream (which cancels this handler): the upstream stops watching.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_UNWATCH_WAIT):
+                for uri in subscribed:
+                    self.watched[uri] -= 1
+                    if self.watched[uri] or self.link.failure is not None:
+                        continue
+                    del self.watched[uri]
+                    with contextlib.suppress(MCPError):  # the stream is over either way
+                        await _forward(found, types.UnsubscribeRequest(
+                            params=types.UnsubscribeRequestParams(uri=uri)), self.gone)
+
     async def roots_changed(self, ctx: Any, params: Any) -> None:
         if self.link.session is not None and self.link.failure is None:
             await self.link.session.send_roots_list_changed()
@@ -837,6 +888,12 @@ def _client_info(ctx: Any) -> Optional[types.Implementation]:
 def _has(session: ClientSession, capability: str) -> bool:
     capabilities = session.server_capabilities
     return capabilities is not None and getattr(capabilities, capability) is not None
+
+
+def _declares(asked: Optional[bool], capability: Any) -> Optional[bool]:
+    """A listen filter's flag for a list the client ``asked`` to hear of: True when the upstream's
+    ``capability`` for it (tools, prompts, resources) declares ``listChanged``, else None (not honored)."""
+    return True if asked and capability is not None and capability.list_changed else None
 
 
 def _progress(ctx: Any) -> Any:
