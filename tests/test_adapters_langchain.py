@@ -540,3 +540,81 @@ def test_a_return_direct_tools_output_is_bounded_where_the_run_does_not_end_ther
     (record,) = store.records()
     assert b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)) \
         == BIG.encode()
+
+
+# ------------------------------------------------------------------ regressions (red team E13)
+@tool(return_direct=True)
+def conclude() -> str:
+    """Conclude the run with the final report."""
+    raise RuntimeError("the report failed:\n" + BIG)
+
+
+def _reviewed(store: ToolOutputStore, order: str, called: str, edited_to: str, asynchronous: bool) -> tuple:
+    """Run an agent whose model calls ``called``, a HumanInTheLoopMiddleware reviewer editing the call to
+    ``edited_to`` (resumed with ``Command(resume=...)``, as LangChain documents); overspill's middleware listed
+    before or after the reviewer's, a ToolErrorMiddleware showing the model ``str(exc)`` outside both.
+    Returns the model and the run's messages."""
+    from langchain.agents.middleware import HumanInTheLoopMiddleware, ToolErrorMiddleware
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    chat = TurnChat(names=[called], sent=[])
+    hitl = HumanInTheLoopMiddleware(interrupt_on={called: True})
+    ours = middleware(store)
+    errors = ToolErrorMiddleware(on_error=lambda error, request: str(error))
+    agent = create_agent(chat, tools=[report, big, small, conclude], checkpointer=InMemorySaver(),
+                         middleware=[errors, *([ours, hitl] if order == "overspill-first" else [hitl, ours])])
+    config = {**RECURSION, "configurable": {"thread_id": f"reviewed-{order}"}}
+    resume = Command(resume={"decisions": [{"type": "edit", "edited_action": {"name": edited_to, "args": {}}}]})
+    if asynchronous:
+        async def both() -> dict:
+            await agent.ainvoke({"messages": [("user", "go")]}, config)
+            return await agent.ainvoke(resume, config)
+
+        return chat, asyncio.run(both())["messages"]
+    agent.invoke({"messages": [("user", "go")]}, config)
+    return chat, agent.invoke(resume, config)["messages"]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+@pytest.mark.parametrize("order", ["overspill-first", "hitl-first"])
+def test_a_return_direct_call_a_reviewer_redirects_to_another_tool_is_bounded(store, order, asynchronous):
+    # The model called a return_direct tool; the reviewer edited the call to an ordinary one, so the run
+    # goes on to the model (create_agent judges by the ToolMessage's name: the tool that ran).  With
+    # overspill's middleware outside the reviewer's, it judged by the request it was given and passed the
+    # other tool's whole output (538 KB) to the model.
+    chat, messages = _reviewed(store, order, "report", "big", asynchronous)
+    assert messages[-1].content == "done"
+    (sent,) = chat.sent
+    assert "tool-output://" in sent and len(sent.encode()) < 60_000
+    (record,) = store.records()  # the whole output (after the reviewer's note, when that came inside)
+    assert b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)) \
+        .endswith(BIG.encode())
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+@pytest.mark.parametrize("order", ["overspill-first", "hitl-first"])
+def test_a_call_a_reviewer_redirects_to_a_return_direct_tool_is_the_whole_answer(store, order, asynchronous):
+    # The model called an ordinary tool; the reviewer edited the call to a return_direct one, whose message
+    # ends the run as its answer: it was bounded to the model's preview, the middleware judging by the
+    # model's call (or by the request it was given).
+    chat, messages = _reviewed(store, order, "small", "report", asynchronous)
+    final = messages[-1]
+    assert isinstance(final, ToolMessage) and final.name == "report" and final.content.endswith(BIG)
+    assert chat.sent == [] and store.records() == []
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+@pytest.mark.parametrize("order", ["overspill-first", "hitl-first"])
+def test_the_exception_of_a_return_direct_tool_a_reviewer_redirects_to_is_bounded(store, order, asynchronous):
+    # The model called an ordinary tool; the reviewer edited the call to a return_direct one, which raised.
+    # The error middleware outside names the error message after the model's call, so the run goes on to
+    # the model: the exception is bounded, though the request overspill's middleware is given (inside the
+    # reviewer's) names the return_direct tool.  (A guard for the exception's side of the judgment, which
+    # has no result to tell by: it held before, judging by the model's call as well as by the request.)
+    chat, messages = _reviewed(store, order, "small", "conclude", asynchronous)
+    assert messages[-1].content == "done"
+    (sent,) = chat.sent
+    assert sent.startswith("the report failed:") and "tool-output://" in sent and len(sent.encode()) < 60_000
+    (record,) = store.records()
+    assert b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)) \
+        == ("the report failed:\n" + BIG).encode()

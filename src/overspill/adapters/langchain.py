@@ -10,8 +10,9 @@ a list of messages, a state object's ``messages``; each in any form LangGraph
 turns into a ``ToolMessage``), or of each item of a list of them; a tool's exception passing through it has its
 text bounded (for an error middleware outside it, such as ``ToolErrorMiddleware``,
 that shows the model ``str(exc)``), keeping its type.  A ``return_direct`` tool's call
-that ends an agent's run passes whole: its message is the run's answer, for the application (in
-another graph, where the middleware cannot tell that the run ends there, it is bounded).  The middleware registers ``read`` and ``grep``
+that ends an agent's run passes whole: its message is the run's answer, for the application (judged
+after the call by the tool that ran, as ``create_agent`` judges; in another graph, where the middleware
+cannot tell that the run ends there, it is bounded).  The middleware registers ``read`` and ``grep``
 as its tools and answers their calls itself, so they run in the calling
 thread's session.
 
@@ -66,32 +67,45 @@ def _session_of(request: Any, fallback: str) -> str:
     return session if isinstance(session, str) and session else fallback
 
 
-def _returned_directly(request: Any) -> bool:
-    """Whether the call's message ends the run as its answer, for the application rather than the model.
+def _returned_directly(request: Any, result: Any) -> bool:
+    """Whether the call's ``result`` ends the run as its answer, for the application rather than the model.
 
-    ``create_agent`` stops after the tools when every tool the model's turn called (of the agent's own:
-    a provider's tools aside) has ``return_direct=True``; its last message, this call's, is then the
-    run's answer.  A ``return_direct`` tool called beside another tool does not stop the run: the model
-    reads its message, so it is bounded.  Only ``create_agent``'s graph stops there: another graph
-    (a ``ToolNode`` given these hooks, routed by ``tools_condition``) may send the message on to its
-    model, so the call passes whole only in a run of an agent this middleware is part of (its state
+    ``create_agent`` stops after the tools when every tool the model's turn ran (of the agent's own: a
+    provider's tools aside) has ``return_direct=True``; its last message, this call's, is then the run's
+    answer.  It names the tool a call ran by the name on the call's ``ToolMessage`` (one of the agent's
+    tools), else by the model's call: a middleware inside this one may run another tool than the request
+    names (``HumanInTheLoopMiddleware`` carrying out a reviewer's edit), so the middleware judges after the
+    call, by its result, the same way.  A ``return_direct`` tool called beside another tool does not stop
+    the run: the model reads its message, so it is bounded.  Only ``create_agent``'s graph stops there:
+    another graph (a ``ToolNode`` given these hooks, routed by ``tools_condition``) may send the message on
+    to its model, so the call passes whole only in a run of an agent this middleware is part of (its state
     carries the session ``before_agent`` set).  When the middleware cannot tell, the message is bounded:
     a model may read it, and the application can still read the whole output from the store.
     """
-    if not getattr(request.tool, "return_direct", False):
-        return False
     state = getattr(request, "state", None)
     tools = getattr(getattr(request, "runtime", None), "tools", None)
     messages = _state_value(state, "messages")
     if not _state_value(state, _SESSION_KEY) or not tools or not isinstance(messages, list):
         return False  # not create_agent's run, or nothing to tell by: bounded
     direct = {tool.name: bool(getattr(tool, "return_direct", False)) for tool in tools}
+    if not any(direct.values()):
+        return False
+    ran = {message.tool_call_id: message.name for message in _messages(result) if message.name in direct}
     call_id = request.tool_call.get("id")
     for message in reversed(messages):  # the model's turn that made this call
         calls = getattr(message, "tool_calls", None)
         if isinstance(message, AIMessage) and calls and any(call.get("id") == call_id for call in calls):
-            return all(direct[call.get("name")] for call in calls if call.get("name") in direct)
+            names = [name for call in calls if (name := ran.get(call.get("id") or "", call.get("name"))) in direct]
+            return bool(names) and all(direct[name] for name in names)
     return False
+
+
+def _raised_directly(request: Any) -> bool:
+    """Whether the call's exception, made its message by an error middleware outside this one, ends the run
+    as its answer (``_returned_directly``).  That middleware names the message after the model's call, or
+    after the request given here when a middleware between them redirected the call (a reviewer's edit):
+    which of the two cannot be told, so both must be ``return_direct``."""
+    return bool(getattr(request.tool, "return_direct", False)) and _returned_directly(request, None)
 
 
 def _call_id(request: Any) -> str:
@@ -172,8 +186,6 @@ class OverspillMiddleware(AgentMiddleware):
         if paging is not None:
             result = paging.run(session_id, _call_id(request), request.tool_call.get("args"))
             return self._message(request, result.output, result.is_error)
-        if _returned_directly(request):
-            return handler(request)  # the run's answer, for the application: this run's model never reads it
         try:
             result = handler(request)
         except GraphBubbleUp:
@@ -181,10 +193,14 @@ class OverspillMiddleware(AgentMiddleware):
         except Exception as error:
             # An error middleware outside this one (ToolErrorMiddleware) shows the model the exception's
             # text: bounded here whatever the order, the exception keeping its type.
+            if _raised_directly(request):
+                raise  # the run's answer, once that middleware makes it a message
             bounded = self._bounder.error(session_id, _call_id(request), error)
             if bounded is None:
                 raise
             raise bounded from error
+        if _returned_directly(request, result):
+            return result  # the run's answer, for the application: this run's model never reads it
         return _bound_result(self._bounder, session_id, _call_id(request), result)
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
@@ -194,17 +210,19 @@ class OverspillMiddleware(AgentMiddleware):
         if paging is not None:
             result = await paging.arun(session_id, _call_id(request), request.tool_call.get("args"))
             return self._message(request, result.output, result.is_error)
-        if _returned_directly(request):
-            return await handler(request)
         try:
             result = await handler(request)
         except GraphBubbleUp:
             raise
         except Exception as error:  # as in wrap_tool_call
+            if _raised_directly(request):
+                raise
             bounded = await self._bounder.aerror(session_id, _call_id(request), error)
             if bounded is None:
                 raise
             raise bounded from error
+        if _returned_directly(request, result):
+            return result
         return await _abound_result(self._bounder, session_id, _call_id(request), result)
 
 
