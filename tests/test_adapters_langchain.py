@@ -618,3 +618,21 @@ def test_the_exception_of_a_return_direct_tool_a_reviewer_redirects_to_is_bounde
     (record,) = store.records()
     assert b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)) \
         == ("the report failed:\n" + BIG).encode()
+
+
+@pytest.mark.parametrize("name", ["read", "grep"])
+def test_a_structured_output_schema_named_read_or_grep_is_refused(store, name):
+    # A ToolStrategy schema (or a bare or AutoStrategy schema, which such a model gets as a ToolStrategy)
+    # named grep was bound beside the middleware's grep: the model's grep call on a marker's URI became the
+    # structured answer and ended the run.
+    from langchain.agents.structured_output import AutoStrategy, ToolStrategy
+
+    schema = type(name, (BaseModel,), {"__annotations__": {"resource": str}, "__doc__": "The answer."})
+    for response_format in (ToolStrategy(schema), schema, AutoStrategy(schema)):
+        agent = create_agent(OnceChat(name_to_call=big.name, sent=[]), tools=[big], middleware=[middleware(store)],
+                             response_format=response_format)
+        with pytest.raises(ValueError, match=f"named '{name}'"):
+            agent.invoke({"messages": [("user", "go")]}, RECURSION)
+        with pytest.raises(ValueError, match=f"named '{name}'"):
+            asyncio.run(agent.ainvoke({"messages": [("user", "go")]}, RECURSION))
+    assert store.records() == []

@@ -31,6 +31,7 @@ from ._extra import needs_extra
 with needs_extra("langchain"):
     from langchain.agents.middleware import AgentMiddleware, AgentState
     from langchain.agents.middleware.types import PrivateStateAttr
+    from langchain.agents.structured_output import AutoStrategy, ProviderStrategy, ToolStrategy
     from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert_to_messages
     from langchain_core.tools import BaseTool, StructuredTool
     from langgraph.errors import GraphBubbleUp
@@ -108,6 +109,21 @@ def _raised_directly(request: Any) -> bool:
     return bool(getattr(request.tool, "return_direct", False)) and _returned_directly(request, None)
 
 
+def _output_tool_names(response_format: Any) -> list[str]:
+    """The names of the tools a model request's structured output may give the model.
+
+    A ``ToolStrategy`` gives one tool per schema; a bare schema (or an ``AutoStrategy``'s) is given as a
+    ``ToolStrategy`` to a model without structured output of its own, as ``create_agent`` binds it: the
+    names are LangChain's own, from the ``ToolStrategy`` it would make.  A ``ProviderStrategy`` gives none.
+    """
+    if response_format is None or isinstance(response_format, ProviderStrategy):
+        return []
+    if not isinstance(response_format, ToolStrategy):
+        response_format = ToolStrategy(response_format.schema if isinstance(response_format, AutoStrategy)
+                                       else response_format)
+    return [spec.name for spec in response_format.schema_specs]
+
+
 def _call_id(request: Any) -> str:
     call_id = request.tool_call.get("id")
     return call_id if isinstance(call_id, str) and call_id else new_call_id()
@@ -149,12 +165,17 @@ class OverspillMiddleware(AgentMiddleware):
     # -------------------------------------------------------------- model calls
     def _check_tools(self, request: Any) -> None:
         """Refuse an agent given its own ``read`` or ``grep``: LangChain keeps one tool of a name (the
-        agent's), so the model would be shown that tool where the markers name the middleware's."""
-        for tool in getattr(request, "tools", None) or ():
-            name = tool.get("name") if isinstance(tool, dict) else getattr(tool, "name", None)
-            if name in self._paging and not any(tool is own for own in self.tools):
-                raise ValueError(f"the agent has a tool named {name!r} of its own; the overspill middleware "
-                                 f"adds its own read and grep (rename the agent's tool)")
+        agent's), so the model would be shown that tool where the markers name the middleware's.  A
+        structured-output schema of either name is refused too: the model is given it as a tool of that
+        name beside the middleware's (``_output_tool_names``), and its call there is taken as the answer."""
+        names = [(tool.get("name") if isinstance(tool, dict) else getattr(tool, "name", None), "tool")
+                 for tool in getattr(request, "tools", None) or () if not any(tool is own for own in self.tools)]
+        names += [(name, "structured-output schema")
+                  for name in _output_tool_names(getattr(request, "response_format", None))]
+        for name, kind in names:
+            if name in self._paging:
+                raise ValueError(f"the agent has a {kind} named {name!r} of its own; the overspill middleware "
+                                 f"adds its own read and grep (rename the agent's {kind})")
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         """Check the tools the model is given (``_check_tools``), then call it."""
