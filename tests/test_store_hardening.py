@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import mmap
 import os
 import resource
 import subprocess
@@ -18,7 +19,8 @@ from datetime import timedelta
 import pytest
 from processes import forked_while_held
 
-from overspill import AccessDeniedError, CleanupReport, ResourceNotFoundError, StorageError, ToolOutputStore
+from overspill import (AccessDeniedError, CleanupReport, ResourceCorruptError, ResourceNotFoundError, StorageError,
+                       ToolOutputStore)
 from overspill import _files, _kernels
 from overspill.backends.local import LocalBackend
 from overspill.records import new_id
@@ -178,6 +180,30 @@ def test_truncate_stream_leaves_nothing_when_reading_back_fails(tmp_path, monkey
     with pytest.raises(StorageError):
         store.truncate_stream("s", "c", iter([b"line\n" * 50_000]))
     monkeypatch.undo()
+    assert store.records() == [] and sorted(os.listdir(store.directory)) in ([], [".cleanup.lock"])
+
+
+@pytest.mark.parametrize("at", ["head", "tail"])
+def test_a_just_written_output_changed_before_its_preview_is_corrupt_not_unreadable(tmp_path, at):
+    """Review R12: corruption first met when ``truncate_stream`` reads its just-written payload
+    back for the preview (a byte changed in place through a shared writable map after it was
+    written and checksummed) is ``ResourceCorruptError``, the error for bytes that fail their
+    check everywhere else, not the ``StorageError("cannot read back ...")`` of a read that
+    failed; and, as for any failure there, nothing is left visible."""
+    store = ToolOutputStore(tmp_path, durable=False)
+    first = b"start of the output\n" * 10_000
+
+    def chunks():
+        yield first
+        # The first chunk is in the payload file now: change one of its bytes in place.
+        (payload,) = (name for name in os.listdir(store.directory) if name.endswith(".txt"))
+        with open(store.directory / payload, "r+b") as file, mmap.mmap(file.fileno(), 0) as shared:
+            shared[100 if at == "head" else len(first) - 100] ^= 0x01
+        if at == "head":
+            yield b"more of it\n" * 10_000
+
+    with pytest.raises(ResourceCorruptError, match="is corrupt"):
+        store.truncate_stream("s", "c", chunks())
     assert store.records() == [] and sorted(os.listdir(store.directory)) in ([], [".cleanup.lock"])
 
 

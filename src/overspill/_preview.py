@@ -22,7 +22,7 @@ import errno
 from . import _kernels
 from ._buffers import VIEW_ANSI
 from ._views import final_state, head_window, head_within, view_preview
-from .errors import ResourceNotFoundError, StorageError
+from .errors import ResourceCorruptError, ResourceNotFoundError, StorageError
 from .text import (
     SIGNAL_LINES,
     SIGNAL_PERCENT,
@@ -88,6 +88,7 @@ def stored_preview(read: Reader, *, uri: str, stored: int, total: int, max_lines
         preview's budget); none when the preview is not truncated, and none
         of a kind when the stored copy cannot be read for it.
     :raises StorageError: a window of the stored copy cannot be read back.
+    :raises ResourceCorruptError: a window read back does not match its checksums.
     """
     recut = _cutter(read, uri, stored, total, count, flags, content, kept_end, runs, release)
     if tokens is None:
@@ -281,9 +282,13 @@ def _releasing(read: Reader, release: Optional[Callable[[int, int], None]]) -> R
 
 @contextlib.contextmanager
 def _reading_back(uri: str) -> Iterator[None]:
-    """The one wording of a failed read-back: a ``StorageError`` naming the resource."""
+    """The one wording of a failed read-back: a ``StorageError`` naming the resource.  Bytes read
+    back that fail their check stay ``ResourceCorruptError``, as in every other read: damage, not
+    a read that failed."""
     try:
         yield
+    except ResourceCorruptError:
+        raise
     except (OSError, ResourceNotFoundError) as error:
         raise StorageError(getattr(error, "errno", None) or errno.EIO,
                            f"cannot read back {uri}: {error}") from None

@@ -115,6 +115,8 @@ class StoreStreams(StoreWrites):
         :raises TypeError: a chunk is not bytes-like, or another argument is of the wrong type.
         :raises ValueError: a limit below 1, or an empty id or mime.
         :raises StorageError: the write failed; nothing was left visible.
+        :raises ResourceCorruptError: the stored bytes read back for the preview do not match
+            their checksums (changed in place since they were written); nothing was left visible.
         """
         return self._truncate_stream(session_id, tool_call_id, chunks, max_lines=max_lines, max_bytes=max_bytes,
                                      mime=mime, name=name, refuse=False)

@@ -17,7 +17,7 @@ from .._frontend import DEFAULT_TIMEOUT
 from .._frozen import frozen
 from ..capture import MAX_CAPTURE_BYTES, RunningCommand, check_working_folder
 from ..config import Limits
-from ..errors import StorageError
+from ..errors import ResourceCorruptError, StorageError
 from ..text import RUN_KEEP, held_text, view_flags, within_limits
 from .._binary import BINARY_MIME, SNIFF_BYTES, output_is_binary
 from ._result import ToolResult, failure, stored_metadata
@@ -447,7 +447,9 @@ def _stored_late(chunks: Iterator[bytes], limits: Limits, open_store: Callable[[
     (``_held_within``): one that ends there is shown whole and ``keep`` is not
     called (nothing is opened).  Else ``keep(open_store, chunks)`` keeps all of
     it, opening the store.  When that raises ``StorageError`` (the store could
-    not be opened, or failed while the output was written), the rest of the
+    not be opened, or failed while the output was written) or
+    ``ResourceCorruptError`` (the stored copy failed its check when read back
+    for the preview, and was removed), the rest of the
     chunks is still read, and a preview of what memory held comes back with
     the error's text; when the quota refused it (``NotStored``), the store's own
     preview, its marker saying "output not stored" and why.
@@ -479,7 +481,9 @@ def _stored_late(chunks: Iterator[bytes], limits: Limits, open_store: Callable[[
         chunks = itertools.chain(taken, chunks)
     try:
         return keep(open_store, chunks), "", False, None
-    except StorageError as error:
+    except (StorageError, ResourceCorruptError) as error:
+        # (ResourceCorruptError: the stored copy read back for its preview failed its check; the
+        # store removed it, so the output is as unkept as after a failed write.)
         for _ in chunks:  # the rest is still read (a command runs to its end) and previewed
             pass
         from .._store_types import NotStored  # here: an output shown whole needs none of the store's modules
