@@ -177,6 +177,7 @@ def test_truncate_stream_leaves_nothing_when_reading_back_fails(tmp_path, monkey
         raise OSError(errno.EMFILE, "Too many open files (injected)")
 
     monkeypatch.setattr(backend, "read", failing_read)
+    monkeypatch.setattr(backend, "read_copy", failing_read)  # the preview's windows are copies
     with pytest.raises(StorageError):
         store.truncate_stream("s", "c", iter([b"line\n" * 50_000]))
     monkeypatch.undo()

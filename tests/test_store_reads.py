@@ -698,3 +698,44 @@ def test_a_page_of_redraws_only_goes_on_to_hold_a_character(tmp_path, warm, limi
         contents.append(page.content)
         offset = page.next
     assert "".join(contents).endswith("h\n" if ansi else "f\r\n")
+@pytest.mark.parametrize("part", ["head", "tail", "signal line", "colored head", "colored tail"])
+def test_a_byte_changed_during_a_preview_is_never_shown(tmp_path, part):
+    """Promise 2 for previews (review R12): another process flips a byte in place through a
+    shared writable map while ``store.preview`` runs, in the head window, the tail window, a
+    signal line of the omitted part, or a window whose escapes make the preview read the payload
+    through its view.  Each preview is the one of the stored bytes or raises ResourceCorruptError,
+    never one showing the changed byte: every window is copied out and checked before it is shown.
+    Previews cut from a view of the shared map, checked when it was made, showed the flipped
+    byte in hundreds of previews of thousands."""
+    colored = part.startswith("colored")
+    data = bytearray(payload(400_000))
+    signal = data.index(b"\n", 200_000) + 1
+    data[signal : signal + 32] = b"error: disk abcdefghij failed  \n"
+    if colored:  # an escape near each end: the preview is cut from the payload's view
+        data[100:105] = b"\x1b[31m"
+        data[-200:-195] = b"\x1b[31m"
+    data = bytes(data)
+    position = {"head": data.index(b"abcdefghij", 2_000) + 3, "colored head": data.index(b"abcdefghij", 2_000) + 3,
+                "tail": data.index(b"abcdefghij", len(data) - 3_000) + 3,
+                "colored tail": data.index(b"abcdefghij", len(data) - 3_000) + 3,
+                "signal line": signal + 15}[part]
+    with ToolOutputStore(tmp_path, durable=False) as store:
+        uri = store.write("s", "c", data).uri
+        path = store.directory / f"{parse_uri(uri)}.txt"
+        expected = store.preview("s", uri).content
+        # The flipped byte is one the preview shows: a preview of the '#' differs from it.
+        assert data[position : position + 1].decode() in expected
+        # A signal scan that meets a chunk failing its check leaves the signal lines out (they are
+        # a help: the preview stands without them), which shows no byte never stored either.
+        with ToolOutputStore(tmp_path, durable=False, config={"tool_output": {"signals": []}}) as plain:
+            without_signals = plain.preview("s", uri).content
+        assert "error: disk" in expected and "error: disk" not in without_signals
+
+        def shown() -> tuple[object, object]:
+            got = store.preview("s", uri).content
+            return got, (without_signals if got == without_signals else expected)
+
+        with byte_toggled(path, position):
+            served, caught, wrong = race(shown)
+    assert not wrong, f"{len(wrong)} previews showed a byte never stored ({served} exact, {caught} caught)"
+    assert served + caught > 0

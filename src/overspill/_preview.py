@@ -54,11 +54,14 @@ def stored_preview(read: Reader, *, uri: str, stored: int, total: int, max_lines
                    release: Optional[Callable[[int, int], None]] = None,
                    outline: bool = False,
                    tokens: Optional[tuple[int, Callable[[str], int]]] = None,
-                   runs: int = 0) -> tuple[Preview, list[str]]:
+                   runs: int = 0, mapped: Optional[Reader] = None) -> tuple[Preview, list[str]]:
     """The preview of a stored output, and the signal lines and outline of the part it omits.
 
     :param read: ``read(start, end)`` gives a verified view of ``[start, end)``
-        of the stored copy, usable as a context manager.
+        of the stored copy, usable as a context manager.  Every byte the
+        preview shows (head, tail, signal lines, outline) comes through it: a
+        store passes copies checked after they were made (``Backend.read_copy``),
+        so a byte another process changes in place is never shown.
     :param uri: the resource's URI, named by read-back errors.
     :param stored: bytes in the stored copy.
     :param total: bytes in the output (more than ``stored`` when it was capped).
@@ -83,6 +86,10 @@ def stored_preview(read: Reader, *, uri: str, stored: int, total: int, max_lines
         output within the byte and line limits may come back truncated).
     :param runs: the lines kept of a run of same-shape lines at a cut
         (``overspill.preview``'s ``runs``; 0 trims nothing); ``first`` was cut with it.
+    :param mapped: as ``read``, a view that need not be a copy (the local
+        backend's map, checked when made): where a view's cuts depend on
+        whole lines, they are found through it, the bytes shown still
+        through ``read`` (``_through_view``).  None: ``read``.
     :returns: the preview and the lines shown after the marker: the signal
         lines, then the outline (their lines and bytes come out of the
         preview's budget); none when the preview is not truncated, and none
@@ -90,7 +97,7 @@ def stored_preview(read: Reader, *, uri: str, stored: int, total: int, max_lines
     :raises StorageError: a window of the stored copy cannot be read back.
     :raises ResourceCorruptError: a window read back does not match its checksums.
     """
-    recut = _cutter(read, uri, stored, total, count, flags, content, kept_end, runs, release)
+    recut = _cutter(read, uri, stored, total, count, flags, content, kept_end, runs, release, mapped)
     if tokens is None:
         shaped = recut(max_lines, max_bytes) if first is None else first
         return _shown(read, release, stored, shaped, recut, max_lines, max_bytes, flags, signals, outline)
@@ -240,7 +247,7 @@ def whole_view(view: str, uri: str, size: int, lines: int, total: Optional[int] 
 
 def _cutter(read: Reader, uri: str, stored: int, total: int, count: Optional[int], flags: int,
             content: Optional[Content], kept_end: Optional[bytes], runs: int,
-            release: Optional[Callable[[int, int], None]] = None) -> Recut:
+            release: Optional[Callable[[int, int], None]] = None, mapped: Optional[Reader] = None) -> Recut:
     """``recut(max_lines, max_bytes)``: the preview within those limits, from the best source."""
     if isinstance(content, str):
         text = content
@@ -261,7 +268,7 @@ def _cutter(read: Reader, uri: str, stored: int, total: int, count: Optional[int
             return _capped(read, uri, stored, end, total, count, lines, size, flags, runs)
     else:
         def recut(lines: int, size: int) -> Preview:
-            return _payload(read, uri, stored, count, lines, size, flags, runs, release)
+            return _payload(read, uri, stored, count, lines, size, flags, runs, release, mapped)
     return recut
 
 
@@ -310,16 +317,19 @@ def _filler(head: bytes, tail: bytes, lines: int, max_lines: int) -> bytes:
 
 
 def _payload(read: Reader, uri: str, size: int, lines: int, max_lines: int, max_bytes: int,
-             flags: int, runs: int, release: Optional[Callable[[int, int], None]] = None) -> Preview:
+             flags: int, runs: int, release: Optional[Callable[[int, int], None]] = None,
+             mapped: Optional[Reader] = None) -> Preview:
     """The view preview of a just-published payload, from verified windows of it.
 
     Only the first and last ``max_bytes`` (and a few) bytes decide a preview
     of text that is its own view there, so two windows settle it whatever the
     size: memory stays bounded and a remote backend sends only those bytes.
     When a window holds escapes or redraws, what the view shows depends on
-    whole lines, so the preview is cut from the whole payload (through the
-    local map, only the parts it reads; a long region read for its view is
-    read a piece at a time and given back with ``release``).
+    whole lines, so the cuts are found through the whole payload (``mapped``,
+    else ``read``: through the local map, only the parts it reads; a long
+    region read for its view is read a piece at a time and given back with
+    ``release``), and the preview is served from copies of the windows they
+    show (``_through_view``).
     """
     slack = line_slack(max_bytes)
     window = max_bytes + BOUNDARY_MARGIN
@@ -339,13 +349,61 @@ def _payload(read: Reader, uri: str, size: int, lines: int, max_lines: int, max_
         if flags and (_kernels.view_bytes(head, flags) is not None
                       or _kernels.view_bytes(tail, flags) is not None
                       or flags & VIEW_ANSI and _may_be_in_a_sequence(read, size - window)):
-            with read(0, size) as whole:
-                return view_preview(whole, max_lines, max_bytes, flags, slack, runs, lines=lines, release=release)
-        filler = _filler(head, tail, lines, max_lines)
-        # Trimmed runs stay within the windows: a cut moves only away from the gap.
-        cut = view_preview(head + filler + tail, max_lines, max_bytes, flags, slack, runs)
+            return _through_view(read, mapped or read, size, lines, max_lines, max_bytes, flags, runs, release)
+    return _windowed(head, tail, size, lines, max_lines, max_bytes, flags, runs, unknown)
+
+
+def _windowed(head: bytes, tail: bytes, size: int, lines: int, max_lines: int, max_bytes: int, flags: int,
+              runs: int, unknown: int = -1) -> Preview:
+    """The preview of an output of ``size`` bytes and ``lines`` lines (newlines + 1) cut from
+    its first bytes (``head``) and its last (``tail``) alone, the middle standing as
+    ``_filler``'s newlines."""
+    filler = _filler(head, tail, lines, max_lines)
+    # Trimmed runs stay within the windows: a cut moves only away from the gap.
+    cut = view_preview(head + filler + tail, max_lines, max_bytes, flags, line_slack(max_bytes), runs)
     shift = size - (len(head) + len(filler) + len(tail))
     return head_within(Preview(cut.head, cut.tail, True, cut.head_end, cut.tail_start + shift), unknown)
+
+
+def _through_view(read: Reader, mapped: Reader, size: int, lines: int, max_lines: int, max_bytes: int,
+                  flags: int, runs: int, release: Optional[Callable[[int, int], None]]) -> Preview:
+    """The preview of a payload whose windows hold escapes or redraws, shown only from checked copies.
+
+    What such a view shows at its ends depends on whole lines, so its cuts are found through
+    ``mapped``, a view of the whole payload read a region at a time (memory stays flat however
+    long a line is), which is checked when made: a byte changed in place meanwhile could show in
+    it.  The preview served is cut again from copies (``read``) of the two windows those cuts show,
+    with a margin, and served only when it is the same: its every byte is then a checked one.
+    When it is not (a byte changed during the first cut, or windows too narrow for the view), both
+    are cut again, the windows wider, up to ``_COPY_REACH`` each; past that (an end shows more
+    stored bytes than that, a line of redraws or escapes), the cut through ``mapped`` stands.
+    """
+    slack = line_slack(max_bytes)
+    margin = max_bytes + BOUNDARY_MARGIN
+    while True:
+        with mapped(0, size) as whole:
+            found = view_preview(whole, max_lines, max_bytes, flags, slack, runs, lines=lines, release=release)
+        head_end = min(size, (found.head_end if found.truncated else size) + margin)
+        tail_start = max(head_end, (found.tail_start if found.truncated else size) - margin)
+        if head_end > _COPY_REACH or size - tail_start > _COPY_REACH:
+            return found
+        with read(0, head_end) as view:
+            head = bytes(view)
+        if tail_start == head_end:  # the windows meet: the copy is all of the payload
+            with read(head_end, size) as view:
+                copied = view_preview(head + view, max_lines, max_bytes, flags, slack, runs, lines=lines)
+        else:
+            with read(tail_start, size) as view:
+                copied = _windowed(head, bytes(view), size, lines, max_lines, max_bytes, flags, runs)
+        if copied == found:
+            return copied
+        if margin >= _COPY_REACH:
+            return found
+        margin = min(margin * 4, _COPY_REACH)
+
+
+# The most stored bytes ``_through_view`` copies for each end of a preview.
+_COPY_REACH = 16 << 20
 
 
 def _bytes_of(read: Reader) -> Callable[[int, int], bytes]:

@@ -592,12 +592,15 @@ class StoreReads:
                 count = lines + 1 if kept_end.endswith(b"\n") else lines  # type: ignore[union-attr]
         from ._preview import compose, stored_preview  # only previews need it (reads do not)
 
+        # The bytes shown are copied out and then checked (``Backend.read_copy``); a view of the map
+        # only finds the cuts of a long region's view (``stored_preview``'s ``mapped``).
         shaped, signals = stored_preview(
-            lambda low, high: backend.read(record, start + low, start + high), uri=resource.uri,
+            lambda low, high: memoryview(backend.read_copy(record, start + low, start + high)), uri=resource.uri,
             stored=size - start, total=total, count=count, max_lines=lines_limit, max_bytes=bytes_limit,
             # Signal lines and the outline name offsets of the range: only from 0 are they the output's.
             flags=self._views, signals=self._signals if start == 0 else (), outline=start == 0 and self._limits.outline,
-            kept_end=kept_end if capped else None, tokens=self._tokens, runs=self._runs)
+            kept_end=kept_end if capped else None, tokens=self._tokens, runs=self._runs,
+            mapped=lambda low, high: backend.read(record, start + low, start + high))
         if endless:
             from ._frozen import replace
 

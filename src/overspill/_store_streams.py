@@ -181,7 +181,7 @@ class StoreStreams(StoreWrites):
                 count=count, max_lines=lines_limit, max_bytes=bytes_limit, flags=self._views,
                 signals=self._signals, kept_end=None if record.capture is None else spill.true_tail.value(),
                 release=self._releaser(record), outline=self._limits.outline, tokens=self._tokens,
-                runs=self._runs)
+                runs=self._runs, mapped=self._mapped_bytes(record))
         except BaseException:
             # The preview is read back from the published payload; when that
             # fails the caller gets an error, so no resource may stay behind.

@@ -392,7 +392,7 @@ class StoreWrites(StoreRoom):
                 total=record.resource.size, count=count, max_lines=lines_limit, max_bytes=bytes_limit,
                 flags=flags, signals=self._signals, content=content, first=shaped,
                 release=self._releaser(record), outline=self._limits.outline, tokens=tokens,
-                runs=self._runs)
+                runs=self._runs, mapped=self._mapped_bytes(record))
         else:
             # The stored copy holds only the output's start: the preview is cut as
             # truncate_stream cuts it (head from the stored copy, tail from the true
@@ -402,11 +402,20 @@ class StoreWrites(StoreRoom):
                 total=record.capture[0], count=_kernels.count_lines(content), max_lines=lines_limit,
                 max_bytes=bytes_limit, flags=flags, signals=self._signals, kept_end=_true_end(content),
                 release=self._releaser(record), outline=self._limits.outline, tokens=tokens,
-                runs=self._runs)
+                runs=self._runs, mapped=self._mapped_bytes(record))
         return self._truncated(record, shaped, signals, lines)
 
     def _stored_bytes(self, record: Record) -> Reader:
-        """``read(start, end)``: verified views of ``record``'s stored bytes."""
+        """``read(start, end)``: ``record``'s stored bytes ``[start, end)`` copied out, then
+        verified (``Backend.read_copy``), for a preview to show: a view of a shared map would show
+        a byte another process changed in place after the check."""
+        backend = self._backend
+        return lambda start, end: memoryview(backend.read_copy(record, start, end))
+
+    def _mapped_bytes(self, record: Record) -> Reader:
+        """``read(start, end)``: verified views of ``record``'s stored bytes (no copy: a map's are
+        the file's as they are when read), where a preview finds the cuts of a long region's
+        view (``stored_preview``'s ``mapped``), never the bytes it shows."""
         backend = self._backend
         return lambda start, end: backend.read(record, start, end)
 

@@ -233,7 +233,7 @@ class Backend(Protocol):
         whose bytes another process can change in place after the check: a
         backend that serves one copies the range out first, then verifies the
         copy, ``_checksums.verified_copy``).  For the bytes a caller hands on:
-        ``read_bytes``, ``iter_bytes``, a page's text.
+        ``read_bytes``, ``iter_bytes``, a page's text, a preview's windows.
 
         :raises: as ``read``.
         """
