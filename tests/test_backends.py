@@ -379,3 +379,31 @@ def test_a_tail_window_inside_an_unterminated_escape_sequence_is_not_plain_text(
                                      max_lines=max_lines, max_bytes=max_bytes)
     assert streamed.content.replace(streamed.resource.uri, "U") == whole.content.replace(whole.resource.uri, "U")
     assert not streamed.content.endswith(("y", "z"))
+
+
+def test_a_running_outputs_verified_copy_is_made_once():
+    """SealChain.verified_copy (a running output's copied read) copies its range once (review
+    R12): its check sliced each sealed stretch's part out of the copy as ``bytes``, a second copy
+    of it, where a view of the copy reads the same bytes.  Counted with tracemalloc: the peak
+    above what the call returns stays under half a stretch."""
+    import tracemalloc
+    import zlib
+
+    from overspill.backends._seals import SealChain, seal_entry
+
+    size, stretch = 4 << 20, 2 << 20
+    payload = (b"0123456789 abcdefghij\n" * (size // 22 + 1))[:size]
+    chain = SealChain("a-resource")
+    chain.feed(b"".join(seal_entry("a-resource", low, low + stretch, zlib.crc32(payload[low : low + stretch]))
+                        for low in range(0, size, stretch)))
+    assert chain.end == size
+    view = memoryview(payload)
+    assert chain.verified_copy("U", view, 0, 0, size) == payload
+    tracemalloc.start()
+    try:
+        got = chain.verified_copy("U", view, 0, 0, size)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got == payload
+    assert peak - len(got) < stretch // 2, f"{peak - len(got)} bytes allocated beyond the {len(got)} returned"

@@ -950,6 +950,27 @@ def test_verify_chunks_and_verified_copy_refuse_a_bad_argument_alike(compiled, a
             for held in taken.values():
                 held.append(0)
         assert refusals[0] == refusals[1], module.__name__
+def test_a_verified_copy_is_made_once():
+    """verified_copy copies its range out of the buffer once (review R12): the twin's check
+    (copied_bad_chunk, page_text's too) sliced each chunk out of that copy as ``bytes``, a second
+    copy of the range (a chunk's worth at a time), where a view of the copy reads the same bytes.
+    Counted with tracemalloc: the peak above what the call returns stays under half a chunk."""
+    import tracemalloc
+    import zlib
+
+    size = 4 << 20
+    chunk = size // 2  # two chunks: a slice of either (not the whole, which bytes gives as itself) is a copy
+    payload = (b"0123456789 abcdefghij\n" * (size // 22 + 1))[:size]
+    sums = b"".join(zlib.crc32(payload[low : low + chunk]).to_bytes(4, "big") for low in range(0, size, chunk))
+    assert _kernels.verified_copy(payload, 0, 0, size, sums, chunk) == payload
+    tracemalloc.start()
+    try:
+        got = _kernels.verified_copy(payload, 0, 0, size, sums, chunk)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got == payload
+    assert peak - len(got) < chunk // 2, f"{peak - len(got)} bytes allocated beyond the {len(got)} returned"
 
 
 # ---------------------------------------------------------------- limits at the edge of a machine word

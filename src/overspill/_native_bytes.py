@@ -310,15 +310,17 @@ def copied_bad_chunk(view: memoryview, base: int, copy: bytes, start: int, end: 
     range and ``view`` (the payload from ``base``) outside it, is not recorded;
     -1 when none.  The caller checked that ``view`` and ``sums`` hold those chunks (``_chunk_arguments``)."""
     limit = base + len(view)
-    for index in range(start // chunk, (end - 1) // chunk + 1):
-        low = index * chunk
-        high = min(low + chunk, limit)
-        crc = zlib.crc32(view[low - base : start - base]) if low < start else 0
-        crc = zlib.crc32(copy[max(low, start) - start : min(high, end) - start], crc)
-        if high > end:
-            crc = zlib.crc32(view[end - base : high - base], crc)
-        if crc != int.from_bytes(sums[4 * index : 4 * index + 4], "big"):
-            return index
+    # A view of the copy: a slice of ``bytes`` would copy each chunk's part of it a second time.
+    with memoryview(copy) as copied:
+        for index in range(start // chunk, (end - 1) // chunk + 1):
+            low = index * chunk
+            high = min(low + chunk, limit)
+            crc = zlib.crc32(view[low - base : start - base]) if low < start else 0
+            crc = zlib.crc32(copied[max(low, start) - start : min(high, end) - start], crc)
+            if high > end:
+                crc = zlib.crc32(view[end - base : high - base], crc)
+            if crc != int.from_bytes(sums[4 * index : 4 * index + 4], "big"):
+                return index
     return -1
 
 

@@ -104,10 +104,13 @@ class SealChain:
         :raises ResourceCorruptError: a stretch does not match its seal.
         """
         copy = view[start - base : end - base].tobytes()
-        self._check(uri, view, base, copy, start, end)
+        # Checked through a view of the copy: a slice of ``bytes`` would copy each stretch's part again.
+        with memoryview(copy) as copied:
+            self._check(uri, view, base, copied, start, end)
         return copy
 
-    def _check(self, uri: str, view: memoryview, base: int, copy: Optional[bytes], start: int, end: int) -> None:
+    def _check(self, uri: str, view: memoryview, base: int, copy: Optional[memoryview], start: int,
+               end: int) -> None:
         """``verify`` (``copy`` None) or ``verified_copy``'s check of ``copy``, the bytes ``[start, end)``."""
         if start >= end:
             return
