@@ -411,6 +411,22 @@ def test_a_value_json_cannot_serialise_is_bounded_as_the_text_the_framework_show
     assert "cannot be serialised" in caplog.text and len(store.records()) == 1
 
 
+
+# ------------------------------------------------------------------ regressions (red team F13)
+def test_a_value_whose_shown_text_alone_is_over_the_limits_is_bounded_as_that_text(store):
+    # Bounder.value(..., shown=str) bounded bytes as themselves: 40,000 fit, so they passed, and smolagents
+    # showed the model their 160,016-character repr.  The shown text is now the one home's second check
+    # (value and avalue alike): stored and previewed when the value's own text fits but it does not.
+    data = bytes(40_000)
+    bounder = Bounder(store)
+    for preview in (bounder.value("s", "c1", data, shown=str), asyncio.run(bounder.avalue("s", "c2", data, shown=str))):
+        assert isinstance(preview, str) and "tool-output://" in preview and len(preview.encode()) < 60_000
+    assert [b"".join(bytes(piece) for piece in store.iter_bytes("s", record.resource.uri))
+            for record in store.records()] == [str(data).encode()] * 2
+    few = bytes(10)
+    assert bounder.value("s", "c3", few, shown=str) is few and bounder.value("s", "c4", data) is data
+    assert len(store.records()) == 2
+
 class _Upstream(Exception):
     """An error that makes itself again from its own attributes, not its args (as ``json.JSONDecodeError``)."""
 

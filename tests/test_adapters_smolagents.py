@@ -18,7 +18,7 @@ from adapter_scenario import BIG, SMALL, Script, check_files_refused, expected_p
 from overspill import ToolOutputStore
 
 framework("smolagents")
-from smolagents import ToolCallingAgent, tool  # noqa: E402
+from smolagents import Tool, ToolCallingAgent, tool  # noqa: E402
 from smolagents.agent_types import AgentText  # noqa: E402
 from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, MessageRole, \
     Model  # noqa: E402
@@ -500,3 +500,46 @@ def test_a_tool_calling_agent_is_shown_each_read_page_with_its_whitespace(store)
         script.check(SPACED)
         # (at least one seam inside the whitespace, and the last page ends with it)
         assert any(page[:1].isspace() for page in script.pages[1:]) and script.pages[-1].endswith("\n")
+
+
+# ------------------------------------------------------------------ regressions (red team F13)
+class Blob(Tool):
+    """A tool of output type ``any`` returning bytes (``size`` of them), which smolagents shows as their repr."""
+
+    name = "blob"
+    description = "Return a binary blob."
+    inputs: dict = {}
+    output_type = "any"
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def forward(self) -> bytes:
+        return bytes(self.size)
+
+
+def test_a_result_whose_shown_text_is_over_the_limits_is_bounded_as_that_text_red_team_f13(store):
+    # bytes(40_000) fit the limits (51,200 bytes), so they passed, but a ToolCallingAgent shows the model
+    # str(result): their repr, 160,016 characters, with no marker and nothing stored.  The text the agent
+    # shows is now bounded and stored when the raw (or JSON) text fits but it does not, as the OpenAI
+    # Agents SDK adapter does; a value whose shown text fits still passes as it came.
+    data = bytes(40_000)
+    for make in (lambda model: ToolCallingAgent(tools=bound([Blob(len(data))], store), model=model, max_steps=3,
+                                                verbosity_level=-1),
+                 lambda model: BoundedToolCallingAgent([Blob(len(data))], model, store=store, max_steps=3,
+                                                       verbosity_level=-1)):
+        model = _OneCallModel("blob")
+        make(model).run("go")
+        (shown,) = model.observations
+        assert "tool-output://" in shown and len(shown.encode()) < 60_000
+    records = store.records()
+    assert len(records) == 2
+    for record in records:
+        stored = b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri))
+        assert stored == str(data).encode()
+    few = bound([Blob(10)], store)[0]
+    assert few(sanitize_inputs_outputs=True) == bytes(10)
+    agent = BoundedToolCallingAgent([Blob(10)], _OneCallModel("blob"), store=store, verbosity_level=-1)
+    assert agent.execute_tool_call("blob", {}) == bytes(10)
+    assert len(store.records()) == 2

@@ -164,14 +164,38 @@ def as_text(value: object, dumps: Callable[[Any], str] = json_text,
         reason: Exception = error
     if shown is not None:
         try:
-            text = shown(value)
-            # (a __str__ may return a str subclass: bounded as its characters, as a str result is)
-            return text if type(text) is str else str.__str__(text)
+            return _shown_text(value, shown)
         except Exception as error:  # noqa: BLE001  (a value the framework cannot show either)
             reason = error
     logger.warning("overspill: a %s tool result is not text and cannot be serialised as JSON (%s); "
                    "it is passed on unbounded", type(value).__name__, one_line(reason))
     return None
+
+
+def _shown_text(value: object, shown: Callable[[Any], str]) -> str:
+    """``shown(value)``, the text a framework shows the model of ``value``, as a plain ``str`` (a ``__str__``
+    may return a str subclass: bounded as its characters, as a str result is).
+
+    :raises Exception: whatever ``shown`` raises.
+    """
+    text = shown(value)
+    return text if type(text) is str else str.__str__(text)
+
+
+def _shown_instead(value: object, shown: Optional[Callable[[Any], str]]) -> Optional[str]:
+    """The text a framework shows the model of ``value`` (``shown(value)``) where it may be longer than the
+    text ``value`` is stored as (``as_text``): for any value but a ``str`` (its characters are that text)
+    when ``shown`` is given; None otherwise, or when ``shown`` fails (the framework's own error, not ours).
+
+    Bytes' repr takes up to four characters a byte, and a pydantic model's ``str()`` shows a field its
+    JSON leaves out: a value whose own text fits may still be shown to the model over the limits.
+    """
+    if shown is None or isinstance(value, str):
+        return None
+    try:
+        return _shown_text(value, shown)
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def joined(pieces: list[Text]) -> Text:
@@ -449,14 +473,22 @@ class Bounder:
               shown: Optional[Callable[[Any], str]] = None) -> Any:
         """``value`` as it came when it fits (or has no text), else its bounded text.
 
+        ``value`` is stored as its own text (``as_text``) when that is over the limits, else as the text
+        the framework shows the model of it (``_shown_instead``) when that is: the model never gets whole
+        a text over the limits.  Only a value both of whose texts fit passes as it came.
+
         :param dumps: how a value that is not text becomes JSON text (see ``as_text``).
-        :param shown: the text the framework shows of a value ``dumps`` cannot serialise (see ``as_text``).
+        :param shown: the text the framework shows the model of any value (``str`` for smolagents and the
+            OpenAI Agents SDK); also what a value ``dumps`` cannot serialise is bounded as (see ``as_text``).
         :raises StorageError: the store could not write the output.
         """
         text = value if type(value) is str else as_text(value, dumps, shown)
         if text is None:
             return value
         bounded = self.text(session_id, call_id, text)
+        if bounded is None:
+            instead = _shown_instead(value, shown)
+            bounded = None if instead is None else self.text(session_id, call_id, instead)
         return value if bounded is None else bounded
 
     async def avalue(self, session_id: str, call_id: str, value: Any, dumps: Callable[[Any], str] = json_text,
@@ -466,6 +498,9 @@ class Bounder:
         if text is None:
             return value
         bounded = await self.atext(session_id, call_id, text)
+        if bounded is None:
+            instead = _shown_instead(value, shown)
+            bounded = None if instead is None else await self.atext(session_id, call_id, instead)
         return value if bounded is None else bounded
 
 

@@ -239,18 +239,9 @@ async def _bound_output(bounder: Bounder, session_id: str, call_id: str, output:
     if program:  # a hosted program that made the call gets the value's JSON: measured and stored as such
         return await bounder.avalue(session_id, call_id, output, _program_json)
     # Any other value (a list with a plain item among them too): the SDK sends the model str(output).  It
-    # is stored as its JSON text when that is over the limits, as str(output) when it has none (shown=).
-    bounded = await bounder.avalue(session_id, call_id, output, _dumps, shown=_as_shown)
-    if bounded is not output or isinstance(output, str):
-        return bounded
-    # Its JSON fits, but str(output) may not (a pydantic model's excluded field, bytes' repr at four
-    # characters a byte): then that text, the one the model would be shown, is bounded and stored.
-    try:
-        shown = _as_shown(output)
-    except Exception:  # noqa: BLE001  (the SDK cannot show it either: its own error, not ours)
-        return output
-    preview = await bounder.atext(session_id, call_id, shown)
-    return output if preview is None else preview
+    # is stored as its JSON text when that is over the limits, else as str(output) when that is (a pydantic
+    # model's excluded field, bytes' repr at four characters a byte) or when it has no JSON (shown=).
+    return await bounder.avalue(session_id, call_id, output, _dumps, shown=_as_shown)
 
 
 async def _bound_shown(bounder: Bounder, session_id: str, context: Any, output: Any, whole: Any,

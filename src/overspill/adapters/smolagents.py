@@ -102,9 +102,10 @@ def _bounded_value(bounder: Bounder, session_id: str, value: Any) -> Any:
     ``image`` and ``audio`` output types: the agent shows it to the model as media, never as text (so it
     is not "a value that cannot be serialised" either, and gets no warning).
 
-    A value JSON cannot serialise (rows holding a ``datetime``) is bounded as ``str(value)``: a
-    ``ToolCallingAgent`` shows the model ``str(result)`` of any result that is not media, so that is
-    the text the model would get whole.
+    A ``ToolCallingAgent`` shows the model ``str(result)`` of any result that is not media, so that is
+    the text the model would get whole: a value JSON cannot serialise (rows holding a ``datetime``) is
+    bounded as ``str(value)``, and so is one whose raw or JSON text fits but whose ``str()`` does not
+    (bytes, shown as their repr at up to four characters a byte) (``Bounder.value``'s ``shown``).
     """
     # smolagents needs Pillow (its agent types import it); an AgentImage is a PIL image, an AgentAudio a str.
     if isinstance(value, (PIL.Image.Image, AgentAudio)):
@@ -222,9 +223,10 @@ def bound(tools: Iterable[Tool], store: Optional[ToolOutputStore] = None) -> lis
     A result within the store's limits reaches the model untouched and
     nothing is stored; a larger one is stored whole and the model gets its
     preview with the marker naming ``tool-output://ID``.  A result that is not
-    text is stored as its JSON text; one that cannot be serialised is bounded
-    as ``str(value)``, the text the agent shows the model of it (one that
-    fits passes unchanged, the same object).  The list is one
+    text is stored as its JSON text (bytes as they are); one that cannot be
+    serialised, or whose ``str(value)`` (the text the agent shows the model of
+    it: bytes' repr) is over the limits where its own text is not, is bounded
+    as ``str(value)`` (one whose texts fit passes unchanged, the same object).  The list is one
     session: give each agent its own ``bound(...)``.
 
     :param store: where outputs are stored; the default ``ToolOutputStore()`` when None.
