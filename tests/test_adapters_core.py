@@ -180,7 +180,7 @@ def test_each_adapter_has_its_extra():
     ("openai_agents", "agents", {"bound", "bound_handoffs", "bound_servers"}),
     ("langchain", "langchain.agents", {"OverspillMiddleware", "middleware"}),
     ("pydantic_ai", "pydantic_ai", {"OverspillCapability", "capability", "toolset"}),
-    ("smolagents", "smolagents", {"BoundedToolCallingAgent", "bound"}),
+    ("smolagents", "smolagents", {"BoundedToolCallingAgent", "bound", "bound_managed_agents"}),
 ])
 def test_adapter_public_names_are_pinned(module, framework_module, names):
     from importlib import import_module

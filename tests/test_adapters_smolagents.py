@@ -543,3 +543,158 @@ def test_a_result_whose_shown_text_is_over_the_limits_is_bounded_as_that_text_re
     agent = BoundedToolCallingAgent([Blob(10)], _OneCallModel("blob"), store=store, verbosity_level=-1)
     assert agent.execute_tool_call("blob", {}) == bytes(10)
     assert len(store.records()) == 2
+
+
+class _PlannedModel(Model):
+    """A model whose turns are ``plan``'s functions, in order, of the last tool response's text (None on the
+    first turn): each gives ``(name, arguments)``, or None to answer ``"done"`` (so does every turn past the
+    plan); ``seen`` keeps those texts."""
+
+    def __init__(self, plan: list) -> None:
+        super().__init__(model_id="planned")
+        self.plan = list(plan)
+        self.seen: list[str] = []
+        self._turns = 0
+
+    def generate(self, messages: list, stop_sequences: Any = None, response_format: Any = None,
+                 tools_to_call_from: Any = None, **kwargs: Any) -> ChatMessage:
+        self._turns += 1
+        received = None
+        if messages[-1].role == MessageRole.TOOL_RESPONSE:
+            received = "".join(block["text"] for block in messages[-1].content if block.get("type") == "text")
+            self.seen.append(received)
+        chosen = self.plan.pop(0)(received) if self.plan else None
+        name, arguments = ("final_answer", {"answer": "done"}) if chosen is None else chosen
+        call = ChatMessageToolCall(id=f"p{self._turns}", type="function",
+                                   function=ChatMessageToolCallFunction(name=name, arguments=arguments))
+        return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
+
+
+class _Failing(Model):
+    """A model that raises ``error`` (smolagents ends the agent's run with an AgentGenerationError)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(model_id="failing")
+        self.error = error
+
+    def generate(self, *args: Any, **kwargs: Any) -> ChatMessage:
+        raise self.error
+
+
+class _TeamScript(Script):
+    """The scenario's script calling a managed agent (``tool``), which takes a task, for its output."""
+
+    def next(self, received: Optional[str]) -> Optional[tuple[str, dict[str, Any]]]:
+        chosen = super().next(received)
+        return (chosen[0], {"task": "report"}) if chosen is not None and chosen[0] == self.tool else chosen
+
+
+def _helper(model: Model, tools: Optional[list] = None, **kwargs: Any) -> ToolCallingAgent:
+    """A managed agent named ``helper`` (a ToolCallingAgent) driven by ``model``."""
+    return ToolCallingAgent(tools=[small] if tools is None else tools, model=model, name="helper",
+                            description="Helps the manager.", max_steps=3, verbosity_level=-1, **kwargs)
+
+
+def _answering(text: str) -> _PlannedModel:
+    return _PlannedModel([lambda received: ("final_answer", {"answer": text})])
+
+
+def test_a_managed_agents_report_is_bounded_through_bound_managed_agents_red_team_f13(store):
+    # ToolCallingAgent(tools=bound(...), managed_agents=[sub]): the model calls a managed agent as it calls a
+    # tool, but smolagents calls the agent itself, so its 1.3 MB report reached the manager's model whole
+    # (no marker, nothing stored); only BoundedToolCallingAgent bounded it.  bound_managed_agents bounds the
+    # report, and the failure text, in the session the manager's read (from bound()) pages.
+    from smolagents.agents import populate_template
+
+    from overspill.adapters.smolagents import bound_managed_agents
+
+    report = populate_template(_helper(_answering(BIG)).prompt_templates["managed_agent"]["report"],
+                               variables={"name": "helper", "final_answer": BIG})
+    script = _TeamScript("helper")
+    manager = ToolCallingAgent(tools=bound([small], store), model=ScriptedModel(script), max_steps=MAX_STEPS,
+                               managed_agents=bound_managed_agents([_helper(_answering(BIG))], store),
+                               verbosity_level=-1)
+    assert manager.run("go") == "done"
+    script.check(report)  # the preview, then every page of the report through the manager's read, then grep
+    (record,) = store.records()
+    assert b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)) == \
+        report.encode()
+    # A failing managed agent: smolagents shows the model its error's text, bounded the same way.
+    log = "the helper failed:\n" + BIG
+    model = _PlannedModel([lambda received: ("helper", {"task": "report"})])
+    ToolCallingAgent(tools=bound([small], store), model=model, verbosity_level=-1, max_steps=3,
+                     managed_agents=bound_managed_agents([_helper(_Failing(RuntimeError(log)))], store)).run("go")
+    (error,) = model.seen
+    assert "Error executing request to team member 'helper'" in error and "the helper failed:" in error
+    assert "tool-output://" in error and len(error.encode()) < 60_000
+    # A small report passes as it is, nothing stored; a BoundedToolCallingAgent takes them as it takes any.
+    for make in (lambda model, team: ToolCallingAgent(tools=bound([small], store), model=model, managed_agents=team,
+                                                      verbosity_level=-1, max_steps=3),
+                 lambda model, team: BoundedToolCallingAgent([small], model, store=store, managed_agents=team,
+                                                             verbosity_level=-1, max_steps=3)):
+        model = _PlannedModel([lambda received: ("helper", {"task": "report"})])
+        make(model, bound_managed_agents([_helper(_answering(SMALL))], store)).run("go")
+        assert model.seen[0].endswith(SMALL) and "tool-output://" not in model.seen[0]
+    assert len(store.records()) == 2
+    with pytest.raises(TypeError, match="bound_managed_agents takes smolagents agents"):
+        bound_managed_agents([small], store)
+    with pytest.raises(TypeError, match="give managed agents through bound_managed_agents"):
+        bound([_helper(_answering(SMALL))], store)
+    # It holds a live store and session, as a bound tool does: saving it is refused, saying why.
+    with pytest.raises(ValueError, match="the bound managed agent 'helper' cannot be saved"):
+        bound_managed_agents([_helper(_answering(SMALL))], store)[0].to_dict()
+
+
+#: ``seq 1 100000``: short lines, so its preview is within smolagents' cut of a run summary's messages.
+NUMBERS = "".join(f"{n}\n" for n in range(1, 100_001))
+
+
+@tool
+def count() -> str:
+    """Print numbers."""
+    return NUMBERS
+
+
+def test_a_managed_agents_markers_are_pageable_by_the_managers_read_red_team_f13(store):
+    # A managed agent's run summary (provide_run_summary=True) shows the manager its messages, its tools'
+    # previews and markers among them; but each BoundedToolCallingAgent (each bound() list) was its own
+    # session, so the manager's read of such a marker answered "not found in this session (another session
+    # wrote it)".  A managed agent run by a manager on the same store now works in the manager's session for
+    # that run; two managers' runs stay apart.
+    from overspill.adapters.smolagents import bound_managed_agents
+
+    def counting() -> _PlannedModel:
+        return _PlannedModel([lambda received: ("count", {}), lambda received: ("final_answer", {"answer": "counted"})])
+
+    def reading(uris: list) -> Callable[[Optional[str]], tuple[str, dict[str, Any]]]:
+        def read_first(received: Optional[str]) -> tuple[str, dict[str, Any]]:
+            uris.append(re.search(r"tool-output://[0-9A-Za-z]+", received or "").group(0))
+            return "read", {"resource": uris[-1], "offset": 0}
+        return read_first
+
+    teams = [
+        lambda model, sub: BoundedToolCallingAgent([], model, store=store, managed_agents=[sub], max_steps=4,
+                                                   verbosity_level=-1),
+        lambda model, sub: ToolCallingAgent(tools=bound([small], store), model=model, max_steps=4, verbosity_level=-1,
+                                            managed_agents=bound_managed_agents([sub], store))]
+        # (a BoundedToolCallingAgent sub, then a ToolCallingAgent on bound() tools)
+    subs = [BoundedToolCallingAgent([count], counting(), store=store, name="helper", description="Helps the manager.",
+                                    max_steps=3, verbosity_level=-1, provide_run_summary=True),
+            _helper(counting(), bound([count], store), provide_run_summary=True)]
+    for make, sub in zip(teams, subs):
+        uris: list[str] = []
+        model = _PlannedModel([lambda received: ("helper", {"task": "count"}), reading(uris)])
+        make(model, sub).run("go")
+        (uri,) = uris
+        assert "not found in this session" not in model.seen[1] and f"[{uri}: bytes 0 to " in model.seen[1]
+        # Another manager running the same managed agent: its run is in that manager's session, apart.
+        sub.model = counting()
+        other = _PlannedModel([lambda received: ("helper", {"task": "count"}),
+                               lambda received: ("read", {"resource": uri})])
+        make(other, sub).run("go")
+        assert "not found in this session" in other.seen[1]
+    sessions = [record.session_id for record in store.records()]
+    assert len(sessions) == len(set(sessions)) == 4
+    for record in store.records():
+        assert b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)) == \
+            NUMBERS.encode()

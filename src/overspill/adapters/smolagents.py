@@ -1,5 +1,8 @@
 """smolagents adapter: ``ToolCallingAgent(tools=bound(tools), ...)``, or ``BoundedToolCallingAgent``.
 
+Managed agents: ``ToolCallingAgent(tools=bound(tools, store), managed_agents=bound_managed_agents(agents, store))``
+(``BoundedToolCallingAgent`` bounds its managed agents itself).
+
 Needs the ``smolagents`` extra (``pip install 'overspill[smolagents]'``).
 
 ``bound`` wraps each ``Tool`` so its result, where an agent shows it to the
@@ -18,7 +21,10 @@ is bounded like a result, the exception keeping its type.
 
 smolagents has no run or thread id: the session is one per agent (per
 ``bound`` list, which belongs to one agent), and each call's id is made.
-Image and audio results pass as they are.
+A managed agent run by its manager on the same store works in the manager's
+session for that run (``_session``): its outputs, and the markers its report
+shows the manager (a run summary holds its previews), are the manager's, which
+the manager's ``read`` pages.  Image and audio results pass as they are.
 
 An agent with overspill's tools cannot be saved (``save``, ``to_dict``,
 ``push_to_hub``, a remote executor): smolagents saves a tool as the source of
@@ -27,14 +33,17 @@ its class, and these hold a live store and session (``_not_saved``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+import contextvars
+import sys
+from collections.abc import Iterable, Iterator
 from typing import Any, Optional
 
 from ._extra import needs_extra
 
 with needs_extra("smolagents"):
     import PIL.Image
-    from smolagents import Tool, ToolCallingAgent
+    from smolagents import MultiStepAgent, Tool, ToolCallingAgent
     from smolagents.agent_types import AgentAudio, AgentText
     from smolagents.utils import AgentError
 
@@ -42,7 +51,7 @@ from ..store import ToolOutputStore
 from ..tools.read import page_within
 from ._core import PAGING_TOOLS, Bounder, PagingTool, new_call_id, new_session_id, open_store, paging_tools
 
-__all__ = ["BoundedToolCallingAgent", "bound"]
+__all__ = ["BoundedToolCallingAgent", "bound", "bound_managed_agents"]
 
 # Results of these output types are media for the model, never text to bound.
 _MEDIA_TYPES = ("image", "audio")
@@ -93,6 +102,33 @@ def _inputs(parameters: dict[str, Any]) -> dict[str, dict[str, Any]]:
             entry["nullable"] = True
         inputs[name] = entry
     return inputs
+
+
+#: The store and session of the manager whose managed agent is running in this context (``_team_run``), else
+#: None.  A context variable: smolagents runs parallel tool calls each in a copy of the caller's context.
+_TEAM: contextvars.ContextVar[Optional[tuple[ToolOutputStore, str]]] = contextvars.ContextVar(
+    "overspill_smolagents_team", default=None)
+
+
+def _session(store: ToolOutputStore, session_id: str) -> str:
+    """The session in which overspill's tools of an agent on ``store`` (whose own is ``session_id``) bound
+    and page now: the manager's while the agent runs as a managed agent of a manager on the same store
+    (``_team_run``), so that a marker its report shows the manager (a run summary holds its previews) names
+    a resource the manager's ``read`` pages; else its own.  Two managers' runs, and an agent run on its
+    own, stay apart."""
+    team = _TEAM.get()
+    return team[1] if team is not None and team[0] is store else session_id
+
+
+@contextlib.contextmanager
+def _team_run(store: ToolOutputStore, session_id: str) -> Iterator[None]:
+    """While a manager on ``store`` runs one of its managed agents: the agents under it on the same store work
+    in the manager's session, ``session_id`` (``_session``)."""
+    token = _TEAM.set((store, session_id))
+    try:
+        yield
+    finally:
+        _TEAM.reset(token)
 
 
 def _bounded_value(bounder: Bounder, session_id: str, value: Any) -> Any:
@@ -159,7 +195,8 @@ class _PagingTool(Tool):
         # A page framed: a ToolCallingAgent shows the model str(result).strip(), which would take the
         # whitespace a page begins or ends with.  (grep takes neither: its listing is bounded by the store's
         # limits, and it begins with an offset and ends with its count.)
-        return self._tool.run(self._session_id, new_call_id(), chosen, page=_PAGE, framed=True).output
+        session_id = _session(self._tool.store, self._session_id)
+        return self._tool.run(session_id, new_call_id(), chosen, page=_PAGE, framed=True).output
 
     def to_dict(self) -> dict:
         """Refused: see ``_not_saved``.
@@ -189,18 +226,19 @@ class _BoundedTool(Tool):
         # An agent that shows the result to the model calls a tool with sanitize_inputs_outputs=True
         # (ToolCallingAgent); a CodeAgent's code calls it without: the code, not the model, takes that
         # value (a dict stays a dict), and what the code prints is the agent's own observation.
+        session_id = _session(self._bounder.store, self._session_id)
         try:
             result = self.wrapped(*args, sanitize_inputs_outputs=sanitize_inputs_outputs, **kwargs)
         except Exception as error:
             # The agent shows the model the exception's text (a ToolCallingAgent's "Error executing tool
             # ...", a CodeAgent's "Code execution failed ... due to"): bounded, its type kept.
-            bounded = self._bounder.error(self._session_id, new_call_id(), error)
+            bounded = self._bounder.error(session_id, new_call_id(), error)
             if bounded is None:
                 raise
             raise bounded from error
         if not sanitize_inputs_outputs or self.output_type in _MEDIA_TYPES:
             return result
-        return _bounded_value(self._bounder, self._session_id, result)
+        return _bounded_value(self._bounder, session_id, result)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self.wrapped.forward(*args, **kwargs)
@@ -227,7 +265,8 @@ def bound(tools: Iterable[Tool], store: Optional[ToolOutputStore] = None) -> lis
     serialised, or whose ``str(value)`` (the text the agent shows the model of
     it: bytes' repr) is over the limits where its own text is not, is bounded
     as ``str(value)`` (one whose texts fit passes unchanged, the same object).  The list is one
-    session: give each agent its own ``bound(...)``.
+    session: give each agent its own ``bound(...)``.  A managed agent is no
+    tool: give it through ``bound_managed_agents``, with the same store.
 
     :param store: where outputs are stored; the default ``ToolOutputStore()`` when None.
     :raises TypeError: ``store`` is not a ``ToolOutputStore``, or an item is not a smolagents ``Tool``.
@@ -241,7 +280,9 @@ def bound(tools: Iterable[Tool], store: Optional[ToolOutputStore] = None) -> lis
         if isinstance(tool, _PagingTool):
             continue  # bound() of a bound list: its paging tools are made anew below
         if not isinstance(tool, Tool):
-            raise TypeError(f"bound takes smolagents Tool objects, not {type(tool).__name__}")
+            also = ("; give managed agents through bound_managed_agents"
+                    if isinstance(tool, (MultiStepAgent, _BoundedAgent)) else "")
+            raise TypeError(f"bound takes smolagents Tool objects, not {type(tool).__name__}{also}")
         if tool.name in PAGING_TOOLS:
             raise ValueError(f"a tool named {tool.name!r} is already given; bound() adds its own read and grep")
         if isinstance(tool, _BoundedTool):
@@ -255,7 +296,9 @@ class BoundedToolCallingAgent(ToolCallingAgent):
 
     Takes the ``ToolCallingAgent`` arguments plus ``store`` (the default
     ``ToolOutputStore()`` when None), and adds ``read`` and ``grep`` to its
-    tools.  The agent is one session.  ``final_answer`` passes untouched.
+    tools.  The agent is one session (its managed agents on the same store
+    work in it while it runs them; run as a managed agent itself, it works in
+    its manager's).  ``final_answer`` passes untouched.
 
     :raises TypeError: ``store`` is not a ``ToolOutputStore``.
     :raises ValueError: a tool of the caller's named ``read`` or ``grep``.
@@ -274,6 +317,10 @@ class BoundedToolCallingAgent(ToolCallingAgent):
         # store, which its read and grep page (the list's own paging tools are left out for the same reason).
         tools = [tool.wrapped if isinstance(tool, _BoundedTool) else tool for tool in tools
                  if not isinstance(tool, _PagingTool)] + _paging(store, self.overspill_session)
+        # bound_managed_agents(...) agents too: the agent bounds their reports as it does every result.
+        if kwargs.get("managed_agents"):
+            kwargs["managed_agents"] = [agent.wrapped if isinstance(agent, _BoundedAgent) else agent
+                                        for agent in kwargs["managed_agents"]]
         super().__init__(tools, model, **kwargs)
 
     def execute_tool_call(self, tool_name: str, arguments: Any) -> Any:
@@ -282,10 +329,15 @@ class BoundedToolCallingAgent(ToolCallingAgent):
         Errors propagate as smolagents raises them, so the model sees them as it always does, with
         their message (the tool's error text inside smolagents' own words) bounded like a result.
         """
+        store = self._overspill_bounder.store
+        session_id = _session(store, self.overspill_session)
+        # A managed agent's run is in this agent's session (``_session``): the markers its report shows are ours.
+        team = _team_run(store, session_id) if tool_name in self.managed_agents else contextlib.nullcontext()
         try:
-            result = super().execute_tool_call(tool_name, arguments)
+            with team:
+                result = super().execute_tool_call(tool_name, arguments)
         except AgentError as error:
-            bounded = self._overspill_bounder.error(self.overspill_session, new_call_id(), error)
+            bounded = self._overspill_bounder.error(session_id, new_call_id(), error)
             if bounded is None:
                 raise
             raise bounded from error
@@ -293,4 +345,121 @@ class BoundedToolCallingAgent(ToolCallingAgent):
         if tool_name == _FINAL_ANSWER or isinstance(tool, (_PagingTool, _BoundedTool)) or (
                 tool is not None and tool.output_type in _MEDIA_TYPES):
             return result
-        return _bounded_value(self._overspill_bounder, self.overspill_session, result)
+        return _bounded_value(self._overspill_bounder, session_id, result)
+
+
+class _BoundedAgent:
+    """A managed agent as ``bound_managed_agents`` gives it: the agent itself (``wrapped``: its name,
+    description, memory, everything its manager reads of it) but for the call its manager makes, whose
+    report and failure text are bounded in the session the manager's ``read`` pages."""
+
+    _OWN = frozenset(("wrapped", "_bounder", "_session_id"))
+
+    def __init__(self, agent: MultiStepAgent, bounder: Bounder, session_id: str) -> None:
+        self.wrapped = agent
+        self._bounder = bounder
+        self._session_id = session_id  # when the manager has no read of overspill's on this store
+
+    def __getattr__(self, name: str) -> Any:
+        # Only what this object lacks; never its own (an object made without __init__: copy, pickle).
+        if name in _BoundedAgent._OWN:
+            raise AttributeError(name)
+        return getattr(self.wrapped, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # What a manager sets on its managed agent (its inputs and output_type) is set on the agent, as it
+        # would be without this wrapper.
+        object.__setattr__(self, name, value) if name in _BoundedAgent._OWN else setattr(self.wrapped, name, value)
+
+    def __call__(self, task: str, **kwargs: Any) -> Any:
+        store = self._bounder.store
+        manager, shown = self._manager()
+        found = None if manager is None else next(
+            (tool._session_id for tool in getattr(manager, "tools", {}).values()
+             if isinstance(tool, _PagingTool) and tool._tool.store is store), None)
+        session_id = _session(store, found or self._session_id)
+        try:
+            with _team_run(store, session_id):
+                report = self.wrapped(task, **kwargs)
+        except Exception as error:
+            # The manager shows the model "Error executing request to team member ...: <its text>" (a
+            # CodeAgent: its code's failure): bounded, its type kept, as a bound tool's error.
+            bounded = self._bounder.error(session_id, new_call_id(), error)
+            if bounded is None:
+                raise
+            raise bounded from error
+        return _bounded_value(self._bounder, session_id, report) if shown else report
+
+    def _manager(self) -> tuple[Optional[MultiStepAgent], bool]:
+        """The agent calling this one as its managed agent, found on the stack (its method's ``self``:
+        smolagents gives a managed agent only the model's arguments), and whether that call shows the model
+        the report (a ``ToolCallingAgent``'s ``execute_tool_call``; a ``CodeAgent``'s code takes the report
+        itself, as it takes a bound tool's value).  ``(None, False)`` when no manager calls it."""
+        frame = sys._getframe(2)
+        while frame is not None:
+            owner = frame.f_locals.get("self")
+            if isinstance(owner, MultiStepAgent) and any(
+                    agent is self for agent in getattr(owner, "managed_agents", {}).values()):
+                return owner, frame.f_code.co_name == "execute_tool_call"
+            frame = frame.f_back
+        return None, False
+
+    def _not_saved(self) -> ValueError:
+        """The error saving it raises: as a bound tool (``_not_saved``), it holds a live store and session
+        that no saved agent carries, and saving the agent it wraps would write one that no longer bounds."""
+        return ValueError(f"the bound managed agent {self.wrapped.name!r} cannot be saved: it holds a live "
+                          f"store and session; save the agent itself (its wrapped agent), and bound it again "
+                          f"once it is loaded")
+
+    def to_dict(self) -> dict:
+        """Refused: see ``_not_saved``.
+
+        :raises ValueError: always.
+        """
+        raise self._not_saved()
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Refused: see ``_not_saved``.
+
+        :raises ValueError: always.
+        """
+        raise self._not_saved()
+
+
+def bound_managed_agents(agents: Iterable[MultiStepAgent], store: Optional[ToolOutputStore] = None) -> list[Any]:
+    """Managed agents whose reports reach their manager's model bounded as ``bound`` bounds a tool's result.
+
+    The model calls a managed agent as it calls a tool, but smolagents calls
+    the agent itself, past any tool ``bound`` wraps: give a manager with
+    ``bound(...)`` tools its managed agents through this, with the same store
+    (``ToolCallingAgent(tools=bound(tools, store),
+    managed_agents=bound_managed_agents(agents, store))``).  A report within
+    the store's limits reaches the model untouched and nothing is stored; a
+    larger one is stored whole and the model gets its preview with the marker,
+    in the session the manager's ``read`` pages (the manager's ``bound``
+    list's), so that ``read`` pages it.  A failing agent's error text (which
+    smolagents shows the model) is bounded the same way, keeping its type.
+    While it runs, the managed agent's own overspill tools on the same store
+    work in that session too, so the markers its report shows (a run summary
+    holds its previews) are pageable by the manager's ``read``.  A
+    ``CodeAgent`` manager's code gets the report as it is (the code takes it),
+    its failure text bounded.  An agent already bound is bound anew into this
+    store.  ``BoundedToolCallingAgent`` needs none of this: it bounds its
+    managed agents itself (and takes these as the agents they wrap).
+
+    :param store: where reports are stored; the default ``ToolOutputStore()`` when None.  A manager
+        without ``bound(...)`` tools on this store has no ``read`` to page them: the reports are bounded in
+        a session of this call's own.
+    :raises TypeError: ``store`` is not a ``ToolOutputStore``, or an item is not a smolagents agent.
+    """
+    store = open_store(store)
+    bounder = Bounder(store)
+    session_id = new_session_id()
+    result: list[Any] = []
+    for agent in agents:
+        if isinstance(agent, _BoundedAgent):
+            agent = agent.wrapped
+        if not isinstance(agent, MultiStepAgent):
+            raise TypeError(f"bound_managed_agents takes smolagents agents, not {type(agent).__name__}")
+        result.append(_BoundedAgent(agent, bounder, session_id))
+    return result
