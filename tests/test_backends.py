@@ -182,6 +182,18 @@ def test_windowed_pages_equal_pages_of_the_whole(tmp_path_factory, data, offset,
     flags = view_flags(("ansi", "cr"))
     shown = (shown_text(data[start : end + 1], flags)[:-1] if data[end : end + 1] == b"\n"
              else shown_text(data[start:end], flags))
+    if shown == "" and start < end:
+        # Redraws only: the page goes on to the text after them (fix U13), as the page read there; a \r
+        # right before a \n is that line's ending, text; redraws up to the end make the last page, empty.
+        text = start
+        while text < len(data) and data[text] == 0x0D and data[text + 1 : text + 2] != b"\n":
+            text += 1
+        if text >= len(data):
+            assert (page.offset, page.content, page.next) == (start, "", None)
+        else:
+            there = store.read("s", resource.uri, offset=text, limit=limit)
+            assert there.content and (page.offset, page.content, page.next) == (start, there.content, there.next)
+        return
     assert (page.offset, page.content) == (start, shown)
     assert page.next == (end if end < len(data) else None)
 
