@@ -208,6 +208,37 @@ def test_a_just_written_output_changed_before_its_preview_is_corrupt_not_unreada
     assert store.records() == [] and sorted(os.listdir(store.directory)) in ([], [".cleanup.lock"])
 
 
+@pytest.mark.parametrize("case", ["surrogate", "capped"])
+def test_a_just_written_output_that_fails_its_check_leaves_nothing_and_truncate_kept_previews_it(tmp_path, case):
+    """Review R15 of 837c32b: ``store.truncate`` reads a just-written payload back for its preview (a
+    str holding a lone surrogate, an output over ``max_stored_bytes``); a byte changed in place before
+    that read is ``ResourceCorruptError`` now, which ``truncate_kept`` (the MCP wrapper's and the
+    adapters' error texts) let through, where it promises the preview ("output not stored") and never
+    a storage error in the caller's place; and ``truncate`` left the corrupt pair on disk, which
+    ``truncate_stream`` removes."""
+    from overspill._frontend import truncate_kept
+
+    config = {"tool_output": {"max_stored_bytes": 100_000}} if case == "capped" else None
+    store = ToolOutputStore(tmp_path, durable=False, config=config)
+    text = ("x\udcff\n" + "line of text\n" * 20_000) if case == "surrogate" else "line of text\n" * 200_000
+    written = store._write_pieces
+
+    def written_then_changed(*args, **kwargs):  # another process changes a byte once it is published
+        record = written(*args, **kwargs)
+        (payload,) = (name for name in os.listdir(store.directory) if name.endswith(".txt"))
+        with open(store.directory / payload, "r+b") as file, mmap.mmap(file.fileno(), 0) as shared:
+            shared[10] ^= 0x01
+        return record
+
+    store._write_pieces = written_then_changed  # type: ignore[method-assign]
+    with pytest.raises(ResourceCorruptError, match="is corrupt"):
+        store.truncate("s", "c", text)
+    assert store.records() == [] and not [name for name in os.listdir(store.directory) if name.endswith(".txt")]
+    kept = truncate_kept(store, "s", "c", text)
+    assert kept.truncated and kept.resource is None and "output not stored" in kept.content
+    assert store.records() == []
+
+
 # ------------------------------------------------------------------ item 3
 @pytest.mark.parametrize("operation", ["write", "truncate", "write_stream", "truncate_stream"])
 def test_a_buffer_changed_during_the_write_is_stored_as_it_was_checksummed(tmp_path, monkeypatch, operation):

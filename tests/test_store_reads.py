@@ -698,6 +698,8 @@ def test_a_page_of_redraws_only_goes_on_to_hold_a_character(tmp_path, warm, limi
         contents.append(page.content)
         offset = page.next
     assert "".join(contents).endswith("h\n" if ansi else "f\r\n")
+
+
 @pytest.mark.parametrize("part", ["head", "tail", "signal line", "colored head", "colored tail"])
 def test_a_byte_changed_during_a_preview_is_never_shown(tmp_path, part):
     """Promise 2 for previews (review R12): another process flips a byte in place through a

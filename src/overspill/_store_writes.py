@@ -380,29 +380,35 @@ class StoreWrites(StoreRoom):
             # Running background outputs hold the quota: nothing stored, as for a quota too small.
             return self._unstored(content, total=_stored_size(content), lines=lines, lines_limit=lines_limit,
                                   bytes_limit=bytes_limit, reserve=reserve, first=shaped, why=held.strerror)
-        if record.capture is None:
-            count = None
-            if surrogates[0]:
-                # A str holding lone surrogates is shown as its stored bytes are, each escaped byte
-                # as U+FFFD counted as its 3 bytes, as for the same output given as bytes: the
-                # preview cut from the str itself would show the surrogates (not UTF-8 at all).
-                content, shaped, count = None, None, _kernels.count_lines(content)
-            shaped, signals = stored_preview(
-                self._stored_bytes(record), uri=record.resource.uri, stored=record.resource.size,
-                total=record.resource.size, count=count, max_lines=lines_limit, max_bytes=bytes_limit,
-                flags=flags, signals=self._signals, content=content, first=shaped,
-                release=self._releaser(record), outline=self._limits.outline, tokens=tokens,
-                runs=self._runs, mapped=self._mapped_bytes(record))
-        else:
-            # The stored copy holds only the output's start: the preview is cut as
-            # truncate_stream cuts it (head from the stored copy, tail from the true
-            # end), so the marker never offers an offset past what was stored.
-            shaped, signals = stored_preview(
-                self._stored_bytes(record), uri=record.resource.uri, stored=record.resource.size,
-                total=record.capture[0], count=_kernels.count_lines(content), max_lines=lines_limit,
-                max_bytes=bytes_limit, flags=flags, signals=self._signals, kept_end=_true_end(content),
-                release=self._releaser(record), outline=self._limits.outline, tokens=tokens,
-                runs=self._runs, mapped=self._mapped_bytes(record))
+        try:
+            if record.capture is None:
+                count = None
+                if surrogates[0]:
+                    # A str holding lone surrogates is shown as its stored bytes are, each escaped byte
+                    # as U+FFFD counted as its 3 bytes, as for the same output given as bytes: the
+                    # preview cut from the str itself would show the surrogates (not UTF-8 at all).
+                    content, shaped, count = None, None, _kernels.count_lines(content)
+                shaped, signals = stored_preview(
+                    self._stored_bytes(record), uri=record.resource.uri, stored=record.resource.size,
+                    total=record.resource.size, count=count, max_lines=lines_limit, max_bytes=bytes_limit,
+                    flags=flags, signals=self._signals, content=content, first=shaped,
+                    release=self._releaser(record), outline=self._limits.outline, tokens=tokens,
+                    runs=self._runs, mapped=self._mapped_bytes(record))
+            else:
+                # The stored copy holds only the output's start: the preview is cut as
+                # truncate_stream cuts it (head from the stored copy, tail from the true
+                # end), so the marker never offers an offset past what was stored.
+                shaped, signals = stored_preview(
+                    self._stored_bytes(record), uri=record.resource.uri, stored=record.resource.size,
+                    total=record.capture[0], count=_kernels.count_lines(content), max_lines=lines_limit,
+                    max_bytes=bytes_limit, flags=flags, signals=self._signals, kept_end=_true_end(content),
+                    release=self._releaser(record), outline=self._limits.outline, tokens=tokens,
+                    runs=self._runs, mapped=self._mapped_bytes(record))
+        except BaseException:
+            # The preview is read back from the published payload; when that fails the caller gets an
+            # error, so no resource may stay behind (as truncate_stream does).
+            self._discard(record.id)
+            raise
         return self._truncated(record, shaped, signals, lines)
 
     def _stored_bytes(self, record: Record) -> Reader:
