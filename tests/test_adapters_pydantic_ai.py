@@ -685,3 +685,66 @@ def test_the_adapter_imports_and_bounds_without_the_deprecated_retry_prompt_part
                           deferred_tool_results=DeferredToolResults(calls={call.tool_call_id: ModelRetry(log)}))
     assert result.output == "done"
     script.check(log)
+
+
+def test_a_huge_cut_off_output_still_raises_and_a_bounded_validation_retry_keeps_its_cause(store):
+    # Review R14: a2f70e9 turned a huge ValidationError into a ModelRetry saying the preview, so PydanticAI
+    # no longer saw JSON cut off by the token limit (finish_reason 'length': it raises
+    # OutputTokenLimitExceeded, without overspill, rather than retry with the same limit) and the retry's
+    # cause read 'model_retry'.  The error now stays a ValidationError, each huge input its preview: the
+    # cut-off output raises as it did, and a retry keeps cause 'validation_error'.  The text measured and
+    # stored is the one PydanticAI shows, a repeated root-level input once.
+    from pydantic import BaseModel
+    from pydantic_ai import PromptedOutput
+    from pydantic_ai.exceptions import OutputTokenLimitExceeded
+
+    usage = RequestUsage(input_tokens=1, output_tokens=1)
+
+    class Answer(BaseModel):
+        text: str
+
+    def cut_off(messages: list, info: AgentInfo) -> ModelResponse:
+        calls.append(1)
+        text = json.dumps({"text": "x" * size})[:-5]  # JSON cut off mid-string
+        if info.output_tools:
+            return ModelResponse(parts=[ToolCallPart("final_result", text, tool_call_id="c1")], usage=usage,
+                                 finish_reason="length")
+        return ModelResponse(parts=[TextPart(text)], usage=usage, finish_reason="length")
+
+    for output_type in (PromptedOutput(Answer), Answer):
+        for size in (100, 1_000_000):
+            for capabilities in ([], [capability(store)]):
+                calls: list = []
+                with pytest.raises(OutputTokenLimitExceeded):
+                    Agent(FunctionModel(cut_off), output_type=output_type,
+                          capabilities=capabilities).run_sync("go")
+                assert calls == [1], (output_type, size, capabilities)
+
+    def f(a: int, b: int, c: int, d: int) -> str:
+        """f."""
+        return "ok"
+
+    def retried(capabilities: list) -> Any:
+        sent: list = []
+
+        def respond(messages: list, info: AgentInfo) -> ModelResponse:
+            if len(messages) > 1:
+                sent.append(messages[-1].parts[0])
+                return ModelResponse(parts=[TextPart("done")], usage=usage)
+            return ModelResponse(parts=[ToolCallPart("f", {"data": BIG}, tool_call_id="c1")], usage=usage)
+
+        Agent(FunctionModel(respond), tools=[f], capabilities=capabilities).run_sync("go")
+        return sent[0]
+
+    whole = retried([])
+    before = len(store.records())
+    part = retried([capability(store)])
+    assert (part.outcome, part.retry) == (whole.outcome, whole.retry)
+    assert whole.retry.cause == "validation_error"
+    assert "tool-output://" in part.model_response_str()
+    (record,) = store.records()[before:]
+    stored = b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)).decode()
+    # Four missing fields sharing the whole input, shown once, and the unexpected one's own input, as
+    # PydanticAI showed them (in its {"error": ...}): to_json of the details held the whole input five times.
+    assert stored in whole.model_response_str() and json.loads(stored) == whole.content
+    assert sum("input" in detail for detail in json.loads(stored)) == 2

@@ -14,8 +14,10 @@ tool's ``args_validator``, another capability's validate hooks); its
 of the output (an output function's, an output validator's), which stays a
 retry.  Arguments or an output failing validation come back as a retry holding
 pydantic's error details, each with the ``input`` it refused (a huge argument
-whole): those hooks bound the JSON text PydanticAI shows of the details, as
-a ``ModelRetry``'s message (the retry then says the preview).  Its
+whole): those hooks bound the JSON text PydanticAI shows of the details, and
+the error stays a ``ValidationError`` whose huge inputs say the preview (so
+its retry keeps its cause, and a structured output cut off by the token limit
+still raises ``OutputTokenLimitExceeded``).  Its
 ``before_node_run`` bounds the results a run resumed with
 ``deferred_tool_results`` gives deferred calls (PydanticAI runs no tool hook
 for them; results another capability's ``handle_deferred_tool_calls`` gives
@@ -70,6 +72,41 @@ def _dumps(value: Any) -> str:
         return pydantic_core.to_json(value).decode()
     except pydantic_core.PydanticSerializationError as error:
         raise TypeError(str(error)) from error
+
+
+def _details_text(details: list[Any]) -> str:
+    """The text PydanticAI shows the model of a ``ValidationError``'s details: its own rendering (``ctx``
+    dropped, a root-level ``input`` repeated by later errors kept once), else (a PydanticAI without it, a
+    list that is not details) their JSON."""
+    dump = getattr(pydantic_ai.messages, "_dump_error_details", None)
+    adapter = getattr(pydantic_ai.messages, "tool_return_ta", None)
+    if dump is None or adapter is None or not all(isinstance(detail, dict) for detail in details):
+        return _dumps(details)
+    return adapter.dump_json(dump(details), by_alias=True).decode()
+
+
+def _with_inputs_previewed(error: pydantic_core.ValidationError, preview: str) -> pydantic_core.ValidationError:
+    """``error`` made again with each input whose JSON is longer than ``preview`` replaced by it (a shared
+    root-level input stays shown once, as the inputs replaced are equal); every detail keeps its type, place
+    and message."""
+    details = error.errors(include_url=False)
+    lines = [{"type": detail["type"], "loc": detail["loc"],
+              "input": preview if len(_dumps(detail["input"])) > len(_dumps(preview)) else detail["input"],
+              **({"ctx": detail["ctx"]} if "ctx" in detail else {})} for detail in details]
+    messages = [detail["msg"] for detail in details]
+    # The error's input type (python or JSON) is not public, and it words some messages: the one that
+    # words them as they were is the one.
+    for input_type in ("python", "json"):
+        try:
+            rebuilt = pydantic_core.ValidationError.from_exception_data(error.title, lines, input_type=input_type)
+        except (KeyError, TypeError, ValueError):
+            break  # a custom error type (PydanticCustomError's), which pydantic cannot make from its name
+        if [detail["msg"] for detail in rebuilt.errors()] == messages:
+            return rebuilt
+    # Else each detail is made as a custom error of its type's name saying its message as it was.
+    return pydantic_core.ValidationError.from_exception_data(error.title, [
+        {"type": pydantic_core.PydanticCustomError(line["type"], message), "loc": line["loc"],
+         "input": line["input"]} for line, message in zip(lines, messages)])
 
 
 def _session(context: RunContext[Any], fallback: object) -> str:
@@ -225,15 +262,16 @@ class OverspillCapability(AbstractCapability[Any]):
 
     async def _bounded_error(self, session_id: str, call_id: str, error: Exception) -> Optional[Exception]:
         """``error`` with the text the model is shown bounded, as a new exception of its type (a
-        ``ValidationError`` as a ``ModelRetry``); None when that text fits or is not text (structured
-        content)."""
+        ``ValidationError``'s details keep their types, places and messages, each input longer than the
+        preview saying it); None when that text fits or is not text (structured content)."""
         if isinstance(error, pydantic_core.ValidationError):
-            # PydanticAI answers it with a retry holding its details (these, as documented for the parts
-            # it builds), whose ``input`` may be the model's whole argument; a ValidationError cannot say a
-            # preview, so the retry is asked for with a ModelRetry saying it, on the same retry budget.
+            # PydanticAI answers it with a retry holding its details, whose ``input`` may be the model's
+            # whole argument.  It stays a ValidationError: PydanticAI reads it (cause 'validation_error',
+            # and a 'json_invalid' one of a structured output cut off by the token limit raises
+            # OutputTokenLimitExceeded rather than retry), so each huge input says the preview instead.
             preview = await self._retry_preview(session_id, call_id,
                                                 error.errors(include_url=False, include_context=False))
-            return None if preview is None else ModelRetry(preview)
+            return None if preview is None else _with_inputs_previewed(error, preview)
         if isinstance(error, (ToolRetryError, ToolFailedError)):
             attribute = "tool_retry" if isinstance(error, ToolRetryError) else "tool_failed"
             part = await self._bounded_part(session_id, call_id, getattr(error, attribute))
@@ -273,7 +311,7 @@ class OverspillCapability(AbstractCapability[Any]):
         it is over the limits (that text is then stored whole), else None: a message is that text, and a
         ``ValidationError``'s details (a list) are PydanticAI's JSON of them, the text a retried
         ``ToolReturnPart`` sends and a ``RetryFeedbackPart`` fences; other content (structured, media) passes."""
-        text = content if isinstance(content, str) else as_text(content, _dumps) if isinstance(content, list) \
+        text = content if isinstance(content, str) else _details_text(content) if isinstance(content, list) \
             else None
         return None if text is None else await self._bounder.aerror_text(session_id, call_id, text)
 
