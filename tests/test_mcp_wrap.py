@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -1833,6 +1834,37 @@ def test_a_2026_client_listens_for_the_upstreams_changes_red_team_d13_1(tmp_path
             with anyio.fail_after(60):
                 async with client.listen(tools_list_changed=True, resource_subscriptions=["test://hello"]) as listening:
                     assert listening.honored == types.SubscriptionFilter()
+
+    anyio.run(main)
+
+
+def test_open_listen_streams_end_when_the_upstream_dies_review_r14(tmp_path, subprocess_env):
+    """Regression (review R14): when the upstream died, a 2026-era client's open ``subscriptions/listen``
+    streams stayed open for ever, with no event and no end (the wrapper never closed them), while a new
+    listen failed at once with "... is gone".  Now each open stream ends gracefully once the link's failure
+    is noted: on a call that meets the death (``crash``) and when the upstream's stdout ends with no call
+    in flight (killed from outside); a new listen then gets the "is gone" error."""
+    async def main():
+        async with wrapped(tmp_path, subprocess_env, "changes", mode="auto") as client:
+            async with client.listen(tools_list_changed=True, resource_subscriptions=["test://hello"]) as first, \
+                    client.listen(resources_list_changed=True) as second:
+                crashed = await client.call_tool("crash", {})
+                assert crashed.is_error and "exited with code 7" in text_of(crashed)
+                with anyio.fail_after(10):  # the defect: both streams stayed open for ever
+                    assert [event async for event in first] == []
+                    assert [event async for event in second] == []
+            with anyio.fail_after(10), pytest.raises(MCPError, match="is gone: exited with code 7"):
+                async with client.listen(tools_list_changed=True):
+                    pass
+        async with wrapped(tmp_path, subprocess_env, "changes", mode="auto") as client:
+            pid = int(text_of(await client.call_tool("pid", {})).split()[0])
+            async with client.listen(resource_subscriptions=["test://hello"]) as listening:
+                os.kill(pid, signal.SIGKILL)  # no call in flight: only the end of its stdout tells
+                with anyio.fail_after(10):
+                    assert [event async for event in listening] == []
+            with anyio.fail_after(10), pytest.raises(MCPError, match="is gone: was killed by SIGKILL"):
+                async with client.listen(tools_list_changed=True):
+                    pass
 
     anyio.run(main)
 

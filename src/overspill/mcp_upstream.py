@@ -575,6 +575,7 @@ class OwnedLink(Link):
             # initialize says what it can do.
             async with self._opener() as (read, write):
                 await self._requested.wait()
+                read = _Watched(read)
                 async with RelayingSession(read, write, relay=self._relay, client_info=self._client_info,
                                            version=self._version, capabilities=self._capabilities or
                                            types.ClientCapabilities(), **self._relay.callbacks(self._capabilities)
@@ -596,6 +597,10 @@ class OwnedLink(Link):
                     if self.failure is not None:
                         tasks.cancel_scope.cancel()
                         return
+                    # Its read stream ends when it is gone (its process exited, its connection closed), a
+                    # call in flight or not: noted now, so what waits on it is told (``Link.when_gone``).
+                    await read.ended.wait()
+                    await self.lost()
                     await anyio.sleep_forever()
         except Exception as error:  # it could not be started (no such command) or reached
             # The cause, not the text of the task group that carries it ("unhandled errors in a TaskGroup").
@@ -647,6 +652,47 @@ class OwnedLink(Link):
         if failed:
             raise failed[0]
         self.unlisted = not self.prepared
+
+
+class _Watched:
+    """A transport's read stream, passed through as it is, that sets ``ended`` when it ends (or is closed)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.ended = anyio.Event()
+
+    @property
+    def last_context(self) -> Any:
+        """The sender's context of the last item (the SDK's dispatcher runs its handler in it)."""
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        """The next item the transport read."""
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self.ended.set()
+            raise
+
+    def __aiter__(self) -> _Watched:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        """Closes the transport's stream."""
+        self.ended.set()
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _Watched:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
 def serve_wrapped(store: ToolOutputStore, session_id: Optional[str] = None, *,

@@ -113,7 +113,8 @@ class Link:
         self.session = session
         self._abandoned = abandoned
         self.label = label
-        self.failure: Optional[str] = None
+        self._failure: Optional[str] = None
+        self._told: list[Callable[[], None]] = []  # called once the failure is noted (``when_gone``)
         self.names: set[str] = set()
         self.prepared = False
         # The link serves before the upstream's tools are known (it asked the client something while listing
@@ -131,6 +132,34 @@ class Link:
         self.output_schemas: dict[str, dict[str, Any]] = {}  # the tools that declare one
         self._describe_end = describe_end
         self._lock: Optional[anyio.Lock] = None
+
+    @property
+    def failure(self) -> Optional[str]:
+        """Why the upstream is gone, on one line (how it ended, where that is known); None while it serves."""
+        return self._failure
+
+    @failure.setter
+    def failure(self, why: Optional[str]) -> None:
+        # Every path that notes the failure comes here, so whoever waits on the upstream is told whichever
+        # noted it (a call that met the closed connection, the end of its read stream, a start that failed).
+        first = self._failure is None and why is not None
+        self._failure = why
+        if first:
+            for told in self._told:
+                told()
+
+    def when_gone(self, told: Callable[[], None]) -> None:
+        """Have ``told`` called (synchronously, once) when the upstream's failure is noted."""
+        self._told.append(told)
+
+    async def lost(self) -> str:
+        """Note that the connection to the upstream closed: how it ended becomes the failure (one noted
+        already is kept: it is the same end).  :returns: the failure."""
+        described = await self.ended("closed the connection")
+        if self.failure is None:
+            self.failure = described
+        assert self.failure is not None
+        return self.failure
 
     @property
     def served(self) -> bool:
@@ -336,6 +365,9 @@ class _Wrapper:
             on_completion=self.forwarding(types.CompleteRequest, types.CompleteResult),
             on_subscriptions_listen=self.listen)
         self.listening = ListenHandler(relay.events)
+        # Once the upstream is gone no event can come: each open listen stream ends (gracefully, with its
+        # result), and the client's next listen is told why (``Link.get``), rather than waiting for ever.
+        link.when_gone(self.listening.close)
         self.watched: collections.Counter[str] = collections.Counter()  # resources subscribed to upstream
         # Registered directly: the constructor's arguments for these warn (deprecated in the 2026 protocol).
         self.server.add_request_handler("logging/setLevel", types.SetLevelRequestParams,
@@ -451,8 +483,7 @@ class _Wrapper:
         (``Link.closed``), how it ended, noted as the link's failure; None for an ``MCPError`` the upstream
         sent, which is its answer."""
         if self.link.closed(error):
-            self.link.failure = await self.link.ended("closed the connection")
-            return self.link.failure
+            return await self.link.lost()
         if isinstance(error, MCPError):
             return None
         if isinstance(error, ValidationError):  # pydantic's whole report (KBs of every union member's misfit)
@@ -707,11 +738,16 @@ class _Wrapper:
         subscribed: list[str] = []
         try:
             for uri in theirs:
-                if not self.watched[uri]:
-                    await _forward(found, types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri)),
-                                   self.gone, None, self.bounded_error)
+                first = not self.watched[uri]
+                # Counted before it is asked: a stream that ends while the upstream takes the subscription
+                # (the client cancelled it) takes it back below, as any other.
                 self.watched[uri] += 1
                 subscribed.append(uri)
+                if first:
+                    await _forward(found, types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri)),
+                                   self.gone, None, self.bounded_error)
+            if theirs:  # gone while it subscribed: told so (a stream opened now would never be closed)
+                await self.upstream(ctx)
             return await self.listening(ctx, params.model_copy(update={"notifications": honored}))
         finally:
             # Also when the client ends the stream (which cancels this handler): the upstream stops watching.
