@@ -11,11 +11,6 @@ from ._buffers import byte_view as _byte_view
 from ._buffers import check_int as _check_int
 from ._buffers import plain_str as _plain_str
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # re and typing cost start-up; the annotations are never evaluated
-    import re
-    from typing import Optional
-
 __all__ = ["ascii_view", "count_lines", "crc32", "page_bounds", "utf8_length", "verified_copy", "verify_chunks"]
 
 # Large enough that per-block overhead vanishes, small enough that a bounded
