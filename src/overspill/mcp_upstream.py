@@ -666,6 +666,13 @@ class _Watched:
         """The sender's context of the last item (the SDK's dispatcher runs its handler in it)."""
         return getattr(self._inner, "last_context", None)
 
+    def __getattr__(self, name: str) -> Any:
+        # Whatever else an SDK release asks of its read stream (``receive_nowait``, ``statistics``) is the
+        # stream's own: this wrapper only marks when it ends.
+        if name == "_inner":  # (not set yet: no recursion)
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
     async def receive(self) -> Any:
         """The next item the transport read."""
         try:
