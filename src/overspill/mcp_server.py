@@ -72,6 +72,7 @@ from ._frontend import (
     whole_characters,
 )
 from ._frozen import replace
+from ._mcp_streams import WrappedReadStream
 from .config import MAX_READ_BYTES
 from .errors import InvalidResourceError, OverspillError
 from .records import SCHEME, Resource, new_id
@@ -555,7 +556,7 @@ def rejected_request(error: Exception) -> Optional[types.JSONRPCError]:
                               error=types.ErrorData(code=code, message=message_line(f"{what} for {method}: {reason}")))
 
 
-class _Answering:
+class _Answering(WrappedReadStream):
     """The SDK's stdio read stream, with the requests its reader could not
     validate answered with an error (``rejected_request``) on ``write``, the
     stream the server writes to, instead of being dropped unanswered; every
@@ -563,14 +564,9 @@ class _Answering:
     stream ends (the client closed stdin)."""
 
     def __init__(self, inner: Any, write: Any, on_end: Optional[Callable[[], None]] = None) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._write = write
         self._on_end = on_end
-
-    @property
-    def last_context(self) -> Any:
-        """The sender's context of the last item (the SDK's dispatcher runs its handler in it)."""
-        return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> Any:
         """The next item to serve."""
@@ -588,28 +584,9 @@ class _Answering:
                 return item
             await self._write.send(SessionMessage(answer))
 
-    def __aiter__(self) -> _Answering:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
     def close(self) -> None:
         """Closes the SDK's stream."""
         self._inner.close()
-
-    async def aclose(self) -> None:
-        """Closes the SDK's stream."""
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _Answering:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
 
 def run_stdio(server: Server[Any], *beside: Callable[[], Any]) -> None:

@@ -41,6 +41,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 from ._frontend import WRAP_INIT_TIMEOUT, error_line, one_line
+from ._mcp_streams import WrappedReadStream
 from ._owner import group_alive
 from .mcp_server import kill_on_hurry, run_stdio
 from .mcp_wrap import Link, Relay, RelayingSession, build_server
@@ -654,24 +655,12 @@ class OwnedLink(Link):
         self.unlisted = not self.prepared
 
 
-class _Watched:
+class _Watched(WrappedReadStream):
     """A transport's read stream, passed through as it is, that sets ``ended`` when it ends (or is closed)."""
 
     def __init__(self, inner: Any) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.ended = anyio.Event()
-
-    @property
-    def last_context(self) -> Any:
-        """The sender's context of the last item (the SDK's dispatcher runs its handler in it)."""
-        return getattr(self._inner, "last_context", None)
-
-    def __getattr__(self, name: str) -> Any:
-        # Whatever else an SDK release asks of its read stream (``receive_nowait``, ``statistics``) is the
-        # stream's own: this wrapper only marks when it ends.
-        if name == "_inner":  # (not set yet: no recursion)
-            raise AttributeError(name)
-        return getattr(self._inner, name)
 
     async def receive(self) -> Any:
         """The next item the transport read."""
@@ -681,25 +670,15 @@ class _Watched:
             self.ended.set()
             raise
 
-    def __aiter__(self) -> _Watched:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        """Closes the transport's stream."""
+    def closing(self) -> None:
         self.ended.set()
-        await self._inner.aclose()
 
-    async def __aenter__(self) -> _Watched:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+    def __getattr__(self, name: str) -> Any:
+        # Whatever else an SDK release asks of its read stream (``receive_nowait``, ``statistics``) is the
+        # stream's own: this wrapper only marks when it ends.
+        if name == "_inner":  # (not set yet: no recursion)
+            raise AttributeError(name)
+        return getattr(self._inner, name)
 
 
 def serve_wrapped(store: ToolOutputStore, session_id: Optional[str] = None, *,
