@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional, Union
 from .._arguments import check_metadata
 from .._frontend import check_session_id, one_line, truncate_kept
 from .._json_load import loads_text
-from ..store import ToolOutputStore
+from ..store import ToolOutputStore, TruncateResult
 from ..tools import ToolResult, call, schemas
 from ..tools._result import failure
 from ..tools.schemas import stored_only, stored_only_problem
@@ -425,14 +425,26 @@ class Bounder:
         then stored), else None.  When the store cannot keep it, the preview says "output not stored"
         and why: a tool's own exception (its type, which the framework and the user's handlers act on)
         is never replaced by a storage error."""
-        result = truncate_kept(self.store, store_id(session_id), store_id(call_id), text)
-        return result.content if result.truncated else None
+        result = self.error_result(session_id, call_id, text)
+        return None if result is None else result.content
 
     async def aerror_text(self, session_id: str, call_id: str, text: Text) -> Optional[str]:
         """``error_text`` for async callers: a text that may be stored is written on a worker thread."""
+        result = await self.aerror_result(session_id, call_id, text)
+        return None if result is None else result.content
+
+    def error_result(self, session_id: str, call_id: str, text: Text) -> Optional[TruncateResult]:
+        """``error_text``'s whole result, for a caller that shows the model its own text of the error and
+        must name where the whole is: the store's result (the preview with its marker, and the resource,
+        None when the store could not keep it) when ``text`` is over the limits, else None."""
+        result = truncate_kept(self.store, store_id(session_id), store_id(call_id), text)
+        return result if result.truncated else None
+
+    async def aerror_result(self, session_id: str, call_id: str, text: Text) -> Optional[TruncateResult]:
+        """``error_result`` for async callers: a text that may be stored is written on a worker thread."""
         if len(text) <= self._fits:
-            return self.error_text(session_id, call_id, text)
-        return await asyncio.to_thread(self.error_text, session_id, call_id, text)
+            return self.error_result(session_id, call_id, text)
+        return await asyncio.to_thread(self.error_result, session_id, call_id, text)
 
     def error(self, session_id: str, call_id: str, error: BaseException) -> Optional[BaseException]:
         """``error`` retold (``retold``) with its text bounded (``error_text``), when that text (what a
