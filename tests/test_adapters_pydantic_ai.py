@@ -748,3 +748,153 @@ def test_a_huge_cut_off_output_still_raises_and_a_bounded_validation_retry_keeps
     # PydanticAI showed them (in its {"error": ...}): to_json of the details held the whole input five times.
     assert stored in whole.model_response_str() and json.loads(stored) == whole.content
     assert sum("input" in detail for detail in json.loads(stored)) == 2
+
+
+# ------------------------------------------------------------------ regressions (red team G13)
+import pydantic as _pydantic  # noqa: E402  (the tools' annotations are resolved at module level)
+
+
+def _validation_retry(tool: Any, arguments: dict, capabilities: list) -> Any:
+    """The part the model got back for calling ``tool`` with ``arguments``, which fail its validation."""
+    usage = RequestUsage(input_tokens=1, output_tokens=1)
+    sent: list = []
+
+    def respond(messages: list, info: AgentInfo) -> ModelResponse:
+        if len(messages) > 1:
+            sent.append(messages[-1].parts[0])
+            return ModelResponse(parts=[TextPart("done")], usage=usage)
+        return ModelResponse(parts=[ToolCallPart(tool.__name__, arguments, tool_call_id="c1")], usage=usage)
+
+    Agent(FunctionModel(respond), tools=[tool], capabilities=capabilities).run_sync("go")
+    return sent[0]
+
+
+def _shown_details(part: Any) -> str:
+    """The details' text the model is shown in an errored tool return (PydanticAI's ``{"error": ...}``)."""
+    shown = part.model_response_str()
+    assert shown.startswith('{"error":') and shown.endswith("}"), shown[:200]
+    return shown[len('{"error":'):-1]
+
+
+def _check_bounded_retry(store: ToolOutputStore, tool: Any, arguments: dict) -> tuple[list, list]:
+    """Call ``tool`` with ``arguments`` with and without the capability; check that the details the model
+    is shown with it are within the store's limits, stay a validation retry, and name one URI whose stored
+    text is the whole details' text shown without it.  The details shown whole and bounded."""
+    import re
+
+    from overspill.text import shown_size, within_limits
+
+    whole = _validation_retry(tool, arguments, [])
+    part = _validation_retry(tool, arguments, [capability(store)])
+    shown, shown_whole = _shown_details(part), _shown_details(whole)
+    limits = store.limits()
+    assert shown_size(shown_whole) > limits.max_bytes  # (the case is over the limits at all)
+    assert within_limits(shown.count("\n"), shown_size(shown), shown.endswith("\n"), limits.max_lines,
+                         limits.max_bytes), shown_size(shown)
+    assert (part.outcome, part.retry) == (whole.outcome, whole.retry) and part.retry.cause == "validation_error"
+    (uri,) = set(re.findall(r"tool-output://[A-Za-z0-9]+", shown))
+    (record,) = [record for record in store.records() if record.resource.uri == uri]
+    stored = b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, uri)).decode()
+    assert stored == shown_whole
+    return whole.content, part.content
+
+
+def test_many_inputs_each_under_the_preview_are_bounded_together(store):
+    # Red team G13 (1): ten 30 KB arguments failing validation, none alone longer than the preview, so
+    # _with_inputs_previewed replaced none: the model was shown all 301 KB, and the stored copy the
+    # adapter had made was named nowhere.  Now each input over a budget halved until the details' text
+    # fits the limits is a short reference to that copy.
+    def ten(a: int, b: int, c: int, d: int, e: int, f: int, g: int, h: int, i: int, j: int) -> str:
+        """Ten numbers."""
+        return "ok"
+
+    whole, bounded = _check_bounded_retry(store, ten, {name: name * 30_000 for name in "abcdefghij"})
+    assert [(detail["type"], detail["loc"]) for detail in bounded] == [(detail["type"], detail["loc"])
+                                                                      for detail in whole]
+    assert all("tool-output://" in detail["input"] for detail in bounded)
+
+
+def test_many_huge_inputs_do_not_each_get_the_whole_preview(store):
+    # Red team G13 (2): thirty items each longer than the preview were each replaced by the whole preview
+    # (1.4 MB shown for 30 inputs of 2.7 MB); the preview escaped again in the details' JSON is over the
+    # limits on its own.  Now each is a short reference to the stored text (the first, room allowing,
+    # with its head and tail).
+    def listed(x: list[int]) -> str:
+        """Numbers."""
+        return "ok"
+
+    huge = "\n".join(f"line {n} " + "x" * 60 for n in range(1_000))  # 70 KB: over the 50 KiB preview
+    whole, bounded = _check_bounded_retry(store, listed, {"x": [str(n) + huge for n in range(30)]})
+    assert [(detail["type"], detail["loc"]) for detail in bounded] == [(detail["type"], detail["loc"])
+                                                                      for detail in whole]
+    first, *others = [detail["input"] for detail in bounded]  # the first with its head and tail, where room allows
+    assert first.startswith("0line 0 ") and first.endswith(huge[-20:]) and "tool-output://" in first
+    assert all(len(json.dumps(shown)) < 1_000 and "tool-output://" in shown for shown in others)
+
+
+class _Rejected(_pydantic.BaseModel):
+    """A model whose validator rejects any value with a message holding it (as validators often word it)."""
+
+    v: str
+
+    @_pydantic.field_validator("v")
+    @classmethod
+    def check(cls, v: str) -> str:
+        from pydantic_core import PydanticCustomError
+
+        raise PydanticCustomError("too_big", "rejected: " + v)
+
+
+def test_a_huge_custom_error_message_is_cut_and_says_where_it_is(store):
+    # Red team G13 (3): a PydanticCustomError's message holding the huge value it rejects (2.7 MB) was kept
+    # whole: only inputs were replaced.  Now a message over the budget is cut, its head and tail kept, and
+    # says where the whole error is stored; the detail keeps its type and place.
+    def custom(x: _Rejected) -> str:
+        """A checked value."""
+        return "ok"
+
+    huge = "\n".join(f"line {n} " + "x" * 60 for n in range(3_000))
+    whole, bounded = _check_bounded_retry(store, custom, {"x": {"v": huge}})
+    assert [(detail["type"], detail["loc"]) for detail in bounded] == [("too_big", whole[0]["loc"])]
+    (message,) = [detail["msg"] for detail in bounded]
+    assert message.startswith("rejected: line 0 ") and "tool-output://" in message
+    assert message.endswith(huge[-20:])
+
+
+def test_thousands_of_failing_details_end_with_how_many_more_there_are(store):
+    # Red team G13 (4): thousands of small failing items, each detail short, are together far over the
+    # limits, and no input or message can be shortened: the first details that fit are kept, and one
+    # more detail (overspill_more_errors) says how many others there are and where all of them are stored.
+    def listed(x: list[int]) -> str:
+        """Numbers."""
+        return "ok"
+
+    whole, bounded = _check_bounded_retry(store, listed, {"x": ["no"] * 5_000})
+    *kept, more = bounded
+    assert 10 < len(kept) < 5_000 and kept == whole[:len(kept)]
+    assert more["type"] == "overspill_more_errors" and "tool-output://" in more["msg"]
+    assert f"{5_000 - len(kept)} more" in more["msg"]
+
+
+def test_validation_details_the_store_cannot_keep_are_bounded_and_say_so(tmp_path):
+    # Red team G13: without a stored copy (a data folder that cannot be written) the details are bounded
+    # all the same, and say that the whole error was not stored rather than name a URI.
+    import shutil
+
+    from overspill.text import shown_size, within_limits
+
+    def ten(a: int, b: int, c: int, d: int, e: int, f: int, g: int, h: int, i: int, j: int) -> str:
+        """Ten numbers."""
+        return "ok"
+
+    folder = tmp_path / "store"
+    with ToolOutputStore(folder) as store:
+        shutil.rmtree(folder)
+        folder.write_text("")  # the disk went bad: a file where the data folder was
+        part = _validation_retry(ten, {name: name * 30_000 for name in "abcdefghij"}, [capability(store)])
+        shown = _shown_details(part)
+        limits = store.limits()
+        assert within_limits(shown.count("\n"), shown_size(shown), shown.endswith("\n"), limits.max_lines,
+                             limits.max_bytes), shown_size(shown)
+        assert "tool-output://" not in shown and "not stored" in shown
+        assert part.retry.cause == "validation_error"

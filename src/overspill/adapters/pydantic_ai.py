@@ -14,10 +14,11 @@ tool's ``args_validator``, another capability's validate hooks); its
 of the output (an output function's, an output validator's), which stays a
 retry.  Arguments or an output failing validation come back as a retry holding
 pydantic's error details, each with the ``input`` it refused (a huge argument
-whole): those hooks bound the JSON text PydanticAI shows of the details, and
-the error stays a ``ValidationError`` whose huge inputs say the preview (so
-its retry keeps its cause, and a structured output cut off by the token limit
-still raises ``OutputTokenLimitExceeded``).  Its
+whole): over the limits, those hooks store the JSON text PydanticAI shows of
+the details whole and make the error again within them, still a
+``ValidationError`` (so its retry keeps its cause, and a structured output cut
+off by the token limit still raises ``OutputTokenLimitExceeded``) whose huge
+inputs and messages say where the whole is (``tool-output://ID``).  Its
 ``before_node_run`` bounds the results a run resumed with
 ``deferred_tool_results`` gives deferred calls (PydanticAI runs no tool hook
 for them; results another capability's ``handle_deferred_tool_calls`` gives
@@ -31,6 +32,7 @@ run, kept by runs that continue its message history), else the run
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -51,7 +53,10 @@ with needs_extra("pydantic-ai"):
     from pydantic_ai.tools import Tool, ToolDefinition
     from pydantic_ai.toolsets import FunctionToolset
 
+from ..config import Limits
+from ..records import Resource
 from ..store import ToolOutputStore
+from ..text import preview as head_and_tail, shown_size, within_limits
 from ._core import Bounder, PagingTool, Sessions, Text, as_text, new_call_id, open_store, paging_tools, retold
 
 __all__ = ["OverspillCapability", "capability", "toolset"]
@@ -85,26 +90,151 @@ def _details_text(details: list[Any]) -> str:
     return adapter.dump_json(dump(details), by_alias=True).decode()
 
 
-def _with_inputs_previewed(error: pydantic_core.ValidationError, preview: str) -> pydantic_core.ValidationError:
-    """``error`` made again with each input whose JSON is longer than ``preview`` replaced by it (a shared
-    root-level input stays shown once, as the inputs replaced are equal); every detail keeps its type, place
-    and message."""
+#: The least budget (bytes) an input's JSON or a message is cut to: below it, what says where the whole error
+#: is would be no shorter than what it replaces.
+_LEAST_BUDGET = 256
+#: The type of the detail that ends details cut short (too many to fit the limits even so), saying how many
+#: more there are.
+_MORE_ERRORS = "overspill_more_errors"
+
+
+def _fits(text: str, limits: Limits) -> bool:
+    """Whether ``text`` is within ``limits`` as the store measures it: its bytes and lines (with a token
+    bound, also at most as many bytes as tokens: a token stands for one byte at least)."""
+    size = shown_size(text)
+    return within_limits(text.count("\n"), size, text.endswith("\n"), limits.max_lines, limits.max_bytes) \
+        and (limits.max_tokens is None or size <= limits.max_tokens)
+
+
+def _json_sized(value: Any) -> tuple[int, object]:
+    """The bytes of ``value``'s JSON (``_dumps``), and a key equal for values of equal JSON (its size and
+    hash: the text itself, of a huge input, is not kept); one without JSON counts as more than any budget,
+    keyed by itself."""
+    try:
+        text = _dumps(value)
+    except TypeError:
+        return sys.maxsize, id(value)
+    return shown_size(text), (len(text), hash(text))
+
+
+def _where_stored(resource: Optional[Resource]) -> str:
+    """What each shortened part of the details says of the whole error's text: where it is stored, so the
+    model can page it with ``read``, or (``resource`` None: the store could not keep it) that it is not."""
+    if resource is None:
+        return "the whole error was over the limits and not stored"
+    return f"the whole error is stored as {resource.uri}; read it in pages"
+
+
+def _shown_details(error: pydantic_core.ValidationError) -> str:
+    """The text PydanticAI shows the model of ``error`` (``_details_text`` of its details)."""
+    return _details_text(error.errors(include_url=False, include_context=False))
+
+
+def _details_bounded(error: pydantic_core.ValidationError, resource: Optional[Resource],
+                     limits: Limits) -> pydantic_core.ValidationError:
+    """``error`` made again so that the text PydanticAI shows of it (``_shown_details``) is within
+    ``limits`` and says where the whole of that text is (``_where_stored``: ``resource``'s URI).
+
+    Each input whose JSON is over a budget is replaced by its size and that reference, each message over
+    it is cut to its head and tail saying the same; the budget starts at the limit and is halved (down to
+    ``_LEAST_BUDGET``) until the text fits, and where room is left the first input replaced shows its head
+    and tail too.  When even then it does not fit (thousands of details), the first details that fit are
+    kept and one more (``overspill_more_errors``) says how many others there are, with the reference.
+    Every detail kept keeps its type and place, so PydanticAI still reads it (the retry's cause, a cut-off
+    output's ``json_invalid``).  (Limits too small for even that one detail are the one case left over them.)
+    """
     details = error.errors(include_url=False)
-    lines = [{"type": detail["type"], "loc": detail["loc"],
-              "input": preview if len(_dumps(detail["input"])) > len(_dumps(preview)) else detail["input"],
-              **({"ctx": detail["ctx"]} if "ctx" in detail else {})} for detail in details]
-    messages = [detail["msg"] for detail in details]
+    where = _where_stored(resource)
+    inputs = [_json_sized(detail["input"]) for detail in details]
+    # Inputs of equal JSON are numbered alike and others not: PydanticAI shows a root-level input equal
+    # to the first one's once, so two inputs are shown as one only when they are one.
+    numbers: dict[object, int] = {}
+    for _, key in inputs:
+        numbers.setdefault(key, len(numbers) + 1)
+    message_sizes = [shown_size(detail["msg"]) for detail in details]
+    room = budget = limits.max_bytes if limits.max_tokens is None else min(limits.max_bytes, limits.max_tokens)
+
+    def least(budget: int) -> list[int]:
+        # The fewest bytes each detail is shown in at ``budget``: ``{"type":"","loc":[],"msg":""}`` and a
+        # comma, its type and the message it keeps whole.  A sum of them over the room needs no rendering
+        # (thousands of details are a large text to render).
+        return [30 + len(detail["type"]) + (size if size <= budget else 0)
+                for detail, size in zip(details, message_sizes)]
+
+    while True:
+        budget = max(budget, _LEAST_BUDGET)
+        lines: list[dict[str, Any]] = []
+        messages: list[str] = []
+        for detail, (input_size, key), message_size in zip(details, inputs, message_sizes):
+            shown = detail["input"] if input_size <= budget else \
+                f"(input #{numbers[key]} of {input_size} bytes not shown: {where})"
+            lines.append({"type": detail["type"], "loc": detail["loc"], "input": shown,
+                          **({"ctx": detail["ctx"]} if "ctx" in detail else {})})
+            messages.append(detail["msg"] if message_size <= budget
+                            else _cut(detail["msg"], "message", message_size, budget, where, limits))
+        rebuilt = None if sum(least(budget)) > room else _rebuilt(error.title, lines, messages)
+        if rebuilt is not None and _fits(_shown_details(rebuilt), limits):
+            # Where room allows, the first input replaced shows its head and tail too: what the model sent.
+            at = next((index for index, (size, _) in enumerate(inputs) if budget < size < sys.maxsize), None)
+            if at is None:
+                return rebuilt
+            value, (size, key) = details[at]["input"], inputs[at]
+            lines[at] = {**lines[at], "input": _cut(value if isinstance(value, str) else _dumps(value),
+                                                    f"input #{numbers[key]}", size, budget, where, limits)}
+            fuller = _rebuilt(error.title, lines, messages)
+            return fuller if _fits(_shown_details(fuller), limits) else rebuilt
+        if budget == _LEAST_BUDGET:
+            break
+        budget //= 2
+
+    def first(kept: int) -> pydantic_core.ValidationError:
+        # The first ``kept`` details as at the least budget, and one saying how many more there are.
+        more = len(details) - kept
+        said = f"{more} more validation error{'' if more == 1 else 's'} not shown: {where}"
+        return _rebuilt(error.title, [*lines[:kept], {"type": _MORE_ERRORS, "loc": (), "input": None}],
+                        [*messages[:kept], said])
+
+    # The most details that fit, found by halving the range (the text grows with each detail kept), no more
+    # than those whose fewest bytes fit; with limits too small for any detail, the one saying how many there
+    # are.
+    low, high, total = 0, 0, 0
+    for size in least(budget)[:-1]:
+        total += size
+        if total > room:
+            break
+        high += 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _fits(_shown_details(first(middle)), limits):
+            low = middle
+        else:
+            high = middle - 1
+    return first(low)
+
+
+def _cut(text: str, what: str, size: int, budget: int, where: str, limits: Limits) -> str:
+    """``text`` (a message, an input's text: ``what``, of ``size`` bytes, over ``budget``) cut to its head
+    and tail (``overspill.preview``'s, within half of ``budget``), saying it was cut and ``where`` the
+    whole error is."""
+    shown = head_and_tail(text, limits.max_lines, budget // 2)
+    return f"{shown.head} ... ({what} of {size} bytes cut: {where}) ... {shown.tail}"
+
+
+def _rebuilt(title: str, lines: list[dict[str, Any]], messages: list[str]) -> pydantic_core.ValidationError:
+    """A ``ValidationError`` titled ``title`` whose details are ``lines`` (type, place, input, context)
+    saying ``messages``."""
     # The error's input type (python or JSON) is not public, and it words some messages: the one that
     # words them as they were is the one.
     for input_type in ("python", "json"):
         try:
-            rebuilt = pydantic_core.ValidationError.from_exception_data(error.title, lines, input_type=input_type)
+            rebuilt = pydantic_core.ValidationError.from_exception_data(title, lines, input_type=input_type)
         except (KeyError, TypeError, ValueError):
-            break  # a custom error type (PydanticCustomError's), which pydantic cannot make from its name
+            break  # a custom error type (PydanticCustomError's, ours), which pydantic cannot make from its name
         if [detail["msg"] for detail in rebuilt.errors()] == messages:
             return rebuilt
-    # Else each detail is made as a custom error of its type's name saying its message as it was.
-    return pydantic_core.ValidationError.from_exception_data(error.title, [
+    # Else (a custom type, a message cut) each detail is made as a custom error of its type's name saying
+    # its message.
+    return pydantic_core.ValidationError.from_exception_data(title, [
         {"type": pydantic_core.PydanticCustomError(line["type"], message), "loc": line["loc"],
          "input": line["input"]} for line, message in zip(lines, messages)])
 
@@ -262,16 +392,17 @@ class OverspillCapability(AbstractCapability[Any]):
 
     async def _bounded_error(self, session_id: str, call_id: str, error: Exception) -> Optional[Exception]:
         """``error`` with the text the model is shown bounded, as a new exception of its type (a
-        ``ValidationError``'s details keep their types, places and messages, each input longer than the
-        preview saying it); None when that text fits or is not text (structured content)."""
+        ``ValidationError``'s details keep their types and places, their huge inputs and messages saying
+        where the whole text is: ``_details_bounded``); None when that text fits or is not text
+        (structured content)."""
         if isinstance(error, pydantic_core.ValidationError):
             # PydanticAI answers it with a retry holding its details, whose ``input`` may be the model's
             # whole argument.  It stays a ValidationError: PydanticAI reads it (cause 'validation_error',
             # and a 'json_invalid' one of a structured output cut off by the token limit raises
-            # OutputTokenLimitExceeded rather than retry), so each huge input says the preview instead.
-            preview = await self._retry_preview(session_id, call_id,
-                                                error.errors(include_url=False, include_context=False))
-            return None if preview is None else _with_inputs_previewed(error, preview)
+            # OutputTokenLimitExceeded rather than retry), so it is made again within the limits, the
+            # whole text of its details stored.
+            kept = await self._bounder.aerror_result(session_id, call_id, _shown_details(error))
+            return None if kept is None else _details_bounded(error, kept.resource, self.store.limits())
         if isinstance(error, (ToolRetryError, ToolFailedError)):
             attribute = "tool_retry" if isinstance(error, ToolRetryError) else "tool_failed"
             part = await self._bounded_part(session_id, call_id, getattr(error, attribute))
