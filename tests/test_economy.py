@@ -16,7 +16,7 @@ import sys
 import textwrap
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from overspill import ConfigError, ToolOutputStore, page_bounds
@@ -133,6 +133,42 @@ def test_pages_show_the_view_of_exact_bytes(tmp_path_factory, data):
     assert "\x1b" not in page.content and page.offset == 0
     raw_resource = raw.write("s", "c", data)
     assert raw.read("s", raw_resource.uri, limit=len(data) or 1).content == data.decode("utf-8", "replace")
+
+
+_WORDS = st.text(alphabet="abcdefghijklmnop", min_size=1, max_size=10)
+_PLAIN_LINES = st.one_of(
+    _WORDS.map(lambda word: f"error: {word} went wrong"),  # distinct words: distinct signal lines
+    _WORDS.map(lambda word: f"warning: {word} is deprecated"),
+    st.integers(0, 10**6).map(lambda n: f"step {n} ok"),
+    st.just(""),
+)
+
+
+@given(st.lists(_PLAIN_LINES, min_size=5, max_size=300), st.booleans(), st.integers(2, 59),
+       st.integers(8192, 51200))
+@example(["error: a went wrong"] * 5, False, 3, 8192)  # red team A14: 2 signal lines, 1 head line, no tail
+@settings(max_examples=60)
+def test_signal_lines_take_at_most_half_the_lines_and_head_and_tail_share_the_rest(
+        tmp_path_factory, lines, final_newline, max_lines, max_bytes):
+    # Where whole lines decide (short lines, a byte limit no preview of under 60 lines reaches) and
+    # lines are omitted: the signal lines, header included, are at most max_lines // 2 (red team A14:
+    # they took up to max_lines - 1, leaving no tail); the head and the tail share the rest as the
+    # preview rule shares a line limit, so each keeps at least (max_lines - max_lines // 2) // 2 lines
+    # (one or more from max_lines 4 on; a head of one and a tail of one at 2 and 3, where no signal
+    # block fits), the tail ends with the output's last line, and the whole is within max_lines.
+    text = "\n".join(lines) + ("\n" if final_newline else "")
+    store = ToolOutputStore(tmp_path_factory.mktemp("shares"), durable=False)
+    result = store.truncate("s", "c", text, max_lines=max_lines, max_bytes=max_bytes)
+    if not result.truncated:
+        return
+    _, _, signals, tail = parts(result.content)
+    head_lines = text[: result.next_offset].count("\n")
+    tail_lines = len(tail.split("\n")) - (1 if tail.endswith("\n") else 0) if tail else 0
+    assert len(signals) <= max_lines // 2, (max_lines, signals)
+    share = (max_lines - max_lines // 2) // 2
+    assert head_lines >= max(share, 1) and tail_lines >= max(share, 1), (head_lines, len(signals), tail_lines)
+    assert head_lines + len(signals) + tail_lines <= max_lines
+    assert text.endswith(tail)  # (and is at least one line: the output's last)
 
 
 # ---------------------------------------------------------------- configuration
@@ -310,6 +346,54 @@ def test_a_small_budget_shortens_a_long_signal_line_instead_of_dropping_it(store
     assert len(shown) == 1, signals
     assert error.startswith(shown[0].partition(":")[2].removesuffix("…"))
     assert utf8(head + tail + "".join(line + "\n" for line in signals)) <= max_bytes
+
+
+def _build_log_with_distinct_errors() -> bytes:
+    """Red team A14's build log: 3,000 lines, 30 distinct ``error:`` lines in the middle, the status last."""
+    lines = []
+    for i in range(3000):
+        lines.append(f"[{i:05d}] compiling module_{i}.c ... ok")
+        if i % 100 == 50:
+            kind = ["alpha", "beta", "gamma", "delta", "eps"][i % 5]
+            lines.append(f"module_{i}.c: error: component {chr(65 + i // 100)}{chr(65 + i // 130)} has a problem "
+                         f"of kind {kind}{i // 100}")
+    return ("\n".join(lines) + "\nBUILD FAILED: 30 errors, see above\n").encode()
+
+
+def _graph_log_with_failures() -> bytes:
+    """A ``git log --graph --oneline`` whose subjects name many distinct failures and errors."""
+    picks = random.Random(14)
+    words = ["parser", "linker", "cache", "socket", "config", "loader", "signal", "thread", "pager", "index"]
+    lines = []
+    for i in range(1500):
+        digest = "".join(picks.choice("0123456789abcdef") for _ in range(7))
+        subject = (f"fix {words[i % 10]} error in the {words[i // 10 % 10]} path" if i % 7 == 3
+                   else f"update {words[i % 10]} notes")
+        lines.append(f"* {digest} {subject}" if i % 11 else f"| * {digest} {subject}")
+    return ("\n".join(lines) + "\n* 0000abc initial commit\n").encode()
+
+
+@pytest.mark.parametrize("output", [_build_log_with_distinct_errors, _graph_log_with_failures])
+@pytest.mark.parametrize("max_lines", [4, 10, 20, 30, 40, 41, 42, 60, 100])
+def test_signal_lines_leave_the_head_and_tail_their_share_at_a_small_line_limit(store, output, max_lines):
+    # Regression (red team A14): the signal lines were bounded by bytes (10%) but by lines only by
+    # max_lines - 1, so at max_lines=20 they took 19 lines (header included), the narrower cut kept
+    # one line of head and no tail, and "BUILD FAILED", the log's last line, was not shown though a
+    # larger budget shows it.  They take at most half of max_lines (the 20-line cap decides from 42
+    # on): the head and the tail each keep at least a quarter of the lines, the tail the output's end.
+    data = output()
+    result = store.truncate("s", "c", data, max_lines=max_lines, max_bytes=51200)
+    head, _, signals, tail = parts(result.content)
+    assert len(signals) >= 2  # the omitted part's errors are listed
+    if max_lines < 60:  # (from 60 lines an outline may follow them, in parts' signal lines)
+        assert len(signals) <= max_lines // 2, signals
+    head_lines = data[: result.next_offset].count(b"\n")
+    tail_lines = tail.count("\n")
+    # Under 60 lines no outline is drawn; from 60 on it takes at most 5% of the lines besides.
+    share = (max_lines - min(max_lines // 2, 21)) // 2 if max_lines < 60 else max_lines // 4
+    assert head_lines >= share and tail_lines >= share, (head_lines, len(signals), tail_lines)
+    assert head_lines + len(signals) + tail_lines <= max_lines
+    assert data.endswith(tail.encode()) and data.rstrip(b"\n").rsplit(b"\n", 1)[1].decode() in tail
 
 
 def test_traceback_at_the_end_of_a_log(store):

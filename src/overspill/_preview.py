@@ -26,6 +26,7 @@ from .errors import ResourceCorruptError, ResourceNotFoundError, StorageError
 from .text import (
     SIGNAL_LINES,
     SIGNAL_PERCENT,
+    SIGNAL_LINE_PERCENT,
     BOUNDARY_MARGIN,
     Preview,
     SignalCollector,
@@ -537,7 +538,8 @@ def _with_signals(read: Reader, release: Optional[Callable[[int, int], None]], s
     collector = SignalCollector(signals, flags)
     try:
         scan(shaped.head_end, shaped.tail_start)
-        block = collector.render(min(SIGNAL_LINES + 1, max_lines - 1), max_bytes * SIGNAL_PERCENT // 100)
+        block = collector.render(min(SIGNAL_LINES + 1, max_lines * SIGNAL_LINE_PERCENT // 100),
+                                 max_bytes * SIGNAL_PERCENT // 100)
         if not block:
             return shaped, []
         used_lines = len(block)

@@ -378,6 +378,13 @@ def held_text(data: BytesLike, flags: int, max_bytes: int,
 #: Signal lines shown at most, and the share of max_bytes (in percent) they may take.
 SIGNAL_LINES = 20
 SIGNAL_PERCENT = 10
+#: The share of max_lines (in percent) the signal block, its header included, may take.
+#: Half: the head and the tail share the other half as they share any line limit, so
+#: each keeps at least a quarter of the lines and the tail (where a build's or a test
+#: run's final status is) is never given up for lines of the middle (red team A14:
+#: bounded only by max_lines - 1, 19 signal lines at 20 left one head line and no
+#: tail).  From 42 lines on the SIGNAL_LINES cap decides, so larger budgets are unchanged.
+SIGNAL_LINE_PERCENT = 50
 _SIGNAL_KINDS = {"error": 0, "warning": 1, "summary": 2}
 # Characters of one signal line shown; the rest is cut.
 _SIGNAL_CHARS = 240
