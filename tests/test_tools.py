@@ -2210,6 +2210,23 @@ def test_webfetch_refuses_a_transfer_coding_other_than_chunked(store, lines):
     assert store.resources("s") == []
 
 
+@pytest.mark.parametrize("answer", [
+    b"HTTP/1.1 503 OK\x1b[2J\x1b]0;title\x07 \x9b31m\x7f\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 302 Found\r\nLocation: ftp://x/\x1b[2J\x1b]0;title\x07\x9b31m\x7f\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/2.\x1b[2J\x1b]0;title\x07\x9b31m\x7f 200 OK\r\nContent-Length: 0\r\n\r\n",
+], ids=["reason", "location", "version"])
+def test_webfetch_an_error_line_shows_a_servers_control_characters_escaped(store, answer):
+    """Regression (fix O14, 3): a reason phrase ``OK\\x1b[2J...`` reached the model's error line
+    raw, and so did a refused redirect's Location and a status line's version: a hostile server's
+    escape sequences in the model's transcript and any terminal that shows it.  Every control
+    character of an error line is written as its escape, by the rule the CLI prints names by."""
+    url, listener = _raw_server(lambda connection: connection.sendall(answer))
+    with listener:
+        result = tools.webfetch(store, "s", "c", url, timeout=10)
+    assert result.is_error and result.output.isprintable(), repr(result.output)
+    assert "\\x1b[2J\\x1b]0;title\\x07" in result.output and "\\x9b31m\\x7f" in result.output, result.output
+
+
 @pytest.mark.parametrize(("html", "markdown", "text"), [
     # The page starts with the <pre>: the first line keeps its indentation (the last .strip() took it).
     ("<html><body><pre>    x = 1\n    y = 2\n</pre></body></html>", "```\n    x = 1\n    y = 2\n```\n",

@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .._frontend import one_line
+# (Names and session ids come from callers: printed raw they could drive the terminal.)
+from .._frontend import one_line, printable as _shown
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and argparse cost start-up; annotations are never evaluated
@@ -188,20 +189,6 @@ def _as_json(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _as_json(item) for key, item in value.items()}
     return value
-
-
-def _escape(character: str) -> str:
-    code = ord(character)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
-def _shown(text: str) -> str:
-    """``text`` with every non-printable character (controls, escape codes,
-    bidi overrides) written as a Python escape: names and session ids come from
-    callers, and printed raw they could drive the terminal."""
-    if text.isprintable():
-        return text
-    return "".join(character if character.isprintable() else _escape(character) for character in text)
 
 
 # json.dumps escapes U+0000-U+001F itself; DEL and the C1 controls (U+009B is
