@@ -2227,6 +2227,43 @@ def test_webfetch_an_error_line_shows_a_servers_control_characters_escaped(store
     assert "\\x1b[2J\\x1b]0;title\\x07" in result.output and "\\x9b31m\\x7f" in result.output, result.output
 
 
+@pytest.mark.parametrize(("lines", "why"), [
+    ([b"5", b"11"], "differing Content-Length values"), ([b"11", b"5"], "differing Content-Length values"),
+    ([b"5, 11"], "differing Content-Length values"), ([b"5", b"5, 11"], "differing Content-Length values"),
+    ([b"5", b"x"], "differing Content-Length values"),
+    ([b"+5"], "an invalid Content-Length"), ([b"5_0"], "an invalid Content-Length"),
+], ids=["two-lines", "longer-first", "one-list", "line-and-list", "one-no-number", "sign", "underscore"])
+def test_webfetch_refuses_differing_or_invalid_content_lengths(store, lines, why):
+    """Regression (fix O14, 1): a response with ``Content-Length: 5`` and ``Content-Length: 11``
+    was served as http.client read it: the first line's length (here 5 or 11 bytes), and a list
+    ("5, 11") as no length, the body to the close; ``+5`` and ``5_0`` (no decimal number, which
+    http.client's ``int`` reads) as 5 and 50.  RFC 9110 (8.6) and 9112 (6.3): differing or invalid
+    values make the response malformed (a smuggling vector); it is refused in one line, as a
+    transfer coding webfetch cannot decode is, and nothing is kept."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n" + b"".join(b"Content-Length: " + line + b"\r\n"
+                                                                       for line in lines)
+    url, listener = _raw_server(lambda connection: connection.sendall(head + b"Connection: close\r\n\r\nhello world"))
+    with listener:
+        result = tools.webfetch(store, "s", "c", url, timeout=10)
+    values = b", ".join(lines).decode()
+    expected = f"refused: {url} is sent with {why} {values!r}: its length is unknown"
+    assert result.is_error and result.output == expected, result.output
+    assert store.resources("s") == []
+
+
+@pytest.mark.parametrize("lines", [[b"5", b"5"], [b"5, 5"], [b"5", b" 05 , 5"]], ids=["two-lines", "list", "zeros"])
+def test_webfetch_takes_repeated_equal_content_lengths_as_one(store, lines):
+    """Regression (fix O14, 1): equal values, repeated or in a list, are the one length (RFC 9110
+    8.6 lets a recipient take them so), and the body is held to it as to a single one: http.client
+    read a list as no length and served the bytes past it."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n" + b"".join(b"Content-Length: " + line + b"\r\n"
+                                                                       for line in lines)
+    url, listener = _raw_server(lambda connection: connection.sendall(head + b"Connection: close\r\n\r\nhello world"))
+    with listener:
+        result = tools.webfetch(store, "s", "c", url, timeout=10)
+    assert not result.is_error and result.output == "hello", result.output
+
+
 @pytest.mark.parametrize(("html", "markdown", "text"), [
     # The page starts with the <pre>: the first line keeps its indentation (the last .strip() took it).
     ("<html><body><pre>    x = 1\n    y = 2\n</pre></body></html>", "```\n    x = 1\n    y = 2\n```\n",

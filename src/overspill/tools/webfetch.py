@@ -106,6 +106,37 @@ def _field_list(headers: Any, name: str) -> Optional[str]:
     return ", ".join(values) if values else None
 
 
+# A Content-Length value (RFC 9110 8.6): decimal digits.
+_DIGITS = re.compile("[0-9]+")
+
+
+def _content_length(headers: Any, url: str) -> Optional[int]:
+    """The body's length as the Content-Length field lines of ``headers`` declare it, at most
+    ``MAX_RESPONSE_BYTES``: their values, on one line or several (``_field_list``), all the same
+    decimal number, which a list of equal values stands for (RFC 9110 8.6 lets a recipient take
+    them as one); None when there is none.  ``url`` is the URL the messages quote.
+
+    :raises _Refused: differing values, or one that is no decimal number (``+5``, ``5_0``, which
+        http.client's ``int`` reads): RFC 9112 (6.3) makes such a response malformed, and differing
+        ones are a smuggling vector (http.client reads the first line's); or a length over the limit.
+    """
+    listed = _field_list(headers, "Content-Length")
+    if listed is None:
+        return None
+    # Leading zeros do not make a value differ.
+    values = {value.lstrip("0") or "0" if _DIGITS.fullmatch(value) else value
+              for value in (item.strip(" \t") for item in listed.split(",")) if value}
+    if len(values) > 1:
+        raise _Refused(f"refused: {url} is sent with differing Content-Length values {listed!r}: its length is unknown")
+    value = values.pop() if values else ""
+    if not _DIGITS.fullmatch(value):
+        raise _Refused(f"refused: {url} is sent with an invalid Content-Length {listed!r}: its length is unknown")
+    # (Its digits, not int(): Python refuses to read or write an int of over 4300 digits.)
+    if len(value) > len(str(MAX_RESPONSE_BYTES)) or int(value) > MAX_RESPONSE_BYTES:
+        raise _Refused(f"refused: the response is {value} bytes, over the {MAX_RESPONSE_BYTES}-byte limit")
+    return int(value)
+
+
 def _is_text(content_type: str) -> bool:
     """Whether a body of ``content_type`` is kept as text: by the front ends' own
     rule (``is_binary_mime``), so that the page stored under it reads back as text."""
@@ -436,10 +467,11 @@ def _exchange(target: str, authorization: Optional[str], url: str, seconds: Opti
             # binary type is, not shown as NULs and U+FFFD.
             declared_type = _declared_type(headers)
             content_type = declared_type or "text/plain"
-            declared = headers.get("Content-Length")
-            if declared is not None and declared.strip().isdigit() and int(declared) > MAX_RESPONSE_BYTES:
-                raise _Refused(f"refused: the response is {int(declared)} bytes, over the "
-                               f"{MAX_RESPONSE_BYTES}-byte limit")
+            declared = _content_length(headers, url)
+            if declared is not None and response.length is None and not response.chunked:
+                # http.client reads a list of equal values ("5, 5") as no length, the body to the close:
+                # it is held to the one length they stand for, as to a single value.
+                response.length = declared
             if not _is_text(content_type):
                 raise _Refused(f"refused: {url} returned {content_type}, which is not text")
             sniffing = declared_type is None
@@ -465,8 +497,8 @@ def _exchange(target: str, authorization: Optional[str], url: str, seconds: Opti
             # answers b"" when the server closes early instead of raising: bytes still owed are a cut body.
             missing = getattr(response, "length", None)
             if missing:
-                raise _Refused(f"could not fetch {url}: the connection closed after {int(declared) - missing} "
-                               f"of the {int(declared)} bytes its Content-Length declares")
+                raise _Refused(f"could not fetch {url}: the connection closed after {declared - missing} "
+                               f"of the {declared} bytes its Content-Length declares")
             body += decoder.finish()
             if sniffing:
                 _refuse_if_binary(body, url, headers.get("Content-Type"))
@@ -645,7 +677,9 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
     A response over ``MAX_RESPONSE_BYTES`` (by Content-Length, or counted while
     reading) is refused and nothing of it is kept; non-text bodies are refused
     (one sent without a valid Content-Type when its first bytes are binary, by the bash
-    tool's rule), and so is a body the server cut short of its Content-Length.
+    tool's rule), and so is a body the server cut short of its Content-Length,
+    or sent with Content-Length values that differ or are no decimal number
+    (equal ones, repeated or in a list, are the one length: ``_content_length``).
     HTML becomes Markdown (``"markdown"``) or text (``"text"``), or is kept
     (``"html"``), decoded by its byte-order mark, else its declared charset, read by
     the WHATWG Encoding Standard's labels (UTF-8 when it names none, or none the standard
