@@ -286,6 +286,8 @@ _PAGES = {
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
+    ranges: list = []  # the Range header of each request for /partial (None: there was none)
+
     def log_message(self, *args):  # keep test output clean
         pass
 
@@ -341,6 +343,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
         elif self.path == "/image":
             self.send(200, "image/png", b"\x89PNG\r\n\x1a\n" + b"\0" * 100)
+        elif self.path == "/partial":  # a part of a page, whatever the request asked for
+            type(self).ranges.append(self.headers.get("Range"))
+            self.send_response(206)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Range", "bytes 0-4/11")
+            self.send_header("Content-Length", "5")
+            self.end_headers()
+            self.wfile.write(b"hello")
+        elif self.path == "/to-partial":
+            self.send_response(302)
+            self.send_header("Location", "/partial")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         elif self.path == "/json":
             self.send(200, "application/json", json.dumps({"key": "välue"}).encode())
         elif self.path.startswith("/encoded/"):  # a body compressed though the client asked for none
@@ -2262,6 +2277,19 @@ def test_webfetch_takes_repeated_equal_content_lengths_as_one(store, lines):
     with listener:
         result = tools.webfetch(store, "s", "c", url, timeout=10)
     assert not result.is_error and result.output == "hello", result.output
+
+
+@pytest.mark.parametrize("path", ["/partial", "/to-partial"])
+def test_webfetch_a_partial_content_it_did_not_ask_for_is_an_error(store, server, path):
+    """Regression (fix O14, 2): a 206 Partial Content, to a request that sent no Range, was served
+    as if its part were the whole page.  webfetch asks for no range, so a 206 is not the page: it
+    is an HTTP error for the model in one line, as any status that brings no page is."""
+    _Handler.ranges.clear()
+    result = tools.webfetch(store, "s", "c", server + path, timeout=10)
+    assert _Handler.ranges == [None]  # it asked for the whole page
+    assert result.is_error and result.output == (f"HTTP 206 Partial Content from {server}{path}: a part of the page, "
+                                                 "though webfetch asked for all of it"), result.output
+    assert store.resources("s") == []
 
 
 @pytest.mark.parametrize(("html", "markdown", "text"), [

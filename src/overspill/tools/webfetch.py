@@ -83,6 +83,34 @@ def _redirect_handling() -> tuple[type, type]:
     return _redirect_classes
 
 
+# The successful statuses (urllib's rule: 2xx) that bring no page here, and why, told after the status:
+# webfetch asks for no range, so a 206's part is not the page.
+_NOT_THE_PAGE = {206: "a part of the page, though webfetch asked for all of it"}
+
+_status_class: Optional[type] = None
+
+
+def _status_handling() -> type:
+    """urllib's rule for statuses (outside 2xx, an ``HTTPError``) with those of ``_NOT_THE_PAGE``
+    errors too, defined on first use: the one ``HTTPError`` line of ``_exchange`` tells the model
+    of them as of any status that brings no page."""
+    global _status_class
+    if _status_class is None:
+        import urllib.request
+
+        class _PagesOnly(urllib.request.HTTPErrorProcessor):
+            def http_response(self, request, response):  # type: ignore[no-untyped-def]
+                if response.code in _NOT_THE_PAGE:
+                    # As the base class passes on an error status: the default handler raises HTTPError.
+                    return self.parent.error("http", request, response, response.code, response.msg, response.info())
+                return super().http_response(request, response)
+
+            https_response = http_response
+
+        _status_class = _PagesOnly
+    return _status_class
+
+
 # A media type as RFC 9110 (8.3.1) writes it: ``type "/" subtype``, each a token; the parameters follow a ";".
 _MEDIA_TYPE = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+/[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
@@ -453,7 +481,7 @@ def _exchange(target: str, authorization: Optional[str], url: str, seconds: Opti
     import urllib.request
 
     refused_redirect, http_only_redirects = _redirect_handling()
-    opener = urllib.request.build_opener(http_only_redirects, *_watched_handlers(watchdog))
+    opener = urllib.request.build_opener(http_only_redirects, _status_handling()(), *_watched_handlers(watchdog))
     request = urllib.request.Request(target, headers={
         "User-Agent": _USER_AGENT, "Accept": "text/html, text/markdown, text/plain;q=0.9, */*;q=0.5"})
     if authorization is not None:
@@ -508,7 +536,8 @@ def _exchange(target: str, authorization: Optional[str], url: str, seconds: Opti
             charset = None if declared_type is None else headers.get_content_charset()
             return _Response(response.geturl(), response.status, content_type, charset, bytes(body))
     except urllib.error.HTTPError as error:
-        raise _Refused(f"HTTP {error.code} {error.reason} from {url}") from None
+        note = _NOT_THE_PAGE.get(error.code)
+        raise _Refused(f"HTTP {error.code} {error.reason} from {url}" + (f": {note}" if note else "")) from None
     except refused_redirect as error:
         raise _Refused(str(error.reason)) from None
     except urllib.error.URLError as error:
@@ -680,6 +709,7 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
     tool's rule), and so is a body the server cut short of its Content-Length,
     or sent with Content-Length values that differ or are no decimal number
     (equal ones, repeated or in a list, are the one length: ``_content_length``).
+    A 206 Partial Content is an HTTP error, as a 404 is: webfetch asks for no range.
     HTML becomes Markdown (``"markdown"``) or text (``"text"``), or is kept
     (``"html"``), decoded by its byte-order mark, else its declared charset, read by
     the WHATWG Encoding Standard's labels (UTF-8 when it names none, or none the standard
