@@ -2844,6 +2844,40 @@ def test_html_a_pre_in_a_table_cell_keeps_its_lines(store, declared_server):
     assert not result.is_error and code in result.output, result.output
 
 
+@pytest.mark.parametrize(("html", "markdown"), [
+    ("<table><tr><td>a<pre>x\n y</td><td>b</td></tr></table><p>after</p>", "a\n\n```\nx\n y\n```\n\nb\n\nafter\n"),
+    ("<table><tr><td>a<pre>x\n y</td></tr><tr><td>c</td><td>d</td></tr></table><p>after</p>",
+     "a\n\n```\nx\n y\n```\n\n| c | d |\n| --- | --- |\n\nafter\n"),
+    ("<table><tr><td><pre>x\n y</table><p>after</p>", "```\nx\n y\n```\n\nafter\n"),
+    ("<table><tbody><tr><td><pre>x</tbody></table>after", "```\nx\n```\n\nafter\n"),
+    ("<table><tr><th><pre>x</tr></table>after", "```\nx\n```\n\nafter\n"),
+    # A cell's or a row's start tag closes the open cell, and the pre with it.
+    ("<table><tr><td><pre>x<td>b</table>after", "```\nx\n```\n\nb\n\nafter\n"),
+    ("<table><tr><td><pre>x<tr><td>b</td></table>after", "```\nx\n```\n\n| b |\n| --- |\n\nafter\n"),
+    # Every pre open in the cell ends with it.
+    ("<table><tr><td><pre>x<pre>y</td></tr></table>after", "```\nx\ny\n```\n\nafter\n"),
+    # A table inside the pre: its own cells end no pre; the outer cell's end does.
+    ("<table><tr><td><pre>x<table><tr><td>in</td></tr></table>y</td></tr></table><p>after</p>",
+     "```\nx\n in \ny\n```\n\nafter\n"),
+])
+def test_html_an_unclosed_pre_in_a_table_cell_ends_with_its_cell(html, markdown):
+    """Regression (fix O14, 4): a <pre> left open in a table's cell ran on to the page's end: the
+    cell's </td>, </tr> and </table> were words of the pre, and every table and paragraph after it
+    was written into its code block.  HTML's parsing closes the elements open in a cell when the
+    cell closes (its end tag, the next cell's or row's start tag, the row's, row group's or table's
+    end tag), the pre among them."""
+    assert html_to_markdown(html) == markdown
+
+
+def test_webfetch_an_unclosed_pre_in_a_table_cell_ends_with_its_cell(store, declared_server):
+    """The same end to end (fix O14, 4), as text: the page after the table is not in the pre."""
+    path = "/unclosed-pre-in-cell"
+    page = "<table><tr><td>a<pre>x\n  y</td><td>b</td></tr></table><p>after   the   table</p>"
+    _DeclaredHandler.ROUTES[path] = ([("Content-Type", "text/html; charset=utf-8")], page.encode(), None)
+    result = tools.webfetch(store, "s", "c", declared_server + path, format="text", timeout=20)
+    assert not result.is_error and result.output == "a\n\nx\n  y\n\nb\n\nafter the table\n", repr(result.output)
+
+
 @pytest.mark.parametrize(("head", "body", "expected"), [
     # A <meta> that declares no encoding: only http-equiv="content-type" takes a content's charset.
     ('<meta name="description" content="How to set charset=latin1 in MySQL">', "Café — naïve €".encode(),

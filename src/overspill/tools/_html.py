@@ -7,7 +7,9 @@ The end tags HTML lets a page leave out are implied where HTML5 implies them
 next cell), and a dropped element left open to the end keeps its content, so
 malformed markup can lose formatting but not the page's text.  A pre is
 written as its text is, blank lines and spaces kept (markup inside it writes
-no Markdown), in a fence longer than any run of backticks in it; a table row
+no Markdown), in a fence longer than any run of backticks in it; one left open
+in a table ends where HTML closes its cell (the cell's or row's end, the next
+cell or row, the table's end), not at the page's end; a table row
 whose cells hold a pre (Pygments' line numbers and code) is written as blocks,
 cell by cell, since a row of a Markdown table is one line.  Lists and
 block quotes nested deeper than ``_MAX_NESTING`` are written at that depth, and
@@ -170,6 +172,9 @@ class _Converter(HTMLParser):
         # The last token was a <pre>'s start tag: a line break right after it is no content (HTML's
         # parsing drops it, so that a listing may start on the line after the tag).
         self.pre_opened = False
+        # Tables open inside the open pre (words there, not in ``tables``): while one is, the cell
+        # and row tags are its own, and end no pre (``_table_ends_pre``).
+        self.pre_tables = 0
         self.lists: list[list[int]] = []  # per open list: [is_ordered, next number]
         self.links: list[Optional[str]] = []
         self.quote = 0
@@ -363,8 +368,10 @@ class _Converter(HTMLParser):
             return
         attributes = dict(attrs)
         if self.pre and tag != "pre":
-            self._start_in_pre(tag, attributes)
-            return
+            if not self._table_ends_pre(tag, end=False):
+                self._start_in_pre(tag, attributes)
+                return
+            self._end_pres()  # then the tag is read as outside the pre
         if tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
             self.newlines(2)
             self.inline("#" * int(tag[1]) + " ")
@@ -448,6 +455,8 @@ class _Converter(HTMLParser):
             return
         if self.dropping:
             return
+        if self.pre and tag != "pre" and self._table_ends_pre(tag, end=True):
+            self._end_pres()  # then the tag is read as outside the pre
         if self.pre and tag != "pre":
             # As at its start (``_start_in_pre``): a link's "](href)" is not written (no "[" was).
             if tag == "a" and self.links:
@@ -455,6 +464,8 @@ class _Converter(HTMLParser):
             elif tag in ("td", "th"):
                 self.emit(" ")
             elif tag in _PRE_LINE_ENDS:
+                if tag == "table" and self.pre_tables:
+                    self.pre_tables -= 1
                 self.newlines(1)
             return
         if tag in ("h1", "h2", "h3", "h4", "h5", "h6") or tag in _BLOCKS:
@@ -499,6 +510,8 @@ class _Converter(HTMLParser):
         """A start tag inside a pre: only its text is written, so a tag writes no Markdown (a link
         neither brackets nor its URL, emphasis no stars, an image its alt text), a block ends a
         line, a line break is one, and a table's tags separate words (a table has no rows there)."""
+        if tag == "table":
+            self.pre_tables += 1
         if tag == "br":
             self.emit("\n")  # each <br> ends a line, a blank one too
         elif tag == "img":
@@ -510,10 +523,28 @@ class _Converter(HTMLParser):
         elif tag in _PRE_LINE_ENDS:
             self.newlines(1)
 
+    def _table_ends_pre(self, tag: str, end: bool) -> bool:
+        """Whether ``tag`` (an end tag if ``end``), met inside an open pre, ends it: in a table,
+        HTML's parsing closes a cell, and every element open in it, at the cell's end tag, the
+        next cell's or row's start tag, and the end tag of its row, row group or table (a pre
+        among a table's rows is closed by them too); but a table opened inside the pre has those
+        tags for its own cells (``pre_tables``)."""
+        if not self.tables or self.pre_tables:
+            return False
+        return tag in ("td", "th", "tr") or tag in _ROW_GROUPS or end and tag == "table"
+
+    def _end_pres(self) -> None:
+        """End every open pre, as HTML's closing of the cell around them does, and the block's line
+        as the pre's end tag would."""
+        self.pre = 0
+        self._end_pre()
+        self.newlines(2)
+
     def _end_pre(self) -> None:
         """Write the pre that closed, or, in a table's cell, hold it there for its row."""
         content = "".join(self.pre_text)
         self.pre_text = []
+        self.pre_tables = 0  # a table left open in it ends with it
         cell = self._open_cell(self.tables)
         if cell is not None:
             cell.append(_Block(content))
