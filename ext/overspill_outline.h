@@ -45,6 +45,7 @@ typedef struct {
     ptrdiff_t run_count[OSP_DEPTH_CAP];  /* runs begun at each depth; -1 once past the caller's cap */
     ptrdiff_t run_lines[OSP_DEPTH_CAP];  /* lines of each depth's current run */
     ptrdiff_t unclaimed;  /* lines since the last keyed one: the runs' only if the deepest one goes on */
+    ptrdiff_t cut[OSP_DEPTH_CAP];  /* of them, those whose last part a space cut, by their keys */
     int run_deeper[OSP_DEPTH_CAP];       /* the separators after the key in its lines with more parts (OSP_BELOW_*) */
     ptrdiff_t section_length, previous_length, previous_parts, previous_keys, previous_ends[OSP_DEPTH_CAP + 1];
     uint8_t section[OSP_TOKEN_CAP], previous[OSP_TOKEN_CAP];  /* the current section; the last keyed token */
@@ -245,10 +246,11 @@ static inline int osp_outline_goes_on(const osp_outline *s, ptrdiff_t d, ptrdiff
  * lines pending since that one join the runs at every depth when the line goes
  * on at the deepest, else none (review R6: decided at each depth alone, a line
  * was a folder's and none of its files', and a depth's runs summed to more
- * than the next one's).  Then the line becomes the previous keyed line. */
+ * than the next one's), but a cut name's when the line is a name in its folder
+ * (see below).  Then the line becomes the previous keyed line. */
 static inline uint64_t osp_outline_runs(osp_outline *s) {
     const ptrdiff_t parts = s->parts, keys = s->keys, length = s->token_length;
-    ptrdiff_t common = 0, d, claimed;
+    ptrdiff_t common = 0, d, claimed, name;
     uint64_t changed = 0, on = 0, folder;
     if (s->any_keyed) common = osp_common_prefix(s->token, s->previous, length < s->previous_length ? length
                                                                                                   : s->previous_length);
@@ -259,15 +261,27 @@ static inline uint64_t osp_outline_runs(osp_outline *s) {
          * pending as an unkeyed line is ("./Program Files" in find, before its folder's
          * lines; below the folder its run is unknown), and is not the previous keyed line. */
         s->unclaimed++;
+        s->cut[keys]++;
         return 0;
     }
-    claimed = (on >> (s->depth - 1)) & 1 ? s->unclaimed : 0;
+    /* A pending line whose last part a space cut is its folder's: it joins the runs too
+     * when this line is a name in that folder (name: the depth of its own name), one it
+     * cannot head (red team A14: "setuptools/command/launcher manifest.xml" between two
+     * files of its folder was counted in no run, the header one line short). */
+    name = keys == parts && parts <= s->depth ? parts - 1 : 0;
+    folder = ((uint64_t)1 << name) - 1;
+    if ((on >> (s->depth - 1)) & 1) claimed = s->unclaimed;
+    else claimed = name && (on & folder) == folder ? s->cut[name] : 0;
     s->unclaimed = 0;
+    memset(s->cut, 0, sizeof(s->cut));
     for (d = 0; d < s->depth; d++) {
         if ((on >> d) & 1) {
             s->run_lines[d] += claimed + 1;
             s->run_deeper[d] |= osp_outline_below(s, d);
         } else if (s->run_count[d] >= 0) {
+            /* Below the folder a claimed line is in the run the line before began (the
+             * part of the output it lies in), which the caller ends here. */
+            s->run_lines[d] += claimed;
             changed |= (uint64_t)1 << d;
         }
     }

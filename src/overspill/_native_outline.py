@@ -296,7 +296,12 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
     space cut, where its folder's run goes on) joins the current runs, at every
     depth, only when the next keyed line of the region goes on with the run at
     the deepest depth (red team E11 f03: a pytest run's FAILURES section was
-    counted as lines of its last test id); when that line does not, it is in no
+    counted as lines of its last test id), or, for a line whose last part a
+    space cut, when that keyed line is a name in the cut line's folder (its
+    whole token, not cut, a part below the folder: one the cut line cannot
+    head); below its folder such a line is in the run the line before it began
+    (red team A14: ``setuptools/command/launcher manifest.xml`` between two files
+    of its folder was in no run); when that line does neither, it is in no
     run at any depth (review R6: every depth's runs hold the same lines).  Until
     then it is *unclaimed*; before any keyed line, such lines count in ``lead``.  At most ``max_runs`` runs are kept per
     depth: a depth with more is ``None``.  A *commit* is a line
@@ -411,12 +416,14 @@ class _Runs:
     """The runs of ``outline_lines`` at each depth, ``lead`` the unkeyed lines before
     any, ``unclaimed`` the lines since the last keyed one (at every depth)."""
 
-    __slots__ = ("_kept", "_current", "_max_runs", "lead", "unclaimed")
+    __slots__ = ("_kept", "_current", "_max_runs", "_cut", "lead", "unclaimed")
 
     def __init__(self, max_depth: int, max_runs: int) -> None:
         self._kept: list = [[] for _ in range(max_depth)]  # None once a depth has too many runs
         self._current: list = [None] * max_depth  # the key of each depth's current run
         self._max_runs = max_runs
+        # Of the unclaimed lines, those whose last part a space cut, by how many keys they have.
+        self._cut: list = [0] * max_depth
         self.lead = 0
         self.unclaimed = 0
 
@@ -443,13 +450,22 @@ class _Runs:
             # line does ("./Program Files" in find, before its folder's lines; below the
             # folder its run is unknown), and the current keys stay.
             self.unclaimed += 1
+            self._cut[keys] += 1
             return
         # The lines waiting since the last keyed one join the runs at every depth when
         # this line goes on with the deepest, else none (review R6: decided at each depth
         # alone, a line was a folder's and none of its files', and a depth's runs summed
-        # to more than the next one's).
-        claimed = self.unclaimed if goes_on[-1] else 0
+        # to more than the next one's).  A waiting line whose last part a space cut is its
+        # folder's: it joins them too when this line is a name in that folder, one it
+        # cannot head (red team A14: "setuptools/command/launcher manifest.xml" between
+        # two files of its folder was counted in no group, the header one line short).
+        name = keys - 1 if not dropped and keys <= len(runs) else 0  # the depth of its own name
+        if goes_on[-1]:
+            claimed = self.unclaimed
+        else:
+            claimed = self._cut[name] if name and all(goes_on[:name]) else 0
         self.unclaimed = 0
+        self._cut = [0] * len(runs)
         for depth, key in enumerate(found):
             deeper = _below(token, ends, depth)
             kept = runs[depth]
@@ -461,6 +477,10 @@ class _Runs:
             current[depth] = key
             if kept is None:
                 continue
+            if claimed and kept:
+                # Below the folder a claimed line is in the run the line before began:
+                # the part of the output it lies in.
+                kept[-1][2] += claimed
             if len(kept) >= self._max_runs:
                 runs[depth] = None
                 continue
