@@ -1084,6 +1084,57 @@ def test_a_write_failure_mid_output_keeps_the_stored_prefix_readable_and_the_tru
     assert [(job["state"], job["size"], job["exit_code"]) for job in answer["jobs"]] == [("exited", 300_000, 5)]
 
 
+def _answers_after_a_storage_failure_while_running(tmp_path, subprocess_env) -> dict:
+    """The owning process's answers about a command whose storing a file-size limit stopped while
+    it ran on: its first 300,000 bytes reached the payload (they end with the line 51851)."""
+    # A real file-size limit, in a child process (it would bind pytest's own files too).
+    script = textwrap.dedent(f"""
+        import json, resource, signal
+        from overspill import ToolOutputStore, tools
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+        def answer(result):
+            return {{"output": result.output, "metadata": result.metadata}}
+        with ToolOutputStore({str(tmp_path)!r}) as store:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (300_000, resource.RLIM_INFINITY))
+            started = tools.call(store, {SESSION!r}, "c1", "bash", {{
+                "command": "seq 1 100000; exec sleep 60", "background": True, "yield_after": 0}})
+            uri = started.resource.uri
+            # The last line that reached the payload (its first 300,000 bytes end with it) is served
+            # while the command still runs.
+            found = tools.call(store, {SESSION!r}, "c2", "wait", {{
+                "resource": uri, "timeout": 15, "pattern": "^51851$", "offset": 0}})
+            resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+            running = tools.call(store, {SESSION!r}, "c3", "wait", {{"resource": uri, "timeout": 0, "offset": 0}})
+            stored = b"".join(bytes(view) for view in store.iter_bytes({SESSION!r}, uri))
+            with ToolOutputStore({str(tmp_path)!r}) as second:  # another store of the folder, same owner
+                listed = tools.call(second, {SESSION!r}, "c4", "jobs", {{}})
+            killed = tools.call(store, {SESSION!r}, "c5", "kill", {{"resource": uri}})
+            after = tools.call(store, {SESSION!r}, "c6", "wait", {{"resource": uri, "timeout": 0, "offset": 299_990}})
+            print(json.dumps({{"found": answer(found), "running": answer(running), "jobs": answer(listed),
+                              "killed": answer(killed), "after": answer(after), "stored": stored.decode()}}))
+        """)
+    ran = subprocess.run([sys.executable, "-c", script], env=subprocess_env, capture_output=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr.decode()
+    return __import__("json").loads(ran.stdout)
+
+
+def test_a_storage_failure_while_running_seals_the_bytes_that_reached_the_payload(tmp_path, subprocess_env):
+    # A payload write that failed while the command ran on (EFBIG past a file-size limit) stopped the
+    # storing but never sealed the bytes that had reached the file (``seal_now`` returned at once once
+    # a failure was kept, and the failed write's handler sealed nothing): they stayed unreadable for
+    # as long as the command ran (a dev server: for ever), its answers saying "0 bytes so far".
+    answers = _answers_after_a_storage_failure_while_running(tmp_path, subprocess_env)
+    whole = b"".join(b"%d\n" % number for number in range(1, 100_001))
+    # Every byte that reached the payload (a failed write's first part too) is sealed and readable.
+    assert answers["stored"].encode() == whole[:300_000]
+    found, running = answers["found"]["metadata"], answers["running"]["metadata"]
+    assert found["state"] == "running" and found["match"] == 300_000 - len(b"51851\n"), answers["found"]["output"]
+    assert running["state"] == "running" and running["size"] == 300_000
+    [job] = answers["jobs"]["metadata"]["jobs"]
+    assert job["state"] == "running" and job["size"] == 300_000
+    assert answers["after"]["metadata"]["state"] == "exited" and answers["after"]["metadata"]["size"] == 300_000
+
+
 def test_a_start_with_no_room_for_the_output_never_runs_the_command(tmp_path, monkeypatch):
     # start spawned the command, then found the quota had no room for even the record and raised
     # StorageError: the command had run (3 of 5 times it wrote its side effect) though start "failed".

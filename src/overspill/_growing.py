@@ -147,8 +147,9 @@ class GrowingOutput:
         """Append ``chunk`` (what fits under the cap), sealing every ``SEAL_BYTES``.
 
         A storage failure stops the storing, not the command: it is kept in
-        ``failure``, the stored copy ends where the failed write left it, and
-        the rest is only counted, its true end kept (``kept_end``).
+        ``failure``, the stored copy ends where the failed write left it (those
+        bytes sealed: readable while the command runs on), and the rest is only
+        counted, its true end kept (``kept_end``).
         """
         if not chunk:
             return
@@ -168,6 +169,7 @@ class GrowingOutput:
                 return
             before = writer.size
             piece = chunk if len(chunk) <= room else chunk[:room]
+            sealing = False  # (a failure of the seal itself: not sealed again, below)
             try:
                 step = self._quota_step
                 if before == 0 or before // step != (before + len(piece)) // step:
@@ -208,23 +210,38 @@ class GrowingOutput:
                 else:
                     writer.write(memoryview(piece))
                 if writer.size - writer.sealed >= SEAL_BYTES:
+                    sealing = True
                     self._seal()
                     self._unsealed_since = None
                 elif self._unsealed_since is None:
                     self._unsealed_since = time.monotonic()
             except Exception as error:  # noqa: BLE001 - kept and reported; the command goes on
-                self._stop_storing(error)
+                self._stop_storing(error, seal=not sealing)
                 if not tailed:
                     # Part of it may not be stored: the true end starts no later than this chunk
                     # (a part that is stored overlaps the stored copy's end, which the preview allows).
                     self._tail += chunk
                     del self._tail[:-_TRUE_TAIL_BYTES]
 
-    def _stop_storing(self, error: BaseException) -> None:
+    def _stop_storing(self, error: BaseException, *, seal: bool) -> None:
         """A write or a seal failed: the stored copy ends at what the writer holds (the bytes that
         reached the payload, a failed write's first part too), and from here the output is only
-        counted and its true end kept, as past ``max_stored_bytes``; under ``_lock``."""
+        counted and its true end kept, as past ``max_stored_bytes``; under ``_lock``.
+
+        :param seal: seal those bytes now (a failed write, or a failed look at the quota): nothing
+            seals them later (``seal_now`` and the timer stop here), and a command may run on for
+            ever, so left unsealed they would never be served while it runs.  The writer counts,
+            and its seal's CRC covers, exactly the bytes the file holds (``LocalWriter.write``).
+            Not after a failed seal: its entry may be torn, and one written after it would be out
+            of step with the entries' size (never served: ``SealChain.feed``).
+        """
         self.failure = error
+        if seal:
+            try:
+                self._seal()
+            except Exception:  # noqa: BLE001 - the first failure is the one reported; the sealed prefix stays
+                pass
+        self._unsealed_since = None  # (nothing is sealed from here: the finished record covers the rest)
         self._reserved_to = self._seal_room = 0
         self._cap = self._writer.size
 
@@ -273,7 +290,7 @@ class GrowingOutput:
             try:
                 self._seal()
             except Exception as error:  # noqa: BLE001 - kept and reported; the command goes on
-                self._stop_storing(error)
+                self._stop_storing(error, seal=False)
             self._unsealed_since = None
 
     def lines(self) -> int:
