@@ -1135,6 +1135,30 @@ def test_a_storage_failure_while_running_seals_the_bytes_that_reached_the_payloa
     assert answers["after"]["metadata"]["state"] == "exited" and answers["after"]["metadata"]["size"] == 300_000
 
 
+def test_every_owner_answer_says_why_storing_a_running_output_stopped(tmp_path, subprocess_env):
+    # Only bash's own answer (and the finished result) said that a write failure had stopped the
+    # storing: wait, running or after the exit, jobs and kill showed the stored copy's end (or
+    # "(no new output)") with no reason, and no ``storage_error``.
+    answers = _answers_after_a_storage_failure_while_running(tmp_path, subprocess_env)
+    whole = b"".join(b"%d\n" % number for number in range(1, 100_001))
+    # The note just above the state line, the reason in ``storage_error`` (the payload's write fails
+    # inside the quota's look or outside it, as the quota's steps fall: the note quotes either).
+    note = answers["found"]["output"].splitlines()[-2]
+    assert re.fullmatch(r"\[storing the output stopped, not the command: \[Errno 27\] .*File too large\]", note)
+    for name in ("found", "running", "killed", "after"):
+        given = answers[name]
+        assert "File too large" in given["metadata"]["storage_error"], (name, given["metadata"])
+        assert given["output"].splitlines()[-2] == note, (name, given["output"])
+    assert answers["running"]["output"].splitlines()[-1].startswith(
+        "[running in the background as tool-output://")
+    after = answers["after"]
+    assert after["output"].endswith(f"{note}\n[terminated by SIGTERM; {after['metadata']['uri']} holds the first "
+                                    f"300000 of its {len(whole)} bytes]")
+    [job] = answers["jobs"]["metadata"]["jobs"]
+    assert "File too large" in job["storage_error"]
+    assert answers["jobs"]["output"].endswith(note)
+
+
 def test_a_start_with_no_room_for_the_output_never_runs_the_command(tmp_path, monkeypatch):
     # start spawned the command, then found the quota had no room for even the record and raised
     # StorageError: the command had run (3 of 5 times it wrote its side effect) though start "failed".

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ._owner import Owner
     from .store import ToolOutputStore
 
-__all__ = ["KILL_GRACE", "Job", "find", "kill", "kill_all", "kept_end", "start", "wait_for_state"]
+__all__ = ["KILL_GRACE", "Job", "find", "kill", "kill_all", "kept_end", "start", "storing_failure", "wait_for_state"]
 
 #: Seconds between SIGTERM and SIGKILL when a background command is killed.
 KILL_GRACE = 2.0
@@ -88,11 +88,13 @@ class Job:
             self.final = self._finish(self.running.result().exit_code)
             _SEALER.remove(self)
             end = self.output.kept_end() if self.final is not None else None
+            failure = self.output.failure
             with _LOCK:
-                if end is not None:  # kept before the job goes: a look-up finds one or the other
-                    _ENDS[self.uri] = end
-                    while len(_ENDS) > _KEPT_ENDS:
-                        del _ENDS[next(iter(_ENDS))]
+                # Kept before the job goes: a look-up finds one or the other.
+                if end is not None or failure is not None:
+                    _ENDED[self.uri] = (end, None if failure is None else str(failure))
+                    while len(_ENDED) > _KEPT_ENDS:
+                        del _ENDED[next(iter(_ENDED))]
                 _JOBS.pop(self.uri, None)
             self.exited.set()
 
@@ -182,18 +184,19 @@ class _Sealer:
 _SEALER = _Sealer()
 _LOCK = threading.Lock()
 _JOBS: dict[str, Job] = {}
-# The true ends of the last finished commands whose stored copy was capped (max_stored_bytes, the
-# quota), oldest first, for the answers given after the job is gone (``wait`` called after the exit).
-# Each is at most 1 MiB: with _KEPT_ENDS of them, 16 MiB at most.
-_ENDS: dict[str, bytes] = {}
+# What the answers given after the job is gone (``wait`` called after the exit) need of the last
+# finished commands whose stored copy was capped (max_stored_bytes, the quota, a failed write),
+# oldest first: the true end (each at most 1 MiB: with _KEPT_ENDS of them, 16 MiB at most), and why
+# storing stopped when a write failed (``storing_failure``).
+_ENDED: dict[str, tuple[Optional[bytes], Optional[str]]] = {}
 _KEPT_ENDS = 16
 
 
 def _reset_after_fork() -> None:
-    global _LOCK, _JOBS, _ENDS
+    global _LOCK, _JOBS, _ENDED
     _LOCK = threading.Lock()
     _JOBS = {}  # the parent's jobs are the parent's: a child owns none of them
-    _ENDS = {}
+    _ENDED = {}
     _SEALER.reset_after_fork()
 
 
@@ -281,8 +284,21 @@ def kept_end(uri: str) -> Optional[bytes]:
     with _LOCK:
         job = _JOBS.get(uri)
         if job is None:
-            return _ENDS.get(uri)
+            return _ENDED.get(uri, (None, None))[0]
     return job.output.kept_end()
+
+
+def storing_failure(uri: str) -> Optional[str]:
+    """Why storing ``uri``'s output stopped (a write or a seal failed: the stored copy ends at the
+    bytes that reached it) when this process runs or ran its command; None when it did not stop, or
+    this process no longer holds it (it keeps the last ``_KEPT_ENDS`` finished commands' reasons, as
+    their ends).  Only the owner knows: the record does not say."""
+    with _LOCK:
+        job = _JOBS.get(uri)
+        if job is None:
+            return _ENDED.get(uri, (None, None))[1]
+    failure = job.output.failure
+    return None if failure is None else str(failure)
 
 
 def wait_for_state(store: ToolOutputStore, session_id: str, uri: str, timeout: float) -> Record:

@@ -156,13 +156,12 @@ def background_answer(store: ToolOutputStore, session_id: str, uri: str, limits:
     next_offset = shown.next_offset or 0
     text = _body(shown.content, start, record)
     line = _state_line(record, next_offset)
-    stopped = _storing_stopped(job)
+    stopped, storage = _storing_stopped(uri)
     if stopped:
         line = f"{stopped}\n{line}"
     if given_up:
         reason = f"the command exited with code {given_up['exit_code']}; its record could not be republished: {job.error}"
         line = f"[{' '.join(reason.split())}]\n{line}"
-    storage = {"storage_error": str(job.output.failure)} if stopped else {}  # type: ignore[union-attr]
     return ToolResult(f"{text}\n{line}" if text else line, False, True, record.resource,
                       {**stored_metadata(shown), **_metadata(record, next_offset, pid=pid), **storage, **given_up})
 
@@ -225,22 +224,24 @@ def _finished_result(store: ToolOutputStore, session_id: str, record: Record, li
                                stored_metadata(shown))
     answer = output.tool_result(None)
     answer.metadata.update(state="exited", background=True)
-    note = _storing_stopped(job)
+    note, storage = _storing_stopped(uri)
     if note and answer.resource is not None:
         # The stored copy is only the output's start because storing failed, not because of a cap:
         # said above the status line, as the foreground's storage failure is.
         answer = ToolResult(output.text(None, note), answer.is_error, answer.truncated, answer.resource,
-                            {**answer.metadata, "storage_error": str(job.output.failure)})  # type: ignore[union-attr]
+                            {**answer.metadata, **storage})
     return answer
 
 
-def _storing_stopped(job: Optional[_background.Job]) -> str:
-    """The note for an output whose storing a write or seal failure stopped ("" when none did:
-    only the process that runs the command knows)."""
-    failed = job.output.failure if job is not None else None
+def _storing_stopped(uri: str) -> tuple[str, dict[str, object]]:
+    """The note for an output whose storing a write or seal failure stopped, said above the state
+    line of every answer about it, and the metadata that names the failure (``storage_error``);
+    ("", {}) when none did, or where it is not known: only the process that runs or ran the command
+    knows (``background.storing_failure``).  The caller has checked the session (``store.status``)."""
+    failed = _background.storing_failure(uri)
     if failed is None:
-        return ""
-    return f"[storing the output stopped, not the command: {' '.join(str(failed).split())}]"
+        return "", {}
+    return f"[storing the output stopped, not the command: {' '.join(failed.split())}]", {"storage_error": failed}
 
 
 def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: str, timeout: float,
@@ -328,11 +329,14 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
                                     else f"[pattern {pattern!r} not seen in the new output]"))
     elif record.state == "running":
         notes.append(f"[waited {limit:g} s]")
+    stopped, storage = _storing_stopped(resource)
+    if stopped:
+        notes.append(stopped)
     # New stored bytes, or past the stored copy (max_stored_bytes) the output's true end.
     body = _body(shown.content, first, record) or "(no new output)"
     text = "\n".join([body, *notes, _state_line(record, next_offset)])
     return ToolResult(text, False, shown.truncated, record.resource,
-                      _metadata(record, next_offset, offset=start, match=found, **omitted))
+                      _metadata(record, next_offset, offset=start, match=found, **omitted, **storage))
 
 
 def _sealed_end(store: ToolOutputStore, session_id: str, record: Record) -> int:
@@ -570,7 +574,11 @@ def kill(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
     gone = "its owner could not finish its record" if _given_up(record) else "its owner is gone"
     prefix = ("" if was == "running" else f"[it was lost ({gone}); what was left of its process group "
               "was ended] " if was == "lost" else f"[it was already {was}] ")
-    return ToolResult(prefix + _state_line(record, size), False, False, record.resource, _metadata(record, size))
+    stopped, storage = _storing_stopped(resource)
+    if stopped:
+        prefix = f"{stopped}\n{prefix}"
+    return ToolResult(prefix + _state_line(record, size), False, False, record.resource,
+                      _metadata(record, size, **storage))
 
 
 def jobs(store: ToolOutputStore, session_id: str, tool_call_id: str) -> ToolResult:
@@ -583,7 +591,9 @@ def jobs(store: ToolOutputStore, session_id: str, tool_call_id: str) -> ToolResu
     size it states, so ``size`` is never less than what was already shown.
     It trails the command's raw output only by what is not sealed yet (a
     background command's output is sealed every 256 KiB, and at the latest
-    about a second after it was written).
+    about a second after it was written).  In the process that runs (or
+    ran) a command whose storing a write failure stopped, its entry says why
+    (``storage_error``, and the note at the end of its line).
     """
     del tool_call_id
     try:
@@ -598,8 +608,10 @@ def jobs(store: ToolOutputStore, session_id: str, tool_call_id: str) -> ToolResu
     for record in records:
         age = max(now - record.created_ms, 0) / 1000
         code = "" if record.exit_code is None else f" exit={record.exit_code}"
-        lines.append(f"{record.resource.uri} {record.state} {record.resource.size} bytes {age:.0f}s{code}")
+        stopped, storage = _storing_stopped(record.resource.uri)
+        lines.append(f"{record.resource.uri} {record.state} {record.resource.size} bytes {age:.0f}s{code}"
+                     + (f" {stopped}" if stopped else ""))
         listed.append({"uri": record.resource.uri, "state": record.state, "size": record.resource.size,
-                       "age": round(age, 3), "exit_code": record.exit_code})
+                       "age": round(age, 3), "exit_code": record.exit_code, **storage})
     return ToolResult("\n".join(lines), False, False, None, {"jobs": listed})
 
