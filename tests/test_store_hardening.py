@@ -918,3 +918,56 @@ def test_one_unreadable_record_never_breaks_another_sessions_listing_nor_the_evi
     left = ["tool-output://" + resource_id for resource_id in seen["left"]]
     assert hidden in left and not set(b) <= set(left) and set(seen["past the quota"]) <= set(left)
     assert seen["own, readable again"] == [hidden]
+
+
+# ------------------------------------------------------------------ red team E14
+def _stored_copy(store: ToolOutputStore, uri: str) -> bytes:
+    """Every byte of the resource at ``uri``, read back verified a page at a time."""
+    parts, offset = [], 0
+    while offset is not None:
+        _, data, _, offset = store.read_bytes("s", uri, offset=offset)
+        parts.append(data)
+    return b"".join(parts)
+
+
+@pytest.mark.parametrize("kind", ["bytearray", "writable view", "read-only view"])
+def test_truncate_of_a_buffer_changed_during_the_call_describes_the_stored_copy(tmp_path, kind):
+    """Regression (red team E14): ``truncate`` cut the preview and counted the lines of a mutable
+    buffer as it was live, then stored it a MiB at a time while another thread changed it, so the
+    model was told lines, a head and a continue offset of other bytes than the stored copy's
+    (python: lines=2000000 of a copy of 1572865; cython: a head of ``a\\na…`` on a copy of
+    ``bbbb``). Stored bytes are sacred: whatever state of the buffer was stored, the result is
+    what ``truncate`` gives of those bytes themselves."""
+    store = ToolOutputStore(tmp_path / "store", durable=False)
+    reference = ToolOutputStore(tmp_path / "reference", durable=False)
+    size = 3 << 20  # past the MiB the write copies at a time: a stored copy may hold both states
+    many_lines, one_line = (b"a" * 63 + b"\n") * (size // 64), b"b" * size
+    changing = bytearray(many_lines)
+    content = {"bytearray": changing, "writable view": memoryview(changing),
+               "read-only view": memoryview(changing).toreadonly()}[kind]
+    flips = [0]
+    stop = threading.Event()
+
+    def flip() -> None:  # same length: the buffer is never resized, only rewritten
+        while not stop.is_set():
+            changing[:] = one_line if flips[0] % 2 == 0 else many_lines
+            flips[0] += 1
+
+    flipper = threading.Thread(target=flip, daemon=True)
+    flipper.start()
+    changed_during, deadline = 0, time.monotonic() + 3
+    try:
+        while changed_during < 3 and time.monotonic() < deadline:
+            before = flips[0]
+            result = store.truncate("s", "c", content)
+            changed_during += flips[0] != before
+            stored = _stored_copy(store, result.resource.uri)
+            expected = reference.truncate("s", "c", stored)
+            shown = result.content.replace(result.resource.uri, "URI")
+            assert (result.lines, result.next_offset, result.resource.size) == (
+                expected.lines, expected.next_offset, expected.resource.size)
+            assert shown == expected.content.replace(expected.resource.uri, "URI")
+    finally:
+        stop.set()
+        flipper.join()
+    assert changed_during, "no change landed during a call: the race was not exercised"

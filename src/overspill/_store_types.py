@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never eva
     from .records import Resource
 
 __all__ = ["NotStored", "Page", "TruncateResult", "checked_buffer", "chunk_view", "stable",
-           "stable_pieces", "storage_error", "unchanged"]
+           "stable_pieces", "storage_error", "unchanged", "unchanging"]
 
 # Buffers that may change are copied this much at a time before they are written (see stable).
 _COPY_BYTES = 1 << 20
@@ -95,6 +95,14 @@ def storage_error(action: str, error: OSError) -> StorageError:
     return StorageError(error.errno, f"{action}: {error.strerror or error}")
 
 
+def unchanging(view: memoryview) -> bool:
+    """Whether ``view``'s bytes cannot change while it is held: it is a view of ``bytes``, or of a
+    ``str``'s own ASCII storage (``_kernels.ascii_view``).  Any other buffer may (see ``stable``)."""
+    owner = view.obj
+    # (ascii_view's owner type is the implementation's: looked up per call, as the tests switch it.)
+    return isinstance(owner, bytes) or type(owner) is type(_kernels.ascii_view("").obj)
+
+
 def stable(view: memoryview) -> Iterator[memoryview]:
     """``view`` as pieces that cannot change while they are written and checksummed.
 
@@ -107,9 +115,7 @@ def stable(view: memoryview) -> Iterator[memoryview]:
     file another process writes, any exporter that only refuses writes
     through this view).
     """
-    owner = view.obj
-    # (ascii_view's owner type is the implementation's: looked up per call, as the tests switch it.)
-    if isinstance(owner, bytes) or type(owner) is type(_kernels.ascii_view("").obj):
+    if unchanging(view):
         yield view
         return
     for start in range(0, len(view), _COPY_BYTES):

@@ -12,7 +12,7 @@ import errno
 
 from . import _kernels
 from ._arguments import check_metadata, id_string
-from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike
+from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike, byte_view
 from ._quota import HeldByRunning
 from ._store_room import StoreRoom
 from ._store_types import (
@@ -22,6 +22,7 @@ from ._store_types import (
     stable_pieces,
     storage_error,
     unchanged,
+    unchanging,
 )
 from ._views import view_preview
 from .errors import StorageError
@@ -71,6 +72,28 @@ def _true_end(content: Content) -> bytes:
         return encode_content(content[-TRUE_TAIL_BYTES:])[-TRUE_TAIL_BYTES:]
     with memoryview(content) as view:
         return bytes(view.cast("B")[-TRUE_TAIL_BYTES:])
+
+
+def _ending(pieces: Iterable[memoryview], end: list[bytes]) -> Iterator[memoryview]:
+    """``pieces`` (which cannot change: ``stable``'s), leaving in ``end[0]``, once they are all
+    taken, the last ``TRUE_TAIL_BYTES`` of what they held: a changing buffer's true end as it
+    was written and counted, where ``_true_end`` would read the buffer as it is by then."""
+    kept: list[memoryview] = []
+    size = 0
+    for piece in pieces:
+        yield piece
+        kept.append(piece)
+        size += len(piece)
+        # Only what the last TRUE_TAIL_BYTES need is held (the pieces are copies at most a MiB each).
+        while size - len(kept[0]) >= TRUE_TAIL_BYTES:
+            size -= len(kept.pop(0))
+    end[0] = b"".join(kept)[-TRUE_TAIL_BYTES:]
+
+
+def _preview_count(lines: int, end: bytes) -> int:
+    """The preview's line count (newlines + 1) of an output of ``lines`` lines as people count
+    them (``human_lines``; not empty) whose last bytes are ``end``."""
+    return lines + (1 if end.endswith(b"\n") else 0)
 
 
 def _needs_view(text: str, flags: int) -> bool:
@@ -289,6 +312,17 @@ class StoreWrites(StoreRoom):
             return _kernels.new_slotted(TruncateResult, RESULT_SLOTS, (content, False, None, None, None))
         try:
             content = self._to_cut(content)
+            if not isinstance(content, str):
+                with byte_view(content) as view:  # (held: a bytearray cannot be resized meanwhile)
+                    if not unchanging(view):
+                        # A buffer another thread or process may change during the call: what the model
+                        # is told must be of the bytes stored.  Within max_bytes it is copied (no larger
+                        # than a preview) and cut as bytes are; past it, it is over the limits whatever
+                        # it holds, and its lines and preview are taken from the stored copy.
+                        if view.nbytes > bytes_limit:
+                            return self._stored_result(session_id, tool_call_id, content, mime, name,
+                                                       lines_limit, bytes_limit, None, changing=True)
+                        content = bytes(view)
             first = self._first_cut(content, lines_limit, bytes_limit, flags)
             if isinstance(first, TruncateResult):
                 return first
@@ -361,28 +395,46 @@ class StoreWrites(StoreRoom):
 
     def _stored_result(self, session_id: str, tool_call_id: str, content: Union[str, BytesLike], mime: str,
                        name: Optional[str], lines_limit: int, bytes_limit: int,
-                       shaped: Optional[Preview]) -> TruncateResult:
-        """Store ``content`` whole (capped by the quota) and preview what was stored."""
+                       shaped: Optional[Preview], changing: bool = False) -> TruncateResult:
+        """Store ``content`` whole (capped by the quota) and preview what was stored.
+
+        ``changing``: ``content`` is a buffer that may change while it is stored; its lines, its
+        preview and their offsets then come from the stored copy, and a capped one's true end
+        from the copies that were written, never from the buffer as it is later.
+        """
         flags = self._views
         tokens = self._tokens
-        lines = human_lines(content)
+        # (A changing buffer is counted only if it is not stored: its stored copy's count is the write's.)
+        lines = None if changing else human_lines(content)
         cap, reserve = room = self._room(session_id, tool_call_id, mime, name)
         from ._preview import stored_preview  # only a stored output's preview needs it
 
         if cap < 1:
-            return self._unstored(content, total=_stored_size(content), lines=lines, lines_limit=lines_limit,
+            return self._unstored(content, total=_stored_size(content),
+                                  lines=human_lines(content) if lines is None else lines, lines_limit=lines_limit,
                                   bytes_limit=bytes_limit, reserve=reserve, first=shaped)
         surrogates = [False]
+        ending = [b""]
+        pieces = _noted_pieces(content, surrogates)
         try:
-            record = self._write_pieces(session_id, tool_call_id, _noted_pieces(content, surrogates), mime, name,
+            record = self._write_pieces(session_id, tool_call_id,
+                                        _ending(stable_pieces(pieces), ending) if changing else pieces, mime, name,
                                         room)
         except HeldByRunning as held:
             # Running background outputs hold the quota: nothing stored, as for a quota too small.
-            return self._unstored(content, total=_stored_size(content), lines=lines, lines_limit=lines_limit,
+            return self._unstored(content, total=_stored_size(content),
+                                  lines=human_lines(content) if lines is None else lines, lines_limit=lines_limit,
                                   bytes_limit=bytes_limit, reserve=reserve, first=shaped, why=held.strerror)
+        count: Optional[int] = None
+        if changing:
+            # The write counted the copies it stored (and, past the cap, the rest): the preview is cut
+            # from the stored copy (no content, no first cut) and, when capped, from the true end
+            # those copies ended with.
+            lines = record.lines
+            count = _preview_count(lines, ending[0])
+            content = None
         try:
             if record.capture is None:
-                count = None
                 if surrogates[0]:
                     # A str holding lone surrogates is shown as its stored bytes are, each escaped byte
                     # as U+FFFD counted as its 3 bytes, as for the same output given as bytes: the
@@ -400,8 +452,9 @@ class StoreWrites(StoreRoom):
                 # end), so the marker never offers an offset past what was stored.
                 shaped, signals = stored_preview(
                     self._stored_bytes(record), uri=record.resource.uri, stored=record.resource.size,
-                    total=record.capture[0], count=_kernels.count_lines(content), max_lines=lines_limit,
-                    max_bytes=bytes_limit, flags=flags, signals=self._signals, kept_end=_true_end(content),
+                    total=record.capture[0], count=_kernels.count_lines(content) if count is None else count,
+                    max_lines=lines_limit, max_bytes=bytes_limit, flags=flags, signals=self._signals,
+                    kept_end=_true_end(content) if content is not None else ending[0],
                     release=self._releaser(record), outline=self._limits.outline, tokens=tokens,
                     runs=self._runs, mapped=self._mapped_bytes(record))
         except BaseException:
