@@ -765,6 +765,20 @@ def test_write_stream(store):
     assert [r.id for r in store.resources("s")] == [resource.id]  # nothing of the failed ones is left
 
 
+@pytest.mark.parametrize("operation", ["write_stream", "truncate_stream"])
+@pytest.mark.parametrize(("chunks", "named"), [(b"abc", "int"), ([b"ok", 5], "int"), ([b"ok", None], "NoneType"),
+                                               ([b"ok", "text"], "str"), ([1.5], "float")])
+def test_a_chunk_that_is_not_bytes_like_is_named_by_the_argument_check(store, operation, chunks, named):
+    """Regression (red team E14): an int chunk (``bytes`` given as the chunks, say) got the
+    kernel's ``expected str or a bytes-like object, not int``, where a str chunk got ``chunks
+    must be bytes-like, not str``: every chunk that is not bytes-like is refused in one wording,
+    naming its type, and nothing is left stored."""
+    with pytest.raises(TypeError) as raised:
+        getattr(store, operation)("s", "c", chunks)
+    assert str(raised.value) == f"chunks must be bytes-like, not {named}"
+    assert store.resources("s") == []
+
+
 def test_a_failing_stream_leaves_nothing(store):
     def chunks():
         yield b"x" * 100_000

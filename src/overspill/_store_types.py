@@ -129,9 +129,19 @@ def stable_pieces(pieces: Iterable[memoryview]) -> Iterator[memoryview]:
 
 
 def chunk_view(chunk: object) -> memoryview:
-    if isinstance(chunk, str):
-        raise TypeError("chunks must be bytes-like, not str")
-    return byte_view(chunk)
+    """A flat byte view of one chunk of a stream (the caller releases it).
+
+    :raises TypeError: the chunk is not bytes-like (a ``str`` neither: a stream's chunks are
+        bytes), in the one wording that names its type, or not C-contiguous.
+    """
+    if not isinstance(chunk, str):
+        try:
+            view = memoryview(chunk)  # type: ignore[arg-type]
+        except TypeError:
+            pass  # refused below, as a str is
+        else:
+            return byte_view(view)  # flat and C-contiguous, as every bytes-like argument
+    raise TypeError(f"chunks must be bytes-like, not {type(chunk).__name__}")
 
 
 def checked_buffer(content: object) -> Union[bytes, bytearray, memoryview]:
