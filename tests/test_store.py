@@ -648,6 +648,25 @@ def test_cleanup_at_a_time_too_large_for_a_float_is_the_end_of_time(store):
     assert store.cleanup(now=10 ** 400, dry_run=True).removed == 1
 
 
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Tokyo", "America/New_York", "Europe/Paris"])
+def test_cleanup_at_a_naive_time_at_either_end_of_the_calendar_is_a_sweep(store, monkeypatch, zone):
+    """Red team E14: cleanup(datetime.min) raised a raw ``ValueError: year 0 is out of range``
+    (and datetime.max, east of UTC, ``year 10000``): ``datetime.timestamp`` looks a day either
+    side of a naive local time for its offset. A naive time is the local time it names, at the
+    ends of the calendar too: the sweep reports as for the aware time of (nearly) that instant."""
+    store.write("s", "c", b"x")
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        for naive, removed in ((datetime.min, 0), (datetime.max, 1)):
+            report = store.cleanup(naive, dry_run=True)
+            assert report == store.cleanup(naive.replace(tzinfo=timezone.utc), dry_run=True)
+            assert report.removed == removed
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
 @pytest.mark.parametrize("interval", [0, -1, "1", True])
 def test_start_cleanup_rejects_bad_intervals(store, interval):
     with pytest.raises((TypeError, ValueError)):

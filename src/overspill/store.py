@@ -52,6 +52,26 @@ __all__ = ["Page", "ToolOutputStore", "TruncateResult"]
 
 # The least growth between two looks at the quota by a running output.
 _GROWING_QUOTA_STEP = 64 * 1024
+# How far inwards _epoch_seconds looks for a naive time's offset at an end of the calendar
+# (CPython looks a day either side).
+_TWO_DAYS = timedelta(days=2)
+
+
+def _epoch_seconds(moment: datetime) -> float:
+    """``moment.timestamp()``: seconds since the epoch of an aware datetime, or of the local time a
+    naive one names, at either end of the calendar too.
+
+    CPython finds a naive time's local offset by looking a day either side of it, which near
+    year 1 or 9999 is outside the calendar (``ValueError``, ``OverflowError``); the offset two days
+    inwards, the zone's rule at that end, is taken instead (an aware time needs no such look).
+    """
+    try:
+        return moment.timestamp()
+    except (ValueError, OverflowError):
+        if moment.utcoffset() is not None:  # aware: its failure is its own
+            raise
+        inwards = _TWO_DAYS if moment.year < 5000 else -_TWO_DAYS
+        return (moment + inwards).timestamp() - inwards.total_seconds()
 
 
 class ToolOutputStore(StoreStreams, StoreReads):
@@ -317,7 +337,7 @@ class ToolOutputStore(StoreStreams, StoreReads):
         if now is None:
             now_seconds = time.time()
         elif isinstance(now, datetime):
-            now_seconds = now.timestamp()
+            now_seconds = _epoch_seconds(now)
         elif isinstance(now, (int, float)) and not isinstance(now, bool):
             now_seconds = as_float(now)
         else:
