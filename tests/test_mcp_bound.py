@@ -254,6 +254,39 @@ def test_a_word_is_kept_whole_or_not_at_all():
     assert _shrunk({"id": "0123456789abcdef" * 4, "body": "b" * 9000}, (200, 10))["id"] == "0123456789abcdef" * 4
 
 
+
+def test_a_map_whose_first_member_is_over_the_limits_keeps_the_members_that_fit_red_team_b14_2():
+    # A map was cut to a prefix of its members: a first key over the limits left none, which
+    # "minProperties" refuses, though {"a": 2} fits and conforms.
+    schema = {"type": "object", "additionalProperties": {"type": "integer"}, "minProperties": 1}
+    assert conforming(schema, PREVIEW, {"k" * 20_000: 1, "a": 2}, LIMITS) == {"a": 2}
+    # In order, skipping each that does not fit (a key or a member over what is left).
+    counts = {"a": 1, "b" * 20_000: 2, "c": 3, "d": 4}
+    assert conforming({**schema, "minProperties": 3}, PREVIEW, counts, LIMITS) == {"a": 1, "c": 3, "d": 4}
+    nested = {"type": "object", "properties": {"counts": schema}, "required": ["counts"], "additionalProperties": False}
+    assert conforming(nested, PREVIEW, {"counts": {"k" * 20_000: 1, "a": 2}}, LIMITS) == {"counts": {"a": 2}}
+    # A walk of about the room past the first member skipped, whatever the map's size.
+    many = {"k" * 20_000: 0, **{f"k{index}": index for index in range(1_000_000)}}
+    kept = conforming(schema, PREVIEW, many, LIMITS)
+    assert 100 < len(kept) < 1000 and list(kept.items()) == list(many.items())[1:len(kept) + 1]
+    assert conforming({**schema, "minProperties": 5000}, PREVIEW, many, LIMITS) is None
+
+
+
+@given(json_values, st.integers(1, 3000), st.integers(1, 120), st.booleans())
+def test_a_cut_skipping_a_maps_members_is_within_its_room_as_a_prefix_is(value, room_bytes, room_lines, every_item):
+    # The fallback that keeps a map's members that fit (red team B14's second defect) keeps the
+    # prefix's promise: a cut that fits whenever the smallest form does, or the smallest form.
+    room = (room_bytes, room_lines)
+    cut = _shrunk(value, room, every_item, True)
+    smallest = _emptied(value, 0, room, every_item)[0]
+    size, newlines = size_of(cut)
+    assert cut == smallest or (size <= room_bytes and newlines <= room_lines)
+    least = size_of(smallest)
+    if least[0] <= room_bytes and least[1] <= room_lines:
+        assert size <= room_bytes and newlines <= room_lines
+
+
 def _too_large(*args, **kwargs):
     raise OSError(27, "File too large")  # EFBIG: past RLIMIT_FSIZE, or a full disk's ENOSPC alike
 

@@ -224,35 +224,43 @@ def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limi
     5. the upstream's value cut down to the limits alone (``_shrunk``): every key of an object
        kept where they fit, else (a map) a prefix of its members, and a prefix of each array's
        items; then the same with every item of each array kept where they fit, each cut to its
-       share (a tuple's ``prefixItems`` and ``minItems`` need it).
+       share (a tuple's ``prefixItems`` and ``minItems`` need it); then the same with each map's
+       members that fit kept, in order, those that do not skipped (``minProperties`` needs it
+       when a first member is over the limits).
     """
     if _valid(schema, ours):
         return ours
     if upstream is not None and _json_within(upstream, limits) and _valid(schema, upstream):
         return upstream
     room = _room(limits)
-    if isinstance(upstream, dict):
-        if said is not None:
-            previewed = [key for key, value in upstream.items() if isinstance(value, str) and value == said]
-            if len(previewed) == 1:
-                rest = {key: value for key, value in upstream.items() if key != previewed[0]}
-                swapped = {key: ours["text"] if key == previewed[0] else value for key, value in upstream.items()}
-                left = (room[0] - len(ours["text"].encode("utf-8", "surrogatepass")), room[1])
-                if (not rest or _json_fits(rest, left)) and _valid(schema, swapped):
-                    return swapped
-        if not any(key in upstream for key in ours):
-            beside = _json_size(ours)
-            left = (room[0] - beside[0], room[1] - beside[1])
-            for kept in (_shrunk(upstream, left), _emptied(upstream, 0, room)[0]):
-                merged = {**kept, **ours}
-                if _json_within(kept, limits) and _valid(schema, merged):
-                    return merged
-    if upstream is not None:
-        for every_item in (False, True):
-            alone = _shrunk(upstream, room, every_item)
-            if _json_within(alone, limits) and _valid(schema, alone):
-                return alone
+    if isinstance(upstream, dict) and said is not None:
+        previewed = [key for key, value in upstream.items() if isinstance(value, str) and value == said]
+        if len(previewed) == 1:
+            rest = {key: value for key, value in upstream.items() if key != previewed[0]}
+            swapped = {key: ours["text"] if key == previewed[0] else value for key, value in upstream.items()}
+            left = (room[0] - len(ours["text"].encode("utf-8", "surrogatepass")), room[1])
+            if (not rest or _json_fits(rest, left)) and _valid(schema, swapped):
+                return swapped
+    for kept, beside, how in _cuts(ours, upstream, room):
+        shown = kept if beside is None else {**kept, **beside}
+        if _json_within(kept, limits) and _valid(schema, shown):
+            return shown
     return None
+
+
+def _cuts(ours: dict[str, Any], upstream: Any,
+          room: tuple[int, int]) -> Iterable[tuple[Any, Optional[dict[str, Any]], tuple[Any, ...]]]:
+    """The cuts of ``upstream`` that ``conforming`` tries (4 and 5), in its order, each with what is
+    put beside it (``ours``, or None) and ``_shrunk``'s arguments after the value for a cut of
+    that kind: made one at a time, as they are tried."""
+    if isinstance(upstream, dict) and not any(key in upstream for key in ours):
+        beside = _json_size(ours)
+        left = (room[0] - beside[0], room[1] - beside[1])
+        yield _shrunk(upstream, left), ours, (left,)
+        yield _emptied(upstream, 0, room)[0], ours, (left,)
+    if upstream is not None:
+        for every_item, skipping in ((False, False), (True, False), (True, True)):
+            yield _shrunk(upstream, room, every_item, skipping), None, (room, every_item, skipping)
 
 
 def _room(limits: Any) -> tuple[int, int]:
@@ -334,13 +342,14 @@ def _emptied(value: Any, depth: int, room: tuple[int, int], every_item: bool = F
     return _rebuilt(value, kept), size, lines
 
 
-def _cut(value: Any, room: tuple[int, int], depth: int, every_item: bool = False) -> Any:
+def _cut(value: Any, room: tuple[int, int], depth: int, every_item: bool = False, skipping: bool = False) -> Any:
     """``value`` with its arrays cut to a prefix of their items and its strings (but words,
     ``_WORD``) to a prefix of their characters, each cut as little as fits ``room`` (bytes, lines) about as ``_measure``
     counts them.  An object keeps every key where they fit at their smallest (``_emptied``),
     sharing ``room`` among its members beyond that (``_shared``), so that only the large ones
     are cut; else (a map) a prefix of its members, as an array's items (``_prefix``).  With
-    ``every_item``, an array is cut as an object is (a tuple keeps each item, cut to its share)."""
+    ``every_item``, an array is cut as an object is (a tuple keeps each item, cut to its share);
+    with ``skipping``, a map keeps the members that fit, skipping those that do not (``_prefix``)."""
     size, lines = _measure(value, depth, room[0])
     if size <= room[0] and lines <= room[1]:
         return value
@@ -350,12 +359,13 @@ def _cut(value: Any, room: tuple[int, int], depth: int, every_item: bool = False
         return value  # a number, a bool, null or a word: as it is
     named = isinstance(value, dict)
     if (named or every_item) and _emptied(value, depth, room, every_item)[0]:
-        return _rebuilt(value, _shared(list(_pairs(value)), named, room, depth, every_item))
-    return _rebuilt(value, _prefix(_pairs(value), named, room, depth, every_item))  # read only as far as the room
+        return _rebuilt(value, _shared(list(_pairs(value)), named, room, depth, every_item, skipping))
+    # Read only as far as the room.
+    return _rebuilt(value, _prefix(_pairs(value), named, room, depth, every_item, skipping))
 
 
 def _shared(pairs: list[tuple[Any, Any]], named: bool, room: tuple[int, int], depth: int,
-            every_item: bool) -> list[tuple[Any, Any]]:
+            every_item: bool, skipping: bool = False) -> list[tuple[Any, Any]]:
     """Every one of ``pairs`` (an object's keys and members, ``named``, or an array's indexes and
     items), each cut to its share of ``room`` inside their container ``depth`` deep: each is
     given its smallest (``_emptied``) and an equal share of what is spare beyond that, the ones
@@ -386,7 +396,7 @@ def _shared(pairs: list[tuple[Any, Any]], named: bool, room: tuple[int, int], de
             whole_size, whole_lines = _measure(member, depth + 1, max(share[0] - key_size, 0))
             whole_size += key_size
         if whole_size > share[0] or whole_lines > share[1]:
-            member = _cut(member, (share[0] - key_size, share[1]), depth + 1, every_item)
+            member = _cut(member, (share[0] - key_size, share[1]), depth + 1, every_item, skipping)
             whole_size, whole_lines = _measure(member, depth + 1)
             whole_size += key_size
         kept[index] = (key, member)
@@ -395,21 +405,34 @@ def _shared(pairs: list[tuple[Any, Any]], named: bool, room: tuple[int, int], de
 
 
 def _prefix(pairs: Iterable[tuple[Any, Any]], named: bool, room: tuple[int, int], depth: int,
-            every_item: bool) -> list[tuple[Any, Any]]:
+            every_item: bool, skipping: bool = False) -> list[tuple[Any, Any]]:
     """The longest prefix of ``pairs`` (an array's indexes and items, or a map's keys and members,
     ``named``) that fits ``room`` inside their container ``depth`` deep; the first cut to fit
-    when none fits whole (rather than nothing)."""
+    when none fits whole (rather than nothing).  With ``skipping`` (a map's), the members that
+    fit whole, in order, each that does not skipped: read for about ``room`` past the first skipped."""
+    skips = skipping and named  # (``skipping`` is passed on: a map may be in an array's item)
     kept: list[tuple[Any, Any]] = []
     left_bytes, left_lines = room[0] - 2 * depth - 6, room[1] - 2
+    looked = 0  # what the members skipped cost to read, in characters about: at most the room
     for key, item in pairs:
+        if skips and len(str(key)) >= left_bytes:  # a key with as many characters as bytes left: not read
+            looked += 1
+            if looked > room[0]:
+                break
+            continue
         key_size = _key_size(key) if named else 0
         item_size, item_lines = _measure(item, depth + 1, max(left_bytes - key_size, 0))
         if item_size + key_size <= left_bytes and item_lines <= left_lines:
             kept.append((key, item))
             left_bytes, left_lines = left_bytes - item_size - key_size, left_lines - item_lines
             continue
+        if skips:
+            looked += 1 + min(key_size + item_size, left_bytes)
+            if looked > room[0]:
+                break
+            continue
         if not kept and left_bytes - key_size > 0 and left_lines > 0:
-            kept.append((key, _cut(item, (left_bytes - key_size, left_lines), depth + 1, every_item)))
+            kept.append((key, _cut(item, (left_bytes - key_size, left_lines), depth + 1, every_item, skipping)))
         break
     return kept
 
@@ -427,17 +450,17 @@ def _string_cut(value: str, room: int, depth: int) -> str:
     return value[:low]
 
 
-def _shrunk(value: Any, room: tuple[int, int], every_item: bool = False) -> Any:
+def _shrunk(value: Any, room: tuple[int, int], every_item: bool = False, skipping: bool = False) -> Any:
     """``value`` as it is when its JSON text (``indent=2``) is within ``room``'s bytes and
-    newlines, else cut down (``_cut``, with ``every_item`` or not) until it is; its smallest form
-    (``_emptied``) when nothing is, or when there is no room at all (or less)."""
+    newlines, else cut down (``_cut``, with ``every_item`` and ``skipping`` or not) until it is;
+    its smallest form (``_emptied``) when nothing is, or when there is no room at all (or less)."""
     smallest, least_size, least_lines = _emptied(value, 0, room, every_item)
     if room[0] > 0 and room[1] > 0:
         if _json_fits(value, room):
             return value
         target = room
         for _ in range(8):  # _cut's counts are close, not exact: a room smaller by what it missed by
-            cut = _cut(value, target, 0, every_item)
+            cut = _cut(value, target, 0, every_item, skipping)
             size, newlines = _json_size(cut)
             if size <= room[0] and newlines <= room[1]:
                 return cut
