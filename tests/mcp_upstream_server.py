@@ -26,7 +26,9 @@ FastMCP's servers declare for a tool returning a list of objects, ``{"result": [
 and returns ``count`` rows of ``width`` characters as their JSON text and as that object),
 ``closed`` (the same rows under a schema that admits no other key and at least one row),
 ``reported`` (an object as a FastMCP tool returning a model gives it: ``total``, ``count``
-``items`` and a ``note`` of ``width`` characters, all required),
+``items`` and a ``note`` of ``width`` characters, all required), ``nullable`` and ``counts`` (return
+``data`` as ``structuredContent``, as ``structured`` does, under a schema of one required ``v`` that is null or
+a string of at least 50,000 characters and no other key, and one of a map of integers with at least one member),
 ``verbatim`` (returns the content blocks it is given as ``content``, as JSON, and ``meta`` as
 the result's ``_meta``), ``rpcerror`` (answers a JSON-RPC error of ``code``, -32000 by default, and
 ``message``, as a server's own errors are sent).  Its resource reads and prompts report progress
@@ -54,7 +56,8 @@ MODE = sys.argv[1] if len(sys.argv) > 1 else "serve"
 MODES = set(MODE.split(","))
 
 TOOLS = ["text", "blocks", "image", "structured", "fail", "slow", "crash", "sample", "elicit", "roots", "ping",
-         "log", "pid", "headers", "typed", "listed", "closed", "reported", "verbatim", "rpcerror"] + (
+         "log", "pid", "headers", "typed", "listed", "closed", "reported", "nullable", "counts", "verbatim",
+         "rpcerror"] + (
             ["change"] if "changes" in MODES else []) + (
             ["read", "grep"] if MODES & {"collide", "overcollide"} else []) + (
             ["overspill_read", "overspill_grep"] if "overcollide" in MODES else [])
@@ -67,6 +70,9 @@ SCHEMAS = {
                "required": ["result"], "additionalProperties": False},
     "reported": {"type": "object", "properties": {"total": {"type": "integer"}, "items": {
         "type": "array", "items": {"type": "string"}}, "note": {"type": "string"}}, "required": ["total", "items", "note"]},
+    "nullable": {"type": "object", "properties": {"v": {"anyOf": [{"type": "null"}, {
+        "type": "string", "minLength": 50_000}]}}, "required": ["v"], "additionalProperties": False},
+    "counts": {"type": "object", "additionalProperties": {"type": "integer"}, "minProperties": 1},
 }
 
 
@@ -121,7 +127,7 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
     if name == "image":
         return types.CallToolResult(content=[types.ImageContent(type="image", data=IMAGE, mime_type="image/png"),
                                              text(args.get("caption", "a pixel"))])
-    if name == "structured":
+    if name in ("structured", "nullable", "counts"):
         return types.CallToolResult(content=[text(args.get("text", "see structuredContent"))],
                                     structured_content=args["data"])
     if name == "fail":

@@ -255,6 +255,40 @@ def test_a_word_is_kept_whole_or_not_at_all():
 
 
 
+NULLABLE = {"anyOf": [{"type": "null"}, {"type": "string", "minLength": 50_000}]}
+
+
+def test_a_member_whose_cut_the_schema_refuses_is_the_smallest_value_it_admits_red_team_b14_1():
+    # A string is only ever cut to a prefix of itself, which "minLength" refuses: overspill's own
+    # fields were shown (None), which the schema refuses too, though {"v": null} fits and conforms.
+    closed = {"type": "object", "properties": {"v": NULLABLE}, "required": ["v"], "additionalProperties": False}
+    assert conforming(closed, PREVIEW, {"v": "z" * 60_000}, LIMITS) == {"v": None}
+    # Open to other keys: overspill's fields beside it, as a cut that conforms gets them.
+    opened = {key: value for key, value in closed.items() if key != "additionalProperties"}
+    assert conforming(opened, PREVIEW, {"v": "z" * 60_000}, LIMITS) == {"v": None, **PREVIEW}
+    # Deeper, and in each row kept: a member is replaced, never the value it is in.
+    rows = {"type": "object", "properties": {"rows": {"type": "array", "items": closed}}, "required": ["rows"],
+            "additionalProperties": False}
+    kept = conforming(rows, PREVIEW, {"rows": [{"v": "z" * 60_000}, {"v": "y" * 60_000}]}, LIMITS)
+    assert kept == {"rows": [{"v": None}]}
+    # The schema's own words first, in a fixed order (a const, an enum's first member, a default),
+    # then null, false, 0, "", [] and {}: the first the member's schema admits.
+    for member, smallest in [
+        ({"anyOf": [{"const": "none"}, {"type": "string", "minLength": 50_000}]}, "none"),
+        ({"anyOf": [{"enum": ["gone", "left"]}, {"type": "string", "minLength": 50_000}]}, "gone"),
+        ({"anyOf": [{"type": "integer"}, {"type": "string", "minLength": 50_000}], "default": -1}, -1),
+        ({"type": ["string", "boolean"], "minLength": 50_000}, False),
+        ({"type": ["string", "integer"], "minLength": 50_000}, 0),
+        ({"type": ["string", "array"], "minLength": 50_000}, []),
+        ({"type": ["string", "object"], "minLength": 50_000}, {}),
+    ]:
+        schema = {"type": "object", "properties": {"v": member}, "required": ["v"], "additionalProperties": False}
+        assert conforming(schema, PREVIEW, {"v": "z" * 60_000}, LIMITS) == {"v": smallest}, member
+    # Nothing small that the member's schema admits: still None.
+    needy = {**closed, "properties": {"v": {"type": "string", "minLength": 50_000}}}
+    assert conforming(needy, PREVIEW, {"v": "z" * 60_000}, LIMITS) is None
+
+
 def test_a_map_whose_first_member_is_over_the_limits_keeps_the_members_that_fit_red_team_b14_2():
     # A map was cut to a prefix of its members: a first key over the limits left none, which
     # "minProperties" refuses, though {"a": 2} fits and conforms.

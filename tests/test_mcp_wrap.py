@@ -338,6 +338,28 @@ def test_a_large_list_under_an_output_schema_gives_a_result_a_validating_client_
     shared.run(main)
 
 
+def test_a_bounded_result_conforms_where_only_a_small_value_or_a_later_member_fits_red_team_b14(shared):
+    # Regression: a required member that is null or a string of at least 50,000 characters, and a
+    # map of integers with at least one member whose first key is over the limits, gave overspill's
+    # own fields, which both schemas refuse (the SDK's client raised): each cut was a prefix, and
+    # neither null nor a later member was tried.
+    async def main(client):
+        data = {"v": "z" * 60_000}
+        result = await client.call_tool("nullable", {"data": data})  # validated by the client
+        assert result.structured_content == {"v": None}
+        ours = result.meta["overspill/bounded"]
+        assert ours["uri"] == links_of(result)[0].uri
+        assert await page_all(client, ours["uri"]) == json.dumps(data, ensure_ascii=False, indent=2).encode()
+
+        data = {"k" * 20_000: 1, "a": 2}
+        result = await client.call_tool("counts", {"data": data})
+        assert result.structured_content == {"a": 2}
+        assert await page_all(client, result.meta["overspill/bounded"]["uri"]) == json.dumps(
+            data, ensure_ascii=False, indent=2).encode()
+
+    shared.run(main)
+
+
 def annotated(text: str, annotations: dict | None = None, meta: dict | None = None) -> dict:
     """A text block as an upstream sends it, with its ``annotations`` and ``_meta`` when given."""
     block: dict = {"type": "text", "text": text}

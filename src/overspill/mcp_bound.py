@@ -23,6 +23,8 @@ Needs the ``mcp`` extra; ``import overspill`` never imports this module.
 
 from __future__ import annotations
 
+import copy
+import itertools
 import json
 from typing import Any, Iterable, Optional
 
@@ -226,7 +228,12 @@ def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limi
        items; then the same with every item of each array kept where they fit, each cut to its
        share (a tuple's ``prefixItems`` and ``minItems`` need it); then the same with each map's
        members that fit kept, in order, those that do not skipped (``minProperties`` needs it
-       when a first member is over the limits).
+       when a first member is over the limits);
+    6. the cuts of 4 and 5 again, in the same order, each with every member that the schema
+       refuses replaced by the first small value its own schema admits (``_mended``: a ``const``,
+       an ``enum``'s first member, a ``default``, then null, false, 0, "", [] and {}), for a
+       member that no cut of it conforms to (``{"anyOf": [{"type": "null"}, {"type": "string",
+       "minLength": 50000}]}`` gives null for a long string).
     """
     if _valid(schema, ours):
         return ours
@@ -241,9 +248,21 @@ def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limi
             left = (room[0] - len(ours["text"].encode("utf-8", "surrogatepass")), room[1])
             if (not rest or _json_fits(rest, left)) and _valid(schema, swapped):
                 return swapped
+    tried: list[tuple[Any, Optional[dict[str, Any]], tuple[Any, ...]]] = []
     for kept, beside, how in _cuts(ours, upstream, room):
+        tried.append((kept, beside, how))
         shown = kept if beside is None else {**kept, **beside}
         if _json_within(kept, limits) and _valid(schema, shown):
+            return shown
+    # Only when no cut conforms as it is: a member replaced says less than one cut.
+    for index, (kept, beside, how) in enumerate(tried):
+        if any(beside is other and _same(kept, cut) for cut, other, _ in tried[:index]):
+            continue  # (a cut as one before it: a value with no map, or no array, cuts alike)
+        mended = _mended(schema, kept, room)
+        if not _json_within(mended, limits):  # a value replaced by a larger one (null for 0): cut again
+            mended = _mended(schema, _shrunk(mended, *how), room)
+        shown = mended if beside is None else {**mended, **beside}
+        if mended is not kept and _json_within(mended, limits) and _valid(schema, shown):
             return shown
     return None
 
@@ -261,6 +280,95 @@ def _cuts(ours: dict[str, Any], upstream: Any,
     if upstream is not None:
         for every_item, skipping in ((False, False), (True, False), (True, True)):
             yield _shrunk(upstream, room, every_item, skipping), None, (room, every_item, skipping)
+
+
+# How many times ``_mended`` validates a value and replaces what is refused: a replaced member can
+# leave its container refused (two nulls where ``uniqueItems``), which the next round replaces.
+_MENDS = 4
+
+
+def _mended(schema: dict[str, Any], value: Any, room: tuple[int, int]) -> Any:
+    """``value`` with each member (at any depth; never ``value`` itself, whose smallest form says
+    nothing) that ``schema`` refuses replaced by the first small value that the member's own
+    (sub)schema admits (``_smallest``); the deepest first, as a member replaced makes its
+    container's other errors moot or not.  ``value`` itself when nothing is replaced.  A value of
+    about ``room``: a few validations of it."""
+    try:
+        from jsonschema.validators import validator_for  # a dependency of the SDK
+
+        validator = validator_for(schema)(schema)
+        # By the id of a subschema, which rows share; the subschema is kept with it, so its id stays its own.
+        chosen: dict[int, tuple[Any, Any]] = {}
+        for _ in range(_MENDS):
+            errors = sorted((error for error in validator.iter_errors(value) if error.path),
+                            key=lambda error: -len(error.path))
+            replaced: dict[tuple[Any, ...], Any] = {}
+            around: set[tuple[Any, ...]] = set()  # the paths replaced this round and those they are in
+            for error in errors:
+                path = tuple(error.path)
+                if path in around:
+                    continue  # around (or at) a member replaced this round: seen again next round
+                if id(error.schema) not in chosen:
+                    chosen[id(error.schema)] = (error.schema, _smallest(validator.evolve(schema=error.schema),
+                                                                        error.schema, room))
+                smallest = chosen[id(error.schema)][1]
+                if smallest is not _NONE:
+                    replaced[path] = copy.deepcopy(smallest)  # each its own (not the schema's): nothing shared
+                    around.update(path[:length] for length in range(1, len(path) + 1))
+            if not replaced:
+                break
+            value = _replaced(value, replaced, 0)
+    except Exception:  # an unusable schema (as ``_valid``), or a path that is not the value's: no more
+        pass
+    return value
+
+
+_NONE = object()
+
+
+def _smallest(validator: Any, schema: Any, room: tuple[int, int]) -> Any:
+    """The first of ``schema``'s own words (``_words``) and null, false, 0, "", [] and {} that
+    ``validator`` (over ``schema``) admits and whose JSON fits ``room``; ``_NONE`` when none is."""
+    for candidate in itertools.chain(itertools.islice(_words(schema, 0), 16), (None, False, 0, "", [], {})):
+        if _json_fits(candidate, room) and validator.is_valid(candidate):
+            return candidate
+    return _NONE
+
+
+def _words(schema: Any, depth: int) -> Iterable[Any]:
+    """``schema``'s ``const``, its ``enum``'s first member and its ``default``, then its ``allOf``,
+    ``anyOf`` and ``oneOf`` branches' (a few levels deep)."""
+    if not isinstance(schema, dict) or depth > 3:
+        return
+    if "const" in schema:
+        yield schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        yield schema["enum"][0]
+    if "default" in schema:
+        yield schema["default"]
+    for keyword in ("allOf", "anyOf", "oneOf"):
+        if isinstance(schema.get(keyword), list):
+            for branch in schema[keyword]:
+                yield from _words(branch, depth + 1)
+
+
+def _replaced(value: Any, replaced: dict[tuple[Any, ...], Any], depth: int) -> Any:
+    """``value`` with the member at each path of ``replaced`` (from ``depth`` on; none within
+    another) replaced by its value: a copy of each container on the way, and only those."""
+    below: dict[Any, dict[tuple[Any, ...], Any]] = {}
+    for path, member in replaced.items():
+        below.setdefault(path[depth], {})[path] = member
+    copied = dict(value) if isinstance(value, dict) else list(value)
+    for step, paths in below.items():
+        if isinstance(copied, list) and not (isinstance(step, int) and 0 <= step < len(copied)):
+            raise LookupError(step)
+        if isinstance(copied, dict) and step not in copied:
+            raise LookupError(step)
+        if len(paths) == 1 and len(next(iter(paths))) == depth + 1:
+            copied[step] = next(iter(paths.values()))
+        else:
+            copied[step] = _replaced(value[step], paths, depth + 1)
+    return copied
 
 
 def _room(limits: Any) -> tuple[int, int]:
