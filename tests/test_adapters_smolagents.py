@@ -698,3 +698,126 @@ def test_a_managed_agents_markers_are_pageable_by_the_managers_read_red_team_f13
     for record in store.records():
         assert b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)) == \
             NUMBERS.encode()
+
+
+#: The call a preview's marker names to read on: ``read(resource="tool-output://ID", offset=N)``.
+READ_ON = re.compile(r'read\(resource="(tool-output://[0-9A-Za-z]+)", offset=(\d+)\)')
+
+
+def test_a_code_agent_managers_read_pages_its_managed_agents_markers_red_team_h14(store, tmp_path):
+    # smolagents' LocalPythonExecutor runs a CodeAgent's code in a thread of its own (a one-worker pool that
+    # keeps its time limit, copying no context): a managed agent called in that code found no manager on its
+    # thread's stack, so its tools stored in bound_managed_agents' own session and the manager's read of the
+    # marker its report showed answered "not found in this session (another session wrote it)".  The run now
+    # goes on in the thread waiting for the code, for every kind of manager and nesting; other runs stay apart.
+    from smolagents import CodeAgent
+
+    from overspill.adapters.smolagents import bound_managed_agents
+
+    def helper(tools: Optional[list] = None) -> ToolCallingAgent:
+        # Counts, then reports the read its preview's marker names.
+        model = _PlannedModel([lambda received: ("count", {}),
+                               lambda received: ("final_answer", {"answer": f"next: {READ_ON.search(received)[0]}"})])
+        return _helper(model, bound([count], store) if tools is None else tools)
+
+    def code_manager(codes: list, team: list, pages: list, **kwargs: Any) -> CodeAgent:
+        # Runs ``codes``, then prints the read named in the last observation (kept in ``pages``), then answers.
+        def read_on(seen: str) -> Optional[str]:
+            if pages:
+                return None
+            pages.append(seen)
+            return f"print({READ_ON.search(seen)[0]})"
+        return CodeAgent(tools=bound([], store), model=CodeModel(list(codes), read_on),
+                         managed_agents=bound_managed_agents(team, store), max_steps=4, verbosity_level=-1, **kwargs)
+
+    def check(pages: list, model: CodeModel) -> str:
+        # The manager printed a page of the read its managed agent reported (its observation after that one).
+        (shown,) = pages
+        uri, offset = READ_ON.search(shown).groups()
+        page = model.seen[model.seen.index(shown) + 1]
+        assert "not found in this session" not in page and f"[{uri}: bytes {offset} to " in page, page[:300]
+        return uri
+
+    # A CodeAgent manager (its code in the executor's thread) reads what its managed agent reported.
+    pages: list[str] = []
+    manager = code_manager(['print(helper(task="count"))'], [helper()], pages)
+    manager.run("go")
+    uri = check(pages, manager.model)
+    # A BoundedToolCallingAgent managed agent works in the manager's session as well.
+    pages = []
+    sub = BoundedToolCallingAgent([count], _PlannedModel([
+        lambda received: ("count", {}),
+        lambda received: ("final_answer", {"answer": f"next: {READ_ON.search(received)[0]}"})]),
+        store=store, name="helper", description="Helps the manager.", max_steps=3, verbosity_level=-1)
+    manager = code_manager(['print(helper(task="count"))'], [sub], pages)
+    manager.run("go")
+    check(pages, manager.model)
+    # Another CodeAgent manager's run is apart from it.
+    other = CodeAgent(tools=bound([], store), model=CodeModel([f'print(read("{uri}"))', 'final_answer("done")']),
+                      max_steps=2, verbosity_level=-1)
+    other.run("go")
+    assert "not found in this session" in other.model.seen[1]
+    # Nested: a CodeAgent manager run as the managed agent of a ToolCallingAgent, then of a CodeAgent, reports
+    # its own managed agent's marker; the outer manager's read pages it (the whole run is in its session).
+    def middle() -> CodeAgent:
+        return code_manager(['final_answer(helper(task="count"))'], [helper()], [], name="boss",
+                            description="Leads the helper.")
+
+    uris: list[str] = []
+
+    def read_reported(received: Optional[str]) -> tuple[str, dict[str, Any]]:
+        resource, offset = READ_ON.search(received or "").groups()
+        uris.append(resource)
+        return "read", {"resource": resource, "offset": int(offset)}
+
+    outer = _PlannedModel([lambda received: ("boss", {"task": "count"}), read_reported])
+    ToolCallingAgent(tools=bound([small], store), model=outer, max_steps=4, verbosity_level=-1,
+                     managed_agents=bound_managed_agents([middle()], store)).run("go")
+    (resource,) = uris
+    assert "not found in this session" not in outer.seen[1] and f"[{resource}: bytes " in outer.seen[1]
+    pages = []
+    top = code_manager(['print(boss(task="count"))'], [middle()], pages)
+    top.run("go")
+    check(pages, top.model)
+    # Two such managed agents called at once (a ToolCallingAgent's parallel calls, each in a pool thread).
+    class Parallel(Model):
+        def __init__(self) -> None:
+            super().__init__(model_id="parallel")
+            self.seen: list[str] = []
+
+        def generate(self, messages: list, **kwargs: Any) -> ChatMessage:
+            calls = [("boss", {"task": "count"}), ("second", {"task": "count"})]
+            if messages[-1].role == MessageRole.TOOL_RESPONSE:
+                self.seen.append("".join(block["text"] for block in messages[-1].content
+                                         if block.get("type") == "text"))
+                calls = [("read", {"resource": resource, "offset": int(offset)})
+                         for resource, offset in READ_ON.findall(self.seen[-1])] if len(self.seen) == 1 else \
+                    [("final_answer", {"answer": "done"})]
+            return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[ChatMessageToolCall(
+                id=f"c{len(self.seen)}{n}", type="function", function=ChatMessageToolCallFunction(name=name,
+                                                                                                   arguments=arguments))
+                for n, (name, arguments) in enumerate(calls)])
+
+    second = middle()
+    second.name = "second"
+    parallel = Parallel()
+    ToolCallingAgent(tools=bound([small], store), model=parallel, max_steps=4, verbosity_level=-1,
+                     managed_agents=bound_managed_agents([middle(), second], store)).run("go")
+    assert len(READ_ON.findall(parallel.seen[0])) == 2
+    assert "not found in this session" not in parallel.seen[1] and parallel.seen[1].count(": bytes ") == 2
+    # A CodeAgent that runs its code in its own thread (no time limit) reads them too.
+    pages = []
+    manager = code_manager(['print(helper(task="count"))'], [helper()], pages,
+                           executor_kwargs={"timeout_seconds": None})
+    manager.run("go")
+    check(pages, manager.model)
+    # A managed agent whose tools are on another store keeps its own session there.
+    with ToolOutputStore(tmp_path / "elsewhere") as elsewhere:
+        tools = bound([count], elsewhere)
+        pages = []
+        code_manager(['print(helper(task="count"))'], [helper(tools)], pages).run("go")
+        (record,) = elsewhere.records()
+        assert record.session_id == tools[0]._session_id
+    for record in store.records():
+        assert b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)) == \
+            NUMBERS.encode()

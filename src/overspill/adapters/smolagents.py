@@ -22,9 +22,10 @@ is bounded like a result, the exception keeping its type.
 smolagents has no run or thread id: the session is one per agent (per
 ``bound`` list, which belongs to one agent), and each call's id is made.
 A managed agent run by its manager on the same store works in the manager's
-session for that run (``_session``): its outputs, and the markers its report
-shows the manager (a run summary holds its previews), are the manager's, which
-the manager's ``read`` pages.  Image and audio results pass as they are.
+session for that run (``_session``), a ``CodeAgent`` manager's too, whose code
+smolagents runs in a thread of its own (``_run_stacks``): its outputs, and the
+markers its report shows the manager (a run summary holds its previews), are
+the manager's, which the manager's ``read`` pages.  Image and audio results pass as they are.
 
 An agent with overspill's tools cannot be saved (``save``, ``to_dict``,
 ``push_to_hub``, a remote executor): smolagents saves a tool as the source of
@@ -33,10 +34,13 @@ its class, and these hold a live store and session (``_not_saved``).
 
 from __future__ import annotations
 
+import concurrent.futures.thread
 import contextlib
 import contextvars
 import sys
+import threading
 from collections.abc import Iterable, Iterator
+from types import FrameType
 from typing import Any, Optional
 
 from ._extra import needs_extra
@@ -108,15 +112,83 @@ def _inputs(parameters: dict[str, Any]) -> dict[str, dict[str, Any]]:
 #: None.  A context variable: smolagents runs parallel tool calls each in a copy of the caller's context.
 _TEAM: contextvars.ContextVar[Optional[tuple[ToolOutputStore, str]]] = contextvars.ContextVar(
     "overspill_smolagents_team", default=None)
+#: The same, per thread inside a ``_team_run`` (by ``threading.get_ident()``): a thread's context cannot be
+#: read from another thread, and the thread that runs a ``CodeAgent``'s code needs it (``_run_stacks``).
+_THREAD_TEAMS: dict[int, tuple[ToolOutputStore, str]] = {}
+# A concurrent.futures thread pool's task as its worker thread runs it (its ``self.future``): the thread that
+# submitted it, and waits for it, holds that future.
+_TASK_CODE = concurrent.futures.thread._WorkItem.run.__code__
+
+
+def _waiting_thread(frame: Optional[FrameType]) -> Optional[tuple[int, FrameType]]:
+    """The thread waiting for the task of a thread pool that the stack ``frame`` is on runs (its id and
+    innermost frame), else None.
+
+    smolagents' ``LocalPythonExecutor`` runs a ``CodeAgent``'s code, under its time limit, as the task of a
+    one-worker thread pool of its own (which copies no context) and waits for its future: what that code calls
+    belongs to the agent's run, in the waiting thread.  The link is the task's future itself, a local of the
+    thread that submitted it from the moment it exists (``submit``'s, then the caller's, then
+    ``Future.result``'s), so it is never a guess: a stack that runs no pool task, or a future that not exactly
+    one other thread holds, has none.
+    """
+    task = None
+    while frame is not None:
+        if frame.f_code is _TASK_CODE:
+            task = frame
+        frame = frame.f_back
+    future = None if task is None else getattr(task.f_locals.get("self"), "future", None)
+    if future is None:
+        return None
+    this = threading.get_ident()
+    holders = [(ident, top) for ident, top in sys._current_frames().items() if ident != this and _holds(top, future)]
+    return holders[0] if len(holders) == 1 else None
+
+
+def _holds(frame: Optional[FrameType], thing: object) -> bool:
+    """Whether a frame of the stack ``frame`` is on has ``thing`` as a local."""
+    while frame is not None:
+        if any(value is thing for value in frame.f_locals.values()):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _run_stacks(frame: FrameType) -> Iterator[tuple[int, FrameType]]:
+    """The stacks the run of the code at ``frame`` is on, innermost first, each as its thread's id and innermost
+    frame: this thread's from ``frame``, then (while that thread runs a pool's task: a ``CodeAgent``'s code)
+    the thread waiting for the task (``_waiting_thread``), and so on (each thread once: a future handed on to
+    another thread could otherwise lead back)."""
+    stack: Optional[tuple[int, FrameType]] = (threading.get_ident(), frame)
+    seen = set()
+    while stack is not None and stack[0] not in seen:
+        seen.add(stack[0])
+        yield stack
+        stack = _waiting_thread(stack[1])
+
+
+def _team() -> Optional[tuple[ToolOutputStore, str]]:
+    """The store and session of the manager whose managed agent's run the caller is part of (``_team_run``),
+    else None: this context's, or, in the thread running a ``CodeAgent``'s code (which has no copy of the
+    agent's context), that of the thread waiting for it (``_run_stacks``)."""
+    team = _TEAM.get()
+    if team is not None or not _THREAD_TEAMS:  # (no managed agent runs anywhere: no stack to look at)
+        return team
+    stacks = _run_stacks(sys._getframe(1))
+    next(stacks)  # this thread's: its team, if any, is in the context
+    for ident, _ in stacks:
+        team = _THREAD_TEAMS.get(ident)
+        if team is not None:
+            return team
+    return None
 
 
 def _session(store: ToolOutputStore, session_id: str) -> str:
     """The session in which overspill's tools of an agent on ``store`` (whose own is ``session_id``) bound
     and page now: the manager's while the agent runs as a managed agent of a manager on the same store
-    (``_team_run``), so that a marker its report shows the manager (a run summary holds its previews) names
-    a resource the manager's ``read`` pages; else its own.  Two managers' runs, and an agent run on its
-    own, stay apart."""
-    team = _TEAM.get()
+    (``_team_run``; ``_team``, also in a ``CodeAgent``'s code), so that a marker its report shows the
+    manager (a run summary holds its previews) names a resource the manager's ``read`` pages; else its own.
+    Two managers' runs, and an agent run on its own, stay apart."""
+    team = _team()
     return team[1] if team is not None and team[0] is store else session_id
 
 
@@ -124,10 +196,17 @@ def _session(store: ToolOutputStore, session_id: str) -> str:
 def _team_run(store: ToolOutputStore, session_id: str) -> Iterator[None]:
     """While a manager on ``store`` runs one of its managed agents: the agents under it on the same store work
     in the manager's session, ``session_id`` (``_session``)."""
+    ident = threading.get_ident()
     token = _TEAM.set((store, session_id))
+    outer = _THREAD_TEAMS.get(ident)
+    _THREAD_TEAMS[ident] = (store, session_id)
     try:
         yield
     finally:
+        if outer is None:
+            _THREAD_TEAMS.pop(ident, None)
+        else:
+            _THREAD_TEAMS[ident] = outer
         _TEAM.reset(token)
 
 
@@ -391,17 +470,19 @@ class _BoundedAgent:
         return _bounded_value(self._bounder, session_id, report) if shown else report
 
     def _manager(self) -> tuple[Optional[MultiStepAgent], bool]:
-        """The agent calling this one as its managed agent, found on the stack (its method's ``self``:
-        smolagents gives a managed agent only the model's arguments), and whether that call shows the model
-        the report (a ``ToolCallingAgent``'s ``execute_tool_call``; a ``CodeAgent``'s code takes the report
-        itself, as it takes a bound tool's value).  ``(None, False)`` when no manager calls it."""
-        frame = sys._getframe(2)
-        while frame is not None:
-            owner = frame.f_locals.get("self")
-            if isinstance(owner, MultiStepAgent) and any(
-                    agent is self for agent in getattr(owner, "managed_agents", {}).values()):
-                return owner, frame.f_code.co_name == "execute_tool_call"
-            frame = frame.f_back
+        """The agent calling this one as its managed agent, found on the stacks of the run (its method's
+        ``self``: smolagents gives a managed agent only the model's arguments; a ``CodeAgent``'s code runs in
+        a thread of its executor, so its ``_step_stream`` is on the stack of the thread waiting for it,
+        ``_run_stacks``), and whether that call shows the model the report (a ``ToolCallingAgent``'s
+        ``execute_tool_call``; a ``CodeAgent``'s code takes the report itself, as it takes a bound tool's
+        value).  ``(None, False)`` when no manager calls it."""
+        for _, frame in _run_stacks(sys._getframe(2)):
+            while frame is not None:
+                owner = frame.f_locals.get("self")
+                if isinstance(owner, MultiStepAgent) and any(
+                        agent is self for agent in getattr(owner, "managed_agents", {}).values()):
+                    return owner, frame.f_code.co_name == "execute_tool_call"
+                frame = frame.f_back
         return None, False
 
     def _not_saved(self) -> ValueError:
