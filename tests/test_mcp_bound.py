@@ -423,3 +423,21 @@ def test_a_stored_structured_content_is_named_by_structured_uri_whether_or_not_t
         else:  # the text passes through; uri and the fields beside it are the JSON's
             assert data["uri"] == data["structured_uri"] and shown["content"][0] == {"type": "text", "text": said}
             assert data["size"] == len(json.dumps(structured, ensure_ascii=False, indent=2).encode())
+
+
+def test_a_text_the_store_keeps_whole_fits_with_its_final_newline(tmp_path):
+    # Review R16 (2): mcp_bound._within restated the store's limits with its own line rule (newlines >=
+    # max_lines: over) while store.truncate lets a final newline end the last line, so a text of exactly
+    # max_lines lines ending in a newline, which truncate returns untouched, did not fit here (and the
+    # PydanticAI adapter's own copy of the rule said it did).  Now both use text.fits_limits: what the
+    # store keeps whole fits, and one more line does not.
+    from overspill import ToolOutputStore
+    from overspill.mcp_bound import error_fits, fits
+
+    limits = Limits(max_lines=5, max_bytes=8192)
+    store = ToolOutputStore(tmp_path, config={"tool_output": {"max_bytes": 8192, "max_lines": 5}}, durable=False)
+    for text, kept in (("line\n" * 5, True), ("line\n" * 4 + "line", True), ("line\n" * 5 + "more", False),
+                       ("line\n" * 6, False), ("x" * 8192, True), ("x" * 8193, False), ("é" * 4097, False)):
+        assert (not store.truncate("s", "c", text).truncated) is kept, text[-10:]
+        assert fits({"content": [{"type": "text", "text": text}]}, limits) is kept, text[-10:]
+        assert error_fits(text, None, limits) is kept, text[-10:]

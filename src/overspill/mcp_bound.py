@@ -31,24 +31,13 @@ from typing import Any, Iterable, Optional
 from ._frontend import truncate_kept
 from .mcp_server import _tool_result
 from .store import ToolOutputStore, TruncateResult
+from .text import fits_limits
 from .tools._result import bounded
 
 __all__ = ["bound", "bound_error", "conforming", "error_fits", "fits", "release"]
 
 # Where a bounded result that keeps the upstream's structuredContent names overspill's fields.
 META_KEY = "overspill/bounded"
-
-
-def _within(text: str, limits: Any) -> bool:
-    """Whether ``text`` is within the limits as it is (its view, which the store measures, is no larger).
-
-    With a token bound, only a text of no more bytes than tokens allowed is known to fit here (a token
-    stands for at least one byte); any other is for ``store.truncate`` to count.
-    """
-    if len(text) > limits.max_bytes or text.count("\n") >= limits.max_lines:
-        return False
-    size = len(text.encode("utf-8", "surrogatepass"))
-    return size <= limits.max_bytes and (limits.max_tokens is None or size <= limits.max_tokens)
 
 
 def _least(value: Any, most: int) -> int:
@@ -84,7 +73,7 @@ def _json_fits(value: Any, room: tuple[int, int]) -> bool:
 
 
 def _json_within(value: Any, limits: Any) -> bool:
-    """Whether ``value``'s JSON text is ``_within`` the limits (``_json_fits`` their room)."""
+    """Whether ``value``'s JSON text is within the limits (``_json_fits`` their room)."""
     return _json_fits(value, _room(limits))
 
 
@@ -103,7 +92,7 @@ def fits(raw: dict[str, Any], limits: Any) -> bool:
     texts = _texts(content)
     said = [content[index]["text"] for index in texts]
     joined = "\n".join(said)
-    if texts and not _within(joined, limits):
+    if texts and not fits_limits(joined, limits):
         return False
     structured = raw.get("structuredContent")
     # A structuredContent that repeats the text (the SDK's shape) is not measured on its own: the
@@ -115,7 +104,7 @@ def fits(raw: dict[str, Any], limits: Any) -> bool:
 def error_fits(message: str, data: Any, limits: Any) -> bool:
     """Whether an upstream's JSON-RPC error passes on as it is, decided without the store: its
     ``message`` and its ``data`` (as JSON) each fit the limits."""
-    return _within(message, limits) and (data is None or _json_within(data, limits))
+    return fits_limits(message, limits) and (data is None or _json_within(data, limits))
 
 
 def bound_error(message: str, data: Any, store: ToolOutputStore, session: str, call_id: str, *,
@@ -372,7 +361,8 @@ def _replaced(value: Any, replaced: dict[tuple[Any, ...], Any], depth: int) -> A
 
 
 def _room(limits: Any) -> tuple[int, int]:
-    """The bytes and newlines a JSON text (``indent=2``) may have and be ``_within`` the limits."""
+    """The bytes and newlines a JSON text (``indent=2``, which ends in no newline) may have and be within
+    the limits (``fits_limits``)."""
     most = limits.max_bytes if limits.max_tokens is None else min(limits.max_bytes, limits.max_tokens)
     return most, limits.max_lines - 1
 

@@ -13,7 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never evaluated
     from collections.abc import Callable, Iterable, Iterator
     from contextlib import AbstractContextManager
-    from typing import Optional, Union
+    from typing import Any, Optional, Union
 
     Content = Union[str, bytes, bytearray, memoryview]
     SignalPatterns = tuple[tuple[int, bool, bool, bytes], ...]
@@ -26,6 +26,7 @@ __all__ = [
     "compile_signals",
     "counted_lines",
     "encode_content",
+    "fits_limits",
     "human_lines",
     "last_newline",
     "line_slack",
@@ -357,6 +358,22 @@ def within_limits(newlines: int, size: int, last_newline: bool, max_lines: int, 
     holds it: at most ``max_bytes``, and at most ``max_lines`` whole lines (a
     final newline starts no line), as ``preview_cuts`` counts them."""
     return size <= max_bytes and (newlines < max_lines or (newlines == max_lines and last_newline))
+
+
+def fits_limits(text: str, limits: Any) -> bool:
+    """Whether ``text`` is within ``limits`` (a ``Limits``: ``max_lines``,
+    ``max_bytes``, ``max_tokens``) as the store holds it, so that a caller can
+    show it without ``truncate``: at most ``max_bytes`` bytes as shown
+    (``shown_size``, never fewer than the stored form's) and ``max_lines``
+    lines (``within_limits``: a final newline starts no line, as ``truncate``
+    counts them).  With a token bound, also at most as many bytes as tokens:
+    a token stands for one byte at least, so such a text is known to fit
+    without counting; any other is for ``truncate`` to count."""
+    if len(text) > limits.max_bytes:  # every code point is one byte at least: not encoded
+        return False
+    size = shown_size(text)
+    return within_limits(text.count("\n"), size, text.endswith("\n"), limits.max_lines, limits.max_bytes) \
+        and (limits.max_tokens is None or size <= limits.max_tokens)
 
 
 def held_text(data: BytesLike, flags: int, max_bytes: int,

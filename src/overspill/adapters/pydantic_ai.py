@@ -56,7 +56,7 @@ with needs_extra("pydantic-ai"):
 from ..config import Limits
 from ..records import Resource
 from ..store import ToolOutputStore
-from ..text import preview as head_and_tail, shown_size, within_limits
+from ..text import fits_limits, preview as head_and_tail, shown_size
 from ._core import Bounder, PagingTool, Sessions, Text, as_text, new_call_id, open_store, paging_tools, retold
 
 __all__ = ["OverspillCapability", "capability", "toolset"]
@@ -96,14 +96,6 @@ _LEAST_BUDGET = 256
 #: The type of the detail that ends details cut short (too many to fit the limits even so), saying how many
 #: more there are.
 _MORE_ERRORS = "overspill_more_errors"
-
-
-def _fits(text: str, limits: Limits) -> bool:
-    """Whether ``text`` is within ``limits`` as the store measures it: its bytes and lines (with a token
-    bound, also at most as many bytes as tokens: a token stands for one byte at least)."""
-    size = shown_size(text)
-    return within_limits(text.count("\n"), size, text.endswith("\n"), limits.max_lines, limits.max_bytes) \
-        and (limits.max_tokens is None or size <= limits.max_tokens)
 
 
 def _json_sized(value: Any) -> tuple[int, object]:
@@ -173,7 +165,7 @@ def _details_bounded(error: pydantic_core.ValidationError, resource: Optional[Re
             messages.append(detail["msg"] if message_size <= budget
                             else _cut(detail["msg"], "message", message_size, budget, where, limits))
         rebuilt = None if sum(least(budget)) > room else _rebuilt(error.title, lines, messages)
-        if rebuilt is not None and _fits(_shown_details(rebuilt), limits):
+        if rebuilt is not None and fits_limits(_shown_details(rebuilt), limits):
             # Where room allows, the first input replaced shows its head and tail too: what the model sent.
             at = next((index for index, (size, _) in enumerate(inputs) if budget < size < sys.maxsize), None)
             if at is None:
@@ -182,7 +174,7 @@ def _details_bounded(error: pydantic_core.ValidationError, resource: Optional[Re
             lines[at] = {**lines[at], "input": _cut(value if isinstance(value, str) else _dumps(value),
                                                     f"input #{numbers[key]}", size, budget, where, limits)}
             fuller = _rebuilt(error.title, lines, messages)
-            return fuller if _fits(_shown_details(fuller), limits) else rebuilt
+            return fuller if fits_limits(_shown_details(fuller), limits) else rebuilt
         if budget == _LEAST_BUDGET:
             break
         budget //= 2
@@ -205,7 +197,7 @@ def _details_bounded(error: pydantic_core.ValidationError, resource: Optional[Re
         high += 1
     while low < high:
         middle = (low + high + 1) // 2
-        if _fits(_shown_details(first(middle)), limits):
+        if fits_limits(_shown_details(first(middle)), limits):
             low = middle
         else:
             high = middle - 1
