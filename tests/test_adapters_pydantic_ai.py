@@ -898,3 +898,125 @@ def test_validation_details_the_store_cannot_keep_are_bounded_and_say_so(tmp_pat
                              limits.max_bytes), shown_size(shown)
         assert "tool-output://" not in shown and "not stored" in shown
         assert part.retry.cause == "validation_error"
+
+
+# ------------------------------------------------------------------ regressions (review R16)
+def test_a_huge_place_is_cut_and_every_detail_is_kept(store):
+    # Review R16 (1): a detail's loc was never shortened, so a 1 MB dict key made its detail, and every
+    # detail after it, one overspill_more_errors detail ("3 more validation errors not shown").  Now a
+    # loc item over the budget is cut to its head and tail saying where the whole error is, as messages
+    # are: every detail keeps its type, and the small ones their places.
+    def mapped(x: dict[str, int]) -> str:
+        """Numbers by name."""
+        return "ok"
+
+    key = "k" * 500_000 + "m" * 500_000
+    whole, bounded = _check_bounded_retry(store, mapped, {"x": {key: "no", "a": "no1", "b": "no2"}})
+    assert [detail["type"] for detail in bounded] == [detail["type"] for detail in whole] == ["int_parsing"] * 3
+    assert [detail["loc"] for detail in bounded[1:]] == [detail["loc"] for detail in whole[1:]]
+    outer, cut = bounded[0]["loc"]
+    assert outer == "x" and cut.startswith("kkkk") and cut.endswith("mmmm") and "tool-output://" in cut
+    assert len(cut) < 60_000
+
+
+def test_validation_details_are_bounded_off_the_event_loop(store):
+    # Review R16 (3): a ValidationError's details were rendered, and bounded at each of ~9 budgets, on the
+    # event loop (seconds for 50k details), though the store's write of them ran on a worker thread.  Now
+    # the rendering and the bounding run on that same worker thread: an input's serializer (run to
+    # measure and to show it) never runs on the loop's thread.
+    import threading
+
+    from pydantic import BaseModel, model_serializer
+
+    threads: set = set()
+
+    class Blob(BaseModel):
+        @model_serializer
+        def whole(self) -> str:
+            threads.add(threading.get_ident())
+            return "b" * 100_000
+
+    loop: list = []
+
+    async def counted(xs: list) -> int:
+        loop.append(threading.get_ident())
+        from pydantic import TypeAdapter
+
+        TypeAdapter(list[int]).validate_python([Blob()] * 3)  # raises: each detail's input a Blob
+        return 0
+
+    from pydantic_ai import ToolOutput
+
+    usage = RequestUsage(input_tokens=1, output_tokens=1)
+    sent: list = []
+
+    def respond(messages: list, info: AgentInfo) -> ModelResponse:
+        if len(messages) > 1:
+            sent.append(messages[-1].parts[0])
+            raise RuntimeError("seen")
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"xs": [1]}, tool_call_id="o1")],
+                             usage=usage)
+
+    with pytest.raises(RuntimeError, match="seen"):
+        Agent(FunctionModel(respond), output_type=ToolOutput(counted), capabilities=[capability(store)]).run_sync("go")
+    (part,) = sent
+    assert part.retry.cause == "validation_error" and "tool-output://" in part.model_response_str()
+    assert threads and loop and loop[0] not in threads
+
+
+def test_a_deferred_retry_holding_validation_details_stays_a_validation_retry(store):
+    # Review R16 (4): a deferred call resolved with a (deprecated) RetryPromptPart whose content is a
+    # ValidationError's details (a list) had that list replaced by the preview string, so PydanticAI made
+    # it a model_retry rather than a validation_error retry, and the string escaped inside {"error": ...}
+    # was 55,930 bytes (over the 51,200).  Now a part whose content is a details list keeps a details list,
+    # bounded as a ValidationError's are: the cause stays validation_error, within the limits, the whole
+    # details' text stored under the URI they name.
+    import re
+    import warnings
+
+    from pydantic import TypeAdapter
+    from pydantic_ai import DeferredToolRequests, DeferredToolResults
+    from pydantic_ai.exceptions import PydanticAIDeprecationWarning
+    from pydantic_ai.tools import ToolDefinition
+    from pydantic_ai.toolsets import ExternalToolset
+
+    from overspill.text import fits_limits
+
+    try:
+        TypeAdapter(list[int]).validate_python(["no"] * 20_000)
+    except _pydantic.ValidationError as error:
+        details = error.errors(include_url=False, include_context=False)
+    external = ExternalToolset([ToolDefinition(name="big", parameters_json_schema={"type": "object",
+                                                                                   "properties": {}})])
+
+    usage = RequestUsage(input_tokens=1, output_tokens=1)
+
+    def respond(messages: list, info: AgentInfo) -> ModelResponse:
+        if len(messages) > 1:
+            return ModelResponse(parts=[TextPart("done")], usage=usage)
+        return ModelResponse(parts=[ToolCallPart("big", {}, tool_call_id="c1")], usage=usage)
+
+    def answered(capabilities: list) -> Any:
+        run = Agent(FunctionModel(respond), output_type=[str, DeferredToolRequests], toolsets=[external],
+                    capabilities=capabilities)
+        paused = run.run_sync("go")
+        (call,) = paused.output.calls
+        with warnings.catch_warnings():  # the deprecated part's own warning, for making it: the test's doing
+            warnings.simplefilter("ignore", PydanticAIDeprecationWarning)
+            given = RetryPromptPart(content=details, tool_name="big", tool_call_id=call.tool_call_id)
+        result = run.run_sync(message_history=paused.all_messages(),
+                              deferred_tool_results=DeferredToolResults(calls={call.tool_call_id: given}))
+        (part,) = [part for message in result.all_messages() if isinstance(message, ModelRequest)
+                   for part in message.parts if getattr(part, "tool_call_id", None) == call.tool_call_id]
+        return part
+
+    whole, part = answered([]), answered([capability(store)])
+    assert (part.outcome, part.retry) == (whole.outcome, whole.retry) and part.retry.cause == "validation_error"
+    assert isinstance(part.content, list) and part.content[0] == whole.content[0]
+    assert part.content[-1]["type"] == "overspill_more_errors"
+    sent = part.model_response_str()
+    assert fits_limits(sent, store.limits()), len(sent.encode())
+    (uri,) = set(re.findall(r"tool-output://[A-Za-z0-9]+", sent))
+    (record,) = [record for record in store.records() if record.resource.uri == uri]
+    stored = b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, uri)).decode()
+    assert stored == _shown_details(whole)

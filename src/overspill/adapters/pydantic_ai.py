@@ -32,11 +32,14 @@ run, kept by runs that continue its message history), else the run
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import warnings
+from bisect import bisect_right
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Optional
+from itertools import accumulate, chain
+from typing import Any, Optional, TypeVar
 
 from ._extra import needs_extra
 
@@ -125,79 +128,136 @@ def _shown_details(error: pydantic_core.ValidationError) -> str:
 def _details_bounded(error: pydantic_core.ValidationError, resource: Optional[Resource],
                      limits: Limits) -> pydantic_core.ValidationError:
     """``error`` made again so that the text PydanticAI shows of it (``_shown_details``) is within
-    ``limits`` and says where the whole of that text is (``_where_stored``: ``resource``'s URI).
+    ``limits`` and says where the whole of that text is (``_where_stored``: ``resource``'s URI), as
+    ``_bounded_details`` bounds its details.  It stays a ``ValidationError`` whose every detail kept keeps
+    its type and place, so PydanticAI still reads it (the retry's cause, a cut-off output's
+    ``json_invalid``)."""
+    return _bounded_details(error.errors(include_url=False), _where_stored(resource), limits,
+                            lambda lines: _rebuilt(error.title, lines), _shown_details)
 
-    Each input whose JSON is over a budget is replaced by its size and that reference, each message over
-    it is cut to its head and tail saying the same; the budget starts at the limit and is halved (down to
-    ``_LEAST_BUDGET``) until the text fits, and where room is left the first input replaced shows its head
-    and tail too.  When even then it does not fit (thousands of details), the first details that fit are
-    kept and one more (``overspill_more_errors``) says how many others there are, with the reference.
-    Every detail kept keeps its type and place, so PydanticAI still reads it (the retry's cause, a cut-off
-    output's ``json_invalid``).  (Limits too small for even that one detail are the one case left over them.)
+
+def _content_bounded(details: list[dict[str, Any]], resource: Optional[Resource],
+                     limits: Limits) -> list[dict[str, Any]]:
+    """A part's content that is a ``ValidationError``'s details (``_is_details``) bounded as
+    ``_details_bounded`` bounds an error's: still a details list, so PydanticAI still reads it as one (a
+    deprecated ``RetryPromptPart``'s stays a ``validation_error`` retry), each detail keeping its keys."""
+    return _bounded_details(details, _where_stored(resource), limits, list, _details_text)
+
+
+def _is_details(content: Any) -> bool:
+    """Whether ``content`` is a ``ValidationError``'s details as a part holds them: a list of details,
+    each with its type, place and message."""
+    return isinstance(content, list) and bool(content) and all(
+        isinstance(detail, dict) and isinstance(detail.get("type"), str) and isinstance(detail.get("msg"), str)
+        and isinstance(detail.get("loc"), (list, tuple)) for detail in content)
+
+
+_Made = TypeVar("_Made")
+
+
+def _bounded_details(details: list[dict[str, Any]], where: str, limits: Limits,
+                     made: Callable[[list[dict[str, Any]]], _Made], shown: Callable[[_Made], str]) -> _Made:
+    """``made`` of ``details`` bounded so that ``shown`` of it (the text PydanticAI shows the model) is within
+    ``limits``, each part shortened saying ``where`` the whole text is.
+
+    Each input whose JSON is over a budget is replaced by its size and that reference, each message and
+    each item of a place (``loc``: a dict's key may be the model's whole text) over it is cut to its head
+    and tail saying the same; the budget starts at the limit and is halved (down to ``_LEAST_BUDGET``)
+    until the text fits, and where room is left the first input replaced shows its head and tail too.
+    When even then it does not fit (thousands of details), the first details that fit are kept and one
+    more (``overspill_more_errors``) says how many others there are, with the reference.  Every detail
+    kept keeps its keys (a detail without an ``input`` has none), its type and its place.  (Limits too
+    small for even that one detail are the one case left over them.)
     """
-    details = error.errors(include_url=False)
-    where = _where_stored(resource)
-    inputs = [_json_sized(detail["input"]) for detail in details]
+    inputs = [_json_sized(detail["input"]) if "input" in detail else (0, None) for detail in details]
     # Inputs of equal JSON are numbered alike and others not: PydanticAI shows a root-level input equal
     # to the first one's once, so two inputs are shown as one only when they are one.
     numbers: dict[object, int] = {}
     for _, key in inputs:
-        numbers.setdefault(key, len(numbers) + 1)
+        if key is not None:
+            numbers.setdefault(key, len(numbers) + 1)
     message_sizes = [shown_size(detail["msg"]) for detail in details]
-    room = budget = limits.max_bytes if limits.max_tokens is None else min(limits.max_bytes, limits.max_tokens)
+    # The bytes of each item of each place (a name's or key's, its JSON's at least: a number's digits).
+    place_sizes = [[shown_size(item) if isinstance(item, str) else len(str(item)) for item in detail["loc"]]
+                   for detail in details]
+    room = limits.max_bytes if limits.max_tokens is None else min(limits.max_bytes, limits.max_tokens)
 
     def least(budget: int) -> list[int]:
         # The fewest bytes each detail is shown in at ``budget``: ``{"type":"","loc":[],"msg":""}`` and a
-        # comma, its type and the message it keeps whole.  A sum of them over the room needs no rendering
-        # (thousands of details are a large text to render).
+        # comma, its type, the message and the place's items it keeps whole (each a comma and quotes at
+        # most fewer).  A sum of them over the room needs no rendering (thousands of details are a large
+        # text to render, at each budget).
         return [30 + len(detail["type"]) + (size if size <= budget else 0)
-                for detail, size in zip(details, message_sizes)]
+                + sum(item for item in sizes if item <= budget)
+                for detail, size, sizes in zip(details, message_sizes, place_sizes)]
 
+    # The same sum, at any budget, from the sizes kept whole sorted once: a search, not a pass over
+    # every detail at each budget.
+    framing = sum(30 + len(detail["type"]) for detail in details)
+    kept_sizes = sorted(chain(message_sizes, chain.from_iterable(place_sizes)))
+    kept_totals = [0, *accumulate(kept_sizes)]
+
+    def least_total(budget: int) -> int:
+        return framing + kept_totals[bisect_right(kept_sizes, budget)]
+
+    def entries(budget: int, count: int) -> list[dict[str, Any]]:
+        # The first ``count`` details as shown at ``budget``: each input, message and place item over it
+        # shortened (an input to its size, the others to their head and tail), every other key kept.
+        lines = []
+        for detail, (input_size, key), message_size, sizes in zip(details[:count], inputs, message_sizes,
+                                                                   place_sizes):
+            place = [item if size <= budget else _cut(item, "place", size, budget, where, limits)
+                     for item, size in zip(detail["loc"], sizes)]
+            line = {**detail, "loc": type(detail["loc"])(place),
+                    "msg": detail["msg"] if message_size <= budget
+                    else _cut(detail["msg"], "message", message_size, budget, where, limits)}
+            if key is not None and input_size > budget:
+                line["input"] = f"(input #{numbers[key]} of {input_size} bytes not shown: {where})"
+            lines.append(line)
+        return lines
+
+    budget = room
     while True:
         budget = max(budget, _LEAST_BUDGET)
-        lines: list[dict[str, Any]] = []
-        messages: list[str] = []
-        for detail, (input_size, key), message_size in zip(details, inputs, message_sizes):
-            shown = detail["input"] if input_size <= budget else \
-                f"(input #{numbers[key]} of {input_size} bytes not shown: {where})"
-            lines.append({"type": detail["type"], "loc": detail["loc"], "input": shown,
-                          **({"ctx": detail["ctx"]} if "ctx" in detail else {})})
-            messages.append(detail["msg"] if message_size <= budget
-                            else _cut(detail["msg"], "message", message_size, budget, where, limits))
-        rebuilt = None if sum(least(budget)) > room else _rebuilt(error.title, lines, messages)
-        if rebuilt is not None and fits_limits(_shown_details(rebuilt), limits):
-            # Where room allows, the first input replaced shows its head and tail too: what the model sent.
-            at = next((index for index, (size, _) in enumerate(inputs) if budget < size < sys.maxsize), None)
-            if at is None:
-                return rebuilt
-            value, (size, key) = details[at]["input"], inputs[at]
-            lines[at] = {**lines[at], "input": _cut(value if isinstance(value, str) else _dumps(value),
-                                                    f"input #{numbers[key]}", size, budget, where, limits)}
-            fuller = _rebuilt(error.title, lines, messages)
-            return fuller if fits_limits(_shown_details(fuller), limits) else rebuilt
+        # The cheap bound first: at a budget whose fewest bytes are over the room, nothing is rendered.
+        if least_total(budget) <= room:
+            lines = entries(budget, len(details))
+            rebuilt = made(lines)
+            if fits_limits(shown(rebuilt), limits):
+                # Where room allows, the first input replaced shows its head and tail too: what the model sent.
+                at = next((index for index, (size, key) in enumerate(inputs)
+                           if key is not None and budget < size < sys.maxsize), None)
+                if at is None:
+                    return rebuilt
+                value, (size, key) = details[at]["input"], inputs[at]
+                lines[at] = {**lines[at], "input": _cut(value if isinstance(value, str) else _dumps(value),
+                                                        f"input #{numbers[key]}", size, budget, where, limits)}
+                fuller = made(lines)
+                return fuller if fits_limits(shown(fuller), limits) else rebuilt
         if budget == _LEAST_BUDGET:
             break
         budget //= 2
 
-    def first(kept: int) -> pydantic_core.ValidationError:
-        # The first ``kept`` details as at the least budget, and one saying how many more there are.
-        more = len(details) - kept
-        said = f"{more} more validation error{'' if more == 1 else 's'} not shown: {where}"
-        return _rebuilt(error.title, [*lines[:kept], {"type": _MORE_ERRORS, "loc": (), "input": None}],
-                        [*messages[:kept], said])
-
     # The most details that fit, found by halving the range (the text grows with each detail kept), no more
     # than those whose fewest bytes fit; with limits too small for any detail, the one saying how many there
-    # are.
+    # are.  Only those are made, at the least budget.
     low, high, total = 0, 0, 0
     for size in least(budget)[:-1]:
         total += size
         if total > room:
             break
         high += 1
+    lines = entries(budget, high)
+
+    def first(kept: int) -> _Made:
+        # The first ``kept`` details as at the least budget, and one saying how many more there are.
+        more = len(details) - kept
+        said = f"{more} more validation error{'' if more == 1 else 's'} not shown: {where}"
+        return made([*lines[:kept], {"type": _MORE_ERRORS, "loc": (), "msg": said, "input": None}])
+
     while low < high:
         middle = (low + high + 1) // 2
-        if fits_limits(_shown_details(first(middle)), limits):
+        if fits_limits(shown(first(middle)), limits):
             low = middle
         else:
             high = middle - 1
@@ -205,16 +265,17 @@ def _details_bounded(error: pydantic_core.ValidationError, resource: Optional[Re
 
 
 def _cut(text: str, what: str, size: int, budget: int, where: str, limits: Limits) -> str:
-    """``text`` (a message, an input's text: ``what``, of ``size`` bytes, over ``budget``) cut to its head
-    and tail (``overspill.preview``'s, within half of ``budget``), saying it was cut and ``where`` the
-    whole error is."""
+    """``text`` (a message, an input's text, a place's item: ``what``, of ``size`` bytes, over ``budget``) cut
+    to its head and tail (``overspill.preview``'s, within half of ``budget``), saying it was cut and ``where``
+    the whole error is."""
     shown = head_and_tail(text, limits.max_lines, budget // 2)
     return f"{shown.head} ... ({what} of {size} bytes cut: {where}) ... {shown.tail}"
 
 
-def _rebuilt(title: str, lines: list[dict[str, Any]], messages: list[str]) -> pydantic_core.ValidationError:
-    """A ``ValidationError`` titled ``title`` whose details are ``lines`` (type, place, input, context)
-    saying ``messages``."""
+def _rebuilt(title: str, lines: list[dict[str, Any]]) -> pydantic_core.ValidationError:
+    """A ``ValidationError`` titled ``title`` whose details are ``lines`` (type, place, message, input,
+    context)."""
+    messages = [line["msg"] for line in lines]
     # The error's input type (python or JSON) is not public, and it words some messages: the one that
     # words them as they were is the one.
     for input_type in ("python", "json"):
@@ -227,8 +288,8 @@ def _rebuilt(title: str, lines: list[dict[str, Any]], messages: list[str]) -> py
     # Else (a custom type, a message cut) each detail is made as a custom error of its type's name saying
     # its message.
     return pydantic_core.ValidationError.from_exception_data(title, [
-        {"type": pydantic_core.PydanticCustomError(line["type"], message), "loc": line["loc"],
-         "input": line["input"]} for line, message in zip(lines, messages)])
+        {"type": pydantic_core.PydanticCustomError(line["type"], line["msg"]), "loc": line["loc"],
+         "input": line["input"]} for line in lines])
 
 
 def _session(context: RunContext[Any], fallback: object) -> str:
@@ -393,8 +454,7 @@ class OverspillCapability(AbstractCapability[Any]):
             # and a 'json_invalid' one of a structured output cut off by the token limit raises
             # OutputTokenLimitExceeded rather than retry), so it is made again within the limits, the
             # whole text of its details stored.
-            kept = await self._bounder.aerror_result(session_id, call_id, _shown_details(error))
-            return None if kept is None else _details_bounded(error, kept.resource, self.store.limits())
+            return await self._validation_bounded(session_id, call_id, error, _shown_details, _details_bounded)
         if isinstance(error, (ToolRetryError, ToolFailedError)):
             attribute = "tool_retry" if isinstance(error, ToolRetryError) else "tool_failed"
             part = await self._bounded_part(session_id, call_id, getattr(error, attribute))
@@ -415,25 +475,48 @@ class OverspillCapability(AbstractCapability[Any]):
 
     async def _bounded_part(self, session_id: str, call_id: str, part: Any) -> Any:
         """A retry's or failure's message part (a ``ToolReturnPart``, a ``RetryPromptPart``...) with its
-        content bounded as the model is shown it (``_retry_preview``), the preview in its place; None when
-        that text fits or the content is not text."""
-        preview = await self._retry_preview(session_id, call_id, part.content)
-        if preview is None:
+        content bounded as the model is shown it, None when that text fits or the content is not text: a
+        ``ValidationError``'s details (``_is_details``) stay details, bounded as an error's are
+        (``_content_bounded``: PydanticAI reads a list as a validation error's, its retry's cause
+        ``validation_error``), other content becomes its preview (``_retry_preview``)."""
+        if _is_details(part.content):
+            content = await self._validation_bounded(session_id, call_id, part.content, _details_text,
+                                                     _content_bounded)
+        else:
+            content = await self._retry_preview(session_id, call_id, part.content)
+        if content is None:
             return None
         if not isinstance(part, _LEGACY_RETRY_PARTS):
             # The part keeps everything else (the retry's attempt count, the call id, the outcome).
-            return replace(part, content=preview)
+            return replace(part, content=content)
         with warnings.catch_warnings():
             # The part stays the type the user gave, whose every construction warns that it is deprecated:
             # the user was warned making it, and this copy is the adapter's, so only that warning is silenced.
             warnings.simplefilter("ignore", _DEPRECATION)
-            return replace(part, content=preview)
+            return replace(part, content=content)
+
+    async def _validation_bounded(self, session_id: str, call_id: str, details: _Made,
+                                  shown: Callable[[_Made], str],
+                                  bounded: Callable[[_Made, Optional[Resource], Limits], _Made]) -> Optional[_Made]:
+        """``details`` (a ``ValidationError``, a part's details list) ``bounded`` when ``shown`` of them, the
+        text PydanticAI shows the model, is over the limits (that text is then stored whole, and the bounded
+        details name it), else None.
+
+        Rendering the text, storing it and bounding the details run on one worker thread: for thousands of
+        details each is seconds of CPU the event loop must not wait on, and a validation retry is rare
+        beside the model call it precedes, so a small one takes the thread too (its text is not known
+        small before it is rendered).
+        """
+        def run() -> Optional[_Made]:
+            kept = self._bounder.error_result(session_id, call_id, shown(details))
+            return None if kept is None else bounded(details, kept.resource, self.store.limits())
+
+        return await asyncio.to_thread(run)
 
     async def _retry_preview(self, session_id: str, call_id: str, content: Any) -> Optional[str]:
         """The preview with the marker of a retry's or failure's content when the text the model is shown of
-        it is over the limits (that text is then stored whole), else None: a message is that text, and a
-        ``ValidationError``'s details (a list) are PydanticAI's JSON of them, the text a retried
-        ``ToolReturnPart`` sends and a ``RetryFeedbackPart`` fences; other content (structured, media) passes."""
+        it is over the limits (that text is then stored whole), else None: a message is that text, and
+        another list PydanticAI's JSON of it; other content (structured, media) passes."""
         text = content if isinstance(content, str) else _details_text(content) if isinstance(content, list) \
             else None
         return None if text is None else await self._bounder.aerror_text(session_id, call_id, text)
