@@ -1662,3 +1662,45 @@ def test_a_background_output_keeps_the_name_it_was_started_with(store):
         background.start(store, SESSION, "c", "echo never", name="x" * 100_000)
     assert len(store.records(SESSION)) == 1
     assert start(store, "seq 1 100000; sleep 0.3").resource.name is None
+
+
+@pytest.mark.parametrize("sealed_by", ["seal_now", "write"])
+def test_a_failed_quota_look_for_a_seal_still_seals_the_bytes_that_reached_the_payload(tmp_path, monkeypatch,
+                                                                                       sealed_by):
+    """Review R17 (3): a seal whose own look at the quota failed (EMFILE opening the cleanup lock) before
+    any entry was written stopped the storing with those bytes unsealed: ``write`` flagged all of
+    ``_seal`` as the seal's failure and ``seal_now`` passed ``seal=False`` after any failure, so bytes
+    that reached the payload were never served while the command ran (42 held, 24 served).  Only a
+    failed entry write may be torn; a failed look seals what reached the payload, in the room the
+    output already holds (what its payload made room for and will not write now), as a failed
+    write's handler does."""
+    from overspill._growing import SEAL_BYTES
+
+    real_open = os.open
+
+    def lock_open(path, *args, **kwargs):  # every look at the quota opens the folder's cleanup lock first
+        if os.fspath(path).endswith(".cleanup.lock"):
+            raise OSError(errno.EMFILE, "Too many open files (injected)")
+        return real_open(path, *args, **kwargs)
+
+    # 64 MiB: the payload's looks are 1 MiB apart, so a SEAL_BYTES write between two is sealed by write.
+    with ToolOutputStore(tmp_path, config={"tool_output": {"max_total_bytes": 64 << 20}}) as limited:
+        output = limited.open_growing(SESSION, "quiet")
+        uri = output.record.resource.uri
+        written = b""
+        while not written or output._seal_room >= ENTRY_SIZE:  # the entries the first look made room for, used
+            line = b"line %d\n" % len(written)
+            output.write(line)
+            output.seal_now()  # (as after a quiet second)
+            written += line
+        last = b"x" * SEAL_BYTES if sealed_by == "write" else b"last line\n"
+        monkeypatch.setattr(os, "open", lock_open)
+        output.write(last)
+        output.seal_now()  # (after write's failure: returns at once)
+        monkeypatch.undo()
+        assert isinstance(output.failure, StorageError) and "Too many open files" in str(output.failure)
+        assert limited.status(SESSION, uri).state == "running"
+        assert payload(limited, uri) == written + last  # sealed: served while the command runs
+        output.write(b"not stored\n")  # storing stopped: counted only
+        assert payload(limited, uri) == written + last and output.total == len(written + last) + 11
+        assert output.finish(0).resource.size == len(written + last)

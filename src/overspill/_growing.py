@@ -117,6 +117,8 @@ class GrowingOutput:
         self._reserved_to = 0
         # Bytes of seal entries made room for and not yet written (``_seal``); 0 once storing stopped.
         self._seal_room = 0
+        # A seal's entry write failed (``_seal``): it may be torn, so no entry may follow it.
+        self._seal_torn = False
 
     @property
     def record(self) -> Record:
@@ -169,7 +171,6 @@ class GrowingOutput:
                 return
             before = writer.size
             piece = chunk if len(chunk) <= room else chunk[:room]
-            sealing = False  # (a failure of the seal itself: not sealed again, below)
             try:
                 step = self._quota_step
                 if before == 0 or before // step != (before + len(piece)) // step:
@@ -181,8 +182,9 @@ class GrowingOutput:
                     # after a quiet second): the payload never takes its own seals' room.
                     ahead = min(((before + len(piece)) // step + 1) * step, self._cap) - before
                     seals = max(ENTRY_SIZE * (ahead // SEAL_BYTES + 2) - self._seal_room, 0)
+                    held_to = self._reserved_to  # what the last look made room for
                     self._reserved_to = before + ahead
-                    payload = [0]
+                    payload = [-1]  # (until the look runs write_within)
 
                     def write_within(fits: int) -> None:
                         # (When fewer than asked fit, the seals' room comes first, the stored copy
@@ -192,8 +194,15 @@ class GrowingOutput:
                         self._reserved_to = before + payload[0]
                         writer.write(memoryview(piece if payload[0] >= len(piece) else piece[:payload[0]]))
 
-                    self._make_room(ahead + seals, write_within)
-                    granted = payload[0]
+                    try:
+                        self._make_room(ahead + seals, write_within)
+                    except BaseException:
+                        if payload[0] < 0:
+                            # The look failed and made no room: this output holds only what the last
+                            # one made (``_stop_storing``'s seal may take that, never this look's ask).
+                            self._reserved_to = held_to
+                        raise
+                    granted = max(payload[0], 0)
                     if granted < ahead:
                         # The quota has no more room that can be made (other running outputs hold it):
                         # the stored copy ends with what fitted (none of this chunk, when nothing did),
@@ -210,52 +219,60 @@ class GrowingOutput:
                 else:
                     writer.write(memoryview(piece))
                 if writer.size - writer.sealed >= SEAL_BYTES:
-                    sealing = True
                     self._seal()
                     self._unsealed_since = None
                 elif self._unsealed_since is None:
                     self._unsealed_since = time.monotonic()
             except Exception as error:  # noqa: BLE001 - kept and reported; the command goes on
-                self._stop_storing(error, seal=not sealing)
+                self._stop_storing(error)
                 if not tailed:
                     # Part of it may not be stored: the true end starts no later than this chunk
                     # (a part that is stored overlaps the stored copy's end, which the preview allows).
                     self._tail += chunk
                     del self._tail[:-_TRUE_TAIL_BYTES]
 
-    def _stop_storing(self, error: BaseException, *, seal: bool) -> None:
+    def _stop_storing(self, error: BaseException) -> None:
         """A write or a seal failed: the stored copy ends at what the writer holds (the bytes that
         reached the payload, a failed write's first part too), and from here the output is only
         counted and its true end kept, as past ``max_stored_bytes``; under ``_lock``.
 
-        :param seal: seal those bytes now (a failed write, or a failed look at the quota): nothing
-            seals them later (``seal_now`` and the timer stop here), and a command may run on for
-            ever, so left unsealed they would never be served while it runs.  The writer counts,
-            and its seal's CRC covers, exactly the bytes the file holds (``LocalWriter.write``).
-            Not after a failed seal: its entry may be torn, and one written after it would be out
-            of step with the entries' size (never served: ``SealChain.feed``).
+        Those bytes are sealed now (after a failed write, or a failed look at the quota, a seal's
+        own included): nothing seals them later (``seal_now`` and the timer stop here), and a
+        command may run on for ever, so left unsealed they would never be served while it runs.
+        The writer counts, and its seal's CRC covers, exactly the bytes the file holds
+        (``LocalWriter.write``).  Not after a failed entry write (``_seal_torn``): that entry may
+        be torn, and one written after it would be out of step with the entries' size (never
+        served: ``SealChain.feed``).
         """
         self.failure = error
-        if seal:
+        if not self._seal_torn:
             try:
-                self._seal()
+                self._seal(stopping=True)
             except Exception:  # noqa: BLE001 - the first failure is the one reported; the sealed prefix stays
                 pass
         self._unsealed_since = None  # (nothing is sealed from here: the finished record covers the rest)
         self._reserved_to = self._seal_room = 0
         self._cap = self._writer.size
 
-    def _seal(self) -> None:
+    def _seal(self, *, stopping: bool = False) -> None:
         """Seal the unsealed bytes once the quota has room for the seal's entry (made room for
         ``_SEALS_A_LOOK`` entries at a time, as payload is); under ``_lock``.  With no room for
         it, the stored copy ends at what it holds: the bytes past the last seal are served once
         the output finishes (its record's checksums cover them), and the rest is only counted.
 
-        :raises OSError: as the writer's ``seal``, or the quota's look.
+        :param stopping: the stored copy ends here (``_stop_storing``): the room its payload made
+            and will not fill is the entry's first, so that a look at the quota (perhaps what
+            failed) is needed only when that room is too small.
+        :raises OSError: as the writer's ``seal`` (``_seal_torn`` is then set), or the quota's look
+            (no entry written: sealing again is safe).
         """
         writer = self._writer
         if writer.size == writer.sealed:
             return
+        if stopping:
+            # Room this output already holds under the quota (``reserved``): moved, not taken again.
+            self._seal_room += max(self._reserved_to - writer.size, 0)
+            self._reserved_to = writer.size
         if self._seal_room < ENTRY_SIZE:
             # The room this output's payload took at its last look and has not written yet is not
             # in the location's count: asked for again with the entries', only the rest is theirs.
@@ -269,7 +286,11 @@ class GrowingOutput:
                 self._cap = self._reserved_to = writer.size
                 return
         before = writer.overhead
-        writer.seal()
+        try:
+            writer.seal()
+        except BaseException:
+            self._seal_torn = True
+            raise
         self._seal_room = max(self._seal_room - (writer.overhead - before), 0)
 
     def seal_if_due(self, now: float) -> None:
@@ -290,7 +311,7 @@ class GrowingOutput:
             try:
                 self._seal()
             except Exception as error:  # noqa: BLE001 - kept and reported; the command goes on
-                self._stop_storing(error, seal=False)
+                self._stop_storing(error)
             self._unsealed_since = None
 
     def lines(self) -> int:
