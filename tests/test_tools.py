@@ -2266,6 +2266,38 @@ def test_webfetch_refuses_differing_or_invalid_content_lengths(store, lines, why
     assert store.resources("s") == []
 
 
+@pytest.mark.parametrize(("lines", "listed"), [
+    ([b""], ""), ([b"   "], ""), ([b"5", b""], "5, "), ([b"", b"5"], ", 5"), ([b"5", b"\t", b"5"], "5, , 5"),
+], ids=["empty", "spaces", "after-a-value", "before-a-value", "between-equal-values"])
+def test_webfetch_refuses_a_content_length_line_with_no_value(store, lines, listed):
+    """Review R17 (2): a ``Content-Length:`` field line with no value was passed over (the field list
+    read only the non-empty lines): alone, the body was served to the close ('hello world'); beside
+    ``Content-Length: 5``, as 5 bytes; yet ``Content-Length: , `` was refused as invalid.  RFC 9110
+    (8.6): a value is at least one digit; a line without one is an invalid Content-Length, refused
+    like ``, `` and nothing kept."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n" + b"".join(b"Content-Length: " + line + b"\r\n"
+                                                                       for line in lines)
+    url, listener = _raw_server(lambda connection: connection.sendall(head + b"Connection: close\r\n\r\nhello world"))
+    with listener:
+        result = tools.webfetch(store, "s", "c", url, timeout=10)
+    expected = f"refused: {url} is sent with an invalid Content-Length {listed!r}: its length is unknown"
+    assert result.is_error and result.output == expected, result.output
+    assert store.resources("s") == []
+
+
+def test_webfetch_an_im_used_delta_it_did_not_ask_for_is_an_error(store):
+    """Review R17 (2): a 226 IM Used (RFC 3229: a delta of the page, for a client that sent A-IM) was
+    served as if its delta were the page.  webfetch asks for no delta, so it is an HTTP error in one
+    line, as a 206 it did not ask for is."""
+    answer = b"HTTP/1.1 226 IM Used\r\nContent-Type: text/plain\r\nIM: vcdiff\r\nContent-Length: 5\r\n\r\nhello"
+    url, listener = _raw_server(lambda connection: connection.sendall(answer))
+    with listener:
+        result = tools.webfetch(store, "s", "c", url, timeout=10)
+    assert result.is_error and result.output == (f"HTTP 226 IM Used from {url}: a delta of the page, "
+                                                 "though webfetch asked for none"), result.output
+    assert store.resources("s") == []
+
+
 @pytest.mark.parametrize("lines", [[b"5", b"5"], [b"5, 5"], [b"5", b" 05 , 5"]], ids=["two-lines", "list", "zeros"])
 def test_webfetch_takes_repeated_equal_content_lengths_as_one(store, lines):
     """Regression (fix O14, 1): equal values, repeated or in a list, are the one length (RFC 9110

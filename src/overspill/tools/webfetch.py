@@ -84,8 +84,10 @@ def _redirect_handling() -> tuple[type, type]:
 
 
 # The successful statuses (urllib's rule: 2xx) that bring no page here, and why, told after the status:
-# webfetch asks for no range, so a 206's part is not the page.
-_NOT_THE_PAGE = {206: "a part of the page, though webfetch asked for all of it"}
+# webfetch asks for no range, so a 206's part is not the page, and sends no A-IM, so a 226 IM Used's
+# delta (RFC 3229) is not either.
+_NOT_THE_PAGE = {206: "a part of the page, though webfetch asked for all of it",
+                 226: "a delta of the page, though webfetch asked for none"}
 
 _status_class: Optional[type] = None
 
@@ -140,23 +142,27 @@ _DIGITS = re.compile("[0-9]+")
 
 def _content_length(headers: Any, url: str) -> Optional[int]:
     """The body's length as the Content-Length field lines of ``headers`` declare it, at most
-    ``MAX_RESPONSE_BYTES``: their values, on one line or several (``_field_list``), all the same
-    decimal number, which a list of equal values stands for (RFC 9110 8.6 lets a recipient take
-    them as one); None when there is none.  ``url`` is the URL the messages quote.
+    ``MAX_RESPONSE_BYTES``: their values, on one line or several, all the same decimal number,
+    which a list of equal values stands for (RFC 9110 8.6 lets a recipient take them as one);
+    None when there is none.  ``url`` is the URL the messages quote.
 
     :raises _Refused: differing values, or one that is no decimal number (``+5``, ``5_0``, which
-        http.client's ``int`` reads): RFC 9112 (6.3) makes such a response malformed, and differing
-        ones are a smuggling vector (http.client reads the first line's); or a length over the limit.
+        http.client's ``int`` reads; a line with no value, which http.client passes over or reads
+        as no length): RFC 9112 (6.3) makes such a response malformed, and differing ones are a
+        smuggling vector (http.client reads the first line's); or a length over the limit.
     """
-    listed = _field_list(headers, "Content-Length")
-    if listed is None:
+    # Every line, blank ones too (``_field_list`` drops them, as a list field's empty lines add
+    # nothing): a Content-Length line without a digit (RFC 9110 8.6) declares no length.
+    lines = [value.strip() for value in headers.get_all("Content-Length", ())]
+    if not lines:
         return None
+    listed = ", ".join(lines)
     # Leading zeros do not make a value differ.
     values = {value.lstrip("0") or "0" if _DIGITS.fullmatch(value) else value
               for value in (item.strip(" \t") for item in listed.split(",")) if value}
     if len(values) > 1:
         raise _Refused(f"refused: {url} is sent with differing Content-Length values {listed!r}: its length is unknown")
-    value = values.pop() if values else ""
+    value = values.pop() if values and all(lines) else ""
     if not _DIGITS.fullmatch(value):
         raise _Refused(f"refused: {url} is sent with an invalid Content-Length {listed!r}: its length is unknown")
     # (Its digits, not int(): Python refuses to read or write an int of over 4300 digits.)
@@ -707,9 +713,10 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
     reading) is refused and nothing of it is kept; non-text bodies are refused
     (one sent without a valid Content-Type when its first bytes are binary, by the bash
     tool's rule), and so is a body the server cut short of its Content-Length,
-    or sent with Content-Length values that differ or are no decimal number
-    (equal ones, repeated or in a list, are the one length: ``_content_length``).
-    A 206 Partial Content is an HTTP error, as a 404 is: webfetch asks for no range.
+    or sent with Content-Length values that differ or are no decimal number (a
+    line with no value too; equal ones, repeated or in a list, are the one
+    length: ``_content_length``).  A 206 Partial Content or a 226 IM Used is an
+    HTTP error, as a 404 is: webfetch asks for no range and no delta.
     HTML becomes Markdown (``"markdown"``) or text (``"text"``), or is kept
     (``"html"``), decoded by its byte-order mark, else its declared charset, read by
     the WHATWG Encoding Standard's labels (UTF-8 when it names none, or none the standard
