@@ -117,6 +117,35 @@ def test_cli_refuses_a_redis_url_part_the_os_cannot_take_as_bad_input(cli):
         assert other.returncode == 2 and b"\x01" not in other.stderr and b"u\\x01@" in other.stderr, other.stderr
 
 
+
+def test_the_printable_rule_has_one_home_that_the_redis_url_errors_use_too(cli):
+    """Review R17 (1): the rule that shows another party's non-printable characters escaped had two
+    homes, ``_frontend.printable`` (the CLI's names, webfetch's error lines) and a copy in
+    ``backends/_redis_url`` (a backend may not import a front end's module), which wrote a tab or a
+    newline as ``\\t``/``\\n`` where the other wrote ``\\x09``/``\\x0a``.  The rule now lives
+    below both (``overspill._printable``) and every one of them uses it."""
+    import re
+
+    import overspill
+    from overspill import _frontend
+    from overspill._printable import printable
+
+    assert _frontend.printable is printable
+    shown = printable("a\tb\nc\rd\x00e\x1b[2J\x7f\x9b31m\u202e\U000e0001 \u00e9\\")
+    assert shown == "a\\x09b\\x0ac\\x0dd\\x00e\\x1b[2J\\x7f\\x9b31m\\u202e\\U000e0001 \u00e9\\"
+    package = Path(overspill.__file__).parent
+    homes = sorted(str(path.relative_to(package)) for path in package.rglob("*.py")
+                   if re.search(r"^def _?printable\(", path.read_text(), re.MULTILINE))
+    assert homes == ["_printable.py"], homes
+    # A Redis URL's error shows it by that rule, in the store's exception and on the command line.
+    url = "redis://u\x1bc\x07\u202e\x7f\x9b1m@127.0.0.1:1/x"  # (no "[": urlsplit would find it malformed)
+    with pytest.raises(ConfigError) as raised:
+        ToolOutputStore(url=url)
+    assert "u\\x1bc\\x07\\u202e\\x7f\\x9b1m@" in str(raised.value) and str(raised.value).isprintable()
+    refused = cli("ls", "--store-url", url)
+    assert refused.returncode == 2 and b"u\\x1bc\\x07\\u202e\\x7f\\x9b1m@127.0.0.1:1/x" in refused.stderr, refused.stderr
+
+
 def test_bad_argument_types_and_both_locations(tmp_path):
     with pytest.raises(TypeError):
         ToolOutputStore(url=b"redis://127.0.0.1:6379")  # type: ignore[arg-type]

@@ -2,7 +2,8 @@
 
 The CLI, the MCP server and the tools take their defaults (a command's
 timeout, the MCP preview limits), their checks (session ids, timeouts, page
-offsets), the one-line error rule and the printable rule (``printable``) from here, read a page of a stored
+offsets), the one-line error rule and the printable rule (``printable``,
+whose home is ``_printable``: the Redis backend shows it too) from here, read a page of a stored
 output through ``read_page``, take a page's URI with its query
 (``tool-output://ID?offset=N&limit=M``) apart with ``parse_page_uri`` and
 tell a resource served as bytes by its MIME type (``is_binary_mime``), so
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from ._arguments import check_metadata, id_string
 from ._buffers import int_text, value_text
+from ._printable import printable
 from .errors import InvalidResourceError
 
 TYPE_CHECKING = False
@@ -82,21 +84,6 @@ def error_line(error: BaseException) -> str:
     except Exception:  # noqa: BLE001 - the exception's own __str__ failed
         return f"{name} (its message could not be read)"
     return f"{name}: {message}" if message else name
-
-
-def _escape(character: str) -> str:
-    code = ord(character)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
-def printable(text: str) -> str:
-    """``text`` with every non-printable character (controls, escape codes, bidi overrides)
-    written as a Python escape (``\\x1b``): for text another party chose (a caller's name or
-    session id the CLI prints, a server's reason phrase in a tool's error line), which shown raw
-    could drive a terminal or hide what it says."""
-    if text.isprintable():
-        return text
-    return "".join(character if character.isprintable() else _escape(character) for character in text)
 
 
 def whole_characters(text: str) -> str:

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
+from .._printable import printable
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
@@ -160,7 +161,7 @@ def parse_redis_url(url: str) -> RedisAddress:
     from ._urls import ambiguous_credentials, redacted_url
 
     # (A NUL or control character of the URL is never printed back, whichever part's error names it.)
-    shown_raw = _printable(redacted_url(url))
+    shown_raw = printable(redacted_url(url))
     scheme = url.partition("://")[0].lower() if "://" in url else ""
     if scheme not in TCP_SCHEMES + UNIX_SCHEMES:
         raise ConfigError(f"{shown_raw} is not a Redis URL (expected one of "
@@ -201,13 +202,6 @@ _PART_NAMES = {"host": "host", "unix_socket_path": "socket path", "username": "u
 # The options sent to the server or the resolver as UTF-8 (the rest are file paths: a surrogate escape
 # stands for a byte of the file's name there, which the OS takes).
 _SENT_AS_UTF8 = ("host", "username", "password")
-
-
-def _printable(text: str) -> str:
-    """``text`` with each non-printable character written as its escape (``\\x00``), for an error."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def _os_strings_checked(options: dict[str, Any]) -> None:
