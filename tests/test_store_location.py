@@ -143,7 +143,8 @@ def test_the_printable_rule_has_one_home_that_the_redis_url_errors_use_too(cli):
         ToolOutputStore(url=url)
     assert "u\\x1bc\\x07\\u202e\\x7f\\x9b1m@" in str(raised.value) and str(raised.value).isprintable()
     refused = cli("ls", "--store-url", url)
-    assert refused.returncode == 2 and b"u\\x1bc\\x07\\u202e\\x7f\\x9b1m@127.0.0.1:1/x" in refused.stderr, refused.stderr
+    assert refused.returncode == 2, refused.stderr
+    assert b"u\\x1bc\\x07\\u202e\\x7f\\x9b1m@127.0.0.1:1/x" in refused.stderr, refused.stderr
 
 
 def test_bad_argument_types_and_both_locations(tmp_path):
