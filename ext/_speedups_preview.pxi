@@ -235,10 +235,40 @@ cdef inline bint _is_hex(Py_UCS4 c):
     return (48 <= c <= 57) or (97 <= c <= 102)
 
 
+cdef inline Py_ssize_t _hex_run(str line, Py_ssize_t i, Py_ssize_t n):
+    """How many characters of ``line`` from ``i`` (before ``n``) are lowercase hex digits."""
+    cdef Py_ssize_t j = i
+    while j < n and _is_hex(line[j]):
+        j += 1
+    return j - i
+
+
+cdef Py_ssize_t _hex_digest(str line, Py_ssize_t i, Py_ssize_t n):
+    """The length of the hex digest where a maximal run of hex digits starts
+    at ``i``, as ``_buffers.NUMBERS`` reads one (osp_hex_digest on bytes): a
+    UUID (runs of exactly 8, 4, 4, 4 and 12 digits joined by ``-``), else the
+    run when it has 7 or more digits; 0 for none."""
+    cdef Py_ssize_t run = _hex_run(line, i, n), at = i, k
+    cdef Py_ssize_t groups[5]
+    if run != 8:
+        return run if run >= 7 else 0
+    groups[:] = [8, 4, 4, 4, 12]
+    for k in range(5):
+        if k > 0:
+            if at >= n or line[at] != u"-":
+                return 8
+            at += 1
+        if _hex_run(line, at, n) != groups[k]:
+            return 8
+        at += groups[k]
+    return 36
+
+
 def _line_shape(str line):
-    """``overspill._runs``'s shape of ``line``: each maximal run of ``[0-9a-f]``
-    of 7 or more characters as one ``#``, in a shorter one each run of digits
-    as one ``#`` (what ``re.sub(r"[0-9a-f]{7,}|[0-9]+", "#", line)`` gives)."""
+    """``overspill._runs``'s shape of ``line``: each hex digest (a UUID, or a
+    maximal run of ``[0-9a-f]`` of 7 or more characters) as one ``#``, in a
+    shorter run each run of digits as one ``#`` (what
+    ``_buffers.NUMBERS.sub("#", line)`` gives)."""
     cdef Py_ssize_t n = len(line), i = 0, j, k, m = 0
     cdef Py_UCS4 c
     cdef Py_UCS4 *out = <Py_UCS4 *>malloc((n + 1) * sizeof(Py_UCS4))
@@ -252,24 +282,24 @@ def _line_shape(str line):
                 m += 1
                 i += 1
                 continue
-            j = i + 1
-            while j < n and _is_hex(line[j]):
-                j += 1
-            if j - i >= 7:
+            k = _hex_digest(line, i, n)
+            if k:
                 out[m] = 35  # "#"
                 m += 1
-            else:
-                k = i
-                while k < j:
-                    c = line[k]
-                    if 48 <= c <= 57:
-                        while k < j and 48 <= line[k] <= 57:
-                            k += 1
-                        out[m] = 35
-                    else:
-                        out[m] = c
+                i += k
+                continue
+            j = i + _hex_run(line, i, n)
+            k = i
+            while k < j:
+                c = line[k]
+                if 48 <= c <= 57:
+                    while k < j and 48 <= line[k] <= 57:
                         k += 1
-                    m += 1
+                    out[m] = 35
+                else:
+                    out[m] = c
+                    k += 1
+                m += 1
             i = j
         return PyUnicode_FromKindAndData(4, out, m)
     finally:

@@ -48,7 +48,8 @@ limits = st.integers(min_value=1, max_value=80)
 
 # Lines that form runs (they differ only in their numbers and hex digests) and lines that do not.
 _RUN_TEMPLATES = ["tests/test_a.py::test_x[{0}] PASSED [{1}%]", "step {0}: loss={1}", "{0},{1},ok",
-                  "commit {0:x}abcdef{1}", "Get:{0} http://deb/pool/{1} [{0} kB]", "é {0} 中 {1}", "{0}"]
+                  "commit {0:x}abcdef{1}", "Get:{0} http://deb/pool/{1} [{0} kB]", "é {0} 中 {1}", "{0}",
+                  "request {0:08x}-{1:04x}-4abc-8def-{0:012x} done"]  # a UUID: one number (red team G14)
 _LONE_LINES = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x1b\r\n"), max_size=12)
 
 

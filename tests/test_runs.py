@@ -31,7 +31,8 @@ def naive_trim(content: str | bytes, cuts: tuple[int, int, int, int], max_lines:
 
     def shape(line):
         text = line if isinstance(line, str) else line.decode("utf-8", "replace")
-        return re.sub(r"[0-9a-f]{7,}|[0-9]+", "#", text)
+        uuid = r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}(?![0-9a-f])"  # red team G14: a UUID is one number
+        return re.sub(uuid + r"|[0-9a-f]{7,}|[0-9]+", "#", text)
 
     head, tail = content[:head_index], content[tail_index:]
     if head.endswith(newline) and head.count(newline) < math.ceil(max_lines / 2):
@@ -55,6 +56,10 @@ def naive_trim(content: str | bytes, cuts: tuple[int, int, int, int], max_lines:
        st.integers(0, 40), st.integers(0, 4))
 @example("a1\na2\na3\na4\na5\na6\nb\n", 100, 12, 10, 1)
 @example("x\n" + "".join(f"n{i}\n" for i in range(30)), 100, 40, 20, 2)
+# Red team G14: lines that differ only in a UUID are a run ("000a" in one is no letter of its shape);
+# with a 13-digit last group the id is no UUID, and they are not.
+@example("x\n" + "".join(f"id {i:08x}-{i:04x}-4abc-8def-{i:012x} ok\n" for i in range(10, 40)), 100, 600, 40, 2)
+@example("x\n" + "".join(f"id {i:08x}-{i:04x}-4abc-8def-{i:013x} ok\n" for i in range(10, 40)), 100, 600, 40, 2)
 def test_runs_match_the_rule(content, max_lines, max_bytes, slack, keep):
     plain = _kernels.preview_cuts(content, max_lines, max_bytes, slack)
     cuts = _kernels.preview_cuts(content, max_lines, max_bytes, slack, keep)

@@ -161,6 +161,17 @@ VIEW_ANSI = 1
 VIEW_CR = 2
 VIEW_FLAGS = VIEW_ANSI | VIEW_CR
 
+# A line's numbers, as the same-shape-run rule (overspill._runs) and the signal
+# lines' near-duplicates (text.SignalCollector) read them: a UUID (runs of exactly
+# 8, 4, 4, 4 and 12 lowercase hex digits joined by "-"), a hex digest (7 or more
+# lowercase hex digits), or a run of digits.  The one spec: the compiled kernel
+# computes the same without a regex (_line_shape; osp_hex_digest in
+# overspill_signals.h), and the tests hold both to a naive reference.
+_DIGESTS_SOURCE = r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}(?![0-9a-f])|[0-9a-f]{7,}"
+NUMBERS = LazyPattern(_DIGESTS_SOURCE + r"|[0-9]+")
+# The hex digests alone, in bytes (where a run of digits would match, none can start).
+DIGEST_BYTES = LazyPattern(_DIGESTS_SOURCE.encode("ascii"))
+
 # ESC and what follows it, per ECMA-48: a CSI (ESC [ parameters intermediates
 # final), an OSC (ESC ] text, ended by BEL or ESC \), or another escape
 # (intermediates, then one final byte: charset selection, keypad modes, save

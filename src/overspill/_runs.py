@@ -3,8 +3,8 @@ implementations after their cut (``preview_cuts``'s ``runs``) and by the
 preview of a view (``_views``), so that every preview trims runs alike.
 
 A run is a sequence of consecutive lines that differ only in their numbers
-(and long hex digests): ``PASSED`` test ids, ``step N: loss=...`` logs, CSV
-rows, records processed.  What it says is in its first and last lines.  With
+(and long hex digests, UUIDs too: ``_buffers.NUMBERS``): ``PASSED`` test
+ids, ``step N: loss=...`` logs, CSV rows, records processed.  What it says is in its first and last lines.  With
 ``keep`` (> 0), a truncated preview whose head ends in a run of more than
 ``2 * keep`` lines keeps only the run's first ``keep`` lines, and a tail that
 starts with such a run keeps only its last ``keep``; the rest of the run joins
@@ -14,28 +14,27 @@ rule gives it (``ceil(max_lines / 2)``), a tail that starts a line and holds
 fewer than ``max_lines // 2`` lines.  A side the line rule decides is never
 trimmed, so a preview cut by lines alone is what it is without ``keep``.
 
-Imported only when a truncated preview is trimmed (it compiles a regex).
+Imported only when a truncated preview is trimmed.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from typing import Optional, Union
 
-from ._buffers import BytesLike, byte_view, plain_str
+from ._buffers import NUMBERS, BytesLike, byte_view, plain_str
 
 __all__ = ["shape", "trim_cuts", "trim_stored"]
 
-# A line's shape: its text with each number (and each hex digest of 7 or more digits) as "#".
-_NUMBERS = re.compile(r"[0-9a-f]{7,}|[0-9]+")
 
 Shape = Callable[[str], str]
 
 
 def shape(line: str) -> str:
-    """A line's shape, the rule's spec (the compiled kernel computes the same in one pass)."""
-    return _NUMBERS.sub("#", line)
+    """A line's shape, the rule's spec: its text with each number (a run of
+    digits, a hex digest of 7 or more digits, a UUID: ``_buffers.NUMBERS``) as
+    ``#`` (the compiled kernel computes the same in one pass)."""
+    return NUMBERS.sub("#", line)
 
 
 def _run_length(lines: Iterable[str], shaped: Shape) -> int:
