@@ -55,6 +55,13 @@ def parts(content: str) -> tuple[str, re.Match[str], list[str], str]:
     return head[:-2], marker, [line for line in signals.split("\n") if line], tail
 
 
+def numbers_removed(line: str) -> str:
+    """A signal line's near-duplicate key as README states it: the text without its numbers, long
+    hex digests and UUIDs (the naive reference)."""
+    uuid = r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}(?![0-9a-f])"
+    return re.sub(uuid + r"|[0-9a-f]{7,}|[0-9]+", "", line)
+
+
 def utf8(text: str) -> int:
     return len(text.encode("utf-8", "surrogateescape"))
 
@@ -330,6 +337,40 @@ def test_counts_past_the_grouping_bound_say_they_are_lower_bounds(store, monkeyp
     assert signals[0].startswith("[5000 lines")  # the totals count every line
     counted = re.search(r"\[×(\d+)\+\]$", signals[1])
     assert counted is not None and 1000 <= int(counted.group(1)) < 5000, signals
+
+
+@pytest.mark.parametrize("max_lines, max_bytes", [(2000, 51200), (400, 8192), (200, 4096)])
+def test_signal_lines_differing_only_in_a_uuid_or_hex_id_are_near_duplicates(store, max_lines, max_bytes):
+    # Red team G14 R1: near-duplicates were the same text once digits were removed, so error lines
+    # that differ in a request's UUID (or a long hex id) were each a line of their own: 148 retries
+    # filled every signal slot and the one FATAL line was shown at no budget.  Signal lines group by
+    # the run rule's shape (numbers and long hex digests, UUIDs too): one line with its count, at
+    # its first occurrence, and the FATAL line shown.
+    generator = random.Random(3)
+    lines = []
+    for i in range(6000):
+        lines.append(f"2024-05-01 10:00:{i % 60:02d} INFO worker-{i % 8} processed job ok")
+        if i % 40 == 7:
+            request = "-".join(f"{generator.getrandbits(bits):0{bits // 4}x}" for bits in (32, 16, 16, 16, 48))
+            lines.append(f"2024-05-01 10:00:{i % 60:02d} ERROR request {request} failed: upstream timeout, will retry")
+        if i % 60 == 9:
+            lines.append(f"2024-05-01 10:00:{i % 60:02d} WARNING cache object {generator.getrandbits(64):016x} stale")
+        if i == 4000:
+            lines.append("2024-05-01 10:07:00 FATAL disk /var/lib/postgresql full, shutting down writer")
+    text = "\n".join(lines) + "\n"
+    result = store.truncate("s", "c", text, max_lines=max_lines, max_bytes=max_bytes)
+    head, marker, signals, tail = parts(result.content)
+    head_end, tail_start = int(marker.group(3)), len(text) - utf8(tail)
+    fatal = text.index("FATAL disk")
+    fatal = text.rindex("\n", 0, fatal) + 1
+    assert head_end <= fatal < tail_start
+    assert f"{fatal}:2024-05-01 10:07:00 FATAL disk /var/lib/postgresql full, shutting down writer" in signals
+    retries = [line for line in signals if "ERROR request" in line]
+    omitted = sum(" ERROR request " in line for line in text[head_end:tail_start].split("\n"))
+    first = text.rindex("\n", 0, text.index(" ERROR request ", head_end)) + 1  # (the head ends a line)
+    assert omitted > 100 and retries == [f"{first}:{text[first:text.index(chr(10), first)]} [×{omitted}]"], signals
+    stale = [line for line in signals if "WARNING cache object" in line]
+    assert len(stale) <= 1 and all(re.search(r" \[×\d+\]$", line) for line in stale), signals
 
 
 @pytest.mark.parametrize("max_bytes", [1000, 2000, 4000, 8000])
@@ -609,8 +650,8 @@ def test_signal_lines_point_into_and_count_only_the_omitted_part(tmp_path, max_b
         assert head_end <= int(offset) < tail_start, (head_end, tail_start, line)
         assert text[int(offset):].startswith(re.sub(r" \[×\d+\]$", "", shown))
         count = re.search(r" \[×(\d+)\]$", shown)
-        shape = re.sub(r"\d+", "", re.sub(r" \[×\d+\]$", "", shown))
-        assert (int(count.group(1)) if count else 1) == sum(re.sub(r"\d+", "", m) == shape for m in matching)
+        shape = numbers_removed(re.sub(r" \[×\d+\]$", "", shown))
+        assert (int(count.group(1)) if count else 1) == sum(numbers_removed(m) == shape for m in matching)
 
 
 @pytest.mark.parametrize("shape", ["json", "csv", "blob", "word_inside"])

@@ -5,7 +5,7 @@ and the content policy.  Previews of views are cut in ``_views``."""
 from __future__ import annotations
 
 from . import _kernels
-from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike, LazyPattern, byte_view
+from ._buffers import NUMBERS, VIEW_ANSI, VIEW_CR, BytesLike, LazyPattern, byte_view
 from ._frozen import frozen
 from ._signal_near import LONG_LINE, shown_from
 
@@ -95,7 +95,7 @@ def preview(content: Content, max_lines: int, max_bytes: int, *, line_slack: int
     (the head then ends with one and the tail starts a line).  With ``runs``,
     a head cut by the byte limit after a newline that ends in a run of more
     than ``2 * runs`` lines differing only in their numbers (and long hex
-    digests) keeps the run's first ``runs`` lines, and a tail cut so that
+    digests, UUIDs too) keeps the run's first ``runs`` lines, and a tail cut so that
     starts with such a run keeps its last ``runs``; the rest of the run is
     omitted too (a side the line limit decides is never trimmed).  The cost
     grows with the preview, not with the content.
@@ -415,12 +415,13 @@ _HITS_PER_CALL = 16384
 _HITS_GROUPED = 1 << 16
 # A signal line is shortened to fit the room left, not dropped, while this many bytes of its text fit.
 _SHORTEST_SHOWN = 24
-_DIGIT_BYTES = b"0123456789"
+# A raw line with its digits made "0": a group's alias (digits never change a line's view,
+# nor where its numbers are, so lines with one alias have one group).
+_DIGITS_ZEROED = bytes.maketrans(b"123456789", b"000000000")
 # Raw lines remembered as belonging to a group, so a repeat needs no view and no regex.
 _ALIASES = 4096
 # Bytes scanned per block: lines longer than this are scanned in parts.
 _SCAN_BLOCK = 8 << 20
-_DIGITS = LazyPattern(r"\d+")
 
 
 # compile_signals' answers for the signal lists (tuples: the configuration's
@@ -479,7 +480,8 @@ class SignalCollector:
 
     ``scan`` reads a region once, a block at a time; ``render`` picks what
     fits: errors first, then warnings, then summaries, near-duplicates (the
-    same text once digits are removed) shown once, at their first offset, with
+    same text once numbers, long hex digests and UUIDs are removed: the
+    same-shape rule's numbers, ``_buffers.NUMBERS``) shown once, at their first offset, with
     a count.  Repeats of a line already seen are counted however many there are;
     only distinct lines are bounded (``_GROUPS_PER_KIND`` per kind), so a distinct
     error after hundreds of repeats of another is still found.
@@ -490,10 +492,10 @@ class SignalCollector:
         self._flags = flags
         self._kinds = max((kind for kind, _, _, _ in patterns), default=-1) + 1
         self.totals = [0] * self._kinds
-        # (kind, text without digits) -> [kind, first offset, text, count]
+        # (kind, text without numbers) -> [kind, first offset, text, count]
         self._groups: dict[tuple[int, str], list] = {}
         self._distinct = [0] * self._kinds
-        self._aliases: dict[bytes, tuple[int, str]] = {}  # a raw line without digits -> its group's key
+        self._aliases: dict[bytes, tuple[int, str]] = {}  # a raw line, digits made "0" -> its group's key
         self._grouped = 0  # matching lines grouped so far (``_HITS_GROUPED`` at most)
 
     def scan(self, read: Reader, start: int, end: int) -> None:
@@ -577,12 +579,12 @@ class SignalCollector:
         aliases = self._aliases
         for line_start, line_end, kind in hits:
             raw = bytes(block[line_start : min(line_end, line_start + 4 * _SIGNAL_CHARS)])
-            alias = raw.translate(None, _DIGIT_BYTES)
+            alias = raw.translate(_DIGITS_ZEROED)
             key = aliases.get(alias)
             text = None
             if key is None:
                 text = self._shown(raw)
-                key = (kind, _DIGITS.sub("", text))
+                key = (kind, NUMBERS.sub("", text))
                 if len(aliases) < _ALIASES:
                     aliases[alias] = key
             self._grouped += 1
