@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "overspill_simd.h"
 
@@ -60,6 +61,28 @@ static ptrdiff_t osp_hex_run_sse2(const uint8_t *p, ptrdiff_t n) {
     return i + osp_hex_run_scalar(p + i, n - i);
 }
 
+/* Whether p[0:n) has 7 lowercase hex digits in a row, 16 bytes a step: each
+ * block's digit bits go after the last 6 of the block before, so a row
+ * across two blocks is seen; past n, zeros (no digit) are read. */
+static int osp_hex_row7_sse2(const uint8_t *p, ptrdiff_t n) {
+    uint32_t carry = 0, bits;
+    uint8_t tail[16];
+    __m128i value, block;
+    for (ptrdiff_t i = 0; i < n; i += 16) {
+        if (n - i >= 16) {
+            block = _mm_loadu_si128((const __m128i *)(p + i));
+        } else {
+            memset(tail, 0, sizeof tail);
+            memcpy(tail, p + i, (size_t)(n - i));
+            block = _mm_loadu_si128((const __m128i *)tail);
+        }
+        bits = carry | ((uint32_t)_mm_movemask_epi8(osp_hex_digits16(block, &value)) << 6);
+        if (bits & bits >> 1 & bits >> 2 & bits >> 3 & bits >> 4 & bits >> 5 & bits >> 6) return 1;
+        carry = bits >> 16;
+    }
+    return 0;
+}
+
 static void osp_hex_decode_sse2(const uint8_t *p, ptrdiff_t pairs, uint8_t *out) {
     ptrdiff_t k = 0;
     __m128i value;
@@ -81,6 +104,17 @@ static ptrdiff_t osp_hex_run(const uint8_t *p, ptrdiff_t n) {
     if (osp_simd_cap >= 1) return osp_hex_run_sse2(p, n);
 #endif
     return osp_hex_run_scalar(p, n);
+}
+
+/* Whether p[0:n) has 7 lowercase hex digits in a row (a hex digest may start there). */
+static int osp_hex_row7(const uint8_t *p, ptrdiff_t n) {
+    ptrdiff_t i = 0, run;
+#ifdef OSP_X86
+    if (osp_simd_cap >= 1) return osp_hex_row7_sse2(p, n);
+#endif
+    for (; i < n; i += run ? run : 1)
+        if ((run = osp_hex_run_scalar(p + i, n - i)) >= 7) return 1;
+    return 0;
 }
 
 /* out[k] = the byte of digits 2k, 2k+1 for k < pairs; every digit must be lowercase hex (osp_hex_run). */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "overspill_hex.h"
 #include "overspill_text.h"
 
 typedef struct {
@@ -51,15 +52,17 @@ typedef struct {
     uint8_t *scratch;
     ptrdiff_t scratch_room;
     /* With distinct > 0, a hit is kept only when no hit kept before it has
-     * its kind and the same first `distinct` bytes once each ASCII digit is
-     * made '0' (finer than removing digits, as signal grouping does, so no
-     * line that starts a group is left out, and cheaper: 8 bytes a step):
-     * `base` is the region the hits' offsets are in, and `seen` an
-     * open-addressing table of the kept hits (hash, index in `hits`). */
+     * its kind and the same key: its first `distinct` bytes with each number
+     * made '0's (osp_signal_key: finer than removing the numbers, as signal
+     * grouping does, so no line that starts a group is left out):
+     * `base` is the region the hits' offsets are in, `seen` an
+     * open-addressing table of the kept hits (hash, index in `hits`), and
+     * `keys` room for two keys of `distinct` bytes. */
     ptrdiff_t distinct;
     const uint8_t *base;
     struct osp_seen { uint64_t hash; ptrdiff_t hit; } *seen;
     ptrdiff_t seen_room, seen_count;
+    uint8_t *keys;
     ptrdiff_t last_start, last_end;  /* the last hit looked up in `seen` (its kind last_kind) */
     int last_kind;
 } osp_scan;
@@ -222,6 +225,7 @@ static void osp_scan_free(osp_scan *scan) {
     free(scan->hits);
     free(scan->scratch);
     free(scan->seen);
+    free(scan->keys);
 }
 
 /* 8 bytes (a little-endian load) with each ASCII digit made '0' (SWAR): a
@@ -233,41 +237,75 @@ static inline uint64_t osp_digits_zeroed(uint64_t w) {
     return w ^ (x & ((digit >> 7) * 0xff));
 }
 
-/* The key's word k of a hit s[start:stop) (digits made '0'; past stop, zeros). */
-static inline uint64_t osp_key_word(const uint8_t *s, ptrdiff_t at, ptrdiff_t stop) {
-    uint64_t w = 0;
-    if (stop - at >= 8) memcpy(&w, s + at, 8);  /* one load */
-    else memcpy(&w, s + at, (size_t)(stop - at));
-    return osp_digits_zeroed(w);
+/* The length of the hex digest at p[0:n), where a maximal run of lowercase
+ * hex digits starts, as overspill._buffers.NUMBERS reads one (the same-shape
+ * rule's numbers): a UUID (runs of exactly 8, 4, 4, 4 and 12 digits joined by
+ * '-', 36 bytes), else the run when it has 7 or more digits; 0 for none. */
+static ptrdiff_t osp_hex_digest(const uint8_t *p, ptrdiff_t n) {
+    static const ptrdiff_t groups[5] = {8, 4, 4, 4, 12};
+    ptrdiff_t run = osp_hex_run(p, n), at = 0;
+    int k;
+    if (run != 8) return run >= 7 ? run : 0;
+    for (k = 0; k < 5; k++) {
+        if (k > 0 && (at >= n || p[at++] != '-')) return 8;
+        if (osp_hex_run(p + at, n - at) != groups[k]) return 8;
+        at += groups[k];
+    }
+    return 36;
 }
 
-/* The hash of a hit's key (see osp_scan.distinct): its kind, length and
- * first `distinct` bytes with every ASCII digit made '0', 8 bytes a step. */
-static inline uint64_t osp_distinct_hash(const osp_scan *scan, ptrdiff_t start, ptrdiff_t end, int kind) {
-    ptrdiff_t stop = end - start > scan->distinct ? start + scan->distinct : end;
-    uint64_t hash = ((uint64_t)(stop - start) << 8) ^ (uint64_t)(unsigned)kind;
-    for (ptrdiff_t i = start; i < stop; i += 8) {
-        hash = (hash ^ osp_key_word(scan->base, i, stop)) * 0x9E3779B97F4A7C15ULL;
+/* A hit's key: s[0:n) (n <= distinct) into out, each number made '0's
+ * (every ASCII digit, every byte of a hex digest: osp_hex_digest), so two
+ * lines with one key differ only in their numbers' digits, at the same
+ * places: they are near-duplicates.  When escape sequences are viewed away
+ * and the line has one, only digits are made '0': a hex letter can end a
+ * sequence, so a digest's letters are kept (a finer key, never a wrong one). */
+static void osp_signal_key(const osp_scan *scan, const uint8_t *s, ptrdiff_t n, uint8_t *out) {
+    ptrdiff_t i = 0;
+    for (; i + 8 <= n; i += 8) {  /* digits, 8 bytes a step */
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        w = osp_digits_zeroed(w);
+        memcpy(out + i, &w, 8);
+    }
+    for (; i < n; i++) out[i] = (s[i] >= '0' && s[i] <= '9') ? (uint8_t)'0' : s[i];
+    /* Most lines have no digest: one 16-byte-a-step look spares them the byte loop below. */
+    if (!osp_hex_row7(s, n) || (scan->special[OSP_ESC] && memchr(s, OSP_ESC, (size_t)n))) return;
+    for (i = 0; i < n;) {  /* digests, from the start of each run of hex digits */
+        ptrdiff_t run, digest;
+        if (osp_hex_value(s[i]) < 0) {
+            i++;
+            continue;
+        }
+        /* Runs in words are short ("failed" has two): a byte loop, not osp_hex_run's 16-byte step. */
+        run = osp_hex_run_scalar(s + i, n - i);
+        digest = run == 8 ? osp_hex_digest(s + i, n - i) : run >= 7 ? run : 0;
+        if (digest) memset(out + i, '0', (size_t)digest);
+        i += digest ? digest : run;
+    }
+}
+
+/* The hash of a key of `length` bytes, with its kind. */
+static inline uint64_t osp_key_hash(const uint8_t *key, ptrdiff_t length, int kind) {
+    uint64_t hash = ((uint64_t)length << 8) ^ (uint64_t)(unsigned)kind;
+    for (ptrdiff_t i = 0; i < length; i += 8) {
+        uint64_t w = 0;
+        memcpy(&w, key + i, (size_t)(length - i < 8 ? length - i : 8));
+        hash = (hash ^ w) * 0x9E3779B97F4A7C15ULL;
         hash ^= hash >> 29;
     }
     return hash ? hash : 1;  /* 0 marks an empty slot */
 }
 
-/* Whether the keys of s[a0:a1) and s[b0:b1) are equal (each cut at `distinct` bytes, digits made '0'). */
-static inline int osp_distinct_equal(const osp_scan *scan, ptrdiff_t a0, ptrdiff_t a1, ptrdiff_t b0, ptrdiff_t b1) {
-    if (a1 - a0 > scan->distinct) a1 = a0 + scan->distinct;
-    if (b1 - b0 > scan->distinct) b1 = b0 + scan->distinct;
-    if (a1 - a0 != b1 - b0) return 0;
-    for (ptrdiff_t i = 0; a0 + i < a1; i += 8)
-        if (osp_key_word(scan->base, a0 + i, a1) != osp_key_word(scan->base, b0 + i, b1)) return 0;
-    return 1;
-}
-
 /* 1 when a hit with this key was kept already, else 0 after noting it as
  * the hit about to be kept (index hit_count); -1 when memory ran out. */
 static int osp_distinct_seen(osp_scan *scan, ptrdiff_t start, ptrdiff_t end, int kind) {
-    uint64_t hash = osp_distinct_hash(scan, start, end, kind);
+    ptrdiff_t length = end - start > scan->distinct ? scan->distinct : end - start;
+    uint64_t hash;
     size_t mask, slot;
+    if (!scan->keys && !(scan->keys = (uint8_t *)malloc((size_t)(2 * scan->distinct)))) return -1;
+    osp_signal_key(scan, scan->base + start, length, scan->keys);
+    hash = osp_key_hash(scan->keys, length, kind);
     if (2 * (scan->seen_count + 1) > scan->seen_room) {  /* keep the table at most half full */
         ptrdiff_t room = scan->seen_room ? scan->seen_room * 2 : 256;
         struct osp_seen *grown = (struct osp_seen *)calloc((size_t)room, sizeof(struct osp_seen));
@@ -285,7 +323,10 @@ static int osp_distinct_seen(osp_scan *scan, ptrdiff_t start, ptrdiff_t end, int
     for (slot = (size_t)hash & mask; scan->seen[slot].hash; slot = (slot + 1) & mask) {
         const osp_hit *kept = &scan->hits[scan->seen[slot].hit];
         if (scan->seen[slot].hash == hash && kept->kind == kind
-            && osp_distinct_equal(scan, kept->start, kept->end, start, end)) return 1;
+            && (kept->end - kept->start > scan->distinct ? scan->distinct : kept->end - kept->start) == length) {
+            osp_signal_key(scan, scan->base + kept->start, length, scan->keys + scan->distinct);
+            if (memcmp(scan->keys, scan->keys + scan->distinct, (size_t)length) == 0) return 1;
+        }
     }
     scan->seen[slot].hash = hash;
     scan->seen[slot].hit = scan->hit_count;

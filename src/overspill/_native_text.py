@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from codecs import getincrementaldecoder
 
-from ._buffers import LazyPattern
+from ._buffers import DIGEST_BYTES, LazyPattern
 from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike
 from ._buffers import ESCAPE as _ESCAPE
 from ._buffers import ESCAPE_BEFORE_CONTINUATION as _ESCAPE_BEFORE_CONTINUATION
@@ -373,6 +373,21 @@ def _scan_kinds(text: bytes, patterns: list[tuple[int, bool, bool, bytes]]) -> d
 
 # signal_lines(distinct=...): a line's key has every ASCII digit made "0".
 _DIGITS_ZEROED = bytes.maketrans(b"123456789", b"000000000")
+# Each lowercase hex digit made "x", any other byte " ": a line with no 7 in a row
+# has no hex digest, and needs no regex (osp_hex_row7 in the compiled kernel).
+_HEX_MARKED = bytes(0x78 if chr(byte) in "0123456789abcdef" else 0x20 for byte in range(256))
+
+
+def _signal_key(line: bytes, flags: int) -> bytes:
+    """``line`` with each number's bytes made ``0`` (every ASCII digit, every
+    byte of a hex digest or UUID as ``_buffers.NUMBERS`` reads them), so that two
+    lines with one key differ only in their numbers' digits, at the same
+    places: near-duplicates.  With escape sequences viewed away and one in the
+    line, only digits: a hex letter can end a sequence (a finer key, never a
+    wrong one).  ``osp_signal_key`` in the compiled kernel."""
+    if b"xxxxxxx" in line.translate(_HEX_MARKED) and not (flags & VIEW_ANSI and b"\x1b" in line):
+        line = DIGEST_BYTES.sub(lambda digest: b"0" * len(digest[0]), line)
+    return line.translate(_DIGITS_ZEROED)
 
 
 def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags: int, limit: int,
@@ -392,8 +407,9 @@ def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags
     matching line of that kind (its length is the highest kind plus one).
     With ``distinct`` above 0, a line is listed only when no line listed
     before it has its kind and the same first ``distinct`` stored bytes once
-    each ASCII digit is made ``0`` (its repeats are counted, not listed), so
-    a scan of many repeats lists each distinct line once.
+    each number's bytes are made ``0`` (``_signal_key``: digits, hex digests, UUIDs;
+    its repeats are counted, not listed), so a scan of many near-duplicates
+    lists each distinct line once.
 
     :raises TypeError: wrong argument types.
     :raises ValueError: ``start``/``end`` outside the buffer or reversed,
@@ -437,7 +453,7 @@ def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags
         else:
             first, last = stored.line_at(line_start)
         if distinct:
-            key = (kind, region[first : min(last, first + distinct)].translate(_DIGITS_ZEROED))
+            key = (kind, _signal_key(region[first : min(last, first + distinct)], flags))
             if key in seen:
                 continue
             seen.add(key)
