@@ -311,8 +311,9 @@ class StoreWrites(StoreRoom):
             # unchanged(content), without the call into it (~5% of this path).
             return _kernels.new_slotted(TruncateResult, RESULT_SLOTS, (content, False, None, None, None))
         try:
+            plain = isinstance(content, (str, bytes))
             content = self._to_cut(content)
-            if not isinstance(content, str):
+            if not plain:
                 with byte_view(content) as view:  # (held: a bytearray cannot be resized meanwhile)
                     if not unchanging(view):
                         # A buffer another thread or process may change during the call: what the model
