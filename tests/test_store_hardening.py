@@ -971,3 +971,39 @@ def test_truncate_of_a_buffer_changed_during_the_call_describes_the_stored_copy(
         stop.set()
         flipper.join()
     assert changed_during, "no change landed during a call: the race was not exercised"
+
+
+@pytest.mark.parametrize("kind", ["bytearray", "writable view", "read-only view", "mmap"])
+def test_truncate_of_a_buffer_rewritten_at_its_first_write_describes_the_stored_copy(tmp_path, monkeypatch, kind):
+    """The same promise as the thread test above, made deterministic (review R19): the buffer is
+    rewritten, same length, at the payload's first ``os.write``, so every call stores bytes other
+    than the ones it was given; before the fix the result told 49,152 lines of a copy of 16,385."""
+    store = ToolOutputStore(tmp_path / "store", durable=False)
+    reference = ToolOutputStore(tmp_path / "reference", durable=False)
+    size = 3 << 20
+    many_lines, one_line = (b"a" * 63 + b"\n") * (size // 64), b"b" * size
+    if kind == "mmap":
+        changing = mmap.mmap(-1, size)
+        changing[:] = many_lines
+        content = changing
+    else:
+        changing = bytearray(many_lines)
+        content = {"bytearray": changing, "writable view": memoryview(changing),
+                   "read-only view": memoryview(changing).toreadonly()}[kind]
+    real_write, rewritten = os.write, []
+
+    def write(fd: int, data) -> int:
+        if not rewritten:
+            rewritten.append(True)
+            changing[:] = one_line
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
+    result = store.truncate("s", "c", content)
+    monkeypatch.setattr(os, "write", real_write)
+    assert rewritten, "the payload was never written through os.write: the rewrite did not land"
+    expected = reference.truncate("s", "c", _stored_copy(store, result.resource.uri))
+    assert (result.lines, result.next_offset, result.resource.size) == (
+        expected.lines, expected.next_offset, expected.resource.size)
+    assert result.content.replace(result.resource.uri, "URI") == expected.content.replace(
+        expected.resource.uri, "URI")
