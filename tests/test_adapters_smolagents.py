@@ -5,8 +5,10 @@ smolagents runs agents synchronously only; concurrent runs are agents on threads
 
 from __future__ import annotations
 
+import gc
 import re
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional
 
@@ -821,3 +823,73 @@ def test_a_code_agent_managers_read_pages_its_managed_agents_markers_red_team_h1
     for record in store.records():
         assert b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, record.resource.uri)) == \
             NUMBERS.encode()
+
+
+# ------------------------------------------------------------------ regressions (review R20)
+class _Held:
+    """An object a thread's frame holds for a while, then drops while the frame lives on."""
+
+
+def _still_alive_after_a_bound_call_in_a_pool(store: ToolOutputStore, in_team: bool) -> bool:
+    """Whether an object a thread drops after a bound tool call has run in a pool task, while a managed agent
+    runs, is still alive: the thread is the managed agent's (``in_team``: a frame under its tool holds the
+    object) or one beside the run.  The pool's call belongs to no team: it stays in its list's own session."""
+    from overspill.adapters.smolagents import bound_managed_agents
+
+    refs: list = []
+    holding, paused, dropping, dropped, finish = (threading.Event() for _ in range(5))
+
+    def hold() -> None:
+        held = _Held()
+        refs.append(weakref.ref(held))
+        holding.set()
+        dropping.wait(30)
+        held = None  # dropped: nothing else refers to it
+        dropped.set()
+        finish.wait(30)
+
+    @tool
+    def pause() -> str:
+        """Wait while the test looks."""
+        paused.set()
+        hold() if in_team else finish.wait(30)
+        return "paused"
+
+    helper = _helper(_PlannedModel([lambda received: ("pause", {})]), bound([pause], store))
+    manager = ToolCallingAgent(tools=bound([small], store), model=_PlannedModel([
+        lambda received: ("helper", {"task": "pause"})]), managed_agents=bound_managed_agents([helper], store),
+        max_steps=3, verbosity_level=-1)
+    threads = [threading.Thread(target=manager.run, args=("go",))] + (
+        [] if in_team else [threading.Thread(target=hold)])
+    for thread in threads:
+        thread.start()
+    try:
+        assert holding.wait(30) and paused.wait(30)
+        tools = bound([big], store)
+        with ThreadPoolExecutor(1) as pool:
+            assert "tool-output://" in pool.submit(tools[0], sanitize_inputs_outputs=True).result()
+        assert [record.session_id for record in store.records()] == [tools[0]._session_id]
+        dropping.set()
+        assert dropped.wait(30)
+        gc.collect()
+        return refs[0]() is not None
+    finally:
+        dropping.set()
+        finish.set()
+        for thread in threads:
+            thread.join(30)
+
+
+def test_a_bound_call_in_a_pool_keeps_no_object_another_thread_dropped_review_r20(store):
+    # While a managed agent ran anywhere, a bound tool call in a pool task looked for the thread waiting for
+    # it by reading f_locals of every frame of every thread; on Python 3.11 that stores a snapshot of the
+    # locals on each frame, so an object a thread beside the run dropped afterwards stayed alive with the frame.
+    assert not _still_alive_after_a_bound_call_in_a_pool(store, in_team=False)
+
+
+def test_a_bound_call_in_a_pool_reads_no_frame_of_a_team_thread_but_its_executors_review_r20(store):
+    # The cost of that look-up (milliseconds a call with tens of threads): now only the threads running a team
+    # are looked at, their frames told apart by code, and only the one frame of smolagents' executor that holds
+    # the task's future has its locals read; a frame under the managed agent's tool is never read, so what it
+    # drops is gone.
+    assert not _still_alive_after_a_bound_call_in_a_pool(store, in_team=True)

@@ -39,15 +39,15 @@ import contextlib
 import contextvars
 import sys
 import threading
-from collections.abc import Iterable, Iterator
-from types import FrameType
+from collections.abc import Container, Iterable, Iterator
+from types import CodeType, FrameType
 from typing import Any, Optional
 
 from ._extra import needs_extra
 
 with needs_extra("smolagents"):
     import PIL.Image
-    from smolagents import MultiStepAgent, Tool, ToolCallingAgent
+    from smolagents import MultiStepAgent, Tool, ToolCallingAgent, local_python_executor
     from smolagents.agent_types import AgentAudio, AgentText
     from smolagents.utils import AgentError
 
@@ -113,23 +113,38 @@ def _inputs(parameters: dict[str, Any]) -> dict[str, dict[str, Any]]:
 _TEAM: contextvars.ContextVar[Optional[tuple[ToolOutputStore, str]]] = contextvars.ContextVar(
     "overspill_smolagents_team", default=None)
 #: The same, per thread inside a ``_team_run`` (by ``threading.get_ident()``): a thread's context cannot be
-#: read from another thread, and the thread that runs a ``CodeAgent``'s code needs it (``_run_stacks``).
+#: read from another thread, and the thread that runs a ``CodeAgent``'s code needs it (``_team``).
 _THREAD_TEAMS: dict[int, tuple[ToolOutputStore, str]] = {}
-# A concurrent.futures thread pool's task as its worker thread runs it (its ``self.future``): the thread that
-# submitted it, and waits for it, holds that future.
+# A concurrent.futures thread pool's task as its worker thread runs it (its ``self.future``).
 _TASK_CODE = concurrent.futures.thread._WorkItem.run.__code__
+# Where smolagents' executor holds the future of the task running a CodeAgent's code: ThreadPoolExecutor.submit
+# (its ``f``) until it returns, then the wrapper of local_python_executor.timeout (its ``future``) until the code
+# ends.  Each holds it to its end: reading their locals keeps nothing alive that the frame would have dropped.
+_SUBMIT_CODE = concurrent.futures.thread.ThreadPoolExecutor.submit.__code__
+_WAIT_CODE: Optional[CodeType]
+try:
+    _WAIT_CODE = local_python_executor.timeout(1)(lambda: None).__code__
+except (AttributeError, TypeError):  # a smolagents without it: no thread is known to wait for a CodeAgent's code
+    _WAIT_CODE = None
 
 
-def _waiting_thread(frame: Optional[FrameType]) -> Optional[tuple[int, FrameType]]:
-    """The thread waiting for the task of a thread pool that the stack ``frame`` is on runs (its id and
-    innermost frame), else None.
+def _waiting_thread(frame: Optional[FrameType],
+                    among: Optional[Container[int]] = None) -> Optional[tuple[int, FrameType]]:
+    """The thread (of ``among``'s ids, any when None) waiting for the task of a thread pool that the stack
+    ``frame`` is on runs, as its id and innermost frame, else None.
 
     smolagents' ``LocalPythonExecutor`` runs a ``CodeAgent``'s code, under its time limit, as the task of a
     one-worker thread pool of its own (which copies no context) and waits for its future: what that code calls
-    belongs to the agent's run, in the waiting thread.  The link is the task's future itself, a local of the
-    thread that submitted it from the moment it exists (``submit``'s, then the caller's, then
-    ``Future.result``'s), so it is never a guess: a stack that runs no pool task, or a future that not exactly
-    one other thread holds, has none.
+    belongs to the agent's run, in the waiting thread.  The link is the task's future itself, held by the thread
+    that submitted it (``_submitted``), so it is never a guess: a stack that runs no pool task, or a future that
+    not exactly one other thread holds, has none.  A pool of another kind (one a tool's code submits to) is
+    not followed: its tasks work in their agent's own session.
+
+    Frames are told apart by their code alone: this stack's task frame and, in each other thread, the one frame
+    of smolagents' executor holding a future are the only ones whose locals are read.  On Python before 3.13
+    reading a frame's ``f_locals`` stores a snapshot of its locals on it, so an object that thread then drops
+    would stay alive as long as the frame; and walking every frame of every thread on each tool call would cost
+    milliseconds in a process with many threads (``_team`` passes only the threads running a team).
     """
     task = None
     while frame is not None:
@@ -140,17 +155,22 @@ def _waiting_thread(frame: Optional[FrameType]) -> Optional[tuple[int, FrameType
     if future is None:
         return None
     this = threading.get_ident()
-    holders = [(ident, top) for ident, top in sys._current_frames().items() if ident != this and _holds(top, future)]
+    holders = [(ident, top) for ident, top in sys._current_frames().items()
+               if ident != this and (among is None or ident in among) and _submitted(top) is future]
     return holders[0] if len(holders) == 1 else None
 
 
-def _holds(frame: Optional[FrameType], thing: object) -> bool:
-    """Whether a frame of the stack ``frame`` is on has ``thing`` as a local."""
+def _submitted(frame: Optional[FrameType]) -> Optional[object]:
+    """The future that smolagents' executor, innermost on the stack ``frame`` is on, submitted and waits for
+    (``_SUBMIT_CODE``, ``_WAIT_CODE``), else None; the locals of that one frame alone are read."""
+    inner = None
     while frame is not None:
-        if any(value is thing for value in frame.f_locals.values()):
-            return True
-        frame = frame.f_back
-    return False
+        if frame.f_code is _WAIT_CODE:
+            if inner is not None and inner.f_code is _SUBMIT_CODE:  # still submitting: ``future`` is not yet set
+                return inner.f_locals.get("f")
+            return frame.f_locals.get("future")
+        inner, frame = frame, frame.f_back
+    return None
 
 
 def _run_stacks(frame: FrameType) -> Iterator[tuple[int, FrameType]]:
@@ -169,17 +189,14 @@ def _run_stacks(frame: FrameType) -> Iterator[tuple[int, FrameType]]:
 def _team() -> Optional[tuple[ToolOutputStore, str]]:
     """The store and session of the manager whose managed agent's run the caller is part of (``_team_run``),
     else None: this context's, or, in the thread running a ``CodeAgent``'s code (which has no copy of the
-    agent's context), that of the thread waiting for it (``_run_stacks``)."""
+    agent's context), that of the thread waiting for it, when a team runs in that thread (``_waiting_thread``
+    among ``_THREAD_TEAMS``: a managed agent's run, at any depth of managers, starts in the thread that waits
+    for the code calling it)."""
     team = _TEAM.get()
     if team is not None or not _THREAD_TEAMS:  # (no managed agent runs anywhere: no stack to look at)
         return team
-    stacks = _run_stacks(sys._getframe(1))
-    next(stacks)  # this thread's: its team, if any, is in the context
-    for ident, _ in stacks:
-        team = _THREAD_TEAMS.get(ident)
-        if team is not None:
-            return team
-    return None
+    waiting = _waiting_thread(sys._getframe(1), _THREAD_TEAMS)
+    return None if waiting is None else _THREAD_TEAMS.get(waiting[0])
 
 
 def _session(store: ToolOutputStore, session_id: str) -> str:
