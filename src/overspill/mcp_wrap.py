@@ -763,7 +763,9 @@ class _Wrapper:
 
     async def roots_changed(self, ctx: Any, params: Any) -> None:
         if self.link.session is not None and self.link.failure is None:
-            await self.link.session.send_roots_list_changed()
+            # The notification itself: the session's helper for it warns (MCPDeprecationWarning, roots
+            # are deprecated as of 2026-07-28) on the wrapper's stderr at every relay of the client's.
+            await self.link.session.send_notification(types.RootsListChangedNotification())
 
 
 def speaks_modern(answer: Any) -> bool:
