@@ -307,6 +307,26 @@ def test_a_map_whose_first_member_is_over_the_limits_keeps_the_members_that_fit_
 
 
 
+def test_a_map_skipping_a_key_over_the_limits_still_cuts_a_long_member_review_r20_1():
+    # The skipping cut skipped every member over what was left, so a first key over the limits and
+    # a long value after it left nothing (None), though that value cut to fit conforms.
+    schema = {"type": "object", "additionalProperties": {"type": "string"}, "minProperties": 1}
+    kept = conforming(schema, PREVIEW, {"k" * 20_000: "x", "b": "y" * 20_000}, LIMITS)
+    assert kept is not None and list(kept) == ["b"] and 1000 < len(kept["b"]) < 20_000
+    assert set(kept["b"]) == {"y"} and len(shown(kept).encode()) <= 8192
+    # The room is shared among the members kept, as an object's is: a short one after the long one
+    # is kept too ("minProperties": 2).
+    kept = conforming({**schema, "minProperties": 2}, PREVIEW, {"k" * 20_000: "x", "b": "y" * 20_000, "c": "s"},
+                      LIMITS)
+    assert kept is not None and list(kept) == ["b", "c"] and kept["c"] == "s"
+    assert 1000 < len(kept["b"]) < 20_000 and len(shown(kept).encode()) <= 8192
+    # Nested, and with a key too long for what is left skipped still.
+    nested = {"type": "object", "properties": {"m": schema}, "required": ["m"], "additionalProperties": False}
+    kept = conforming(nested, PREVIEW, {"m": {"k" * 20_000: "x", "b": "y" * 20_000}}, LIMITS)
+    assert kept is not None and list(kept["m"]) == ["b"] and 1000 < len(kept["m"]["b"]) < 20_000
+
+
+
 @given(json_values, st.integers(1, 3000), st.integers(1, 120), st.booleans())
 def test_a_cut_skipping_a_maps_members_is_within_its_room_as_a_prefix_is(value, room_bytes, room_lines, every_item):
     # The fallback that keeps a map's members that fit (red team B14's second defect) keeps the

@@ -216,8 +216,8 @@ def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limi
        kept where they fit, else (a map) a prefix of its members, and a prefix of each array's
        items; then the same with every item of each array kept where they fit, each cut to its
        share (a tuple's ``prefixItems`` and ``minItems`` need it); then the same with each map's
-       members that fit kept, in order, those that do not skipped (``minProperties`` needs it
-       when a first member is over the limits);
+       members whose key and smallest form fit kept, in order, each cut to its share, those that
+       do not skipped (``minProperties`` needs it when a first key is over the limits);
     6. the cuts of 4 and 5 again, in the same order, each with every member that the schema
        refuses replaced by the first small value its own schema admits (``_mended``: a ``const``,
        an ``enum``'s first member, a ``default``, then null, false, 0, "", [] and {}), for a
@@ -506,12 +506,15 @@ def _prefix(pairs: Iterable[tuple[Any, Any]], named: bool, room: tuple[int, int]
             every_item: bool, skipping: bool = False) -> list[tuple[Any, Any]]:
     """The longest prefix of ``pairs`` (an array's indexes and items, or a map's keys and members,
     ``named``) that fits ``room`` inside their container ``depth`` deep; the first cut to fit
-    when none fits whole (rather than nothing).  With ``skipping`` (a map's), the members that
-    fit whole, in order, each that does not skipped: read for about ``room`` past the first skipped."""
+    when none fits whole (rather than nothing).  With ``skipping`` (a map's), the members whose
+    key and smallest form (``_emptied``) fit what is left, in order, each that does not skipped
+    (read for about ``room`` past the first skipped), sharing ``room`` as an object's members do
+    (``_shared``) when one of them is kept only cut."""
     skips = skipping and named  # (``skipping`` is passed on: a map may be in an array's item)
     kept: list[tuple[Any, Any]] = []
     left_bytes, left_lines = room[0] - 2 * depth - 6, room[1] - 2
     looked = 0  # what the members skipped cost to read, in characters about: at most the room
+    cutting = False  # whether a member kept is over what is left whole: the room is then shared
     for key, item in pairs:
         if skips and len(str(key)) >= left_bytes:  # a key with as many characters as bytes left: not read
             looked += 1
@@ -525,6 +528,16 @@ def _prefix(pairs: Iterable[tuple[Any, Any]], named: bool, room: tuple[int, int]
             left_bytes, left_lines = left_bytes - item_size - key_size, left_lines - item_lines
             continue
         if skips:
+            # Kept to be cut where its key and smallest form fit (a long string's prefix is a
+            # member that minProperties counts), as the first member of a prefix is; skipped only
+            # where even they do not.  Measured in what is left, so that a member skipped costs a
+            # walk of about what ``looked`` counts for it (``_shrunk`` checks the cut's real size).
+            _, least_size, least_lines = _emptied(item, depth + 1, (left_bytes, left_lines), every_item)
+            if least_size + key_size <= left_bytes and least_lines <= left_lines:
+                kept.append((key, item))
+                left_bytes, left_lines = left_bytes - least_size - key_size, left_lines - least_lines
+                cutting = True
+                continue
             looked += 1 + min(key_size + item_size, left_bytes)
             if looked > room[0]:
                 break
@@ -532,6 +545,8 @@ def _prefix(pairs: Iterable[tuple[Any, Any]], named: bool, room: tuple[int, int]
         if not kept and left_bytes - key_size > 0 and left_lines > 0:
             kept.append((key, _cut(item, (left_bytes - key_size, left_lines), depth + 1, every_item, skipping)))
         break
+    if cutting:  # every member kept fits at its smallest: each cut to its share, only the large ones
+        return _shared(kept, named, room, depth, every_item, skipping)
     return kept
 
 
