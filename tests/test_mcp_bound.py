@@ -11,9 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install 'overspill[mcp]'")
+from jsonschema.validators import validator_for  # noqa: E402  (a dependency of the SDK)
 
 from overspill import Limits  # noqa: E402
-from overspill.mcp_bound import _duplicates, _emptied, _shrunk, conforming  # noqa: E402
+from overspill.mcp_bound import _CHECKS, _ERRORS, _duplicates, _emptied, _shrunk, conforming  # noqa: E402
 
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False),
                      st.text(alphabet=st.sampled_from(["a", "\n", '"', "é", "中", "😀", "\x00"]), max_size=300))
@@ -324,6 +325,48 @@ def test_a_map_skipping_a_key_over_the_limits_still_cuts_a_long_member_review_r2
     nested = {"type": "object", "properties": {"m": schema}, "required": ["m"], "additionalProperties": False}
     kept = conforming(nested, PREVIEW, {"m": {"k" * 20_000: "x", "b": "y" * 20_000}}, LIMITS)
     assert kept is not None and list(kept["m"]) == ["b"] and 1000 < len(kept["m"]["b"]) < 20_000
+
+
+
+class Counted(dict):
+    """A (sub)schema that counts how often a validator is made over it: once per evaluation of
+    it against a value (``descend``), so the work of validations is observable, whatever their time."""
+
+    seen = 0
+
+    def items(self):
+        Counted.seen += 1
+        return super().items()
+
+
+def test_mending_makes_a_bounded_number_of_validations_and_invents_no_rows_review_r20_2():
+    # Step 6 took every error of a value (``iter_errors``), up to four rounds a cut, and checked each
+    # small candidate again for every cut: rows each refused by an enum were all evaluated, round
+    # after round, and became the enum's first member (values the upstream never sent), though
+    # {"rows": []} conforms.
+    items = Counted({"enum": [f"e{index}" for index in range(2000)]})
+    rows = {"type": "object", "properties": {"rows": {"type": "array", "items": items}}, "required": ["rows"],
+            "additionalProperties": False}
+    Counted.seen = 0
+    assert conforming(rows, PREVIEW, {"rows": ["b"] * 5000}, LIMITS) == {"rows": []}
+    assert Counted.seen <= 6 + _CHECKS * (_ERRORS + 1)  # about 400 rows fit: each was evaluated 3 times and more
+    # A refused item is dropped where minItems allows, replaced only where it does not.
+    letters = {**rows, "properties": {"rows": {"type": "array", "items": {"enum": ["a", "c"]}, "minItems": 1}}}
+    assert conforming(letters, PREVIEW, {"rows": ["a", "b", "a", "b" * 9000]}, LIMITS) == {"rows": ["a", "a"]}
+    letters["properties"]["rows"]["minItems"] = 3
+    assert conforming(letters, PREVIEW, {"rows": ["a", "b", "a", "b" * 9000]}, LIMITS) == {"rows": ["a", "a", "a"]}
+    # Nothing conforms, and each validation of a deep anyOf is slow: steps 1 to 5's six validations
+    # and step 6's budget of them at most (each small candidate checked once, not once a cut).
+    member = Counted({"type": "string", "minLength": 50_000})
+    for _ in range(6):
+        member = Counted({"anyOf": [member, Counted({"allOf": [member, Counted({"type": "string"})]})]})
+    closed = {"type": "object", "properties": {"v": member}, "required": ["v"], "additionalProperties": False}
+    Counted.seen = 0
+    validator_for(closed)(closed).is_valid({"v": "z"})
+    one = Counted.seen
+    Counted.seen = 0
+    assert conforming(closed, PREVIEW, {"v": "z" * 60_000}, LIMITS) is None
+    assert Counted.seen <= (6 + _CHECKS) * one
 
 
 

@@ -222,7 +222,11 @@ def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limi
        refuses replaced by the first small value its own schema admits (``_mended``: a ``const``,
        an ``enum``'s first member, a ``default``, then null, false, 0, "", [] and {}), for a
        member that no cut of it conforms to (``{"anyOf": [{"type": "null"}, {"type": "string",
-       "minLength": 50000}]}`` gives null for a long string).
+       "minLength": 50000}]}`` gives null for a long string), or an array's item dropped where its
+       ``minItems`` allows (rows an ``enum`` refuses are left out, not made up); then the
+       upstream's value at its smallest on its own (``_emptied``).  At most ``_CHECKS``
+       validations in all, of ``_ERRORS`` errors a round: however slow each is, a few times
+       the work of steps 1 to 5.
     """
     if _valid(schema, ours):
         return ours
@@ -243,17 +247,27 @@ def conforming(schema: dict[str, Any], ours: dict[str, Any], upstream: Any, limi
         shown = kept if beside is None else {**kept, **beside}
         if _json_within(kept, limits) and _valid(schema, shown):
             return shown
-    # Only when no cut conforms as it is: a member replaced says less than one cut.
+    # Only when no cut conforms as it is: a member replaced says less than one cut.  Within a budget
+    # of validations (``_Budget``), each small value a subschema admits found once for every cut.
+    budget, chosen = _Budget(_CHECKS), {}
+    # The upstream's value at its smallest on its own (arrays and strings empty) is a cut too, and
+    # conforms where every member mending would replace is in an array (rows refused by an enum):
+    # checked first, so that mending cannot spend the budget before it, and shown only where no
+    # mended cut conforms, which keeps more of the upstream's (a row with a member replaced).
+    emptied = _emptied(upstream, 0, room)[0]
+    fallback = (upstream is not None and _json_within(emptied, limits)
+                and not any(beside is None and _same(kept, emptied) for kept, beside, _ in tried)
+                and budget.spend() and _valid(schema, emptied))
     for index, (kept, beside, how) in enumerate(tried):
         if any(beside is other and _same(kept, cut) for cut, other, _ in tried[:index]):
             continue  # (a cut as one before it: a value with no map, or no array, cuts alike)
-        mended = _mended(schema, kept, room)
+        mended = _mended(schema, kept, room, budget, chosen)
         if not _json_within(mended, limits):  # a value replaced by a larger one (null for 0): cut again
-            mended = _mended(schema, _shrunk(mended, *how), room)
+            mended = _mended(schema, _shrunk(mended, *how), room, budget, chosen)
         shown = mended if beside is None else {**mended, **beside}
-        if mended is not kept and _json_within(mended, limits) and _valid(schema, shown):
+        if mended is not kept and _json_within(mended, limits) and budget.spend() and _valid(schema, shown):
             return shown
-    return None
+    return emptied if fallback else None
 
 
 def _cuts(ours: dict[str, Any], upstream: Any,
@@ -274,36 +288,69 @@ def _cuts(ours: dict[str, Any], upstream: Any,
 # How many times ``_mended`` validates a value and replaces what is refused: a replaced member can
 # leave its container refused (two nulls where ``uniqueItems``), which the next round replaces.
 _MENDS = 4
+# How many validations step 6 of ``conforming`` makes in all (a round of ``_mended``, a candidate
+# of ``_smallest``, a mended cut checked): a count, not a time, so that a schema whose every
+# validation is slow (a deep ``anyOf``, a long ``enum``) costs a few times what steps 1 to 5 do,
+# and the result is the same on any machine.
+_CHECKS = 16
+# How many of a value's errors a round of ``_mended`` takes: ``iter_errors`` goes on to every error
+# (``is_valid`` stops at the first), each as costly as its subschema (a row against a long enum).
+_ERRORS = 16
 
 
-def _mended(schema: dict[str, Any], value: Any, room: tuple[int, int]) -> Any:
+class _Budget:
+    """The validations step 6 of ``conforming`` has left (``_CHECKS``)."""
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+
+    def spend(self) -> bool:
+        """Whether one more validation may be made; it is counted."""
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        return True
+
+
+def _mended(schema: dict[str, Any], value: Any, room: tuple[int, int], budget: _Budget,
+            chosen: dict[int, tuple[Any, Any]]) -> Any:
     """``value`` with each member (at any depth; never ``value`` itself, whose smallest form says
     nothing) that ``schema`` refuses replaced by the first small value that the member's own
-    (sub)schema admits (``_smallest``); the deepest first, as a member replaced makes its
-    container's other errors moot or not.  ``value`` itself when nothing is replaced.  A value of
-    about ``room``: a few validations of it."""
+    (sub)schema admits (``_smallest``, kept in ``chosen`` by the subschema's id), or, an array's
+    item where its ``minItems`` allows (``_droppable``), dropped: a value the upstream never sent
+    is not made up where none is needed.  The deepest first, as a member replaced makes its
+    container's other errors moot or not; at most ``_ERRORS`` of them a round, each round and
+    candidate spending ``budget``.  ``value`` itself when nothing is replaced."""
     try:
         from jsonschema.validators import validator_for  # a dependency of the SDK
 
         validator = validator_for(schema)(schema)
-        # By the id of a subschema, which rows share; the subschema is kept with it, so its id stays its own.
-        chosen: dict[int, tuple[Any, Any]] = {}
         for _ in range(_MENDS):
-            errors = sorted((error for error in validator.iter_errors(value) if error.path),
+            if not budget.spend():
+                break
+            errors = sorted(itertools.islice((error for error in validator.iter_errors(value) if error.path), _ERRORS),
                             key=lambda error: -len(error.path))
             replaced: dict[tuple[Any, ...], Any] = {}
             around: set[tuple[Any, ...]] = set()  # the paths replaced this round and those they are in
+            dropped: dict[tuple[Any, ...], int] = {}  # the items dropped this round, by their array's path
             for error in errors:
                 path = tuple(error.path)
                 if path in around:
                     continue  # around (or at) a member replaced this round: seen again next round
-                if id(error.schema) not in chosen:
-                    chosen[id(error.schema)] = (error.schema, _smallest(validator.evolve(schema=error.schema),
-                                                                        error.schema, room))
-                smallest = chosen[id(error.schema)][1]
-                if smallest is not _NONE:
+                spare = _droppable(schema, error, value, path)
+                if spare is not None and spare > dropped.get(path[:-1], 0):
+                    dropped[path[:-1]] = dropped.get(path[:-1], 0) + 1
+                    replaced[path] = _DROPPED
+                else:
+                    if id(error.schema) not in chosen:
+                        # The subschema is kept with its id (rows share it), so that the id stays its own.
+                        chosen[id(error.schema)] = (error.schema, _smallest(validator.evolve(schema=error.schema),
+                                                                            error.schema, room, budget))
+                    smallest = chosen[id(error.schema)][1]
+                    if smallest is _NONE:
+                        continue
                     replaced[path] = copy.deepcopy(smallest)  # each its own (not the schema's): nothing shared
-                    around.update(path[:length] for length in range(1, len(path) + 1))
+                around.update(path[:length] for length in range(1, len(path) + 1))
             if not replaced:
                 break
             value = _replaced(value, replaced, 0)
@@ -313,13 +360,50 @@ def _mended(schema: dict[str, Any], value: Any, room: tuple[int, int]) -> Any:
 
 
 _NONE = object()
+_DROPPED = object()  # (in ``_replaced``: an array's item left out)
 
 
-def _smallest(validator: Any, schema: Any, room: tuple[int, int]) -> Any:
+def _droppable(schema: Any, error: Any, value: Any, path: tuple[Any, ...]) -> Optional[int]:
+    """How many items the array holding the item at ``path`` of ``value``, which ``error`` refuses,
+    has beyond its ``minItems``; None when the item is not one of an array's ``items`` (a member, a
+    tuple's ``prefixItems``: a place that says what it is), or when its array's schema is not found
+    by following ``error``'s schema path from the root (a ``$ref`` on the way)."""
+    if not path or not isinstance(path[-1], int):
+        return None
+    keywords = list(error.relative_schema_path)
+    at = next((index for index in range(len(keywords) - 1, -1, -1)
+               if keywords[index] in ("items", "prefixItems", "additionalItems", "unevaluatedItems")), None)
+    if at is None or keywords[at] != "items":
+        return None
+    node = schema
+    for step in keywords[:at]:
+        if isinstance(node, dict) and isinstance(step, str) and step in node:
+            node = node[step]
+        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+            node = node[step]
+        else:
+            return None
+    if not isinstance(node, dict) or not isinstance(node.get("items"), dict):
+        return None  # (an older draft's tuple: a list of ``items``)
+    array = value
+    for step in path[:-1]:
+        array = array[step]
+    least = node.get("minItems", 0)
+    if not isinstance(array, list) or not isinstance(least, int) or isinstance(least, bool):
+        return None
+    return len(array) - least
+
+
+def _smallest(validator: Any, schema: Any, room: tuple[int, int], budget: _Budget) -> Any:
     """The first of ``schema``'s own words (``_words``) and null, false, 0, "", [] and {} that
-    ``validator`` (over ``schema``) admits and whose JSON fits ``room``; ``_NONE`` when none is."""
+    ``validator`` (over ``schema``) admits and whose JSON fits ``room``; ``_NONE`` when none is, or
+    when ``budget`` runs out first."""
     for candidate in itertools.chain(itertools.islice(_words(schema, 0), 16), (None, False, 0, "", [], {})):
-        if _json_fits(candidate, room) and validator.is_valid(candidate):
+        if not _json_fits(candidate, room):
+            continue
+        if not budget.spend():
+            break
+        if validator.is_valid(candidate):
             return candidate
     return _NONE
 
@@ -343,7 +427,8 @@ def _words(schema: Any, depth: int) -> Iterable[Any]:
 
 def _replaced(value: Any, replaced: dict[tuple[Any, ...], Any], depth: int) -> Any:
     """``value`` with the member at each path of ``replaced`` (from ``depth`` on; none within
-    another) replaced by its value: a copy of each container on the way, and only those."""
+    another) replaced by its value, or left out where that is ``_DROPPED`` (an array's item): a copy
+    of each container on the way, and only those."""
     below: dict[Any, dict[tuple[Any, ...], Any]] = {}
     for path, member in replaced.items():
         below.setdefault(path[depth], {})[path] = member
@@ -357,6 +442,8 @@ def _replaced(value: Any, replaced: dict[tuple[Any, ...], Any], depth: int) -> A
             copied[step] = next(iter(paths.values()))
         else:
             copied[step] = _replaced(value[step], paths, depth + 1)
+    if isinstance(copied, list) and any(item is _DROPPED for item in copied):  # (after: the paths index the value)
+        copied = [item for item in copied if item is not _DROPPED]
     return copied
 
 
