@@ -268,7 +268,7 @@ static inline uint64_t osp_outline_runs(osp_outline *s) {
      * when this line is a name in that folder (name: the depth of its own name), one it
      * cannot head (red team A14: "setuptools/command/launcher manifest.xml" between two
      * files of its folder was counted in no run, the header one line short). */
-    name = keys == parts && parts <= s->depth ? parts - 1 : 0;
+    name = 0 < parts && keys == parts && parts <= s->depth ? parts - 1 : 0;  /* "/" alone has no name */
     folder = ((uint64_t)1 << name) - 1;
     if ((on >> (s->depth - 1)) & 1) claimed = s->unclaimed;
     else claimed = name && (on & folder) == folder ? s->cut[name] : 0;

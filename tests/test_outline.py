@@ -233,7 +233,7 @@ def naive_outline(data: bytes, section: bytes, max_depth: int, max_runs: int, ma
             cut[keys] += 1
             continue
         claimed = unclaimed if found[-1] == previous[-1] else 0  # all depths or none (review R6)
-        name = keys - 1 if keys == len(ends) <= max_depth else 0  # a name in its folder at that depth
+        name = keys - 1 if 0 < keys == len(ends) <= max_depth else 0  # a name in its folder at that depth
         if not claimed and name and found[:name] == previous[:name]:
             claimed = cut[name]  # a cut name's line is its folder's: so is this name (red team A14)
         unclaimed = 0
@@ -1804,6 +1804,21 @@ def test_a_cut_name_between_names_of_its_folder_counts_in_its_folder_red_team_a1
         collector = Outline("lines", BytesReader(listing))
         collector.scan(result.next_offset, len(listing) - len(tail.encode()))
         assert {sum(run[2] for run in kept) for kept in collector._runs if kept is not None} == {len(omitted)}
+
+
+def test_a_keyed_line_with_no_parts_has_no_name_review_r18():
+    """Review R18 of 5e81d75: a keyed line with no parts (``/`` alone, or any line of an ``ls -R``
+    section ``/:``) took ``parts - 1 = -1`` as the depth of its own name: the compiled kernel shifted
+    by a negative amount (undefined behaviour: UBSan's "shift exponent -1 is negative") and the twin
+    and the reference read the count kept at depth -1.  Such a line names nothing; both kernels and
+    the reference agree on it, with a cut name's line waiting before it or not."""
+    cases = [b"/\n", b"/\n/\n", b"/:\ntotal 8\n-rw-r--r-- 1 root a\n", b"a/b\na/read me\n/\n",
+             b"a/b\na/read me\n/:\ntotal 8\n", b"//\n::\n/\n", b"x/y/z\nx/y/read me\n/\nx/y/w\n"]
+    for data in cases:
+        for depth in range(1, 5):
+            expected = naive_outline(data, b"", depth, 8, 0)
+            for kernels in BOTH:
+                assert kernels.outline_lines(data, 0, len(data), b"", depth, 8, 0) == expected, (data, depth)
 
 
 @pytest.mark.xfail(strict=True, reason="unfixed (review of 781cf12): a cut last part's line waits below as an "

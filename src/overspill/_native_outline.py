@@ -459,7 +459,8 @@ class _Runs:
         # folder's: it joins them too when this line is a name in that folder, one it
         # cannot head (red team A14: "setuptools/command/launcher manifest.xml" between
         # two files of its folder was counted in no group, the header one line short).
-        name = keys - 1 if not dropped and keys <= len(runs) else 0  # the depth of its own name
+        # The depth of its own name ("/" alone has none).
+        name = keys - 1 if not dropped and 0 < keys <= len(runs) else 0
         if goes_on[-1]:
             claimed = self.unclaimed
         else:
