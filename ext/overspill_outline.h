@@ -45,7 +45,9 @@ typedef struct {
     ptrdiff_t run_count[OSP_DEPTH_CAP];  /* runs begun at each depth; -1 once past the caller's cap */
     ptrdiff_t run_lines[OSP_DEPTH_CAP];  /* lines of each depth's current run */
     ptrdiff_t unclaimed;  /* lines since the last keyed one: the runs' only if the deepest one goes on */
-    ptrdiff_t cut[OSP_DEPTH_CAP];  /* of them, those whose last part a space cut, by their keys */
+    ptrdiff_t name;       /* the last keyed line's keys when its token is whole, all of them keys, else 0 */
+    const uint8_t *cut;   /* the token (in buf) of the last pending line whose last part a space cut, */
+    ptrdiff_t cut_length; /* while its folder's lines may claim it (osp_outline_runs), else NULL */
     int run_deeper[OSP_DEPTH_CAP];       /* the separators after the key in its lines with more parts (OSP_BELOW_*) */
     ptrdiff_t section_length, previous_length, previous_parts, previous_keys, previous_ends[OSP_DEPTH_CAP + 1];
     uint8_t section[OSP_TOKEN_CAP], previous[OSP_TOKEN_CAP];  /* the current section; the last keyed token */
@@ -246,12 +248,24 @@ static inline int osp_outline_goes_on(const osp_outline *s, ptrdiff_t d, ptrdiff
  * lines pending since that one join the runs at every depth when the line goes
  * on at the deepest, else none (review R6: decided at each depth alone, a line
  * was a folder's and none of its files', and a depth's runs summed to more
- * than the next one's), but a cut name's when the line is a name in its folder
- * (see below).  Then the line becomes the previous keyed line. */
+ * than the next one's), but a cut name's its folder's lines claim (see below).
+ * Then the line becomes the previous keyed line. */
 static inline uint64_t osp_outline_runs(osp_outline *s) {
     const ptrdiff_t parts = s->parts, keys = s->keys, length = s->token_length;
-    ptrdiff_t common = 0, d, claimed, name;
+    ptrdiff_t common = 0, d, claimed;
     uint64_t changed = 0, on = 0, folder;
+    /* A pending line whose last part a space cut, after a name in its folder (or the
+     * folder's own line), is its folder's: the next line with a key claims it unless
+     * that line is the cut name going on (its token the cut one's and a space:
+     * "./Program Files/x"), at every depth into the runs the line before began: its
+     * folder's, and below the folder the name before's (red team A14: "setuptools/
+     * command/launcher manifest.xml" was counted in no run; review R18: last in its
+     * folder, or before a sibling folder's lines, it still was).  After a line in another
+     * folder below its own, no run below its folder is its (review R6: "./app/read me
+     * 0.txt" is no line of "./app/sub0/"): it waits as a line with no path does. */
+    const int claims = s->cut && !(length > s->cut_length && memcmp(s->token, s->cut, (size_t)s->cut_length) == 0
+                                   && s->token[s->cut_length] == ' ');
+    s->cut = NULL;
     if (s->any_keyed) common = osp_common_prefix(s->token, s->previous, length < s->previous_length ? length
                                                                                                   : s->previous_length);
     for (d = 0; d < s->depth; d++) on |= (uint64_t)osp_outline_goes_on(s, d, common) << d;
@@ -260,20 +274,20 @@ static inline uint64_t osp_outline_runs(osp_outline *s) {
         /* Its last part is no key (osp_scan_token) and its folder's run goes on: it is
          * pending as an unkeyed line is ("./Program Files" in find, before its folder's
          * lines; below the folder its run is unknown), and is not the previous keyed line. */
+        if (claims) {
+            s->unclaimed--;
+            for (d = 0; d < s->depth; d++) s->run_lines[d]++;
+        }
         s->unclaimed++;
-        s->cut[keys]++;
+        if (s->name && keys >= s->name - 1) {
+            s->cut = s->token;  /* its own token: in buf, held for the whole scan */
+            s->cut_length = length;
+        }
         return 0;
     }
-    /* A pending line whose last part a space cut is its folder's: it joins the runs too
-     * when this line is a name in that folder (name: the depth of its own name), one it
-     * cannot head (red team A14: "setuptools/command/launcher manifest.xml" between two
-     * files of its folder was counted in no run, the header one line short). */
-    name = 0 < parts && keys == parts && parts <= s->depth ? parts - 1 : 0;  /* "/" alone has no name */
-    folder = ((uint64_t)1 << name) - 1;
-    if ((on >> (s->depth - 1)) & 1) claimed = s->unclaimed;
-    else claimed = name && (on & folder) == folder ? s->cut[name] : 0;
+    claimed = (on >> (s->depth - 1)) & 1 ? s->unclaimed : claims;
     s->unclaimed = 0;
-    memset(s->cut, 0, sizeof(s->cut));
+    s->name = 0 < parts && keys == parts && parts <= s->depth ? keys : 0;
     for (d = 0; d < s->depth; d++) {
         if ((on >> d) & 1) {
             s->run_lines[d] += claimed + 1;

@@ -189,7 +189,8 @@ def naive_outline(data: bytes, section: bytes, max_depth: int, max_runs: int, ma
     runs = [[] for _ in range(max_depth)]
     previous = [None] * max_depth
     unclaimed = 0  # lines since the last keyed one: the runs' (at every depth) only if the deepest key goes on
-    cut = [0] * max_depth  # of them, those whose last part a space cut, by their keys
+    named = 0  # the last keyed line's keys when its token is whole, all of them keys
+    waiting = None  # the token of a cut name's line its folder's lines may claim (red team A14, review R18)
     lead = keyed = total = 0
     commits = []
     offset = 0
@@ -228,16 +229,23 @@ def naive_outline(data: bytes, section: bytes, max_depth: int, max_runs: int, ma
         keyed += 1
         ends = naive_parts(token)
         found = [token[: ends[min(depth, keys - 1)]] if keys else token for depth in range(max_depth)]
+        # The next line with a key claims a cut name's line after a name in its folder (or the
+        # folder's line) unless it goes on with that name, into the runs of the line before.
+        claims = waiting is not None and not token.startswith(waiting + b" ")
+        waiting = None
         if keys < len(ends) and 0 < keys < max_depth and found[:keys] == previous[:keys]:
             unclaimed += 1  # a cut last part whose folder goes on: unclaimed, as a line with no key
-            cut[keys] += 1
+            if claims:
+                unclaimed -= 1
+                for kept in runs:
+                    if kept is not None:
+                        kept[-1][2] += 1
+            if named and keys >= named - 1:
+                waiting = token
             continue
-        claimed = unclaimed if found[-1] == previous[-1] else 0  # all depths or none (review R6)
-        name = keys - 1 if 0 < keys == len(ends) <= max_depth else 0  # a name in its folder at that depth
-        if not claimed and name and found[:name] == previous[:name]:
-            claimed = cut[name]  # a cut name's line is its folder's: so is this name (red team A14)
+        claimed = unclaimed if found[-1] == previous[-1] else int(claims)  # all depths or none (review R6)
         unclaimed = 0
-        cut = [0] * max_depth
+        named = keys if 0 < keys == len(ends) <= max_depth else 0
         for depth, key in enumerate(found):
             if key == previous[depth]:
                 if runs[depth] is not None:
@@ -279,6 +287,7 @@ outputs = st.lists(st.lists(line_pieces, max_size=5).map("".join), max_size=30).
 @example(b"/a/b:\nfoo\n/a/c/d\n", 3, 5, 1, b"", True, None)
 @example(b"/t/My Dir:\nx\n\n/t/My Dir:\ny\n", 2, 5, 0, b"", True, 1)
 @example(b"r/c\nr/c/a.py\nr/c/launcher manifest.xml\nr/c/b.py\nr/d/e.py", 3, 8, 0, b"", True, None)  # red team A14
+@example(b"r/c\nr/c/a.py\nr/c/launcher manifest.xml\nr/d/e.py", 3, 8, 0, b"", True, None)  # review R18
 @example(b"* \x1b[33mcommit abcdef1234\x1b[m\n\x1b[31m|\x1b[m Author: x\n\x1b[31m|\x1b[m     subj \n"
          b"* \x1b[33mabc1234\x1b[m\x1b[33m (\x1b[mHEAD)\x1b[m fix it\n| * 1234567 b\n|/\n", 2, 5, 3, b"", True, 2)
 def test_outline_lines_matches_the_naive_reference(data, depth, runs, commits, section, final_newline, flags):
@@ -765,13 +774,25 @@ def naive_cut_depth(text: bytes, section: bytes, after_blank: bool = False) -> O
     return keys if token and keys < len(naive_parts(token)) else None
 
 
+def naive_line_token(text: bytes, section: bytes, after_blank: bool = False) -> tuple[bytes, int, int]:
+    """The token a line is keyed by (empty when unkeyed), how many of its parts are keys and
+    how many parts it has."""
+    text = naive_shown(text)
+    if naive_is_header(text, after_blank):
+        token = text[:-1][:255]
+        return token, len(naive_parts(token)), len(naive_parts(token))
+    token, keys = naive_line_key(text, section)
+    return token, keys, len(naive_parts(token))
+
+
 def naive_omitted_runs(data: bytes, start: int, depth: int) -> tuple[list, int, int]:
     """The runs of ``data[start:]`` at each depth as the whole output's lines have them:
     a line counts when its newline (or end) is at or after ``start``; a run the head's
     last keyed line began goes on from ``start``; unkeyed lines before any keyed line
     at all count in no run, nor do those after a keyed line until one with its key at
     the deepest depth (red team E11 f03), then at every depth (review R6), nor those the
-    omitted part ends with (nor, alike, a line whose cut last part's folder run goes on).  Also
+    omitted part ends with (nor, alike, a line whose cut last part's folder run goes on, unless
+    its folder's lines claim it: red team A14, review R18).  Also
     ``(lines, keyed)`` of the omitted part."""
     lines = data.split(b"\n")
     if data.endswith(b"\n") or not data:
@@ -779,7 +800,8 @@ def naive_omitted_runs(data: bytes, start: int, depth: int) -> tuple[list, int, 
     runs: list[list] = [[] for _ in range(depth)]
     current: Optional[list] = None  # the last keyed line's keys
     unclaimed = 0  # omitted lines since the last keyed line
-    cuts = [0] * depth  # of them, those whose last part a space cut, by their keys
+    name = 0  # the last keyed line's keys when its token is whole, all of them keys
+    waiting = None  # the token of a cut name's line its folder's lines may claim (red team A14, review R18)
     section = b""
     counted = keyed_lines = 0
     offset = 0
@@ -788,6 +810,7 @@ def naive_omitted_runs(data: bytes, start: int, depth: int) -> tuple[list, int, 
         here, offset = offset, offset + len(raw) + 1
         text = raw[:-1] if raw.endswith(b"\r") else raw
         cut = naive_cut_depth(text, section, after_blank)
+        token, count, parts = naive_line_token(text, section, after_blank)
         section, keys = naive_keys(text, section, depth, after_blank)
         after_blank = not naive_shown(text)
         # A line whose cut last part's folder run goes on waits as an unkeyed line does (at
@@ -796,6 +819,12 @@ def naive_omitted_runs(data: bytes, start: int, depth: int) -> tuple[list, int, 
                  and current[cut - 1][0] == keys[cut - 1][0])
         if joins:
             keys = keys[:cut] + current[cut:]
+        # The next line with a key claims a cut name's line after a name in its folder (or the
+        # folder's line) unless it goes on with that name: into the runs of the line before.
+        claims = keys is not None and waiting is not None and not token.startswith(waiting + b" ")
+        waiting = None if keys is not None else waiting
+        if keys is not None and not joins:
+            name = count if 0 < count == parts <= depth else 0
         if here + len(raw) < start:  # its newline is in the head
             current = keys or current
             continue
@@ -803,19 +832,24 @@ def naive_omitted_runs(data: bytes, start: int, depth: int) -> tuple[list, int, 
         keyed_lines += keys is not None
         if keys is None or joins:
             unclaimed += current is not None
-            if joins:
-                cuts[cut] += 1
+            if claims:
+                unclaimed -= 1
+                for d, kept in enumerate(runs):
+                    if kept:
+                        kept[-1][2] += 1
+                    else:  # the run the head's last keyed line began
+                        kept.append([current[d][0], start, 1, current[d][1]])
+            if joins and name and cut >= name - 1:
+                waiting = token
             current = keys or current
             continue
-        # The waiting lines count at every depth when the deepest run goes on, else at none (review R6);
-        # a cut name's line, when this line is a name in its folder (red team A14), below it in the run
-        # it lies in.
-        claimed = unclaimed if current is not None and current[-1][0] == keys[-1][0] else 0
-        name = next((d for d in range(1, depth) if keys[d][1] == 0 and keys[d][0] != keys[d - 1][0]), 0)
-        if not claimed and name and current is not None and current[name - 1][0] == keys[name - 1][0]:
-            claimed = cuts[name]
+        # The waiting lines count at every depth when the deepest run goes on, else at none (review R6),
+        # but a cut name's line it claims (above), below its folder in the run it lies in.
+        if current is not None and current[-1][0] == keys[-1][0]:
+            claimed = unclaimed
+        else:
+            claimed = int(claims)
         unclaimed = 0
-        cuts = [0] * depth
         for d in range(depth):
             kept = runs[d]
             key, deeper = keys[d]
@@ -840,6 +874,7 @@ def naive_omitted_runs(data: bytes, start: int, depth: int) -> tuple[list, int, 
 @example(b"src/a.py:1: x\n--\n--\nsrc/b.py:1: z\n", 19, 256)
 @example(b"src/a.py:1: x\nsrc/b.py:1: z\n", 16, 256)  # the key is read from the line's start
 @example(b"x/y\nr/c/a.py\nr/c/launcher manifest.xml\nr/c/b.py\nr/d/e.py\n", 4, 1 << 20)  # red team A14
+@example(b"x/y\nr/a.py\nr/launcher manifest.xml\nr/sub/x.py\n", 4, 1 << 20)  # review R18
 def test_outline_of_an_omitted_part_is_the_whole_outputs(data, cut, block):
     """Regression (f03): the omitted part of an ``ls -laR`` listing starts inside the
     section whose header is in the head; its lines were scanned as if in no section,
@@ -1804,6 +1839,79 @@ def test_a_cut_name_between_names_of_its_folder_counts_in_its_folder_red_team_a1
         collector = Outline("lines", BytesReader(listing))
         collector.scan(result.next_offset, len(listing) - len(tail.encode()))
         assert {sum(run[2] for run in kept) for kept in collector._runs if kept is not None} == {len(omitted)}
+
+
+def _listing_with_a_cut_name(where: str) -> bytes:
+    """The red team A14 listing, its cut name's line placed ``where``: last in its folder (then the
+    folder's sibling folder), or in a sorted listing (``git ls-files``) before a subfolder's files."""
+    lines = []
+    if where == "sorted":
+        lines += [f"root/pkgs/a{i:03d}.py" for i in range(300)]
+        lines += ["root/pkgs/launcher manifest.xml"] + [f"root/pkgs/sub/x{i:03d}.py" for i in range(300)]
+        lines += [f"root/z{i:03d}.txt" for i in range(200)]
+        return ("\n".join(lines) + "\n").encode()
+    for folder in ("alpha", "beta", "gamma", "delta"):
+        for sub in ("command", "other"):
+            lines.append(f"root/pkgs/{folder}/{sub}")
+            for i in range(1, 41):
+                lines.append(f"root/pkgs/{folder}/{sub}/cmd_{i}.py")
+                if (folder, sub, i) == ("beta", "command", 40):
+                    lines.append("root/pkgs/beta/command/launcher manifest.xml")
+    lines += [f"root/top_{i}.txt" for i in range(1, 201)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+@pytest.mark.parametrize("where", ["last", "sorted"])
+def test_a_cut_name_last_in_its_folder_or_before_a_subfolder_counts_in_its_folder_review_r18(tmp_path, where):
+    """Review R18 of 5e81d75: a line whose last name a space cut was claimed by its folder only when
+    the next keyed line was a whole name one part below the folder; last in its folder (what ``find``
+    prints before leaving it) or before a subfolder's files (a sorted listing, ``git ls-files``,
+    ``grep -rn``) it was in no group at any level (``root/ 462 lines`` where the omitted part held
+    463; sorted, 780 of 781).  Protects (README) "a last name a space ends names a group only when
+    it is whole ... else, in its folder's group" and "the header's total is the sum of the groups
+    shown": after a name in its folder (or the folder's own line), the next line with a path claims
+    it unless that line is the cut name going on (``./Program Files/x``), into its folder's group
+    and, below it, the name before's; after a line in another folder below its own it is no line of
+    that folder (review R6: ``./app/read me.txt`` is not ``./app/sub0/``'s)."""
+    small = {  # (key, offset, lines) of the runs at each depth
+        b"r/c\nr/c/a.py\nr/c/launcher manifest.xml\nr/d/e.py\n": [
+            [(b"r", 0, 4)], [(b"r/c", 0, 3), (b"r/d", 39, 1)],
+            [(b"r/c", 0, 1), (b"r/c/a.py", 4, 2), (b"r/d/e.py", 39, 1)]],
+        b"r/a.py\nr/launcher manifest.xml\nr/sub/x.py\n": [
+            [(b"r", 0, 3)], [(b"r/a.py", 0, 2), (b"r/sub", 31, 1)],
+            [(b"r/a.py", 0, 2), (b"r/sub/x.py", 31, 1)]],
+        b"r/c\nr/c/laun ch.py:1: x\nr/c/laun ch.py:2: y\nr/e.py\n": [  # the folder's own line, then grep -n
+            [(b"r", 0, 4)], [(b"r/c", 0, 3), (b"r/e.py", 44, 1)],
+            [(b"r/c", 0, 3), (b"r/e.py", 44, 1)]],
+        # The cut name going on: "r/Program Files" is the folder of the next line, no line of r/a.py.
+        b"r/a.py\nr/Program Files\nr/Program Files/y.py\n": [
+            [(b"r", 0, 2)], [(b"r/a.py", 0, 1), (b"r/Program Files", 23, 1)],
+            [(b"r/a.py", 0, 1), (b"r/Program Files/y.py", 23, 1)]],
+        # After a line in a subfolder: no line of it (the rule before put it in r/sub/'s group).
+        b"r/sub/x.py\nr/read me.txt\nr/z.py\n": [
+            [(b"r", 0, 2)], [(b"r/sub", 0, 1), (b"r/z.py", 25, 1)],
+            [(b"r/sub/x.py", 0, 1), (b"r/z.py", 25, 1)]],
+    }
+    for data, expected in small.items():
+        for kernels in BOTH:
+            result = kernels.outline_lines(data, 0, len(data), b"", 3, 8, 0)
+            assert result == naive_outline(data, b"", 3, 8, 0), (data, result)
+            assert [[run[:3] for run in kept] for kept in result[0]] == expected, (data, result[0])
+    # Through the store: every level's groups hold every omitted line, each folder's its own.
+    listing = _listing_with_a_cut_name(where)
+    store = ToolOutputStore(tmp_path, durable=False)
+    for limits in ((2000, 4096), (2000, 6144)):
+        result = store.truncate("s", "c", listing, max_lines=limits[0], max_bytes=limits[1])
+        shown = outline_of(result.content)
+        tail = result.content[result.content.index(shown[-1] + "\n\n"):].split("\n\n", 1)[1]
+        omitted = listing[result.next_offset : len(listing) - len(tail.encode())].decode().splitlines()
+        assert any("launcher manifest.xml" in line for line in omitted)
+        header = next(line for line in result.content.split("\n") if line.startswith("[outline of"))
+        assert f": {len(omitted)} lines by path prefix" in header, header
+        for line in shown:
+            name, count = re.match(r"(\S+) (\d+) lines? @ \d+", line).groups()
+            if name.endswith("/"):
+                assert int(count) == sum(1 for entry in omitted if entry.startswith(name)), line
 
 
 def test_a_keyed_line_with_no_parts_has_no_name_review_r18():

@@ -297,11 +297,12 @@ def outline_lines(buffer: BytesLike, start: int, end: int, section: bytes, max_d
     depth, only when the next keyed line of the region goes on with the run at
     the deepest depth (red team E11 f03: a pytest run's FAILURES section was
     counted as lines of its last test id), or, for a line whose last part a
-    space cut, when that keyed line is a name in the cut line's folder (its
-    whole token, not cut, a part below the folder: one the cut line cannot
-    head); below its folder such a line is in the run the line before it began
-    (red team A14: ``setuptools/command/launcher manifest.xml`` between two files
-    of its folder was in no run); when that line does neither, it is in no
+    space cut after a name in its folder (or the folder's own line), when the
+    next line with a key is not the cut name going on (its token is not the
+    cut one and a space); below its folder such a line is in the run the line
+    before it began, the name before's (red team A14, review R18:
+    ``setuptools/command/launcher manifest.xml`` between, or after, files of
+    its folder was in no run); else it is in no
     run at any depth (review R6: every depth's runs hold the same lines).  Until
     then it is *unclaimed*; before any keyed line, such lines count in ``lead``.  At most ``max_runs`` runs are kept per
     depth: a depth with more is ``None``.  A *commit* is a line
@@ -416,14 +417,17 @@ class _Runs:
     """The runs of ``outline_lines`` at each depth, ``lead`` the unkeyed lines before
     any, ``unclaimed`` the lines since the last keyed one (at every depth)."""
 
-    __slots__ = ("_kept", "_current", "_max_runs", "_cut", "lead", "unclaimed")
+    __slots__ = ("_kept", "_current", "_max_runs", "_name", "_cut", "lead", "unclaimed")
 
     def __init__(self, max_depth: int, max_runs: int) -> None:
         self._kept: list = [[] for _ in range(max_depth)]  # None once a depth has too many runs
         self._current: list = [None] * max_depth  # the key of each depth's current run
         self._max_runs = max_runs
-        # Of the unclaimed lines, those whose last part a space cut, by how many keys they have.
-        self._cut: list = [0] * max_depth
+        # The last keyed line's keys when its token is whole, all of them keys, else 0.
+        self._name = 0
+        # The token of the last unclaimed line whose last part a space cut, while its
+        # folder's lines may yet claim it (see ``keyed``), else None.
+        self._cut: bytes | None = None
         self.lead = 0
         self.unclaimed = 0
 
@@ -445,28 +449,38 @@ class _Runs:
         runs = self._kept
         found = [token[: ends[min(depth + 1, keys) - 1]] if keys else token for depth in range(len(runs))]
         goes_on = [key == before for key, before in zip(found, current)]
+        # A line whose last part a space cut, waiting below (see the next branch), is its
+        # folder's line when the line before it is a name in that folder (or the folder's
+        # own line): it is claimed by the next line that has a key, unless that line is the
+        # cut name going on (its token the cut one's and a space: "./Program Files/x"),
+        # at every depth into the runs the line before began: its folder's, and below the
+        # folder the name before's (red team A14: "setuptools/command/launcher
+        # manifest.xml" was counted in no group; review R18: last in its folder, or before
+        # a sibling folder's lines, it still was).  After a line in another folder below
+        # its own, no run below its folder is its (review R6: "./app/read me 0.txt" is no
+        # line of "./app/sub0/"): it waits as a line with no path does.
+        claims = self._cut is not None and not token.startswith(self._cut + b" ")
+        self._cut = None
         if dropped and 0 < keys < len(runs) and all(goes_on[:keys]):
             # Its last part is no key and its folder's run goes on: it waits as an unkeyed
             # line does ("./Program Files" in find, before its folder's lines; below the
             # folder its run is unknown), and the current keys stay.
+            if claims:
+                self.unclaimed -= 1
+                for kept in runs:
+                    if kept is not None:
+                        kept[-1][2] += 1
             self.unclaimed += 1
-            self._cut[keys] += 1
+            if self._name and keys >= self._name - 1:
+                self._cut = token
             return
         # The lines waiting since the last keyed one join the runs at every depth when
         # this line goes on with the deepest, else none (review R6: decided at each depth
         # alone, a line was a folder's and none of its files', and a depth's runs summed
-        # to more than the next one's).  A waiting line whose last part a space cut is its
-        # folder's: it joins them too when this line is a name in that folder, one it
-        # cannot head (red team A14: "setuptools/command/launcher manifest.xml" between
-        # two files of its folder was counted in no group, the header one line short).
-        # The depth of its own name ("/" alone has none).
-        name = keys - 1 if not dropped and 0 < keys <= len(runs) else 0
-        if goes_on[-1]:
-            claimed = self.unclaimed
-        else:
-            claimed = self._cut[name] if name and all(goes_on[:name]) else 0
+        # to more than the next one's), but a cut name's line it claims (above).
+        claimed = self.unclaimed if goes_on[-1] else int(claims)
         self.unclaimed = 0
-        self._cut = [0] * len(runs)
+        self._name = keys if not dropped and 0 < keys <= len(runs) else 0
         for depth, key in enumerate(found):
             deeper = _below(token, ends, depth)
             kept = runs[depth]
@@ -480,7 +494,7 @@ class _Runs:
                 continue
             if claimed and kept:
                 # Below the folder a claimed line is in the run the line before began:
-                # the part of the output it lies in.
+                # the part of the output it lies in (the name before's).
                 kept[-1][2] += claimed
             if len(kept) >= self._max_runs:
                 runs[depth] = None
