@@ -30,7 +30,7 @@ from typing import Any, Iterable, Optional
 
 from ._frontend import truncate_kept
 from .mcp_server import _tool_result
-from .store import ToolOutputStore, TruncateResult
+from .store import ToolOutputStore
 from .text import fits_limits
 from .tools._result import bounded
 
