@@ -57,12 +57,15 @@ typedef struct {
      * grouping does, so no line that starts a group is left out):
      * `base` is the region the hits' offsets are in, `seen` an
      * open-addressing table of the kept hits (hash, index in `hits`), and
-     * `keys` room for two keys of `distinct` bytes. */
+     * `keys` room for two keys of `key_room` bytes each (grown to the
+     * longest key met, never to `distinct` itself: a key is no longer than
+     * its line, and any distinct is allowed). */
     ptrdiff_t distinct;
     const uint8_t *base;
     struct osp_seen { uint64_t hash; ptrdiff_t hit; } *seen;
     ptrdiff_t seen_room, seen_count;
     uint8_t *keys;
+    ptrdiff_t key_room;
     ptrdiff_t last_start, last_end;  /* the last hit looked up in `seen` (its kind last_kind) */
     int last_kind;
 } osp_scan;
@@ -303,7 +306,19 @@ static int osp_distinct_seen(osp_scan *scan, ptrdiff_t start, ptrdiff_t end, int
     ptrdiff_t length = end - start > scan->distinct ? scan->distinct : end - start;
     uint64_t hash;
     size_t mask, slot;
-    if (!scan->keys && !(scan->keys = (uint8_t *)malloc((size_t)(2 * scan->distinct)))) return -1;
+    if (length > scan->key_room) {
+        /* Doubling (at most to `distinct`) keeps the reallocations few as
+         * lines grow; the room is checked before 2 * room can overflow. */
+        ptrdiff_t room = scan->key_room > PTRDIFF_MAX / 4 ? length : 2 * scan->key_room;
+        uint8_t *grown;
+        if (room < length) room = length;
+        if (room > scan->distinct) room = scan->distinct;
+        if (room > PTRDIFF_MAX / 2) return -1;
+        grown = (uint8_t *)realloc(scan->keys, (size_t)(2 * room));
+        if (!grown) return -1;
+        scan->keys = grown;
+        scan->key_room = room;
+    }
     osp_signal_key(scan, scan->base + start, length, scan->keys);
     hash = osp_key_hash(scan->keys, length, kind);
     if (2 * (scan->seen_count + 1) > scan->seen_room) {  /* keep the table at most half full */
@@ -324,8 +339,8 @@ static int osp_distinct_seen(osp_scan *scan, ptrdiff_t start, ptrdiff_t end, int
         const osp_hit *kept = &scan->hits[scan->seen[slot].hit];
         if (scan->seen[slot].hash == hash && kept->kind == kind
             && (kept->end - kept->start > scan->distinct ? scan->distinct : kept->end - kept->start) == length) {
-            osp_signal_key(scan, scan->base + kept->start, length, scan->keys + scan->distinct);
-            if (memcmp(scan->keys, scan->keys + scan->distinct, (size_t)length) == 0) return 1;
+            osp_signal_key(scan, scan->base + kept->start, length, scan->keys + scan->key_room);
+            if (memcmp(scan->keys, scan->keys + scan->key_room, (size_t)length) == 0) return 1;
         }
     }
     scan->seen[slot].hash = hash;

@@ -753,3 +753,18 @@ def test_distinct_signal_lines_rejects_a_negative_distinct(compiled):
     for module in (compiled, _native):
         with pytest.raises(ValueError):
             module.signal_lines(b"error\n", 0, 6, PATTERNS, 0, 5, -1)
+
+
+def test_distinct_signal_lines_take_a_huge_distinct_as_the_twin_does(compiled):
+    # Review R21, 1: the compiled kernel reserved room for two keys of `distinct` bytes whatever the
+    # lines' lengths, so a huge distinct raised MemoryError (2 * distinct wrapped near maxsize) where
+    # the twin answers; a key is never longer than its line, so any distinct >= the longest line
+    # gives the same hits.
+    import sys
+
+    data = b"error 1\nerror 2\nerror x\n"
+    patterns = ((0, False, True, b"error"),)
+    expected = ([(0, 7, 0), (16, 23, 0)], [3])
+    for distinct in (10**6, 10**9, 2**40, 2**62, sys.maxsize - 1, sys.maxsize):
+        for module in (compiled, _native):
+            assert module.signal_lines(data, 0, len(data), patterns, 0, 10, distinct) == expected
