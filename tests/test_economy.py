@@ -373,6 +373,33 @@ def test_signal_lines_differing_only_in_a_uuid_or_hex_id_are_near_duplicates(sto
     assert len(stale) <= 1 and all(re.search(r" \[×\d+\]$", line) for line in stale), signals
 
 
+@pytest.mark.parametrize("digest", ["uuid", "hex id"])
+@pytest.mark.parametrize("cut_at", [3, 6, 20])
+def test_near_duplicates_whose_digest_straddles_the_shown_cut_are_one_signal_line(store, digest, cut_at):
+    # Review R21, 2: the group key was taken from the shown text, cut at 240 characters, so a UUID
+    # (or long hex id) crossing the cut left a few hex digits that are no number: 10 lines differing
+    # only in it were shown as [×9] and a lone line.  The key is the line's view without its
+    # numbers, taken before the cut: one line with its count.
+    generator = random.Random(7)
+    pad = "x" * (240 - len("ERROR ") - len(" request ") - cut_at)  # the digest starts cut_at before 240
+    lines = []
+    for i in range(3000):
+        lines.append(f"INFO step {i} ok")
+        if i % 100 == 50:
+            if digest == "uuid":
+                value = "-".join(f"{generator.getrandbits(bits):0{bits // 4}x}" for bits in (32, 16, 16, 16, 48))
+            else:
+                value = f"{generator.getrandbits(64) | 1 << 63:016x}"
+            lines.append(f"ERROR {pad} request {value} failed")
+    text = "\n".join(lines) + "\n"
+    result = store.truncate("s", "c", text, max_lines=2000, max_bytes=51200)
+    head, marker, signals, tail = parts(result.content)
+    head_end, tail_start = int(marker.group(3)), len(text) - utf8(tail)
+    omitted = sum(line.startswith("ERROR ") for line in text[head_end:tail_start].split("\n"))
+    errors = [line for line in signals[1:] if pad in line]
+    assert omitted > 5 and len(errors) == 1 and errors[0].endswith(f"… [×{omitted}]"), signals
+
+
 @pytest.mark.parametrize("max_bytes", [1000, 2000, 4000, 8000])
 def test_a_small_budget_shortens_a_long_signal_line_instead_of_dropping_it(store, max_bytes):
     versions = ", ".join(f"0.{i}.{j}" for i in range(10) for j in range(4))

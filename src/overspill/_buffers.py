@@ -169,6 +169,9 @@ VIEW_FLAGS = VIEW_ANSI | VIEW_CR
 # overspill_signals.h), and the tests hold both to a naive reference.
 _DIGESTS_SOURCE = r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}(?![0-9a-f])|[0-9a-f]{7,}"
 NUMBERS = LazyPattern(_DIGESTS_SOURCE + r"|[0-9]+")
+# Every ASCII digit made "0": two lines that differ only in their digits are one line after
+# it (signal_lines' distinct keys, SignalCollector's aliases).
+DIGITS_ZEROED = bytes.maketrans(b"123456789", b"000000000")
 # The hex digests alone, in bytes (where a run of digits would match, none can start).
 DIGEST_BYTES = LazyPattern(_DIGESTS_SOURCE.encode("ascii"))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from codecs import getincrementaldecoder
 
-from ._buffers import DIGEST_BYTES, LazyPattern
+from ._buffers import DIGEST_BYTES, DIGITS_ZEROED, LazyPattern
 from ._buffers import VIEW_ANSI, VIEW_CR, BytesLike
 from ._buffers import ESCAPE as _ESCAPE
 from ._buffers import ESCAPE_BEFORE_CONTINUATION as _ESCAPE_BEFORE_CONTINUATION
@@ -371,8 +371,7 @@ def _scan_kinds(text: bytes, patterns: list[tuple[int, bool, bool, bytes]]) -> d
     return claimed
 
 
-# signal_lines(distinct=...): a line's key has every ASCII digit made "0".
-_DIGITS_ZEROED = bytes.maketrans(b"123456789", b"000000000")
+# signal_lines(distinct=...): a line's key has every ASCII digit made "0" (DIGITS_ZEROED).
 # Each lowercase hex digit made "x", any other byte " ": a line with no 7 in a row
 # has no hex digest, and needs no regex (osp_hex_row7 in the compiled kernel).
 _HEX_MARKED = bytes(0x78 if chr(byte) in "0123456789abcdef" else 0x20 for byte in range(256))
@@ -387,7 +386,7 @@ def _signal_key(line: bytes, flags: int) -> bytes:
     wrong one).  ``osp_signal_key`` in the compiled kernel."""
     if b"xxxxxxx" in line.translate(_HEX_MARKED) and not (flags & VIEW_ANSI and b"\x1b" in line):
         line = DIGEST_BYTES.sub(lambda digest: b"0" * len(digest[0]), line)
-    return line.translate(_DIGITS_ZEROED)
+    return line.translate(DIGITS_ZEROED)
 
 
 def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags: int, limit: int,

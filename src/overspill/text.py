@@ -5,7 +5,7 @@ and the content policy.  Previews of views are cut in ``_views``."""
 from __future__ import annotations
 
 from . import _kernels
-from ._buffers import NUMBERS, VIEW_ANSI, VIEW_CR, BytesLike, LazyPattern, byte_view
+from ._buffers import DIGITS_ZEROED, NUMBERS, VIEW_ANSI, VIEW_CR, BytesLike, LazyPattern, byte_view
 from ._frozen import frozen
 from ._signal_near import LONG_LINE, shown_from
 
@@ -415,9 +415,8 @@ _HITS_PER_CALL = 16384
 _HITS_GROUPED = 1 << 16
 # A signal line is shortened to fit the room left, not dropped, while this many bytes of its text fit.
 _SHORTEST_SHOWN = 24
-# A raw line with its digits made "0": a group's alias (digits never change a line's view,
-# nor where its numbers are, so lines with one alias have one group).
-_DIGITS_ZEROED = bytes.maketrans(b"123456789", b"000000000")
+# A group's alias is a raw line with its digits made "0" (DIGITS_ZEROED: digits never change
+# a line's view, nor where its numbers are, so lines with one alias have one group).
 # Raw lines remembered as belonging to a group, so a repeat needs no view and no regex.
 _ALIASES = 4096
 # Bytes scanned per block: lines longer than this are scanned in parts.
@@ -473,6 +472,11 @@ def compile_signals(signals: Iterable[tuple[str, str]]) -> SignalPatterns:
         _COMPILED_SIGNALS[signals] = result
         _LAST_SIGNALS = (signals, result)
     return result
+
+
+def _cut(text: str) -> str:
+    """A signal line's text as shown: its first ``_SIGNAL_CHARS`` characters, "…" when cut."""
+    return text[:_SIGNAL_CHARS] + "…" if len(text) > _SIGNAL_CHARS else text
 
 
 class SignalCollector:
@@ -579,12 +583,15 @@ class SignalCollector:
         aliases = self._aliases
         for line_start, line_end, kind in hits:
             raw = bytes(block[line_start : min(line_end, line_start + 4 * _SIGNAL_CHARS)])
-            alias = raw.translate(_DIGITS_ZEROED)
+            alias = raw.translate(DIGITS_ZEROED)
             key = aliases.get(alias)
             text = None
             if key is None:
-                text = self._shown(raw)
-                key = (kind, NUMBERS.sub("", text))
+                # The key is taken before the cut: a number crossing it would leave a part
+                # that is no number (a few hex digits of a UUID), and split a group.
+                view = self._view(raw)
+                key = (kind, NUMBERS.sub("", view))
+                text = _cut(view)
                 if len(aliases) < _ALIASES:
                     aliases[alias] = key
             self._grouped += 1
@@ -613,8 +620,11 @@ class SignalCollector:
 
     def _shown(self, raw: bytes) -> str:
         """A matching line as the model is shown it: its view, stripped, cut at ``_SIGNAL_CHARS``."""
-        text = shown_text(raw, self._flags).strip()
-        return text[:_SIGNAL_CHARS] + "…" if len(text) > _SIGNAL_CHARS else text
+        return _cut(self._view(raw))
+
+    def _view(self, raw: bytes) -> str:
+        """A matching line's view, stripped: what its group key is taken from."""
+        return shown_text(raw, self._flags).strip()
 
     def render(self, max_lines: int, max_bytes: int) -> list[str]:
         """The block shown after the marker, within ``max_lines`` and ``max_bytes``
