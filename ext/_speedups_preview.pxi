@@ -243,46 +243,87 @@ cdef inline Py_ssize_t _hex_run(str line, Py_ssize_t i, Py_ssize_t n):
     return j - i
 
 
-cdef Py_ssize_t _hex_digest(str line, Py_ssize_t i, Py_ssize_t n):
-    """The length of the hex digest where a maximal run of hex digits starts
-    at ``i``, as ``_buffers.NUMBERS`` reads one (osp_hex_digest on bytes): a
-    UUID (runs of exactly 8, 4, 4, 4 and 12 digits joined by ``-``), else the
-    run when it has 7 or more digits; 0 for none."""
-    cdef Py_ssize_t run = _hex_run(line, i, n), at = i, k
+cdef inline bint _is_upper_hex(Py_UCS4 c):
+    return (48 <= c <= 57) or (65 <= c <= 70)
+
+
+cdef bint _upper_uuid(str line, Py_ssize_t i, Py_ssize_t n):
+    """Whether ``line[i:n]`` starts with runs of exactly 8, 4, 4, 4 and 12
+    uppercase hex digits joined by ``-`` (osp_upper_uuid on bytes)."""
+    cdef Py_ssize_t at = i, k, run
     cdef Py_ssize_t groups[5]
-    if run != 8:
-        return run if run >= 7 else 0
     groups[:] = [8, 4, 4, 4, 12]
     for k in range(5):
         if k > 0:
             if at >= n or line[at] != u"-":
-                return 8
+                return False
             at += 1
-        if _hex_run(line, at, n) != groups[k]:
-            return 8
-        at += groups[k]
-    return 36
+        run = 0
+        # One character past the group is enough to see that the run is longer.
+        while run <= groups[k] and at + run < n and _is_upper_hex(line[at + run]):
+            run += 1
+        if run != groups[k]:
+            return False
+        at += run
+    return True
+
+
+cdef Py_ssize_t _hex_digest(str line, Py_ssize_t i, Py_ssize_t n, bint alone):
+    """The length of the hex digest where a maximal run of lowercase hex digits
+    starts at ``i`` or an uppercase hex letter is, as ``_buffers.NUMBERS`` reads
+    one (osp_hex_digest on bytes): a UUID (runs of exactly 8, 4, 4, 4 and 12
+    digits joined by ``-``: lowercase; or uppercase when ``alone``, no hex digit
+    of either case just before ``i``), else the lowercase run when it has 7 or
+    more digits; 0 for none."""
+    cdef Py_ssize_t run = _hex_run(line, i, n), at = i, k
+    cdef Py_ssize_t groups[5]
+    if run == 8:
+        groups[:] = [8, 4, 4, 4, 12]
+        for k in range(5):
+            if k > 0:
+                if at >= n or line[at] != u"-":
+                    break
+                at += 1
+            if _hex_run(line, at, n) != groups[k]:
+                break
+            at += groups[k]
+        else:
+            return 36
+    if alone and _upper_uuid(line, i, n):
+        return 36
+    return run if run >= 7 else 0
 
 
 def _line_shape(str line):
-    """``overspill._runs``'s shape of ``line``: each hex digest (a UUID, or a
-    maximal run of ``[0-9a-f]`` of 7 or more characters) as one ``#``, in a
+    """``overspill._runs``'s shape of ``line``: each hex digest (a UUID, in
+    lowercase or uppercase, or a maximal run of ``[0-9a-f]`` of 7 or more
+    characters) as one ``#``, in a
     shorter run each run of digits as one ``#`` (what
     ``_buffers.NUMBERS.sub("#", line)`` gives)."""
     cdef Py_ssize_t n = len(line), i = 0, j, k, m = 0
     cdef Py_UCS4 c
+    cdef bint alone
     cdef Py_UCS4 *out = <Py_UCS4 *>malloc((n + 1) * sizeof(Py_UCS4))
     if out == NULL:
         raise MemoryError()
     try:
         while i < n:
             c = line[i]
+            # An uppercase UUID needs no hex digit just before it (NUMBERS' lookbehind).
+            alone = i == 0 or not (_is_hex(line[i - 1]) or 65 <= line[i - 1] <= 70)
             if not _is_hex(c):
+                # An uppercase letter may start an uppercase UUID.
+                k = _hex_digest(line, i, n, True) if alone and 65 <= c <= 70 else 0
+                if k:
+                    out[m] = 35  # "#"
+                    m += 1
+                    i += k
+                    continue
                 out[m] = c
                 m += 1
                 i += 1
                 continue
-            k = _hex_digest(line, i, n)
+            k = _hex_digest(line, i, n, alone)
             if k:
                 out[m] = 35  # "#"
                 m += 1

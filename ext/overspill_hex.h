@@ -61,8 +61,10 @@ static ptrdiff_t osp_hex_run_sse2(const uint8_t *p, ptrdiff_t n) {
     return i + osp_hex_run_scalar(p + i, n - i);
 }
 
-/* Whether p[0:n) has 7 lowercase hex digits in a row, 16 bytes a step: each
- * block's digit bits go after the last 6 of the block before, so a row
+/* Whether p[0:n) has 7 hex digits of either case in a row, 16 bytes a step
+ * (each byte OR 0x20 first: uppercase letters fold onto lowercase ones, and
+ * bytes 0x10-0x19 onto digits, a superset that only costs a closer look):
+ * each block's digit bits go after the last 6 of the block before, so a row
  * across two blocks is seen; past n, zeros (no digit) are read. */
 static int osp_hex_row7_sse2(const uint8_t *p, ptrdiff_t n) {
     uint32_t carry = 0, bits;
@@ -76,6 +78,7 @@ static int osp_hex_row7_sse2(const uint8_t *p, ptrdiff_t n) {
             memcpy(tail, p + i, (size_t)(n - i));
             block = _mm_loadu_si128((const __m128i *)tail);
         }
+        block = _mm_or_si128(block, _mm_set1_epi8(0x20));
         bits = carry | ((uint32_t)_mm_movemask_epi8(osp_hex_digits16(block, &value)) << 6);
         if (bits & bits >> 1 & bits >> 2 & bits >> 3 & bits >> 4 & bits >> 5 & bits >> 6) return 1;
         carry = bits >> 16;
@@ -106,14 +109,16 @@ static ptrdiff_t osp_hex_run(const uint8_t *p, ptrdiff_t n) {
     return osp_hex_run_scalar(p, n);
 }
 
-/* Whether p[0:n) has 7 lowercase hex digits in a row (a hex digest may start there). */
+/* Whether p[0:n) may have 7 hex digits of either case in a row: none, and
+ * it has no hex digest nor UUID (an uppercase UUID's last group has 12), so
+ * a key needs no closer look.  Each byte OR 0x20, as the SSE2 path. */
 static int osp_hex_row7(const uint8_t *p, ptrdiff_t n) {
-    ptrdiff_t i = 0, run;
+    ptrdiff_t i = 0, run = 0;
 #ifdef OSP_X86
     if (osp_simd_cap >= 1) return osp_hex_row7_sse2(p, n);
 #endif
-    for (; i < n; i += run ? run : 1)
-        if ((run = osp_hex_run_scalar(p + i, n - i)) >= 7) return 1;
+    for (; i < n; i++)
+        if ((run = osp_hex_value((uint8_t)(p[i] | 0x20)) >= 0 ? run + 1 : 0) >= 7) return 1;
     return 0;
 }
 

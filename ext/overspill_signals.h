@@ -240,21 +240,49 @@ static inline uint64_t osp_digits_zeroed(uint64_t w) {
     return w ^ (x & ((digit >> 7) * 0xff));
 }
 
+/* Whether c is a hex digit of either case. */
+static inline int osp_hex_either(uint8_t c) {
+    return osp_hex_value(c) >= 0 || (unsigned)(c - 'A') < 6;
+}
+
+/* Whether p[0:n) starts with runs of exactly 8, 4, 4, 4 and 12 uppercase hex
+ * digits ([0-9A-F]) joined by '-' (36 bytes): an uppercase UUID. */
+static int osp_upper_uuid(const uint8_t *p, ptrdiff_t n) {
+    static const ptrdiff_t groups[5] = {8, 4, 4, 4, 12};
+    ptrdiff_t at = 0, run;
+    int k;
+    for (k = 0; k < 5; k++) {
+        if (k > 0 && (at >= n || p[at++] != '-')) return 0;
+        /* One byte past the group is enough to see that the run is longer. */
+        for (run = 0; run <= groups[k] && at + run < n
+                      && ((unsigned)(p[at + run] - '0') < 10 || (unsigned)(p[at + run] - 'A') < 6); run++) {}
+        if (run != groups[k]) return 0;
+        at += run;
+    }
+    return 1;
+}
+
 /* The length of the hex digest at p[0:n), where a maximal run of lowercase
- * hex digits starts, as overspill._buffers.NUMBERS reads one (the same-shape
- * rule's numbers): a UUID (runs of exactly 8, 4, 4, 4 and 12 digits joined by
- * '-', 36 bytes), else the run when it has 7 or more digits; 0 for none. */
-static ptrdiff_t osp_hex_digest(const uint8_t *p, ptrdiff_t n) {
+ * hex digits starts or an uppercase hex letter is, as overspill._buffers.NUMBERS
+ * reads one (the same-shape rule's numbers): a UUID (runs of exactly 8, 4, 4,
+ * 4 and 12 digits joined by '-', 36 bytes: lowercase; or uppercase when
+ * `alone`, no hex digit of either case just before p, so that a longer run's
+ * tail is never one), else the lowercase run when it has 7 or more digits; 0
+ * for none. */
+static ptrdiff_t osp_hex_digest(const uint8_t *p, ptrdiff_t n, int alone) {
     static const ptrdiff_t groups[5] = {8, 4, 4, 4, 12};
     ptrdiff_t run = osp_hex_run(p, n), at = 0;
     int k;
-    if (run != 8) return run >= 7 ? run : 0;
-    for (k = 0; k < 5; k++) {
-        if (k > 0 && (at >= n || p[at++] != '-')) return 8;
-        if (osp_hex_run(p + at, n - at) != groups[k]) return 8;
-        at += groups[k];
+    if (run == 8) {
+        for (k = 0; k < 5; k++) {
+            if (k > 0 && (at >= n || p[at++] != '-')) break;
+            if (osp_hex_run(p + at, n - at) != groups[k]) break;
+            at += groups[k];
+        }
+        if (k == 5) return 36;
     }
-    return 36;
+    if (alone && osp_upper_uuid(p, n)) return 36;
+    return run >= 7 ? run : 0;
 }
 
 /* A hit's key: s[0:n) (n <= distinct) into out, each number made '0's
@@ -276,13 +304,19 @@ static void osp_signal_key(const osp_scan *scan, const uint8_t *s, ptrdiff_t n, 
     if (!osp_hex_row7(s, n) || (scan->special[OSP_ESC] && memchr(s, OSP_ESC, (size_t)n))) return;
     for (i = 0; i < n;) {  /* digests, from the start of each run of hex digits */
         ptrdiff_t run, digest;
+        /* An uppercase UUID needs no hex digit just before it (NUMBERS' lookbehind). */
+        int alone = i == 0 || !osp_hex_either(s[i - 1]);
         if (osp_hex_value(s[i]) < 0) {
-            i++;
+            /* An uppercase letter may start an uppercase UUID. */
+            digest = alone && (unsigned)(s[i] - 'A') < 6 ? osp_hex_digest(s + i, n - i, 1) : 0;
+            if (digest) memset(out + i, '0', (size_t)digest);
+            i += digest ? digest : 1;
             continue;
         }
-        /* Runs in words are short ("failed" has two): a byte loop, not osp_hex_run's 16-byte step. */
+        /* Runs in words are short ("failed" has two): a byte loop, not osp_hex_run's 16-byte step.
+         * Only a run of 8, or a digit alone (an uppercase UUID's start), may be a UUID. */
         run = osp_hex_run_scalar(s + i, n - i);
-        digest = run == 8 ? osp_hex_digest(s + i, n - i) : run >= 7 ? run : 0;
+        digest = run == 8 || (alone && s[i] <= '9') ? osp_hex_digest(s + i, n - i, alone) : run >= 7 ? run : 0;
         if (digest) memset(out + i, '0', (size_t)digest);
         i += digest ? digest : run;
     }

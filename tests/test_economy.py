@@ -59,7 +59,8 @@ def numbers_removed(line: str) -> str:
     """A signal line's near-duplicate key as README states it: the text without its numbers, long
     hex digests and UUIDs (the naive reference)."""
     uuid = r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}(?![0-9a-f])"
-    return re.sub(uuid + r"|[0-9a-f]{7,}|[0-9]+", "", line)
+    upper = r"(?<![0-9A-Fa-f])[0-9A-F]{8}(?:-[0-9A-F]{4}){3}-[0-9A-F]{12}(?![0-9A-F])"  # review R21, 3
+    return re.sub(uuid + "|" + upper + r"|[0-9a-f]{7,}|[0-9]+", "", line)
 
 
 def utf8(text: str) -> int:
@@ -371,6 +372,31 @@ def test_signal_lines_differing_only_in_a_uuid_or_hex_id_are_near_duplicates(sto
     assert omitted > 100 and retries == [f"{first}:{text[first:text.index(chr(10), first)]} [×{omitted}]"], signals
     stale = [line for line in signals if "WARNING cache object" in line]
     assert len(stale) <= 1 and all(re.search(r" \[×\d+\]$", line) for line in stale), signals
+
+
+def test_signal_lines_differing_only_in_an_uppercase_uuid_are_near_duplicates(store):
+    # Review R21, 3: SQL Server and Windows write GUIDs in uppercase, and README's numbers include
+    # "a UUID" with no case: error lines that differed only in one were each a line of their own
+    # (red team G14 again), 20 signal slots of retries and the FATAL line not shown.
+    generator = random.Random(3)
+    lines = []
+    for i in range(6000):
+        lines.append(f"2024-05-01 10:00:{i % 60:02d} INFO worker-{i % 8} processed job ok")
+        if i % 40 == 7:
+            request = "-".join(f"{generator.getrandbits(bits):0{bits // 4}X}" for bits in (32, 16, 16, 16, 48))
+            lines.append(f"2024-05-01 10:00:{i % 60:02d} ERROR request {request} failed: upstream timeout, will retry")
+        if i == 4000:
+            lines.append("2024-05-01 10:07:00 FATAL disk /var/lib/postgresql full, shutting down writer")
+    text = "\n".join(lines) + "\n"
+    result = store.truncate("s", "c", text, max_lines=400, max_bytes=8192)
+    head, marker, signals, tail = parts(result.content)
+    head_end, tail_start = int(marker.group(3)), len(text) - utf8(tail)
+    fatal = text.rindex("\n", 0, text.index("FATAL disk")) + 1
+    assert f"{fatal}:2024-05-01 10:07:00 FATAL disk /var/lib/postgresql full, shutting down writer" in signals
+    omitted = sum(" ERROR request " in line for line in text[head_end:tail_start].split("\n"))
+    first = text.rindex("\n", 0, text.index(" ERROR request ", head_end)) + 1
+    retries = [line for line in signals if "ERROR request" in line]
+    assert retries == [f"{first}:{text[first:text.index(chr(10), first)]} [×{omitted}]"], signals
 
 
 @pytest.mark.parametrize("digest", ["uuid", "hex id"])

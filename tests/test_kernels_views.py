@@ -452,14 +452,31 @@ def test_twins_agree_on_preview_cuts_with_runs(compiled, content, max_lines, max
     assert outcome(compiled.preview_cuts, *args) == outcome(_native.preview_cuts, *args)
 
 
-@given(st.one_of(texts, st.text("0123456789abcdefgx #.-é😀", max_size=40)))
+@given(st.one_of(texts, st.text("0123456789abcdefgx #.-é😀", max_size=40), st.text("0123456789ABCDEFabx-", max_size=50)))
 @example("a1234567b")
 @example("12ab34cdef9")
+# Review R21, 3: an uppercase UUID (SQL Server, Windows GUIDs) is one number; not inside a longer
+# run of hex digits of either case, nor with a 13-digit last group, nor in mixed case.
+@example("id 29C0E596-B2D8-DC52-538E-8AB1F6F22F41 ok, 12345678-ABCD-0000-1111-ABCDEF012345")
+@example("b29C0E596-B2D8-DC52-538E-8AB1F6F22F41 A29C0E596-B2D8-DC52-538E-8AB1F6F22F41F 29C0E596-B2D8-dc52-538E-8AB1F6F22F41")
 def test_compiled_line_shape_is_the_rule(compiled, line):
     # The compiled kernel computes the run rule's shape in one pass; overspill._runs.shape is its spec.
     from overspill._runs import shape
 
     assert compiled._line_shape(str(line)) == shape(str(line))
+
+
+def test_an_uppercase_uuid_is_one_number_in_a_line_shape(compiled):
+    # Review R21, 3: README's numbers include "a UUID", in any case SQL Server and Windows write it;
+    # an uppercase one was read as a few runs of digits and letters, so lines that differ only in it
+    # formed no run.  Mixed-case UUIDs and digests stay what they were.
+    from overspill._runs import shape
+
+    for line_shape in (compiled._line_shape, shape):
+        assert line_shape("req 29C0E596-B2D8-DC52-538E-8AB1F6F22F41 done") == "req # done"
+        assert line_shape("req 12345678-ABCD-0000-1111-ABCDEF012345.") == "req #."
+        assert line_shape("req 29C0E596-B2D8-DC52-538E-8AB1F6F22F410") == "req #C#E#-B#D#-DC#-#E-#AB#F#F#F#"
+        assert line_shape("x DEADBEEF1 Deadbeef1") == "x DEADBEEF# D#"  # digests stay lowercase
 
 
 # Patterns that start with a word byte let the SIMD filter require a word
@@ -711,7 +728,12 @@ _REPEATS = st.lists(st.sampled_from([b"error 1", b"error 22", b"error 3", b"warn
                                      b"error req 29c0e596-b2d8-dc52-538e-8ab1f6f22f41 x",
                                      b"error req 0b5ad1e4-77aa-4c1f-9e3d-00f1c2a3b4d5 x", b"error obj deadbee",
                                      b"error obj 0123abcd", b"error obj abc", b"\x1b[31merror cafebabe1\x1b[0m",
-                                     b"\x1b[31merror 0badf00d2\x1b[0m"]),
+                                     b"\x1b[31merror 0badf00d2\x1b[0m",
+                                     # review R21, 3: uppercase UUIDs too (not a mixed-case one)
+                                     b"error req 29C0E596-B2D8-DC52-538E-8AB1F6F22F41 x",
+                                     b"error req 0B5AD1E4-77AA-4C1F-9E3D-00F1C2A3B4D5 x",
+                                     b"error req 0B5AD1E4-77AA-4C1F-9E3D-00f1c2a3b4d5 x",
+                                     b"error req b0B5AD1E4-77AA-4C1F-9E3D-00F1C2A3B4D5 x"]),
                     max_size=40).map(b"\n".join)
 
 
@@ -720,6 +742,9 @@ _REPEATS = st.lists(st.sampled_from([b"error 1", b"error 22", b"error 3", b"warn
 @example(b"error 29c0e596-b2d8-dc52-538e-8ab1f6f22f41 x\nerror 0b5ad1e4-77aa-4c1f-9e3d-00f1c2a3b4d5 x\n"
          b"error 0b5ad1e4-77aa-4c1f-9e3d-00f1c2a3b4d5f x\nerror deadbee\nerror 0123abcd\nerror abc", 5, 0, 60)
 @example(b"\x1b[31merror cafebabe1\x1b[0m\n\x1b[31merror 0badf00d2\x1b[0m", 5, 1, 60)
+@example(b"error 29C0E596-B2D8-DC52-538E-8AB1F6F22F41 x\nerror 0B5AD1E4-77AA-4C1F-9E3D-00F1C2A3B4D5 x\n"
+         b"error 0B5AD1E4-77AA-4C1F-9E3D-00F1C2A3B4D5F x\nerror 12345678-ABCD-0000-1111-ABCDEF012345\n"
+         b"error 12345678-ABCD-0000-1111-ABCDEF012346", 5, 0, 60)
 def test_distinct_signal_lines_list_each_key_once_and_twins_agree(compiled, data, limit, flags, distinct):
     # Red team A f02: past the grouping bound the collector asks only for the first of each
     # distinct line (kind, first `distinct` bytes, each number's bytes made "0": digits, hex digests
@@ -730,7 +755,8 @@ def test_distinct_signal_lines_list_each_key_once_and_twins_agree(compiled, data
     every, all_totals = _kernels.signal_lines(data, 0, len(data), PATTERNS, flags, 10**6)
     assert totals == all_totals
     zeroed = bytes.maketrans(b"123456789", b"000000000")
-    digest = re.compile(rb"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}(?![0-9a-f])|[0-9a-f]{7,}")
+    digest = re.compile(rb"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}(?![0-9a-f])"
+                        rb"|(?<![0-9A-Fa-f])[0-9A-F]{8}(?:-[0-9A-F]{4}){3}-[0-9A-F]{12}(?![0-9A-F])|[0-9a-f]{7,}")
 
     def key(hit):
         line = data[hit[0] : min(hit[1], hit[0] + distinct)]

@@ -32,7 +32,9 @@ def naive_trim(content: str | bytes, cuts: tuple[int, int, int, int], max_lines:
     def shape(line):
         text = line if isinstance(line, str) else line.decode("utf-8", "replace")
         uuid = r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}(?![0-9a-f])"  # red team G14: a UUID is one number
-        return re.sub(uuid + r"|[0-9a-f]{7,}|[0-9]+", "#", text)
+        # review R21, 3: an uppercase one too, when no hex digit of either case is glued before it
+        upper = r"(?<![0-9A-Fa-f])[0-9A-F]{8}(?:-[0-9A-F]{4}){3}-[0-9A-F]{12}(?![0-9A-F])"
+        return re.sub(uuid + "|" + upper + r"|[0-9a-f]{7,}|[0-9]+", "#", text)
 
     head, tail = content[:head_index], content[tail_index:]
     if head.endswith(newline) and head.count(newline) < math.ceil(max_lines / 2):
@@ -60,6 +62,8 @@ def naive_trim(content: str | bytes, cuts: tuple[int, int, int, int], max_lines:
 # with a 13-digit last group the id is no UUID, and they are not.
 @example("x\n" + "".join(f"id {i:08x}-{i:04x}-4abc-8def-{i:012x} ok\n" for i in range(10, 40)), 100, 600, 40, 2)
 @example("x\n" + "".join(f"id {i:08x}-{i:04x}-4abc-8def-{i:013x} ok\n" for i in range(10, 40)), 100, 600, 40, 2)
+# Review R21, 3: an uppercase UUID (SQL Server, Windows GUIDs) is one number too.
+@example("x\n" + "".join(f"id {i:08X}-{i:04X}-4ABC-8DEF-{i:012X} ok\n" for i in range(10, 40)), 100, 600, 40, 2)
 def test_runs_match_the_rule(content, max_lines, max_bytes, slack, keep):
     plain = _kernels.preview_cuts(content, max_lines, max_bytes, slack)
     cuts = _kernels.preview_cuts(content, max_lines, max_bytes, slack, keep)

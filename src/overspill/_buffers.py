@@ -163,11 +163,14 @@ VIEW_FLAGS = VIEW_ANSI | VIEW_CR
 
 # A line's numbers, as the same-shape-run rule (overspill._runs) and the signal
 # lines' near-duplicates (text.SignalCollector) read them: a UUID (runs of exactly
-# 8, 4, 4, 4 and 12 lowercase hex digits joined by "-"), a hex digest (7 or more
-# lowercase hex digits), or a run of digits.  The one spec: the compiled kernel
-# computes the same without a regex (_line_shape; osp_hex_digest in
-# overspill_signals.h), and the tests hold both to a naive reference.
-_DIGESTS_SOURCE = r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}(?![0-9a-f])|[0-9a-f]{7,}"
+# 8, 4, 4, 4 and 12 lowercase hex digits joined by "-"; or of uppercase ones, as
+# SQL Server and Windows write GUIDs, with no hex digit of either case just before
+# it: never a tail of a longer run), a hex digest (7 or more lowercase hex digits:
+# a mixed-case or uppercase word is more often a name), or a run of digits.  The
+# one spec: the compiled kernel computes the same without a regex (_line_shape;
+# osp_hex_digest in overspill_signals.h), and the tests hold both to a naive reference.
+_DIGESTS_SOURCE = (r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}(?![0-9a-f])"
+                   r"|(?<![0-9A-Fa-f])[0-9A-F]{8}(?:-[0-9A-F]{4}){3}-[0-9A-F]{12}(?![0-9A-F])|[0-9a-f]{7,}")
 NUMBERS = LazyPattern(_DIGESTS_SOURCE + r"|[0-9]+")
 # Every ASCII digit made "0": two lines that differ only in their digits are one line after
 # it (signal_lines' distinct keys, SignalCollector's aliases).

@@ -372,9 +372,10 @@ def _scan_kinds(text: bytes, patterns: list[tuple[int, bool, bool, bytes]]) -> d
 
 
 # signal_lines(distinct=...): a line's key has every ASCII digit made "0" (DIGITS_ZEROED).
-# Each lowercase hex digit made "x", any other byte " ": a line with no 7 in a row
-# has no hex digest, and needs no regex (osp_hex_row7 in the compiled kernel).
-_HEX_MARKED = bytes(0x78 if chr(byte) in "0123456789abcdef" else 0x20 for byte in range(256))
+# Each hex digit of either case made "x", any other byte " ": a line with no 7 in a
+# row has no hex digest nor UUID (an uppercase UUID's last group has 12), and needs
+# no regex (osp_hex_row7 in the compiled kernel).
+_HEX_MARKED = bytes(0x78 if chr(byte) in "0123456789abcdefABCDEF" else 0x20 for byte in range(256))
 
 
 def _signal_key(line: bytes, flags: int) -> bytes:
