@@ -340,6 +340,26 @@ def test_counts_past_the_grouping_bound_say_they_are_lower_bounds(store, monkeyp
     assert counted is not None and 1000 <= int(counted.group(1)) < 5000, signals
 
 
+def _retried_requests_log(hex_case: str, *, stale_warnings: bool) -> str:
+    """A 6,000-line service log (red team G14 R1): ``ERROR request <UUID> failed ... will retry`` every
+    40 lines, the UUID's hex digits written with the format type ``hex_case`` (``x`` or ``X``), with a
+    ``WARNING cache object <64-bit hex> stale`` every 60 lines when ``stale_warnings``, and one FATAL line
+    near two thirds in."""
+    generator = random.Random(3)
+    lines = []
+    for i in range(6000):
+        lines.append(f"2024-05-01 10:00:{i % 60:02d} INFO worker-{i % 8} processed job ok")
+        if i % 40 == 7:
+            request = "-".join(f"{generator.getrandbits(bits):0{bits // 4}{hex_case}}"
+                               for bits in (32, 16, 16, 16, 48))
+            lines.append(f"2024-05-01 10:00:{i % 60:02d} ERROR request {request} failed: upstream timeout, will retry")
+        if stale_warnings and i % 60 == 9:
+            lines.append(f"2024-05-01 10:00:{i % 60:02d} WARNING cache object {generator.getrandbits(64):016x} stale")
+        if i == 4000:
+            lines.append("2024-05-01 10:07:00 FATAL disk /var/lib/postgresql full, shutting down writer")
+    return "\n".join(lines) + "\n"
+
+
 @pytest.mark.parametrize("max_lines, max_bytes", [(2000, 51200), (400, 8192), (200, 4096)])
 def test_signal_lines_differing_only_in_a_uuid_or_hex_id_are_near_duplicates(store, max_lines, max_bytes):
     # Red team G14 R1: near-duplicates were the same text once digits were removed, so error lines
@@ -347,18 +367,7 @@ def test_signal_lines_differing_only_in_a_uuid_or_hex_id_are_near_duplicates(sto
     # filled every signal slot and the one FATAL line was shown at no budget.  Signal lines group by
     # the run rule's shape (numbers and long hex digests, UUIDs too): one line with its count, at
     # its first occurrence, and the FATAL line shown.
-    generator = random.Random(3)
-    lines = []
-    for i in range(6000):
-        lines.append(f"2024-05-01 10:00:{i % 60:02d} INFO worker-{i % 8} processed job ok")
-        if i % 40 == 7:
-            request = "-".join(f"{generator.getrandbits(bits):0{bits // 4}x}" for bits in (32, 16, 16, 16, 48))
-            lines.append(f"2024-05-01 10:00:{i % 60:02d} ERROR request {request} failed: upstream timeout, will retry")
-        if i % 60 == 9:
-            lines.append(f"2024-05-01 10:00:{i % 60:02d} WARNING cache object {generator.getrandbits(64):016x} stale")
-        if i == 4000:
-            lines.append("2024-05-01 10:07:00 FATAL disk /var/lib/postgresql full, shutting down writer")
-    text = "\n".join(lines) + "\n"
+    text = _retried_requests_log("x", stale_warnings=True)
     result = store.truncate("s", "c", text, max_lines=max_lines, max_bytes=max_bytes)
     head, marker, signals, tail = parts(result.content)
     head_end, tail_start = int(marker.group(3)), len(text) - utf8(tail)
@@ -378,16 +387,7 @@ def test_signal_lines_differing_only_in_an_uppercase_uuid_are_near_duplicates(st
     # Review R21, 3: SQL Server and Windows write GUIDs in uppercase, and README's numbers include
     # "a UUID" with no case: error lines that differed only in one were each a line of their own
     # (red team G14 again), 20 signal slots of retries and the FATAL line not shown.
-    generator = random.Random(3)
-    lines = []
-    for i in range(6000):
-        lines.append(f"2024-05-01 10:00:{i % 60:02d} INFO worker-{i % 8} processed job ok")
-        if i % 40 == 7:
-            request = "-".join(f"{generator.getrandbits(bits):0{bits // 4}X}" for bits in (32, 16, 16, 16, 48))
-            lines.append(f"2024-05-01 10:00:{i % 60:02d} ERROR request {request} failed: upstream timeout, will retry")
-        if i == 4000:
-            lines.append("2024-05-01 10:07:00 FATAL disk /var/lib/postgresql full, shutting down writer")
-    text = "\n".join(lines) + "\n"
+    text = _retried_requests_log("X", stale_warnings=False)
     result = store.truncate("s", "c", text, max_lines=400, max_bytes=8192)
     head, marker, signals, tail = parts(result.content)
     head_end, tail_start = int(marker.group(3)), len(text) - utf8(tail)

@@ -1813,16 +1813,7 @@ def test_a_cut_name_between_names_of_its_folder_counts_in_its_folder_red_team_a1
                              [(b"r/c", 0, 1, 0), (b"r/c/a.py", 4, 2, 0), (b"r/c/b.py", after, 1, 0),
                               (b"r/d/e.py", data.index(b"r/d"), 1, 0)]], result[0]
     # Through the store, the red team's listing: every level's groups hold every omitted line.
-    lines = []
-    for folder in ("alpha", "beta", "gamma", "delta"):
-        for sub in ("command", "other"):
-            lines.append(f"root/pkgs/{folder}/{sub}")
-            for i in range(1, 41):
-                lines.append(f"root/pkgs/{folder}/{sub}/cmd_{i}.py")
-                if (folder, sub, i) == ("beta", "command", 20):
-                    lines.append("root/pkgs/beta/command/launcher manifest.xml")
-    lines += [f"root/top_{i}.txt" for i in range(1, 201)]
-    listing = ("\n".join(lines) + "\n").encode()
+    listing = _listing_with_a_cut_name("middle")
     store = ToolOutputStore(tmp_path, durable=False)
     for limits in ((2000, 4096), (2000, 6144)):
         result = store.truncate("s", "c", listing, max_lines=limits[0], max_bytes=limits[1])
@@ -1842,8 +1833,9 @@ def test_a_cut_name_between_names_of_its_folder_counts_in_its_folder_red_team_a1
 
 
 def _listing_with_a_cut_name(where: str) -> bytes:
-    """The red team A14 listing, its cut name's line placed ``where``: last in its folder (then the
-    folder's sibling folder), or in a sorted listing (``git ls-files``) before a subfolder's files."""
+    """The red team A14 listing, its cut name's line placed ``where``: between names of its folder
+    (``middle``, as the red team met it), last in its folder (then the folder's sibling folder), or in
+    a sorted listing (``git ls-files``) before a subfolder's files."""
     lines = []
     if where == "sorted":
         lines += [f"root/pkgs/a{i:03d}.py" for i in range(300)]
@@ -1855,7 +1847,7 @@ def _listing_with_a_cut_name(where: str) -> bytes:
             lines.append(f"root/pkgs/{folder}/{sub}")
             for i in range(1, 41):
                 lines.append(f"root/pkgs/{folder}/{sub}/cmd_{i}.py")
-                if (folder, sub, i) == ("beta", "command", 40):
+                if (folder, sub, i) == ("beta", "command", 20 if where == "middle" else 40):
                     lines.append("root/pkgs/beta/command/launcher manifest.xml")
     lines += [f"root/top_{i}.txt" for i in range(1, 201)]
     return ("\n".join(lines) + "\n").encode()
