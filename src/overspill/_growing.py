@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 from . import _kernels
 from ._binary import BINARY_MIME, SNIFF_BYTES, output_is_binary
+from ._store_types import TRUE_TAIL_BYTES
 from .backends._seals import ENTRY_SIZE, SEAL_BYTES
 from .records import Record
 from .text import counted_lines
@@ -26,8 +27,6 @@ __all__ = ["SEAL_BYTES", "SEAL_INTERVAL", "GrowingOutput", "Reservations", "rese
 
 #: Seconds the oldest unsealed byte waits at most (plus the sealer's tick) before it is sealed.
 SEAL_INTERVAL = 1.0
-# What a capped output keeps of its true end, in memory, for the preview's tail.
-_TRUE_TAIL_BYTES = 1024 * 1024
 # Seal entries made room for at one look at the quota: a seal's entry is stored bytes too, and a
 # command that writes a line now and then is sealed after each quiet second, its payload hardly
 # growing (an hour of it: 3,600 entries, 86 KB, that no look of the payload's would have counted).
@@ -166,7 +165,7 @@ class GrowingOutput:
             tailed = room < len(chunk)  # (the chunk is in the true end: never added twice)
             if tailed:
                 self._tail += chunk
-                del self._tail[:-_TRUE_TAIL_BYTES]
+                del self._tail[:-TRUE_TAIL_BYTES]
             if room <= 0:  # (also once a storage failure stopped the storing: the cap is then the size)
                 return
             before = writer.size
@@ -212,7 +211,7 @@ class GrowingOutput:
                         self._reserved_to = self._cap
                         if granted < len(piece) and not tailed:
                             self._tail += chunk
-                            del self._tail[:-_TRUE_TAIL_BYTES]
+                            del self._tail[:-TRUE_TAIL_BYTES]
                             tailed = True
                         if granted == 0:
                             return
@@ -229,7 +228,7 @@ class GrowingOutput:
                     # Part of it may not be stored: the true end starts no later than this chunk
                     # (a part that is stored overlaps the stored copy's end, which the preview allows).
                     self._tail += chunk
-                    del self._tail[:-_TRUE_TAIL_BYTES]
+                    del self._tail[:-TRUE_TAIL_BYTES]
 
     def _stop_storing(self, error: BaseException) -> None:
         """A write or a seal failed: the stored copy ends at what the writer holds (the bytes that

@@ -13,8 +13,8 @@ from . import _kernels
 from ._arguments import whole_number
 from ._buffers import BytesLike
 from ._quota import HeldByRunning
-from ._store_types import TruncateResult, chunk_view, stable
-from ._store_writes import TRUE_TAIL_BYTES, StoreWrites, raise_stored
+from ._store_types import TrueTail, TruncateResult, chunk_view, stable
+from ._store_writes import StoreWrites, raise_stored
 from .text import counted_lines, held_text, within_limits
 
 TYPE_CHECKING = False
@@ -60,27 +60,6 @@ def _joined(chunks: Iterable[BytesLike]) -> Iterator[memoryview]:
             batch = bytearray()
     if batch:
         yield memoryview(bytes(batch))
-
-
-class _TrueTail:
-    """The last ``TRUE_TAIL_BYTES`` (or a little more) of a stream, as the chunks
-    that hold them (``bytes`` chunks are kept by reference, others copied)."""
-
-    def __init__(self) -> None:
-        from collections import deque  # here: collections costs start-up, and only a stream needs it
-
-        self._chunks: deque[bytes] = deque()
-        self._size = 0
-
-    def feed(self, chunk: object, view: memoryview) -> None:
-        data = chunk if type(chunk) is bytes else bytes(view)
-        self._chunks.append(data)  # type: ignore[arg-type]
-        self._size += len(view)
-        while self._size - len(self._chunks[0]) >= TRUE_TAIL_BYTES:
-            self._size -= len(self._chunks.popleft())
-
-    def value(self) -> bytes:
-        return b"".join(self._chunks)[-TRUE_TAIL_BYTES:]
 
 
 class StoreStreams(StoreWrites):
@@ -232,7 +211,7 @@ class _Spill:
         self.newlines = 0
         self.size = 0
         self.last_newline = False
-        self.true_tail = _TrueTail()
+        self.true_tail = TrueTail()
         self.writer: Optional[Writer] = None
         # Small chunks fed once the writer is open, not yet counted nor written (``drain``).
         self._batch = bytearray()
@@ -297,7 +276,7 @@ class _Spill:
         elif self.writer is None:
             self.start()
         # (The true end is kept whatever the cap: a publish refused for running outputs shows it.)
-        self.true_tail.feed(chunk, view)
+        self.true_tail.feed(chunk if type(chunk) is bytes else bytes(view))
         if self.writer is not None:
             room = 2 * self._bytes_limit - len(self.first)
             if room > 0:
@@ -309,7 +288,7 @@ class _Spill:
         """Unstored: keep the output's start for the preview's head (its end goes to ``true_tail``)."""
         if not self.unstored:
             self.unstored = True
-            self.true_tail.feed(bytes(self.held), memoryview(self.held))
+            self.true_tail.feed(bytes(self.held))
         room = 2 * self._bytes_limit - len(self.held)
         if room > 0:
             self.held += view[:room]
@@ -318,7 +297,7 @@ class _Spill:
         """Open the writer and write what was held (a chunk being fed is counted but not yet held)."""
         self.writer = self._store._writer()
         self._store._write_capped(self.writer, memoryview(self.held), self.cap)
-        self.true_tail.feed(bytes(self.held), memoryview(self.held))
+        self.true_tail.feed(bytes(self.held))
         self.first = self.held[: 2 * self._bytes_limit]
         self.held = bytearray()
 

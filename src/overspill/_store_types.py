@@ -21,8 +21,11 @@ if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never eva
 
     from .records import Resource
 
-__all__ = ["NotStored", "Page", "TruncateResult", "checked_buffer", "chunk_view", "stable",
-           "stable_pieces", "storage_error", "unchanged", "unchanging"]
+__all__ = ["TRUE_TAIL_BYTES", "NotStored", "Page", "TrueTail", "TruncateResult", "checked_buffer", "chunk_view",
+           "stable", "stable_pieces", "storage_error", "unchanged", "unchanging"]
+
+# What a capped output keeps of its true end, in memory, for the preview's tail.
+TRUE_TAIL_BYTES = 1024 * 1024
 
 # Buffers that may change are copied this much at a time before they are written (see stable).
 _COPY_BYTES = 1 << 20
@@ -150,3 +153,26 @@ def checked_buffer(content: object) -> Union[bytes, bytearray, memoryview]:
     except TypeError:
         raise TypeError(f"content must be str or bytes-like, not {type(content).__name__}") from None
     return content  # type: ignore[return-value]
+
+
+class TrueTail:
+    """The last ``TRUE_TAIL_BYTES`` (or a little more) of a stream, as the pieces
+    that hold them: each piece is kept by reference, so it must not change."""
+
+    def __init__(self) -> None:
+        from collections import deque  # here: collections costs start-up, and only a stream needs it
+
+        self._pieces: deque[Union[bytes, memoryview]] = deque()
+        self._size = 0
+
+    def feed(self, piece: Union[bytes, memoryview]) -> None:
+        """Take ``piece`` (bytes, or a byte view of a buffer that cannot change) as the stream's next."""
+        self._pieces.append(piece)
+        self._size += len(piece)
+        # Invariant: the pieces kept hold at least the last TRUE_TAIL_BYTES, and no whole piece more.
+        while self._size - len(self._pieces[0]) >= TRUE_TAIL_BYTES:
+            self._size -= len(self._pieces.popleft())
+
+    def value(self) -> bytes:
+        """The last ``TRUE_TAIL_BYTES`` fed (all of it, when less was)."""
+        return b"".join(self._pieces)[-TRUE_TAIL_BYTES:]

@@ -17,6 +17,8 @@ from ._quota import HeldByRunning
 from ._store_room import StoreRoom
 from ._store_types import (
     RESULT_SLOTS,
+    TRUE_TAIL_BYTES,
+    TrueTail,
     TruncateResult,
     checked_buffer,
     stable_pieces,
@@ -50,12 +52,10 @@ if TYPE_CHECKING:  # typing, datetime and pathlib cost start-up (issue 21); anno
     from .records import Record, Resource
     from .text import Content, Reader, SignalPatterns
 
-__all__ = ["TRUE_TAIL_BYTES", "StoreWrites", "raise_stored"]
+__all__ = ["StoreWrites", "raise_stored"]
 
 # Draws of a fresh id before giving up: a clash needs 83 random bits to repeat.
 _ID_ATTEMPTS = 8
-# What a capped output keeps of its true end, in memory, for the preview's tail.
-TRUE_TAIL_BYTES = 1024 * 1024
 # How often (bytes written) a long write makes room under the folder's quota.
 QUOTA_STEP = 64 * 1024 * 1024
 # Code points of a str encoded at a time as it is stored (as text.stored_pieces does).
@@ -78,16 +78,11 @@ def _ending(pieces: Iterable[memoryview], end: list[bytes]) -> Iterator[memoryvi
     """``pieces`` (which cannot change: ``stable``'s), leaving in ``end[0]``, once they are all
     taken, the last ``TRUE_TAIL_BYTES`` of what they held: a changing buffer's true end as it
     was written and counted, where ``_true_end`` would read the buffer as it is by then."""
-    kept: list[memoryview] = []
-    size = 0
+    tail = TrueTail()
     for piece in pieces:
         yield piece
-        kept.append(piece)
-        size += len(piece)
-        # Only what the last TRUE_TAIL_BYTES need is held (the pieces are copies at most a MiB each).
-        while size - len(kept[0]) >= TRUE_TAIL_BYTES:
-            size -= len(kept.pop(0))
-    end[0] = b"".join(kept)[-TRUE_TAIL_BYTES:]
+        tail.feed(piece)  # (a copy of at most a MiB: kept by reference)
+    end[0] = tail.value()
 
 
 def _preview_count(lines: int, end: bytes) -> int:
