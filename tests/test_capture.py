@@ -332,6 +332,17 @@ def test_collect_stream():
         collect_stream(["text"], 3)
 
 
+@pytest.mark.parametrize(("chunks", "named"), [(b"abc", "int"), ([b"ok", 5], "int"), ([b"ok", None], "NoneType"),
+                                               ([b"ok", "text"], "str"), ([1.5], "float")])
+def test_collect_stream_names_a_chunk_that_is_not_bytes_like_as_the_store_does(chunks, named):
+    """Regression: an int chunk got the kernel's ``expected str or a bytes-like object, not
+    int`` (a str is refused too) and a str chunk ``chunk must be a bytes-like object``: the
+    one wording of the store's streams, naming the type, in both implementations."""
+    with pytest.raises(TypeError) as raised:
+        collect_stream(chunks, 3)
+    assert str(raised.value) == f"chunks must be bytes-like, not {named}"
+
+
 MEMORY_PROBE = """
 import json, resource, sys
 from overspill import ToolOutputStore, run

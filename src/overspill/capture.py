@@ -22,6 +22,7 @@ from ._arguments import check_metadata, id_string, os_string, positive_seconds, 
 from ._frozen import frozen
 from ._pipes import ChildPipes
 from ._spawn import spawn
+from ._store_types import chunk_view
 from .text import counted_lines
 
 TYPE_CHECKING = False
@@ -99,7 +100,8 @@ def collect_stream(chunks: Iterable[Union[bytes, bytearray, memoryview]], max_by
     """
     cap = _kernels.StreamCap(max_bytes, keep="head")
     for chunk in chunks:
-        cap.feed(chunk)
+        with chunk_view(chunk) as view:  # (the store's streams' one check and wording)
+            cap.feed(view)
     return Collected(cap.value(), cap.total_bytes, cap.truncated)
 
 
