@@ -356,3 +356,32 @@ def test_max_connections_past_its_bound_is_a_config_error_naming_it(count):
     assert MAX_CONNECTIONS == 10_000
     accepted = parse_redis_url(f"redis://127.0.0.1:1/0?max_connections={MAX_CONNECTIONS}")
     assert accepted.options["max_connections"] == MAX_CONNECTIONS
+
+
+@pytest.mark.parametrize("below", ["", "sub", "sub/deeper"])
+def test_a_data_dir_with_a_file_in_the_way_names_the_file(tmp_path, cli, below):
+    """Regression (red team J15): a ``--data-dir`` that is a file said ``File exists`` (the
+    managed folder seems to be there) or ``Not a directory``, depending on the depth and the
+    command: one line naming the file that is not a folder, from the library and the CLI alike."""
+    blocking = tmp_path / "afile"
+    blocking.write_bytes(b"not a folder")
+    data_dir = os.path.join(blocking, below) if below else str(blocking)
+    managed = os.path.join(data_dir, "tool-output", "managed")
+    expected = f"cannot create {managed}: {blocking} is not a folder"
+    with pytest.raises(StorageError) as raised:
+        ToolOutputStore(data_dir)
+    assert raised.value.strerror == expected
+    for command in ("ls", "stats", "cleanup"):
+        finished = cli(command, "--data-dir", data_dir)
+        assert finished.returncode == 4
+        assert finished.stderr.decode().splitlines() == [f"overspill: error: [Errno 20] {expected}"]
+    assert blocking.read_bytes() == b"not a folder"
+
+
+def test_a_managed_folder_that_is_a_file_is_named(tmp_path):
+    managed = tmp_path / "tool-output" / "managed"
+    managed.parent.mkdir()
+    managed.write_bytes(b"")
+    with pytest.raises(StorageError) as raised:
+        ToolOutputStore(tmp_path)
+    assert raised.value.strerror == f"cannot create {managed}: {managed} is not a folder"

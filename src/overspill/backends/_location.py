@@ -17,6 +17,7 @@ an error message or a ``repr``.
 
 from __future__ import annotations
 
+import errno
 import os
 
 from .._arguments import os_string, os_string_problem
@@ -195,4 +196,27 @@ def open_backend(location: Location, *, durable: bool = True, create: bool = Tru
         return LocalBackend(directory, durable=durable, index=os.path.join(location.place, "tool-output", "index"),
                             create=create)
     except OSError as error:
+        blocking = _file_in_the_way(directory) if error.errno in (errno.EEXIST, errno.ENOTDIR) else None
+        if blocking is not None:
+            # makedirs says "File exists" or "Not a directory" about some component: name the file.
+            raise StorageError(errno.ENOTDIR, f"cannot create {directory}: {blocking} is not a folder") from None
         raise StorageError(error.errno, f"cannot create {directory}: {error.strerror or error}") from None
+
+
+def _file_in_the_way(directory: str) -> str | None:
+    """The outermost component of ``directory`` that exists and is not a folder (a symlink to
+    one is a folder here, as makedirs takes it), or None."""
+    path = os.path.abspath(directory)
+    parts = []
+    while True:
+        parts.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for component in reversed(parts):
+        if not os.path.lexists(component):
+            return None
+        if not os.path.isdir(component):
+            return component
+    return None
