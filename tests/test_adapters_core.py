@@ -469,13 +469,17 @@ def test_a_retold_error_whose_type_reduces_itself_copies_and_pickles_saying_the_
 @pytest.mark.parametrize("adapter, extra, framework", [
     ("langchain", "langchain", "langchain"), ("langchain", "langchain", "langgraph"),
     ("openai_agents", "openai-agents", "agents"), ("pydantic_ai", "pydantic-ai", "pydantic_ai"),
-    ("smolagents", "smolagents", "smolagents"), ("smolagents", "smolagents", "PIL")])
+    ("smolagents", "smolagents", "smolagents"), ("smolagents", "smolagents", "PIL"),
+    ("smolagents", "smolagents", "smolagents PIL")])
 def test_an_adapter_without_its_framework_names_the_extra_to_install(subprocess_env, adapter, extra, framework):
     """Regression (red team H10, noted): importing an adapter on a machine without its extra raised
     the framework's bare ModuleNotFoundError ("No module named 'langchain'"); it names the extra and
-    its ``pip install`` now, and is still a ModuleNotFoundError naming the missing module."""
+    its ``pip install`` now, and is still a ModuleNotFoundError naming the missing module. Red team
+    J15: without the extra neither smolagents nor its Pillow is there, and the framework is named."""
     # A process where the framework cannot be imported, as on a machine without the extra.
-    code = (f"import sys; sys.modules[{framework!r}] = None\n"
+    missing = framework.split()
+    framework = missing[0]
+    code = (f"import sys; sys.modules.update(dict.fromkeys({missing!r}))\n"
             "try:\n"
             f"    import overspill.adapters.{adapter}\n"
             "except ModuleNotFoundError as error:\n"

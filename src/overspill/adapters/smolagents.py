@@ -46,10 +46,11 @@ from typing import Any, Optional
 from ._extra import needs_extra
 
 with needs_extra("smolagents"):
-    import PIL.Image
+    # (smolagents first: on a machine without the extra, the framework is the module to name)
     from smolagents import MultiStepAgent, Tool, ToolCallingAgent, local_python_executor
     from smolagents.agent_types import AgentAudio, AgentText
     from smolagents.utils import AgentError
+    import PIL.Image
 
 from ..store import ToolOutputStore
 from ..tools.read import page_within
