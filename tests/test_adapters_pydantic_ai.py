@@ -1020,3 +1020,93 @@ def test_a_deferred_retry_holding_validation_details_stays_a_validation_retry(st
     (record,) = [record for record in store.records() if record.resource.uri == uri]
     stored = b"".join(bytes(piece) for piece in store.iter_bytes(record.session_id, uri)).decode()
     assert stored == _shown_details(whole)
+
+
+# ------------------------------------------------------------------ regressions (E15)
+def _read_whole(store: ToolOutputStore, uri: str) -> str:
+    """The stored text of ``uri``, read page by page as the model's ``read`` does."""
+    (record,) = [record for record in store.records() if record.resource.uri == uri]
+    pages, offset = [], 0
+    while offset is not None:
+        page = store.read(record.session_id, uri, offset=offset)
+        pages.append(page.content)
+        offset = page.next
+    return "".join(pages)
+
+
+@pytest.mark.parametrize("message", [
+    pytest.param('"' * 2_000_000, id="quotes"),
+    pytest.param("\\" * 2_000_000, id="backslashes"),
+    pytest.param("\x01\x1f\t" * 700_000, id="control-characters"),
+    pytest.param("é\u2028\U0001f600" * 300_000, id="non-ascii"),
+    pytest.param("\x01" * 12_000, id="control-characters-whose-own-text-fits"),
+    pytest.param('line "quoted" \\ \x07\n' * 100_000, id="lines"),
+])
+@pytest.mark.parametrize("kind", ["ModelRetry", "ToolFailed"])
+def test_a_retry_message_that_json_escaping_grows_reaches_the_model_within_the_limits(store, message, kind):
+    # E15: a ModelRetry's (or ToolFailed's) message was bounded on its own text, but PydanticAI sends the
+    # model that text escaped in its {"error": ...} JSON: 2 MB of quotes reached the model as 102,682
+    # bytes (the limit 51,200), control characters as \u0001 six times their size, and 12,000 of them
+    # (their own text within the limits) as 72 KB, nothing stored.  Now the text the model gets is what
+    # is bounded: within max_bytes with the marker's room besides, one JSON line, naming the URI whose
+    # pages give the message back exactly.
+    import re
+
+    from pydantic_ai import ModelRetry
+    from pydantic_ai.exceptions import ToolFailed
+
+    from overspill.text import MARKER_BYTES, shown_size
+
+    error = {"ModelRetry": ModelRetry, "ToolFailed": ToolFailed}[kind]
+
+    def failing() -> str:
+        """Fail with a long message."""
+        raise error(message)
+
+    usage = RequestUsage(input_tokens=1, output_tokens=1)
+    sent: list = []
+
+    def respond(messages: list, info: AgentInfo) -> ModelResponse:
+        if len(messages) > 1:
+            sent.append(messages[-1].parts[0])
+            return ModelResponse(parts=[TextPart("done")], usage=usage)
+        return ModelResponse(parts=[ToolCallPart("failing", {}, tool_call_id="c1")], usage=usage)
+
+    Agent(FunctionModel(respond), tools=[failing], capabilities=[capability(store)]).run_sync("go")
+    (part,) = sent
+    assert part.outcome == ("retried" if kind == "ModelRetry" else "failed")
+    limits = store.limits()
+    # What a provider without an error channel of its own sends, and what one with it sends.
+    for received in (part.model_response_str(), part.model_response_str(wrap_if_error=False)):
+        assert shown_size(received) <= limits.max_bytes + MARKER_BYTES, shown_size(received)
+        assert received.count("\n") < limits.max_lines + 5
+    received = part.model_response_str()
+    assert received.startswith('{"error":') and "\n" not in received
+    (uri,) = set(re.findall(r"tool-output://[A-Za-z0-9]+", received))
+    assert _read_whole(store, uri) == message
+
+
+def test_validation_details_right_at_the_limit_reach_the_model_within_it(store):
+    # E15: a ValidationError's details were measured without the {"error": ...} PydanticAI sends them in
+    # (10 bytes), so details 3 bytes under the limit reached the model 7 bytes over it, nothing stored.
+    # Now the measured text is the text the model gets: it is bounded, and names the whole details' text.
+    import re
+
+    from overspill.text import fits_limits, shown_size
+
+    def count(n: int) -> str:
+        """Count."""
+        return str(n)
+
+    limits = store.limits()
+    framing = shown_size(_shown_details(_validation_retry(count, {"n": "x"}, []))) - 1
+    arguments = {"n": "x" * (limits.max_bytes - 3 - framing)}
+    whole = _validation_retry(count, arguments, [])
+    assert shown_size(_shown_details(whole)) == limits.max_bytes - 3  # its details alone fit
+    assert not fits_limits(whole.model_response_str(), limits)  # as the model gets them, they do not
+    part = _validation_retry(count, arguments, [capability(store)])
+    received = part.model_response_str()
+    assert fits_limits(received, limits), shown_size(received)
+    assert part.retry.cause == "validation_error" and isinstance(part.content, list)
+    (uri,) = set(re.findall(r"tool-output://[A-Za-z0-9]+", received))
+    assert _read_whole(store, uri) == _shown_details(whole)

@@ -104,19 +104,19 @@ def whole_characters(text: str) -> str:
 
 
 def truncate_kept(store: ToolOutputStore, session_id: str, call_id: str, text: str,
-                  mime: str = "text/plain") -> TruncateResult:
+                  mime: str = "text/plain", *, max_bytes: Optional[int] = None) -> TruncateResult:
     """``store.truncate`` of ``text``; when the store cannot keep it (a failed write: a full disk, a file
     too large), the preview with the store's own "output not stored" marker naming why, as when the
     quota cannot hold even a record: the model still gets the bounded start and end, and the caller
     what it had (a wrapped server's result, a tool's own exception), not a storage error in its place.
     A payload that fails its check when read back for the preview (``ResourceCorruptError``) is not
-    kept either: the store removed it."""
+    kept either: the store removed it.  ``max_bytes`` overrides the store's limit, as ``truncate``'s."""
     from .errors import ResourceCorruptError, StorageError
 
     try:
-        return store.truncate(session_id, call_id, text, mime=mime)
+        return store.truncate(session_id, call_id, text, mime=mime, max_bytes=max_bytes)
     except (StorageError, ResourceCorruptError) as error:
-        return store._not_stored(text, one_line(getattr(error, "strerror", None) or str(error)))
+        return store._not_stored(text, one_line(getattr(error, "strerror", None) or str(error)), max_bytes)
 
 
 def check_session_id(value: object) -> str:

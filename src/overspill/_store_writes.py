@@ -340,20 +340,22 @@ class StoreWrites(StoreRoom):
             return _kernels.ascii_view(content) or memoryview(encode_content(content))
         return content
 
-    def _not_stored(self, content: Content, why: str) -> TruncateResult:
+    def _not_stored(self, content: Content, why: str, max_bytes: Optional[int] = None) -> TruncateResult:
         """What ``truncate`` shows of ``content`` that it could not store for ``why`` (a failed write:
         the ``StorageError``'s reason, one line), for a front end that shows the model a preview
         rather than the error: within the limits, ``content`` as ``truncate`` gives it; over them, the
         preview with the marker that says "output not stored" and why, naming no resource, as when
-        the quota cannot hold even a record.  Nothing is written."""
+        the quota cannot hold even a record.  Nothing is written.  ``max_bytes`` overrides the
+        store's limit, as ``truncate``'s."""
         limits = self._limits
+        bytes_limit = limits.max_bytes if max_bytes is None else max_bytes
         try:
             content = self._to_cut(content)
-            first = self._first_cut(content, limits.max_lines, limits.max_bytes, self._views)
+            first = self._first_cut(content, limits.max_lines, bytes_limit, self._views)
             if isinstance(first, TruncateResult):
                 return first
             return self._unstored(content, total=_stored_size(content), lines=human_lines(content),
-                                  lines_limit=limits.max_lines, bytes_limit=limits.max_bytes, reserve=0,
+                                  lines_limit=limits.max_lines, bytes_limit=bytes_limit, reserve=0,
                                   first=first, why=why)
         except OSError as error:
             raise_stored(error)  # a lazy import out of descriptors, as in truncate

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # typing costs start-up (issue 21); annotations are never eva
     Reader = Callable[[int, int], AbstractContextManager[memoryview]]
 
 __all__ = [
+    "MARKER_BYTES",
     "Preview",
     "RUN_KEEP",
     "SignalCollector",
@@ -43,6 +44,10 @@ __all__ = [
     "view_flags",
     "view_marker",
 ]
+
+#: A marker is under this many bytes, for any size and URI (``truncation_marker``, issue 12 item 5): the
+#: room a preview's text may take over ``max_bytes``, which bounds its head and tail only.
+MARKER_BYTES = 300
 
 # Bytes read around a window so that its character boundaries are decided
 # exactly as over the whole payload (a boundary depends on 3 bytes each side).

@@ -24,7 +24,9 @@ from typing import Any, Callable, Optional, Union
 from .._arguments import check_metadata
 from .._frontend import check_session_id, one_line, truncate_kept
 from .._json_load import loads_text
+from ..errors import OverspillError
 from ..store import ToolOutputStore, TruncateResult
+from ..text import MARKER_BYTES, shown_size
 from ..tools import ToolResult, call, schemas
 from ..tools._result import failure
 from ..tools.schemas import stored_only, stored_only_problem
@@ -373,6 +375,47 @@ def retold(error: BaseException, text: str) -> Optional[BaseException]:
     return None
 
 
+def _shown_within(store: ToolOutputStore, session_id: str, call_id: str, text: str,
+                  shown: Callable[[str], str]) -> Optional[TruncateResult]:
+    """``truncate_kept`` of ``text`` for a framework that sends the model ``shown(text)`` (escaped in a
+    JSON string, where a quote, a backslash or a control character takes 2 to 6 bytes; wrapped): None when
+    ``text`` is within the limits and ``shown(text)`` within ``max_bytes``.  Else ``text`` is stored whole (when it
+    fits the limits, through a byte limit below its own size) and its preview cut narrower, measured as
+    ``shown`` renders it, until that rendering is within ``max_bytes`` with the marker's room
+    (``MARKER_BYTES``) besides, as the store's own preview is.  Lines are the store's: escaping adds
+    none (a JSON string has none), and tokens are bounded on ``text``'s preview."""
+    limits = store.limits()
+    size, whole = shown_size(text), shown_size(shown(text))
+    budget = limits.max_bytes
+    if whole > budget:
+        # Below the text's own size, so that the store keeps it whole even when it fits the limits.
+        budget = max(1, min(budget, size - 1, size * budget // whole))
+    result = truncate_kept(store, session_id, call_id, text, max_bytes=budget)
+    if not result.truncated:
+        return None
+    room = limits.max_bytes + MARKER_BYTES
+    while True:
+        used = shown_size(shown(result.content))
+        if used <= room or budget == 1:
+            return result
+        # Narrower in proportion to the bytes over, a little more (the marker stays the same size).
+        budget = max(1, min(budget - 1, budget * room * 15 // (used * 16)))
+        result = _recut(store, session_id, call_id, text, result, budget)
+
+
+def _recut(store: ToolOutputStore, session_id: str, call_id: str, text: str, result: TruncateResult,
+           budget: int) -> TruncateResult:
+    """``result`` (``text``'s, by ``truncate_kept``) with its preview cut to ``budget`` bytes: from the
+    stored copy it names (nothing is stored again), else (the store could not keep it, or that copy is
+    no longer readable) as ``truncate_kept`` cuts it."""
+    if result.resource is not None:
+        try:
+            return store.preview(session_id, result.resource.uri, max_bytes=budget)
+        except OverspillError:  # (removed or damaged since: stored again, or said not to be)
+            pass
+    return truncate_kept(store, session_id, call_id, text, max_bytes=budget)
+
+
 class Bounder:
     """Bounds tool results through one store's ``truncate``.
 
@@ -420,31 +463,44 @@ class Bounder:
         """``pieces`` for async callers."""
         return await self.atext(session_id, call_id, joined(pieces))
 
-    def error_text(self, session_id: str, call_id: str, text: Text) -> Optional[str]:
+    def error_text(self, session_id: str, call_id: str, text: Text,
+                   shown: Optional[Callable[[str], str]] = None) -> Optional[str]:
         """``text`` for an error's text: the preview with its marker when it is over the limits (it is
         then stored), else None.  When the store cannot keep it, the preview says "output not stored"
         and why: a tool's own exception (its type, which the framework and the user's handlers act on)
-        is never replaced by a storage error."""
-        result = self.error_result(session_id, call_id, text)
+        is never replaced by a storage error.  ``shown``: as ``error_result``'s."""
+        result = self.error_result(session_id, call_id, text, shown)
         return None if result is None else result.content
 
-    async def aerror_text(self, session_id: str, call_id: str, text: Text) -> Optional[str]:
+    async def aerror_text(self, session_id: str, call_id: str, text: Text,
+                          shown: Optional[Callable[[str], str]] = None) -> Optional[str]:
         """``error_text`` for async callers: a text that may be stored is written on a worker thread."""
-        result = await self.aerror_result(session_id, call_id, text)
+        result = await self.aerror_result(session_id, call_id, text, shown)
         return None if result is None else result.content
 
-    def error_result(self, session_id: str, call_id: str, text: Text) -> Optional[TruncateResult]:
+    def error_result(self, session_id: str, call_id: str, text: Text,
+                     shown: Optional[Callable[[str], str]] = None) -> Optional[TruncateResult]:
         """``error_text``'s whole result, for a caller that shows the model its own text of the error and
         must name where the whole is: the store's result (the preview with its marker, and the resource,
-        None when the store could not keep it) when ``text`` is over the limits, else None."""
-        result = truncate_kept(self.store, store_id(session_id), store_id(call_id), text)
+        None when the store could not keep it) when ``text`` is over the limits, else None.
+
+        :param shown: the text the framework sends the model of an error's text (``text``, a ``str``,
+            escaped inside its JSON, wrapped), when it is not that text itself: then ``shown`` of it is
+            bounded too (``_shown_within``).
+        """
+        session_id, call_id = store_id(session_id), store_id(call_id)
+        if shown is not None:
+            return _shown_within(self.store, session_id, call_id, text, shown)  # type: ignore[arg-type]
+        result = truncate_kept(self.store, session_id, call_id, text)
         return result if result.truncated else None
 
-    async def aerror_result(self, session_id: str, call_id: str, text: Text) -> Optional[TruncateResult]:
-        """``error_result`` for async callers: a text that may be stored is written on a worker thread."""
-        if len(text) <= self._fits:
+    async def aerror_result(self, session_id: str, call_id: str, text: Text,
+                            shown: Optional[Callable[[str], str]] = None) -> Optional[TruncateResult]:
+        """``error_result`` for async callers: a text that may be stored is written on a worker thread (with
+        ``shown``, any: how much its rendering grows it is not known before it is rendered)."""
+        if len(text) <= self._fits and shown is None:
             return self.error_result(session_id, call_id, text)
-        return await asyncio.to_thread(self.error_result, session_id, call_id, text)
+        return await asyncio.to_thread(self.error_result, session_id, call_id, text, shown)
 
     def error(self, session_id: str, call_id: str, error: BaseException) -> Optional[BaseException]:
         """``error`` retold (``retold``) with its text bounded (``error_text``), when that text (what a

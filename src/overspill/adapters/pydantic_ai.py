@@ -7,14 +7,15 @@ The capability's ``after_tool_execute`` bounds every tool's result (a
 multimodal content passes as it is, and the text beside it in a list is
 bounded together); its ``wrap_tool_execute`` bounds the message of a
 ``ModelRetry`` or ``ToolFailed`` (an MCP server's ``isError`` result comes as
-one of them), which the model sees instead of a result, and its
+one of them), which the model sees instead of a result, escaped in PydanticAI's
+``{"error": ...}`` JSON (that text is what is bounded: ``_message_shown``), and its
 ``wrap_tool_validate`` the same raised while the arguments are validated (a
 tool's ``args_validator``, another capability's validate hooks); its
 ``wrap_output_process`` and ``wrap_output_validate`` do the same for a retry
 of the output (an output function's, an output validator's), which stays a
 retry.  Arguments or an output failing validation come back as a retry holding
 pydantic's error details, each with the ``input`` it refused (a huge argument
-whole): over the limits, those hooks store the JSON text PydanticAI shows of
+whole): over the limits (in that ``{"error": ...}``), those hooks store the JSON text PydanticAI shows of
 the details whole and make the error again within them, still a
 ``ValidationError`` (so its retry keeps its cause, and a structured output cut
 off by the token limit still raises ``OutputTokenLimitExceeded``) whose huge
@@ -82,6 +83,19 @@ def _dumps(value: Any) -> str:
         raise TypeError(str(error)) from error
 
 
+def _in_error(json_text: str) -> str:
+    """What PydanticAI sends the model of an errored tool return (a retry's, a failure's) whose content's
+    JSON is ``json_text``: its ``{"error": ...}`` (``ToolReturnPart.model_response_str``), the longest of
+    its renderings (a provider with an error channel of its own gets the content alone)."""
+    return f'{{"error":{json_text}}}'
+
+
+def _message_shown(message: str) -> str:
+    """The text PydanticAI sends the model of a retry's or failure's message: ``_in_error`` of it as a JSON
+    string, where each quote, backslash and control character is escaped."""
+    return _in_error(_dumps(message))
+
+
 def _details_text(details: list[Any]) -> str:
     """The text PydanticAI shows the model of a ``ValidationError``'s details: its own rendering (``ctx``
     dropped, a root-level ``input`` repeated by later errors kept once), else (a PydanticAI without it, a
@@ -120,9 +134,20 @@ def _where_stored(resource: Optional[Resource]) -> str:
     return f"the whole error is stored as {resource.uri}; read it in pages"
 
 
-def _shown_details(error: pydantic_core.ValidationError) -> str:
-    """The text PydanticAI shows the model of ``error`` (``_details_text`` of its details)."""
+def _error_details(error: pydantic_core.ValidationError) -> str:
+    """The JSON text of ``error``'s details as PydanticAI shows them (``_details_text``): what is stored."""
     return _details_text(error.errors(include_url=False, include_context=False))
+
+
+def _shown_details(error: pydantic_core.ValidationError) -> str:
+    """The text PydanticAI sends the model of ``error``: its details' (``_error_details``) in
+    ``{"error": ...}`` (``_in_error``)."""
+    return _in_error(_error_details(error))
+
+
+def _shown_content(details: list[dict[str, Any]]) -> str:
+    """``_shown_details`` of a part's details list."""
+    return _in_error(_details_text(details))
 
 
 def _details_bounded(error: pydantic_core.ValidationError, resource: Optional[Resource],
@@ -141,7 +166,7 @@ def _content_bounded(details: list[dict[str, Any]], resource: Optional[Resource]
     """A part's content that is a ``ValidationError``'s details (``_is_details``) bounded as
     ``_details_bounded`` bounds an error's: still a details list, so PydanticAI still reads it as one (a
     deprecated ``RetryPromptPart``'s stays a ``validation_error`` retry), each detail keeping its keys."""
-    return _bounded_details(details, _where_stored(resource), limits, list, _details_text)
+    return _bounded_details(details, _where_stored(resource), limits, list, _shown_content)
 
 
 def _is_details(content: Any) -> bool:
@@ -454,7 +479,7 @@ class OverspillCapability(AbstractCapability[Any]):
             # and a 'json_invalid' one of a structured output cut off by the token limit raises
             # OutputTokenLimitExceeded rather than retry), so it is made again within the limits, the
             # whole text of its details stored.
-            return await self._validation_bounded(session_id, call_id, error, _shown_details, _details_bounded)
+            return await self._validation_bounded(session_id, call_id, error, _error_details, _details_bounded)
         if isinstance(error, (ToolRetryError, ToolFailedError)):
             attribute = "tool_retry" if isinstance(error, ToolRetryError) else "tool_failed"
             part = await self._bounded_part(session_id, call_id, getattr(error, attribute))
@@ -462,7 +487,7 @@ class OverspillCapability(AbstractCapability[Any]):
         message = getattr(error, "message", None)
         if not isinstance(message, str):
             return None
-        preview = await self._bounder.aerror_text(session_id, call_id, message)
+        preview = await self._bounder.aerror_text(session_id, call_id, message, _message_shown)
         if preview is None:
             return None
         # A subclass of the user's stays that subclass, with its attributes, and its __init__ (which
@@ -496,11 +521,11 @@ class OverspillCapability(AbstractCapability[Any]):
             return replace(part, content=content)
 
     async def _validation_bounded(self, session_id: str, call_id: str, details: _Made,
-                                  shown: Callable[[_Made], str],
+                                  text_of: Callable[[_Made], str],
                                   bounded: Callable[[_Made, Optional[Resource], Limits], _Made]) -> Optional[_Made]:
-        """``details`` (a ``ValidationError``, a part's details list) ``bounded`` when ``shown`` of them, the
-        text PydanticAI shows the model, is over the limits (that text is then stored whole, and the bounded
-        details name it), else None.
+        """``details`` (a ``ValidationError``, a part's details list) ``bounded`` when the text PydanticAI
+        sends the model of them (``_in_error`` of ``text_of`` them, their JSON) is over the limits (their
+        JSON is then stored whole, and the bounded details name it), else None.
 
         Rendering the text, storing it and bounding the details run on one worker thread: for thousands of
         details each is seconds of CPU the event loop must not wait on, and a validation retry is rare
@@ -508,7 +533,7 @@ class OverspillCapability(AbstractCapability[Any]):
         small before it is rendered).
         """
         def run() -> Optional[_Made]:
-            kept = self._bounder.error_result(session_id, call_id, shown(details))
+            kept = self._bounder.error_result(session_id, call_id, text_of(details), _in_error)
             return None if kept is None else bounded(details, kept.resource, self.store.limits())
 
         return await asyncio.to_thread(run)
@@ -516,10 +541,13 @@ class OverspillCapability(AbstractCapability[Any]):
     async def _retry_preview(self, session_id: str, call_id: str, content: Any) -> Optional[str]:
         """The preview with the marker of a retry's or failure's content when the text the model is shown of
         it is over the limits (that text is then stored whole), else None: a message is that text, and
-        another list PydanticAI's JSON of it; other content (structured, media) passes."""
+        another list PydanticAI's JSON of it; other content (structured, media) passes.  What is bounded is
+        the message as PydanticAI sends it (``_message_shown``: the preview is a message), so a list is
+        measured as its JSON would be as a message, never less than as the list."""
         text = content if isinstance(content, str) else _details_text(content) if isinstance(content, list) \
             else None
-        return None if text is None else await self._bounder.aerror_text(session_id, call_id, text)
+        return None if text is None else await self._bounder.aerror_text(session_id, call_id, text,
+                                                                          _message_shown)
 
     async def _bounded_result(self, session_id: str, call_id: str, result: Any) -> Any:
         """A tool's result bounded: a ``ToolReturn``'s ``return_value`` and, on its own, its ``content``;
