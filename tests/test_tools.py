@@ -2285,6 +2285,22 @@ def test_webfetch_refuses_a_content_length_line_with_no_value(store, lines, list
     assert store.resources("s") == []
 
 
+@pytest.mark.parametrize("value", [b"5,", b",5", b"5,,5", b"5, 5,", b" , 5"],
+                         ids=["trailing", "leading", "doubled-comma", "after-equal-values", "blank-first"])
+def test_webfetch_refuses_a_content_length_list_with_an_empty_member(store, value):
+    """Regression (fix F15, 1): ``Content-Length: 5,`` (a list with an empty member) was taken as 5,
+    and so were ``,5`` and ``5,,5``: the empty members were dropped before the values were compared.
+    RFC 9110 (8.6) lets a recipient take a list of identical values (``5, 5``) as one; anything else
+    is an invalid Content-Length (RFC 9112 6.3), refused like ``+5`` and nothing kept."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " + value + b"\r\n"
+    url, listener = _raw_server(lambda connection: connection.sendall(head + b"Connection: close\r\n\r\nhello world"))
+    with listener:
+        result = tools.webfetch(store, "s", "c", url, timeout=10)
+    expected = f"refused: {url} is sent with an invalid Content-Length {value.strip().decode()!r}: its length is unknown"
+    assert result.is_error and result.output == expected, result.output
+    assert store.resources("s") == []
+
+
 def test_webfetch_an_im_used_delta_it_did_not_ask_for_is_an_error(store):
     """Review R17 (2): a 226 IM Used (RFC 3229: a delta of the page, for a client that sent A-IM) was
     served as if its delta were the page.  webfetch asks for no delta, so it is an HTTP error in one

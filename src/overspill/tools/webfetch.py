@@ -147,8 +147,8 @@ def _content_length(headers: Any, url: str) -> Optional[int]:
     None when there is none.  ``url`` is the URL the messages quote.
 
     :raises _Refused: differing values, or one that is no decimal number (``+5``, ``5_0``, which
-        http.client's ``int`` reads; a line with no value, which http.client passes over or reads
-        as no length): RFC 9112 (6.3) makes such a response malformed, and differing ones are a
+        http.client's ``int`` reads; a line with no value, or a list with an empty member such as
+        ``5,``, which http.client passes over or reads as no length): RFC 9112 (6.3) makes such a response malformed, and differing ones are a
         smuggling vector (http.client reads the first line's); or a length over the limit.
     """
     # Every line, blank ones too (``_field_list`` drops them, as a list field's empty lines add
@@ -157,12 +157,15 @@ def _content_length(headers: Any, url: str) -> Optional[int]:
     if not lines:
         return None
     listed = ", ".join(lines)
+    members = [item.strip(" \t") for item in listed.split(",")]
     # Leading zeros do not make a value differ.
-    values = {value.lstrip("0") or "0" if _DIGITS.fullmatch(value) else value
-              for value in (item.strip(" \t") for item in listed.split(",")) if value}
+    values = {value.lstrip("0") or "0" if _DIGITS.fullmatch(value) else value for value in members if value}
     if len(values) > 1:
         raise _Refused(f"refused: {url} is sent with differing Content-Length values {listed!r}: its length is unknown")
-    value = values.pop() if values and all(lines) else ""
+    # Only a list of identical values stands for one (RFC 9110 8.6): an empty member ("5,", ",5",
+    # "5,,5", a blank line) makes it no such list, though a list field's empty members are
+    # otherwise ignored (5.6.1); Content-Length's own grammar is digits.
+    value = values.pop() if values and all(members) else ""
     if not _DIGITS.fullmatch(value):
         raise _Refused(f"refused: {url} is sent with an invalid Content-Length {listed!r}: its length is unknown")
     # (Its digits, not int(): Python refuses to read or write an int of over 4300 digits.)
