@@ -2225,6 +2225,71 @@ def test_webfetch_refuses_a_transfer_coding_other_than_chunked(store, lines):
     assert store.resources("s") == []
 
 
+_CHUNKED_HELLO = b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+
+
+@pytest.mark.parametrize(("fields", "version"), [
+    (b"Transfer-Encoding: chunked\r\nContent-Length: 3\r\n", b"1.1"),
+    (b"Content-Length: 300\r\nTransfer-Encoding: chunked\r\n", b"1.1"),
+    (b"Transfer-Encoding: chunked\r\nContent-Length: 99999999999\r\n", b"1.1"),
+    (b"Transfer-Encoding: chunked\r\nContent-Length: 5, 6\r\n", b"1.1"),
+    (b"Transfer-Encoding: chunked\r\nContent-Length: +5\r\n", b"1.1"),
+    (b"Transfer-Encoding:  Chunked \r\nContent-Length: 5\r\n", b"1.1"),
+    (b"Transfer-Encoding:  Chunked \r\n", b"1.1"),
+    (b"Transfer-Encoding: \r\nTransfer-Encoding: chunked\r\n", b"1.1"),
+    (b"Transfer-Encoding: chunked,\r\n", b"1.1"),
+], ids=["shorter-length", "longer-length-first", "length-over-the-limit", "differing-lengths", "invalid-length",
+        "spaced-and-capitalised-with-length", "spaced-and-capitalised", "blank-line-first", "empty-member"])
+def test_webfetch_reads_a_chunked_body_by_its_chunks_whatever_content_length_says(store, fields, version):
+    """Regression (fix F15, 2): a response sent with ``Transfer-Encoding: chunked`` and a
+    ``Content-Length`` was refused when the length was over the limit or not one number, though
+    the chunks were what framed it; and ``Transfer-Encoding:  Chunked `` (white space around it, which
+    a field value may have), or a blank Transfer-Encoding line before the ``chunked`` one, reached
+    the model as its chunk framing (``5\\r\\nhello...``): http.client reads the first line only,
+    unstripped.  RFC 9112 (6.1, 6.3): Transfer-Encoding overrides Content-Length; a list's empty
+    members are ignored (RFC 9110 5.6.1).  The body is the chunks' bytes."""
+    head = b"HTTP/" + version + b" 200 OK\r\nContent-Type: text/plain\r\n" + fields
+    url, listener = _raw_server(lambda connection: connection.sendall(head + b"Connection: close\r\n\r\n"
+                                                                      + _CHUNKED_HELLO))
+    with listener:
+        result = tools.webfetch(store, "s", "c", url, timeout=10)
+    assert not result.is_error and result.output == "hello world", result.output
+
+
+@pytest.mark.parametrize(("lines", "listed"), [([b""], ""), ([b" ", b","], ", ,"), ([b"identity"], "identity"),
+                                               ([b"chunked", b"identity"], "chunked, identity")],
+                         ids=["empty", "only-empty-members", "identity", "chunked-then-identity"])
+def test_webfetch_refuses_a_transfer_encoding_that_names_no_coding_it_decodes(store, lines, listed):
+    """Regression (fix F15, 2): a ``Transfer-Encoding:`` line with no coding was passed over (the
+    field list kept only non-empty lines) and the body's chunk framing reached the model as text.
+    A Transfer-Encoding is one or more codings (RFC 9112 6.1); one that is not exactly ``chunked``
+    (none, ``identity``, which RFC 9112 no longer has) is refused in one line, nothing kept."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n" + b"".join(b"Transfer-Encoding: " + line + b"\r\n"
+                                                                       for line in lines)
+    url, listener = _raw_server(lambda connection: connection.sendall(head + b"Connection: close\r\n\r\n"
+                                                                      + _CHUNKED_HELLO))
+    with listener:
+        result = tools.webfetch(store, "s", "c", url, timeout=10)
+    assert result.is_error and result.output == (f"refused: {url} is sent with Transfer-Encoding {listed!r}, which "
+                                                 "webfetch cannot decode"), result.output
+    assert store.resources("s") == []
+
+
+@pytest.mark.parametrize("length", [b"", b"Content-Length: 11\r\n"], ids=["alone", "with-length"])
+def test_webfetch_refuses_an_http_1_0_response_with_a_transfer_encoding(store, length):
+    """Regression (fix F15, 2): an HTTP/1.0 response with ``Transfer-Encoding: chunked`` was read by
+    its chunks.  HTTP/1.0 has no transfer codings: RFC 9112 (6.1) says a client MUST treat such a
+    message's framing as faulty, even with a Content-Length.  It is refused in one line."""
+    head = b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n" + length
+    url, listener = _raw_server(lambda connection: connection.sendall(head + b"\r\n" + _CHUNKED_HELLO))
+    with listener:
+        result = tools.webfetch(store, "s", "c", url, timeout=10)
+    assert result.is_error and result.output == (f"refused: {url} is an HTTP/1.0 response sent with Transfer-Encoding "
+                                                 "'chunked', which HTTP/1.0 does not have: its framing is faulty"), \
+        result.output
+    assert store.resources("s") == []
+
+
 @pytest.mark.parametrize("answer", [
     b"HTTP/1.1 503 OK\x1b[2J\x1b]0;title\x07 \x9b31m\x7f\r\nContent-Length: 0\r\n\r\n",
     b"HTTP/1.1 302 Found\r\nLocation: ftp://x/\x1b[2J\x1b]0;title\x07\x9b31m\x7f\r\nContent-Length: 0\r\n\r\n",

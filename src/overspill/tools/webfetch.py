@@ -174,6 +174,32 @@ def _content_length(headers: Any, url: str) -> Optional[int]:
     return int(value)
 
 
+def _chunked(headers: Any, url: str, version: int) -> bool:
+    """Whether the body is framed by chunks: True when the Transfer-Encoding field lines of
+    ``headers`` (on one line or several, white space around each coding and empty list members
+    ignored as RFC 9110 5.6.1 asks, any case) name ``chunked`` and nothing else; False when there
+    are none.  ``version`` is http.client's (10 for HTTP/1.0); ``url`` the URL the messages quote.
+
+    :raises _Refused: a field that names no coding or another one (``gzip, chunked``, ``identity``):
+        http.client undoes only a lone ``chunked`` and reads anything else as the body, its chunk
+        framing shown as text; or an HTTP/1.0 response with one, whose framing RFC 9112 (6.1) says
+        a client MUST treat as faulty (HTTP/1.0 has no transfer codings).
+    """
+    # Every line, blank ones too (``_field_list`` drops them): a field that names no coding is not
+    # one that is absent.
+    lines = [value.strip() for value in headers.get_all("Transfer-Encoding", ())]
+    if not lines:
+        return False
+    listed = ", ".join(lines)
+    codings = [coding.lower() for coding in (item.strip(" \t") for item in listed.split(",")) if coding]
+    if codings != ["chunked"]:
+        raise _Refused(f"refused: {url} is sent with Transfer-Encoding {listed!r}, which webfetch cannot decode")
+    if version == 10:
+        raise _Refused(f"refused: {url} is an HTTP/1.0 response sent with Transfer-Encoding {listed!r}, "
+                       "which HTTP/1.0 does not have: its framing is faulty")
+    return True
+
+
 def _is_text(content_type: str) -> bool:
     """Whether a body of ``content_type`` is kept as text: by the front ends' own
     rule (``is_binary_mime``), so that the page stored under it reads back as text."""
@@ -504,20 +530,30 @@ def _exchange(target: str, authorization: Optional[str], url: str, seconds: Opti
             # binary type is, not shown as NULs and U+FFFD.
             declared_type = _declared_type(headers)
             content_type = declared_type or "text/plain"
-            declared = _content_length(headers, url)
-            if declared is not None and response.length is None and not response.chunked:
-                # http.client reads a list of equal values ("5, 5") as no length, the body to the close:
-                # it is held to the one length they stand for, as to a single value.
-                response.length = declared
+            declared = None
+            if _chunked(headers, url, response.version):
+                # Transfer-Encoding overrides Content-Length (RFC 9112 6.1, 6.3): the chunks frame the
+                # body and a Content-Length beside them is neither checked nor held to.  RFC 9112 calls
+                # a message with both suspect ("ought to be handled as an error") because a recipient
+                # that forwards it, or reads another message after it on the connection, can be made to
+                # split it two ways (smuggling); webfetch is a user agent that forwards nothing and
+                # reads one response per connection (urllib sends "Connection: close"), so reading it
+                # as the RFC frames it splits nothing and serves the pages browsers and curl serve
+                # (early servers sent both, the length for progress bars: why TE overrides rather than
+                # the two being refused together).  http.client saw "chunked" only on the first line
+                # and unstripped: it is told so, and forgets the length it may have taken instead.
+                response.chunked, response.chunk_left = True, None
+                if response.length:  # (0 stays: a 204 or 304 has no body, as http.client rules)
+                    response.length = None
+            else:
+                declared = _content_length(headers, url)
+                if declared is not None and response.length is None:
+                    # http.client reads a list of equal values ("5, 5") as no length, the body to the
+                    # close: it is held to the one length they stand for, as to a single value.
+                    response.length = declared
             if not _is_text(content_type):
                 raise _Refused(f"refused: {url} returned {content_type}, which is not text")
             sniffing = declared_type is None
-            # http.client undoes a lone "chunked" and reads any other transfer coding's bytes as the
-            # body ("gzip, chunked": its chunk framing shown as text).
-            transfer = _field_list(headers, "Transfer-Encoding")
-            if transfer is not None and transfer.lower() != "chunked":
-                raise _Refused(f"refused: {url} is sent with Transfer-Encoding {transfer!r}, "
-                               "which webfetch cannot decode")
             decoder = _BodyDecoder(_field_list(headers, "Content-Encoding"), url)
             body = bytearray()
             # read1: what has arrived, so a server that drips a byte at a time meets the deadline too.
@@ -718,7 +754,9 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
     tool's rule), and so is a body the server cut short of its Content-Length,
     or sent with Content-Length values that differ or are no decimal number (a
     line with no value too; equal ones, repeated or in a list, are the one
-    length: ``_content_length``).  A 206 Partial Content or a 226 IM Used is an
+    length: ``_content_length``).  A chunked body is read by its chunks, a Content-Length beside
+    them ignored (Transfer-Encoding overrides it); any other Transfer-Encoding, one naming no
+    coding, or one on an HTTP/1.0 response is refused (``_chunked``).  A 206 Partial Content or a 226 IM Used is an
     HTTP error, as a 404 is: webfetch asks for no range and no delta.
     HTML becomes Markdown (``"markdown"``) or text (``"text"``), or is kept
     (``"html"``), decoded by its byte-order mark, else its declared charset, read by
