@@ -3121,6 +3121,38 @@ def test_websearch_a_provider_error_that_cannot_say_itself_is_a_tool_error(store
         result.output
 
 
+_HOSTILE = "x\x1b[2J\x1b]0;title\x07\x9b31m\x7f\u202e"
+_HOSTILE_SHOWN = "x\\x1b[2J\\x1b]0;title\\x07\\x9b31m\\x7f\\u202e"
+
+
+def _raising_provider(query):
+    raise RuntimeError(f"https://search.example/{_HOSTILE} answered 503")
+
+
+@pytest.mark.parametrize("tool", ["read", "grep", "skill", "websearch", "bash"])
+def test_a_tools_error_line_shows_outside_control_characters_escaped(store, tmp_path, tool):
+    """Regression (fix F15, 3): webfetch's error lines wrote a server's control characters as escapes,
+    but the other tools' did not: a file name in read's or grep's "no such file", a skill folder's
+    name in the unknown skill's listing, a search provider's message, a working folder in bash's
+    "could not run the command" reached the model (and any terminal showing the transcript) raw.
+    Every tool's one-line error is written by the printable rule, in the one place it is made."""
+    missing = str(tmp_path / _HOSTILE)
+    if tool == "read":
+        result = tools.read(store, "s", "c", path=missing)
+    elif tool == "grep":
+        result = tools.grep(store, "s", "c", "x", path=missing)
+    elif tool == "skill":
+        (tmp_path / _HOSTILE).mkdir()
+        (tmp_path / _HOSTILE / "SKILL.md").write_text("# A skill named by its folder\n")
+        result = tools.skill(store, "s", "c", "nope", roots=[tmp_path])
+    elif tool == "websearch":
+        result = tools.websearch(store, "s", "c", "q", provider=_raising_provider)
+    else:
+        result = tools.bash(store, "s", "c", "true", cwd=missing)
+    assert result.is_error and result.output.isprintable(), repr(result.output)
+    assert _HOSTILE_SHOWN in result.output, result.output
+
+
 @pytest.mark.parametrize("page", [
     "<p>x</p>\r\n<pre>def f():  \r\n    return 1\r\n\r\n\r\nprint(f())\r\n</pre>\r\n",
     "<p>x</p>\r<pre>\rdef f():  \r    return 1\r\r\rprint(f())\r</pre>\r",  # CRs alone

@@ -1,7 +1,8 @@
 """The printable rule: text another party chose, shown with its non-printable characters escaped.
 
-One home below every floor that shows such text: the CLI (names, session ids, error lines)
-and webfetch's error lines through ``_frontend``, and the Redis backend's URL errors, which
+One home below every floor that shows such text: the CLI (names, session ids, error lines),
+every tool's and the MCP server's error lines (``tools._result.message_line``, through
+``_frontend``), and the Redis backend's URL errors, which
 may not import a front end's module.  Importing it imports nothing.
 """
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._frontend import one_line, whole_characters
+from .._frontend import one_line, printable, whole_characters
 from .._frozen import frozen
 
 TYPE_CHECKING = False
@@ -71,8 +71,14 @@ def _cut_note(cut: int, whole: int) -> str:
 
 def message_line(text: str) -> str:
     """``text`` as one line (``one_line``), shortened by ``shortened_line``, every character one
-    UTF-8 can carry (``whole_characters``: a message may quote a path or name that is not UTF-8)."""
-    return shortened_line(whole_characters(one_line(text)))
+    UTF-8 can carry (``whole_characters``: a message may quote a path or name that is not UTF-8)
+    and printable (``printable``: ``\\x1b`` for ESC).  The one home of every tool's error line and
+    the MCP server's: they quote what others chose (a file or skill folder's name, a server's
+    reason phrase, a search provider's message), which shown raw could drive the terminal that
+    shows the transcript or hide what the line says."""
+    # Surrogates become U+FFFD first, as before, not ``\udcXX``; escaping comes before the cut, so
+    # the escapes count in the bound.
+    return shortened_line(printable(whole_characters(one_line(text))))
 
 
 def failure(reason: str, **metadata: Any) -> ToolResult:

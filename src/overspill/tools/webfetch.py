@@ -15,7 +15,7 @@ from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 from .._arguments import metadata_string, os_string_problem, wait_seconds
 from .._binary import BINARY_MIME, SNIFF_BYTES, output_is_binary
-from .._frontend import is_binary_mime, one_line, printable
+from .._frontend import is_binary_mime
 from ..errors import OverspillError
 from ..store import ToolOutputStore
 from ._result import MAX_RESPONSE_BYTES, ToolResult, bounded, failure
@@ -786,8 +786,8 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
         response = _fetch(url, timeout)
     except _Refused as refusal:
         # A refusal may quote what the server sent (a reason phrase, a Location, a status line's
-        # version): its control characters are shown escaped, not passed on to drive a terminal.
-        return failure(printable(one_line(str(refusal))))
+        # version): ``failure`` shows its control characters escaped, as every tool's error line.
+        return failure(str(refusal))
     seconds = wait_seconds(timeout, "timeout")
     # The timeout bounds the whole call: the conversion gets what the fetch left of it.
     left = None if seconds is None else seconds - (time.monotonic() - started)
