@@ -68,6 +68,10 @@ static inline int osp_candidate(osp_scan *scan, osp_line_state *st, const uint8_
         st->end = osp_line_end(s, pos, b);
         st->known = st->end + 1;
         st->best = scan->kinds;
+        if (osp_listing_entry(s + st->start, st->end - st->start)) {
+            st->skip = st->end + 1;  /* a listing entry: no signal line, whatever else it holds */
+            return 0;
+        }
     }
     text = s + st->start;
     length = st->end - st->start;

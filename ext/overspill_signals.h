@@ -139,10 +139,27 @@ static int osp_literal_at(const uint8_t *s, ptrdiff_t n, ptrdiff_t i, const osp_
     return !osp_in_name(s, n, i, i + len, start_word, end_word);
 }
 
+/* Whether the line s[0:n) (a view) starts with an `ls -l` mode string, as
+ * `ls -l`, `ls -laR` and `tar tv` write one: a type (-dlcbpsD), nine
+ * permissions ([r-][w-][xsS-][r-][w-][xsS-][r-][w-][xtT-]), an optional '.',
+ * '+' or '@', then a space.  Such a line is a listing entry, never a signal
+ * line: its name (a folder called Error) and a symlink's target are names.
+ * _listing_entry in overspill/_native_text.py. */
+static int osp_listing_entry(const uint8_t *s, ptrdiff_t n) {
+    static const char *const columns[10] = {"-dlcbpsD", "r-", "w-", "xsS-", "r-", "w-", "xsS-", "r-", "w-", "xtT-"};
+    ptrdiff_t k;
+    if (n < 11) return 0;
+    for (k = 0; k < 10; k++)
+        if (s[k] == 0 || !strchr(columns[k], s[k])) return 0;  /* (strchr finds the terminator too) */
+    if (s[10] == '.' || s[10] == '+' || s[10] == '@') k = 11;
+    return k < n && s[k] == ' ';
+}
+
 /* The lowest kind matched in the line s[0:n) (already a view), or kinds. */
 static int osp_line_kind(const osp_scan *scan, const uint8_t *s, ptrdiff_t n) {
     int best = scan->kinds, k;
     ptrdiff_t i;
+    if (osp_listing_entry(s, n)) return best;
     for (k = 0; k < scan->count; k++) {
         const osp_pattern *p = &scan->patterns[k];
         if (p->anchored && p->kind < best && osp_literal_at(s, n, 0, p)) best = p->kind;

@@ -26,7 +26,7 @@ from overspill.text import encode_content, truncation_marker
 
 _NOISE = [b"\x1b[31m", b"\x1b[0m", b"\x1b[1;32m", b"\x1b[2K", b"\x1b]0;t\x07", b"\r", b"\r\n", b"\n", b"\n",
           b"ok ", b"line ", b"42", b"\xc3\xa9", b"\xe2\x82\xac", b"error: boom", b"warning: hm", b"Traceback",
-          b"E   assert", b"x" * 30, b"passed "]
+          b"E   assert", b"x" * 30, b"passed ", b"drwxr-xr-x 2 u u 0 Error"]
 noisy = st.lists(st.sampled_from(_NOISE), max_size=120).map(b"".join)
 MARKER = re.compile(r"\.\.\. output truncated \((\d+) bytes, (\d+) lines? in all\); the omitted part starts at byte "
                     r"offset (\d+) \.\.\.\nnext: read\(resource=\"(tool-output://\w+)\", offset=\3\) or "
@@ -508,6 +508,39 @@ def test_traceback_at_the_end_of_a_log(store):
     _, _, signals, tail = parts(result.content)
     assert "OSError: [Errno 28] No space left on device" in tail
     assert any("WARNING disk almost full: 97% used" in line for line in signals)
+
+
+def test_ls_l_and_tar_tv_entries_named_like_signals_are_listing_entries_not_signal_lines(store, tmp_path):
+    """Red team M15 (issues 12 and 23): `ls -la` and `tar tv` entries named `Error`, `Warning`,
+    `exception`, `failed`, `panic` (perl's and maven's trees under /usr/share hold such folders)
+    were signal lines of the omitted part.  A line that starts with a mode string is a listing
+    entry, a symlink's target included; a genuine error that only holds one still counts."""
+    names = ("Error", "Warning", "exception", "failed", "panic")
+    tree, files = tmp_path / "tree", tmp_path / "files"
+    tree.mkdir()
+    files.mkdir()
+    # In the C locale uppercase names sort first: fillers before, between and after the signal words.
+    for prefix in ("A_", "m_", "z_"):
+        for i in range(300):
+            (tree / f"{prefix}module_{i:03d}.py").touch()
+    for name in names:
+        (tree / name).mkdir()
+        (files / name).touch()
+    (tree / "summary").symlink_to("failed")
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "TZ": "UTC"}
+    listing = subprocess.run(["ls", "-la", "--time-style=+%F", str(tree)], capture_output=True, env=env,
+                             check=True).stdout
+    archive = tmp_path / "names.tar"
+    subprocess.run(["tar", "cf", str(archive), "-C", str(files), *names], env=env, check=True)
+    table = subprocess.run(["tar", "tvf", str(archive)], capture_output=True, env=env, check=True).stdout
+    assert all(line.split()[-1].decode() in names for line in table.splitlines())
+    error = b"error: cannot open drwxr-xr-x 2 root root 4096 2026-12-07 Error"
+    data = listing + error + b"\n" + table + listing
+    result = store.truncate("s", "c", data, max_lines=400, max_bytes=8192)
+    assert result.truncated
+    _, _, signals, _ = parts(result.content)
+    assert signals == ["[1 line of the omitted part looks like an error or a warning; by byte offset:]",
+                       f"{data.index(error)}:{error.decode()}"]
 
 
 def test_summaries_in_the_middle_are_signalled_after_errors(store):

@@ -22,7 +22,9 @@ _NOISE = [b"\x1b[31m", b"\x1b[0m", b"\x1b[1;32;40m", b"\x1b[2K", b"\x1b[?25l", b
           b"\x1b]8;;http://x\x1b\\", b"\x1b(B", b"\x1b=", b"\x1b", b"\x1b[", b"\x1b[12", b"\x1b]",
           b"\r", b"\r\n", b"\n", b"\r\r", b"a", b"ok", b" 42%", b"\xc3\xa9", b"\xe2\x80", b"error", b"Error",
           b"warning", b"E   ", b"-Werror", b"ValueError:", b"errors", b"\x07", b"\\", b"[", b";", b"m",
-          b'"', b'":', b'" \t:']
+          b'"', b'":', b'" \t:',
+          # `ls -l` / `tar tv` mode strings, whole and malformed (red team M15): a line they start is a listing entry.
+          b"drwxr-xr-x ", b"-rw-r--r--. ", b"lrwxrwxrwx@ ", b"crw-rwS--T+ ", b"drwxr-xr-x", b"-rwxr-xr-", b"Drwx"]
 noisy = st.one_of(raw_bytes, st.lists(st.sampled_from(_NOISE), max_size=30).map(b"".join))
 flag_sets = st.integers(0, 3)
 
@@ -139,13 +141,18 @@ def naive_matches(line: bytes, pattern: tuple[int, bool, bool, bytes]) -> bool:
     return False
 
 
+def naive_listing_entry(line: bytes) -> bool:
+    """The line starts with an `ls -l` (or `tar tv`) mode string and a space: a listing entry."""
+    return re.match(rb"[-dlcbpsD][r-][w-][xsS-][r-][w-][xsS-][r-][w-][xtT-][.+@]? ", line) is not None
+
+
 def naive_signals(data: bytes, start: int, end: int, patterns, flags: int, limit: int):
     kinds = max((p[0] for p in patterns), default=-1) + 1
     totals, hits, kept = [0] * kinds, [], [0] * kinds
     position = start
     for line in data[start:end].split(b"\n"):
         shown = naive_view(line, flags)
-        matched = [p[0] for p in patterns if naive_matches(shown, p)]
+        matched = [] if naive_listing_entry(shown) else [p[0] for p in patterns if naive_matches(shown, p)]
         if matched:
             kind = min(matched)
             totals[kind] += 1
@@ -327,6 +334,8 @@ def test_signal_examples():
 
 @given(noisy, st.data(), flag_sets, st.integers(0, 4))
 @example(b"error\nerror\nwarning", None, 3, 1)
+# Red team M15: a line whose view starts with a mode string is a listing entry, coloured or not.
+@example(b"drwxr-xr-x 2 u u 0 Error\n\x1b[0m-rw-r--r--. 1 u u 0 error\nerror: drwxr-xr-x ", None, 3, 5)
 def test_signals_match_naive_reference(data, draw, flags, limit):
     start, end = 0, len(data)
     if draw is not None:
@@ -494,6 +503,8 @@ BRACKETED = PATTERNS + ((1, False, True, b"[fail]"),)
 @example(b"x" * 40 + b"someError x9warning _error 3error" + b"x" * 40, 0, PATTERNS)
 @example(b"x" * 40 + b"a[fail]" + b"x" * 40 + b"\nx" + b"x" * 40 + b"someError" + b"x" * 40, 0, BRACKETED)
 @example(b"x" * 40 + b' {"error": null, "warning"\t: 1}' + b"x" * 40 + b'\n{"level":"error"}' + b"x" * 40, 0, PATTERNS)
+@example(b"x" * 40 + b"\ndrwxr-xr-x 2 root root 4096 " + b"x" * 40 + b" Error\nerror: cannot open drwxr-xr-x "
+         + b"x" * 40 + b"\nlrwxrwxrwx" + b"x" * 40 + b" Error", 0, PATTERNS)
 def test_signal_scan_is_the_same_on_every_instruction_set(compiled, data, flags, patterns):
     # Long lines go through the SIMD pair filter; capped, the portable loop does it all.
     results = []
@@ -562,6 +573,23 @@ def test_text_fits_is_the_same_on_every_instruction_set(compiled, text, max_line
     (b"class ErrorHandler(Base):", None),
     (b"    def error(self, msg):", None),
     (b"pytest-error-for-skips   2.0.2", None),
+    # `ls -l`, `ls -laR` and `tar tv` entries: whatever the name, a listing entry (red team M15)
+    (b"drwxr-xr-x 2 root root 4096 2026-12-07 Error", None),
+    (b"drwxr-xr-x  2 root root  4096 Jun 24  2025 exception", None),
+    (b"-rw-r--r--. 1 root root 0 Jan  1 00:00 failed", None),
+    (b"drwxrwsr-x+ 3 user staff 96 Jan  1 00:00 Warning", None),
+    (b"-rwsr-xr-t@ 1 user staff 0 Jan  1 00:00 panic", None),
+    (b"lrwxrwxrwx 1 root root 6 Jan  1 00:00 panic -> failed", None),
+    (b"-rw-r--r-- user/user         0 2026-12-07 12:00 exception", None),
+    (b"ii  liberror-perl                              0.17029-2                      all          Perl module "
+     b"for error/exception handling in an OO-ish way", None),
+    (b"ii  libgpg-error0:amd64                        1.46-1                         amd64        GnuPG "
+     b"development runtime library", None),
+    # a mode string that starts no listing entry is text like any other
+    (b"error: cannot open drwxr-xr-x", 0),
+    (b"drwxr-xr-x: error", 0),
+    (b"dxwxr-xr-x 2 root root 4096 Jan  1 00:00 Error", 0),
+    (b" drwxr-xr-x 2 root root 4096 Jan  1 00:00 Error", 0),
     # diagnostics of common tools
     (b"find: '/no/such/tree': No such file or directory", 0),
     (b"IOError: [Errno 5] Input/output error", 0),
@@ -600,7 +628,7 @@ def test_default_patterns_tell_diagnostics_from_names(line, kind):
     patterns = compile_signals(DEFAULT_SIGNALS)
     hits, _ = _kernels.signal_lines(line, 0, len(line), patterns, 0, 5)
     assert [found for _, _, found in hits] == ([] if kind is None else [kind])
-    assert bool(hits) == any(naive_matches(line, pattern) for pattern in patterns)
+    assert bool(hits) == (not naive_listing_entry(line) and any(naive_matches(line, pattern) for pattern in patterns))
 
 
 class _UnhashableText(str):

@@ -325,6 +325,19 @@ def _matches_at(text: bytes, start: int, end: int, literal: bytes, anchored: boo
     return not _in_name(text, start, stop, end, start_word, end_word)
 
 
+# An `ls -l` mode string, as `ls -l`, `ls -laR` and `tar tv` start an entry with one: a type,
+# nine permissions, an optional ".", "+" or "@" (SELinux, ACL, extended attributes), a space.
+_MODE_STRING = LazyPattern(rb"[-dlcbpsD][r-][w-][xsS-][r-][w-][xsS-][r-][w-][xtT-][.+@]? ")
+
+
+def _listing_entry(text: bytes, line_start: int) -> bool:
+    """Whether the line of ``text`` (a view) at ``line_start`` starts with an
+    ``ls -l`` mode string and a space: a listing entry, never a signal line,
+    whatever its name (a folder called ``Error``) or a symlink's target.
+    ``osp_listing_entry`` in the compiled kernel."""
+    return _MODE_STRING.match(text, line_start) is not None
+
+
 def _scan_kinds(text: bytes, patterns: list[tuple[int, bool, bool, bytes]]) -> dict[int, int]:
     """``{line_start: lowest kind}`` for the lines of ``text`` (a view) that match.
 
@@ -401,6 +414,8 @@ def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags
     start of the view when ``anchored``, else anywhere as a word (at each edge
     that is a letter or digit: not inside a word but where a camel-case
     capital starts, ``_start_boundary``) and not inside a name (``_in_name``).
+    A line whose view starts with an ``ls -l`` mode string is a listing entry
+    and matches nothing (``_listing_entry``).
     A line's kind is the lowest kind it matches.  Returns ``(hits, totals)``: ``hits`` lists ``(line_start,
     line_end, kind)`` (offsets in ``buffer``, the newline excluded) in order,
     at most ``limit`` lines of each kind; ``totals[kind]`` counts every
@@ -441,6 +456,8 @@ def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags
     stored = _LineMap(region, text) if shown is not None else None
     seen: set[tuple[int, bytes]] = set()
     for line_start in sorted(claimed):
+        if _listing_entry(text, line_start):
+            continue
         kind = claimed[line_start]
         totals[kind] += 1
         if kept[kind] >= limit:

@@ -81,8 +81,10 @@ DEFAULT_VIEWS = VIEWS
 #: diagnostics), nor as the whole of a quoted object key: right after ``"``
 #: and right before ``"``, spaces or tabs, ``:`` (``"summary": "..."`` in
 #: a JSON document names a field; ``"level":"error"`` and ``"error: boom"``
-#: count).  A leading ``^`` anchors a pattern at the start of the line
-#: (and it is then matched as it is).
+#: count).  A line that starts with an ``ls -l`` mode string and a space
+#: (``drwxr-xr-x ``, as ``ls -l`` and ``tar tv`` write entries) is a listing
+#: entry and matches nothing, whatever it is named.  A leading ``^`` anchors
+#: a pattern at the start of the line (and it is then matched as it is).
 DEFAULT_SIGNALS = (
     ("error", "error"), ("error", "fatal"), ("error", "exception"), ("error", "traceback"),
     ("error", "failed"), ("error", "failure"), ("error", "FAIL"), ("error", "panic"), ("error", "panicked"),
