@@ -1591,3 +1591,95 @@ def test_kill_of_a_supervised_command_sends_its_group_one_sigterm(cli, tmp_path,
     assert wait_until(lambda: {job["uri"]: job["state"] for job in json.loads(cli("jobs", "--json").stdout)["jobs"]}
                       [uri] == "exited")
     assert terms.read_text() == "got-term\n"
+
+
+# ------------------------------------------------------------------ shared options before the command
+# `overspill --data-dir D run -- ...`, as `git -C DIR log` is written: the options
+# every command shares mean the same before the command; after it, they win.
+SHARED_OPTIONS = [("--session", "alice"), ("--data-dir", "/tmp/somewhere"), ("--store-url", "/tmp/elsewhere"),
+                  ("--json", None)]
+COMMAND_WORDS = {"run": ["--", "true"], "wait": ["tool-output://x"], "kill": ["tool-output://x"], "jobs": [],
+                 "read": ["tool-output://x"], "grep": ["tool-output://x", "p"], "truncate": ["-"], "ls": [],
+                 "cleanup": [], "stats": [], "mcp": []}
+
+
+@pytest.mark.parametrize(("command", "option", "value"), [
+    (command, option, value) for command in sorted(COMMAND_WORDS) for option, value in SHARED_OPTIONS
+    if (command, option) != ("mcp", "--json")])  # mcp takes no --json: refused below
+def test_a_shared_option_before_the_command_parses_as_it_does_after(command, option, value):
+    given = [option] if value is None else [option, value]
+    rest = COMMAND_WORDS[command]
+    after = vars(cli_module._parser(command).parse_args([command, *given, *rest]))
+    for parser in (cli_module._parser(), cli_module._parser(command)):
+        assert vars(parser.parse_args([*given, command, *rest])) == after
+
+
+@pytest.mark.parametrize("command", sorted(COMMAND_WORDS))
+def test_a_shared_option_given_before_and_after_the_command_takes_the_one_after(command):
+    rest = COMMAND_WORDS[command]
+    both = cli_module._parser(command).parse_args(["--session", "bob", "--data-dir", "/tmp/a", command,
+                                                   "--session", "alice", *rest])
+    assert (both.session, both.data_dir, both.store_url) == ("alice", "/tmp/a", None)
+
+
+def test_shared_options_before_the_command_reach_run_read_ls_stats_and_jobs(cli, tmp_path):
+    folder = tmp_path / "before"
+    shared = ["--data-dir", str(folder), "--session", "alice", "--json"]
+    ran = cli(*shared, "run", "--", "seq 1 100000")
+    assert ran.returncode == 0 and ran.stderr == b"", ran.stderr
+    uri = json.loads(ran.stdout)["resource"]["uri"]
+    assert folder.is_dir() and not (tmp_path / "data").exists()  # --data-dir was not ignored
+    page = cli("--store-url", str(folder), "--session", "alice", "--json", "read", uri, "--limit", "6")
+    assert page.returncode == 0 and json.loads(page.stdout)["content"] == "1\n2\n3\n"
+    listed = cli(*shared, "ls")
+    assert [r["uri"] for r in json.loads(listed.stdout)["resources"]] == [uri]
+    stats = cli(*shared, "stats")
+    assert list(json.loads(stats.stdout)["sessions"]) == ["alice"]
+    assert json.loads(cli(*shared, "jobs").stdout) == {"jobs": []}
+    # The same session before, the default one after: the stored output is another session's.
+    foreign = cli("--data-dir", str(folder), "read", uri)
+    assert foreign.returncode == 3 and b"another session" in foreign.stderr
+
+
+def test_a_shared_option_given_before_and_after_the_command_takes_the_one_after_end_to_end(cli, tmp_path):
+    folder = tmp_path / "both"
+    ran = cli("--data-dir", str(folder), "run", "--session", "alice", "--", "seq 1 100000")
+    uri = uri_in(ran.stdout)
+    assert cli("--session", "bob", "--data-dir", str(folder), "read", uri, "--session", "alice").returncode == 0
+    refused = cli("--session", "alice", "--data-dir", str(folder), "read", uri, "--session", "bob")
+    assert refused.returncode == 3 and b"another session" in refused.stderr
+    assert cli("--data-dir", str(tmp_path / "nowhere"), "read", uri, "--data-dir", str(folder),
+               "--session", "alice").returncode == 0
+
+
+def test_the_environments_defaults_still_apply_with_options_before_the_command(cli, tmp_path):
+    folder = tmp_path / "env"
+    ran = cli("--session", "alice", "run", "--", "seq 1 100000", env={"OVERSPILL_DATA_DIR": str(folder)})
+    uri = uri_in(ran.stdout)
+    assert folder.is_dir()
+    # OVERSPILL_SESSION with --data-dir before; OVERSPILL_DATA_DIR with --session before.
+    assert cli("--data-dir", str(folder), "read", uri, env={"OVERSPILL_SESSION": "alice"}).returncode == 0
+    assert cli("--json", "read", uri, env={"OVERSPILL_SESSION": "alice", "OVERSPILL_DATA_DIR": str(folder)}
+               ).returncode == 0
+    assert cli("--json", "read", uri, env={"OVERSPILL_DATA_DIR": str(folder)}).returncode == 3
+
+
+def test_an_option_before_a_command_that_does_not_take_it_is_one_usage_line_naming_both(cli):
+    refused = cli("--json", "mcp")
+    assert refused.returncode == 2
+    line = one_error_line(refused)
+    assert "--json" in line and "mcp" in line and "invalid choice" not in line
+    # An option of one command only, written before it: named, with where it goes.
+    misplaced = cli("--max-lines", "5", "run", "--", "true")
+    assert misplaced.returncode == 2
+    line = one_error_line(misplaced)
+    assert "--max-lines" in line and "run" in line and "invalid choice" not in line
+
+
+def test_the_shared_options_before_the_command_are_in_the_top_level_help(cli):
+    shown = cli("--help")
+    assert shown.returncode == 0
+    text = shown.stdout.decode()
+    for option, _ in SHARED_OPTIONS:
+        assert option in text.split("positional arguments")[0] or f"{option} " in text
+    assert "after the command wins" in " ".join(text.split())

@@ -20,7 +20,8 @@ from ..errors import (
     ResourceNotFoundError,
     StorageError,
 )
-from ._common import EXIT_RESOURCE, EXIT_STORAGE, EXIT_USAGE, _fail, _reader_gone, _stdout, _UsageError
+from ._common import (_COMMON_DEFAULTS, EXIT_RESOURCE, EXIT_STORAGE, EXIT_USAGE, _fail, _reader_gone, _stdout,
+                      _UsageError)
 
 # Each command imports what it needs (argparse, the store, the capture, signal,
 # shlex) when it runs: ``overspill --version`` imports none of them, and no
@@ -43,9 +44,6 @@ class _Arguments:
 
     def __init__(self, **values: object) -> None:
         self.__dict__.update(values)
-
-
-_COMMON_DEFAULTS = {"session": None, "data_dir": None, "store_url": None, "json": False}
 
 
 def _plain(words: list[str]) -> Optional[_Arguments]:
@@ -153,12 +151,12 @@ def _main(words: list[str]) -> int:
             return 0
         args = _plain(words)
         if args is None:
-            from ._parsing import _parser
+            from ._parsing import _command_word, _parser
 
             if not words:  # bare ``overspill``: what it can do, and how to ask
                 _stdout().write(_parser().format_help())
                 return EXIT_USAGE
-            args = _parser(words[0] if words[0] in _COMMANDS else None).parse_args(words)
+            args = _parser(_command_word(words, _COMMANDS)).parse_args(words)
         return _command(args.command)(args)
     except _UsageError as error:
         return _fail(EXIT_USAGE, str(error))

@@ -23,6 +23,9 @@ EXIT_RESOURCE = 3
 EXIT_STORAGE = 4
 EXIT_TIMEOUT = 124  # as timeout(1)
 _CHUNK = 1024 * 1024
+# What the options every command shares hold when given neither before nor after
+# the command (the parser's defaults, and those of the forms read without it).
+_COMMON_DEFAULTS = {"session": None, "data_dir": None, "store_url": None, "json": False}
 
 
 class _UsageError(Exception):

@@ -7,13 +7,12 @@ from __future__ import annotations
 from .. import __version__
 from .._frontend import (DEFAULT_TIMEOUT, MAX_TIMEOUT, MCP_MAX_BYTES, MCP_MAX_LINES, WRAP_INIT_TIMEOUT,
                          decimal_integer, page_number)
-from ._common import EXIT_USAGE, _UsageError
+from ._common import _COMMON_DEFAULTS, EXIT_USAGE, _UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and argparse cost start-up; annotations are never evaluated
     import argparse
-    from collections.abc import Sequence
-    from collections.abc import Callable
+    from collections.abc import Callable, Collection, Sequence
     from typing import NoReturn, Optional, Union
 
     Adder = Callable[[str, str, Sequence[argparse.ArgumentParser]], Union[argparse.ArgumentParser, "_Detached"]]
@@ -57,6 +56,16 @@ _SESSION_HELP = "session id (default: $OVERSPILL_SESSION, else 'cli')"
 _URL_HELP = ("keep outputs in Redis instead: redis://HOST:PORT/DB, rediss://... (TLS) or redis+cluster://HOST:PORT "
              "(default: $OVERSPILL_STORE_URL); a path or file:///PATH is a data folder")
 _DATA_HELP = "data folder (default: $OVERSPILL_DATA_DIR, $XDG_DATA_HOME/overspill or ~/.local/share/overspill)"
+_JSON_HELP = "print one JSON object instead of text"
+# The options every command shares (mcp: all but --json), written before the
+# command or after it; each is a flag with one value, but for --json, a switch.
+_SHARED = (("--session", _SESSION_HELP), ("--data-dir", _DATA_HELP), ("--store-url", _URL_HELP),
+           ("--json", _JSON_HELP))
+_SWITCHES = ("--json",)
+_SHARED_NAMED = ", ".join(flag for flag, _ in _SHARED[:-1]) + " and " + _SHARED[-1][0]
+_BEFORE = f"""shared options: {_SHARED_NAMED} (mcp: all but --json)
+  come before the command or after it (overspill --data-dir DIR ls); given in
+  both places, the one after the command wins."""
 
 
 class _Detached:
@@ -87,6 +96,27 @@ def _parser_class() -> type[argparse.ArgumentParser]:
 
 
 _Parser: Optional[type[argparse.ArgumentParser]] = None
+
+
+def _commands_action() -> type[argparse.Action]:
+    """argparse's sub-parsers action, refusing a shared option given before a
+    command that does not take it (``overspill --json mcp``) in one line that
+    names both, rather than passing it on unread."""
+    import argparse
+
+    class Commands(argparse._SubParsersAction):
+        def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                     values: Sequence[str], option_string: Optional[str] = None) -> None:
+            command = self._name_parser_map.get(values[0])
+            if command is not None:
+                taken = {action.dest for action in command._actions}
+                for dest, default in _COMMON_DEFAULTS.items():
+                    if dest not in taken and getattr(namespace, dest, default) != default:
+                        option = "--" + dest.replace("_", "-")
+                        parser.error(f"{option} (given before the command) is not an option of {values[0]}")
+            super().__call__(parser, namespace, values, option_string)
+
+    return Commands
 
 
 def _integer(minimum: int, meaning: str):
@@ -140,6 +170,47 @@ def _non_negative_seconds(text: str) -> float:
     return value
 
 
+def _add_shared(parser: argparse.ArgumentParser, session_help: str = _SESSION_HELP, json: bool = True) -> None:
+    """Add the shared options to ``parser`` (the top level's or a command's).  None
+    has a default of its own (SUPPRESS): a command's would overwrite what was given
+    before the command, argparse copying the command's namespace over the top
+    level's.  The top level's ``set_defaults`` fills in what neither gave."""
+    import argparse
+
+    for flag, help_text in _SHARED:
+        if flag not in _SWITCHES:
+            help_text = session_help if flag == "--session" else help_text
+            parser.add_argument(flag, default=argparse.SUPPRESS, help=help_text)
+        elif json:
+            parser.add_argument(flag, action="store_true", default=argparse.SUPPRESS, help=help_text)
+
+
+def _command_word(words: Sequence[str], commands: Collection[str]) -> Optional[str]:
+    """The command ``words`` name after the shared options written before it, if
+    plainly written (for ``_parser(only=...)``; else None, and the whole parser
+    decides).  An option no command takes before it is refused here, naming where
+    it goes: argparse would take its value for the command and blame that."""
+    index = 0
+    while index < len(words):
+        flag, equals, _ = words[index].partition("=")
+        if flag not in (shared for shared, _ in _SHARED):
+            break
+        index += 1 if equals or flag in _SWITCHES else 2
+    if index >= len(words):
+        return None
+    word = words[index]
+    if word in commands:
+        return word
+    top = ("-h", "--help", "--version", *(flag for flag, _ in _SHARED))
+    if word.startswith("-") and word != "--" and not any(flag.startswith(word.partition("=")[0]) for flag in top):
+        command = next((later for later in words[index + 1:] if later in commands), None)
+        if command is not None:
+            option = word.partition("=")[0]
+            raise _UsageError(f"{option} goes after the command: overspill {command} {option} ... (only "
+                              f"{_SHARED_NAMED} may come before it)")
+    return None
+
+
 def _parser(only: Optional[str] = None) -> argparse.ArgumentParser:
     """The command line's parser.  Given ``only`` (a command's name), the other
     commands' parsers are not built: each costs ``gettext`` look-ups, and
@@ -149,10 +220,7 @@ def _parser(only: Optional[str] = None) -> argparse.ArgumentParser:
 
     _Parser = _parser_class()
     common = _Parser(add_help=False)
-    common.add_argument("--session", help=_SESSION_HELP)
-    common.add_argument("--data-dir", help=_DATA_HELP)
-    common.add_argument("--store-url", help=_URL_HELP)
-    common.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    _add_shared(common)
     limits = _Parser(add_help=False)
     limits.add_argument("--max-lines", type=_positive, help="lines the preview may show (default 2000)")
     limits.add_argument("--max-bytes", type=_positive, help="bytes the preview may show (default 51200)")
@@ -161,9 +229,12 @@ def _parser(only: Optional[str] = None) -> argparse.ArgumentParser:
 
     parser = _Parser(prog="overspill", description="Bound tool outputs for LLM agents: preview the head and "
                      "tail, keep the whole output, and read it back in pages.",
-                     epilog=_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                     epilog=_BEFORE + "\n\n" + _EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"overspill {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    _add_shared(parser)
+    parser.set_defaults(**_COMMON_DEFAULTS)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser,
+                                     action=_commands_action())
 
     def add(name: str, help_text: str,
             parents: Sequence[argparse.ArgumentParser]) -> Union[argparse.ArgumentParser, _Detached]:
@@ -261,9 +332,8 @@ def _add_mcp(add: Adder) -> None:
     mcp = add("mcp", "serve the bash, read, grep, webfetch, wait, kill and jobs tools to an MCP client over "
               "stdio, or (--wrap, --wrap-url) another MCP server's tools with bounded, pageable results "
               "(needs the mcp extra: pip install 'overspill[mcp]')", [])
-    mcp.add_argument("--session", help="session id shared across restarts (default: a fresh one per server)")
-    mcp.add_argument("--data-dir", help=_DATA_HELP)
-    mcp.add_argument("--store-url", help=_URL_HELP)
+    _add_shared(mcp, session_help="session id shared across restarts (default: a fresh one per server)",
+                json=False)
     mcp.add_argument("--cwd", help="folder commands run in and relative paths start from (default: the current one)")
     mcp.add_argument("--max-lines", type=_positive, help=f"lines a preview may show (default {MCP_MAX_LINES})")
     mcp.add_argument("--max-bytes", type=_positive, help=f"bytes a preview may show (default {MCP_MAX_BYTES})")
