@@ -1683,3 +1683,20 @@ def test_the_shared_options_before_the_command_are_in_the_top_level_help(cli):
     for option, _ in SHARED_OPTIONS:
         assert option in text.split("positional arguments")[0] or f"{option} " in text
     assert "after the command wins" in " ".join(text.split())
+
+
+def test_run_no_spill_shows_no_cut_redraw_of_a_line_the_capture_head_ends_inside(cli):
+    """Regression (red team L15): ``overspill run --no-spill -- "seq 1 1000000 | tr '\\n' '\\r'"``
+    (one line of redraws, 6.9 MB, whose final state is '1000000') printed the head '89', a piece of
+    the state being written where the capture's 512 KiB head ends, then the marker and the tail
+    '1000000', as if two lines.  ``run`` (stored) shows the final state only; ``--no-spill`` shows
+    nothing of the line before the marker (its end was not kept) and its final state after it."""
+    command = "seq 1 1000000 | tr '\\n' '\\r'"
+    raw = subprocess.run(["sh", "-c", command], capture_output=True, check=True).stdout
+    stored = cli("run", "--", command)
+    assert stored.returncode == 0 and stored.stdout.startswith(b"1000000\n\n... output stored ("), stored.stdout[:200]
+    held = cli("run", "--no-spill", "--", command)
+    assert held.returncode == 0 and b"tool-output://" not in held.stdout
+    omitted = raw.rindex(b"1000000")  # all of the line but its final state
+    assert held.stdout == (f"... {omitted} of the output's {len(raw)} bytes (as written) omitted here; spilling was "
+                           f"off, so the output was not stored ...\n\n1000000\n").encode(), held.stdout[:200]

@@ -926,6 +926,21 @@ def test_a_capped_head_shows_a_long_redrawn_line_as_the_stored_copy_holds_it(tmp
             assert "xxx" not in head and "downloading 30" not in head
 
 
+def test_a_capped_head_shows_no_cut_redraw_of_a_line_the_stored_copy_ends_inside(tmp_path):
+    # Regression (red team L15, capped path): one line of \r redraws whose final state is '1000000'
+    # (seq 1 1000000 | tr '\n' '\r'), capped at 100,000 bytes, showed the head '1851': the state being
+    # written where the stored copy ends, cut short ('...\r18517\r1851'), never a state of the line,
+    # and the marker said the copy was all shown.  The copy's last redraw is not the line's final
+    # state, which the bytes not kept may redraw: the head shows nothing of the line, the tail (the
+    # kept end) its final state, as the whole output's view does.
+    data = b"\r".join(b"%d" % i for i in range(1, 1_000_001)) + b"\r"
+    with ToolOutputStore(tmp_path, durable=False, config={"tool_output": {"max_stored_bytes": 100_000}}) as s:
+        result = s.truncate_stream("s", "c", [data[i : i + 65536] for i in range(0, len(data), 65536)])
+    content = result.content
+    assert content.startswith("\n\n... output truncated: the stored copy holds the first 100000 of "), content[:200]
+    assert 'offset=0)' in content and content.endswith("\n\n1000000"), content[-200:]
+
+
 def test_a_head_shows_nothing_of_a_line_whose_end_is_past_the_look_for_it(tmp_path):
     # (red team O12) The look for the end of the line a head cuts into is bounded (HEAD_LINE_REACH):
     # a longer line is not read whole on every preview, and the final state of one redrawn in the

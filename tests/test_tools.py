@@ -3219,3 +3219,39 @@ def test_webfetch_counts_every_redirect_not_only_distinct_urls(store):
         result = tools.webfetch(store, "s", "c", base + "/start", timeout=20)
         assert result.is_error and result.output.startswith("refused: more than 10 redirects"), result.output
         assert _RevisitingHandler.hops == 11, _RevisitingHandler.hops
+
+
+# Outputs of \r redraws over the 1 MiB capture (red team L15): one line whose final state is
+# '1000000' (the 512 KiB capture head ends inside a state, '...\r89233\r89'), and the same line
+# ended, with a line after it.
+_REDRAWN_PAST_THE_CAPTURE = ("seq 1 1000000 | tr '\\n' '\\r'", "seq 1 1000000 | tr '\\n' '\\r'; printf '\\nafter\\n'")
+
+
+def held_head_and_tail(shown: str) -> tuple[list[str], list[str], int]:
+    """The lines of the head and of the tail of a preview from memory (``... N of the output's T
+    bytes (as written) omitted here ...`` between them), and N."""
+    found = re.search(r"(?m)^\.\.\. (\d+) of the output's \d+ bytes \(as written\) omitted here[^\n]*\.\.\.$", shown)
+    assert found, shown[:200]
+    head, tail = shown[: found.start()].rstrip("\n"), shown[found.end() :]
+    assert tail.startswith("\n\n"), tail[:80]
+    return (head.split("\n") if head else []), tail[2:].split("\n"), int(found.group(1))
+
+
+def test_bash_without_spill_shows_no_cut_redraw_of_a_line_the_capture_head_ends_inside(store):
+    """Regression (red team L15): without spilling, ``seq 1 1000000 | tr '\\n' '\\r'`` (one line
+    of redraws, 6.9 MB) showed the head '89' (the state being written where the capture's 512 KiB
+    head ends, cut) before the marker and the tail '1000000': a piece of a state that never was
+    the line's final one, read as a second line.  The stored path shows the line's final state
+    only; without spilling the head shows nothing of a redrawn line whose end the capture dropped
+    (its final state is not known there), and the tail shows its final state, as stored."""
+    for command in _REDRAWN_PAST_THE_CAPTURE:
+        stored = tools.bash(store, "s", "stored", command)
+        view = stored.output.split("\n\n... output stored")[0].split("\n")
+        assert view[0] in ("1000000", "1000000\r"), view  # (\r\n: a line ending, which stays)
+        held = tools.bash(store, "s", "held", command, spill=False)
+        assert held.resource is None and held.truncated
+        head, tail, omitted = held_head_and_tail(held.output)
+        assert head == view[: len(head)] and tail == view[len(view) - len(tail) :], (head, tail, view)
+        assert head == [] and tail == view, held.output[:200]
+        raw = subprocess.run(["sh", "-c", command], capture_output=True, check=True).stdout
+        assert omitted == raw.rindex(b"1000000")  # every byte before the final state the tail starts with

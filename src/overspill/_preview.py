@@ -443,10 +443,14 @@ def _capped(read: Reader, uri: str, stored: int, tail: bytes, total: int, lines:
     """
     with _reading_back(uri):
         # The head's window reaches the end of the line the head may cut into, or the stored copy's:
-        # a line the copy ends inside shows what the copy holds of it (its last redraw there; the
-        # marker says the rest was not kept), or nothing when ``_apart`` keeps whole lines, never a
-        # redraw that the copy's bytes after the window overwrite.
-        end, unknown = head_window(_bytes_of(read), stored, max_bytes, flags, max_bytes + BOUNDARY_MARGIN)
+        # never a redraw that the copy's bytes after the window overwrite.  A line the copy ends
+        # inside, with bytes not kept after it, may go on being redrawn there, and its last redraw
+        # in the copy may be a state cut short (a capture's '...\r89233\r89'): when a \r was seen
+        # on it, its final state is not known and the head shows nothing of it (``head_window``);
+        # the kept end shows its final state when that state starts there (``_apart``).  Without
+        # a \r it is a byte cut of its start, as a line longer than the copy is.
+        end, unknown = head_window(_bytes_of(read), stored, max_bytes, flags, max_bytes + BOUNDARY_MARGIN,
+                                   held_to_end=total - len(tail) <= stored)
         with read(0, min(end, stored)) as view:
             head = bytes(view)
     tail_start = total - len(tail)

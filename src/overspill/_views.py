@@ -72,16 +72,19 @@ def _head_line(read: Callable[[int, int], bytes], max_bytes: int, size: int) -> 
 
 
 def head_window(read: Callable[[int, int], bytes], size: int, max_bytes: int, flags: int,
-                reach: int) -> tuple[int, int]:
+                reach: int, *, held_to_end: bool = True) -> tuple[int, int]:
     """The window of data of ``size`` bytes (``read(start, end)`` gives its
     bytes ``[start, end)``) whose view decides the head of a preview within
     ``max_bytes``: ``(end, unknown)``, the window ``[0, end)`` and -1, or
     ``reach`` and the start of the line the head may end inside when that
-    line's end is past ``HEAD_LINE_REACH`` and a \r was seen on it: its
-    final state is not known, and the head shows nothing of it
-    (``head_within``).  A line that long with no \r in the bytes looked at
-    (a minified document, a one-line log) is no progress bar: its head is a
-    byte cut of its start, as the window ``reach`` gives it.
+    line's end is not known and a \r was seen on it: its final state is not
+    known, and the head shows nothing of it (``head_within``).  A line's end
+    is not known past ``HEAD_LINE_REACH``, nor past the data when it is only
+    the start of an output (not ``held_to_end``: a capture's or a capped
+    copy's, the bytes after it dropped), whose last redraw there may be a
+    state cut short.  A line with no \r in the bytes looked at (a minified
+    document, a one-line log) is no progress bar: its head is a byte cut of
+    its start, as the window ``reach`` gives it.
 
     With ``VIEW_CR`` the head shows a line's final state (what follows its
     last \r redraw): a \r anywhere on to the line's newline can redraw what a
@@ -91,7 +94,7 @@ def head_window(read: Callable[[int, int], bytes], size: int, max_bytes: int, fl
     if not flags & VIEW_CR:
         return reach, -1
     start, newline, redrawn = _head_line(read, max_bytes, size)
-    if newline < 0:
+    if newline < 0 or (newline == size and not held_to_end):
         return reach, (start if redrawn else -1)
     if not redrawn:
         return reach, -1  # no \r on the line past the window's start: a byte cut shows its state
