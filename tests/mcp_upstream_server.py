@@ -31,7 +31,9 @@ and returns ``count`` rows of ``width`` characters as their JSON text and as tha
 a string of at least 50,000 characters and no other key, and one of a map of integers with at least one member),
 ``verbatim`` (returns the content blocks it is given as ``content``, as JSON, and ``meta`` as
 the result's ``_meta``), ``rpcerror`` (answers a JSON-RPC error of ``code``, -32000 by default, and
-``message``, as a server's own errors are sent).  Its resource reads and prompts report progress
+``message``, as a server's own errors are sent).  Any tool given ``as_error`` answers as an ``isError``
+result, with its ``structuredContent`` (``"with"``) or without it (``"bare"``, as the SDK's servers answer for
+a tool that raises).  Its resource reads and prompts report progress
 (1 of 2) when asked; reading ``test://busy`` and getting the prompt ``busy`` answer a JSON-RPC error
 -32000 (the first code of JSON-RPC's server-error range, which servers send for their own errors).
 """
@@ -94,6 +96,15 @@ async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
 
 
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    result = await answer(ctx, params)
+    as_error = (params.arguments or {}).get("as_error")
+    if as_error:  # the same answer as an isError result; "bare": without structuredContent, as a raising tool's
+        result = result.model_copy(update={"is_error": True, **({"structured_content": None} if as_error == "bare"
+                                                                  else {})})
+    return result
+
+
+async def answer(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
     name, args = params.name, params.arguments or {}
     related = ServerMessageMetadata(related_request_id=ctx.request_id)
     if name in ("text", "read", "grep", "typed", "overspill_read", "overspill_grep"):

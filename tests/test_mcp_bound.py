@@ -504,3 +504,28 @@ def test_a_text_the_store_keeps_whole_fits_with_its_final_newline(tmp_path):
         assert (not store.truncate("s", "c", text).truncated) is kept, text[-10:]
         assert fits({"content": [{"type": "text", "text": text}]}, limits) is kept, text[-10:]
         assert error_fits(text, None, limits) is kept, text[-10:]
+
+
+def test_an_error_result_whose_structured_content_nothing_conforms_to_has_none_red_team_n15_1(tmp_path):
+    # Red team N15 (1): a bounded isError result of a tool with an outputSchema carried overspill's fields as
+    # structuredContent, which the schema refuses and a client validating error results too (the TypeScript
+    # SDK's) rejects, losing the error.  Where no cut of the upstream's own conforms, an error result has none
+    # (it needs none, unlike a success); overspill's fields are under _meta, as for any result that conforms.
+    from overspill import ToolOutputStore
+    from overspill.mcp_bound import META_KEY, bound
+
+    store = ToolOutputStore(tmp_path, config={"tool_output": {"max_bytes": 8192, "max_lines": 400}},
+                            durable=False)  # the wrapper's limits
+    schema = {"type": "object", "properties": {"result": {"type": "array", "minItems": 100_000}}, "required": ["result"]}
+    rows = [{"i": index, "text": "r" * 50} for index in range(5000)]
+    for is_error in (True, False):
+        raw = {"content": [{"type": "text", "text": "failed: " + json.dumps(rows)}],
+               "structuredContent": {"result": rows}, "isError": is_error}
+        shown = bound(raw, store, "s", f"c-{is_error}", True, schema)
+        assert shown.get("isError") is is_error and shown["content"][0]["text"].startswith("failed: ")
+        if is_error:
+            assert "structuredContent" not in shown
+            ours = shown["_meta"][META_KEY]
+            assert ours["uri"] == shown["content"][1]["uri"] and "structured_uri" in ours
+        else:  # a success needs one: overspill's fields, as the README says, which such a client refuses
+            assert "uri" in shown["structuredContent"] and "_meta" not in shown

@@ -360,6 +360,51 @@ def test_a_bounded_result_conforms_where_only_a_small_value_or_a_later_member_fi
     shared.run(main)
 
 
+def test_a_bounded_error_result_of_a_tool_with_an_output_schema_has_structured_content_only_as_it_conforms_red_team_n15_1(
+        shared):
+    # Regression: a large isError result of a tool that declares an outputSchema came back with overspill's own
+    # fields as structuredContent, which the schema refuses ('result' is a required property); the TypeScript
+    # SDK's client validates a structuredContent that is there, isError or not, and threw -32602, so the model
+    # lost the error.  The Python SDK's client does not validate an error result: jsonschema says it here.
+    from jsonschema.validators import validator_for
+
+    rows = [{"i": index, "text": "r" * 50} for index in range(5000)]
+
+    async def main(client):
+        schemas = {tool.name: tool.output_schema for tool in (await client.list_tools()).tools}
+
+        async def called(name: str, arguments: dict, whole: bytes):
+            result = await client.call_tool(name, arguments)
+            assert result.is_error, name
+            shown = text_of(result)  # the error's text, bounded, its marker naming the stored copy
+            (link,) = links_of(result)
+            assert link.uri in shown and len(shown.encode()) < 2 * LIMIT, name
+            assert await page_all(client, link.uri) == whole, name
+            ours = result.meta["overspill/bounded"]  # overspill's fields where a bounded result keeps them
+            assert ours["uri"] == link.uri and ours["size"] == len(whole) and ours["text"] == shown, name
+            if result.structured_content is not None:
+                schema = schemas[name]
+                assert validator_for(schema)(schema).is_valid(result.structured_content), name
+            return result
+
+        # The upstream's error result has no structuredContent (a tool that raises): nor has the bounded one.
+        for name, arguments, whole in (("typed", {"unit": "error line\n", "count": 2000}, b"error line\n" * 2000),
+                                       ("listed", {"count": 5000}, json.dumps(rows).encode()),
+                                       ("closed", {"count": 5000}, json.dumps(rows).encode())):
+            result = await called(name, {**arguments, "as_error": "bare"}, whole)
+            assert result.structured_content is None, name
+
+        # It has one: bounded as a success's is, to what the schema admits.
+        result = await called("typed", {"unit": "error line\n", "count": 2000, "as_error": "with"},
+                              b"error line\n" * 2000)
+        assert result.structured_content == {"result": text_of(result)}
+        result = await called("closed", {"count": 5000, "as_error": "with"}, json.dumps(rows).encode())
+        assert 1 <= len(result.structured_content["result"]) < 5000
+        assert result.structured_content["result"] == rows[:len(result.structured_content["result"])]
+
+    shared.run(main)
+
+
 def annotated(text: str, annotations: dict | None = None, meta: dict | None = None) -> dict:
     """A text block as an upstream sends it, with its ``annotations`` and ``_meta`` when given."""
     block: dict = {"type": "text", "text": text}

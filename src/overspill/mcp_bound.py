@@ -12,7 +12,8 @@ says "output not stored" and why.  A tool that declares an
 ``outputSchema`` gets ``structuredContent`` that conforms to it where one can
 be had (see ``conforming``: a large required array, as the SDK's and
 FastMCP's servers declare for a tool returning a list, is cut to what fits),
-with overspill's fields under ``_meta``.  The
+with overspill's fields under ``_meta``; an ``isError`` result has one only where
+the upstream's did, and none where nothing conforms.  The
 preview block says what the text blocks it replaces said (their
 ``annotations`` and ``_meta``: see ``bound``); every other block passes
 through as it came, its own annotations and ``_meta`` included, and so does
@@ -788,10 +789,17 @@ def bound(raw: dict[str, Any], store: ToolOutputStore, session: str, call_id: st
             # structuredContent is under that one key whether or not the text was bounded beside it.
             data["structured_uri"] = shape.resource.uri
     shown["structuredContent"] = data
-    if output_schema is not None and not raw.get("isError"):
+    if output_schema is not None:
+        # A validating client checks a structuredContent that is there, isError or not, and asks for one
+        # only of a success: an error result has one only as the upstream's did, and only conforming.
+        failed = bool(raw.get("isError"))
         previewed = joined if over else None  # what data["text"] shows
-        kept = conforming(output_schema, data, structured, store.limits(), previewed)
-        if kept is not None and kept is not data:
+        kept = None if failed and structured is None else conforming(
+            output_schema, data, structured, store.limits(), previewed)
+        if kept is None and failed:  # nothing the schema admits, and an error result needs nothing
+            del shown["structuredContent"]
+            shown["_meta"] = {**(raw.get("_meta") or {}), META_KEY: data}
+        elif kept is not None and kept is not data:
             shown["structuredContent"] = kept
             shown["_meta"] = {**(raw.get("_meta") or {}), META_KEY: data}
     return shown
