@@ -1847,6 +1847,25 @@ def test_a_crash_quotes_a_long_last_stderr_line_by_its_start_and_end_around_a_no
     anyio.run(main)
 
 
+def test_a_long_upstream_command_is_named_by_its_start_and_end_around_a_note_red_team_n15_2(tmp_path, subprocess_env):
+    """Regression (red team N15, 2): every error naming the upstream (here: it never answers initialize) gave its
+    command cut bare to 120 characters, mid-quote, saying nothing of the cut.  Now a long command is named as a
+    long stderr line is quoted: its start and end around the note for cut values."""
+    token = f"token-{time.time_ns()}"
+    argument = f"{token} it's " + "x" * 300 + " the end"  # quoted by shlex, as a `-c` program is
+    command = shlex.join([sys.executable, UPSTREAM, "silent", argument])
+    message = _initialize_error(["mcp", "--data-dir", str(tmp_path / "data"), "--init-timeout", "1", "--wrap",
+                                 "--", sys.executable, UPSTREAM, "silent", argument], subprocess_env)
+    named = message.removeprefix("the upstream server (").split(") is gone: ", 1)
+    assert len(named) == 2 and named[1].startswith("did not answer initialize within 1 seconds"), message
+    found = re.fullmatch(r"(.+) …\[(\d+) of (\d+) characters cut\]… (.+)", named[0])
+    assert found, message
+    start, whole, end = found.group(1), int(found.group(3)), found.group(4)
+    assert whole == len(command) and command.startswith(start) and command.endswith(end), message
+    assert end.endswith(" the end'") and len(named[0]) <= 120
+    assert wait_until(lambda: not running_with(token))
+
+
 def test_a_crash_says_the_end_not_its_last_stderr_line_came_during_the_call_red_team_d13_2(tmp_path, subprocess_env):
     """Regression (red team D13, 2): a crash mid-call read "... was killed by SIGKILL; its last stderr line:
     filesystem-mcp started: ... during this call; later calls will fail ...", putting a line the server wrote

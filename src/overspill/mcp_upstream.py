@@ -46,7 +46,7 @@ from ._owner import group_alive
 from .mcp_server import kill_on_hurry, run_stdio
 from .mcp_wrap import Link, Relay, RelayingSession, build_server
 from .store import ToolOutputStore
-from .tools._result import ends_around_note
+from .tools._result import ends_around_note, shortened_line
 
 __all__ = ["UpstreamProcess", "parse_header", "serve_wrapped"]
 
@@ -63,6 +63,8 @@ _DRAIN_MOST = 2.0
 _POLL = 0.02
 # The most characters of its last stderr line an error names (a longer one by its start and end around a note).
 _SHOWN_LINE = 300
+# The most characters of its command that the errors naming it give (a longer one by its start and end around a note).
+_SHOWN_COMMAND = 120
 # What ends a line of its stderr (as bytes.splitlines has it).
 _LINE_BREAK = re.compile("[\r\n]")
 # glibc's mallopt parameter for the size from which a block gets its own mapping, and the size set.
@@ -90,7 +92,7 @@ class UpstreamProcess:
     def __init__(self, argv: Sequence[str], cwd: Optional[str] = None) -> None:
         self.argv = list(argv)
         self.cwd = cwd
-        self.label = f"the upstream server ({one_line(shlex.join(self.argv))[:120]})"
+        self.label = f"the upstream server ({shortened_line(one_line(shlex.join(self.argv)), _SHOWN_COMMAND)})"
         self._process: Any = None
         self._stderr_line = _LastLine(_SHOWN_LINE)
         # The reader's progress, for _watch_exit: chunks read so far, whether it waits on the pipe (and the

@@ -42,15 +42,16 @@ class ToolResult:
     metadata: dict[str, Any]
 
 
-def shortened_line(line: str) -> str:
-    """``line`` if it has at most ``MAX_LINE_LENGTH`` characters, the tools' bound on a line; a
-    longer one keeps its start and its end around a note of how much was cut (``ends_around_note``).
+def shortened_line(line: str, most: int = MAX_LINE_LENGTH) -> str:
+    """``line`` if it has at most ``most`` characters (``MAX_LINE_LENGTH``, the tools' bound on a line,
+    unless a part of a line is bounded less); a longer one keeps its start and its end around a note
+    of how much was cut (``ends_around_note``).
     A message may quote what a server sent (a reason phrase, a ``Location``) or the model's own input
     (a URL, a path, a pattern), of any length; cut so, it stays within the default preview's 8 KiB
     (``MAX_LINE_LENGTH`` characters are at most 8000 UTF-8 bytes)."""
-    if len(line) <= MAX_LINE_LENGTH:
+    if len(line) <= most:
         return line
-    return ends_around_note(line, line, len(line), MAX_LINE_LENGTH)
+    return ends_around_note(line, line, len(line), most)
 
 
 def ends_around_note(start: str, end: str, whole: int, most: int) -> str:
