@@ -1530,21 +1530,88 @@ def test_wait_pattern_from_mid_line_offset_ignores_a_match_in_the_byte_before(st
     """A wait from an offset inside a line searches that line with the byte before the offset as
     context (so that ``^`` does not match there): a match that started in that byte was taken for
     one in the new output, so ``x`` was "found at byte offset 2" of ``xxabc\\nabd``, where no byte
-    from offset 2 on is an ``x`` (also ``\\Ax``, ``\\bx``, ``xa``).  A match past it still counts,
-    with the byte as context for look-behinds; a coloured line's view is searched the same way."""
+    from offset 2 on is an ``x`` (also ``\\Ax``, ``\\bx``).  A match past it still counts,
+    with the byte as context for look-behinds; a coloured line's view is searched the same way.
+    (Since red team K15 f01 the whole line is searched and a match that ends past the offset counts:
+    ``xa``, across it, is found.)"""
     output = store.open_growing(SESSION, "m")
     uri = output.record.resource.uri
     try:
         output.write(b"xxabc\x1b[1mq\x1b[m\nabd")
         seal_now(output)
-        for pattern in ["x", "xa", r"\Ax", r"\bx", r"x\B", "^x"]:
+        for pattern in ["x", r"\Ax", r"\bx", r"x\B", "^x"]:
             assert wait(store, SESSION, "w", uri, 0, pattern, offset=2).metadata["match"] is None, pattern
+        assert wait(store, SESSION, "w", uri, 0, "xa", offset=2).metadata["match"] == 2
         assert wait(store, SESSION, "w", uri, 0, "(?<=x)abc", offset=2).metadata["match"] == 2
         assert wait(store, SESSION, "w", uri, 0, "cq$", offset=2).metadata["match"] == 2
         assert wait(store, SESSION, "w", uri, 0, "x|abd", offset=2).metadata["match"] == len(b"xxabc\x1b[1mq\x1b[m\n")
         assert wait(store, SESSION, "w", uri, 0, "x", offset=1).metadata["match"] == 1
     finally:
         output.finish(0)
+
+
+def test_wait_pattern_finds_a_line_split_across_the_offset_it_starts_from(store):
+    """Red team K15 f01: a line written in two parts more than a seal apart ("server rea", then "dy on
+    port 80") was searched only from the offset the first answer named: ``wait(pattern="ready on
+    port", offset=N)`` said "not seen in the new output" and ran its whole timeout, though the output
+    held the line ``server ready on port 80``.  The line that holds the offset is searched whole; a
+    match counts when it ends past the offset (one wholly in the part already shown is not new).
+    What the answer shows, and its next offset, still start at the offset: no repeats."""
+    output = store.open_growing(SESSION, "s")
+    uri = output.record.resource.uri
+    try:
+        output.write(b"booting\nserver rea")
+        seal_now(output)
+        start = wait(store, SESSION, "w", uri, 0, offset=0).metadata["next_offset"]
+        assert start == len(b"booting\nserver rea")
+        grown = []
+
+        def grow(size: int) -> None:  # between two polls of the same wait, the rest of the line is sealed
+            if not grown:
+                grown.append(size)
+                output.write(b"dy on port 80\n")
+                seal_now(output)
+
+        found = wait(store, SESSION, "w", uri, 10, "ready on port", offset=start, progress=grow)
+        assert grown and found.metadata["match"] == start, found.output
+        assert found.output.startswith("dy on port 80\n[pattern 'ready on port' found at byte offset 18]")
+        assert (found.metadata["offset"], found.metadata["next_offset"]) == (start, len(b"booting\nserver ready on port 80\n"))
+        # Through the tool as a model calls it, and with anchors and look-behinds on the whole line.
+        for pattern in ("ready on port", "^server ready", r"(?<=server )ready", "ready", "ady on"):
+            called = tools.call(store, SESSION, "w", "wait", {"resource": uri, "timeout": 0, "pattern": pattern,
+                                                              "offset": start})
+            assert called.metadata["match"] == start, (pattern, called.output)
+        # A match wholly in the part already shown is not new, even on the line that goes on.
+        for pattern in ("booting", "server", "server rea", r"rea\B", "^s"):
+            missed = wait(store, SESSION, "w", uri, 0, pattern, offset=start)
+            assert missed.metadata["match"] is None and "not seen in the new output" in missed.output, pattern
+        # A coloured line split inside its colour: matched in its view, as grep matches it.
+        middle = found.metadata["next_offset"]
+        output.write(b"\x1b[32mlistening o")
+        seal_now(output)
+        shown = wait(store, SESSION, "w", uri, 0, offset=middle).metadata["next_offset"]
+        output.write(b"n :8000\x1b[0m\n")
+        seal_now(output)
+        assert wait(store, SESSION, "w", uri, 0, "^listening on :8000$", offset=shown).metadata["match"] == shown
+        assert wait(store, SESSION, "w", uri, 0, "^listening o", offset=shown).metadata["match"] is None
+    finally:
+        output.finish(0)
+
+
+def test_wait_pattern_split_across_the_offset_is_found_after_the_command_exited(store):
+    """The same after the exit (the record final, its seals gone), and from an offset on a line that a
+    long run of bytes before it keeps within the look-back bound (64 KiB back: the part before that
+    is not looked at, as an unfinished line's search again goes back no further)."""
+    output = store.open_growing(SESSION, "x")
+    uri = output.record.resource.uri
+    output.write(b"x" * 100_000 + b" build comp")
+    seal_now(output)
+    start = len(b"x" * 100_000 + b" build comp")
+    output.write(b"leted\n")
+    output.finish(0)
+    assert wait(store, SESSION, "w", uri, 0, "build completed", offset=start).metadata["match"] == start
+    assert wait(store, SESSION, "w", uri, 0, "^x", offset=start).metadata["match"] is None
+    assert wait(store, SESSION, "w", uri, 0, "comp", offset=start).metadata["match"] is None
 
 
 def test_wait_from_an_offset_inside_a_character_starts_as_a_read_page_does(store):

@@ -678,6 +678,31 @@ def test_run_background_wait_kill_and_jobs(cli, tmp_path):
     assert missed.returncode == 1
 
 
+def test_wait_finds_a_pattern_on_a_line_split_across_the_offset_it_starts_from(cli, tmp_path):
+    """Regression (red team K15 f01): ``overspill wait --offset N --pattern RE`` from the offset an
+    earlier answer named searched only from there: a line written in two parts ("server rea", later
+    "dy on port 80") never matched ``ready on port`` and wait exited 1.  The line that holds the
+    offset is searched whole; a match wholly before the offset is still not new."""
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    started = cli("run", "--background", "--yield-after", "0", "--",
+                  f"printf 'server rea'; read -r go < '{gate}'; printf 'dy on port 80\\n'; sleep 60")
+    assert started.returncode == 0, started.stderr
+    uri = uri_in(started.stdout)
+    first = cli("wait", uri, "--offset", "0", "--pattern", "server rea", "--timeout", "60", "--json")
+    assert first.returncode == 0, first.stderr
+    offset = json.loads(first.stdout)["metadata"]["next_offset"]
+    assert offset == len(b"server rea")
+    with open(gate, "w") as release:
+        release.write("go\n")
+    waited = cli("wait", uri, "--offset", str(offset), "--pattern", "ready on port", "--timeout", "60")
+    assert waited.returncode == 0, waited.stdout
+    assert waited.stdout.startswith(b"dy on port 80\n[pattern 'ready on port' found at byte offset 10]\n")
+    before = cli("wait", uri, "--offset", str(offset), "--pattern", "server", "--timeout", "0")
+    assert before.returncode == 1 and b"not seen in the new output" in before.stdout
+    assert cli("kill", uri).returncode == 0
+
+
 def test_background_hints_are_shell_commands(cli, tmp_path):
     """Regression (issue 19 item 9's rule for issue 22's commands): ``run --background``
     and ``wait`` printed the model's ``read(resource=...)``/``wait(...)``/``kill(...)``;

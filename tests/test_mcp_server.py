@@ -424,6 +424,36 @@ def test_stdio_restarted_server_reads_a_finished_background_handle(tmp_path, sub
     assert anyio.run(read) == SEQ
 
 
+def test_stdio_wait_finds_a_pattern_on_a_line_split_across_the_offset_it_starts_from(tmp_path, subprocess_env):
+    """Regression (red team K15 f01): a follow loop of waits (each from the offset the last answer
+    named) never matched ``ready on port`` on a line written in two parts, "server rea" then "dy on
+    port 80": each wait searched only from its offset and ran to its timeout."""
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+
+    async def main():
+        async with stdio(tmp_path / "data", subprocess_env) as client:
+            command = f"printf 'server rea'; read -r go < '{gate}'; printf 'dy on port 80\\n'; sleep 60"
+            started = await client.call_tool("bash", {"command": command, "background": True, "yield_after": 0})
+            uri = started.structured_content["uri"]
+            first = await client.call_tool("wait", {"resource": uri, "timeout": 30, "pattern": "server rea",
+                                                    "offset": 0})
+            offset = first.structured_content["next_offset"]
+            assert offset == len(b"server rea"), text_of(first)
+            with open(gate, "w") as release:
+                release.write("go\n")
+            waited = await client.call_tool("wait", {"resource": uri, "timeout": 30, "pattern": "ready on port",
+                                                     "offset": offset})
+            assert text_of(waited).startswith("dy on port 80\n[pattern 'ready on port' found at byte offset 10]\n")
+            assert waited.structured_content["next_offset"] == len(b"server ready on port 80\n")
+            before = await client.call_tool("wait", {"resource": uri, "timeout": 0, "pattern": "server",
+                                                     "offset": offset})
+            assert "[pattern 'server' not seen in the new output]" in text_of(before)
+            await client.call_tool("kill", {"resource": uri})
+
+    anyio.run(main)
+
+
 async def cancelled_once_started(client, arguments: dict, pid_file) -> tuple[int, int]:
     """Call bash with ``arguments`` (whose command writes ``$$ $PPID`` to ``pid_file``), cancel the
     call once the command has started (notifications/cancelled): (the group's leader, the server)."""

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import PatternTooSlowError, SearchError
-from ._regex_worker import (_ANSWER, _CUT, _FAILED, _PIECE, _REQUEST, _SKIP, LINES, MARKDOWN, PIECE, PLAIN_TEXT,
+from ._regex_worker import (_AFTER, _ANSWER, _CUT, _FAILED, _PIECE, _REQUEST, LINES, MARKDOWN, PIECE, PLAIN_TEXT,
                             TEXT, TEXT_AFTER)
 
 __all__ = ["BYTES_PER_SECOND", "TIME_LIMIT", "Cancelled", "Search", "compile_pattern", "convert_html"]
@@ -185,13 +185,15 @@ class Search:
         """Indices of the lines of ``payload`` (lines ended by ``\\n``) in which the pattern is found."""
         return self._ask(LINES, self._flags, payload)
 
-    def text(self, payload: bytes, skip: int = 0) -> list[int]:
+    def text(self, payload: bytes, skip: int = 0, seen: Optional[int] = None) -> list[int]:
         """Indices of the lines of the text ``payload`` in which the pattern (``re.MULTILINE``) is
         found, each line searched alone as ``lines`` does (``_regex_worker.TEXT``).  ``skip``: the
         first bytes are context before a search that starts inside a line; a match that starts in
-        them does not count (``_regex_worker.TEXT_AFTER``)."""
-        if skip:
-            return self._ask(TEXT_AFTER, self._flags | re.MULTILINE, _SKIP.pack(skip) + payload)
+        them does not count.  ``seen`` (``skip`` when None): the first line's first bytes that a
+        reader has seen; a match that ends within them does not count (``_regex_worker.TEXT_AFTER``)."""
+        seen = skip if seen is None else max(seen, skip)
+        if seen:
+            return self._ask(TEXT_AFTER, self._flags | re.MULTILINE, _AFTER.pack(skip, seen) + payload)
         return self._ask(TEXT, self._flags | re.MULTILINE, payload)
 
     def piece(self, before: bytes, middle: bytes, after: bytes, last: bool) -> bool:

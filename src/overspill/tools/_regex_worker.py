@@ -48,10 +48,12 @@ TEXT = 2
 #: look-behinds), the part in which this piece's matches start, and the part after it (context
 #: for look-aheads).  The answer is ``[0]`` when a match starts in that part (``piece_matches``).
 PIECE = 5
-#: The payload is ``_SKIP`` (a length in bytes) and a block as ``TEXT``'s whose first ``skip``
-#: bytes are the text before a search that starts inside a line (context only): its first line
-#: matches when a match starts past them, where ``^`` and ``\A`` do not match and a look-behind
-#: sees them; the other lines as ``TEXT``'s (``lines_with_a_match_after``).
+#: The payload is ``_AFTER`` (two lengths in bytes, ``skip`` at most ``seen``) and a block as
+#: ``TEXT``'s whose first line a reader has seen up to ``seen`` bytes: its first ``skip`` bytes are
+#: the text before a search that starts inside a line (context only: no match starts in them, ``^``
+#: and ``\A`` do not match at their end, a look-behind sees them).  Its first line matches when a
+#: match starts past ``skip`` and ends past ``seen`` (or starts there: an empty one), so one wholly
+#: in what was seen does not; the other lines as ``TEXT``'s (``lines_with_a_match_after``).
 TEXT_AFTER = 6
 #: The payload is an HTML page (UTF-8), answered with its Markdown (``_html.convert_page``).
 MARKDOWN = 3
@@ -60,7 +62,7 @@ PLAIN_TEXT = 4
 
 _REQUEST = struct.Struct("<BIdIQ")
 _PIECE = struct.Struct("<QQQB")
-_SKIP = struct.Struct("<Q")
+_AFTER = struct.Struct("<QQ")
 _ANSWER = struct.Struct("<BQ")
 _OK = 0
 _FAILED = 1
@@ -110,18 +112,34 @@ def lines_with_a_match(regex: re.Pattern[str], payload: bytes) -> list[int]:
 
 
 def lines_with_a_match_after(regex: re.Pattern[str], payload: bytes) -> list[int]:
-    """``lines_with_a_match`` of a block whose first ``skip`` bytes (``TEXT_AFTER``) come before
-    the search's start: a match that starts in them is no match of the first line (it is not in
-    what is searched), so that line is searched from their end on, as ``re``'s ``pos`` does."""
-    (skip,) = _SKIP.unpack_from(payload)
-    body = payload[_SKIP.size:]
-    newline = body.find(b"\n", skip)
+    """``lines_with_a_match`` of a block whose first line was seen up to ``seen`` bytes, and whose
+    first ``skip`` bytes come before the search's start (``TEXT_AFTER``): a match that starts in
+    them is no match of the first line (it is not in what is searched), so that line is searched
+    from their end on, as ``re``'s ``pos`` does; and one that ends within what was seen is not new."""
+    skip, seen = _AFTER.unpack_from(payload)
+    body = payload[_AFTER.size:]
+    newline = body.find(b"\n", seen)
     line = body[: len(body) if newline < 0 else newline].decode("utf-8", "surrogateescape")
     start = len(body[:skip].decode("utf-8", "surrogateescape"))
-    found = [0] if regex.search(line, start) or (line.endswith("\r") and regex.search(line[:-1], start)) else []
+    new = len(body[:seen].decode("utf-8", "surrogateescape"))
+    found = [0] if _new_match(regex, line, start, new) or (
+        line.endswith("\r") and _new_match(regex, line[:-1], start, new)) else []
     if 0 <= newline < len(body) - 1:
         found += [index + 1 for index in lines_with_a_match(regex, body[newline + 1 :])]
     return found
+
+
+def _new_match(regex: re.Pattern[str], line: str, start: int, new: int) -> bool:
+    """Whether a match of ``regex`` in ``line`` searched from ``start`` (``re``'s ``pos``) ends past
+    ``new`` or starts at it or later: new to a reader who saw ``line`` up to ``new``.  The match
+    weighed at each position is the one ``re`` finds there; past one wholly before ``new`` the
+    search goes on from its next character (the line before ``new`` is a bounded look-back)."""
+    position = start
+    while (match := regex.search(line, position)) is not None:
+        if match.end() > new or match.start() >= new:
+            return True
+        position = match.start() + 1
+    return False
 
 
 def _each_line(regex: re.Pattern[str], text: str, count: int) -> list[int]:

@@ -254,7 +254,9 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
     :param pattern: a regular expression searched in the text of the new
         output as it stands, its unfinished last line too (a prompt with no
         newline; searched again as it grows), line by line (``^``/``$``
-        anchor at lines, and ``$`` at the end so far).  It is matched as
+        anchor at lines, and ``$`` at the end so far); the line that holds
+        ``offset`` is searched whole (a line whose parts came a seal apart
+        matches), a match there counting when it ends past ``offset``.  It is matched as
         grep matches a stored output: in each line's view (``store.views``), in a worker process, within grep's time
         budget (``_regex.TIME_LIMIT`` seconds, cut to ``timeout`` but at least
         one, plus one per 16 MiB searched); past it the answer says
@@ -399,7 +401,9 @@ def _poll(store: ToolOutputStore, session_id: str, uri: str, start: int, search:
           progress: Optional[Progress], abort: Optional[threading.Event]) -> tuple[Optional[int], Record, Optional[str]]:
     """``_watch``'s loop."""
     deadline = time.monotonic() + limit
-    scanned = start  # where the next search starts: the unfinished line's start (searched again as it grows)
+    # Where the next search starts: at first the start of the line that holds ``start`` (a line
+    # split across it is matched whole), then the unfinished line's start (searched again as it grows).
+    scanned = start if search is None else _line_start(store, session_id, uri, start)
     searched = start  # the end of the text searched so far (no new text, no new search)
     reported = -1
     while True:
@@ -409,7 +413,8 @@ def _poll(store: ToolOutputStore, session_id: str, uri: str, start: int, search:
         size = record.resource.size
         if search is not None and size > searched:
             try:
-                found, scanned = _search(store, session_id, uri, scanned, size, search, record.state != "running")
+                found, scanned = _search(store, session_id, uri, scanned, size, search, record.state != "running",
+                                         start)
             except SearchError as error:  # too slow, or no worker: said in one line, the rest still answered
                 return None, record, " ".join(str(error).split())
             searched = size
@@ -447,13 +452,32 @@ _LINE_PIECE = 1 << 16
 _OVERLAP = 1 << 12
 
 
+def _line_start(store: ToolOutputStore, session_id: str, uri: str, start: int) -> int:
+    """Where a wait's search from ``start`` begins: the start of the line that holds ``start``, so
+    that a line whose parts came a seal or more apart ("server rea", then "dy on port 80") is
+    matched whole.  Lines can be huge: as an unfinished line is searched again from its start only
+    within ``_LINE_PIECE``, so the look-back goes at most that far; past it, only ``_OVERLAP``
+    back (a piece of a long line, as its search again takes)."""
+    if start == 0:
+        return 0
+    low = max(start - _LINE_PIECE, 0)
+    with store.view(session_id, uri, start=low, end=start) as (_, data):
+        newline = bytes(data).rfind(b"\n")
+    if newline >= 0:
+        return low + newline + 1
+    return 0 if low == 0 else start - _OVERLAP
+
+
 def _search(store: ToolOutputStore, session_id: str, uri: str, low: int, high: int, search: Search,
-            final: bool) -> tuple[Optional[int], int]:
+            final: bool, new: int) -> tuple[Optional[int], int]:
     """Search the text of ``[low, high)`` as it stands, its last line too, finished or not.
 
     :param final: the output ends at ``high`` (its command exited): nothing is searched again.
+    :param new: where the new output starts (the wait's start): ``low`` may be before it, on the
+        line that holds it, and a match there counts only when it ends past ``new``.
     :returns: the byte offset of the first matching line (of the piece, in a line searched in
-        pieces), and where the next search starts: the start of the unfinished last line (searched
+        pieces; the line's new part, ``new``, for the line that holds it), and where the next
+        search starts: the start of the unfinished last line (searched
         again with what follows it; ``high`` when ``final``).
     :raises PatternTooSlowError, SearchError: the search ran out of its time, or its worker failed.
     :raises _regex.Cancelled: the search's abort event was set.
@@ -476,9 +500,10 @@ def _search(store: ToolOutputStore, session_id: str, uri: str, low: int, high: i
         piece = newline < 0 and not last  # a line longer than the window: searched in overlapping pieces
         if not last and not piece:
             chunk = chunk[: newline + 1]  # the window's last line, cut by the window, is searched with the next
-        line_start = _first_matching_line(search, views, before, chunk)
+        line_start = _first_matching_line(search, views, before, chunk, max(new - low, 0))
         if line_start is not None:
-            return low + line_start, low + len(chunk)
+            # (said from where the new output starts, which the answer shows, not before it)
+            return max(low + line_start, new), low + len(chunk)
         if last:
             if final:
                 return None, high
@@ -509,7 +534,7 @@ def _search_kept_end(store: ToolOutputStore, uri: str, total: int, search: Searc
     return None if line_start is None else total - len(kept) + first + line_start
 
 
-def _first_matching_line(search: Search, views: int, before: bytes, chunk: bytes) -> Optional[int]:
+def _first_matching_line(search: Search, views: int, before: bytes, chunk: bytes, seen: int = 0) -> Optional[int]:
     """Where in ``chunk`` the first line whose view ``search`` matches starts, or None.
 
     The worker decodes with surrogateescape (invalid bytes one character each) and names the
@@ -522,12 +547,15 @@ def _first_matching_line(search: Search, views: int, before: bytes, chunk: bytes
     :param before: the byte before ``chunk`` when ``chunk`` starts inside a line (else empty): it
         goes with the search as context, so that ``^`` and look-behinds see no line start there,
         but a match that starts in it is not in ``chunk`` and does not count.
+    :param seen: the first bytes of ``chunk`` that were shown already (the first line's part before
+        a wait's offset, within it): a match that ends within them is not new and does not count.
     """
     from .. import _kernels
 
     skip = len(before)
+    known = skip + seen
     if not views:
-        lines = search.text(before + chunk, skip)
+        lines = search.text(before + chunk, skip, known)
     else:
         newline = chunk.find(b"\n") + 1 or len(chunk)
         first, rest = before + chunk[:newline], chunk[newline:]
@@ -538,9 +566,16 @@ def _first_matching_line(search: Search, views: int, before: bytes, chunk: bytes
         if skip and first_shown is not None:
             alone = _kernels.view_bytes(chunk[:newline], views)
             skip = skip if first_shown == before + (chunk[:newline] if alone is None else alone) else 0
+        if seen and first_shown is not None:
+            # The part shown ends in the line's view where that part's own view ends, when the line's
+            # view begins with it; when it does not (a \r past it redrew the line), the whole view is new.
+            old = before + chunk[:seen]
+            old_shown = _kernels.view_bytes(old, views)
+            old_shown = old if old_shown is None else old_shown
+            known = len(old_shown) if first_shown.startswith(old_shown) else skip
         rest_shown = _kernels.view_bytes(rest, views)
         lines = search.text((first if first_shown is None else first_shown)
-                            + (rest if rest_shown is None else rest_shown), skip)
+                            + (rest if rest_shown is None else rest_shown), skip, known)
     if not lines:
         return None
     return len(chunk) - len(chunk.split(b"\n", lines[0])[-1])
