@@ -1614,6 +1614,35 @@ def test_wait_pattern_split_across_the_offset_is_found_after_the_command_exited(
     assert wait(store, SESSION, "w", uri, 0, "comp", offset=start).metadata["match"] is None
 
 
+def test_jobs_listing_is_bounded_like_any_output_and_stored_whole(tmp_path):
+    """Red team K15 f02: ``jobs`` answered every line whatever the limits (800 jobs: 53,503 bytes
+    with max_bytes 51,200, ``truncated`` false).  A long listing goes through the store's truncate
+    as grep's does: stored whole, a preview and a marker shown; a short one stays as it is."""
+    with ToolOutputStore(tmp_path, config={"tool_output": {"max_lines": 5}}) as limited:
+        uris = []
+        try:
+            for _ in range(8):
+                uris.append(start(limited, "sleep 30").resource.uri)
+            listed = tools.call(limited, SESSION, "j", "jobs", {})
+            assert not listed.is_error and listed.truncated and listed.resource is not None, listed.output
+            assert "output truncated" in listed.output and f'read(resource="{listed.resource.uri}"' in listed.output
+            head, tail = listed.output.split("\n\n... output truncated")
+            assert len(head.splitlines()) + len(tail.split("\n\n", 1)[-1].splitlines()) <= 5, listed.output
+            whole = limited.read(SESSION, listed.resource.uri, limit=50_000).content
+            assert [line.split()[0] for line in whole.splitlines()] == uris
+            assert [job["uri"] for job in listed.metadata["jobs"]] == uris
+            assert listed.metadata["next_offset"] is not None
+            # The stored listing is no background command: the next listing has the same eight.
+            again = jobs(limited, SESSION, "j")
+            assert [job["uri"] for job in again.metadata["jobs"]] == uris
+        finally:
+            for uri in uris:
+                tools.call(limited, SESSION, "k", "kill", {"resource": uri})
+    with ToolOutputStore(tmp_path) as default:  # within the default limits: shown as it is, nothing stored
+        short = jobs(default, SESSION, "j")
+        assert not short.truncated and short.resource is None and len(short.output.splitlines()) == 8
+
+
 def test_wait_from_an_offset_inside_a_character_starts_as_a_read_page_does(store):
     """Red team E10 f02: ``wait`` from an offset inside a multi-byte character showed the rest of
     it as U+FFFD, where ``read`` from that offset starts at the next character.  Both start there

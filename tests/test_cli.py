@@ -703,6 +703,46 @@ def test_wait_finds_a_pattern_on_a_line_split_across_the_offset_it_starts_from(c
     assert cli("kill", uri).returncode == 0
 
 
+def test_jobs_listing_is_bounded_like_any_output_with_shell_hints(cli):
+    """Regression (red team K15 f02): ``overspill jobs`` printed every job whatever the limits; a long
+    listing is stored whole and previewed, its marker's next calls written as shell commands."""
+    limits = {"OVERSPILL_MAX_LINES": "5"}
+    uris = []
+    try:
+        for _ in range(8):
+            started = cli("run", "--background", "--yield-after", "0", "--", "sleep 60", env=limits)
+            assert started.returncode == 0, started.stderr
+            uris.append(uri_in(started.stdout))
+        listed = cli("jobs", env=limits)
+        assert listed.returncode == 0, listed.stderr
+        text = listed.stdout.decode()
+        assert "output truncated" in text and "read(" not in text, text
+        hint = next(line for line in text.splitlines() if line.startswith("next: overspill read "))
+        stored = uri_in(hint.encode())
+        whole = cli("read", stored, "--all")
+        assert [line.split()[0] for line in whole.stdout.decode().splitlines()] == uris
+        assert [job["uri"] for job in json.loads(cli("jobs", "--json", env=limits).stdout)["jobs"]] == uris
+    finally:
+        for uri in uris:
+            cli("kill", uri)
+
+
+def test_jobs_exits_4_when_the_store_cannot_list(cli, redis_server):
+    """Regression (red team K15): ``overspill jobs`` said a store's failure to list (here a Redis
+    server that refuses ZRANGE) as a usage error, exit 2, where its help gives 4 for a storage
+    failure, as ``ls`` exits on the same failure."""
+    from redis_servers import start_server
+
+    refusing = start_server("--rename-command", "ZRANGE", "")
+    try:
+        for command in ("jobs", "ls"):
+            result = cli(command, "--store-url", refusing.url)
+            assert result.returncode == 4, (command, result.stderr)
+            assert one_error_line(result).startswith("overspill: error: ") and b"ZRANGE" in result.stderr
+    finally:
+        refusing.stop()
+
+
 def test_background_hints_are_shell_commands(cli, tmp_path):
     """Regression (issue 19 item 9's rule for issue 22's commands): ``run --background``
     and ``wait`` printed the model's ``read(resource=...)``/``wait(...)``/``kill(...)``;

@@ -454,6 +454,31 @@ def test_stdio_wait_finds_a_pattern_on_a_line_split_across_the_offset_it_starts_
     anyio.run(main)
 
 
+def test_stdio_jobs_listing_is_bounded_by_the_servers_limits(tmp_path, subprocess_env):
+    """Regression (red team K15 f02): under ``overspill mcp`` (8 KiB by default) 160 jobs gave a
+    10,580-byte ``jobs`` answer; a long listing is stored whole, previewed within the server's
+    limits and linked, as any output is."""
+    async def main():
+        async with stdio(tmp_path / "data", subprocess_env, "--max-lines", "5") as client:
+            uris = []
+            try:
+                for _ in range(8):
+                    started = await client.call_tool("bash", {"command": "sleep 30", "background": True,
+                                                              "yield_after": 0})
+                    uris.append(started.structured_content["uri"])
+                listed = await client.call_tool("jobs", {})
+                assert not listed.is_error and "output truncated" in text_of(listed), text_of(listed)
+                (link,) = links_of(listed)
+                assert listed.structured_content["uri"] == link.uri
+                whole = (await page_with_read(client, link.uri)).decode()
+                assert [line.split()[0] for line in whole.splitlines()] == uris
+            finally:
+                for uri in uris:
+                    await client.call_tool("kill", {"resource": uri})
+
+    anyio.run(main)
+
+
 async def cancelled_once_started(client, arguments: dict, pid_file) -> tuple[int, int]:
     """Call bash with ``arguments`` (whose command writes ``$$ $PPID`` to ``pid_file``), cancel the
     call once the command has started (notifications/cancelled): (the group's leader, the server)."""

@@ -219,15 +219,16 @@ def _command_kill(args: argparse.Namespace) -> int:
 
 
 def _command_jobs(args: argparse.Namespace) -> int:
-    from ..tools.jobs import jobs
+    from ..tools.jobs import jobs_listing
 
-    answer = jobs(_reader(args), _session(args), f"cli-{time.time_ns()}")
-    if answer.is_error:
-        raise _UsageError(answer.output)
+    # (the store's errors as they are: a failure to list is a storage failure, exit 4, as for ls)
+    answer = jobs_listing(_reader(args), _session(args), f"cli-{time.time_ns()}", text=not args.json)
     if args.json:
         _print_json({"jobs": answer.metadata["jobs"]})
     else:
-        _print_text(answer.output)
+        # A long listing is stored and previewed: its marker's next calls as shell commands.
+        _print_text(_for_the_shell(args, answer.output, None if answer.resource is None else answer.resource.uri,
+                                   answer.metadata.get("next_offset")))
     return 0
 
 

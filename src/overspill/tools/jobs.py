@@ -25,14 +25,15 @@ from ..errors import OverspillError, ResourceNotFoundError, SearchError
 from ..records import Record
 from .._store_types import TruncateResult
 from ..store import ToolOutputStore
-from ._result import ToolResult, failure, shortened_line, stored_metadata
+from ._result import ToolResult, bounded, failure, shortened_line, stored_metadata
 from .._binary import SNIFF_BYTES, output_is_binary
 from .bash import CommandOutput, describe_binary, start_failure, strip_final_newline
 
 if TYPE_CHECKING:
     from ._regex import Search
 
-__all__ = ["DEFAULT_WAIT_BUDGET", "YIELD_AFTER", "background_answer", "background_calls", "jobs", "kill", "start_background", "wait"]
+__all__ = ["DEFAULT_WAIT_BUDGET", "YIELD_AFTER", "background_answer", "background_calls", "jobs", "jobs_listing", "kill",
+           "start_background", "wait"]
 
 PathArg = Union[str, "os.PathLike[str]", None]
 Progress = Callable[[int], None]
@@ -617,7 +618,21 @@ def kill(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
 
 
 def jobs(store: ToolOutputStore, session_id: str, tool_call_id: str) -> ToolResult:
+    """This session's background commands, oldest first: handle, state, size, age and exit code
+    (``jobs_listing``); a store that cannot list them, or keep a long listing, is the failure's one line."""
+    try:
+        return jobs_listing(store, session_id, tool_call_id)
+    except OverspillError as error:
+        return failure(str(error))
+
+
+def jobs_listing(store: ToolOutputStore, session_id: str, tool_call_id: str, *, text: bool = True) -> ToolResult:
     """This session's background commands, oldest first: handle, state, size, age and exit code.
+
+    The listing is bounded like any output (``store.truncate``, as grep's
+    is): a long one is stored whole and previewed; ``metadata["jobs"]``, for
+    the host, holds every entry.  ``text=False``: the entries only (the
+    output empty, nothing stored), for a host that shows them itself.
 
     ``size`` is the output's bytes so far that can be read (``read``,
     ``wait``): a running (or lost) command's sealed, verified prefix, an
@@ -629,12 +644,10 @@ def jobs(store: ToolOutputStore, session_id: str, tool_call_id: str) -> ToolResu
     about a second after it was written).  In the process that runs (or
     ran) a command whose storing a write failure stopped, its entry says why
     (``storage_error``, and the note at the end of its line).
+
+    :raises StorageError: the store cannot list the records, or keep a long listing.
     """
-    del tool_call_id
-    try:
-        records = [record for record in store.records(session_id) if record.state is not None]
-    except OverspillError as error:
-        return failure(str(error))
+    records = [record for record in store.records(session_id) if record.state is not None]
     if not records:
         return ToolResult("no background commands in this session", False, False, None, {"jobs": []})
     now = time.time() * 1000
@@ -648,5 +661,7 @@ def jobs(store: ToolOutputStore, session_id: str, tool_call_id: str) -> ToolResu
                      + (f" {stopped}" if stopped else ""))
         listed.append({"uri": record.resource.uri, "state": record.state, "size": record.resource.size,
                        "age": round(age, 3), "exit_code": record.exit_code, **storage})
-    return ToolResult("\n".join(lines), False, False, None, {"jobs": listed})
+    if not text:
+        return ToolResult("", False, False, None, {"jobs": listed})
+    return bounded(store.truncate(session_id, tool_call_id, "\n".join(lines)), jobs=listed)
 
