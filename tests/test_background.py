@@ -1575,7 +1575,8 @@ def test_wait_pattern_finds_a_line_split_across_the_offset_it_starts_from(store)
         found = wait(store, SESSION, "w", uri, 10, "ready on port", offset=start, progress=grow)
         assert grown and found.metadata["match"] == start, found.output
         assert found.output.startswith("dy on port 80\n[pattern 'ready on port' found at byte offset 18]")
-        assert (found.metadata["offset"], found.metadata["next_offset"]) == (start, len(b"booting\nserver ready on port 80\n"))
+        whole_line = len(b"booting\nserver ready on port 80\n")
+        assert (found.metadata["offset"], found.metadata["next_offset"]) == (start, whole_line)
         # Through the tool as a model calls it, and with anchors and look-behinds on the whole line.
         for pattern in ("ready on port", "^server ready", r"(?<=server )ready", "ready", "ady on"):
             called = tools.call(store, SESSION, "w", "wait", {"resource": uri, "timeout": 0, "pattern": pattern,

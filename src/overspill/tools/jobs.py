@@ -32,8 +32,8 @@ from .bash import CommandOutput, describe_binary, start_failure, strip_final_new
 if TYPE_CHECKING:
     from ._regex import Search
 
-__all__ = ["DEFAULT_WAIT_BUDGET", "YIELD_AFTER", "background_answer", "background_calls", "jobs", "jobs_listing", "kill",
-           "start_background", "wait"]
+__all__ = ["DEFAULT_WAIT_BUDGET", "YIELD_AFTER", "background_answer", "background_calls", "jobs", "jobs_listing",
+           "kill", "start_background", "wait"]
 
 PathArg = Union[str, "os.PathLike[str]", None]
 Progress = Callable[[int], None]
@@ -470,12 +470,12 @@ def _line_start(store: ToolOutputStore, session_id: str, uri: str, start: int) -
 
 
 def _search(store: ToolOutputStore, session_id: str, uri: str, low: int, high: int, search: Search,
-            final: bool, new: int) -> tuple[Optional[int], int]:
+            final: bool, new: int = 0) -> tuple[Optional[int], int]:
     """Search the text of ``[low, high)`` as it stands, its last line too, finished or not.
 
     :param final: the output ends at ``high`` (its command exited): nothing is searched again.
-    :param new: where the new output starts (the wait's start): ``low`` may be before it, on the
-        line that holds it, and a match there counts only when it ends past ``new``.
+    :param new: where the new output starts (the wait's start; 0: all is new): ``low`` may be
+        before it, on the line that holds it, and a match there counts only when it ends past ``new``.
     :returns: the byte offset of the first matching line (of the piece, in a line searched in
         pieces; the line's new part, ``new``, for the line that holds it), and where the next
         search starts: the start of the unfinished last line (searched
