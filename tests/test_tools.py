@@ -2340,14 +2340,8 @@ def test_webfetch_refuses_a_content_length_line_with_no_value(store, lines, list
     ``Content-Length: 5``, as 5 bytes; yet ``Content-Length: , `` was refused as invalid.  RFC 9110
     (8.6): a value is at least one digit; a line without one is an invalid Content-Length, refused
     like ``, `` and nothing kept."""
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n" + b"".join(b"Content-Length: " + line + b"\r\n"
-                                                                       for line in lines)
-    url, listener = _raw_server(lambda connection: connection.sendall(head + b"Connection: close\r\n\r\nhello world"))
-    with listener:
-        result = tools.webfetch(store, "s", "c", url, timeout=10)
-    expected = f"refused: {url} is sent with an invalid Content-Length {listed!r}: its length is unknown"
-    assert result.is_error and result.output == expected, result.output
-    assert store.resources("s") == []
+    _assert_refused_for_its_content_length(store, b"".join(b"Content-Length: " + line + b"\r\n" for line in lines),
+                                           listed)
 
 
 @pytest.mark.parametrize("value", [b"5,", b",5", b"5,,5", b"5, 5,", b" , 5"],
@@ -2357,11 +2351,16 @@ def test_webfetch_refuses_a_content_length_list_with_an_empty_member(store, valu
     and so were ``,5`` and ``5,,5``: the empty members were dropped before the values were compared.
     RFC 9110 (8.6) lets a recipient take a list of identical values (``5, 5``) as one; anything else
     is an invalid Content-Length (RFC 9112 6.3), refused like ``+5`` and nothing kept."""
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " + value + b"\r\n"
+    _assert_refused_for_its_content_length(store, b"Content-Length: " + value + b"\r\n", value.strip().decode())
+
+
+def _assert_refused_for_its_content_length(store, fields: bytes, listed: str) -> None:
+    """A page sent with the Content-Length ``fields`` (whole header lines) is refused, naming ``listed``."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n" + fields
     url, listener = _raw_server(lambda connection: connection.sendall(head + b"Connection: close\r\n\r\nhello world"))
     with listener:
         result = tools.webfetch(store, "s", "c", url, timeout=10)
-    expected = f"refused: {url} is sent with an invalid Content-Length {value.strip().decode()!r}: its length is unknown"
+    expected = f"refused: {url} is sent with an invalid Content-Length {listed!r}: its length is unknown"
     assert result.is_error and result.output == expected, result.output
     assert store.resources("s") == []
 
