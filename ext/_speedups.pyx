@@ -22,7 +22,7 @@ from libc.string cimport memchr, memcpy
 
 from overspill_simd cimport (
     OSP_PLAIN_VIEW, osp_hit, osp_needs_view, osp_pattern, osp_scan_plain, osp_text_fits, osp_scan, osp_scan_free,
-    osp_scan_init, osp_scan_region, osp_view,
+    osp_scan_init, osp_scan_region, osp_view, osp_quoted, osp_quoted_begin, osp_quoted_finish,
     osp_boundary_at_or_after, osp_boundary_at_or_before, osp_count_upto, osp_crc_init, osp_crc32, osp_find_nth,
     osp_page, osp_scan_token, osp_set_mask32,
     osp_prefix_fitting, osp_rfind_nth, osp_simd_cap, osp_suffix_fitting, osp_utf8_length,
@@ -31,6 +31,7 @@ from overspill_simd cimport (
 from overspill._buffers import byte_view as _byte_view
 from overspill._buffers import check_flags as _check_flags
 from overspill._buffers import check_patterns as _check_patterns
+from overspill._buffers import check_signal_state as _check_signal_state
 from overspill._buffers import int_text as _int_text
 
 cdef extern from "Python.h":

@@ -230,13 +230,15 @@ cdef object _page_in(const uint8_t *window, Py_ssize_t base, Py_ssize_t low, Py_
     return start + base, end + base, _shown_text(window + start, end - start, flags)
 
 
-def signal_lines(buffer, start, end, patterns, flags, limit, distinct=0, /):
+def signal_lines(buffer, start, end, patterns, flags, limit, distinct=0, state=None, /):
     """Lines of ``buffer[start:end]`` whose view matches a signal pattern; see _native.signal_lines."""
     cdef Py_ssize_t c_start, c_end, c_limit, c_distinct, n, k
     cdef int c_flags, count, failed = 0
     cdef Py_buffer buf
     cdef osp_pattern *table = NULL
     cdef osp_scan scan
+    cdef osp_quoted quoted
+    cdef bint report = state is not None
     if isinstance(buffer, str):
         raise TypeError("buffer must be a bytes-like object, not str")
     _bytes_of(buffer, &buf)
@@ -247,11 +249,21 @@ def signal_lines(buffer, start, end, patterns, flags, limit, distinct=0, /):
         c_flags = _check_flags(flags)
         c_limit = _check_int(limit, "limit", 0)
         c_distinct = _check_int(distinct, "distinct", 0)
+        begun = _check_signal_state(state)
         kinds = max([entry[0] for entry in checked], default=-1) + 1
         n = buf.len
         if c_end > n or c_start > c_end:
             raise ValueError(f"start and end must satisfy 0 <= start <= end <= {n}")
+        if begun is None:
+            begun = (0, 0, 0)
         if not checked or c_start == c_end:
+            if report and c_start < c_end:
+                # No pattern: the state is only walked to the region's end.
+                osp_quoted_begin(&quoted, <const uint8_t *>buf.buf + c_start, c_end - c_start, begun[0], begun[1],
+                                 begun[2])
+                with nogil:
+                    osp_quoted_finish(&quoted)
+                state[0], state[1], state[2] = quoted.phase, quoted.old_left, quoted.new_left
             return [], [0] * kinds
         count = len(checked)
         table = <osp_pattern *>malloc(count * sizeof(osp_pattern))
@@ -268,15 +280,21 @@ def signal_lines(buffer, start, end, patterns, flags, limit, distinct=0, /):
             osp_scan_free(&scan)
             raise MemoryError()
         scan.distinct = c_distinct
+        osp_quoted_begin(&scan.quoted, <const uint8_t *>buf.buf + c_start, c_end - c_start, begun[0], begun[1],
+                         begun[2])
         try:
             # The literals stay alive in `checked`, which this frame holds.
             with nogil:
                 failed = osp_scan_region(&scan, <const uint8_t *>buf.buf + c_start, c_end - c_start, c_flags)
+                if failed >= 0 and report:
+                    osp_quoted_finish(&scan.quoted)
             if failed < 0:
                 raise MemoryError()
             hits = [(c_start + scan.hits[k].start, c_start + scan.hits[k].end, scan.hits[k].kind)
                     for k in range(scan.hit_count)]
             totals = [scan.totals[k] for k in range(kinds)]
+            if report:
+                state[0], state[1], state[2] = scan.quoted.phase, scan.quoted.old_left, scan.quoted.new_left
             return hits, totals
         finally:
             osp_scan_free(&scan)

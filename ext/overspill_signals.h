@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "overspill_hex.h"
+#include "overspill_quoted.h"
 #include "overspill_text.h"
 
 typedef struct {
@@ -68,6 +69,9 @@ typedef struct {
     ptrdiff_t key_room;
     ptrdiff_t last_start, last_end;  /* the last hit looked up in `seen` (its kind last_kind) */
     int last_kind;
+    /* Lines of diff hunks and commit messages, never hits: the caller sets it
+     * to the region and the state it starts in (osp_quoted_begin). */
+    osp_quoted quoted;
 } osp_scan;
 
 static inline int osp_is_word(uint8_t b) {
@@ -401,6 +405,7 @@ static int osp_distinct_seen(osp_scan *scan, ptrdiff_t start, ptrdiff_t end, int
 }
 
 static int osp_scan_record(osp_scan *scan, ptrdiff_t start, ptrdiff_t end, int kind) {
+    if (osp_quoted_line(&scan->quoted, start, end)) return 0;  /* quoted text, not a diagnostic */
     scan->totals[kind]++;
     if (scan->kept[kind] >= scan->limit) return 0;
     if (scan->distinct > 0) {

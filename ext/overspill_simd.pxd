@@ -2,7 +2,7 @@
 # _speedups_outline.pxi), cimported by _speedups.pyx.  Cython includes the headers in
 # the order of these blocks: the order their code had as one file, so that the compiled
 # functions keep their layout (a hot loop's speed can follow its address).
-from libc.stdint cimport uint8_t, uint32_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t
 
 cdef extern from "overspill_simd.h" nogil:
     int osp_simd_cap
@@ -41,6 +41,15 @@ cdef extern from "overspill_text.h" nogil:
                       int flags)
     Py_ssize_t osp_view(const uint8_t *p, Py_ssize_t n, int flags, uint8_t *out)
 
+cdef extern from "overspill_quoted.h" nogil:
+    ctypedef struct osp_quoted:
+        int phase
+        int64_t old_left
+        int64_t new_left
+    void osp_quoted_begin(osp_quoted *q, const uint8_t *s, Py_ssize_t n, int phase, int64_t old_left,
+                          int64_t new_left)
+    void osp_quoted_finish(osp_quoted *q)
+
 cdef extern from "overspill_signals.h" nogil:
     ctypedef struct osp_pattern:
         int kind
@@ -58,6 +67,7 @@ cdef extern from "overspill_signals.h" nogil:
         osp_hit *hits
         Py_ssize_t hit_count
         Py_ssize_t distinct
+        osp_quoted quoted
     int osp_scan_init(osp_scan *scan, const osp_pattern *patterns, int count, int flags, Py_ssize_t limit)
     void osp_scan_free(osp_scan *scan)
 

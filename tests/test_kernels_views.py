@@ -146,13 +146,63 @@ def naive_listing_entry(line: bytes) -> bool:
     return re.match(rb"[-dlcbpsD][r-][w-][xsS-][r-][w-][xsS-][r-][w-][xtT-][.+@]? ", line) is not None
 
 
-def naive_signals(data: bytes, start: int, end: int, patterns, flags: int, limit: int):
+_NAIVE_HUNK = re.compile(rb"@@ -([0-9]+)(?:,([0-9]+))? \+([0-9]+)(?:,([0-9]+))? @@")
+
+
+def naive_quoted(lines: list[bytes], state: list[int]) -> list[bool]:
+    """Which of ``lines`` are lines of a diff hunk (its header included) or of a git commit's
+    message, line by line from ``state`` ([phase, old lines left, new lines left]; phases:
+    0 outside, 1 in a hunk, 2 in a commit's header lines, 3 in its message), which is left
+    where the last line leaves it."""
+    phase, old, new = state
+    if phase != 1:
+        old = new = 0
+    quoted = []
+    for line in lines:
+        verdict = None
+        if phase == 1:
+            if line.startswith(b"\\"):
+                verdict = True
+            elif line.startswith(b" ") and old > 0 and new > 0:
+                old, new, verdict = old - 1, new - 1, True
+            elif line.startswith(b"-") and old > 0:
+                old, verdict = old - 1, True
+            elif line.startswith(b"+") and new > 0:
+                new, verdict = new - 1, True
+        elif phase == 2:
+            if line == b"":
+                phase, verdict = 3, False
+            elif re.match(rb"[A-Za-z][A-Za-z ]*:", line):
+                verdict = False
+        elif phase == 3:
+            if line == b"":
+                verdict = False
+            elif line.startswith(b"    "):
+                verdict = True
+        if verdict is None:  # outside, or a line that ends a hunk or a commit
+            phase, old, new, verdict = 0, 0, 0, False
+            header = _NAIVE_HUNK.match(line)
+            if header and all(len(number or b"") <= 18 for number in header.groups()):
+                phase, old, new, verdict = 1, int(header[2] or 1), int(header[4] or 1), True
+            elif re.match(rb"commit [0-9a-f]{7,}(?:[ \x1b]|\Z)", line):
+                phase = 2
+        quoted.append(verdict)
+    state[:] = [phase, old, new]
+    return quoted
+
+
+def naive_signals(data: bytes, start: int, end: int, patterns, flags: int, limit: int, state=None):
     kinds = max((p[0] for p in patterns), default=-1) + 1
     totals, hits, kept = [0] * kinds, [], [0] * kinds
     position = start
-    for line in data[start:end].split(b"\n"):
+    lines = data[start:end].split(b"\n")
+    # A final empty line (after a last newline, or of an empty region) is the next region's first.
+    walked = lines[:-1] if lines[-1] == b"" else lines
+    # (An empty region leaves the state as it was.)
+    quoted = naive_quoted(walked, state if state is not None and walked else [0, 0, 0]) + [False]
+    for line, inside in zip(lines, quoted):
         shown = naive_view(line, flags)
-        matched = [] if naive_listing_entry(shown) else [p[0] for p in patterns if naive_matches(shown, p)]
+        matched = [] if inside or naive_listing_entry(shown) else [p[0] for p in patterns if naive_matches(shown, p)]
         if matched:
             kind = min(matched)
             totals[kind] += 1
@@ -165,6 +215,22 @@ def naive_signals(data: bytes, start: int, end: int, patterns, flags: int, limit
 
 PATTERNS = ((0, False, True, b"error"), (0, True, False, b"E   "), (1, False, True, b"warning"),
             (0, False, False, b"ValueError:"), (2, False, True, b"42%"))
+
+# Lines of git log -p and --stat, unified diffs, and near misses of each, that signal lines
+# pass over or not: hunk headers (counts given, missing, 0, too long, malformed), hunk
+# lines, commit lines (decorated, too short, uppercase), header, message and stat lines.
+_QUOTING = [b"@@ -1,2 +1,2 @@", b"@@ -3 +3 @@ def f(error):", b"@@ -0,0 +1 @@", b"@@ -1,3 +1 @@ class E(Exception):",
+            b"@@ -5,0 +6,2 @@", b"@@ -1,x +1 @@ error", b"@@ -1 +1,1234567890123456789 @@", b"@@ -1 +1@@",
+            b"@@@ -1,2 -1,2 +1,3 @@@", b"+raise ValueError('error')", b"-    log.error(x)", b" error context",
+            b"\\ No newline at end of file", b"+", b"-", b" ", b"", b"error: real one", b"warning: ambiguous",
+            b"E   assert 0", b"commit 0123456789abcdef0123456789abcdef01234567",
+            b"commit 89abcde (HEAD -> main, origin/error)", b"commit 12345a", b"commit ABCDEF0123", b"commit 1234567 x",
+            b"Author: Error Person <e@x>", b"Merge: 1234567 89abcde", b"Date:   Mon Dec 7", b"Reflog message: error",
+            b"    fix: the error path failed before", b"    ", b"     ValueError: indented more",
+            b"   three spaces error", b" 2 files changed, 3 insertions(+), 1 deletion(-)", b" src/error.py | 3 ++-",
+            b"diff --git a/x b/x", b"\x1b[31merror\x1b[0m", b"error\r42%"]
+quoting = st.lists(st.sampled_from(_QUOTING), max_size=30).map(b"\n".join)
+states = st.one_of(st.none(), st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)).map(list))
 
 
 # ---------------------------------------------------------------- views
@@ -332,17 +398,43 @@ def test_signal_examples():
     assert totals == [2, 1, 1]
 
 
-@given(noisy, st.data(), flag_sets, st.integers(0, 4))
-@example(b"error\nerror\nwarning", None, 3, 1)
+@given(st.one_of(noisy, quoting), st.data(), flag_sets, st.integers(0, 4), states)
+@example(b"error\nerror\nwarning", None, 3, 1, None)
 # Red team M15: a line whose view starts with a mode string is a listing entry, coloured or not.
-@example(b"drwxr-xr-x 2 u u 0 Error\n\x1b[0m-rw-r--r--. 1 u u 0 error\nerror: drwxr-xr-x ", None, 3, 5)
-def test_signals_match_naive_reference(data, draw, flags, limit):
+@example(b"drwxr-xr-x 2 u u 0 Error\n\x1b[0m-rw-r--r--. 1 u u 0 error\nerror: drwxr-xr-x ", None, 3, 5, None)
+@example(b"@@ -1,2 +1 @@\n-error\n-error\n+error\nerror", None, 0, 4, None)
+@example(b"commit 1234567\nAuthor: error\n\n    error\n\n    error\nerror", None, 0, 4, [0, 0, 0])
+@example(b"+error\n\\ error\n error\n-error", None, 0, 4, [1, 1, 1])
+def test_signals_match_naive_reference(data, draw, flags, limit, state):
     start, end = 0, len(data)
     if draw is not None:
         start = draw.draw(st.integers(0, len(data)))
         end = draw.draw(st.integers(start, len(data)))
-    assert _kernels.signal_lines(data, start, end, PATTERNS, flags, limit) == naive_signals(
-        data, start, end, PATTERNS, flags, limit)
+    expected = None if state is None else list(state)
+    assert _kernels.signal_lines(data, start, end, PATTERNS, flags, limit, 0, state) == naive_signals(
+        data, start, end, PATTERNS, flags, limit, expected)
+    assert state == expected
+
+
+@given(quoting, st.data(), flag_sets, states)
+@example(b"@@ -1,2 +1,2 @@\n error\n-error\n+error\nerror: real one", None, 0, [0, 0, 0])
+def test_signal_lines_of_regions_in_turn_are_those_of_the_whole_when_each_goes_on_from_the_last_state(
+        data, draw, flags, state):
+    # The signal scan reads an omitted part a block at a time: a hunk or a commit message that
+    # a block's end cuts goes on in the next block, from the state the first left.
+    starts = [0] + [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
+    cut = starts[-1] if draw is None else draw.draw(st.sampled_from(starts))
+    state = [0, 0, 0] if state is None else state
+    whole_state = list(state)
+    whole = _kernels.signal_lines(data, 0, len(data), PATTERNS, flags, 100, 0, whole_state)
+    first = _kernels.signal_lines(data, 0, cut, PATTERNS, flags, 100, 0, state)
+    walked = list(state)
+    # With no patterns, a call only walks the state to its region's end.
+    assert _kernels.signal_lines(data, cut, len(data), (), flags, 100, 0, walked) == ([], [])
+    second = _kernels.signal_lines(data, cut, len(data), PATTERNS, flags, 100, 0, state)
+    assert first[0] + second[0] == whole[0]
+    assert [a + b for a, b in zip(first[1], second[1])] == whole[1]
+    assert state == walked == whole_state
 
 
 @given(noisy, flag_sets)
@@ -367,6 +459,14 @@ def test_signal_offsets_point_at_their_lines(data, flags):
     ((b"abc", 0, 3, PATTERNS, 5, 1), ValueError),
     ((b"abc", 0, 3, PATTERNS, 0, -1), ValueError),
     ((b"abc", 0, 3, [(0, False, True, b"a")] * 65, 0, 1), ValueError),
+    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, (0, 0, 0)), TypeError),
+    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, [0, 0]), TypeError),
+    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, [0, 0, "0"]), TypeError),
+    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, [True, 0, 0]), TypeError),
+    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, [4, 0, 0]), ValueError),
+    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, [1, -1, 0]), ValueError),
+    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, [1, 0, 10**18]), ValueError),
+    ((b"abc", 0, 4, PATTERNS, 0, 1, 0, "state"), TypeError),  # (each argument alone, before the range)
 ])
 def test_signals_reject(args, error):
     with pytest.raises(error):
@@ -440,11 +540,20 @@ def test_twins_agree_on_view_bytes(compiled, data, flags):
     assert outcome(compiled.view_bytes, data, flags) == outcome(_native.view_bytes, data, flags)
 
 
-@given(noisy, st.one_of(st.integers(0, 40), _ARGUMENTS), st.one_of(st.integers(0, 40), _ARGUMENTS),
-       st.one_of(flag_sets, _ARGUMENTS), st.one_of(st.integers(0, 3), _ARGUMENTS))
-def test_twins_agree_on_signal_lines(compiled, data, start, end, flags, limit):
+_STATES = st.one_of(states, _ARGUMENTS, st.lists(st.one_of(st.integers(-1, 4), st.just(10**18 - 1), _ARGUMENTS),
+                                                   max_size=4))
+
+
+@given(st.one_of(noisy, quoting), st.one_of(st.integers(0, 40), _ARGUMENTS),
+       st.one_of(st.integers(0, 40), _ARGUMENTS), st.one_of(flag_sets, _ARGUMENTS),
+       st.one_of(st.integers(0, 3), _ARGUMENTS), _STATES)
+def test_twins_agree_on_signal_lines(compiled, data, start, end, flags, limit, state):
+    mine = state.copy() if isinstance(state, list) else state
     args = (data, start, end, PATTERNS, flags, limit)
-    assert outcome(compiled.signal_lines, *args) == outcome(_native.signal_lines, *args)
+    if state is None:
+        assert outcome(compiled.signal_lines, *args) == outcome(_native.signal_lines, *args)
+    assert outcome(compiled.signal_lines, *args, 0, state) == outcome(_native.signal_lines, *args, 0, mine)
+    assert state == mine  # the state each leaves, or as it was when refused
 
 
 @given(st.one_of(contents, _ARGUMENTS), limits, limits, st.one_of(st.integers(0, 20), _ARGUMENTS))
@@ -515,6 +624,23 @@ def test_signal_scan_is_the_same_on_every_instruction_set(compiled, data, flags,
         finally:
             compiled._set_simd_cap(previous)
     assert results[0] == results[1] == naive_signals(data, 0, len(data), patterns, flags, 50)
+
+
+@given(st.lists(st.sampled_from(_QUOTING + [b"x" * 40, b"co" + b"x" * 40, b"@@" + b"x" * 40]), max_size=60)
+       .map(b"\n".join), states)
+@example(b"\n".join([b"x" * 40] * 3 + [b"@@ -1 +1 @@", b"+error", b"x" * 40, b"error"]), None)
+def test_quoted_lines_are_the_same_on_every_instruction_set(compiled, data, state):
+    # Outside hunks and commits, the next line that may start one is found 32 bytes a step (AVX2).
+    results = []
+    for level in (0, 3):
+        previous = compiled._set_simd_cap(level)
+        try:
+            mine = None if state is None else list(state)
+            results.append((compiled.signal_lines(data, 0, len(data), PATTERNS, 0, 50, 0, mine), mine))
+        finally:
+            compiled._set_simd_cap(previous)
+    expected = None if state is None else list(state)
+    assert results[0] == results[1] == (naive_signals(data, 0, len(data), PATTERNS, 0, 50, expected), expected)
 
 
 # ---------------------------------------------------------------- text_fits

@@ -270,6 +270,39 @@ def check_patterns(patterns: object) -> list[tuple[int, bool, bool, bytes]]:
     return checked
 
 
+# signal_lines' ``state``: where a scan stands between lines, as the list
+# [phase, old, new] (see _native_text._Quoted): between diff hunks and git
+# commits; in a hunk, whose header's counts of old and new lines still to come
+# are old and new; after a commit line, in its header lines; in its message.
+# The compiled kernel's OSP_QUOTED_*.
+QUOTED_OUTSIDE = 0
+QUOTED_HUNK = 1
+QUOTED_HEADER = 2
+QUOTED_MESSAGE = 3
+# The most lines a hunk header's count holds (18 digits; a longer number makes
+# no header): the compiled kernel's counts are 64-bit (OSP_HUNK_DIGITS).
+HUNK_COUNT_MAX = 10**18 - 1
+
+
+def check_signal_state(state: object) -> tuple[int, int, int] | None:
+    """``signal_lines``' ``state``: None, or a list ``[phase, old, new]`` of ints,
+    ``phase`` one of the ``QUOTED_*``, ``old`` and ``new`` from 0 to ``HUNK_COUNT_MAX``.
+
+    :raises TypeError: neither None nor a list of three ints.
+    :raises ValueError: a number out of its range.
+    """
+    if state is None:
+        return None
+    if type(state) is not list or len(state) != 3:
+        raise TypeError(f"state must be None or a list [phase, old, new], not {type(state).__name__}")
+    phase, old, new = check_int(state[0], "phase", 0), check_int(state[1], "old", 0), check_int(state[2], "new", 0)
+    if phase > QUOTED_MESSAGE:
+        raise ValueError(f"phase must be one of the QUOTED_* (0 to {QUOTED_MESSAGE}), not {phase}")
+    if old > HUNK_COUNT_MAX or new > HUNK_COUNT_MAX:
+        raise ValueError(f"a hunk's count must be at most {HUNK_COUNT_MAX}")
+    return phase, old, new
+
+
 #: Keys whose value names an array's object item (its label in the JSON outline); not ``id``:
 #: a number tells a reader no more than the item's index does.
 JSON_LABEL_KEYS = frozenset((b"name", b"title", b"key", b"package", b"path", b"file", b"filename",

@@ -14,9 +14,12 @@ from ._buffers import byte_view as _byte_view
 from ._buffers import check_flags as _check_flags
 from ._buffers import check_int as _check_int
 from ._buffers import check_patterns as _check_patterns
+from ._buffers import check_signal_state as _check_signal_state
+from ._buffers import QUOTED_HEADER, QUOTED_HUNK, QUOTED_MESSAGE, QUOTED_OUTSIDE
 from ._buffers import plain_str as _plain_str
 from ._native_bytes import _is_continuation, _sequence_length
 from ._native_bytes import copied_bad_chunk, page_bounds, utf8_length
+from ._native_outline import _commit
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; the annotations are never evaluated
@@ -384,6 +387,131 @@ def _scan_kinds(text: bytes, patterns: list[tuple[int, bool, bool, bytes]]) -> d
     return claimed
 
 
+# ---------------------------------------------------------------- quoted lines
+# A hunk header "@@ -a[,b] +c[,d] @@...": its counts b and d (a missing one is 1), numbers of
+# at most 18 digits (HUNK_COUNT_MAX).  A commit's header line: a letter, letters and spaces, ":".
+_HUNK_HEADER = LazyPattern(rb"@@ -[0-9]{1,18}(?:,([0-9]{1,18}))? \+[0-9]{1,18}(?:,([0-9]{1,18}))? @@")
+_COMMIT_HEADER_LINE = LazyPattern(rb"[A-Za-z][A-Za-z ]*:")
+
+
+class _Quoted:
+    """Which lines of a region are quoted text, never signal lines: a unified
+    diff's hunks and git log's commit messages.  A ``+ raise ValueError(...)``
+    in a hunk or ``failed before the fix`` in a message is text quoted from a
+    file or a person, not a diagnostic of the run that printed it.
+
+    * After a hunk header ``@@ -a[,b] +c[,d] @@`` (itself quoted: what follows
+      its ``@@`` is a line of the file), the lines its counts cover are quoted:
+      `` `` takes an old and a new line, ``-`` an old one, ``+`` a new one, and
+      ``\\`` ("No newline at end of file") none, also after the last line.  Any
+      other line, or one its counts no longer cover, ends the hunk.
+    * After a commit line (``_native_outline._commit``'s: ``commit <7 or more
+      hex digits>``, then the line's end, a space or ESC) come its header lines
+      (``Author:``, ``Date:``, ``Merge:``: a letter, letters and spaces, ``:``)
+      up to an empty line; then its message: lines starting with four spaces,
+      which git puts before each, are quoted, empty lines stay in it, and any
+      other line ends it.
+    * A line that ends a hunk or a commit is then read as if outside both.
+
+    The state (``signal_lines``' ``state``) comes in from the caller (what the
+    lines before the region left: ``text.SignalCollector`` walks a preview's
+    head, then carries it from block to block); a hunk that began before what
+    the caller walked is not known.  Lines are asked about in increasing
+    order; the state is walked to each, once, skipping (outside a hunk and a
+    commit) to the next line that could start one.  ``osp_quoted`` in the
+    compiled kernel.
+    """
+
+    __slots__ = ("phase", "old", "new", "_region", "_at", "_next_hunk", "_next_commit")
+
+    def __init__(self, region: bytes, state: tuple[int, int, int]) -> None:
+        self.phase = state[0]
+        # The counts mean something in a hunk only.
+        self.old, self.new = (state[1], state[2]) if self.phase == QUOTED_HUNK else (0, 0)
+        self._region = region
+        self._at = 0  # the next line to walk starts here
+        self._next_hunk = self._next_commit = -1  # the next line starting "@@ -" / "commit "; stale below _at
+
+    def line(self, start: int, end: int) -> bool:
+        """Whether the line ``region[start:end]`` is quoted; the state moves past it."""
+        self._walk(start)
+        if self._at > start:  # (asked twice: never, as the scan gives each line once)
+            return False
+        self._at = end + 1
+        return self._step(self._region[start:end])
+
+    def finish(self) -> list[int]:
+        """The state at the region's end, ``[phase, old, new]``: every line walked
+        (a final empty one, after a last newline, is the next region's first line)."""
+        self._walk(len(self._region))
+        return [self.phase, self.old, self.new]
+
+    def _search(self, needle: bytes) -> int:
+        region, at = self._region, self._at
+        if region.startswith(needle, at):
+            return at
+        found = region.find(b"\n" + needle, at)
+        return len(region) if found < 0 else found + 1
+
+    def _walk(self, to: int) -> None:
+        region = self._region
+        size = len(region)
+        while self._at < to:
+            if self.phase == QUOTED_OUTSIDE:
+                # Only a hunk header or a commit line changes the state here: on to the next one.
+                if self._next_hunk < self._at:
+                    self._next_hunk = self._search(b"@@ -")
+                if self._next_commit < self._at:
+                    self._next_commit = self._search(b"commit ")
+                self._at = min(self._next_hunk, self._next_commit)
+                if self._at >= to:
+                    self._at = to
+                    return
+            end = region.find(b"\n", self._at)
+            end = size if end < 0 else end
+            self._step(region[self._at : end])
+            self._at = end + 1
+
+    def _step(self, line: bytes) -> bool:
+        phase = self.phase
+        if phase == QUOTED_HUNK:
+            first = line[:1]
+            if first == b"\\":
+                return True
+            if first == b" " and self.old and self.new:
+                self.old -= 1
+                self.new -= 1
+                return True
+            if first == b"-" and self.old:
+                self.old -= 1
+                return True
+            if first == b"+" and self.new:
+                self.new -= 1
+                return True
+            # Past its counts, or a line no hunk holds (a malformed diff): the hunk has ended.
+        elif phase == QUOTED_HEADER:
+            if not line:
+                self.phase = QUOTED_MESSAGE
+                return False
+            if _COMMIT_HEADER_LINE.match(line):
+                return False
+        elif phase == QUOTED_MESSAGE:
+            if not line:
+                return False
+            if line.startswith(b"    "):
+                return True
+        self.phase, self.old, self.new = QUOTED_OUTSIDE, 0, 0
+        if line.startswith(b"@@ -"):
+            header = _HUNK_HEADER.match(line)
+            if header is not None:
+                old, new = header.groups()
+                self.phase, self.old, self.new = QUOTED_HUNK, int(old or 1), int(new or 1)
+                return True
+        elif line.startswith(b"commit ") and _commit(line, False) is not None:
+            self.phase = QUOTED_HEADER
+        return False
+
+
 # signal_lines(distinct=...): a line's key has every ASCII digit made "0" (DIGITS_ZEROED).
 # Each hex digit of either case made "x", any other byte " ": a line with no 7 in a
 # row has no hex digest nor UUID (an uppercase UUID's last group has 12), and needs
@@ -404,7 +532,8 @@ def _signal_key(line: bytes, flags: int) -> bytes:
 
 
 def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags: int, limit: int,
-                 distinct: int = 0, /) -> tuple[list[tuple[int, int, int]], list[int]]:
+                 distinct: int = 0, state: Optional[list[int]] = None, /
+                 ) -> tuple[list[tuple[int, int, int]], list[int]]:
     """Lines of ``buffer[start:end]`` whose view matches a signal pattern.
 
     The region is split at newlines (its first and last lines may be parts of
@@ -426,9 +555,17 @@ def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags
     its repeats are counted, not listed), so a scan of many near-duplicates
     lists each distinct line once.
 
+    The lines of a diff's hunks and of git log's commit messages (``_Quoted``)
+    are quoted text: never listed nor counted.  ``state`` is where the region's
+    first line stands among them: None (outside any), or a list ``[phase, old,
+    new]`` (``_buffers.QUOTED_*``, a hunk's counts still to come), which is
+    then set to where the region's end stands, so that the next region of a
+    scan goes on from it (with no patterns, that is all a call does).
+
     :raises TypeError: wrong argument types.
     :raises ValueError: ``start``/``end`` outside the buffer or reversed,
-        malformed patterns, ``flags`` outside 0 to 3, ``limit`` or ``distinct`` negative.
+        malformed patterns, ``flags`` outside 0 to 3, ``limit`` or ``distinct``
+        negative, a ``state`` number out of its range.
     """
     if isinstance(buffer, str):
         raise TypeError("buffer must be a bytes-like object, not str")
@@ -439,12 +576,18 @@ def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags
         flags = _check_flags(flags)
         limit = _check_int(limit, "limit", 0)
         distinct = _check_int(distinct, "distinct", 0)
+        begun = _check_signal_state(state)
         kinds = max((kind for kind, _, _, _ in checked), default=-1) + 1
         totals = [0] * kinds
         if end > len(view) or start > end:
             raise ValueError(f"start and end must satisfy 0 <= start <= end <= {len(view)}")
         region = view[start:end].tobytes()
-    if not checked or not region:
+    if not region:
+        return [], totals
+    quoted = _Quoted(region, begun or (QUOTED_OUTSIDE, 0, 0))
+    if not checked:
+        if state is not None:
+            state[:] = quoted.finish()
         return [], totals
     shown = view_bytes(region, flags) if flags else None
     if shown is not None and len(shown) == len(region):
@@ -459,9 +602,6 @@ def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags
         if _listing_entry(text, line_start):
             continue
         kind = claimed[line_start]
-        totals[kind] += 1
-        if kept[kind] >= limit:
-            continue
         if stored is None:
             first = line_start
             last = text.find(b"\n", line_start)
@@ -469,6 +609,11 @@ def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags
                 last = len(text)
         else:
             first, last = stored.line_at(line_start)
+        if quoted.line(first, last):
+            continue
+        totals[kind] += 1
+        if kept[kind] >= limit:
+            continue
         if distinct:
             key = (kind, _signal_key(region[first : min(last, first + distinct)], flags))
             if key in seen:
@@ -476,6 +621,8 @@ def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags
             seen.add(key)
         kept[kind] += 1
         hits.append((start + first, start + last, kind))
+    if state is not None:
+        state[:] = quoted.finish()
     return hits, totals
 
 
