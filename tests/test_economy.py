@@ -340,6 +340,75 @@ def test_counts_past_the_grouping_bound_say_they_are_lower_bounds(store, monkeyp
     assert counted is not None and 1000 <= int(counted.group(1)) < 5000, signals
 
 
+def _git_log(commits: int, genuine_every: int, *, patch: bool) -> bytes:
+    """A ``git log -p`` (``patch``) or ``git log --stat`` of ``commits`` commits (red team M15):
+    each message speaks of errors and failures, each hunk adds, removes and keeps error-handling
+    code; every ``genuine_every``-th commit has lines git itself prints, outside any hunk or
+    message: among its header lines (``gpg: WARNING: ...``, as ``--show-signature`` prints it:
+    the message follows) and after it (``error: could not apply ...``, ``warning: refname ...``)."""
+    lines = []
+    for i in range(commits):
+        digest = f"{(i + 1) * 0x9E3779B97F4A7C15 % 16**40:040x}"
+        genuine = i % genuine_every == genuine_every - 1
+        lines += [f"commit {digest}" + (" (HEAD -> main)" if i == 0 else ""),
+                  "Author: A U Thor <author@example.com>", f"Date:   Mon Dec 7 20:{i % 60:02d}:45 2026 +0000"]
+        if genuine:
+            lines.append("gpg: WARNING: This key is not certified with a trusted signature!")
+        lines += ["", f"    retry: the error path failed before the fix (step {i})", "",
+                  "    Traceback (most recent call last): ValueError: error", "    FAILED tests/test_app.py", ""]
+        if patch:
+            lines += [f"diff --git a/src/app{i}.py b/src/app{i}.py", "index 1234567..89abcde 100644",
+                      f"--- a/src/app{i}.py", f"+++ b/src/app{i}.py",
+                      "@@ -10,4 +10,5 @@ class Handler(Exception):",  # 4 old lines, 5 new
+                      "     try:", "-        log.error \"request failed\"", '+        raise ValueError("error")',
+                      "+        # FATAL: never reached", "     except Exception:", "         pass",
+                      "@@ -40 +41 @@",  # 1 and 1, then git's note, also a hunk's line
+                      "-    errors = 0  # warning: none", "+    errors = 1  # panic", "\\ No newline at end of file"]
+        else:
+            lines += [f" src/app{i}.py        | 3 ++-", " tests/error_test.py | 4 ++++",
+                      " 2 files changed, 6 insertions(+), 1 deletion(-)"]
+        if genuine:
+            # Right after the hunk's last counted line (its counts end it) or the stat lines.
+            lines.append(f"error: could not apply {digest[:7]}... retry step {i}" if patch
+                         else f"warning: refname 'v{i}' is ambiguous.")
+        lines.append("")
+    return "\n".join(lines).encode()
+
+
+@pytest.mark.parametrize("patch", [True, False], ids=["log -p", "log --stat"])
+@pytest.mark.parametrize("max_lines, max_bytes, scan_block, per_call", [
+    (2000, 51200, None, None), (400, 8192, None, None), (200, 4096, None, None), (57, 2900, None, None),
+    (400, 8192, 3000, None), (400, 8192, None, 2)])
+def test_lines_of_diff_hunks_and_commit_messages_are_not_signal_lines(store, monkeypatch, patch, max_lines,
+                                                                      max_bytes, scan_block, per_call):
+    """Red team M15 (issues 12/23): in git log -p every signal line was a diff line or test data
+    ("+ raise ValueError("error")"), in git log --stat an indented commit message line ("failed
+    before the fix"); thousands of "errors" in a history that has none.  Lines a hunk header's
+    counts cover and a commit's message lines are quoted text now; a line git prints outside them
+    is still one, including when the head ends inside a hunk or a message, a scan block ends in
+    one (``scan_block``), or the kernel's list is cut short inside one (``per_call``)."""
+    if scan_block is not None:
+        monkeypatch.setattr(text_module, "_SCAN_BLOCK", scan_block)
+    if per_call is not None:
+        monkeypatch.setattr(text_module, "_HITS_PER_CALL", per_call)
+    data = _git_log(300, 25, patch=patch)
+    genuine = rb"^(?:error: could not apply |warning: refname |gpg: WARNING: )"
+    result = store.truncate("s", "c", data, max_lines=max_lines, max_bytes=max_bytes)
+    _, marker, block, tail = parts(result.content)
+    head_end, tail_start = int(marker.group(3)), len(data) - len(tail.encode())
+    omitted = [offset for offset in (match.start() for match in re.finditer(genuine, data, re.MULTILINE))
+               if head_end <= offset < tail_start]
+    assert omitted, "the omitted part holds lines git printed"
+    shown = [line for line in block if re.match(r"\d+:", line)]
+    assert block[0] in (f"[{len(omitted)} lines of the omitted part look like errors or warnings; by byte offset:]",
+                        f"[{len(omitted)} error/warning lines omitted, by offset:]"), block
+    assert shown, block
+    for line in shown:
+        offset, _, text = line.partition(":")
+        text = re.sub(r" \[×\d+\]$", "", text).rstrip("…")
+        assert int(offset) in omitted and data[int(offset):].startswith(text.encode()), line
+
+
 def _retried_requests_log(hex_case: str, *, stale_warnings: bool) -> str:
     """A 6,000-line service log (red team G14 R1): ``ERROR request <UUID> failed ... will retry`` every
     40 lines, the UUID's hex digits written with the format type ``hex_case`` (``x`` or ``X``), with a

@@ -5,7 +5,7 @@ and the content policy.  Previews of views are cut in ``_views``."""
 from __future__ import annotations
 
 from . import _kernels
-from ._buffers import DIGITS_ZEROED, NUMBERS, VIEW_ANSI, VIEW_CR, BytesLike, LazyPattern, byte_view
+from ._buffers import DIGITS_ZEROED, NUMBERS, QUOTED_OUTSIDE, VIEW_ANSI, VIEW_CR, BytesLike, LazyPattern, byte_view
 from ._frozen import frozen
 from ._signal_near import LONG_LINE, shown_from
 
@@ -426,6 +426,9 @@ _SHORTEST_SHOWN = 24
 _ALIASES = 4096
 # Bytes scanned per block: lines longer than this are scanned in parts.
 _SCAN_BLOCK = 8 << 20
+# Bytes before a scanned region walked at most for where it stands among diff hunks and commit
+# messages (a preview's head, which is far smaller: the walk costs what showing it does).
+_QUOTED_WALK = 8 << 20
 
 
 # compile_signals' answers for the signal lists (tuples: the configuration's
@@ -493,7 +496,9 @@ class SignalCollector:
     same-shape rule's numbers, ``_buffers.NUMBERS``) shown once, at their first offset, with
     a count.  Repeats of a line already seen are counted however many there are;
     only distinct lines are bounded (``_GROUPS_PER_KIND`` per kind), so a distinct
-    error after hundreds of repeats of another is still found.
+    error after hundreds of repeats of another is still found.  Lines of diff
+    hunks and commit messages are quoted text, not signals (the kernel's
+    ``state``, carried from block to block and call to call).
     """
 
     def __init__(self, patterns: SignalPatterns, flags: int) -> None:
@@ -506,11 +511,16 @@ class SignalCollector:
         self._distinct = [0] * self._kinds
         self._aliases: dict[bytes, tuple[int, str]] = {}  # a raw line, digits made "0" -> its group's key
         self._grouped = 0  # matching lines grouped so far (``_HITS_GROUPED`` at most)
+        # Where the scan stands among diff hunks and commit messages (signal_lines' state) at the
+        # end of each region scanned: a region that starts where one ended (the band after the
+        # omitted part) goes on from there; any other from the output's start (``_quoted_at``).
+        self._quoted: dict[int, list[int]] = {}
 
     def scan(self, read: Reader, start: int, end: int) -> None:
         """Scan ``[start, end)`` of the stored bytes; ``read(a, b)`` gives a view of ``[a, b)``."""
         if not self._patterns:
             return
+        state = self._quoted.pop(start, None) or self._quoted_at(read, start)
         position = start
         while position < end:
             stop = min(end, position + _SCAN_BLOCK)
@@ -520,19 +530,47 @@ class SignalCollector:
                     newline = last_newline(block)
                     if newline >= 0:
                         length = newline + 1
-                self._scan_block(block, position, length)
+                self._scan_block(block, position, length, state)
             position += max(length, 1)
+        self._quoted[position] = state
 
-    def _scan_block(self, block: memoryview, position: int, length: int) -> None:
+    def _quoted_at(self, read: Reader, start: int) -> list[int]:
+        """Where ``start`` stands among diff hunks and commit messages: the lines before it
+        walked, when they are few enough to be a preview's head (an omitted part's start, a
+        band beside it), so that a hunk the head cuts is known in the omitted part; else (a
+        scan from far in, which the preview never asks for) outside both."""
+        state = [QUOTED_OUTSIDE, 0, 0]
+        if 0 < start <= _QUOTED_WALK:
+            with read(0, start) as head:
+                _kernels.signal_lines(head, 0, len(head), (), self._flags, 0, 0, state)
+        return state
+
+    def _signals(self, block: memoryview, offset: int, length: int, state: list[int], limit: int,
+                 distinct: int = 0) -> tuple[list[tuple[int, int, int]], list[int], list[int]]:
+        """The kernel's hits and totals for ``block[offset:length]``, from ``state`` (left
+        at ``length``), and a copy of ``state`` as it was at ``offset``."""
+        before = state.copy()
+        hits, totals = _kernels.signal_lines(block, offset, length, self._patterns, self._flags, limit, distinct,
+                                             state)
+        return hits, totals, before
+
+    def _resume(self, block: memoryview, offset: int, cut: int, before: list[int], state: list[int]) -> None:
+        """Set ``state`` to where ``cut`` (a line start after ``offset``) stands, walked
+        from ``before`` (where ``offset`` stood): a call cut short goes on from ``cut``."""
+        state[:] = before
+        _kernels.signal_lines(block, offset, cut, (), self._flags, 0, 0, state)
+
+    def _scan_block(self, block: memoryview, position: int, length: int, state: list[int]) -> None:
         """Group the matching lines of ``block[:length]`` (at ``position`` in the stored bytes)
-        and count them; the kernel is asked again from where a kind's list was cut short."""
+        and count them; the kernel is asked again from where a kind's list was cut short.
+        ``state`` stands at the block's start, and is left at ``length``."""
         offset = 0
         while offset < length:
             limit = min(_HITS_PER_CALL, _HITS_GROUPED - self._grouped)
             if limit <= 0:
-                self._scan_distinct(block, position, offset, length)
+                self._scan_distinct(block, position, offset, length, state)
                 return
-            hits, totals = _kernels.signal_lines(block, offset, length, self._patterns, self._flags, limit)
+            hits, totals, before = self._signals(block, offset, length, state, limit)
             returned = [0] * len(totals)
             for _, _, kind in hits:
                 returned[kind] += 1
@@ -550,17 +588,18 @@ class SignalCollector:
             for _, _, kind in complete:
                 self.totals[kind] += 1
             self._group(block, position, complete)
+            if cut + 1 < length:
+                self._resume(block, offset, cut + 1, before, state)
             offset = cut + 1
 
-    def _scan_distinct(self, block: memoryview, position: int, offset: int, length: int) -> None:
+    def _scan_distinct(self, block: memoryview, position: int, offset: int, length: int, state: list[int]) -> None:
         """Past ``_HITS_GROUPED``: count the matching lines of ``block[offset:length]`` and
         group only the first of each distinct line (the kernel lists those), so a line that
         starts a new group is still found while repeats cost no Python work; the counts
         shown then become lower bounds, as the grouped lines are fewer than the totals."""
         counted = False
         while offset < length:
-            hits, totals = _kernels.signal_lines(block, offset, length, self._patterns, self._flags,
-                                                 _HITS_PER_CALL, 4 * _SIGNAL_CHARS)
+            hits, totals, before = self._signals(block, offset, length, state, _HITS_PER_CALL, 4 * _SIGNAL_CHARS)
             if not counted:  # a call counts every line of the rest of the block
                 for index, count in enumerate(totals):
                     self.totals[index] += count
@@ -581,6 +620,8 @@ class SignalCollector:
             self._group(block, position, [hit for hit in hits if hit[0] < cut and open_kinds[hit[2]]])
             if not cut_short:
                 return
+            if cut + 1 < length:
+                self._resume(block, offset, cut + 1, before, state)
             offset = cut + 1
 
     def _group(self, block: memoryview, position: int, hits: list[tuple[int, int, int]]) -> None:
