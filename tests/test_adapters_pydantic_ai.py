@@ -1110,3 +1110,142 @@ def test_validation_details_right_at_the_limit_reach_the_model_within_it(store):
     assert part.retry.cause == "validation_error" and isinstance(part.content, list)
     (uri,) = set(re.findall(r"tool-output://[A-Za-z0-9]+", received))
     assert _read_whole(store, uri) == _shown_details(whole)
+
+
+# ------------------------------------------------------------------ regressions (review R22)
+def _retried(store: ToolOutputStore, message: str, kind: str = "ModelRetry") -> Any:
+    """The part the model gets after a tool raises ``kind(message)`` under the capability."""
+    from pydantic_ai import ModelRetry
+    from pydantic_ai.exceptions import ToolFailed
+
+    error = {"ModelRetry": ModelRetry, "ToolFailed": ToolFailed}[kind]
+
+    def failing() -> str:
+        """Fail with a message."""
+        raise error(message)
+
+    usage = RequestUsage(input_tokens=1, output_tokens=1)
+    sent: list = []
+
+    def respond(messages: list, info: AgentInfo) -> ModelResponse:
+        if len(messages) > 1:
+            sent.append(messages[-1].parts[0])
+            return ModelResponse(parts=[TextPart("done")], usage=usage)
+        return ModelResponse(parts=[ToolCallPart("failing", {}, tool_call_id="c1")], usage=usage)
+
+    Agent(FunctionModel(respond), tools=[failing], capabilities=[capability(store)]).run_sync("go")
+    (part,) = sent
+    return part
+
+
+@pytest.mark.parametrize("message", [
+    pytest.param("no such file: /tmp/caf\udce9.txt " + "x" * 100_000, id="over-the-limits"),
+    pytest.param("no such file: /tmp/caf\udce9.txt " + "\x01" * 12_000, id="over-them-as-sent"),
+    pytest.param("\ud83d" + '"' * 30_000, id="another-lone-surrogate"),
+])
+@pytest.mark.parametrize("kind", ["ModelRetry", "ToolFailed"])
+def test_a_retry_message_holding_a_lone_surrogate_reaches_the_model_as_its_preview(store, message, kind):
+    # Review R22 (1): measuring what PydanticAI sends of a message rendered it with pydantic's JSON, which
+    # refuses a lone surrogate (a surrogateescape'd file name): TypeError out of the agent run.  Measuring
+    # never raises now: the message is rendered as the store shows it (each lone surrogate a U+FFFD), it is
+    # stored, and its preview reaches the model.
+    import re
+
+    from overspill.text import MARKER_BYTES, shown_size
+
+    part = _retried(store, message, kind)
+    received = part.model_response_str()
+    assert "\ufffd" in json.loads(received)["error"]
+    assert shown_size(received) <= store.limits().max_bytes + MARKER_BYTES
+    (uri,) = set(re.findall(r"tool-output://[A-Za-z0-9]+", received))
+    assert _read_whole(store, uri).endswith(message[-1000:])
+
+
+def test_a_small_retry_message_is_answered_without_a_worker_thread_or_rendering(store):
+    # Review R22 (2): every retry message, even 100 bytes, was rendered as PydanticAI sends it and bounded on a
+    # worker thread (11.5 -> 163 us a retry).  A message so short that even escaped at 6 bytes a character
+    # it fits the limits needs neither: it is answered in place, unrendered.  A longer one still takes both.
+    import concurrent.futures
+
+    from pydantic_ai import ModelRetry
+    from pydantic_ai.exceptions import ToolFailed
+
+    from overspill.adapters._core import Bounder
+    from overspill.adapters.pydantic_ai import _message_shown
+
+    class Counting(concurrent.futures.ThreadPoolExecutor):
+        submitted = 0
+
+        def submit(self, *args: Any, **kwargs: Any) -> Any:
+            Counting.submitted += 1
+            return super().submit(*args, **kwargs)
+
+    rendered: list = []
+
+    def recorded(text: str) -> str:
+        rendered.append(len(text))
+        return _message_shown(text)
+
+    bounder, bounded = Bounder(store), capability(store)
+    small = '"\\\x01 check the "path" argument ' * 3
+    large = "\x01" * 12_000
+
+    async def main() -> list:
+        asyncio.get_running_loop().set_default_executor(Counting(1))
+        answers = [await bounded._bounded_error("s", "c", ModelRetry(small)),
+                   await bounded._bounded_error("s", "c", ToolFailed(small)),
+                   await bounder.aerror_text("s", "c", small, recorded),
+                   bounder.error_text("s", "c", small, recorded)]
+        assert (Counting.submitted, rendered) == (0, [])
+        answers.append(await bounder.aerror_text("s", "c", large, recorded))
+        assert Counting.submitted == 1 and rendered
+        return answers
+
+    answers = asyncio.run(main())
+    assert answers[:4] == [None] * 4 and "tool-output://" in answers[4]
+
+
+def test_bounding_a_large_retry_message_never_renders_it_whole(store):
+    # Review R22 (3): a message was rendered whole as PydanticAI sends it just to size the first cut: 50 MB
+    # of \x01 (6 bytes each as \u0001) took 573 MB more memory (23 MB before).  A text over max_bytes is over
+    # the limits whatever its rendering: it is stored and only its preview rendered.
+    import tracemalloc
+
+    from overspill.adapters._core import Bounder
+    from overspill.adapters.pydantic_ai import _message_shown
+
+    def peak(bound: Any) -> int:
+        tracemalloc.start()
+        try:
+            bound()
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    message = "\x01" * 4_000_000
+    bounder = Bounder(store)
+    stored = peak(lambda: store.truncate("s", "alone", message))  # the store's own (the twin's is 3x)
+    bounded = peak(lambda: bounder.error_result("s", "c", message, _message_shown))
+    assert bounded < stored + len(message), (bounded, stored)  # was 12x the message: 48 MB
+    assert "tool-output://" in bounder.error_text("s", "c", message, _message_shown)
+
+
+def test_max_tokens_bounds_a_retry_message_as_pydantic_ai_sends_it(tmp_path):
+    # Review R22 (4): max_tokens was applied to a message's own text, not to the text PydanticAI sends: 760
+    # quotes (190 tokens) passed whole with max_tokens=200 and reached the model as 764 tokens.  Now the
+    # tokens of the text sent count too: beside its marker's own, it takes at most max_tokens.
+    import re
+
+    from overspill._tokens import counter
+    from overspill.adapters.pydantic_ai import _message_shown
+
+    count = counter()
+    with ToolOutputStore(tmp_path / "store", config={"tool_output": {"max_tokens": 200}}) as store:
+        for message in ('"' * 760, "\\" * 760, '"' * 200_000, "\x01" * 200_000, "a b " * 50_000):
+            received = _retried(store, message).model_response_str()
+            assert "tool-output://" in received, (message[:3], count(received))
+            preview = json.loads(received)["error"]
+            head, marker, tail = preview.split("\n\n")
+            assert count(received) <= 200 + count(_message_shown(marker)), (message[:3], count(received))
+            (uri,) = set(re.findall(r"tool-output://[A-Za-z0-9]+", received))
+            assert _read_whole(store, uri) == message

@@ -24,6 +24,7 @@ __all__ = [
     "Preview",
     "RUN_KEEP",
     "SignalCollector",
+    "as_stored",
     "compile_signals",
     "counted_lines",
     "encode_content",
@@ -294,6 +295,21 @@ def encode_content(content: Content) -> bytes:
         return bytes(memoryview(content))
     except TypeError:
         raise TypeError(f"content must be str or bytes-like, not {type(content).__name__}") from None
+
+
+def as_stored(text: str) -> str:
+    """``text`` as the store shows it back once stored: ``encode_content``'s rule (each lone surrogate
+    ``surrogateescape`` cannot store a U+FFFD, each it can an invalid byte), decoded with
+    ``errors="replace"``, so every lone surrogate is a U+FFFD; ``text`` itself when it holds none.  For
+    a caller that renders text as the model will get it (a JSON encoder refuses a lone surrogate): this
+    never raises."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _decode(memoryview(encode_content(text)))
+    return text
 
 
 def stored_pieces(content: Content) -> Iterator[memoryview]:

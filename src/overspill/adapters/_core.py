@@ -24,9 +24,10 @@ from typing import Any, Callable, Optional, Union
 from .._arguments import check_metadata
 from .._frontend import check_session_id, one_line, truncate_kept
 from .._json_load import loads_text
+from .._tokens import counter
 from ..errors import OverspillError
 from ..store import ToolOutputStore, TruncateResult
-from ..text import MARKER_BYTES, shown_size
+from ..text import MARKER_BYTES, as_stored, shown_size, truncation_marker
 from ..tools import ToolResult, call, schemas
 from ..tools._result import failure
 from ..tools.schemas import stored_only, stored_only_problem
@@ -376,31 +377,57 @@ def retold(error: BaseException, text: str) -> Optional[BaseException]:
 
 
 def _shown_within(store: ToolOutputStore, session_id: str, call_id: str, text: str,
-                  shown: Callable[[str], str]) -> Optional[TruncateResult]:
-    """``truncate_kept`` of ``text`` for a framework that sends the model ``shown(text)`` (escaped in a
+                  rendered: Callable[[str], str]) -> Optional[TruncateResult]:
+    """``truncate_kept`` of ``text`` for a framework that sends the model ``rendered(text)`` (escaped in a
     JSON string, where a quote, a backslash or a control character takes 2 to 6 bytes; wrapped): None when
-    ``text`` is within the limits and ``shown(text)`` within ``max_bytes``.  Else ``text`` is stored whole (when it
-    fits the limits, through a byte limit below its own size) and its preview cut narrower, measured as
-    ``shown`` renders it, until that rendering is within ``max_bytes`` with the marker's room
-    (``MARKER_BYTES``) besides, as the store's own preview is.  Lines are the store's: escaping adds
-    none (a JSON string has none), and tokens are bounded on ``text``'s preview."""
+    ``text`` is within the limits and ``rendered(text)`` within ``max_bytes`` (and ``max_tokens``).  Else
+    ``text`` is stored whole (when it fits the limits, through a byte limit below its own size) and its
+    preview cut narrower, measured as ``rendered`` renders it, until that rendering is within ``max_bytes``
+    with the marker's room (``MARKER_BYTES``) besides, as the store's own preview is, and (with
+    ``max_tokens``) takes at most ``max_tokens`` tokens besides its marker's (``_marker_tokens``).  Lines
+    are the store's: escaping adds none (a JSON string has none).  Text is rendered as the store shows it
+    (``as_stored``: a lone surrogate, which a JSON encoder refuses, as U+FFFD), so measuring never raises;
+    a text over ``max_bytes`` (each character one byte at least) is over the limits whatever its rendering,
+    so only its previews are rendered, never it whole."""
     limits = store.limits()
-    size, whole = shown_size(text), shown_size(shown(text))
+    count = None if limits.max_tokens is None else counter()
     budget = limits.max_bytes
-    if whole > budget:
-        # Below the text's own size, so that the store keeps it whole even when it fits the limits.
-        budget = max(1, min(budget, size - 1, size * budget // whole))
+    if len(text) <= budget:
+        whole = rendered(as_stored(text))
+        size, used = shown_size(text), shown_size(whole)
+        if used > budget or (count is not None and count(whole) > limits.max_tokens):
+            # Below the text's own size, so that the store keeps it whole even when it fits the limits.
+            budget = max(1, min(budget, size - 1, size * budget // max(used, budget)))
     result = truncate_kept(store, session_id, call_id, text, max_bytes=budget)
     if not result.truncated:
         return None
     room = limits.max_bytes + MARKER_BYTES
     while True:
-        used = shown_size(shown(result.content))
-        if used <= room or budget == 1:
+        shown = rendered(as_stored(result.content))
+        used = shown_size(shown)
+        within = used <= room
+        # Narrower in proportion to the bytes (tokens) over, a little more (the marker stays the same size),
+        # from the bytes the preview holds: the store's token bound may keep it far below the budget.
+        held = min(budget, shown_size(result.content))
+        narrower = held * room * 15 // (max(used, 1) * 16)
+        if count is not None:
+            tokens, token_room = count(shown), limits.max_tokens + _marker_tokens(result, rendered, count)
+            within = within and tokens <= token_room
+            narrower = min(narrower, held * token_room * 15 // (max(tokens, 1) * 16))
+        if within or budget == 1:
             return result
-        # Narrower in proportion to the bytes over, a little more (the marker stays the same size).
-        budget = max(1, min(budget - 1, budget * room * 15 // (used * 16)))
+        budget = max(1, min(budget - 1, narrower))
         result = _recut(store, session_id, call_id, text, result, budget)
+
+
+def _marker_tokens(result: TruncateResult, rendered: Callable[[str], str], count: Callable[[str], int]) -> int:
+    """The tokens ``rendered`` of ``result``'s marker takes, on top of ``max_tokens`` as every preview's
+    marker is: its stored resource's marker (``truncation_marker``) rendered and counted; when the store
+    could not keep it, ``MARKER_BYTES`` (its marker is under that many bytes, a token one at least)."""
+    resource = result.resource
+    if resource is None or result.lines is None or result.next_offset is None:
+        return MARKER_BYTES
+    return count(rendered(truncation_marker(resource.uri, resource.size, result.lines, result.next_offset)))
 
 
 def _recut(store: ToolOutputStore, session_id: str, call_id: str, text: str, result: TruncateResult,
@@ -425,7 +452,7 @@ class Bounder:
     the model's: the store gets them through ``store_id``.
     """
 
-    __slots__ = ("_fits", "store")
+    __slots__ = ("_fits", "_fits_rendered", "store")
 
     def __init__(self, store: ToolOutputStore) -> None:
         self.store = store
@@ -435,6 +462,12 @@ class Bounder:
         # characters hold at most n + 1 lines.  Such content needs no storage,
         # so async callers bound it in place rather than on a worker thread.
         self._fits = max(0, min(limits.max_bytes // 4, limits.max_lines - 1))
+        # And an error's text of at most this many characters fits them as a framework renders it in a
+        # JSON string (``error_result``'s ``rendered``) too: a character's escape is at most 6 bytes
+        # (\u0001; non-ASCII is not escaped), the wrapper takes ~12 of the 64 kept, escaping adds no line,
+        # and a token is one byte at least.  Such a text needs no rendering, nor a worker thread.
+        rendered_bytes = limits.max_bytes if limits.max_tokens is None else min(limits.max_bytes, limits.max_tokens)
+        self._fits_rendered = max(0, min((rendered_bytes - 64) // 6, limits.max_lines - 1))
 
     def text(self, session_id: str, call_id: str, text: Text) -> Optional[str]:
         """The preview with its marker when ``text`` is over the limits (it is then stored), else None.
@@ -464,43 +497,44 @@ class Bounder:
         return await self.atext(session_id, call_id, joined(pieces))
 
     def error_text(self, session_id: str, call_id: str, text: Text,
-                   shown: Optional[Callable[[str], str]] = None) -> Optional[str]:
+                   rendered: Optional[Callable[[str], str]] = None) -> Optional[str]:
         """``text`` for an error's text: the preview with its marker when it is over the limits (it is
         then stored), else None.  When the store cannot keep it, the preview says "output not stored"
         and why: a tool's own exception (its type, which the framework and the user's handlers act on)
-        is never replaced by a storage error.  ``shown``: as ``error_result``'s."""
-        result = self.error_result(session_id, call_id, text, shown)
+        is never replaced by a storage error.  ``rendered``: as ``error_result``'s."""
+        result = self.error_result(session_id, call_id, text, rendered)
         return None if result is None else result.content
 
     async def aerror_text(self, session_id: str, call_id: str, text: Text,
-                          shown: Optional[Callable[[str], str]] = None) -> Optional[str]:
+                          rendered: Optional[Callable[[str], str]] = None) -> Optional[str]:
         """``error_text`` for async callers: a text that may be stored is written on a worker thread."""
-        result = await self.aerror_result(session_id, call_id, text, shown)
+        result = await self.aerror_result(session_id, call_id, text, rendered)
         return None if result is None else result.content
 
     def error_result(self, session_id: str, call_id: str, text: Text,
-                     shown: Optional[Callable[[str], str]] = None) -> Optional[TruncateResult]:
+                     rendered: Optional[Callable[[str], str]] = None) -> Optional[TruncateResult]:
         """``error_text``'s whole result, for a caller that shows the model its own text of the error and
         must name where the whole is: the store's result (the preview with its marker, and the resource,
         None when the store could not keep it) when ``text`` is over the limits, else None.
 
-        :param shown: the text the framework sends the model of an error's text (``text``, a ``str``,
-            escaped inside its JSON, wrapped), when it is not that text itself: then ``shown`` of it is
-            bounded too (``_shown_within``).
+        :param rendered: the text the framework sends the model of an error's text (``text``, a ``str``,
+            escaped inside its JSON, wrapped), when it is not that text itself: then ``rendered`` of it is
+            bounded too (``_shown_within``), unless ``text`` is too short for any rendering of it to be
+            over the limits.
         """
         session_id, call_id = store_id(session_id), store_id(call_id)
-        if shown is not None:
-            return _shown_within(self.store, session_id, call_id, text, shown)  # type: ignore[arg-type]
+        if rendered is not None and len(text) > self._fits_rendered:
+            return _shown_within(self.store, session_id, call_id, text, rendered)  # type: ignore[arg-type]
         result = truncate_kept(self.store, session_id, call_id, text)
         return result if result.truncated else None
 
     async def aerror_result(self, session_id: str, call_id: str, text: Text,
-                            shown: Optional[Callable[[str], str]] = None) -> Optional[TruncateResult]:
-        """``error_result`` for async callers: a text that may be stored is written on a worker thread (with
-        ``shown``, any: how much its rendering grows it is not known before it is rendered)."""
-        if len(text) <= self._fits and shown is None:
-            return self.error_result(session_id, call_id, text)
-        return await asyncio.to_thread(self.error_result, session_id, call_id, text, shown)
+                            rendered: Optional[Callable[[str], str]] = None) -> Optional[TruncateResult]:
+        """``error_result`` for async callers: a text that may be stored, or whose rendering may be
+        long, is bounded on a worker thread."""
+        if len(text) <= (self._fits if rendered is None else self._fits_rendered):
+            return self.error_result(session_id, call_id, text, rendered)
+        return await asyncio.to_thread(self.error_result, session_id, call_id, text, rendered)
 
     def error(self, session_id: str, call_id: str, error: BaseException) -> Optional[BaseException]:
         """``error`` retold (``retold``) with its text bounded (``error_text``), when that text (what a
