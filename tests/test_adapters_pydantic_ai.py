@@ -1249,3 +1249,21 @@ def test_max_tokens_bounds_a_retry_message_as_pydantic_ai_sends_it(tmp_path):
             assert count(received) <= 200 + count(_message_shown(marker)), (message[:3], count(received))
             (uri,) = set(re.findall(r"tool-output://[A-Za-z0-9]+", received))
             assert _read_whole(store, uri) == message
+
+
+@pytest.mark.parametrize("outcome", ["retried", "failed"])
+def test_a_retried_part_whose_list_fits_as_pydantic_ai_sends_it_is_left_as_it_is(store, outcome):
+    # Review R22 (5): PydanticAI sends a retried part's list as the JSON array it is ({"error": [...]}, each
+    # quote escaped once) and a failed part's as a string holding that JSON (escaped twice); both were
+    # measured as the string, so a retried list that PydanticAI sends in 45,014 bytes (limit 51,200) was
+    # stored and replaced by a preview.  Each is measured as PydanticAI sends it.
+    from overspill.text import MARKER_BYTES, fits_limits, shown_size
+
+    part = ToolReturnPart(tool_name="t", content=['say "hi"' * 4_500], tool_call_id="c1", outcome=outcome)
+    sent = part.model_response_str()
+    bounded = asyncio.run(capability(store)._bounded_part("s", "c1", part))
+    if fits_limits(sent, store.limits()):
+        assert outcome == "retried" and bounded is None and not store.records()
+    else:
+        assert outcome == "failed" and isinstance(bounded.content, str), shown_size(sent)
+        assert shown_size(bounded.model_response_str()) <= store.limits().max_bytes + MARKER_BYTES

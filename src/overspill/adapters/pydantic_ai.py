@@ -96,6 +96,20 @@ def _message_shown(message: str) -> str:
     return _in_error(_dumps(message))
 
 
+def _part_shown(part: Any, text: str) -> Callable[[str], str]:
+    """How PydanticAI renders ``text``, the text of a retry's or failure's ``part`` content
+    (``ToolReturnPart._error_value``): a retried part's list as the JSON array it is (``text``, escaped once,
+    in ``{"error": ...}``); anything else, and the preview that replaces the list (a message), as a
+    message (``_message_shown``)."""
+    if getattr(part, "outcome", None) != "retried" or not isinstance(part.content, list):
+        return _message_shown
+
+    def shown(given: str) -> str:
+        return _in_error(given) if given == text else _message_shown(given)
+
+    return shown
+
+
 def _details_text(details: list[Any]) -> str:
     """The text PydanticAI shows the model of a ``ValidationError``'s details: its own rendering (``ctx``
     dropped, a root-level ``input`` repeated by later errors kept once), else (a PydanticAI without it, a
@@ -508,7 +522,7 @@ class OverspillCapability(AbstractCapability[Any]):
             content = await self._validation_bounded(session_id, call_id, part.content, _details_text,
                                                      _content_bounded)
         else:
-            content = await self._retry_preview(session_id, call_id, part.content)
+            content = await self._retry_preview(session_id, call_id, part)
         if content is None:
             return None
         if not isinstance(part, _LEGACY_RETRY_PARTS):
@@ -538,16 +552,16 @@ class OverspillCapability(AbstractCapability[Any]):
 
         return await asyncio.to_thread(run)
 
-    async def _retry_preview(self, session_id: str, call_id: str, content: Any) -> Optional[str]:
-        """The preview with the marker of a retry's or failure's content when the text the model is shown of
-        it is over the limits (that text is then stored whole), else None: a message is that text, and
-        another list PydanticAI's JSON of it; other content (structured, media) passes.  What is bounded is
-        the message as PydanticAI sends it (``_message_shown``: the preview is a message), so a list is
-        measured as its JSON would be as a message, never less than as the list."""
+    async def _retry_preview(self, session_id: str, call_id: str, part: Any) -> Optional[str]:
+        """The preview with the marker of a retry's or failure's content (``part``'s) when the text the model
+        is shown of it is over the limits (that text is then stored whole), else None: a message is that
+        text, and another list PydanticAI's JSON of it; other content (structured, media) passes.  What is
+        bounded is the text as PydanticAI sends it (``_part_shown``)."""
+        content = part.content
         text = content if isinstance(content, str) else _details_text(content) if isinstance(content, list) \
             else None
         return None if text is None else await self._bounder.aerror_text(session_id, call_id, text,
-                                                                          _message_shown)
+                                                                          _part_shown(part, text))
 
     async def _bounded_result(self, session_id: str, call_id: str, result: Any) -> Any:
         """A tool's result bounded: a ``ToolReturn``'s ``return_value`` and, on its own, its ``content``;
