@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from overspill import ConfigError, ToolOutputStore, page_bounds
 from overspill import text as text_module
 from overspill._views import view_preview
-from overspill.text import encode_content, truncation_marker
+from overspill.text import MARKER_BYTES, encode_content, truncation_marker
 
 _NOISE = [b"\x1b[31m", b"\x1b[0m", b"\x1b[1;32m", b"\x1b[2K", b"\x1b]0;t\x07", b"\r", b"\r\n", b"\n", b"\n",
           b"ok ", b"line ", b"42", b"\xc3\xa9", b"\xe2\x82\xac", b"error: boom", b"warning: hm", b"Traceback",
@@ -92,7 +92,7 @@ def test_views_keep_stored_bytes_and_limits(tmp_path_factory, data, max_lines, m
     size, lines, offset, uri = int(marker[1]), int(marker[2]), int(marker[3]), marker[4]
     counted = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)  # as wc -l, plus a last line
     assert (size, lines, offset, uri) == (len(data), counted, result.next_offset, result.resource.uri)
-    assert len(marker[0].encode()) < 300
+    assert len(marker[0].encode()) < MARKER_BYTES
     # Within the limits plus the marker: signal lines come out of the preview's budget.
     shown = head + tail + "".join(line + "\n" for line in signals)
     assert utf8(shown) <= max_bytes
@@ -201,7 +201,7 @@ def test_views_and_signals_are_configurable(tmp_path):
 
 def test_marker_has_room_for_a_note():
     marker = truncation_marker("tool-output://" + "a" * 26, 10**15, 10**14, 10**15 - 1)
-    assert len(marker.encode()) < 300 and marker.count("\n") == 1
+    assert len(marker.encode()) < MARKER_BYTES and marker.count("\n") == 1
     noted = truncation_marker("tool-output://x", 1, 1, 0, note="capture: the stored copy was capped at 1 GiB")
     assert noted.split("\n")[1] == "(capture: the stored copy was capped at 1 GiB)"
 
@@ -1075,7 +1075,7 @@ def test_every_marker_stays_under_300_bytes_at_the_widest_numbers(tmp_path):
 
     def check(name: str, marker: str) -> None:
         size = len(marker.encode())
-        assert size < 300, (name, size, marker)
+        assert size < MARKER_BYTES, (name, size, marker)
         longest[name] = max(longest.get(name, 0), size)
 
     # (A line count is at most the output's bytes: every line but an unterminated last one ends in a newline.)

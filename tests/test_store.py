@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from strategies import contents, texts
 
 import overspill
-from overspill.text import RUN_KEEP, line_slack
+from overspill.text import MARKER_BYTES, RUN_KEEP, line_slack
 from overspill import (
     AccessDeniedError,
     ConfigError,
@@ -86,7 +86,7 @@ def test_large_output_is_persisted_with_a_preview(store):
         f"{preview.head_end} ...\n"
         f'next: read(resource="{resource.uri}", offset={preview.head_end}) or '
         f'grep(resource="{resource.uri}", pattern="...")')
-    assert len(marker.encode()) < 300
+    assert len(marker.encode()) < MARKER_BYTES
     # The marker's offset is where the omitted part begins.
     page = store.read("s", resource.uri, offset=preview.head_end, limit=100)
     assert text.encode()[preview.head_end :].startswith(page.content.encode())
