@@ -18,6 +18,8 @@ import warnings
 import zlib
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 from processes import alive_in_group, wait_until, zombies_of
 
 from overspill import ToolOutputStore, tools
@@ -1646,6 +1648,71 @@ def test_a_shortened_line_is_at_most_max_line_length_whatever_the_count_it_names
     assert shortened.startswith("a" * 900) and shortened.endswith("b" * 900)
     assert f" of {length} characters cut]" in shortened
     assert len(failure(line).output) <= tools.MAX_LINE_LENGTH
+
+
+# Characters the printable rule escapes, with escapes of every width: \\x1b, \\u202e, \\U000e0001.
+_UNPRINTABLE = ["\x1b", "\x07", "\x9b", "\x7f", "\x00", "\u200d", "\u202e", "\U000e0001"]
+
+
+def _shown_characters(characters, shown: str):
+    """How many of ``characters`` (in order) the printable rule shows as exactly ``shown``; None when
+    ``shown`` ends inside one's escape."""
+    from overspill._printable import printable
+
+    size = 0
+    for count, character in enumerate(characters):
+        if size >= len(shown):
+            return count if size == len(shown) else None
+        size += len(printable(character))
+    return len(characters) if size == len(shown) else None
+
+
+@given(k=st.integers(0, 2100), hostile=st.lists(st.sampled_from(_UNPRINTABLE), min_size=1, max_size=3),
+       count=st.integers(1, 3000), after=st.integers(0, 30))
+@example(k=1, hostile=["\x1b"], count=3000, after=0)  # the review's: the head ended in "\\x"
+@example(k=2, hostile=["\x1b"], count=3000, after=0)  # ... or in "\\x1"
+@example(k=0, hostile=["\U000e0001"], count=1500, after=0)  # fits raw, not escaped
+def test_message_line_cuts_between_escapes_never_inside_one(k, hostile, count, after) -> None:
+    """Regression (review R23, 4+5): ``message_line`` escaped the whole text and then cut it, so the
+    head could end in ``\\x`` or ``\\x1`` (an escape split, a character the model cannot read back).
+    The raw line is cut first, each end escaped a whole character at a time; the note counts the
+    line's own characters."""
+    from overspill._printable import printable
+    from overspill.tools._result import message_line
+
+    text = "e" * k + "".join(hostile) * count + "f" * after
+    line = message_line(text)
+    assert len(line) <= tools.MAX_LINE_LENGTH and line.isprintable(), len(line)
+    if len(printable(text)) <= tools.MAX_LINE_LENGTH:
+        assert line == printable(text)
+        return
+    found = re.fullmatch(r"(.*) …\[(\d+) of (\d+) characters cut\]… (.*)", line, re.S)
+    assert found, line
+    head, cut, whole, tail = found.group(1), int(found.group(2)), int(found.group(3)), found.group(4)
+    kept_head, kept_tail = _shown_characters(text, head), _shown_characters(text[::-1], tail[::-1]) if tail else 0
+    assert kept_head is not None and kept_tail is not None, (head[-12:], tail[:12])
+    assert head == printable(text[:kept_head]) and tail == printable(text[len(text) - kept_tail:])
+    assert whole == len(text) and cut == len(text) - kept_head - kept_tail > 0
+
+
+def test_message_line_escapes_only_the_ends_it_keeps() -> None:
+    """Regression (review R23, 4+5): every character of a message was escaped before the cut kept 2,000
+    of them: ``read(path="/tmp/" + "\\U000e0001" * 2_000_000)`` built 20 M characters of escapes in
+    2 M pieces (3.7 s, +180 MiB) for a line of 2,000.  Only the ends kept are escaped: the work's
+    memory stays within about the message's own size."""
+    import tracemalloc
+
+    from overspill.tools._result import message_line
+
+    text = "/tmp/" + "\U000e0001" * 1_000_000
+    tracemalloc.start()
+    try:
+        line = message_line(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(line) <= tools.MAX_LINE_LENGTH and line.startswith("/tmp/\\U000e0001"), line[:40]
+    assert peak < 2 * sys.getsizeof(text), (peak, sys.getsizeof(text))
 
 
 def test_grep_no_match_of_a_running_output_is_one_bounded_line(tmp_path) -> None:

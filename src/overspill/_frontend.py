@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ._arguments import check_metadata, id_string
 from ._buffers import int_text, value_text
-from ._printable import printable
+from ._printable import printable, shown_characters
 from .errors import InvalidResourceError
 
 TYPE_CHECKING = False
@@ -40,6 +40,7 @@ __all__ = [
     "one_line",
     "error_line",
     "printable",
+    "shown_characters",
     "whole_characters",
     "binary_page",
     "end_of_resource",

@@ -8,7 +8,7 @@ may not import a front end's module.  Importing it imports nothing.
 
 from __future__ import annotations
 
-__all__ = ["printable"]
+__all__ = ["printable", "shown_characters"]
 
 
 def _escape(character: str) -> str:
@@ -25,4 +25,10 @@ def printable(text: str) -> str:
     a ``ConfigError``), which shown raw could drive a terminal or hide what it says."""
     if text.isprintable():
         return text
-    return "".join(character if character.isprintable() else _escape(character) for character in text)
+    return "".join(shown_characters(text))
+
+
+def shown_characters(text: str) -> list[str]:
+    """Each character of ``text`` as ``printable`` shows it (itself, or its escape): for a cut
+    between whole escapes."""
+    return [character if character.isprintable() else _escape(character) for character in text]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._frontend import one_line, printable, whole_characters
+from .._frontend import one_line, printable, shown_characters, whole_characters
 from .._frozen import frozen
 
 TYPE_CHECKING = False
@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # typing costs start-up; annotations are never evaluated
     from ..store import TruncateResult
 
 __all__ = ["MAX_LINE_LENGTH", "MAX_MATCHES", "MAX_READ_LINES", "MAX_RESPONSE_BYTES", "MAX_SEARCH_BYTES", "ToolResult",
-           "bounded", "failure", "message_line", "shortened_line",
+           "bounded", "failure", "message_line", "printable_line", "shortened_line",
            "stored_metadata"]
 
 MAX_READ_LINES = 2000
@@ -54,32 +54,75 @@ def shortened_line(line: str, most: int = MAX_LINE_LENGTH) -> str:
     return ends_around_note(line, line, len(line), most)
 
 
-def ends_around_note(start: str, end: str, whole: int, most: int) -> str:
+def ends_around_note(start: str, end: str, whole: int, most: int, *, escaped: bool = False) -> str:
     """A line of ``whole`` characters, more than ``most``, as ``most`` characters: its start and its
     end around a note of how much was cut.  ``start`` begins the line and ``end`` ends it, each with
     at least ``most`` characters (the line itself, for ``shortened_line``; what was kept of one never
-    held whole, such as a process's last stderr line as it streamed)."""
+    held whole, such as a process's last stderr line as it streamed), or the whole line when it has
+    fewer.  ``escaped``: each kept character is shown by the printable rule (``\\x1b`` for ESC), the
+    ends cut between whole escapes, never inside one; the line may then have ``most`` characters or
+    fewer and still be cut, its escapes being longer.  The note counts the line's own characters."""
     # The note's length depends on the count it gives, which depends on the room the note leaves:
     # sized with the line's own length in both places, it is never shorter than the final one.
     room = most - len(_cut_note(whole, whole))
-    head = room // 2
-    return f"{start[:head]}{_cut_note(whole - room, whole)}{end[len(end) - (room - head):]}"
+    if not escaped:
+        head = room // 2
+        return f"{start[:head]}{_cut_note(whole - room, whole)}{end[len(end) - (room - head):]}"
+    # Only the characters that could be kept are escaped (each is shown as one to ten characters):
+    # escaping the whole line first cost ten times its length for a line of ``most``.
+    heads = shown_characters(start[:room])
+    tails = shown_characters(end[max(len(end) - room, 0):])[::-1]
+    head = _fitting(heads, room // 2)
+    tail = _fitting(tails, room - _width(heads, head))
+    head = _fitting(heads, room - _width(tails, tail))  # the room the tail's last escape did not take
+    # The kept escapes fill ``room`` at most and the whole line's are longer, so something is cut.
+    return "".join(heads[:head]) + _cut_note(whole - head - tail, whole) + "".join(reversed(tails[:tail]))
+
+
+def _fitting(pieces: list[str], room: int) -> int:
+    """How many of ``pieces``, from the first, fit in ``room`` characters."""
+    count = 0
+    for piece in pieces:
+        room -= len(piece)
+        if room < 0:
+            break
+        count += 1
+    return count
+
+
+def _width(pieces: list[str], count: int) -> int:
+    return sum(map(len, pieces[:count]))
 
 
 def _cut_note(cut: int, whole: int) -> str:
     return f" …[{cut} of {whole} characters cut]… "
 
 
+def printable_line(start: str, end: str, whole: int, most: int) -> str:
+    """A line of ``whole`` characters, begun by ``start`` and ended by ``end`` (each the line itself
+    or at least ``most`` of its characters: ``ends_around_note``), shown by the printable rule
+    (``\\x1b`` for ESC) in at most ``most`` characters: whole when it fits so, else its ends around
+    the note, cut between escapes."""
+    if whole <= most:  # ``start`` is the whole line
+        shown = printable(start)
+        if len(shown) <= most:
+            return shown
+    elif start.isprintable() and end.isprintable():
+        return ends_around_note(start, end, whole, most)
+    return ends_around_note(start, end, whole, most, escaped=True)
+
+
 def message_line(text: str) -> str:
-    """``text`` as one line (``one_line``), shortened by ``shortened_line``, every character one
-    UTF-8 can carry (``whole_characters``: a message may quote a path or name that is not UTF-8)
-    and printable (``printable``: ``\\x1b`` for ESC).  The one home of every tool's error line and
+    """``text`` as one line (``one_line``), every character one UTF-8 can carry
+    (``whole_characters``: a message may quote a path or name that is not UTF-8) and printable
+    (``printable``: ``\\x1b`` for ESC), in at most ``MAX_LINE_LENGTH`` characters as
+    ``shortened_line`` cuts (``printable_line``).  The one home of every tool's error line and
     the MCP server's: they quote what others chose (a file or skill folder's name, a server's
     reason phrase, a search provider's message), which shown raw could drive the terminal that
     shows the transcript or hide what the line says."""
-    # Surrogates become U+FFFD first, as before, not ``\udcXX``; escaping comes before the cut, so
-    # the escapes count in the bound.
-    return shortened_line(printable(whole_characters(one_line(text))))
+    # Surrogates become U+FFFD first, as before, not ``\\udcXX``.  The escapes count in the bound.
+    line = whole_characters(one_line(text))
+    return printable_line(line, line, len(line), MAX_LINE_LENGTH)
 
 
 def failure(reason: str, **metadata: Any) -> ToolResult:
