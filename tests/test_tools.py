@@ -2860,13 +2860,20 @@ def test_skill_stores_its_header_and_the_file_as_text_whatever_its_chunks(store,
     ("name: |\n  two\n  lines", "block", "two lines"),
     ('name: "tab\\there  and\\u2028more "', "spaced", "tab here and more"),
     ("description: no name", "caf\udce9", "caf\ufffd"),
+    ("description: no name", "deploy\x1bprod", "deploy\\x1bprod"),
+    ("description: no name", "deploy\u200dprod", "deploy\\u200dprod"),
+    ("description: no name", "deploy\u202eprod", "deploy\\u202eprod"),
+    ('name: "ring\\x07 \\u202ethe bell"', "bell", "ring\\x07 \\u202ethe bell"),
 ])
 def test_a_listed_skill_name_loads_the_skill_as_shown(store, tmp_path, front, folder, shown):
     """Regression (red team B11, skill_listing_name_unreachable): the unknown-name listing goes
     through one line, so a name with a line break (``name: "two\\nlines"``) was listed as
     ``two lines``, and ``skill(name="two lines")`` answered unknown; a folder whose name is not
     UTF-8 was listed with U+FFFD and could not be called either.  A skill's name is the one line
-    the model is shown: the listed name loads it, and so does the name as written."""
+    the model is shown: the listed name loads it, and so does the name as written.  Regression
+    (review R23, 2): a name holding a control character, a zero-width joiner or a bidi override
+    was listed escaped (``deploy\\x1bprod``, as every tool's error line is) but loaded only raw, and
+    the loaded skill's header showed it raw: the escaped form is the name, in the header too."""
     skill_file = os.path.join(os.fsencode(tmp_path), os.fsencode(folder), b"SKILL.md")
     os.makedirs(os.path.dirname(skill_file))
     with open(skill_file, "wb") as file:
@@ -2878,6 +2885,8 @@ def test_a_listed_skill_name_loads_the_skill_as_shown(store, tmp_path, front, fo
                        tools.call(store, "s", "c", "skill", {"name": name}, roots=[tmp_path])):
             assert not result.is_error and result.output.endswith("the body\n"), result.output
             assert result.metadata["skill"] == shown
+            header = result.output.split("\n", 1)[0]
+            assert header.startswith(f"[skill {shown}, from ") and header.isprintable(), header
     from overspill.tools._front_matter import front_matter
 
     written = front_matter(f"---\n{front}\n---\n").get("name")

@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # typing and pathlib cost start-up (``overspill run`` imports
     PathArg = Union[str, "os.PathLike[str]"]
 
 from .._arguments import metadata_string
-from .._frontend import one_line, whole_characters
+from .._frontend import one_line, printable, whole_characters
 from ..store import ToolOutputStore
 from ._front_matter import front_matter
 from ._result import ToolResult, bounded, failure
@@ -37,9 +37,11 @@ def _front_matter(path: Path) -> dict[str, str]:
 def _skill_name(text: str) -> str:
     """A skill's name as the model is shown it and calls it: one line (``one_line``: each run of
     whitespace, line breaks included, one space) with each byte that is not UTF-8 as U+FFFD
-    (``whole_characters``).  The names found and the name asked for both go through it, so a
-    listed name loads the skill as shown, and so does the name as its front matter writes it."""
-    return whole_characters(one_line(text))
+    (``whole_characters``) and each character that is not printable escaped (``printable``:
+    ``\\x1b`` for ESC, as every tool's error line shows it).  The names found and the name asked for
+    both go through it, so a listed name loads the skill as shown, and so does the name as its
+    front matter writes it."""
+    return printable(whole_characters(one_line(text)))
 
 
 def available_skills(roots: Sequence[PathArg]) -> dict[str, tuple[Path, str]]:
@@ -97,8 +99,10 @@ def skill(store: ToolOutputStore, session_id: str, tool_call_id: str, name: str,
         return failure(f"unknown skill {asked!r}; available skills: {listing}")
     path, description = skills[name]
     # The folder (and a name taken from it) may be a name that is not UTF-8: shown with U+FFFD,
-    # as no answer can carry surrogateescape's lone surrogates.
-    header = whole_characters(f"[skill {name}, from {path.parent}; files it mentions are relative to that folder]\n\n")
+    # as no answer can carry surrogateescape's lone surrogates; and one with control characters is
+    # shown escaped, as the name is.
+    folder = printable(whole_characters(str(path.parent)))
+    header = f"[skill {name}, from {folder}; files it mentions are relative to that folder]\n\n"
     try:
         file = open(path, "rb")
     except OSError as error:
