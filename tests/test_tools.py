@@ -2292,6 +2292,39 @@ def test_webfetch_refuses_a_transfer_coding_other_than_chunked(store, lines):
     assert store.resources("s") == []
 
 
+@pytest.mark.parametrize("framing", ["chunked", "close"])
+def test_webfetch_follows_a_redirect_without_reading_its_body(store, framing):
+    """Regression (review R23, 1): urllib's redirect handler reads the redirect's whole body into memory
+    (``fp.read()``) before it follows the Location, and webfetch's 5 MiB limit never applied to it: a
+    302 with a 300 MiB body, then a 2-byte page, raised the peak by ~610 MiB.  A redirect's body is
+    nobody's page: the response is closed unread (urllib sends ``Connection: close``, so nothing is
+    left to drain), and the fetch goes on to the page."""
+    import tracemalloc
+
+    page = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+    page_url, page_listener = _raw_server(lambda connection: connection.sendall(page))
+    block = b"a" * (1 << 20)
+
+    def redirect(connection):
+        connection.sendall(b"HTTP/1.1 302 Found\r\nLocation: " + page_url.encode() + b"\r\n"
+                           + (b"Transfer-Encoding: chunked\r\n\r\n" if framing == "chunked" else
+                              b"Connection: close\r\n\r\n"))
+        for _ in range(64):  # 64 MiB, in chunks or to the close
+            connection.sendall(b"100000\r\n" + block + b"\r\n" if framing == "chunked" else block)
+        connection.sendall(b"0\r\n\r\n" if framing == "chunked" else b"")
+
+    url, listener = _raw_server(redirect)
+    tracemalloc.start()
+    try:
+        with listener, page_listener:
+            result = tools.webfetch(store, "s", "c", url, timeout=60)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert not result.is_error and result.output == "ok", result.output
+    assert peak < 16 << 20, peak
+
+
 _CHUNKED_HELLO = b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
 
 

@@ -45,6 +45,10 @@ def _redirect_handling() -> tuple[type, type]:
             """Follows redirects only to http and https (urllib would also follow ftp)."""
 
             def http_error_302(self, req, fp, code, msg, headers):  # type: ignore[no-untyped-def]
+                # A redirect's body is no page, and urllib reads it whole into memory (fp.read(), no
+                # limit) before it follows: closed unread, it reads as empty.  urllib sends
+                # "Connection: close", so no later response waits behind it to be drained.
+                fp.close()
                 # Decided before urllib's own check, which refuses gopher:, file:, data: (not ftp:)
                 # with the Location whole, its password too, in the message: every refused target
                 # is told by this one rule, masked.  The Location is the one urllib follows.
