@@ -2356,6 +2356,27 @@ def test_webfetch_reads_a_chunked_body_by_its_chunks_whatever_content_length_say
     assert not result.is_error and result.output == "hello world", result.output
 
 
+@pytest.mark.parametrize("coding", [b"chunked", b" chunked", b"Chunked", b"chunked,"])
+def test_webfetch_a_204_with_a_transfer_encoding_ends_after_its_header_fields(store, coding):
+    """Regression (review R23, 6): a 204 No Content sent with ``Transfer-Encoding: chunked`` on a
+    connection the server keeps open was read as chunked, and the fetch waited for a chunk until its
+    timeout.  RFC 9112 (6.3): a 204's (or 304's, or a 1xx's) message ends after its header fields,
+    whatever they say; it is the empty page a 204 without the field is."""
+    ended = threading.Event()
+
+    def answer(connection):
+        connection.sendall(b"HTTP/1.1 204 No Content\r\nTransfer-Encoding: " + coding + b"\r\n\r\n")
+        ended.wait(60)  # the connection stays open, as a kept-alive one does
+
+    url, listener = _raw_server(answer)
+    try:
+        with listener:
+            result = tools.webfetch(store, "s", "c", url, timeout=5)
+    finally:
+        ended.set()
+    assert not result.is_error and result.output == "" and result.metadata["status"] == 204, result.output
+
+
 @pytest.mark.parametrize(("lines", "listed"), [([b""], ""), ([b" ", b","], ", ,"), ([b"identity"], "identity"),
                                                ([b"chunked", b"identity"], "chunked, identity")],
                          ids=["empty", "only-empty-members", "identity", "chunked-then-identity"])

@@ -535,7 +535,12 @@ def _exchange(target: str, authorization: Optional[str], url: str, seconds: Opti
             declared_type = _declared_type(headers)
             content_type = declared_type or "text/plain"
             declared = None
-            if _chunked(headers, url, response.version):
+            if response.status in (204, 304) or 100 <= response.status < 200:
+                # RFC 9112 (6.3): such a message ends after its header fields, whatever they say.
+                # http.client holds its length to 0, but reads a lone "chunked" by its chunks all
+                # the same: on a connection the server keeps open, that waited out the timeout.
+                response.chunked, response.length = False, 0
+            elif _chunked(headers, url, response.version):
                 # Transfer-Encoding overrides Content-Length (RFC 9112 6.1, 6.3): the chunks frame the
                 # body and a Content-Length beside them is neither checked nor held to.  RFC 9112 calls
                 # a message with both suspect ("ought to be handled as an error") because a recipient
@@ -546,9 +551,7 @@ def _exchange(target: str, authorization: Optional[str], url: str, seconds: Opti
                 # (early servers sent both, the length for progress bars: why TE overrides rather than
                 # the two being refused together).  http.client saw "chunked" only on the first line
                 # and unstripped: it is told so, and forgets the length it may have taken instead.
-                response.chunked, response.chunk_left = True, None
-                if response.length:  # (0 stays: a 204 or 304 has no body, as http.client rules)
-                    response.length = None
+                response.chunked, response.chunk_left, response.length = True, None, None
             else:
                 declared = _content_length(headers, url)
                 if declared is not None and response.length is None:
@@ -760,7 +763,8 @@ def webfetch(store: ToolOutputStore, session_id: str, tool_call_id: str, url: st
     line with no value too; equal ones, repeated or in a list, are the one
     length: ``_content_length``).  A chunked body is read by its chunks, a Content-Length beside
     them ignored (Transfer-Encoding overrides it); any other Transfer-Encoding, one naming no
-    coding, or one on an HTTP/1.0 response is refused (``_chunked``).  A 206 Partial Content or a 226 IM Used is an
+    coding, or one on an HTTP/1.0 response is refused (``_chunked``); a 204 has no body, whatever
+    its fields say (RFC 9112 6.3).  A 206 Partial Content or a 226 IM Used is an
     HTTP error, as a 404 is: webfetch asks for no range and no delta.
     HTML becomes Markdown (``"markdown"``) or text (``"text"``), or is kept
     (``"html"``), decoded by its byte-order mark, else its declared charset, read by
