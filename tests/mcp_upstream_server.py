@@ -5,7 +5,7 @@ over stdio), ``collide`` (also has tools named ``read`` and ``grep``), ``overcol
 (also ``overspill_read`` and ``overspill_grep``), ``garbage`` (writes lines that are not
 JSON-RPC to stdout before serving),
 ``silent`` (never answers ``initialize``), ``die`` (exits 5 at start, after a
-line on stderr), ``http PORT`` (streamable HTTP on 127.0.0.1:PORT), ``notools``
+line on stderr; with ``hostile``, a line of ESC, BEL and U+202E), ``http PORT`` (streamable HTTP on 127.0.0.1:PORT), ``notools``
 (serves resources and prompts only: no tools capability), ``latecollide`` (tools named
 ``read`` and ``grep`` appear from its second ``tools/list`` on, as after a list change), ``changes`` (declares
 ``listChanged`` for tools, prompts and resources and takes ``resources/subscribe``; its tool ``change`` sends
@@ -250,8 +250,9 @@ def initialization_options(made: Server[Any]) -> Any:
 
 
 async def main() -> None:
-    if MODE == "die":
-        sys.stderr.write("cannot start: no configuration\n")
+    if "die" in MODES:
+        sys.stderr.write("cannot start: no configuration\n" if "hostile" not in MODES else
+                         "boom \x1b]0;owned\x07 \x1b[2J \u202eevil\n")
         sys.exit(5)
     if MODE == "silent":
         await anyio.to_thread.run_sync(sys.stdin.buffer.read)  # reads, never answers

@@ -1866,6 +1866,41 @@ def test_a_long_upstream_command_is_named_by_its_start_and_end_around_a_note_red
     assert wait_until(lambda: not running_with(token))
 
 
+_HOSTILE_STDERR = "boom \x1b]0;owned\x07 \x1b[2J \u202eevil"
+_HOSTILE_SHOWN = "boom \\x1b]0;owned\\x07 \\x1b[2J \\u202eevil"
+
+
+def test_the_wrappers_own_error_lines_show_the_upstreams_control_characters_escaped_review_r23_3(
+        tmp_path, subprocess_env):
+    """Regression (review R23, 3): the wrapper's own error lines quoted what the upstream wrote raw, so
+    an upstream that died at start with ``ESC ] 0 ; owned BEL`` on stderr drove the client's terminal
+    through the -32603 of ``initialize`` ("the upstream server (...) is gone: exited with code 5; its last
+    stderr line: ..."), and so did the "is gone" of every later request after a crash mid-call.  They are
+    one-line errors as the tools' are (``message_line``): the control characters shown escaped."""
+    async def main():
+        said = []
+        with pytest.raises(BaseException) as caught:  # the SDK's client raises it inside an exception group
+            async with wrapped(tmp_path, subprocess_env, "die,hostile", options=("--init-timeout", "20")):
+                pass
+        error = caught.value
+        while getattr(error, "exceptions", None):
+            error = error.exceptions[0]
+        assert isinstance(error, MCPError) and "exited with code 5" in error.message, error
+        said.append(error.message)
+        async with wrapped(tmp_path, subprocess_env) as client:
+            with anyio.fail_after(120):  # a liveness bound
+                crashed = await client.call_tool("crash", {"line": _HOSTILE_STDERR})
+            assert crashed.is_error and "exited with code 7" in text_of(crashed)
+            said.append(text_of(crashed))
+            with pytest.raises(MCPError, match="is gone: exited with code 7") as gone:
+                await client.list_prompts()
+            said.append(gone.value.message)
+        for message in said:
+            assert message.isprintable() and _HOSTILE_SHOWN in message, message
+
+    anyio.run(main)
+
+
 def test_a_crash_says_the_end_not_its_last_stderr_line_came_during_the_call_red_team_d13_2(tmp_path, subprocess_env):
     """Regression (red team D13, 2): a crash mid-call read "... was killed by SIGKILL; its last stderr line:
     filesystem-mcp started: ... during this call; later calls will fail ...", putting a line the server wrote

@@ -1,8 +1,9 @@
 """The printable rule: text another party chose, shown with its non-printable characters escaped.
 
 One home below every floor that shows such text: the CLI (names, session ids, error lines),
-every tool's and the MCP server's error lines (``tools._result.message_line``, through
-``_frontend``), and the Redis backend's URL errors, which
+every tool's, the MCP server's and the wrapper's own error lines (``tools._result.message_line``,
+through ``_frontend``; an upstream's own JSON-RPC error is its answer, passed on as sent), and the
+Redis backend's URL errors, which
 may not import a front end's module.  Importing it imports nothing.
 """
 

@@ -46,7 +46,7 @@ from ._owner import group_alive
 from .mcp_server import kill_on_hurry, run_stdio
 from .mcp_wrap import Link, Relay, RelayingSession, build_server
 from .store import ToolOutputStore
-from .tools._result import ends_around_note, shortened_line
+from .tools._result import message_line, printable_line, shortened_line
 
 __all__ = ["UpstreamProcess", "parse_header", "serve_wrapped"]
 
@@ -281,13 +281,14 @@ class _LastLine:
             self._add(piece)
 
     def shown(self) -> Optional[str]:
-        """The last line that is not blank (the one in hand, if it is not), as ``keep`` characters at most:
-        a longer one as its start and end around the note for cut values; None when there is none."""
+        """The last line that is not blank (the one in hand, if it is not), as ``keep`` characters at most,
+        shown by the printable rule (``printable_line``: the process chose it, and the wrapper's error lines
+        quote it): a longer one as its start and end around the note for cut values; None when there is none."""
         kept = (self._start, self._end, self._length) if self._length else self._last
         if kept is None:
             return None
         start, end, length = kept
-        return start if length <= self._keep else ends_around_note(start, end, length, self._keep)
+        return printable_line(start, end, length, self._keep)
 
     def _add(self, text: str) -> None:
         body = text.rstrip()
@@ -391,7 +392,8 @@ def _unreadable_answer(line: str, why: str) -> Optional[SessionMessage]:
         return None
     if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
         return None
-    error = types.ErrorData(code=types.INTERNAL_ERROR, message=f"the upstream server's answer cannot be read: {why}")
+    error = types.ErrorData(code=types.INTERNAL_ERROR,
+                            message=message_line(f"the upstream server's answer cannot be read: {why}"))
     return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
 
 

@@ -74,6 +74,7 @@ from .mcp_server import (_Answering, _error, _tool_result, links_allowed, page_b
                          read_resource, resource_template, server_session)
 from .records import SCHEME
 from .store import ToolOutputStore
+from .tools._result import message_line
 from .tools.schemas import _resource_problem, _resource_schema
 
 __all__ = ["Link", "Relay", "RelayingSession", "build_server", "wrap"]
@@ -225,7 +226,7 @@ class Link:
         except MCPError as error:
             self.discovered = error
         except Exception as error:  # an answer that is not JSON-RPC's: no sign of the 2026 era either
-            self.discovered = MCPError(types.INTERNAL_ERROR, one_line(f"{type(error).__name__}: {error}"))
+            self.discovered = MCPError(types.INTERNAL_ERROR, message_line(f"{type(error).__name__}: {error}"))
 
     async def learn_tools(self) -> None:
         """Learn the upstream's tool names (all its pages); ``prepared`` once they are known.
@@ -301,7 +302,7 @@ class Link:
                 assert self.session is not None
                 await self.probe(discover)  # prepared before this client came (by the session's owner)
         if self.failure is not None:
-            raise MCPError(types.INTERNAL_ERROR, f"{self.label} is gone: {self.failure}")
+            raise MCPError(types.INTERNAL_ERROR, message_line(f"{self.label} is gone: {self.failure}"))
         assert self.session is not None
         return self.session
 
@@ -957,7 +958,7 @@ async def _forward(session: ClientSession, request: Any, gone: Callable[[BaseExc
     except MCPError as error:
         reason = await gone(error)
         if reason is not None:
-            raise MCPError(types.INTERNAL_ERROR, f"the upstream server {reason}") from None
+            raise MCPError(types.INTERNAL_ERROR, message_line(f"the upstream server {reason}")) from None
         if bounded is None:
             raise
         await _raise_bounded(error, bounded)
