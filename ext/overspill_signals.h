@@ -143,20 +143,33 @@ static int osp_literal_at(const uint8_t *s, ptrdiff_t n, ptrdiff_t i, const osp_
     return !osp_in_name(s, n, i, i + len, start_word, end_word);
 }
 
-/* Whether the line s[0:n) (a view) starts with an `ls -l` mode string, as
- * `ls -l`, `ls -laR` and `tar tv` write one: a type (-dlcbpsD), nine
- * permissions ([r-][w-][xsS-][r-][w-][xsS-][r-][w-][xtT-]), an optional '.',
- * '+' or '@', then a space.  Such a line is a listing entry, never a signal
- * line: its name (a folder called Error) and a symlink's target are names.
+/* Whether the line s[0:n) (a view) starts as an `ls -l` or `tar tv` entry:
+ * a mode string (a type -dlcbpsD, nine permissions
+ * [r-][w-][xsS-][r-][w-][xsS-][r-][w-][xtT-], an optional '.', '+' or '@'),
+ * spaces, then ls's link count (a digit) or tar's owner/group, spaces and a
+ * size (a digit).  Such a line is a listing entry, never a signal line: its
+ * name (a folder called Error) and a symlink's target are names.  What follows
+ * the mode string is required because "---------- " also opens failure
+ * banners ("---------- ERROR: build failed ----------").
  * _listing_entry in overspill/_native_text.py. */
 static int osp_listing_entry(const uint8_t *s, ptrdiff_t n) {
     static const char *const columns[10] = {"-dlcbpsD", "r-", "w-", "xsS-", "r-", "w-", "xsS-", "r-", "w-", "xtT-"};
-    ptrdiff_t k;
-    if (n < 11) return 0;
+    ptrdiff_t k, token;
+    if (n < 12) return 0;
     for (k = 0; k < 10; k++)
         if (s[k] == 0 || !strchr(columns[k], s[k])) return 0;  /* (strchr finds the terminator too) */
     if (s[10] == '.' || s[10] == '+' || s[10] == '@') k = 11;
-    return k < n && s[k] == ' ';
+    if (s[k] != ' ') return 0;
+    while (k < n && s[k] == ' ') k++;
+    if (k < n && s[k] >= '0' && s[k] <= '9') return 1;  /* ls -l: the link count */
+    token = k;  /* tar tv: owner/group (neither empty), spaces, the size */
+    while (k < n && s[k] != ' ' && s[k] != '/') k++;
+    if (k == token || k >= n || s[k] != '/') return 0;
+    token = ++k;
+    while (k < n && s[k] != ' ' && s[k] != '/') k++;
+    if (k == token || k >= n || s[k] != ' ') return 0;
+    while (k < n && s[k] == ' ') k++;
+    return k < n && s[k] >= '0' && s[k] <= '9';
 }
 
 /* The lowest kind matched in the line s[0:n) (already a view), or kinds. */

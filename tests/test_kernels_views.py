@@ -24,7 +24,9 @@ _NOISE = [b"\x1b[31m", b"\x1b[0m", b"\x1b[1;32;40m", b"\x1b[2K", b"\x1b[?25l", b
           b"warning", b"E   ", b"-Werror", b"ValueError:", b"errors", b"\x07", b"\\", b"[", b";", b"m",
           b'"', b'":', b'" \t:',
           # `ls -l` / `tar tv` mode strings, whole and malformed (red team M15): a line they start is a listing entry.
-          b"drwxr-xr-x ", b"-rw-r--r--. ", b"lrwxrwxrwx@ ", b"crw-rwS--T+ ", b"drwxr-xr-x", b"-rwxr-xr-", b"Drwx"]
+          b"drwxr-xr-x ", b"-rw-r--r--. ", b"lrwxrwxrwx@ ", b"crw-rwS--T+ ", b"drwxr-xr-x", b"-rwxr-xr-", b"Drwx",
+          # what must follow it: a link count (ls -l) or owner/group and a size (tar tv); a banner's dashes (R25)
+          b"1 ", b"u/g  0 ", b"u/g", b"---------- "]
 noisy = st.one_of(raw_bytes, st.lists(st.sampled_from(_NOISE), max_size=30).map(b"".join))
 flag_sets = st.integers(0, 3)
 
@@ -142,8 +144,10 @@ def naive_matches(line: bytes, pattern: tuple[int, bool, bool, bytes]) -> bool:
 
 
 def naive_listing_entry(line: bytes) -> bool:
-    """The line starts with an `ls -l` (or `tar tv`) mode string and a space: a listing entry."""
-    return re.match(rb"[-dlcbpsD][r-][w-][xsS-][r-][w-][xsS-][r-][w-][xtT-][.+@]? ", line) is not None
+    """The line starts with an `ls -l` (or `tar tv`) mode string and spaces, then a link count
+    (a digit) or an owner/group, spaces and a size: a listing entry."""
+    return re.match(rb"[-dlcbpsD][r-][w-][xsS-][r-][w-][xsS-][r-][w-][xtT-][.+@]? +(?:[0-9]|[^ /]+/[^ /]+ +[0-9])",
+                    line) is not None
 
 
 _NAIVE_HUNK = re.compile(rb"@@ -([0-9]+)(?:,([0-9]+))? \+([0-9]+)(?:,([0-9]+))? @@")
@@ -402,6 +406,9 @@ def test_signal_examples():
 @example(b"error\nerror\nwarning", None, 3, 1, None)
 # Red team M15: a line whose view starts with a mode string is a listing entry, coloured or not.
 @example(b"drwxr-xr-x 2 u u 0 Error\n\x1b[0m-rw-r--r--. 1 u u 0 error\nerror: drwxr-xr-x ", None, 3, 5, None)
+# Review R25: a banner of dashes is no listing entry; a digit or an owner/group and a size must follow the mode string.
+@example(b"---------- ERROR: build failed ----------\n----------  error: 3 tests failed\n---------- 1 u u 0 error\n"
+         b"-rw-r--r-- u/g  0 error\n-rw-r--r-- u/g error\n-rw-r--r-- u/g\n0 error", None, 3, 5, None)
 @example(b"@@ -1,2 +1 @@\n-error\n-error\n+error\nerror", None, 0, 4, None)
 @example(b"commit 1234567\nAuthor: error\n\n    error\n\n    error\nerror", None, 0, 4, [0, 0, 0])
 @example(b"+error\n\\ error\n error\n-error", None, 0, 4, [1, 1, 1])
@@ -614,6 +621,9 @@ BRACKETED = PATTERNS + ((1, False, True, b"[fail]"),)
 @example(b"x" * 40 + b' {"error": null, "warning"\t: 1}' + b"x" * 40 + b'\n{"level":"error"}' + b"x" * 40, 0, PATTERNS)
 @example(b"x" * 40 + b"\ndrwxr-xr-x 2 root root 4096 " + b"x" * 40 + b" Error\nerror: cannot open drwxr-xr-x "
          + b"x" * 40 + b"\nlrwxrwxrwx" + b"x" * 40 + b" Error", 0, PATTERNS)
+@example(b"x" * 40 + b"\n---------- ERROR: build failed " + b"-" * 40 + b"\n---------- 1 root root 0 " + b"x" * 40
+         + b" Error\n-rw-r--r-- root/root " + b"x" * 40 + b" Error\n-rw-r--r-- root/root   0 " + b"x" * 40 + b" Error",
+         0, PATTERNS)
 def test_signal_scan_is_the_same_on_every_instruction_set(compiled, data, flags, patterns):
     # Long lines go through the SIMD pair filter; capped, the portable loop does it all.
     results = []
@@ -716,6 +726,15 @@ def test_text_fits_is_the_same_on_every_instruction_set(compiled, text, max_line
     (b"drwxr-xr-x: error", 0),
     (b"dxwxr-xr-x 2 root root 4096 Jan  1 00:00 Error", 0),
     (b" drwxr-xr-x 2 root root 4096 Jan  1 00:00 Error", 0),
+    # a mode string of dashes and a space open real failure banners: a digit or an owner/group must
+    # follow for a listing entry (review R25); a file of mode ---------- still is one
+    (b"---------- ERROR: build failed ----------", 0),
+    (b"---------- FAILED tests/test_x.py::test_y ----------", 0),
+    (b"----------  error: 3 tests failed", 0),
+    (b"drwxr-xr-x Error", 0),
+    (b"-rw-r--r-- user/group error: no size", 0),
+    (b"---------- 1 root root 0 Jan  1 00:00 failed", None),
+    (b"----------  user/group       0 2026-12-07 12:00 failed", None),
     # diagnostics of common tools
     (b"find: '/no/such/tree': No such file or directory", 0),
     (b"IOError: [Errno 5] Input/output error", 0),

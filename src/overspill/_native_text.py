@@ -328,15 +328,19 @@ def _matches_at(text: bytes, start: int, end: int, literal: bytes, anchored: boo
     return not _in_name(text, start, stop, end, start_word, end_word)
 
 
-# An `ls -l` mode string, as `ls -l`, `ls -laR` and `tar tv` start an entry with one: a type,
-# nine permissions, an optional ".", "+" or "@" (SELinux, ACL, extended attributes), a space.
-_MODE_STRING = LazyPattern(rb"[-dlcbpsD][r-][w-][xsS-][r-][w-][xsS-][r-][w-][xtT-][.+@]? ")
+# How an `ls -l` or `tar tv` entry starts: a mode string (a type, nine permissions, an optional ".",
+# "+" or "@": SELinux, ACL, extended attributes), spaces, then ls's link count or tar's owner/group,
+# spaces and a size.  What follows the mode string is required: "---------- " also opens failure
+# banners ("---------- ERROR: build failed ----------").  (No newline: the match stays in its line.)
+_MODE_STRING = LazyPattern(rb"[-dlcbpsD][r-][w-][xsS-][r-][w-][xsS-][r-][w-][xtT-][.+@]? +"
+                           rb"(?:[0-9]|[^ /\n]+/[^ /\n]+ +[0-9])")
 
 
 def _listing_entry(text: bytes, line_start: int) -> bool:
-    """Whether the line of ``text`` (a view) at ``line_start`` starts with an
-    ``ls -l`` mode string and a space: a listing entry, never a signal line,
-    whatever its name (a folder called ``Error``) or a symlink's target.
+    """Whether the line of ``text`` (a view) at ``line_start`` starts as an
+    ``ls -l`` or ``tar tv`` entry (a mode string, then a link count, or an
+    owner/group and a size): a listing entry, never a signal line, whatever
+    its name (a folder called ``Error``) or a symlink's target.
     ``osp_listing_entry`` in the compiled kernel."""
     return _MODE_STRING.match(text, line_start) is not None
 
@@ -543,7 +547,7 @@ def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags
     start of the view when ``anchored``, else anywhere as a word (at each edge
     that is a letter or digit: not inside a word but where a camel-case
     capital starts, ``_start_boundary``) and not inside a name (``_in_name``).
-    A line whose view starts with an ``ls -l`` mode string is a listing entry
+    A line whose view starts as an ``ls -l`` or ``tar tv`` entry is a listing entry
     and matches nothing (``_listing_entry``).
     A line's kind is the lowest kind it matches.  Returns ``(hits, totals)``: ``hits`` lists ``(line_start,
     line_end, kind)`` (offsets in ``buffer``, the newline excluded) in order,

@@ -81,9 +81,10 @@ DEFAULT_VIEWS = VIEWS
 #: diagnostics), nor as the whole of a quoted object key: right after ``"``
 #: and right before ``"``, spaces or tabs, ``:`` (``"summary": "..."`` in
 #: a JSON document names a field; ``"level":"error"`` and ``"error: boom"``
-#: count).  A line that starts with an ``ls -l`` mode string and a space
-#: (``drwxr-xr-x ``, as ``ls -l`` and ``tar tv`` write entries) is a listing
-#: entry and matches nothing, whatever it is named.  A leading ``^`` anchors
+#: count).  A line that starts as an ``ls -l`` or ``tar tv`` entry (a mode
+#: string such as ``drwxr-xr-x``, spaces, then a link count or an owner/group
+#: and a size) is a listing entry and matches nothing, whatever it is named;
+#: ``---------- ERROR: build failed`` still counts.  A leading ``^`` anchors
 #: a pattern at the start of the line (and it is then matched as it is).
 DEFAULT_SIGNALS = (
     ("error", "error"), ("error", "fatal"), ("error", "exception"), ("error", "traceback"),
