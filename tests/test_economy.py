@@ -20,8 +20,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from overspill import ConfigError, ToolOutputStore, page_bounds
+from overspill import _signal_near
 from overspill import text as text_module
 from overspill._views import view_preview
+from overspill.config import DEFAULT_SIGNALS
 from overspill.text import MARKER_BYTES, encode_content, truncation_marker
 
 _NOISE = [b"\x1b[31m", b"\x1b[0m", b"\x1b[1;32m", b"\x1b[2K", b"\x1b]0;t\x07", b"\r", b"\r\n", b"\n", b"\n",
@@ -833,6 +835,30 @@ def test_a_signal_in_a_very_long_line_points_near_its_match(tmp_path, shape):
     offset, _, shown = signals[1].partition(":")
     assert int(marker.group(3)) <= int(offset) <= match < int(offset) + 200, (offset, match)
     assert text[int(offset) : match + 5] in shown and text[int(offset):].startswith(shown.rstrip("…"))
+
+
+@pytest.mark.parametrize("before", [21672, 21675])
+def test_a_long_line_signal_is_found_when_a_search_window_starts_at_a_listing_entrys_mode_string(before):
+    # Regression (review R25): a long line is searched again in 64 KiB windows that start at token
+    # ends, and the kernel took a window's start for a line start: a window that began with
+    # "drwxr-xr-x 2 root root" was a listing entry, its match was never found again, and the line
+    # was shown from its start, 77 KB before the match.  A window now starts at its delimiter.
+    line = (b"ab " * before + b"drwxr-xr-x 2 root root " + b"ab " * 4000 + b"Error: disk quota exceeded "
+            + b"ab " * 30000)
+    patterns = text_module.compile_signals(DEFAULT_SIGNALS)
+    match = line.index(b"Error: disk")
+    shown = _signal_near.shown_from(line, 0, len(line), 0, patterns, 0)
+    assert shown <= match < shown + _signal_near.LONG_LINE - len(b"Error: disk"), (shown, match)
+
+
+def test_a_long_line_signal_of_a_literal_that_starts_with_a_delimiter_is_shown_whole():
+    # A window that starts one byte early (at its delimiter) holds a match of "[fail]" that begins
+    # at that delimiter: the shown start stays before the match, not one byte inside it.
+    line = b"ab " * 30000 + b"x[fail] y" + b" ab" * 30000
+    patterns = text_module.compile_signals([("error", "[fail]")])
+    match = line.index(b"[fail]")
+    shown = _signal_near.shown_from(line, 0, len(line), 0, patterns, 0)
+    assert shown <= match < shown + _signal_near.LONG_LINE - len(b"[fail]"), (shown, match)
 
 
 @pytest.mark.parametrize("pad", ["é", "€", "😀"])

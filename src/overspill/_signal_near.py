@@ -5,7 +5,9 @@ start would point the model far from what matched and show none of it.  For
 such a line the match is found again with the same kernel, over regions that
 begin and end just after a delimiter (a token end: ``,`` ``;`` ``}`` ``]``
 ``{`` ``[`` space, tab), so the kernel's word rules see the same edges there
-as in the whole line; the line is then shown from the last token end before
+as in the whole line (each is searched with that delimiter, so its start is
+no line start: a mode string there opens no listing entry); the line is then
+shown from the last token end before
 the match, within a bounded look-back.  With escape sequences viewed away
 (``VIEW_ANSI``) the ``[`` and ``;`` inside one are no token ends: no region,
 and no shown text, starts inside a sequence (``_views._past_escape``, the
@@ -32,7 +34,9 @@ _OVERLAP = 512
 # Most bytes before the end of the token that ends the match the shown text starts at
 # (mid-token only for a token this long: the match stays within what is shown).
 _LOOK_BACK = 160
-_TOKEN_END = LazyPattern(rb"[,;}\]{\[ \t]")  # (compiled on first use: importing overspill never imports re)
+_DELIMITERS = b",;}]{[ \t"  # the bytes a token ends with
+# One of them (each escaped); compiled on first use: importing overspill never imports re.
+_TOKEN_END = LazyPattern(b"[" + b"".join(b"\\" + bytes([delimiter]) for delimiter in _DELIMITERS) + b"]")
 
 
 def shown_from(block: BytesLike, line_start: int, line_end: int, kind: int, patterns: tuple, flags: int) -> int:
@@ -61,6 +65,15 @@ def shown_from(block: BytesLike, line_start: int, line_end: int, kind: int, patt
 
 
 def _matches(block: BytesLike, start: int, end: int, patterns: tuple, flags: int) -> bool:
+    """Whether ``[start, end)`` of a long line holds a match of ``patterns``.
+
+    The kernel takes a region's start for a line's start (where a listing
+    entry's mode string is looked for), which a region that starts after a
+    token end is not: it is given the delimiter before it too.  A delimiter
+    (no ``/``, ``_``, ``-``, quote or word byte) changes no word or name edge
+    of what follows, and only unanchored patterns are looked for here."""
+    if start > 0 and block[start - 1] in _DELIMITERS:
+        start -= 1
     return start < end and bool(_kernels.signal_lines(block, start, end, patterns, flags, 1)[0])
 
 
@@ -85,7 +98,7 @@ def _cut_before(block: BytesLike, floor: int, position: int, flags: int) -> int:
     data = bytes(block[low:position])
     found = len(data)
     while True:
-        found = max(data.rfind(bytes([delimiter]), 0, found) for delimiter in b",;}]{[ \t")
+        found = max(data.rfind(bytes([delimiter]), 0, found) for delimiter in _DELIMITERS)
         if found < 0:
             return floor
         after = low + found + 1
@@ -120,7 +133,12 @@ def _last_start(block: BytesLike, start: int, end: int, patterns: tuple, flags: 
             low = middle
         else:
             high = middle - 1
-    shown = _character_start(block, max(starts[low], end - _LOOK_BACK), end)
+    first = starts[low]
+    # _matches gives a region the delimiter before it: a literal that starts with that byte
+    # may match from there, so the shown text starts at the token end before it.
+    if low and any(pattern[3][0] == block[first - 1] for pattern in patterns):
+        first = starts[low - 1]
+    shown = _character_start(block, max(first, end - _LOOK_BACK), end)
     return _outside_escape(block, start, shown, end, flags)
 
 
