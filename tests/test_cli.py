@@ -1765,3 +1765,23 @@ def test_run_no_spill_shows_no_cut_redraw_of_a_line_the_capture_head_ends_inside
     omitted = raw.rindex(b"1000000")  # all of the line but its final state
     assert held.stdout == (f"... {omitted} of the output's {len(raw)} bytes (as written) omitted here; spilling was "
                            f"off, so the output was not stored ...\n\n1000000\n").encode(), held.stdout[:200]
+
+
+def test_wait_on_a_capped_background_output_shows_no_cut_redraw_of_the_line_its_copy_ends_inside(cli):
+    """Regression (review R25 item 1): a background ``seq 1 1000000 | tr '\\n' '\\r'`` (one line of
+    redraws, 6.9 MB) capped at 100,000 bytes, then ``overspill wait --offset 0`` after it exited,
+    showed the head '1851' (the redraw the stored copy ends inside, cut short) and "all of it shown
+    here": the supervisor that held the true end is gone, and that preview's head took the copy's
+    end for the line's end.  The head shows nothing of the line; the marker says the copy holds
+    only the output's first bytes."""
+    limits = {"OVERSPILL_MAX_STORED_BYTES": "100000"}
+    started = cli("run", "--background", "--yield-after", "0", "--", "sleep 1; seq 1 1000000 | tr '\\n' '\\r'",
+                  env=limits)
+    assert started.returncode == 0, started.stderr
+    uri = uri_in(started.stdout)
+    ended = cli("wait", uri, "--timeout", "60", env=limits)
+    assert ended.returncode == 0, ended.stdout[-300:]
+    waited = cli("wait", uri, "--offset", "0", "--timeout", "5", env=limits)
+    assert waited.stdout.startswith(b"... output truncated: the stored copy holds only the first 100000 of 6888896 "), \
+        waited.stdout[:300]
+    assert b"1851" not in waited.stdout, waited.stdout[:300]

@@ -51,7 +51,7 @@ def parts(content: str) -> tuple[str, re.Match[str], list[str], str]:
     marker = MARKER.search(content)
     assert marker is not None, content
     head = content[: marker.start()]
-    assert head.endswith("\n\n")
+    assert head == "" or head.endswith("\n\n")  # (an empty head: the marker starts the content)
     rest = content[marker.end() :]
     signals, _, tail = rest.partition("\n\n")
     return head[:-2], marker, [line for line in signals.split("\n") if line], tail
@@ -1032,8 +1032,41 @@ def test_a_capped_head_shows_no_cut_redraw_of_a_line_the_stored_copy_ends_inside
     with ToolOutputStore(tmp_path, durable=False, config={"tool_output": {"max_stored_bytes": 100_000}}) as s:
         result = s.truncate_stream("s", "c", [data[i : i + 65536] for i in range(0, len(data), 65536)])
     content = result.content
-    assert content.startswith("\n\n... output truncated: the stored copy holds the first 100000 of "), content[:200]
+    # (an empty head: the marker starts the preview, as without spilling, no blank lines before it)
+    assert content.startswith("... output truncated: the stored copy holds the first 100000 of "), content[:200]
     assert 'offset=0)' in content and content.endswith("\n\n1000000"), content[-200:]
+
+
+def test_a_capped_copy_previewed_without_its_kept_end_shows_no_cut_redraw(tmp_path):
+    # Regression (review R25 item 1): a capped copy previewed by a caller without its kept end (the
+    # CLI's wait --offset 0 after a background command, another process's preview) still showed the
+    # head '1851', the redraw the copy ends inside cut short, "all of it shown here": that path's
+    # head window took the copy's end for its last line's end.  The bytes after the copy were not
+    # kept: the head shows nothing of a redrawn line the copy ends inside, as truncate's does.
+    data = b"\r".join(b"%d" % i for i in range(1, 1_000_001)) + b"\r"
+    with ToolOutputStore(tmp_path, durable=False, config={"tool_output": {"max_stored_bytes": 100_000}}) as s:
+        uri = s.truncate_stream("s", "c", [data[i : i + 65536] for i in range(0, len(data), 65536)]).resource.uri
+        content = s.preview("s", uri).content
+    assert content.startswith(f"... output truncated: the stored copy holds only the first 100000 of {len(data)} "), \
+        content[:200]
+    assert "1851" not in content, content[:200]
+
+
+def test_a_capped_head_shows_the_start_of_a_line_whose_crlf_the_stored_copy_splits(tmp_path):
+    # Regression (review R25 item 2): a long plain line ending in \r\n, its \r the last byte the capped
+    # copy keeps, showed nothing of the line in the head (the \r taken for a redraw); one byte either
+    # side, a byte cut of its start.  A \r that is the last byte held may be half of a CRLF: only a
+    # \r with a byte after it on the line redraws it.
+    cap = 100_000
+    rest = b"".join(b"line %d\n" % i for i in range(200_000))  # (past the kept end: a gap after the copy)
+    for shift in (-1, -2, 0):  # the \r the copy's last byte, the CRLF kept whole, no \r kept
+        data = b"x" * (cap + shift) + b"\r\n" + rest
+        with ToolOutputStore(tmp_path / str(-shift), durable=False,
+                             config={"tool_output": {"max_stored_bytes": cap}}) as s:
+            result = s.truncate_stream("s", "c", [data[i : i + 65536] for i in range(0, len(data), 65536)])
+            previewed = s.preview("s", result.resource.uri)
+        for content in (result.content, previewed.content):
+            assert content.startswith("xxxxxxxx"), (shift, content[:200])
 
 
 def test_a_head_shows_nothing_of_a_line_whose_end_is_past_the_look_for_it(tmp_path):

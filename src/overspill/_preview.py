@@ -225,13 +225,13 @@ def compose(shaped: Preview, signals: list[str], uri: str, size: int, lines: int
     A preview that is not truncated is a view that fits the limits of an
     output whose raw bytes do not: the view, then ``view_marker``."""
     # One blank line before the marker: a head that ends its last line (it does when whole lines
-    # decide the cut) needs one newline more, one that does not, two.
+    # decide the cut) needs one newline more, one that does not, two; an empty head, none.
     head = shaped.head
     if not shaped.truncated:
         return whole_view(head, uri, size, lines, total)
     separator = "\n" if head.endswith("\n") else "\n\n"
     marker = truncation_marker(uri, size, lines, shaped.head_end, total, note=note, end_kept=end_kept)
-    text = f"{head}{separator}{marker}"
+    text = f"{head}{separator}{marker}" if head else marker
     if signals:
         text += "\n" + "\n".join(signals)
     return f"{text}\n\n{shaped.tail}" if shaped.tail else text
@@ -268,8 +268,12 @@ def _cutter(read: Reader, uri: str, stored: int, total: int, count: Optional[int
         def recut(lines: int, size: int) -> Preview:
             return _capped(read, uri, stored, end, total, count, lines, size, flags, runs)
     else:
+        # A capped copy previewed without its true end (another process's view of it): bytes not
+        # kept follow the copy, so a line it ends inside has no known end (``head_window``).
+        held_to_end = total <= stored
+
         def recut(lines: int, size: int) -> Preview:
-            return _payload(read, uri, stored, count, lines, size, flags, runs, release, mapped)
+            return _payload(read, uri, stored, count, lines, size, flags, runs, release, mapped, held_to_end)
     return recut
 
 
@@ -319,8 +323,9 @@ def _filler(head: bytes, tail: bytes, lines: int, max_lines: int) -> bytes:
 
 def _payload(read: Reader, uri: str, size: int, lines: int, max_lines: int, max_bytes: int,
              flags: int, runs: int, release: Optional[Callable[[int, int], None]] = None,
-             mapped: Optional[Reader] = None) -> Preview:
-    """The view preview of a just-published payload, from verified windows of it.
+             mapped: Optional[Reader] = None, held_to_end: bool = True) -> Preview:
+    """The view preview of a just-published payload, from verified windows of it
+    (``held_to_end`` false: the start of a capped output, as ``head_window`` has it).
 
     Only the first and last ``max_bytes`` (and a few) bytes decide a preview
     of text that is its own view there, so two windows settle it whatever the
@@ -337,9 +342,14 @@ def _payload(read: Reader, uri: str, size: int, lines: int, max_lines: int, max_
     with _reading_back(uri):
         if size <= 2 * window:
             with read(0, size) as whole:
-                return view_preview(whole, max_lines, max_bytes, flags, slack, runs)
+                found = view_preview(whole, max_lines, max_bytes, flags, slack, runs)
+            if held_to_end:
+                return found
+            return _short_of(found, head_window(_bytes_of(read), size, max_bytes, flags, window,
+                                                held_to_end=False)[1], size)
         # The head's window reaches the end of the line the head may cut into (a \r on in it redraws it).
-        head_end, unknown = head_window(_bytes_of(_releasing(read, release)), size, max_bytes, flags, window)
+        head_end, unknown = head_window(_bytes_of(_releasing(read, release)), size, max_bytes, flags, window,
+                                        held_to_end=held_to_end)
         if head_end > size - window:
             with read(0, size) as whole:
                 return view_preview(whole, max_lines, max_bytes, flags, slack, runs, lines=lines, release=release)
@@ -350,8 +360,20 @@ def _payload(read: Reader, uri: str, size: int, lines: int, max_lines: int, max_
         if flags and (_kernels.view_bytes(head, flags) is not None
                       or _kernels.view_bytes(tail, flags) is not None
                       or flags & VIEW_ANSI and _may_be_in_a_sequence(read, size - window)):
-            return _through_view(read, mapped or read, size, lines, max_lines, max_bytes, flags, runs, release)
+            found = _through_view(read, mapped or read, size, lines, max_lines, max_bytes, flags, runs, release)
+            return found if held_to_end else _short_of(found, unknown, size)
     return _windowed(head, tail, size, lines, max_lines, max_bytes, flags, runs, unknown)
+
+
+def _short_of(found: Preview, unknown: int, size: int) -> Preview:
+    """``found``, the preview of a capped copy of ``size`` bytes (the start of an output), showing
+    nothing of the line that starts at ``unknown`` (-1: none), whose final state is not known
+    (``head_window``, not ``held_to_end``): a view cut from the copy alone knows only the copy's
+    end.  When all of the copy's view fits, that line, which runs to the copy's end, is its last:
+    the preview is truncated at its start."""
+    if unknown >= 0 and not found.truncated:
+        return Preview(found.head[: found.head.rfind("\n") + 1], "", True, unknown, size)
+    return head_within(found, unknown)
 
 
 def _windowed(head: bytes, tail: bytes, size: int, lines: int, max_lines: int, max_bytes: int, flags: int,

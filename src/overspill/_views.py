@@ -51,12 +51,17 @@ def _head_line(read: Callable[[int, int], bytes], max_bytes: int, size: int) -> 
     newline, redrawn)``: ``newline`` is the offset of the newline that ends
     it, ``size`` when the data ends first, -1 when none comes within
     ``HEAD_LINE_REACH`` bytes (bytes.find: memory speed, a window at a time);
-    ``redrawn``, whether a \r was seen in the bytes of the line looked at
-    (asked only of a line whose end was not found)."""
+    ``redrawn``, whether a \r with a byte other than the newline after it
+    was seen in the bytes of the line looked at (asked only of a line whose
+    end was not found)."""
     low = min(max_bytes - 1, size)
     before = read(0, low)
     start = before.rfind(b"\n") + 1
-    redrawn = before.find(b"\r", start) >= 0
+    # A \r right before the newline ends the line (CRLF): no redraw.  The last byte looked at has
+    # no byte after it yet (the data's last may be half of a CRLF whose \n was not kept): its \r
+    # counts only once a byte other than the newline follows it.
+    redrawn = before.find(b"\r", start, max(start, low - 1)) >= 0
+    pending = low > start and before.endswith(b"\r")
     limit = min(size, low + HEAD_LINE_REACH)
     reach = ESCAPE_REACH
     while low < limit:
@@ -64,9 +69,9 @@ def _head_line(read: Callable[[int, int], bytes], max_bytes: int, size: int) -> 
         window = read(low, high)
         found = window.find(b"\n")
         if found >= 0:
-            # a \r right before the newline ends the line (CRLF): no redraw
-            return start, low + found, redrawn or b"\r" in window[: max(0, found - 1)]
-        redrawn = redrawn or b"\r" in window
+            return start, low + found, redrawn or (pending and found > 0) or b"\r" in window[: max(0, found - 1)]
+        redrawn = redrawn or pending or b"\r" in window[:-1]
+        pending = window.endswith(b"\r")
         low, reach = high, min(reach * 4, _SCAN_BYTES)
     return start, (size if limit == size else -1), redrawn
 
