@@ -265,7 +265,6 @@ def test_gcc_errors_in_the_middle_are_signalled(store, tmp_path):
     assert result.truncated
     head, marker, signals, tail = parts(result.content)
     assert all(error not in head + tail for error in errors)
-    shown = "\n".join(signals)
     for error in errors:
         offset = output.index(error.encode())
         assert f"{offset}:{error}" in signals
