@@ -755,7 +755,8 @@ import pydantic as _pydantic  # noqa: E402  (the tools' annotations are resolved
 
 
 def _validation_retry(tool: Any, arguments: dict, capabilities: list) -> Any:
-    """The part the model got back for calling ``tool`` with ``arguments``, which fail its validation."""
+    """The part the model got back for calling ``tool`` with ``arguments`` (which fail its validation,
+    or make it fail)."""
     usage = RequestUsage(input_tokens=1, output_tokens=1)
     sent: list = []
 
@@ -1052,28 +1053,9 @@ def test_a_retry_message_that_json_escaping_grows_reaches_the_model_within_the_l
     # pages give the message back exactly.
     import re
 
-    from pydantic_ai import ModelRetry
-    from pydantic_ai.exceptions import ToolFailed
-
     from overspill.text import MARKER_BYTES, shown_size
 
-    error = {"ModelRetry": ModelRetry, "ToolFailed": ToolFailed}[kind]
-
-    def failing() -> str:
-        """Fail with a long message."""
-        raise error(message)
-
-    usage = RequestUsage(input_tokens=1, output_tokens=1)
-    sent: list = []
-
-    def respond(messages: list, info: AgentInfo) -> ModelResponse:
-        if len(messages) > 1:
-            sent.append(messages[-1].parts[0])
-            return ModelResponse(parts=[TextPart("done")], usage=usage)
-        return ModelResponse(parts=[ToolCallPart("failing", {}, tool_call_id="c1")], usage=usage)
-
-    Agent(FunctionModel(respond), tools=[failing], capabilities=[capability(store)]).run_sync("go")
-    (part,) = sent
+    part = _retried(store, message, kind)
     assert part.outcome == ("retried" if kind == "ModelRetry" else "failed")
     limits = store.limits()
     # What a provider without an error channel of its own sends, and what one with it sends.
@@ -1124,18 +1106,7 @@ def _retried(store: ToolOutputStore, message: str, kind: str = "ModelRetry") -> 
         """Fail with a message."""
         raise error(message)
 
-    usage = RequestUsage(input_tokens=1, output_tokens=1)
-    sent: list = []
-
-    def respond(messages: list, info: AgentInfo) -> ModelResponse:
-        if len(messages) > 1:
-            sent.append(messages[-1].parts[0])
-            return ModelResponse(parts=[TextPart("done")], usage=usage)
-        return ModelResponse(parts=[ToolCallPart("failing", {}, tool_call_id="c1")], usage=usage)
-
-    Agent(FunctionModel(respond), tools=[failing], capabilities=[capability(store)]).run_sync("go")
-    (part,) = sent
-    return part
+    return _validation_retry(failing, {}, [capability(store)])
 
 
 @pytest.mark.parametrize("message", [
