@@ -1000,7 +1000,7 @@ def test_run_with_an_unreachable_store_fails_before_the_command_runs(cli, tmp_pa
 EXIT_PROBE = """
 import atexit, sys
 from overspill.cli import exit_with
-sys.argv[1:] = [{command!r}]
+sys.argv[1:] = {words!r}
 class Teardown:
     def __del__(self):
         sys.stderr.write(" torn down")
@@ -1013,13 +1013,16 @@ exit_with(3)
 """
 
 
-@pytest.mark.parametrize("command, hook, teardown", [("read", False, False), ("read", True, True),
-                                                     ("ls", False, True)])
-def test_exit_with_flushes_and_skips_the_teardown_only_after_a_read(subprocess_env, command, hook, teardown):
+@pytest.mark.parametrize("words, hook, teardown", [
+    (["read"], False, False), (["read"], True, True), (["ls"], False, True),
+    # a read written with the shared options first (README's example form) is a read too
+    (["--data-dir", "/tmp/d", "--session=s", "--json", "read"], False, False),
+    (["--session", "read", "ls"], False, True)])
+def test_exit_with_flushes_and_skips_the_teardown_only_after_a_read(subprocess_env, words, hook, teardown):
     # After a read, with nothing registered to run at exit, the process ends
     # without the interpreter's teardown (2-4 ms of a `read --all | head`);
     # what was written is flushed first, and the status is kept.
-    result = subprocess.run([sys.executable, "-c", EXIT_PROBE.format(command=command, hook=hook)],
+    result = subprocess.run([sys.executable, "-c", EXIT_PROBE.format(words=words, hook=hook)],
                             capture_output=True, text=True, env=subprocess_env, timeout=60)
     assert result.returncode == 3, result.stderr
     assert result.stdout == "written" + (" at exit\n" if hook else "")
@@ -1785,3 +1788,14 @@ def test_wait_on_a_capped_background_output_shows_no_cut_redraw_of_the_line_its_
     assert waited.stdout.startswith(b"... output truncated: the stored copy holds only the first 100000 of 6888896 "), \
         waited.stdout[:300]
     assert b"1851" not in waited.stdout, waited.stdout[:300]
+
+
+# ------------------------------------------------------------------ review R24 of the shared options
+def test_every_shared_option_has_a_help_line_and_a_default():
+    from overspill.cli import _common, _parsing
+
+    for flag, dest, default, switch in _common._SHARED:
+        assert _parsing._SHARED_HELP[flag], flag
+        assert _common._COMMON_DEFAULTS[dest] is default
+        assert vars(cli_module._parser("ls").parse_args(["ls"]))[dest] is default
+    assert set(_parsing._SHARED_HELP) == {flag for flag, *_ in _common._SHARED}

@@ -20,8 +20,8 @@ from ..errors import (
     ResourceNotFoundError,
     StorageError,
 )
-from ._common import (_COMMON_DEFAULTS, EXIT_RESOURCE, EXIT_STORAGE, EXIT_USAGE, _fail, _reader_gone, _stdout,
-                      _UsageError)
+from ._common import (_COMMON_DEFAULTS, EXIT_RESOURCE, EXIT_STORAGE, EXIT_USAGE, _fail, _past_shared, _reader_gone,
+                      _stdout, _UsageError)
 
 # Each command imports what it needs (argparse, the store, the capture, signal,
 # shlex) when it runs: ``overspill --version`` imports none of them, and no
@@ -98,15 +98,17 @@ def _nothing_left_at_exit() -> bool:
 def exit_with(status: int) -> NoReturn:
     """End the ``overspill`` process with ``status`` (what ``main`` returned).
 
-    After a command in ``_NO_TEARDOWN``, once standard output and error are
-    flushed and nothing is left to run at exit, the process ends at once
+    After a command in ``_NO_TEARDOWN`` (the shared options before it or not),
+    once standard output and error are flushed and nothing is left to run at
+    exit, the process ends at once
     (``os._exit``): the interpreter's teardown clears the ~60 modules a read
     loaded one by one, 2-4 ms, as long as the rest of a ``read --all | head``
     after start-up.  Anything else exits as ``sys.exit`` does, and so does a
     flush that fails (Python then reports it as usual).  Only for the
     program's own process: the launcher and ``python -m overspill`` call it.
     """
-    if sys.argv[1:2] and sys.argv[1] in _NO_TEARDOWN and type(status) is int and 0 <= status <= 255:
+    command = _past_shared(sys.argv[1:])[:1]  # the shared options may come first
+    if command and command[0] in _NO_TEARDOWN and type(status) is int and 0 <= status <= 255:
         try:
             for stream in (sys.stdout, sys.stderr):
                 if stream is not None:
@@ -121,7 +123,7 @@ def exit_with(status: int) -> NoReturn:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line; return (and, as a console script, exit with) its status."""
     words = sys.argv[1:] if argv is None else list(argv)
-    if words[:1] != ["read"]:
+    if _past_shared(words)[:1] != ["read"]:  # the shared options may come first
         return _main(words)
     # A read is bounded work that makes no garbage cycles worth collecting:
     # the cyclic collector waits until it is done (a read's imports set it

@@ -23,9 +23,28 @@ EXIT_RESOURCE = 3
 EXIT_STORAGE = 4
 EXIT_TIMEOUT = 124  # as timeout(1)
 _CHUNK = 1024 * 1024
-# What the options every command shares hold when given neither before nor after
-# the command (the parser's defaults, and those of the forms read without it).
-_COMMON_DEFAULTS = {"session": None, "data_dir": None, "store_url": None, "json": False}
+# The options every command shares (mcp: all but --json), written before the command
+# or after it: (flag, dest, default, switch).  A switch takes no value; each other one
+# value.  The parser (_parsing, which keeps their help) and the argparse-free forms
+# read this one table.
+_SHARED = (("--session", "session", None, False), ("--data-dir", "data_dir", None, False),
+           ("--store-url", "store_url", None, False), ("--json", "json", False, True))
+# What they hold when given neither before nor after the command.
+_COMMON_DEFAULTS = {dest: default for _, dest, default, _ in _SHARED}
+
+
+def _past_shared(words: list[str]) -> list[str]:
+    """``words`` from the command on: past the shared options plainly written
+    before it (``--data-dir D`` or ``--data-dir=D``; abbreviations are left to
+    argparse).  Its first word is the command, if it names one."""
+    index = 0
+    while index < len(words):
+        flag, equals, _ = words[index].partition("=")
+        entry = next((entry for entry in _SHARED if entry[0] == flag), None)
+        if entry is None:
+            break
+        index += 1 if equals or entry[3] else 2
+    return words[index:]
 
 
 class _UsageError(Exception):

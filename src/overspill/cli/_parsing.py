@@ -7,7 +7,7 @@ from __future__ import annotations
 from .. import __version__
 from .._frontend import (DEFAULT_TIMEOUT, MAX_TIMEOUT, MCP_MAX_BYTES, MCP_MAX_LINES, WRAP_INIT_TIMEOUT,
                          decimal_integer, page_number)
-from ._common import _COMMON_DEFAULTS, EXIT_USAGE, _UsageError
+from ._common import _COMMON_DEFAULTS, _SHARED, EXIT_USAGE, _past_shared, _UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and argparse cost start-up; annotations are never evaluated
@@ -56,13 +56,10 @@ _SESSION_HELP = "session id (default: $OVERSPILL_SESSION, else 'cli')"
 _URL_HELP = ("keep outputs in Redis instead: redis://HOST:PORT/DB, rediss://... (TLS) or redis+cluster://HOST:PORT "
              "(default: $OVERSPILL_STORE_URL); a path or file:///PATH is a data folder")
 _DATA_HELP = "data folder (default: $OVERSPILL_DATA_DIR, $XDG_DATA_HOME/overspill or ~/.local/share/overspill)"
-_JSON_HELP = "print one JSON object instead of text"
-# The options every command shares (mcp: all but --json), written before the
-# command or after it; each is a flag with one value, but for --json, a switch.
-_SHARED = (("--session", _SESSION_HELP), ("--data-dir", _DATA_HELP), ("--store-url", _URL_HELP),
-           ("--json", _JSON_HELP))
-_SWITCHES = ("--json",)
-_SHARED_NAMED = ", ".join(flag for flag, _ in _SHARED[:-1]) + " and " + _SHARED[-1][0]
+# The help of each of the shared options (``_common._SHARED``; a test pins that each has one).
+_SHARED_HELP = {"--session": _SESSION_HELP, "--data-dir": _DATA_HELP, "--store-url": _URL_HELP,
+                "--json": "print one JSON object instead of text"}
+_SHARED_NAMED = ", ".join(flag for flag, *_ in _SHARED[:-1]) + " and " + _SHARED[-1][0]
 _BEFORE = f"""shared options: {_SHARED_NAMED} (mcp: all but --json)
   come before the command or after it (overspill --data-dir DIR ls); given in
   both places, the one after the command wins."""
@@ -110,10 +107,9 @@ def _commands_action() -> type[argparse.Action]:
             command = self._name_parser_map.get(values[0])
             if command is not None:
                 taken = {action.dest for action in command._actions}
-                for dest, default in _COMMON_DEFAULTS.items():
+                for flag, dest, default, _ in _SHARED:
                     if dest not in taken and getattr(namespace, dest, default) != default:
-                        option = "--" + dest.replace("_", "-")
-                        parser.error(f"{option} (given before the command) is not an option of {values[0]}")
+                        parser.error(f"{flag} (given before the command) is not an option of {values[0]}")
             super().__call__(parser, namespace, values, option_string)
 
     return Commands
@@ -177,12 +173,12 @@ def _add_shared(parser: argparse.ArgumentParser, session_help: str = _SESSION_HE
     level's.  The top level's ``set_defaults`` fills in what neither gave."""
     import argparse
 
-    for flag, help_text in _SHARED:
-        if flag not in _SWITCHES:
-            help_text = session_help if flag == "--session" else help_text
-            parser.add_argument(flag, default=argparse.SUPPRESS, help=help_text)
+    for flag, dest, _, switch in _SHARED:
+        help_text = session_help if flag == "--session" else _SHARED_HELP[flag]
+        if not switch:
+            parser.add_argument(flag, dest=dest, default=argparse.SUPPRESS, help=help_text)
         elif json:
-            parser.add_argument(flag, action="store_true", default=argparse.SUPPRESS, help=help_text)
+            parser.add_argument(flag, dest=dest, action="store_true", default=argparse.SUPPRESS, help=help_text)
 
 
 def _command_word(words: Sequence[str], commands: Collection[str]) -> Optional[str]:
@@ -190,20 +186,15 @@ def _command_word(words: Sequence[str], commands: Collection[str]) -> Optional[s
     plainly written (for ``_parser(only=...)``; else None, and the whole parser
     decides).  An option no command takes before it is refused here, naming where
     it goes: argparse would take its value for the command and blame that."""
-    index = 0
-    while index < len(words):
-        flag, equals, _ = words[index].partition("=")
-        if flag not in (shared for shared, _ in _SHARED):
-            break
-        index += 1 if equals or flag in _SWITCHES else 2
-    if index >= len(words):
+    rest = _past_shared(list(words))
+    if not rest:
         return None
-    word = words[index]
+    word = rest[0]
     if word in commands:
         return word
-    top = ("-h", "--help", "--version", *(flag for flag, _ in _SHARED))
+    top = ("-h", "--help", "--version", *(flag for flag, *_ in _SHARED))
     if word.startswith("-") and word != "--" and not any(flag.startswith(word.partition("=")[0]) for flag in top):
-        command = next((later for later in words[index + 1:] if later in commands), None)
+        command = next((later for later in rest[1:] if later in commands), None)
         if command is not None:
             option = word.partition("=")[0]
             raise _UsageError(f"{option} goes after the command: overspill {command} {option} ... (only "
