@@ -1791,6 +1791,35 @@ def test_wait_on_a_capped_background_output_shows_no_cut_redraw_of_the_line_its_
 
 
 # ------------------------------------------------------------------ review R24 of the shared options
+# An option before the command is said to go after it only when the command argparse
+# sees takes it; else it is unrecognized (only the shared options may come first).
+UNRECOGNIZED = "overspill: error: unrecognized option {} (only --session, --data-dir, --store-url and --json may " \
+               "come before the command)"
+
+
+@pytest.mark.parametrize("words, option", [
+    (["--jsn", "ls"], "--jsn"),  # no command takes it
+    (["--max-lines", "5", "ls"], "--max-lines"),  # ls takes no --max-lines
+    (["--name", "ls", "truncate", "-"], "--name"),  # `ls` is the command argparse sees, not `truncate`
+    (["--pattern", "read", "wait", "tool-output://x"], "--pattern"),
+    (["--session", "a", "--dry-run", "5", "cleanup"], "--dry-run"),  # a switch takes no value
+])
+def test_an_option_before_a_command_that_does_not_take_it_is_unrecognized_not_sent_after(cli, words, option):
+    refused = cli(*words)
+    assert refused.returncode == 2 and one_error_line(refused) == UNRECOGNIZED.format(option)
+
+
+@pytest.mark.parametrize("words, advice", [
+    (["--max-lines", "5", "run", "--", "true"], "overspill run --max-lines ..."),
+    (["--all-sessions", "ls"], "overspill ls --all-sessions ..."),
+    (["--json", "--limit=5", "read", "tool-output://x"], "overspill read --limit ..."),
+    (["--pattern", "x", "wait", "tool-output://x"], "overspill wait --pattern ..."),
+])
+def test_an_option_before_the_command_that_takes_it_is_said_to_go_after_it(cli, words, advice):
+    refused = cli(*words)
+    assert refused.returncode == 2 and f"goes after the command: {advice}" in one_error_line(refused)
+
+
 def test_every_shared_option_has_a_help_line_and_a_default():
     from overspill.cli import _common, _parsing
 

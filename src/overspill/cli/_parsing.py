@@ -184,8 +184,8 @@ def _add_shared(parser: argparse.ArgumentParser, session_help: str = _SESSION_HE
 def _command_word(words: Sequence[str], commands: Collection[str]) -> Optional[str]:
     """The command ``words`` name after the shared options written before it, if
     plainly written (for ``_parser(only=...)``; else None, and the whole parser
-    decides).  An option no command takes before it is refused here, naming where
-    it goes: argparse would take its value for the command and blame that."""
+    decides).  Any other option before it is refused here (``_misplaced``):
+    argparse would take its value for the command and blame that."""
     rest = _past_shared(list(words))
     if not rest:
         return None
@@ -193,13 +193,34 @@ def _command_word(words: Sequence[str], commands: Collection[str]) -> Optional[s
     if word in commands:
         return word
     top = ("-h", "--help", "--version", *(flag for flag, *_ in _SHARED))
-    if word.startswith("-") and word != "--" and not any(flag.startswith(word.partition("=")[0]) for flag in top):
-        command = next((later for later in rest[1:] if later in commands), None)
-        if command is not None:
-            option = word.partition("=")[0]
-            raise _UsageError(f"{option} goes after the command: overspill {command} {option} ... (only "
-                              f"{_SHARED_NAMED} may come before it)")
+    if word.startswith("-") and word not in ("-", "--") and \
+            not any(flag.startswith(word.partition("=")[0]) for flag in top):
+        raise _UsageError(_misplaced(word, rest[1:]))
     return None
+
+
+def _misplaced(word: str, later: Sequence[str]) -> str:
+    """The line for ``word``, an option other than the shared ones written before
+    the command (``later``: the words after it).  It goes after the command only
+    if the command argparse sees takes it: the next word (argparse takes an
+    unknown option for a switch), or, when that is no command and ``word`` has no
+    ``=VALUE``, the word after it, as that command takes ``word``: with a value.
+    (An error path: the whole parser is built to ask the command's.)"""
+    option, equals, _ = word.partition("=")
+    commands = next(action for action in _parser()._actions if action.dest == "command").choices
+    action = None
+    if later[:1] and later[0] in commands:
+        command = later[0]
+        action = commands[command]._option_string_actions.get(option)
+    elif not equals and len(later) > 1 and later[1] in commands:
+        command = later[1]
+        action = commands[command]._option_string_actions.get(option)
+        if action is not None and action.nargs == 0:  # a switch: the word between is no value of it
+            action = None
+    if action is not None:
+        return (f"{option} goes after the command: overspill {command} {option} ... (only "
+                f"{_SHARED_NAMED} may come before it)")
+    return f"unrecognized option {option} (only {_SHARED_NAMED} may come before the command)"
 
 
 def _parser(only: Optional[str] = None) -> argparse.ArgumentParser:
