@@ -1820,6 +1820,25 @@ def test_an_option_before_the_command_that_takes_it_is_said_to_go_after_it(cli, 
     assert refused.returncode == 2 and f"goes after the command: {advice}" in one_error_line(refused)
 
 
+def test_the_store_location_given_after_the_command_replaces_the_one_given_before(cli, tmp_path):
+    # --data-dir and --store-url are two spellings of one setting: after the command, either
+    # replaces what either gave before it (a wrapper's or an alias's location).
+    for before, after in (("--store-url", "--data-dir"), ("--data-dir", "--store-url"),
+                          ("--data-dir", "--data-dir")):
+        parsed = cli_module._parser("ls").parse_args([before, "/tmp/a", "ls", after, "/tmp/b"])
+        given = {"--data-dir": "data_dir", "--store-url": "store_url"}
+        assert (parsed.data_dir, parsed.store_url) == tuple(
+            "/tmp/b" if given[after] == dest else None for dest in ("data_dir", "store_url"))
+    folder = tmp_path / "after"
+    ran = cli("--store-url", str(tmp_path / "before"), "run", "--data-dir", str(folder), "--", "seq 1 100000")
+    assert ran.returncode == 0 and ran.stderr == b"", ran.stderr
+    assert folder.is_dir() and not (tmp_path / "before").exists()
+    # Kept when the command gives no location; both given on one side is still refused.
+    assert cli_module._parser("ls").parse_args(["--store-url", "/tmp/a", "ls", "--session", "s"]).store_url == "/tmp/a"
+    both = cli("--data-dir", str(folder), "--store-url", str(folder), "ls")
+    assert both.returncode == 2 and "not both" in one_error_line(both)
+
+
 def test_every_shared_option_has_a_help_line_and_a_default():
     from overspill.cli import _common, _parsing
 

@@ -60,9 +60,12 @@ _DATA_HELP = "data folder (default: $OVERSPILL_DATA_DIR, $XDG_DATA_HOME/overspil
 _SHARED_HELP = {"--session": _SESSION_HELP, "--data-dir": _DATA_HELP, "--store-url": _URL_HELP,
                 "--json": "print one JSON object instead of text"}
 _SHARED_NAMED = ", ".join(flag for flag, *_ in _SHARED[:-1]) + " and " + _SHARED[-1][0]
+# --data-dir and --store-url are two spellings of one setting, the store's location.
+_LOCATION = ("data_dir", "store_url")
 _BEFORE = f"""shared options: {_SHARED_NAMED} (mcp: all but --json)
   come before the command or after it (overspill --data-dir DIR ls); given in
-  both places, the one after the command wins."""
+  both places, the one after the command wins (--data-dir and --store-url are
+  one setting, the store's location: either after replaces either before)."""
 
 
 class _Detached:
@@ -98,7 +101,9 @@ _Parser: Optional[type[argparse.ArgumentParser]] = None
 def _commands_action() -> type[argparse.Action]:
     """argparse's sub-parsers action, refusing a shared option given before a
     command that does not take it (``overspill --json mcp``) in one line that
-    names both, rather than passing it on unread."""
+    names both, rather than passing it on unread.  A store location given after
+    the command replaces the one given before, in either spelling (argparse
+    alone would keep ``--store-url A`` beside ``--data-dir B``, then refused as both)."""
     import argparse
 
     class Commands(argparse._SubParsersAction):
@@ -110,7 +115,13 @@ def _commands_action() -> type[argparse.Action]:
                 for flag, dest, default, _ in _SHARED:
                     if dest not in taken and getattr(namespace, dest, default) != default:
                         parser.error(f"{flag} (given before the command) is not an option of {values[0]}")
-            super().__call__(parser, namespace, values, option_string)
+            before = {dest: getattr(namespace, dest, None) for dest in _LOCATION}
+            for dest in _LOCATION:
+                setattr(namespace, dest, None)
+            super().__call__(parser, namespace, values, option_string)  # sets only what the command was given
+            if all(getattr(namespace, dest, None) is None for dest in _LOCATION):
+                for dest, value in before.items():
+                    setattr(namespace, dest, value)
 
     return Commands
 

@@ -137,9 +137,7 @@ def _run_background(args: argparse.Namespace, command: str) -> int:
     from ..config import resolve_limits
     from ..tools.jobs import YIELD_AFTER, background_answer
 
-    if args.data_dir is not None and args.store_url is not None:
-        raise _UsageError("give --data-dir or --store-url, not both")
-    store = _store(args)
+    store = _store(args)  # (refuses --data-dir with --store-url)
     session = _session(args)
     store.check_background(session)  # a clear error now, not from the supervisor
     try:
