@@ -1847,3 +1847,8 @@ def test_every_shared_option_has_a_help_line_and_a_default():
         assert _common._COMMON_DEFAULTS[dest] is default
         assert vars(cli_module._parser("ls").parse_args(["ls"]))[dest] is default
     assert set(_parsing._SHARED_HELP) == {flag for flag, *_ in _common._SHARED}
+
+
+def test_the_top_level_session_help_says_mcp_starts_a_fresh_session(cli):
+    text = " ".join(cli("--help").stdout.decode().split())
+    assert "mcp: a fresh one per server" in text and "$OVERSPILL_SESSION ignored" in text

@@ -53,6 +53,10 @@ def _exit_codes(command: str) -> str:
 
 
 _SESSION_HELP = "session id (default: $OVERSPILL_SESSION, else 'cli')"
+_MCP_SESSION_HELP = "session id shared across restarts (default: a fresh one per server)"
+# The top level's names both, for the session given before any command.
+_TOP_SESSION_HELP = ("session id (default: $OVERSPILL_SESSION, else 'cli'; mcp: a fresh one per server, "
+                     "$OVERSPILL_SESSION ignored)")
 _URL_HELP = ("keep outputs in Redis instead: redis://HOST:PORT/DB, rediss://... (TLS) or redis+cluster://HOST:PORT "
              "(default: $OVERSPILL_STORE_URL); a path or file:///PATH is a data folder")
 _DATA_HELP = "data folder (default: $OVERSPILL_DATA_DIR, $XDG_DATA_HOME/overspill or ~/.local/share/overspill)"
@@ -254,7 +258,7 @@ def _parser(only: Optional[str] = None) -> argparse.ArgumentParser:
                      "tail, keep the whole output, and read it back in pages.",
                      epilog=_BEFORE + "\n\n" + _EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"overspill {__version__}")
-    _add_shared(parser)
+    _add_shared(parser, session_help=_TOP_SESSION_HELP)
     parser.set_defaults(**_COMMON_DEFAULTS)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser,
                                      action=_commands_action())
@@ -355,8 +359,7 @@ def _add_mcp(add: Adder) -> None:
     mcp = add("mcp", "serve the bash, read, grep, webfetch, wait, kill and jobs tools to an MCP client over "
               "stdio, or (--wrap, --wrap-url) another MCP server's tools with bounded, pageable results "
               "(needs the mcp extra: pip install 'overspill[mcp]')", [])
-    _add_shared(mcp, session_help="session id shared across restarts (default: a fresh one per server)",
-                json=False)
+    _add_shared(mcp, session_help=_MCP_SESSION_HELP, json=False)
     mcp.add_argument("--cwd", help="folder commands run in and relative paths start from (default: the current one)")
     mcp.add_argument("--max-lines", type=_positive, help=f"lines a preview may show (default {MCP_MAX_LINES})")
     mcp.add_argument("--max-bytes", type=_positive, help=f"bytes a preview may show (default {MCP_MAX_BYTES})")
