@@ -1533,15 +1533,17 @@ def test_wait_pattern_from_mid_line_offset_ignores_a_match_in_the_byte_before(st
     from offset 2 on is an ``x`` (also ``\\Ax``, ``\\bx``).  A match past it still counts,
     with the byte as context for look-behinds; a coloured line's view is searched the same way.
     (Since red team K15 f01 the whole line is searched and a match that ends past the offset counts:
-    ``xa``, across it, is found.)"""
+    ``xa``, across it, is found; since review R27 one that the line cut at the offset had not, as
+    ``x\\B``, whose ``\\B`` reads the ``a`` past it.)"""
     output = store.open_growing(SESSION, "m")
     uri = output.record.resource.uri
     try:
         output.write(b"xxabc\x1b[1mq\x1b[m\nabd")
         seal_now(output)
-        for pattern in ["x", r"\Ax", r"\bx", r"x\B", "^x"]:
+        for pattern in ["x", r"\Ax", r"\bx", "^x"]:
             assert wait(store, SESSION, "w", uri, 0, pattern, offset=2).metadata["match"] is None, pattern
         assert wait(store, SESSION, "w", uri, 0, "xa", offset=2).metadata["match"] == 2
+        assert wait(store, SESSION, "w", uri, 0, r"x\B", offset=2).metadata["match"] == 2  # (\B reads past it)
         assert wait(store, SESSION, "w", uri, 0, "(?<=x)abc", offset=2).metadata["match"] == 2
         assert wait(store, SESSION, "w", uri, 0, "cq$", offset=2).metadata["match"] == 2
         assert wait(store, SESSION, "w", uri, 0, "x|abd", offset=2).metadata["match"] == len(b"xxabc\x1b[1mq\x1b[m\n")
@@ -1578,12 +1580,12 @@ def test_wait_pattern_finds_a_line_split_across_the_offset_it_starts_from(store)
         whole_line = len(b"booting\nserver ready on port 80\n")
         assert (found.metadata["offset"], found.metadata["next_offset"]) == (start, whole_line)
         # Through the tool as a model calls it, and with anchors and look-behinds on the whole line.
-        for pattern in ("ready on port", "^server ready", r"(?<=server )ready", "ready", "ady on"):
+        for pattern in ("ready on port", "^server ready", r"(?<=server )ready", "ready", "ady on", r"rea\B"):
             called = tools.call(store, SESSION, "w", "wait", {"resource": uri, "timeout": 0, "pattern": pattern,
                                                               "offset": start})
             assert called.metadata["match"] == start, (pattern, called.output)
         # A match wholly in the part already shown is not new, even on the line that goes on.
-        for pattern in ("booting", "server", "server rea", r"rea\B", "^s"):
+        for pattern in ("booting", "server", "server rea", r"e\B", "^s"):
             missed = wait(store, SESSION, "w", uri, 0, pattern, offset=start)
             assert missed.metadata["match"] is None and "not seen in the new output" in missed.output, pattern
         # A coloured line split inside its colour: matched in its view, as grep matches it.
@@ -1613,6 +1615,72 @@ def test_wait_pattern_split_across_the_offset_is_found_after_the_command_exited(
     assert wait(store, SESSION, "w", uri, 0, "build completed", offset=start).metadata["match"] == start
     assert wait(store, SESSION, "w", uri, 0, "^x", offset=start).metadata["match"] is None
     assert wait(store, SESSION, "w", uri, 0, "comp", offset=start).metadata["match"] is None
+
+
+class _CountedPattern:
+    """A compiled pattern that counts the searches made with it (the work, not the time)."""
+
+    def __init__(self, pattern: str) -> None:
+        self.regex = re.compile(pattern)
+        self.searches = 0
+
+    def search(self, *arguments):
+        self.searches += 1
+        return self.regex.search(*arguments)
+
+    def match(self, *arguments):
+        self.searches += 1
+        return self.regex.match(*arguments)
+
+
+@pytest.mark.parametrize("pattern", [r"#+", r"\S+", r"[#\[]+"])
+def test_wait_pattern_search_of_the_shown_part_of_a_line_is_linear_in_it(store, pattern):
+    """Review R27, 1: a run ending at the offset (a progress bar) gave one match ending there at
+    every position of the look-back, each searched again from the next character: quadratic at
+    every poll; ``wait(pattern="#+")`` from the end of ``"[" + "#" * 30000`` answered "pattern too
+    slow" where it had said "not seen" at once.  Past a match that was seen, the search goes on
+    from its end (one by one only just before the offset)."""
+    from overspill.tools._regex_worker import _new_match
+
+    run = 30_000
+    counted = _CountedPattern(pattern)
+    assert not _new_match(counted, "[" + "#" * run, 0, run + 1)
+    assert counted.searches < 1_000, counted.searches
+    counted = _CountedPattern(pattern)
+    assert not _new_match(counted, "[" + "#" * run + "\r", 0, run + 1)
+    assert counted.searches < 1_000, counted.searches
+    output = store.open_growing(SESSION, "x")
+    uri = output.record.resource.uri
+    try:
+        output.write(b"[" + b"#" * run)
+        seal_now(output)
+        output.write(b"] 100%")
+        seal_now(output)
+        answer = wait(store, SESSION, "w", uri, 0, r"#+", offset=1 + run)
+        assert answer.metadata["match"] is None and "not seen in the new output" in answer.output, answer.output
+    finally:
+        output.finish(0)
+
+
+def test_wait_pattern_counts_a_match_whose_look_ahead_reads_the_new_text(store):
+    """Review R27, 3: a match that ends at the offset but whose look-ahead reads past it
+    (``port(?= 8080)`` on "server ready on port", then " 8080") was no match of the part shown; it is
+    new, and was not counted (only the match's end was weighed).  A match before the offset is seen
+    when the line cut at the offset has the same one."""
+    output = store.open_growing(SESSION, "x")
+    uri = output.record.resource.uri
+    try:
+        output.write(b"server ready on port")
+        seal_now(output)
+        output.write(b" 8080\n")
+        seal_now(output)
+        start = len(b"server ready on port")
+        for pattern in (r"port(?= 8080)", r"on port(?=\s+\d)", r"port\b(?! \d)|ready(?= on port \d)"):
+            assert wait(store, SESSION, "w", uri, 0, pattern, offset=start).metadata["match"] == start, pattern
+        for pattern in (r"port\b", r"ready(?= on)", r"rea"):
+            assert wait(store, SESSION, "w", uri, 0, pattern, offset=start).metadata["match"] is None, pattern
+    finally:
+        output.finish(0)
 
 
 def test_jobs_listing_is_bounded_like_any_output_and_stored_whole(tmp_path):

@@ -190,7 +190,7 @@ class Search:
         found, each line searched alone as ``lines`` does (``_regex_worker.TEXT``).  ``skip``: the
         first bytes are context before a search that starts inside a line; a match that starts in
         them does not count.  ``seen`` (``skip`` when None): the first line's first bytes that a
-        reader has seen; a match that ends within them does not count (``_regex_worker.TEXT_AFTER``)."""
+        reader has seen; a match that they had (the line cut there) does not count (``_regex_worker.TEXT_AFTER``)."""
         seen = skip if seen is None else max(seen, skip)
         if seen:
             return self._ask(TEXT_AFTER, self._flags | re.MULTILINE, _AFTER.pack(skip, seen) + payload)

@@ -52,8 +52,9 @@ PIECE = 5
 #: ``TEXT``'s whose first line a reader has seen up to ``seen`` bytes: its first ``skip`` bytes are
 #: the text before a search that starts inside a line (context only: no match starts in them, ``^``
 #: and ``\A`` do not match at their end, a look-behind sees them).  Its first line matches when a
-#: match starts past ``skip`` and ends past ``seen`` (or starts there: an empty one), so one wholly
-#: in what was seen does not; the other lines as ``TEXT``'s (``lines_with_a_match_after``).
+#: match starts past ``skip`` and is new to that reader: it starts at ``seen`` or later, or the line
+#: cut at ``seen`` has no such match (it ends past ``seen``, or a look-ahead reads past it), so one
+#: wholly in what was seen does not; the other lines as ``TEXT``'s (``lines_with_a_match_after``).
 TEXT_AFTER = 6
 #: The payload is an HTML page (UTF-8), answered with its Markdown (``_html.convert_page``).
 MARKDOWN = 3
@@ -115,7 +116,7 @@ def lines_with_a_match_after(regex: re.Pattern[str], payload: bytes) -> list[int
     """``lines_with_a_match`` of a block whose first line was seen up to ``seen`` bytes, and whose
     first ``skip`` bytes come before the search's start (``TEXT_AFTER``): a match that starts in
     them is no match of the first line (it is not in what is searched), so that line is searched
-    from their end on, as ``re``'s ``pos`` does; and one that ends within what was seen is not new."""
+    from their end on, as ``re``'s ``pos`` does; and one that the part seen had is not new (``_new_match``)."""
     skip, seen = _AFTER.unpack_from(payload)
     body = payload[_AFTER.size:]
     newline = body.find(b"\n", seen)
@@ -129,16 +130,30 @@ def lines_with_a_match_after(regex: re.Pattern[str], payload: bytes) -> list[int
     return found
 
 
+#: How many positions just before a reader's offset ``_new_match`` tries one by one: further back
+#: it goes on from a match's end, so that a run ending at the offset (a progress bar of ``#``, with
+#: ``#+``) costs one search, not one per position (quadratic in the look-back, at every poll).
+_RETRIED = 256
+
+
 def _new_match(regex: re.Pattern[str], line: str, start: int, new: int) -> bool:
-    """Whether a match of ``regex`` in ``line`` searched from ``start`` (``re``'s ``pos``) ends past
-    ``new`` or starts at it or later: new to a reader who saw ``line`` up to ``new``.  The match
-    weighed at each position is the one ``re`` finds there; past one wholly before ``new`` the
-    search goes on from its next character (the line before ``new`` is a bounded look-back)."""
+    """Whether ``regex`` has a match in ``line`` searched from ``start`` (``re``'s ``pos``) that is
+    new to a reader who saw ``line`` up to ``new``: one that starts at ``new`` or later, or one that
+    starts before it and that the line cut at ``new`` (``re``'s ``endpos``) had not, the same span
+    at the same start (it ends past ``new``, or a look-ahead or an anchor reads past ``new``).
+
+    Before ``new`` the match weighed at a position is the one ``re`` finds there; past one that was
+    seen, the search goes on from its end, and from its next character only within ``_RETRIED``
+    positions of ``new``, so the searches are linear in the line (a bounded look-back).
+    """
+    if regex.search(line, max(start, new)) is not None:
+        return True
     position = start
-    while (match := regex.search(line, position)) is not None:
-        if match.end() > new or match.start() >= new:
+    while position < new and (match := regex.search(line, position)) is not None and match.start() < new:
+        before = regex.match(line, match.start(), new)
+        if before is None or before.span() != match.span():
             return True
-        position = match.start() + 1
+        position = max(match.start() + 1, min(match.end(), new - _RETRIED))
     return False
 
 
