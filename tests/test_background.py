@@ -1662,6 +1662,33 @@ def test_wait_pattern_search_of_the_shown_part_of_a_line_is_linear_in_it(store, 
         output.finish(0)
 
 
+def test_wait_pattern_counts_text_a_redraw_wrote_again_on_the_line_as_new(tmp_path):
+    """Review R27, 2: "Building" shown, then "\\rBuilding done" redrew the line: its view begins with
+    the part shown, so the redrawn "Building" counted as seen ("not seen in the new output"), though
+    the new bytes hold it, and with no views it was found.  A line counts as appended to only when
+    no \\r in its new part redrew it; a line ending \\r\\n was appended to.  (In the raw bytes a \\r
+    starts no line: there ``^Building`` is the shown one.)"""
+    for views in (None, []):
+        config = {} if views is None else {"tool_output": {"views": views}}
+        with ToolOutputStore(tmp_path / f"views{views is None}", config=config) as opened:
+            for parts, pattern, found in [((b"Building", b"\rBuilding done\n"), "Building", True),
+                                          ((b"Building", b"\rBuilding done\n"), "^Building", views is None),
+                                          ((b"Building\r", b"Building done\n"), "Building", True),
+                                          ((b"Building", b" done\n"), "Building", False),
+                                          ((b"Building", b"\r\n"), "Building", False),
+                                          ((b"Building", b"\r"), "Building", False)]:
+                output = opened.open_growing(SESSION, "x")
+                uri = output.record.resource.uri
+                try:
+                    for part in parts:
+                        output.write(part)
+                        seal_now(output)
+                    answer = wait(opened, SESSION, "w", uri, 0, pattern, offset=len(parts[0]))
+                    assert (answer.metadata["match"] == len(parts[0])) is found, (views, parts, pattern, answer.output)
+                finally:
+                    output.finish(0)
+
+
 def test_wait_pattern_counts_a_match_whose_look_ahead_reads_the_new_text(store):
     """Review R27, 3: a match that ends at the offset but whose look-ahead reads past it
     (``port(?= 8080)`` on "server ready on port", then " 8080") was no match of the part shown; it is

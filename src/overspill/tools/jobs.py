@@ -27,6 +27,7 @@ from .._store_types import TruncateResult
 from ..store import ToolOutputStore
 from ._result import ToolResult, bounded, failure, shortened_line, stored_metadata
 from .._binary import SNIFF_BYTES, output_is_binary
+from .._buffers import VIEW_CR
 from .bash import CommandOutput, describe_binary, start_failure, strip_final_newline
 
 if TYPE_CHECKING:
@@ -257,7 +258,9 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
         newline; searched again as it grows), line by line (``^``/``$``
         anchor at lines, and ``$`` at the end so far); the line that holds
         ``offset`` is searched whole (a line whose parts came a seal apart
-        matches), a match there counting when it ends past ``offset``.  It is matched as
+        matches), a match there counting when the
+        line cut at ``offset`` did not have it (it ends past ``offset``, or
+        reads past it, or a ``\\r`` past it redrew the line).  It is matched as
         grep matches a stored output: in each line's view (``store.views``), in a worker process, within grep's time
         budget (``_regex.TIME_LIMIT`` seconds, cut to ``timeout`` but at least
         one, plus one per 16 MiB searched); past it the answer says
@@ -475,7 +478,8 @@ def _search(store: ToolOutputStore, session_id: str, uri: str, low: int, high: i
 
     :param final: the output ends at ``high`` (its command exited): nothing is searched again.
     :param new: where the new output starts (the wait's start; 0: all is new): ``low`` may be
-        before it, on the line that holds it, and a match there counts only when it ends past ``new``.
+        before it, on the line that holds it, and a match there counts only when the line cut at
+        ``new`` did not have it (``_first_matching_line``'s ``seen``).
     :returns: the byte offset of the first matching line (of the piece, in a line searched in
         pieces; the line's new part, ``new``, for the line that holds it), and where the next
         search starts: the start of the unfinished last line (searched
@@ -549,7 +553,8 @@ def _first_matching_line(search: Search, views: int, before: bytes, chunk: bytes
         goes with the search as context, so that ``^`` and look-behinds see no line start there,
         but a match that starts in it is not in ``chunk`` and does not count.
     :param seen: the first bytes of ``chunk`` that were shown already (the first line's part before
-        a wait's offset, within it): a match that ends within them is not new and does not count.
+        a wait's offset, within it): a match that they had (the line cut there, ``re``'s
+        ``endpos``) is not new and does not count, unless a \\r past them redrew the line.
     """
     from .. import _kernels
 
@@ -568,12 +573,17 @@ def _first_matching_line(search: Search, views: int, before: bytes, chunk: bytes
             alone = _kernels.view_bytes(chunk[:newline], views)
             skip = skip if first_shown == before + (chunk[:newline] if alone is None else alone) else 0
         if seen and first_shown is not None:
-            # The part shown ends in the line's view where that part's own view ends, when the line's
-            # view begins with it; when it does not (a \r past it redrew the line), the whole view is new.
+            # The part shown ends in the line's view where that part's own view ends, when the line was
+            # appended to: its view begins with it and no \r past it redrew the line (a redraw may
+            # write the same text again, "Building" then "\rBuilding done", and that text is new).
+            # Otherwise the whole view is new.  A \r at the line's end redraws nothing (yet); one at
+            # the shown part's end does once text follows it.
             old = before + chunk[:seen]
             old_shown = _kernels.view_bytes(old, views)
             old_shown = old if old_shown is None else old_shown
-            known = len(old_shown) if first_shown.startswith(old_shown) else skip
+            after = len(chunk[:seen].rstrip(b"\r"))  # (the shown part's trailing \r with what follows)
+            redrawn = bool(views & VIEW_CR) and b"\r" in chunk[:newline].rstrip(b"\r\n")[after:]
+            known = len(old_shown) if first_shown.startswith(old_shown) and not redrawn else skip
         rest_shown = _kernels.view_bytes(rest, views)
         lines = search.text((first if first_shown is None else first_shown)
                             + (rest if rest_shown is None else rest_shown), skip, known)
