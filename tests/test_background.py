@@ -1617,6 +1617,26 @@ def test_wait_pattern_split_across_the_offset_is_found_after_the_command_exited(
     assert wait(store, SESSION, "w", uri, 0, "comp", offset=start).metadata["match"] is None
 
 
+def test_wait_pattern_looks_back_64_kib_on_a_line_that_starts_further_back(store):
+    """Review R27, 4: README says the line that holds the offset is searched from its start "at most
+    64 KiB back"; when its start was further back the look-back fell to 4 KiB, and a match starting
+    10 KB before the offset and ending past it was missed.  The look-back is 64 KiB either way (from
+    inside the line: ``^`` does not match there)."""
+    output = store.open_growing(SESSION, "x")
+    uri = output.record.resource.uri
+    try:
+        shown = b"x" * 70_000 + b" START " + b"y" * 10_000 + b" EN"
+        output.write(shown)
+        seal_now(output)
+        output.write(b"D\n")
+        seal_now(output)
+        assert wait(store, SESSION, "w", uri, 0, r"START y+ END", offset=len(shown)).metadata["match"] == len(shown)
+        for pattern in (r"^x+ START", r"^y", r"\Ax"):
+            assert wait(store, SESSION, "w", uri, 0, pattern, offset=len(shown)).metadata["match"] is None, pattern
+    finally:
+        output.finish(0)
+
+
 class _CountedPattern:
     """A compiled pattern that counts the searches made with it (the work, not the time)."""
 

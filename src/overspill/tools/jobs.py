@@ -258,7 +258,7 @@ def wait(store: ToolOutputStore, session_id: str, tool_call_id: str, resource: s
         newline; searched again as it grows), line by line (``^``/``$``
         anchor at lines, and ``$`` at the end so far); the line that holds
         ``offset`` is searched whole (a line whose parts came a seal apart
-        matches), a match there counting when the
+        matches; at most 64 KiB back), a match there counting when the
         line cut at ``offset`` did not have it (it ends past ``offset``, or
         reads past it, or a ``\\r`` past it redrew the line).  It is matched as
         grep matches a stored output: in each line's view (``store.views``), in a worker process, within grep's time
@@ -460,16 +460,14 @@ def _line_start(store: ToolOutputStore, session_id: str, uri: str, start: int) -
     """Where a wait's search from ``start`` begins: the start of the line that holds ``start``, so
     that a line whose parts came a seal or more apart ("server rea", then "dy on port 80") is
     matched whole.  Lines can be huge: as an unfinished line is searched again from its start only
-    within ``_LINE_PIECE``, so the look-back goes at most that far; past it, only ``_OVERLAP``
-    back (a piece of a long line, as its search again takes)."""
+    within ``_LINE_PIECE``, so the look-back goes at most that far, to a start inside the line
+    when the line starts further back (``_search`` takes it for no line's start)."""
     if start == 0:
         return 0
     low = max(start - _LINE_PIECE, 0)
     with store.view(session_id, uri, start=low, end=start) as (_, data):
         newline = bytes(data).rfind(b"\n")
-    if newline >= 0:
-        return low + newline + 1
-    return 0 if low == 0 else start - _OVERLAP
+    return low if newline < 0 else low + newline + 1
 
 
 def _search(store: ToolOutputStore, session_id: str, uri: str, low: int, high: int, search: Search,
