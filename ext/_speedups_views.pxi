@@ -255,15 +255,15 @@ def signal_lines(buffer, start, end, patterns, flags, limit, distinct=0, state=N
         if c_end > n or c_start > c_end:
             raise ValueError(f"start and end must satisfy 0 <= start <= end <= {n}")
         if begun is None:
-            begun = (0, 0, 0)
+            begun = (0, 0, 0, 0)
         if not checked or c_start == c_end:
             if report and c_start < c_end:
                 # No pattern: the state is only walked to the region's end.
                 osp_quoted_begin(&quoted, <const uint8_t *>buf.buf + c_start, c_end - c_start, begun[0], begun[1],
-                                 begun[2])
+                                 begun[2], begun[3])
                 with nogil:
                     osp_quoted_finish(&quoted)
-                state[0], state[1], state[2] = quoted.phase, quoted.old_left, quoted.new_left
+                state[:] = [quoted.phase, quoted.old_left, quoted.new_left, quoted.midline]
             return [], [0] * kinds
         count = len(checked)
         table = <osp_pattern *>malloc(count * sizeof(osp_pattern))
@@ -281,7 +281,7 @@ def signal_lines(buffer, start, end, patterns, flags, limit, distinct=0, state=N
             raise MemoryError()
         scan.distinct = c_distinct
         osp_quoted_begin(&scan.quoted, <const uint8_t *>buf.buf + c_start, c_end - c_start, begun[0], begun[1],
-                         begun[2])
+                         begun[2], begun[3])
         try:
             # The literals stay alive in `checked`, which this frame holds.
             with nogil:
@@ -294,7 +294,7 @@ def signal_lines(buffer, start, end, patterns, flags, limit, distinct=0, state=N
                     for k in range(scan.hit_count)]
             totals = [scan.totals[k] for k in range(kinds)]
             if report:
-                state[0], state[1], state[2] = scan.quoted.phase, scan.quoted.old_left, scan.quoted.new_left
+                state[:] = [scan.quoted.phase, scan.quoted.old_left, scan.quoted.new_left, scan.quoted.midline]
             return hits, totals
         finally:
             osp_scan_free(&scan)

@@ -30,11 +30,22 @@
 #define OSP_QUOTED_HUNK 1
 #define OSP_QUOTED_HEADER 2
 #define OSP_QUOTED_MESSAGE 3
+/* Where a region starts (_buffers.MIDLINE_*): at a line's start, or inside a
+ * line (a head, a scan block or a band cut it) that is not quoted, or that is.
+ * The rest of a line keeps the verdict of its start and is never stepped as a
+ * line of its own: a hunk line's rest would end the hunk. */
+#define OSP_MIDLINE_NONE 0
+#define OSP_MIDLINE_SHOWN 1
+#define OSP_MIDLINE_QUOTED 2
 #define OSP_HUNK_DIGITS 18  /* a hunk header's number holds at most this many digits (_buffers.HUNK_COUNT_MAX) */
 
 typedef struct {
     int phase;
     int64_t old_left, new_left;  /* in a hunk: its old and new lines still to come */
+    /* At begin: where the region starts (OSP_MIDLINE_*; the phase and counts are those after
+     * the line it starts inside).  After osp_quoted_finish: where the next region starts. */
+    int midline;
+    int last;  /* the verdict of the last line walked */
     const uint8_t *s;
     ptrdiff_t n;
     ptrdiff_t at;  /* the next line to walk starts here (past n: none) */
@@ -44,8 +55,10 @@ typedef struct {
 } osp_quoted;
 
 static inline void osp_quoted_begin(osp_quoted *q, const uint8_t *s, ptrdiff_t n, int phase, int64_t old_left,
-                                    int64_t new_left) {
+                                    int64_t new_left, int midline) {
     q->phase = phase;
+    q->midline = midline;
+    q->last = midline == OSP_MIDLINE_QUOTED;
     /* The counts mean something in a hunk only. */
     q->old_left = phase == OSP_QUOTED_HUNK ? old_left : 0;
     q->new_left = phase == OSP_QUOTED_HUNK ? new_left : 0;
@@ -175,34 +188,47 @@ static inline void osp_quoted_walk(osp_quoted *q, ptrdiff_t to) {
     while (q->at < to) {
         const uint8_t *newline;
         ptrdiff_t end;
+        if (q->at == 0 && q->midline != OSP_MIDLINE_NONE) {
+            /* The rest of a line begun before the region: its verdict is the one it came with. */
+            newline = (const uint8_t *)memchr(q->s, '\n', (size_t)q->n);
+            q->at = newline ? newline - q->s + 1 : q->n + 1;
+            continue;
+        }
         if (q->phase == OSP_QUOTED_OUTSIDE) {
             /* Only a hunk header or a commit line changes the state here: on to the next line
              * that may be one. */
             if (q->next_lead < q->at) q->next_lead = osp_quoted_next(q->s, q->at, q->n);
+            if (q->next_lead > q->at) q->last = 0;  /* the lines skipped: outside, none quoted */
             q->at = q->next_lead;
             if (q->at >= to) { q->at = to; return; }
         }
         newline = (const uint8_t *)memchr(q->s + q->at, '\n', (size_t)(q->n - q->at));
         end = newline ? newline - q->s : q->n;
-        osp_quoted_step(q, q->s + q->at, end - q->at);
+        q->last = osp_quoted_step(q, q->s + q->at, end - q->at);
         q->at = end + 1;
     }
 }
 
 /* Whether the line s[start:end) is quoted; lines are asked about in increasing order. */
 static inline int osp_quoted_line(osp_quoted *q, ptrdiff_t start, ptrdiff_t end) {
-    int quoted;
     osp_quoted_walk(q, start);
+    if (start == 0 && q->midline != OSP_MIDLINE_NONE) {
+        q->at = end + 1;  /* the rest of a line begun before the region */
+        return q->last;
+    }
     if (q->at > start) return 0;  /* (asked twice: never, as the scan records each line once) */
-    quoted = osp_quoted_step(q, q->s + start, end - start);
+    q->last = osp_quoted_step(q, q->s + start, end - start);
     q->at = end + 1;
-    return quoted;
+    return q->last;
 }
 
 /* The state at the region's end: every line walked (a final empty one, after
- * a last newline, is the next region's first line). */
+ * a last newline, is the next region's first line); a region that ends inside
+ * a line leaves the next one to start inside it, with its verdict. */
 static inline void osp_quoted_finish(osp_quoted *q) {
     osp_quoted_walk(q, q->n);
+    if (q->n > 0)
+        q->midline = q->s[q->n - 1] == '\n' ? OSP_MIDLINE_NONE : q->last ? OSP_MIDLINE_QUOTED : OSP_MIDLINE_SHOWN;
 }
 
 #endif

@@ -46,8 +46,9 @@ cdef extern from "overspill_quoted.h" nogil:
         int phase
         int64_t old_left
         int64_t new_left
+        int midline
     void osp_quoted_begin(osp_quoted *q, const uint8_t *s, Py_ssize_t n, int phase, int64_t old_left,
-                          int64_t new_left)
+                          int64_t new_left, int midline)
     void osp_quoted_finish(osp_quoted *q)
 
 cdef extern from "overspill_signals.h" nogil:

@@ -410,6 +410,31 @@ def test_lines_of_diff_hunks_and_commit_messages_are_not_signal_lines(store, mon
         assert int(offset) in omitted and data[int(offset):].startswith(text.encode()), line
 
 
+@pytest.mark.parametrize("max_lines, max_bytes, scan_block", [
+    (400, 8192, None), (2000, 51200, None), (2000, 51200, 3000), (2000, 51200, 1500)])
+def test_a_hunk_cut_mid_line_goes_on_in_the_omitted_part(store, monkeypatch, max_lines, max_bytes, scan_block):
+    """Review R28, 1: with hunk lines of 4,000 bytes (a minified asset, a one-line fixture) the
+    head's cut, or a scan block's end (``scan_block``), falls inside a hunk line; its rest was
+    stepped as a new line, which ended the hunk, and each later hunk line was a signal line
+    (301 at 400 lines / 8 KiB).  The line that straddles a cut keeps its verdict; the line git
+    printed between the two hunks is still one."""
+    if scan_block is not None:
+        monkeypatch.setattr(text_module, "_SCAN_BLOCK", scan_block)
+    para = ("The retry path failed before the fix: the error was logged and the request dropped. " * 60)[:4000]
+    lines = ["commit 0123456789abcdef0123456789abcdef01234567", "Author: A <a@x>", "Date:   Mon Dec 7 2026", "",
+             "    docs: explain retries", "", "diff --git a/README.md b/README.md", "--- a/README.md",
+             "+++ b/README.md", "@@ -1,0 +1,30 @@"]
+    lines += [f"+{i:03d} {para}" for i in range(30)]
+    lines += ["error: could not apply 0123456... retry", "@@ -40,0 +70,30 @@"]
+    lines += [f"+{i:03d} {para}" for i in range(30)]
+    data = ("\n".join(lines) + "\n").encode()
+    result = store.truncate("s", "c", data, max_lines=max_lines, max_bytes=max_bytes)
+    _, marker, block, tail = parts(result.content)
+    genuine = data.index(b"error: could not apply")
+    assert block[0].startswith("[1 "), block
+    assert [line for line in block if re.match(r"\d+:", line)][0].startswith(f"{genuine}:"), block
+
+
 def _retried_requests_log(hex_case: str, *, stale_warnings: bool) -> str:
     """A 6,000-line service log (red team G14 R1): ``ERROR request <UUID> failed ... will retry`` every
     40 lines, the UUID's hex digits written with the format type ``hex_case`` (``x`` or ``X``), with a

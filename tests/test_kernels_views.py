@@ -155,14 +155,19 @@ _NAIVE_HUNK = re.compile(rb"@@ -([0-9]+)(?:,([0-9]+))? \+([0-9]+)(?:,([0-9]+))? 
 
 def naive_quoted(lines: list[bytes], state: list[int]) -> list[bool]:
     """Which of ``lines`` are lines of a diff hunk (its header included) or of a git commit's
-    message, line by line from ``state`` ([phase, old lines left, new lines left]; phases:
-    0 outside, 1 in a hunk, 2 in a commit's header lines, 3 in its message), which is left
-    where the last line leaves it."""
-    phase, old, new = state
+    message, line by line from ``state`` ([phase, old lines left, new lines left, midline];
+    phases: 0 outside, 1 in a hunk, 2 in a commit's header lines, 3 in its message; midline
+    1 or 2: the first line is the rest of one begun before, not quoted or quoted, which keeps
+    that verdict and is not read), which is left where the last line leaves it (its midline
+    is set by the caller)."""
+    phase, old, new, midline = state
     if phase != 1:
         old = new = 0
     quoted = []
-    for line in lines:
+    for index, line in enumerate(lines):
+        if index == 0 and midline:
+            quoted.append(midline == 2)
+            continue
         verdict = None
         if phase == 1:
             if line.startswith(b"\\"):
@@ -191,7 +196,7 @@ def naive_quoted(lines: list[bytes], state: list[int]) -> list[bool]:
             elif re.match(rb"commit [0-9a-f]{7,}(?:[ \x1b]|\Z)", line):
                 phase = 2
         quoted.append(verdict)
-    state[:] = [phase, old, new]
+    state[:] = [phase, old, new, midline]
     return quoted
 
 
@@ -203,7 +208,10 @@ def naive_signals(data: bytes, start: int, end: int, patterns, flags: int, limit
     # A final empty line (after a last newline, or of an empty region) is the next region's first.
     walked = lines[:-1] if lines[-1] == b"" else lines
     # (An empty region leaves the state as it was.)
-    quoted = naive_quoted(walked, state if state is not None and walked else [0, 0, 0]) + [False]
+    quoted = naive_quoted(walked, state if state is not None and walked else [0, 0, 0, 0]) + [False]
+    if state is not None and walked:
+        # A region that ends inside a line: the next starts inside it, with its verdict.
+        state[3] = 0 if data[end - 1] == 0x0A else 1 + quoted[len(walked) - 1]
     for line, inside in zip(lines, quoted):
         shown = naive_view(line, flags)
         matched = [] if inside or naive_listing_entry(shown) else [p[0] for p in patterns if naive_matches(shown, p)]
@@ -234,7 +242,14 @@ _QUOTING = [b"@@ -1,2 +1,2 @@", b"@@ -3 +3 @@ def f(error):", b"@@ -0,0 +1 @@", 
             b"   three spaces error", b" 2 files changed, 3 insertions(+), 1 deletion(-)", b" src/error.py | 3 ++-",
             b"diff --git a/x b/x", b"\x1b[31merror\x1b[0m", b"error\r42%"]
 quoting = st.lists(st.sampled_from(_QUOTING), max_size=30).map(b"\n".join)
-states = st.one_of(st.none(), st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)).map(list))
+# Lines of a hunk and a message longer than _MIDLINE_CUT, which a cut may fall inside.
+_LONG_QUOTING = [b"+" + b"error " * 12, b"-" + b"warning " * 9, b" " + b"E   error " * 7, b"    " + b"failed error " * 6,
+                 b"x" * 20 + b" error " * 8]
+# A cut inside a line this far past its start: every line of _QUOTING has its verdict by then
+# (a line's rest keeps the verdict of the part before the cut).
+_MIDLINE_CUT = 48
+states = st.one_of(st.none(), st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3), st.integers(0, 2))
+                   .map(list))
 
 
 # ---------------------------------------------------------------- views
@@ -410,8 +425,8 @@ def test_signal_examples():
 @example(b"---------- ERROR: build failed ----------\n----------  error: 3 tests failed\n---------- 1 u u 0 error\n"
          b"-rw-r--r-- u/g  0 error\n-rw-r--r-- u/g error\n-rw-r--r-- u/g\n0 error", None, 3, 5, None)
 @example(b"@@ -1,2 +1 @@\n-error\n-error\n+error\nerror", None, 0, 4, None)
-@example(b"commit 1234567\nAuthor: error\n\n    error\n\n    error\nerror", None, 0, 4, [0, 0, 0])
-@example(b"+error\n\\ error\n error\n-error", None, 0, 4, [1, 1, 1])
+@example(b"commit 1234567\nAuthor: error\n\n    error\n\n    error\nerror", None, 0, 4, [0, 0, 0, 0])
+@example(b"+error\n\\ error\n error\n-error", None, 0, 4, [1, 1, 1, 0])
 def test_signals_match_naive_reference(data, draw, flags, limit, state):
     start, end = 0, len(data)
     if draw is not None:
@@ -423,15 +438,17 @@ def test_signals_match_naive_reference(data, draw, flags, limit, state):
     assert state == expected
 
 
-@given(quoting, st.data(), flag_sets, states)
-@example(b"@@ -1,2 +1,2 @@\n error\n-error\n+error\nerror: real one", None, 0, [0, 0, 0])
+@given(st.lists(st.sampled_from(_QUOTING + _LONG_QUOTING), max_size=30).map(b"\n".join), st.data(), flag_sets, states)
+@example(b"@@ -1,2 +1,2 @@\n error\n-error\n+error\nerror: real one", None, 0, [0, 0, 0, 0])
 def test_signal_lines_of_regions_in_turn_are_those_of_the_whole_when_each_goes_on_from_the_last_state(
         data, draw, flags, state):
     # The signal scan reads an omitted part a block at a time: a hunk or a commit message that
-    # a block's end cuts goes on in the next block, from the state the first left.
+    # a block's end cuts goes on in the next block, from the state the first left; a cut inside
+    # a line (a head, or a block, ending inside a long one: review R28, 1) too.
     starts = [0] + [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
-    cut = starts[-1] if draw is None else draw.draw(st.sampled_from(starts))
-    state = [0, 0, 0] if state is None else state
+    cuts = starts + [i for i in range(len(data)) if i - max(p for p in starts if p <= i) >= _MIDLINE_CUT]
+    cut = len(data) if draw is None else draw.draw(st.sampled_from(sorted(cuts)))
+    state = [0, 0, 0, 0] if state is None else state
     whole_state = list(state)
     whole = _kernels.signal_lines(data, 0, len(data), PATTERNS, flags, 100, 0, whole_state)
     first = _kernels.signal_lines(data, 0, cut, PATTERNS, flags, 100, 0, state)
@@ -439,8 +456,17 @@ def test_signal_lines_of_regions_in_turn_are_those_of_the_whole_when_each_goes_o
     # With no patterns, a call only walks the state to its region's end.
     assert _kernels.signal_lines(data, cut, len(data), (), flags, 100, 0, walked) == ([], [])
     second = _kernels.signal_lines(data, cut, len(data), PATTERNS, flags, 100, 0, state)
-    assert first[0] + second[0] == whole[0]
-    assert [a + b for a, b in zip(first[1], second[1])] == whole[1]
+    # A line the cut falls inside is listed in parts, one from each region; every other as a whole.
+    straddling = max(p for p in starts if p <= cut) if cut not in starts else None
+
+    def apart(result):  # the hits and totals of every other line
+        parts = [hit for hit in result[0] if straddling is not None and straddling <= hit[0] <= cut]
+        return ([hit for hit in result[0] if hit not in parts],
+                [total - sum(hit[2] == kind for hit in parts) for kind, total in enumerate(result[1])])
+
+    (first_hits, first_totals), (second_hits, second_totals) = apart(first), apart(second)
+    assert first_hits + second_hits == apart(whole)[0]
+    assert [a + b for a, b in zip(first_totals, second_totals)] == apart(whole)[1]
     assert state == walked == whole_state
 
 
@@ -466,13 +492,14 @@ def test_signal_offsets_point_at_their_lines(data, flags):
     ((b"abc", 0, 3, PATTERNS, 5, 1), ValueError),
     ((b"abc", 0, 3, PATTERNS, 0, -1), ValueError),
     ((b"abc", 0, 3, [(0, False, True, b"a")] * 65, 0, 1), ValueError),
-    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, (0, 0, 0)), TypeError),
-    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, [0, 0]), TypeError),
-    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, [0, 0, "0"]), TypeError),
-    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, [True, 0, 0]), TypeError),
-    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, [4, 0, 0]), ValueError),
-    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, [1, -1, 0]), ValueError),
-    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, [1, 0, 10**18]), ValueError),
+    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, (0, 0, 0, 0)), TypeError),
+    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, [0, 0, 0]), TypeError),
+    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, [0, 0, "0", 0]), TypeError),
+    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, [True, 0, 0, 0]), TypeError),
+    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, [4, 0, 0, 0]), ValueError),
+    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, [1, -1, 0, 0]), ValueError),
+    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, [1, 0, 10**18, 0]), ValueError),
+    ((b"abc", 0, 3, PATTERNS, 0, 1, 0, [1, 0, 0, 3]), ValueError),
     ((b"abc", 0, 4, PATTERNS, 0, 1, 0, "state"), TypeError),  # (each argument alone, before the range)
 ])
 def test_signals_reject(args, error):
@@ -548,7 +575,7 @@ def test_twins_agree_on_view_bytes(compiled, data, flags):
 
 
 _STATES = st.one_of(states, _ARGUMENTS, st.lists(st.one_of(st.integers(-1, 4), st.just(10**18 - 1), _ARGUMENTS),
-                                                   max_size=4))
+                                                   max_size=5))
 
 
 @given(st.one_of(noisy, quoting), st.one_of(st.integers(0, 40), _ARGUMENTS),

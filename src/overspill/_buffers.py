@@ -279,28 +279,38 @@ QUOTED_OUTSIDE = 0
 QUOTED_HUNK = 1
 QUOTED_HEADER = 2
 QUOTED_MESSAGE = 3
+# Whether a region starts inside a line (a head, a scan block or a band cut it), and that
+# line's verdict, which its rest keeps: its rest is never read as a line of its own, as a
+# hunk line's rest would end the hunk (the compiled kernel's OSP_MIDLINE_*).
+MIDLINE_NONE = 0  # the region starts at a line's start
+MIDLINE_SHOWN = 1  # inside a line that is not quoted
+MIDLINE_QUOTED = 2  # inside a quoted line
 # The most lines a hunk header's count holds (18 digits; a longer number makes
 # no header): the compiled kernel's counts are 64-bit (OSP_HUNK_DIGITS).
 HUNK_COUNT_MAX = 10**18 - 1
 
 
-def check_signal_state(state: object) -> tuple[int, int, int] | None:
-    """``signal_lines``' ``state``: None, or a list ``[phase, old, new]`` of ints,
-    ``phase`` one of the ``QUOTED_*``, ``old`` and ``new`` from 0 to ``HUNK_COUNT_MAX``.
+def check_signal_state(state: object) -> tuple[int, int, int, int] | None:
+    """``signal_lines``' ``state``: None, or a list ``[phase, old, new, midline]`` of ints,
+    ``phase`` one of the ``QUOTED_*``, ``old`` and ``new`` from 0 to ``HUNK_COUNT_MAX``,
+    ``midline`` one of the ``MIDLINE_*``.
 
-    :raises TypeError: neither None nor a list of three ints.
+    :raises TypeError: neither None nor a list of four ints.
     :raises ValueError: a number out of its range.
     """
     if state is None:
         return None
-    if type(state) is not list or len(state) != 3:
-        raise TypeError(f"state must be None or a list [phase, old, new], not {type(state).__name__}")
-    phase, old, new = check_int(state[0], "phase", 0), check_int(state[1], "old", 0), check_int(state[2], "new", 0)
+    if type(state) is not list or len(state) != 4:
+        raise TypeError(f"state must be None or a list [phase, old, new, midline], not {type(state).__name__}")
+    phase, old, new, midline = (check_int(state[0], "phase", 0), check_int(state[1], "old", 0),
+                                check_int(state[2], "new", 0), check_int(state[3], "midline", 0))
     if phase > QUOTED_MESSAGE:
         raise ValueError(f"phase must be one of the QUOTED_* (0 to {QUOTED_MESSAGE}), not {phase}")
     if old > HUNK_COUNT_MAX or new > HUNK_COUNT_MAX:
         raise ValueError(f"a hunk's count must be at most {HUNK_COUNT_MAX}")
-    return phase, old, new
+    if midline > MIDLINE_QUOTED:
+        raise ValueError(f"midline must be one of the MIDLINE_* (0 to {MIDLINE_QUOTED}), not {midline}")
+    return phase, old, new, midline
 
 
 #: Keys whose value names an array's object item (its label in the JSON outline); not ``id``:

@@ -15,6 +15,7 @@ from ._buffers import check_flags as _check_flags
 from ._buffers import check_int as _check_int
 from ._buffers import check_patterns as _check_patterns
 from ._buffers import check_signal_state as _check_signal_state
+from ._buffers import MIDLINE_NONE, MIDLINE_QUOTED, MIDLINE_SHOWN
 from ._buffers import QUOTED_HEADER, QUOTED_HUNK, QUOTED_MESSAGE, QUOTED_OUTSIDE
 from ._buffers import plain_str as _plain_str
 from ._native_bytes import _is_continuation, _sequence_length
@@ -416,6 +417,10 @@ class _Quoted:
       which git puts before each, are quoted, empty lines stay in it, and any
       other line ends it.
     * A line that ends a hunk or a commit is then read as if outside both.
+    * A region that starts inside a line (``MIDLINE_*``: a head, a scan block
+      or a band cut it) gives that line's rest the verdict its start had, and
+      never reads it as a line of its own (a hunk line's rest would end the
+      hunk); one that ends inside a line leaves the next to start inside it.
 
     The state (``signal_lines``' ``state``) comes in from the caller (what the
     lines before the region left: ``text.SignalCollector`` walks a preview's
@@ -426,12 +431,14 @@ class _Quoted:
     compiled kernel.
     """
 
-    __slots__ = ("phase", "old", "new", "_region", "_at", "_next_hunk", "_next_commit")
+    __slots__ = ("phase", "old", "new", "_midline", "_last", "_region", "_at", "_next_hunk", "_next_commit")
 
-    def __init__(self, region: bytes, state: tuple[int, int, int]) -> None:
+    def __init__(self, region: bytes, state: tuple[int, int, int, int]) -> None:
         self.phase = state[0]
         # The counts mean something in a hunk only.
         self.old, self.new = (state[1], state[2]) if self.phase == QUOTED_HUNK else (0, 0)
+        self._midline = state[3]  # where the region starts: the phase and counts are after that line
+        self._last = self._midline == MIDLINE_QUOTED  # the verdict of the last line walked
         self._region = region
         self._at = 0  # the next line to walk starts here
         self._next_hunk = self._next_commit = -1  # the next line starting "@@ -" / "commit "; stale below _at
@@ -439,16 +446,26 @@ class _Quoted:
     def line(self, start: int, end: int) -> bool:
         """Whether the line ``region[start:end]`` is quoted; the state moves past it."""
         self._walk(start)
+        if start == 0 and self._midline != MIDLINE_NONE:
+            self._at = end + 1  # the rest of a line begun before the region
+            return self._last
         if self._at > start:  # (asked twice: never, as the scan gives each line once)
             return False
         self._at = end + 1
-        return self._step(self._region[start:end])
+        self._last = self._step(self._region[start:end])
+        return self._last
 
     def finish(self) -> list[int]:
-        """The state at the region's end, ``[phase, old, new]``: every line walked
-        (a final empty one, after a last newline, is the next region's first line)."""
-        self._walk(len(self._region))
-        return [self.phase, self.old, self.new]
+        """The state at the region's end, ``[phase, old, new, midline]``: every line
+        walked (a final empty one, after a last newline, is the next region's first
+        line); a region that ends inside a line leaves the next to start inside it."""
+        region = self._region
+        self._walk(len(region))
+        if region.endswith(b"\n"):
+            midline = MIDLINE_NONE
+        else:
+            midline = MIDLINE_QUOTED if self._last else MIDLINE_SHOWN
+        return [self.phase, self.old, self.new, midline]
 
     def _search(self, needle: bytes) -> int:
         region, at = self._region, self._at
@@ -461,19 +478,27 @@ class _Quoted:
         region = self._region
         size = len(region)
         while self._at < to:
+            if self._at == 0 and self._midline != MIDLINE_NONE:
+                # The rest of a line begun before the region: its verdict is the one it came with.
+                end = region.find(b"\n")
+                self._at = size + 1 if end < 0 else end + 1
+                continue
             if self.phase == QUOTED_OUTSIDE:
                 # Only a hunk header or a commit line changes the state here: on to the next one.
                 if self._next_hunk < self._at:
                     self._next_hunk = self._search(b"@@ -")
                 if self._next_commit < self._at:
                     self._next_commit = self._search(b"commit ")
-                self._at = min(self._next_hunk, self._next_commit)
+                lead = min(self._next_hunk, self._next_commit)
+                if lead > self._at:
+                    self._last = False  # the lines skipped: outside, none quoted
+                self._at = lead
                 if self._at >= to:
                     self._at = to
                     return
             end = region.find(b"\n", self._at)
             end = size if end < 0 else end
-            self._step(region[self._at : end])
+            self._last = self._step(region[self._at : end])
             self._at = end + 1
 
     def _step(self, line: bytes) -> bool:
@@ -561,10 +586,12 @@ def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags
 
     The lines of a diff's hunks and of git log's commit messages (``_Quoted``)
     are quoted text: never listed nor counted.  ``state`` is where the region's
-    first line stands among them: None (outside any), or a list ``[phase, old,
-    new]`` (``_buffers.QUOTED_*``, a hunk's counts still to come), which is
-    then set to where the region's end stands, so that the next region of a
-    scan goes on from it (with no patterns, that is all a call does).
+    first line stands among them: None (outside any, at a line's start), or a
+    list ``[phase, old, new, midline]`` (``_buffers.QUOTED_*``, a hunk's counts
+    still to come, ``_buffers.MIDLINE_*``: whether the region starts inside a
+    line, and that line's verdict), which is then set to where the region's end
+    stands, so that the next region of a scan goes on from it, also inside a
+    line (with no patterns, that is all a call does).
 
     :raises TypeError: wrong argument types.
     :raises ValueError: ``start``/``end`` outside the buffer or reversed,
@@ -588,7 +615,7 @@ def signal_lines(buffer: BytesLike, start: int, end: int, patterns: tuple, flags
         region = view[start:end].tobytes()
     if not region:
         return [], totals
-    quoted = _Quoted(region, begun or (QUOTED_OUTSIDE, 0, 0))
+    quoted = _Quoted(region, begun or (QUOTED_OUTSIDE, 0, 0, MIDLINE_NONE))
     if not checked:
         if state is not None:
             state[:] = quoted.finish()

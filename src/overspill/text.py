@@ -5,7 +5,8 @@ and the content policy.  Previews of views are cut in ``_views``."""
 from __future__ import annotations
 
 from . import _kernels
-from ._buffers import DIGITS_ZEROED, NUMBERS, QUOTED_OUTSIDE, VIEW_ANSI, VIEW_CR, BytesLike, LazyPattern, byte_view
+from ._buffers import DIGITS_ZEROED, MIDLINE_NONE, NUMBERS, QUOTED_OUTSIDE, VIEW_ANSI, VIEW_CR, BytesLike, LazyPattern
+from ._buffers import byte_view
 from ._frozen import frozen
 from ._signal_near import LONG_LINE, shown_from
 
@@ -553,9 +554,10 @@ class SignalCollector:
     def _quoted_at(self, read: Reader, start: int) -> list[int]:
         """Where ``start`` stands among diff hunks and commit messages: the lines before it
         walked, when they are few enough to be a preview's head (an omitted part's start, a
-        band beside it), so that a hunk the head cuts is known in the omitted part; else (a
+        band beside it), so that a hunk the head cuts is known in the omitted part, and a line
+        the cut falls inside keeps in it the verdict of its start (``MIDLINE_*``); else (a
         scan from far in, which the preview never asks for) outside both."""
-        state = [QUOTED_OUTSIDE, 0, 0]
+        state = [QUOTED_OUTSIDE, 0, 0, MIDLINE_NONE]
         if 0 < start <= _QUOTED_WALK:
             with read(0, start) as head:
                 _kernels.signal_lines(head, 0, len(head), (), self._flags, 0, 0, state)
