@@ -49,8 +49,8 @@ typedef struct {
     const uint8_t *s;
     ptrdiff_t n;
     ptrdiff_t at;  /* the next line to walk starts here (past n: none) */
-    /* The first line at or after `at` that starts "@@" or "co" (n: none); a
-     * value below `at` is stale and searched again from `at`. */
+    /* The first line at or after `at` that starts "@@", "co" or ESC "[" (n: none);
+     * a value below `at` is stale and searched again from `at`. */
     ptrdiff_t next_lead;
 } osp_quoted;
 
@@ -68,9 +68,11 @@ static inline void osp_quoted_begin(osp_quoted *q, const uint8_t *s, ptrdiff_t n
     q->next_lead = -1;
 }
 
-/* Whether the line at s[i:n) may be a hunk header or a commit line: it starts "@@" or "co". */
+/* Whether the line at s[i:n) may be a hunk header or a commit line: it starts "@@" or "co",
+ * or ESC "[" (git's --color=always puts an SGR escape before each). */
 static inline int osp_quoted_lead(const uint8_t *s, ptrdiff_t i, ptrdiff_t n) {
-    return i + 1 < n && ((s[i] == '@' && s[i + 1] == '@') || (s[i] == 'c' && s[i + 1] == 'o'));
+    return i + 1 < n && ((s[i] == '@' && s[i + 1] == '@') || (s[i] == 'c' && s[i + 1] == 'o') ||
+                         (s[i] == 0x1b && s[i + 1] == '['));
 }
 
 #if defined(OSP_X86)
@@ -82,12 +84,15 @@ __attribute__((target("avx2")))
 static ptrdiff_t osp_quoted_next_avx2(const uint8_t *s, ptrdiff_t i, ptrdiff_t n) {
     const __m256i newline = _mm256_set1_epi8('\n'), at = _mm256_set1_epi8('@');
     const __m256i c = _mm256_set1_epi8('c'), o = _mm256_set1_epi8('o');
+    const __m256i escape = _mm256_set1_epi8(0x1b), bracket = _mm256_set1_epi8('[');
     for (; i + 33 <= n; i += 32) {
         __m256i before = _mm256_loadu_si256((const __m256i *)(s + i - 1));
         __m256i here = _mm256_loadu_si256((const __m256i *)(s + i));
         __m256i next = _mm256_loadu_si256((const __m256i *)(s + i + 1));
         __m256i lead = _mm256_or_si256(_mm256_and_si256(_mm256_cmpeq_epi8(here, at), _mm256_cmpeq_epi8(next, at)),
                                        _mm256_and_si256(_mm256_cmpeq_epi8(here, c), _mm256_cmpeq_epi8(next, o)));
+        lead = _mm256_or_si256(lead, _mm256_and_si256(_mm256_cmpeq_epi8(here, escape),
+                                                      _mm256_cmpeq_epi8(next, bracket)));
         unsigned mask = (unsigned)_mm256_movemask_epi8(_mm256_and_si256(_mm256_cmpeq_epi8(before, newline), lead));
         if (mask) return i + __builtin_ctz(mask);
     }
@@ -151,9 +156,15 @@ static inline int osp_commit_header_line(const uint8_t *p, ptrdiff_t n) {
 
 /* The line p[0:n) after the state: whether it is quoted; the state moves past it. */
 static inline int osp_quoted_step(osp_quoted *q, const uint8_t *p, ptrdiff_t n) {
-    ptrdiff_t hash = 0, from = 0, to = 0;
+    ptrdiff_t hash = 0, from = 0, to = 0, skip;
     int cut = 0;
     int64_t old_lines, new_lines;
+    /* A line is read as a reader is shown it: a pty's "\r" before its newline is its end, and
+     * its leading colour escapes (git's --color=always) are skipped (the outline's rule). */
+    if (n > 0 && p[n - 1] == '\r') n--;
+    skip = osp_skip_escapes(p, n);
+    p += skip;
+    n -= skip;
     if (q->phase == OSP_QUOTED_HUNK) {
         uint8_t first = n ? p[0] : 0;
         if (first == '\\') return 1;  /* "\ No newline at end of file", also after the last line */

@@ -410,6 +410,38 @@ def test_lines_of_diff_hunks_and_commit_messages_are_not_signal_lines(store, mon
         assert int(offset) in omitted and data[int(offset):].startswith(text.encode()), line
 
 
+def _coloured(log: bytes) -> bytes:
+    """``log`` as ``git log --color=always`` writes it: an SGR escape before each commit line,
+    hunk header, removed and added line, and ``diff --git`` line."""
+    colours = {b"commit ": b"33", b"@@ ": b"36", b"-": b"31", b"+": b"32", b"diff ": b"1"}
+    lines = []
+    for line in log.split(b"\n"):
+        colour = next((code for lead, code in colours.items() if line.startswith(lead)), None)
+        lines.append(line if colour is None else b"\x1b[" + colour + b"m" + line + b"\x1b[m")
+    return b"\n".join(lines)
+
+
+@pytest.mark.parametrize("patch", [True, False], ids=["log -p", "log --stat"])
+@pytest.mark.parametrize("dress", ["colour", "pty"])
+@pytest.mark.parametrize("max_lines, max_bytes", [(2000, 51200), (400, 8192)])
+def test_coloured_and_pty_git_logs_quote_their_hunks_and_messages(store, patch, dress, max_lines, max_bytes):
+    """Review R28, 2: ``git log --color=always -p`` starts each hunk and commit line with an SGR
+    escape, and a pty ends each line with ``\\r\\n``; neither was read as a hunk or commit
+    line (2704 and 437 signal lines in the review's logs).  Only the lines git printed outside
+    them are signal lines."""
+    data = _git_log(300, 25, patch=patch)
+    data = _coloured(data) if dress == "colour" else data.replace(b"\n", b"\r\n")
+    genuine = rb"^(?:error: could not apply |warning: refname |gpg: WARNING: )"
+    result = store.truncate("s", "c", data, max_lines=max_lines, max_bytes=max_bytes)
+    _, marker, block, tail = parts(result.content)
+    head_end, tail_start = int(marker.group(3)), len(data) - len(tail.encode())
+    omitted = [match.start() for match in re.finditer(genuine, data, re.MULTILINE)
+               if head_end <= match.start() < tail_start]
+    assert omitted and block and block[0].startswith(f"[{len(omitted)} lines of the omitted part"), block
+    shown = [int(line.partition(":")[0]) for line in block if re.match(r"\d+:", line)]
+    assert shown and set(shown) <= set(omitted), block
+
+
 @pytest.mark.parametrize("max_lines, max_bytes, scan_block", [
     (400, 8192, None), (2000, 51200, None), (2000, 51200, 3000), (2000, 51200, 1500)])
 def test_a_hunk_cut_mid_line_goes_on_in_the_omitted_part(store, monkeypatch, max_lines, max_bytes, scan_block):

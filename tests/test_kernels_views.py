@@ -168,6 +168,9 @@ def naive_quoted(lines: list[bytes], state: list[int]) -> list[bool]:
         if index == 0 and midline:
             quoted.append(midline == 2)
             continue
+        # As a reader is shown it: a pty's "\r" ends it, leading colour escapes are not shown.
+        line = re.sub(rb"\r\Z", b"", line)
+        line = re.sub(rb"\A(?:\x1b\[[0-?]*[ -/]*[@-~])*", b"", line)
         verdict = None
         if phase == 1:
             if line.startswith(b"\\"):
@@ -240,11 +243,17 @@ _QUOTING = [b"@@ -1,2 +1,2 @@", b"@@ -3 +3 @@ def f(error):", b"@@ -0,0 +1 @@", 
             b"Author: Error Person <e@x>", b"Merge: 1234567 89abcde", b"Date:   Mon Dec 7", b"Reflog message: error",
             b"    fix: the error path failed before", b"    ", b"     ValueError: indented more",
             b"   three spaces error", b" 2 files changed, 3 insertions(+), 1 deletion(-)", b" src/error.py | 3 ++-",
-            b"diff --git a/x b/x", b"\x1b[31merror\x1b[0m", b"error\r42%"]
+            b"diff --git a/x b/x", b"\x1b[31merror\x1b[0m", b"error\r42%",
+            # git log --color=always -p, and git log through a pty (review R28, 2)
+            b"\x1b[33mcommit 0123456789abcdef0123456789abcdef01234567\x1b[m", b"\x1b[36m@@ -1,2 +1,2 @@\x1b[m error",
+            b"\x1b[31m-log.error(x)\x1b[m", b"\x1b[32m+raise ValueError('error')\x1b[m", b"\x1b[1m\x1b[32m+\x1b[m",
+            b"\x1b[1mdiff --git a/x b/x\x1b[m", b"\x1b[31", b"\x1b[m", b"commit 0123456789abcdef0123\r",
+            b"Date:   Mon\r",
+            b"\r", b"    fix: the error\r", b"@@ -1 +1 @@\r", b"+error\r", b"error: real\r"]
 quoting = st.lists(st.sampled_from(_QUOTING), max_size=30).map(b"\n".join)
 # Lines of a hunk and a message longer than _MIDLINE_CUT, which a cut may fall inside.
-_LONG_QUOTING = [b"+" + b"error " * 12, b"-" + b"warning " * 9, b" " + b"E   error " * 7, b"    " + b"failed error " * 6,
-                 b"x" * 20 + b" error " * 8]
+_LONG_QUOTING = [b"+" + b"error " * 12, b"-" + b"warning " * 9, b" " + b"E   error " * 7,
+                 b"    " + b"failed error " * 6, b"x" * 20 + b" error " * 8]
 # A cut inside a line this far past its start: every line of _QUOTING has its verdict by then
 # (a line's rest keeps the verdict of the part before the cut).
 _MIDLINE_CUT = 48
@@ -438,7 +447,8 @@ def test_signals_match_naive_reference(data, draw, flags, limit, state):
     assert state == expected
 
 
-@given(st.lists(st.sampled_from(_QUOTING + _LONG_QUOTING), max_size=30).map(b"\n".join), st.data(), flag_sets, states)
+@given(st.lists(st.sampled_from(_QUOTING + _LONG_QUOTING), max_size=30).map(b"\n".join), st.data(), flag_sets,
+       states)
 @example(b"@@ -1,2 +1,2 @@\n error\n-error\n+error\nerror: real one", None, 0, [0, 0, 0, 0])
 def test_signal_lines_of_regions_in_turn_are_those_of_the_whole_when_each_goes_on_from_the_last_state(
         data, draw, flags, state):

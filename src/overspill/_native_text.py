@@ -20,7 +20,7 @@ from ._buffers import QUOTED_HEADER, QUOTED_HUNK, QUOTED_MESSAGE, QUOTED_OUTSIDE
 from ._buffers import plain_str as _plain_str
 from ._native_bytes import _is_continuation, _sequence_length
 from ._native_bytes import copied_bad_chunk, page_bounds, utf8_length
-from ._native_outline import _commit
+from ._native_outline import _commit, _skip_escapes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up; the annotations are never evaluated
@@ -417,6 +417,9 @@ class _Quoted:
       which git puts before each, are quoted, empty lines stay in it, and any
       other line ends it.
     * A line that ends a hunk or a commit is then read as if outside both.
+    * A line is read as a reader is shown it: a ``\r`` before its newline (a
+      pty's line end) is its end, and its leading CSI escapes (git's
+      ``--color=always``) are skipped (``_native_outline._skip_escapes``).
     * A region that starts inside a line (``MIDLINE_*``: a head, a scan block
       or a band cut it) gives that line's rest the verdict its start had, and
       never reads it as a line of its own (a hunk line's rest would end the
@@ -431,7 +434,8 @@ class _Quoted:
     compiled kernel.
     """
 
-    __slots__ = ("phase", "old", "new", "_midline", "_last", "_region", "_at", "_next_hunk", "_next_commit")
+    __slots__ = ("phase", "old", "new", "_midline", "_last", "_region", "_at", "_next_hunk", "_next_commit",
+                 "_next_escape")
 
     def __init__(self, region: bytes, state: tuple[int, int, int, int]) -> None:
         self.phase = state[0]
@@ -441,7 +445,8 @@ class _Quoted:
         self._last = self._midline == MIDLINE_QUOTED  # the verdict of the last line walked
         self._region = region
         self._at = 0  # the next line to walk starts here
-        self._next_hunk = self._next_commit = -1  # the next line starting "@@ -" / "commit "; stale below _at
+        # The next line starting "@@ -" / "commit " / ESC "["; stale below _at.
+        self._next_hunk = self._next_commit = self._next_escape = -1
 
     def line(self, start: int, end: int) -> bool:
         """Whether the line ``region[start:end]`` is quoted; the state moves past it."""
@@ -489,7 +494,9 @@ class _Quoted:
                     self._next_hunk = self._search(b"@@ -")
                 if self._next_commit < self._at:
                     self._next_commit = self._search(b"commit ")
-                lead = min(self._next_hunk, self._next_commit)
+                if self._next_escape < self._at:
+                    self._next_escape = self._search(b"\x1b[")
+                lead = min(self._next_hunk, self._next_commit, self._next_escape)
                 if lead > self._at:
                     self._last = False  # the lines skipped: outside, none quoted
                 self._at = lead
@@ -502,6 +509,9 @@ class _Quoted:
             self._at = end + 1
 
     def _step(self, line: bytes) -> bool:
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        line = line[_skip_escapes(line):]
         phase = self.phase
         if phase == QUOTED_HUNK:
             first = line[:1]
