@@ -517,6 +517,19 @@ def test_signals_reject(args, error):
         _kernels.signal_lines(*args)
 
 
+@pytest.mark.parametrize(("state", "message"), [
+    ([0, 0, 0], "a list [phase, old, new, midline] of four ints, not a list of 3"),
+    ([10**30, 0, 0, 0], "phase must be one of the QUOTED_*, from 0 to 3, not (a 31-digit number)"),
+    ([1, 0, 2**63, 0], f"new must be a hunk's count, from 0 to {10**18 - 1}, not {2**63}"),
+])
+def test_a_refused_signal_state_says_what_is_wrong(state, message):
+    # Review R28, 3: a list of the wrong length was refused as "not list", a huge number
+    # reported as the 9223372036854775807 it was clamped to.
+    with pytest.raises((TypeError, ValueError)) as refused:
+        _kernels.signal_lines(b"abc", 0, 3, PATTERNS, 0, 1, 0, state)
+    assert message in str(refused.value)
+
+
 # ---------------------------------------------------------------- line slack
 @given(contents, limits, limits)
 def test_zero_slack_is_the_old_rule(content, max_lines, max_bytes):

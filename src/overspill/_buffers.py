@@ -300,17 +300,23 @@ def check_signal_state(state: object) -> tuple[int, int, int, int] | None:
     """
     if state is None:
         return None
-    if type(state) is not list or len(state) != 4:
+    if type(state) is not list:
         raise TypeError(f"state must be None or a list [phase, old, new, midline], not {type(state).__name__}")
-    phase, old, new, midline = (check_int(state[0], "phase", 0), check_int(state[1], "old", 0),
-                                check_int(state[2], "new", 0), check_int(state[3], "midline", 0))
-    if phase > QUOTED_MESSAGE:
-        raise ValueError(f"phase must be one of the QUOTED_* (0 to {QUOTED_MESSAGE}), not {phase}")
-    if old > HUNK_COUNT_MAX or new > HUNK_COUNT_MAX:
-        raise ValueError(f"a hunk's count must be at most {HUNK_COUNT_MAX}")
-    if midline > MIDLINE_QUOTED:
-        raise ValueError(f"midline must be one of the MIDLINE_* (0 to {MIDLINE_QUOTED}), not {midline}")
-    return phase, old, new, midline
+    if len(state) != 4:
+        raise TypeError(f"state must be None or a list [phase, old, new, midline] of four ints, not a list of {len(state)}")
+    return (_state_number(state[0], "phase", QUOTED_MESSAGE, "one of the QUOTED_*"),
+            _state_number(state[1], "old", HUNK_COUNT_MAX, "a hunk's count"),
+            _state_number(state[2], "new", HUNK_COUNT_MAX, "a hunk's count"),
+            _state_number(state[3], "midline", MIDLINE_QUOTED, "one of the MIDLINE_*"))
+
+
+def _state_number(value: object, name: str, maximum: int, what: str) -> int:
+    """A number of ``signal_lines``' ``state``, from 0 to ``maximum``; the message shows
+    the caller's value, not the one ``check_int`` clamps it to."""
+    number = check_int(value, name, 0)
+    if number > maximum:
+        raise ValueError(f"{name} must be {what}, from 0 to {maximum}, not {int_text(plain_int(value, name))}")
+    return number
 
 
 #: Keys whose value names an array's object item (its label in the JSON outline); not ``id``:
