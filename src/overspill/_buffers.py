@@ -271,9 +271,10 @@ def check_patterns(patterns: object) -> list[tuple[int, bool, bool, bytes]]:
 
 
 # signal_lines' ``state``: where a scan stands between lines, as the list
-# [phase, old, new] (see _native_text._Quoted): between diff hunks and git
-# commits; in a hunk, whose header's counts of old and new lines still to come
-# are old and new; after a commit line, in its header lines; in its message.
+# [phase, old, new, midline] (see _native_text._Quoted): between diff hunks and
+# git commits; in a hunk, whose header's counts of old and new lines still to
+# come are old and new; after a commit line, in its header lines; in its
+# message.  midline: the MIDLINE_* below.
 # The compiled kernel's OSP_QUOTED_*.
 QUOTED_OUTSIDE = 0
 QUOTED_HUNK = 1
