@@ -130,7 +130,8 @@ def test_truncate_shows_what_preview_gives(tmp_path_factory, text, max_lines, ma
             assert not result.truncated and result.content == text
             continue
         assert (store.directory / f"{result.resource.id}.txt").read_bytes() == data
-        separator = "\n" if expected.head.endswith("\n") else "\n\n"
+        # (An empty head: the marker comes first.)
+        separator = "" if not expected.head else "\n" if expected.head.endswith("\n") else "\n\n"
         assert result.content.startswith(expected.head + separator + "... output truncated")
         assert f"starts at byte offset {expected.head_end} ..." in result.content
         if expected.tail:
@@ -143,7 +144,8 @@ def test_truncate_shows_what_preview_gives(tmp_path_factory, text, max_lines, ma
     plain = overspill.preview(content, max_lines, max_bytes, line_slack=line_slack(max_bytes))
     result = off.truncate("s", "c", content, max_lines=max_lines, max_bytes=max_bytes)
     if plain.truncated:
-        assert result.content.startswith(plain.head + ("\n" if plain.head.endswith("\n") else "\n\n") + "...")
+        separator = "" if not plain.head else "\n" if plain.head.endswith("\n") else "\n\n"
+        assert result.content.startswith(plain.head + separator + "...")
         assert result.content.endswith(("\n\n" + plain.tail) if plain.tail else 'pattern="...")')
 
 

@@ -11,7 +11,7 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from strategies import contents, texts
 
@@ -709,6 +709,7 @@ def test_ids_are_unique_after_fork(store):
 # ----------------------------------------------------------------- properties
 @given(contents, st.integers(1, 40), st.integers(1, 120), st.integers(0, 200), st.integers(1, 30))
 @settings(max_examples=60)
+@example("é", 1, 1, 0, 1)  # CI70: a head with no room for a character is empty, and the marker comes first
 def test_truncate_and_paging_properties(tmp_path_factory, content, max_lines, max_bytes, offset, limit):
     # Raw text, no signal lines: the preview rules alone (views and signals: test_economy.py).
     store = ToolOutputStore(tmp_path_factory.mktemp("prop"), durable=False,
@@ -733,7 +734,8 @@ def test_truncate_and_paging_properties(tmp_path_factory, content, max_lines, ma
     assert result.truncated and (store.directory / f"{result.resource.id}.txt").read_bytes() == data
     if not expands:
         # One blank line before the marker (a head that ends its line gives the first newline).
-        separator = "\n" if preview.head.endswith("\n") else "\n\n"
+        # (An empty head: the marker comes first.)
+        separator = "" if not preview.head else "\n" if preview.head.endswith("\n") else "\n\n"
         assert result.content.startswith(preview.head + separator + "... output truncated")
         assert result.content.endswith('pattern="...")' if not preview.tail else "\n\n" + preview.tail)
     page = store.read("s", result.resource.uri, offset=offset, limit=limit)
